@@ -1,0 +1,170 @@
+# hpdl - build, test and bench. `make help` lists the targets.
+#
+# Sources are found by name, so adding a file needs no edit here:
+#   tests/test_*.c   CPU tests (gcc, clang, C++, ASan+UBSan)
+#   tests/gpu_*.cu   GPU tests (skip cleanly without a GPU)
+#   tests/mpi_*.c    MPI tests, run on 1..4 ranks
+#   examples/*.c|cu  one program per course task
+#   bench/*.c|cu     one bench per task
+# A .cu file that includes hpdl_mpi.h is built with MPI flags too.
+
+SHELL     := /bin/bash
+CC        ?= gcc
+CLANG     ?= clang
+CXX       ?= g++
+CUDA_HOME ?= /usr/local/cuda
+NVCC      ?= $(shell command -v nvcc 2>/dev/null || ls $(CUDA_HOME)/bin/nvcc 2>/dev/null)
+PREFIX    ?= /usr/local
+B         := build
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# NVLink multicast stays off: it can take a shared host's GPUs out of service.
+export NCCL_NVLS_ENABLE=0
+
+# ---- features ---------------------------------------------------------------
+HAVE_NVCC  := $(if $(NVCC),1,)
+GPU_CC     := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d '. ')
+HAVE_GPU   := $(if $(GPU_CC),1,)
+HAVE_MPI    = $(shell command -v mpicc >/dev/null 2>&1 && echo 1)
+HAVE_NCCL  := $(shell test -f $(CUDA_HOME)/include/nccl.h -o -f /usr/include/nccl.h && echo 1)
+HAVE_PLOT   = $(shell command -v gnuplot >/dev/null 2>&1 && echo 1)
+mark        = $(if $(1),✓,✗)
+
+# Build for the GPU present; without one, compile-check for Ampere and Hopper.
+ifeq ($(GPU_CC),90)
+NVARCH := -gencode arch=compute_90a,code=sm_90a
+else ifneq ($(GPU_CC),)
+NVARCH := -gencode arch=compute_$(GPU_CC),code=sm_$(GPU_CC)
+else
+NVARCH := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90a,code=sm_90a
+endif
+
+WARN      := -Wall -Wextra -Werror
+CFLAGS_C  := -std=c99 -pedantic $(WARN) -O2 -march=native -I.
+CXXFLAGS  := -x c++ -std=c++11 $(WARN) -O2 -I.
+SANFLAGS  := -std=c99 -pedantic $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -I.
+NVFLAGS   := -O3 -std=c++17 $(NVARCH) -I. -Xcompiler -Wall,-Wextra -lineinfo
+NVLIBS    := -lcublas -lcublasLt -Xlinker -rpath=$(CUDA_HOME)/lib64
+ifeq ($(HAVE_NCCL),1)
+NVLIBS    += -lnccl
+endif
+MPI_CFLAGS  = $(shell mpicc --showme:compile 2>/dev/null)
+MPI_LDFLAGS = $(shell mpicc --showme:link 2>/dev/null)
+
+# ---- sources ----------------------------------------------------------------
+HEADERS    := hpdl.h hpdl_cuda.cuh hpdl_mpi.h $(wildcard parts/*) tests/hpdl_test.h
+CPU_TESTS  := $(patsubst tests/%.c,%,$(wildcard tests/test_*.c))
+GPU_TESTS  := $(patsubst tests/%.cu,%,$(wildcard tests/gpu_*.cu))
+MPI_TESTS  := $(patsubst tests/%.c,%,$(wildcard tests/mpi_*.c))
+EX_C       := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
+EX_CU      := $(patsubst examples/%.cu,$(B)/examples/%,$(wildcard examples/*.cu))
+BENCH_C    := $(patsubst bench/%.c,$(B)/bench/%,$(wildcard bench/*.c))
+BENCH_CU   := $(patsubst bench/%.cu,$(B)/bench/%,$(wildcard bench/*.cu))
+uses_mpi    = $(shell grep -l 'hpdl_mpi.h' $(1) 2>/dev/null)
+
+CPU_BINS   := $(addprefix $(B)/cpu/,$(CPU_TESTS)) $(addprefix $(B)/asan/,$(CPU_TESTS))
+CHECK_OBJS := $(addprefix $(B)/clang/,$(addsuffix .o,$(CPU_TESTS))) \
+              $(addprefix $(B)/cxx/,$(addsuffix .o,$(CPU_TESTS))) \
+              $(B)/cpu/two_units
+GPU_BINS   := $(if $(HAVE_NVCC),$(addprefix $(B)/gpu/,$(GPU_TESTS)) $(EX_CU) $(BENCH_CU))
+MPI_BINS    = $(if $(HAVE_MPI),$(addprefix $(B)/mpi/,$(MPI_TESTS)))
+
+.PHONY: all test bench examples data plots install clean help features deps
+.DEFAULT_GOAL := all
+
+all: features $(CPU_BINS) $(CHECK_OBJS) $(EX_C) $(BENCH_C) $(GPU_BINS) $(MPI_BINS)
+
+features:
+	@echo "hpdl features: $(call mark,$(HAVE_NVCC)) nvcc  $(call mark,$(HAVE_GPU)) GPU$(if $(GPU_CC), (sm_$(GPU_CC)))  $(call mark,$(HAVE_MPI)) mpicc  $(call mark,$(HAVE_NCCL)) NCCL  $(call mark,$(HAVE_PLOT)) gnuplot"
+
+deps:
+	@scripts/deps.sh
+
+# ---- CPU builds ---------------------------------------------------------------
+$(B)/cpu/%: tests/%.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_C) $< -o $@ -lm
+
+$(B)/asan/%: tests/%.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(SANFLAGS) $< -o $@ -lm
+
+$(B)/clang/%.o: tests/%.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CLANG) $(CFLAGS_C) -c $< -o $@
+
+$(B)/cxx/%.o: tests/%.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) -c $< -o $@
+
+# Two translation units of one program include the headers: must link.
+$(B)/cpu/two_units: tests/two_units/a.c tests/two_units/b.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_C) tests/two_units/a.c tests/two_units/b.c -o $@ -lm
+
+$(B)/examples/%: examples/%.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_C) $< -o $@ -lm
+
+$(B)/bench/%: bench/%.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_C) -O3 $< -o $@ -lm
+
+# ---- CUDA and MPI builds --------------------------------------------------------
+define nvcc_build
+	@mkdir -p $(@D)
+	$(NVCC) $(NVFLAGS) $(if $(call uses_mpi,$<),$(if $(HAVE_MPI),-DHPDL_HAVE_MPI $(MPI_CFLAGS),)) $< -o $@ $(NVLIBS) \
+	    $(if $(call uses_mpi,$<),$(if $(HAVE_MPI),$(addprefix -Xlinker ,$(MPI_LDFLAGS)),))
+endef
+$(B)/gpu/%: tests/%.cu $(HEADERS)
+	$(nvcc_build)
+$(B)/examples/%: examples/%.cu $(HEADERS)
+	$(nvcc_build)
+$(B)/bench/%: bench/%.cu $(HEADERS)
+	$(nvcc_build)
+
+$(B)/mpi/%: tests/%.c $(HEADERS)
+	@mkdir -p $(@D)
+	mpicc $(CFLAGS_C) $< -o $@ -lm
+
+# ---- test -------------------------------------------------------------------------
+MPI_RUN := mpirun --oversubscribe --bind-to none
+test: deps
+	@$(MAKE) --no-print-directory data all
+	@scripts/run_tests.sh \
+	    $(addprefix $(B)/cpu/,$(CPU_TESTS)) $(addprefix $(B)/asan/,$(CPU_TESTS)) $(B)/cpu/two_units \
+	    $(if $(HAVE_NVCC),$(addprefix $(B)/gpu/,$(GPU_TESTS))) \
+	    $(foreach t,$(if $(HAVE_MPI),$(MPI_TESTS)),$(foreach n,1 2 3 4,"$(MPI_RUN) -np $(n) $(B)/mpi/$(t)"))
+
+# ---- bench, data, plots ---------------------------------------------------------
+GPU_SLUG := $(shell nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1 | tr 'A-Z' 'a-z' | sed -e 's/nvidia //' -e 's/[^a-z0-9]\{1,\}/-/g' -e 's/-$$//')
+RESULTS  := bench/results/$(or $(GPU_SLUG),cpu)
+bench: deps
+	@$(MAKE) --no-print-directory data all
+	@mkdir -p $(RESULTS)
+	@for b in $(BENCH_C) $(BENCH_CU); do echo "== $$b"; HPDL_RESULTS=$(RESULTS) $$b || exit 1; done
+	@$(MAKE) --no-print-directory plots
+
+examples: $(EX_C) $(EX_CU)
+
+data:
+	@scripts/data.sh data/fashion-mnist
+
+plots:
+	@if command -v gnuplot >/dev/null 2>&1; then scripts/plots.sh; else echo "plots: gnuplot missing (apt-get install gnuplot-nox)"; fi
+
+install:
+	install -d $(DESTDIR)$(PREFIX)/include
+	install -m 644 hpdl.h hpdl_cuda.cuh hpdl_mpi.h $(DESTDIR)$(PREFIX)/include
+
+clean:
+	rm -rf $(B)
+
+help:
+	@echo "make            build tests, examples and benches for what this machine has"
+	@echo "make test       install missing deps, build, run CPU/ASan/MPI(1..4 ranks)/GPU tests"
+	@echo "make bench      run every bench; CSVs go to bench/results/<gpu>/"
+	@echo "make examples   build the examples"
+	@echo "make data       put Fashion-MNIST IDX files in data/fashion-mnist (MNIST_DIR=... for your own)"
+	@echo "make plots      turn bench CSVs into PNG charts with gnuplot"
+	@echo "make install PREFIX=/usr/local   copy the three headers"
+	@echo "make clean      remove build/"

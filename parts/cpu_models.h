@@ -1,0 +1,1 @@
+/* Performance models, placement, quantization (spliced into hpdl.h). */

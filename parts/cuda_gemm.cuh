@@ -1,0 +1,1 @@
+/* cuda_gemm: spliced into hpdl_cuda.cuh */

@@ -1,0 +1,1 @@
+/* cuda_mlp: spliced into hpdl_cuda.cuh */

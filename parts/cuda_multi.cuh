@@ -1,0 +1,1 @@
+/* cuda_multi: spliced into hpdl_cuda.cuh */

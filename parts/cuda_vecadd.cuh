@@ -1,0 +1,1 @@
+/* cuda_vecadd: spliced into hpdl_cuda.cuh */
