@@ -1,5 +1,1541 @@
-/* hpdl_mpi.h - v0.1.0 - high-performance deep learning kernels, MPI part (in progress). */
+/* hpdl_mpi.h - v0.1.0 - high-performance deep learning kernels, MPI part.
+
+   Data parallelism over MPI: start-up and GPU choice, in-place allreduce
+   (MPI_Allreduce, a hand-written ring, NCCL), a bucketed non-blocking
+   allreduce for gradients, broadcast, data sharding with per-epoch shuffling,
+   and bus-bandwidth accounting. Built on hpdl.h (included here) and, when
+   compiled by nvcc, on hpdl_cuda.cuh: then every collective also takes
+   device buffers.
+
+   USAGE (C, CPU ranks)
+       #include "hpdl_mpi.h"
+       HPDL_CHECK(hpdl_mpi_init(&argc, &argv));
+       hpdl_mpi_shard_range(n, hpdl_mpi_rank(), hpdl_mpi_size(), &begin, &end);
+       hpdl_mpi_epoch_permutation(idx, n, seed, epoch);   // same on every rank
+       ... train on idx[begin .. end) ...
+       HPDL_CHECK(hpdl_mpi_allreduce_avg_f32(grad, n, HPDL_ALLREDUCE_RING, MPI_COMM_WORLD));
+       hpdl_mpi_finalize();
+       mpicc -std=c99 -O2 prog.c -lm && mpirun -np 4 ./a.out
+
+   USAGE (CUDA + NCCL, one GPU per rank)
+       #define HPDL_USE_NCCL
+       #include "hpdl_mpi.h"                // includes hpdl_cuda.cuh under nvcc
+       hpdl_mpi_init(&argc, &argv);
+       int gpu = hpdl_mpi_select_gpu();    // local rank % GPU count; -1: none
+       HPDL_CHECK(hpdl_mpi_allreduce_f32(d_grad, n, HPDL_ALLREDUCE_NCCL, MPI_COMM_WORLD));
+       nvcc -O3 -DHPDL_HAVE_MPI $(mpicc --showme:compile) prog.cu \
+            $(mpicc --showme:link | sed 's/-Wl,/-Xlinker /g') -lnccl
+
+   USAGE (gradient buckets: the reduction overlaps backward)
+       hpdl_mpi_bucketer b;               // grads[i]: gradient of layer i
+       HPDL_CHECK(hpdl_mpi_bucketer_create(&b, grads, counts, ntensors, HPDL_MPI_F32,
+                                           0, 1, HPDL_ALLREDUCE_NCCL, MPI_COMM_WORLD));
+       each step: forward; for (i = ntensors - 1; i >= 0; i--) { backward(i);
+                  hpdl_mpi_bucketer_ready(&b, i); }  hpdl_mpi_bucketer_wait(&b); update;
+       hpdl_mpi_bucketer_destroy(&b);
+
+   SEMANTICS
+       Collectives are in place (SUM) and collective: every rank of the
+       communicator calls them in the same order with the same count, type,
+       algorithm, root and kind of buffer (all host or all device). Before each
+       one, a small MPI_Allreduce compares these across ranks; a difference
+       aborts all ranks with a message naming it instead of hanging
+       (hpdl_mpi_set_checks(0) skips that for benchmarks). Bad arguments give
+       HPDL_ERR_INVALID on every rank and leave the buffer untouched.
+       Algorithms: HPDL_ALLREDUCE_MPI is MPI_Allreduce (f32, f64: MPI has no
+       half type); HPDL_ALLREDUCE_RING is the bandwidth-optimal ring
+       (reduce-scatter then allgather, Patarasuk & Yuan) over MPI_Sendrecv, for
+       any count and rank number, f16/bf16 added in float and rounded at each
+       hop (p-1 roundings, as NCCL does); HPDL_ALLREDUCE_NCCL is ncclAllReduce
+       (device buffers, HPDL_USE_NCCL).
+       Device buffers (nvcc builds, found with cudaPointerGetAttributes): work
+       queued on the hpdl stream (hpdl_mpi_set_stream; default: the legacy
+       default stream 0) is finished before a collective reads the buffer.
+       MPI and RING return with the result in place. MPI hands device pointers
+       to MPI when MPIX_Query_cuda_support() says it is CUDA-aware, otherwise
+       both stage chunks through pinned host buffers, copies in both
+       directions overlapping the MPI transfer of other chunks; the ring adds
+       on the GPU. NCCL is stream-ordered, like NCCL itself: later work on the
+       hpdl stream sees the result; synchronise it before reading on the host.
+       Without MPI (HPDL_NO_MPI) the program is one rank: rank 0 of size 1,
+       collectives leave the buffer as it is (the sum over one rank), and the
+       same program runs serially with no MPI installed.
+       Settings and caches (staging buffers, NCCL communicators) live per
+       translation unit: call the collectives and hpdl_mpi_finalize from one.
+
+   OPTIONS (define before including)
+       HPDL_NO_MPI            one-rank build without MPI; automatic when the
+                              compiler cannot find <mpi.h> (__has_include)
+       HPDL_HAVE_MPI          use <mpi.h> without looking (the Makefile sets it
+                              for nvcc builds that include this header)
+       HPDL_USE_NCCL          enable HPDL_ALLREDUCE_NCCL (nvcc; link -lnccl)
+       HPDL_MPI_BUCKET_BYTES  default gradient bucket size (25 MiB)
+       HPDL_MPI_CHUNK_BYTES   staging chunk for device buffers (4 MiB); the
+                              environment variable of that name overrides it
+       Open MPI's C++ bindings are skipped (OMPI_SKIP_MPICXX), so C++ and nvcc
+       builds link with the C library alone.
+
+   CHANGELOG
+       2026-11-22  v0.1.0  init/finalize, local rank -> GPU, checks, allreduce
+                           (MPI, ring, NCCL; host and device buffers; f32, f64,
+                           f16, bf16), bucketer, broadcast, sharding, epoch
+                           permutation, argument agreement, bus bandwidth.
+*/
 #ifndef HPDL_MPI_H
 #define HPDL_MPI_H
+
+#ifdef __CUDACC__
+#include "hpdl_cuda.cuh" /* includes hpdl.h */
+#else
 #include "hpdl.h"
 #endif
+
+#include <limits.h>
+
+#ifndef HPDL_MPI_BUCKET_BYTES
+#define HPDL_MPI_BUCKET_BYTES ((size_t)25 << 20)
+#endif
+#ifndef HPDL_MPI_CHUNK_BYTES
+#define HPDL_MPI_CHUNK_BYTES ((size_t)4 << 20)
+#endif
+
+/* No MPI unless asked for or findable. */
+#if !defined(HPDL_NO_MPI) && !defined(HPDL_HAVE_MPI) && defined(__has_include)
+#if !__has_include(<mpi.h>)
+#define HPDL_NO_MPI
+#endif
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* MPI, or a one-rank stand-in for it                                        */
+/* ------------------------------------------------------------------------ */
+
+#ifndef HPDL_NO_MPI
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+#if defined(__CUDACC__) && defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h> /* MPIX_Query_cuda_support */
+#endif
+#else
+/* Just enough MPI for one process: a datatype is its size in bytes, and every
+   collective over one rank leaves the data as it is. Point-to-point calls are
+   never reached with one rank and report an error. */
+typedef int MPI_Comm;
+typedef int MPI_Datatype;
+typedef int MPI_Op;
+typedef int MPI_Request;
+typedef int MPI_Info;
+typedef struct MPI_Status { int MPI_SOURCE, MPI_TAG, MPI_ERROR; } MPI_Status;
+#define MPI_SUCCESS 0
+#define MPI_ERR_OTHER 16
+#define MPI_MAX_ERROR_STRING 64
+#define MPI_COMM_NULL 0
+#define MPI_COMM_WORLD 1
+#define MPI_COMM_TYPE_SHARED 1
+#define MPI_INFO_NULL 0
+#define MPI_REQUEST_NULL 0
+#define MPI_PROC_NULL (-2)
+#define MPI_IN_PLACE ((void *)1)
+#define MPI_STATUS_IGNORE ((MPI_Status *)0)
+#define MPI_STATUSES_IGNORE ((MPI_Status *)0)
+#define MPI_BYTE 1
+#define MPI_CHAR 1
+#define MPI_INT ((int)sizeof(int))
+#define MPI_FLOAT 4
+#define MPI_DOUBLE 8
+#define MPI_INT64_T 8
+#define MPI_SUM 1
+#define MPI_MIN 2
+#define MPI_MAX 3
+static inline int MPI_Init(int *argc, char ***argv) { (void)argc; (void)argv; return MPI_SUCCESS; }
+static inline int MPI_Initialized(int *flag) { *flag = 1; return MPI_SUCCESS; }
+static inline int MPI_Finalized(int *flag) { *flag = 0; return MPI_SUCCESS; }
+static inline int MPI_Finalize(void) { return MPI_SUCCESS; }
+static inline int MPI_Comm_rank(MPI_Comm c, int *r) { (void)c; *r = 0; return MPI_SUCCESS; }
+static inline int MPI_Comm_size(MPI_Comm c, int *s) { (void)c; *s = 1; return MPI_SUCCESS; }
+static inline int MPI_Comm_split_type(MPI_Comm c, int type, int key, MPI_Info info, MPI_Comm *out) {
+    (void)type; (void)key; (void)info; *out = c; return MPI_SUCCESS;
+}
+static inline int MPI_Comm_free(MPI_Comm *c) { *c = MPI_COMM_NULL; return MPI_SUCCESS; }
+static inline int MPI_Abort(MPI_Comm c, int code) { (void)c; exit(code); }
+static inline int MPI_Barrier(MPI_Comm c) { (void)c; return MPI_SUCCESS; }
+static inline double MPI_Wtime(void) { return hpdl_time_now(); }
+static inline int MPI_Allreduce(const void *send, void *recv, int count, MPI_Datatype t, MPI_Op op, MPI_Comm c) {
+    (void)op; (void)c;
+    if (send != MPI_IN_PLACE && count > 0) memmove(recv, send, (size_t)count * (size_t)t);
+    return MPI_SUCCESS;
+}
+static inline int MPI_Iallreduce(const void *send, void *recv, int count, MPI_Datatype t, MPI_Op op,
+                                 MPI_Comm c, MPI_Request *req) {
+    *req = MPI_REQUEST_NULL;
+    return MPI_Allreduce(send, recv, count, t, op, c);
+}
+static inline int MPI_Bcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm c) {
+    (void)buf; (void)count; (void)t; (void)root; (void)c; return MPI_SUCCESS;
+}
+static inline int MPI_Sendrecv(const void *sb, int sn, MPI_Datatype st, int dest, int stag, void *rb, int rn,
+                               MPI_Datatype rt, int src, int rtag, MPI_Comm c, MPI_Status *status) {
+    (void)sb; (void)sn; (void)st; (void)dest; (void)stag; (void)rb; (void)rn; (void)rt; (void)src;
+    (void)rtag; (void)c; (void)status; return MPI_ERR_OTHER;
+}
+static inline int MPI_Wait(MPI_Request *r, MPI_Status *s) { (void)s; *r = MPI_REQUEST_NULL; return MPI_SUCCESS; }
+static inline int MPI_Waitall(int n, MPI_Request *r, MPI_Status *s) {
+    int i; (void)s; for (i = 0; i < n; i++) r[i] = MPI_REQUEST_NULL; return MPI_SUCCESS;
+}
+static inline int MPI_Testall(int n, MPI_Request *r, int *flag, MPI_Status *s) {
+    *flag = 1; return MPI_Waitall(n, r, s);
+}
+static inline int MPI_Error_string(int code, char *text, int *len) {
+    *len = snprintf(text, MPI_MAX_ERROR_STRING, "MPI error %d (one-rank build)", code); return MPI_SUCCESS;
+}
+#endif /* HPDL_NO_MPI */
+
+#if defined(__CUDACC__) && defined(HPDL_USE_NCCL)
+#include <nccl.h>
+#define HPDL_MPI_HAVE_NCCL 1
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Checks                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* For programs: print the failing MPI call with file:line, then abort every
+   rank (exiting one rank alone would leave the others waiting forever). */
+#define HPDL_MPI_CHECK(call)                                                  \
+    do {                                                                      \
+        int hpdl__m = (call);                                                 \
+        if (hpdl__m != MPI_SUCCESS) {                                         \
+            char hpdl__t[MPI_MAX_ERROR_STRING];                               \
+            int hpdl__n = 0;                                                  \
+            MPI_Error_string(hpdl__m, hpdl__t, &hpdl__n);                     \
+            fprintf(stderr, "%s:%d: MPI error %s in %s\n", __FILE__, __LINE__, \
+                    hpdl__t, #call);                                          \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                     \
+        }                                                                     \
+    } while (0)
+
+/* For library code: report the failing call and return HPDL_ERR_MPI. (With
+   MPI's default error handler a failing call has aborted already.) */
+#define HPDL__MPI_TRY(call)                                                   \
+    do {                                                                      \
+        if ((call) != MPI_SUCCESS) {                                          \
+            fprintf(stderr, "%s:%d: MPI call failed: %s\n", __FILE__, __LINE__, #call); \
+            return HPDL_ERR_MPI;                                              \
+        }                                                                     \
+    } while (0)
+
+#ifdef HPDL_MPI_HAVE_NCCL
+#define HPDL_NCCL_CHECK(call)                                                 \
+    do {                                                                      \
+        ncclResult_t hpdl__r = (call);                                        \
+        if (hpdl__r != ncclSuccess) {                                         \
+            fprintf(stderr, "%s:%d: NCCL error %s in %s\n", __FILE__, __LINE__, \
+                    ncclGetErrorString(hpdl__r), #call);                      \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                     \
+        }                                                                     \
+    } while (0)
+
+#define HPDL__NCCL_TRY(call)                                                  \
+    do {                                                                      \
+        ncclResult_t hpdl__r = (call);                                        \
+        if (hpdl__r != ncclSuccess) {                                         \
+            fprintf(stderr, "%s:%d: NCCL error %s in %s\n", __FILE__, __LINE__, \
+                    ncclGetErrorString(hpdl__r), #call);                      \
+            return HPDL_ERR_NCCL;                                             \
+        }                                                                     \
+    } while (0)
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Element types and algorithms                                              */
+/* ------------------------------------------------------------------------ */
+
+typedef enum hpdl_mpi_dtype { HPDL_MPI_F32, HPDL_MPI_F64, HPDL_MPI_F16, HPDL_MPI_BF16 } hpdl_mpi_dtype;
+
+typedef enum hpdl_allreduce_algo {
+    HPDL_ALLREDUCE_MPI,  /* MPI_Allreduce (CUDA-aware, or staged through pinned host memory) */
+    HPDL_ALLREDUCE_RING, /* hand-written ring over MPI point-to-point */
+    HPDL_ALLREDUCE_NCCL  /* ncclAllReduce (device buffers, HPDL_USE_NCCL) */
+} hpdl_allreduce_algo;
+
+HPDL_API int hpdl__mpi_dtype_valid(hpdl_mpi_dtype t) { return t >= HPDL_MPI_F32 && t <= HPDL_MPI_BF16; }
+HPDL_API int hpdl__mpi_algo_valid(hpdl_allreduce_algo a) { return a >= HPDL_ALLREDUCE_MPI && a <= HPDL_ALLREDUCE_NCCL; }
+
+HPDL_API size_t hpdl_mpi_dtype_size(hpdl_mpi_dtype t) {
+    switch (t) {
+    case HPDL_MPI_F32: return 4;
+    case HPDL_MPI_F64: return 8;
+    case HPDL_MPI_F16: return 2;
+    case HPDL_MPI_BF16: return 2;
+    }
+    return 0;
+}
+
+HPDL_API const char *hpdl_mpi_dtype_name(hpdl_mpi_dtype t) {
+    switch (t) {
+    case HPDL_MPI_F32: return "f32";
+    case HPDL_MPI_F64: return "f64";
+    case HPDL_MPI_F16: return "f16";
+    case HPDL_MPI_BF16: return "bf16";
+    }
+    return "?";
+}
+
+HPDL_API const char *hpdl_allreduce_algo_name(hpdl_allreduce_algo a) {
+    switch (a) {
+    case HPDL_ALLREDUCE_MPI: return "mpi";
+    case HPDL_ALLREDUCE_RING: return "ring";
+    case HPDL_ALLREDUCE_NCCL: return "nccl";
+    }
+    return "?";
+}
+
+/* The MPI datatype of an element type; 0 for the half types MPI lacks. */
+HPDL_API int hpdl__mpi_datatype(hpdl_mpi_dtype t, MPI_Datatype *out) {
+    if (t == HPDL_MPI_F32) { *out = MPI_FLOAT; return 1; }
+    if (t == HPDL_MPI_F64) { *out = MPI_DOUBLE; return 1; }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Settings (per translation unit)                                           */
+/* ------------------------------------------------------------------------ */
+
+typedef struct hpdl__mpi_settings {
+    int checks;         /* compare arguments across ranks before each collective */
+    size_t chunk_bytes; /* staging chunk for device buffers */
+#ifdef __CUDACC__
+    cudaStream_t stream; /* orders device work; 0 = legacy default stream */
+#endif
+} hpdl__mpi_settings;
+
+HPDL_API hpdl__mpi_settings *hpdl__mpi_settings_get(void) {
+    static hpdl__mpi_settings s;
+    static int initialised = 0;
+    if (!initialised) {
+        const char *env = getenv("HPDL_MPI_CHUNK_BYTES");
+        long long v = env ? atoll(env) : 0;
+        memset(&s, 0, sizeof s);
+        s.checks = 1;
+        s.chunk_bytes = v >= 8 ? (size_t)v & ~(size_t)7 : HPDL_MPI_CHUNK_BYTES;
+        initialised = 1;
+    }
+    return &s;
+}
+
+/* Turns the cross-rank argument comparison on or off; returns the old value. */
+HPDL_API int hpdl_mpi_set_checks(int on) {
+    int old = hpdl__mpi_settings_get()->checks;
+    hpdl__mpi_settings_get()->checks = on != 0;
+    return old;
+}
+
+/* Staging chunk for device buffers when MPI is not CUDA-aware (rounded down
+   to a multiple of 8 bytes; at least 8). */
+HPDL_API hpdl_status hpdl_mpi_set_chunk_bytes(size_t bytes) {
+    if (bytes < 8) return HPDL_ERR_INVALID;
+    hpdl__mpi_settings_get()->chunk_bytes = bytes & ~(size_t)7;
+    return HPDL_OK;
+}
+
+#ifdef __CUDACC__
+/* The stream whose work a collective on device buffers waits for, and on
+   which NCCL's results become visible. */
+HPDL_API void hpdl_mpi_set_stream(cudaStream_t stream) { hpdl__mpi_settings_get()->stream = stream; }
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Start-up, ranks, GPU choice                                               */
+/* ------------------------------------------------------------------------ */
+
+/* Initialises MPI unless the program already did. */
+HPDL_API hpdl_status hpdl_mpi_init(int *argc, char ***argv) {
+    int initialised = 0;
+    if (MPI_Initialized(&initialised) != MPI_SUCCESS) return HPDL_ERR_MPI;
+    if (!initialised && MPI_Init(argc, argv) != MPI_SUCCESS) return HPDL_ERR_MPI;
+    return HPDL_OK;
+}
+
+HPDL_API int hpdl_mpi_rank(void) {
+    int r = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    return r;
+}
+
+HPDL_API int hpdl_mpi_size(void) {
+    int s = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &s);
+    return s;
+}
+
+/* Rank among the processes of this node (those that can share memory):
+   what picks a GPU when each node runs one rank per GPU. */
+HPDL_API int hpdl_mpi_local_rank(void) {
+    MPI_Comm node;
+    int r = 0;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+        return 0;
+    MPI_Comm_rank(node, &r);
+    MPI_Comm_free(&node);
+    return r;
+}
+
+/* Makes GPU (local rank % GPU count) current and returns it; -1 when there is
+   no GPU or the program was not built by nvcc (CPU ranks). */
+HPDL_API int hpdl_mpi_select_gpu(void) {
+#ifdef __CUDACC__
+    int count = 0, device;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+        cudaGetLastError();
+        return -1;
+    }
+    device = hpdl_mpi_local_rank() % count;
+    if (cudaSetDevice(device) != cudaSuccess) { cudaGetLastError(); return -1; }
+    return device;
+#else
+    return -1;
+#endif
+}
+
+/* 1 when MPI accepts device pointers (Open MPI built with CUDA support). */
+HPDL_API int hpdl_mpi_cuda_aware(void) {
+#if defined(__CUDACC__) && defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA
+    return MPIX_Query_cuda_support();
+#else
+    return 0;
+#endif
+}
+
+/* ------------------------------------------------------------------------ */
+/* Cost accounting (nccl-tests definitions)                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Algorithm bandwidth: bytes of the buffer over the time, in bytes/s. */
+HPDL_API double hpdl_mpi_algbw(double bytes, double seconds) {
+    return seconds > 0.0 ? bytes / seconds : 0.0;
+}
+
+/* Bus bandwidth of an allreduce over p ranks: algbw * 2(p-1)/p, what each
+   link carries in a bandwidth-optimal allreduce, so it compares with the
+   hardware's peak whatever p is. 0 for one rank (nothing moves). */
+HPDL_API double hpdl_mpi_busbw(double bytes, double seconds, int p) {
+    return p > 0 ? hpdl_mpi_algbw(bytes, seconds) * 2.0 * (double)(p - 1) / (double)p : 0.0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Data sharding and per-epoch shuffling                                     */
+/* ------------------------------------------------------------------------ */
+
+/* Where part k of n items split into p parts begins (k = p: n). */
+HPDL_API int64_t hpdl__mpi_split_begin(int64_t n, int k, int p) {
+    int64_t base = n / p, extra = n % p;
+    return (int64_t)k * base + (k < extra ? k : extra);
+}
+
+/* Rank `rank` of `size` gets [begin, end) of [0, n): contiguous, in rank
+   order, sizes differing by at most one (the first n % size ranks get one
+   more). Also how the ring splits a buffer into segments. */
+HPDL_API hpdl_status hpdl_mpi_shard_range(int64_t n, int rank, int size, int64_t *begin, int64_t *end) {
+    if (n < 0 || size <= 0 || rank < 0 || rank >= size || !begin || !end) return HPDL_ERR_INVALID;
+    *begin = hpdl__mpi_split_begin(n, rank, size);
+    *end = hpdl__mpi_split_begin(n, rank + 1, size);
+    return HPDL_OK;
+}
+
+/* idx = a permutation of 0..n-1 that depends only on (seed, epoch), so every
+   rank computes the same one and takes its shard of it: each epoch visits
+   the data in a new order while the ranks still split it without overlap
+   (the reason PyTorch's DistributedSampler needs set_epoch). */
+HPDL_API hpdl_status hpdl_mpi_epoch_permutation(int32_t *idx, int64_t n, uint64_t seed, int epoch) {
+    hpdl_rng rng;
+    int64_t i;
+    if (n < 0 || n > INT32_MAX || (!idx && n > 0)) return HPDL_ERR_INVALID;
+    for (i = 0; i < n; i++) idx[i] = (int32_t)i;
+    /* splitmix64 inside hpdl_rng_seed spreads nearby (seed, epoch) pairs apart */
+    hpdl_rng_seed(&rng, seed ^ ((uint64_t)(uint32_t)epoch * 0xd1342543de82ef95ull));
+    hpdl_rng_shuffle_index(&rng, idx, n);
+    return HPDL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Argument agreement across ranks                                           */
+/* ------------------------------------------------------------------------ */
+
+enum { HPDL__MPI_OP_ALLREDUCE = 1, HPDL__MPI_OP_BCAST, HPDL__MPI_OP_BUCKETER };
+enum { HPDL__MPI_NFIELDS = 7 };
+
+/* What one rank brings to a collective. status carries a local failure
+   (bad argument, no memory) so that all ranks return it together. */
+typedef struct hpdl__mpi_call {
+    int64_t op, count, dtype, algo, root, on_device, status;
+} hpdl__mpi_call;
+
+HPDL_API void hpdl__mpi_call_fields(const hpdl__mpi_call *c, int64_t *v) {
+    v[0] = c->op; v[1] = c->count < 0 ? -1 : c->count; v[2] = c->dtype; v[3] = c->algo;
+    v[4] = c->root; v[5] = c->on_device; v[6] = c->status;
+}
+
+/* extremes = MAX over ranks of (v, -v): the first field whose max and min
+   differ, or -1 when all ranks agree. */
+HPDL_API int hpdl__mpi_first_mismatch(const int64_t *extremes, int nfields) {
+    int i;
+    for (i = 0; i < nfields; i++)
+        if (extremes[i] != -extremes[nfields + i]) return i;
+    return -1;
+}
+
+HPDL_API void hpdl__mpi_report_mismatch(const char *fn, const int64_t *mine, const int64_t *extremes, MPI_Comm comm) {
+    static const char *const names[HPDL__MPI_NFIELDS] = {
+        "operation (1 allreduce, 2 bcast, 3 bucketer)", "count", "type (0 f32, 1 f64, 2 f16, 3 bf16)",
+        "algorithm (0 mpi, 1 ring, 2 nccl)", "root / tensor count", "buffer on device", "local status"};
+    int i, rank = 0, size = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    for (i = 0; i < HPDL__MPI_NFIELDS; i++) {
+        if (extremes[i] == -extremes[HPDL__MPI_NFIELDS + i]) continue;
+        fprintf(stderr, "hpdl_mpi: %s: ranks disagree on %s: rank %d of %d has %lld, ranks range %lld..%lld\n",
+                fn, names[i], rank, size, (long long)mine[i],
+                (long long)-extremes[HPDL__MPI_NFIELDS + i], (long long)extremes[i]);
+    }
+    fprintf(stderr, "hpdl_mpi: rank %d: aborting all ranks rather than hang\n", rank);
+    fflush(stderr);
+}
+
+/* Collective: every rank passes its view of the call; returns the (common)
+   status, or aborts all ranks with a message when the views differ. With
+   checks off it only returns the local status. */
+HPDL_API hpdl_status hpdl__mpi_agree(const char *fn, const hpdl__mpi_call *call, MPI_Comm comm) {
+    int64_t mine[HPDL__MPI_NFIELDS], both[2 * HPDL__MPI_NFIELDS], extremes[2 * HPDL__MPI_NFIELDS];
+    int i;
+    if (!hpdl__mpi_settings_get()->checks) return (hpdl_status)call->status;
+    hpdl__mpi_call_fields(call, mine);
+    for (i = 0; i < HPDL__MPI_NFIELDS; i++) { both[i] = mine[i]; both[HPDL__MPI_NFIELDS + i] = -mine[i]; }
+    HPDL__MPI_TRY(MPI_Allreduce(both, extremes, 2 * HPDL__MPI_NFIELDS, MPI_INT64_T, MPI_MAX, comm));
+    if (hpdl__mpi_first_mismatch(extremes, HPDL__MPI_NFIELDS) >= 0) {
+        hpdl__mpi_report_mismatch(fn, mine, extremes, comm);
+        MPI_Abort(comm, 1);
+    }
+    return (hpdl_status)call->status;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reduction templates                                                       */
+/* ------------------------------------------------------------------------ */
+
+/* dst += src and x /= d, computed in ACC_T (float for the half types). */
+#define HPDL_DEFINE_MPI_REDUCE(SUFFIX, T, ACC_T, LOAD, STORE)                  \
+    HPDL_API void hpdl__mpi_sum_into_##SUFFIX(T *HPDL_RESTRICT dst, const T *HPDL_RESTRICT src, int64_t n) { \
+        int64_t i;                                                             \
+        for (i = 0; i < n; i++) dst[i] = STORE((ACC_T)LOAD(dst[i]) + (ACC_T)LOAD(src[i])); \
+    }                                                                          \
+    HPDL_API void hpdl__mpi_divide_##SUFFIX(T *x, int64_t n, ACC_T d) {        \
+        int64_t i;                                                             \
+        for (i = 0; i < n; i++) x[i] = STORE((ACC_T)LOAD(x[i]) / d);           \
+    }
+
+HPDL_DEFINE_MPI_REDUCE(f32, float, float, HPDL_LOAD_SELF, HPDL_STORE_F32)
+HPDL_DEFINE_MPI_REDUCE(f64, double, double, HPDL_LOAD_SELF, HPDL_STORE_F64)
+HPDL_DEFINE_MPI_REDUCE(f16, hpdl_f16, float, HPDL_LOAD_F16, HPDL_STORE_F16)
+HPDL_DEFINE_MPI_REDUCE(bf16, hpdl_bf16, float, HPDL_LOAD_BF16, HPDL_STORE_BF16)
+
+HPDL_API void hpdl__mpi_sum_into_host(hpdl_mpi_dtype t, void *dst, const void *src, int64_t n) {
+    switch (t) {
+    case HPDL_MPI_F32: hpdl__mpi_sum_into_f32((float *)dst, (const float *)src, n); break;
+    case HPDL_MPI_F64: hpdl__mpi_sum_into_f64((double *)dst, (const double *)src, n); break;
+    case HPDL_MPI_F16: hpdl__mpi_sum_into_f16((hpdl_f16 *)dst, (const hpdl_f16 *)src, n); break;
+    case HPDL_MPI_BF16: hpdl__mpi_sum_into_bf16((hpdl_bf16 *)dst, (const hpdl_bf16 *)src, n); break;
+    }
+}
+
+HPDL_API void hpdl__mpi_divide_host(hpdl_mpi_dtype t, void *x, int64_t n, int d) {
+    switch (t) {
+    case HPDL_MPI_F32: hpdl__mpi_divide_f32((float *)x, n, (float)d); break;
+    case HPDL_MPI_F64: hpdl__mpi_divide_f64((double *)x, n, (double)d); break;
+    case HPDL_MPI_F16: hpdl__mpi_divide_f16((hpdl_f16 *)x, n, (float)d); break;
+    case HPDL_MPI_BF16: hpdl__mpi_divide_bf16((hpdl_bf16 *)x, n, (float)d); break;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* MPI building blocks on host memory                                        */
+/* ------------------------------------------------------------------------ */
+
+/* MPI counts are int: large messages go in pieces of at most 1 GiB. */
+#define HPDL__MPI_PIECE_BYTES ((size_t)1 << 30)
+#define HPDL__MPI_RING_TAG 7201
+
+HPDL_API int hpdl__mpi_piece(size_t total, size_t off) {
+    if (off >= total) return 0;
+    return (int)(total - off < HPDL__MPI_PIECE_BYTES ? total - off : HPDL__MPI_PIECE_BYTES);
+}
+
+/* Sends sbytes to `right` while receiving rbytes from `left`. An empty side
+   talks to MPI_PROC_NULL, so piece k of a send always meets piece k of the
+   matching receive, whatever the neighbours' other sizes are. */
+HPDL_API hpdl_status hpdl__mpi_sendrecv(const void *send, size_t sbytes, int right, void *recv, size_t rbytes,
+                                        int left, MPI_Comm comm) {
+    size_t off;
+    for (off = 0; off < sbytes || off < rbytes; off += HPDL__MPI_PIECE_BYTES) {
+        int sn = hpdl__mpi_piece(sbytes, off), rn = hpdl__mpi_piece(rbytes, off);
+        HPDL__MPI_TRY(MPI_Sendrecv(sn ? (const char *)send + off : NULL, sn, MPI_BYTE, sn ? right : MPI_PROC_NULL,
+                                   HPDL__MPI_RING_TAG, rn ? (char *)recv + off : NULL, rn, MPI_BYTE,
+                                   rn ? left : MPI_PROC_NULL, HPDL__MPI_RING_TAG, comm, MPI_STATUS_IGNORE));
+    }
+    return HPDL_OK;
+}
+
+/* MPI_Allreduce in place, in pieces (buf may be a device pointer when MPI is
+   CUDA-aware). */
+HPDL_API hpdl_status hpdl__mpi_allreduce_mpi(void *buf, int64_t count, hpdl_mpi_dtype t, MPI_Comm comm) {
+    MPI_Datatype type;
+    size_t es = hpdl_mpi_dtype_size(t), bytes = (size_t)count * es, off;
+    if (!hpdl__mpi_datatype(t, &type)) return HPDL_ERR_UNSUPPORTED;
+    for (off = 0; off < bytes; off += HPDL__MPI_PIECE_BYTES)
+        HPDL__MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, (char *)buf + off, hpdl__mpi_piece(bytes, off) / (int)es,
+                                    type, MPI_SUM, comm));
+    return HPDL_OK;
+}
+
+HPDL_API hpdl_status hpdl__mpi_bcast_host(void *buf, size_t bytes, int root, MPI_Comm comm) {
+    size_t off;
+    for (off = 0; off < bytes; off += HPDL__MPI_PIECE_BYTES)
+        HPDL__MPI_TRY(MPI_Bcast((char *)buf + off, hpdl__mpi_piece(bytes, off), MPI_BYTE, root, comm));
+    return HPDL_OK;
+}
+
+/* Ring schedule for rank r of p, step `step` of a phase. Reduce-scatter
+   (phase 0) sends segment r-step and receives r-step-1, adding it: after
+   p-1 steps rank r holds the full sum of segment r+1. Allgather (phase 1)
+   then passes the complete segments on: send r+1-step, receive r-step. */
+HPDL_API void hpdl__mpi_ring_segments(int phase, int step, int r, int p, int *send_seg, int *recv_seg) {
+    int shift = phase == 0 ? 0 : 1;
+    *send_seg = ((r - step + shift) % p + p) % p;
+    *recv_seg = ((r - step - 1 + shift) % p + p) % p;
+}
+
+/* One ring step's two segments as element ranges. */
+typedef struct hpdl__mpi_ring_step {
+    int64_t send_begin, send_count, recv_begin, recv_count;
+    int reduce; /* 1: add what arrives (reduce-scatter); 0: store it (allgather) */
+} hpdl__mpi_ring_step;
+
+HPDL_API hpdl__mpi_ring_step hpdl__mpi_ring_step_at(int64_t count, int phase, int step, int r, int p) {
+    hpdl__mpi_ring_step s;
+    int send_seg, recv_seg;
+    hpdl__mpi_ring_segments(phase, step, r, p, &send_seg, &recv_seg);
+    s.send_begin = hpdl__mpi_split_begin(count, send_seg, p);
+    s.send_count = hpdl__mpi_split_begin(count, send_seg + 1, p) - s.send_begin;
+    s.recv_begin = hpdl__mpi_split_begin(count, recv_seg, p);
+    s.recv_count = hpdl__mpi_split_begin(count, recv_seg + 1, p) - s.recv_begin;
+    s.reduce = phase == 0;
+    return s;
+}
+
+/* The ring on host memory; tmp holds one segment (count / p + 1 elements). */
+HPDL_API hpdl_status hpdl__mpi_ring_host(void *buf, int64_t count, hpdl_mpi_dtype t, void *tmp, MPI_Comm comm) {
+    size_t es = hpdl_mpi_dtype_size(t);
+    char *data = (char *)buf;
+    int r, p, phase, step;
+    MPI_Comm_rank(comm, &r);
+    MPI_Comm_size(comm, &p);
+    for (phase = 0; phase < 2; phase++) {
+        for (step = 0; step < p - 1; step++) {
+            hpdl__mpi_ring_step s = hpdl__mpi_ring_step_at(count, phase, step, r, p);
+            char *into = s.reduce ? (char *)tmp : data + (size_t)s.recv_begin * es;
+            hpdl_status st = hpdl__mpi_sendrecv(data + (size_t)s.send_begin * es, (size_t)s.send_count * es,
+                                                (r + 1) % p, into, (size_t)s.recv_count * es, (r + p - 1) % p, comm);
+            if (st != HPDL_OK) return st;
+            if (s.reduce) hpdl__mpi_sum_into_host(t, data + (size_t)s.recv_begin * es, tmp, s.recv_count);
+        }
+    }
+    return HPDL_OK;
+}
+
+/* ======================================================================== */
+/* Device buffers (nvcc builds)                                              */
+/* ======================================================================== */
+#ifdef __CUDACC__
+
+#define HPDL_DEFINE_MPI_REDUCE_CUDA(SUFFIX, T, ACC_T, LOAD, STORE)             \
+    static __global__ void hpdl__mpi_sum_kernel_##SUFFIX(T *HPDL_RESTRICT dst, const T *HPDL_RESTRICT src, int64_t n) { \
+        int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;            \
+        for (; i < n; i += (int64_t)gridDim.x * blockDim.x)                    \
+            dst[i] = STORE((ACC_T)LOAD(dst[i]) + (ACC_T)LOAD(src[i]));         \
+    }                                                                          \
+    static __global__ void hpdl__mpi_divide_kernel_##SUFFIX(T *x, int64_t n, ACC_T d) { \
+        int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;            \
+        for (; i < n; i += (int64_t)gridDim.x * blockDim.x) x[i] = STORE((ACC_T)LOAD(x[i]) / d); \
+    }
+
+HPDL_DEFINE_MPI_REDUCE_CUDA(f32, float, float, HPDL_LOAD_SELF, HPDL_STORE_F32)
+HPDL_DEFINE_MPI_REDUCE_CUDA(f64, double, double, HPDL_LOAD_SELF, HPDL_STORE_F64)
+HPDL_DEFINE_MPI_REDUCE_CUDA(f16, hpdl_f16, float, HPDL_LOAD_F16, HPDL_STORE_F16)
+HPDL_DEFINE_MPI_REDUCE_CUDA(bf16, hpdl_bf16, float, HPDL_LOAD_BF16, HPDL_STORE_BF16)
+
+HPDL_API unsigned hpdl__mpi_grid(int64_t n) {
+    int64_t blocks = (n + 255) / 256;
+    return (unsigned)(blocks < 4096 ? (blocks > 0 ? blocks : 1) : 4096); /* grid-stride beyond */
+}
+
+HPDL_API hpdl_status hpdl__mpi_sum_into_device(hpdl_mpi_dtype t, void *dst, const void *src, int64_t n,
+                                               cudaStream_t stream) {
+    unsigned g = hpdl__mpi_grid(n);
+    if (n == 0) return HPDL_OK;
+    switch (t) {
+    case HPDL_MPI_F32: hpdl__mpi_sum_kernel_f32<<<g, 256, 0, stream>>>((float *)dst, (const float *)src, n); break;
+    case HPDL_MPI_F64: hpdl__mpi_sum_kernel_f64<<<g, 256, 0, stream>>>((double *)dst, (const double *)src, n); break;
+    case HPDL_MPI_F16: hpdl__mpi_sum_kernel_f16<<<g, 256, 0, stream>>>((hpdl_f16 *)dst, (const hpdl_f16 *)src, n); break;
+    case HPDL_MPI_BF16: hpdl__mpi_sum_kernel_bf16<<<g, 256, 0, stream>>>((hpdl_bf16 *)dst, (const hpdl_bf16 *)src, n); break;
+    }
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+HPDL_API hpdl_status hpdl__mpi_divide_device(hpdl_mpi_dtype t, void *x, int64_t n, int d, cudaStream_t stream) {
+    unsigned g = hpdl__mpi_grid(n);
+    if (n == 0) return HPDL_OK;
+    switch (t) {
+    case HPDL_MPI_F32: hpdl__mpi_divide_kernel_f32<<<g, 256, 0, stream>>>((float *)x, n, (float)d); break;
+    case HPDL_MPI_F64: hpdl__mpi_divide_kernel_f64<<<g, 256, 0, stream>>>((double *)x, n, (double)d); break;
+    case HPDL_MPI_F16: hpdl__mpi_divide_kernel_f16<<<g, 256, 0, stream>>>((hpdl_f16 *)x, n, (float)d); break;
+    case HPDL_MPI_BF16: hpdl__mpi_divide_kernel_bf16<<<g, 256, 0, stream>>>((hpdl_bf16 *)x, n, (float)d); break;
+    }
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* 1 for device (or managed) memory, 0 for host memory. */
+HPDL_API int hpdl__mpi_on_device(const void *p) {
+    cudaPointerAttributes a;
+    if (!p) return 0;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) { cudaGetLastError(); return 0; }
+    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+/* ---- staging through pinned host memory ---------------------------------- */
+
+/* Chunks cycle through HPDL__MPI_SLOTS slots: while chunk c is on the wire,
+   chunk c-1 is copied up (and added) on one stream and chunks c+1, c+2 are
+   copied down on another, so PCIe in both directions overlaps MPI. */
+#define HPDL__MPI_SLOTS 4
+#define HPDL__MPI_LOOKAHEAD (HPDL__MPI_SLOTS - 2)
+
+typedef struct hpdl__mpi_stage {
+    int ready, device;
+    size_t chunk_bytes;
+    char *host_send[HPDL__MPI_SLOTS], *host_recv[HPDL__MPI_SLOTS], *dev_tmp[HPDL__MPI_SLOTS];
+    cudaStream_t d2h, h2d;
+    cudaEvent_t d2h_done[HPDL__MPI_SLOTS], h2d_done[HPDL__MPI_SLOTS], order;
+} hpdl__mpi_stage;
+
+HPDL_API hpdl__mpi_stage *hpdl__mpi_stage_state(void) {
+    static hpdl__mpi_stage st; /* zero: not set up */
+    return &st;
+}
+
+HPDL_API void hpdl__mpi_stage_release(hpdl__mpi_stage *st) {
+    int i;
+    if (st->d2h) cudaStreamSynchronize(st->d2h);
+    if (st->h2d) cudaStreamSynchronize(st->h2d);
+    for (i = 0; i < HPDL__MPI_SLOTS; i++) {
+        hpdl_cuda_free_pinned(st->host_send[i]);
+        hpdl_cuda_free_pinned(st->host_recv[i]);
+        hpdl_cuda_free(st->dev_tmp[i]);
+        if (st->d2h_done[i]) cudaEventDestroy(st->d2h_done[i]);
+        if (st->h2d_done[i]) cudaEventDestroy(st->h2d_done[i]);
+    }
+    if (st->order) cudaEventDestroy(st->order);
+    if (st->d2h) cudaStreamDestroy(st->d2h);
+    if (st->h2d) cudaStreamDestroy(st->h2d);
+    memset(st, 0, sizeof *st);
+}
+
+HPDL_API hpdl_status hpdl__mpi_stage_alloc(hpdl__mpi_stage *st, size_t chunk) {
+    int i;
+    HPDL_CUDA_TRY(cudaGetDevice(&st->device));
+    st->chunk_bytes = chunk;
+    HPDL_CUDA_TRY(cudaStreamCreateWithFlags(&st->d2h, cudaStreamNonBlocking));
+    HPDL_CUDA_TRY(cudaStreamCreateWithFlags(&st->h2d, cudaStreamNonBlocking));
+    HPDL_CUDA_TRY(cudaEventCreateWithFlags(&st->order, cudaEventDisableTiming));
+    for (i = 0; i < HPDL__MPI_SLOTS; i++) {
+        if (hpdl_cuda_alloc_pinned((void **)&st->host_send[i], chunk) != HPDL_OK ||
+            hpdl_cuda_alloc_pinned((void **)&st->host_recv[i], chunk) != HPDL_OK ||
+            hpdl_cuda_alloc((void **)&st->dev_tmp[i], chunk) != HPDL_OK)
+            return HPDL_ERR_NOMEM;
+        HPDL_CUDA_TRY(cudaEventCreateWithFlags(&st->d2h_done[i], cudaEventDisableTiming));
+        HPDL_CUDA_TRY(cudaEventCreateWithFlags(&st->h2d_done[i], cudaEventDisableTiming));
+    }
+    st->ready = 1;
+    return HPDL_OK;
+}
+
+/* The staging buffers for the current device and chunk size, made on first
+   use and kept (pinned allocations cost milliseconds). */
+HPDL_API hpdl_status hpdl__mpi_stage_get(hpdl__mpi_stage **out) {
+    hpdl__mpi_stage *st = hpdl__mpi_stage_state();
+    size_t chunk = hpdl__mpi_settings_get()->chunk_bytes;
+    int device = 0;
+    hpdl_status s;
+    HPDL_CUDA_TRY(cudaGetDevice(&device));
+    if (!st->ready || st->device != device || st->chunk_bytes != chunk) {
+        hpdl__mpi_stage_release(st);
+        s = hpdl__mpi_stage_alloc(st, chunk);
+        if (s != HPDL_OK) { hpdl__mpi_stage_release(st); return s; }
+    }
+    *out = st;
+    return HPDL_OK;
+}
+
+/* Both staging streams start after the work queued on the hpdl stream. */
+HPDL_API hpdl_status hpdl__mpi_stage_begin(hpdl__mpi_stage *st) {
+    HPDL_CUDA_TRY(cudaEventRecord(st->order, hpdl__mpi_settings_get()->stream));
+    HPDL_CUDA_TRY(cudaStreamWaitEvent(st->d2h, st->order, 0));
+    HPDL_CUDA_TRY(cudaStreamWaitEvent(st->h2d, st->order, 0));
+    return HPDL_OK;
+}
+
+HPDL_API hpdl_status hpdl__mpi_stage_end(hpdl__mpi_stage *st) {
+    HPDL_CUDA_TRY(cudaStreamSynchronize(st->h2d));
+    HPDL_CUDA_TRY(cudaStreamSynchronize(st->d2h));
+    return HPDL_OK;
+}
+
+enum { HPDL__STAGE_ALLREDUCE, HPDL__STAGE_EXCHANGE };
+
+/* One staged pass over device memory: chunks of `send` go down to the host
+   and are either allreduced in place (MPI_Allreduce; send == recv) or sent to
+   `right` while the same-numbered chunks of `recv` come from `left`;
+   results go back up, added to recv when `reduce`. */
+typedef struct hpdl__mpi_stage_job {
+    int mode, reduce, left, right;
+    hpdl_mpi_dtype dtype;
+    const char *send;
+    char *recv;
+    size_t send_bytes, recv_bytes;
+    MPI_Comm comm;
+} hpdl__mpi_stage_job;
+
+HPDL_API size_t hpdl__mpi_chunk_len(size_t total, size_t chunk, int64_t c) {
+    size_t off = (size_t)c * chunk;
+    return off >= total ? 0 : (total - off < chunk ? total - off : chunk);
+}
+
+/* Copies chunk c down into its slot once the slot's previous upload is done
+   (that upload read host_send or host_recv of the same slot). */
+HPDL_API hpdl_status hpdl__mpi_stage_down(hpdl__mpi_stage *st, const hpdl__mpi_stage_job *job, int64_t c) {
+    int slot = (int)(c % HPDL__MPI_SLOTS);
+    size_t n = hpdl__mpi_chunk_len(job->send_bytes, st->chunk_bytes, c);
+    HPDL_CUDA_TRY(cudaEventSynchronize(st->h2d_done[slot]));
+    if (n == 0) return HPDL_OK;
+    HPDL_CUDA_TRY(cudaMemcpyAsync(st->host_send[slot], job->send + (size_t)c * st->chunk_bytes, n,
+                                  cudaMemcpyDeviceToHost, st->d2h));
+    HPDL_CUDA_TRY(cudaEventRecord(st->d2h_done[slot], st->d2h));
+    return HPDL_OK;
+}
+
+/* MPI for chunk c (blocking: the copies of other chunks run meanwhile). */
+HPDL_API hpdl_status hpdl__mpi_stage_wire(hpdl__mpi_stage *st, const hpdl__mpi_stage_job *job, int64_t c) {
+    int slot = (int)(c % HPDL__MPI_SLOTS);
+    size_t ns = hpdl__mpi_chunk_len(job->send_bytes, st->chunk_bytes, c);
+    size_t nr = hpdl__mpi_chunk_len(job->recv_bytes, st->chunk_bytes, c);
+    if (ns) HPDL_CUDA_TRY(cudaEventSynchronize(st->d2h_done[slot]));
+    if (job->mode == HPDL__STAGE_ALLREDUCE)
+        return hpdl__mpi_allreduce_mpi(st->host_send[slot], (int64_t)(ns / hpdl_mpi_dtype_size(job->dtype)),
+                                       job->dtype, job->comm);
+    return hpdl__mpi_sendrecv(st->host_send[slot], ns, job->right, st->host_recv[slot], nr, job->left, job->comm);
+}
+
+/* Copies chunk c's result up (into dev_tmp and adds it when reducing). */
+HPDL_API hpdl_status hpdl__mpi_stage_up(hpdl__mpi_stage *st, const hpdl__mpi_stage_job *job, int64_t c) {
+    int slot = (int)(c % HPDL__MPI_SLOTS);
+    size_t n = hpdl__mpi_chunk_len(job->recv_bytes, st->chunk_bytes, c);
+    char *dst = job->recv + (size_t)c * st->chunk_bytes;
+    const char *src = job->mode == HPDL__STAGE_ALLREDUCE ? st->host_send[slot] : st->host_recv[slot];
+    if (n == 0) return HPDL_OK;
+    HPDL_CUDA_TRY(cudaMemcpyAsync(job->reduce ? st->dev_tmp[slot] : dst, src, n, cudaMemcpyHostToDevice, st->h2d));
+    if (job->reduce) {
+        hpdl_status s = hpdl__mpi_sum_into_device(job->dtype, dst, st->dev_tmp[slot],
+                                                  (int64_t)(n / hpdl_mpi_dtype_size(job->dtype)), st->h2d);
+        if (s != HPDL_OK) return s;
+    }
+    HPDL_CUDA_TRY(cudaEventRecord(st->h2d_done[slot], st->h2d));
+    return HPDL_OK;
+}
+
+HPDL_API hpdl_status hpdl__mpi_stage_run(hpdl__mpi_stage *st, const hpdl__mpi_stage_job *job) {
+    size_t chunk = st->chunk_bytes;
+    size_t most = job->send_bytes > job->recv_bytes ? job->send_bytes : job->recv_bytes;
+    int64_t n = (int64_t)((most + chunk - 1) / chunk), c;
+    hpdl_status s = HPDL_OK;
+    /* what this pass sends may be what the previous pass wrote */
+    HPDL_CUDA_TRY(cudaEventRecord(st->order, st->h2d));
+    HPDL_CUDA_TRY(cudaStreamWaitEvent(st->d2h, st->order, 0));
+    for (c = 0; c < n && c < HPDL__MPI_LOOKAHEAD && s == HPDL_OK; c++) s = hpdl__mpi_stage_down(st, job, c);
+    for (c = 0; c < n && s == HPDL_OK; c++) {
+        s = hpdl__mpi_stage_wire(st, job, c);
+        if (s == HPDL_OK) s = hpdl__mpi_stage_up(st, job, c);
+        if (s == HPDL_OK && c + HPDL__MPI_LOOKAHEAD < n) s = hpdl__mpi_stage_down(st, job, c + HPDL__MPI_LOOKAHEAD);
+    }
+    return s;
+}
+
+/* MPI_Allreduce of a device buffer through pinned host chunks. */
+HPDL_API hpdl_status hpdl__mpi_allreduce_staged(void *buf, int64_t count, hpdl_mpi_dtype t, MPI_Comm comm) {
+    hpdl__mpi_stage *st;
+    hpdl__mpi_stage_job job;
+    hpdl_status s = hpdl__mpi_stage_get(&st);
+    if (s == HPDL_OK) s = hpdl__mpi_stage_begin(st);
+    memset(&job, 0, sizeof job);
+    job.mode = HPDL__STAGE_ALLREDUCE;
+    job.dtype = t;
+    job.send = (const char *)buf;
+    job.recv = (char *)buf;
+    job.send_bytes = job.recv_bytes = (size_t)count * hpdl_mpi_dtype_size(t);
+    job.comm = comm;
+    if (s == HPDL_OK) s = hpdl__mpi_stage_run(st, &job);
+    if (s == HPDL_OK) s = hpdl__mpi_stage_end(st);
+    return s;
+}
+
+/* The ring on a device buffer: each step is one staged exchange, and the
+   reduce-scatter's additions run on the GPU. */
+HPDL_API hpdl_status hpdl__mpi_ring_device(void *buf, int64_t count, hpdl_mpi_dtype t, MPI_Comm comm) {
+    hpdl__mpi_stage *st;
+    hpdl__mpi_stage_job job;
+    size_t es = hpdl_mpi_dtype_size(t);
+    int r, p, phase, step;
+    hpdl_status s = hpdl__mpi_stage_get(&st);
+    MPI_Comm_rank(comm, &r);
+    MPI_Comm_size(comm, &p);
+    if (s == HPDL_OK) s = hpdl__mpi_stage_begin(st);
+    memset(&job, 0, sizeof job);
+    job.mode = HPDL__STAGE_EXCHANGE;
+    job.dtype = t;
+    job.left = (r + p - 1) % p;
+    job.right = (r + 1) % p;
+    job.comm = comm;
+    for (phase = 0; phase < 2 && s == HPDL_OK; phase++) {
+        for (step = 0; step < p - 1 && s == HPDL_OK; step++) {
+            hpdl__mpi_ring_step rs = hpdl__mpi_ring_step_at(count, phase, step, r, p);
+            job.send = (const char *)buf + (size_t)rs.send_begin * es;
+            job.send_bytes = (size_t)rs.send_count * es;
+            job.recv = (char *)buf + (size_t)rs.recv_begin * es;
+            job.recv_bytes = (size_t)rs.recv_count * es;
+            job.reduce = rs.reduce;
+            s = hpdl__mpi_stage_run(st, &job);
+        }
+    }
+    if (s == HPDL_OK) s = hpdl__mpi_stage_end(st);
+    return s;
+}
+
+/* Broadcast of a device buffer through the first staging slot. */
+HPDL_API hpdl_status hpdl__mpi_bcast_staged(void *buf, size_t bytes, int root, MPI_Comm comm) {
+    hpdl__mpi_stage *st;
+    size_t off;
+    int rank = 0;
+    hpdl_status s = hpdl__mpi_stage_get(&st);
+    MPI_Comm_rank(comm, &rank);
+    if (s == HPDL_OK) s = hpdl__mpi_stage_begin(st);
+    for (off = 0; off < bytes && s == HPDL_OK; off += st->chunk_bytes) {
+        size_t n = bytes - off < st->chunk_bytes ? bytes - off : st->chunk_bytes;
+        char *d = (char *)buf + off;
+        if (rank == root) {
+            HPDL_CUDA_TRY(cudaMemcpyAsync(st->host_send[0], d, n, cudaMemcpyDeviceToHost, st->d2h));
+            HPDL_CUDA_TRY(cudaStreamSynchronize(st->d2h));
+        }
+        s = hpdl__mpi_bcast_host(st->host_send[0], n, root, comm);
+        if (s == HPDL_OK && rank != root) {
+            HPDL_CUDA_TRY(cudaMemcpyAsync(d, st->host_send[0], n, cudaMemcpyHostToDevice, st->h2d));
+            HPDL_CUDA_TRY(cudaStreamSynchronize(st->h2d));
+        }
+    }
+    return s;
+}
+
+/* ---- NCCL ------------------------------------------------------------------ */
+#ifdef HPDL_MPI_HAVE_NCCL
+
+#define HPDL__MPI_NCCL_CACHE 8
+
+typedef struct hpdl__mpi_nccl_entry {
+    MPI_Comm mpi;
+    int device;
+    ncclComm_t nccl; /* NULL: free entry */
+} hpdl__mpi_nccl_entry;
+
+HPDL_API hpdl__mpi_nccl_entry *hpdl__mpi_nccl_cache(void) {
+    static hpdl__mpi_nccl_entry cache[HPDL__MPI_NCCL_CACHE];
+    return cache;
+}
+
+HPDL_API void hpdl__mpi_nccl_release(void) {
+    hpdl__mpi_nccl_entry *cache = hpdl__mpi_nccl_cache();
+    int i;
+    for (i = 0; i < HPDL__MPI_NCCL_CACHE; i++) {
+        if (cache[i].nccl) ncclCommDestroy(cache[i].nccl);
+        cache[i].nccl = NULL;
+    }
+}
+
+/* Collective on first use per (MPI communicator, device): rank 0 makes the
+   ncclUniqueId and broadcasts it over MPI, every rank joins. Later calls
+   return the cached communicator. */
+HPDL_API hpdl_status hpdl_mpi_nccl_comm(MPI_Comm comm, ncclComm_t *out) {
+    hpdl__mpi_nccl_entry *cache = hpdl__mpi_nccl_cache();
+    struct { int ok; ncclUniqueId id; } boot;
+    ncclComm_t nc;
+    int i, device = 0, rank = 0, size = 1, slot = -1;
+    if (!out || comm == MPI_COMM_NULL) return HPDL_ERR_INVALID;
+    HPDL_CUDA_TRY(cudaGetDevice(&device));
+    for (i = 0; i < HPDL__MPI_NCCL_CACHE; i++) {
+        if (cache[i].nccl && cache[i].mpi == comm && cache[i].device == device) { *out = cache[i].nccl; return HPDL_OK; }
+        if (!cache[i].nccl && slot < 0) slot = i;
+    }
+    if (slot < 0) return HPDL_ERR_UNSUPPORTED; /* same count on every rank: all return this */
+    HPDL__MPI_TRY(MPI_Comm_rank(comm, &rank));
+    HPDL__MPI_TRY(MPI_Comm_size(comm, &size));
+    memset(&boot, 0, sizeof boot);
+    if (rank == 0) boot.ok = ncclGetUniqueId(&boot.id) == ncclSuccess;
+    /* the flag travels with the id, so a failure on rank 0 fails every rank */
+    HPDL__MPI_TRY(MPI_Bcast(&boot, (int)sizeof boot, MPI_BYTE, 0, comm));
+    if (!boot.ok) return HPDL_ERR_NCCL;
+    HPDL__NCCL_TRY(ncclCommInitRank(&nc, size, boot.id, rank));
+    cache[slot].mpi = comm;
+    cache[slot].device = device;
+    cache[slot].nccl = nc;
+    *out = nc;
+    return HPDL_OK;
+}
+
+HPDL_API int hpdl__mpi_nccl_type(hpdl_mpi_dtype t, ncclDataType_t *out) {
+    switch (t) {
+    case HPDL_MPI_F32: *out = ncclFloat32; return 1;
+    case HPDL_MPI_F64: *out = ncclFloat64; return 1;
+    case HPDL_MPI_F16: *out = ncclFloat16; return 1;
+    case HPDL_MPI_BF16:
+#if defined(NCCL_VERSION_CODE) && NCCL_VERSION_CODE >= 21000
+        *out = ncclBfloat16; return 1;
+#else
+        return 0;
+#endif
+    }
+    return 0;
+}
+
+/* ncclAllReduce in place on `stream`; returns without waiting for it. */
+HPDL_API hpdl_status hpdl__mpi_allreduce_nccl(void *buf, int64_t count, hpdl_mpi_dtype t, MPI_Comm comm,
+                                              cudaStream_t stream) {
+    ncclComm_t nc;
+    ncclDataType_t type;
+    hpdl_status s;
+    if (!hpdl__mpi_nccl_type(t, &type)) return HPDL_ERR_UNSUPPORTED;
+    s = hpdl_mpi_nccl_comm(comm, &nc);
+    if (s != HPDL_OK) return s;
+    HPDL__NCCL_TRY(ncclAllReduce(buf, buf, (size_t)count, type, ncclSum, nc, stream));
+    return HPDL_OK;
+}
+#endif /* HPDL_MPI_HAVE_NCCL */
+#endif /* __CUDACC__ */
+
+/* ======================================================================== */
+/* Allreduce, broadcast                                                      */
+/* ======================================================================== */
+
+HPDL_API int hpdl__mpi_buffer_on_device(const void *p) {
+#ifdef __CUDACC__
+    return hpdl__mpi_on_device(p);
+#else
+    (void)p;
+    return 0;
+#endif
+}
+
+/* Whether this build can run (type, algorithm, buffer kind). */
+HPDL_API hpdl_status hpdl__mpi_supported(hpdl_mpi_dtype t, hpdl_allreduce_algo algo, int on_device) {
+    MPI_Datatype type;
+    if (algo == HPDL_ALLREDUCE_MPI && !hpdl__mpi_datatype(t, &type)) return HPDL_ERR_UNSUPPORTED;
+    if (algo == HPDL_ALLREDUCE_NCCL) {
+#ifdef HPDL_MPI_HAVE_NCCL
+        ncclDataType_t nt;
+        if (!on_device || !hpdl__mpi_nccl_type(t, &nt)) return HPDL_ERR_UNSUPPORTED;
+#else
+        (void)on_device;
+        return HPDL_ERR_UNSUPPORTED;
+#endif
+    }
+    return HPDL_OK;
+}
+
+/* Local validation of an allreduce; also fills the call record. */
+HPDL_API hpdl_status hpdl__mpi_allreduce_prepare(const void *buf, int64_t count, hpdl_mpi_dtype t,
+                                                 hpdl_allreduce_algo algo, hpdl__mpi_call *call) {
+    hpdl_status s = HPDL_OK;
+    memset(call, 0, sizeof *call);
+    call->op = HPDL__MPI_OP_ALLREDUCE;
+    call->count = count;
+    call->dtype = t;
+    call->algo = algo;
+    if (count < 0 || (!buf && count > 0) || !hpdl__mpi_dtype_valid(t) || !hpdl__mpi_algo_valid(algo))
+        s = HPDL_ERR_INVALID;
+    else if ((uint64_t)count > (uint64_t)INT64_MAX / hpdl_mpi_dtype_size(t))
+        s = HPDL_ERR_INVALID;
+    if (s == HPDL_OK) {
+        call->on_device = hpdl__mpi_buffer_on_device(buf);
+        s = hpdl__mpi_supported(t, algo, (int)call->on_device);
+    }
+    call->status = s;
+    return s;
+}
+
+/* Runs an agreed, supported allreduce over more than one rank. */
+HPDL_API hpdl_status hpdl__mpi_allreduce_run(void *buf, int64_t count, hpdl_mpi_dtype t, hpdl_allreduce_algo algo,
+                                             int on_device, MPI_Comm comm) {
+    size_t es = hpdl_mpi_dtype_size(t);
+    hpdl_status s;
+    void *tmp;
+    int p = 1;
+#ifdef __CUDACC__
+    if (on_device) {
+        cudaStream_t stream = hpdl__mpi_settings_get()->stream;
+#ifdef HPDL_MPI_HAVE_NCCL
+        if (algo == HPDL_ALLREDUCE_NCCL) return hpdl__mpi_allreduce_nccl(buf, count, t, comm, stream);
+#endif
+        if (algo == HPDL_ALLREDUCE_RING) return hpdl__mpi_ring_device(buf, count, t, comm);
+        if (!hpdl_mpi_cuda_aware()) return hpdl__mpi_allreduce_staged(buf, count, t, comm);
+        HPDL_CUDA_TRY(cudaStreamSynchronize(stream));
+        return hpdl__mpi_allreduce_mpi(buf, count, t, comm);
+    }
+#else
+    (void)on_device;
+#endif
+    if (algo == HPDL_ALLREDUCE_MPI) return hpdl__mpi_allreduce_mpi(buf, count, t, comm);
+    MPI_Comm_size(comm, &p);
+    tmp = hpdl_alloc((size_t)(count / p + 1), es);
+    if (!tmp) {
+        /* the other ranks are already in the ring: returning would hang them */
+        fprintf(stderr, "hpdl_mpi: ring: no memory for %lld bytes; aborting\n", (long long)((count / p + 1) * (int64_t)es));
+        MPI_Abort(comm, 1);
+    }
+    s = hpdl__mpi_ring_host(buf, count, t, tmp, comm);
+    HPDL_FREE(tmp);
+    return s;
+}
+
+/* In-place sum of buf[0..count) over the ranks of comm (see SEMANTICS). */
+HPDL_API hpdl_status hpdl_mpi_allreduce(void *buf, int64_t count, hpdl_mpi_dtype t, hpdl_allreduce_algo algo,
+                                        MPI_Comm comm) {
+    hpdl__mpi_call call;
+    hpdl_status s;
+    int p = 1;
+    if (comm == MPI_COMM_NULL) return HPDL_ERR_INVALID;
+    hpdl__mpi_allreduce_prepare(buf, count, t, algo, &call);
+    s = hpdl__mpi_agree("hpdl_mpi_allreduce", &call, comm);
+    if (s != HPDL_OK) return s;
+    HPDL__MPI_TRY(MPI_Comm_size(comm, &p));
+    if (p == 1 || count == 0) return HPDL_OK;
+    return hpdl__mpi_allreduce_run(buf, count, t, algo, (int)call.on_device, comm);
+}
+
+/* The mean instead of the sum: what data-parallel training applies. */
+HPDL_API hpdl_status hpdl_mpi_allreduce_avg(void *buf, int64_t count, hpdl_mpi_dtype t, hpdl_allreduce_algo algo,
+                                            MPI_Comm comm) {
+    hpdl_status s = hpdl_mpi_allreduce(buf, count, t, algo, comm);
+    int p = 1;
+    if (s != HPDL_OK) return s;
+    MPI_Comm_size(comm, &p);
+    if (p == 1 || count == 0) return HPDL_OK;
+#ifdef __CUDACC__
+    if (hpdl__mpi_on_device(buf)) { /* NCCL stays stream-ordered; MPI and RING return with the mean */
+        cudaStream_t stream = hpdl__mpi_settings_get()->stream;
+        s = hpdl__mpi_divide_device(t, buf, count, p, stream);
+        if (s == HPDL_OK && algo != HPDL_ALLREDUCE_NCCL) HPDL_CUDA_TRY(cudaStreamSynchronize(stream));
+        return s;
+    }
+#endif
+    hpdl__mpi_divide_host(t, buf, count, p);
+    return HPDL_OK;
+}
+
+/* Copies root's buf[0..count) to every rank (e.g. initial parameters). */
+HPDL_API hpdl_status hpdl_mpi_bcast(void *buf, int64_t count, hpdl_mpi_dtype t, int root, MPI_Comm comm) {
+    hpdl__mpi_call call;
+    hpdl_status s = HPDL_OK;
+    int p = 1;
+    if (comm == MPI_COMM_NULL) return HPDL_ERR_INVALID;
+    HPDL__MPI_TRY(MPI_Comm_size(comm, &p));
+    memset(&call, 0, sizeof call);
+    call.op = HPDL__MPI_OP_BCAST;
+    call.count = count;
+    call.dtype = t;
+    call.root = root;
+    if (count < 0 || (!buf && count > 0) || !hpdl__mpi_dtype_valid(t) || root < 0 || root >= p)
+        s = HPDL_ERR_INVALID;
+    else
+        call.on_device = hpdl__mpi_buffer_on_device(buf);
+    call.status = s;
+    s = hpdl__mpi_agree("hpdl_mpi_bcast", &call, comm);
+    if (s != HPDL_OK || p == 1 || count == 0) return s;
+#ifdef __CUDACC__
+    if (call.on_device) {
+        if (!hpdl_mpi_cuda_aware()) return hpdl__mpi_bcast_staged(buf, (size_t)count * hpdl_mpi_dtype_size(t), root, comm);
+        HPDL_CUDA_TRY(cudaStreamSynchronize(hpdl__mpi_settings_get()->stream));
+    }
+#endif
+    return hpdl__mpi_bcast_host(buf, (size_t)count * hpdl_mpi_dtype_size(t), root, comm);
+}
+
+/* Typed entry points: hpdl_mpi_allreduce_f32(buf, count, algo, comm), ... */
+#define HPDL_DEFINE_MPI_COLLECTIVES(SUFFIX, T, DTYPE)                          \
+    HPDL_API hpdl_status hpdl_mpi_allreduce_##SUFFIX(T *buf, int64_t count, hpdl_allreduce_algo algo, MPI_Comm comm) { \
+        return hpdl_mpi_allreduce(buf, count, DTYPE, algo, comm);              \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_mpi_allreduce_avg_##SUFFIX(T *buf, int64_t count, hpdl_allreduce_algo algo, MPI_Comm comm) { \
+        return hpdl_mpi_allreduce_avg(buf, count, DTYPE, algo, comm);          \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_mpi_bcast_##SUFFIX(T *buf, int64_t count, int root, MPI_Comm comm) { \
+        return hpdl_mpi_bcast(buf, count, DTYPE, root, comm);                  \
+    }
+
+HPDL_DEFINE_MPI_COLLECTIVES(f32, float, HPDL_MPI_F32)
+HPDL_DEFINE_MPI_COLLECTIVES(f64, double, HPDL_MPI_F64)
+HPDL_DEFINE_MPI_COLLECTIVES(f16, hpdl_f16, HPDL_MPI_F16)
+HPDL_DEFINE_MPI_COLLECTIVES(bf16, hpdl_bf16, HPDL_MPI_BF16)
+
+/* ======================================================================== */
+/* Bucketed non-blocking allreduce for gradients                             */
+/* ======================================================================== */
+
+/* Tensors are grouped into buckets from the last one down (backward produces
+   gradients in reverse layer order), each closed once it holds at least
+   bucket_bytes. When every tensor of a bucket is ready, the bucket's
+   reduction starts (buckets start in bucket order on every rank, as MPI and
+   NCCL require); wait() finishes them all. How a bucket is reduced:
+     host buffers, MPI:     packed into one buffer, MPI_Iallreduce;
+     device buffers, NCCL:  grouped ncclAllReduce on a side stream;
+     otherwise:             a blocking hpdl_mpi_allreduce per tensor, at once
+                            (correct, but without overlap). */
+enum { HPDL__BUCKET_IALLREDUCE, HPDL__BUCKET_NCCL, HPDL__BUCKET_BLOCKING };
+
+typedef struct hpdl_mpi_bucketer {
+    int ntensors, nbuckets, mode, average, on_device, next_launch;
+    hpdl_mpi_dtype dtype;
+    hpdl_allreduce_algo algo;
+    MPI_Comm comm;
+    void **tensors;
+    int64_t *counts;
+    int *bucket_of;          /* tensor -> bucket */
+    int *bound;              /* bucket b holds tensors bound[b+1] .. bound[b]-1 */
+    int *pending;            /* per bucket: tensors not ready yet this step */
+    unsigned char *is_ready; /* per tensor */
+    int64_t *offset;         /* IALLREDUCE: tensor's place in flat (elements) */
+    int64_t *bucket_off;     /* IALLREDUCE: bucket b is flat[bucket_off[b] .. bucket_off[b+1]) */
+    void *flat;              /* IALLREDUCE: packed buckets */
+    MPI_Request *requests;   /* IALLREDUCE: one per bucket */
+#ifdef __CUDACC__
+    cudaStream_t side;           /* NCCL: where the buckets are reduced */
+    cudaEvent_t produced, done;  /* NCCL: hpdl stream -> side, side -> hpdl stream */
+#endif
+    double wait_seconds;     /* host time spent in wait(), summed over steps */
+    int64_t steps;           /* completed wait() calls */
+} hpdl_mpi_bucketer;
+
+HPDL_API void hpdl_mpi_bucketer_destroy(hpdl_mpi_bucketer *b);
+
+HPDL_API int hpdl__mpi_bucketer_mode(hpdl_allreduce_algo algo, int on_device) {
+    if (algo == HPDL_ALLREDUCE_MPI && !on_device) return HPDL__BUCKET_IALLREDUCE;
+    if (algo == HPDL_ALLREDUCE_NCCL && on_device) return HPDL__BUCKET_NCCL;
+    return HPDL__BUCKET_BLOCKING;
+}
+
+/* Local checks of create()'s arguments; on_device = where the tensors live
+   (all in the same place). */
+HPDL_API hpdl_status hpdl__mpi_bucketer_check(void *const *tensors, const int64_t *counts, int ntensors,
+                                              hpdl_mpi_dtype t, hpdl_allreduce_algo algo, int *on_device,
+                                              int64_t *total) {
+    int i, where = -1;
+    *total = 0;
+    *on_device = 0;
+    if (ntensors < 0 || (ntensors > 0 && (!tensors || !counts)) || !hpdl__mpi_dtype_valid(t) ||
+        !hpdl__mpi_algo_valid(algo))
+        return HPDL_ERR_INVALID;
+    for (i = 0; i < ntensors; i++) {
+        if (counts[i] < 0 || (counts[i] > 0 && !tensors[i])) return HPDL_ERR_INVALID;
+        if (counts[i] == 0) continue;
+        if (where < 0) where = hpdl__mpi_buffer_on_device(tensors[i]);
+        else if (where != hpdl__mpi_buffer_on_device(tensors[i])) return HPDL_ERR_INVALID;
+        if (counts[i] > INT64_MAX / 8 - *total) return HPDL_ERR_INVALID;
+        *total += counts[i];
+    }
+    *on_device = where > 0;
+    return hpdl__mpi_supported(t, algo, *on_device);
+}
+
+/* Groups the tensors into buckets (see above). */
+HPDL_API void hpdl__mpi_bucketer_layout(hpdl_mpi_bucketer *b, size_t bucket_bytes) {
+    size_t es = hpdl_mpi_dtype_size(b->dtype), filled = 0;
+    int64_t off = 0;
+    int i, k;
+    b->nbuckets = 0;
+    b->bound[0] = b->ntensors;
+    for (i = b->ntensors - 1; i >= 0; i--) {
+        b->bucket_of[i] = b->nbuckets;
+        filled += (size_t)b->counts[i] * es;
+        if (filled >= bucket_bytes || i == 0) {
+            b->bound[++b->nbuckets] = i;
+            filled = 0;
+        }
+    }
+    for (k = 0; k < b->nbuckets; k++) {
+        b->bucket_off[k] = off;
+        for (i = b->bound[k + 1]; i < b->bound[k]; i++) { b->offset[i] = off; off += b->counts[i]; }
+    }
+    b->bucket_off[b->nbuckets] = off;
+}
+
+HPDL_API hpdl_status hpdl__mpi_bucketer_alloc(hpdl_mpi_bucketer *b, int64_t total) {
+    int i, n = b->ntensors;
+    b->tensors = (void **)hpdl_alloc((size_t)n, sizeof *b->tensors);
+    b->counts = (int64_t *)hpdl_alloc((size_t)n, sizeof *b->counts);
+    b->bucket_of = (int *)hpdl_alloc((size_t)n, sizeof *b->bucket_of);
+    b->bound = (int *)hpdl_alloc((size_t)n + 1, sizeof *b->bound);
+    b->pending = (int *)hpdl_alloc((size_t)n, sizeof *b->pending);
+    b->is_ready = (unsigned char *)hpdl_alloc((size_t)n, 1);
+    b->offset = (int64_t *)hpdl_alloc((size_t)n, sizeof *b->offset);
+    b->bucket_off = (int64_t *)hpdl_alloc((size_t)n + 1, sizeof *b->bucket_off);
+    b->requests = (MPI_Request *)hpdl_alloc((size_t)n, sizeof *b->requests);
+    if (b->mode == HPDL__BUCKET_IALLREDUCE) b->flat = hpdl_alloc((size_t)total, hpdl_mpi_dtype_size(b->dtype));
+    if (!b->tensors || !b->counts || !b->bucket_of || !b->bound || !b->pending || !b->is_ready || !b->offset ||
+        !b->bucket_off || !b->requests || (b->mode == HPDL__BUCKET_IALLREDUCE && !b->flat))
+        return HPDL_ERR_NOMEM;
+    for (i = 0; i < n; i++) b->requests[i] = MPI_REQUEST_NULL; /* destroy() may wait on them */
+    return HPDL_OK;
+}
+
+/* Marks every bucket idle and every tensor not ready: the start of a step. */
+HPDL_API void hpdl__mpi_bucketer_reset(hpdl_mpi_bucketer *b) {
+    int i;
+    for (i = 0; i < b->nbuckets; i++) {
+        b->pending[i] = b->bound[i] - b->bound[i + 1];
+        b->requests[i] = MPI_REQUEST_NULL;
+    }
+    for (i = 0; i < b->ntensors; i++) b->is_ready[i] = 0;
+    b->next_launch = 0;
+}
+
+HPDL_API hpdl_status hpdl__mpi_bucketer_streams(hpdl_mpi_bucketer *b) {
+#ifdef __CUDACC__
+    if (b->mode != HPDL__BUCKET_NCCL) return HPDL_OK;
+    HPDL_CUDA_TRY(cudaStreamCreateWithFlags(&b->side, cudaStreamNonBlocking));
+    HPDL_CUDA_TRY(cudaEventCreateWithFlags(&b->produced, cudaEventDisableTiming));
+    HPDL_CUDA_TRY(cudaEventCreateWithFlags(&b->done, cudaEventDisableTiming));
+#else
+    (void)b;
+#endif
+    return HPDL_OK;
+}
+
+/* Collective. Registers ntensors gradient tensors (tensors[i] holds
+   counts[i] elements of type t, all on the host or all on the device);
+   bucket_bytes 0 means HPDL_MPI_BUCKET_BYTES; average divides the sums by
+   the number of ranks. *b is written only on success. */
+HPDL_API hpdl_status hpdl_mpi_bucketer_create(hpdl_mpi_bucketer *b, void *const *tensors, const int64_t *counts,
+                                              int ntensors, hpdl_mpi_dtype t, size_t bucket_bytes, int average,
+                                              hpdl_allreduce_algo algo, MPI_Comm comm) {
+    hpdl_mpi_bucketer nb;
+    hpdl__mpi_call call;
+    int64_t total = 0;
+    int on_device = 0, i;
+    hpdl_status s;
+    if (!b || comm == MPI_COMM_NULL) return HPDL_ERR_INVALID;
+    memset(&nb, 0, sizeof nb);
+    s = hpdl__mpi_bucketer_check(tensors, counts, ntensors, t, algo, &on_device, &total);
+    if (s == HPDL_OK) {
+        nb.ntensors = ntensors;
+        nb.dtype = t;
+        nb.algo = algo;
+        nb.comm = comm;
+        nb.average = average != 0;
+        nb.on_device = on_device;
+        nb.mode = hpdl__mpi_bucketer_mode(algo, on_device);
+        s = hpdl__mpi_bucketer_alloc(&nb, total);
+    }
+    if (s == HPDL_OK) {
+        for (i = 0; i < ntensors; i++) { nb.tensors[i] = tensors[i]; nb.counts[i] = counts[i]; }
+        hpdl__mpi_bucketer_layout(&nb, bucket_bytes ? bucket_bytes : HPDL_MPI_BUCKET_BYTES);
+        for (i = 0; i < nb.nbuckets && nb.mode == HPDL__BUCKET_IALLREDUCE; i++)
+            if (nb.bucket_off[i + 1] - nb.bucket_off[i] > INT_MAX) s = HPDL_ERR_UNSUPPORTED;
+    }
+    if (s == HPDL_OK) s = hpdl__mpi_bucketer_streams(&nb);
+    memset(&call, 0, sizeof call);
+    call.op = HPDL__MPI_OP_BUCKETER;
+    call.count = total;
+    call.dtype = t;
+    call.algo = algo;
+    call.root = ntensors;
+    call.on_device = on_device;
+    call.status = s;
+    s = hpdl__mpi_agree("hpdl_mpi_bucketer_create", &call, comm);
+#ifdef HPDL_MPI_HAVE_NCCL
+    if (s == HPDL_OK && nb.mode == HPDL__BUCKET_NCCL) {
+        ncclComm_t nc;
+        s = hpdl_mpi_nccl_comm(comm, &nc); /* collective: bootstrap now, not mid-backward */
+    }
+#endif
+    if (s != HPDL_OK) { hpdl_mpi_bucketer_destroy(&nb); return s; }
+    hpdl__mpi_bucketer_reset(&nb);
+    *b = nb;
+    return HPDL_OK;
+}
+
+HPDL_API hpdl_status hpdl__mpi_bucketer_launch_iallreduce(hpdl_mpi_bucketer *b, int k) {
+    size_t es = hpdl_mpi_dtype_size(b->dtype);
+    char *flat = (char *)b->flat;
+    MPI_Datatype type;
+    int i;
+    for (i = b->bound[k + 1]; i < b->bound[k]; i++)
+        if (b->counts[i]) memcpy(flat + (size_t)b->offset[i] * es, b->tensors[i], (size_t)b->counts[i] * es);
+    hpdl__mpi_datatype(b->dtype, &type);
+    HPDL__MPI_TRY(MPI_Iallreduce(MPI_IN_PLACE, flat + (size_t)b->bucket_off[k] * es,
+                                 (int)(b->bucket_off[k + 1] - b->bucket_off[k]), type, MPI_SUM, b->comm,
+                                 &b->requests[k]));
+    return HPDL_OK;
+}
+
+HPDL_API hpdl_status hpdl__mpi_bucketer_launch_nccl(hpdl_mpi_bucketer *b, int k) {
+#ifdef HPDL_MPI_HAVE_NCCL
+    ncclComm_t nc;
+    ncclDataType_t type;
+    int i, p = 1;
+    hpdl_status s = hpdl_mpi_nccl_comm(b->comm, &nc);
+    if (s != HPDL_OK) return s;
+    hpdl__mpi_nccl_type(b->dtype, &type);
+    MPI_Comm_size(b->comm, &p);
+    /* the side stream starts once backward has written this bucket */
+    HPDL_CUDA_TRY(cudaEventRecord(b->produced, hpdl__mpi_settings_get()->stream));
+    HPDL_CUDA_TRY(cudaStreamWaitEvent(b->side, b->produced, 0));
+    HPDL__NCCL_TRY(ncclGroupStart());
+    for (i = b->bound[k + 1]; i < b->bound[k]; i++)
+        if (b->counts[i]) HPDL__NCCL_TRY(ncclAllReduce(b->tensors[i], b->tensors[i], (size_t)b->counts[i], type,
+                                                       ncclSum, nc, b->side));
+    HPDL__NCCL_TRY(ncclGroupEnd());
+    for (i = b->bound[k + 1]; i < b->bound[k] && b->average && p > 1; i++) {
+        s = hpdl__mpi_divide_device(b->dtype, b->tensors[i], b->counts[i], p, b->side);
+        if (s != HPDL_OK) return s;
+    }
+    return HPDL_OK;
+#else
+    (void)b; (void)k;
+    return HPDL_ERR_UNSUPPORTED;
+#endif
+}
+
+HPDL_API hpdl_status hpdl__mpi_bucketer_launch_blocking(hpdl_mpi_bucketer *b, int k) {
+    int i;
+    for (i = b->bound[k + 1]; i < b->bound[k]; i++) {
+        hpdl_status s = b->average ? hpdl_mpi_allreduce_avg(b->tensors[i], b->counts[i], b->dtype, b->algo, b->comm)
+                                   : hpdl_mpi_allreduce(b->tensors[i], b->counts[i], b->dtype, b->algo, b->comm);
+        if (s != HPDL_OK) return s;
+    }
+    return HPDL_OK;
+}
+
+/* Starts every bucket whose tensors are all ready, in bucket order. */
+HPDL_API hpdl_status hpdl__mpi_bucketer_launch_ready(hpdl_mpi_bucketer *b) {
+    while (b->next_launch < b->nbuckets && b->pending[b->next_launch] == 0) {
+        int k = b->next_launch++;
+        hpdl_status s = b->mode == HPDL__BUCKET_IALLREDUCE ? hpdl__mpi_bucketer_launch_iallreduce(b, k)
+                        : b->mode == HPDL__BUCKET_NCCL     ? hpdl__mpi_bucketer_launch_nccl(b, k)
+                                                           : hpdl__mpi_bucketer_launch_blocking(b, k);
+        if (s != HPDL_OK) return s;
+    }
+    return HPDL_OK;
+}
+
+/* Call when backward has produced (queued, on the hpdl stream) the gradient
+   in tensors[tensor]; starts its bucket's reduction once the bucket is full.
+   HPDL_ERR_INVALID for an unknown tensor or one already marked this step. */
+HPDL_API hpdl_status hpdl_mpi_bucketer_ready(hpdl_mpi_bucketer *b, int tensor) {
+    int flag;
+    hpdl_status s;
+    if (!b || tensor < 0 || tensor >= b->ntensors || b->is_ready[tensor]) return HPDL_ERR_INVALID;
+    b->is_ready[tensor] = 1;
+    b->pending[b->bucket_of[tensor]]--;
+    s = hpdl__mpi_bucketer_launch_ready(b);
+    /* non-blocking collectives advance only inside MPI calls: nudge them */
+    if (s == HPDL_OK && b->mode == HPDL__BUCKET_IALLREDUCE && b->next_launch > 0)
+        HPDL__MPI_TRY(MPI_Testall(b->next_launch, b->requests, &flag, MPI_STATUSES_IGNORE));
+    return s;
+}
+
+HPDL_API hpdl_status hpdl__mpi_bucketer_finish_iallreduce(hpdl_mpi_bucketer *b) {
+    size_t es = hpdl_mpi_dtype_size(b->dtype);
+    int i, p = 1;
+    HPDL__MPI_TRY(MPI_Waitall(b->nbuckets, b->requests, MPI_STATUSES_IGNORE));
+    MPI_Comm_size(b->comm, &p);
+    if (b->average && p > 1) hpdl__mpi_divide_host(b->dtype, b->flat, b->bucket_off[b->nbuckets], p);
+    for (i = 0; i < b->ntensors; i++)
+        if (b->counts[i]) memcpy(b->tensors[i], (char *)b->flat + (size_t)b->offset[i] * es, (size_t)b->counts[i] * es);
+    return HPDL_OK;
+}
+
+/* Reduces the tensors not marked ready yet too, then completes every bucket:
+   host tensors hold the result on return; with NCCL, work queued on the
+   hpdl stream afterwards sees it. Ready for the next step. */
+HPDL_API hpdl_status hpdl_mpi_bucketer_wait(hpdl_mpi_bucketer *b) {
+    double t0 = hpdl_time_now();
+    int i;
+    hpdl_status s = HPDL_OK;
+    if (!b) return HPDL_ERR_INVALID;
+    for (i = b->ntensors - 1; i >= 0; i--)
+        if (!b->is_ready[i]) { b->is_ready[i] = 1; b->pending[b->bucket_of[i]]--; }
+    s = hpdl__mpi_bucketer_launch_ready(b);
+    if (s == HPDL_OK && b->mode == HPDL__BUCKET_IALLREDUCE) s = hpdl__mpi_bucketer_finish_iallreduce(b);
+#ifdef __CUDACC__
+    if (s == HPDL_OK && b->mode == HPDL__BUCKET_NCCL) {
+        HPDL_CUDA_TRY(cudaEventRecord(b->done, b->side));
+        HPDL_CUDA_TRY(cudaStreamWaitEvent(hpdl__mpi_settings_get()->stream, b->done, 0));
+    }
+#endif
+    hpdl__mpi_bucketer_reset(b);
+    b->wait_seconds += hpdl_time_now() - t0;
+    b->steps++;
+    return s;
+}
+
+/* Frees what create() made; finishes reductions still in flight. */
+HPDL_API void hpdl_mpi_bucketer_destroy(hpdl_mpi_bucketer *b) {
+    if (!b) return;
+    if (b->requests && b->nbuckets > 0) MPI_Waitall(b->nbuckets, b->requests, MPI_STATUSES_IGNORE);
+#ifdef __CUDACC__
+    if (b->side) { cudaStreamSynchronize(b->side); cudaStreamDestroy(b->side); }
+    if (b->produced) cudaEventDestroy(b->produced);
+    if (b->done) cudaEventDestroy(b->done);
+#endif
+    HPDL_FREE(b->tensors); HPDL_FREE(b->counts); HPDL_FREE(b->bucket_of); HPDL_FREE(b->bound);
+    HPDL_FREE(b->pending); HPDL_FREE(b->is_ready); HPDL_FREE(b->offset); HPDL_FREE(b->bucket_off);
+    HPDL_FREE(b->requests); HPDL_FREE(b->flat);
+    memset(b, 0, sizeof *b);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Shut-down                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Releases this translation unit's staging buffers and NCCL communicators,
+   then finalises MPI (unless already done). */
+HPDL_API hpdl_status hpdl_mpi_finalize(void) {
+    int finalised = 0;
+#ifdef __CUDACC__
+    hpdl__mpi_stage_release(hpdl__mpi_stage_state());
+#endif
+#ifdef HPDL_MPI_HAVE_NCCL
+    hpdl__mpi_nccl_release();
+#endif
+    if (MPI_Finalized(&finalised) != MPI_SUCCESS) return HPDL_ERR_MPI;
+    if (!finalised && MPI_Finalize() != MPI_SUCCESS) return HPDL_ERR_MPI;
+    return HPDL_OK;
+}
+
+#endif /* HPDL_MPI_H */

@@ -1,0 +1,328 @@
+/* mlp_train: trains a multi-layer perceptron on Fashion-MNIST (or MNIST) on
+   the GPU with hpdl_cuda_mlp_<precision>, one CUDA graph replay per step.
+
+       make data && make build/examples/mlp_train
+       build/examples/mlp_train --hidden 512 --batch 32 --epochs 20 --precision f32
+       build/examples/mlp_train --check --precision f64      # CPU vs GPU, same steps
+       build/examples/mlp_train --target-acc 0.88 --runs 5   # time to accuracy
+
+   Flags (defaults in brackets):
+       --data DIR         IDX files [data/fashion-mnist]
+       --hidden A[,B...]  hidden layer widths [512]
+       --batch B          mini-batch [32]       --epochs E   epochs (max) [20]
+       --lr X             learning rate [0.05]  --l2 X       L2 weight decay [0]
+       --precision P      f32 | f64 | f16 (mixed precision, f32 master weights) [f32]
+       --act A            relu | sigmoid [relu] --seed S     [1]   --device D [0]
+       --csv FILE         per-epoch curve (loss, accuracies, time) [none]
+       --check            train a few steps on CPU and GPU, compare the weights, exit 1 if apart
+       --target-acc A     stop each run once test accuracy >= A (checked each epoch)
+       --runs R           runs with seeds S..S+R-1 [1]
+       --util-csv FILE    NVML GPU/memory utilisation time series [mlp_util.csv]
+*/
+#include "hpdl_cuda.cuh"
+
+#define FASHION_MEAN 0.2860f /* pixel mean and std of the Fashion-MNIST training set */
+#define FASHION_STD 0.3530f
+
+typedef struct options {
+    const char *data, *csv, *util_csv, *precision;
+    int widths[HPDL_MLP_MAX_LAYERS + 1], n_widths;
+    int batch, epochs, runs, device, check;
+    double lr, l2, target;
+    uint64_t seed;
+    hpdl_activation act;
+} options;
+
+static void usage(void) {
+    fprintf(stderr, "usage: mlp_train [--data DIR] [--hidden 512[,256...]] [--batch B] [--epochs E] [--lr X]\n"
+                    "                 [--l2 X] [--precision f32|f64|f16] [--act relu|sigmoid] [--seed S]\n"
+                    "                 [--device D] [--csv FILE] [--check] [--target-acc A --runs R] [--util-csv FILE]\n");
+    exit(2);
+}
+
+static int parse_hidden(const char *s, options *o) {
+    o->n_widths = 1;
+    while (*s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v <= 0 || v > 1 << 20 || o->n_widths >= HPDL_MLP_MAX_LAYERS) return 0;
+        o->widths[o->n_widths++] = (int)v;
+        s = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',') return 0;
+    }
+    return 1;
+}
+
+static options parse_args(int argc, char **argv) {
+    options o;
+    int i;
+    memset(&o, 0, sizeof o);
+    o.data = "data/fashion-mnist";
+    o.util_csv = "mlp_util.csv";
+    o.precision = "f32";
+    o.widths[0] = 784;
+    o.widths[1] = 512;
+    o.n_widths = 2;
+    o.batch = 32;
+    o.epochs = 20;
+    o.runs = 1;
+    o.lr = 0.05;
+    o.seed = 1;
+    o.act = HPDL_ACT_RELU;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--check")) { o.check = 1; continue; }
+        if (!v) usage();
+        i++;
+        if (!strcmp(a, "--data")) o.data = v;
+        else if (!strcmp(a, "--hidden")) { if (!parse_hidden(v, &o)) usage(); }
+        else if (!strcmp(a, "--batch")) o.batch = atoi(v);
+        else if (!strcmp(a, "--epochs")) o.epochs = atoi(v);
+        else if (!strcmp(a, "--lr")) o.lr = atof(v);
+        else if (!strcmp(a, "--l2")) o.l2 = atof(v);
+        else if (!strcmp(a, "--precision")) o.precision = v;
+        else if (!strcmp(a, "--seed")) o.seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--device")) o.device = atoi(v);
+        else if (!strcmp(a, "--csv")) o.csv = v;
+        else if (!strcmp(a, "--util-csv")) o.util_csv = v;
+        else if (!strcmp(a, "--target-acc")) o.target = atof(v);
+        else if (!strcmp(a, "--runs")) o.runs = atoi(v);
+        else if (!strcmp(a, "--act")) {
+            if (!strcmp(v, "relu")) o.act = HPDL_ACT_RELU;
+            else if (!strcmp(v, "sigmoid")) o.act = HPDL_ACT_SIGMOID;
+            else usage();
+        } else usage();
+    }
+    o.widths[o.n_widths++] = 10;
+    if (o.batch <= 0 || o.epochs <= 0 || o.runs <= 0 || o.lr <= 0.0 || o.l2 < 0.0) usage();
+    return o;
+}
+
+/* Each precision: the CPU twin (for --check and the initial weights), the
+   GPU model and the --check tolerance. f16 is mixed precision with f32
+   master weights, so its twin is the f32 CPU model. */
+#define PRECISION(NAME, SUFFIX, CPU, T, TOL)                                                              \
+    struct NAME {                                                                                         \
+        typedef T elem;                                                                                   \
+        typedef hpdl_mlp_##CPU cpu;                                                                       \
+        typedef hpdl_mlp_work_##CPU work;                                                                 \
+        typedef hpdl_cuda_mlp_##SUFFIX gpu;                                                               \
+        static const char *name() { return #SUFFIX; }                                                     \
+        static double tol() { return TOL; }                                                               \
+        static hpdl_status create(cpu *m, const options *o, uint64_t seed) {                              \
+            return hpdl_mlp_create_##CPU(m, o->n_widths, o->widths, o->act, seed);                        \
+        }                                                                                                 \
+        static void destroy(cpu *m) { hpdl_mlp_destroy_##CPU(m); }                                        \
+        static hpdl_status copy(cpu *d, const cpu *s) { return hpdl_mlp_copy_##CPU(d, s); }               \
+        static hpdl_status zero(cpu *m, const options *o) {                                               \
+            return hpdl_mlp_create_zero_##CPU(m, o->n_widths, o->widths, o->act);                         \
+        }                                                                                                 \
+        static hpdl_status work_create(work *w, const cpu *m, int b) {                                    \
+            return hpdl_mlp_work_create_##CPU(w, m, b);                                                   \
+        }                                                                                                 \
+        static void work_destroy(work *w) { hpdl_mlp_work_destroy_##CPU(w); }                             \
+        static hpdl_status cpu_step(cpu *m, work *w, cpu *g, int b, const T *X, const int32_t *y,         \
+                                    const options *o, double *loss) {                                     \
+            return hpdl_mlp_train_step_##CPU(m, w, g, b, X, y, o->lr, o->l2, loss);                       \
+        }                                                                                                 \
+        static hpdl_status gpu_create(gpu *g, const cpu *m, int b) { return hpdl_cuda_mlp_create_##SUFFIX(g, m, b); } \
+        static void gpu_destroy(gpu *g) { hpdl_cuda_mlp_destroy_##SUFFIX(g); }                            \
+        static hpdl_status download(const gpu *g, cpu *m) { return hpdl_cuda_mlp_download_##SUFFIX(g, m); } \
+        static hpdl_status gpu_step(gpu *g, int b, const T *X, const int32_t *y, const options *o, double *loss) { \
+            return hpdl_cuda_mlp_train_step_##SUFFIX(g, b, X, y, o->lr, o->l2, loss);                     \
+        }                                                                                                 \
+        static hpdl_status epoch(gpu *g, hpdl_cuda_dataset *d, const options *o, uint64_t seed,           \
+                                 hpdl_cuda_mlp_stats *st) {                                               \
+            return hpdl_cuda_mlp_train_epoch_##SUFFIX(g, d, o->batch, o->lr, o->l2, seed, st);            \
+        }                                                                                                 \
+        static hpdl_status evaluate(gpu *g, hpdl_cuda_dataset *d, hpdl_cuda_mlp_stats *st) {              \
+            return hpdl_cuda_mlp_evaluate_##SUFFIX(g, d, st);                                             \
+        }                                                                                                 \
+    };
+PRECISION(prec_f32, f32, f32, float, 1e-5)
+PRECISION(prec_f64, f64, f64, double, 1e-12)
+PRECISION(prec_f16, f16, f32, float, 1e-2)
+
+/* ||a - b||_F / ||b||_F of one weight matrix. */
+template <class T>
+static double rel_frobenius(const T *a, const T *b, int64_t n) {
+    double num = 0.0, den = 0.0;
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        num += ((double)a[i] - (double)b[i]) * ((double)a[i] - (double)b[i]);
+        den += (double)b[i] * (double)b[i];
+    }
+    return den > 0.0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* --check: the same few steps on CPU and GPU from the same initial weights,
+   on the first samples of the (shuffled) training set. */
+template <class P>
+static int run_check(const options *o, const hpdl_dataset *train) {
+    typedef typename P::elem T;
+    const int n = 512, steps = 8, batch = o->batch < 64 ? o->batch : 64, in = o->widths[0];
+    typename P::cpu m, grad, got;
+    typename P::work w;
+    typename P::gpu g;
+    T *X = (T *)hpdl_alloc((size_t)n * in, sizeof(T)), *dX = NULL;
+    int32_t *dy = NULL;
+    int64_t i;
+    int s, l, fail = 0;
+    if (!X) { fprintf(stderr, "out of memory\n"); return 1; }
+    for (i = 0; i < (int64_t)n * in; i++) X[i] = (T)train->images[i];
+    HPDL_CHECK(P::create(&m, o, o->seed));
+    HPDL_CHECK(P::copy(&got, &m));
+    HPDL_CHECK(P::zero(&grad, o));
+    HPDL_CHECK(P::work_create(&w, &m, batch));
+    HPDL_CHECK(P::gpu_create(&g, &m, batch));
+    HPDL_CUDA_CHECK(cudaMalloc((void **)&dX, (size_t)n * in * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc((void **)&dy, (size_t)n * sizeof(int32_t)));
+    HPDL_CUDA_CHECK(cudaMemcpy(dX, X, (size_t)n * in * sizeof(T), cudaMemcpyHostToDevice));
+    HPDL_CUDA_CHECK(cudaMemcpy(dy, train->labels, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice));
+    printf("check: %s, %d steps of batch %d on CPU and GPU from the same weights\n", P::name(), steps, batch);
+    for (s = 0; s < steps; s++) {
+        size_t r0 = (size_t)(s * batch) % (size_t)(n - batch + 1);
+        double lc = 0.0, lg = 0.0;
+        HPDL_CHECK(P::cpu_step(&m, &w, &grad, batch, X + r0 * in, train->labels + r0, o, &lc));
+        HPDL_CHECK(P::gpu_step(&g, batch, dX + r0 * in, dy + r0, o, &lg));
+        printf("  step %d  loss cpu %.10f  gpu %.10f\n", s, lc, lg);
+    }
+    HPDL_CHECK(P::download(&g, &got));
+    for (l = 0; l < m.n_layers; l++) {
+        double dw = rel_frobenius(got.W[l], m.W[l], (int64_t)m.widths[l] * m.widths[l + 1]);
+        double db = rel_frobenius(got.b[l], m.b[l], m.widths[l + 1]);
+        int bad = !(dw <= P::tol()) || !(db <= P::tol());
+        fail |= bad;
+        printf("  W%d (%dx%d): rel Frobenius diff %.3e   b%d: %.3e   %s\n", l, m.widths[l], m.widths[l + 1], dw, l,
+               db, bad ? "FAIL" : "ok");
+    }
+    printf("check %s (tolerance %.0e)\n", fail ? "FAILED" : "passed", P::tol());
+    P::gpu_destroy(&g);
+    P::work_destroy(&w);
+    P::destroy(&m);
+    P::destroy(&grad);
+    P::destroy(&got);
+    cudaFree(dX);
+    cudaFree(dy);
+    HPDL_FREE(X);
+    return fail;
+}
+
+/* One training run: epochs until the target (if any) or the epoch limit.
+   Returns the wall time to reach the target (training + per-epoch evaluation),
+   or -1 if it was not reached; *final_acc gets the last test accuracy. */
+template <class P>
+static double train_run(const options *o, int run, uint64_t seed, hpdl_cuda_dataset *train, hpdl_cuda_dataset *test,
+                        FILE *csv, double *final_acc) {
+    typename P::cpu m;
+    typename P::gpu g;
+    double t_start = hpdl_time_now(), hit_time = -1.0;
+    int e;
+    HPDL_CHECK(P::create(&m, o, seed));
+    HPDL_CHECK(P::gpu_create(&g, &m, o->batch > 1000 ? o->batch : 1000));
+    for (e = 1; e <= o->epochs; e++) {
+        hpdl_cuda_mlp_stats tr, te;
+        double t0 = hpdl_time_now(), ms;
+        HPDL_CHECK(P::epoch(&g, train, o, seed, &tr));
+        ms = 1e3 * (hpdl_time_now() - t0);
+        HPDL_CHECK(P::evaluate(&g, test, &te));
+        printf("run %d epoch %2d/%d  loss %.4f  train %.2f%%  test %.2f%% (loss %.4f)  %8.1f ms  %10.0f samples/s",
+               run, e, o->epochs, tr.loss, 100 * tr.accuracy, 100 * te.accuracy, te.loss, ms, tr.samples / (ms * 1e-3));
+        if (!strcmp(P::name(), "f16")) printf("  scale %g skipped %lld", tr.loss_scale, (long long)tr.skipped_steps);
+        printf("\n");
+        fflush(stdout);
+        if (csv)
+            fprintf(csv, "%d,%d,%.6f,%.6f,%.6f,%.6f,%.3f,%.0f,%g,%lld\n", run, e, tr.loss, tr.accuracy, te.loss, te.accuracy,
+                    ms, tr.samples / (ms * 1e-3), tr.loss_scale, (long long)tr.skipped_steps);
+        *final_acc = te.accuracy;
+        if (o->target > 0.0 && te.accuracy >= o->target) { hit_time = hpdl_time_now() - t_start; break; }
+    }
+    P::gpu_destroy(&g);
+    P::destroy(&m);
+    return hit_time;
+}
+
+/* Runs with seeds seed..seed+R-1; with a target, the time-to-accuracy
+   summary, with GPU utilisation sampled through NVML meanwhile. */
+template <class P>
+static int run_training(const options *o, hpdl_cuda_dataset *train, hpdl_cuda_dataset *test) {
+    double *times = (double *)hpdl_alloc((size_t)o->runs, sizeof(double));
+    double *accs = (double *)hpdl_alloc((size_t)o->runs, sizeof(double));
+    FILE *csv = o->csv ? fopen(o->csv, "w") : NULL;
+    hpdl_nvml_sampler sampler;
+    hpdl_status nvml = hpdl_nvml_sampler_start(&sampler, o->device, 100, o->util_csv);
+    int r, hits = 0;
+    if (!times || !accs) { fprintf(stderr, "out of memory\n"); return 1; }
+    if (o->csv && !csv) fprintf(stderr, "cannot write %s: %s\n", o->csv, strerror(errno));
+    if (csv) fprintf(csv, "run,epoch,loss,train_acc,test_loss,test_acc,epoch_ms,samples_per_s,loss_scale,skipped_steps\n");
+    if (nvml != HPDL_OK) printf("nvml: utilisation not sampled (%s)\n", hpdl_status_string(nvml));
+    for (r = 0; r < o->runs; r++) {
+        double t = train_run<P>(o, r, o->seed + (uint64_t)r, train, test, csv, &accs[r]);
+        if (t >= 0.0) times[hits++] = t;
+        if (o->target > 0.0) {
+            if (t >= 0.0) printf("run %d (seed %llu): reached %.2f%% in %.3f s\n", r, (unsigned long long)(o->seed + r), 100 * o->target, t);
+            else printf("run %d (seed %llu): did not reach %.2f%% in %d epochs\n", r, (unsigned long long)(o->seed + r), 100 * o->target, o->epochs);
+        }
+    }
+    if (nvml == HPDL_OK) {
+        double gpu = 0.0, mem = 0.0;
+        int64_t n = 0;
+        hpdl_nvml_sampler_stop(&sampler, &gpu, &mem, &n);
+        printf("nvml: mean GPU utilisation %.1f%%, memory-controller utilisation %.1f%% (%lld samples, %s)\n", gpu, mem,
+               (long long)n, o->util_csv);
+    }
+    if (o->target > 0.0) {
+        hpdl_stats ts, as;
+        printf("time to %.2f%% test accuracy: %d of %d runs reached it\n", 100 * o->target, hits, o->runs);
+        if (hits > 0 && hpdl_stats_compute(times, hits, &ts) == HPDL_OK)
+            printf("  time: mean %.3f s  std %.3f s  CV %.1f%%  (min %.3f, max %.3f)\n", ts.mean, ts.stddev, 100 * ts.cv,
+                   ts.min, ts.max);
+        if (hpdl_stats_compute(accs, o->runs, &as) == HPDL_OK)
+            printf("  final test accuracy: mean %.2f%%  std %.2f%%\n", 100 * as.mean, 100 * as.stddev);
+    }
+    if (csv) fclose(csv);
+    HPDL_FREE(times);
+    HPDL_FREE(accs);
+    return o->target > 0.0 && hits < o->runs;
+}
+
+template <class P>
+static int run(const options *o, hpdl_dataset *train, hpdl_dataset *test) {
+    hpdl_cuda_dataset dtrain, dtest;
+    int rc;
+    if (o->check) return run_check<P>(o, train);
+    HPDL_CHECK(hpdl_cuda_dataset_create(&dtrain, train, HPDL_DATA_AUTO));
+    HPDL_CHECK(hpdl_cuda_dataset_create(&dtest, test, HPDL_DATA_AUTO));
+    printf("data: %lld training samples (%s), %lld test samples\n", (long long)dtrain.n,
+           dtrain.resident ? "resident on the GPU" : "streamed from pinned memory", (long long)dtest.n);
+    rc = run_training<P>(o, &dtrain, &dtest);
+    hpdl_cuda_dataset_destroy(&dtrain);
+    hpdl_cuda_dataset_destroy(&dtest);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    options o = parse_args(argc, argv);
+    hpdl_dataset train, test;
+    hpdl_cuda_device_info info;
+    int l, rc;
+    if (!hpdl_cuda_available()) { fprintf(stderr, "mlp_train: no CUDA GPU\n"); return 1; }
+    HPDL_CUDA_CHECK(cudaSetDevice(o.device));
+    HPDL_CHECK(hpdl_cuda_device_query(o.device, &info));
+    HPDL_CHECK(hpdl_idx_load_dir(o.data, 1, &train));
+    HPDL_CHECK(hpdl_idx_load_dir(o.data, 0, &test));
+    HPDL_CHECK(hpdl_dataset_normalize(&train, FASHION_MEAN, FASHION_STD));
+    HPDL_CHECK(hpdl_dataset_normalize(&test, FASHION_MEAN, FASHION_STD));
+    HPDL_CHECK(hpdl_dataset_shuffle(&train, o.seed)); /* the files are sorted by label */
+    printf("mlp_train on %s: %s, widths", info.name, o.precision);
+    for (l = 0; l < o.n_widths; l++) printf("%s%d", l ? "-" : " ", o.widths[l]);
+    printf(", %s, batch %d, lr %g, l2 %g, seed %llu\n", o.act == HPDL_ACT_RELU ? "relu" : "sigmoid", o.batch, o.lr, o.l2,
+           (unsigned long long)o.seed);
+    if (!strcmp(o.precision, "f32")) rc = run<prec_f32>(&o, &train, &test);
+    else if (!strcmp(o.precision, "f64")) rc = run<prec_f64>(&o, &train, &test);
+    else if (!strcmp(o.precision, "f16")) rc = run<prec_f16>(&o, &train, &test);
+    else { fprintf(stderr, "unknown precision %s\n", o.precision); rc = 2; }
+    hpdl_dataset_free(&train);
+    hpdl_dataset_free(&test);
+    return rc;
+}

@@ -1,0 +1,80 @@
+/* paleo - predict before you measure.
+
+   Prints VGG19's per-layer FLOPs with each layer's share and the share of
+   the convolutions, then PALEO-style inference-time estimates for VGG16,
+   GoogLeNet and ResNet-50 on a K80 (single and double precision, batch 1
+   and 128) and, for comparison, on the other datasheet devices.
+
+       make build/examples/paleo && build/examples/paleo [PPP]
+
+   PPP ("platform percent of peak", default 1.0) scales both the peak FLOP
+   rate and the memory bandwidth. A measured PPP comes from a kernel's
+   achieved rate: hpdl_paleo_ppp_from_measured(flops, seconds, peak, &ppp)
+   (the GEMM bench's TFLOP/s on the GPU at hand). Predicted vs measured
+   phase times print with hpdl_paleo_print_comparison; the GPU part of this
+   example feeds both from its own measurements. */
+#include "hpdl.h"
+
+typedef hpdl_status (*net_builder)(hpdl_net *, hpdl_layer *, int);
+
+static double parse_ppp(int argc, char **argv) {
+    char *end;
+    double ppp;
+    if (argc < 2) return 1.0;
+    ppp = strtod(argv[1], &end);
+    if (*end || !(ppp > 0.0 && ppp <= 1.0)) {
+        fprintf(stderr, "usage: %s [PPP in (0, 1], default 1.0]\n", argv[0]);
+        exit(EXIT_FAILURE);
+    }
+    return ppp;
+}
+
+/* One row: a network on a device at one precision and batch size. */
+static void print_estimate(const hpdl_net *net, const hpdl_device_model *dev, hpdl_precision prec,
+                           int batch, double ppp) {
+    hpdl_paleo_time t;
+    HPDL_CHECK(hpdl_paleo_net_time(net, batch, dev, prec, ppp, &t));
+    printf("%-10s %-15s %-4s %6d %12.3f %12.3f %12.3f %12.3f %10.1f\n", net->name, dev->name,
+           prec == HPDL_PREC_F64 ? "f64" : "f32", batch, 1e3 * t.compute_s, 1e3 * t.memory_s,
+           1e3 * t.sum_s, 1e3 * t.max_s, batch / t.sum_s);
+}
+
+static void print_estimate_header(void) {
+    printf("%-10s %-15s %-4s %6s %12s %12s %12s %12s %10s\n", "network", "device", "prec", "batch",
+           "compute ms", "memory ms", "sum ms", "max ms", "img/s(sum)");
+}
+
+int main(int argc, char **argv) {
+    static const net_builder builders[3] = {hpdl_net_vgg16, hpdl_net_googlenet, hpdl_net_resnet50};
+    static const int batches[2] = {1, 128};
+    double ppp = parse_ppp(argc, argv);
+    hpdl_net vgg19, nets[3];
+    hpdl_device_model k80, dev;
+    int n, p, b, d;
+
+    HPDL_CHECK(hpdl_net_vgg19(&vgg19, NULL, 0));
+    HPDL_CHECK(hpdl_net_print_table(stdout, &vgg19));
+    hpdl_net_free(&vgg19);
+
+    for (n = 0; n < 3; n++) HPDL_CHECK(builders[n](&nets[n], NULL, 0));
+    HPDL_CHECK(hpdl_paleo_device(HPDL_DEVICE_K80, &k80));
+    printf("\nInference (forward) time estimates, PALEO style, PPP = %.2f\n"
+           "compute = FLOPs/(peak*PPP), memory = bytes/(bandwidth*PPP), per layer, summed;\n"
+           "sum = no overlap (PALEO), max = compute and memory overlapped within each layer.\n"
+           "K80: %.2f TFLOP/s f32, %.2f TFLOP/s f64, %.0f GB/s\n\n",
+           ppp, k80.peak_f32 * 1e-12, k80.peak_f64 * 1e-12, k80.mem_bw * 1e-9);
+    print_estimate_header();
+    for (n = 0; n < 3; n++)
+        for (p = 0; p < 2; p++)
+            for (b = 0; b < 2; b++) print_estimate(&nets[n], &k80, (hpdl_precision)p, batches[b], ppp);
+
+    printf("\nThe same networks at batch 128, f32, on the datasheet devices\n\n");
+    print_estimate_header();
+    for (n = 0; n < 3; n++)
+        for (d = HPDL_DEVICE_K80; d <= HPDL_DEVICE_H200; d++) {
+            HPDL_CHECK(hpdl_paleo_device((hpdl_device_id)d, &dev));
+            print_estimate(&nets[n], &dev, HPDL_PREC_F32, 128, ppp);
+        }
+    for (n = 0; n < 3; n++) hpdl_net_free(&nets[n]);
+    return 0;
+}

@@ -1,0 +1,517 @@
+/* GPU tests of the MLP (hpdl_cuda_mlp_<type>) against its CPU twin
+   hpdl_mlp_<type>: training steps from the same weights, whole epochs through
+   the shuffled data feed (resident and streamed), the fused softmax
+   cross-entropy kernel, mixed precision's loss scaler, and bad arguments.
+   Every test skips without a GPU. */
+#include "hpdl_cuda.cuh"
+#include "tests/hpdl_test.h"
+
+#define NO_GPU_SKIP() do { if (!hpdl_cuda_available()) HPDL_SKIP("no CUDA GPU"); } while (0)
+
+/* One struct per precision: the CPU twin, the GPU model and the tolerance. */
+#define MLP_TYPE(SUFFIX, T, TOL)                                                                           \
+    struct type_##SUFFIX {                                                                                 \
+        typedef T elem;                                                                                    \
+        typedef hpdl_mlp_##SUFFIX cpu_mlp;                                                                 \
+        typedef hpdl_mlp_work_##SUFFIX cpu_work;                                                           \
+        typedef hpdl_cuda_mlp_##SUFFIX gpu_mlp;                                                            \
+        static double tol() { return TOL; }                                                                \
+        static hpdl_status create(cpu_mlp *m, int n, const int *w, hpdl_activation a, uint64_t seed) {     \
+            return hpdl_mlp_create_##SUFFIX(m, n, w, a, seed);                                             \
+        }                                                                                                  \
+        static hpdl_status copy(cpu_mlp *d, const cpu_mlp *s) { return hpdl_mlp_copy_##SUFFIX(d, s); }      \
+        static hpdl_status zero(cpu_mlp *m, int n, const int *w, hpdl_activation a) {                      \
+            return hpdl_mlp_create_zero_##SUFFIX(m, n, w, a);                                              \
+        }                                                                                                  \
+        static void destroy(cpu_mlp *m) { hpdl_mlp_destroy_##SUFFIX(m); }                                  \
+        static hpdl_status work(cpu_work *w, const cpu_mlp *m, int b) {                                    \
+            return hpdl_mlp_work_create_##SUFFIX(w, m, b);                                                 \
+        }                                                                                                  \
+        static void work_destroy(cpu_work *w) { hpdl_mlp_work_destroy_##SUFFIX(w); }                       \
+        static hpdl_status step(cpu_mlp *m, cpu_work *w, cpu_mlp *g, int b, const T *X, const int32_t *y,  \
+                                double lr, double l2, double *loss) {                                      \
+            return hpdl_mlp_train_step_##SUFFIX(m, w, g, b, X, y, lr, l2, loss);                           \
+        }                                                                                                  \
+        static hpdl_status gcreate(gpu_mlp *g, const cpu_mlp *m, int b) {                                  \
+            return hpdl_cuda_mlp_create_##SUFFIX(g, m, b);                                                 \
+        }                                                                                                  \
+        static void gdestroy(gpu_mlp *g) { hpdl_cuda_mlp_destroy_##SUFFIX(g); }                            \
+        static hpdl_status gdownload(const gpu_mlp *g, cpu_mlp *m) {                                       \
+            return hpdl_cuda_mlp_download_##SUFFIX(g, m);                                                  \
+        }                                                                                                  \
+        static hpdl_status gstep(gpu_mlp *g, int b, const T *X, const int32_t *y, double lr, double l2,    \
+                                 double *loss) {                                                           \
+            return hpdl_cuda_mlp_train_step_##SUFFIX(g, b, X, y, lr, l2, loss);                            \
+        }                                                                                                  \
+        static hpdl_status gepoch(gpu_mlp *g, hpdl_cuda_dataset *d, int b, double lr, double l2,           \
+                                  uint64_t seed, hpdl_cuda_mlp_stats *st) {                                \
+            return hpdl_cuda_mlp_train_epoch_##SUFFIX(g, d, b, lr, l2, seed, st);                          \
+        }                                                                                                  \
+        static hpdl_status gxent(int r, int c, const T *z, int ld, const int32_t *y, T *g, int ldg,        \
+                                 double *loss) {                                                           \
+            return hpdl_cuda_softmax_xent_##SUFFIX(r, c, z, ld, y, g, ldg, loss, 0);                       \
+        }                                                                                                  \
+        static hpdl_status xent(int r, int c, const T *z, int ld, const int32_t *y, T *g, int ldg,         \
+                                double *loss) {                                                            \
+            return hpdl_softmax_xent_##SUFFIX(r, c, z, ld, y, g, ldg, loss);                               \
+        }                                                                                                  \
+    };
+MLP_TYPE(f32, float, 1e-5)
+MLP_TYPE(f64, double, 1e-12)
+
+/* Largest relative Frobenius difference ||a - b|| / ||b|| over the weight
+   matrices and bias vectors of two models of one shape. */
+template <class M>
+static double max_rel_diff(const M *a, const M *b) {
+    double worst = 0.0;
+    int l;
+    for (l = 0; l < b->n_layers; l++) {
+        int64_t nw = (int64_t)b->widths[l] * b->widths[l + 1], i;
+        double dw = 0.0, nwt = 0.0, dbias = 0.0, nb = 0.0;
+        for (i = 0; i < nw; i++) {
+            double d = (double)a->W[l][i] - (double)b->W[l][i];
+            dw += d * d;
+            nwt += (double)b->W[l][i] * (double)b->W[l][i];
+        }
+        for (i = 0; i < b->widths[l + 1]; i++) {
+            double d = (double)a->b[l][i] - (double)b->b[l][i];
+            dbias += d * d;
+            nb += (double)b->b[l][i] * (double)b->b[l][i];
+        }
+        if (!(sqrt(dw) / sqrt(nwt) <= worst)) worst = sqrt(dw) / sqrt(nwt); /* NaN wins */
+        if (nb > 0.0 && !(sqrt(dbias) / sqrt(nb) <= worst)) worst = sqrt(dbias) / sqrt(nb);
+    }
+    return worst;
+}
+
+/* Fills every parameter of a CPU model with NaN (so a download must write all). */
+template <class M>
+static void poison_model(M *m) {
+    int l;
+    for (l = 0; l < m->n_layers; l++) {
+        memset(m->W[l], 0xff, sizeof(m->W[l][0]) * m->widths[l] * m->widths[l + 1]);
+        memset(m->b[l], 0xff, sizeof(m->b[l][0]) * m->widths[l + 1]);
+    }
+}
+
+template <class T>
+static void fill_inputs(T *X, int32_t *y, int64_t n, int in, int classes, hpdl_rng *rng) {
+    int64_t i;
+    for (i = 0; i < n * in; i++) X[i] = (T)hpdl_rng_uniform(rng);
+    for (i = 0; i < n; i++) y[i] = (int32_t)hpdl_rng_below(rng, (uint64_t)classes);
+}
+
+typedef struct shape { int n_widths, widths[5]; hpdl_activation act; int batch, n; } shape;
+
+/* The brief's odd case (H=1013, batch 67, N=200: batches of 67, 67, 66), a
+   deeper sigmoid net, and a small one with a batch of 1 at the end. */
+static const shape test_shapes[] = {
+    {3, {37, 1013, 10}, HPDL_ACT_RELU, 67, 200},
+    {4, {20, 64, 33, 7}, HPDL_ACT_SIGMOID, 16, 80},
+    {3, {5, 3, 4}, HPDL_ACT_RELU, 8, 25},
+};
+
+/* Same initial weights on CPU and GPU, the same steps (explicit device
+   inputs: the first step of each batch size eager, the rest graph replays),
+   then the weights and the losses must agree. */
+template <class Ty>
+static void check_agreement(const shape *sh, int use_graphs, int epochs) {
+    typedef typename Ty::elem T;
+    typename Ty::cpu_mlp m, grad, got;
+    typename Ty::cpu_work w;
+    typename Ty::gpu_mlp g;
+    int in = sh->widths[0], classes = sh->widths[sh->n_widths - 1], e;
+    T *X = (T *)hpdl_alloc((size_t)sh->n * in, sizeof(T)), *dX = NULL;
+    int32_t *y = (int32_t *)hpdl_alloc((size_t)sh->n, sizeof(int32_t)), *dy = NULL;
+    hpdl_rng rng;
+    double worst_loss = 0.0;
+    hpdl_rng_seed(&rng, 42 + (uint64_t)sh->batch);
+    HPDL_EXPECT(X && y);
+    if (!X || !y) { HPDL_FREE(X); HPDL_FREE(y); return; }
+    fill_inputs(X, y, sh->n, in, classes, &rng);
+    HPDL_CHECK(Ty::create(&m, sh->n_widths, sh->widths, sh->act, 7));
+    HPDL_CHECK(Ty::copy(&got, &m));
+    HPDL_CHECK(Ty::zero(&grad, sh->n_widths, sh->widths, sh->act));
+    HPDL_CHECK(Ty::work(&w, &m, sh->batch));
+    HPDL_CHECK(Ty::gcreate(&g, &m, sh->batch));
+    g.use_graphs = use_graphs;
+    HPDL_CUDA_CHECK(cudaMalloc((void **)&dX, (size_t)sh->n * in * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc((void **)&dy, (size_t)sh->n * sizeof(int32_t)));
+    HPDL_CUDA_CHECK(cudaMemcpy(dX, X, (size_t)sh->n * in * sizeof(T), cudaMemcpyHostToDevice));
+    HPDL_CUDA_CHECK(cudaMemcpy(dy, y, (size_t)sh->n * sizeof(int32_t), cudaMemcpyHostToDevice));
+    for (e = 0; e < epochs; e++) {
+        int r0;
+        for (r0 = 0; r0 < sh->n; r0 += sh->batch) {
+            int rows = sh->n - r0 < sh->batch ? sh->n - r0 : sh->batch;
+            double lc = 0.0, lg = -1.0;
+            HPDL_EXPECT(Ty::step(&m, &w, &grad, rows, X + (size_t)r0 * in, y + r0, 0.1, 1e-3, &lc) == HPDL_OK);
+            HPDL_EXPECT(Ty::gstep(&g, rows, dX + (size_t)r0 * in, dy + r0, 0.1, 1e-3, &lg) == HPDL_OK);
+            if (!(fabs(lg - lc) / fabs(lc) <= worst_loss)) worst_loss = fabs(lg - lc) / fabs(lc);
+        }
+    }
+    poison_model(&got);
+    HPDL_EXPECT(Ty::gdownload(&g, &got) == HPDL_OK);
+    HPDL_EXPECT_NEAR(max_rel_diff(&got, &m), 0.0, Ty::tol());
+    HPDL_EXPECT_NEAR(worst_loss, 0.0, Ty::tol());
+    HPDL_EXPECT(g.use_graphs == use_graphs); /* capture worked when asked for */
+    Ty::gdestroy(&g);
+    Ty::work_destroy(&w);
+    Ty::destroy(&m);
+    Ty::destroy(&grad);
+    Ty::destroy(&got);
+    cudaFree(dX);
+    cudaFree(dy);
+    HPDL_FREE(X);
+    HPDL_FREE(y);
+}
+
+template <class Ty>
+static void check_all_shapes(void) {
+    int i;
+    for (i = 0; i < HPDL_COUNT(test_shapes); i++) {
+        check_agreement<Ty>(&test_shapes[i], 1, 2);
+        check_agreement<Ty>(&test_shapes[i], 0, 1);
+    }
+}
+
+static void test_agreement_f64(void) { NO_GPU_SKIP(); check_all_shapes<type_f64>(); }
+static void test_agreement_f32(void) { NO_GPU_SKIP(); check_all_shapes<type_f32>(); }
+
+/* Whole epochs through hpdl_cuda_dataset (device permutation + gather, graph
+   replays) against CPU steps over the same permutation, for a resident and
+   a streamed copy of the data (chunks of 3 batches, so several chunks and a
+   short last batch). */
+template <class Ty>
+static void check_epochs(hpdl_data_placement placement) {
+    typedef typename Ty::elem T;
+    static const int widths[3] = {29, 61, 6};
+    const int64_t n = 347;
+    const int batch = 40, epochs = 2, in = widths[0];
+    const uint64_t seed = 5;
+    typename Ty::cpu_mlp m, grad, got;
+    typename Ty::cpu_work w;
+    typename Ty::gpu_mlp g;
+    hpdl_cuda_dataset d;
+    hpdl_cuda_mlp_stats st = {0, 0, 0, 0, 0};
+    float *images = (float *)hpdl_alloc((size_t)n * in, sizeof(float));
+    int32_t *labels = (int32_t *)hpdl_alloc((size_t)n, sizeof(int32_t)), *yb = (int32_t *)hpdl_alloc(batch, 4);
+    T *Xb = (T *)hpdl_alloc((size_t)batch * in, sizeof(T));
+    double cpu_loss_sum = 0.0;
+    hpdl_rng rng;
+    int64_t e, r0, i;
+    hpdl_rng_seed(&rng, 99);
+    fill_inputs(images, labels, n, in, widths[2], &rng);
+    HPDL_CHECK(Ty::create(&m, 3, widths, HPDL_ACT_RELU, 3));
+    HPDL_CHECK(Ty::copy(&got, &m));
+    HPDL_CHECK(Ty::zero(&grad, 3, widths, HPDL_ACT_RELU));
+    HPDL_CHECK(Ty::work(&w, &m, batch));
+    HPDL_CHECK(Ty::gcreate(&g, &m, batch));
+    HPDL_CHECK(hpdl_cuda_dataset_upload(&d, n, in, images, n, labels, placement, 3 * batch + 7));
+    HPDL_EXPECT(d.resident == (placement == HPDL_DATA_RESIDENT));
+    for (e = 0; e < epochs; e++) {
+        uint64_t key = hpdl__shuffle_key(seed, e);
+        HPDL_EXPECT(Ty::gepoch(&g, &d, batch, 0.05, 1e-4, seed, &st) == HPDL_OK);
+        cpu_loss_sum = 0.0;
+        for (r0 = 0; r0 < n; r0 += batch) {
+            int rows = (int)(n - r0 < batch ? n - r0 : batch);
+            double loss = 0.0;
+            for (i = 0; i < rows; i++) {
+                int32_t src = hpdl__shuffle_index(r0 + i, n, key);
+                int j;
+                for (j = 0; j < in; j++) Xb[i * in + j] = (T)images[(int64_t)src * in + j];
+                yb[i] = labels[src];
+            }
+            HPDL_EXPECT(Ty::step(&m, &w, &grad, rows, Xb, yb, 0.05, 1e-4, &loss) == HPDL_OK);
+            cpu_loss_sum += loss * rows;
+        }
+        HPDL_EXPECT(st.samples == n);
+        HPDL_EXPECT_NEAR(st.loss, cpu_loss_sum / n, 10 * Ty::tol());
+        HPDL_EXPECT(st.accuracy >= 0.0 && st.accuracy <= 1.0);
+    }
+    poison_model(&got);
+    HPDL_EXPECT(Ty::gdownload(&g, &got) == HPDL_OK);
+    HPDL_EXPECT_NEAR(max_rel_diff(&got, &m), 0.0, Ty::tol());
+    hpdl_cuda_dataset_destroy(&d);
+    Ty::gdestroy(&g);
+    Ty::work_destroy(&w);
+    Ty::destroy(&m);
+    Ty::destroy(&grad);
+    Ty::destroy(&got);
+    HPDL_FREE(images);
+    HPDL_FREE(labels);
+    HPDL_FREE(yb);
+    HPDL_FREE(Xb);
+}
+
+static void test_epochs_resident_f64(void) { NO_GPU_SKIP(); check_epochs<type_f64>(HPDL_DATA_RESIDENT); }
+static void test_epochs_streamed_f64(void) { NO_GPU_SKIP(); check_epochs<type_f64>(HPDL_DATA_STREAMED); }
+static void test_epochs_resident_f32(void) { NO_GPU_SKIP(); check_epochs<type_f32>(HPDL_DATA_RESIDENT); }
+static void test_epochs_streamed_f32(void) { NO_GPU_SKIP(); check_epochs<type_f32>(HPDL_DATA_STREAMED); }
+
+/* The shuffle is a bijection of [0, n) on the host and on the device alike. */
+static void test_shuffle_is_permutation(void) {
+    static const int64_t sizes[] = {1, 2, 3, 17, 1000, 60000};
+    int k;
+    NO_GPU_SKIP();
+    for (k = 0; k < HPDL_COUNT(sizes); k++) {
+        int64_t n = sizes[k], i, fixed = 0;
+        int32_t *host = (int32_t *)hpdl_alloc((size_t)n, 4), *dev = (int32_t *)hpdl_alloc((size_t)n, 4);
+        char *seen = (char *)calloc((size_t)n, 1);
+        int32_t *d_perm = NULL;
+        uint64_t key = hpdl__shuffle_key(11, k);
+        int ok = 1;
+        HPDL_CUDA_CHECK(cudaMalloc((void **)&d_perm, (size_t)n * 4));
+        hpdl__shuffle_kernel<<<(unsigned)((n + 255) / 256), 256>>>(n, key, d_perm);
+        HPDL_CUDA_CHECK(cudaMemcpy(dev, d_perm, (size_t)n * 4, cudaMemcpyDeviceToHost));
+        for (i = 0; i < n; i++) {
+            host[i] = hpdl__shuffle_index(i, n, key);
+            if (host[i] < 0 || host[i] >= n || seen[host[i]] || dev[i] != host[i]) ok = 0;
+            else seen[host[i]] = 1;
+            fixed += host[i] == i;
+        }
+        HPDL_EXPECT(ok);
+        if (n >= 1000) HPDL_EXPECT(fixed < n / 100); /* shuffled, not the identity */
+        cudaFree(d_perm);
+        HPDL_FREE(host);
+        HPDL_FREE(dev);
+        free(seen);
+    }
+}
+
+/* The fused kernel against hpdl_softmax_xent: rows not a multiple of the
+   rows per block, cols above a warp, ld > cols; grad poisoned first. */
+template <class Ty>
+static void check_xent(int rows, int cols, int ld) {
+    typedef typename Ty::elem T;
+    size_t nz = (size_t)rows * ld;
+    T *z = (T *)hpdl_alloc(nz, sizeof(T)), *gw = (T *)hpdl_alloc(nz, sizeof(T)), *gg = (T *)hpdl_alloc(nz, sizeof(T));
+    T *dz = NULL, *dg = NULL;
+    int32_t *y = (int32_t *)hpdl_alloc((size_t)rows, 4), *dy = NULL;
+    double want = 0.0, got = -1.0, *dl = NULL, worst = 0.0;
+    hpdl_rng rng;
+    size_t i;
+    int r, c;
+    hpdl_rng_seed(&rng, (uint64_t)rows * 31 + cols);
+    for (i = 0; i < nz; i++) z[i] = (T)(40.0 * hpdl_rng_uniform(&rng) - 20.0);
+    for (r = 0; r < rows; r++) y[r] = (int32_t)hpdl_rng_below(&rng, (uint64_t)cols);
+    memset(gw, 0, nz * sizeof(T));
+    HPDL_CHECK(Ty::xent(rows, cols, z, ld, y, gw, ld, &want));
+    HPDL_CUDA_CHECK(cudaMalloc((void **)&dz, nz * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc((void **)&dg, nz * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc((void **)&dy, (size_t)rows * 4));
+    HPDL_CUDA_CHECK(cudaMalloc((void **)&dl, sizeof(double)));
+    HPDL_CUDA_CHECK(cudaMemcpy(dz, z, nz * sizeof(T), cudaMemcpyHostToDevice));
+    HPDL_CUDA_CHECK(cudaMemcpy(dy, y, (size_t)rows * 4, cudaMemcpyHostToDevice));
+    HPDL_CHECK(hpdl_cuda_poison(dg, nz * sizeof(T)));
+    HPDL_EXPECT(Ty::gxent(rows, cols, dz, ld, dy, dg, ld, dl) == HPDL_OK);
+    HPDL_CUDA_CHECK(cudaMemcpy(gg, dg, nz * sizeof(T), cudaMemcpyDeviceToHost));
+    HPDL_CUDA_CHECK(cudaMemcpy(&got, dl, sizeof(double), cudaMemcpyDeviceToHost));
+    for (r = 0; r < rows; r++)
+        for (c = 0; c < cols; c++) {
+            double d = fabs((double)gg[(size_t)r * ld + c] - (double)gw[(size_t)r * ld + c]) * rows;
+            if (!(d <= worst)) worst = d; /* relative to the 1/rows scale; NaN (unwritten) wins */
+        }
+    HPDL_EXPECT_NEAR(worst, 0.0, Ty::tol());
+    HPDL_EXPECT_NEAR(got, want, Ty::tol());
+    /* bad arguments: error, grad untouched */
+    HPDL_CHECK(hpdl_cuda_poison(dg, nz * sizeof(T)));
+    HPDL_EXPECT(Ty::gxent(0, cols, dz, ld, dy, dg, ld, dl) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(Ty::gxent(rows, cols, dz, cols - 1, dy, dg, ld, dl) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(Ty::gxent(rows, cols, dz, ld, NULL, dg, ld, dl) == HPDL_ERR_INVALID);
+    HPDL_CUDA_CHECK(cudaMemcpy(gg, dg, nz * sizeof(T), cudaMemcpyDeviceToHost));
+    {
+        const unsigned char *u = (const unsigned char *)gg;
+        int untouched = 1;
+        for (i = 0; i < nz * sizeof(T); i++) untouched &= u[i] == 0xff;
+        HPDL_EXPECT(untouched);
+    }
+    cudaFree(dz); cudaFree(dg); cudaFree(dy); cudaFree(dl);
+    HPDL_FREE(z); HPDL_FREE(gw); HPDL_FREE(gg); HPDL_FREE(y);
+}
+
+static void test_softmax_xent_f64(void) {
+    NO_GPU_SKIP();
+    check_xent<type_f64>(67, 10, 10);
+    check_xent<type_f64>(13, 100, 103);
+    check_xent<type_f64>(1, 1, 1);
+}
+static void test_softmax_xent_f32(void) {
+    NO_GPU_SKIP();
+    check_xent<type_f32>(67, 10, 10);
+    check_xent<type_f32>(13, 100, 103);
+    check_xent<type_f32>(1, 1, 1);
+}
+
+/* Mixed precision: the update of a few steps follows the f32 CPU twin's
+   (f16 products: within a few percent); an inf in the input skips the step
+   (master weights bit-for-bit unchanged) and halves the scale; 2000 clean
+   steps double it. */
+static void test_amp(void) {
+    static const int widths[3] = {24, 48, 5};
+    const int batch = 8;
+    hpdl_mlp_f32 m, m0, grad, got;
+    hpdl_mlp_work_f32 w;
+    hpdl_cuda_mlp_f16 g;
+    float X[batch * 24], *dX = NULL;
+    int32_t y[batch], *dy = NULL;
+    double loss, scale = 0.0, num = 0.0, den = 0.0;
+    int64_t skipped = -1, i;
+    hpdl_rng rng;
+    int l, s, same = 1;
+    NO_GPU_SKIP();
+    hpdl_rng_seed(&rng, 123);
+    fill_inputs(X, y, batch, widths[0], widths[2], &rng);
+    HPDL_CHECK(hpdl_mlp_create_f32(&m, 3, widths, HPDL_ACT_RELU, 9));
+    HPDL_CHECK(hpdl_mlp_copy_f32(&m0, &m));
+    HPDL_CHECK(hpdl_mlp_copy_f32(&got, &m));
+    HPDL_CHECK(hpdl_mlp_create_zero_f32(&grad, 3, widths, HPDL_ACT_RELU));
+    HPDL_CHECK(hpdl_mlp_work_create_f32(&w, &m, batch));
+    HPDL_CHECK(hpdl_cuda_mlp_create_f16(&g, &m, batch));
+    HPDL_CUDA_CHECK(cudaMalloc((void **)&dX, sizeof X));
+    HPDL_CUDA_CHECK(cudaMalloc((void **)&dy, sizeof y));
+    HPDL_CUDA_CHECK(cudaMemcpy(dX, X, sizeof X, cudaMemcpyHostToDevice));
+    HPDL_CUDA_CHECK(cudaMemcpy(dy, y, sizeof y, cudaMemcpyHostToDevice));
+    for (s = 0; s < 3; s++) {
+        HPDL_EXPECT(hpdl_mlp_train_step_f32(&m, &w, &grad, batch, X, y, 0.5, 0.0, &loss) == HPDL_OK);
+        HPDL_EXPECT(hpdl_cuda_mlp_train_step_f16(&g, batch, dX, dy, 0.5, 0.0, NULL) == HPDL_OK);
+    }
+    HPDL_EXPECT(hpdl_cuda_mlp_download_f16(&g, &got) == HPDL_OK);
+    for (l = 0; l < 2; l++)
+        for (i = 0; i < (int64_t)widths[l] * widths[l + 1]; i++) {
+            double dg = got.W[l][i] - m0.W[l][i], dc = m.W[l][i] - m0.W[l][i];
+            num += (dg - dc) * (dg - dc);
+            den += dc * dc;
+        }
+    HPDL_EXPECT(den > 0.0);
+    HPDL_EXPECT_NEAR(sqrt(num / den), 0.0, 3e-2);
+    HPDL_EXPECT(hpdl_cuda_mlp_scaler_f16(&g, &scale, &skipped) == HPDL_OK);
+    HPDL_EXPECT(scale == 65536.0 && skipped == 0);
+    /* injected overflow */
+    X[5] = INFINITY;
+    HPDL_CUDA_CHECK(cudaMemcpy(dX, X, sizeof X, cudaMemcpyHostToDevice));
+    HPDL_EXPECT(hpdl_cuda_mlp_train_step_f16(&g, batch, dX, dy, 0.5, 0.0, NULL) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cuda_mlp_download_f16(&g, &m0) == HPDL_OK);
+    for (l = 0; l < 2; l++) {
+        same &= memcmp(m0.W[l], got.W[l], sizeof(float) * widths[l] * widths[l + 1]) == 0;
+        same &= memcmp(m0.b[l], got.b[l], sizeof(float) * widths[l + 1]) == 0;
+    }
+    HPDL_EXPECT(same);
+    HPDL_EXPECT(hpdl_cuda_mlp_scaler_f16(&g, &scale, &skipped) == HPDL_OK);
+    HPDL_EXPECT(scale == 32768.0 && skipped == 1);
+    /* growth: small inputs keep every step finite */
+    for (i = 0; i < batch * widths[0]; i++) X[i] = 0.01f * (float)hpdl_rng_uniform(&rng);
+    HPDL_CUDA_CHECK(cudaMemcpy(dX, X, sizeof X, cudaMemcpyHostToDevice));
+    for (s = 0; s < HPDL_CUDA_MLP_SCALE_GROWTH_INTERVAL; s++)
+        HPDL_EXPECT(hpdl_cuda_mlp_train_step_f16(&g, batch, dX, dy, 1e-3, 0.0, NULL) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cuda_mlp_scaler_f16(&g, &scale, &skipped) == HPDL_OK);
+    HPDL_EXPECT(scale == 65536.0 && skipped == 1);
+    hpdl_cuda_mlp_destroy_f16(&g);
+    hpdl_mlp_work_destroy_f32(&w);
+    hpdl_mlp_destroy_f32(&m);
+    hpdl_mlp_destroy_f32(&m0);
+    hpdl_mlp_destroy_f32(&got);
+    hpdl_mlp_destroy_f32(&grad);
+    cudaFree(dX);
+    cudaFree(dy);
+}
+
+/* Bad hyper-parameters and mismatched data get HPDL_ERR_INVALID and change
+   nothing. */
+static void test_bad_arguments(void) {
+    static const int widths[3] = {6, 5, 3};
+    hpdl_mlp_f32 m, bad, got;
+    hpdl_mlp_work_f32 w;
+    hpdl_cuda_mlp_f32 g, g2;
+    hpdl_cuda_dataset d;
+    float X[4 * 6], *dX = NULL;
+    int32_t y[4] = {0, 1, 2, 1}, y_bad[4] = {0, 1, 5, 1}, y_neg[4] = {0, -1, 0, 0}, *dy = NULL;
+    hpdl_rng rng;
+    int l;
+    NO_GPU_SKIP();
+    hpdl_rng_seed(&rng, 77);
+    for (l = 0; l < 4 * 6; l++) X[l] = (float)hpdl_rng_uniform(&rng);
+    HPDL_CHECK(hpdl_mlp_create_f32(&m, 3, widths, HPDL_ACT_RELU, 1));
+    HPDL_CHECK(hpdl_mlp_copy_f32(&got, &m));
+    HPDL_CHECK(hpdl_mlp_work_create_f32(&w, &m, 4));
+    memset(&g2, 0x5a, sizeof g2);
+    HPDL_EXPECT(hpdl_cuda_mlp_create_f32(&g2, &m, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_mlp_create_f32(&g2, NULL, 4) == HPDL_ERR_INVALID);
+    HPDL_CHECK(hpdl_mlp_copy_f32(&bad, &m));
+    bad.widths[1] = 0; /* a layer of width 0 */
+    HPDL_EXPECT(hpdl_cuda_mlp_create_f32(&g2, &bad, 4) == HPDL_ERR_INVALID);
+    bad.widths[1] = 5;
+    HPDL_CHECK(hpdl_cuda_mlp_create_f32(&g, &m, 4));
+    HPDL_CUDA_CHECK(cudaMalloc((void **)&dX, sizeof X));
+    HPDL_CUDA_CHECK(cudaMalloc((void **)&dy, sizeof y));
+    HPDL_CUDA_CHECK(cudaMemcpy(dX, X, sizeof X, cudaMemcpyHostToDevice));
+    HPDL_CUDA_CHECK(cudaMemcpy(dy, y, sizeof y, cudaMemcpyHostToDevice));
+    HPDL_EXPECT(hpdl_cuda_mlp_train_step_f32(&g, 0, dX, dy, 0.1, 0.0, NULL) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_mlp_train_step_f32(&g, 5, dX, dy, 0.1, 0.0, NULL) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_mlp_train_step_f32(&g, 4, NULL, dy, 0.1, 0.0, NULL) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_mlp_train_step_f32(&g, 4, dX, dy, NAN, 0.0, NULL) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_mlp_train_step_f32(&g, 4, dX, dy, 0.1, -1.0, NULL) == HPDL_ERR_INVALID);
+    /* mismatched data */
+    HPDL_EXPECT(hpdl_cuda_dataset_upload(&d, 4, 6, X, 3, y, HPDL_DATA_AUTO, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_dataset_upload(&d, 4, 6, X, 4, y_neg, HPDL_DATA_AUTO, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_dataset_upload(&d, 4, 0, X, 4, y, HPDL_DATA_AUTO, 0) == HPDL_ERR_INVALID);
+    HPDL_CHECK(hpdl_cuda_dataset_upload(&d, 4, 6, X, 4, y_bad, HPDL_DATA_AUTO, 0)); /* label 5 >= 3 classes */
+    HPDL_EXPECT(hpdl_cuda_mlp_train_epoch_f32(&g, &d, 4, 0.1, 0.0, 1, NULL) == HPDL_ERR_INVALID);
+    hpdl_cuda_dataset_destroy(&d);
+    HPDL_CHECK(hpdl_cuda_dataset_upload(&d, 4, 5, X, 4, y, HPDL_DATA_AUTO, 0)); /* 5 features, net takes 6 */
+    HPDL_EXPECT(hpdl_cuda_mlp_train_epoch_f32(&g, &d, 4, 0.1, 0.0, 1, NULL) == HPDL_ERR_INVALID);
+    hpdl_cuda_dataset_destroy(&d);
+    HPDL_CHECK(hpdl_cuda_dataset_upload(&d, 4, 6, X, 4, y, HPDL_DATA_STREAMED, 2)); /* chunk < batch */
+    HPDL_EXPECT(hpdl_cuda_mlp_train_epoch_f32(&g, &d, 4, 0.1, 0.0, 1, NULL) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_mlp_train_epoch_f32(&g, &d, 0, 0.1, 0.0, 1, NULL) == HPDL_ERR_INVALID);
+    hpdl_cuda_dataset_destroy(&d);
+    /* a model of another shape cannot take these weights */
+    HPDL_EXPECT(hpdl_cuda_mlp_upload_f32(&g, &bad) == HPDL_OK); /* same shape: fine */
+    bad.widths[1] = 4;
+    HPDL_EXPECT(hpdl_cuda_mlp_upload_f32(&g, &bad) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_mlp_download_f32(&g, &bad) == HPDL_ERR_INVALID);
+    bad.widths[1] = 5;
+    /* nothing above trained: the weights are the uploaded ones */
+    poison_model(&got);
+    HPDL_EXPECT(hpdl_cuda_mlp_download_f32(&g, &got) == HPDL_OK);
+    for (l = 0; l < 2; l++)
+        HPDL_EXPECT(memcmp(got.W[l], m.W[l], sizeof(float) * widths[l] * widths[l + 1]) == 0);
+    hpdl_cuda_mlp_destroy_f32(&g);
+    hpdl_mlp_work_destroy_f32(&w);
+    hpdl_mlp_destroy_f32(&m);
+    hpdl_mlp_destroy_f32(&bad);
+    hpdl_mlp_destroy_f32(&got);
+    cudaFree(dX);
+    cudaFree(dy);
+}
+
+/* The NVML sampler starts where the driver library is present (else says
+   unsupported) and averages what it saw. */
+static void test_nvml_sampler(void) {
+    hpdl_nvml_sampler s;
+    double gpu = -1.0, mem = -1.0;
+    int64_t n = -1;
+    hpdl_status st;
+    struct timespec nap = {0, 50 * 1000000L};
+    NO_GPU_SKIP();
+    st = hpdl_nvml_sampler_start(&s, 0, 5, NULL);
+    if (st == HPDL_ERR_UNSUPPORTED) HPDL_SKIP("libnvidia-ml.so.1 not found");
+    HPDL_EXPECT(st == HPDL_OK);
+    nanosleep(&nap, NULL);
+    hpdl_nvml_sampler_stop(&s, &gpu, &mem, &n);
+    HPDL_EXPECT(n >= 1);
+    HPDL_EXPECT(gpu >= 0.0 && gpu <= 100.0 && mem >= 0.0 && mem <= 100.0);
+    HPDL_EXPECT(hpdl_nvml_sampler_start(&s, 0, 0, NULL) == HPDL_ERR_INVALID);
+}
+
+int main(int argc, char **argv) {
+    static const hpdl_test tests[] = {
+        HPDL_TEST(test_softmax_xent_f64),    HPDL_TEST(test_softmax_xent_f32),
+        HPDL_TEST(test_agreement_f64),       HPDL_TEST(test_agreement_f32),
+        HPDL_TEST(test_shuffle_is_permutation),
+        HPDL_TEST(test_epochs_resident_f64), HPDL_TEST(test_epochs_streamed_f64),
+        HPDL_TEST(test_epochs_resident_f32), HPDL_TEST(test_epochs_streamed_f32),
+        HPDL_TEST(test_amp),                 HPDL_TEST(test_bad_arguments),
+        HPDL_TEST(test_nvml_sampler),
+    };
+    return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
+}
