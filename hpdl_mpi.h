@@ -295,6 +295,7 @@ HPDL_API const char *hpdl_allreduce_algo_name(hpdl_allreduce_algo a) {
 HPDL_API int hpdl__mpi_datatype(hpdl_mpi_dtype t, MPI_Datatype *out) {
     if (t == HPDL_MPI_F32) { *out = MPI_FLOAT; return 1; }
     if (t == HPDL_MPI_F64) { *out = MPI_DOUBLE; return 1; }
+    *out = MPI_BYTE;
     return 0;
 }
 

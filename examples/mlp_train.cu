@@ -113,7 +113,10 @@ static options parse_args(int argc, char **argv) {
             return hpdl_mlp_create_##CPU(m, o->n_widths, o->widths, o->act, seed);                        \
         }                                                                                                 \
         static void destroy(cpu *m) { hpdl_mlp_destroy_##CPU(m); }                                        \
-        static hpdl_status copy(cpu *d, const cpu *s) { return hpdl_mlp_copy_##CPU(d, s); }               \
+        static hpdl_status copy(cpu *d, const cpu *s) { /* a new model equal to s */                      \
+            hpdl_status st = hpdl_mlp_create_zero_##CPU(d, s->n_layers + 1, s->widths, s->act);           \
+            return st == HPDL_OK ? hpdl_mlp_copy_##CPU(d, s) : st;                                        \
+        }                                                                                                 \
         static hpdl_status zero(cpu *m, const options *o) {                                               \
             return hpdl_mlp_create_zero_##CPU(m, o->n_widths, o->widths, o->act);                         \
         }                                                                                                 \
@@ -182,7 +185,7 @@ static int run_check(const options *o, const hpdl_dataset *train) {
     printf("check: %s, %d steps of batch %d on CPU and GPU from the same weights\n", P::name(), steps, batch);
     for (s = 0; s < steps; s++) {
         size_t r0 = (size_t)(s * batch) % (size_t)(n - batch + 1);
-        double lc = 0.0, lg = 0.0;
+        double lc = 0.0, lg = 0.0; /* the CPU step writes its loss */
         HPDL_CHECK(P::cpu_step(&m, &w, &grad, batch, X + r0 * in, train->labels + r0, o, &lc));
         HPDL_CHECK(P::gpu_step(&g, batch, dX + r0 * in, dy + r0, o, &lg));
         printf("  step %d  loss cpu %.10f  gpu %.10f\n", s, lc, lg);

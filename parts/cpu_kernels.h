@@ -636,3 +636,253 @@ HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_MLP_MODEL)
     }
 
 HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_MLP_TRAIN)
+
+/* ------------------------------------------------------------------------ */
+/* IDX data sets (MNIST, Fashion-MNIST)                                      */
+/* ------------------------------------------------------------------------ */
+
+/* IDX: big-endian magic (2051 images: n, rows, cols; 2049 labels: n), then
+   one unsigned byte per pixel or label. */
+#define HPDL_IDX_IMAGES_MAGIC 2051u
+#define HPDL_IDX_LABELS_MAGIC 2049u
+
+typedef struct hpdl_dataset {
+    int64_t n;
+    int rows, cols;
+    float *images;   /* n x rows*cols, scaled to [0, 1] */
+    int32_t *labels; /* n */
+} hpdl_dataset;
+
+HPDL_API void hpdl_dataset_free(hpdl_dataset *d) {
+    if (!d) return;
+    HPDL_FREE(d->images);
+    HPDL_FREE(d->labels);
+    memset(d, 0, sizeof *d);
+}
+
+static inline uint32_t hpdl__be32(const unsigned char *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+/* Opens an IDX file and checks its header and size: magic, n_dims non-zero
+   dimensions into dims, and exactly header + product(dims) bytes. Each
+   failure is printed with the file, what was expected and what was found.
+   On success *f is positioned at the first data byte. */
+static inline hpdl_status hpdl__idx_open(const char *path, const char *what, uint32_t magic, int n_dims,
+                                         uint32_t *dims, FILE **f) {
+    unsigned char header[16];
+    size_t header_len = 4 * (size_t)(n_dims + 1), got;
+    uint64_t expected = header_len, items = 1;
+    long found;
+    int i;
+    *f = fopen(path, "rb");
+    if (!*f) {
+        fprintf(stderr, "hpdl: %s: cannot open %s file: %s\n", path, what, strerror(errno));
+        return HPDL_ERR_IO;
+    }
+    got = fread(header, 1, header_len, *f);
+    if (got >= 4 && hpdl__be32(header) != magic) { /* the wrong kind of file says so first */
+        fprintf(stderr, "hpdl: %s: bad magic: expected %u (%s), found %u\n", path, (unsigned)magic, what,
+                (unsigned)hpdl__be32(header));
+        goto format_error;
+    }
+    if (got < header_len) {
+        fprintf(stderr, "hpdl: %s: truncated header: expected %u bytes, found %u\n", path, (unsigned)header_len,
+                (unsigned)got);
+        goto format_error;
+    }
+    for (i = 0; i < n_dims; i++) {
+        dims[i] = hpdl__be32(header + 4 * (i + 1));
+        if (dims[i] == 0 || dims[i] > (uint32_t)INT32_MAX || (i > 0 && dims[i] > 65535u)) {
+            fprintf(stderr, "hpdl: %s: bad dimension %d: expected 1..%u, found %u\n", path, i,
+                    i > 0 ? 65535u : (unsigned)INT32_MAX, (unsigned)dims[i]);
+            goto format_error;
+        }
+        items *= dims[i];
+    }
+    expected += items;
+    if (fseek(*f, 0, SEEK_END) != 0 || (found = ftell(*f)) < 0 || fseek(*f, (long)header_len, SEEK_SET) != 0) {
+        fprintf(stderr, "hpdl: %s: cannot seek: %s\n", path, strerror(errno));
+        fclose(*f);
+        return HPDL_ERR_IO;
+    }
+    if ((uint64_t)found != expected) {
+        fprintf(stderr, "hpdl: %s: %s: expected %llu bytes, found %llu\n", path,
+                (uint64_t)found < expected ? "truncated" : "trailing data", (unsigned long long)expected,
+                (unsigned long long)found);
+        goto format_error;
+    }
+    return HPDL_OK;
+format_error:
+    fclose(*f);
+    return HPDL_ERR_FORMAT;
+}
+
+/* Reads n bytes from f into dst: pixels scaled to [0, 1] (divided by 255) or
+   labels as integers (into the int32 array when dst_labels is set). */
+static inline hpdl_status hpdl__idx_read(FILE *f, const char *path, uint64_t n, float *dst_pixels,
+                                         int32_t *dst_labels) {
+    unsigned char buf[16384];
+    uint64_t done = 0;
+    while (done < n) {
+        size_t want = n - done < sizeof buf ? (size_t)(n - done) : sizeof buf, got = fread(buf, 1, want, f), i;
+        for (i = 0; i < got; i++) {
+            if (dst_pixels) dst_pixels[done + i] = (float)buf[i] / 255.0f;
+            else dst_labels[done + i] = buf[i];
+        }
+        done += got;
+        if (got < want) {
+            fprintf(stderr, "hpdl: %s: read failed: expected %llu bytes, found %llu: %s\n", path,
+                    (unsigned long long)n, (unsigned long long)done, ferror(f) ? strerror(errno) : "end of file");
+            return HPDL_ERR_IO;
+        }
+    }
+    return HPDL_OK;
+}
+
+/* Reads the two open files (headers checked) into a new data set. */
+static inline hpdl_status hpdl__idx_read_both(FILE *fi, const char *images_path, FILE *fl, const char *labels_path,
+                                              const uint32_t *dims, hpdl_dataset *d) {
+    uint64_t pixels = (uint64_t)dims[0] * dims[1] * dims[2];
+    hpdl_status st;
+    memset(d, 0, sizeof *d);
+    d->n = dims[0];
+    d->rows = (int)dims[1];
+    d->cols = (int)dims[2];
+    d->images = (float *)hpdl_alloc((size_t)pixels, sizeof(float));
+    d->labels = (int32_t *)hpdl_alloc((size_t)d->n, sizeof(int32_t));
+    if (!d->images || !d->labels) {
+        fprintf(stderr, "hpdl: %s: out of memory for %llu pixels\n", images_path, (unsigned long long)pixels);
+        st = HPDL_ERR_NOMEM;
+    } else {
+        st = hpdl__idx_read(fi, images_path, pixels, d->images, NULL);
+        if (st == HPDL_OK) st = hpdl__idx_read(fl, labels_path, (uint64_t)d->n, NULL, d->labels);
+    }
+    if (st != HPDL_OK) hpdl_dataset_free(d);
+    return st;
+}
+
+/* Loads an images file and its labels file; *out is written only on success. */
+HPDL_API hpdl_status hpdl_idx_load(const char *images_path, const char *labels_path, hpdl_dataset *out) {
+    uint32_t dims[3], label_dims[1];
+    FILE *fi, *fl;
+    hpdl_dataset d;
+    hpdl_status st;
+    if (!images_path || !labels_path || !out) return HPDL_ERR_INVALID;
+    st = hpdl__idx_open(images_path, "images", HPDL_IDX_IMAGES_MAGIC, 3, dims, &fi);
+    if (st != HPDL_OK) return st;
+    st = hpdl__idx_open(labels_path, "labels", HPDL_IDX_LABELS_MAGIC, 1, label_dims, &fl);
+    if (st != HPDL_OK) { fclose(fi); return st; }
+    if (dims[0] != label_dims[0]) {
+        fprintf(stderr, "hpdl: count mismatch: %s has %u images, %s has %u labels\n", images_path,
+                (unsigned)dims[0], labels_path, (unsigned)label_dims[0]);
+        st = HPDL_ERR_FORMAT;
+    } else {
+        st = hpdl__idx_read_both(fi, images_path, fl, labels_path, dims, &d);
+    }
+    fclose(fi);
+    fclose(fl);
+    if (st == HPDL_OK) *out = d;
+    return st;
+}
+
+static inline int hpdl__file_exists(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (f) fclose(f);
+    return f != NULL;
+}
+
+/* Finds dir/<stem>-<kind>-ubyte, or the dir/<stem>.<kind>-ubyte spelling.
+   If only a .gz is there, says to run `make data`; if nothing is, returns
+   the first spelling so the loader reports the missing file. */
+static inline hpdl_status hpdl__idx_find(const char *dir, const char *stem, const char *kind, char *path,
+                                         size_t size) {
+    static const char seps[2] = {'-', '.'};
+    int i;
+    for (i = 0; i < 2; i++) {
+        if ((size_t)snprintf(path, size, "%s/%s%c%s-ubyte", dir, stem, seps[i], kind) >= size) {
+            fprintf(stderr, "hpdl: %s: folder name too long\n", dir);
+            return HPDL_ERR_INVALID;
+        }
+        if (hpdl__file_exists(path)) return HPDL_OK;
+    }
+    for (i = 0; i < 2; i++) {
+        snprintf(path, size, "%s/%s%c%s-ubyte.gz", dir, stem, seps[i], kind);
+        if (hpdl__file_exists(path)) {
+            fprintf(stderr, "hpdl: %s is compressed: run `make data` (scripts/data.sh decompresses it)\n", path);
+            return HPDL_ERR_IO;
+        }
+    }
+    snprintf(path, size, "%s/%s-%s-ubyte", dir, stem, kind);
+    return HPDL_OK;
+}
+
+/* Loads train (train != 0: train-*) or test (t10k-*) images and labels of dir. */
+HPDL_API hpdl_status hpdl_idx_load_dir(const char *dir, int train, hpdl_dataset *out) {
+    char images[4096], labels[4096];
+    char stem_images[32], stem_labels[32];
+    hpdl_status st;
+    if (!dir || !out) return HPDL_ERR_INVALID;
+    snprintf(stem_images, sizeof stem_images, "%s-images", train ? "train" : "t10k");
+    snprintf(stem_labels, sizeof stem_labels, "%s-labels", train ? "train" : "t10k");
+    st = hpdl__idx_find(dir, stem_images, "idx3", images, sizeof images);
+    if (st == HPDL_OK) st = hpdl__idx_find(dir, stem_labels, "idx1", labels, sizeof labels);
+    return st == HPDL_OK ? hpdl_idx_load(images, labels, out) : st;
+}
+
+static inline int hpdl__dataset_ok(const hpdl_dataset *d) {
+    return d && d->n > 0 && d->rows > 0 && d->cols > 0 && d->images && d->labels;
+}
+
+/* Puts row perm[i] at row i for every i, following the permutation's cycles
+   with one spare row; perm is consumed (entries set to -1 once placed). */
+static inline void hpdl__apply_permutation(hpdl_dataset *d, int32_t *perm, float *spare) {
+    size_t dim = (size_t)d->rows * (size_t)d->cols;
+    int64_t start;
+    for (start = 0; start < d->n; start++) {
+        int64_t i = start;
+        int32_t spare_label = d->labels[start];
+        if (perm[start] < 0) continue;
+        memcpy(spare, d->images + (size_t)start * dim, dim * sizeof *spare);
+        for (;;) {
+            int64_t from = perm[i];
+            perm[i] = -1;
+            if (from == start) break;
+            memcpy(d->images + (size_t)i * dim, d->images + (size_t)from * dim, dim * sizeof *spare);
+            d->labels[i] = d->labels[from];
+            i = from;
+        }
+        memcpy(d->images + (size_t)i * dim, spare, dim * sizeof *spare);
+        d->labels[i] = spare_label;
+    }
+}
+
+/* Shuffles the examples (images and labels together) by a permutation drawn
+   with hpdl_rng_shuffle_index from seed: same seed, same order. */
+HPDL_API hpdl_status hpdl_dataset_shuffle(hpdl_dataset *d, uint64_t seed) {
+    int32_t *perm;
+    float *spare;
+    hpdl_rng rng;
+    int64_t i;
+    if (!hpdl__dataset_ok(d) || d->n > INT32_MAX) return HPDL_ERR_INVALID;
+    perm = (int32_t *)hpdl_alloc((size_t)d->n, sizeof *perm);
+    spare = (float *)hpdl_alloc((size_t)d->rows * (size_t)d->cols, sizeof *spare);
+    if (!perm || !spare) { HPDL_FREE(perm); HPDL_FREE(spare); return HPDL_ERR_NOMEM; }
+    for (i = 0; i < d->n; i++) perm[i] = (int32_t)i;
+    hpdl_rng_seed(&rng, seed);
+    hpdl_rng_shuffle_index(&rng, perm, d->n);
+    hpdl__apply_permutation(d, perm, spare);
+    HPDL_FREE(perm);
+    HPDL_FREE(spare);
+    return HPDL_OK;
+}
+
+/* x = (x - mean) / std for every pixel; std must be positive and finite. */
+HPDL_API hpdl_status hpdl_dataset_normalize(hpdl_dataset *d, float mean, float std) {
+    size_t i, n;
+    if (!hpdl__dataset_ok(d) || !(std > 0) || std > FLT_MAX || !(mean >= -FLT_MAX && mean <= FLT_MAX))
+        return HPDL_ERR_INVALID;
+    n = (size_t)d->n * (size_t)d->rows * (size_t)d->cols;
+    for (i = 0; i < n; i++) d->images[i] = (d->images[i] - mean) / std;
+    return HPDL_OK;
+}

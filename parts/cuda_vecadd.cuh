@@ -9,12 +9,23 @@ typedef enum hpdl_vecadd_config {
     HPDL_VECADD_ONE_THREAD = 0, /* (a) 1 block x 1 thread: a plain loop on the GPU */
     HPDL_VECADD_ONE_BLOCK,      /* (b) 1 block x 256 threads: one SM at work */
     HPDL_VECADD_MANY_BLOCKS,    /* (c) ceil(n/256) blocks x 256: one element a thread */
-    HPDL_VECADD_GRID_STRIDE     /* (d) as many blocks as fit on the SMs at once; each
-                                   thread loops, moving 16 bytes per load */
+    HPDL_VECADD_GRID_STRIDE     /* (d) a grid sized from the SM count (see
+                                   HPDL_VECADD_WAVES); each thread loops over
+                                   the array, moving 16 bytes per load */
 } hpdl_vecadd_config;
 
 #define HPDL_VECADD_CONFIG_COUNT 4
 #define HPDL_VECADD_THREADS 256 /* threads per block of (b), (c) and (d) */
+
+/* (d) launches at most this many waves of the blocks that fit on all SMs at
+   once (fewer when n needs fewer). One wave, the textbook persistent grid,
+   moved 2.89 TB/s at 100M floats on an H100 (4 waves: 2.92) where one 16-byte
+   pack per thread (92 waves) moved 3.02 TB/s, above the 2.94 TB/s of a
+   device-to-device copy: blocks that start in address order keep DRAM
+   accesses together (notes/vecadd.md). Define it before including to change. */
+#ifndef HPDL_VECADD_WAVES
+#define HPDL_VECADD_WAVES 128
+#endif
 
 HPDL_API const char *hpdl_vecadd_config_name(hpdl_vecadd_config c) {
     switch (c) {
@@ -84,15 +95,17 @@ HPDL_API hpdl_status hpdl__vecadd_check(hpdl_vecadd_config cfg, int64_t n, const
     return HPDL_OK;
 }
 
-/* Blocks of HPDL_VECADD_THREADS that fit on all SMs at once for `kernel`,
-   but no more than `items` needs (one item per thread). */
-HPDL_API hpdl_status hpdl__resident_blocks(const void *kernel, int64_t items, int *blocks) {
+/* Grid of (d) for `kernel`: HPDL_VECADD_WAVES times the blocks of
+   HPDL_VECADD_THREADS that fit on all SMs at once, but no more than `items`
+   needs (one item per thread). */
+HPDL_API hpdl_status hpdl__grid_stride_blocks(const void *kernel, int64_t items, int *blocks) {
     int device = 0, sms = 0, per_sm = 0;
-    int64_t needed = (items + HPDL_VECADD_THREADS - 1) / HPDL_VECADD_THREADS;
+    int64_t needed = (items + HPDL_VECADD_THREADS - 1) / HPDL_VECADD_THREADS, most;
     HPDL_CUDA_TRY(cudaGetDevice(&device));
     HPDL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     HPDL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, HPDL_VECADD_THREADS, 0));
-    *blocks = (int)(needed < (int64_t)sms * per_sm ? needed : (int64_t)sms * per_sm);
+    most = (int64_t)sms * per_sm * HPDL_VECADD_WAVES;
+    *blocks = (int)(needed < most ? needed : most);
     if (*blocks < 1) *blocks = 1;
     return HPDL_OK;
 }
@@ -108,7 +121,7 @@ static inline hpdl_status hpdl__vecadd_scalar_grid(hpdl_vecadd_config cfg, int64
         *blocks = (int)many;
     }
     if (cfg == HPDL_VECADD_GRID_STRIDE) /* misaligned pointers: scalar loads, same grid rule */
-        return hpdl__resident_blocks((const void *)hpdl__vecadd_scalar_kernel<Op>, n, blocks);
+        return hpdl__grid_stride_blocks((const void *)hpdl__vecadd_scalar_kernel<Op>, n, blocks);
     return HPDL_OK;
 }
 
@@ -121,7 +134,7 @@ static inline hpdl_status hpdl__cuda_vecadd(hpdl_vecadd_config cfg, int64_t n, c
     hpdl_status s = hpdl__vecadd_check(cfg, n, a, b, c);
     if (s != HPDL_OK || n == 0) return s;
     if (cfg == HPDL_VECADD_GRID_STRIDE && hpdl__aligned16(a) && hpdl__aligned16(b) && hpdl__aligned16(c)) {
-        s = hpdl__resident_blocks((const void *)hpdl__vecadd_vector_kernel<Op>, n / per_pack, &blocks);
+        s = hpdl__grid_stride_blocks((const void *)hpdl__vecadd_vector_kernel<Op>, n / per_pack, &blocks);
         if (s != HPDL_OK) return s;
         hpdl__vecadd_vector_kernel<Op><<<blocks, threads, 0, stream>>>(n, a, b, c);
     } else {

@@ -19,7 +19,10 @@
         static hpdl_status create(cpu_mlp *m, int n, const int *w, hpdl_activation a, uint64_t seed) {     \
             return hpdl_mlp_create_##SUFFIX(m, n, w, a, seed);                                             \
         }                                                                                                  \
-        static hpdl_status copy(cpu_mlp *d, const cpu_mlp *s) { return hpdl_mlp_copy_##SUFFIX(d, s); }      \
+        static hpdl_status copy(cpu_mlp *d, const cpu_mlp *s) { /* a new model equal to s */              \
+            hpdl_status st = hpdl_mlp_create_zero_##SUFFIX(d, s->n_layers + 1, s->widths, s->act);         \
+            return st == HPDL_OK ? hpdl_mlp_copy_##SUFFIX(d, s) : st;                                      \
+        }                                                                                                  \
         static hpdl_status zero(cpu_mlp *m, int n, const int *w, hpdl_activation a) {                      \
             return hpdl_mlp_create_zero_##SUFFIX(m, n, w, a);                                              \
         }                                                                                                  \
@@ -362,8 +365,8 @@ static void test_amp(void) {
     hpdl_rng_seed(&rng, 123);
     fill_inputs(X, y, batch, widths[0], widths[2], &rng);
     HPDL_CHECK(hpdl_mlp_create_f32(&m, 3, widths, HPDL_ACT_RELU, 9));
-    HPDL_CHECK(hpdl_mlp_copy_f32(&m0, &m));
-    HPDL_CHECK(hpdl_mlp_copy_f32(&got, &m));
+    HPDL_CHECK(type_f32::copy(&m0, &m));
+    HPDL_CHECK(type_f32::copy(&got, &m));
     HPDL_CHECK(hpdl_mlp_create_zero_f32(&grad, 3, widths, HPDL_ACT_RELU));
     HPDL_CHECK(hpdl_mlp_work_create_f32(&w, &m, batch));
     HPDL_CHECK(hpdl_cuda_mlp_create_f16(&g, &m, batch));
@@ -431,12 +434,12 @@ static void test_bad_arguments(void) {
     hpdl_rng_seed(&rng, 77);
     for (l = 0; l < 4 * 6; l++) X[l] = (float)hpdl_rng_uniform(&rng);
     HPDL_CHECK(hpdl_mlp_create_f32(&m, 3, widths, HPDL_ACT_RELU, 1));
-    HPDL_CHECK(hpdl_mlp_copy_f32(&got, &m));
+    HPDL_CHECK(type_f32::copy(&got, &m));
     HPDL_CHECK(hpdl_mlp_work_create_f32(&w, &m, 4));
     memset(&g2, 0x5a, sizeof g2);
     HPDL_EXPECT(hpdl_cuda_mlp_create_f32(&g2, &m, 0) == HPDL_ERR_INVALID);
     HPDL_EXPECT(hpdl_cuda_mlp_create_f32(&g2, NULL, 4) == HPDL_ERR_INVALID);
-    HPDL_CHECK(hpdl_mlp_copy_f32(&bad, &m));
+    HPDL_CHECK(type_f32::copy(&bad, &m));
     bad.widths[1] = 0; /* a layer of width 0 */
     HPDL_EXPECT(hpdl_cuda_mlp_create_f32(&g2, &bad, 4) == HPDL_ERR_INVALID);
     bad.widths[1] = 5;

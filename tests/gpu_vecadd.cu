@@ -1,6 +1,11 @@
 /* GPU tests of the vector add family (hpdl_cuda_vec_add_<type>, four launch
    configurations) against its CPU twin hpdl_vec_add_<type>, and of the
-   managed-memory helpers. Every test skips without a GPU. */
+   managed-memory helpers. Every test skips without a GPU.
+
+   The grid-stride configuration (d) is built here with a one-wave grid, so
+   that its loop goes round many times at test lengths; by default its grid
+   only differs in size (bench/vecadd validates that at 100M for every type). */
+#define HPDL_VECADD_WAVES 1
 #include "hpdl_cuda.cuh"
 #include "tests/hpdl_test.h"
 

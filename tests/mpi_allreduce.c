@@ -105,8 +105,9 @@ static int64_t run_case(hpdl_mpi_dtype t, hpdl_allreduce_algo algo, int64_t coun
     serial_sum(want, mine, count, seed, range);
     if (typed_allreduce(t, buf, count, algo, avg) != HPDL_OK) wrong++;
     for (i = 0; i < count; i++) {
-        double w = avg ? load_at(t, buf, 0) * 0.0 + want[i] / g_size : want[i];
-        if (avg && t != HPDL_MPI_F64) w = (float)want[i] / (float)g_size; /* the library divides in float */
+        double w = want[i];
+        if (avg) /* the library divides in the accumulation type: float for all but f64 */
+            w = t == HPDL_MPI_F64 ? want[i] / g_size : (double)((float)want[i] / (float)g_size);
         if (fabs(load_at(t, buf, i) - w) > tol * (fabs(w) > 1.0 ? fabs(w) : 1.0)) wrong++;
     }
     for (i = count; i < count + GUARD; i++) wrong += load_at(t, buf, i) != SENTINEL;
@@ -298,7 +299,7 @@ MPI_TEST(test_bucketer_mpi_avg_equals_allreduce_avg) { expect_bucketer_matches(H
 MPI_TEST(test_bucketer_ring_equals_allreduce) { expect_bucketer_matches(HPDL_ALLREDUCE_RING, 1); }
 
 MPI_TEST(test_bucketer_bad_arguments) {
-    float x[4] = {1, 2, 3, 4};
+    float x[4] = {1, 2, 3, 4}, y[3] = {5, 6, 7};
     void *tv[2];
     int64_t counts[2] = {4, 3};
     hpdl_mpi_bucketer b, poison;
@@ -309,7 +310,7 @@ MPI_TEST(test_bucketer_bad_arguments) {
     HPDL_EXPECT(hpdl_mpi_bucketer_create(&b, tv, counts, 2, HPDL_MPI_F32, 0, 0, HPDL_ALLREDUCE_MPI,
                                          MPI_COMM_WORLD) == HPDL_ERR_INVALID);
     counts[1] = -1;
-    tv[1] = x;
+    tv[1] = y;
     HPDL_EXPECT(hpdl_mpi_bucketer_create(&b, tv, counts, 2, HPDL_MPI_F32, 0, 0, HPDL_ALLREDUCE_MPI,
                                          MPI_COMM_WORLD) == HPDL_ERR_INVALID);
     counts[1] = 3;
@@ -323,7 +324,7 @@ MPI_TEST(test_bucketer_bad_arguments) {
     HPDL_EXPECT(hpdl_mpi_bucketer_ready(&b, 1) == HPDL_OK);
     HPDL_EXPECT(hpdl_mpi_bucketer_ready(&b, 1) == HPDL_ERR_INVALID); /* twice in one step */
     HPDL_EXPECT(hpdl_mpi_bucketer_wait(&b) == HPDL_OK);
-    HPDL_EXPECT(x[3] == 4.0f * (float)g_size); /* x is both tensors: reduced twice */
+    HPDL_EXPECT(x[3] == 4.0f * (float)g_size && y[2] == 7.0f * (float)g_size);
     hpdl_mpi_bucketer_destroy(&b);
 }
 
