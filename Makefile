@@ -129,7 +129,7 @@ $(B)/mpi/%: tests/%.c $(HEADERS)
 # ---- test -------------------------------------------------------------------------
 MPI_RUN := mpirun --oversubscribe --bind-to none
 test: deps
-	@$(MAKE) --no-print-directory data all
+	@$(MAKE) --no-print-directory -j$(shell nproc) data all
 	@scripts/run_tests.sh \
 	    $(addprefix $(B)/cpu/,$(CPU_TESTS)) $(addprefix $(B)/asan/,$(CPU_TESTS)) $(B)/cpu/two_units \
 	    $(if $(HAVE_NVCC),$(addprefix $(B)/gpu/,$(GPU_TESTS))) \
@@ -139,7 +139,7 @@ test: deps
 GPU_SLUG := $(shell nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1 | tr 'A-Z' 'a-z' | sed -e 's/nvidia //' -e 's/[^a-z0-9]\{1,\}/-/g' -e 's/-$$//')
 RESULTS  := bench/results/$(or $(GPU_SLUG),cpu)
 bench: deps
-	@$(MAKE) --no-print-directory data all
+	@$(MAKE) --no-print-directory -j$(shell nproc) data all
 	@mkdir -p $(RESULTS)
 	@for b in $(BENCH_C) $(BENCH_CU); do echo "== $$b"; HPDL_RESULTS=$(RESULTS) $$b || exit 1; done
 	@$(MAKE) --no-print-directory plots

@@ -41,7 +41,9 @@
        one, a small MPI_Allreduce compares these across ranks; a difference
        aborts all ranks with a message naming it instead of hanging
        (hpdl_mpi_set_checks(0) skips that for benchmarks). Bad arguments give
-       HPDL_ERR_INVALID on every rank and leave the buffer untouched.
+       HPDL_ERR_INVALID on every rank and leave the buffer untouched. A rank
+       that fails half-way through a collective (CUDA, NCCL or MPI error, no
+       memory) aborts them all with a message, since the rest would wait.
        Algorithms: HPDL_ALLREDUCE_MPI is MPI_Allreduce (f32, f64: MPI has no
        half type); HPDL_ALLREDUCE_RING is the bandwidth-optimal ring
        (reduce-scatter then allgather, Patarasuk & Yuan) over MPI_Sendrecv, for
@@ -518,6 +520,19 @@ HPDL_API hpdl_status hpdl__mpi_agree(const char *fn, const hpdl__mpi_call *call,
         MPI_Abort(comm, 1);
     }
     return (hpdl_status)call->status;
+}
+
+/* After the agreement, the other ranks are inside the collective: a rank
+   that fails half-way (CUDA, NCCL or MPI error, no memory) stops them all
+   rather than leave them waiting forever. */
+HPDL_API hpdl_status hpdl__mpi_finish(const char *fn, hpdl_status s, MPI_Comm comm) {
+    if (s != HPDL_OK) {
+        fprintf(stderr, "hpdl_mpi: %s failed half-way (%s); aborting all ranks rather than hang\n", fn,
+                hpdl_status_string(s));
+        fflush(stderr);
+        MPI_Abort(comm, 1);
+    }
+    return s;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1114,11 +1129,7 @@ HPDL_API hpdl_status hpdl__mpi_allreduce_run(void *buf, int64_t count, hpdl_mpi_
     if (algo == HPDL_ALLREDUCE_MPI) return hpdl__mpi_allreduce_mpi(buf, count, t, comm);
     MPI_Comm_size(comm, &p);
     tmp = hpdl_alloc((size_t)(count / p + 1), es);
-    if (!tmp) {
-        /* the other ranks are already in the ring: returning would hang them */
-        fprintf(stderr, "hpdl_mpi: ring: no memory for %lld bytes; aborting\n", (long long)((count / p + 1) * (int64_t)es));
-        MPI_Abort(comm, 1);
-    }
+    if (!tmp) return HPDL_ERR_NOMEM;
     s = hpdl__mpi_ring_host(buf, count, t, tmp, comm);
     HPDL_FREE(tmp);
     return s;
@@ -1136,7 +1147,8 @@ HPDL_API hpdl_status hpdl_mpi_allreduce(void *buf, int64_t count, hpdl_mpi_dtype
     if (s != HPDL_OK) return s;
     HPDL__MPI_TRY(MPI_Comm_size(comm, &p));
     if (p == 1 || count == 0) return HPDL_OK;
-    return hpdl__mpi_allreduce_run(buf, count, t, algo, (int)call.on_device, comm);
+    return hpdl__mpi_finish("hpdl_mpi_allreduce", hpdl__mpi_allreduce_run(buf, count, t, algo, (int)call.on_device, comm),
+                            comm);
 }
 
 /* The mean instead of the sum: what data-parallel training applies. */
@@ -1159,6 +1171,18 @@ HPDL_API hpdl_status hpdl_mpi_allreduce_avg(void *buf, int64_t count, hpdl_mpi_d
     return HPDL_OK;
 }
 
+HPDL_API hpdl_status hpdl__mpi_bcast_run(void *buf, size_t bytes, int root, int on_device, MPI_Comm comm) {
+#ifdef __CUDACC__
+    if (on_device) {
+        if (!hpdl_mpi_cuda_aware()) return hpdl__mpi_bcast_staged(buf, bytes, root, comm);
+        HPDL_CUDA_TRY(cudaStreamSynchronize(hpdl__mpi_settings_get()->stream));
+    }
+#else
+    (void)on_device;
+#endif
+    return hpdl__mpi_bcast_host(buf, bytes, root, comm);
+}
+
 /* Copies root's buf[0..count) to every rank (e.g. initial parameters). */
 HPDL_API hpdl_status hpdl_mpi_bcast(void *buf, int64_t count, hpdl_mpi_dtype t, int root, MPI_Comm comm) {
     hpdl__mpi_call call;
@@ -1178,13 +1202,8 @@ HPDL_API hpdl_status hpdl_mpi_bcast(void *buf, int64_t count, hpdl_mpi_dtype t, 
     call.status = s;
     s = hpdl__mpi_agree("hpdl_mpi_bcast", &call, comm);
     if (s != HPDL_OK || p == 1 || count == 0) return s;
-#ifdef __CUDACC__
-    if (call.on_device) {
-        if (!hpdl_mpi_cuda_aware()) return hpdl__mpi_bcast_staged(buf, (size_t)count * hpdl_mpi_dtype_size(t), root, comm);
-        HPDL_CUDA_TRY(cudaStreamSynchronize(hpdl__mpi_settings_get()->stream));
-    }
-#endif
-    return hpdl__mpi_bcast_host(buf, (size_t)count * hpdl_mpi_dtype_size(t), root, comm);
+    return hpdl__mpi_finish("hpdl_mpi_bcast", hpdl__mpi_bcast_run(buf, (size_t)count * hpdl_mpi_dtype_size(t), root,
+                                                                  (int)call.on_device, comm), comm);
 }
 
 /* Typed entry points: hpdl_mpi_allreduce_f32(buf, count, algo, comm), ... */
@@ -1463,9 +1482,9 @@ HPDL_API hpdl_status hpdl_mpi_bucketer_ready(hpdl_mpi_bucketer *b, int tensor) {
     if (!b || tensor < 0 || tensor >= b->ntensors || b->is_ready[tensor]) return HPDL_ERR_INVALID;
     b->is_ready[tensor] = 1;
     b->pending[b->bucket_of[tensor]]--;
-    s = hpdl__mpi_bucketer_launch_ready(b);
+    s = hpdl__mpi_finish("hpdl_mpi_bucketer_ready", hpdl__mpi_bucketer_launch_ready(b), b->comm);
     /* non-blocking collectives advance only inside MPI calls: nudge them */
-    if (s == HPDL_OK && b->mode == HPDL__BUCKET_IALLREDUCE && b->next_launch > 0)
+    if (b->mode == HPDL__BUCKET_IALLREDUCE && b->next_launch > 0)
         HPDL__MPI_TRY(MPI_Testall(b->next_launch, b->requests, &flag, MPI_STATUSES_IGNORE));
     return s;
 }
@@ -1499,6 +1518,7 @@ HPDL_API hpdl_status hpdl_mpi_bucketer_wait(hpdl_mpi_bucketer *b) {
         HPDL_CUDA_TRY(cudaStreamWaitEvent(hpdl__mpi_settings_get()->stream, b->done, 0));
     }
 #endif
+    hpdl__mpi_finish("hpdl_mpi_bucketer_wait", s, b->comm);
     hpdl__mpi_bucketer_reset(b);
     b->wait_seconds += hpdl_time_now() - t0;
     b->steps++;

@@ -18,6 +18,8 @@
        --target-acc A     stop each run once test accuracy >= A (checked each epoch)
        --runs R           runs with seeds S..S+R-1 [1]
        --util-csv FILE    NVML GPU/memory utilisation time series [mlp_util.csv]
+       --algo NAME        GEMM rung for the products: auto, warptile, mma, cublas, ...
+                          [the model's default: cublas for f32/f16, auto for f64]
 */
 #include "hpdl_cuda.cuh"
 
@@ -28,6 +30,7 @@ typedef struct options {
     const char *data, *csv, *util_csv, *precision;
     int widths[HPDL_MLP_MAX_LAYERS + 1], n_widths;
     int batch, epochs, runs, device, check;
+    int algo; /* hpdl_gemm_algo, or -1 for the model's default */
     double lr, l2, target;
     uint64_t seed;
     hpdl_activation act;
@@ -53,6 +56,14 @@ static int parse_hidden(const char *s, options *o) {
     return 1;
 }
 
+static int parse_algo(const char *name) {
+    int a;
+    for (a = HPDL_GEMM_AUTO; a <= HPDL_GEMM_CUBLAS; a++)
+        if (!strcmp(name, hpdl_gemm_algo_name((hpdl_gemm_algo)a))) return a;
+    usage();
+    return -1;
+}
+
 static options parse_args(int argc, char **argv) {
     options o;
     int i;
@@ -69,6 +80,7 @@ static options parse_args(int argc, char **argv) {
     o.lr = 0.05;
     o.seed = 1;
     o.act = HPDL_ACT_RELU;
+    o.algo = -1;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--check")) { o.check = 1; continue; }
@@ -87,6 +99,7 @@ static options parse_args(int argc, char **argv) {
         else if (!strcmp(a, "--util-csv")) o.util_csv = v;
         else if (!strcmp(a, "--target-acc")) o.target = atof(v);
         else if (!strcmp(a, "--runs")) o.runs = atoi(v);
+        else if (!strcmp(a, "--algo")) o.algo = parse_algo(v);
         else if (!strcmp(a, "--act")) {
             if (!strcmp(v, "relu")) o.act = HPDL_ACT_RELU;
             else if (!strcmp(v, "sigmoid")) o.act = HPDL_ACT_SIGMOID;
@@ -128,7 +141,16 @@ static options parse_args(int argc, char **argv) {
                                     const options *o, double *loss) {                                     \
             return hpdl_mlp_train_step_##CPU(m, w, g, b, X, y, o->lr, o->l2, loss);                       \
         }                                                                                                 \
-        static hpdl_status gpu_create(gpu *g, const cpu *m, int b) { return hpdl_cuda_mlp_create_##SUFFIX(g, m, b); } \
+        static hpdl_status gpu_create(gpu *g, const cpu *m, int b, const options *o) {                    \
+            hpdl_status s = hpdl_cuda_mlp_create_##SUFFIX(g, m, b);                                       \
+            if (s == HPDL_OK && o->algo >= 0) g->algo = (hpdl_gemm_algo)o->algo;                          \
+            return s;                                                                                     \
+        }                                                                                                 \
+        static int64_t skipped(gpu *g) {                                                                  \
+            int64_t n = 0;                                                                                \
+            HPDL_CHECK(hpdl_cuda_mlp_scaler_##SUFFIX(g, NULL, &n));                                       \
+            return n;                                                                                     \
+        }                                                                                                 \
         static void gpu_destroy(gpu *g) { hpdl_cuda_mlp_destroy_##SUFFIX(g); }                            \
         static hpdl_status download(const gpu *g, cpu *m) { return hpdl_cuda_mlp_download_##SUFFIX(g, m); } \
         static hpdl_status gpu_step(gpu *g, int b, const T *X, const int32_t *y, const options *o, double *loss) { \
@@ -177,7 +199,7 @@ static int run_check(const options *o, const hpdl_dataset *train) {
     HPDL_CHECK(P::copy(&got, &m));
     HPDL_CHECK(P::zero(&grad, o));
     HPDL_CHECK(P::work_create(&w, &m, batch));
-    HPDL_CHECK(P::gpu_create(&g, &m, batch));
+    HPDL_CHECK(P::gpu_create(&g, &m, batch, o));
     HPDL_CUDA_CHECK(cudaMalloc((void **)&dX, (size_t)n * in * sizeof(T)));
     HPDL_CUDA_CHECK(cudaMalloc((void **)&dy, (size_t)n * sizeof(int32_t)));
     HPDL_CUDA_CHECK(cudaMemcpy(dX, X, (size_t)n * in * sizeof(T), cudaMemcpyHostToDevice));
@@ -186,8 +208,13 @@ static int run_check(const options *o, const hpdl_dataset *train) {
     for (s = 0; s < steps; s++) {
         size_t r0 = (size_t)(s * batch) % (size_t)(n - batch + 1);
         double lc = 0.0, lg = 0.0; /* the CPU step writes its loss */
-        HPDL_CHECK(P::cpu_step(&m, &w, &grad, batch, X + r0 * in, train->labels + r0, o, &lc));
+        int64_t skipped_before = P::skipped(&g);
         HPDL_CHECK(P::gpu_step(&g, batch, dX + r0 * in, dy + r0, o, &lg));
+        if (P::skipped(&g) != skipped_before) { /* mixed precision overflowed: the scaler skipped it */
+            printf("  step %d  gpu skipped the step (loss-scale overflow); so does the cpu\n", s);
+            continue;
+        }
+        HPDL_CHECK(P::cpu_step(&m, &w, &grad, batch, X + r0 * in, train->labels + r0, o, &lc));
         printf("  step %d  loss cpu %.10f  gpu %.10f\n", s, lc, lg);
     }
     HPDL_CHECK(P::download(&g, &got));
@@ -222,7 +249,7 @@ static double train_run(const options *o, int run, uint64_t seed, hpdl_cuda_data
     double t_start = hpdl_time_now(), hit_time = -1.0;
     int e;
     HPDL_CHECK(P::create(&m, o, seed));
-    HPDL_CHECK(P::gpu_create(&g, &m, o->batch > 1000 ? o->batch : 1000));
+    HPDL_CHECK(P::gpu_create(&g, &m, o->batch > 1000 ? o->batch : 1000, o));
     for (e = 1; e <= o->epochs; e++) {
         hpdl_cuda_mlp_stats tr, te;
         double t0 = hpdl_time_now(), ms;
@@ -319,8 +346,8 @@ int main(int argc, char **argv) {
     HPDL_CHECK(hpdl_dataset_shuffle(&train, o.seed)); /* the files are sorted by label */
     printf("mlp_train on %s: %s, widths", info.name, o.precision);
     for (l = 0; l < o.n_widths; l++) printf("%s%d", l ? "-" : " ", o.widths[l]);
-    printf(", %s, batch %d, lr %g, l2 %g, seed %llu\n", o.act == HPDL_ACT_RELU ? "relu" : "sigmoid", o.batch, o.lr, o.l2,
-           (unsigned long long)o.seed);
+    printf(", %s, batch %d, lr %g, l2 %g, seed %llu, gemm %s\n", o.act == HPDL_ACT_RELU ? "relu" : "sigmoid", o.batch, o.lr,
+           o.l2, (unsigned long long)o.seed, o.algo >= 0 ? hpdl_gemm_algo_name((hpdl_gemm_algo)o.algo) : "default");
     if (!strcmp(o.precision, "f32")) rc = run<prec_f32>(&o, &train, &test);
     else if (!strcmp(o.precision, "f64")) rc = run<prec_f64>(&o, &train, &test);
     else if (!strcmp(o.precision, "f16")) rc = run<prec_f16>(&o, &train, &test);

@@ -320,25 +320,25 @@ template <typename T, typename ACC> __global__ void __launch_bounds__(256) hpdl_
         for (j = 0; j < TN; j++) hpdl__gemm_out(g, m0 + ty * TM + i, n0 + tx * TN + j, acc[i][j]);
 }
 
-/* This thread's 4-element chunk of a 128 (outer) x 8 (k) operand tile, read
-   with one vector load along the stored row (256 threads cover the tile). */
-template <typename T, typename ACC>
+/* Chunk i (4 elements) of this thread's share of a 128 (outer) x BK operand
+   tile, read with one vector load along the stored row (256 threads). */
+template <int BK, typename T, typename ACC>
 static __device__ __forceinline__ void hpdl__gemm_fetch128(const hpdl__gemm_operand<T> &x, int o0, int k0, int O, int K,
-                                                           ACC v[4]) {
-    int tid = (int)threadIdx.x;
-    if (x.kcontig) hpdl__gemm_load4(x.p, x.ld, o0 + tid / 2, k0 + tid % 2 * 4, O, K, x.vec, v);
-    else hpdl__gemm_load4(x.p, x.ld, k0 + tid / 32, o0 + tid % 32 * 4, K, O, x.vec, v);
+                                                           int i, ACC v[4]) {
+    int c = (int)threadIdx.x + i * 256;
+    if (x.kcontig) hpdl__gemm_load4(x.p, x.ld, o0 + c / (BK / 4), k0 + c % (BK / 4) * 4, O, K, x.vec, v);
+    else hpdl__gemm_load4(x.p, x.ld, k0 + c / 32, o0 + c % 32 * 4, K, O, x.vec, v);
 }
 
-/* Puts the chunk from hpdl__gemm_fetch128 into S[k][o] (row length 132). */
-template <typename ACC>
-static __device__ __forceinline__ void hpdl__gemm_stash128(ACC *S, int kcontig, const ACC v[4]) {
-    int tid = (int)threadIdx.x, j;
+/* Puts chunk i from hpdl__gemm_fetch128 into S[k][o] (row length 132). */
+template <int BK, typename ACC>
+static __device__ __forceinline__ void hpdl__gemm_stash128(ACC *S, int kcontig, int i, const ACC v[4]) {
+    int c = (int)threadIdx.x + i * 256, j;
     if (kcontig) {
 #pragma unroll
-        for (j = 0; j < 4; j++) S[(tid % 2 * 4 + j) * 132 + tid / 2] = v[j];
+        for (j = 0; j < 4; j++) S[(c % (BK / 4) * 4 + j) * 132 + c / (BK / 4)] = v[j];
     } else {
-        hpdl__gemm_sstore4(S + tid / 32 * 132 + tid % 32 * 4, v);
+        hpdl__gemm_sstore4(S + c / 32 * 132 + c % 32 * 4, v);
     }
 }
 
@@ -356,10 +356,10 @@ template <typename T, typename ACC> __global__ void __launch_bounds__(256) hpdl_
 #pragma unroll
         for (j = 0; j < 8; j++) acc[i][j] = 0;
     for (k0 = 0; k0 < g.K; k0 += BK) {
-        hpdl__gemm_fetch128(g.a, m0, k0, g.M, g.K, v);
-        hpdl__gemm_stash128(As, g.a.kcontig, v);
-        hpdl__gemm_fetch128(g.b, n0, k0, g.N, g.K, v);
-        hpdl__gemm_stash128(Bs, g.b.kcontig, v);
+        hpdl__gemm_fetch128<BK>(g.a, m0, k0, g.M, g.K, 0, v);
+        hpdl__gemm_stash128<BK>(As, g.a.kcontig, 0, v);
+        hpdl__gemm_fetch128<BK>(g.b, n0, k0, g.N, g.K, 0, v);
+        hpdl__gemm_stash128<BK>(Bs, g.b.kcontig, 0, v);
         __syncthreads();
 #pragma unroll
         for (k = 0; k < BK; k++) {
@@ -385,15 +385,15 @@ template <typename T, typename ACC> __global__ void __launch_bounds__(256) hpdl_
    four 4x4 blocks 16 rows / 32 columns apart, so a warp's 16-byte shared reads
    hit distinct banks; the next K tile is fetched into registers while the
    current one is multiplied, into the other of two shared buffers (one
-   barrier per tile). */
-template <typename T, typename ACC>
-__global__ void __launch_bounds__(256, sizeof(ACC) == 4 ? 2 : 1) hpdl__gemm_warptile(hpdl__gemm_args<T, ACC> g) {
-    enum { BM = 128, BN = 128, BK = 8, LDS = 132 };
+   barrier per tile). BK: K depth of a tile; MINB: blocks per SM to fit. */
+template <typename T, typename ACC, int BK, int MINB>
+__global__ void __launch_bounds__(256, MINB) hpdl__gemm_warptile(hpdl__gemm_args<T, ACC> g) {
+    enum { BM = 128, BN = 128, LDS = 132, CH = BK / 8 /* chunks per thread and operand */ };
     __shared__ __align__(16) ACC As[2][BK * LDS];
     __shared__ __align__(16) ACC Bs[2][BK * LDS];
-    int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32, tm, tn, k0, k, i, j, buf = 0;
+    int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32, tm, tn, k0, k, i, j, c, buf = 0;
     int row = warp / 2 * 32 + lane / 8 * 4, col = warp % 2 * 64 + lane % 8 * 4; /* first 4x4 block */
-    ACC acc[8][8], a[8], b[8], va[4], vb[4];
+    ACC acc[8][8], a[8], b[8], va[CH][4], vb[CH][4];
     hpdl__gemm_tile_order(&tm, &tn);
     tm *= BM;
     tn *= BN;
@@ -401,16 +401,22 @@ __global__ void __launch_bounds__(256, sizeof(ACC) == 4 ? 2 : 1) hpdl__gemm_warp
     for (i = 0; i < 8; i++)
 #pragma unroll
         for (j = 0; j < 8; j++) acc[i][j] = 0;
-    hpdl__gemm_fetch128(g.a, tm, 0, g.M, g.K, va);
-    hpdl__gemm_fetch128(g.b, tn, 0, g.N, g.K, vb);
-    hpdl__gemm_stash128(As[0], g.a.kcontig, va);
-    hpdl__gemm_stash128(Bs[0], g.b.kcontig, vb);
+#pragma unroll
+    for (c = 0; c < CH; c++) {
+        hpdl__gemm_fetch128<BK>(g.a, tm, 0, g.M, g.K, c, va[c]);
+        hpdl__gemm_fetch128<BK>(g.b, tn, 0, g.N, g.K, c, vb[c]);
+        hpdl__gemm_stash128<BK>(As[0], g.a.kcontig, c, va[c]);
+        hpdl__gemm_stash128<BK>(Bs[0], g.b.kcontig, c, vb[c]);
+    }
     __syncthreads();
     for (k0 = 0; k0 < g.K; k0 += BK) {
         int more = k0 + BK < g.K;
         if (more) {
-            hpdl__gemm_fetch128(g.a, tm, k0 + BK, g.M, g.K, va);
-            hpdl__gemm_fetch128(g.b, tn, k0 + BK, g.N, g.K, vb);
+#pragma unroll
+            for (c = 0; c < CH; c++) {
+                hpdl__gemm_fetch128<BK>(g.a, tm, k0 + BK, g.M, g.K, c, va[c]);
+                hpdl__gemm_fetch128<BK>(g.b, tn, k0 + BK, g.N, g.K, c, vb[c]);
+            }
         }
 #pragma unroll
         for (k = 0; k < BK; k++) {
@@ -424,8 +430,11 @@ __global__ void __launch_bounds__(256, sizeof(ACC) == 4 ? 2 : 1) hpdl__gemm_warp
                 for (j = 0; j < 8; j++) acc[i][j] += a[i] * b[j];
         }
         if (more) {
-            hpdl__gemm_stash128(As[buf ^ 1], g.a.kcontig, va);
-            hpdl__gemm_stash128(Bs[buf ^ 1], g.b.kcontig, vb);
+#pragma unroll
+            for (c = 0; c < CH; c++) {
+                hpdl__gemm_stash128<BK>(As[buf ^ 1], g.a.kcontig, c, va[c]);
+                hpdl__gemm_stash128<BK>(Bs[buf ^ 1], g.b.kcontig, c, vb[c]);
+            }
         }
         __syncthreads();
         buf ^= 1;
@@ -571,94 +580,107 @@ static __device__ __forceinline__ void hpdl__gemm_tile_async(T *s, const T *X, i
     }
 }
 
-/* Tile shapes of the tensor-core rungs. */
-enum {
-    HPDL__MMA_BM = 128, HPDL__MMA_BN = 256, HPDL__MMA_BK = 32, HPDL__MMA_STAGES = 4, /* 8 warps of 64x64 */
-    HPDL__DMMA_BM = 128, HPDL__DMMA_BN = 128, HPDL__DMMA_BK = 16, HPDL__DMMA_STAGES = 3 /* 8 warps of 64x32 */
+/* Block tile BM x BN x BK, STAGES deep in shared memory, warps of WM x WN:
+   the shape of a tensor-core kernel (threads = 32 * BM/WM * BN/WN). */
+template <int BM_, int BN_, int BK_, int STAGES_, int WM_, int WN_> struct hpdl__tc_shape {
+    enum { BM = BM_, BN = BN_, BK = BK_, S = STAGES_, WM = WM_, WN = WN_ };
+    enum { WARPS_N = BN / WN, THREADS = 32 * (BM / WM) * (BN / WN) };
 };
+typedef hpdl__tc_shape<128, 256, 32, 4, 64, 64> hpdl__mma_shape;  /* f16/bf16 default */
+typedef hpdl__tc_shape<128, 128, 16, 3, 64, 32> hpdl__dmma_shape; /* f64 default */
 
 /* One K tile of an operand (OT = its M or N tile, BK deep) into a stage: a
    kcontig operand is stored OT x BK, the other BK x OT, as in global memory. */
-template <typename T, int OT, int BK, template <int> class LAYOUT, bool KCONTIG>
+template <typename T, int OT, int BK, int THREADS, template <int> class LAYOUT, bool KCONTIG>
 static __device__ __forceinline__ void hpdl__gemm_stage(T *s, const hpdl__gemm_operand<T> &x, int o0, int k0, int O, int K) {
-    if (KCONTIG) hpdl__gemm_tile_async<T, OT, BK, 256, LAYOUT<BK> >(s, x.p, x.ld, o0, k0, O, K, x.vec);
-    else hpdl__gemm_tile_async<T, BK, OT, 256, LAYOUT<OT> >(s, x.p, x.ld, k0, o0, K, O, x.vec);
+    if (KCONTIG) hpdl__gemm_tile_async<T, OT, BK, THREADS, LAYOUT<BK> >(s, x.p, x.ld, o0, k0, O, K, x.vec);
+    else hpdl__gemm_tile_async<T, BK, OT, THREADS, LAYOUT<OT> >(s, x.p, x.ld, k0, o0, K, O, x.vec);
 }
 
-/* mma (f16/bf16): 128x256x32 block tiles in a 4-stage cp.async pipeline,
-   fragments by ldmatrix (.trans where the operand is stored the other way),
-   mma.sync m16n8k16 with f32 accumulators; each warp owns a 64x64 tile. */
-template <typename T, bool AK, bool BKC>
-__global__ void __launch_bounds__(256, 1) hpdl__gemm_mma(hpdl__gemm_args<T, float> g) {
+/* Fragments of one 16-deep K step for a warp: A (WM/16 tiles of 16x16) and B
+   (WN/8 tiles of 16x8) by ldmatrix, .trans where the operand is stored the
+   other way round ([k][m] for A, [k][n] for B). */
+template <typename SH, bool AK, bool BKC, typename T>
+static __device__ __forceinline__ void hpdl__mma_frags(const T *ta, const T *tb, int wm, int wn, int ks, int lane,
+                                                       unsigned af[][4], unsigned bf[][2]) {
+    int i, j;
+#pragma unroll
+    for (i = 0; i < SH::WM / 16; i++) {
+        if (AK) /* lanes 0-15 give rows at k, lanes 16-31 the same rows at k+8 */
+            hpdl__ldmatrix_x4<false>(af[i], ta + hpdl__gemm_swizzle<SH::BK>::at(wm + i * 16 + lane % 16, ks + lane / 16 * 8));
+        else
+            hpdl__ldmatrix_x4<true>(af[i], ta + hpdl__gemm_swizzle<SH::BM>::at(ks + lane % 8 + lane / 16 * 8,
+                                                                               wm + i * 16 + lane / 8 % 2 * 8));
+    }
+#pragma unroll
+    for (j = 0; j < SH::WN / 16; j++) { /* two n8 fragments per ldmatrix.x4 */
+        unsigned r[4];
+        if (BKC)
+            hpdl__ldmatrix_x4<false>(r, tb + hpdl__gemm_swizzle<SH::BK>::at(wn + j * 16 + lane % 8 + lane / 16 * 8,
+                                                                           ks + lane / 8 % 2 * 8));
+        else
+            hpdl__ldmatrix_x4<true>(r, tb + hpdl__gemm_swizzle<SH::BN>::at(ks + lane % 8 + lane / 8 % 2 * 8,
+                                                                          wn + j * 16 + lane / 16 * 8));
+        bf[2 * j][0] = r[0];
+        bf[2 * j][1] = r[1];
+        bf[2 * j + 1][0] = r[2];
+        bf[2 * j + 1][1] = r[3];
+    }
+}
+
+/* mma (f16/bf16): block tiles in a multi-stage cp.async pipeline, fragments
+   by ldmatrix (those of the next 16-deep step loaded while the current one
+   multiplies), mma.sync m16n8k16 with f32 accumulators in registers. */
+template <typename T, bool AK, bool BKC, typename SH>
+__global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl__gemm_mma(hpdl__gemm_args<T, float> g) {
 #ifdef HPDL__GEMM_SM80
-    enum { BM = HPDL__MMA_BM, BN = HPDL__MMA_BN, BK = HPDL__MMA_BK, S = HPDL__MMA_STAGES };
+    enum { BM = SH::BM, BN = SH::BN, BK = SH::BK, S = SH::S, MI = SH::WM / 16, NJ = SH::WN / 8, TH = SH::THREADS };
     extern __shared__ uint4 hpdl__gemm_smem[];
     T *sa = (T *)hpdl__gemm_smem, *sb = sa + S * BM * BK;
-    int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32, wm = warp / 4 * 64, wn = warp % 4 * 64;
+    int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32;
+    int wm = warp / SH::WARPS_N * SH::WM, wn = warp % SH::WARPS_N * SH::WN;
     int tm, tn, kt, ks, i, j, KT = (g.K + BK - 1) / BK;
-    float acc[4][8][4];
-    unsigned af[4][4], bf[8][2];
+    float acc[MI][NJ][4];
+    unsigned af[2][MI][4], bf[2][NJ][2];
     hpdl__gemm_tile_order(&tm, &tn);
     tm *= BM;
     tn *= BN;
 #pragma unroll
-    for (i = 0; i < 4; i++)
+    for (i = 0; i < MI; i++)
 #pragma unroll
-        for (j = 0; j < 8; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+        for (j = 0; j < NJ; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
     for (kt = 0; kt < S - 1; kt++) {
         if (kt < KT) {
-            hpdl__gemm_stage<T, BM, BK, hpdl__gemm_swizzle, AK>(sa + kt * BM * BK, g.a, tm, kt * BK, g.M, g.K);
-            hpdl__gemm_stage<T, BN, BK, hpdl__gemm_swizzle, BKC>(sb + kt * BN * BK, g.b, tn, kt * BK, g.N, g.K);
+            hpdl__gemm_stage<T, BM, BK, TH, hpdl__gemm_swizzle, AK>(sa + kt * BM * BK, g.a, tm, kt * BK, g.M, g.K);
+            hpdl__gemm_stage<T, BN, BK, TH, hpdl__gemm_swizzle, BKC>(sb + kt * BN * BK, g.b, tn, kt * BK, g.N, g.K);
         }
         hpdl__cp_async_commit();
     }
     for (kt = 0; kt < KT; kt++) {
-        const T *ta, *tb;
+        const T *ta = sa + kt % S * BM * BK, *tb = sb + kt % S * BN * BK;
         int next = kt + S - 1;
         hpdl__cp_async_wait<S - 2>(); /* tile kt has landed (for this thread) ... */
         __syncthreads();              /* ... for all threads, and stage (kt-1)%S is free */
         if (next < KT) {
-            hpdl__gemm_stage<T, BM, BK, hpdl__gemm_swizzle, AK>(sa + next % S * BM * BK, g.a, tm, next * BK, g.M, g.K);
-            hpdl__gemm_stage<T, BN, BK, hpdl__gemm_swizzle, BKC>(sb + next % S * BN * BK, g.b, tn, next * BK, g.N, g.K);
+            hpdl__gemm_stage<T, BM, BK, TH, hpdl__gemm_swizzle, AK>(sa + next % S * BM * BK, g.a, tm, next * BK, g.M, g.K);
+            hpdl__gemm_stage<T, BN, BK, TH, hpdl__gemm_swizzle, BKC>(sb + next % S * BN * BK, g.b, tn, next * BK, g.N, g.K);
         }
         hpdl__cp_async_commit();
-        ta = sa + kt % S * BM * BK;
-        tb = sb + kt % S * BN * BK;
+        hpdl__mma_frags<SH, AK, BKC>(ta, tb, wm, wn, 0, lane, af[0], bf[0]);
 #pragma unroll
-        for (ks = 0; ks < BK; ks += 16) {
+        for (ks = 0; ks < BK / 16; ks++) {
+            if (ks + 1 < BK / 16) hpdl__mma_frags<SH, AK, BKC>(ta, tb, wm, wn, (ks + 1) * 16, lane, af[(ks + 1) % 2], bf[(ks + 1) % 2]);
 #pragma unroll
-            for (i = 0; i < 4; i++) {
-                if (AK) /* stored [m][k]: lanes 0-15 give rows at k, lanes 16-31 rows at k+8 */
-                    hpdl__ldmatrix_x4<false>(af[i], ta + hpdl__gemm_swizzle<BK>::at(wm + i * 16 + lane % 16, ks + lane / 16 * 8));
-                else /* stored [k][m]: transposed 8x8 loads */
-                    hpdl__ldmatrix_x4<true>(af[i], ta + hpdl__gemm_swizzle<BM>::at(ks + lane % 8 + lane / 16 * 8,
-                                                                                   wm + i * 16 + lane / 8 % 2 * 8));
-            }
+            for (i = 0; i < MI; i++)
 #pragma unroll
-            for (j = 0; j < 4; j++) { /* two n8 fragments per ldmatrix.x4 */
-                unsigned r[4];
-                if (BKC) /* stored [n][k] */
-                    hpdl__ldmatrix_x4<false>(r, tb + hpdl__gemm_swizzle<BK>::at(wn + j * 16 + lane % 8 + lane / 16 * 8,
-                                                                               ks + lane / 8 % 2 * 8));
-                else /* stored [k][n]: transposed 8x8 loads */
-                    hpdl__ldmatrix_x4<true>(r, tb + hpdl__gemm_swizzle<BN>::at(ks + lane % 8 + lane / 8 % 2 * 8,
-                                                                              wn + j * 16 + lane / 16 * 8));
-                bf[2 * j][0] = r[0];
-                bf[2 * j][1] = r[1];
-                bf[2 * j + 1][0] = r[2];
-                bf[2 * j + 1][1] = r[3];
-            }
-#pragma unroll
-            for (i = 0; i < 4; i++)
-#pragma unroll
-                for (j = 0; j < 8; j++) hpdl__mma16816(T(), acc[i][j], af[i], bf[j]);
+                for (j = 0; j < NJ; j++) hpdl__mma16816(T(), acc[i][j], af[ks % 2][i], bf[ks % 2][j]);
         }
     }
     hpdl__cp_async_wait<0>();
 #pragma unroll
-    for (i = 0; i < 4; i++)
+    for (i = 0; i < MI; i++)
 #pragma unroll
-        for (j = 0; j < 8; j++) {
+        for (j = 0; j < NJ; j++) {
             int m = tm + wm + i * 16 + lane / 4, n = tn + wn + j * 8 + lane % 4 * 2;
             hpdl__gemm_out(g, m, n, acc[i][j][0]);
             hpdl__gemm_out(g, m, n + 1, acc[i][j][1]);
@@ -670,69 +692,68 @@ __global__ void __launch_bounds__(256, 1) hpdl__gemm_mma(hpdl__gemm_args<T, floa
 #endif
 }
 
-/* mma (f64, DMMA): 128x128x16 block tiles in a 3-stage cp.async pipeline,
-   f64 tensor-core mma.sync with operands read from padded shared rows;
-   each warp owns a 64x32 tile (8x4 fragments of 8x8). */
-template <bool AK, bool BKC>
-__global__ void __launch_bounds__(256, 1) hpdl__gemm_dmma(hpdl__gemm_args<double, double> g) {
+/* mma (f64, DMMA): block tiles in a multi-stage cp.async pipeline, f64
+   tensor-core mma.sync with operands read from padded shared rows; a warp
+   owns WM x WN (fragments of 8x8). */
+template <bool AK, bool BKC, typename SH>
+__global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl__gemm_dmma(hpdl__gemm_args<double, double> g) {
 #ifdef HPDL__GEMM_SM80
-    enum { BM = HPDL__DMMA_BM, BN = HPDL__DMMA_BN, BK = HPDL__DMMA_BK, S = HPDL__DMMA_STAGES };
+    enum { BM = SH::BM, BN = SH::BN, BK = SH::BK, S = SH::S, MI = SH::WM / 8, NJ = SH::WN / 8, TH = SH::THREADS };
     enum { A_STAGE = AK ? BM * (BK + 4) : BK * (BM + 4), B_STAGE = BKC ? BN * (BK + 4) : BK * (BN + 4) };
     extern __shared__ uint4 hpdl__gemm_smem[];
     double *sa = (double *)hpdl__gemm_smem, *sb = sa + S * A_STAGE;
-    int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32, wm = warp / 4 * 64, wn = warp % 4 * 32;
+    int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32;
+    int wm = warp / SH::WARPS_N * SH::WM, wn = warp % SH::WARPS_N * SH::WN;
     int tm, tn, kt, kk, i, j, KT = (g.K + BK - 1) / BK;
-    double acc[8][4][2], a[8], b[4];
+    double acc[MI][NJ][2], a[MI], b[NJ];
     hpdl__gemm_tile_order(&tm, &tn);
     tm *= BM;
     tn *= BN;
 #pragma unroll
-    for (i = 0; i < 8; i++)
+    for (i = 0; i < MI; i++)
 #pragma unroll
-        for (j = 0; j < 4; j++) acc[i][j][0] = acc[i][j][1] = 0.0;
+        for (j = 0; j < NJ; j++) acc[i][j][0] = acc[i][j][1] = 0.0;
     for (kt = 0; kt < S - 1; kt++) {
         if (kt < KT) {
-            hpdl__gemm_stage<double, BM, BK, hpdl__gemm_pad4, AK>(sa + kt * A_STAGE, g.a, tm, kt * BK, g.M, g.K);
-            hpdl__gemm_stage<double, BN, BK, hpdl__gemm_pad4, BKC>(sb + kt * B_STAGE, g.b, tn, kt * BK, g.N, g.K);
+            hpdl__gemm_stage<double, BM, BK, TH, hpdl__gemm_pad4, AK>(sa + kt * A_STAGE, g.a, tm, kt * BK, g.M, g.K);
+            hpdl__gemm_stage<double, BN, BK, TH, hpdl__gemm_pad4, BKC>(sb + kt * B_STAGE, g.b, tn, kt * BK, g.N, g.K);
         }
         hpdl__cp_async_commit();
     }
     for (kt = 0; kt < KT; kt++) {
-        const double *ta, *tb;
+        const double *ta = sa + kt % S * A_STAGE, *tb = sb + kt % S * B_STAGE;
         int next = kt + S - 1;
         hpdl__cp_async_wait<S - 2>();
         __syncthreads();
         if (next < KT) {
-            hpdl__gemm_stage<double, BM, BK, hpdl__gemm_pad4, AK>(sa + next % S * A_STAGE, g.a, tm, next * BK, g.M, g.K);
-            hpdl__gemm_stage<double, BN, BK, hpdl__gemm_pad4, BKC>(sb + next % S * B_STAGE, g.b, tn, next * BK, g.N, g.K);
+            hpdl__gemm_stage<double, BM, BK, TH, hpdl__gemm_pad4, AK>(sa + next % S * A_STAGE, g.a, tm, next * BK, g.M, g.K);
+            hpdl__gemm_stage<double, BN, BK, TH, hpdl__gemm_pad4, BKC>(sb + next % S * B_STAGE, g.b, tn, next * BK, g.N, g.K);
         }
         hpdl__cp_async_commit();
-        ta = sa + kt % S * A_STAGE;
-        tb = sb + kt % S * B_STAGE;
 #pragma unroll
         for (kk = 0; kk < BK; kk += 4) {
             int k = kk + lane % 4; /* fragments: row (or column) lane/4, k lane%4 */
 #pragma unroll
-            for (i = 0; i < 8; i++) {
+            for (i = 0; i < MI; i++) {
                 int m = wm + i * 8 + lane / 4;
                 a[i] = AK ? ta[m * (BK + 4) + k] : ta[k * (BM + 4) + m];
             }
 #pragma unroll
-            for (j = 0; j < 4; j++) {
+            for (j = 0; j < NJ; j++) {
                 int n = wn + j * 8 + lane / 4;
                 b[j] = BKC ? tb[n * (BK + 4) + k] : tb[k * (BN + 4) + n];
             }
 #pragma unroll
-            for (i = 0; i < 8; i += 2)
+            for (i = 0; i < MI; i += 2)
 #pragma unroll
-                for (j = 0; j < 4; j++) hpdl__dmma_pair(acc[i][j], acc[i + 1][j], a[i], a[i + 1], b[j]);
+                for (j = 0; j < NJ; j++) hpdl__dmma_pair(acc[i][j], acc[i + 1][j], a[i], a[i + 1], b[j]);
         }
     }
     hpdl__cp_async_wait<0>();
 #pragma unroll
-    for (i = 0; i < 8; i++)
+    for (i = 0; i < MI; i++)
 #pragma unroll
-        for (j = 0; j < 4; j++) {
+        for (j = 0; j < NJ; j++) {
             int m = tm + wm + i * 8 + lane / 4, n = tn + wn + j * 8 + lane % 4 * 2;
             hpdl__gemm_out(g, m, n, acc[i][j][0]);
             hpdl__gemm_out(g, m, n + 1, acc[i][j][1]);
@@ -837,6 +858,9 @@ HPDL_API hpdl_status hpdl__gemm_grid(int cols, int bx, int rows, int by, dim3 *g
     return HPDL_OK;
 }
 
+/* K depth of the warptile rung's tiles. */
+#define HPDL__WARPTILE_BK 8
+
 /* The SIMT rungs, for every type. */
 template <typename T, typename ACC>
 static inline hpdl_status hpdl__gemm_launch_simt(hpdl_gemm_algo algo, const hpdl__gemm_args<T, ACC> &g,
@@ -870,7 +894,7 @@ static inline hpdl_status hpdl__gemm_launch_simt(hpdl_gemm_algo algo, const hpdl
         break;
     case HPDL_GEMM_WARPTILE:
         if ((s = hpdl__gemm_grid(g.N, 128, g.M, 128, &grid)) != HPDL_OK) return s;
-        hpdl__gemm_warptile<<<grid, 256, 0, stream>>>(g);
+        hpdl__gemm_warptile<T, ACC, HPDL__WARPTILE_BK, sizeof(ACC) == 4 ? 2 : 1><<<grid, 256, 0, stream>>>(g);
         break;
     default: return HPDL_ERR_UNSUPPORTED;
     }
@@ -881,9 +905,8 @@ static inline hpdl_status hpdl__gemm_launch_simt(hpdl_gemm_algo algo, const hpdl
 /* Launches a tensor-core kernel with `smem` bytes of dynamic shared memory,
    or says HPDL_ERR_UNSUPPORTED when this binary has no sm_80+ code for it
    (its body would be empty) or the GPU cannot give that much shared memory. */
-template <typename ARGS>
-static inline hpdl_status hpdl__gemm_launch_tc(void (*kernel)(ARGS), const ARGS &g, int bm, int bn, size_t smem,
-                                               cudaStream_t stream) {
+template <typename SH, typename ARGS>
+static inline hpdl_status hpdl__gemm_launch_tc(void (*kernel)(ARGS), const ARGS &g, size_t smem, cudaStream_t stream) {
     cudaFuncAttributes fa;
     dim3 grid;
     hpdl_status s;
@@ -892,31 +915,41 @@ static inline hpdl_status hpdl__gemm_launch_tc(void (*kernel)(ARGS), const ARGS 
         cudaGetLastError();
         return HPDL_ERR_UNSUPPORTED;
     }
-    if ((s = hpdl__gemm_grid(g.N, bn, g.M, bm, &grid)) != HPDL_OK) return s;
-    kernel<<<grid, 256, smem, stream>>>(g);
+    if ((s = hpdl__gemm_grid(g.N, SH::BN, g.M, SH::BM, &grid)) != HPDL_OK) return s;
+    kernel<<<grid, SH::THREADS, smem, stream>>>(g);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
 }
 
 /* The tensor-core rung: transposes are template arguments (they change which
    ldmatrix form and shared layout each operand uses). */
+template <typename SH, typename T>
+static inline hpdl_status hpdl__gemm_launch_mma_shape(const hpdl__gemm_args<T, float> &g, cudaStream_t stream) {
+    typedef hpdl__gemm_args<T, float> A;
+    const size_t smem = (size_t)SH::S * (SH::BM + SH::BN) * SH::BK * sizeof(T);
+    void (*k)(A) = g.a.kcontig ? (g.b.kcontig ? hpdl__gemm_mma<T, true, true, SH> : hpdl__gemm_mma<T, true, false, SH>)
+                               : (g.b.kcontig ? hpdl__gemm_mma<T, false, true, SH> : hpdl__gemm_mma<T, false, false, SH>);
+    return hpdl__gemm_launch_tc<SH>(k, g, smem, stream);
+}
+
+template <typename SH>
+static inline hpdl_status hpdl__gemm_launch_dmma_shape(const hpdl__gemm_args<double, double> &g, cudaStream_t stream) {
+    typedef hpdl__gemm_args<double, double> A;
+    const size_t a_stage = g.a.kcontig ? SH::BM * (SH::BK + 4) : SH::BK * (SH::BM + 4);
+    const size_t b_stage = g.b.kcontig ? SH::BN * (SH::BK + 4) : SH::BK * (SH::BN + 4);
+    const size_t smem = (size_t)SH::S * (a_stage + b_stage) * sizeof(double);
+    void (*k)(A) = g.a.kcontig ? (g.b.kcontig ? hpdl__gemm_dmma<true, true, SH> : hpdl__gemm_dmma<true, false, SH>)
+                               : (g.b.kcontig ? hpdl__gemm_dmma<false, true, SH> : hpdl__gemm_dmma<false, false, SH>);
+    return hpdl__gemm_launch_tc<SH>(k, g, smem, stream);
+}
+
 template <typename T>
 static inline hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<T, float> &g, cudaStream_t stream) {
-    typedef hpdl__gemm_args<T, float> A;
-    const size_t smem = (size_t)HPDL__MMA_STAGES * (HPDL__MMA_BM + HPDL__MMA_BN) * HPDL__MMA_BK * sizeof(T);
-    void (*k)(A) = g.a.kcontig ? (g.b.kcontig ? hpdl__gemm_mma<T, true, true> : hpdl__gemm_mma<T, true, false>)
-                               : (g.b.kcontig ? hpdl__gemm_mma<T, false, true> : hpdl__gemm_mma<T, false, false>);
-    return hpdl__gemm_launch_tc(k, g, HPDL__MMA_BM, HPDL__MMA_BN, smem, stream);
+    return hpdl__gemm_launch_mma_shape<hpdl__mma_shape>(g, stream);
 }
 
 static inline hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<double, double> &g, cudaStream_t stream) {
-    typedef hpdl__gemm_args<double, double> A;
-    enum { BM = HPDL__DMMA_BM, BN = HPDL__DMMA_BN, BK = HPDL__DMMA_BK };
-    const size_t a_stage = g.a.kcontig ? BM * (BK + 4) : BK * (BM + 4), b_stage = g.b.kcontig ? BN * (BK + 4) : BK * (BN + 4);
-    const size_t smem = (size_t)HPDL__DMMA_STAGES * (a_stage + b_stage) * sizeof(double);
-    void (*k)(A) = g.a.kcontig ? (g.b.kcontig ? hpdl__gemm_dmma<true, true> : hpdl__gemm_dmma<true, false>)
-                               : (g.b.kcontig ? hpdl__gemm_dmma<false, true> : hpdl__gemm_dmma<false, false>);
-    return hpdl__gemm_launch_tc(k, g, BM, BN, smem, stream);
+    return hpdl__gemm_launch_dmma_shape<hpdl__dmma_shape>(g, stream);
 }
 
 static inline hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<float, float> &g, cudaStream_t stream) {

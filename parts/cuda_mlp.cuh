@@ -24,8 +24,8 @@
        2^16) so small gradients survive f16; a check kernel looks for inf/NaN
        in the f16 gradients and raises a device flag; the SGD kernel unscales
        (x 1/S) into the f32 master weights, or skips the step when the flag is
-       up; a one-thread kernel then halves S (overflow) or doubles it after
-       2000 clean steps. All on the device, so the graph stays replayable.
+       up; the SGD kernel's last block then halves S (overflow) or doubles it
+       after 2000 clean steps. All on the device, so the graph stays replayable.
 
    Data: hpdl_cuda_dataset keeps images (f32) and labels on the device when
    they fit, else in pinned host memory, from which shuffled chunks are
@@ -59,6 +59,7 @@ typedef struct hpdl__mlp_state {
     /* loss scaler (mixed precision only) */
     float loss_scale;
     int found_inf, good_steps;
+    unsigned int blocks_done;        /* SGD blocks finished (last one updates S) */
     long long skipped_steps;
 } hpdl__mlp_state;
 
@@ -237,30 +238,37 @@ template <typename A> __device__ __forceinline__ void hpdl__warp_argmax(A *v, in
     }
 }
 
-/* Softmax + cross-entropy + gradient, one warp per row, numerically stable:
+/* Softmax + cross-entropy + gradient, one warp per row (warps stride over
+   the rows), numerically stable:
        z = logits + bias (bias may be NULL), m = max z, s = sum exp(z - m)
        loss_row = log s + m - z[y]
        grad = (exp(z - m)/s - onehot(y)) * grad_scale * (*loss_scale)
    Per-row losses times loss_weight are summed per block and added to
-   *loss_sum (atomics: one per block); rows whose argmax is the label are counted into *correct.
-   grad, loss_sum, correct and loss_scale may each be NULL. A label outside
-   [0, cols) makes that row's loss NaN. */
+   *loss_sum (atomics: one per block); rows whose argmax is the label are
+   counted into *correct. grad, loss_sum, correct and loss_scale may each be
+   NULL. A label outside [0, cols) makes that row's loss NaN.
+   db (optional; one block only, cols <= HPDL__XENT_DB_MAX_COLS): the column
+   sums of grad, i.e. the last layer's bias gradient, summed in a fixed order
+   (per warp, then over the warps), which saves the small batches a launch. */
+#define HPDL__XENT_DB_MAX_COLS 64
 template <typename C, typename T, typename G>
 __global__ void hpdl__mlp_xent_kernel(int rows, int cols, const C *logits, int ld, const T *bias,
                                       const int32_t *labels, G *grad, int ldg, double grad_scale,
                                       const float *loss_scale, double loss_weight, double *loss_sum,
-                                      unsigned long long *correct) {
+                                      unsigned long long *correct, G *db) {
     typedef typename hpdl__acc<T>::type Acc;
     __shared__ double block_loss[32];
     __shared__ int block_hits[32];
-    int lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
-    int row = (int)(((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5);
-    double row_loss = 0.0;
-    int hit = 0;
-    if (row < rows) {
+    __shared__ Acc db_part[32][HPDL__XENT_DB_MAX_COLS];
+    int lane = threadIdx.x & 31, wib = threadIdx.x >> 5, warps = (int)(blockDim.x >> 5), row;
+    double warp_loss = 0.0;
+    int warp_hits = 0;
+    Acc db0 = 0, db1 = 0; /* this lane's columns: lane and lane + 32 */
+    Acc gs = (Acc)grad_scale * (loss_scale ? (Acc)*loss_scale : (Acc)1);
+    for (row = blockIdx.x * warps + wib; row < rows; row += gridDim.x * warps) {
         const C *z = logits + (size_t)row * ld;
         int y = labels[row], j, arg = -1;
-        Acc m = -(Acc)INFINITY, s = 0, zy;
+        Acc m = -(Acc)INFINITY, s = 0;
         for (j = lane; j < cols; j += 32) {
             Acc v = (Acc)hpdl__ld(z[j]) + (bias ? (Acc)bias[j] : (Acc)0);
             if (v > m || (arg < 0 && v == m)) { m = v; arg = j; }
@@ -269,30 +277,39 @@ __global__ void hpdl__mlp_xent_kernel(int rows, int cols, const C *logits, int l
         for (j = lane; j < cols; j += 32)
             s += hpdl__exp((Acc)hpdl__ld(z[j]) + (bias ? (Acc)bias[j] : (Acc)0) - m);
         s = hpdl__warp_sum(s);
-        if (y >= 0 && y < cols) {
-            zy = (Acc)hpdl__ld(z[y]) + (bias ? (Acc)bias[y] : (Acc)0);
-            row_loss = (double)(hpdl__log(s) + m - zy);
-        } else {
-            row_loss = (double)NAN;
-        }
-        hit = arg == y;
+        if (y >= 0 && y < cols)
+            warp_loss += (double)(hpdl__log(s) + m - ((Acc)hpdl__ld(z[y]) + (bias ? (Acc)bias[y] : (Acc)0)));
+        else
+            warp_loss = (double)NAN;
+        warp_hits += arg == y;
         if (grad) {
-            Acc gs = (Acc)grad_scale * (loss_scale ? (Acc)*loss_scale : (Acc)1);
             G *g = grad + (size_t)row * ldg;
             for (j = lane; j < cols; j += 32) {
                 Acc p = hpdl__exp((Acc)hpdl__ld(z[j]) + (bias ? (Acc)bias[j] : (Acc)0) - m) / s;
-                hpdl__st_to(g + j, (p - (j == y ? (Acc)1 : (Acc)0)) * gs);
+                Acc v = (p - (j == y ? (Acc)1 : (Acc)0)) * gs;
+                hpdl__st_to(g + j, v);
+                if (j == lane) db0 += v; else db1 += v;
             }
         }
     }
-    if (lane == 0) { block_loss[wib] = row_loss; block_hits[wib] = hit; }
+    if (lane == 0) { block_loss[wib] = warp_loss; block_hits[wib] = warp_hits; }
+    if (db) {
+        db_part[wib][lane] = db0;
+        if (lane + 32 < HPDL__XENT_DB_MAX_COLS) db_part[wib][lane + 32] = db1;
+    }
     __syncthreads();
     if (threadIdx.x == 0) {
         double sum = 0.0;
         int w, hits = 0;
-        for (w = 0; w < (int)(blockDim.x >> 5); w++) { sum += block_loss[w]; hits += block_hits[w]; }
+        for (w = 0; w < warps; w++) { sum += block_loss[w]; hits += block_hits[w]; }
         if (loss_sum) atomicAdd(loss_sum, sum * loss_weight);
         if (correct) atomicAdd(correct, (unsigned long long)hits);
+    }
+    if (db && (int)threadIdx.x < cols) {
+        Acc sum = 0;
+        int w;
+        for (w = 0; w < warps; w++) sum += db_part[w][threadIdx.x];
+        hpdl__st_to(db + threadIdx.x, sum);
     }
 }
 
@@ -335,33 +352,10 @@ __global__ void hpdl__mlp_check_finite_kernel(int64_t n, const C *g, hpdl__mlp_s
     if (__syncthreads_or(bad) && threadIdx.x == 0) st->found_inf = 1;
 }
 
-/* SGD with L2 over all parameters: P = [weights (n_w) | biases];
-       W -= lr (dW/S + l2 W),  b -= lr db/S
-   S is the loss scale (mixed precision; else 1). With mixed precision a raised
-   found_inf skips the step, and the f16 weight copy cW is refreshed from the
-   updated master. Block 0 also advances the feed cursor by the batch. */
-template <typename T, typename C>
-__global__ void hpdl__mlp_sgd_kernel(int64_t n_w, int64_t n, T *P, C *cW, const C *G, hpdl__mlp_state *st,
-                                     int amp, int batch) {
-    typedef typename hpdl__acc<T>::type Acc;
-    int64_t i;
-    Acc lr, l2, inv;
-    if (blockIdx.x == 0 && threadIdx.x == 0) st->cursor += batch;
-    if (amp && st->found_inf) return;
-    lr = (Acc)st->lr;
-    l2 = (Acc)st->l2;
-    inv = amp ? (Acc)1 / (Acc)st->loss_scale : (Acc)1;
-    for (i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        Acc g = (Acc)hpdl__ld(G[i]) * inv, p = (Acc)P[i];
-        p -= i < n_w ? lr * (g + l2 * p) : lr * g;
-        P[i] = (T)p;
-        if (cW && i < n_w) hpdl__st_to(cW + i, p);
-    }
-}
-
-/* GradScaler's update: halve S and count a skipped step on overflow; double
-   S after HPDL_CUDA_MLP_SCALE_GROWTH_INTERVAL clean steps; clear the flag. */
-__global__ void hpdl__mlp_scaler_update_kernel(hpdl__mlp_state *st) {
+/* GradScaler's update (mixed precision), by one thread: halve S and count a
+   skipped step on overflow; double S after HPDL_CUDA_MLP_SCALE_GROWTH_INTERVAL
+   clean steps; clear the flag. */
+__device__ inline void hpdl__mlp_scaler_update(hpdl__mlp_state *st) {
     if (st->found_inf) {
         st->loss_scale *= 0.5f;
         st->good_steps = 0;
@@ -371,6 +365,34 @@ __global__ void hpdl__mlp_scaler_update_kernel(hpdl__mlp_state *st) {
         st->good_steps = 0;
     }
     st->found_inf = 0;
+}
+
+/* SGD with L2 over all parameters: P = [weights (n_w) | biases];
+       W -= lr (dW/S + l2 W),  b -= lr db/S
+   S is the loss scale (mixed precision; else 1). With mixed precision a raised
+   found_inf skips the step, the f16 weight copy cW is refreshed from the
+   updated master, and the last block to finish (every block has read S by
+   then) runs the scaler update. Block 0 also advances the feed cursor. */
+template <typename T, typename C>
+__global__ void hpdl__mlp_sgd_kernel(int64_t n_w, int64_t n, T *P, C *cW, const C *G, hpdl__mlp_state *st,
+                                     int amp, int batch) {
+    typedef typename hpdl__acc<T>::type Acc;
+    int64_t i;
+    Acc lr = (Acc)st->lr, l2 = (Acc)st->l2, inv = amp ? (Acc)1 / (Acc)st->loss_scale : (Acc)1;
+    if (blockIdx.x == 0 && threadIdx.x == 0) st->cursor += batch;
+    if (!(amp && st->found_inf))
+        for (i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+            Acc g = (Acc)hpdl__ld(G[i]) * inv, p = (Acc)P[i];
+            p -= i < n_w ? lr * (g + l2 * p) : lr * g;
+            P[i] = (T)p;
+            if (cW && i < n_w) hpdl__st_to(cW + i, p);
+        }
+    if (!amp) return;
+    __syncthreads();
+    if (threadIdx.x == 0 && atomicAdd(&st->blocks_done, 1u) == gridDim.x - 1) {
+        hpdl__mlp_scaler_update(st);
+        st->blocks_done = 0;
+    }
 }
 
 /* Converts n values of T into C (the f16 weight copy after an upload). */
@@ -701,7 +723,7 @@ HPDL_API void hpdl_nvml_sampler_stop(hpdl_nvml_sampler *s, double *mean_gpu, dou
     int max_batch;                                                                            \
     int amp;          /* 1: 16-bit products, f32 master weights, loss scaling */             \
     int use_graphs;   /* 1 (default): capture each batch size's step once, replay it */      \
-    hpdl_gemm_algo algo; /* GEMM rung for every product (default HPDL_GEMM_AUTO) */          \
+    hpdl_gemm_algo algo; /* GEMM rung for every product (default: see create) */             \
     cudaStream_t stream;                                                                      \
     int64_t n_weights, n_params;  /* params = [W0..W(L-1) | b0..b(L-1)], padded */           \
     T *params, *W[HPDL_MLP_MAX_LAYERS], *b[HPDL_MLP_MAX_LAYERS];                              \
@@ -834,7 +856,11 @@ static inline hpdl_status hpdl__cmlp_create(M *g, const CPU *m, int max_batch) {
     g->max_batch = max_batch;
     g->amp = hpdl__is_half<C>::value;
     g->use_graphs = 1;
-    g->algo = HPDL_GEMM_AUTO;
+    /* The products here are small or skinny (a batch of 32 against 784x512):
+       on an H100, cuBLAS ran the f32 and f16 epochs 2-4x faster than the
+       ladder's AUTO rung (bench/mlp), so it is the default there; f64 keeps
+       AUTO (tensor-core DMMA). Any rung can be set in g->algo. */
+    g->algo = sizeof(T) == sizeof(double) ? HPDL_GEMM_AUTO : HPDL_GEMM_CUBLAS;
     s = hpdl__cmlp_alloc<T, CT>(g);
     if (s == HPDL_OK) s = hpdl__cmlp_upload<T, C>(g, m);
     if (s != HPDL_OK) hpdl__cmlp_destroy(g);
@@ -860,16 +886,24 @@ template <typename C, typename M> static inline hpdl_status hpdl__cmlp_forward(M
     return HPDL_OK;
 }
 
+/* Small batches get the last layer's bias gradient from the loss kernel
+   itself (one block); larger ones from the column-sum kernel. */
+HPDL_API int hpdl__mlp_xent_fuses_db(int batch, int classes) {
+    return batch <= 1024 && classes <= HPDL__XENT_DB_MAX_COLS;
+}
+
 /* Loss kernel over the logits A[L] + b[L-1]: gradient into D[L-1] (scaled
    by 1/batch, and by S under mixed precision) when train, else only the
    evaluation sums. */
 template <typename C, typename M> static inline hpdl_status hpdl__cmlp_loss(M *g, int batch, int train) {
-    int L = g->n_layers, classes = g->widths[L];
+    int L = g->n_layers, classes = g->widths[L], fuse = train && hpdl__mlp_xent_fuses_db(batch, classes);
     hpdl__mlp_state *st = g->state;
-    hpdl__mlp_xent_kernel<<<(batch + 7) / 8, 256, 0, g->stream>>>(
+    int blocks = fuse ? 1 : (batch + 7) / 8, threads = fuse ? 32 * (batch < 32 ? batch : 32) : 256;
+    hpdl__mlp_xent_kernel<<<blocks, threads, 0, g->stream>>>(
         batch, classes, (const C *)g->A[L], classes, g->b[L - 1], g->batch_labels, train ? (C *)g->D[L - 1] : (C *)NULL,
         classes, 1.0 / batch, g->amp ? &st->loss_scale : (const float *)NULL, 1.0,
-        train ? &st->loss_sum : &st->eval_loss_sum, train ? &st->correct : &st->eval_correct);
+        train ? &st->loss_sum : &st->eval_loss_sum, train ? &st->correct : &st->eval_correct,
+        fuse ? (C *)g->db[L - 1] : (C *)NULL);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
 }
@@ -880,9 +914,11 @@ template <typename C, typename M> static inline hpdl_status hpdl__cmlp_backward(
     int l, L = g->n_layers;
     dim3 threads(32, 32);
     hpdl_status s;
-    hpdl__mlp_delta_colsum_kernel<<<(g->widths[L] + 31) / 32, threads, 0, g->stream>>>(
-        batch, g->widths[L], (C *)g->D[L - 1], (const C *)NULL, g->act, (C *)g->db[L - 1]);
-    HPDL_CUDA_TRY_LAUNCH();
+    if (!hpdl__mlp_xent_fuses_db(batch, g->widths[L])) {
+        hpdl__mlp_delta_colsum_kernel<<<(g->widths[L] + 31) / 32, threads, 0, g->stream>>>(
+            batch, g->widths[L], (C *)g->D[L - 1], (const C *)NULL, g->act, (C *)g->db[L - 1]);
+        HPDL_CUDA_TRY_LAUNCH();
+    }
     for (l = L - 1; l >= 0; l--) {
         int k = g->widths[l], n = g->widths[l + 1];
         s = hpdl__mlp_gemm(g->algo, HPDL_TRANS, HPDL_NO_TRANS, k, n, batch, (const C *)g->A[l], k, (const C *)g->D[l], n,
@@ -900,7 +936,7 @@ template <typename C, typename M> static inline hpdl_status hpdl__cmlp_backward(
 }
 
 /* SGD over all parameters; under mixed precision the inf check before it
-   and the scale update after it (GradScaler). */
+   (the scale update runs at the end of the SGD kernel): GradScaler. */
 template <typename C, typename M> static inline hpdl_status hpdl__cmlp_update(M *g, int batch) {
     int threads = 256;
     if (g->amp) {
@@ -912,10 +948,6 @@ template <typename C, typename M> static inline hpdl_status hpdl__cmlp_update(M 
         g->n_weights, g->n_params, g->params, g->amp ? (C *)g->cparams : (C *)NULL, (const C *)g->grads, g->state,
         g->amp, batch);
     HPDL_CUDA_TRY_LAUNCH();
-    if (g->amp) {
-        hpdl__mlp_scaler_update_kernel<<<1, 1, 0, g->stream>>>(g->state);
-        HPDL_CUDA_TRY_LAUNCH();
-    }
     return HPDL_OK;
 }
 
@@ -1142,7 +1174,7 @@ static inline hpdl_status hpdl__cmlp_eval(M *g, int64_t n, const T *X, const int
             return HPDL_ERR_INVALID;                                                                              \
         return hpdl__cmlp_eval<T, DC>(g, d->n, (const T *)NULL, (const int32_t *)NULL, d, out);                   \
     }                                                                                                             \
-    HPDL_API hpdl_status hpdl_cuda_mlp_accuracy_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, int n, const T *X,            \
+    HPDL_API hpdl_status hpdl_cuda_mlp_accuracy_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, int64_t n, const T *X,        \
                                                          const int32_t *labels, double *acc) {                    \
         hpdl_cuda_mlp_stats st;                                                                                   \
         hpdl_status s;                                                                                            \
@@ -1180,7 +1212,7 @@ HPDL_DEFINE_CUDA_MLP(f16, float, hpdl_f16, __half, f32)
         hpdl__mlp_xent_kernel<<<(rows + 7) / 8, 256, 0, stream>>>(rows, cols, logits, ld, (const T *)NULL, labels, \
                                                                   grad, ldg, 1.0 / rows, (const float *)NULL,     \
                                                                   1.0 / rows, d_loss,                             \
-                                                                  (unsigned long long *)NULL);                    \
+                                                                  (unsigned long long *)NULL, (T *)NULL);         \
         HPDL_CUDA_TRY_LAUNCH();                                                                                   \
         return HPDL_OK;                                                                                           \
     }

@@ -107,18 +107,22 @@ static void fill_inputs(T *X, int32_t *y, int64_t n, int in, int classes, hpdl_r
 typedef struct shape { int n_widths, widths[5]; hpdl_activation act; int batch, n; } shape;
 
 /* The brief's odd case (H=1013, batch 67, N=200: batches of 67, 67, 66), a
-   deeper sigmoid net, and a small one with a batch of 1 at the end. */
+   deeper sigmoid net, a small one with a batch of 1 at the end, and batches
+   over 1024 rows (the last layer's bias gradient then comes from the
+   column-sum kernel instead of the loss kernel). */
 static const shape test_shapes[] = {
     {3, {37, 1013, 10}, HPDL_ACT_RELU, 67, 200},
     {4, {20, 64, 33, 7}, HPDL_ACT_SIGMOID, 16, 80},
     {3, {5, 3, 4}, HPDL_ACT_RELU, 8, 25},
+    {3, {12, 40, 10}, HPDL_ACT_RELU, 1100, 2300},
 };
 
 /* Same initial weights on CPU and GPU, the same steps (explicit device
    inputs: the first step of each batch size eager, the rest graph replays),
-   then the weights and the losses must agree. */
+   then the weights and the losses must agree. algo < 0: the model's default
+   GEMM, else that rung. */
 template <class Ty>
-static void check_agreement(const shape *sh, int use_graphs, int epochs) {
+static void check_agreement(const shape *sh, int use_graphs, int epochs, int algo) {
     typedef typename Ty::elem T;
     typename Ty::cpu_mlp m, grad, got;
     typename Ty::cpu_work w;
@@ -138,6 +142,7 @@ static void check_agreement(const shape *sh, int use_graphs, int epochs) {
     HPDL_CHECK(Ty::work(&w, &m, sh->batch));
     HPDL_CHECK(Ty::gcreate(&g, &m, sh->batch));
     g.use_graphs = use_graphs;
+    if (algo >= 0) g.algo = (hpdl_gemm_algo)algo;
     HPDL_CUDA_CHECK(cudaMalloc((void **)&dX, (size_t)sh->n * in * sizeof(T)));
     HPDL_CUDA_CHECK(cudaMalloc((void **)&dy, (size_t)sh->n * sizeof(int32_t)));
     HPDL_CUDA_CHECK(cudaMemcpy(dX, X, (size_t)sh->n * in * sizeof(T), cudaMemcpyHostToDevice));
@@ -172,8 +177,9 @@ template <class Ty>
 static void check_all_shapes(void) {
     int i;
     for (i = 0; i < HPDL_COUNT(test_shapes); i++) {
-        check_agreement<Ty>(&test_shapes[i], 1, 2);
-        check_agreement<Ty>(&test_shapes[i], 0, 1);
+        check_agreement<Ty>(&test_shapes[i], 1, 2, -1);
+        check_agreement<Ty>(&test_shapes[i], 0, 1, HPDL_GEMM_AUTO);
+        check_agreement<Ty>(&test_shapes[i], 1, 1, HPDL_GEMM_CUBLAS);
     }
 }
 
@@ -364,6 +370,7 @@ static void test_amp(void) {
     NO_GPU_SKIP();
     hpdl_rng_seed(&rng, 123);
     fill_inputs(X, y, batch, widths[0], widths[2], &rng);
+    for (i = 0; i < batch * widths[0]; i++) X[i] *= 0.25f; /* small enough that S = 2^16 cannot overflow */
     HPDL_CHECK(hpdl_mlp_create_f32(&m, 3, widths, HPDL_ACT_RELU, 9));
     HPDL_CHECK(type_f32::copy(&m0, &m));
     HPDL_CHECK(type_f32::copy(&got, &m));

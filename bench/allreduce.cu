@@ -1,0 +1,288 @@
+/* bench/allreduce.cu - allreduce bandwidth in nccl-tests' layout.
+
+   One rank per GPU. For sizes 4 B .. 1 GiB (factors of 4), f32 sum, in place:
+     hpdl_mpi     hpdl_mpi_allreduce_f32(..., HPDL_ALLREDUCE_MPI) on device buffers
+                  (CUDA-aware MPI, else staged through pinned host chunks)
+     hpdl_ring    the hand-written ring on device buffers (staged, GPU adds)
+     hpdl_nccl    hpdl_mpi_allreduce_f32(..., HPDL_ALLREDUCE_NCCL)
+     nccl_direct  ncclAllReduce called directly (anchor of hpdl_nccl)
+     mpi_host     MPI_Allreduce on host buffers (anchor of the staged paths)
+   Each variant is checked first (#wrong: elements differing from the exact
+   sum of every rank's integer inputs, over all ranks), then timed as
+   nccl-tests do: a barrier, back-to-back calls, one stream synchronisation,
+   the slowest rank's host time, median of 5 repetitions. No L2 flush: the
+   headline sizes (64 MiB, 1 GiB) are larger than L2.
+
+   busbw = algbw * 2(p-1)/p (nccl-tests). Results: allreduce.csv (headline
+   rows with their anchors) and allreduce_all.csv (every row) in
+   $HPDL_RESULTS (default: the current folder), rank 0 writes.
+
+   mpirun -np 2 build/bench/allreduce [--max-bytes N] [--no-check]
+   Started as a single process on a machine with several GPUs, it starts
+   itself again under `mpirun -np <GPUs>`, so `make bench` measures them all.
+   --no-check turns off the cross-rank argument comparison while timing. */
+#if defined(__has_include)
+#if __has_include(<nccl.h>)
+#define HPDL_USE_NCCL
+#endif
+#endif
+#include "hpdl_mpi.h"
+
+#include <unistd.h>
+
+#define BENCH_CHECK(call)                                                     \
+    do {                                                                      \
+        hpdl_status bench__s = (call);                                        \
+        if (bench__s != HPDL_OK) {                                            \
+            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, \
+                    hpdl_status_string(bench__s));                            \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                     \
+        }                                                                     \
+    } while (0)
+
+enum { V_MPI, V_RING, V_NCCL, V_NCCL_DIRECT, V_MPI_HOST, V_COUNT };
+static const char *const variant_names[V_COUNT] = {"hpdl_mpi", "hpdl_ring", "hpdl_nccl", "nccl_direct", "mpi_host"};
+
+enum { MAX_SIZES = 16, REPS = 5 };
+
+typedef struct bench {
+    int rank, size;
+    float *dev, *host;
+    unsigned long long *d_wrong;
+    cudaStream_t stream;
+#ifdef HPDL_MPI_HAVE_NCCL
+    ncclComm_t nccl;
+#endif
+} bench;
+
+/* Rank r's input element i: a small integer, so every sum is exact in f32. */
+__host__ __device__ static inline float input_value(int rank, int64_t i) {
+    uint64_t h = (uint64_t)i * 0x9e3779b97f4a7c15ull + (uint64_t)(rank + 1) * 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 31;
+    return (float)((h >> 33) % 17);
+}
+
+__host__ __device__ static inline float expected_sum(int size, int64_t i) {
+    float s = 0.0f;
+    int r;
+    for (r = 0; r < size; r++) s += input_value(r, i);
+    return s;
+}
+
+static __global__ void fill_kernel(float *x, int64_t n, int rank) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i < n; i += (int64_t)gridDim.x * blockDim.x) x[i] = input_value(rank, i);
+}
+
+static __global__ void count_wrong_kernel(const float *x, int64_t n, int size, unsigned long long *wrong) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned long long mine = 0;
+    for (; i < n; i += (int64_t)gridDim.x * blockDim.x) mine += x[i] != expected_sum(size, i);
+    if (mine) atomicAdd(wrong, mine);
+}
+
+static int available(int v) {
+#ifdef HPDL_MPI_HAVE_NCCL
+    (void)v;
+    return 1;
+#else
+    return v != V_NCCL && v != V_NCCL_DIRECT;
+#endif
+}
+
+static void run_op(bench *b, int v, int64_t count) {
+    switch (v) {
+    case V_MPI: BENCH_CHECK(hpdl_mpi_allreduce_f32(b->dev, count, HPDL_ALLREDUCE_MPI, MPI_COMM_WORLD)); break;
+    case V_RING: BENCH_CHECK(hpdl_mpi_allreduce_f32(b->dev, count, HPDL_ALLREDUCE_RING, MPI_COMM_WORLD)); break;
+    case V_NCCL: BENCH_CHECK(hpdl_mpi_allreduce_f32(b->dev, count, HPDL_ALLREDUCE_NCCL, MPI_COMM_WORLD)); break;
+#ifdef HPDL_MPI_HAVE_NCCL
+    case V_NCCL_DIRECT:
+        HPDL_NCCL_CHECK(ncclAllReduce(b->dev, b->dev, (size_t)count, ncclFloat32, ncclSum, b->nccl, b->stream));
+        break;
+#endif
+    case V_MPI_HOST:
+        HPDL_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, b->host, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+        break;
+    }
+}
+
+/* Fills the inputs, runs once, and counts wrong elements over all ranks. */
+static long long validate(bench *b, int v, int64_t count) {
+    unsigned long long wrong = 0;
+    int64_t mine, total = 0;
+    int64_t i;
+    unsigned grid = (unsigned)(count / 256 + 1 < 4096 ? count / 256 + 1 : 4096);
+    if (v == V_MPI_HOST) {
+        for (i = 0; i < count; i++) b->host[i] = input_value(b->rank, i);
+        run_op(b, v, count);
+        for (i = 0; i < count; i++) wrong += b->host[i] != expected_sum(b->size, i);
+    } else {
+        fill_kernel<<<grid, 256, 0, b->stream>>>(b->dev, count, b->rank);
+        HPDL_CUDA_CHECK(cudaMemsetAsync(b->d_wrong, 0, sizeof *b->d_wrong, b->stream));
+        run_op(b, v, count);
+        count_wrong_kernel<<<grid, 256, 0, b->stream>>>(b->dev, count, b->size, b->d_wrong);
+        HPDL_CUDA_CHECK(cudaMemcpyAsync(&wrong, b->d_wrong, sizeof wrong, cudaMemcpyDeviceToHost, b->stream));
+        HPDL_CUDA_CHECK(cudaStreamSynchronize(b->stream));
+    }
+    mine = (int64_t)wrong;
+    HPDL_MPI_CHECK(MPI_Allreduce(&mine, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
+    return (long long)total;
+}
+
+/* Median over REPS of the slowest rank's time per call, in seconds. */
+static double time_op(bench *b, int v, int64_t count, int iters) {
+    double t[REPS];
+    hpdl_stats st;
+    int rep, i;
+    memset(&st, 0, sizeof st);
+    run_op(b, v, count); /* warm-up */
+    HPDL_CUDA_CHECK(cudaStreamSynchronize(b->stream));
+    for (rep = 0; rep < REPS; rep++) {
+        double t0, mine;
+        HPDL_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        t0 = MPI_Wtime();
+        for (i = 0; i < iters; i++) run_op(b, v, count);
+        HPDL_CUDA_CHECK(cudaStreamSynchronize(b->stream));
+        mine = (MPI_Wtime() - t0) / iters;
+        HPDL_MPI_CHECK(MPI_Allreduce(&mine, &t[rep], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    }
+    BENCH_CHECK(hpdl_stats_compute(t, REPS, &st));
+    return st.median;
+}
+
+/* Started alone (no MPI launcher) with several GPUs: become `mpirun -np N`. */
+static void relaunch_under_mpirun(int argc, char **argv) {
+    char np[16], **args;
+    int gpus = 0, i;
+    if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK")) return;
+    if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 2) { cudaGetLastError(); return; }
+    args = (char **)hpdl_alloc((size_t)argc + 4, sizeof *args);
+    if (!args) return;
+    snprintf(np, sizeof np, "%d", gpus);
+    args[0] = (char *)"mpirun";
+    args[1] = (char *)"-np";
+    args[2] = np;
+    for (i = 0; i < argc; i++) args[3 + i] = argv[i];
+    args[3 + argc] = NULL;
+    fprintf(stderr, "allreduce: %d GPUs: running as mpirun -np %d\n", gpus, gpus);
+    execvp("mpirun", args); /* returns only on failure: then run as one rank */
+    HPDL_FREE(args);
+}
+
+static FILE *open_detail_csv(void) {
+    const char *dir = getenv("HPDL_RESULTS");
+    char path[1024];
+    FILE *f;
+    snprintf(path, sizeof path, "%s/allreduce_all.csv", dir && *dir ? dir : ".");
+    f = fopen(path, "w");
+    if (!f) fprintf(stderr, "allreduce: cannot write %s: %s\n", path, strerror(errno));
+    else fprintf(f, "variant,bytes,count,type,ranks,time_us,algbw_gbs,busbw_gbs,wrong\n");
+    return f;
+}
+
+/* Headline: value vs anchor at one size, when both were measured. */
+static void headline(FILE *f, double busbw[V_COUNT][MAX_SIZES], int nsizes, int size_index, const char *label,
+                     int v, int anchor) {
+    char metric[128], anchor_name[128];
+    if (!f || size_index >= nsizes || !available(v) || !available(anchor)) return;
+    snprintf(metric, sizeof metric, "%s_busbw_%s", variant_names[v], label);
+    snprintf(anchor_name, sizeof anchor_name, "%s_busbw_%s", variant_names[anchor], label);
+    hpdl_csv_row(f, metric, busbw[v][size_index], "GB/s", anchor_name, busbw[anchor][size_index], 1);
+}
+
+int main(int argc, char **argv) {
+    bench b;
+    int64_t max_bytes = (int64_t)1 << 30, bytes;
+    double busbw[V_COUNT][MAX_SIZES];
+    long long wrong_total = 0;
+    int v, k, nsizes = 0, device, i, checks = 1;
+    cudaDeviceProp prop;
+    FILE *detail = NULL;
+    setenv("NCCL_NVLS_ENABLE", "0", 1); /* NVLink multicast stays off (shared hosts) */
+    for (i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc) max_bytes = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--no-check")) checks = 0;
+    }
+    relaunch_under_mpirun(argc, argv);
+    BENCH_CHECK(hpdl_mpi_init(&argc, &argv));
+    memset(&b, 0, sizeof b);
+    memset(busbw, 0, sizeof busbw);
+    b.rank = hpdl_mpi_rank();
+    b.size = hpdl_mpi_size();
+    device = hpdl_mpi_select_gpu();
+    if (device < 0) {
+        if (b.rank == 0) printf("allreduce: no GPU, nothing to measure\n");
+        hpdl_mpi_finalize();
+        return 0;
+    }
+    HPDL_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    HPDL_CUDA_CHECK(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
+    hpdl_mpi_set_stream(b.stream);
+    HPDL_CUDA_CHECK(cudaMalloc((void **)&b.dev, (size_t)max_bytes));
+    HPDL_CUDA_CHECK(cudaMalloc((void **)&b.d_wrong, sizeof *b.d_wrong));
+    b.host = (float *)hpdl_alloc((size_t)max_bytes, 1);
+    if (!b.host) { fprintf(stderr, "allreduce: no memory for the host buffer\n"); MPI_Abort(MPI_COMM_WORLD, 1); }
+#ifdef HPDL_MPI_HAVE_NCCL
+    BENCH_CHECK(hpdl_mpi_nccl_comm(MPI_COMM_WORLD, &b.nccl));
+#endif
+    if (b.rank == 0) {
+        int nccl_version = 0;
+#ifdef HPDL_MPI_HAVE_NCCL
+        ncclGetVersion(&nccl_version);
+#endif
+        printf("# hpdl allreduce: %d ranks, %s (rank 0: GPU %d), f32 sum in place\n", b.size, prop.name, device);
+        printf("# NCCL %d%s, CUDA-aware MPI %s, staging chunk %zu B, argument checks %s while timing\n",
+               nccl_version, nccl_version ? "" : " (not built: NCCL rows skipped)",
+               hpdl_mpi_cuda_aware() ? "yes" : "no", hpdl__mpi_settings_get()->chunk_bytes, checks ? "on" : "off");
+        if (b.size == 1) printf("# one rank: nothing moves and busbw is 0; run with mpirun -np 2 or more\n");
+        detail = b.size > 1 ? open_detail_csv() : NULL;
+    }
+    for (v = 0; v < V_COUNT; v++) {
+        if (!available(v)) continue;
+        if (b.rank == 0)
+            printf("#\n# %s\n# %12s %12s %6s %11s %12s %12s %8s\n", variant_names[v], "size(B)", "count", "type",
+                   "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+        for (k = 0, bytes = 4; bytes <= max_bytes && k < MAX_SIZES; k++, bytes *= 4) {
+            int64_t count = bytes / 4;
+            /* about 2 GiB per repetition, between 2 and 50 calls */
+            int iters = (int)(((int64_t)2 << 30) / bytes > 50 ? 50 : ((int64_t)2 << 30) / bytes);
+            long long wrong = validate(&b, v, count);
+            double sec, algbw;
+            if (iters < 2) iters = 2;
+            hpdl_mpi_set_checks(checks);
+            sec = time_op(&b, v, count, iters);
+            hpdl_mpi_set_checks(1);
+            algbw = hpdl_mpi_algbw((double)bytes, sec) / 1e9;
+            busbw[v][k] = hpdl_mpi_busbw((double)bytes, sec, b.size) / 1e9;
+            wrong_total += wrong;
+            if (b.rank == 0) {
+                printf("  %12lld %12lld %6s %11.2f %12.3f %12.3f %8lld\n", (long long)bytes, (long long)count, "float",
+                       sec * 1e6, algbw, busbw[v][k], wrong);
+                if (detail)
+                    fprintf(detail, "%s,%lld,%lld,float,%d,%.3f,%.4f,%.4f,%lld\n", variant_names[v], (long long)bytes,
+                            (long long)count, b.size, sec * 1e6, algbw, busbw[v][k], wrong);
+                fflush(stdout);
+            }
+        }
+        nsizes = k;
+    }
+    if (b.rank == 0) {
+        FILE *f = b.size > 1 ? hpdl_csv_open(".", "allreduce") : NULL;
+        /* size index k is 4^(k+1) bytes: 12 -> 64 MiB, 14 -> 1 GiB */
+        headline(f, busbw, nsizes, 12, "64MiB", V_NCCL, V_NCCL_DIRECT);
+        headline(f, busbw, nsizes, 14, "1GiB", V_NCCL, V_NCCL_DIRECT);
+        headline(f, busbw, nsizes, 12, "64MiB", V_MPI, V_MPI_HOST);
+        headline(f, busbw, nsizes, 12, "64MiB", V_RING, V_MPI_HOST);
+        headline(f, busbw, nsizes, 14, "1GiB", V_MPI, V_MPI_HOST);
+        headline(f, busbw, nsizes, 14, "1GiB", V_RING, V_MPI_HOST);
+        if (f) fclose(f);
+        if (detail) fclose(detail);
+        printf("# out of bounds values : %lld %s\n", wrong_total, wrong_total ? "FAILED" : "OK");
+    }
+    free(b.host);
+    cudaFree(b.dev);
+    cudaFree(b.d_wrong);
+    BENCH_CHECK(hpdl_mpi_finalize());
+    cudaStreamDestroy(b.stream);
+    return wrong_total ? 1 : 0;
+}

@@ -1,0 +1,372 @@
+/* bench/gemm: every rung of the GEMM ladder against cuBLAS, per type.
+
+   For f32, f64, f16, bf16 and the sizes 1024^3, 2048^3, 4096^3, 8192^3 and
+   4095x1000x3001 (M x N x K): each rung is first checked against cuBLAS on
+   the same random non-zero inputs, then timed (median of event-timed runs,
+   L2 flushed before each), with cuBLAS (TF32 off for f32) timed in the same
+   run as the anchor. naive and coalesced are skipped at 8192 (minutes).
+   Writes gemm.csv (headline: best rung per type at 4096 vs cuBLAS),
+   gemm_all.csv (every row) and gemm_rungs.csv (TFLOP/s per rung at 4096,
+   for the chart) into $HPDL_RESULTS (default: the current folder).
+
+   usage: gemm [--quick] [--type f32|f64|f16|bf16]
+       --quick  4096^3 only, fewer runs */
+#include "hpdl_cuda.cuh"
+
+typedef struct bench_opts { int quick, tune; const char *only; } bench_opts;
+
+static const hpdl_gemm_algo k_rungs[] = {HPDL_GEMM_NAIVE, HPDL_GEMM_COALESCED, HPDL_GEMM_SMEM,     HPDL_GEMM_REG1D,
+                                         HPDL_GEMM_REG2D, HPDL_GEMM_VEC4,      HPDL_GEMM_WARPTILE, HPDL_GEMM_MMA,
+                                         HPDL_GEMM_CUBLAS};
+enum { N_RUNGS = sizeof k_rungs / sizeof k_rungs[0] };
+static const int k_sizes[][3] = {{1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192},
+                                 {4095, 1000, 3001}};
+
+/* Datasheet dense peaks (TFLOP/s) for the GPU's name: f32 SIMT, f64 tensor, f16/bf16 tensor; 0 = unknown. */
+static double peak_tflops(const char *gpu, const char *type) {
+    int lowp = strcmp(type, "f16") == 0 || strcmp(type, "bf16") == 0;
+    if (strstr(gpu, "H100") && strstr(gpu, "PCIe")) return lowp ? 756 : 51;
+    if (strstr(gpu, "H100") && strstr(gpu, "NVL")) return lowp ? 835 : 60;
+    if (strstr(gpu, "H100") || strstr(gpu, "H200")) return lowp ? 989 : 67;
+    return 0;
+}
+
+/* Random values in [-1, 1] from a hash of the index (no zeros in practice). */
+static __device__ float bench_value(size_t i, unsigned seed) {
+    unsigned x = (unsigned)(i * 2654435761u) ^ (unsigned)(i >> 32) ^ seed * 0x9e3779b9u;
+    x ^= x >> 16; x *= 0x7feb352du; x ^= x >> 15; x *= 0x846ca68bu; x ^= x >> 16;
+    return (float)(x >> 8) * (2.0f / 16777216.0f) - 1.0f;
+}
+static __device__ void bench_set(float *x, float v) { *x = v; }
+static __device__ void bench_set(double *x, float v) { *x = v; }
+static __device__ void bench_set(__half *x, float v) { *x = __float2half(v); }
+static __device__ void bench_set(__nv_bfloat16 *x, float v) { *x = __float2bfloat16(v); }
+
+template <typename T> __global__ void bench_fill(T *x, size_t n, unsigned seed) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        bench_set(&x[i], bench_value(i, seed));
+}
+
+static __device__ double bench_f64(float x) { return x; }
+static __device__ double bench_f64(double x) { return x; }
+static __device__ double bench_f64(__half x) { return __half2float(x); }
+static __device__ double bench_f64(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+/* out[0] = max |c - ref|, out[1] = max |ref| (non-negative floats order as unsigned ints). */
+template <typename T> __global__ void bench_compare(const T *c, const T *ref, size_t n, unsigned long long *out) {
+    double err = 0, mag = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        double a = bench_f64(c[i]), b = bench_f64(ref[i]), d = fabs(a - b);
+        if (!(d <= err)) err = d != d ? INFINITY : d; /* NaN counts as infinitely wrong */
+        mag = fmax(mag, fabs(b));
+    }
+    atomicMax(&out[0], (unsigned long long)__double_as_longlong(err));
+    atomicMax(&out[1], (unsigned long long)__double_as_longlong(mag));
+}
+
+/* The type-generic part of the bench. */
+template <typename T> struct bench_gemm {
+    hpdl_gemm_algo algo;
+    int M, N, K;
+    const T *A, *B;
+    T *C;
+};
+
+static hpdl_status call(hpdl_gemm_algo al, int M, int N, int K, const float *A, const float *B, float *C, cudaStream_t s) {
+    return hpdl_cuda_gemm_algo_f32(al, HPDL_NO_TRANS, HPDL_NO_TRANS, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N, s);
+}
+static hpdl_status call(hpdl_gemm_algo al, int M, int N, int K, const double *A, const double *B, double *C, cudaStream_t s) {
+    return hpdl_cuda_gemm_algo_f64(al, HPDL_NO_TRANS, HPDL_NO_TRANS, M, N, K, 1.0, A, K, B, N, 0.0, C, N, s);
+}
+static hpdl_status call(hpdl_gemm_algo al, int M, int N, int K, const __half *A, const __half *B, __half *C, cudaStream_t s) {
+    return hpdl_cuda_gemm_algo_f16(al, HPDL_NO_TRANS, HPDL_NO_TRANS, M, N, K, 1.0f, (const hpdl_f16 *)A, K,
+                                   (const hpdl_f16 *)B, N, 0.0f, (hpdl_f16 *)C, N, s);
+}
+static hpdl_status call(hpdl_gemm_algo al, int M, int N, int K, const __nv_bfloat16 *A, const __nv_bfloat16 *B,
+                        __nv_bfloat16 *C, cudaStream_t s) {
+    return hpdl_cuda_gemm_algo_bf16(al, HPDL_NO_TRANS, HPDL_NO_TRANS, M, N, K, 1.0f, (const hpdl_bf16 *)A, K,
+                                    (const hpdl_bf16 *)B, N, 0.0f, (hpdl_bf16 *)C, N, s);
+}
+
+template <typename T> static void bench_run(void *ctx, cudaStream_t s) {
+    bench_gemm<T> *g = (bench_gemm<T> *)ctx;
+    call(g->algo, g->M, g->N, g->K, g->A, g->B, g->C, s);
+}
+
+/* Relative error of C against the cuBLAS result: max |c - ref| / max |ref|. */
+template <typename T> static double rel_error(const T *C, const T *ref, size_t n, unsigned long long *d_out) {
+    unsigned long long h[2];
+    double err, mag;
+    HPDL_CUDA_CHECK(cudaMemset(d_out, 0, 2 * sizeof *d_out));
+    bench_compare<<<1024, 256>>>(C, ref, n, d_out);
+    HPDL_CUDA_CHECK(cudaGetLastError());
+    HPDL_CUDA_CHECK(cudaMemcpy(h, d_out, sizeof h, cudaMemcpyDeviceToHost));
+    memcpy(&err, &h[0], sizeof err);
+    memcpy(&mag, &h[1], sizeof mag);
+    return mag > 0 ? err / mag : err;
+}
+
+typedef struct bench_row {
+    const char *type, *rung;
+    int M, N, K;
+    double ms, tflops, ratio, peak_share, err;
+    const char *status; /* "ok", "skipped", "unsupported", "WRONG" */
+} bench_row;
+
+typedef struct bench_out {
+    FILE *head, *all;
+    const char *gpu;
+    double rungs_4096[4][N_RUNGS]; /* TFLOP/s per type and rung at 4096 (for the chart) */
+} bench_out;
+
+static void print_row(bench_out *o, const bench_row *r) {
+    char pk[32];
+    if (r->peak_share > 0) snprintf(pk, sizeof pk, "%6.1f%%", 100 * r->peak_share);
+    else snprintf(pk, sizeof pk, "%7s", "n/a");
+    printf("%-5s %5d %5d %5d  %-10s %10.3f %9.2f %7.3f %s %9.1e  %s\n", r->type, r->M, r->N, r->K, r->rung, r->ms,
+           r->tflops, r->ratio, pk, r->err, r->status);
+    fflush(stdout);
+    if (o->all)
+        fprintf(o->all, "gemm_%s_%dx%dx%d_%s,%.6g,TFLOP/s,cublas,%.6g,%.4f,%s,%d,%d,%d,%s,%.6g,%.4f,%.3g,%s\n", r->type, r->M,
+                r->N, r->K, r->rung, r->tflops, r->ratio > 0 ? r->tflops / r->ratio : 0.0, r->ratio, r->type, r->M, r->N,
+                r->K, r->rung, r->ms, r->peak_share, r->err, r->status);
+}
+
+/* Tolerance of a rung against cuBLAS, as max error over max |C|. */
+static double bench_tol(const char *type) {
+    return strcmp(type, "f64") == 0 ? 1e-10 : strcmp(type, "f32") == 0 ? 1e-4 : 2e-2;
+}
+
+/* All rungs of one type at one size. Returns 0 if a rung computed wrong results. */
+template <typename T>
+static int bench_size(bench_out *o, const bench_opts *opt, const char *type, int ti, int M, int N, int K,
+                      hpdl_cuda_l2_flusher *fl) {
+    size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+    T *A, *B, *C, *ref;
+    unsigned long long *d_err;
+    double flops = 2.0 * M * N * K, cublas_tflops = 0, best = 0, peak = peak_tflops(o->gpu, type);
+    const char *best_rung = NULL;
+    int r, good = 1;
+    HPDL_CUDA_CHECK(cudaMalloc(&A, na * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc(&B, nb * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc(&C, nc * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc(&ref, nc * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc(&d_err, 2 * sizeof *d_err));
+    bench_fill<<<1024, 256>>>(A, na, 1u);
+    bench_fill<<<1024, 256>>>(B, nb, 2u);
+    HPDL_CHECK(call(HPDL_GEMM_CUBLAS, M, N, K, A, B, ref, 0));
+    for (r = N_RUNGS - 1; r >= 0; r--) { /* cuBLAS first: the anchor */
+        bench_gemm<T> g;
+        bench_row row;
+        hpdl_status s;
+        double ms = 0;
+        memset(&row, 0, sizeof row);
+        row.type = type; row.rung = hpdl_gemm_algo_name(k_rungs[r]); row.M = M; row.N = N; row.K = K;
+        g.algo = k_rungs[r]; g.M = M; g.N = N; g.K = K; g.A = A; g.B = B; g.C = C;
+        if (M >= 8192 && (g.algo == HPDL_GEMM_NAIVE || g.algo == HPDL_GEMM_COALESCED)) {
+            row.status = "skipped"; /* minutes per run at 8192 */
+            print_row(o, &row);
+            continue;
+        }
+        HPDL_CHECK(hpdl_cuda_poison(C, nc * sizeof(T)));
+        s = call(g.algo, M, N, K, A, B, C, 0);
+        if (s == HPDL_ERR_UNSUPPORTED) { row.status = "unsupported"; print_row(o, &row); continue; }
+        HPDL_CHECK(s);
+        HPDL_CUDA_CHECK(cudaDeviceSynchronize());
+        row.err = rel_error(C, ref, nc, d_err);
+        if (!(row.err <= bench_tol(type))) { row.status = "WRONG"; good = 0; print_row(o, &row); continue; }
+        {   /* one run to size the repetitions: about 1 s (0.3 s quick) per rung, 3 to 50 runs */
+            hpdl_cuda_timer t;
+            double once, budget = opt->quick ? 300.0 : 1000.0;
+            int reps;
+            HPDL_CHECK(hpdl_cuda_timer_create(&t, 0));
+            hpdl_cuda_timer_start(&t);
+            bench_run<T>(&g, 0);
+            once = hpdl_cuda_timer_stop_ms(&t);
+            hpdl_cuda_timer_destroy(&t);
+            reps = once > 0 ? (int)(budget / once) : 50;
+            reps = reps < 3 ? 3 : reps > (opt->quick ? 20 : 50) ? (opt->quick ? 20 : 50) : reps;
+            HPDL_CHECK(hpdl_cuda_time_median_ms(bench_run<T>, &g, 0, once > 200 ? 0 : 2, reps, fl, &ms));
+        }
+        row.ms = ms;
+        row.tflops = flops / (ms * 1e-3) / 1e12;
+        if (g.algo == HPDL_GEMM_CUBLAS) cublas_tflops = row.tflops;
+        row.ratio = cublas_tflops > 0 ? row.tflops / cublas_tflops : 0;
+        row.peak_share = peak > 0 ? row.tflops / peak : 0;
+        row.status = "ok";
+        print_row(o, &row);
+        if (g.algo != HPDL_GEMM_CUBLAS && row.tflops > best) { best = row.tflops; best_rung = row.rung; }
+        if (M == 4096 && N == 4096 && K == 4096) o->rungs_4096[ti][r] = row.tflops;
+    }
+    if (M == 4096 && N == 4096 && K == 4096 && best_rung && o->head) {
+        char metric[96];
+        snprintf(metric, sizeof metric, "gemm_%s_4096_best_%s", type, best_rung);
+        hpdl_csv_row(o->head, metric, best, "TFLOP/s", "cublas", cublas_tflops, 1);
+    }
+    cudaFree(A); cudaFree(B); cudaFree(C); cudaFree(ref); cudaFree(d_err);
+    return good;
+}
+
+template <typename T>
+static int bench_type(bench_out *o, const bench_opts *opt, const char *type, int ti, hpdl_cuda_l2_flusher *fl) {
+    int i, good = 1;
+    if (opt->only && strcmp(opt->only, type) != 0) return 1;
+    for (i = 0; i < (int)(sizeof k_sizes / sizeof k_sizes[0]); i++) {
+        if (opt->quick && k_sizes[i][0] != 4096) continue;
+        good &= bench_size<T>(o, opt, type, ti, k_sizes[i][0], k_sizes[i][1], k_sizes[i][2], fl);
+    }
+    return good;
+}
+
+/* --tune: internal variants (tile shapes) of the fast rungs at 4096^3, to pick the defaults. */
+template <typename T, typename ACC, int BK, int MINB>
+static hpdl_status tune_warptile(const hpdl__gemm_args<T, ACC> &g, cudaStream_t s) {
+    dim3 grid;
+    hpdl_status st = hpdl__gemm_grid(g.N, 128, g.M, 128, &grid);
+    if (st != HPDL_OK) return st;
+    hpdl__gemm_warptile<T, ACC, BK, MINB><<<grid, 256, 0, s>>>(g);
+    return cudaGetLastError() == cudaSuccess ? HPDL_OK : HPDL_ERR_CUDA;
+}
+template <typename SH, typename T> static hpdl_status tune_mma(const hpdl__gemm_args<T, float> &g, cudaStream_t s) {
+    return hpdl__gemm_launch_tc<SH>(hpdl__gemm_mma<T, true, false, SH>, g, (size_t)SH::S * (SH::BM + SH::BN) * SH::BK * sizeof(T), s);
+}
+template <typename SH> static hpdl_status tune_dmma(const hpdl__gemm_args<double, double> &g, cudaStream_t s) {
+    size_t smem = (size_t)SH::S * (SH::BM * (SH::BK + 4) + SH::BK * (SH::BN + 4)) * sizeof(double);
+    return hpdl__gemm_launch_tc<SH>(hpdl__gemm_dmma<true, false, SH>, g, smem, s);
+}
+template <typename T, typename ACC> struct tune_variant {
+    const char *name;
+    hpdl_status (*fn)(const hpdl__gemm_args<T, ACC> &, cudaStream_t);
+};
+template <typename T, typename ACC> struct tune_ctx { const tune_variant<T, ACC> *v; hpdl__gemm_args<T, ACC> g; };
+template <typename T, typename ACC> static void tune_run(void *ctx, cudaStream_t s) {
+    tune_ctx<T, ACC> *c = (tune_ctx<T, ACC> *)ctx;
+    c->v->fn(c->g, s);
+}
+template <typename T, typename ACC>
+static void tune_type(const char *type, const tune_variant<T, ACC> *vs, int nv, hpdl_cuda_l2_flusher *fl) {
+    const int n = 4096;
+    size_t nn = (size_t)n * n;
+    T *A, *B, *C, *ref;
+    unsigned long long *d_err;
+    bench_gemm<T> cb;
+    double ms, cublas;
+    int i;
+    HPDL_CUDA_CHECK(cudaMalloc(&A, nn * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc(&B, nn * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc(&C, nn * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc(&ref, nn * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc(&d_err, 2 * sizeof *d_err));
+    bench_fill<<<1024, 256>>>(A, nn, 1u);
+    bench_fill<<<1024, 256>>>(B, nn, 2u);
+    cb.algo = HPDL_GEMM_CUBLAS; cb.M = cb.N = cb.K = n; cb.A = A; cb.B = B; cb.C = ref;
+    HPDL_CHECK(hpdl_cuda_time_median_ms(bench_run<T>, &cb, 0, 2, 20, fl, &ms));
+    cublas = 2.0 * n * n * n / (ms * 1e-3) / 1e12;
+    printf("tune %-5s %-34s %8.3f ms %8.2f TFLOP/s\n", type, "cublas", ms, cublas);
+    for (i = 0; i < nv; i++) {
+        tune_ctx<T, ACC> c;
+        double err, t;
+        c.v = &vs[i];
+        c.g = hpdl__gemm_make_args(HPDL_NO_TRANS, HPDL_NO_TRANS, n, n, n, (ACC)1, (const T *)A, n, (const T *)B, n, (ACC)0,
+                                   C, n, strncmp(vs[i].name, "warptile", 8) == 0 ? 4 : (int)(16 / sizeof(T)));
+        HPDL_CHECK(hpdl_cuda_poison(C, nn * sizeof(T)));
+        if (vs[i].fn(c.g, 0) != HPDL_OK) { printf("tune %-5s %-34s failed to launch\n", type, vs[i].name); continue; }
+        HPDL_CUDA_CHECK(cudaDeviceSynchronize());
+        err = rel_error(C, ref, nn, d_err);
+        HPDL_CHECK(hpdl_cuda_time_median_ms(tune_run<T, ACC>, &c, 0, 2, 20, fl, &ms));
+        t = 2.0 * n * n * n / (ms * 1e-3) / 1e12;
+        printf("tune %-5s %-34s %8.3f ms %8.2f TFLOP/s  ratio %.3f  err %.1e%s\n", type, vs[i].name, ms, t, t / cublas, err,
+               err <= bench_tol(type) ? "" : "  WRONG");
+        fflush(stdout);
+    }
+    cudaFree(A); cudaFree(B); cudaFree(C); cudaFree(ref); cudaFree(d_err);
+}
+
+static void tune_all(hpdl_cuda_l2_flusher *fl) {
+    static const tune_variant<float, float> f32[] = {
+        {"warptile bk8 minb2", tune_warptile<float, float, 8, 2>}, {"warptile bk8 minb1", tune_warptile<float, float, 8, 1>},
+        {"warptile bk16 minb1", tune_warptile<float, float, 16, 1>}, {"warptile bk16 minb2", tune_warptile<float, float, 16, 2>}};
+    static const tune_variant<double, double> f64[] = {
+        {"dmma 128x128x16 s3 w64x32", tune_dmma<hpdl__tc_shape<128, 128, 16, 3, 64, 32> >},
+        {"dmma 128x128x32 s3 w64x32", tune_dmma<hpdl__tc_shape<128, 128, 32, 3, 64, 32> >},
+        {"dmma 128x128x16 s4 w64x32", tune_dmma<hpdl__tc_shape<128, 128, 16, 4, 64, 32> >},
+        {"dmma 128x64x16 s3 w64x32", tune_dmma<hpdl__tc_shape<128, 64, 16, 3, 64, 32> >},
+        {"dmma 64x128x16 s4 w32x32", tune_dmma<hpdl__tc_shape<64, 128, 16, 4, 32, 32> >}};
+    static const tune_variant<__half, float> f16[] = {
+        {"mma 128x256x32 s4 w64x64", tune_mma<hpdl__tc_shape<128, 256, 32, 4, 64, 64>, __half>},
+        {"mma 128x256x64 s3 w64x64", tune_mma<hpdl__tc_shape<128, 256, 64, 3, 64, 64>, __half>},
+        {"mma 128x256x32 s3 w64x64", tune_mma<hpdl__tc_shape<128, 256, 32, 3, 64, 64>, __half>},
+        {"mma 256x128x32 s4 w64x64", tune_mma<hpdl__tc_shape<256, 128, 32, 4, 64, 64>, __half>},
+        {"mma 128x128x32 s4 w64x64", tune_mma<hpdl__tc_shape<128, 128, 32, 4, 64, 64>, __half>},
+        {"mma 128x128x64 s3 w64x64", tune_mma<hpdl__tc_shape<128, 128, 64, 3, 64, 64>, __half>},
+        {"mma 128x128x32 s4 w64x32", tune_mma<hpdl__tc_shape<128, 128, 32, 4, 64, 32>, __half>}};
+    tune_type<float, float>("f32", f32, 4, fl);
+    tune_type<double, double>("f64", f64, 5, fl);
+    tune_type<__half, float>("f16", f16, 7, fl);
+}
+
+/* Opens <HPDL_RESULTS or .>/<name>.csv with its own header line. */
+static FILE *open_detail(const char *name, const char *header) {
+    char path[1024];
+    const char *dir = getenv("HPDL_RESULTS");
+    FILE *f;
+    snprintf(path, sizeof path, "%s/%s.csv", dir && *dir ? dir : ".", name);
+    f = fopen(path, "w");
+    if (!f) { fprintf(stderr, "gemm: cannot write %s: %s\n", path, strerror(errno)); return NULL; }
+    fprintf(f, "%s\n", header);
+    return f;
+}
+
+static void write_rungs(const bench_out *o) {
+    FILE *f = open_detail("gemm_rungs", "rung,f32,f64,f16,bf16");
+    int r, t;
+    if (!f) return;
+    for (r = 0; r < N_RUNGS; r++) {
+        fprintf(f, "%s", hpdl_gemm_algo_name(k_rungs[r]));
+        for (t = 0; t < 4; t++) {
+            if (o->rungs_4096[t][r] > 0) fprintf(f, ",%.4g", o->rungs_4096[t][r]);
+            else fprintf(f, ",NaN");
+        }
+        fprintf(f, "\n");
+    }
+    fclose(f);
+}
+
+int main(int argc, char **argv) {
+    bench_opts opt;
+    bench_out o;
+    hpdl_cuda_device_info info;
+    hpdl_cuda_l2_flusher fl;
+    int i, good = 1;
+    memset(&opt, 0, sizeof opt);
+    memset(&o, 0, sizeof o);
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) opt.quick = 1;
+        else if (strcmp(argv[i], "--tune") == 0) opt.tune = 1;
+        else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) opt.only = argv[++i];
+        else { fprintf(stderr, "usage: %s [--quick] [--type f32|f64|f16|bf16]\n", argv[0]); return 2; }
+    }
+    if (!hpdl_cuda_available()) { printf("gemm: no GPU, nothing to measure\n"); return 0; }
+    HPDL_CHECK(hpdl_cuda_device_query(0, &info));
+    HPDL_CHECK(hpdl_cuda_l2_flusher_create(&fl));
+    o.gpu = info.name;
+    if (opt.tune) { tune_all(&fl); hpdl_cuda_l2_flusher_destroy(&fl); return 0; }
+    printf("gemm on %s (%d SMs, sm_%d%d): row-major C = A*B, alpha 1, beta 0, random inputs in [-1, 1]\n", info.name,
+           info.sm_count, info.cc_major, info.cc_minor);
+    printf("each rung checked against cuBLAS (max|err|/max|C|) before timing; median time, L2 flushed; "
+           "ratio = TFLOP/s / cuBLAS TFLOP/s (same type, TF32 off); peak = datasheet dense\n");
+    printf("%-5s %5s %5s %5s  %-10s %10s %9s %7s %7s %9s  %s\n", "type", "M", "N", "K", "rung", "ms", "TFLOP/s", "ratio",
+           "peak", "err", "status");
+    o.head = hpdl_csv_open(".", "gemm");
+    o.all = open_detail("gemm_all", "metric,value,unit,anchor,anchor_value,ratio,type,m,n,k,rung,ms,peak_share,max_rel_err,status");
+    good &= bench_type<float>(&o, &opt, "f32", 0, &fl);
+    good &= bench_type<double>(&o, &opt, "f64", 1, &fl);
+    good &= bench_type<__half>(&o, &opt, "f16", 2, &fl);
+    good &= bench_type<__nv_bfloat16>(&o, &opt, "bf16", 3, &fl);
+    write_rungs(&o);
+    if (o.head) fclose(o.head);
+    if (o.all) fclose(o.all);
+    hpdl_cuda_l2_flusher_destroy(&fl);
+    if (!good) { fprintf(stderr, "gemm: some rungs computed wrong results (status WRONG above)\n"); return 1; }
+    return 0;
+}

@@ -1,0 +1,517 @@
+/* bench/quantize: int8 GEMM throughput (TOPS) of hpdl's tensor-core (mma.sync)
+   and dp4a kernels against hpdl's f16 GEMM (AUTO), cuBLAS f16 and cuBLASLt
+   int8, at 1024..8192 (M = N = K); then quantized vs float MLP inference
+   throughput (samples/s) at the test set's size.
+
+       make build/bench/quantize && build/bench/quantize [max_size]
+
+   Checks first: each int8 kernel and cuBLASLt against the CPU
+   (hpdl_quant_gemm_i8) on small shapes, bit for bit; on the big sizes mma
+   against dp4a and cuBLASLt on the device, bit for bit; f16 against mma on
+   small integers (exact in f16 with f32 accumulation); the GPU quantized
+   MLP's int32 logits against the CPU's. Timing: warm-up, CUDA events, median,
+   L2 flushed before each run. Layout: A row-major M x K, B given N x K (the
+   int8 tensor-core layout, "TN" for cuBLASLt); f16 runs A x B with both
+   row-major (its usual call).
+
+   CSV: quantize.csv (headline: int8 mma TOPS vs cuBLASLt int8 and vs hpdl
+   f16 per size; MLP samples/s vs float), quantize_gemm.csv (size, variant,
+   ms, TOPS), quantize_mlp.csv (model, variant, ms, samples/s). */
+#include "hpdl_cuda.cuh"
+#include "parts/cpu_quant_mlp.h"
+#include "parts/cuda_quant.cuh"
+
+#include <cublasLt.h>
+#include <sys/stat.h>
+
+#include <vector>
+
+/* ---- device data ------------------------------------------------------------------------ */
+
+static __device__ __forceinline__ uint32_t hash32(uint64_t x) {
+    x ^= x >> 33; x *= 0xff51afd7ed558ccdull; x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ull; x ^= x >> 33;
+    return (uint32_t)x;
+}
+
+/* int8 values in [-span, span) (span 128: the full range). */
+__global__ void fill_i8(int8_t *p, size_t n, uint64_t seed, int span) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        p[i] = (int8_t)((int)(hash32(i + seed * 0x9e3779b97f4a7c15ull) % (uint32_t)(2 * span)) - span);
+}
+
+__global__ void i8_to_f16(const int8_t *x, __half *y, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        y[i] = __int2half_rn(x[i]);
+}
+
+/* Counts a[i] != b[i]; against f16 values bh, counts those further from
+   a[i] than f16's rounding (2^-11 relative, with margin). */
+__global__ void count_diff(const int32_t *a, const int32_t *b, const __half *bh, size_t n, unsigned long long *bad) {
+    unsigned long long local = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        local += bh ? fabsf((float)a[i] - __half2float(bh[i])) > 1e-3f * fabsf((float)a[i]) + 0.5f : a[i] != b[i];
+    if (local) atomicAdd(bad, local);
+}
+
+static const unsigned GRID = 1024, BLOCK = 256;
+
+static unsigned long long mismatches(const int32_t *a, const int32_t *b, const __half *bh, size_t n) {
+    unsigned long long *d, h = 0;
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&d, sizeof *d));
+    HPDL_CUDA_CHECK(cudaMemset(d, 0, sizeof *d));
+    count_diff<<<GRID, BLOCK>>>(a, b, bh, n, d);
+    HPDL_CUDA_CHECK(cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost));
+    hpdl_cuda_free(d);
+    return h;
+}
+
+/* ---- cuBLASLt int8 ---------------------------------------------------------------------- */
+
+/* Row-major C (M x N, int32) = A (M x K) * Bt^T (Bt N x K), as column-major
+   C^T (N x M) = op(Bt_cm) * A_cm, where Bt_cm is Bt read column-major (K x N,
+   transposed: op T) and A_cm is A read column-major (K x M, op N): the "TN"
+   layout cuBLASLt's int8 kernels require (CUBLAS_COMPUTE_32I, int32 scale). */
+typedef struct lt_gemm {
+    cublasLtHandle_t h;
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, lc;
+    cublasLtMatmulAlgo_t algo;
+    void *ws;
+    size_t ws_bytes;
+    const int8_t *A, *Bt;
+    int32_t *C;
+} lt_gemm;
+
+static int lt_create(lt_gemm *g, int M, int N, int K, const int8_t *A, const int8_t *Bt, int32_t *C) {
+    cublasOperation_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;
+    cublasLtMatmulPreference_t pref;
+    cublasLtMatmulHeuristicResult_t res;
+    int found = 0;
+    memset(g, 0, sizeof *g);
+    g->A = A; g->Bt = Bt; g->C = C;
+    g->ws_bytes = 32u << 20;
+    HPDL_CHECK(hpdl_cuda_alloc(&g->ws, g->ws_bytes));
+    if (cublasLtCreate(&g->h) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulDescCreate(&g->desc, CUBLAS_COMPUTE_32I, CUDA_R_32I) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof n) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatrixLayoutCreate(&g->la, CUDA_R_8I, K, N, K) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatrixLayoutCreate(&g->lb, CUDA_R_8I, K, M, K) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatrixLayoutCreate(&g->lc, CUDA_R_32I, N, M, N) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulPreferenceCreate(&pref) != CUBLAS_STATUS_SUCCESS)
+        return 0;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &g->ws_bytes, sizeof g->ws_bytes);
+    if (cublasLtMatmulAlgoGetHeuristic(g->h, g->desc, g->la, g->lb, g->lc, g->lc, pref, 1, &res, &found) !=
+            CUBLAS_STATUS_SUCCESS ||
+        found < 1)
+        found = 0;
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (found) g->algo = res.algo;
+    return found;
+}
+
+static void lt_destroy(lt_gemm *g) {
+    if (g->lc) cublasLtMatrixLayoutDestroy(g->lc);
+    if (g->lb) cublasLtMatrixLayoutDestroy(g->lb);
+    if (g->la) cublasLtMatrixLayoutDestroy(g->la);
+    if (g->desc) cublasLtMatmulDescDestroy(g->desc);
+    if (g->h) cublasLtDestroy(g->h);
+    hpdl_cuda_free(g->ws);
+}
+
+static void lt_run(void *ctx, cudaStream_t stream) {
+    lt_gemm *g = (lt_gemm *)ctx;
+    int32_t one = 1, zero = 0;
+    HPDL_CUBLAS_CHECK(cublasLtMatmul(g->h, g->desc, &one, g->Bt, g->la, g->A, g->lb, &zero, g->C, g->lc, g->C, g->lc,
+                                     &g->algo, g->ws, g->ws_bytes, stream));
+}
+
+/* ---- the variants ------------------------------------------------------------------------ */
+
+typedef struct gemm_case {
+    int n;
+    const int8_t *A, *Bt;
+    int32_t *C;
+    const hpdl_f16 *Ah, *Bh;
+    hpdl_f16 *Ch;
+    hpdl_quant_algo algo;
+    hpdl_gemm_algo falgo;
+} gemm_case;
+
+static void run_int8(void *ctx, cudaStream_t stream) {
+    gemm_case *c = (gemm_case *)ctx;
+    HPDL_CHECK(hpdl_cuda_quant_gemm_nt_i8(c->algo, c->n, c->n, c->n, c->A, c->n, 0, c->Bt, c->n, 0, c->C, c->n, stream));
+}
+
+static void run_f16(void *ctx, cudaStream_t stream) {
+    gemm_case *c = (gemm_case *)ctx;
+    HPDL_CHECK(hpdl_cuda_gemm_algo_f16(c->falgo, HPDL_NO_TRANS, HPDL_NO_TRANS, c->n, c->n, c->n, 1.0f, c->Ah, c->n, c->Bh,
+                                       c->n, 0.0f, c->Ch, c->n, stream));
+}
+
+/* ---- checks ------------------------------------------------------------------------------ */
+
+/* Each int8 kernel (and cuBLASLt where given) against the CPU on odd shapes, bit for bit. */
+static int check_small(void) {
+    static const int shapes[][5] = {{333, 257, 301, 3, -2}, {128, 256, 64, 0, 0}, {77, 1000, 45, -128, 5}};
+    static const hpdl_quant_algo algos[2] = {HPDL_QUANT_MMA, HPDL_QUANT_DP4A};
+    hpdl_rng r;
+    int s, a, ok = 1;
+    hpdl_rng_seed(&r, 5);
+    for (s = 0; s < 3; s++) {
+        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], za = shapes[s][3], zb = shapes[s][4];
+        std::vector<int8_t> A((size_t)M * K), B((size_t)K * N);
+        std::vector<int32_t> want((size_t)M * N), got((size_t)M * N);
+        int8_t *dA, *dB;
+        int32_t *dC;
+        for (size_t i = 0; i < A.size(); i++) A[i] = (int8_t)((int)hpdl_rng_below(&r, 256) - 128);
+        for (size_t i = 0; i < B.size(); i++) B[i] = (int8_t)((int)hpdl_rng_below(&r, 256) - 128);
+        HPDL_CHECK(hpdl_quant_gemm_i8(M, N, K, A.data(), K, za, B.data(), N, zb, want.data(), N));
+        HPDL_CHECK(hpdl_cuda_alloc((void **)&dA, A.size()));
+        HPDL_CHECK(hpdl_cuda_alloc((void **)&dB, B.size()));
+        HPDL_CHECK(hpdl_cuda_alloc((void **)&dC, want.size() * 4));
+        HPDL_CUDA_CHECK(cudaMemcpy(dA, A.data(), A.size(), cudaMemcpyHostToDevice));
+        HPDL_CUDA_CHECK(cudaMemcpy(dB, B.data(), B.size(), cudaMemcpyHostToDevice));
+        for (a = 0; a < 2; a++) {
+            HPDL_CHECK(hpdl_cuda_poison(dC, want.size() * 4));
+            HPDL_CHECK(hpdl_cuda_quant_gemm_i8(algos[a], M, N, K, dA, K, za, dB, N, zb, dC, N, 0));
+            HPDL_CUDA_CHECK(cudaMemcpy(got.data(), dC, got.size() * 4, cudaMemcpyDeviceToHost));
+            if (memcmp(got.data(), want.data(), got.size() * 4)) {
+                printf("CHECK FAILED: %s %dx%dx%d differs from the CPU\n", hpdl_quant_algo_name(algos[a]), M, N, K);
+                ok = 0;
+            }
+        }
+        hpdl_cuda_free(dA);
+        hpdl_cuda_free(dB);
+        hpdl_cuda_free(dC);
+    }
+    printf("check: mma and dp4a == CPU (hpdl_quant_gemm_i8) on 3 odd shapes with zero points: %s\n", ok ? "ok" : "FAILED");
+    return ok;
+}
+
+/* cuBLASLt against the CPU at 256^3 (its shapes must be multiples of 4). */
+static int check_cublaslt_small(void) {
+    const int n = 256;
+    std::vector<int8_t> A((size_t)n * n), Bt((size_t)n * n), B((size_t)n * n);
+    std::vector<int32_t> want((size_t)n * n), got((size_t)n * n);
+    hpdl_rng r;
+    lt_gemm lt;
+    int8_t *dA, *dBt;
+    int32_t *dC;
+    int ok;
+    hpdl_rng_seed(&r, 6);
+    for (size_t i = 0; i < A.size(); i++) A[i] = (int8_t)((int)hpdl_rng_below(&r, 256) - 128);
+    for (size_t i = 0; i < Bt.size(); i++) Bt[i] = (int8_t)((int)hpdl_rng_below(&r, 256) - 128);
+    for (int k = 0; k < n; k++)
+        for (int j = 0; j < n; j++) B[(size_t)k * n + j] = Bt[(size_t)j * n + k];
+    HPDL_CHECK(hpdl_quant_gemm_i8(n, n, n, A.data(), n, 0, B.data(), n, 0, want.data(), n));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&dA, A.size()));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&dBt, Bt.size()));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&dC, want.size() * 4));
+    HPDL_CUDA_CHECK(cudaMemcpy(dA, A.data(), A.size(), cudaMemcpyHostToDevice));
+    HPDL_CUDA_CHECK(cudaMemcpy(dBt, Bt.data(), Bt.size(), cudaMemcpyHostToDevice));
+    HPDL_CHECK(hpdl_cuda_poison(dC, want.size() * 4));
+    ok = lt_create(&lt, n, n, n, dA, dBt, dC);
+    if (ok) {
+        lt_run(&lt, 0);
+        HPDL_CUDA_CHECK(cudaMemcpy(got.data(), dC, got.size() * 4, cudaMemcpyDeviceToHost));
+        ok = memcmp(got.data(), want.data(), got.size() * 4) == 0;
+        printf("check: cuBLASLt int8 == CPU at 256^3: %s\n", ok ? "ok" : "FAILED");
+    } else {
+        printf("check: cuBLASLt int8: no algorithm for this GPU/library, it is left out\n");
+        ok = -1;
+    }
+    lt_destroy(&lt);
+    hpdl_cuda_free(dA);
+    hpdl_cuda_free(dBt);
+    hpdl_cuda_free(dC);
+    return ok;
+}
+
+/* ---- GEMM sizes ---------------------------------------------------------------------------- */
+
+typedef struct gemm_result { double mma, dp4a, lt, f16, f16_cublas; } gemm_result; /* TOPS, 0: not run */
+
+static double tops(int n, double ms) { return ms > 0 ? 2.0 * n * (double)n * n / (ms * 1e-3) / 1e12 : 0.0; }
+
+static double time_ms(hpdl_cuda_work_fn fn, void *ctx, int n, hpdl_cuda_l2_flusher *fl) {
+    double ms = 0;
+    int reps = n >= 8192 ? 10 : n >= 4096 ? 20 : 50;
+    HPDL_CHECK(hpdl_cuda_time_median_ms(fn, ctx, 0, 3, reps, fl, &ms));
+    return ms;
+}
+
+static int bench_size(int n, int use_lt, hpdl_cuda_l2_flusher *fl, FILE *detail, gemm_result *res) {
+    size_t nn = (size_t)n * n;
+    int8_t *A, *Bt, *B8;
+    int32_t *C, *C2;
+    hpdl_f16 *Ah, *Bh, *Ch;
+    gemm_case c;
+    lt_gemm lt;
+    unsigned long long bad_dp4a, bad_lt = 0, bad_f16;
+    int ok = 1, have_lt = 0;
+    memset(res, 0, sizeof *res);
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&A, nn));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&Bt, nn));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&B8, nn));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&C, nn * 4));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&C2, nn * 4));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&Ah, nn * 2));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&Bh, nn * 2));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&Ch, nn * 2));
+    fill_i8<<<GRID, BLOCK>>>(A, nn, 1 + n, 128);
+    fill_i8<<<GRID, BLOCK>>>(Bt, nn, 2 + n, 128);
+    memset(&c, 0, sizeof c);
+    c.n = n; c.A = A; c.Bt = Bt; c.C = C; c.Ah = Ah; c.Bh = Bh; c.Ch = Ch;
+
+    /* checks: mma vs dp4a and cuBLASLt on full-range data, bit for bit; f16
+       vs int8 (B given K x N: the transposing path) on integers in [-2, 2),
+       exact in f32 accumulation, so within f16's output rounding */
+    c.algo = HPDL_QUANT_MMA;
+    run_int8(&c, 0);
+    c.C = C2; c.algo = HPDL_QUANT_DP4A;
+    run_int8(&c, 0);
+    c.C = C;
+    bad_dp4a = mismatches(C, C2, NULL, nn);
+    if (use_lt && (have_lt = lt_create(&lt, n, n, n, A, Bt, C2))) {
+        HPDL_CHECK(hpdl_cuda_poison(C2, nn * 4));
+        lt_run(&lt, 0);
+        bad_lt = mismatches(C, C2, NULL, nn);
+    }
+    fill_i8<<<GRID, BLOCK>>>(B8, nn, 3 + n, 2);
+    { /* small-integer A in C2's memory */
+        int8_t *A2 = (int8_t *)C2;
+        fill_i8<<<GRID, BLOCK>>>(A2, nn, 4 + n, 2);
+        i8_to_f16<<<GRID, BLOCK>>>(A2, (__half *)Ah, nn);
+        i8_to_f16<<<GRID, BLOCK>>>(B8, (__half *)Bh, nn); /* Bh = B8 read as K x N */
+        HPDL_CHECK(hpdl_cuda_quant_gemm_i8(HPDL_QUANT_AUTO, n, n, n, A2, n, 0, B8, n, 0, C, n, 0));
+        c.falgo = HPDL_GEMM_AUTO;
+        run_f16(&c, 0);
+        bad_f16 = mismatches(C, NULL, (const __half *)Ch, nn);
+    }
+    HPDL_CUDA_CHECK(cudaDeviceSynchronize());
+    printf("check %5d: dp4a == mma: %s   cuBLASLt == mma: %s   f16 AUTO ~ int8 (small integers): %s\n", n,
+           bad_dp4a ? "FAILED" : "ok", !have_lt ? "n/a" : bad_lt ? "FAILED" : "ok", bad_f16 ? "FAILED" : "ok");
+    ok = !bad_dp4a && !bad_lt && !bad_f16;
+
+    /* timing on full-range int8 and f16 in [-1, 1) */
+    fill_i8<<<GRID, BLOCK>>>(A, nn, 1 + n, 128);
+    c.algo = HPDL_QUANT_MMA;
+    res->mma = tops(n, time_ms(run_int8, &c, n, fl));
+    c.algo = HPDL_QUANT_DP4A;
+    res->dp4a = tops(n, time_ms(run_int8, &c, n, fl));
+    if (have_lt) res->lt = tops(n, time_ms(lt_run, &lt, n, fl));
+    c.falgo = HPDL_GEMM_AUTO;
+    res->f16 = tops(n, time_ms(run_f16, &c, n, fl));
+    c.falgo = HPDL_GEMM_CUBLAS;
+    res->f16_cublas = tops(n, time_ms(run_f16, &c, n, fl));
+    printf("%6d %14.1f %14.1f %14.1f %14.1f %14.1f\n", n, res->mma, res->dp4a, res->lt, res->f16, res->f16_cublas);
+    if (detail) {
+        fprintf(detail, "%d,int8_mma,%.6g\n%d,int8_dp4a,%.6g\n", n, res->mma, n, res->dp4a);
+        if (have_lt) fprintf(detail, "%d,int8_cublaslt,%.6g\n", n, res->lt);
+        fprintf(detail, "%d,f16_hpdl_auto,%.6g\n%d,f16_cublas,%.6g\n", n, res->f16, n, res->f16_cublas);
+    }
+    if (have_lt) lt_destroy(&lt);
+    hpdl_cuda_free(A); hpdl_cuda_free(Bt); hpdl_cuda_free(B8); hpdl_cuda_free(C); hpdl_cuda_free(C2);
+    hpdl_cuda_free(Ah); hpdl_cuda_free(Bh); hpdl_cuda_free(Ch);
+    return ok;
+}
+
+/* ---- MLP inference ------------------------------------------------------------------------ */
+
+/* Float forward on the GPU with hpdl's GEMMs: per layer Y = X W (+ b, ReLU when hidden). */
+template <typename T> __global__ void bias_relu(T *y, int rows, int cols, const T *b, int relu) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (size_t)rows * cols; i += (size_t)gridDim.x * blockDim.x) {
+        float v = (float)y[i] + (float)b[i % cols];
+        y[i] = (T)(relu && v < 0.0f ? 0.0f : v);
+    }
+}
+
+__global__ void f32_to_f16(const float *x, __half *y, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        y[i] = __float2half_rn(x[i]);
+}
+
+typedef struct float_mlp {
+    int L, batch, widths[HPDL_MLP_MAX_LAYERS + 1], half;
+    const float *X;
+    void *W[HPDL_MLP_MAX_LAYERS], *b[HPDL_MLP_MAX_LAYERS], *act[HPDL_MLP_MAX_LAYERS + 1];
+} float_mlp;
+
+static void float_forward(void *ctx, cudaStream_t stream) {
+    float_mlp *f = (float_mlp *)ctx;
+    int l;
+    if (f->half) f32_to_f16<<<GRID, BLOCK, 0, stream>>>(f->X, (__half *)f->act[0], (size_t)f->batch * f->widths[0]);
+    for (l = 0; l < f->L; l++) {
+        int n_in = f->widths[l], n_out = f->widths[l + 1], relu = l < f->L - 1;
+        const void *in = l || f->half ? f->act[l] : (const void *)f->X;
+        if (f->half) {
+            HPDL_CHECK(hpdl_cuda_gemm_f16(HPDL_NO_TRANS, HPDL_NO_TRANS, f->batch, n_out, n_in, 1.0f, (const hpdl_f16 *)in,
+                                          n_in, (const hpdl_f16 *)f->W[l], n_out, 0.0f, (hpdl_f16 *)f->act[l + 1], n_out,
+                                          stream));
+            bias_relu<__half><<<GRID, BLOCK, 0, stream>>>((__half *)f->act[l + 1], f->batch, n_out, (const __half *)f->b[l], relu);
+        } else {
+            HPDL_CHECK(hpdl_cuda_gemm_f32(HPDL_NO_TRANS, HPDL_NO_TRANS, f->batch, n_out, n_in, 1.0f, (const float *)in, n_in,
+                                          (const float *)f->W[l], n_out, 0.0f, (float *)f->act[l + 1], n_out, stream));
+            bias_relu<float><<<GRID, BLOCK, 0, stream>>>((float *)f->act[l + 1], f->batch, n_out, (const float *)f->b[l], relu);
+        }
+    }
+}
+
+static void float_mlp_create(float_mlp *f, const hpdl_mlp_f32 *m, int batch, const float *X, int half) {
+    size_t es = half ? 2 : 4;
+    int l;
+    memset(f, 0, sizeof *f);
+    f->L = m->n_layers; f->batch = batch; f->X = X; f->half = half;
+    memcpy(f->widths, m->widths, sizeof f->widths);
+    for (l = 0; l <= f->L; l++) HPDL_CHECK(hpdl_cuda_alloc(&f->act[l], (size_t)batch * m->widths[l] * es));
+    for (l = 0; l < f->L; l++) {
+        size_t nw = (size_t)m->widths[l] * m->widths[l + 1], nb = (size_t)m->widths[l + 1];
+        std::vector<hpdl_f16> hw(nw), hb(nb);
+        for (size_t i = 0; i < nw; i++) hw[i] = hpdl_f16_from_f32(m->W[l][i]);
+        for (size_t i = 0; i < nb; i++) hb[i] = hpdl_f16_from_f32(m->b[l][i]);
+        HPDL_CHECK(hpdl_cuda_alloc(&f->W[l], nw * es));
+        HPDL_CHECK(hpdl_cuda_alloc(&f->b[l], nb * es));
+        HPDL_CUDA_CHECK(cudaMemcpy(f->W[l], half ? (const void *)hw.data() : m->W[l], nw * es, cudaMemcpyHostToDevice));
+        HPDL_CUDA_CHECK(cudaMemcpy(f->b[l], half ? (const void *)hb.data() : m->b[l], nb * es, cudaMemcpyHostToDevice));
+    }
+}
+
+static void float_mlp_destroy(float_mlp *f) {
+    int l;
+    for (l = 0; l <= f->L; l++) hpdl_cuda_free(f->act[l]);
+    for (l = 0; l < f->L; l++) { hpdl_cuda_free(f->W[l]); hpdl_cuda_free(f->b[l]); }
+}
+
+typedef struct quant_run { hpdl_cuda_quant_mlp *g; int batch; const float *X; } quant_run;
+
+static void quant_forward(void *ctx, cudaStream_t stream) {
+    quant_run *q = (quant_run *)ctx;
+    HPDL_CHECK(hpdl_cuda_quant_mlp_forward(q->g, q->batch, q->X, stream));
+}
+
+/* One model: random He weights and biases, inputs like normalized pixels;
+   quantized (calibrated on 512 rows), checked against the CPU, timed. */
+static int bench_mlp(const char *name, int n_widths, const int *widths, int batch, FILE *headline, FILE *detail) {
+    hpdl_rng r;
+    hpdl_mlp_f32 m;
+    hpdl_quant_mlp q;
+    hpdl_quant_mlp_work w;
+    hpdl_cuda_quant_mlp g;
+    float_mlp f32, f16;
+    quant_run qr;
+    int l, check_rows = 512, classes = widths[n_widths - 1], ok;
+    double ms_q, ms_dp4a, ms_f32, ms_f16;
+    std::vector<float> X((size_t)batch * widths[0]);
+    float *dX;
+    hpdl_rng_seed(&r, 9);
+    HPDL_CHECK(hpdl_mlp_create_f32(&m, n_widths, widths, HPDL_ACT_RELU, 10));
+    for (l = 0; l < m.n_layers; l++)
+        for (int j = 0; j < widths[l + 1]; j++) m.b[l][j] = (float)(0.1 * hpdl_rng_normal(&r));
+    for (size_t i = 0; i < X.size(); i++) X[i] = (float)(hpdl_rng_uniform(&r) * 2.8 - 0.8);
+    HPDL_CHECK(hpdl_quant_mlp_build(&q, &m, 512, X.data(), 100.0));
+    HPDL_CHECK(hpdl_quant_mlp_work_create(&w, &q, check_rows));
+    HPDL_CHECK(hpdl_quant_mlp_forward(&q, HPDL_QUANT_INTEGER, &w, check_rows, X.data()));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&dX, X.size() * sizeof(float)));
+    HPDL_CUDA_CHECK(cudaMemcpy(dX, X.data(), X.size() * sizeof(float), cudaMemcpyHostToDevice));
+    HPDL_CHECK(hpdl_cuda_quant_mlp_create(&g, &q, batch, HPDL_QUANT_AUTO));
+    HPDL_CHECK(hpdl_cuda_quant_mlp_forward(&g, batch, dX, 0));
+    {
+        std::vector<int32_t> got((size_t)check_rows * classes);
+        HPDL_CUDA_CHECK(cudaMemcpy(got.data(), g.logits, got.size() * 4, cudaMemcpyDeviceToHost));
+        ok = memcmp(got.data(), w.logits, got.size() * 4) == 0;
+    }
+    qr.g = &g; qr.batch = batch; qr.X = dX;
+    ms_q = time_ms(quant_forward, &qr, 4096, NULL);
+    g.algo = HPDL_QUANT_DP4A;
+    ms_dp4a = time_ms(quant_forward, &qr, 4096, NULL);
+    float_mlp_create(&f32, &m, batch, dX, 0);
+    float_mlp_create(&f16, &m, batch, dX, 1);
+    ms_f32 = time_ms(float_forward, &f32, 4096, NULL);
+    ms_f16 = time_ms(float_forward, &f16, 4096, NULL);
+    printf("%-8s batch %5d  GPU int8 logits == CPU: %-6s int8 mma %9.3f ms (%10.0f /s)  dp4a %9.3f ms  "
+           "f32 %9.3f ms (%10.0f /s)  f16 %9.3f ms\n",
+           name, batch, ok ? "ok" : "FAILED", ms_q, batch / (ms_q * 1e-3), ms_dp4a, ms_f32, batch / (ms_f32 * 1e-3), ms_f16);
+    {
+        char metric[96];
+        snprintf(metric, sizeof metric, "mlp_%s_int8_samples_per_s", name);
+        hpdl_csv_row(headline, metric, batch / (ms_q * 1e-3), "samples/s", "float_f32_hpdl", batch / (ms_f32 * 1e-3), 1);
+        snprintf(metric, sizeof metric, "mlp_%s_int8_vs_f16_samples_per_s", name);
+        hpdl_csv_row(headline, metric, batch / (ms_q * 1e-3), "samples/s", "float_f16_hpdl", batch / (ms_f16 * 1e-3), 1);
+    }
+    if (detail)
+        fprintf(detail, "%s,int8_mma,%.6g,%.6g\n%s,int8_dp4a,%.6g,%.6g\n%s,f32,%.6g,%.6g\n%s,f16,%.6g,%.6g\n", name, ms_q,
+                batch / (ms_q * 1e-3), name, ms_dp4a, batch / (ms_dp4a * 1e-3), name, ms_f32, batch / (ms_f32 * 1e-3),
+                name, ms_f16, batch / (ms_f16 * 1e-3));
+    float_mlp_destroy(&f32);
+    float_mlp_destroy(&f16);
+    hpdl_cuda_quant_mlp_destroy(&g);
+    hpdl_cuda_free(dX);
+    hpdl_quant_mlp_work_destroy(&w);
+    hpdl_quant_mlp_free(&q);
+    hpdl_mlp_destroy_f32(&m);
+    return ok;
+}
+
+/* ---- main ---------------------------------------------------------------------------------- */
+
+static FILE *open_detail(const char *dir, const char *name, const char *header) {
+    char path[1024];
+    FILE *f;
+    snprintf(path, sizeof path, "%s/%s.csv", dir, name);
+    f = fopen(path, "w");
+    if (f) fprintf(f, "%s\n", header);
+    return f;
+}
+
+int main(int argc, char **argv) {
+    static const int sizes[4] = {1024, 2048, 4096, 8192};
+    static const int fashion[3] = {784, 256, 10}, wide[4] = {784, 4096, 4096, 10};
+    int max_size = argc > 1 ? atoi(argv[1]) : 8192, i, ok, lt_ok;
+    hpdl_cuda_device_info info;
+    hpdl_cuda_l2_flusher fl;
+    char slug[128], dir[512];
+    const char *env = getenv("HPDL_RESULTS");
+    FILE *headline, *gemm_csv, *mlp_csv;
+    if (!hpdl_cuda_available()) {
+        printf("quantize: no CUDA GPU, nothing to bench\n");
+        return 0;
+    }
+    HPDL_CHECK(hpdl_cuda_device_query(0, &info));
+    hpdl_cuda_device_slug(info.name, slug, sizeof slug);
+    if (env && *env) snprintf(dir, sizeof dir, "%s", env);
+    else snprintf(dir, sizeof dir, "bench/results/%s", slug);
+    mkdir("bench/results", 0755);
+    mkdir(dir, 0755);
+    printf("quantize bench on %s (sm_%d%d, %d SMs); results in %s\n", info.name, info.cc_major, info.cc_minor,
+           info.sm_count, dir);
+    ok = check_small();
+    lt_ok = check_cublaslt_small();
+    ok = ok && lt_ok != 0;
+    HPDL_CHECK(hpdl_cuda_l2_flusher_create(&fl));
+    headline = hpdl_csv_open(dir, "quantize");
+    gemm_csv = open_detail(dir, "quantize_gemm", "size,variant,tops");
+    mlp_csv = open_detail(dir, "quantize_mlp", "model,variant,ms,samples_per_s");
+    printf("\nGEMM M = N = K, TOPS (2*n^3 ops / median time)\n%6s %14s %14s %14s %14s %14s\n", "n", "int8 mma",
+           "int8 dp4a", "int8 cuBLASLt", "f16 hpdl AUTO", "f16 cuBLAS");
+    for (i = 0; i < 4 && sizes[i] <= max_size; i++) {
+        gemm_result res;
+        char metric[64];
+        ok = bench_size(sizes[i], lt_ok > 0, &fl, gemm_csv, &res) && ok;
+        snprintf(metric, sizeof metric, "int8_mma_tops_%d", sizes[i]);
+        if (lt_ok > 0) hpdl_csv_row(headline, metric, res.mma, "TOPS", "int8_cublaslt", res.lt, 1);
+        snprintf(metric, sizeof metric, "int8_mma_vs_f16_tops_%d", sizes[i]);
+        hpdl_csv_row(headline, metric, res.mma, "TOPS", "f16_hpdl_auto", res.f16, 1);
+        snprintf(metric, sizeof metric, "int8_dp4a_tops_%d", sizes[i]);
+        hpdl_csv_row(headline, metric, res.dp4a, "TOPS", "int8_mma", res.mma, 1);
+    }
+    printf("\nMLP inference (forward to logits), test-set batch\n");
+    ok = bench_mlp("784-256-10", 3, fashion, 10000, headline, mlp_csv) && ok;
+    ok = bench_mlp("784-4096-4096-10", 4, wide, 10000, headline, mlp_csv) && ok;
+    if (headline) fclose(headline);
+    if (gemm_csv) fclose(gemm_csv);
+    if (mlp_csv) fclose(mlp_csv);
+    hpdl_cuda_l2_flusher_destroy(&fl);
+    printf("%s\n", ok ? "all checks passed" : "SOME CHECKS FAILED");
+    return ok ? 0 : 1;
+}

@@ -1,0 +1,278 @@
+/* GPU tests for the GEMM ladder: every rung x type x transpose against the
+   f64 CPU GEMM (hpdl_gemm_f64) on odd shapes, with alpha/beta != 1/0, ld >
+   cols (aligned and unaligned), outputs poisoned first, beta = 0 reading no C;
+   bad arguments leave C untouched. */
+#include "hpdl_cuda.cuh"
+#include "tests/hpdl_test.h"
+
+static double to_f64(float x) { return x; }
+static double to_f64(double x) { return x; }
+static double to_f64(hpdl_f16 x) { return hpdl_f16_to_f32(x); }
+static double to_f64(hpdl_bf16 x) { return hpdl_bf16_to_f32(x); }
+static void from_f64(double v, float *x) { *x = (float)v; }
+static void from_f64(double v, double *x) { *x = v; }
+static void from_f64(double v, hpdl_f16 *x) { *x = hpdl_f16_from_f32((float)v); }
+static void from_f64(double v, hpdl_bf16 *x) { *x = hpdl_bf16_from_f32((float)v); }
+
+static hpdl_status run(hpdl_gemm_algo al, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K, double alpha,
+                       const float *A, int lda, const float *B, int ldb, double beta, float *C, int ldc) {
+    return hpdl_cuda_gemm_algo_f32(al, ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc, 0);
+}
+static hpdl_status run(hpdl_gemm_algo al, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K, double alpha,
+                       const double *A, int lda, const double *B, int ldb, double beta, double *C, int ldc) {
+    return hpdl_cuda_gemm_algo_f64(al, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, 0);
+}
+static hpdl_status run(hpdl_gemm_algo al, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K, double alpha,
+                       const hpdl_f16 *A, int lda, const hpdl_f16 *B, int ldb, double beta, hpdl_f16 *C, int ldc) {
+    return hpdl_cuda_gemm_algo_f16(al, ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc, 0);
+}
+static hpdl_status run(hpdl_gemm_algo al, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K, double alpha,
+                       const hpdl_bf16 *A, int lda, const hpdl_bf16 *B, int ldb, double beta, hpdl_bf16 *C, int ldc) {
+    return hpdl_cuda_gemm_algo_bf16(al, ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc, 0);
+}
+
+/* A rows x ld matrix of random values in [-1, 1] (padding too), as T and
+   as the f64 copy of exactly those values. */
+template <typename T> static void fill(hpdl_rng *r, T *x, double *x64, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++) {
+        from_f64(2.0 * hpdl_rng_uniform(r) - 1.0, &x[i]);
+        x64[i] = to_f64(x[i]);
+    }
+}
+
+static const hpdl_gemm_algo k_algos[] = {HPDL_GEMM_AUTO,  HPDL_GEMM_NAIVE,    HPDL_GEMM_COALESCED, HPDL_GEMM_SMEM,
+                                         HPDL_GEMM_REG1D, HPDL_GEMM_REG2D,    HPDL_GEMM_VEC4,      HPDL_GEMM_WARPTILE,
+                                         HPDL_GEMM_MMA,   HPDL_GEMM_CUBLAS};
+static const int k_shapes[][3] = {{1, 1, 1}, {17, 33, 5}, {129, 257, 63}, {200, 130, 300}, {256, 512, 96}};
+
+/* Everything one (shape, layout, beta) case needs, host and device. */
+template <typename T> struct gemm_case {
+    hpdl_transpose ta, tb;
+    int M, N, K, lda, ldb, ldc;
+    size_t na, nb, nc;
+    double alpha, beta;
+    T *A, *B, *C0, *C, *dA, *dB, *dC;
+    double *ref, *scale;
+};
+
+/* ld for a matrix of `cols` columns: unaligned (cols+3) or a multiple of 8 past cols. */
+static int pick_ld(int cols, int aligned) { return aligned ? (cols + 15) / 8 * 8 : cols + 3; }
+
+template <typename T> static int case_setup(gemm_case<T> *c, hpdl_rng *r) {
+    int ar = c->ta == HPDL_TRANS ? c->K : c->M, br = c->tb == HPDL_TRANS ? c->N : c->K;
+    double *a64, *b64, *c64, *aabs, *babs, *cabs;
+    size_t i;
+    c->na = (size_t)ar * c->lda;
+    c->nb = (size_t)br * c->ldb;
+    c->nc = (size_t)c->M * c->ldc;
+    c->A = (T *)hpdl_alloc(c->na, sizeof(T));
+    c->B = (T *)hpdl_alloc(c->nb, sizeof(T));
+    c->C0 = (T *)hpdl_alloc(c->nc, sizeof(T));
+    c->C = (T *)hpdl_alloc(c->nc, sizeof(T));
+    c->ref = (double *)hpdl_alloc(c->nc, sizeof(double));
+    c->scale = (double *)hpdl_alloc(c->nc, sizeof(double));
+    a64 = (double *)hpdl_alloc(c->na, sizeof(double));
+    b64 = (double *)hpdl_alloc(c->nb, sizeof(double));
+    c64 = (double *)hpdl_alloc(c->nc, sizeof(double));
+    aabs = (double *)hpdl_alloc(c->na, sizeof(double));
+    babs = (double *)hpdl_alloc(c->nb, sizeof(double));
+    cabs = (double *)hpdl_alloc(c->nc, sizeof(double));
+    if (!c->A || !c->B || !c->C0 || !c->C || !c->ref || !c->scale || !a64 || !b64 || !c64 || !aabs || !babs || !cabs)
+        return 0;
+    fill(r, c->A, a64, c->na);
+    fill(r, c->B, b64, c->nb);
+    fill(r, c->C0, c64, c->nc);
+    for (i = 0; i < c->na; i++) aabs[i] = fabs(a64[i]);
+    for (i = 0; i < c->nb; i++) babs[i] = fabs(b64[i]);
+    for (i = 0; i < c->nc; i++) cabs[i] = fabs(c64[i]);
+    memcpy(c->ref, c64, c->nc * sizeof(double));
+    memcpy(c->scale, cabs, c->nc * sizeof(double));
+    /* reference, and the size of what was summed (|alpha| |A||B| + |beta| |C|) that the error is measured against */
+    HPDL_CHECK(hpdl_gemm_f64(c->ta, c->tb, c->M, c->N, c->K, c->alpha, a64, c->lda, b64, c->ldb, c->beta, c->ref, c->ldc));
+    HPDL_CHECK(hpdl_gemm_f64(c->ta, c->tb, c->M, c->N, c->K, fabs(c->alpha), aabs, c->lda, babs, c->ldb, fabs(c->beta),
+                             c->scale, c->ldc));
+    HPDL_FREE(a64); HPDL_FREE(b64); HPDL_FREE(c64); HPDL_FREE(aabs); HPDL_FREE(babs); HPDL_FREE(cabs);
+    HPDL_CUDA_CHECK(cudaMalloc(&c->dA, c->na * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc(&c->dB, c->nb * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc(&c->dC, c->nc * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMemcpy(c->dA, c->A, c->na * sizeof(T), cudaMemcpyHostToDevice));
+    HPDL_CUDA_CHECK(cudaMemcpy(c->dB, c->B, c->nb * sizeof(T), cudaMemcpyHostToDevice));
+    return 1;
+}
+
+template <typename T> static void case_free(gemm_case<T> *c) {
+    HPDL_FREE(c->A); HPDL_FREE(c->B); HPDL_FREE(c->C0); HPDL_FREE(c->C); HPDL_FREE(c->ref); HPDL_FREE(c->scale);
+    cudaFree(c->dA); cudaFree(c->dB); cudaFree(c->dC);
+}
+
+/* Poisons C (all of it), puts C0 inside when beta != 0, runs the rung and
+   compares; the padding columns must still hold the poison. Returns 1 if good. */
+template <typename T> static int case_check(gemm_case<T> *c, hpdl_gemm_algo algo, double tol, const char *type) {
+    hpdl_status s;
+    int i, j, bad = 0;
+    unsigned char poison[sizeof(T)];
+    memset(poison, 0xff, sizeof poison);
+    HPDL_CHECK(hpdl_cuda_poison(c->dC, c->nc * sizeof(T)));
+    if (c->beta != 0.0)
+        HPDL_CUDA_CHECK(cudaMemcpy2D(c->dC, c->ldc * sizeof(T), c->C0, c->ldc * sizeof(T), c->N * sizeof(T), c->M,
+                                     cudaMemcpyHostToDevice));
+    s = run(algo, c->ta, c->tb, c->M, c->N, c->K, c->alpha, c->dA, c->lda, c->dB, c->ldb, c->beta, c->dC, c->ldc);
+    if (s != HPDL_OK) {
+        fprintf(stderr, "    %s %s ta=%d tb=%d %dx%dx%d: %s\n", type, hpdl_gemm_algo_name(algo), c->ta, c->tb, c->M,
+                c->N, c->K, hpdl_status_string(s));
+        return 0;
+    }
+    HPDL_CUDA_CHECK(cudaMemcpy(c->C, c->dC, c->nc * sizeof(T), cudaMemcpyDeviceToHost));
+    for (i = 0; i < c->M; i++) {
+        for (j = 0; j < c->ldc; j++) {
+            size_t at = (size_t)i * c->ldc + j;
+            if (j >= c->N) {
+                if (memcmp(&c->C[at], poison, sizeof poison) != 0) bad++;
+                continue;
+            }
+            if (!(fabs(to_f64(c->C[at]) - c->ref[at]) <= tol * c->scale[at] + 1e-300)) {
+                if (!bad)
+                    fprintf(stderr, "    %s %s ta=%d tb=%d %dx%dx%d ld=%d,%d,%d beta=%g: C[%d][%d] = %.17g, want %.17g\n",
+                            type, hpdl_gemm_algo_name(algo), c->ta, c->tb, c->M, c->N, c->K, c->lda, c->ldb, c->ldc,
+                            c->beta, i, j, to_f64(c->C[at]), c->ref[at]);
+                bad++;
+            }
+        }
+    }
+    return bad == 0;
+}
+
+/* Every rung x transpose x shape x (aligned, unaligned ld) x (beta = 0, beta != 0) for one type. */
+template <typename T> static void check_type(const char *type, double tol, uint64_t seed) {
+    hpdl_rng r;
+    int shape, layout, t, bcase, a, failed = 0, cases = 0;
+    int tensor_ok = 0;
+    cudaDeviceProp p;
+    if (!hpdl_cuda_available()) { hpdl_test__skipped = 1; fprintf(stderr, "    skipped: no GPU\n"); return; }
+    HPDL_CUDA_CHECK(cudaGetDeviceProperties(&p, 0));
+    tensor_ok = p.major >= 8;
+    hpdl_rng_seed(&r, seed);
+    for (shape = 0; shape < HPDL_COUNT(k_shapes); shape++)
+        for (layout = 0; layout < 2; layout++)
+            for (t = 0; t < 4; t++)
+                for (bcase = 0; bcase < 2; bcase++) {
+                    gemm_case<T> c;
+                    memset(&c, 0, sizeof c);
+                    c.ta = t & 1 ? HPDL_TRANS : HPDL_NO_TRANS;
+                    c.tb = t & 2 ? HPDL_TRANS : HPDL_NO_TRANS;
+                    c.M = k_shapes[shape][0]; c.N = k_shapes[shape][1]; c.K = k_shapes[shape][2];
+                    c.lda = pick_ld(c.ta == HPDL_TRANS ? c.M : c.K, layout);
+                    c.ldb = pick_ld(c.tb == HPDL_TRANS ? c.K : c.N, layout);
+                    c.ldc = pick_ld(c.N, layout);
+                    c.alpha = 0.75;
+                    c.beta = bcase ? -0.5 : 0.0;
+                    HPDL_EXPECT(case_setup(&c, &r));
+                    for (a = 0; a < HPDL_COUNT(k_algos); a++) {
+                        if (k_algos[a] == HPDL_GEMM_MMA && (sizeof(T) == 4 || !tensor_ok)) continue; /* own test */
+                        cases++;
+                        if (!case_check(&c, k_algos[a], tol, type)) failed++;
+                    }
+                    case_free(&c);
+                }
+    if (failed) fprintf(stderr, "    %s: %d of %d cases failed\n", type, failed, cases);
+    HPDL_EXPECT(failed == 0);
+    HPDL_EXPECT(cases > 0);
+}
+
+static void test_gemm_f32(void) { check_type<float>("f32", 1e-5, 1); }
+static void test_gemm_f64(void) { check_type<double>("f64", 1e-12, 2); }
+static void test_gemm_f16(void) { check_type<hpdl_f16>("f16", 1e-2, 3); }
+static void test_gemm_bf16(void) { check_type<hpdl_bf16>("bf16", 1e-2, 4); }
+
+/* Bad arguments: HPDL_ERR_INVALID and C untouched; a rung a type lacks: HPDL_ERR_UNSUPPORTED. */
+static void test_gemm_bad_args(void) {
+    const int M = 8, N = 8, K = 8;
+    float *dA, *dB, *dC, host[M * N], after[M * N];
+    hpdl_f16 *hA, *hC;
+    hpdl_rng r;
+    int i;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    hpdl_rng_seed(&r, 5);
+    for (i = 0; i < M * N; i++) host[i] = (float)hpdl_rng_uniform(&r) + 0.5f;
+    HPDL_CUDA_CHECK(cudaMalloc(&dA, sizeof host));
+    HPDL_CUDA_CHECK(cudaMalloc(&dB, sizeof host));
+    HPDL_CUDA_CHECK(cudaMalloc(&dC, sizeof host));
+    HPDL_CUDA_CHECK(cudaMemcpy(dA, host, sizeof host, cudaMemcpyHostToDevice));
+    HPDL_CUDA_CHECK(cudaMemcpy(dB, host, sizeof host, cudaMemcpyHostToDevice));
+    HPDL_CUDA_CHECK(cudaMemcpy(dC, host, sizeof host, cudaMemcpyHostToDevice));
+    for (i = 0; i < HPDL_COUNT(k_algos); i++) {
+        hpdl_gemm_algo al = k_algos[i];
+        const hpdl_transpose N_ = HPDL_NO_TRANS, T_ = HPDL_TRANS;
+        HPDL_EXPECT(hpdl_cuda_gemm_algo_f32(al, N_, N_, -1, N, K, 1, dA, K, dB, N, 0, dC, N, 0) == HPDL_ERR_INVALID);
+        HPDL_EXPECT(hpdl_cuda_gemm_algo_f32(al, N_, N_, M, -1, K, 1, dA, K, dB, N, 0, dC, N, 0) == HPDL_ERR_INVALID);
+        HPDL_EXPECT(hpdl_cuda_gemm_algo_f32(al, N_, N_, M, N, -1, 1, dA, K, dB, N, 0, dC, N, 0) == HPDL_ERR_INVALID);
+        HPDL_EXPECT(hpdl_cuda_gemm_algo_f32(al, N_, N_, M, N, K, 1, dA, K - 1, dB, N, 0, dC, N, 0) == HPDL_ERR_INVALID);
+        HPDL_EXPECT(hpdl_cuda_gemm_algo_f32(al, T_, N_, M + 1, N, K, 1, dA, M, dB, N, 0, dC, N + 1, 0) ==
+                    HPDL_ERR_INVALID); /* A^T stored K x (M+1) needs lda >= M+1 */
+        HPDL_EXPECT(hpdl_cuda_gemm_algo_f32(al, N_, N_, M, N, K, 1, dA, K, dB, N - 1, 0, dC, N, 0) == HPDL_ERR_INVALID);
+        HPDL_EXPECT(hpdl_cuda_gemm_algo_f32(al, N_, T_, M, N, K + 1, 1, dA, K + 1, dB, K, 0, dC, N, 0) ==
+                    HPDL_ERR_INVALID); /* B^T stored N x (K+1) needs ldb >= K+1 */
+        HPDL_EXPECT(hpdl_cuda_gemm_algo_f32(al, N_, N_, M, N, K, 1, dA, K, dB, N, 0, dC, N - 1, 0) == HPDL_ERR_INVALID);
+        HPDL_EXPECT(hpdl_cuda_gemm_algo_f32(al, N_, N_, M, N, K, 1, NULL, K, dB, N, 0, dC, N, 0) == HPDL_ERR_INVALID);
+        HPDL_EXPECT(hpdl_cuda_gemm_algo_f32(al, N_, N_, M, N, K, 1, dA, K, NULL, N, 0, dC, N, 0) == HPDL_ERR_INVALID);
+        HPDL_EXPECT(hpdl_cuda_gemm_algo_f32(al, N_, N_, M, N, K, 1, dA, K, dB, N, 0, NULL, N, 0) == HPDL_ERR_INVALID);
+        HPDL_EXPECT(hpdl_cuda_gemm_algo_f32(al, (hpdl_transpose)7, N_, M, N, K, 1, dA, K, dB, N, 0, dC, N, 0) ==
+                    HPDL_ERR_INVALID);
+        HPDL_EXPECT(hpdl_cuda_gemm_algo_f64(al, N_, N_, M, N, K, 1, (double *)dA, K - 1, (double *)dB, N, 0,
+                                            (double *)dC, N / 2, 0) == HPDL_ERR_INVALID);
+        hA = (hpdl_f16 *)dA;
+        hC = (hpdl_f16 *)dC;
+        HPDL_EXPECT(hpdl_cuda_gemm_algo_f16(al, N_, N_, M, N, K, 1, hA, K, hA, N, 0, hC, N - 1, 0) == HPDL_ERR_INVALID);
+        HPDL_EXPECT(hpdl_cuda_gemm_algo_bf16(al, N_, N_, M, -2, K, 1, (hpdl_bf16 *)dA, K, (hpdl_bf16 *)dB, N, 0,
+                                             (hpdl_bf16 *)dC, N, 0) == HPDL_ERR_INVALID);
+    }
+    HPDL_EXPECT(hpdl_cuda_gemm_algo_f32((hpdl_gemm_algo)42, HPDL_NO_TRANS, HPDL_NO_TRANS, M, N, K, 1, dA, K, dB, N, 0, dC,
+                                        N, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_gemm_algo_f32(HPDL_GEMM_MMA, HPDL_NO_TRANS, HPDL_NO_TRANS, M, N, K, 1, dA, K, dB, N, 0, dC, N,
+                                        0) == HPDL_ERR_UNSUPPORTED);
+    HPDL_CUDA_CHECK(cudaDeviceSynchronize());
+    HPDL_CUDA_CHECK(cudaMemcpy(after, dC, sizeof after, cudaMemcpyDeviceToHost));
+    HPDL_EXPECT(memcmp(host, after, sizeof host) == 0);
+    /* empty products are fine and write nothing; K = 0 scales C by beta */
+    HPDL_EXPECT(hpdl_cuda_gemm_f32(HPDL_NO_TRANS, HPDL_NO_TRANS, 0, N, K, 1, NULL, K, dB, N, 0, dC, N, 0) == HPDL_OK);
+    for (i = 0; i < HPDL_COUNT(k_algos); i++) {
+        if (k_algos[i] == HPDL_GEMM_MMA) continue;
+        HPDL_CUDA_CHECK(cudaMemcpy(dC, host, sizeof host, cudaMemcpyHostToDevice));
+        HPDL_EXPECT(hpdl_cuda_gemm_algo_f32(k_algos[i], HPDL_NO_TRANS, HPDL_NO_TRANS, M, N, 0, 1, dA, 1, dB, N, 2.0f, dC,
+                                            N, 0) == HPDL_OK);
+        HPDL_CUDA_CHECK(cudaMemcpy(after, dC, sizeof after, cudaMemcpyDeviceToHost));
+        HPDL_EXPECT(after[5] == 2.0f * host[5] && after[M * N - 1] == 2.0f * host[M * N - 1]);
+    }
+    cudaFree(dA); cudaFree(dB); cudaFree(dC);
+}
+
+/* The tensor-core rungs exist on sm_80+ (f64 DMMA, f16/bf16 mma.sync) and run as asked. */
+static void test_gemm_mma_available(void) {
+    cudaDeviceProp p;
+    double *d;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    HPDL_CUDA_CHECK(cudaGetDeviceProperties(&p, 0));
+    if (p.major < 8) HPDL_SKIP("tensor-core rungs need sm_80+");
+    HPDL_CUDA_CHECK(cudaMalloc(&d, 64 * sizeof(double)));
+    HPDL_EXPECT(hpdl_cuda_gemm_algo_f64(HPDL_GEMM_MMA, HPDL_NO_TRANS, HPDL_NO_TRANS, 4, 4, 4, 1, d, 4, d + 16, 4, 0,
+                                        d + 32, 4, 0) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cuda_gemm_algo_f16(HPDL_GEMM_MMA, HPDL_NO_TRANS, HPDL_NO_TRANS, 4, 4, 4, 1, (hpdl_f16 *)d, 4,
+                                        (hpdl_f16 *)(d + 16), 4, 0, (hpdl_f16 *)(d + 32), 4, 0) == HPDL_OK);
+    HPDL_CUDA_CHECK(cudaDeviceSynchronize());
+    cudaFree(d);
+}
+
+static void test_gemm_algo_names(void) {
+    HPDL_EXPECT(strcmp(hpdl_gemm_algo_name(HPDL_GEMM_WARPTILE), "warptile") == 0);
+    HPDL_EXPECT(strcmp(hpdl_gemm_algo_name(HPDL_GEMM_CUBLAS), "cublas") == 0);
+    HPDL_EXPECT(strcmp(hpdl_gemm_algo_name((hpdl_gemm_algo)99), "unknown") == 0);
+}
+
+int main(int argc, char **argv) {
+    static const hpdl_test tests[] = {HPDL_TEST(test_gemm_algo_names), HPDL_TEST(test_gemm_bad_args),
+                                      HPDL_TEST(test_gemm_mma_available), HPDL_TEST(test_gemm_f32),
+                                      HPDL_TEST(test_gemm_f64),          HPDL_TEST(test_gemm_f16),
+                                      HPDL_TEST(test_gemm_bf16)};
+    return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
+}

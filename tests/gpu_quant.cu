@@ -1,0 +1,367 @@
+/* GPU tests of the int8 GEMMs (mma.sync and dp4a), their fused
+   requantization and the quantized MLP, bit for bit against the CPU twins
+   (hpdl_quant_gemm_i8, hpdl_quant_gemm_requant_i8/_i32, hpdl_quant_mlp). */
+#include "hpdl_cuda.cuh"
+#include "parts/cpu_quant_mlp.h"
+#include "parts/cuda_quant.cuh"
+#include "tests/hpdl_test.h"
+
+#include <vector>
+
+static const hpdl_quant_algo ALGOS[] = {HPDL_QUANT_MMA, HPDL_QUANT_DP4A};
+
+static void fill_i8(hpdl_rng *r, std::vector<int8_t> &v) {
+    for (size_t i = 0; i < v.size(); i++) v[i] = (int8_t)((int)hpdl_rng_below(r, 256) - 128);
+}
+
+/* Device copy of a host vector (freed by the caller). */
+template <typename T> static T *upload(const std::vector<T> &v) {
+    T *d = NULL;
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&d, v.size() * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return d;
+}
+
+template <typename T> static std::vector<T> download(const T *d, size_t n) {
+    std::vector<T> v(n);
+    HPDL_CUDA_CHECK(cudaDeviceSynchronize());
+    HPDL_CUDA_CHECK(cudaMemcpy(v.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
+    return v;
+}
+
+/* A poisoned (0xff) device buffer of n elements. */
+template <typename T> static T *poisoned(size_t n) {
+    T *d = NULL;
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&d, n * sizeof(T)));
+    HPDL_CHECK(hpdl_cuda_poison(d, n * sizeof(T)));
+    return d;
+}
+
+/* Bt (N x ldt) = B^T for B K x N (ldb), on the host. */
+static std::vector<int8_t> transpose_host(int K, int N, const std::vector<int8_t> &B, int ldb, int ldt) {
+    std::vector<int8_t> t((size_t)N * ldt, 0);
+    for (int k = 0; k < K; k++)
+        for (int n = 0; n < N; n++) t[(size_t)n * ldt + k] = B[(size_t)k * ldb + n];
+    return t;
+}
+
+/* Same bytes everywhere, including the ldc padding (still poisoned in both). */
+template <typename T> static int count_mismatches(const std::vector<T> &got, const std::vector<T> &want) {
+    int bad = 0;
+    for (size_t i = 0; i < got.size(); i++) bad += memcmp(&got[i], &want[i], sizeof(T)) != 0;
+    return bad;
+}
+
+/* ---- the device twins of the fixed-point helpers (host side, no GPU needed) ---- */
+
+static void test_requant_twins(void) {
+    hpdl_rng r;
+    const int32_t edges[] = {INT32_MIN, INT32_MIN + 1, -65537, -65536, -3, -2, -1, 0, 1, 2, 3, 65535, INT32_MAX - 1, INT32_MAX};
+    int i, j, e, bad = 0;
+    hpdl_rng_seed(&r, 11);
+    for (i = 0; i < HPDL_COUNT(edges); i++)
+        for (j = 0; j < HPDL_COUNT(edges); j++) {
+            bad += hpdl__q_srdhm(edges[i], edges[j]) != hpdl_quant_sat_rounding_doubling_high_mul(edges[i], edges[j]);
+            for (e = 0; e <= 31; e++) bad += hpdl__q_rdbpot(edges[i], e) != hpdl_quant_rounding_divide_by_pot(edges[i], e);
+        }
+    for (i = 0; i < 200000; i++) {
+        int32_t a = (int32_t)(uint32_t)hpdl_rng_u64(&r), b = (int32_t)(uint32_t)hpdl_rng_u64(&r);
+        e = (int)hpdl_rng_below(&r, 32);
+        bad += hpdl__q_srdhm(a, b) != hpdl_quant_sat_rounding_doubling_high_mul(a, b);
+        bad += hpdl__q_rdbpot(a, e) != hpdl_quant_rounding_divide_by_pot(a, e);
+    }
+    HPDL_EXPECT(bad == 0);
+}
+
+/* ---- int8 GEMM, int32 out ---------------------------------------------------------- */
+
+typedef struct shape { int M, N, K, pad; int32_t za, zb; } shape;
+
+/* Odd shapes (not multiples of the tiles, K not a multiple of 4, 16 or 32),
+   exact tiles, padded (unaligned) and aligned leading dimensions, all zero-point cases. */
+static const shape SHAPES[] = {
+    {1, 1, 1, 0, 0, 0},        {37, 45, 3, 0, -128, 127}, {130, 257, 67, 5, 3, 0},   {257, 300, 129, 0, 0, -7},
+    {128, 256, 64, 0, 0, 0},   {129, 513, 1000, 3, -5, 9}, {300, 70, 33, 16, 127, -128}, {64, 600, 255, 0, -1, 0},
+    {513, 129, 2051, 0, 17, 2}};
+
+/* Leading dimension: cols + pad, or cols rounded up to 16 when pad is 0 (cp.async path). */
+static int ld_of(int cols, int pad) { return pad ? cols + pad : (cols + 15) / 16 * 16; }
+
+static void test_gemm_i8_exact(void) {
+    hpdl_rng r;
+    int s, a;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    hpdl_rng_seed(&r, 21);
+    for (s = 0; s < HPDL_COUNT(SHAPES); s++) {
+        shape sh = SHAPES[s];
+        int lda = ld_of(sh.K, sh.pad), ldb = ld_of(sh.N, sh.pad), ldt = ld_of(sh.K, sh.pad), ldc = sh.N + 3;
+        std::vector<int8_t> A((size_t)sh.M * lda), B((size_t)sh.K * ldb);
+        std::vector<int32_t> want((size_t)sh.M * ldc, -1); /* -1: the poison's bit pattern */
+        fill_i8(&r, A);
+        fill_i8(&r, B);
+        HPDL_CHECK(hpdl_quant_gemm_i8(sh.M, sh.N, sh.K, A.data(), lda, sh.za, B.data(), ldb, sh.zb, want.data(), ldc));
+        std::vector<int8_t> Bt = transpose_host(sh.K, sh.N, B, ldb, ldt);
+        int8_t *dA = upload(A), *dB = upload(B), *dBt = upload(Bt);
+        for (a = 0; a < HPDL_COUNT(ALGOS); a++) {
+            int32_t *dC = poisoned<int32_t>(want.size()), *dC2 = poisoned<int32_t>(want.size());
+            hpdl_status st = hpdl_cuda_quant_gemm_i8(ALGOS[a], sh.M, sh.N, sh.K, dA, lda, sh.za, dB, ldb, sh.zb, dC, ldc, 0);
+            if (st == HPDL_ERR_UNSUPPORTED && ALGOS[a] == HPDL_QUANT_MMA) {
+                fprintf(stderr, "    (mma: no sm_80 path in this build/GPU)\n");
+            } else {
+                HPDL_EXPECT(st == HPDL_OK);
+                HPDL_EXPECT(hpdl_cuda_quant_gemm_nt_i8(ALGOS[a], sh.M, sh.N, sh.K, dA, lda, sh.za, dBt, ldt, sh.zb, dC2, ldc,
+                                                       0) == HPDL_OK);
+                int bad = count_mismatches(download(dC, want.size()), want);
+                int bad_nt = count_mismatches(download(dC2, want.size()), want);
+                if (bad || bad_nt)
+                    fprintf(stderr, "    %s %dx%dx%d za=%d zb=%d: %d / %d mismatches\n", hpdl_quant_algo_name(ALGOS[a]), sh.M,
+                            sh.N, sh.K, sh.za, sh.zb, bad, bad_nt);
+                HPDL_EXPECT(bad == 0);
+                HPDL_EXPECT(bad_nt == 0);
+            }
+            hpdl_cuda_free(dC);
+            hpdl_cuda_free(dC2);
+        }
+        hpdl_cuda_free(dA);
+        hpdl_cuda_free(dB);
+        hpdl_cuda_free(dBt);
+    }
+}
+
+/* ---- fused requantization --------------------------------------------------------- */
+
+/* Multipliers that map the accumulators of a K-deep product onto a few
+   times the int8 range, so that some outputs saturate. */
+static void make_output(hpdl_rng *r, int N, int K, int per_channel, int relu, int with_bias, std::vector<int32_t> &m0,
+                        std::vector<int> &shift, std::vector<int32_t> &bias, hpdl_quant_output *o) {
+    int n = per_channel ? N : 1, j;
+    m0.resize(n);
+    shift.resize(n);
+    bias.resize(N);
+    for (j = 0; j < n; j++) {
+        double real = (0.5 + 3.0 * hpdl_rng_uniform(r)) * 127.0 / (128.0 * 128.0 * sqrt((double)K) + 1.0);
+        HPDL_CHECK(hpdl_quant_multiplier(real, &m0[j], &shift[j]));
+    }
+    for (j = 0; j < N; j++) bias[j] = (int32_t)hpdl_rng_below(r, 200001) - 100000;
+    o->bias = with_bias ? bias.data() : NULL;
+    o->multiplier = m0.data();
+    o->shift = shift.data();
+    o->per_channel = per_channel;
+    o->zero_point = (int32_t)hpdl_rng_below(r, 41) - 20;
+    o->relu = relu;
+}
+
+static void test_gemm_requant_exact(void) {
+    hpdl_rng r;
+    int s, a, variant;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    hpdl_rng_seed(&r, 31);
+    for (s = 0; s < HPDL_COUNT(SHAPES); s++)
+        for (variant = 0; variant < 4; variant++) { /* per-tensor / per-channel x ReLU off / on */
+            shape sh = SHAPES[s];
+            int per_channel = variant & 1, relu = variant >> 1, zb = per_channel ? 0 : sh.zb;
+            int lda = ld_of(sh.K, sh.pad), ldb = ld_of(sh.N, sh.pad), ldt = ld_of(sh.K, sh.pad), ldc = sh.N + 5;
+            std::vector<int8_t> A((size_t)sh.M * lda), B((size_t)sh.K * ldb), want8((size_t)sh.M * ldc, -1);
+            std::vector<int32_t> want32((size_t)sh.M * ldc, -1), m0, bias;
+            std::vector<int> shift;
+            hpdl_quant_output o;
+            hpdl_cuda_quant_output d;
+            fill_i8(&r, A);
+            fill_i8(&r, B);
+            make_output(&r, sh.N, sh.K, per_channel, relu, variant != 2, m0, shift, bias, &o);
+            HPDL_CHECK(hpdl_quant_gemm_requant_i8(sh.M, sh.N, sh.K, A.data(), lda, sh.za, B.data(), ldb, zb, &o,
+                                                  want8.data(), ldc));
+            HPDL_CHECK(hpdl_quant_gemm_requant_i32(sh.M, sh.N, sh.K, A.data(), lda, sh.za, B.data(), ldb, zb, &o,
+                                                   want32.data(), ldc));
+            std::vector<int8_t> Bt = transpose_host(sh.K, sh.N, B, ldb, ldt);
+            int8_t *dA = upload(A), *dB = upload(B), *dBt = upload(Bt);
+            HPDL_CHECK(hpdl_cuda_quant_output_create(&d, &o, sh.N));
+            for (a = 0; a < HPDL_COUNT(ALGOS); a++) {
+                int8_t *dC = poisoned<int8_t>(want8.size()), *dC2 = poisoned<int8_t>(want8.size());
+                int32_t *dC32 = poisoned<int32_t>(want32.size());
+                hpdl_status st = hpdl_cuda_quant_gemm_requant_i8(ALGOS[a], sh.M, sh.N, sh.K, dA, lda, sh.za, dB, ldb, zb, &d,
+                                                                 dC, ldc, 0);
+                if (!(st == HPDL_ERR_UNSUPPORTED && ALGOS[a] == HPDL_QUANT_MMA)) {
+                    int bad, bad_nt, bad32;
+                    HPDL_EXPECT(st == HPDL_OK);
+                    HPDL_EXPECT(hpdl_cuda_quant_gemm_requant_nt_i8(ALGOS[a], sh.M, sh.N, sh.K, dA, lda, sh.za, dBt, ldt, zb,
+                                                                   &d, dC2, ldc, 0) == HPDL_OK);
+                    HPDL_EXPECT(hpdl_cuda_quant_gemm_requant_nt_i32(ALGOS[a], sh.M, sh.N, sh.K, dA, lda, sh.za, dBt, ldt, zb,
+                                                                    &d, dC32, ldc, 0) == HPDL_OK);
+                    bad = count_mismatches(download(dC, want8.size()), want8);
+                    bad_nt = count_mismatches(download(dC2, want8.size()), want8);
+                    bad32 = count_mismatches(download(dC32, want32.size()), want32);
+                    if (bad || bad_nt || bad32)
+                        fprintf(stderr, "    %s %dx%dx%d variant %d: %d / %d / %d mismatches\n",
+                                hpdl_quant_algo_name(ALGOS[a]), sh.M, sh.N, sh.K, variant, bad, bad_nt, bad32);
+                    HPDL_EXPECT(bad == 0 && bad_nt == 0 && bad32 == 0);
+                }
+                hpdl_cuda_free(dC);
+                hpdl_cuda_free(dC2);
+                hpdl_cuda_free(dC32);
+            }
+            hpdl_cuda_quant_output_destroy(&d);
+            hpdl_cuda_free(dA);
+            hpdl_cuda_free(dB);
+            hpdl_cuda_free(dBt);
+        }
+}
+
+/* The requantized outputs really span the int8 range (else the test above
+   would prove little): saturation at both ends without ReLU. */
+static void test_requant_outputs_saturate(void) {
+    hpdl_rng r;
+    std::vector<int8_t> A(200 * 300), B(300 * 100), C(200 * 100);
+    std::vector<int32_t> m0, bias;
+    std::vector<int> shift;
+    hpdl_quant_output o;
+    int lo = 0, hi = 0;
+    hpdl_rng_seed(&r, 41);
+    fill_i8(&r, A);
+    fill_i8(&r, B);
+    make_output(&r, 100, 300, 1, 0, 1, m0, shift, bias, &o);
+    HPDL_CHECK(hpdl_quant_gemm_requant_i8(200, 100, 300, A.data(), 300, 3, B.data(), 100, 0, &o, C.data(), 100));
+    for (size_t i = 0; i < C.size(); i++) { lo += C[i] == -128; hi += C[i] == 127; }
+    HPDL_EXPECT(lo > 0 && hi > 0 && lo + hi < (int)C.size() / 2);
+}
+
+/* ---- layout transformation and input quantization ----------------------------------- */
+
+static void test_transpose_and_quantize(void) {
+    hpdl_rng r;
+    const int rows = 70, cols = 45, ldx = 50, ldy = 77;
+    std::vector<int8_t> X((size_t)rows * ldx), want((size_t)cols * ldy, -1), q_want((size_t)rows * ldx, -1);
+    std::vector<float> F((size_t)rows * ldx);
+    hpdl_quant_params p;
+    int i, j;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    hpdl_rng_seed(&r, 51);
+    fill_i8(&r, X);
+    for (i = 0; i < rows; i++)
+        for (j = 0; j < cols; j++) want[(size_t)j * ldy + i] = X[(size_t)i * ldx + j];
+    p.scale = 0.05f;
+    p.zero_point = -17;
+    for (i = 0; i < (int)F.size(); i++) /* ties at k + 0.5 scales, and beyond both ends */
+        F[i] = i % 7 == 0 ? (float)(0.05 * ((int)hpdl_rng_below(&r, 400) - 200) + 0.025) : (float)(hpdl_rng_normal(&r) * 6.0);
+    for (i = 0; i < rows; i++) HPDL_CHECK(hpdl_quant_quantize_f32(&F[(size_t)i * ldx], cols, p, &q_want[(size_t)i * ldx]));
+    int8_t *dX = upload(X), *dY = poisoned<int8_t>(want.size()), *dQ = poisoned<int8_t>(q_want.size());
+    float *dF = upload(F);
+    HPDL_EXPECT(hpdl_cuda_quant_transpose_i8(rows, cols, dX, ldx, dY, ldy, 0) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cuda_quant_quantize_f32(rows, cols, dF, ldx, p, dQ, ldx, 0) == HPDL_OK);
+    HPDL_EXPECT(count_mismatches(download(dY, want.size()), want) == 0);
+    HPDL_EXPECT(count_mismatches(download(dQ, q_want.size()), q_want) == 0);
+    hpdl_cuda_free(dX);
+    hpdl_cuda_free(dY);
+    hpdl_cuda_free(dQ);
+    hpdl_cuda_free(dF);
+}
+
+/* ---- bad arguments: HPDL_ERR_INVALID, output untouched ------------------------------ */
+
+static void test_bad_args(void) {
+    std::vector<int8_t> A(64, 1), B(64, 2);
+    std::vector<int32_t> m0(1, 1 << 30), bias(8, 0);
+    std::vector<int> shift(1, 3);
+    hpdl_quant_output o;
+    hpdl_cuda_quant_output d, none;
+    hpdl_quant_params p;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    o.bias = bias.data(); o.multiplier = m0.data(); o.shift = shift.data();
+    o.per_channel = 0; o.zero_point = 0; o.relu = 0;
+    memset(&none, 0, sizeof none);
+    HPDL_CHECK(hpdl_cuda_quant_output_create(&d, &o, 8));
+    int8_t *dA = upload(A), *dB = upload(B), *dC8 = poisoned<int8_t>(64);
+    int32_t *dC = poisoned<int32_t>(64);
+    const hpdl_quant_algo bad_algo = (hpdl_quant_algo)7;
+    HPDL_EXPECT(hpdl_cuda_quant_gemm_i8(HPDL_QUANT_AUTO, 8, 8, 8, NULL, 8, 0, dB, 8, 0, dC, 8, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_quant_gemm_i8(HPDL_QUANT_AUTO, -1, 8, 8, dA, 8, 0, dB, 8, 0, dC, 8, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_quant_gemm_i8(HPDL_QUANT_AUTO, 8, 8, 8, dA, 7, 0, dB, 8, 0, dC, 8, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_quant_gemm_i8(HPDL_QUANT_AUTO, 8, 8, 8, dA, 8, 128, dB, 8, 0, dC, 8, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_quant_gemm_i8(HPDL_QUANT_AUTO, 8, 8, 8, dA, 8, 0, dB, 8, -129, dC, 8, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_quant_gemm_i8(bad_algo, 8, 8, 8, dA, 8, 0, dB, 8, 0, dC, 8, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_quant_gemm_nt_i8(HPDL_QUANT_AUTO, 8, 8, HPDL_QUANT_MAX_K + 1, dA, HPDL_QUANT_MAX_K + 1, 0, dB,
+                                           HPDL_QUANT_MAX_K + 1, 0, dC, 8, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_quant_gemm_nt_i8(HPDL_QUANT_AUTO, 8, 8, 8, dA, 8, 0, dB, 7, 0, dC, 8, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_quant_gemm_requant_i8(HPDL_QUANT_AUTO, 8, 8, 8, dA, 8, 0, dB, 8, 0, NULL, dC8, 8, 0) ==
+                HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_quant_gemm_requant_i8(HPDL_QUANT_AUTO, 8, 7, 8, dA, 8, 0, dB, 8, 0, &d, dC8, 8, 0) ==
+                HPDL_ERR_INVALID); /* made for 8 channels */
+    HPDL_EXPECT(hpdl_cuda_quant_gemm_requant_nt_i8(HPDL_QUANT_AUTO, 8, 8, 8, dA, 8, 0, dB, 8, 0, &none, dC8, 8, 0) ==
+                HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_quant_gemm_requant_nt_i32(HPDL_QUANT_AUTO, 8, 8, 8, dA, 8, 0, dB, 8, 0, &d, dC, 7, 0) ==
+                HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_quant_transpose_i8(8, 8, dA, 8, dC8, 7, 0) == HPDL_ERR_INVALID);
+    p.scale = 0.0f;
+    p.zero_point = 0;
+    HPDL_EXPECT(hpdl_cuda_quant_quantize_f32(2, 2, (const float *)dC, 2, p, dC8, 2, 0) == HPDL_ERR_INVALID);
+    m0[0] = 5; /* not in [2^30, 2^31) */
+    HPDL_EXPECT(hpdl_cuda_quant_output_create(&none, &o, 8) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(none.multiplier == NULL);
+    std::vector<int32_t> c = download(dC, 64);
+    std::vector<int8_t> c8 = download(dC8, 64);
+    int touched = 0;
+    for (int i = 0; i < 64; i++) touched += c[i] != -1 || c8[i] != -1;
+    HPDL_EXPECT(touched == 0);
+    hpdl_cuda_quant_output_destroy(&d);
+    hpdl_cuda_free(dA);
+    hpdl_cuda_free(dB);
+    hpdl_cuda_free(dC);
+    hpdl_cuda_free(dC8);
+}
+
+/* ---- the quantized MLP: GPU int32 logits == CPU int32 logits ----------------------- */
+
+static void test_quant_mlp_matches_cpu(void) {
+    const int widths[] = {100, 70, 33, 10}, n = 300, classes = 10;
+    hpdl_rng r;
+    hpdl_mlp_f32 m;
+    hpdl_quant_mlp q;
+    hpdl_quant_mlp_work w;
+    std::vector<float> X((size_t)n * widths[0]);
+    std::vector<int32_t> labels(n);
+    double cpu_acc = 0, gpu_acc = -1;
+    int a, l, i;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    hpdl_rng_seed(&r, 61);
+    HPDL_CHECK(hpdl_mlp_create_f32(&m, 4, widths, HPDL_ACT_RELU, 62));
+    for (l = 0; l < m.n_layers; l++) /* non-zero biases, so the int32 biases matter */
+        for (i = 0; i < widths[l + 1]; i++) m.b[l][i] = (float)(0.3 * hpdl_rng_normal(&r));
+    for (i = 0; i < (int)X.size(); i++) X[i] = (float)(hpdl_rng_uniform(&r) * 2.0 - 0.5);
+    for (i = 0; i < n; i++) labels[i] = (int32_t)hpdl_rng_below(&r, classes);
+    HPDL_CHECK(hpdl_quant_mlp_build(&q, &m, n, X.data(), 100.0));
+    HPDL_CHECK(hpdl_quant_mlp_work_create(&w, &q, n));
+    HPDL_CHECK(hpdl_quant_mlp_forward(&q, HPDL_QUANT_INTEGER, &w, n, X.data()));
+    std::vector<int32_t> want(w.logits, w.logits + (size_t)n * classes);
+    HPDL_CHECK(hpdl_quant_mlp_accuracy(&q, HPDL_QUANT_INTEGER, &w, n, X.data(), labels.data(), &cpu_acc));
+    float *dX = upload(X);
+    int32_t *dy = upload(labels);
+    for (a = 0; a < HPDL_COUNT(ALGOS); a++) {
+        hpdl_cuda_quant_mlp g;
+        HPDL_CHECK(hpdl_cuda_quant_mlp_create(&g, &q, 128, ALGOS[a])); /* 128 < n: several batches */
+        HPDL_CHECK(hpdl_cuda_poison(g.logits, (size_t)128 * classes * sizeof(int32_t)));
+        hpdl_status st = hpdl_cuda_quant_mlp_forward(&g, 128, dX, 0);
+        if (!(st == HPDL_ERR_UNSUPPORTED && ALGOS[a] == HPDL_QUANT_MMA)) {
+            std::vector<int32_t> want_first(want.begin(), want.begin() + 128 * classes);
+            HPDL_EXPECT(st == HPDL_OK);
+            HPDL_EXPECT(count_mismatches(download(g.logits, (size_t)128 * classes), want_first) == 0);
+            HPDL_EXPECT(hpdl_cuda_quant_mlp_accuracy(&g, n, dX, dy, &gpu_acc, 0) == HPDL_OK);
+            HPDL_EXPECT(gpu_acc == cpu_acc);
+            HPDL_EXPECT(hpdl_cuda_quant_mlp_forward(&g, 129, dX, 0) == HPDL_ERR_INVALID);
+        }
+        hpdl_cuda_quant_mlp_destroy(&g);
+    }
+    hpdl_cuda_free(dX);
+    hpdl_cuda_free(dy);
+    hpdl_quant_mlp_work_destroy(&w);
+    hpdl_quant_mlp_free(&q);
+    hpdl_mlp_destroy_f32(&m);
+}
+
+int main(int argc, char **argv) {
+    static const hpdl_test tests[] = {
+        HPDL_TEST(test_requant_twins),           HPDL_TEST(test_gemm_i8_exact),
+        HPDL_TEST(test_gemm_requant_exact),      HPDL_TEST(test_requant_outputs_saturate),
+        HPDL_TEST(test_transpose_and_quantize),  HPDL_TEST(test_bad_args),
+        HPDL_TEST(test_quant_mlp_matches_cpu)};
+    return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
+}
