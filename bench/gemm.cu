@@ -224,15 +224,15 @@ static hpdl_status tune_warptile(const hpdl__gemm_args<T, ACC> &g, cudaStream_t 
     dim3 grid;
     hpdl_status st = hpdl__gemm_grid(g.N, 128, g.M, 128, &grid);
     if (st != HPDL_OK) return st;
-    hpdl__gemm_warptile<T, ACC, BK, MINB><<<grid, 256, 0, s>>>(g);
+    hpdl__gemm_warptile<T, ACC, BK, MINB, true><<<grid, 256, 0, s>>>(g);
     return cudaGetLastError() == cudaSuccess ? HPDL_OK : HPDL_ERR_CUDA;
 }
 template <typename SH, typename T> static hpdl_status tune_mma(const hpdl__gemm_args<T, float> &g, cudaStream_t s) {
-    return hpdl__gemm_launch_tc<SH>(hpdl__gemm_mma<T, true, false, SH>, g, (size_t)SH::S * (SH::BM + SH::BN) * SH::BK * sizeof(T), s);
+    return hpdl__gemm_launch_tc<SH>(hpdl__gemm_mma<T, true, false, SH, true>, g, (size_t)SH::S * (SH::BM + SH::BN) * SH::BK * sizeof(T), s);
 }
 template <typename SH> static hpdl_status tune_dmma(const hpdl__gemm_args<double, double> &g, cudaStream_t s) {
     size_t smem = (size_t)SH::S * (SH::BM * (SH::BK + 4) + SH::BK * (SH::BN + 4)) * sizeof(double);
-    return hpdl__gemm_launch_tc<SH>(hpdl__gemm_dmma<true, false, SH>, g, smem, s);
+    return hpdl__gemm_launch_tc<SH>(hpdl__gemm_dmma<true, false, SH, true>, g, smem, s);
 }
 template <typename T, typename ACC> struct tune_variant {
     const char *name;
@@ -283,26 +283,31 @@ static void tune_type(const char *type, const tune_variant<T, ACC> *vs, int nv, 
 }
 
 static void tune_all(hpdl_cuda_l2_flusher *fl) {
+    typedef hpdl__tc_shape<128, 128, 16, 3, 64, 32, 4> d1;
+    typedef hpdl__tc_shape<128, 128, 32, 3, 64, 32, 4> d2;
+    typedef hpdl__tc_shape<128, 128, 16, 3, 64, 32, 8> d3;
+    typedef hpdl__tc_shape<128, 128, 32, 3, 64, 32, 8> d4;
+    typedef hpdl__tc_shape<128, 64, 16, 3, 64, 32, 8> d5;
+    typedef hpdl__tc_shape<128, 256, 32, 4, 64, 64> h1;
+    typedef hpdl__tc_shape<128, 128, 32, 4, 64, 64> h2;
+    typedef hpdl__tc_shape<128, 128, 32, 3, 64, 64> h3;
+    typedef hpdl__tc_shape<256, 128, 32, 4, 64, 64> h4;
+    typedef hpdl__tc_shape<128, 256, 64, 3, 64, 64> h5;
+    typedef hpdl__tc_shape<128, 128, 32, 6, 64, 64> h6;
     static const tune_variant<float, float> f32[] = {
-        {"warptile bk8 minb2", tune_warptile<float, float, 8, 2>}, {"warptile bk8 minb1", tune_warptile<float, float, 8, 1>},
-        {"warptile bk16 minb1", tune_warptile<float, float, 16, 1>}, {"warptile bk16 minb2", tune_warptile<float, float, 16, 2>}};
+        {"warptile bk8 minb2 fast", tune_warptile<float, float, 8, 2>}, {"warptile bk16 minb2 fast", tune_warptile<float, float, 16, 2>},
+        {"warptile bk16 minb1 fast", tune_warptile<float, float, 16, 1>}, {"warptile bk8 minb1 fast", tune_warptile<float, float, 8, 1>}};
     static const tune_variant<double, double> f64[] = {
-        {"dmma 128x128x16 s3 w64x32", tune_dmma<hpdl__tc_shape<128, 128, 16, 3, 64, 32> >},
-        {"dmma 128x128x32 s3 w64x32", tune_dmma<hpdl__tc_shape<128, 128, 32, 3, 64, 32> >},
-        {"dmma 128x128x16 s4 w64x32", tune_dmma<hpdl__tc_shape<128, 128, 16, 4, 64, 32> >},
-        {"dmma 128x64x16 s3 w64x32", tune_dmma<hpdl__tc_shape<128, 64, 16, 3, 64, 32> >},
-        {"dmma 64x128x16 s4 w32x32", tune_dmma<hpdl__tc_shape<64, 128, 16, 4, 32, 32> >}};
+        {"dmma 128x128x16 s3 k4 fast", tune_dmma<d1>}, {"dmma 128x128x32 s3 k4 fast", tune_dmma<d2>},
+        {"dmma 128x128x16 s3 k8 fast", tune_dmma<d3>}, {"dmma 128x128x32 s3 k8 fast", tune_dmma<d4>},
+        {"dmma 128x64x16 s3 k8 fast (2 CTA)", tune_dmma<d5>}};
     static const tune_variant<__half, float> f16[] = {
-        {"mma 128x256x32 s4 w64x64", tune_mma<hpdl__tc_shape<128, 256, 32, 4, 64, 64>, __half>},
-        {"mma 128x256x64 s3 w64x64", tune_mma<hpdl__tc_shape<128, 256, 64, 3, 64, 64>, __half>},
-        {"mma 128x256x32 s3 w64x64", tune_mma<hpdl__tc_shape<128, 256, 32, 3, 64, 64>, __half>},
-        {"mma 256x128x32 s4 w64x64", tune_mma<hpdl__tc_shape<256, 128, 32, 4, 64, 64>, __half>},
-        {"mma 128x128x32 s4 w64x64", tune_mma<hpdl__tc_shape<128, 128, 32, 4, 64, 64>, __half>},
-        {"mma 128x128x64 s3 w64x64", tune_mma<hpdl__tc_shape<128, 128, 64, 3, 64, 64>, __half>},
-        {"mma 128x128x32 s4 w64x32", tune_mma<hpdl__tc_shape<128, 128, 32, 4, 64, 32>, __half>}};
+        {"mma 128x256x32 s4 w64x64 fast", tune_mma<h1, __half>}, {"mma 128x128x32 s4 w64x64 fast", tune_mma<h2, __half>},
+        {"mma 128x128x32 s3 w64x64 fast", tune_mma<h3, __half>}, {"mma 256x128x32 s4 w64x64 fast", tune_mma<h4, __half>},
+        {"mma 128x256x64 s3 w64x64 fast", tune_mma<h5, __half>}, {"mma 128x128x32 s6 w64x64 fast", tune_mma<h6, __half>}};
     tune_type<float, float>("f32", f32, 4, fl);
     tune_type<double, double>("f64", f64, 5, fl);
-    tune_type<__half, float>("f16", f16, 7, fl);
+    tune_type<__half, float>("f16", f16, 6, fl);
 }
 
 /* Opens <HPDL_RESULTS or .>/<name>.csv with its own header line. */

@@ -109,6 +109,24 @@ static __device__ __forceinline__ void hpdl__qgemm_out(const hpdl__qgemm_args &g
     if (m < g.M && n < g.N) hpdl__qgemm_put((TC *)g.C + (size_t)m * g.ldc + n, hpdl__qgemm_finish(g, n, dot, rsum, csum));
 }
 
+static __device__ __forceinline__ void hpdl__qgemm_put2(int8_t *p, int32_t a, int32_t b) {
+    *(char2 *)p = make_char2((signed char)a, (signed char)b);
+}
+static __device__ __forceinline__ void hpdl__qgemm_put2(int32_t *p, int32_t a, int32_t b) { *(int2 *)p = make_int2(a, b); }
+
+/* C(m, n) and C(m, n+1): one paired store when both are inside and aligned. */
+template <typename TC>
+static __device__ __forceinline__ void hpdl__qgemm_out2(const hpdl__qgemm_args &g, int m, int n, int32_t d0, int32_t d1,
+                                                        int32_t rsum, int32_t cs0, int32_t cs1) {
+    TC *p = (TC *)g.C + (size_t)m * g.ldc + n;
+    if (m < g.M && n + 1 < g.N && (uintptr_t)p % (2 * sizeof(TC)) == 0) {
+        hpdl__qgemm_put2(p, hpdl__qgemm_finish(g, n, d0, rsum, cs0), hpdl__qgemm_finish(g, n + 1, d1, rsum, cs1));
+        return;
+    }
+    hpdl__qgemm_out<TC>(g, m, n, d0, rsum, cs0);
+    hpdl__qgemm_out<TC>(g, m, n + 1, d1, rsum, cs1);
+}
+
 /* Sum of the four int8 lanes of each word of u, added to acc. */
 static __device__ __forceinline__ int32_t hpdl__qsum16(int4 u, int32_t acc) {
     const int ones = 0x01010101;
@@ -265,10 +283,8 @@ template <typename TC> __global__ void __launch_bounds__(256, 1) hpdl__qgemm_mma
 #pragma unroll
         for (j = 0; j < 8; j++) { /* c0, c1: row lane/4, columns 2(lane%4), +1; c2, c3: 8 rows down */
             int m = wm + i * 16 + lane / 4, n = wn + j * 8 + lane % 4 * 2;
-            hpdl__qgemm_out<TC>(g, tm + m, tn + n, acc[i][j][0], rs[m], cs[n]);
-            hpdl__qgemm_out<TC>(g, tm + m, tn + n + 1, acc[i][j][1], rs[m], cs[n + 1]);
-            hpdl__qgemm_out<TC>(g, tm + m + 8, tn + n, acc[i][j][2], rs[m + 8], cs[n]);
-            hpdl__qgemm_out<TC>(g, tm + m + 8, tn + n + 1, acc[i][j][3], rs[m + 8], cs[n + 1]);
+            hpdl__qgemm_out2<TC>(g, tm + m, tn + n, acc[i][j][0], acc[i][j][1], rs[m], cs[n], cs[n + 1]);
+            hpdl__qgemm_out2<TC>(g, tm + m + 8, tn + n, acc[i][j][2], acc[i][j][3], rs[m + 8], cs[n], cs[n + 1]);
         }
 #else
     (void)g; /* host pass, or a GPU without mma.sync: the launcher never starts it */

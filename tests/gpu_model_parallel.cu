@@ -228,6 +228,18 @@ static void test_device_utilities(void) {
     for (i = 0; i < 1000; i++) same &= back[i] == host[i];
     HPDL_EXPECT(same);
     HPDL_EXPECT(st.transfers == 1 && st.bytes == (long long)sizeof host && st.local + st.peer + st.staged == 1);
+    if (set.physical[0] != set.physical[1]) { /* force the path through pinned host memory, in small chunks */
+        void *stage = NULL;
+        HPDL_CHECK(hpdl_cuda_alloc_pinned(&stage, 1024));
+        set.peer[1][0] = 0;
+        HPDL_CHECK(hpdl_cuda_poison(b, sizeof host));
+        HPDL_EXPECT(hpdl_cuda_move(&set, b, 1, a, 0, sizeof host, stage, 1024, 0, &st) == HPDL_OK);
+        HPDL_CUDA_CHECK(cudaDeviceSynchronize());
+        HPDL_CUDA_CHECK(cudaMemcpy(back, b, sizeof host, cudaMemcpyDeviceToHost));
+        for (i = 0; i < 1000; i++) same &= back[i] == host[i];
+        HPDL_EXPECT(same && st.staged == 1 && st.transfers == 2);
+        hpdl_cuda_free_pinned(stage);
+    }
     cudaFree(a);
     cudaSetDevice(set.physical[0]);
     cudaFree(b);

@@ -11,6 +11,7 @@ set terminal pngcairo size 900,600 noenhanced
 set key top left
 set grid
 set logscale x 2
+set logscale y 10
 set format x "%.0b%B"
 set xlabel "message size (bytes, f32 sum in place)"
 
@@ -21,6 +22,5 @@ plot for [v in variants] rows(v) using 2:8 with linespoints title v
 
 set output dir . "/allreduce_time.png"
 set title "Allreduce time per call"
-set logscale y 10
 set ylabel "time (us)"
 plot for [v in variants] rows(v) using 2:6 with linespoints title v
