@@ -376,20 +376,26 @@ HPDL_DEFINE_MATRIX(bf16, hpdl_bf16)
 /* CSV output for benches                                                    */
 /* ------------------------------------------------------------------------ */
 
-/* Opens <dir>/<name>.csv for writing with the bench header line. dir comes
-   from the environment variable HPDL_RESULTS when set (make bench sets it to
-   bench/results/<gpu>), else the given default. The caller fcloses it. */
-HPDL_API FILE *hpdl_csv_open(const char *default_dir, const char *name) {
+/* Opens <dir>/<name>.csv for writing and writes `header` as its first line.
+   dir comes from the environment variable HPDL_RESULTS when set (make bench
+   sets it to bench/results/<gpu>), else the given default. The caller
+   fcloses it. */
+HPDL_API FILE *hpdl_csv_open_with_header(const char *default_dir, const char *name, const char *header) {
     char path[1024];
     const char *dir = getenv("HPDL_RESULTS");
     FILE *f;
     if (!dir || !*dir) dir = default_dir;
-    if (!name) return NULL;
+    if (!name || !header) return NULL;
     snprintf(path, sizeof path, "%s/%s.csv", dir ? dir : ".", name);
     f = fopen(path, "w");
     if (!f) { fprintf(stderr, "hpdl: cannot write %s: %s\n", path, strerror(errno)); return NULL; }
-    fprintf(f, "metric,value,unit,anchor,anchor_value,ratio\n");
+    fprintf(f, "%s\n", header);
     return f;
+}
+
+/* The headline CSV every bench writes, read by the README and by CI. */
+HPDL_API FILE *hpdl_csv_open(const char *default_dir, const char *name) {
+    return hpdl_csv_open_with_header(default_dir, name, "metric,value,unit,anchor,anchor_value,ratio");
 }
 
 /* One CSV row. higher_is_better: ratio = value/anchor (rates), otherwise

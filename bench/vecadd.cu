@@ -371,24 +371,11 @@ static void print_table(const results *R, const char *gpu) {
     }
 }
 
-/* vecadd_times.csv has columns of its own, so it is opened here rather than
-   with hpdl_csv_open (which writes the headline header). */
-static FILE *open_detail_csv(const char *name) {
-    char path[1024];
-    const char *dir = getenv("HPDL_RESULTS");
-    FILE *f;
-    snprintf(path, sizeof path, "%s/%s.csv", dir && *dir ? dir : ".", name);
-    f = fopen(path, "w");
-    if (!f) fprintf(stderr, "vecadd bench: cannot write %s: %s\n", path, strerror(errno));
-    return f;
-}
-
 /* Rows grouped by series, K ascending, so gnuplot draws each as one line. */
 static void write_times_csv(const results *R) {
-    FILE *f = open_detail_csv("vecadd_times");
+    FILE *f = hpdl_csv_open_with_header(".", "vecadd_times", "config,memory,K_million,kernel_ms,total_ms");
     int k, cfg, mem;
     if (!f) return;
-    fprintf(f, "config,memory,K_million,kernel_ms,total_ms\n");
     for (k = 0; k < NK; k++) fprintf(f, "cpu,host,%lld,%.6g,%.6g\n", (long long)k_million[k], R->cpu_ms[k], R->cpu_ms[k]);
     for (cfg = 0; cfg < HPDL_VECADD_CONFIG_COUNT; cfg++)
         for (mem = 0; mem < MEM_KINDS; mem++)

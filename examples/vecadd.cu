@@ -58,7 +58,9 @@ int main(int argc, char **argv) {
 
     /* 4. Launch the kernel. For "many blocks" the launcher runs
           kernel<<<(n + 255) / 256, 256>>>(n, d_a, d_b, d_c): one thread per
-          element. Launches are asynchronous: the timer's stop waits for it. */
+          element. Launches are asynchronous: the timer's stop waits for it.
+          This first launch also loads the kernel onto the GPU, so its time is
+          not the kernel's speed: build/bench/vecadd measures that properly. */
     HPDL_CHECK(hpdl_cuda_timer_create(&timer, 0));
     hpdl_cuda_timer_start(&timer);
     HPDL_CHECK(hpdl_cuda_vec_add_f32(config, n, d_a, d_b, d_c, 0));

@@ -15,8 +15,8 @@
        reg2d      each thread computes an 8x8 block (2D register blocking)
        vec4       16-byte global loads and 16-byte shared-memory reads
        warptile   warp-shaped thread tiles (conflict-free shared reads), double-buffered tiles
-       mma        tensor cores: f16/bf16 mma.sync m16n8k16 + ldmatrix + 4-stage cp.async,
-                  f64 DMMA (mma.sync m8n8k4; m16n8k4 on sm_90) + 3-stage cp.async
+       mma        tensor cores: f16/bf16 mma.sync m16n8k16 + ldmatrix + 4-stage cp.async (128x128x32),
+                  f64 DMMA (mma.sync m8n8k4; m16n8k4 on sm_90) + 3-stage cp.async (128x128x32)
        cublas     the library, for reference
    f16/bf16 accumulate in f32 on every rung. AUTO: f32 -> warptile, f64 and f16/bf16 -> mma
    (warptile when the binary or the GPU has no sm_80 tensor-core path). */
@@ -604,8 +604,8 @@ template <int BM_, int BN_, int BK_, int STAGES_, int WM_, int WN_, int DK_ = 4>
     enum { BM = BM_, BN = BN_, BK = BK_, S = STAGES_, WM = WM_, WN = WN_, DK = DK_ /* f64 mma K on sm_90: 4 or 8 */ };
     enum { WARPS_N = BN / WN, THREADS = 32 * (BM / WM) * (BN / WN) };
 };
-typedef hpdl__tc_shape<128, 256, 32, 4, 64, 64> hpdl__mma_shape;  /* f16/bf16 default */
-typedef hpdl__tc_shape<128, 128, 16, 3, 64, 32> hpdl__dmma_shape; /* f64 default */
+typedef hpdl__tc_shape<128, 128, 32, 4, 64, 64> hpdl__mma_shape; /* f16/bf16 default: 4 warps, 2 blocks per SM */
+typedef hpdl__tc_shape<128, 128, 32, 3, 64, 32> hpdl__dmma_shape; /* f64 default */
 
 /* One K tile of an operand (OT = its M or N tile, BK deep) into a stage: a
    kcontig operand is stored OT x BK, the other BK x OT, as in global memory. */

@@ -18,11 +18,12 @@ typedef enum hpdl_vecadd_config {
 #define HPDL_VECADD_THREADS 256 /* threads per block of (b), (c) and (d) */
 
 /* (d) launches at most this many waves of the blocks that fit on all SMs at
-   once (fewer when n needs fewer). One wave, the textbook persistent grid,
-   moved 2.89 TB/s at 100M floats on an H100 (4 waves: 2.92) where one 16-byte
-   pack per thread (92 waves) moved 3.02 TB/s, above the 2.94 TB/s of a
-   device-to-device copy: blocks that start in address order keep DRAM
-   accesses together (notes/vecadd.md). Define it before including to change. */
+   once (fewer when n needs fewer). On an H100 at 100M floats, 1 wave (the
+   textbook persistent grid) moved 2.89 TB/s, 4 waves 2.91, 16 2.96, 32 2.99,
+   64 3.01 and 128 (one 16-byte pack per thread there) 3.02, against 2.94 for
+   a device-to-device copy: short-lived blocks, started in address order,
+   seem to keep DRAM accesses together (notes/vecadd.md). Define it before
+   including to change it; any value gives the same result. */
 #ifndef HPDL_VECADD_WAVES
 #define HPDL_VECADD_WAVES 128
 #endif
