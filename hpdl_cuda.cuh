@@ -296,9 +296,4465 @@ HPDL_API hpdl_status hpdl_cuda_time_median_ms(hpdl_cuda_work_fn run, void *ctx, 
 /* ======================================================================== */
 /* Kernel families                                                           */
 /* ======================================================================== */
-#include "parts/cuda_vecadd.cuh"
-#include "parts/cuda_gemm.cuh"
-#include "parts/cuda_mlp.cuh"
-#include "parts/cuda_multi.cuh"
+/* ------------------------------------------------------------------------ */
+/* Vector add c = a + b: the four launch configurations of the CUDA workflow */
+/* (spliced into hpdl_cuda.cuh; CPU twin: hpdl_vec_add_<type> in hpdl.h)     */
+/* ------------------------------------------------------------------------ */
+
+/* From one thread doing all the work to a grid that fills every SM. All four
+   give the same result; only the speed differs (bench/vecadd measures it). */
+typedef enum hpdl_vecadd_config {
+    HPDL_VECADD_ONE_THREAD = 0, /* (a) 1 block x 1 thread: a plain loop on the GPU */
+    HPDL_VECADD_ONE_BLOCK,      /* (b) 1 block x 256 threads: one SM at work */
+    HPDL_VECADD_MANY_BLOCKS,    /* (c) ceil(n/256) blocks x 256: one element a thread */
+    HPDL_VECADD_GRID_STRIDE     /* (d) a grid sized from the SM count (see
+                                   HPDL_VECADD_WAVES); each thread loops over
+                                   the array, moving 16 bytes per load */
+} hpdl_vecadd_config;
+
+#define HPDL_VECADD_CONFIG_COUNT 4
+#define HPDL_VECADD_THREADS 256 /* threads per block of (b), (c) and (d) */
+
+/* (d) launches at most this many waves of the blocks that fit on all SMs at
+   once (fewer when n needs fewer). On an H100 at 100M floats, 1 wave (the
+   textbook persistent grid) moved 2.89 TB/s, 4 waves 2.91, 16 2.96, 32 2.99,
+   64 3.01 and 128 (one 16-byte pack per thread there) 3.02, against 2.94 for
+   a device-to-device copy: short-lived blocks, started in address order,
+   seem to keep DRAM accesses together (notes/vecadd.md). Define it before
+   including to change it; any value gives the same result. */
+#ifndef HPDL_VECADD_WAVES
+#define HPDL_VECADD_WAVES 128
+#endif
+
+HPDL_API const char *hpdl_vecadd_config_name(hpdl_vecadd_config c) {
+    switch (c) {
+    case HPDL_VECADD_ONE_THREAD: return "one-thread";
+    case HPDL_VECADD_ONE_BLOCK: return "one-block";
+    case HPDL_VECADD_MANY_BLOCKS: return "many-blocks";
+    case HPDL_VECADD_GRID_STRIDE: return "grid-stride";
+    }
+    return "unknown";
+}
+
+/* An "Op" is what HPDL_DEFINE_CUDA_VECADD generates per type: a struct with
+   value_type (the device element type) and a static __device__ add(). */
+
+/* Grid-stride loop over elements, 64-bit indices. The scalar configurations
+   differ only in the grid they launch it with: (a) 1x1 walks the whole
+   array, (b) 1x256 strides by 256, (c) one element a thread (one trip). */
+template <class Op>
+__global__ void hpdl__vecadd_scalar_kernel(int64_t n, const typename Op::value_type *HPDL_RESTRICT a,
+                                           const typename Op::value_type *HPDL_RESTRICT b,
+                                           typename Op::value_type *HPDL_RESTRICT c) {
+    int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t i;
+    for (i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) c[i] = Op::add(a[i], b[i]);
+}
+
+/* Adds two 16-byte packs element by element. The packs travel as uint4 so
+   that each load and store is one 128-bit instruction; memcpy reinterprets
+   them (the compiler keeps it all in registers). */
+template <class Op>
+__device__ __forceinline__ uint4 hpdl__vecadd_pack_add(uint4 x, uint4 y) {
+    typedef typename Op::value_type V;
+    enum { per_pack = 16 / sizeof(V) };
+    V xs[per_pack], ys[per_pack], zs[per_pack];
+    uint4 z;
+    memcpy(xs, &x, 16);
+    memcpy(ys, &y, 16);
+#pragma unroll
+    for (int k = 0; k < per_pack; k++) zs[k] = Op::add(xs[k], ys[k]);
+    memcpy(&z, zs, 16);
+    return z;
+}
+
+/* (d) on 16-byte-aligned a, b, c: grid-stride over 16-byte packs, then the
+   last n % (elements per pack) elements one per thread (fewer than a block). */
+template <class Op>
+__global__ void hpdl__vecadd_vector_kernel(int64_t n, const typename Op::value_type *HPDL_RESTRICT a,
+                                           const typename Op::value_type *HPDL_RESTRICT b,
+                                           typename Op::value_type *HPDL_RESTRICT c) {
+    const int64_t per_pack = (int64_t)(16 / sizeof(typename Op::value_type));
+    const uint4 *pa = reinterpret_cast<const uint4 *>(a);
+    const uint4 *pb = reinterpret_cast<const uint4 *>(b);
+    uint4 *pc = reinterpret_cast<uint4 *>(c);
+    int64_t packs = n / per_pack, stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, i;
+    for (i = t; i < packs; i += stride) pc[i] = hpdl__vecadd_pack_add<Op>(pa[i], pb[i]);
+    i = packs * per_pack + t;
+    if (i < n) c[i] = Op::add(a[i], b[i]);
+}
+
+HPDL_API int hpdl__aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+HPDL_API hpdl_status hpdl__vecadd_check(hpdl_vecadd_config cfg, int64_t n, const void *a, const void *b,
+                                        const void *c) {
+    if (n < 0 || (int)cfg < 0 || (int)cfg >= HPDL_VECADD_CONFIG_COUNT) return HPDL_ERR_INVALID;
+    if (n > 0 && (!a || !b || !c)) return HPDL_ERR_INVALID;
+    return HPDL_OK;
+}
+
+/* Grid of (d) for `kernel`: HPDL_VECADD_WAVES times the blocks of
+   HPDL_VECADD_THREADS that fit on all SMs at once, but no more than `items`
+   needs (one item per thread). */
+HPDL_API hpdl_status hpdl__grid_stride_blocks(const void *kernel, int64_t items, int *blocks) {
+    int device = 0, sms = 0, per_sm = 0;
+    int64_t needed = (items + HPDL_VECADD_THREADS - 1) / HPDL_VECADD_THREADS, most;
+    HPDL_CUDA_TRY(cudaGetDevice(&device));
+    HPDL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    HPDL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, HPDL_VECADD_THREADS, 0));
+    most = (int64_t)sms * per_sm * HPDL_VECADD_WAVES;
+    *blocks = (int)(needed < most ? needed : most);
+    if (*blocks < 1) *blocks = 1;
+    return HPDL_OK;
+}
+
+/* Launch geometry of the scalar kernel for each configuration. */
+template <class Op>
+static inline hpdl_status hpdl__vecadd_scalar_grid(hpdl_vecadd_config cfg, int64_t n, int *blocks, int *threads) {
+    int64_t many = (n + HPDL_VECADD_THREADS - 1) / HPDL_VECADD_THREADS;
+    *blocks = 1;
+    *threads = cfg == HPDL_VECADD_ONE_THREAD ? 1 : HPDL_VECADD_THREADS;
+    if (cfg == HPDL_VECADD_MANY_BLOCKS) {
+        if (many > 2147483647) return HPDL_ERR_UNSUPPORTED; /* past the grid's x limit */
+        *blocks = (int)many;
+    }
+    if (cfg == HPDL_VECADD_GRID_STRIDE) /* misaligned pointers: scalar loads, same grid rule */
+        return hpdl__grid_stride_blocks((const void *)hpdl__vecadd_scalar_kernel<Op>, n, blocks);
+    return HPDL_OK;
+}
+
+template <class Op>
+static inline hpdl_status hpdl__cuda_vecadd(hpdl_vecadd_config cfg, int64_t n, const typename Op::value_type *a,
+                                           const typename Op::value_type *b, typename Op::value_type *c,
+                                           cudaStream_t stream) {
+    const int64_t per_pack = (int64_t)(16 / sizeof(typename Op::value_type));
+    int blocks = 1, threads = HPDL_VECADD_THREADS;
+    hpdl_status s = hpdl__vecadd_check(cfg, n, a, b, c);
+    if (s != HPDL_OK || n == 0) return s;
+    if (cfg == HPDL_VECADD_GRID_STRIDE && hpdl__aligned16(a) && hpdl__aligned16(b) && hpdl__aligned16(c)) {
+        s = hpdl__grid_stride_blocks((const void *)hpdl__vecadd_vector_kernel<Op>, n / per_pack, &blocks);
+        if (s != HPDL_OK) return s;
+        hpdl__vecadd_vector_kernel<Op><<<blocks, threads, 0, stream>>>(n, a, b, c);
+    } else {
+        s = hpdl__vecadd_scalar_grid<Op>(cfg, n, &blocks, &threads);
+        if (s != HPDL_OK) return s;
+        hpdl__vecadd_scalar_kernel<Op><<<blocks, threads, 0, stream>>>(n, a, b, c);
+    }
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* hpdl_cuda_vec_add_<SUFFIX>(cfg, n, a, b, c, stream): c[i] = a[i] + b[i] on
+   device (or managed) pointers, asynchronously on `stream`. T is the host
+   type, DEV_T the CUDA type with the same bits; the sum is computed in ACC_T
+   (LOAD: DEV_T -> ACC_T, STORE: ACC_T -> DEV_T, rounding to nearest even),
+   exactly like the CPU twin. c may be a or b (in place); no partial overlap.
+   HPDL_ERR_INVALID (nothing launched) for n < 0, a bad cfg, or a NULL
+   pointer with n > 0. */
+#define HPDL_DEFINE_CUDA_VECADD(SUFFIX, T, DEV_T, ACC_T, LOAD, STORE)                                  \
+    struct hpdl__vecadd_op_##SUFFIX {                                                                  \
+        typedef DEV_T value_type;                                                                      \
+        static __device__ __forceinline__ DEV_T add(DEV_T x, DEV_T y) {                                \
+            return STORE((ACC_T)LOAD(x) + (ACC_T)LOAD(y));                                             \
+        }                                                                                              \
+    };                                                                                                 \
+    static_assert(sizeof(T) == sizeof(DEV_T), "hpdl: host and device element types differ in size"); \
+    HPDL_API hpdl_status hpdl_cuda_vec_add_##SUFFIX(hpdl_vecadd_config cfg, int64_t n, const T *a,     \
+                                                    const T *b, T *c, cudaStream_t stream) {           \
+        return hpdl__cuda_vecadd<hpdl__vecadd_op_##SUFFIX>(cfg, n, (const DEV_T *)a, (const DEV_T *)b, \
+                                                           (DEV_T *)c, stream);                        \
+    }
+
+HPDL_DEFINE_CUDA_VECADD(f32, float, float, float, HPDL_LOAD_SELF, HPDL_STORE_F32)
+HPDL_DEFINE_CUDA_VECADD(f64, double, double, double, HPDL_LOAD_SELF, HPDL_STORE_F64)
+HPDL_DEFINE_CUDA_VECADD(f16, hpdl_f16, __half, float, __half2float, __float2half_rn)
+HPDL_DEFINE_CUDA_VECADD(bf16, hpdl_bf16, __nv_bfloat16, float, __bfloat162float, __float2bfloat16_rn)
+
+/* ------------------------------------------------------------------------ */
+/* Unified (managed) memory                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* cudaMallocManaged: one pointer valid on host and device; pages move to
+   whoever touches them (or ahead of time, with hpdl_cuda_prefetch). Free
+   with hpdl_cuda_free. Refuses (HPDL_ERR_NOMEM, with a message) more than
+   the device has free minus a margin (1/20 of its memory, at least 512 MiB):
+   oversubscribed managed memory can hang the GPU, not only the program. The
+   check sees one request at a time, and managed pages count as used only
+   once they reach the GPU: a caller that needs several buffers at once should
+   ask for their sum in one call, or check the sum against free memory first. */
+HPDL_API hpdl_status hpdl_cuda_alloc_managed(void **ptr, size_t bytes) {
+    size_t free_b = 0, total_b = 0, margin;
+    if (!ptr) return HPDL_ERR_INVALID;
+    *ptr = NULL;
+    if (bytes == 0) return HPDL_OK;
+    HPDL_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+    margin = total_b / 20 > ((size_t)512 << 20) ? total_b / 20 : ((size_t)512 << 20);
+    if (free_b < margin || bytes > free_b - margin) {
+        fprintf(stderr, "hpdl_cuda_alloc_managed: refusing %zu bytes: the device has %zu bytes free "
+                        "and keeps %zu spare\n", bytes, free_b, margin);
+        return HPDL_ERR_NOMEM;
+    }
+    if (cudaMallocManaged(ptr, bytes, cudaMemAttachGlobal) != cudaSuccess) {
+        cudaGetLastError();
+        *ptr = NULL;
+        return HPDL_ERR_NOMEM;
+    }
+    return HPDL_OK;
+}
+
+/* Moves managed pages ahead of use, asynchronously on `stream`: to GPU
+   `device`, or to the host for cudaCpuDeviceId. HPDL_ERR_UNSUPPORTED where
+   the GPU cannot (no concurrent managed access: Windows, some older GPUs);
+   pages then still move on first touch. */
+HPDL_API hpdl_status hpdl_cuda_prefetch(const void *ptr, size_t bytes, int device, cudaStream_t stream) {
+    int count = 0, current = 0, concurrent = 0;
+    HPDL_CUDA_TRY(cudaGetDeviceCount(&count));
+    if ((!ptr && bytes) || device < cudaCpuDeviceId || device >= count) return HPDL_ERR_INVALID;
+    if (bytes == 0) return HPDL_OK;
+    HPDL_CUDA_TRY(cudaGetDevice(&current));
+    HPDL_CUDA_TRY(cudaDeviceGetAttribute(&concurrent, cudaDevAttrConcurrentManagedAccess,
+                                         device == cudaCpuDeviceId ? current : device));
+    if (!concurrent) return HPDL_ERR_UNSUPPORTED;
+#if CUDART_VERSION >= 13000 /* CUDA 13 names the destination with a cudaMemLocation */
+    {
+        cudaMemLocation where;
+        where.type = device == cudaCpuDeviceId ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
+        where.id = device == cudaCpuDeviceId ? 0 : device;
+        HPDL_CUDA_TRY(cudaMemPrefetchAsync(ptr, bytes, where, 0, stream));
+    }
+#else
+    HPDL_CUDA_TRY(cudaMemPrefetchAsync(ptr, bytes, device, stream));
+#endif
+    return HPDL_OK;
+}
+/* cuda_gemm: GEMM ladder and cuBLAS backend (spliced into hpdl_cuda.cuh).
+
+   C (M x N, row-major, ldc >= N) = alpha * op(A) * op(B) + beta * C, device pointers.
+   op(A) is M x K: A is M x K (lda >= K) when HPDL_NO_TRANS, K x M (lda >= M) when HPDL_TRANS;
+   op(B) is K x N: B is K x N (ldb >= N) or N x K (ldb >= K). beta == 0 never reads C.
+
+       hpdl_cuda_gemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);  best kernel
+       hpdl_cuda_gemm_algo_f32(HPDL_GEMM_VEC4, ta, tb, ...);                               one rung
+
+   The ladder (one kernel per rung, each adding one idea to the one before):
+       naive      one thread per C element, threads of a warp walk down a column (strided)
+       coalesced  threads of a warp walk along a row: loads of B and stores of C coalesce
+       smem       32x32 tiles of A and B staged in shared memory
+       reg1d      each thread computes 8 outputs of a column (1D register blocking)
+       reg2d      each thread computes an 8x8 block (2D register blocking)
+       vec4       16-byte global loads and 16-byte shared-memory reads
+       warptile   warp-shaped thread tiles (conflict-free shared reads), double-buffered tiles
+       mma        tensor cores: f16/bf16 mma.sync m16n8k16 + ldmatrix + 4-stage cp.async,
+                  f64 DMMA (mma.sync m8n8k4; m16n8k4 on sm_90) + 3-stage cp.async
+       cublas     the library, for reference
+   f16/bf16 accumulate in f32 on every rung. AUTO: f32 -> warptile, f64 and f16/bf16 -> mma
+   (warptile when the binary or the GPU has no sm_80 tensor-core path). */
+
+typedef enum hpdl_gemm_algo {
+    HPDL_GEMM_AUTO = 0,
+    HPDL_GEMM_NAIVE,
+    HPDL_GEMM_COALESCED,
+    HPDL_GEMM_SMEM,
+    HPDL_GEMM_REG1D,
+    HPDL_GEMM_REG2D,
+    HPDL_GEMM_VEC4,
+    HPDL_GEMM_WARPTILE,
+    HPDL_GEMM_MMA,
+    HPDL_GEMM_CUBLAS
+} hpdl_gemm_algo;
+
+HPDL_API const char *hpdl_gemm_algo_name(hpdl_gemm_algo a) {
+    switch (a) {
+    case HPDL_GEMM_AUTO: return "auto";
+    case HPDL_GEMM_NAIVE: return "naive";
+    case HPDL_GEMM_COALESCED: return "coalesced";
+    case HPDL_GEMM_SMEM: return "smem";
+    case HPDL_GEMM_REG1D: return "reg1d";
+    case HPDL_GEMM_REG2D: return "reg2d";
+    case HPDL_GEMM_VEC4: return "vec4";
+    case HPDL_GEMM_WARPTILE: return "warptile";
+    case HPDL_GEMM_MMA: return "mma";
+    case HPDL_GEMM_CUBLAS: return "cublas";
+    }
+    return "unknown";
+}
+
+/* ------------------------------------------------------------------------ */
+/* Kernel arguments and element access                                       */
+/* ------------------------------------------------------------------------ */
+
+/* One input operand as stored. kcontig: the K index runs along the stored
+   rows (A not transposed, B transposed), so element (o, k) of the operand,
+   o being its M or N index, sits at p[o*ld + k]; otherwise at p[k*ld + o].
+   vec: p and ld allow the rung's vector loads (16 bytes; 4 elements for the
+   SIMT rungs). */
+template <typename T> struct hpdl__gemm_operand {
+    const T *p;
+    int ld, kcontig, vec;
+};
+
+template <typename T, typename ACC> struct hpdl__gemm_args {
+    hpdl__gemm_operand<T> a, b; /* a: outer dimension M, b: outer dimension N */
+    T *C;
+    int M, N, K, ldc, cvec; /* cvec: C and ldc allow 4-element vector stores */
+    ACC alpha, beta;
+};
+
+static __device__ __forceinline__ float hpdl__gemm_acc(float x) { return x; }
+static __device__ __forceinline__ double hpdl__gemm_acc(double x) { return x; }
+static __device__ __forceinline__ float hpdl__gemm_acc(__half x) { return __half2float(x); }
+static __device__ __forceinline__ float hpdl__gemm_acc(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+static __device__ __forceinline__ void hpdl__gemm_put(float *p, float v) { *p = v; }
+static __device__ __forceinline__ void hpdl__gemm_put(double *p, double v) { *p = v; }
+static __device__ __forceinline__ void hpdl__gemm_put(__half *p, float v) { *p = __float2half_rn(v); }
+static __device__ __forceinline__ void hpdl__gemm_put(__nv_bfloat16 *p, float v) { *p = __float2bfloat16_rn(v); }
+
+/* Element (o, k) of an operand whose outer size is O, or 0 outside it. */
+template <typename ACC, typename T>
+static __device__ __forceinline__ ACC hpdl__gemm_elem(const hpdl__gemm_operand<T> &x, int o, int k, int O, int K) {
+    if (o >= O || k >= K) return (ACC)0;
+    return (ACC)hpdl__gemm_acc(x.kcontig ? x.p[(size_t)o * x.ld + k] : x.p[(size_t)k * x.ld + o]);
+}
+
+/* C(m, n) = alpha * acc + beta * C(m, n), skipped outside C; beta == 0 does not read C. */
+template <typename T, typename ACC>
+static __device__ __forceinline__ void hpdl__gemm_out(const hpdl__gemm_args<T, ACC> &g, int m, int n, ACC acc) {
+    if (m < g.M && n < g.N) {
+        T *p = g.C + (size_t)m * g.ldc + n;
+        ACC v = g.alpha * acc;
+        if (g.beta != (ACC)0) v += g.beta * (ACC)hpdl__gemm_acc(*p);
+        hpdl__gemm_put(p, v);
+    }
+}
+
+/* Four consecutive elements in one load: 16 bytes for f32, 8 for f16/bf16,
+   two 16-byte loads for f64. p must be aligned to 4 elements. */
+static __device__ __forceinline__ void hpdl__gemm_vload4(const float *p, float v[4]) {
+    float4 t = *(const float4 *)p;
+    v[0] = t.x; v[1] = t.y; v[2] = t.z; v[3] = t.w;
+}
+static __device__ __forceinline__ void hpdl__gemm_vload4(const double *p, double v[4]) {
+    double2 t0 = ((const double2 *)p)[0], t1 = ((const double2 *)p)[1];
+    v[0] = t0.x; v[1] = t0.y; v[2] = t1.x; v[3] = t1.y;
+}
+static __device__ __forceinline__ void hpdl__gemm_vload4(const __half *p, float v[4]) {
+    uint2 t = *(const uint2 *)p;
+    __half2 h[2];
+    memcpy(h, &t, sizeof t);
+    float2 f0 = __half22float2(h[0]), f1 = __half22float2(h[1]);
+    v[0] = f0.x; v[1] = f0.y; v[2] = f1.x; v[3] = f1.y;
+}
+static __device__ __forceinline__ void hpdl__gemm_vload4(const __nv_bfloat16 *p, float v[4]) {
+    uint2 t = *(const uint2 *)p;
+    __nv_bfloat162 h[2];
+    memcpy(h, &t, sizeof t);
+    float2 f0 = __bfloat1622float2(h[0]), f1 = __bfloat1622float2(h[1]);
+    v[0] = f0.x; v[1] = f0.y; v[2] = f1.x; v[3] = f1.y;
+}
+
+static __device__ __forceinline__ void hpdl__gemm_vstore4(float *p, const float v[4]) {
+    *(float4 *)p = make_float4(v[0], v[1], v[2], v[3]);
+}
+static __device__ __forceinline__ void hpdl__gemm_vstore4(double *p, const double v[4]) {
+    ((double2 *)p)[0] = make_double2(v[0], v[1]);
+    ((double2 *)p)[1] = make_double2(v[2], v[3]);
+}
+static __device__ __forceinline__ void hpdl__gemm_vstore4(__half *p, const float v[4]) {
+    __half2 h[2] = {__floats2half2_rn(v[0], v[1]), __floats2half2_rn(v[2], v[3])};
+    uint2 t;
+    memcpy(&t, h, sizeof t);
+    *(uint2 *)p = t;
+}
+static __device__ __forceinline__ void hpdl__gemm_vstore4(__nv_bfloat16 *p, const float v[4]) {
+    __nv_bfloat162 h[2] = {__floats2bfloat162_rn(v[0], v[1]), __floats2bfloat162_rn(v[2], v[3])};
+    uint2 t;
+    memcpy(&t, h, sizeof t);
+    *(uint2 *)p = t;
+}
+
+/* Stored elements X(r, c..c+3) of a rows x cols matrix, zeros outside: one
+   vector load when the chunk is inside and vec allows it, else one by one. */
+template <typename ACC, typename T>
+static __device__ __forceinline__ void hpdl__gemm_load4(const T *X, int ld, int r, int c, int rows, int cols,
+                                                        int vec, ACC v[4]) {
+    const T *p = X + (size_t)r * ld + c;
+    int j;
+    if (vec && r < rows && c + 3 < cols) { hpdl__gemm_vload4(p, v); return; }
+#pragma unroll
+    for (j = 0; j < 4; j++) v[j] = (r < rows && c + j < cols) ? (ACC)hpdl__gemm_acc(p[j]) : (ACC)0;
+}
+
+/* C(m, n..n+3) = alpha * v + beta * C, one vector access when all four are inside and aligned. */
+template <typename T, typename ACC>
+static __device__ __forceinline__ void hpdl__gemm_out4(const hpdl__gemm_args<T, ACC> &g, int m, int n, const ACC v[4]) {
+    int j;
+    if (g.cvec && m < g.M && n + 3 < g.N) {
+        T *p = g.C + (size_t)m * g.ldc + n;
+        ACC r[4], c[4] = {0, 0, 0, 0};
+        if (g.beta != (ACC)0) hpdl__gemm_vload4(p, c);
+#pragma unroll
+        for (j = 0; j < 4; j++) r[j] = g.alpha * v[j] + g.beta * c[j];
+        hpdl__gemm_vstore4(p, r);
+        return;
+    }
+#pragma unroll
+    for (j = 0; j < 4; j++) hpdl__gemm_out(g, m, n + j, v[j]);
+}
+
+/* Shared-memory vectors of four accumulator values (16-byte aligned). */
+static __device__ __forceinline__ void hpdl__gemm_sload4(const float *p, float v[4]) { hpdl__gemm_vload4(p, v); }
+static __device__ __forceinline__ void hpdl__gemm_sload4(const double *p, double v[4]) { hpdl__gemm_vload4(p, v); }
+static __device__ __forceinline__ void hpdl__gemm_sstore4(float *p, const float v[4]) { hpdl__gemm_vstore4(p, v); }
+static __device__ __forceinline__ void hpdl__gemm_sstore4(double *p, const double v[4]) { hpdl__gemm_vstore4(p, v); }
+
+/* Grouped tile order: blocks that run together share rows of A and columns
+   of B in L2 (GROUP tile rows at a time, Triton's "grouped ordering"). */
+static __device__ __forceinline__ void hpdl__gemm_tile_order(int *tile_m, int *tile_n) {
+    const int GROUP = 8;
+    int tiles_n = (int)gridDim.x, tiles_m = (int)gridDim.y;
+    int pid = (int)(blockIdx.y * gridDim.x + blockIdx.x);
+    int per_group = GROUP * tiles_n, first = pid / per_group * GROUP;
+    int rows = tiles_m - first < GROUP ? tiles_m - first : GROUP;
+    *tile_m = first + (pid % per_group) % rows;
+    *tile_n = (pid % per_group) / rows;
+}
+
+/* ------------------------------------------------------------------------ */
+/* SIMT rungs (every type; f16/bf16 convert to f32 on load)                  */
+/* ------------------------------------------------------------------------ */
+
+/* naive: one thread per C element; threadIdx.x runs down a column of C, so
+   a warp's loads of A and stores of C are strided (uncoalesced). */
+template <typename T, typename ACC> __global__ void hpdl__gemm_naive(hpdl__gemm_args<T, ACC> g) {
+    int m = (int)(blockIdx.x * blockDim.x + threadIdx.x), n = (int)(blockIdx.y * blockDim.y + threadIdx.y), k;
+    ACC acc = 0;
+    if (m >= g.M || n >= g.N) return;
+    for (k = 0; k < g.K; k++)
+        acc += hpdl__gemm_elem<ACC>(g.a, m, k, g.M, g.K) * hpdl__gemm_elem<ACC>(g.b, n, k, g.N, g.K);
+    hpdl__gemm_out(g, m, n, acc);
+}
+
+/* coalesced: threadIdx.x runs along a row of C, so a warp reads one B row
+   segment and writes one C row segment (coalesced) and shares one A value. */
+template <typename T, typename ACC> __global__ void hpdl__gemm_coalesced(hpdl__gemm_args<T, ACC> g) {
+    int n = (int)(blockIdx.x * blockDim.x + threadIdx.x), m = (int)(blockIdx.y * blockDim.y + threadIdx.y), k;
+    ACC acc = 0;
+    if (m >= g.M || n >= g.N) return;
+    for (k = 0; k < g.K; k++)
+        acc += hpdl__gemm_elem<ACC>(g.a, m, k, g.M, g.K) * hpdl__gemm_elem<ACC>(g.b, n, k, g.N, g.K);
+    hpdl__gemm_out(g, m, n, acc);
+}
+
+/* Loads one 32x32 tile of an operand into S[o][k]: the thread index that
+   varies fastest walks the stored row, so the global loads coalesce for
+   either layout (the +1 column of S keeps the transposed stores conflict-free). */
+template <typename T, typename ACC>
+static __device__ __forceinline__ void hpdl__gemm_tile32(ACC (*S)[33], const hpdl__gemm_operand<T> &x, int o0, int k0,
+                                                         int O, int K) {
+    int tx = (int)threadIdx.x, ty = (int)threadIdx.y;
+    if (x.kcontig) S[ty][tx] = hpdl__gemm_elem<ACC>(x, o0 + ty, k0 + tx, O, K);
+    else S[tx][ty] = hpdl__gemm_elem<ACC>(x, o0 + tx, k0 + ty, O, K);
+}
+
+/* smem: 32x32 tiles of A and B staged in shared memory, so each loaded
+   element serves 32 outputs instead of one. */
+template <typename T, typename ACC> __global__ void __launch_bounds__(1024) hpdl__gemm_smem(hpdl__gemm_args<T, ACC> g) {
+    __shared__ ACC As[32][33], Bs[32][33]; /* As[m][k], Bs[n][k] */
+    int tx = (int)threadIdx.x, ty = (int)threadIdx.y, k0, k;
+    int m0 = (int)blockIdx.y * 32, n0 = (int)blockIdx.x * 32;
+    ACC acc = 0;
+    for (k0 = 0; k0 < g.K; k0 += 32) {
+        hpdl__gemm_tile32(As, g.a, m0, k0, g.M, g.K);
+        hpdl__gemm_tile32(Bs, g.b, n0, k0, g.N, g.K);
+        __syncthreads();
+#pragma unroll 8
+        for (k = 0; k < 32; k++) acc += As[ty][k] * Bs[tx][k];
+        __syncthreads();
+    }
+    hpdl__gemm_out(g, m0 + ty, n0 + tx, acc);
+}
+
+/* Element i of this thread's share of an O_TILE x K_TILE operand tile, put
+   into S[k][o] (row length LDS): coalesced global reads for either layout. */
+template <int O_TILE, int K_TILE, int THREADS, int LDS, typename T, typename ACC>
+static __device__ __forceinline__ void hpdl__gemm_tile_scalar(ACC *S, const hpdl__gemm_operand<T> &x, int o0, int k0,
+                                                              int O, int K, int i) {
+    int idx = (int)threadIdx.x + i * THREADS;
+    int o = x.kcontig ? idx / K_TILE : idx % O_TILE, k = x.kcontig ? idx % K_TILE : idx / O_TILE;
+    S[k * LDS + o] = hpdl__gemm_elem<ACC>(x, o0 + o, k0 + k, O, K);
+}
+
+/* reg1d: 64x64 tiles, each thread computes 8 outputs down a column, so one
+   B value from shared memory is reused 8 times from a register. */
+template <typename T, typename ACC> __global__ void __launch_bounds__(512) hpdl__gemm_reg1d(hpdl__gemm_args<T, ACC> g) {
+    enum { BM = 64, BN = 64, BK = 8, TM = 8, LDS = 68 };
+    __shared__ ACC As[BK * LDS], Bs[BK * LDS]; /* [k][m], [k][n] */
+    int tid = (int)threadIdx.x, col = tid % BN, row = tid / BN * TM, k0, k, r;
+    int m0 = (int)blockIdx.y * BM, n0 = (int)blockIdx.x * BN;
+    ACC acc[TM];
+#pragma unroll
+    for (r = 0; r < TM; r++) acc[r] = 0;
+    for (k0 = 0; k0 < g.K; k0 += BK) {
+        hpdl__gemm_tile_scalar<BM, BK, 512, LDS>(As, g.a, m0, k0, g.M, g.K, 0);
+        hpdl__gemm_tile_scalar<BN, BK, 512, LDS>(Bs, g.b, n0, k0, g.N, g.K, 0);
+        __syncthreads();
+#pragma unroll
+        for (k = 0; k < BK; k++) {
+            ACC b = Bs[k * LDS + col];
+#pragma unroll
+            for (r = 0; r < TM; r++) acc[r] += As[k * LDS + row + r] * b;
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (r = 0; r < TM; r++) hpdl__gemm_out(g, m0 + row + r, n0 + col, acc[r]);
+}
+
+/* reg2d: 128x128 tiles, each thread computes an 8x8 block from 8 A and 8 B
+   values in registers: 64 multiply-adds per 16 shared-memory reads. */
+template <typename T, typename ACC> __global__ void __launch_bounds__(256) hpdl__gemm_reg2d(hpdl__gemm_args<T, ACC> g) {
+    enum { BM = 128, BN = 128, BK = 8, TM = 8, TN = 8, LDS = 132 };
+    __shared__ ACC As[BK * LDS], Bs[BK * LDS];
+    int tid = (int)threadIdx.x, tx = tid % 16, ty = tid / 16, k0, k, i, j;
+    int m0 = (int)blockIdx.y * BM, n0 = (int)blockIdx.x * BN;
+    ACC acc[TM][TN], a[TM], b[TN];
+#pragma unroll
+    for (i = 0; i < TM; i++)
+#pragma unroll
+        for (j = 0; j < TN; j++) acc[i][j] = 0;
+    for (k0 = 0; k0 < g.K; k0 += BK) {
+#pragma unroll
+        for (i = 0; i < 4; i++) {
+            hpdl__gemm_tile_scalar<BM, BK, 256, LDS>(As, g.a, m0, k0, g.M, g.K, i);
+            hpdl__gemm_tile_scalar<BN, BK, 256, LDS>(Bs, g.b, n0, k0, g.N, g.K, i);
+        }
+        __syncthreads();
+#pragma unroll
+        for (k = 0; k < BK; k++) {
+#pragma unroll
+            for (i = 0; i < TM; i++) a[i] = As[k * LDS + ty * TM + i];
+#pragma unroll
+            for (j = 0; j < TN; j++) b[j] = Bs[k * LDS + tx * TN + j];
+#pragma unroll
+            for (i = 0; i < TM; i++)
+#pragma unroll
+                for (j = 0; j < TN; j++) acc[i][j] += a[i] * b[j];
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (i = 0; i < TM; i++)
+#pragma unroll
+        for (j = 0; j < TN; j++) hpdl__gemm_out(g, m0 + ty * TM + i, n0 + tx * TN + j, acc[i][j]);
+}
+
+/* Chunk i (4 elements) of this thread's share of a 128 (outer) x BK operand
+   tile, read with one vector load along the stored row (256 threads). */
+template <int BK, typename T, typename ACC>
+static __device__ __forceinline__ void hpdl__gemm_fetch128(const hpdl__gemm_operand<T> &x, int o0, int k0, int O, int K,
+                                                           int i, ACC v[4]) {
+    int c = (int)threadIdx.x + i * 256;
+    if (x.kcontig) hpdl__gemm_load4(x.p, x.ld, o0 + c / (BK / 4), k0 + c % (BK / 4) * 4, O, K, x.vec, v);
+    else hpdl__gemm_load4(x.p, x.ld, k0 + c / 32, o0 + c % 32 * 4, K, O, x.vec, v);
+}
+
+/* Puts chunk i from hpdl__gemm_fetch128 into S[k][o] (row length 132). */
+template <int BK, typename ACC>
+static __device__ __forceinline__ void hpdl__gemm_stash128(ACC *S, int kcontig, int i, const ACC v[4]) {
+    int c = (int)threadIdx.x + i * 256, j;
+    if (kcontig) {
+#pragma unroll
+        for (j = 0; j < 4; j++) S[(c % (BK / 4) * 4 + j) * 132 + c / (BK / 4)] = v[j];
+    } else {
+        hpdl__gemm_sstore4(S + c / 32 * 132 + c % 32 * 4, v);
+    }
+}
+
+/* vec4: reg2d with 16-byte global loads (4-element fallback when ld or
+   alignment forbid them) and 16-byte shared-memory reads of the fragments. */
+template <typename T, typename ACC> __global__ void __launch_bounds__(256) hpdl__gemm_vec4(hpdl__gemm_args<T, ACC> g) {
+    enum { BM = 128, BN = 128, BK = 8, LDS = 132 };
+    __shared__ __align__(16) ACC As[BK * LDS];
+    __shared__ __align__(16) ACC Bs[BK * LDS];
+    int tid = (int)threadIdx.x, tx = tid % 16, ty = tid / 16, k0, k, i, j;
+    int m0 = (int)blockIdx.y * BM, n0 = (int)blockIdx.x * BN;
+    ACC acc[8][8], a[8], b[8], v[4];
+#pragma unroll
+    for (i = 0; i < 8; i++)
+#pragma unroll
+        for (j = 0; j < 8; j++) acc[i][j] = 0;
+    for (k0 = 0; k0 < g.K; k0 += BK) {
+        hpdl__gemm_fetch128<BK>(g.a, m0, k0, g.M, g.K, 0, v);
+        hpdl__gemm_stash128<BK>(As, g.a.kcontig, 0, v);
+        hpdl__gemm_fetch128<BK>(g.b, n0, k0, g.N, g.K, 0, v);
+        hpdl__gemm_stash128<BK>(Bs, g.b.kcontig, 0, v);
+        __syncthreads();
+#pragma unroll
+        for (k = 0; k < BK; k++) {
+            hpdl__gemm_sload4(As + k * LDS + ty * 8, a);
+            hpdl__gemm_sload4(As + k * LDS + ty * 8 + 4, a + 4);
+            hpdl__gemm_sload4(Bs + k * LDS + tx * 8, b);
+            hpdl__gemm_sload4(Bs + k * LDS + tx * 8 + 4, b + 4);
+#pragma unroll
+            for (i = 0; i < 8; i++)
+#pragma unroll
+                for (j = 0; j < 8; j++) acc[i][j] += a[i] * b[j];
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (i = 0; i < 8; i++) {
+        hpdl__gemm_out4(g, m0 + ty * 8 + i, n0 + tx * 8, acc[i]);
+        hpdl__gemm_out4(g, m0 + ty * 8 + i, n0 + tx * 8 + 4, acc[i] + 4);
+    }
+}
+
+/* warptile: 8 warps as 4x2 warp tiles of 32x64; a thread's 8x8 outputs are
+   four 4x4 blocks 16 rows / 32 columns apart, so a warp's 16-byte shared reads
+   hit distinct banks; the next K tile is fetched into registers while the
+   current one is multiplied, into the other of two shared buffers (one
+   barrier per tile). BK: K depth of a tile; MINB: blocks per SM to fit. */
+template <typename T, typename ACC, int BK, int MINB>
+__global__ void __launch_bounds__(256, MINB) hpdl__gemm_warptile(hpdl__gemm_args<T, ACC> g) {
+    enum { BM = 128, BN = 128, LDS = 132, CH = BK / 8 /* chunks per thread and operand */ };
+    __shared__ __align__(16) ACC As[2][BK * LDS];
+    __shared__ __align__(16) ACC Bs[2][BK * LDS];
+    int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32, tm, tn, k0, k, i, j, c, buf = 0;
+    int row = warp / 2 * 32 + lane / 8 * 4, col = warp % 2 * 64 + lane % 8 * 4; /* first 4x4 block */
+    ACC acc[8][8], a[8], b[8], va[CH][4], vb[CH][4];
+    hpdl__gemm_tile_order(&tm, &tn);
+    tm *= BM;
+    tn *= BN;
+#pragma unroll
+    for (i = 0; i < 8; i++)
+#pragma unroll
+        for (j = 0; j < 8; j++) acc[i][j] = 0;
+#pragma unroll
+    for (c = 0; c < CH; c++) {
+        hpdl__gemm_fetch128<BK>(g.a, tm, 0, g.M, g.K, c, va[c]);
+        hpdl__gemm_fetch128<BK>(g.b, tn, 0, g.N, g.K, c, vb[c]);
+        hpdl__gemm_stash128<BK>(As[0], g.a.kcontig, c, va[c]);
+        hpdl__gemm_stash128<BK>(Bs[0], g.b.kcontig, c, vb[c]);
+    }
+    __syncthreads();
+    for (k0 = 0; k0 < g.K; k0 += BK) {
+        int more = k0 + BK < g.K;
+        if (more) {
+#pragma unroll
+            for (c = 0; c < CH; c++) {
+                hpdl__gemm_fetch128<BK>(g.a, tm, k0 + BK, g.M, g.K, c, va[c]);
+                hpdl__gemm_fetch128<BK>(g.b, tn, k0 + BK, g.N, g.K, c, vb[c]);
+            }
+        }
+#pragma unroll
+        for (k = 0; k < BK; k++) {
+            hpdl__gemm_sload4(As[buf] + k * LDS + row, a);
+            hpdl__gemm_sload4(As[buf] + k * LDS + row + 16, a + 4);
+            hpdl__gemm_sload4(Bs[buf] + k * LDS + col, b);
+            hpdl__gemm_sload4(Bs[buf] + k * LDS + col + 32, b + 4);
+#pragma unroll
+            for (i = 0; i < 8; i++)
+#pragma unroll
+                for (j = 0; j < 8; j++) acc[i][j] += a[i] * b[j];
+        }
+        if (more) {
+#pragma unroll
+            for (c = 0; c < CH; c++) {
+                hpdl__gemm_stash128<BK>(As[buf ^ 1], g.a.kcontig, c, va[c]);
+                hpdl__gemm_stash128<BK>(Bs[buf ^ 1], g.b.kcontig, c, vb[c]);
+            }
+        }
+        __syncthreads();
+        buf ^= 1;
+    }
+#pragma unroll
+    for (i = 0; i < 8; i++) {
+        int m = tm + row + (i < 4 ? i : 12 + i); /* rows row..row+3, row+16..row+19 */
+        hpdl__gemm_out4(g, m, tn + col, acc[i]);
+        hpdl__gemm_out4(g, m, tn + col + 32, acc[i] + 4);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tensor-core rungs (sm_80+): cp.async pipeline, ldmatrix, mma.sync          */
+/* ------------------------------------------------------------------------ */
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define HPDL__GEMM_SM80 1
+#endif
+
+static __device__ __forceinline__ unsigned hpdl__smem_u32(const void *p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+
+static __device__ __forceinline__ void hpdl__cp_async16(void *dst, const void *src) {
+#ifdef HPDL__GEMM_SM80
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(hpdl__smem_u32(dst)), "l"(src) : "memory");
+#else
+    (void)dst; (void)src;
+#endif
+}
+
+static __device__ __forceinline__ void hpdl__cp_async_commit(void) {
+#ifdef HPDL__GEMM_SM80
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+/* Waits until at most N committed groups of this thread are still in flight. */
+template <int N> static __device__ __forceinline__ void hpdl__cp_async_wait(void) {
+#ifdef HPDL__GEMM_SM80
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+/* Four 8x8 matrices of 16-bit values; lane l gives the address of row l%8 of matrix l/8. */
+template <bool TRANS> static __device__ __forceinline__ void hpdl__ldmatrix_x4(unsigned r[4], const void *p) {
+#ifdef HPDL__GEMM_SM80
+    if (TRANS)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(hpdl__smem_u32(p)) : "memory");
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(hpdl__smem_u32(p)) : "memory");
+#else
+    (void)p;
+    r[0] = r[1] = r[2] = r[3] = 0;
+#endif
+}
+
+/* d += a (16x16, row) * b (16x8, col), f32 accumulation. */
+static __device__ __forceinline__ void hpdl__mma16816(__half, float d[4], const unsigned a[4], const unsigned b[2]) {
+#ifdef HPDL__GEMM_SM80
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+    (void)d; (void)a; (void)b;
+#endif
+}
+static __device__ __forceinline__ void hpdl__mma16816(__nv_bfloat16, float d[4], const unsigned a[4], const unsigned b[2]) {
+#ifdef HPDL__GEMM_SM80
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+    (void)d; (void)a; (void)b;
+#endif
+}
+
+/* f64 tensor cores: d0 (rows 0-7) += a0 * b and d1 (rows 8-15) += a1 * b,
+   one m16n8k4 instruction on sm_90, two m8n8k4 on sm_80. */
+static __device__ __forceinline__ void hpdl__dmma_pair(double d0[2], double d1[2], double a0, double a1, double b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+        : "+d"(d0[0]), "+d"(d0[1]), "+d"(d1[0]), "+d"(d1[1])
+        : "d"(a0), "d"(a1), "d"(b));
+#elif defined(HPDL__GEMM_SM80)
+    asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+        : "+d"(d0[0]), "+d"(d0[1]) : "d"(a0), "d"(b));
+    asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+        : "+d"(d1[0]), "+d"(d1[1]) : "d"(a1), "d"(b));
+#else
+    (void)d0; (void)d1; (void)a0; (void)a1; (void)b;
+#endif
+}
+
+/* Shared layouts of a tile of COLS elements per row (element offsets).
+   hpdl__gemm_swizzle (16-bit elements): 16-byte chunks XOR-permuted by row so
+   that the 8 row addresses of an ldmatrix phase fall in 8 different bank groups.
+   hpdl__gemm_pad4: rows padded by 4 elements (f64 fragments read conflict-free). */
+template <int COLS> struct hpdl__gemm_swizzle {
+    static __device__ __forceinline__ int at(int r, int c) {
+        int x = COLS >= 64 ? (r & 7) : ((r >> 1) & 3);
+        return r * COLS + (((c >> 3) ^ x) << 3) + (c & 7);
+    }
+};
+template <int COLS> struct hpdl__gemm_pad4 {
+    static __device__ __forceinline__ int at(int r, int c) { return r * (COLS + 4) + c; }
+};
+
+template <int BYTES> struct hpdl__gemm_bits;
+template <> struct hpdl__gemm_bits<2> { typedef unsigned short type; };
+template <> struct hpdl__gemm_bits<8> { typedef unsigned long long type; };
+
+/* Copies the ROWS x COLS block at (r0, c0) of the stored rows x cols matrix
+   X into shared memory at LAYOUT::at: cp.async 16 bytes where the chunk lies
+   inside X and vec allows it, element by element (zeros outside) where not.
+   THREADS threads share the work. */
+template <typename T, int ROWS, int COLS, int THREADS, typename LAYOUT>
+static __device__ __forceinline__ void hpdl__gemm_tile_async(T *s, const T *X, int ld, int r0, int c0, int rows, int cols,
+                                                             int vec) {
+    typedef typename hpdl__gemm_bits<sizeof(T)>::type bits;
+    enum { E = 16 / sizeof(T), CPR = COLS / E, PER_THREAD = ROWS * CPR / THREADS };
+    static_assert(ROWS * CPR % THREADS == 0, "tile chunks must divide among the threads");
+    int i, j;
+#pragma unroll
+    for (i = 0; i < PER_THREAD; i++) {
+        int chunk = (int)threadIdx.x + i * THREADS, r = chunk / CPR, c = chunk % CPR * E;
+        int gr = r0 + r, gc = c0 + c;
+        T *dst = s + LAYOUT::at(r, c);
+        const T *src = X + (ptrdiff_t)gr * ld + gc;
+        if (vec && gr < rows && gc + E <= cols) {
+            hpdl__cp_async16(dst, src);
+        } else {
+            bits v[E];
+            uint4 u;
+#pragma unroll
+            for (j = 0; j < E; j++) v[j] = (gr < rows && gc + j < cols) ? ((const bits *)src)[j] : (bits)0;
+            memcpy(&u, v, sizeof u);
+            *(uint4 *)dst = u;
+        }
+    }
+}
+
+/* Block tile BM x BN x BK, STAGES deep in shared memory, warps of WM x WN:
+   the shape of a tensor-core kernel (threads = 32 * BM/WM * BN/WN). */
+template <int BM_, int BN_, int BK_, int STAGES_, int WM_, int WN_> struct hpdl__tc_shape {
+    enum { BM = BM_, BN = BN_, BK = BK_, S = STAGES_, WM = WM_, WN = WN_ };
+    enum { WARPS_N = BN / WN, THREADS = 32 * (BM / WM) * (BN / WN) };
+};
+typedef hpdl__tc_shape<128, 256, 32, 4, 64, 64> hpdl__mma_shape;  /* f16/bf16 default */
+typedef hpdl__tc_shape<128, 128, 16, 3, 64, 32> hpdl__dmma_shape; /* f64 default */
+
+/* One K tile of an operand (OT = its M or N tile, BK deep) into a stage: a
+   kcontig operand is stored OT x BK, the other BK x OT, as in global memory. */
+template <typename T, int OT, int BK, int THREADS, template <int> class LAYOUT, bool KCONTIG>
+static __device__ __forceinline__ void hpdl__gemm_stage(T *s, const hpdl__gemm_operand<T> &x, int o0, int k0, int O, int K) {
+    if (KCONTIG) hpdl__gemm_tile_async<T, OT, BK, THREADS, LAYOUT<BK> >(s, x.p, x.ld, o0, k0, O, K, x.vec);
+    else hpdl__gemm_tile_async<T, BK, OT, THREADS, LAYOUT<OT> >(s, x.p, x.ld, k0, o0, K, O, x.vec);
+}
+
+/* Fragments of one 16-deep K step for a warp: A (WM/16 tiles of 16x16) and B
+   (WN/8 tiles of 16x8) by ldmatrix, .trans where the operand is stored the
+   other way round ([k][m] for A, [k][n] for B). */
+template <typename SH, bool AK, bool BKC, typename T>
+static __device__ __forceinline__ void hpdl__mma_frags(const T *ta, const T *tb, int wm, int wn, int ks, int lane,
+                                                       unsigned af[][4], unsigned bf[][2]) {
+    int i, j;
+#pragma unroll
+    for (i = 0; i < SH::WM / 16; i++) {
+        if (AK) /* lanes 0-15 give rows at k, lanes 16-31 the same rows at k+8 */
+            hpdl__ldmatrix_x4<false>(af[i], ta + hpdl__gemm_swizzle<SH::BK>::at(wm + i * 16 + lane % 16, ks + lane / 16 * 8));
+        else
+            hpdl__ldmatrix_x4<true>(af[i], ta + hpdl__gemm_swizzle<SH::BM>::at(ks + lane % 8 + lane / 16 * 8,
+                                                                               wm + i * 16 + lane / 8 % 2 * 8));
+    }
+#pragma unroll
+    for (j = 0; j < SH::WN / 16; j++) { /* two n8 fragments per ldmatrix.x4 */
+        unsigned r[4];
+        if (BKC)
+            hpdl__ldmatrix_x4<false>(r, tb + hpdl__gemm_swizzle<SH::BK>::at(wn + j * 16 + lane % 8 + lane / 16 * 8,
+                                                                           ks + lane / 8 % 2 * 8));
+        else
+            hpdl__ldmatrix_x4<true>(r, tb + hpdl__gemm_swizzle<SH::BN>::at(ks + lane % 8 + lane / 8 % 2 * 8,
+                                                                          wn + j * 16 + lane / 16 * 8));
+        bf[2 * j][0] = r[0];
+        bf[2 * j][1] = r[1];
+        bf[2 * j + 1][0] = r[2];
+        bf[2 * j + 1][1] = r[3];
+    }
+}
+
+/* mma (f16/bf16): block tiles in a multi-stage cp.async pipeline, fragments
+   by ldmatrix (those of the next 16-deep step loaded while the current one
+   multiplies), mma.sync m16n8k16 with f32 accumulators in registers. */
+template <typename T, bool AK, bool BKC, typename SH>
+__global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl__gemm_mma(hpdl__gemm_args<T, float> g) {
+#ifdef HPDL__GEMM_SM80
+    enum { BM = SH::BM, BN = SH::BN, BK = SH::BK, S = SH::S, MI = SH::WM / 16, NJ = SH::WN / 8, TH = SH::THREADS };
+    extern __shared__ uint4 hpdl__gemm_smem[];
+    T *sa = (T *)hpdl__gemm_smem, *sb = sa + S * BM * BK;
+    int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32;
+    int wm = warp / SH::WARPS_N * SH::WM, wn = warp % SH::WARPS_N * SH::WN;
+    int tm, tn, kt, ks, i, j, KT = (g.K + BK - 1) / BK;
+    float acc[MI][NJ][4];
+    unsigned af[2][MI][4], bf[2][NJ][2];
+    hpdl__gemm_tile_order(&tm, &tn);
+    tm *= BM;
+    tn *= BN;
+#pragma unroll
+    for (i = 0; i < MI; i++)
+#pragma unroll
+        for (j = 0; j < NJ; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+    for (kt = 0; kt < S - 1; kt++) {
+        if (kt < KT) {
+            hpdl__gemm_stage<T, BM, BK, TH, hpdl__gemm_swizzle, AK>(sa + kt * BM * BK, g.a, tm, kt * BK, g.M, g.K);
+            hpdl__gemm_stage<T, BN, BK, TH, hpdl__gemm_swizzle, BKC>(sb + kt * BN * BK, g.b, tn, kt * BK, g.N, g.K);
+        }
+        hpdl__cp_async_commit();
+    }
+    for (kt = 0; kt < KT; kt++) {
+        const T *ta = sa + kt % S * BM * BK, *tb = sb + kt % S * BN * BK;
+        int next = kt + S - 1;
+        hpdl__cp_async_wait<S - 2>(); /* tile kt has landed (for this thread) ... */
+        __syncthreads();              /* ... for all threads, and stage (kt-1)%S is free */
+        if (next < KT) {
+            hpdl__gemm_stage<T, BM, BK, TH, hpdl__gemm_swizzle, AK>(sa + next % S * BM * BK, g.a, tm, next * BK, g.M, g.K);
+            hpdl__gemm_stage<T, BN, BK, TH, hpdl__gemm_swizzle, BKC>(sb + next % S * BN * BK, g.b, tn, next * BK, g.N, g.K);
+        }
+        hpdl__cp_async_commit();
+        hpdl__mma_frags<SH, AK, BKC>(ta, tb, wm, wn, 0, lane, af[0], bf[0]);
+#pragma unroll
+        for (ks = 0; ks < BK / 16; ks++) {
+            if (ks + 1 < BK / 16) hpdl__mma_frags<SH, AK, BKC>(ta, tb, wm, wn, (ks + 1) * 16, lane, af[(ks + 1) % 2], bf[(ks + 1) % 2]);
+#pragma unroll
+            for (i = 0; i < MI; i++)
+#pragma unroll
+                for (j = 0; j < NJ; j++) hpdl__mma16816(T(), acc[i][j], af[ks % 2][i], bf[ks % 2][j]);
+        }
+    }
+    hpdl__cp_async_wait<0>();
+#pragma unroll
+    for (i = 0; i < MI; i++)
+#pragma unroll
+        for (j = 0; j < NJ; j++) {
+            int m = tm + wm + i * 16 + lane / 4, n = tn + wn + j * 8 + lane % 4 * 2;
+            hpdl__gemm_out(g, m, n, acc[i][j][0]);
+            hpdl__gemm_out(g, m, n + 1, acc[i][j][1]);
+            hpdl__gemm_out(g, m + 8, n, acc[i][j][2]);
+            hpdl__gemm_out(g, m + 8, n + 1, acc[i][j][3]);
+        }
+#else
+    (void)g; /* host pass, or a GPU without mma.sync: the launcher never starts it */
+#endif
+}
+
+/* mma (f64, DMMA): block tiles in a multi-stage cp.async pipeline, f64
+   tensor-core mma.sync with operands read from padded shared rows; a warp
+   owns WM x WN (fragments of 8x8). */
+template <bool AK, bool BKC, typename SH>
+__global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl__gemm_dmma(hpdl__gemm_args<double, double> g) {
+#ifdef HPDL__GEMM_SM80
+    enum { BM = SH::BM, BN = SH::BN, BK = SH::BK, S = SH::S, MI = SH::WM / 8, NJ = SH::WN / 8, TH = SH::THREADS };
+    enum { A_STAGE = AK ? BM * (BK + 4) : BK * (BM + 4), B_STAGE = BKC ? BN * (BK + 4) : BK * (BN + 4) };
+    extern __shared__ uint4 hpdl__gemm_smem[];
+    double *sa = (double *)hpdl__gemm_smem, *sb = sa + S * A_STAGE;
+    int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32;
+    int wm = warp / SH::WARPS_N * SH::WM, wn = warp % SH::WARPS_N * SH::WN;
+    int tm, tn, kt, kk, i, j, KT = (g.K + BK - 1) / BK;
+    double acc[MI][NJ][2], a[MI], b[NJ];
+    hpdl__gemm_tile_order(&tm, &tn);
+    tm *= BM;
+    tn *= BN;
+#pragma unroll
+    for (i = 0; i < MI; i++)
+#pragma unroll
+        for (j = 0; j < NJ; j++) acc[i][j][0] = acc[i][j][1] = 0.0;
+    for (kt = 0; kt < S - 1; kt++) {
+        if (kt < KT) {
+            hpdl__gemm_stage<double, BM, BK, TH, hpdl__gemm_pad4, AK>(sa + kt * A_STAGE, g.a, tm, kt * BK, g.M, g.K);
+            hpdl__gemm_stage<double, BN, BK, TH, hpdl__gemm_pad4, BKC>(sb + kt * B_STAGE, g.b, tn, kt * BK, g.N, g.K);
+        }
+        hpdl__cp_async_commit();
+    }
+    for (kt = 0; kt < KT; kt++) {
+        const double *ta = sa + kt % S * A_STAGE, *tb = sb + kt % S * B_STAGE;
+        int next = kt + S - 1;
+        hpdl__cp_async_wait<S - 2>();
+        __syncthreads();
+        if (next < KT) {
+            hpdl__gemm_stage<double, BM, BK, TH, hpdl__gemm_pad4, AK>(sa + next % S * A_STAGE, g.a, tm, next * BK, g.M, g.K);
+            hpdl__gemm_stage<double, BN, BK, TH, hpdl__gemm_pad4, BKC>(sb + next % S * B_STAGE, g.b, tn, next * BK, g.N, g.K);
+        }
+        hpdl__cp_async_commit();
+#pragma unroll
+        for (kk = 0; kk < BK; kk += 4) {
+            int k = kk + lane % 4; /* fragments: row (or column) lane/4, k lane%4 */
+#pragma unroll
+            for (i = 0; i < MI; i++) {
+                int m = wm + i * 8 + lane / 4;
+                a[i] = AK ? ta[m * (BK + 4) + k] : ta[k * (BM + 4) + m];
+            }
+#pragma unroll
+            for (j = 0; j < NJ; j++) {
+                int n = wn + j * 8 + lane / 4;
+                b[j] = BKC ? tb[n * (BK + 4) + k] : tb[k * (BN + 4) + n];
+            }
+#pragma unroll
+            for (i = 0; i < MI; i += 2)
+#pragma unroll
+                for (j = 0; j < NJ; j++) hpdl__dmma_pair(acc[i][j], acc[i + 1][j], a[i], a[i + 1], b[j]);
+        }
+    }
+    hpdl__cp_async_wait<0>();
+#pragma unroll
+    for (i = 0; i < MI; i++)
+#pragma unroll
+        for (j = 0; j < NJ; j++) {
+            int m = tm + wm + i * 8 + lane / 4, n = tn + wn + j * 8 + lane % 4 * 2;
+            hpdl__gemm_out(g, m, n, acc[i][j][0]);
+            hpdl__gemm_out(g, m, n + 1, acc[i][j][1]);
+        }
+#else
+    (void)g;
+#endif
+}
+
+/* ------------------------------------------------------------------------ */
+/* Host side: cuBLAS, launchers, public functions                            */
+/* ------------------------------------------------------------------------ */
+
+/* p and ld allow vector accesses of `elems` elements of `size` bytes. */
+HPDL_API int hpdl__gemm_aligned(const void *p, int ld, int elems, size_t size) {
+    return (uintptr_t)p % (elems * size) == 0 && ld % elems == 0;
+}
+
+/* Kernel arguments; vec_elems: the width of the rung's vector loads. */
+template <typename T, typename ACC>
+static inline hpdl__gemm_args<T, ACC> hpdl__gemm_make_args(hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,
+                                                          ACC alpha, const T *A, int lda, const T *B, int ldb, ACC beta,
+                                                          T *C, int ldc, int vec_elems) {
+    hpdl__gemm_args<T, ACC> g;
+    g.a.p = A; g.a.ld = lda; g.a.kcontig = ta == HPDL_NO_TRANS;
+    g.a.vec = hpdl__gemm_aligned(A, lda, vec_elems, sizeof(T));
+    g.b.p = B; g.b.ld = ldb; g.b.kcontig = tb == HPDL_TRANS;
+    g.b.vec = hpdl__gemm_aligned(B, ldb, vec_elems, sizeof(T));
+    g.C = C; g.ldc = ldc; g.cvec = hpdl__gemm_aligned(C, ldc, 4, sizeof(T));
+    g.M = M; g.N = N; g.K = K;
+    g.alpha = alpha; g.beta = beta;
+    return g;
+}
+
+/* One cuBLAS handle per device, made on first use and kept for the life of
+   the program (not thread-safe on that first use). */
+HPDL_API hpdl_status hpdl__cublas_handle(cublasHandle_t *out) {
+    static cublasHandle_t handles[64];
+    int device = 0;
+    HPDL_CUDA_TRY(cudaGetDevice(&device));
+    if (device < 0 || device >= 64) return HPDL_ERR_UNSUPPORTED;
+    if (!handles[device]) {
+        if (cublasCreate(&handles[device]) != CUBLAS_STATUS_SUCCESS) { handles[device] = NULL; return HPDL_ERR_CUDA; }
+        /* default math: no TF32 for f32 (unless NVIDIA_TF32_OVERRIDE asks) */
+        cublasSetMathMode(handles[device], CUBLAS_DEFAULT_MATH);
+    }
+    *out = handles[device];
+    return HPDL_OK;
+}
+
+static inline cublasStatus_t hpdl__cublas_gemm(cublasHandle_t h, cublasOperation_t oa, cublasOperation_t ob, int m, int n,
+                                               int k, const float *alpha, const float *A, int lda, const float *B, int ldb,
+                                               const float *beta, float *C, int ldc) {
+    return cublasSgemm(h, oa, ob, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+static inline cublasStatus_t hpdl__cublas_gemm(cublasHandle_t h, cublasOperation_t oa, cublasOperation_t ob, int m, int n,
+                                               int k, const double *alpha, const double *A, int lda, const double *B,
+                                               int ldb, const double *beta, double *C, int ldc) {
+    return cublasDgemm(h, oa, ob, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+static inline cublasStatus_t hpdl__cublas_gemm_ex(cublasHandle_t h, cudaDataType_t type, cublasOperation_t oa,
+                                                  cublasOperation_t ob, int m, int n, int k, const float *alpha,
+                                                  const void *A, int lda, const void *B, int ldb, const float *beta,
+                                                  void *C, int ldc) {
+    return cublasGemmEx(h, oa, ob, m, n, k, alpha, A, type, lda, B, type, ldb, beta, C, type, ldc, CUBLAS_COMPUTE_32F,
+                        CUBLAS_GEMM_DEFAULT);
+}
+static inline cublasStatus_t hpdl__cublas_gemm(cublasHandle_t h, cublasOperation_t oa, cublasOperation_t ob, int m, int n,
+                                               int k, const float *alpha, const __half *A, int lda, const __half *B,
+                                               int ldb, const float *beta, __half *C, int ldc) {
+    return hpdl__cublas_gemm_ex(h, CUDA_R_16F, oa, ob, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+static inline cublasStatus_t hpdl__cublas_gemm(cublasHandle_t h, cublasOperation_t oa, cublasOperation_t ob, int m, int n,
+                                               int k, const float *alpha, const __nv_bfloat16 *A, int lda,
+                                               const __nv_bfloat16 *B, int ldb, const float *beta, __nv_bfloat16 *C,
+                                               int ldc) {
+    return hpdl__cublas_gemm_ex(h, CUDA_R_16BF, oa, ob, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* cuBLAS is column-major: row-major C is column-major C^T = op(B)^T op(A)^T,
+   so B goes first, with the same transpose flags, and M and N swap. */
+template <typename T, typename ACC>
+static inline hpdl_status hpdl__gemm_cublas(hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K, ACC alpha,
+                                            const T *A, int lda, const T *B, int ldb, ACC beta, T *C, int ldc,
+                                            cudaStream_t stream) {
+    cublasHandle_t h;
+    cublasStatus_t st;
+    hpdl_status s = hpdl__cublas_handle(&h);
+    if (s != HPDL_OK) return s;
+    if (cublasSetStream(h, stream) != CUBLAS_STATUS_SUCCESS) return HPDL_ERR_CUDA;
+    st = hpdl__cublas_gemm(h, tb == HPDL_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N, ta == HPDL_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N,
+                           N, M, K, &alpha, B, ldb, A, lda, &beta, C, ldc);
+    if (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_ARCH_MISMATCH) return HPDL_ERR_UNSUPPORTED;
+    return st == CUBLAS_STATUS_SUCCESS ? HPDL_OK : HPDL_ERR_CUDA;
+}
+
+/* Grid of ceil(cols/bx) x ceil(rows/by) blocks; refuses more rows of blocks than CUDA allows. */
+HPDL_API hpdl_status hpdl__gemm_grid(int cols, int bx, int rows, int by, dim3 *grid) {
+    unsigned gx = (unsigned)((cols + bx - 1) / bx), gy = (unsigned)((rows + by - 1) / by);
+    if (gy > 65535u) return HPDL_ERR_UNSUPPORTED;
+    *grid = dim3(gx, gy, 1);
+    return HPDL_OK;
+}
+
+/* K depth of the warptile rung's tiles. */
+#define HPDL__WARPTILE_BK 8
+
+/* The SIMT rungs, for every type. */
+template <typename T, typename ACC>
+static inline hpdl_status hpdl__gemm_launch_simt(hpdl_gemm_algo algo, const hpdl__gemm_args<T, ACC> &g,
+                                                 cudaStream_t stream) {
+    dim3 grid;
+    hpdl_status s;
+    switch (algo) {
+    case HPDL_GEMM_NAIVE: /* x runs over rows of C */
+        if ((s = hpdl__gemm_grid(g.M, 32, g.N, 32, &grid)) != HPDL_OK) return s;
+        hpdl__gemm_naive<<<grid, dim3(32, 32), 0, stream>>>(g);
+        break;
+    case HPDL_GEMM_COALESCED:
+        if ((s = hpdl__gemm_grid(g.N, 32, g.M, 32, &grid)) != HPDL_OK) return s;
+        hpdl__gemm_coalesced<<<grid, dim3(32, 32), 0, stream>>>(g);
+        break;
+    case HPDL_GEMM_SMEM:
+        if ((s = hpdl__gemm_grid(g.N, 32, g.M, 32, &grid)) != HPDL_OK) return s;
+        hpdl__gemm_smem<<<grid, dim3(32, 32), 0, stream>>>(g);
+        break;
+    case HPDL_GEMM_REG1D:
+        if ((s = hpdl__gemm_grid(g.N, 64, g.M, 64, &grid)) != HPDL_OK) return s;
+        hpdl__gemm_reg1d<<<grid, 512, 0, stream>>>(g);
+        break;
+    case HPDL_GEMM_REG2D:
+        if ((s = hpdl__gemm_grid(g.N, 128, g.M, 128, &grid)) != HPDL_OK) return s;
+        hpdl__gemm_reg2d<<<grid, 256, 0, stream>>>(g);
+        break;
+    case HPDL_GEMM_VEC4:
+        if ((s = hpdl__gemm_grid(g.N, 128, g.M, 128, &grid)) != HPDL_OK) return s;
+        hpdl__gemm_vec4<<<grid, 256, 0, stream>>>(g);
+        break;
+    case HPDL_GEMM_WARPTILE:
+        if ((s = hpdl__gemm_grid(g.N, 128, g.M, 128, &grid)) != HPDL_OK) return s;
+        hpdl__gemm_warptile<T, ACC, HPDL__WARPTILE_BK, sizeof(ACC) == 4 ? 2 : 1><<<grid, 256, 0, stream>>>(g);
+        break;
+    default: return HPDL_ERR_UNSUPPORTED;
+    }
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* Launches a tensor-core kernel with `smem` bytes of dynamic shared memory,
+   or says HPDL_ERR_UNSUPPORTED when this binary has no sm_80+ code for it
+   (its body would be empty) or the GPU cannot give that much shared memory. */
+template <typename SH, typename ARGS>
+static inline hpdl_status hpdl__gemm_launch_tc(void (*kernel)(ARGS), const ARGS &g, size_t smem, cudaStream_t stream) {
+    cudaFuncAttributes fa;
+    dim3 grid;
+    hpdl_status s;
+    if (cudaFuncGetAttributes(&fa, (const void *)kernel) != cudaSuccess || fa.ptxVersion < 80 ||
+        cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess) {
+        cudaGetLastError();
+        return HPDL_ERR_UNSUPPORTED;
+    }
+    if ((s = hpdl__gemm_grid(g.N, SH::BN, g.M, SH::BM, &grid)) != HPDL_OK) return s;
+    kernel<<<grid, SH::THREADS, smem, stream>>>(g);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* The tensor-core rung: transposes are template arguments (they change which
+   ldmatrix form and shared layout each operand uses). */
+template <typename SH, typename T>
+static inline hpdl_status hpdl__gemm_launch_mma_shape(const hpdl__gemm_args<T, float> &g, cudaStream_t stream) {
+    typedef hpdl__gemm_args<T, float> A;
+    const size_t smem = (size_t)SH::S * (SH::BM + SH::BN) * SH::BK * sizeof(T);
+    void (*k)(A) = g.a.kcontig ? (g.b.kcontig ? hpdl__gemm_mma<T, true, true, SH> : hpdl__gemm_mma<T, true, false, SH>)
+                               : (g.b.kcontig ? hpdl__gemm_mma<T, false, true, SH> : hpdl__gemm_mma<T, false, false, SH>);
+    return hpdl__gemm_launch_tc<SH>(k, g, smem, stream);
+}
+
+template <typename SH>
+static inline hpdl_status hpdl__gemm_launch_dmma_shape(const hpdl__gemm_args<double, double> &g, cudaStream_t stream) {
+    typedef hpdl__gemm_args<double, double> A;
+    const size_t a_stage = g.a.kcontig ? SH::BM * (SH::BK + 4) : SH::BK * (SH::BM + 4);
+    const size_t b_stage = g.b.kcontig ? SH::BN * (SH::BK + 4) : SH::BK * (SH::BN + 4);
+    const size_t smem = (size_t)SH::S * (a_stage + b_stage) * sizeof(double);
+    void (*k)(A) = g.a.kcontig ? (g.b.kcontig ? hpdl__gemm_dmma<true, true, SH> : hpdl__gemm_dmma<true, false, SH>)
+                               : (g.b.kcontig ? hpdl__gemm_dmma<false, true, SH> : hpdl__gemm_dmma<false, false, SH>);
+    return hpdl__gemm_launch_tc<SH>(k, g, smem, stream);
+}
+
+template <typename T>
+static inline hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<T, float> &g, cudaStream_t stream) {
+    return hpdl__gemm_launch_mma_shape<hpdl__mma_shape>(g, stream);
+}
+
+static inline hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<double, double> &g, cudaStream_t stream) {
+    return hpdl__gemm_launch_dmma_shape<hpdl__dmma_shape>(g, stream);
+}
+
+static inline hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<float, float> &g, cudaStream_t stream) {
+    (void)g; (void)stream;
+    return HPDL_ERR_UNSUPPORTED; /* f32 has no mma.sync rung (that would be TF32) */
+}
+
+/* Validates, then runs one rung (AUTO: the tensor-core rung where the type
+   has one and this binary and GPU can run it, else warptile). */
+template <typename T, typename ACC>
+static inline hpdl_status hpdl__cuda_gemm(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,
+                                          ACC alpha, const T *A, int lda, const T *B, int ldb, ACC beta, T *C, int ldc,
+                                          cudaStream_t stream) {
+    hpdl_status s = hpdl__gemm_check(ta, tb, M, N, K, A, lda, B, ldb, C, ldc); /* hpdl.h's CPU GEMM check */
+    int tensor = algo == HPDL_GEMM_MMA || (algo == HPDL_GEMM_AUTO && sizeof(T) != sizeof(float));
+    if (s != HPDL_OK || (int)algo < (int)HPDL_GEMM_AUTO || (int)algo > (int)HPDL_GEMM_CUBLAS) return HPDL_ERR_INVALID;
+    if (algo == HPDL_GEMM_MMA && sizeof(T) == sizeof(float)) return HPDL_ERR_UNSUPPORTED;
+    if (M == 0 || N == 0) return HPDL_OK;
+    if (algo == HPDL_GEMM_CUBLAS) return hpdl__gemm_cublas(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);
+    if (tensor) {
+        s = hpdl__gemm_launch_mma(hpdl__gemm_make_args(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
+                                                       (int)(16 / sizeof(T))), stream);
+        if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_GEMM_MMA) return s;
+    }
+    return hpdl__gemm_launch_simt(algo == HPDL_GEMM_AUTO ? HPDL_GEMM_WARPTILE : algo,
+                                  hpdl__gemm_make_args(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, 4), stream);
+}
+
+/* Public launchers for one type. T: the hpdl storage type; DEV_T: the CUDA
+   type with the same bits; ACC_T: the type of alpha, beta and accumulation. */
+#define HPDL_DEFINE_CUDA_GEMM(SUFFIX, T, DEV_T, ACC_T)                                                               \
+    HPDL_API hpdl_status hpdl_cuda_gemm_algo_##SUFFIX(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb,       \
+                                                      int M, int N, int K, ACC_T alpha, const T *A, int lda,          \
+                                                      const T *B, int ldb, ACC_T beta, T *C, int ldc,                 \
+                                                      cudaStream_t stream) {                                          \
+        return hpdl__cuda_gemm<DEV_T, ACC_T>(algo, ta, tb, M, N, K, alpha, (const DEV_T *)A, lda, (const DEV_T *)B,  \
+                                             ldb, beta, (DEV_T *)C, ldc, stream);                                     \
+    }                                                                                                                 \
+    HPDL_API hpdl_status hpdl_cuda_gemm_##SUFFIX(hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,            \
+                                                 ACC_T alpha, const T *A, int lda, const T *B, int ldb, ACC_T beta,   \
+                                                 T *C, int ldc, cudaStream_t stream) {                                \
+        return hpdl_cuda_gemm_algo_##SUFFIX(HPDL_GEMM_AUTO, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,     \
+                                            stream);                                                                  \
+    }
+
+HPDL_DEFINE_CUDA_GEMM(f32, float, float, float)
+HPDL_DEFINE_CUDA_GEMM(f64, double, double, double)
+HPDL_DEFINE_CUDA_GEMM(f16, hpdl_f16, __half, float)
+HPDL_DEFINE_CUDA_GEMM(bf16, hpdl_bf16, __nv_bfloat16, float)
+/* ------------------------------------------------------------------------ */
+/* MLP training on the GPU (spliced into hpdl_cuda.cuh)                      */
+/* ------------------------------------------------------------------------ */
+/* hpdl_cuda_mlp_<s> mirrors the CPU hpdl_mlp_<s> (same widths, same row-major
+   W[l] of widths[l] x widths[l+1], Y = X.W + b) with its parameters on the
+   device. One training step is
+       gather   A0 = batch rows of the data set (a device permutation picks them)
+       forward  Z = A.W (GEMM), A' = act(Z + b) (one fused elementwise pass)
+       loss     softmax + cross-entropy + its gradient, one kernel, loss summed
+                on the device
+       backward dW = A^T.D, dA = D.W^T (GEMMs), D = dA * act'(A) fused with
+                the column sums that give db
+       update   one SGD kernel over all parameters, L2 on the weights
+   and is captured once per batch size in a CUDA graph, then replayed: the host
+   launches one graph per step and synchronises once per epoch.
+
+   Precisions: f32 and f64 (everything in that type), and f16, mixed precision
+   in the style of PyTorch AMP:
+     - autocast's role: the matrix products run on f16 copies of the weights
+       and activations (hpdl_cuda_gemm_f16, f32 accumulation); bias, activation,
+       softmax and loss are computed in f32 from the f16 values. The f16 weight
+       copy is refreshed by the SGD kernel, not re-cast before each forward.
+     - GradScaler's role: the loss gradient is multiplied by a scale S (start
+       2^16) so small gradients survive f16; a check kernel looks for inf/NaN
+       in the f16 gradients and raises a device flag; the SGD kernel unscales
+       (x 1/S) into the f32 master weights, or skips the step when the flag is
+       up; the SGD kernel's last block then halves S (overflow) or doubles it
+       after 2000 clean steps. All on the device, so the graph stays replayable.
+
+   Data: hpdl_cuda_dataset keeps images (f32) and labels on the device when
+   they fit, else in pinned host memory, from which shuffled chunks are
+   gathered on the host and copied on a second stream while the GPU trains on
+   the previous chunk. Shuffling is a device permutation (a Feistel
+   bijection of [0, n), keyed by seed and epoch): no image moves host->device
+   per epoch in the resident case. */
+
+#include <dlfcn.h>
+#include <pthread.h>
+
+#define HPDL_CUDA_MLP_GRAPHS 4        /* graphs cached per model (batch sizes) */
+#define HPDL_CUDA_MLP_SCALE_INIT 65536.0f
+#define HPDL_CUDA_MLP_SCALE_GROWTH_INTERVAL 2000
+
+/* Device-side training state: hyper-parameters, accumulators, the data feed
+   and the loss scaler. Graphs read it through one pointer, so values that
+   change between steps (lr, feed cursor, scale) never force a re-capture. */
+typedef struct hpdl__mlp_state {
+    double lr, l2;
+    double loss_sum;                 /* sum of per-sample losses since reset */
+    unsigned long long correct;      /* argmax == label, since reset */
+    double eval_loss_sum;
+    unsigned long long eval_correct;
+    /* feed: batch row i comes from src row perm[cursor + i] (cursor + i when perm is NULL) */
+    const void *src;
+    const int32_t *labels;
+    const int32_t *perm;
+    long long cursor;
+    int src_f64;
+    /* loss scaler (mixed precision only) */
+    float loss_scale;
+    int found_inf, good_steps;
+    unsigned int blocks_done;        /* SGD blocks finished (last one updates S) */
+    long long skipped_steps;
+} hpdl__mlp_state;
+
+/* What an epoch or an evaluation reports. */
+typedef struct hpdl_cuda_mlp_stats {
+    double loss;        /* mean cross-entropy over the samples seen */
+    double accuracy;    /* training: running accuracy of the steps' forward passes */
+    int64_t samples;
+    double loss_scale;  /* mixed precision: current S (1 otherwise) */
+    int64_t skipped_steps;
+} hpdl_cuda_mlp_stats;
+
+/* ======================================================================== */
+/* Device helpers: load/store between storage and compute types             */
+/* ======================================================================== */
+
+template <typename T> struct hpdl__acc { typedef float type; };
+template <> struct hpdl__acc<double> { typedef double type; };
+template <typename T> struct hpdl__is_half { enum { value = 0 }; };
+template <> struct hpdl__is_half<__half> { enum { value = 1 }; };
+
+__device__ __forceinline__ float hpdl__ld(float x) { return x; }
+__device__ __forceinline__ double hpdl__ld(double x) { return x; }
+__device__ __forceinline__ float hpdl__ld(__half x) { return __half2float(x); }
+
+template <typename T> __device__ __forceinline__ T hpdl__st(double v) { return (T)v; }
+template <> __device__ __forceinline__ float hpdl__st<float>(double v) { return (float)v; }
+template <> __device__ __forceinline__ __half hpdl__st<__half>(double v) { return __float2half_rn((float)v); }
+__device__ __forceinline__ void hpdl__st_to(float *p, float v) { *p = v; }
+__device__ __forceinline__ void hpdl__st_to(double *p, double v) { *p = v; }
+__device__ __forceinline__ void hpdl__st_to(__half *p, float v) { *p = __float2half_rn(v); }
+
+__device__ __forceinline__ int hpdl__finite(float v) { return isfinite(v); }
+__device__ __forceinline__ int hpdl__finite(double v) { return isfinite(v); }
+__device__ __forceinline__ int hpdl__finite(__half v) { return (__half_as_ushort(v) & 0x7c00u) != 0x7c00u; }
+
+__device__ __forceinline__ float hpdl__exp(float v) { return expf(v); }
+__device__ __forceinline__ double hpdl__exp(double v) { return exp(v); }
+__device__ __forceinline__ float hpdl__log(float v) { return logf(v); }
+__device__ __forceinline__ double hpdl__log(double v) { return log(v); }
+
+/* act(v); NaN passes through ReLU (v < 0 is false for NaN), as in PyTorch,
+   so the loss scaler still sees it. */
+template <typename A> __device__ __forceinline__ A hpdl__act(A v, hpdl_activation act) {
+    if (act == HPDL_ACT_RELU) return v < (A)0 ? (A)0 : v;
+    return (A)1 / ((A)1 + hpdl__exp(-v));
+}
+
+/* act'(z) written with the activation's output a = act(z). */
+template <typename A> __device__ __forceinline__ A hpdl__act_grad(A a, hpdl_activation act) {
+    if (act == HPDL_ACT_RELU) return a > (A)0 ? (A)1 : (A)0;
+    return a * ((A)1 - a);
+}
+
+/* ======================================================================== */
+/* Shuffling: a keyed Feistel bijection of [0, n)                            */
+/* ======================================================================== */
+
+/* A permutation of [0, 2^(2*half_bits)) from 4 rounds of a mixing function,
+   restricted to [0, n) by cycle walking (re-apply until the value is < n;
+   the domain is < 4n, so under 4 applications on average). Host and device
+   compute the same permutation, so a streamed data set shuffles like a
+   resident one. */
+HPDL_HD static inline uint32_t hpdl__feistel_round(uint32_t x, uint64_t key, int round) {
+    uint64_t z = ((uint64_t)x << 8 | (uint64_t)round) + key * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (uint32_t)(z ^ (z >> 31));
+}
+
+HPDL_HD static inline int hpdl__feistel_half_bits(int64_t n) {
+    int bits = 1;
+    while (bits < 31 && ((int64_t)1 << (2 * bits)) < n) bits++;
+    return bits;
+}
+
+HPDL_HD static inline int32_t hpdl__shuffle_index(int64_t i, int64_t n, uint64_t key) {
+    int half = hpdl__feistel_half_bits(n), r;
+    uint32_t mask = (1u << half) - 1u;
+    uint64_t x = (uint64_t)i;
+    do {
+        uint32_t left = (uint32_t)(x >> half) & mask, right = (uint32_t)x & mask;
+        for (r = 0; r < 4; r++) {
+            uint32_t t = right;
+            right = left ^ (hpdl__feistel_round(right, key, r) & mask);
+            left = t;
+        }
+        x = ((uint64_t)left << half) | right;
+    } while ((int64_t)x >= n);
+    return (int32_t)x;
+}
+
+/* The key of one epoch's permutation. */
+HPDL_HD static inline uint64_t hpdl__shuffle_key(uint64_t seed, int64_t epoch) {
+    return seed * 0x2545f4914f6cdd1dull + (uint64_t)epoch + 1u;
+}
+
+__global__ void hpdl__shuffle_kernel(int64_t n, uint64_t key, int32_t *perm) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) perm[i] = hpdl__shuffle_index(i, n, key);
+}
+
+/* ======================================================================== */
+/* Kernels                                                                   */
+/* ======================================================================== */
+
+/* Small state updates, one thread: hyper-parameters and accumulators at the
+   start of an epoch, the feed before a run of steps. */
+__global__ void hpdl__mlp_begin_kernel(hpdl__mlp_state *st, double lr, double l2, int reset_train, int reset_eval) {
+    st->lr = lr;
+    st->l2 = l2;
+    if (reset_train) { st->loss_sum = 0.0; st->correct = 0; }
+    if (reset_eval) { st->eval_loss_sum = 0.0; st->eval_correct = 0; }
+}
+
+__global__ void hpdl__mlp_feed_kernel(hpdl__mlp_state *st, const void *src, int src_f64, const int32_t *labels,
+                                      const int32_t *perm, long long cursor) {
+    st->src = src;
+    st->src_f64 = src_f64;
+    st->labels = labels;
+    st->perm = perm;
+    st->cursor = cursor;
+}
+
+__global__ void hpdl__mlp_scaler_init_kernel(hpdl__mlp_state *st, float scale) {
+    st->loss_scale = scale;
+    st->found_inf = 0;
+    st->good_steps = 0;
+    st->skipped_steps = 0;
+}
+
+/* A0[i, :] = src[row(i), :] converted to the compute type; labels too. One
+   block per batch row. */
+template <typename C>
+__global__ void hpdl__mlp_gather_kernel(int batch, int cols, const hpdl__mlp_state *st, C *A0, int32_t *labels) {
+    int i = blockIdx.x, j;
+    long long pos = st->cursor + i;
+    long long row = st->perm ? (long long)st->perm[pos] : pos;
+    C *dst = A0 + (size_t)i * cols;
+    if (i >= batch) return;
+    if (threadIdx.x == 0) labels[i] = st->labels[row];
+    if (st->src_f64) {
+        const double *s = (const double *)st->src + (size_t)row * cols;
+        for (j = threadIdx.x; j < cols; j += blockDim.x) dst[j] = hpdl__st<C>(s[j]);
+    } else {
+        const float *s = (const float *)st->src + (size_t)row * cols;
+        for (j = threadIdx.x; j < cols; j += blockDim.x) dst[j] = hpdl__st<C>(s[j]);
+    }
+}
+
+/* A = act(A + b), in place over rows x cols (A holds X.W from the GEMM). */
+template <typename C, typename T>
+__global__ void hpdl__mlp_bias_act_kernel(int rows, int cols, C *A, const T *bias, hpdl_activation act) {
+    typedef typename hpdl__acc<T>::type Acc;
+    size_t n = (size_t)rows * cols, i;
+    for (i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        Acc v = (Acc)hpdl__ld(A[i]) + (Acc)bias[i % cols];
+        hpdl__st_to(A + i, hpdl__act<Acc>(v, act));
+    }
+}
+
+/* Warp reductions. */
+template <typename A> __device__ __forceinline__ A hpdl__warp_sum(A v) {
+    int o;
+    for (o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* Max and its first index over the warp (NaN never wins: idx stays -1). */
+template <typename A> __device__ __forceinline__ void hpdl__warp_argmax(A *v, int *idx) {
+    int o;
+    for (o = 16; o > 0; o >>= 1) {
+        A ov = __shfl_xor_sync(0xffffffffu, *v, o);
+        int oi = __shfl_xor_sync(0xffffffffu, *idx, o);
+        if (oi >= 0 && (*idx < 0 || ov > *v || (ov == *v && oi < *idx))) { *v = ov; *idx = oi; }
+    }
+}
+
+/* Softmax + cross-entropy + gradient, one warp per row (warps stride over
+   the rows), numerically stable:
+       z = logits + bias (bias may be NULL), m = max z, s = sum exp(z - m)
+       loss_row = log s + m - z[y]
+       grad = (exp(z - m)/s - onehot(y)) * grad_scale * (*loss_scale)
+   Per-row losses times loss_weight are summed per block and added to
+   *loss_sum (atomics: one per block); rows whose argmax is the label are
+   counted into *correct. grad, loss_sum, correct and loss_scale may each be
+   NULL. A label outside [0, cols) makes that row's loss NaN.
+   db (optional; one block only, cols <= HPDL__XENT_DB_MAX_COLS): the column
+   sums of grad, i.e. the last layer's bias gradient, summed in a fixed order
+   (per warp, then over the warps), which saves the small batches a launch. */
+#define HPDL__XENT_DB_MAX_COLS 64
+#define HPDL__XENT_MAX_THREADS 512 /* f64 needs ~80 registers: 1024 threads would not fit an SM */
+template <typename C, typename T, typename G>
+__global__ void __launch_bounds__(HPDL__XENT_MAX_THREADS) hpdl__mlp_xent_kernel(int rows, int cols, const C *logits, int ld, const T *bias,
+                                      const int32_t *labels, G *grad, int ldg, double grad_scale,
+                                      const float *loss_scale, double loss_weight, double *loss_sum,
+                                      unsigned long long *correct, G *db) {
+    typedef typename hpdl__acc<T>::type Acc;
+    __shared__ double block_loss[32];
+    __shared__ int block_hits[32];
+    __shared__ Acc db_part[32][HPDL__XENT_DB_MAX_COLS];
+    int lane = threadIdx.x & 31, wib = threadIdx.x >> 5, warps = (int)(blockDim.x >> 5), row;
+    double warp_loss = 0.0;
+    int warp_hits = 0;
+    Acc db0 = 0, db1 = 0; /* this lane's columns: lane and lane + 32 */
+    Acc gs = (Acc)grad_scale * (loss_scale ? (Acc)*loss_scale : (Acc)1);
+    for (row = blockIdx.x * warps + wib; row < rows; row += gridDim.x * warps) {
+        const C *z = logits + (size_t)row * ld;
+        int y = labels[row], j, arg = -1;
+        Acc m = -(Acc)INFINITY, s = 0;
+        for (j = lane; j < cols; j += 32) {
+            Acc v = (Acc)hpdl__ld(z[j]) + (bias ? (Acc)bias[j] : (Acc)0);
+            if (v > m || (arg < 0 && v == m)) { m = v; arg = j; }
+        }
+        hpdl__warp_argmax(&m, &arg);
+        for (j = lane; j < cols; j += 32)
+            s += hpdl__exp((Acc)hpdl__ld(z[j]) + (bias ? (Acc)bias[j] : (Acc)0) - m);
+        s = hpdl__warp_sum(s);
+        if (y >= 0 && y < cols)
+            warp_loss += (double)(hpdl__log(s) + m - ((Acc)hpdl__ld(z[y]) + (bias ? (Acc)bias[y] : (Acc)0)));
+        else
+            warp_loss = (double)NAN;
+        warp_hits += arg == y;
+        if (grad) {
+            G *g = grad + (size_t)row * ldg;
+            for (j = lane; j < cols; j += 32) {
+                Acc p = hpdl__exp((Acc)hpdl__ld(z[j]) + (bias ? (Acc)bias[j] : (Acc)0) - m) / s;
+                Acc v = (p - (j == y ? (Acc)1 : (Acc)0)) * gs;
+                hpdl__st_to(g + j, v);
+                if (j == lane) db0 += v; else db1 += v;
+            }
+        }
+    }
+    if (lane == 0) { block_loss[wib] = warp_loss; block_hits[wib] = warp_hits; }
+    if (db) {
+        db_part[wib][lane] = db0;
+        if (lane + 32 < HPDL__XENT_DB_MAX_COLS) db_part[wib][lane + 32] = db1;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double sum = 0.0;
+        int w, hits = 0;
+        for (w = 0; w < warps; w++) { sum += block_loss[w]; hits += block_hits[w]; }
+        if (loss_sum) atomicAdd(loss_sum, sum * loss_weight);
+        if (correct) atomicAdd(correct, (unsigned long long)hits);
+    }
+    if (db && (int)threadIdx.x < cols) {
+        Acc sum = 0;
+        int w;
+        for (w = 0; w < warps; w++) sum += db_part[w][threadIdx.x];
+        hpdl__st_to(db + threadIdx.x, sum);
+    }
+}
+
+/* Column sums of D (rows x cols) into db, deterministically (no atomics):
+   a block owns 32 columns, its 32 thread rows stride over the rows. When A
+   is given, D is first multiplied in place by act'(A): the backward pass's
+   activation derivative and bias gradient in one read of D. */
+template <typename C>
+__global__ void __launch_bounds__(1024) hpdl__mlp_delta_colsum_kernel(int rows, int cols, C *D, const C *A, hpdl_activation act, C *db) {
+    typedef typename hpdl__acc<C>::type Acc;
+    __shared__ Acc part[32][33];
+    int tx = threadIdx.x, ty = threadIdx.y, col = blockIdx.x * 32 + tx, r;
+    Acc sum = 0;
+    if (col < cols) {
+        for (r = ty; r < rows; r += blockDim.y) {
+            size_t k = (size_t)r * cols + col;
+            Acc v = (Acc)hpdl__ld(D[k]);
+            if (A) {
+                v *= hpdl__act_grad<Acc>((Acc)hpdl__ld(A[k]), act);
+                hpdl__st_to(D + k, v);
+            }
+            sum += v;
+        }
+    }
+    part[ty][tx] = sum;
+    __syncthreads();
+    if (ty == 0 && col < cols) {
+        for (r = 1; r < (int)blockDim.y; r++) sum += part[r][tx];
+        hpdl__st_to(db + col, sum);
+    }
+}
+
+/* Raises st->found_inf if any gradient is inf or NaN (GradScaler's check). */
+template <typename C>
+__global__ void hpdl__mlp_check_finite_kernel(int64_t n, const C *g, hpdl__mlp_state *st) {
+    int64_t i;
+    int bad = 0;
+    for (i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        bad |= !hpdl__finite(g[i]);
+    if (__syncthreads_or(bad) && threadIdx.x == 0) st->found_inf = 1;
+}
+
+/* GradScaler's update (mixed precision), by one thread: halve S and count a
+   skipped step on overflow; double S after HPDL_CUDA_MLP_SCALE_GROWTH_INTERVAL
+   clean steps; clear the flag. */
+__device__ inline void hpdl__mlp_scaler_update(hpdl__mlp_state *st) {
+    if (st->found_inf) {
+        st->loss_scale *= 0.5f;
+        st->good_steps = 0;
+        st->skipped_steps++;
+    } else if (++st->good_steps >= HPDL_CUDA_MLP_SCALE_GROWTH_INTERVAL) {
+        st->loss_scale *= 2.0f;
+        st->good_steps = 0;
+    }
+    st->found_inf = 0;
+}
+
+/* SGD with L2 over all parameters: P = [weights (n_w) | biases];
+       W -= lr (dW/S + l2 W),  b -= lr db/S
+   S is the loss scale (mixed precision; else 1). With mixed precision a raised
+   found_inf skips the step, the f16 weight copy cW is refreshed from the
+   updated master, and the last block to finish (every block has read S by
+   then) runs the scaler update. Block 0 also advances the feed cursor. */
+template <typename T, typename C>
+__global__ void hpdl__mlp_sgd_kernel(int64_t n_w, int64_t n, T *P, C *cW, const C *G, hpdl__mlp_state *st,
+                                     int amp, int batch) {
+    typedef typename hpdl__acc<T>::type Acc;
+    int64_t i;
+    Acc lr = (Acc)st->lr, l2 = (Acc)st->l2, inv = amp ? (Acc)1 / (Acc)st->loss_scale : (Acc)1;
+    if (blockIdx.x == 0 && threadIdx.x == 0) st->cursor += batch;
+    if (!(amp && st->found_inf))
+        for (i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+            Acc g = (Acc)hpdl__ld(G[i]) * inv, p = (Acc)P[i];
+            p -= i < n_w ? lr * (g + l2 * p) : lr * g;
+            P[i] = (T)p;
+            if (cW && i < n_w) hpdl__st_to(cW + i, p);
+        }
+    if (!amp) return;
+    __syncthreads();
+    if (threadIdx.x == 0 && atomicAdd(&st->blocks_done, 1u) == gridDim.x - 1) {
+        hpdl__mlp_scaler_update(st);
+        st->blocks_done = 0;
+    }
+}
+
+/* Converts n values of T into C (the f16 weight copy after an upload). */
+template <typename C, typename T>
+__global__ void hpdl__mlp_convert_kernel(int64_t n, const T *src, C *dst) {
+    int64_t i;
+    for (i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        hpdl__st_to(dst + i, (typename hpdl__acc<T>::type)src[i]);
+}
+
+/* ======================================================================== */
+/* Host helpers                                                              */
+/* ======================================================================== */
+
+/* Grid for a grid-stride loop: enough blocks to fill the GPU, no more. */
+HPDL_API int hpdl__grid_for(int64_t n, int threads) {
+    int64_t blocks = (n + threads - 1) / threads;
+    if (blocks > 4096) blocks = 4096;
+    return blocks < 1 ? 1 : (int)blocks;
+}
+
+/* GEMM by compute type: the f16 products accumulate in f32. */
+HPDL_API hpdl_status hpdl__mlp_gemm(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,
+                                    const float *A, int lda, const float *B, int ldb, float *C, int ldc, cudaStream_t s) {
+    return hpdl_cuda_gemm_algo_f32(algo, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc, s);
+}
+HPDL_API hpdl_status hpdl__mlp_gemm(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,
+                                    const double *A, int lda, const double *B, int ldb, double *C, int ldc, cudaStream_t s) {
+    return hpdl_cuda_gemm_algo_f64(algo, ta, tb, M, N, K, 1.0, A, lda, B, ldb, 0.0, C, ldc, s);
+}
+HPDL_API hpdl_status hpdl__mlp_gemm(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,
+                                    const __half *A, int lda, const __half *B, int ldb, __half *C, int ldc, cudaStream_t s) {
+    return hpdl_cuda_gemm_algo_f16(algo, ta, tb, M, N, K, 1.0f, (const hpdl_f16 *)A, lda, (const hpdl_f16 *)B, ldb,
+                                   0.0f, (hpdl_f16 *)C, ldc, s);
+}
+
+/* Device type of a storage type: hpdl_f16 is __half on the GPU. */
+template <typename T> struct hpdl__dev { typedef T type; };
+template <> struct hpdl__dev<hpdl_f16> { typedef __half type; };
+
+/* Element offsets rounded up to 64 elements keep every sub-buffer aligned to
+   at least 128 bytes (vector loads in the GEMM kernels). */
+HPDL_API int64_t hpdl__mlp_align(int64_t n) { return (n + 63) / 64 * 64; }
+
+/* One cached graph: the training step for one batch size and GEMM algorithm. */
+typedef struct hpdl__mlp_graph {
+    int batch;
+    hpdl_gemm_algo algo;
+    cudaGraphExec_t exec;
+} hpdl__mlp_graph;
+
+/* ======================================================================== */
+/* Data on the device                                                        */
+/* ======================================================================== */
+
+/* Images (n x features, f32) and labels for training or evaluation. Resident:
+   both live in device memory. Streamed: both live in pinned host memory; an
+   epoch gathers shuffled chunks into two pinned staging buffers and copies
+   them on copy_stream while the GPU trains on the other one. */
+typedef struct hpdl_cuda_dataset {
+    int64_t n;
+    int features, n_classes; /* n_classes: largest label + 1 */
+    int resident;
+    float *images;           /* device (resident) or pinned host (streamed) */
+    int32_t *labels;         /* likewise */
+    int32_t *perm;           /* device permutation of [0, n) for one epoch */
+    int64_t epoch;           /* epochs shuffled so far: keys the next permutation */
+    /* streamed only */
+    int64_t chunk_rows;
+    int32_t *host_perm;
+    float *stage_host[2], *stage_dev[2];
+    int32_t *stage_host_labels[2], *stage_dev_labels[2];
+    cudaStream_t copy_stream;
+    cudaEvent_t copied[2], consumed[2];
+} hpdl_cuda_dataset;
+
+/* Placement of a data set: HPDL_DATA_AUTO keeps it on the device when it
+   takes under half of the free device memory. */
+typedef enum hpdl_data_placement { HPDL_DATA_AUTO = -1, HPDL_DATA_STREAMED = 0, HPDL_DATA_RESIDENT = 1 } hpdl_data_placement;
+
+HPDL_API void hpdl_cuda_dataset_destroy(hpdl_cuda_dataset *d) {
+    int k;
+    if (!d) return;
+    if (d->resident) {
+        hpdl_cuda_free(d->images);
+        hpdl_cuda_free(d->labels);
+    } else {
+        hpdl_cuda_free_pinned(d->images);
+        hpdl_cuda_free_pinned(d->labels);
+        for (k = 0; k < 2; k++) {
+            hpdl_cuda_free_pinned(d->stage_host[k]);
+            hpdl_cuda_free_pinned(d->stage_host_labels[k]);
+            hpdl_cuda_free(d->stage_dev[k]);
+            hpdl_cuda_free(d->stage_dev_labels[k]);
+            if (d->copied[k]) cudaEventDestroy(d->copied[k]);
+            if (d->consumed[k]) cudaEventDestroy(d->consumed[k]);
+        }
+        if (d->copy_stream) cudaStreamDestroy(d->copy_stream);
+        HPDL_FREE(d->host_perm);
+    }
+    hpdl_cuda_free(d->perm);
+    memset(d, 0, sizeof *d);
+}
+
+HPDL_API hpdl_status hpdl__dataset_alloc_streamed(hpdl_cuda_dataset *d, size_t img_bytes, size_t lab_bytes) {
+    size_t chunk_img = (size_t)d->chunk_rows * d->features * sizeof(float), chunk_lab = (size_t)d->chunk_rows * 4;
+    int k;
+    if (hpdl_cuda_alloc_pinned((void **)&d->images, img_bytes) || hpdl_cuda_alloc_pinned((void **)&d->labels, lab_bytes))
+        return HPDL_ERR_NOMEM;
+    d->host_perm = (int32_t *)hpdl_alloc((size_t)d->n, sizeof(int32_t));
+    if (!d->host_perm) return HPDL_ERR_NOMEM;
+    for (k = 0; k < 2; k++) {
+        if (hpdl_cuda_alloc_pinned((void **)&d->stage_host[k], chunk_img) ||
+            hpdl_cuda_alloc_pinned((void **)&d->stage_host_labels[k], chunk_lab) ||
+            hpdl_cuda_alloc((void **)&d->stage_dev[k], chunk_img) ||
+            hpdl_cuda_alloc((void **)&d->stage_dev_labels[k], chunk_lab))
+            return HPDL_ERR_NOMEM;
+        HPDL_CUDA_TRY(cudaEventCreateWithFlags(&d->copied[k], cudaEventDisableTiming));
+        HPDL_CUDA_TRY(cudaEventCreateWithFlags(&d->consumed[k], cudaEventDisableTiming));
+    }
+    HPDL_CUDA_TRY(cudaStreamCreateWithFlags(&d->copy_stream, cudaStreamNonBlocking));
+    return HPDL_OK;
+}
+
+/* Copies n_images images of `features` floats and n_labels labels (host
+   memory) into a device data set. chunk_rows: rows per streamed chunk (0: a
+   default); placement: HPDL_DATA_AUTO / _RESIDENT / _STREAMED. Mismatched
+   counts, labels < 0 and non-positive sizes are HPDL_ERR_INVALID. */
+HPDL_API hpdl_status hpdl_cuda_dataset_upload(hpdl_cuda_dataset *d, int64_t n_images, int features,
+                                              const float *images, int64_t n_labels, const int32_t *labels,
+                                              hpdl_data_placement placement, int64_t chunk_rows) {
+    size_t img_bytes, lab_bytes, free_b = 0, total_b = 0;
+    int64_t i;
+    int max_label = -1;
+    hpdl_status s;
+    if (!d || !images || !labels || n_images <= 0 || features <= 0 || n_images != n_labels ||
+        n_images > INT32_MAX || chunk_rows < 0)
+        return HPDL_ERR_INVALID;
+    for (i = 0; i < n_labels; i++) {
+        if (labels[i] < 0) return HPDL_ERR_INVALID;
+        if (labels[i] > max_label) max_label = labels[i];
+    }
+    memset(d, 0, sizeof *d);
+    d->n = n_images;
+    d->features = features;
+    d->n_classes = max_label + 1;
+    img_bytes = (size_t)n_images * features * sizeof(float);
+    lab_bytes = (size_t)n_images * sizeof(int32_t);
+    HPDL_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+    d->resident = placement == HPDL_DATA_AUTO ? img_bytes + lab_bytes < free_b / 2 : placement == HPDL_DATA_RESIDENT;
+    d->chunk_rows = chunk_rows ? chunk_rows : 8192;
+    if (d->chunk_rows > n_images) d->chunk_rows = n_images;
+    if (hpdl_cuda_alloc((void **)&d->perm, lab_bytes)) s = HPDL_ERR_NOMEM;
+    else if (d->resident)
+        s = hpdl_cuda_alloc((void **)&d->images, img_bytes) || hpdl_cuda_alloc((void **)&d->labels, lab_bytes)
+                ? HPDL_ERR_NOMEM : HPDL_OK;
+    else
+        s = hpdl__dataset_alloc_streamed(d, img_bytes, lab_bytes);
+    if (s != HPDL_OK) { hpdl_cuda_dataset_destroy(d); return s; }
+    HPDL_NVTX_PUSH("dataset upload");
+    if (d->resident) {
+        if (cudaMemcpy(d->images, images, img_bytes, cudaMemcpyHostToDevice) != cudaSuccess ||
+            cudaMemcpy(d->labels, labels, lab_bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+            s = HPDL_ERR_CUDA;
+    } else {
+        memcpy(d->images, images, img_bytes);
+        memcpy(d->labels, labels, lab_bytes);
+    }
+    HPDL_NVTX_POP();
+    if (s != HPDL_OK) hpdl_cuda_dataset_destroy(d);
+    return s;
+}
+
+/* The same from a loaded hpdl_dataset (features = rows x cols). */
+HPDL_API hpdl_status hpdl_cuda_dataset_create(hpdl_cuda_dataset *d, const hpdl_dataset *src,
+                                              hpdl_data_placement placement) {
+    if (!src) return HPDL_ERR_INVALID;
+    return hpdl_cuda_dataset_upload(d, src->n, src->rows * src->cols, src->images, src->n, src->labels, placement, 0);
+}
+
+/* Draws the next epoch's permutation into d->perm (device), and into
+   d->host_perm for a streamed set. */
+HPDL_API hpdl_status hpdl_cuda_dataset_shuffle(hpdl_cuda_dataset *d, uint64_t seed, cudaStream_t stream) {
+    uint64_t key;
+    int64_t i;
+    if (!d || !d->perm) return HPDL_ERR_INVALID;
+    key = hpdl__shuffle_key(seed, d->epoch++);
+    HPDL_NVTX_PUSH("shuffle");
+    hpdl__shuffle_kernel<<<(unsigned)((d->n + 255) / 256), 256, 0, stream>>>(d->n, key, d->perm);
+    if (!d->resident)
+        for (i = 0; i < d->n; i++) d->host_perm[i] = hpdl__shuffle_index(i, d->n, key);
+    HPDL_NVTX_POP();
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* Streamed set: puts rows [r0, r1) of the epoch (shuffled order when
+   shuffled, else file order) in staging buffer k on copy_stream, after the
+   compute stream has finished with that buffer; the compute stream then
+   waits for the copy. */
+HPDL_API hpdl_status hpdl__dataset_stage(hpdl_cuda_dataset *d, int k, int64_t r0, int64_t r1, int shuffled,
+                                         cudaStream_t compute) {
+    int64_t i, rows = r1 - r0;
+    size_t row_bytes = (size_t)d->features * sizeof(float);
+    HPDL_NVTX_PUSH("data copy");
+    HPDL_CUDA_TRY(cudaEventSynchronize(d->copied[k])); /* the previous copy out of this pinned buffer */
+    for (i = 0; i < rows; i++) {
+        int64_t src = shuffled ? d->host_perm[r0 + i] : r0 + i;
+        memcpy(d->stage_host[k] + i * d->features, d->images + src * d->features, row_bytes);
+        d->stage_host_labels[k][i] = d->labels[src];
+    }
+    HPDL_CUDA_TRY(cudaStreamWaitEvent(d->copy_stream, d->consumed[k], 0));
+    HPDL_CUDA_TRY(cudaMemcpyAsync(d->stage_dev[k], d->stage_host[k], (size_t)rows * row_bytes,
+                                  cudaMemcpyHostToDevice, d->copy_stream));
+    HPDL_CUDA_TRY(cudaMemcpyAsync(d->stage_dev_labels[k], d->stage_host_labels[k], (size_t)rows * 4,
+                                  cudaMemcpyHostToDevice, d->copy_stream));
+    HPDL_CUDA_TRY(cudaEventRecord(d->copied[k], d->copy_stream));
+    HPDL_CUDA_TRY(cudaStreamWaitEvent(compute, d->copied[k], 0));
+    HPDL_NVTX_POP();
+    return HPDL_OK;
+}
+
+/* ======================================================================== */
+/* NVML utilisation sampler (libnvidia-ml loaded at run time)                */
+/* ======================================================================== */
+
+/* NVML's own header is not needed: the few entry points are declared here and
+   looked up with dlsym, so programs build without the NVML development files
+   and run (reporting HPDL_ERR_UNSUPPORTED) without the driver library. */
+typedef struct hpdl__nvml_utilization { unsigned int gpu, memory; } hpdl__nvml_utilization;
+typedef struct hpdl__nvml_memory { unsigned long long total, free, used; } hpdl__nvml_memory;
+typedef int (*hpdl__nvml_init_fn)(void);
+typedef int (*hpdl__nvml_handle_fn)(const char *pci_bus_id, void **device);
+typedef int (*hpdl__nvml_util_fn)(void *device, hpdl__nvml_utilization *u);
+typedef int (*hpdl__nvml_mem_fn)(void *device, hpdl__nvml_memory *m);
+
+typedef struct hpdl_nvml_sampler {
+    void *lib, *device;
+    hpdl__nvml_init_fn shutdown;
+    hpdl__nvml_util_fn get_util;
+    hpdl__nvml_mem_fn get_mem;
+    FILE *csv;               /* time series: t_s,gpu_util_pct,mem_util_pct,mem_used_mib */
+    int period_ms;
+    volatile int stop;
+    pthread_t thread;
+    double t0, gpu_sum, mem_sum;
+    int64_t samples;
+} hpdl_nvml_sampler;
+
+HPDL_API void *hpdl__nvml_thread(void *arg) {
+    hpdl_nvml_sampler *s = (hpdl_nvml_sampler *)arg;
+    struct timespec nap;
+    nap.tv_sec = s->period_ms / 1000;
+    nap.tv_nsec = (long)(s->period_ms % 1000) * 1000000L;
+    while (!s->stop) {
+        hpdl__nvml_utilization u;
+        hpdl__nvml_memory m;
+        if (s->get_util(s->device, &u) == 0) {
+            memset(&m, 0, sizeof m);
+            if (s->get_mem) s->get_mem(s->device, &m);
+            s->gpu_sum += u.gpu;
+            s->mem_sum += u.memory;
+            s->samples++;
+            if (s->csv) fprintf(s->csv, "%.3f,%u,%u,%.1f\n", hpdl_time_now() - s->t0, u.gpu, u.memory, m.used / 1048576.0);
+        }
+        nanosleep(&nap, NULL);
+    }
+    return NULL;
+}
+
+/* Starts sampling GPU and memory-controller utilisation of CUDA device
+   `device` every period_ms into csv_path (NULL: averages only). Returns
+   HPDL_ERR_UNSUPPORTED when libnvidia-ml.so.1 or the device is not found. */
+HPDL_API hpdl_status hpdl_nvml_sampler_start(hpdl_nvml_sampler *s, int device, int period_ms, const char *csv_path) {
+    char bus[64];
+    hpdl__nvml_init_fn init;
+    hpdl__nvml_handle_fn by_bus;
+    if (!s || period_ms <= 0) return HPDL_ERR_INVALID;
+    memset(s, 0, sizeof *s);
+    if (cudaDeviceGetPCIBusId(bus, (int)sizeof bus, device) != cudaSuccess) { cudaGetLastError(); return HPDL_ERR_INVALID; }
+    s->lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!s->lib) return HPDL_ERR_UNSUPPORTED;
+    init = (hpdl__nvml_init_fn)dlsym(s->lib, "nvmlInit_v2");
+    s->shutdown = (hpdl__nvml_init_fn)dlsym(s->lib, "nvmlShutdown");
+    by_bus = (hpdl__nvml_handle_fn)dlsym(s->lib, "nvmlDeviceGetHandleByPciBusId_v2");
+    s->get_util = (hpdl__nvml_util_fn)dlsym(s->lib, "nvmlDeviceGetUtilizationRates");
+    s->get_mem = (hpdl__nvml_mem_fn)dlsym(s->lib, "nvmlDeviceGetMemoryInfo");
+    if (!init || !s->shutdown || !by_bus || !s->get_util || init() != 0) { dlclose(s->lib); s->lib = NULL; return HPDL_ERR_UNSUPPORTED; }
+    if (by_bus(bus, &s->device) != 0) { s->shutdown(); dlclose(s->lib); s->lib = NULL; return HPDL_ERR_UNSUPPORTED; }
+    if (csv_path) {
+        s->csv = fopen(csv_path, "w");
+        if (!s->csv) { s->shutdown(); dlclose(s->lib); s->lib = NULL; return HPDL_ERR_IO; }
+        fprintf(s->csv, "t_s,gpu_util_pct,mem_util_pct,mem_used_mib\n");
+    }
+    s->period_ms = period_ms;
+    s->t0 = hpdl_time_now();
+    if (pthread_create(&s->thread, NULL, hpdl__nvml_thread, s) != 0) {
+        if (s->csv) fclose(s->csv);
+        s->shutdown(); dlclose(s->lib); s->lib = NULL;
+        return HPDL_ERR_UNSUPPORTED;
+    }
+    return HPDL_OK;
+}
+
+/* Stops the sampler; writes the mean utilisations (percent) when asked. */
+HPDL_API void hpdl_nvml_sampler_stop(hpdl_nvml_sampler *s, double *mean_gpu, double *mean_mem, int64_t *samples) {
+    if (!s || !s->lib) return;
+    s->stop = 1;
+    pthread_join(s->thread, NULL);
+    if (mean_gpu) *mean_gpu = s->samples ? s->gpu_sum / (double)s->samples : 0.0;
+    if (mean_mem) *mean_mem = s->samples ? s->mem_sum / (double)s->samples : 0.0;
+    if (samples) *samples = s->samples;
+    if (s->csv) fclose(s->csv);
+    s->shutdown();
+    dlclose(s->lib);
+    memset(s, 0, sizeof *s);
+}
+
+/* ======================================================================== */
+/* The GPU MLP                                                               */
+/* ======================================================================== */
+
+/* Fields shared by every precision; T is the master (parameter) type, CT the
+   type of the matrix products' operands (T itself, or hpdl_f16). */
+#define HPDL__CUDA_MLP_FIELDS(T, CT)                                                          \
+    int n_layers, widths[HPDL_MLP_MAX_LAYERS + 1];                                            \
+    hpdl_activation act;                                                                      \
+    int max_batch;                                                                            \
+    int amp;          /* 1: 16-bit products, f32 master weights, loss scaling */             \
+    int use_graphs;   /* 1 (default): capture each batch size's step once, replay it */      \
+    hpdl_gemm_algo algo; /* GEMM rung for every product (default: see create) */             \
+    cudaStream_t stream;                                                                      \
+    int64_t n_weights, n_params;  /* params = [W0..W(L-1) | b0..b(L-1)], padded */           \
+    T *params, *W[HPDL_MLP_MAX_LAYERS], *b[HPDL_MLP_MAX_LAYERS];                              \
+    CT *cparams, *cW[HPDL_MLP_MAX_LAYERS];  /* product copy of W (aliases W unless amp) */   \
+    CT *grads, *dW[HPDL_MLP_MAX_LAYERS], *db[HPDL_MLP_MAX_LAYERS];                            \
+    CT *acts;         /* A[0] input batch, A[l] hidden outputs, A[L] logits before bias */   \
+    CT *A[HPDL_MLP_MAX_LAYERS + 1], *D[HPDL_MLP_MAX_LAYERS]; /* D[l]: dLoss/dZ of layer l */ \
+    int32_t *batch_labels;                                                                    \
+    hpdl__mlp_state *state;                                                                   \
+    hpdl__mlp_graph graphs[HPDL_CUDA_MLP_GRAPHS];                                             \
+    int next_graph
+
+/* Lays out parameters, gradients and activations; offsets in elements. */
+template <typename M>
+static inline void hpdl__cmlp_layout(M *g, int64_t *off_w, int64_t *off_b, int64_t *off_a, int64_t *off_d,
+                                     int64_t *n_acts) {
+    int l, L = g->n_layers;
+    int64_t o = 0;
+    for (l = 0; l < L; l++) { off_w[l] = o; o += hpdl__mlp_align((int64_t)g->widths[l] * g->widths[l + 1]); }
+    g->n_weights = o;
+    for (l = 0; l < L; l++) { off_b[l] = o; o += hpdl__mlp_align(g->widths[l + 1]); }
+    g->n_params = o;
+    o = 0;
+    for (l = 0; l <= L; l++) { off_a[l] = o; o += hpdl__mlp_align((int64_t)g->max_batch * g->widths[l]); }
+    for (l = 0; l < L; l++) { off_d[l] = o; o += hpdl__mlp_align((int64_t)g->max_batch * g->widths[l + 1]); }
+    *n_acts = o;
+}
+
+template <typename M> static inline void hpdl__cmlp_destroy(M *g) {
+    int k;
+    if (!g) return;
+    for (k = 0; k < HPDL_CUDA_MLP_GRAPHS; k++)
+        if (g->graphs[k].exec) cudaGraphExecDestroy(g->graphs[k].exec);
+    hpdl_cuda_free(g->params);
+    if (g->amp) hpdl_cuda_free(g->cparams);
+    hpdl_cuda_free(g->grads);
+    hpdl_cuda_free(g->acts);
+    hpdl_cuda_free(g->batch_labels);
+    hpdl_cuda_free(g->state);
+    if (g->stream) cudaStreamDestroy(g->stream);
+    memset(g, 0, sizeof *g);
+}
+
+/* Allocates everything (zeroed: padding stays finite for the inf check). */
+template <typename T, typename CT, typename M> static inline hpdl_status hpdl__cmlp_alloc(M *g) {
+    int64_t off_w[HPDL_MLP_MAX_LAYERS], off_b[HPDL_MLP_MAX_LAYERS], off_a[HPDL_MLP_MAX_LAYERS + 1],
+        off_d[HPDL_MLP_MAX_LAYERS], n_acts;
+    int l;
+    hpdl__cmlp_layout(g, off_w, off_b, off_a, off_d, &n_acts);
+    if (hpdl_cuda_alloc((void **)&g->params, (size_t)g->n_params * sizeof(T)) ||
+        (g->amp && hpdl_cuda_alloc((void **)&g->cparams, (size_t)g->n_weights * sizeof(CT))) ||
+        hpdl_cuda_alloc((void **)&g->grads, (size_t)g->n_params * sizeof(CT)) ||
+        hpdl_cuda_alloc((void **)&g->acts, (size_t)n_acts * sizeof(CT)) ||
+        hpdl_cuda_alloc((void **)&g->batch_labels, (size_t)g->max_batch * sizeof(int32_t)) ||
+        hpdl_cuda_alloc((void **)&g->state, sizeof(hpdl__mlp_state)))
+        return HPDL_ERR_NOMEM;
+    if (!g->amp) g->cparams = (CT *)(void *)g->params;
+    HPDL_CUDA_TRY(cudaMemset(g->params, 0, (size_t)g->n_params * sizeof(T)));
+    HPDL_CUDA_TRY(cudaMemset(g->grads, 0, (size_t)g->n_params * sizeof(CT)));
+    HPDL_CUDA_TRY(cudaMemset(g->state, 0, sizeof(hpdl__mlp_state)));
+    for (l = 0; l < g->n_layers; l++) {
+        g->W[l] = g->params + off_w[l];
+        g->b[l] = g->params + off_b[l];
+        g->cW[l] = g->cparams + off_w[l];
+        g->dW[l] = g->grads + off_w[l];
+        g->db[l] = g->grads + off_b[l];
+        g->D[l] = g->acts + off_d[l];
+    }
+    for (l = 0; l <= g->n_layers; l++) g->A[l] = g->acts + off_a[l];
+    HPDL_CUDA_TRY(cudaStreamCreate(&g->stream)); /* blocking: ordered after legacy-stream work */
+    hpdl__mlp_scaler_init_kernel<<<1, 1, 0, g->stream>>>(g->state, g->amp ? HPDL_CUDA_MLP_SCALE_INIT : 1.0f);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+template <typename M, typename CPU> static inline int hpdl__cmlp_same_shape(const M *g, const CPU *m) {
+    int l;
+    if (g->n_layers != m->n_layers || g->act != m->act) return 0;
+    for (l = 0; l <= g->n_layers; l++)
+        if (g->widths[l] != m->widths[l]) return 0;
+    for (l = 0; l < g->n_layers; l++)
+        if (!m->W[l] || !m->b[l]) return 0;
+    return 1;
+}
+
+/* Copies the CPU model's weights to the device (and into the f16 copy). */
+template <typename T, typename C, typename M, typename CPU> static inline hpdl_status hpdl__cmlp_upload(M *g, const CPU *m) {
+    int l;
+    if (!g || !m || !g->params || !hpdl__cmlp_same_shape(g, m)) return HPDL_ERR_INVALID;
+    for (l = 0; l < g->n_layers; l++) {
+        HPDL_CUDA_TRY(cudaMemcpyAsync(g->W[l], m->W[l], sizeof(T) * g->widths[l] * g->widths[l + 1],
+                                      cudaMemcpyHostToDevice, g->stream));
+        HPDL_CUDA_TRY(cudaMemcpyAsync(g->b[l], m->b[l], sizeof(T) * g->widths[l + 1], cudaMemcpyHostToDevice, g->stream));
+    }
+    if (g->amp) {
+        hpdl__mlp_convert_kernel<C, T><<<hpdl__grid_for(g->n_weights, 256), 256, 0, g->stream>>>(
+            g->n_weights, g->params, (C *)(void *)g->cparams);
+        HPDL_CUDA_TRY_LAUNCH();
+    }
+    HPDL_CUDA_TRY(cudaStreamSynchronize(g->stream));
+    return HPDL_OK;
+}
+
+/* Copies the (master) weights back into a CPU model of the same shape. */
+template <typename T, typename M, typename CPU> static inline hpdl_status hpdl__cmlp_download(const M *g, CPU *m) {
+    int l;
+    if (!g || !m || !g->params || !hpdl__cmlp_same_shape(g, m)) return HPDL_ERR_INVALID;
+    HPDL_CUDA_TRY(cudaStreamSynchronize(g->stream));
+    for (l = 0; l < g->n_layers; l++) {
+        HPDL_CUDA_TRY(cudaMemcpy(m->W[l], g->W[l], sizeof(T) * g->widths[l] * g->widths[l + 1], cudaMemcpyDeviceToHost));
+        HPDL_CUDA_TRY(cudaMemcpy(m->b[l], g->b[l], sizeof(T) * g->widths[l + 1], cudaMemcpyDeviceToHost));
+    }
+    return HPDL_OK;
+}
+
+/* A GPU model with the CPU model's shape and weights; room for batches of up
+   to max_batch rows. */
+template <typename T, typename C, typename CT, typename M, typename CPU>
+static inline hpdl_status hpdl__cmlp_create(M *g, const CPU *m, int max_batch) {
+    hpdl_status s;
+    int l;
+    if (!g || !m || max_batch <= 0 || !hpdl__mlp_widths_ok(m->n_layers + 1, m->widths) || !hpdl__activation_ok(m->act))
+        return HPDL_ERR_INVALID;
+    for (l = 0; l < m->n_layers; l++)
+        if (!m->W[l] || !m->b[l]) return HPDL_ERR_INVALID;
+    memset(g, 0, sizeof *g);
+    g->n_layers = m->n_layers;
+    for (l = 0; l <= m->n_layers; l++) g->widths[l] = m->widths[l];
+    g->act = m->act;
+    g->max_batch = max_batch;
+    g->amp = hpdl__is_half<C>::value;
+    g->use_graphs = 1;
+    /* The products here are small or skinny (a batch of 32 against 784x512):
+       on an H100, cuBLAS ran the f32 and f16 epochs 2-4x faster than the
+       ladder's AUTO rung (bench/mlp), so it is the default there; f64 keeps
+       AUTO (tensor-core DMMA). Any rung can be set in g->algo. */
+    g->algo = sizeof(T) == sizeof(double) ? HPDL_GEMM_AUTO : HPDL_GEMM_CUBLAS;
+    s = hpdl__cmlp_alloc<T, CT>(g);
+    if (s == HPDL_OK) s = hpdl__cmlp_upload<T, C>(g, m);
+    if (s != HPDL_OK) hpdl__cmlp_destroy(g);
+    return s;
+}
+
+/* Forward from A[0] (batch rows): hidden layers get bias + activation in one
+   pass after their GEMM; the last layer's bias is left to the loss kernel. */
+template <typename C, typename M> static inline hpdl_status hpdl__cmlp_forward(M *g, int batch) {
+    int l, L = g->n_layers;
+    hpdl_status s;
+    for (l = 0; l < L; l++) {
+        int k = g->widths[l], n = g->widths[l + 1];
+        s = hpdl__mlp_gemm(g->algo, HPDL_NO_TRANS, HPDL_NO_TRANS, batch, n, k, (const C *)g->A[l], k,
+                           (const C *)g->cW[l], n, (C *)g->A[l + 1], n, g->stream);
+        if (s != HPDL_OK) return s;
+        if (l < L - 1) {
+            hpdl__mlp_bias_act_kernel<<<hpdl__grid_for((int64_t)batch * n, 256), 256, 0, g->stream>>>(
+                batch, n, (C *)g->A[l + 1], g->b[l], g->act);
+            HPDL_CUDA_TRY_LAUNCH();
+        }
+    }
+    return HPDL_OK;
+}
+
+/* Small batches get the last layer's bias gradient from the loss kernel
+   itself (one block, at most 2 rows per warp); larger ones from the
+   column-sum kernel: one block's warps walking 4+ rows each cost more than
+   the launch they save (H100: batch 128 and 512 epochs were 7% and 23%
+   slower fused, batch 32 1.5% faster). */
+HPDL_API int hpdl__mlp_xent_fuses_db(int batch, int classes) {
+    return batch <= 2 * (HPDL__XENT_MAX_THREADS / 32) && classes <= HPDL__XENT_DB_MAX_COLS;
+}
+
+/* Loss kernel over the logits A[L] + b[L-1]: gradient into D[L-1] (scaled
+   by 1/batch, and by S under mixed precision) when train, else only the
+   evaluation sums. */
+template <typename C, typename M> static inline hpdl_status hpdl__cmlp_loss(M *g, int batch, int train) {
+    int L = g->n_layers, classes = g->widths[L], fuse = train && hpdl__mlp_xent_fuses_db(batch, classes);
+    hpdl__mlp_state *st = g->state;
+    int warps = HPDL__XENT_MAX_THREADS / 32;
+    int blocks = fuse ? 1 : (batch + 7) / 8, threads = fuse ? 32 * (batch < warps ? batch : warps) : 256;
+    hpdl__mlp_xent_kernel<<<blocks, threads, 0, g->stream>>>(
+        batch, classes, (const C *)g->A[L], classes, g->b[L - 1], g->batch_labels, train ? (C *)g->D[L - 1] : (C *)NULL,
+        classes, 1.0 / batch, g->amp ? &st->loss_scale : (const float *)NULL, 1.0,
+        train ? &st->loss_sum : &st->eval_loss_sum, train ? &st->correct : &st->eval_correct,
+        fuse ? (C *)g->db[L - 1] : (C *)NULL);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* Backward: dW = A^T D and dA = D W^T per layer, then D = dA * act'(A) fused
+   with the column sums that give db. */
+template <typename C, typename M> static inline hpdl_status hpdl__cmlp_backward(M *g, int batch) {
+    int l, L = g->n_layers;
+    dim3 threads(32, 32);
+    hpdl_status s;
+    if (!hpdl__mlp_xent_fuses_db(batch, g->widths[L])) {
+        hpdl__mlp_delta_colsum_kernel<<<(g->widths[L] + 31) / 32, threads, 0, g->stream>>>(
+            batch, g->widths[L], (C *)g->D[L - 1], (const C *)NULL, g->act, (C *)g->db[L - 1]);
+        HPDL_CUDA_TRY_LAUNCH();
+    }
+    for (l = L - 1; l >= 0; l--) {
+        int k = g->widths[l], n = g->widths[l + 1];
+        s = hpdl__mlp_gemm(g->algo, HPDL_TRANS, HPDL_NO_TRANS, k, n, batch, (const C *)g->A[l], k, (const C *)g->D[l], n,
+                           (C *)g->dW[l], n, g->stream);
+        if (s != HPDL_OK) return s;
+        if (l == 0) break;
+        s = hpdl__mlp_gemm(g->algo, HPDL_NO_TRANS, HPDL_TRANS, batch, k, n, (const C *)g->D[l], n, (const C *)g->cW[l], n,
+                           (C *)g->D[l - 1], k, g->stream);
+        if (s != HPDL_OK) return s;
+        hpdl__mlp_delta_colsum_kernel<<<(k + 31) / 32, threads, 0, g->stream>>>(
+            batch, k, (C *)g->D[l - 1], (const C *)g->A[l], g->act, (C *)g->db[l - 1]);
+        HPDL_CUDA_TRY_LAUNCH();
+    }
+    return HPDL_OK;
+}
+
+/* SGD over all parameters; under mixed precision the inf check before it
+   (the scale update runs at the end of the SGD kernel): GradScaler. */
+template <typename C, typename M> static inline hpdl_status hpdl__cmlp_update(M *g, int batch) {
+    int threads = 256;
+    if (g->amp) {
+        hpdl__mlp_check_finite_kernel<<<hpdl__grid_for(g->n_params, threads), threads, 0, g->stream>>>(
+            g->n_params, (const C *)g->grads, g->state);
+        HPDL_CUDA_TRY_LAUNCH();
+    }
+    hpdl__mlp_sgd_kernel<<<hpdl__grid_for(g->n_params, threads), threads, 0, g->stream>>>(
+        g->n_weights, g->n_params, g->params, g->amp ? (C *)g->cparams : (C *)NULL, (const C *)g->grads, g->state,
+        g->amp, batch);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* Batch rows from the feed into A[0] and batch_labels. */
+template <typename C, typename M> static inline hpdl_status hpdl__cmlp_gather(M *g, int batch) {
+    hpdl__mlp_gather_kernel<<<batch, 256, 0, g->stream>>>(batch, g->widths[0], g->state, (C *)g->A[0], g->batch_labels);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* One whole training step, issued on g->stream (run, or recorded into a graph). */
+template <typename C, typename M> static inline hpdl_status hpdl__cmlp_step(M *g, int batch) {
+    hpdl_status s;
+    HPDL_NVTX_PUSH("data copy (gather)");
+    s = hpdl__cmlp_gather<C>(g, batch);
+    HPDL_NVTX_POP();
+    HPDL_NVTX_PUSH("forward");
+    if (s == HPDL_OK) s = hpdl__cmlp_forward<C>(g, batch);
+    if (s == HPDL_OK) s = hpdl__cmlp_loss<C>(g, batch, 1);
+    HPDL_NVTX_POP();
+    HPDL_NVTX_PUSH("backward");
+    if (s == HPDL_OK) s = hpdl__cmlp_backward<C>(g, batch);
+    HPDL_NVTX_POP();
+    HPDL_NVTX_PUSH("update");
+    if (s == HPDL_OK) s = hpdl__cmlp_update<C>(g, batch);
+    HPDL_NVTX_POP();
+    return s;
+}
+
+/* Records the step for this batch size into a graph (evicting the oldest
+   when all slots are taken). A capture that fails turns graphs off for this
+   model: steps then run eagerly, which is slower but correct. */
+template <typename C, typename M> static inline void hpdl__cmlp_capture(M *g, int batch) {
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    hpdl__mlp_graph *slot = &g->graphs[g->next_graph];
+    hpdl_status s;
+    if (cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+        cudaGetLastError();
+        g->use_graphs = 0;
+        return;
+    }
+    s = hpdl__cmlp_step<C>(g, batch);
+    if (cudaStreamEndCapture(g->stream, &graph) != cudaSuccess || s != HPDL_OK ||
+        cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
+        cudaGetLastError();
+        g->use_graphs = 0;
+    } else {
+        if (slot->exec) cudaGraphExecDestroy(slot->exec);
+        slot->exec = exec;
+        slot->batch = batch;
+        slot->algo = g->algo;
+        g->next_graph = (g->next_graph + 1) % HPDL_CUDA_MLP_GRAPHS;
+    }
+    if (graph) cudaGraphDestroy(graph);
+}
+
+/* Runs one step: replays this batch size's graph; the first time, runs the
+   step eagerly (which also warms up lazily initialised GEMM back ends) and
+   captures the graph for the next steps. */
+template <typename C, typename M> static inline hpdl_status hpdl__cmlp_run_step(M *g, int batch) {
+    int k;
+    hpdl_status s;
+    if (g->use_graphs)
+        for (k = 0; k < HPDL_CUDA_MLP_GRAPHS; k++)
+            if (g->graphs[k].exec && g->graphs[k].batch == batch && g->graphs[k].algo == g->algo) {
+                HPDL_NVTX_PUSH("train step (graph)");
+                HPDL_CUDA_TRY(cudaGraphLaunch(g->graphs[k].exec, g->stream));
+                HPDL_NVTX_POP();
+                return HPDL_OK;
+            }
+    s = hpdl__cmlp_step<C>(g, batch);
+    if (s == HPDL_OK && g->use_graphs) hpdl__cmlp_capture<C>(g, batch);
+    return s;
+}
+
+HPDL_API hpdl_status hpdl__mlp_set_feed(hpdl__mlp_state *st, const void *src, int src_f64, const int32_t *labels,
+                                        const int32_t *perm, long long cursor, cudaStream_t stream) {
+    hpdl__mlp_feed_kernel<<<1, 1, 0, stream>>>(st, src, src_f64, labels, perm, cursor);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+HPDL_API hpdl_status hpdl__mlp_begin(hpdl__mlp_state *st, double lr, double l2, int reset_train, int reset_eval,
+                                     cudaStream_t stream) {
+    hpdl__mlp_begin_kernel<<<1, 1, 0, stream>>>(st, lr, l2, reset_train, reset_eval);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* Waits for the stream and reads the state back (the one host sync). */
+HPDL_API hpdl_status hpdl__mlp_read_state(const hpdl__mlp_state *st, hpdl__mlp_state *host, cudaStream_t stream) {
+    HPDL_CUDA_TRY(cudaMemcpyAsync(host, st, sizeof *host, cudaMemcpyDeviceToHost, stream));
+    HPDL_CUDA_TRY(cudaStreamSynchronize(stream));
+    return HPDL_OK;
+}
+
+/* One step on device arrays X (batch x widths[0], type T) and labels. loss
+   (optional) receives the batch's mean loss, which costs a host sync. */
+template <typename T, typename C, typename M>
+static inline hpdl_status hpdl__cmlp_train_step(M *g, int batch, const T *X, const int32_t *labels, double lr,
+                                                double l2, double *loss) {
+    hpdl__mlp_state h;
+    hpdl_status s;
+    if (!g || !g->params || !X || !labels || batch <= 0 || batch > g->max_batch || !hpdl__hyper_ok(lr, l2))
+        return HPDL_ERR_INVALID;
+    s = hpdl__mlp_begin(g->state, lr, l2, 1, 0, g->stream);
+    if (s == HPDL_OK) s = hpdl__mlp_set_feed(g->state, X, sizeof(T) == 8, labels, NULL, 0, g->stream);
+    if (s == HPDL_OK) s = hpdl__cmlp_run_step<C>(g, batch);
+    if (s == HPDL_OK && loss) {
+        s = hpdl__mlp_read_state(g->state, &h, g->stream);
+        if (s == HPDL_OK) *loss = h.loss_sum / batch;
+    }
+    return s;
+}
+
+/* Fills stats from the device state for n samples. */
+template <typename M>
+static inline hpdl_status hpdl__cmlp_stats(const M *g, int64_t n, int eval, hpdl_cuda_mlp_stats *out) {
+    hpdl__mlp_state h;
+    hpdl_status s = hpdl__mlp_read_state(g->state, &h, g->stream);
+    if (s != HPDL_OK) return s;
+    out->samples = n;
+    out->loss = (eval ? h.eval_loss_sum : h.loss_sum) / (double)n;
+    out->accuracy = (double)(eval ? h.eval_correct : h.correct) / (double)n;
+    out->loss_scale = h.loss_scale;
+    out->skipped_steps = h.skipped_steps;
+    return HPDL_OK;
+}
+
+HPDL_API int hpdl__mlp_data_fits(const hpdl_cuda_dataset *d, int in_width, int classes) {
+    return d && d->perm && d->n > 0 && d->features == in_width && d->n_classes <= classes;
+}
+
+/* One epoch over a data set in a fresh shuffled order: graph replays, one
+   sync at the end when out is given (loss, running accuracy). */
+template <typename C, typename M>
+static inline hpdl_status hpdl__cmlp_train_epoch(M *g, hpdl_cuda_dataset *d, int batch, double lr, double l2,
+                                                 uint64_t seed, hpdl_cuda_mlp_stats *out) {
+    int64_t chunk, r0, step;
+    int k = 0;
+    hpdl_status s;
+    if (!g || !g->params || !hpdl__mlp_data_fits(d, g->widths[0], g->widths[g->n_layers]) || batch <= 0 ||
+        batch > g->max_batch || !hpdl__hyper_ok(lr, l2) || (!d->resident && batch > d->chunk_rows))
+        return HPDL_ERR_INVALID;
+    chunk = d->resident ? d->n : d->chunk_rows / batch * batch;
+    s = hpdl__mlp_begin(g->state, lr, l2, 1, 0, g->stream);
+    if (s == HPDL_OK) s = hpdl_cuda_dataset_shuffle(d, seed, g->stream);
+    for (r0 = 0; s == HPDL_OK && r0 < d->n; r0 += chunk, k ^= 1) {
+        int64_t r1 = r0 + chunk < d->n ? r0 + chunk : d->n;
+        if (d->resident) {
+            s = hpdl__mlp_set_feed(g->state, d->images, 0, d->labels, d->perm, 0, g->stream);
+        } else {
+            s = hpdl__dataset_stage(d, k, r0, r1, 1, g->stream);
+            if (s == HPDL_OK) s = hpdl__mlp_set_feed(g->state, d->stage_dev[k], 0, d->stage_dev_labels[k], NULL, 0, g->stream);
+        }
+        for (step = r0; s == HPDL_OK && step < r1; step += batch)
+            s = hpdl__cmlp_run_step<C>(g, (int)(r1 - step < batch ? r1 - step : batch));
+        if (s == HPDL_OK && !d->resident) HPDL_CUDA_TRY(cudaEventRecord(d->consumed[k], g->stream));
+    }
+    if (s == HPDL_OK && out) s = hpdl__cmlp_stats(g, d->n, 0, out);
+    return s;
+}
+
+/* Loss and accuracy over rows [0, n) of a source (no training). The source is
+   device arrays (X, labels) or a data set (d). */
+template <typename T, typename C, typename M>
+static inline hpdl_status hpdl__cmlp_eval(M *g, int64_t n, const T *X, const int32_t *labels, hpdl_cuda_dataset *d,
+                                          hpdl_cuda_mlp_stats *out) {
+    int64_t r0, rows_max = g->max_batch;
+    hpdl_status s = hpdl__mlp_begin(g->state, 0.0, 0.0, 0, 1, g->stream);
+    if (d && !d->resident && d->chunk_rows < rows_max) rows_max = d->chunk_rows;
+    HPDL_NVTX_PUSH("evaluate");
+    for (r0 = 0; s == HPDL_OK && r0 < n; r0 += rows_max) {
+        int rows = (int)(n - r0 < rows_max ? n - r0 : rows_max);
+        if (!d) {
+            s = hpdl__mlp_set_feed(g->state, X, sizeof(T) == 8, labels, NULL, r0, g->stream);
+        } else if (d->resident) {
+            s = hpdl__mlp_set_feed(g->state, d->images, 0, d->labels, NULL, r0, g->stream);
+        } else {
+            HPDL_CUDA_TRY(cudaMemcpyAsync(d->stage_dev[0], d->images + r0 * d->features,
+                                          (size_t)rows * d->features * sizeof(float), cudaMemcpyHostToDevice, g->stream));
+            HPDL_CUDA_TRY(cudaMemcpyAsync(d->stage_dev_labels[0], d->labels + r0, (size_t)rows * 4,
+                                          cudaMemcpyHostToDevice, g->stream));
+            s = hpdl__mlp_set_feed(g->state, d->stage_dev[0], 0, d->stage_dev_labels[0], NULL, 0, g->stream);
+        }
+        if (s == HPDL_OK) s = hpdl__cmlp_gather<C>(g, rows);
+        if (s == HPDL_OK) s = hpdl__cmlp_forward<C>(g, rows);
+        if (s == HPDL_OK) s = hpdl__cmlp_loss<C>(g, rows, 0);
+    }
+    HPDL_NVTX_POP();
+    if (s == HPDL_OK) s = hpdl__cmlp_stats(g, n, 1, out);
+    return s;
+}
+
+/* Generates hpdl_cuda_mlp_<SUFFIX>: master type T, product storage type CT
+   (device type DC), CPU twin hpdl_mlp_<CPU>. */
+#define HPDL_DEFINE_CUDA_MLP(SUFFIX, T, CT, DC, CPU)                                                              \
+    typedef struct hpdl_cuda_mlp_##SUFFIX { HPDL__CUDA_MLP_FIELDS(T, CT); } hpdl_cuda_mlp_##SUFFIX;               \
+    HPDL_API hpdl_status hpdl_cuda_mlp_create_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, const hpdl_mlp_##CPU *m,         \
+                                                       int max_batch) {                                           \
+        return hpdl__cmlp_create<T, DC, CT>(g, m, max_batch);                                                     \
+    }                                                                                                             \
+    HPDL_API void hpdl_cuda_mlp_destroy_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g) { hpdl__cmlp_destroy(g); }            \
+    HPDL_API hpdl_status hpdl_cuda_mlp_upload_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, const hpdl_mlp_##CPU *m) {      \
+        return hpdl__cmlp_upload<T, DC>(g, m);                                                                    \
+    }                                                                                                             \
+    HPDL_API hpdl_status hpdl_cuda_mlp_download_##SUFFIX(const hpdl_cuda_mlp_##SUFFIX *g, hpdl_mlp_##CPU *m) {    \
+        return hpdl__cmlp_download<T>(g, m);                                                                      \
+    }                                                                                                             \
+    HPDL_API hpdl_status hpdl_cuda_mlp_train_step_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, int batch, const T *X,      \
+                                                           const int32_t *labels, double lr, double l2,           \
+                                                           double *loss) {                                        \
+        return hpdl__cmlp_train_step<T, DC>(g, batch, X, labels, lr, l2, loss);                                   \
+    }                                                                                                             \
+    HPDL_API hpdl_status hpdl_cuda_mlp_train_epoch_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, hpdl_cuda_dataset *d,      \
+                                                            int batch, double lr, double l2, uint64_t seed,       \
+                                                            hpdl_cuda_mlp_stats *out) {                           \
+        return hpdl__cmlp_train_epoch<DC>(g, d, batch, lr, l2, seed, out);                                        \
+    }                                                                                                             \
+    HPDL_API hpdl_status hpdl_cuda_mlp_evaluate_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, hpdl_cuda_dataset *d,         \
+                                                         hpdl_cuda_mlp_stats *out) {                              \
+        if (!g || !g->params || !out || !hpdl__mlp_data_fits(d, g->widths[0], g->widths[g->n_layers]))           \
+            return HPDL_ERR_INVALID;                                                                              \
+        return hpdl__cmlp_eval<T, DC>(g, d->n, (const T *)NULL, (const int32_t *)NULL, d, out);                   \
+    }                                                                                                             \
+    HPDL_API hpdl_status hpdl_cuda_mlp_accuracy_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, int64_t n, const T *X,        \
+                                                         const int32_t *labels, double *acc) {                    \
+        hpdl_cuda_mlp_stats st;                                                                                   \
+        hpdl_status s;                                                                                            \
+        if (!g || !g->params || n <= 0 || !X || !labels || !acc) return HPDL_ERR_INVALID;                        \
+        s = hpdl__cmlp_eval<T, DC>(g, n, X, labels, (hpdl_cuda_dataset *)NULL, &st);                              \
+        if (s == HPDL_OK) *acc = st.accuracy;                                                                     \
+        return s;                                                                                                 \
+    }                                                                                                             \
+    /* The loss scaler's state (1 and 0 unless mixed precision); syncs. */                                        \
+    HPDL_API hpdl_status hpdl_cuda_mlp_scaler_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, double *scale,                  \
+                                                       int64_t *skipped_steps) {                                  \
+        hpdl__mlp_state h;                                                                                        \
+        hpdl_status s;                                                                                            \
+        if (!g || !g->state) return HPDL_ERR_INVALID;                                                             \
+        s = hpdl__mlp_read_state(g->state, &h, g->stream);                                                        \
+        if (s == HPDL_OK && scale) *scale = h.loss_scale;                                                         \
+        if (s == HPDL_OK && skipped_steps) *skipped_steps = h.skipped_steps;                                      \
+        return s;                                                                                                 \
+    }
+
+HPDL_DEFINE_CUDA_MLP(f32, float, float, float, f32)
+HPDL_DEFINE_CUDA_MLP(f64, double, double, double, f64)
+HPDL_DEFINE_CUDA_MLP(f16, float, hpdl_f16, __half, f32)
+
+/* Softmax + cross-entropy + gradient on the device, the twin of
+   hpdl_softmax_xent_<s>: grad = (softmax(logits) - onehot)/rows, *d_loss (a
+   device double) = mean loss. One kernel, no host sync. */
+#define HPDL_DEFINE_CUDA_SOFTMAX_XENT(SUFFIX, T)                                                                   \
+    HPDL_API hpdl_status hpdl_cuda_softmax_xent_##SUFFIX(int rows, int cols, const T *logits, int ld,             \
+                                                         const int32_t *labels, T *grad, int ldg, double *d_loss, \
+                                                         cudaStream_t stream) {                                   \
+        if (rows <= 0 || cols <= 0 || ld < cols || ldg < cols || !logits || !labels || !grad || !d_loss)          \
+            return HPDL_ERR_INVALID;                                                                              \
+        HPDL_CUDA_TRY(cudaMemsetAsync(d_loss, 0, sizeof(double), stream));                                        \
+        hpdl__mlp_xent_kernel<<<(rows + 7) / 8, 256, 0, stream>>>(rows, cols, logits, ld, (const T *)NULL, labels, \
+                                                                  grad, ldg, 1.0 / rows, (const float *)NULL,     \
+                                                                  1.0 / rows, d_loss,                             \
+                                                                  (unsigned long long *)NULL, (T *)NULL);         \
+        HPDL_CUDA_TRY_LAUNCH();                                                                                   \
+        return HPDL_OK;                                                                                           \
+    }
+
+HPDL_DEFINE_CUDA_SOFTMAX_XENT(f32, float)
+HPDL_DEFINE_CUDA_SOFTMAX_XENT(f64, double)
+/* cuda_multi: spliced into hpdl_cuda.cuh */
+/* ======================================================================== */
+/* Several GPUs: device sets, transfers, matrix powers, model parallelism    */
+/* ======================================================================== */
+/* Everything here drives several GPUs from one host thread: one stream per
+   GPU, events for the hand-offs, peer-to-peer copies where the GPUs allow
+   them and copies staged through pinned host memory where they do not.
+
+   Logical devices. A device set names G logical devices; logical d runs on
+   CUDA device d % (visible count) when virtual devices are allowed, so the
+   multi-GPU logic (streams, events, transfers) runs and is tested on one GPU.
+   CUDA_VISIBLE_DEVICES is honoured because the runtime applies it first.
+
+   Functions that take a device set leave the caller's current device as
+   they found it. */
+
+#ifndef HPDL_CUDA_MAX_DEVICES
+#define HPDL_CUDA_MAX_DEVICES 16
+#endif
+
+/* Counts of device-to-device moves, by the path they took. */
+typedef struct hpdl_cuda_xfer_stats {
+    long long transfers, bytes;
+    long long local;  /* both logical devices on one GPU: a plain device copy */
+    long long peer;   /* GPU to GPU directly (NVLink or PCIe peer access) */
+    long long staged; /* through pinned host memory: no peer access */
+} hpdl_cuda_xfer_stats;
+
+typedef struct hpdl_cuda_devices {
+    int count;                                /* logical devices */
+    int visible;                              /* GPUs the runtime shows */
+    int physical[HPDL_CUDA_MAX_DEVICES];      /* logical -> CUDA device */
+    unsigned char peer[HPDL_CUDA_MAX_DEVICES][HPDL_CUDA_MAX_DEVICES]; /* a reads/writes b directly */
+} hpdl_cuda_devices;
+
+/* Number of visible GPUs (0 without a driver: never an error). */
+HPDL_API int hpdl_cuda_device_count(void) {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) { cudaGetLastError(); return 0; }
+    return count;
+}
+
+/* Device memory in use (total - free, every process counted) on one GPU. */
+HPDL_API hpdl_status hpdl_cuda_mem_in_use(int device, size_t *used, size_t *total) {
+    size_t free_b = 0, total_b = 0;
+    int current = 0;
+    if (!used || !total || device < 0 || device >= hpdl_cuda_device_count()) return HPDL_ERR_INVALID;
+    HPDL_CUDA_TRY(cudaGetDevice(&current));
+    HPDL_CUDA_TRY(cudaSetDevice(device));
+    HPDL_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+    HPDL_CUDA_TRY(cudaSetDevice(current));
+    *used = total_b - free_b;
+    *total = total_b;
+    return HPDL_OK;
+}
+
+/* Lists the visible GPUs (name, memory, peer access) as a small table. */
+HPDL_API hpdl_status hpdl_cuda_devices_print(FILE *f) {
+    const char *visible = getenv("CUDA_VISIBLE_DEVICES");
+    int n = hpdl_cuda_device_count(), a, b;
+    if (!f) return HPDL_ERR_INVALID;
+    fprintf(f, "GPUs visible: %d (CUDA_VISIBLE_DEVICES=%s)\n", n, visible ? visible : "unset");
+    for (a = 0; a < n; a++) {
+        hpdl_cuda_device_info info;
+        size_t used = 0, total = 0;
+        hpdl_status s = hpdl_cuda_device_query(a, &info);
+        if (s == HPDL_OK) s = hpdl_cuda_mem_in_use(a, &used, &total);
+        if (s != HPDL_OK) return s;
+        fprintf(f, "  GPU %d: %s, sm_%d%d, %d SMs, %.1f GiB, %.2f GiB in use, peer access to:", a, info.name,
+                info.cc_major, info.cc_minor, info.sm_count, total / 1073741824.0, used / 1073741824.0);
+        for (b = 0; b < n; b++) {
+            int can = 0;
+            if (b != a && cudaDeviceCanAccessPeer(&can, a, b) == cudaSuccess && can) fprintf(f, " %d", b);
+        }
+        fprintf(f, "\n");
+    }
+    return HPDL_OK;
+}
+
+/* Lets GPU a read and write GPU b's memory when the hardware allows it.
+   Idempotent: enabling twice is fine. *enabled says whether it is on. */
+HPDL_API hpdl_status hpdl_cuda_enable_peer(int a, int b, int *enabled) {
+    int can = 0, current = 0;
+    cudaError_t e;
+    if (!enabled) return HPDL_ERR_INVALID;
+    *enabled = 0;
+    if (a == b) { *enabled = 1; return HPDL_OK; }
+    HPDL_CUDA_TRY(cudaDeviceCanAccessPeer(&can, a, b));
+    if (!can) return HPDL_OK;
+    HPDL_CUDA_TRY(cudaGetDevice(&current));
+    HPDL_CUDA_TRY(cudaSetDevice(a));
+    e = cudaDeviceEnablePeerAccess(b, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled) { cudaGetLastError(); e = cudaSuccess; }
+    HPDL_CUDA_TRY(cudaSetDevice(current));
+    HPDL_CUDA_TRY(e);
+    *enabled = 1;
+    return HPDL_OK;
+}
+
+/* Sets up n logical devices and enables peer access between their GPUs.
+   Without allow_virtual, asking for more GPUs than are visible is an error
+   (with a message naming both numbers), not a silent fold onto fewer. */
+HPDL_API hpdl_status hpdl__cuda_check_gpus(int n, int allow_virtual) {
+    int visible = hpdl_cuda_device_count();
+    const char *env = getenv("CUDA_VISIBLE_DEVICES");
+    if (n < 1 || n > HPDL_CUDA_MAX_DEVICES) return HPDL_ERR_INVALID;
+    if (visible > 0 && (n <= visible || allow_virtual)) return HPDL_OK;
+    fprintf(stderr, "hpdl: %d GPU%s requested but %d visible (CUDA_VISIBLE_DEVICES=%s)\n", n, n > 1 ? "s" : "",
+            visible, env ? env : "unset");
+    return HPDL_ERR_INVALID;
+}
+
+HPDL_API hpdl_status hpdl_cuda_devices_open(hpdl_cuda_devices *set, int n, int allow_virtual) {
+    int visible = hpdl_cuda_device_count(), a, b;
+    hpdl_status s = hpdl__cuda_check_gpus(n, allow_virtual);
+    if (!set) return HPDL_ERR_INVALID;
+    if (s != HPDL_OK) return s;
+    memset(set, 0, sizeof *set);
+    set->count = n;
+    set->visible = visible;
+    for (a = 0; a < n; a++) set->physical[a] = a % visible;
+    for (a = 0; a < n; a++)
+        for (b = 0; b < n; b++) {
+            int on = 0;
+            hpdl_status s = hpdl_cuda_enable_peer(set->physical[a], set->physical[b], &on);
+            if (s != HPDL_OK) return s;
+            set->peer[a][b] = (unsigned char)on;
+        }
+    return HPDL_OK;
+}
+
+/* Staged copy: device -> pinned host -> device, chunk by chunk, in order on
+   one stream (so one staging buffer serves all chunks). */
+HPDL_API hpdl_status hpdl__cuda_move_staged(void *dst, const void *src, size_t bytes, void *stage,
+                                            size_t stage_bytes, cudaStream_t stream) {
+    size_t done = 0;
+    while (done < bytes) {
+        size_t chunk = bytes - done < stage_bytes ? bytes - done : stage_bytes;
+        HPDL_CUDA_TRY(cudaMemcpyAsync(stage, (const char *)src + done, chunk, cudaMemcpyDeviceToHost, stream));
+        HPDL_CUDA_TRY(cudaMemcpyAsync((char *)dst + done, stage, chunk, cudaMemcpyHostToDevice, stream));
+        done += chunk;
+    }
+    return HPDL_OK;
+}
+
+/* Copies `bytes` from logical device src_dev to dst_dev, ordered on `stream`
+   (any of the two devices' streams): a device copy when both are one GPU, a
+   peer copy when peer access is on, else staged through `stage` (pinned,
+   stage_bytes) or, without one, through the driver's own staging. Counts the
+   move in *stats when given. Transfers sharing a staging buffer must go on
+   one stream. */
+HPDL_API hpdl_status hpdl_cuda_move(const hpdl_cuda_devices *set, void *dst, int dst_dev, const void *src,
+                                    int src_dev, size_t bytes, void *stage, size_t stage_bytes,
+                                    cudaStream_t stream, hpdl_cuda_xfer_stats *stats) {
+    int pa, pb;
+    if (!set || dst_dev < 0 || dst_dev >= set->count || src_dev < 0 || src_dev >= set->count) return HPDL_ERR_INVALID;
+    if ((!dst || !src) && bytes) return HPDL_ERR_INVALID;
+    if (stage && !stage_bytes) return HPDL_ERR_INVALID;
+    if (!bytes) return HPDL_OK;
+    pa = set->physical[src_dev];
+    pb = set->physical[dst_dev];
+    if (pa == pb) {
+        HPDL_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
+        if (stats) stats->local++;
+    } else if (set->peer[dst_dev][src_dev] || !stage) {
+        HPDL_CUDA_TRY(cudaMemcpyPeerAsync(dst, pb, src, pa, bytes, stream));
+        if (stats) { if (set->peer[dst_dev][src_dev]) stats->peer++; else stats->staged++; }
+    } else {
+        hpdl_status s = hpdl__cuda_move_staged(dst, src, bytes, stage, stage_bytes, stream);
+        if (s != HPDL_OK) return s;
+        if (stats) stats->staged++;
+    }
+    if (stats) { stats->transfers++; stats->bytes += (long long)bytes; }
+    return HPDL_OK;
+}
+
+/* True when some pair of the set's GPUs has no peer access (staging needed). */
+HPDL_API int hpdl__cuda_devices_need_staging(const hpdl_cuda_devices *set) {
+    int a, b;
+    for (a = 0; a < set->count; a++)
+        for (b = 0; b < set->count; b++)
+            if (set->physical[a] != set->physical[b] && !set->peer[a][b]) return 1;
+    return 0;
+}
+
+/* Per-device streams and events that most multi-GPU helpers here need. */
+typedef struct hpdl__cuda_lanes {
+    hpdl_cuda_devices dev;
+    cudaStream_t stream[HPDL_CUDA_MAX_DEVICES];
+    cudaEvent_t ready[HPDL_CUDA_MAX_DEVICES]; /* hand-off point of each lane */
+    cudaEvent_t fork;                          /* on device 0: where a run starts */
+    void *stage[HPDL_CUDA_MAX_DEVICES];        /* pinned, for pulls into lane g */
+    size_t stage_bytes;
+    int current;                               /* caller's device, restored at the end */
+} hpdl__cuda_lanes;
+
+#define HPDL__STAGE_BYTES ((size_t)4 << 20)
+
+HPDL_API void hpdl__cuda_lanes_destroy(hpdl__cuda_lanes *l) {
+    int g;
+    for (g = 0; g < l->dev.count; g++) {
+        cudaSetDevice(l->dev.physical[g]);
+        if (l->stream[g]) cudaStreamDestroy(l->stream[g]);
+        if (l->ready[g]) cudaEventDestroy(l->ready[g]);
+        hpdl_cuda_free_pinned(l->stage[g]);
+        l->stream[g] = NULL; l->ready[g] = NULL; l->stage[g] = NULL;
+    }
+    if (l->fork) { cudaSetDevice(l->dev.physical[0]); cudaEventDestroy(l->fork); l->fork = NULL; }
+    cudaSetDevice(l->current);
+}
+
+HPDL_API hpdl_status hpdl__cuda_lanes_create(hpdl__cuda_lanes *l, int n, int allow_virtual) {
+    int g, staging;
+    hpdl_status s;
+    memset(l, 0, sizeof *l);
+    if (cudaGetDevice(&l->current) != cudaSuccess) { cudaGetLastError(); l->current = 0; }
+    s = hpdl_cuda_devices_open(&l->dev, n, allow_virtual);
+    if (s != HPDL_OK) { l->dev.count = 0; return s; }
+    staging = hpdl__cuda_devices_need_staging(&l->dev);
+    l->stage_bytes = staging ? HPDL__STAGE_BYTES : 0;
+    for (g = 0; g < n && s == HPDL_OK; g++) {
+        if (cudaSetDevice(l->dev.physical[g]) != cudaSuccess ||
+            cudaStreamCreateWithFlags(&l->stream[g], cudaStreamNonBlocking) != cudaSuccess ||
+            cudaEventCreateWithFlags(&l->ready[g], cudaEventDisableTiming) != cudaSuccess) s = HPDL_ERR_CUDA;
+        if (s == HPDL_OK && staging) s = hpdl_cuda_alloc_pinned(&l->stage[g], l->stage_bytes);
+    }
+    if (s == HPDL_OK && (cudaSetDevice(l->dev.physical[0]) != cudaSuccess ||
+                         cudaEventCreateWithFlags(&l->fork, cudaEventDisableTiming) != cudaSuccess)) s = HPDL_ERR_CUDA;
+    if (s != HPDL_OK) { cudaGetLastError(); hpdl__cuda_lanes_destroy(l); return s; }
+    cudaSetDevice(l->current);
+    return HPDL_OK;
+}
+
+/* Every lane starts after the work issued so far on `origin` (a stream of
+   device 0; 0 means device 0's default stream). */
+HPDL_API hpdl_status hpdl__cuda_lanes_fork(hpdl__cuda_lanes *l, cudaStream_t origin) {
+    int g;
+    if (cudaGetDevice(&l->current) != cudaSuccess) return HPDL_ERR_CUDA;
+    HPDL_CUDA_TRY(cudaSetDevice(l->dev.physical[0]));
+    HPDL_CUDA_TRY(cudaEventRecord(l->fork, origin));
+    for (g = 0; g < l->dev.count; g++) HPDL_CUDA_TRY(cudaStreamWaitEvent(l->stream[g], l->fork, 0));
+    return HPDL_OK;
+}
+
+/* Marks the work issued so far on lane g; lanes that wait_mark(g) wait for
+   it (marking every lane first, then waiting, keeps the waits parallel). */
+HPDL_API hpdl_status hpdl__cuda_lanes_mark(hpdl__cuda_lanes *l, int g) {
+    HPDL_CUDA_TRY(cudaSetDevice(l->dev.physical[g]));
+    HPDL_CUDA_TRY(cudaEventRecord(l->ready[g], l->stream[g]));
+    return HPDL_OK;
+}
+
+HPDL_API hpdl_status hpdl__cuda_lanes_wait_mark(hpdl__cuda_lanes *l, int to, int from) {
+    HPDL_CUDA_TRY(cudaStreamWaitEvent(l->stream[to], l->ready[from], 0));
+    return HPDL_OK;
+}
+
+/* Lane `to` waits for the work issued so far on lane `from`. */
+HPDL_API hpdl_status hpdl__cuda_lanes_wait(hpdl__cuda_lanes *l, int to, int from) {
+    hpdl_status s = hpdl__cuda_lanes_mark(l, from);
+    return s != HPDL_OK ? s : hpdl__cuda_lanes_wait_mark(l, to, from);
+}
+
+/* `origin` waits for every lane; the caller's device is restored. */
+HPDL_API hpdl_status hpdl__cuda_lanes_join(hpdl__cuda_lanes *l, cudaStream_t origin) {
+    int g;
+    for (g = 0; g < l->dev.count; g++) {
+        hpdl_status s = hpdl__cuda_lanes_mark(l, g);
+        if (s != HPDL_OK) return s;
+    }
+    HPDL_CUDA_TRY(cudaSetDevice(l->dev.physical[0]));
+    for (g = 0; g < l->dev.count; g++) HPDL_CUDA_TRY(cudaStreamWaitEvent(origin, l->ready[g], 0));
+    HPDL_CUDA_TRY(cudaSetDevice(l->current));
+    return HPDL_OK;
+}
+
+/* Lane g pulls bytes from lane src's memory, counted in *stats. */
+HPDL_API hpdl_status hpdl__cuda_lanes_pull(hpdl__cuda_lanes *l, int g, void *dst, int src, const void *from,
+                                           size_t bytes, hpdl_cuda_xfer_stats *stats) {
+    return hpdl_cuda_move(&l->dev, dst, g, from, src, bytes, l->stage[g], l->stage_bytes, l->stream[g], stats);
+}
+
+HPDL_API hpdl_status hpdl__cuda_lanes_sync(hpdl__cuda_lanes *l) {
+    int g;
+    for (g = 0; g < l->dev.count; g++) HPDL_CUDA_TRY(cudaStreamSynchronize(l->stream[g]));
+    return HPDL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Matrix power by repeated squaring (one GPU)                               */
+/* ------------------------------------------------------------------------ */
+/* A^p as a list of products over five named buffers: the input, three
+   workspace matrices and the output. Squaring takes floor(log2 p) squarings
+   and one product per further set bit of p, e.g. A^10 = A^8 * A^2: A^2, A^4,
+   A^8 and one product, 4 GEMMs instead of the naive 9. Two matrices are
+   alive at any time (the running product and the current square A^(2^i)),
+   so three workspace buffers always leave one free for the next result. The
+   last product writes the output directly. */
+enum { HPDL__MP_INPUT = 0, HPDL__MP_WS = 1 /* 1, 2, 3 */, HPDL__MP_BUFFERS = 4 };
+
+typedef struct hpdl__matpow_step { int dst, lhs, rhs; } hpdl__matpow_step;
+
+typedef struct hpdl__matpow_plan {
+    int power, naive, count; /* count: products; the last one writes the output */
+    hpdl__matpow_step step[64];
+} hpdl__matpow_plan;
+
+HPDL_API int hpdl__matpow_free_slot(int a, int b) {
+    int w;
+    for (w = HPDL__MP_WS; w < HPDL__MP_WS + 3; w++)
+        if (w != a && w != b) return w;
+    return -1; /* unreachable: two live buffers leave one of three free */
+}
+
+HPDL_API void hpdl__matpow_plan_push(hpdl__matpow_plan *p, int dst, int lhs, int rhs) {
+    p->step[p->count].dst = dst;
+    p->step[p->count].lhs = lhs;
+    p->step[p->count].rhs = rhs;
+    p->count++;
+}
+
+/* power >= 0. Naive: p - 1 products A*A*...*A, ping-ponging two buffers. */
+HPDL_API void hpdl__matpow_plan_init(hpdl__matpow_plan *p, int power, int naive) {
+    int base = HPDL__MP_INPUT, res = -1, bit, top = 0;
+    p->power = power;
+    p->naive = naive;
+    p->count = 0;
+    if (naive) { p->count = power > 1 ? power - 1 : 0; return; }
+    while (top < 30 && (power >> (top + 1))) top++;
+    for (bit = 0; power > 1 && bit <= top; bit++) {
+        if ((power >> bit) & 1) {
+            if (res < 0) res = base;
+            else { int d = hpdl__matpow_free_slot(res, base); hpdl__matpow_plan_push(p, d, res, base); res = d; }
+        }
+        if (bit < top) { int d = hpdl__matpow_free_slot(res, base); hpdl__matpow_plan_push(p, d, base, base); base = d; }
+    }
+}
+
+HPDL_API hpdl__matpow_step hpdl__matpow_plan_step(const hpdl__matpow_plan *p, int i) {
+    hpdl__matpow_step s;
+    if (!p->naive) return p->step[i];
+    s.lhs = i == 0 ? HPDL__MP_INPUT : HPDL__MP_WS + (i - 1) % 2;
+    s.rhs = HPDL__MP_INPUT;
+    s.dst = HPDL__MP_WS + i % 2;
+    return s;
+}
+
+/* Workspace of hpdl_cuda_matpow_ws_*: three n x n matrices. */
+HPDL_API size_t hpdl_cuda_matpow_workspace_bytes(int n, size_t elem_bytes) {
+    return n > 0 ? 3 * (size_t)n * (size_t)n * elem_bytes : 0;
+}
+
+HPDL_API hpdl_status hpdl__matpow_check(int n, int power, const void *A, int lda, const void *out, int ldo,
+                                        size_t elem_bytes) {
+    if (n < 1 || power < 0 || hpdl__check_matrix(A, n, n, lda) != HPDL_OK ||
+        hpdl__check_matrix(out, n, n, ldo) != HPDL_OK || hpdl__square_views_overlap(A, lda, out, ldo, n, elem_bytes))
+        return HPDL_ERR_INVALID;
+    return HPDL_OK;
+}
+
+/* Blocks for an elementwise grid-stride kernel over `count` items. */
+HPDL_API int hpdl__cuda_grid(long long count) {
+    long long blocks = (count + 255) / 256;
+    return (int)(blocks < 1 ? 1 : blocks > 65535 ? 65535 : blocks);
+}
+
+/* f32 products on TF32 tensor cores: cuBLAS with CUBLAS_TF32_TENSOR_OP_MATH.
+   Inputs are rounded to a 10-bit mantissa, so expect ~1e-3 relative error
+   instead of f32's ~1e-6, at several times the f32 rate. Other types ignore
+   it (cuBLAS's plain path). A value outside the GEMM part's algo list: the
+   functions here that take an algo accept it. */
+#define HPDL_GEMM_TF32 ((hpdl_gemm_algo)(HPDL_GEMM_CUBLAS + 100))
+
+/* Turns TF32 on or off for the current device's cuBLAS handle. */
+HPDL_API hpdl_status hpdl__cuda_tf32_math(int on) {
+    cublasHandle_t h;
+    hpdl_status s = hpdl__cublas_handle(&h);
+    if (s != HPDL_OK) return s;
+    return cublasSetMathMode(h, on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH) == CUBLAS_STATUS_SUCCESS
+               ? HPDL_OK : HPDL_ERR_CUDA;
+}
+
+/* Per type: matrix power (squaring and naive, with or without a caller's
+   workspace), k matrices' powers summed over several GPUs, and one matrix's
+   power split by row blocks over several GPUs. */
+#define HPDL_DEFINE_CUDA_MATPOW(SUFFIX, T, ACC, LOAD, STORE)                     \
+    __global__ void hpdl__cuda_eye_kernel_##SUFFIX(int n, T *out, int ldo) {    \
+        long long i, total = (long long)n * n;                                  \
+        for (i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;    \
+             i += (long long)gridDim.x * blockDim.x)                            \
+            out[(i / n) * ldo + i % n] = STORE(i / n == i % n ? 1.0f : 0.0f);   \
+    }                                                                           \
+    __global__ void hpdl__cuda_add_kernel_##SUFFIX(long long count, T *acc, const T *x) { \
+        long long i;                                                            \
+        for (i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count;    \
+             i += (long long)gridDim.x * blockDim.x)                            \
+            acc[i] = STORE(LOAD(acc[i]) + LOAD(x[i]));                          \
+    }                                                                           \
+    /* hpdl_cuda_gemm_algo_<type>, plus HPDL_GEMM_TF32. */                  \
+    HPDL_API hpdl_status hpdl__cuda_multi_gemm_##SUFFIX(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb, \
+                                                       int M, int N, int K, ACC alpha, const T *A, int lda, const T *B, \
+                                                       int ldb, ACC beta, T *C, int ldc, cudaStream_t stream) { \
+        hpdl_status s, off;                                                     \
+        if (algo != HPDL_GEMM_TF32)                                             \
+            return hpdl_cuda_gemm_algo_##SUFFIX(algo, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream); \
+        s = hpdl__cuda_tf32_math(1);                                            \
+        if (s == HPDL_OK)                                                       \
+            s = hpdl_cuda_gemm_algo_##SUFFIX(HPDL_GEMM_CUBLAS, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream); \
+        off = hpdl__cuda_tf32_math(0);                                          \
+        return s != HPDL_OK ? s : off;                                          \
+    }                                                                           \
+    HPDL_API hpdl_status hpdl__cuda_matpow_run_##SUFFIX(const hpdl__matpow_plan *p, int n, const T *A, int lda, \
+                                                        T *out, int ldo, hpdl_gemm_algo algo, T *ws, cudaStream_t stream) { \
+        const T *in[HPDL__MP_BUFFERS];                                          \
+        int i, w;                                                               \
+        if (p->power == 0) {                                                    \
+            hpdl__cuda_eye_kernel_##SUFFIX<<<hpdl__cuda_grid((long long)n * n), 256, 0, stream>>>(n, out, ldo); \
+            HPDL_CUDA_TRY_LAUNCH();                                             \
+            return HPDL_OK;                                                     \
+        }                                                                       \
+        if (p->power == 1) {                                                    \
+            HPDL_CUDA_TRY(cudaMemcpy2DAsync(out, (size_t)ldo * sizeof(T), A, (size_t)lda * sizeof(T), \
+                                            (size_t)n * sizeof(T), (size_t)n, cudaMemcpyDeviceToDevice, stream)); \
+            return HPDL_OK;                                                     \
+        }                                                                       \
+        in[HPDL__MP_INPUT] = A;                                                 \
+        for (w = 0; w < 3; w++) in[HPDL__MP_WS + w] = ws + (size_t)w * n * n;   \
+        for (i = 0; i < p->count; i++) {                                        \
+            hpdl__matpow_step s = hpdl__matpow_plan_step(p, i);                 \
+            int last = i == p->count - 1;                                       \
+            hpdl_status st = hpdl__cuda_multi_gemm_##SUFFIX(algo, HPDL_NO_TRANS, HPDL_NO_TRANS, n, n, n, (ACC)1, \
+                in[s.lhs], s.lhs == HPDL__MP_INPUT ? lda : n, in[s.rhs], s.rhs == HPDL__MP_INPUT ? lda : n, \
+                (ACC)0, last ? out : (T *)in[s.dst], last ? ldo : n, stream);    \
+            if (st != HPDL_OK) return st;                                       \
+        }                                                                       \
+        return HPDL_OK;                                                         \
+    }                                                                           \
+    HPDL_API hpdl_status hpdl__cuda_matpow_any_##SUFFIX(int naive, int n, int power, const T *A, int lda, T *out, \
+                                                        int ldo, hpdl_gemm_algo algo, T *ws, int own_ws, cudaStream_t stream) { \
+        hpdl__matpow_plan p;                                                    \
+        hpdl_status s = hpdl__matpow_check(n, power, A, lda, out, ldo, sizeof(T)); \
+        if (s != HPDL_OK) return s;                                             \
+        if (!own_ws && !ws && power > 1) return HPDL_ERR_INVALID;               \
+        hpdl__matpow_plan_init(&p, power, naive);                               \
+        if (own_ws && power > 1 &&                                              \
+            cudaMallocAsync((void **)&ws, hpdl_cuda_matpow_workspace_bytes(n, sizeof(T)), stream) != cudaSuccess) { \
+            cudaGetLastError();                                                 \
+            return HPDL_ERR_NOMEM;                                              \
+        }                                                                       \
+        s = hpdl__cuda_matpow_run_##SUFFIX(&p, n, A, lda, out, ldo, algo, ws, stream); \
+        if (own_ws && power > 1) cudaFreeAsync(ws, stream);                     \
+        return s;                                                               \
+    }                                                                           \
+    /* out = A^power (n x n, row-major) on the current device, ordered on     \
+       stream; ws: hpdl_cuda_matpow_workspace_bytes(n, sizeof(T)) of device    \
+       memory (unused for power <= 1). out must not overlap A. */             \
+    HPDL_API hpdl_status hpdl_cuda_matpow_ws_##SUFFIX(int n, int power, const T *A, int lda, T *out, int ldo, \
+                                                     hpdl_gemm_algo algo, T *ws, cudaStream_t stream) { \
+        return hpdl__cuda_matpow_any_##SUFFIX(0, n, power, A, lda, out, ldo, algo, ws, 0, stream); \
+    }                                                                           \
+    /* The same, with the workspace allocated and freed on the stream. */     \
+    HPDL_API hpdl_status hpdl_cuda_matpow_##SUFFIX(int n, int power, const T *A, int lda, T *out, int ldo, \
+                                                  hpdl_gemm_algo algo, cudaStream_t stream) { \
+        return hpdl__cuda_matpow_any_##SUFFIX(0, n, power, A, lda, out, ldo, algo, NULL, 1, stream); \
+    }                                                                           \
+    /* power - 1 products: the baseline the squaring is measured against. */  \
+    HPDL_API hpdl_status hpdl_cuda_matpow_naive_ws_##SUFFIX(int n, int power, const T *A, int lda, T *out, int ldo, \
+                                                           hpdl_gemm_algo algo, T *ws, cudaStream_t stream) { \
+        return hpdl__cuda_matpow_any_##SUFFIX(1, n, power, A, lda, out, ldo, algo, ws, 0, stream); \
+    }                                                                           \
+    HPDL_API hpdl_status hpdl_cuda_matpow_naive_##SUFFIX(int n, int power, const T *A, int lda, T *out, int ldo, \
+                                                        hpdl_gemm_algo algo, cudaStream_t stream) { \
+        return hpdl__cuda_matpow_any_##SUFFIX(1, n, power, A, lda, out, ldo, algo, NULL, 1, stream); \
+    }                                                                           \
+    HPDL_API hpdl_status hpdl__cuda_add_##SUFFIX(long long count, T *acc, const T *x, cudaStream_t stream) { \
+        hpdl__cuda_add_kernel_##SUFFIX<<<hpdl__cuda_grid(count), 256, 0, stream>>>(count, acc, x); \
+        HPDL_CUDA_TRY_LAUNCH();                                                 \
+        return HPDL_OK;                                                         \
+    }                                                                           \
+    HPDL__DEFINE_CUDA_POWSUM(SUFFIX, T)                                         \
+    HPDL__DEFINE_CUDA_ROWPOW(SUFFIX, T, ACC)
+
+/* ------------------------------------------------------------------------ */
+/* Sum of powers A_1^p + ... + A_k^p over several GPUs                       */
+/* ------------------------------------------------------------------------ */
+/* The k matrices are split evenly over G GPUs (the layer placement math,
+   matrices for layers). Each GPU computes its matrices' powers on its own
+   stream and sums them; the G partial sums then meet on GPU 0 by a tree of
+   pairwise moves (log2 G rounds), each a peer copy where peer access exists
+   and staged through pinned host memory otherwise, then one add. For k = G =
+   2 and n = 10000 in f32 that is one 400 MB copy (~1.5 ms over NVLink)
+   against ~0.15 s of products. */
+typedef struct hpdl_cuda_powsum {
+    hpdl__cuda_lanes lanes;
+    int k, n, power;
+    size_t elem_bytes;
+    int first[HPDL_CUDA_MAX_DEVICES + 1]; /* matrices [first[g], first[g+1]) on GPU g */
+    void *mats[HPDL_CUDA_MAX_DEVICES];    /* GPU g: its matrices, n x n each, back to back */
+    void *ws[HPDL_CUDA_MAX_DEVICES];      /* GPU g: power workspace; receives a partial sum */
+    void *pow[HPDL_CUDA_MAX_DEVICES];     /* GPU g: one power before it is added (k_g > 1) */
+    void *acc[HPDL_CUDA_MAX_DEVICES];     /* GPU g: partial sum; acc[0] holds the total */
+    hpdl_cuda_xfer_stats xfer;            /* partial sums moved, over all runs */
+} hpdl_cuda_powsum;
+
+HPDL_API void hpdl_cuda_powsum_destroy(hpdl_cuda_powsum *p) {
+    int g;
+    if (!p) return;
+    for (g = 0; g < p->lanes.dev.count; g++) {
+        cudaSetDevice(p->lanes.dev.physical[g]);
+        hpdl_cuda_free(p->mats[g]); hpdl_cuda_free(p->ws[g]);
+        hpdl_cuda_free(p->pow[g]); hpdl_cuda_free(p->acc[g]);
+        p->mats[g] = p->ws[g] = p->pow[g] = p->acc[g] = NULL;
+    }
+    hpdl__cuda_lanes_destroy(&p->lanes);
+}
+
+/* Plans k matrices of n x n to the power `power` on n_gpus GPUs (at most k of
+   them are used). More GPUs than visible: HPDL_ERR_INVALID with a message,
+   unless allow_virtual (several logical GPUs on one, for tests). */
+HPDL_API hpdl_status hpdl__cuda_powsum_create(hpdl_cuda_powsum *p, int k, int n, int power, int n_gpus,
+                                              int allow_virtual, size_t elem_bytes) {
+    size_t mat;
+    int g, used;
+    hpdl_status s;
+    if (!p || k < 1 || n < 1 || power < 0 || n_gpus < 1) return HPDL_ERR_INVALID;
+    memset(p, 0, sizeof *p);
+    used = n_gpus < k ? n_gpus : k;
+    s = hpdl__cuda_check_gpus(n_gpus, allow_virtual);
+    if (s == HPDL_OK) s = hpdl_place_even(k, used, p->first);
+    if (s == HPDL_OK) s = hpdl__cuda_lanes_create(&p->lanes, used, allow_virtual);
+    if (s != HPDL_OK) return s;
+    p->k = k; p->n = n; p->power = power; p->elem_bytes = elem_bytes;
+    mat = (size_t)n * (size_t)n * elem_bytes;
+    for (g = 0; g < used && s == HPDL_OK; g++) {
+        int count = p->first[g + 1] - p->first[g];
+        cudaSetDevice(p->lanes.dev.physical[g]);
+        s = hpdl_cuda_alloc(&p->mats[g], (size_t)count * mat);
+        if (s == HPDL_OK) s = hpdl_cuda_alloc(&p->ws[g], hpdl_cuda_matpow_workspace_bytes(n, elem_bytes));
+        if (s == HPDL_OK && count > 1) s = hpdl_cuda_alloc(&p->pow[g], mat);
+        if (s == HPDL_OK) s = hpdl_cuda_alloc(&p->acc[g], mat);
+    }
+    cudaSetDevice(p->lanes.current);
+    if (s != HPDL_OK) hpdl_cuda_powsum_destroy(p);
+    return s;
+}
+
+/* Copies host matrix j (n x n, contiguous) to the GPU that owns it. */
+HPDL_API hpdl_status hpdl__cuda_powsum_upload(hpdl_cuda_powsum *p, const void *const *host_mats) {
+    size_t mat;
+    int g, j;
+    if (!p || !host_mats) return HPDL_ERR_INVALID;
+    for (j = 0; j < p->k; j++) if (!host_mats[j]) return HPDL_ERR_INVALID;
+    mat = (size_t)p->n * (size_t)p->n * p->elem_bytes;
+    for (g = 0; g < p->lanes.dev.count; g++) {
+        HPDL_CUDA_TRY(cudaSetDevice(p->lanes.dev.physical[g]));
+        for (j = p->first[g]; j < p->first[g + 1]; j++)
+            HPDL_CUDA_TRY(cudaMemcpyAsync((char *)p->mats[g] + (size_t)(j - p->first[g]) * mat, host_mats[j], mat,
+                                          cudaMemcpyHostToDevice, p->lanes.stream[g]));
+    }
+    HPDL_CUDA_TRY(cudaSetDevice(p->lanes.current));
+    return hpdl__cuda_lanes_sync(&p->lanes);
+}
+
+/* Waits for the last run and copies the sum (n x n) to the host. */
+HPDL_API hpdl_status hpdl__cuda_powsum_download(hpdl_cuda_powsum *p, void *host_out) {
+    hpdl_status s;
+    if (!p || !host_out) return HPDL_ERR_INVALID;
+    s = hpdl__cuda_lanes_sync(&p->lanes);
+    if (s != HPDL_OK) return s;
+    HPDL_CUDA_TRY(cudaMemcpy(host_out, p->acc[0], (size_t)p->n * (size_t)p->n * p->elem_bytes, cudaMemcpyDeviceToHost));
+    return HPDL_OK;
+}
+
+#define HPDL__DEFINE_CUDA_POWSUM(SUFFIX, T)                                      \
+    HPDL_API hpdl_status hpdl_cuda_powsum_create_##SUFFIX(hpdl_cuda_powsum *p, int k, int n, int power, int n_gpus, \
+                                                         int allow_virtual) {   \
+        return hpdl__cuda_powsum_create(p, k, n, power, n_gpus, allow_virtual, sizeof(T)); \
+    }                                                                           \
+    HPDL_API hpdl_status hpdl_cuda_powsum_upload_##SUFFIX(hpdl_cuda_powsum *p, const T *const *host_mats) { \
+        if (!p || p->elem_bytes != sizeof(T)) return HPDL_ERR_INVALID;          \
+        return hpdl__cuda_powsum_upload(p, (const void *const *)host_mats);     \
+    }                                                                           \
+    HPDL_API hpdl_status hpdl_cuda_powsum_download_##SUFFIX(hpdl_cuda_powsum *p, T *host_out) { \
+        if (!p || p->elem_bytes != sizeof(T)) return HPDL_ERR_INVALID;          \
+        return hpdl__cuda_powsum_download(p, host_out);                          \
+    }                                                                           \
+    /* GPU g: its matrices' powers summed into acc[g] (on the current device). */ \
+    HPDL_API hpdl_status hpdl__cuda_powsum_local_##SUFFIX(hpdl_cuda_powsum *p, int g, int naive, hpdl_gemm_algo algo) { \
+        size_t mat = (size_t)p->n * (size_t)p->n;                                \
+        int j;                                                                  \
+        for (j = p->first[g]; j < p->first[g + 1]; j++) {                       \
+            int into_acc = j == p->first[g];                                    \
+            T *dst = (T *)(into_acc ? p->acc[g] : p->pow[g]);                   \
+            hpdl_status s = hpdl__cuda_matpow_any_##SUFFIX(naive, p->n, p->power, (const T *)p->mats[g] + (size_t)(j - p->first[g]) * mat, \
+                                                          p->n, dst, p->n, algo, (T *)p->ws[g], 0, p->lanes.stream[g]); \
+            if (s == HPDL_OK && !into_acc) s = hpdl__cuda_add_##SUFFIX((long long)mat, (T *)p->acc[g], dst, p->lanes.stream[g]); \
+            if (s != HPDL_OK) return s;                                         \
+        }                                                                       \
+        return HPDL_OK;                                                         \
+    }                                                                           \
+    /* One round of the tree: GPU g takes GPU g+step's partial sum. */        \
+    HPDL_API hpdl_status hpdl__cuda_powsum_combine_##SUFFIX(hpdl_cuda_powsum *p, int g, int src) { \
+        size_t mat = (size_t)p->n * (size_t)p->n;                                \
+        hpdl_status s = hpdl__cuda_lanes_wait(&p->lanes, g, src);               \
+        if (s == HPDL_OK) s = hpdl__cuda_lanes_pull(&p->lanes, g, p->ws[g], src, p->acc[src], mat * sizeof(T), &p->xfer); \
+        if (s == HPDL_OK && cudaSetDevice(p->lanes.dev.physical[g]) != cudaSuccess) s = HPDL_ERR_CUDA; \
+        if (s == HPDL_OK) s = hpdl__cuda_add_##SUFFIX((long long)mat, (T *)p->acc[g], (const T *)p->ws[g], p->lanes.stream[g]); \
+        return s;                                                               \
+    }                                                                           \
+    /* Computes the sum into GPU 0's buffer, ordered after and before `origin`  \
+       (a stream of GPU 0); naive: p - 1 products per power instead of        \
+       squaring. */                                                           \
+    HPDL_API hpdl_status hpdl_cuda_powsum_run_##SUFFIX(hpdl_cuda_powsum *p, int naive, hpdl_gemm_algo algo, cudaStream_t origin) { \
+        int g, step, G;                                                          \
+        hpdl_status s;                                                          \
+        if (!p || p->elem_bytes != sizeof(T) || !p->lanes.dev.count) return HPDL_ERR_INVALID; \
+        G = p->lanes.dev.count;                                                 \
+        s = hpdl__cuda_lanes_fork(&p->lanes, origin);                           \
+        for (g = 0; g < G && s == HPDL_OK; g++) {                               \
+            if (cudaSetDevice(p->lanes.dev.physical[g]) != cudaSuccess) return HPDL_ERR_CUDA; \
+            s = hpdl__cuda_powsum_local_##SUFFIX(p, g, naive, algo);            \
+        }                                                                       \
+        for (step = 1; step < G && s == HPDL_OK; step *= 2)                     \
+            for (g = 0; g + step < G && s == HPDL_OK; g += 2 * step)            \
+                s = hpdl__cuda_powsum_combine_##SUFFIX(p, g, g + step);         \
+        if (s == HPDL_OK) s = hpdl__cuda_lanes_join(&p->lanes, origin);         \
+        cudaSetDevice(p->lanes.current);                                        \
+        return s;                                                               \
+    }                                                                           \
+    /* host_out = sum_j host_mats[j]^power, the k matrices spread over n_gpus  \
+       GPUs; everything allocated and freed here. */                          \
+    HPDL_API hpdl_status hpdl_cuda_sum_of_powers_##SUFFIX(int k, const T *const *host_mats, int n, int power, int n_gpus, \
+                                                         T *host_out, hpdl_gemm_algo algo) { \
+        hpdl_cuda_powsum p;                                                     \
+        hpdl_status s;                                                          \
+        int j;                                                                  \
+        if (!host_mats || !host_out || k < 1) return HPDL_ERR_INVALID;          \
+        for (j = 0; j < k; j++) if (!host_mats[j]) return HPDL_ERR_INVALID;     \
+        s = hpdl_cuda_powsum_create_##SUFFIX(&p, k, n, power, n_gpus, 0);       \
+        if (s != HPDL_OK) return s;                                             \
+        s = hpdl_cuda_powsum_upload_##SUFFIX(&p, host_mats);                    \
+        if (s == HPDL_OK) s = hpdl_cuda_powsum_run_##SUFFIX(&p, 0, algo, p.lanes.stream[0]); \
+        if (s == HPDL_OK) s = hpdl_cuda_powsum_download_##SUFFIX(&p, host_out); \
+        hpdl_cuda_powsum_destroy(&p);                                           \
+        return s;                                                               \
+    }
+
+/* ------------------------------------------------------------------------ */
+/* One matrix's power over several GPUs, by row blocks                       */
+/* ------------------------------------------------------------------------ */
+/* GPU g computes rows [r_g, r_g+1) of every product: (X Y)[rows] = X[rows] Y
+   needs X's row block but all of Y. The running product is only ever a left
+   factor, so its row blocks never move; each square A^(2^i) is a right
+   factor next, so after every squaring each GPU gathers the other G-1 row
+   blocks: (G-1)/G n^2 elements into each GPU, (G-1) n^2 in all, per
+   squaring, plus broadcasting A first and gathering the result on GPU 0 at
+   the end. With n = 10000, f32 and G = 2: 200 MB into each GPU per squaring
+   (~0.6 ms over NVLink) beside ~20 ms of products each; a step also cannot
+   start until every block of its right factor has arrived, so the slowest
+   GPU sets the pace. */
+typedef struct hpdl_cuda_rowpow {
+    hpdl__cuda_lanes lanes;
+    int n;
+    size_t elem_bytes;
+    int rows[HPDL_CUDA_MAX_DEVICES + 1]; /* GPU g computes rows [rows[g], rows[g+1]) */
+    void *buf[HPDL_CUDA_MAX_DEVICES];    /* GPU g: input copy + 3 workspace matrices */
+    hpdl_cuda_xfer_stats xfer;           /* broadcast, gathers, result: all runs */
+} hpdl_cuda_rowpow;
+
+HPDL_API void hpdl_cuda_rowpow_destroy(hpdl_cuda_rowpow *p) {
+    int g;
+    if (!p) return;
+    for (g = 0; g < p->lanes.dev.count; g++) {
+        cudaSetDevice(p->lanes.dev.physical[g]);
+        hpdl_cuda_free(p->buf[g]);
+        p->buf[g] = NULL;
+    }
+    hpdl__cuda_lanes_destroy(&p->lanes);
+}
+
+/* allow_virtual: several logical GPUs may share one (for tests). */
+HPDL_API hpdl_status hpdl__cuda_rowpow_create(hpdl_cuda_rowpow *p, int n, int n_gpus, int allow_virtual,
+                                              size_t elem_bytes) {
+    size_t mat;
+    int g;
+    hpdl_status s;
+    if (!p || n < 1 || n_gpus < 1 || n_gpus > n) return HPDL_ERR_INVALID;
+    memset(p, 0, sizeof *p);
+    s = hpdl_place_even(n, n_gpus, p->rows);
+    if (s == HPDL_OK) s = hpdl__cuda_lanes_create(&p->lanes, n_gpus, allow_virtual);
+    if (s != HPDL_OK) return s;
+    p->n = n;
+    p->elem_bytes = elem_bytes;
+    mat = (size_t)n * (size_t)n * elem_bytes;
+    for (g = 0; g < n_gpus && s == HPDL_OK; g++) {
+        cudaSetDevice(p->lanes.dev.physical[g]);
+        s = hpdl_cuda_alloc(&p->buf[g], HPDL__MP_BUFFERS * mat);
+    }
+    cudaSetDevice(p->lanes.current);
+    if (s != HPDL_OK) hpdl_cuda_rowpow_destroy(p);
+    return s;
+}
+
+/* After a squaring into slot w: every GPU pulls the others' row blocks. */
+HPDL_API hpdl_status hpdl__cuda_rowpow_gather(hpdl_cuda_rowpow *p, int w) {
+    size_t row = (size_t)p->n * p->elem_bytes, slot = row * (size_t)p->n, at;
+    int G = p->lanes.dev.count, g, h;
+    hpdl_status s = HPDL_OK;
+    for (g = 0; g < G && s == HPDL_OK; g++) s = hpdl__cuda_lanes_mark(&p->lanes, g);
+    for (h = 0; h < G && s == HPDL_OK; h++)
+        for (g = 0; g < G && s == HPDL_OK; g++) {
+            if (g == h) continue;
+            at = (size_t)w * slot + (size_t)p->rows[g] * row;
+            s = hpdl__cuda_lanes_wait_mark(&p->lanes, h, g);
+            if (s == HPDL_OK)
+                s = hpdl__cuda_lanes_pull(&p->lanes, h, (char *)p->buf[h] + at, g, (const char *)p->buf[g] + at,
+                                          (size_t)(p->rows[g + 1] - p->rows[g]) * row, &p->xfer);
+        }
+    return s;
+}
+
+/* GPU 0 collects the result's row blocks (slot w) from the others. */
+HPDL_API hpdl_status hpdl__cuda_rowpow_collect(hpdl_cuda_rowpow *p, int w) {
+    size_t row = (size_t)p->n * p->elem_bytes, at;
+    int g;
+    hpdl_status s = HPDL_OK;
+    for (g = 1; g < p->lanes.dev.count && s == HPDL_OK; g++) {
+        at = (size_t)w * row * (size_t)p->n + (size_t)p->rows[g] * row;
+        s = hpdl__cuda_lanes_wait(&p->lanes, 0, g);
+        if (s == HPDL_OK)
+            s = hpdl__cuda_lanes_pull(&p->lanes, 0, (char *)p->buf[0] + at, g, (const char *)p->buf[g] + at,
+                                      (size_t)(p->rows[g + 1] - p->rows[g]) * row, &p->xfer);
+    }
+    return s;
+}
+
+/* GPU 0 broadcasts its copy of the input (slot 0) to the others. */
+HPDL_API hpdl_status hpdl__cuda_rowpow_broadcast(hpdl_cuda_rowpow *p) {
+    size_t mat = (size_t)p->n * (size_t)p->n * p->elem_bytes;
+    int g;
+    hpdl_status s = hpdl__cuda_lanes_mark(&p->lanes, 0);
+    for (g = 1; g < p->lanes.dev.count && s == HPDL_OK; g++) {
+        s = hpdl__cuda_lanes_wait_mark(&p->lanes, g, 0);
+        if (s == HPDL_OK) s = hpdl__cuda_lanes_pull(&p->lanes, g, p->buf[g], 0, p->buf[0], mat, &p->xfer);
+    }
+    return s;
+}
+
+#define HPDL__DEFINE_CUDA_ROWPOW(SUFFIX, T, ACC)                                 \
+    HPDL_API hpdl_status hpdl_cuda_rowpow_create_##SUFFIX(hpdl_cuda_rowpow *p, int n, int n_gpus, int allow_virtual) { \
+        return hpdl__cuda_rowpow_create(p, n, n_gpus, allow_virtual, sizeof(T)); \
+    }                                                                           \
+    /* Step i of the squaring plan on every GPU, for its own rows. */         \
+    HPDL_API hpdl_status hpdl__cuda_rowpow_step_##SUFFIX(hpdl_cuda_rowpow *p, hpdl__matpow_step st, hpdl_gemm_algo algo) { \
+        size_t slot = (size_t)p->n * (size_t)p->n;                               \
+        int g;                                                                  \
+        for (g = 0; g < p->lanes.dev.count; g++) {                              \
+            T *b = (T *)p->buf[g];                                              \
+            size_t off = (size_t)p->rows[g] * (size_t)p->n;                      \
+            hpdl_status s;                                                      \
+            if (cudaSetDevice(p->lanes.dev.physical[g]) != cudaSuccess) return HPDL_ERR_CUDA; \
+            s = hpdl__cuda_multi_gemm_##SUFFIX(algo, HPDL_NO_TRANS, HPDL_NO_TRANS, p->rows[g + 1] - p->rows[g], p->n, p->n, \
+                                              (ACC)1, b + st.lhs * slot + off, p->n, b + st.rhs * slot, p->n, (ACC)0, \
+                                              b + st.dst * slot + off, p->n, p->lanes.stream[g]); \
+            if (s != HPDL_OK) return s;                                         \
+        }                                                                       \
+        return HPDL_OK;                                                         \
+    }                                                                           \
+    /* out = A^power with A and out on GPU 0 (n x n), every GPU computing a    \
+       row block of each product; ordered after and before `origin`. */       \
+    HPDL_API hpdl_status hpdl_cuda_rowpow_run_##SUFFIX(hpdl_cuda_rowpow *p, int power, const T *A, int lda, T *out, \
+                                                      int ldo, hpdl_gemm_algo algo, cudaStream_t origin) { \
+        hpdl__matpow_plan plan;                                                 \
+        size_t row = (size_t)p->n * sizeof(T);                                  \
+        int i, result = HPDL__MP_INPUT;                                         \
+        hpdl_status s;                                                          \
+        if (!p || p->elem_bytes != sizeof(T) || !p->lanes.dev.count) return HPDL_ERR_INVALID; \
+        s = hpdl__matpow_check(p->n, power, A, lda, out, ldo, sizeof(T));       \
+        if (s != HPDL_OK) return s;                                             \
+        hpdl__matpow_plan_init(&plan, power, 0);                                \
+        s = hpdl__cuda_lanes_fork(&p->lanes, origin);                           \
+        if (s == HPDL_OK && power <= 1)                                         \
+            s = hpdl__cuda_matpow_any_##SUFFIX(0, p->n, power, A, lda, out, ldo, algo, NULL, 0, p->lanes.stream[0]); \
+        if (s == HPDL_OK && power > 1 &&                                        \
+            cudaMemcpy2DAsync(p->buf[0], row, A, (size_t)lda * sizeof(T), row, (size_t)p->n, \
+                              cudaMemcpyDeviceToDevice, p->lanes.stream[0]) != cudaSuccess) s = HPDL_ERR_CUDA; \
+        if (s == HPDL_OK && power > 1) s = hpdl__cuda_rowpow_broadcast(p);      \
+        for (i = 0; i < plan.count && s == HPDL_OK; i++) {                      \
+            hpdl__matpow_step st = hpdl__matpow_plan_step(&plan, i);            \
+            s = hpdl__cuda_rowpow_step_##SUFFIX(p, st, algo);                   \
+            if (s == HPDL_OK && st.lhs == st.rhs && i < plan.count - 1) s = hpdl__cuda_rowpow_gather(p, st.dst); \
+            result = st.dst;                                                    \
+        }                                                                       \
+        if (s == HPDL_OK && power > 1) s = hpdl__cuda_rowpow_collect(p, result); \
+        if (s == HPDL_OK && power > 1 && (cudaSetDevice(p->lanes.dev.physical[0]) != cudaSuccess || \
+            cudaMemcpy2DAsync(out, (size_t)ldo * sizeof(T), (const T *)p->buf[0] + (size_t)result * p->n * p->n, row, row, \
+                              (size_t)p->n, cudaMemcpyDeviceToDevice, p->lanes.stream[0]) != cudaSuccess)) s = HPDL_ERR_CUDA; \
+        if (s == HPDL_OK) s = hpdl__cuda_lanes_join(&p->lanes, origin);         \
+        cudaSetDevice(p->lanes.current);                                        \
+        return s;                                                               \
+    }
+
+/* hpdl_f16/bf16 have the bits of __half/__nv_bfloat16; the elementwise
+   kernels use the same host+device load/store adapters as the CPU code. */
+HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_CUDA_MATPOW)
+
+/* ------------------------------------------------------------------------ */
+/* Model parallelism: a deep stack of linear layers over several GPUs        */
+/* ------------------------------------------------------------------------ */
+/* The course's "LargeLinearModel": depth layers h_{l+1} = relu(h_l W_l) of
+   dim x dim (no ReLU after the last), loss = 1/(2 batch) sum ||h_depth -
+   target||^2, plain SGD, f32. Device g owns the contiguous layers
+   [first[g], first[g+1]) (hpdl_place_even / _balanced / _from_map).
+
+   One step with m micro-batches (GPipe): the batch's rows are split into m
+   slices; each device has its own stream, and events hand each slice's
+   activations forward and its gradients backward (the receiver pulls: a
+   peer copy, or staged through pinned host memory). All forwards, then all
+   backwards (input gradients only), then each device computes its weight
+   gradients for the whole batch in one product per layer and applies the
+   update W -= lr h^T dz in the same call (beta = 1). m = 1 is naive model
+   parallelism: one device busy at a time. With G devices and equal stages
+   the forward/backward phases leave a bubble (G-1)/(m+G-1) of each
+   device's time idle. Deferring the weight gradients is exact (it is the
+   sum over micro-batches that GPipe accumulates, as one product over the
+   whole batch) and keeps those products large. */
+
+__global__ void hpdl__cuda_relu_kernel(long long n, float *x) {
+    long long i;
+    for (i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+        x[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+/* dz = dh where the layer's output was positive (relu'), else 0. */
+__global__ void hpdl__cuda_relu_backward_kernel(long long n, const float *dh, const float *out, float *dz) {
+    long long i;
+    for (i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+        dz[i] = out[i] > 0.0f ? dh[i] : 0.0f;
+}
+
+/* dz = (y - t) * scale and *loss += scale/2 * sum (y - t)^2 (block sums, one
+   atomic add per block). Launched with 256 threads. */
+__global__ void hpdl__cuda_mse_kernel(long long n, const float *y, const float *t, float *dz, float scale, float *loss) {
+    __shared__ float part[256];
+    float sum = 0.0f;
+    long long i;
+    int k;
+    for (i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        float d = y[i] - t[i];
+        dz[i] = d * scale;
+        sum += d * d;
+    }
+    part[threadIdx.x] = sum;
+    __syncthreads();
+    for (k = 128; k > 0; k >>= 1) {
+        if ((int)threadIdx.x < k) part[threadIdx.x] += part[threadIdx.x + k];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) atomicAdd(loss, 0.5f * scale * part[0]);
+}
+
+/* x[i] = uniform in [-a, a) from a hash of (seed, first + i): the same
+   values whatever device or buffer holds element first + i. */
+__global__ void hpdl__cuda_fill_uniform_kernel(long long n, float *x, unsigned long long seed, long long first, float a) {
+    long long i;
+    for (i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        unsigned long long z = seed + 0x9e3779b97f4a7c15ull * (unsigned long long)(first + i + 1);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull; /* splitmix64 finaliser */
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        x[i] = a * (2.0f * (float)(z >> 40) * (1.0f / 16777216.0f) - 1.0f);
+    }
+}
+
+typedef struct hpdl_cuda_deep_linear {
+    hpdl__cuda_lanes lanes;                 /* one stream per logical device */
+    int depth, dim, batch;
+    int first[HPDL_CUDA_MAX_DEVICES + 1];   /* device g owns layers [first[g], first[g+1]) */
+    hpdl_gemm_algo algo;                    /* HPDL_GEMM_CUBLAS unless changed */
+    float *w[HPDL_CUDA_MAX_DEVICES];        /* g: its layers' weights, dim x dim each */
+    float *h[HPDL_CUDA_MAX_DEVICES];        /* g: its input and its layers' outputs, batch x dim each */
+    float *dz[HPDL_CUDA_MAX_DEVICES];       /* g: loss gradient w.r.t. its layers' pre-activations */
+    float *dh_in[HPDL_CUDA_MAX_DEVICES];    /* g: gradient arriving from device g + 1 */
+    float *dh[HPDL_CUDA_MAX_DEVICES];       /* g: gradient going down its layers, then to g - 1 */
+    float *target, *loss;                   /* on the last device */
+    size_t bytes[HPDL_CUDA_MAX_DEVICES];    /* device memory the model holds, per device */
+    hpdl_cuda_xfer_stats fwd, bwd;          /* moves of the last step, each way */
+    cudaEvent_t *marks[HPDL_CUDA_MAX_DEVICES]; /* while profiling: busy intervals' ends */
+    int n_marks[HPDL_CUDA_MAX_DEVICES];
+} hpdl_cuda_deep_linear;
+
+/* A contiguous placement: first[0] = 0 < first[1] < ... < first[G] = layers. */
+HPDL_API hpdl_status hpdl__placement_check(int n_layers, int n_devices, const int *first) {
+    int d;
+    if (!first || n_devices < 1 || n_devices > HPDL_CUDA_MAX_DEVICES) return HPDL_ERR_INVALID;
+    if (first[0] != 0 || first[n_devices] != n_layers) return HPDL_ERR_INVALID;
+    for (d = 0; d < n_devices; d++) if (first[d + 1] <= first[d]) return HPDL_ERR_INVALID;
+    return HPDL_OK;
+}
+
+HPDL_API int hpdl__dl_layers(const hpdl_cuda_deep_linear *m, int g) { return m->first[g + 1] - m->first[g]; }
+
+HPDL_API float *hpdl__dl_act(const hpdl_cuda_deep_linear *m, int g, int s) {
+    return m->h[g] + (size_t)s * m->batch * m->dim;
+}
+
+HPDL_API float *hpdl__dl_dz(const hpdl_cuda_deep_linear *m, int g, int s) {
+    return m->dz[g] + (size_t)s * m->batch * m->dim;
+}
+
+HPDL_API float *hpdl__dl_w(const hpdl_cuda_deep_linear *m, int g, int s) {
+    return m->w[g] + (size_t)s * m->dim * m->dim;
+}
+
+HPDL_API void hpdl_cuda_deep_linear_destroy(hpdl_cuda_deep_linear *m) {
+    int g;
+    if (!m) return;
+    for (g = 0; g < m->lanes.dev.count; g++) {
+        cudaSetDevice(m->lanes.dev.physical[g]);
+        hpdl_cuda_free(m->w[g]); hpdl_cuda_free(m->h[g]); hpdl_cuda_free(m->dz[g]);
+        hpdl_cuda_free(m->dh_in[g]); hpdl_cuda_free(m->dh[g]);
+        m->w[g] = m->h[g] = m->dz[g] = m->dh_in[g] = m->dh[g] = NULL;
+    }
+    if (m->lanes.dev.count) {
+        cudaSetDevice(m->lanes.dev.physical[m->lanes.dev.count - 1]);
+        hpdl_cuda_free(m->target); hpdl_cuda_free(m->loss);
+    }
+    m->target = m->loss = NULL;
+    hpdl__cuda_lanes_destroy(&m->lanes);
+}
+
+/* Allocates device g's share (current device set by the caller). */
+HPDL_API hpdl_status hpdl__dl_alloc(hpdl_cuda_deep_linear *m, int g) {
+    size_t act = (size_t)m->batch * m->dim * sizeof(float), L = (size_t)hpdl__dl_layers(m, g);
+    hpdl_status s = hpdl_cuda_alloc((void **)&m->w[g], L * m->dim * m->dim * sizeof(float));
+    if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&m->h[g], (L + 1) * act);
+    if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&m->dz[g], L * act);
+    if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&m->dh_in[g], act);
+    if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&m->dh[g], act);
+    m->bytes[g] = L * m->dim * m->dim * sizeof(float) + (2 * L + 3) * act;
+    if (s == HPDL_OK && g == m->lanes.dev.count - 1) {
+        s = hpdl_cuda_alloc((void **)&m->target, act);
+        if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&m->loss, sizeof(float));
+        m->bytes[g] += act;
+    }
+    return s;
+}
+
+/* A model of `depth` layers of dim x dim for batches of `batch` rows, placed
+   on n_devices logical devices by `first` (n_devices + 1 entries, e.g. from
+   hpdl_place_even). allow_virtual maps more devices than GPUs onto the GPUs
+   (d % count) so the same code runs on one GPU. Weights are not yet set. */
+HPDL_API hpdl_status hpdl_cuda_deep_linear_create(hpdl_cuda_deep_linear *m, int depth, int dim, int batch,
+                                                  const int *first, int n_devices, int allow_virtual) {
+    hpdl_status s;
+    int g;
+    if (!m || depth < 1 || dim < 1 || batch < 1) return HPDL_ERR_INVALID;
+    s = hpdl__placement_check(depth, n_devices, first);
+    if (s != HPDL_OK) return s;
+    memset(m, 0, sizeof *m);
+    s = hpdl__cuda_lanes_create(&m->lanes, n_devices, allow_virtual);
+    if (s != HPDL_OK) return s;
+    m->depth = depth; m->dim = dim; m->batch = batch;
+    m->algo = HPDL_GEMM_CUBLAS;
+    memcpy(m->first, first, (size_t)(n_devices + 1) * sizeof *first);
+    for (g = 0; g < n_devices && s == HPDL_OK; g++) {
+        if (cudaSetDevice(m->lanes.dev.physical[g]) != cudaSuccess) s = HPDL_ERR_CUDA;
+        if (s == HPDL_OK) s = hpdl__dl_alloc(m, g);
+    }
+    cudaSetDevice(m->lanes.current);
+    if (s != HPDL_OK) hpdl_cuda_deep_linear_destroy(m);
+    return s;
+}
+
+HPDL_API hpdl_status hpdl__cuda_fill_uniform(float *x, long long n, unsigned long long seed, long long first, float a,
+                                             cudaStream_t stream) {
+    hpdl__cuda_fill_uniform_kernel<<<hpdl__cuda_grid(n), 256, 0, stream>>>(n, x, seed, first, a);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* Weights uniform in +-sqrt(6/dim) (He: activations keep their scale
+   through the ReLUs); layer l's values depend on (seed, l) only, so every
+   placement starts from the same model. */
+HPDL_API hpdl_status hpdl_cuda_deep_linear_init(hpdl_cuda_deep_linear *m, unsigned long long seed) {
+    long long per = 0;
+    int g;
+    hpdl_status s = HPDL_OK;
+    if (!m || !m->lanes.dev.count) return HPDL_ERR_INVALID;
+    per = (long long)m->dim * m->dim;
+    for (g = 0; g < m->lanes.dev.count && s == HPDL_OK; g++) {
+        HPDL_CUDA_TRY(cudaSetDevice(m->lanes.dev.physical[g]));
+        s = hpdl__cuda_fill_uniform(m->w[g], hpdl__dl_layers(m, g) * per, seed, m->first[g] * per,
+                                    sqrtf(6.0f / (float)m->dim), m->lanes.stream[g]);
+    }
+    if (s == HPDL_OK) s = hpdl__cuda_lanes_sync(&m->lanes);
+    cudaSetDevice(m->lanes.current);
+    return s;
+}
+
+/* Input rows (device 0) and targets (last device), uniform in [-1, 1). */
+HPDL_API hpdl_status hpdl_cuda_deep_linear_random_batch(hpdl_cuda_deep_linear *m, unsigned long long seed) {
+    long long n;
+    int last;
+    hpdl_status s;
+    if (!m || !m->lanes.dev.count) return HPDL_ERR_INVALID;
+    n = (long long)m->batch * m->dim;
+    last = m->lanes.dev.count - 1;
+    HPDL_CUDA_TRY(cudaSetDevice(m->lanes.dev.physical[0]));
+    s = hpdl__cuda_fill_uniform(m->h[0], n, seed, 0, 1.0f, m->lanes.stream[0]);
+    if (s == HPDL_OK && cudaSetDevice(m->lanes.dev.physical[last]) != cudaSuccess) s = HPDL_ERR_CUDA;
+    if (s == HPDL_OK) s = hpdl__cuda_fill_uniform(m->target, n, seed, n, 1.0f, m->lanes.stream[last]);
+    if (s == HPDL_OK) s = hpdl__cuda_lanes_sync(&m->lanes);
+    cudaSetDevice(m->lanes.current);
+    return s;
+}
+
+/* Copies layer l's weights (dim x dim) to the host. */
+HPDL_API hpdl_status hpdl_cuda_deep_linear_get_weights(hpdl_cuda_deep_linear *m, int layer, float *host) {
+    int g = 0;
+    hpdl_status s;
+    if (!m || !host || layer < 0 || layer >= m->depth) return HPDL_ERR_INVALID;
+    while (layer >= m->first[g + 1]) g++;
+    s = hpdl__cuda_lanes_sync(&m->lanes);
+    if (s != HPDL_OK) return s;
+    HPDL_CUDA_TRY(cudaMemcpy(host, hpdl__dl_w(m, g, layer - m->first[g]), (size_t)m->dim * m->dim * sizeof(float),
+                             cudaMemcpyDeviceToHost));
+    return HPDL_OK;
+}
+
+/* Copies the input rows (batch x dim) or the targets to the host. */
+HPDL_API hpdl_status hpdl_cuda_deep_linear_get_batch(hpdl_cuda_deep_linear *m, float *host_x, float *host_target) {
+    size_t bytes;
+    hpdl_status s;
+    if (!m || !m->lanes.dev.count) return HPDL_ERR_INVALID;
+    bytes = (size_t)m->batch * m->dim * sizeof(float);
+    s = hpdl__cuda_lanes_sync(&m->lanes);
+    if (s != HPDL_OK) return s;
+    if (host_x) HPDL_CUDA_TRY(cudaMemcpy(host_x, m->h[0], bytes, cudaMemcpyDeviceToHost));
+    if (host_target) HPDL_CUDA_TRY(cudaMemcpy(host_target, m->target, bytes, cudaMemcpyDeviceToHost));
+    return HPDL_OK;
+}
+
+/* Loss of the last step (waits for it). */
+HPDL_API hpdl_status hpdl_cuda_deep_linear_loss(hpdl_cuda_deep_linear *m, float *loss) {
+    hpdl_status s;
+    if (!m || !loss || !m->lanes.dev.count) return HPDL_ERR_INVALID;
+    s = hpdl__cuda_lanes_sync(&m->lanes);
+    if (s != HPDL_OK) return s;
+    HPDL_CUDA_TRY(cudaMemcpy(loss, m->loss, sizeof *loss, cudaMemcpyDeviceToHost));
+    return HPDL_OK;
+}
+
+/* Prints the layer -> GPU map and the memory each device holds. */
+HPDL_API void hpdl_cuda_deep_linear_print_map(const hpdl_cuda_deep_linear *m, FILE *f) {
+    int g;
+    for (g = 0; g < m->lanes.dev.count; g++)
+        fprintf(f, "  device %d (GPU %d): layers %d..%d, %.1f MiB\n", g, m->lanes.dev.physical[g], m->first[g],
+                m->first[g + 1] - 1, m->bytes[g] / 1048576.0);
+}
+
+/* While profiling, records the start or the end of a busy interval. */
+HPDL_API void hpdl__dl_mark(hpdl_cuda_deep_linear *m, int g) {
+    if (m->marks[g]) cudaEventRecord(m->marks[g][m->n_marks[g]++], m->lanes.stream[g]);
+}
+
+HPDL_API hpdl_status hpdl__dl_gemm(hpdl_cuda_deep_linear *m, int g, hpdl_transpose ta, hpdl_transpose tb, int M, int K,
+                                   float alpha, const float *A, const float *B, float beta, float *C) {
+    return hpdl__cuda_multi_gemm_f32(m->algo, ta, tb, M, m->dim, K, alpha, A, m->dim, B, m->dim, beta, C, m->dim,
+                                   m->lanes.stream[g]);
+}
+
+/* Forward of micro-batch rows [row, row + rows) through device g's layers. */
+HPDL_API hpdl_status hpdl__dl_forward(hpdl_cuda_deep_linear *m, int g, int row, int rows) {
+    size_t off = (size_t)row * m->dim, bytes = (size_t)rows * m->dim * sizeof(float);
+    long long count = (long long)rows * m->dim;
+    int s, last = m->lanes.dev.count - 1;
+    hpdl_status st = HPDL_OK;
+    if (g > 0) st = hpdl__cuda_lanes_pull(&m->lanes, g, hpdl__dl_act(m, g, 0) + off, g - 1,
+                                          hpdl__dl_act(m, g - 1, hpdl__dl_layers(m, g - 1)) + off, bytes, &m->fwd);
+    hpdl__dl_mark(m, g);
+    for (s = 0; s < hpdl__dl_layers(m, g) && st == HPDL_OK; s++) {
+        float *out = hpdl__dl_act(m, g, s + 1) + off;
+        st = hpdl__dl_gemm(m, g, HPDL_NO_TRANS, HPDL_NO_TRANS, rows, m->dim, 1.0f, hpdl__dl_act(m, g, s) + off,
+                           hpdl__dl_w(m, g, s), 0.0f, out);
+        if (st == HPDL_OK && m->first[g] + s < m->depth - 1) {
+            hpdl__cuda_relu_kernel<<<hpdl__cuda_grid(count), 256, 0, m->lanes.stream[g]>>>(count, out);
+            if (cudaGetLastError() != cudaSuccess) st = HPDL_ERR_CUDA;
+        }
+    }
+    if (st == HPDL_OK && g == last) { /* the loss gradient is the last layer's dz */
+        hpdl__cuda_mse_kernel<<<hpdl__cuda_grid(count), 256, 0, m->lanes.stream[g]>>>(
+            count, hpdl__dl_act(m, g, hpdl__dl_layers(m, g)) + off, m->target + off,
+            hpdl__dl_dz(m, g, hpdl__dl_layers(m, g) - 1) + off, 1.0f / (float)m->batch, m->loss);
+        if (cudaGetLastError() != cudaSuccess) st = HPDL_ERR_CUDA;
+    }
+    hpdl__dl_mark(m, g);
+    return st;
+}
+
+/* Backward (input gradients) of micro-batch rows [row, row + rows) through
+   device g's layers, top to bottom. */
+HPDL_API hpdl_status hpdl__dl_backward(hpdl_cuda_deep_linear *m, int g, int row, int rows) {
+    size_t off = (size_t)row * m->dim, bytes = (size_t)rows * m->dim * sizeof(float);
+    long long count = (long long)rows * m->dim;
+    const float *grad = m->dh_in[g] + off;
+    int s;
+    hpdl_status st = HPDL_OK;
+    if (g < m->lanes.dev.count - 1)
+        st = hpdl__cuda_lanes_pull(&m->lanes, g, m->dh_in[g] + off, g + 1, m->dh[g + 1] + off, bytes, &m->bwd);
+    hpdl__dl_mark(m, g);
+    for (s = hpdl__dl_layers(m, g) - 1; s >= 0 && st == HPDL_OK; s--) {
+        int layer = m->first[g] + s;
+        float *dz = hpdl__dl_dz(m, g, s) + off;
+        if (layer < m->depth - 1) {
+            hpdl__cuda_relu_backward_kernel<<<hpdl__cuda_grid(count), 256, 0, m->lanes.stream[g]>>>(
+                count, grad, hpdl__dl_act(m, g, s + 1) + off, dz);
+            if (cudaGetLastError() != cudaSuccess) st = HPDL_ERR_CUDA;
+        }
+        if (st == HPDL_OK && layer > 0) { /* the model's input needs no gradient */
+            st = hpdl__dl_gemm(m, g, HPDL_NO_TRANS, HPDL_TRANS, rows, m->dim, 1.0f, dz, hpdl__dl_w(m, g, s), 0.0f,
+                               m->dh[g] + off);
+            grad = m->dh[g] + off;
+        }
+    }
+    hpdl__dl_mark(m, g);
+    return st;
+}
+
+/* W_l -= lr h_l^T dz_l over the whole batch, for device g's layers. */
+HPDL_API hpdl_status hpdl__dl_update(hpdl_cuda_deep_linear *m, int g, float lr) {
+    int s;
+    hpdl_status st = HPDL_OK;
+    hpdl__dl_mark(m, g);
+    for (s = 0; s < hpdl__dl_layers(m, g) && st == HPDL_OK; s++)
+        st = hpdl__dl_gemm(m, g, HPDL_TRANS, HPDL_NO_TRANS, m->dim, m->batch, -lr, hpdl__dl_act(m, g, s),
+                           hpdl__dl_dz(m, g, s), 1.0f, hpdl__dl_w(m, g, s));
+    hpdl__dl_mark(m, g);
+    return st;
+}
+
+/* The forward phase: micro-batch by micro-batch, device by device. */
+HPDL_API hpdl_status hpdl__dl_forward_all(hpdl_cuda_deep_linear *m, int micro) {
+    int i, g, G = m->lanes.dev.count, rows = m->batch / micro;
+    hpdl_status s = HPDL_OK;
+    for (i = 0; i < micro; i++)
+        for (g = 0; g < G && s == HPDL_OK; g++) {
+            if (cudaSetDevice(m->lanes.dev.physical[g]) != cudaSuccess) return HPDL_ERR_CUDA;
+            if (g > 0) s = hpdl__cuda_lanes_wait_mark(&m->lanes, g, g - 1);
+            if (s == HPDL_OK) s = hpdl__dl_forward(m, g, i * rows, rows);
+            if (s == HPDL_OK && g < G - 1) s = hpdl__cuda_lanes_mark(&m->lanes, g);
+        }
+    return s;
+}
+
+HPDL_API hpdl_status hpdl__dl_backward_all(hpdl_cuda_deep_linear *m, int micro) {
+    int i, g, G = m->lanes.dev.count, rows = m->batch / micro;
+    hpdl_status s = HPDL_OK;
+    for (i = 0; i < micro; i++)
+        for (g = G - 1; g >= 0 && s == HPDL_OK; g--) {
+            if (cudaSetDevice(m->lanes.dev.physical[g]) != cudaSuccess) return HPDL_ERR_CUDA;
+            if (g < G - 1) s = hpdl__cuda_lanes_wait_mark(&m->lanes, g, g + 1);
+            if (s == HPDL_OK) s = hpdl__dl_backward(m, g, i * rows, rows);
+            if (s == HPDL_OK && g > 0) s = hpdl__cuda_lanes_mark(&m->lanes, g);
+        }
+    return s;
+}
+
+/* One SGD step on the current batch with `micro` micro-batches (1: naive
+   model parallelism; batch % micro == 0), ordered after and before `origin`
+   (a stream of device 0). The moves it made are in m->fwd and m->bwd. */
+HPDL_API hpdl_status hpdl_cuda_deep_linear_step(hpdl_cuda_deep_linear *m, int micro, float lr, cudaStream_t origin) {
+    int g, last;
+    hpdl_status s;
+    if (!m || !m->lanes.dev.count || micro < 1 || micro > m->batch || m->batch % micro) return HPDL_ERR_INVALID;
+    last = m->lanes.dev.count - 1;
+    memset(&m->fwd, 0, sizeof m->fwd);
+    memset(&m->bwd, 0, sizeof m->bwd);
+    s = hpdl__cuda_lanes_fork(&m->lanes, origin);
+    if (s == HPDL_OK && (cudaSetDevice(m->lanes.dev.physical[last]) != cudaSuccess ||
+                         cudaMemsetAsync(m->loss, 0, sizeof(float), m->lanes.stream[last]) != cudaSuccess)) s = HPDL_ERR_CUDA;
+    if (s == HPDL_OK) s = hpdl__dl_forward_all(m, micro);
+    if (s == HPDL_OK) s = hpdl__dl_backward_all(m, micro);
+    for (g = 0; g < m->lanes.dev.count && s == HPDL_OK; g++) {
+        if (cudaSetDevice(m->lanes.dev.physical[g]) != cudaSuccess) s = HPDL_ERR_CUDA;
+        if (s == HPDL_OK) s = hpdl__dl_update(m, g, lr);
+    }
+    if (s == HPDL_OK) s = hpdl__cuda_lanes_join(&m->lanes, origin);
+    cudaSetDevice(m->lanes.current);
+    return s;
+}
+
+/* Timing events for one profiled step: (2 micro + 1) busy intervals a device. */
+HPDL_API void hpdl__dl_marks_free(hpdl_cuda_deep_linear *m, int per) {
+    int g, k;
+    for (g = 0; g < m->lanes.dev.count; g++) {
+        if (!m->marks[g]) continue;
+        cudaSetDevice(m->lanes.dev.physical[g]);
+        for (k = 0; k < per; k++) if (m->marks[g][k]) cudaEventDestroy(m->marks[g][k]);
+        HPDL_FREE(m->marks[g]);
+        m->marks[g] = NULL;
+    }
+    cudaSetDevice(m->lanes.current);
+}
+
+HPDL_API hpdl_status hpdl__dl_marks_alloc(hpdl_cuda_deep_linear *m, int per) {
+    int g, k;
+    for (g = 0; g < m->lanes.dev.count; g++) {
+        m->n_marks[g] = 0;
+        m->marks[g] = (cudaEvent_t *)hpdl_alloc((size_t)per, sizeof(cudaEvent_t));
+        if (!m->marks[g]) return HPDL_ERR_NOMEM;
+        memset(m->marks[g], 0, (size_t)per * sizeof(cudaEvent_t));
+        HPDL_CUDA_TRY(cudaSetDevice(m->lanes.dev.physical[g]));
+        for (k = 0; k < per; k++) HPDL_CUDA_TRY(cudaEventCreate(&m->marks[g][k]));
+    }
+    return HPDL_OK;
+}
+
+/* Sum of device g's recorded busy intervals, in ms. */
+HPDL_API double hpdl__dl_busy_ms(const hpdl_cuda_deep_linear *m, int g) {
+    double total = 0.0;
+    int k;
+    for (k = 0; k + 1 < m->n_marks[g]; k += 2) {
+        float ms = 0.0f;
+        cudaEventElapsedTime(&ms, m->marks[g][k], m->marks[g][k + 1]);
+        total += ms;
+    }
+    return total;
+}
+
+/* One step with each device's busy time measured by events around its
+   forwards, backwards and update (transfers and waits count as idle):
+   *step_ms, and busy_ms[g] per device. Idle fraction of device g =
+   1 - busy_ms[g] / *step_ms, to set beside the bubble (G-1)/(m+G-1). */
+HPDL_API hpdl_status hpdl_cuda_deep_linear_profile(hpdl_cuda_deep_linear *m, int micro, float lr, double *step_ms,
+                                                   double *busy_ms) {
+    int g, per;
+    cudaEvent_t start = NULL, stop = NULL;
+    float ms = 0.0f;
+    hpdl_status s;
+    if (!m || !step_ms || !busy_ms || micro < 1) return HPDL_ERR_INVALID;
+    per = 2 * (2 * micro + 1);
+    s = hpdl__dl_marks_alloc(m, per);
+    if (s == HPDL_OK && (cudaSetDevice(m->lanes.dev.physical[0]) != cudaSuccess || cudaEventCreate(&start) != cudaSuccess ||
+                         cudaEventCreate(&stop) != cudaSuccess ||
+                         cudaEventRecord(start, m->lanes.stream[0]) != cudaSuccess)) s = HPDL_ERR_CUDA;
+    if (s == HPDL_OK) s = hpdl_cuda_deep_linear_step(m, micro, lr, m->lanes.stream[0]);
+    if (s == HPDL_OK && (cudaSetDevice(m->lanes.dev.physical[0]) != cudaSuccess ||
+                         cudaEventRecord(stop, m->lanes.stream[0]) != cudaSuccess ||
+                         cudaEventSynchronize(stop) != cudaSuccess ||
+                         cudaEventElapsedTime(&ms, start, stop) != cudaSuccess)) s = HPDL_ERR_CUDA;
+    if (s == HPDL_OK) s = hpdl__cuda_lanes_sync(&m->lanes);
+    if (s == HPDL_OK) {
+        *step_ms = ms;
+        for (g = 0; g < m->lanes.dev.count; g++) busy_ms[g] = hpdl__dl_busy_ms(m, g);
+    }
+    if (start) cudaEventDestroy(start);
+    if (stop) cudaEventDestroy(stop);
+    hpdl__dl_marks_free(m, per);
+    return s;
+}
+/* cuda_quant: int8 GEMM (tensor cores and dp4a) with fused requantization,
+   and quantized MLP inference (spliced into hpdl_cuda.cuh after
+   parts/cuda_multi.cuh; uses the cp.async / ldmatrix helpers of
+   parts/cuda_gemm.cuh and hpdl_quant_mlp of parts/cpu_quant_mlp.h).
+
+   Every function computes exactly what its CPU twin in hpdl.h computes, bit
+   for bit: hpdl_quant_gemm_i8, hpdl_quant_gemm_requant_i8,
+   hpdl_quant_gemm_requant_i32, hpdl_quant_quantize_f32 and the integer-only
+   hpdl_quant_mlp. Pointers to matrices are device pointers.
+
+   LAYOUT. The CPU twins take A (M x K) and B (K x N) row-major. The int8
+   tensor-core instruction (mma.sync m16n8k32 .row.col) wants both operands
+   with K contiguous, i.e. B as N x K ("NT" layout: Bt[n * ldb + k] = B(k, n)),
+   and ldmatrix cannot transpose 8-bit elements. So:
+       hpdl_cuda_quant_gemm_nt_i8 / _requant_nt_i8 / _requant_nt_i32
+           take Bt (N x K) directly: the fast path, for weights transposed once;
+       hpdl_cuda_quant_gemm_i8 / _requant_i8
+           take B (K x N) like the CPU and transpose it into a stream-ordered
+           temporary (hpdl_cuda_quant_transpose_i8, N * K bytes) first.
+   hpdl_cuda_quant_mlp keeps its weights transposed.
+
+       hpdl_cuda_quant_gemm_i8(HPDL_QUANT_AUTO, M, N, K, dA, K, za, dB, N, zb, dC, N, stream);
+
+   ALGORITHMS (hpdl_quant_algo)
+       mma   128x256x64 block tiles, 8 warps of 64x64, 4-stage cp.async
+             pipeline into XOR-swizzled shared tiles, fragments by ldmatrix,
+             mma.sync.m16n8k32.s32.s8.s8.s32 (sm_80+)
+       dp4a  128x128x32 block tiles, 8x8 outputs per thread, __dp4a (any GPU;
+             the fallback where the binary or GPU has no sm_80 path)
+       auto  mma where it can run, else dp4a
+
+   ZERO POINTS. The kernels multiply the raw int8 values and correct
+       sum_k (a - za)(b - zb) = sum_k ab - zb sum_k a - za sum_k b + K za zb
+   in the epilogue, with the row sums of A and column sums of B taken from
+   the shared-memory tiles as they pass (dp4a with 0x01010101), only when
+   the other operand's zero point is not 0. For K <= HPDL_QUANT_MAX_K every
+   term fits, so the result is the CPU's exact int32 accumulator. */
+
+typedef enum hpdl_quant_algo { HPDL_QUANT_AUTO = 0, HPDL_QUANT_MMA, HPDL_QUANT_DP4A } hpdl_quant_algo;
+
+HPDL_API const char *hpdl_quant_algo_name(hpdl_quant_algo a) {
+    switch (a) {
+    case HPDL_QUANT_AUTO: return "auto";
+    case HPDL_QUANT_MMA: return "mma";
+    case HPDL_QUANT_DP4A: return "dp4a";
+    }
+    return "unknown";
+}
+
+/* ------------------------------------------------------------------------ */
+/* Fixed-point requantization, device twins of hpdl.h's                      */
+/* ------------------------------------------------------------------------ */
+
+/* hpdl_quant_sat_rounding_doubling_high_mul, same arithmetic (host and
+   device, so tests can compare the two on the host as well). */
+HPDL_HD static inline int32_t hpdl__q_srdhm(int32_t a, int32_t b) {
+    int64_t ab = (int64_t)a * b, nudge = ab >= 0 ? ((int64_t)1 << 30) : 1 - ((int64_t)1 << 30);
+    if (a == INT32_MIN && b == INT32_MIN) return INT32_MAX;
+    return (int32_t)((ab + nudge) / ((int64_t)1 << 31));
+}
+
+/* hpdl_quant_rounding_divide_by_pot, same arithmetic. */
+HPDL_HD static inline int32_t hpdl__q_rdbpot(int32_t x, int e) {
+    int32_t mask = (int32_t)(((int64_t)1 << e) - 1), remainder = x & mask;
+    int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+    return (x >= 0 ? x >> e : ~(~x >> e)) + (remainder > threshold ? 1 : 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Kernel arguments and the epilogue                                         */
+/* ------------------------------------------------------------------------ */
+
+struct hpdl__qgemm_args {
+    const int8_t *A, *B;          /* A: M x K (lda), B: N x K (ldb); K contiguous in both */
+    void *C;                      /* M x N (ldc), int32_t or int8_t */
+    int M, N, K, lda, ldb, ldc;
+    int avec, bvec;               /* rows 16-byte aligned: cp.async / vector loads allowed */
+    int32_t za, zb;
+    const int32_t *bias;          /* N entries, or NULL */
+    const int32_t *multiplier;    /* N entries, or NULL: no requantization (raw int32) */
+    const int *shift;             /* N entries */
+    int32_t zero_point, lo, hi;   /* output zero point and clamp range */
+};
+
+/* The CPU's accumulator for C(m, n) from the raw product sum, then the
+   bias (in 64 bits, saturated to int32) and the requantization. */
+static __device__ __forceinline__ int32_t hpdl__qgemm_finish(const hpdl__qgemm_args &g, int n, int32_t dot, int32_t rsum,
+                                                             int32_t csum) {
+    int64_t acc = (int64_t)dot - (int64_t)g.zb * rsum - (int64_t)g.za * csum + (int64_t)g.K * g.za * g.zb, v;
+    if (g.bias) acc += g.bias[n];
+    acc = acc < INT32_MIN ? INT32_MIN : acc > INT32_MAX ? INT32_MAX : acc;
+    if (!g.multiplier) return (int32_t)acc;
+    v = (int64_t)hpdl__q_rdbpot(hpdl__q_srdhm((int32_t)acc, g.multiplier[n]), g.shift[n]) + g.zero_point;
+    return (int32_t)(v < g.lo ? g.lo : v > g.hi ? g.hi : v);
+}
+
+static __device__ __forceinline__ void hpdl__qgemm_put(int8_t *p, int32_t v) { *p = (int8_t)v; }
+static __device__ __forceinline__ void hpdl__qgemm_put(int32_t *p, int32_t v) { *p = v; }
+
+template <typename TC>
+static __device__ __forceinline__ void hpdl__qgemm_out(const hpdl__qgemm_args &g, int m, int n, int32_t dot,
+                                                       int32_t rsum, int32_t csum) {
+    if (m < g.M && n < g.N) hpdl__qgemm_put((TC *)g.C + (size_t)m * g.ldc + n, hpdl__qgemm_finish(g, n, dot, rsum, csum));
+}
+
+static __device__ __forceinline__ void hpdl__qgemm_put2(int8_t *p, int32_t a, int32_t b) {
+    *(char2 *)p = make_char2((signed char)a, (signed char)b);
+}
+static __device__ __forceinline__ void hpdl__qgemm_put2(int32_t *p, int32_t a, int32_t b) { *(int2 *)p = make_int2(a, b); }
+
+/* C(m, n) and C(m, n+1): one paired store when both are inside and aligned. */
+template <typename TC>
+static __device__ __forceinline__ void hpdl__qgemm_out2(const hpdl__qgemm_args &g, int m, int n, int32_t d0, int32_t d1,
+                                                        int32_t rsum, int32_t cs0, int32_t cs1) {
+    TC *p = (TC *)g.C + (size_t)m * g.ldc + n;
+    if (m < g.M && n + 1 < g.N && (uintptr_t)p % (2 * sizeof(TC)) == 0) {
+        hpdl__qgemm_put2(p, hpdl__qgemm_finish(g, n, d0, rsum, cs0), hpdl__qgemm_finish(g, n + 1, d1, rsum, cs1));
+        return;
+    }
+    hpdl__qgemm_out<TC>(g, m, n, d0, rsum, cs0);
+    hpdl__qgemm_out<TC>(g, m, n + 1, d1, rsum, cs1);
+}
+
+/* Sum of the four int8 lanes of each word of u, added to acc. */
+static __device__ __forceinline__ int32_t hpdl__qsum16(int4 u, int32_t acc) {
+    const int ones = 0x01010101;
+    return __dp4a(u.w, ones, __dp4a(u.z, ones, __dp4a(u.y, ones, __dp4a(u.x, ones, acc))));
+}
+
+/* Sums of a row split over `lanes` adjacent lanes (1 or 2), in every lane. */
+static __device__ __forceinline__ int32_t hpdl__qrow_total(int32_t part, int lanes) {
+    return lanes == 2 ? part + __shfl_xor_sync(0xffffffffu, part, 1) : part;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tensor-core kernel (sm_80+)                                               */
+/* ------------------------------------------------------------------------ */
+
+enum { HPDL__QMMA_BM = 128, HPDL__QMMA_BN = 256, HPDL__QMMA_BK = 64, HPDL__QMMA_STAGES = 4 };
+
+/* The tile shape as hpdl__gemm_launch_tc (parts/cuda_gemm.cuh) takes it. */
+struct hpdl__qmma_shape {
+    enum { BM = HPDL__QMMA_BM, BN = HPDL__QMMA_BN, THREADS = 256 };
+};
+
+/* Byte offset of 16-byte chunk c (0..3) of row r in a tile of 64-byte rows:
+   chunks XOR-permuted by (r/2)%4 so that the 8 rows of an ldmatrix phase
+   fall in 8 different 16-byte bank groups. */
+static __device__ __forceinline__ int hpdl__qswz(int r, int c) { return r * 64 + ((c ^ ((r >> 1) & 3)) << 4); }
+
+/* Rows r0.. (ROWS of them) and bytes k0..k0+63 of the stored matrix X
+   (rows x K, K contiguous) into a swizzled stage: cp.async 16 bytes where
+   the chunk lies inside X and vec allows it, byte by byte (zeros outside)
+   where not. */
+template <int ROWS>
+static __device__ __forceinline__ void hpdl__qgemm_stage(int8_t *s, const int8_t *X, int ld, int r0, int k0, int rows,
+                                                         int K, int vec) {
+    int i, j;
+#pragma unroll
+    for (i = 0; i < ROWS * 4 / 256; i++) {
+        int chunk = (int)threadIdx.x + i * 256, r = chunk >> 2, c = chunk & 3, gr = r0 + r, gk = k0 + c * 16;
+        int8_t *dst = s + hpdl__qswz(r, c);
+        const int8_t *src = X + (ptrdiff_t)gr * ld + gk;
+        if (vec && gr < rows && gk + 16 <= K) {
+            hpdl__cp_async16(dst, src);
+        } else {
+            int8_t v[16];
+            int4 u;
+#pragma unroll
+            for (j = 0; j < 16; j++) v[j] = (gr < rows && gk + j < K) ? src[j] : (int8_t)0;
+            memcpy(&u, v, sizeof u);
+            *(int4 *)dst = u;
+        }
+    }
+}
+
+/* This thread's share of the row sums of a landed ROWS x 64-byte stage: row
+   threadIdx.x * ROWS / 256, chunks split over 256 / ROWS adjacent lanes. */
+template <int ROWS> static __device__ __forceinline__ int32_t hpdl__qgemm_stage_sum(const int8_t *s, int32_t acc) {
+    enum { CPT = ROWS * 4 / 256 }; /* chunks per thread */
+    int t = (int)threadIdx.x, r = t * CPT / 4, c0 = t * CPT % 4, q;
+#pragma unroll
+    for (q = 0; q < CPT; q++) acc = hpdl__qsum16(*(const int4 *)(s + hpdl__qswz(r, c0 + q)), acc);
+    return acc;
+}
+
+/* d += a (16x32 s8, row) * b (32x8 s8, col), s32 accumulation. */
+static __device__ __forceinline__ void hpdl__mma_s8(int32_t d[4], const unsigned a[4], const unsigned b[2]) {
+#ifdef HPDL__GEMM_SM80
+    asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+    (void)d; (void)a; (void)b;
+#endif
+}
+
+/* One 64-byte K tile for a warp's 64x64 outputs: two k32 steps, each 4 A
+   fragments (ldmatrix.x4: rows 0-15 x bytes 0-15 and 16-31) and 8 B
+   fragments (two per ldmatrix.x4), then 4x8 mma. */
+static __device__ __forceinline__ void hpdl__qgemm_mma_tile(const int8_t *ta, const int8_t *tb, int wm, int wn,
+                                                            int32_t acc[4][8][4]) {
+    int lane = (int)threadIdx.x % 32, ks, i, j;
+    unsigned af[4][4], bf[8][2];
+#pragma unroll
+    for (ks = 0; ks < 4; ks += 2) { /* chunk index of the k32 step */
+#pragma unroll
+        for (i = 0; i < 4; i++) hpdl__ldmatrix_x4<false>(af[i], ta + hpdl__qswz(wm + i * 16 + lane % 16, ks + lane / 16));
+#pragma unroll
+        for (j = 0; j < 4; j++) {
+            unsigned r[4];
+            hpdl__ldmatrix_x4<false>(r, tb + hpdl__qswz(wn + j * 16 + lane % 8 + lane / 16 * 8, ks + lane / 8 % 2));
+            bf[2 * j][0] = r[0];
+            bf[2 * j][1] = r[1];
+            bf[2 * j + 1][0] = r[2];
+            bf[2 * j + 1][1] = r[3];
+        }
+#pragma unroll
+        for (i = 0; i < 4; i++)
+#pragma unroll
+            for (j = 0; j < 8; j++) hpdl__mma_s8(acc[i][j], af[i], bf[j]);
+    }
+}
+
+/* Writes the row sums (rsum over this block's A rows, csum over its B rows)
+   to shared memory; zeros when that zero-point term is not needed. */
+static __device__ __forceinline__ void hpdl__qgemm_mma_sums(int32_t *rs, int32_t *cs, int32_t rsum, int32_t csum) {
+    int t = (int)threadIdx.x;
+    rsum = hpdl__qrow_total(rsum, 256 / HPDL__QMMA_BM);
+    if (t % (256 / HPDL__QMMA_BM) == 0) rs[t / (256 / HPDL__QMMA_BM)] = rsum;
+    cs[t] = csum; /* HPDL__QMMA_BN == 256: one row per thread */
+}
+
+template <typename TC> __global__ void __launch_bounds__(256, 1) hpdl__qgemm_mma(hpdl__qgemm_args g) {
+#ifdef HPDL__GEMM_SM80
+    enum { BM = HPDL__QMMA_BM, BN = HPDL__QMMA_BN, BK = HPDL__QMMA_BK, S = HPDL__QMMA_STAGES };
+    extern __shared__ int4 hpdl__qgemm_smem[];
+    int8_t *sa = (int8_t *)hpdl__qgemm_smem, *sb = sa + S * BM * BK;
+    int32_t *rs = (int32_t *)(sb + S * BN * BK), *cs = rs + BM, rsum = 0, csum = 0;
+    int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32, wm = warp / 4 * 64, wn = warp % 4 * 64;
+    int tm, tn, kt, i, j, KT = (g.K + BK - 1) / BK;
+    int32_t acc[4][8][4];
+    static_assert(BN == 256 && BM * 2 == BN, "hpdl__qgemm_mma_sums assumes these tile sizes");
+    hpdl__gemm_tile_order(&tm, &tn);
+    tm *= BM;
+    tn *= BN;
+#pragma unroll
+    for (i = 0; i < 4; i++)
+#pragma unroll
+        for (j = 0; j < 8; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0;
+    for (kt = 0; kt < S - 1; kt++) {
+        if (kt < KT) {
+            hpdl__qgemm_stage<BM>(sa + kt * BM * BK, g.A, g.lda, tm, kt * BK, g.M, g.K, g.avec);
+            hpdl__qgemm_stage<BN>(sb + kt * BN * BK, g.B, g.ldb, tn, kt * BK, g.N, g.K, g.bvec);
+        }
+        hpdl__cp_async_commit();
+    }
+    for (kt = 0; kt < KT; kt++) {
+        const int8_t *ta = sa + kt % S * BM * BK, *tb = sb + kt % S * BN * BK;
+        int next = kt + S - 1;
+        hpdl__cp_async_wait<S - 2>(); /* tile kt has landed (for this thread) ... */
+        __syncthreads();              /* ... for all threads, and stage (kt-1)%S is free */
+        if (next < KT) {
+            hpdl__qgemm_stage<BM>(sa + next % S * BM * BK, g.A, g.lda, tm, next * BK, g.M, g.K, g.avec);
+            hpdl__qgemm_stage<BN>(sb + next % S * BN * BK, g.B, g.ldb, tn, next * BK, g.N, g.K, g.bvec);
+        }
+        hpdl__cp_async_commit();
+        if (g.zb) rsum = hpdl__qgemm_stage_sum<BM>(ta, rsum);
+        if (g.za) csum = hpdl__qgemm_stage_sum<BN>(tb, csum);
+        hpdl__qgemm_mma_tile(ta, tb, wm, wn, acc);
+    }
+    hpdl__cp_async_wait<0>();
+    hpdl__qgemm_mma_sums(rs, cs, rsum, csum);
+    __syncthreads();
+#pragma unroll
+    for (i = 0; i < 4; i++)
+#pragma unroll
+        for (j = 0; j < 8; j++) { /* c0, c1: row lane/4, columns 2(lane%4), +1; c2, c3: 8 rows down */
+            int m = wm + i * 16 + lane / 4, n = wn + j * 8 + lane % 4 * 2;
+            hpdl__qgemm_out2<TC>(g, tm + m, tn + n, acc[i][j][0], acc[i][j][1], rs[m], cs[n], cs[n + 1]);
+            hpdl__qgemm_out2<TC>(g, tm + m + 8, tn + n, acc[i][j][2], acc[i][j][3], rs[m + 8], cs[n], cs[n + 1]);
+        }
+#else
+    (void)g; /* host pass, or a GPU without mma.sync: the launcher never starts it */
+#endif
+}
+
+/* ------------------------------------------------------------------------ */
+/* dp4a kernel (any GPU)                                                     */
+/* ------------------------------------------------------------------------ */
+
+enum { HPDL__QDP4A_BM = 128, HPDL__QDP4A_BN = 128, HPDL__QDP4A_BK = 32 };
+
+/* Bytes k..k+15 of row r of X (rows x K), zeros outside: one 16-byte load
+   when inside and vec allows it, else byte by byte. */
+static __device__ __forceinline__ int4 hpdl__qload16(const int8_t *X, int ld, int r, int k, int rows, int K, int vec) {
+    const int8_t *p = X + (ptrdiff_t)r * ld + k;
+    int8_t v[16];
+    int4 u;
+    int j;
+    if (vec && r < rows && k + 16 <= K) return *(const int4 *)p;
+#pragma unroll
+    for (j = 0; j < 16; j++) v[j] = (r < rows && k + j < K) ? p[j] : (int8_t)0;
+    memcpy(&u, v, sizeof u);
+    return u;
+}
+
+/* Stores a thread's 16 bytes (4 words of K) into S[kword][row] (row length LDS). */
+static __device__ __forceinline__ void hpdl__qdp4a_stash(int32_t *S, int lds, int row, int half, int4 u) {
+    S[(half * 4 + 0) * lds + row] = u.x;
+    S[(half * 4 + 1) * lds + row] = u.y;
+    S[(half * 4 + 2) * lds + row] = u.z;
+    S[(half * 4 + 3) * lds + row] = u.w;
+}
+
+/* 128x128x32 tiles; thread (tx, ty) computes rows ty + 16i and columns
+   tx + 16j (i, j < 8), so a warp's shared reads are broadcasts (A) and 16
+   consecutive words (B); the next tile is loaded into registers while the
+   current one is multiplied. Each thread loads 16 bytes of one A row and one
+   B row per tile, and sums them for the zero-point terms. */
+template <typename TC> __global__ void __launch_bounds__(256) hpdl__qgemm_dp4a(hpdl__qgemm_args g) {
+    enum { BM = HPDL__QDP4A_BM, BN = HPDL__QDP4A_BN, BK = HPDL__QDP4A_BK, KW = BK / 4, LDS = BM + 4 };
+    __shared__ int32_t As[KW * LDS], Bs[KW * LDS], rs[BM], cs[BN];
+    int tid = (int)threadIdx.x, tx = tid % 16, ty = tid / 16, row = tid / 2, half = tid % 2, tm, tn, k0, kw, i, j;
+    int32_t acc[8][8], a[8], b[8], rsum = 0, csum = 0;
+    int4 wa, wb;
+    hpdl__gemm_tile_order(&tm, &tn);
+    tm *= BM;
+    tn *= BN;
+#pragma unroll
+    for (i = 0; i < 8; i++)
+#pragma unroll
+        for (j = 0; j < 8; j++) acc[i][j] = 0;
+    wa = hpdl__qload16(g.A, g.lda, tm + row, half * 16, g.M, g.K, g.avec);
+    wb = hpdl__qload16(g.B, g.ldb, tn + row, half * 16, g.N, g.K, g.bvec);
+    for (k0 = 0; k0 < g.K; k0 += BK) {
+        if (g.zb) rsum = hpdl__qsum16(wa, rsum);
+        if (g.za) csum = hpdl__qsum16(wb, csum);
+        hpdl__qdp4a_stash(As, LDS, row, half, wa);
+        hpdl__qdp4a_stash(Bs, LDS, row, half, wb);
+        __syncthreads();
+        if (k0 + BK < g.K) {
+            wa = hpdl__qload16(g.A, g.lda, tm + row, k0 + BK + half * 16, g.M, g.K, g.avec);
+            wb = hpdl__qload16(g.B, g.ldb, tn + row, k0 + BK + half * 16, g.N, g.K, g.bvec);
+        }
+#pragma unroll
+        for (kw = 0; kw < KW; kw++) {
+#pragma unroll
+            for (i = 0; i < 8; i++) a[i] = As[kw * LDS + ty + 16 * i];
+#pragma unroll
+            for (j = 0; j < 8; j++) b[j] = Bs[kw * LDS + tx + 16 * j];
+#pragma unroll
+            for (i = 0; i < 8; i++)
+#pragma unroll
+                for (j = 0; j < 8; j++) acc[i][j] = __dp4a(a[i], b[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+    rsum = hpdl__qrow_total(rsum, 2);
+    csum = hpdl__qrow_total(csum, 2);
+    if (!half) { rs[row] = rsum; cs[row] = csum; }
+    __syncthreads();
+#pragma unroll
+    for (i = 0; i < 8; i++)
+#pragma unroll
+        for (j = 0; j < 8; j++)
+            hpdl__qgemm_out<TC>(g, tm + ty + 16 * i, tn + tx + 16 * j, acc[i][j], rs[ty + 16 * i], cs[tx + 16 * j]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Layout transformation and quantization kernels                            */
+/* ------------------------------------------------------------------------ */
+
+/* Y (cols x rows) = X^T through 32x32 shared tiles (both sides coalesced). */
+__global__ void hpdl__qtranspose(int rows, int cols, const int8_t *X, int ldx, int8_t *Y, int ldy) {
+    __shared__ int8_t t[32][33];
+    int c0 = (int)blockIdx.x * 32, r0 = (int)blockIdx.y * 32, tx = (int)threadIdx.x, i;
+    for (i = (int)threadIdx.y; i < 32; i += 8)
+        if (r0 + i < rows && c0 + tx < cols) t[i][tx] = X[(size_t)(r0 + i) * ldx + c0 + tx];
+    __syncthreads();
+    for (i = (int)threadIdx.y; i < 32; i += 8)
+        if (c0 + i < cols && r0 + tx < rows) Y[(size_t)(c0 + i) * ldy + r0 + tx] = t[tx][i];
+}
+
+/* hpdl.h's quantize, element for element: clamp(round(x / scale) + zero
+   point) in double (IEEE division and round-half-away, as on the CPU).
+   NaN is not checked here: it becomes the zero point. */
+__global__ void hpdl__qquantize(int rows, int cols, const float *X, int ldx, hpdl_quant_params p, int8_t *Q, int ldq) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, n = (int64_t)rows * cols;
+    for (; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i / cols, c = i % cols;
+        float x = X[r * ldx + c];
+        double q = x != x ? (double)p.zero_point : round((double)x / p.scale) + p.zero_point;
+        Q[r * ldq + c] = (int8_t)(q < HPDL_QUANT_QMIN ? HPDL_QUANT_QMIN : q > HPDL_QUANT_QMAX ? HPDL_QUANT_QMAX : q);
+    }
+}
+
+/* Rows whose largest logit (first on ties) is at their label, added to *hits. */
+__global__ void hpdl__qargmax_hits(int rows, int cols, const int32_t *logits, const int32_t *labels,
+                                   unsigned long long *hits) {
+    int r = (int)(blockIdx.x * blockDim.x + threadIdx.x), c, best = 0;
+    if (r >= rows) return;
+    for (c = 1; c < cols; c++) best = logits[(size_t)r * cols + c] > logits[(size_t)r * cols + best] ? c : best;
+    if (best == labels[r]) atomicAdd(hits, 1ull);
+}
+
+HPDL_API hpdl_status hpdl_cuda_quant_transpose_i8(int rows, int cols, const int8_t *X, int ldx, int8_t *Y, int ldy,
+                                                  cudaStream_t stream) {
+    if (hpdl__check_matrix(X, rows, cols, ldx) != HPDL_OK || hpdl__check_matrix(Y, cols, rows, ldy) != HPDL_OK ||
+        (rows + 31) / 32 > 65535)
+        return HPDL_ERR_INVALID;
+    if (rows == 0 || cols == 0) return HPDL_OK;
+    hpdl__qtranspose<<<dim3((unsigned)(cols + 31) / 32, (unsigned)(rows + 31) / 32), dim3(32, 8), 0, stream>>>(
+        rows, cols, X, ldx, Y, ldy);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* Q (rows x cols, int8) = quantize(X) with p, like hpdl_quant_quantize_f32
+   row by row (NaN: see hpdl__qquantize). */
+HPDL_API hpdl_status hpdl_cuda_quant_quantize_f32(int rows, int cols, const float *X, int ldx, hpdl_quant_params p,
+                                                  int8_t *Q, int ldq, cudaStream_t stream) {
+    int64_t n = (int64_t)rows * cols;
+    if (hpdl__check_matrix(X, rows, cols, ldx) != HPDL_OK || hpdl__check_matrix(Q, rows, cols, ldq) != HPDL_OK ||
+        !hpdl__quant_params_valid(p))
+        return HPDL_ERR_INVALID;
+    if (n == 0) return HPDL_OK;
+    hpdl__qquantize<<<(unsigned)(n < 65536 * 256 ? (n + 255) / 256 : 65536), 256, 0, stream>>>(rows, cols, X, ldx, p, Q, ldq);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Requantization parameters on the device                                   */
+/* ------------------------------------------------------------------------ */
+
+/* hpdl_quant_output with its arrays on the device, N entries each (a
+   per-tensor multiplier is repeated), validated once when made. */
+typedef struct hpdl_cuda_quant_output {
+    int n;
+    int32_t *bias;       /* n, or NULL */
+    int32_t *multiplier; /* n */
+    int *shift;          /* n */
+    int32_t zero_point;
+    int relu;
+} hpdl_cuda_quant_output;
+
+HPDL_API void hpdl_cuda_quant_output_destroy(hpdl_cuda_quant_output *d) {
+    if (!d) return;
+    hpdl_cuda_free(d->bias);
+    hpdl_cuda_free(d->multiplier);
+    hpdl_cuda_free(d->shift);
+    memset(d, 0, sizeof *d);
+}
+
+/* Copies host parameters *o for n output channels to the device (checked
+   like the CPU's hpdl_quant_gemm_requant_i8 checks them). */
+HPDL_API hpdl_status hpdl_cuda_quant_output_create(hpdl_cuda_quant_output *d, const hpdl_quant_output *o, int n) {
+    hpdl_cuda_quant_output made;
+    int32_t *m0;
+    int *sh, j;
+    hpdl_status s = HPDL_OK;
+    if (!d || n < 1 || !hpdl__quant_output_valid(o, n)) return HPDL_ERR_INVALID;
+    memset(&made, 0, sizeof made);
+    made.n = n;
+    made.zero_point = o->zero_point;
+    made.relu = o->relu;
+    m0 = (int32_t *)hpdl_alloc((size_t)n, sizeof *m0);
+    sh = (int *)hpdl_alloc((size_t)n, sizeof *sh);
+    if (!m0 || !sh) s = HPDL_ERR_NOMEM;
+    for (j = 0; s == HPDL_OK && j < n; j++) {
+        m0[j] = o->multiplier[o->per_channel ? j : 0];
+        sh[j] = o->shift[o->per_channel ? j : 0];
+    }
+    if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&made.multiplier, (size_t)n * sizeof *m0);
+    if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&made.shift, (size_t)n * sizeof *sh);
+    if (s == HPDL_OK && o->bias) s = hpdl_cuda_alloc((void **)&made.bias, (size_t)n * sizeof *made.bias);
+    if (s == HPDL_OK && (cudaMemcpy(made.multiplier, m0, (size_t)n * sizeof *m0, cudaMemcpyHostToDevice) != cudaSuccess ||
+                         cudaMemcpy(made.shift, sh, (size_t)n * sizeof *sh, cudaMemcpyHostToDevice) != cudaSuccess ||
+                         (o->bias && cudaMemcpy(made.bias, o->bias, (size_t)n * sizeof *made.bias,
+                                                cudaMemcpyHostToDevice) != cudaSuccess)))
+        s = HPDL_ERR_CUDA;
+    HPDL_FREE(m0);
+    HPDL_FREE(sh);
+    if (s != HPDL_OK) { hpdl_cuda_quant_output_destroy(&made); return s; }
+    *d = made;
+    return HPDL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* GEMM launchers                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* What the epilogue writes. */
+typedef enum hpdl__qgemm_out_kind { HPDL__QOUT_I32, HPDL__QOUT_REQUANT_I8, HPDL__QOUT_REQUANT_I32 } hpdl__qgemm_out_kind;
+
+static inline int hpdl__qgemm_rows16(const void *p, int ld) { return (uintptr_t)p % 16 == 0 && ld % 16 == 0; }
+
+static inline hpdl__qgemm_args hpdl__qgemm_make_args(int M, int N, int K, const int8_t *A, int lda, int32_t za,
+                                                     const int8_t *Bt, int ldb, int32_t zb, const hpdl_cuda_quant_output *o,
+                                                     hpdl__qgemm_out_kind kind, void *C, int ldc) {
+    hpdl__qgemm_args g;
+    int relu = kind != HPDL__QOUT_I32 && o->relu;
+    g.A = A; g.B = Bt; g.C = C;
+    g.M = M; g.N = N; g.K = K; g.lda = lda; g.ldb = ldb; g.ldc = ldc;
+    g.avec = hpdl__qgemm_rows16(A, lda);
+    g.bvec = hpdl__qgemm_rows16(Bt, ldb);
+    g.za = za; g.zb = zb;
+    g.bias = kind != HPDL__QOUT_I32 ? o->bias : NULL;
+    g.multiplier = kind != HPDL__QOUT_I32 ? o->multiplier : NULL;
+    g.shift = kind != HPDL__QOUT_I32 ? o->shift : NULL;
+    g.zero_point = kind != HPDL__QOUT_I32 ? o->zero_point : 0;
+    g.lo = relu ? g.zero_point : kind == HPDL__QOUT_REQUANT_I8 ? HPDL_QUANT_QMIN : INT32_MIN;
+    g.hi = kind == HPDL__QOUT_REQUANT_I8 ? HPDL_QUANT_QMAX : INT32_MAX;
+    return g;
+}
+
+/* Runs the kernel of `algo` (AUTO: mma where this binary and GPU can, else dp4a). */
+template <typename TC>
+static inline hpdl_status hpdl__qgemm_launch(hpdl_quant_algo algo, const hpdl__qgemm_args &g, cudaStream_t stream) {
+    dim3 grid;
+    hpdl_status s;
+    if (algo != HPDL_QUANT_DP4A) {
+        const size_t smem = (size_t)HPDL__QMMA_STAGES * (HPDL__QMMA_BM + HPDL__QMMA_BN) * HPDL__QMMA_BK +
+                            (HPDL__QMMA_BM + HPDL__QMMA_BN) * sizeof(int32_t);
+        s = hpdl__gemm_launch_tc<hpdl__qmma_shape>(hpdl__qgemm_mma<TC>, g, smem, stream);
+        if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_QUANT_MMA) return s;
+    }
+    if ((s = hpdl__gemm_grid(g.N, HPDL__QDP4A_BN, g.M, HPDL__QDP4A_BM, &grid)) != HPDL_OK) return s;
+    hpdl__qgemm_dp4a<TC><<<grid, 256, 0, stream>>>(g);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* The shared checks: shapes like the CPU twin (B stored K x N when b_kxn,
+   else N x K), zero points, the device output parameters for N channels. */
+static inline int hpdl__qgemm_valid(hpdl_quant_algo algo, int b_kxn, int M, int N, int K, const int8_t *A, int lda,
+                                    int32_t za, const int8_t *B, int ldb, int32_t zb, const hpdl_cuda_quant_output *o,
+                                    hpdl__qgemm_out_kind kind, const void *C, int ldc) {
+    if ((int)algo < (int)HPDL_QUANT_AUTO || (int)algo > (int)HPDL_QUANT_DP4A) return 0;
+    if (kind != HPDL__QOUT_I32 && (!o || o->n != N || !o->multiplier || !o->shift)) return 0;
+    if (b_kxn) return hpdl__gemm_i8_valid(M, N, K, A, lda, za, B, ldb, zb, C, ldc);
+    return K <= HPDL_QUANT_MAX_K && za >= HPDL_QUANT_QMIN && za <= HPDL_QUANT_QMAX && zb >= HPDL_QUANT_QMIN &&
+           zb <= HPDL_QUANT_QMAX && hpdl__check_matrix(A, M, K, lda) == HPDL_OK &&
+           hpdl__check_matrix(B, N, K, ldb) == HPDL_OK && hpdl__check_matrix(C, M, N, ldc) == HPDL_OK;
+}
+
+static inline hpdl_status hpdl__qgemm_run(hpdl_quant_algo algo, int M, int N, int K, const int8_t *A, int lda, int32_t za,
+                                          const int8_t *Bt, int ldb, int32_t zb, const hpdl_cuda_quant_output *o,
+                                          hpdl__qgemm_out_kind kind, void *C, int ldc, cudaStream_t stream) {
+    hpdl__qgemm_args g = hpdl__qgemm_make_args(M, N, K, A, lda, za, Bt, ldb, zb, o, kind, C, ldc);
+    return kind == HPDL__QOUT_REQUANT_I8 ? hpdl__qgemm_launch<int8_t>(algo, g, stream)
+                                         : hpdl__qgemm_launch<int32_t>(algo, g, stream);
+}
+
+/* Validates, transposes B into a temporary when it is K x N, runs. */
+static inline hpdl_status hpdl__qgemm(hpdl_quant_algo algo, int b_kxn, int M, int N, int K, const int8_t *A, int lda,
+                                      int32_t za, const int8_t *B, int ldb, int32_t zb, const hpdl_cuda_quant_output *o,
+                                      hpdl__qgemm_out_kind kind, void *C, int ldc, cudaStream_t stream) {
+    int8_t *bt = NULL;
+    int ldt = (K + 15) / 16 * 16;
+    hpdl_status s;
+    if (!hpdl__qgemm_valid(algo, b_kxn, M, N, K, A, lda, za, B, ldb, zb, o, kind, C, ldc)) return HPDL_ERR_INVALID;
+    if (M == 0 || N == 0) return HPDL_OK;
+    if (!b_kxn || K == 0) return hpdl__qgemm_run(algo, M, N, K, A, lda, za, B, ldb, zb, o, kind, C, ldc, stream);
+    if (cudaMallocAsync((void **)&bt, (size_t)N * ldt, stream) != cudaSuccess) {
+        cudaGetLastError();
+        return HPDL_ERR_NOMEM;
+    }
+    s = hpdl_cuda_quant_transpose_i8(K, N, B, ldb, bt, ldt, stream);
+    if (s == HPDL_OK) s = hpdl__qgemm_run(algo, M, N, K, A, lda, za, bt, ldt, zb, o, kind, C, ldc, stream);
+    if (cudaFreeAsync(bt, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
+    return s;
+}
+
+/* C (int32) = (A - za)(B - zb): hpdl_quant_gemm_i8's arguments, B K x N. */
+HPDL_API hpdl_status hpdl_cuda_quant_gemm_i8(hpdl_quant_algo algo, int M, int N, int K, const int8_t *A, int lda,
+                                             int32_t za, const int8_t *B, int ldb, int32_t zb, int32_t *C, int ldc,
+                                             cudaStream_t stream) {
+    return hpdl__qgemm(algo, 1, M, N, K, A, lda, za, B, ldb, zb, NULL, HPDL__QOUT_I32, C, ldc, stream);
+}
+
+/* The same with B given transposed: Bt is N x K (ldb >= K). */
+HPDL_API hpdl_status hpdl_cuda_quant_gemm_nt_i8(hpdl_quant_algo algo, int M, int N, int K, const int8_t *A, int lda,
+                                                int32_t za, const int8_t *Bt, int ldb, int32_t zb, int32_t *C, int ldc,
+                                                cudaStream_t stream) {
+    return hpdl__qgemm(algo, 0, M, N, K, A, lda, za, Bt, ldb, zb, NULL, HPDL__QOUT_I32, C, ldc, stream);
+}
+
+/* C (int8) = requantize((A - za)(B - zb) + bias): hpdl_quant_gemm_requant_i8, B K x N. */
+HPDL_API hpdl_status hpdl_cuda_quant_gemm_requant_i8(hpdl_quant_algo algo, int M, int N, int K, const int8_t *A, int lda,
+                                                     int32_t za, const int8_t *B, int ldb, int32_t zb,
+                                                     const hpdl_cuda_quant_output *o, int8_t *C, int ldc,
+                                                     cudaStream_t stream) {
+    return hpdl__qgemm(algo, 1, M, N, K, A, lda, za, B, ldb, zb, o, HPDL__QOUT_REQUANT_I8, C, ldc, stream);
+}
+
+HPDL_API hpdl_status hpdl_cuda_quant_gemm_requant_nt_i8(hpdl_quant_algo algo, int M, int N, int K, const int8_t *A,
+                                                        int lda, int32_t za, const int8_t *Bt, int ldb, int32_t zb,
+                                                        const hpdl_cuda_quant_output *o, int8_t *C, int ldc,
+                                                        cudaStream_t stream) {
+    return hpdl__qgemm(algo, 0, M, N, K, A, lda, za, Bt, ldb, zb, o, HPDL__QOUT_REQUANT_I8, C, ldc, stream);
+}
+
+/* C (int32) as hpdl_quant_gemm_requant_i32 (logits at a chosen scale), Bt N x K. */
+HPDL_API hpdl_status hpdl_cuda_quant_gemm_requant_nt_i32(hpdl_quant_algo algo, int M, int N, int K, const int8_t *A,
+                                                         int lda, int32_t za, const int8_t *Bt, int ldb, int32_t zb,
+                                                         const hpdl_cuda_quant_output *o, int32_t *C, int ldc,
+                                                         cudaStream_t stream) {
+    return hpdl__qgemm(algo, 0, M, N, K, A, lda, za, Bt, ldb, zb, o, HPDL__QOUT_REQUANT_I32, C, ldc, stream);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Quantized MLP inference (integer-only, as hpdl_quant_mlp HPDL_QUANT_INTEGER) */
+/* ------------------------------------------------------------------------ */
+
+typedef struct hpdl_cuda_quant_mlp {
+    int n_layers, max_batch;
+    int widths[HPDL_MLP_MAX_LAYERS + 1];
+    int ld[HPDL_MLP_MAX_LAYERS];                 /* row length of layer l's int8 input (16-byte rows) */
+    hpdl_quant_algo algo;
+    int8_t *Wt[HPDL_MLP_MAX_LAYERS];             /* widths[l+1] x ld[l]: the int8 weights, transposed */
+    hpdl_cuda_quant_output out[HPDL_MLP_MAX_LAYERS];
+    hpdl_quant_params x_params[HPDL_MLP_MAX_LAYERS];
+    int8_t *act[2];                              /* int8 layer inputs, ping-pong */
+    int32_t *logits;                             /* max_batch x classes, after a forward */
+    unsigned long long *hits;
+    double logit_scale;
+} hpdl_cuda_quant_mlp;
+
+HPDL_API void hpdl_cuda_quant_mlp_destroy(hpdl_cuda_quant_mlp *g) {
+    int l;
+    if (!g) return;
+    for (l = 0; l < HPDL_MLP_MAX_LAYERS; l++) {
+        hpdl_cuda_free(g->Wt[l]);
+        hpdl_cuda_quant_output_destroy(&g->out[l]);
+    }
+    hpdl_cuda_free(g->act[0]);
+    hpdl_cuda_free(g->act[1]);
+    hpdl_cuda_free(g->logits);
+    hpdl_cuda_free(g->hits);
+    memset(g, 0, sizeof *g);
+}
+
+/* Layer l's weights: uploaded K x N as built, transposed on the device to N x ld. */
+static inline hpdl_status hpdl__cuda_quant_mlp_weights(hpdl_cuda_quant_mlp *g, const hpdl_quant_mlp *q, int l) {
+    int K = q->widths[l], N = q->widths[l + 1];
+    int8_t *w = NULL;
+    hpdl_status s = hpdl_cuda_alloc((void **)&w, (size_t)K * N);
+    hpdl_quant_output o = hpdl_quant_mlp_layer_output(q, l);
+    if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&g->Wt[l], (size_t)N * g->ld[l]);
+    if (s == HPDL_OK && cudaMemcpy(w, q->W[l], (size_t)K * N, cudaMemcpyHostToDevice) != cudaSuccess) s = HPDL_ERR_CUDA;
+    if (s == HPDL_OK) s = hpdl_cuda_quant_transpose_i8(K, N, w, N, g->Wt[l], g->ld[l], 0);
+    if (s == HPDL_OK && cudaDeviceSynchronize() != cudaSuccess) s = HPDL_ERR_CUDA;
+    hpdl_cuda_free(w);
+    return s == HPDL_OK ? hpdl_cuda_quant_output_create(&g->out[l], &o, N) : s;
+}
+
+/* Uploads an integer-only model (q built from a ReLU MLP) for batches of up
+   to max_batch rows. */
+HPDL_API hpdl_status hpdl_cuda_quant_mlp_create(hpdl_cuda_quant_mlp *g, const hpdl_quant_mlp *q, int max_batch,
+                                                hpdl_quant_algo algo) {
+    hpdl_cuda_quant_mlp made;
+    size_t big = 0;
+    int l, L;
+    hpdl_status s = HPDL_OK;
+    if (!g || !q || q->n_layers < 1 || !q->W[0] || max_batch < 1 || (int)algo < (int)HPDL_QUANT_AUTO ||
+        (int)algo > (int)HPDL_QUANT_DP4A)
+        return HPDL_ERR_INVALID;
+    if (!q->integer) return HPDL_ERR_UNSUPPORTED;
+    L = q->n_layers;
+    memset(&made, 0, sizeof made);
+    made.n_layers = L;
+    made.max_batch = max_batch;
+    made.algo = algo;
+    made.logit_scale = q->logit_scale;
+    memcpy(made.widths, q->widths, sizeof made.widths);
+    memcpy(made.x_params, q->x_params, sizeof made.x_params);
+    for (l = 0; l < L; l++) {
+        made.ld[l] = (q->widths[l] + 15) / 16 * 16;
+        big = (size_t)max_batch * made.ld[l] > big ? (size_t)max_batch * made.ld[l] : big;
+    }
+    for (l = 0; s == HPDL_OK && l < L; l++) s = hpdl__cuda_quant_mlp_weights(&made, q, l);
+    if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&made.act[0], big);
+    if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&made.act[1], big);
+    if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&made.logits, (size_t)max_batch * q->widths[L] * sizeof(int32_t));
+    if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&made.hits, sizeof *made.hits);
+    if (s != HPDL_OK) { hpdl_cuda_quant_mlp_destroy(&made); return s; }
+    *g = made;
+    return HPDL_OK;
+}
+
+/* int32 logits of a batch (X: batch x widths[0] floats on the device) into
+   g->logits (batch x classes), the same as the CPU's w->logits. */
+HPDL_API hpdl_status hpdl_cuda_quant_mlp_forward(hpdl_cuda_quant_mlp *g, int batch, const float *X, cudaStream_t stream) {
+    int l, L;
+    hpdl_status s;
+    if (!g || !g->logits || !X || batch < 1 || batch > g->max_batch) return HPDL_ERR_INVALID;
+    L = g->n_layers;
+    s = hpdl_cuda_quant_quantize_f32(batch, g->widths[0], X, g->widths[0], g->x_params[0], g->act[0], g->ld[0], stream);
+    for (l = 0; s == HPDL_OK && l < L; l++) {
+        int n_in = g->widths[l], n_out = g->widths[l + 1];
+        const int8_t *in = g->act[l % 2];
+        if (l < L - 1)
+            s = hpdl_cuda_quant_gemm_requant_nt_i8(g->algo, batch, n_out, n_in, in, g->ld[l], g->x_params[l].zero_point,
+                                                   g->Wt[l], g->ld[l], 0, &g->out[l], g->act[(l + 1) % 2], g->ld[l + 1],
+                                                   stream);
+        else
+            s = hpdl_cuda_quant_gemm_requant_nt_i32(g->algo, batch, n_out, n_in, in, g->ld[l], g->x_params[l].zero_point,
+                                                    g->Wt[l], g->ld[l], 0, &g->out[l], g->logits, n_out, stream);
+    }
+    return s;
+}
+
+/* Test accuracy over n rows of X (device floats) and labels (device int32,
+   each in [0, classes): not checked here); waits for the stream. */
+HPDL_API hpdl_status hpdl_cuda_quant_mlp_accuracy(hpdl_cuda_quant_mlp *g, int64_t n, const float *X, const int32_t *labels,
+                                                  double *accuracy, cudaStream_t stream) {
+    unsigned long long hits = 0;
+    int64_t i0;
+    hpdl_status s = HPDL_OK;
+    int classes;
+    if (!g || !g->hits || !X || !labels || !accuracy || n < 1) return HPDL_ERR_INVALID;
+    classes = g->widths[g->n_layers];
+    HPDL_CUDA_TRY(cudaMemsetAsync(g->hits, 0, sizeof *g->hits, stream));
+    for (i0 = 0; s == HPDL_OK && i0 < n; i0 += g->max_batch) {
+        int batch = (int)(n - i0 < g->max_batch ? n - i0 : g->max_batch);
+        s = hpdl_cuda_quant_mlp_forward(g, batch, X + (size_t)i0 * g->widths[0], stream);
+        if (s == HPDL_OK) {
+            hpdl__qargmax_hits<<<(unsigned)(batch + 255) / 256, 256, 0, stream>>>(batch, classes, g->logits, labels + i0,
+                                                                                g->hits);
+            HPDL_CUDA_TRY_LAUNCH();
+        }
+    }
+    if (s != HPDL_OK) return s;
+    HPDL_CUDA_TRY(cudaMemcpyAsync(&hits, g->hits, sizeof hits, cudaMemcpyDeviceToHost, stream));
+    HPDL_CUDA_TRY(cudaStreamSynchronize(stream));
+    *accuracy = (double)hits / (double)n;
+    return HPDL_OK;
+}
 
 #endif /* HPDL_CUDA_CUH */

@@ -18,8 +18,6 @@
    f16 per size; MLP samples/s vs float), quantize_gemm.csv (size, variant,
    ms, TOPS), quantize_mlp.csv (model, variant, ms, samples/s). */
 #include "hpdl_cuda.cuh"
-#include "parts/cpu_quant_mlp.h"
-#include "parts/cuda_quant.cuh"
 
 #include <cublasLt.h>
 #include <sys/stat.h>

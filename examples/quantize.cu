@@ -25,8 +25,6 @@
        --seed S       [1]                       --cpu         train on the CPU even with a GPU
        --out DIR      results folder */
 #include "hpdl_cuda.cuh"
-#include "parts/cpu_quant_mlp.h"
-#include "parts/cuda_quant.cuh"
 
 #include <sys/stat.h>
 

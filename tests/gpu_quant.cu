@@ -2,8 +2,6 @@
    requantization and the quantized MLP, bit for bit against the CPU twins
    (hpdl_quant_gemm_i8, hpdl_quant_gemm_requant_i8/_i32, hpdl_quant_mlp). */
 #include "hpdl_cuda.cuh"
-#include "parts/cpu_quant_mlp.h"
-#include "parts/cuda_quant.cuh"
 #include "tests/hpdl_test.h"
 
 #include <vector>

@@ -3,7 +3,6 @@
    through int8 weights, int8 activations and integer-only inference; the
    int32 requantization against a double-precision reference; bad input. */
 #include "hpdl.h"
-#include "parts/cpu_quant_mlp.h"
 #include "tests/hpdl_test.h"
 
 enum { FEATURES = 24, CLASSES = 6, HIDDEN = 48, N_TRAIN = 1200, N_TEST = 600, N_CALIB = 256 };

@@ -1,0 +1,351 @@
+/* bench/dp_scaling - data-parallel MLP training (784-H-10, f32, SGD) on
+   Fashion-MNIST, one GPU per rank: the course's Tables 1-3.
+
+   For H in {2048, 512}, batch per GPU b in {32, 128, 512, 2048, 8192} (x4 up
+   to 60000/P) plus 3000 and 60000/P, overlap off (one NCCL allreduce after
+   backward) and on (NCCL buckets started during backward, first layer's dW
+   in 4 row blocks), on 1 GPU (rank 0 alone: the anchor) and on all P GPUs:
+       T_P    epoch time: one pass over all 60000 samples, data resident on
+              the GPUs (loading excluded), median of 3 epochs after 1 warm-up,
+              slowest rank;
+       speedup S = T_1 / T_P;  weak-scaling efficiency E = T_1 / (P T_P)
+              (= per-GPU throughput on P GPUs over the 1-GPU throughput, same b);
+       compute and communication time per epoch (CUDA events; with overlap,
+              comm = time the step waited for the reduction), busbw of the
+              step's reduction and its utilisation = busbw / P_mpi (a lone
+              allreduce of the same bytes).
+   Then 5 epochs at batch 128 and at the largest power-of-4 batch, the latter
+   without and with linear LR scaling + 2 warm-up epochs: 5th-epoch loss and
+   accuracy.
+   Validation first: one epoch of the GPU driver (f64, overlap, short last
+   step) against the CPU driver on the same ranks, same start: weights within
+   1e-9 relative, and all ranks' weights identical after training.
+
+   Output: tables; <HPDL_RESULTS>/dp_scaling.csv (headlines: per-GPU samples/s
+   on P GPUs vs 1 GPU at H=2048, b=3000 and 512, overlap on and off: ratio =
+   weak-scaling efficiency), dp_scaling_all.csv, dp_scaling_acc.csv.
+
+   mpirun -np 2 build/bench/dp_scaling [--data DIR] [--quick]
+   Started alone on a machine with several GPUs, it re-runs itself under
+   `mpirun -np <GPUs>`. */
+#if defined(__has_include)
+#if __has_include(<nccl.h>)
+#define HPDL_USE_NCCL
+#endif
+#endif
+#include "hpdl_mpi.h"
+
+#include <unistd.h>
+
+#define N_CLASSES 10
+#define LR 0.05
+#define REPS 3
+#define MAX_B 8
+
+#define B_CHECK(call)                                                         \
+    do {                                                                      \
+        hpdl_status b__s = (call);                                            \
+        if (b__s != HPDL_OK) {                                                \
+            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__,     \
+                    #call, hpdl_status_string(b__s));                         \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                     \
+        }                                                                     \
+    } while (0)
+
+static int g_rank, g_size;
+
+typedef struct run_result {
+    double epoch_s, compute_s, comm_s, span_s, busbw, grad_bytes, loss, acc;
+    int64_t steps;
+} run_result;
+
+static void relaunch_under_mpirun(int argc, char **argv) {
+    char np[16], **args;
+    int gpus = 0, i;
+    if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK")) return;
+    if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 2) { cudaGetLastError(); return; }
+    args = (char **)hpdl_alloc((size_t)argc + 4, sizeof *args);
+    if (!args) return;
+    snprintf(np, sizeof np, "%d", gpus);
+    args[0] = (char *)"mpirun";
+    args[1] = (char *)"-np";
+    args[2] = np;
+    for (i = 0; i < argc; i++) args[3 + i] = argv[i];
+    args[3 + argc] = NULL;
+    fprintf(stderr, "dp_scaling: %d GPUs: running as mpirun -np %d\n", gpus, gpus);
+    execvp("mpirun", args);
+    HPDL_FREE(args);
+}
+
+static hpdl_mpi_dp_config bench_config(int batch, int overlap, MPI_Comm comm) {
+    hpdl_mpi_dp_config c;
+    hpdl_mpi_dp_config_default(&c);
+    c.batch = batch;
+    c.algo = HPDL_ALLREDUCE_NCCL;
+    c.overlap = overlap;
+    c.first_layer_pieces = 4;
+    c.lr = LR;
+    c.batch_ref = 128;
+    c.comm = comm;
+    return c;
+}
+
+/* Trains `epochs` epochs on the ranks of comm (the others return at once);
+   the result is the median over the epochs after `warmup`. */
+static run_result train(int hidden, const hpdl_mpi_dp_config *cfg, const hpdl_dataset *train_set,
+                        hpdl_cuda_dataset *dtrain, hpdl_cuda_dataset *dtest, int warmup, int epochs) {
+    int widths[3] = {784, hidden, N_CLASSES}, e;
+    double t[16], c[16], m[16], sp[16], bw[16];
+    hpdl_mlp_f32 m0;
+    hpdl_cuda_mlp_f32 g;
+    hpdl_mpi_dp_cuda_f32 dp;
+    hpdl_mpi_dp_stats st;
+    hpdl_cuda_mlp_stats ev;
+    hpdl_stats s;
+    run_result r;
+    int rank = 0;
+    memset(&r, 0, sizeof r);
+    memset(&st, 0, sizeof st);
+    if (cfg->comm == MPI_COMM_NULL) return r;
+    MPI_Comm_rank(cfg->comm, &rank);
+    B_CHECK(hpdl_mlp_create_f32(&m0, 3, widths, HPDL_ACT_RELU, 1));
+    B_CHECK(hpdl_cuda_mlp_create_f32(&g, &m0, cfg->batch));
+    B_CHECK(hpdl_mpi_dp_cuda_create_f32(&dp, &g, train_set->n, cfg));
+    for (e = 0; e < warmup + epochs; e++) {
+        B_CHECK(hpdl_mpi_dp_cuda_epoch_f32(&dp, &g, dtrain, e, &st));
+        if (e < warmup) continue;
+        t[e - warmup] = st.epoch_s; c[e - warmup] = st.compute_s; m[e - warmup] = st.comm_s;
+        sp[e - warmup] = st.comm_span_s; bw[e - warmup] = st.busbw;
+    }
+    hpdl_stats_compute(t, epochs, &s); r.epoch_s = s.median;
+    hpdl_stats_compute(c, epochs, &s); r.compute_s = s.median;
+    hpdl_stats_compute(m, epochs, &s); r.comm_s = s.median;
+    hpdl_stats_compute(sp, epochs, &s); r.span_s = s.median;
+    hpdl_stats_compute(bw, epochs, &s); r.busbw = s.median;
+    r.grad_bytes = st.grad_bytes;
+    r.steps = st.steps;
+    r.loss = st.loss;
+    ev.accuracy = 0;
+    if (rank == 0 && dtest) B_CHECK(hpdl_cuda_mlp_evaluate_f32(&g, dtest, &ev));
+    r.acc = ev.accuracy;
+    hpdl_mpi_dp_cuda_destroy_f32(&dp);
+    hpdl_cuda_mlp_destroy_f32(&g);
+    hpdl_mlp_destroy_f32(&m0);
+    return r;
+}
+
+/* ---- validation ------------------------------------------------------------------ */
+
+static double rel_diff_f64(const hpdl_mlp_f64 *a, const hpdl_mlp_f64 *b) {
+    double d = 0, s = 0;
+    int l, i;
+    for (l = 0; l < a->n_layers; l++) {
+        for (i = 0; i < a->widths[l] * a->widths[l + 1]; i++) {
+            d = fmax(d, fabs(a->W[l][i] - b->W[l][i]));
+            s = fmax(s, fabs(b->W[l][i]));
+        }
+        for (i = 0; i < a->widths[l + 1]; i++) d = fmax(d, fabs(a->b[l][i] - b->b[l][i]));
+    }
+    return s > 0 ? d / s : d;
+}
+
+/* GPU driver (f64, NCCL buckets, first layer in 4 pieces) vs CPU driver. */
+static void validate(const hpdl_dataset *train_set) {
+    const int n = 500, widths[3] = {784, 128, N_CLASSES};
+    double *X = (double *)hpdl_alloc((size_t)n * 784, sizeof(double)), diff, dmax = 0, dmin = 0, sum = 0;
+    hpdl_mlp_f64 cpu, gpu_out;
+    hpdl_cuda_mlp_f64 g;
+    hpdl_cuda_dataset d;
+    hpdl_mpi_dp_f64 cdp;
+    hpdl_mpi_dp_cuda_f64 gdp;
+    hpdl_mpi_dp_config c = bench_config(32, 1, MPI_COMM_WORLD);
+    int i, l;
+    if (!X) MPI_Abort(MPI_COMM_WORLD, 1);
+    for (i = 0; i < n * 784; i++) X[i] = train_set->images[i];
+    c.l2 = 1e-4;
+    c.lr_scale = 1;
+    c.warmup_epochs = 0.5;
+    c.bucket_bytes = 64 << 10;
+    B_CHECK(hpdl_mlp_create_f64(&cpu, 3, widths, HPDL_ACT_RELU, 5 + (uint64_t)g_rank)); /* bcast makes them rank 0's */
+    B_CHECK(hpdl_mlp_create_f64(&gpu_out, 3, widths, HPDL_ACT_RELU, 5 + (uint64_t)g_rank));
+    B_CHECK(hpdl_cuda_mlp_create_f64(&g, &cpu, c.batch));
+    B_CHECK(hpdl_cuda_dataset_upload(&d, n, 784, train_set->images, n, train_set->labels, HPDL_DATA_RESIDENT, 0));
+    B_CHECK(hpdl_mpi_dp_cuda_create_f64(&gdp, &g, n, &c));
+    c.algo = HPDL_ALLREDUCE_MPI;
+    B_CHECK(hpdl_mpi_dp_create_f64(&cdp, &cpu, n, &c));
+    for (i = 0; i < 2; i++) {
+        B_CHECK(hpdl_mpi_dp_cuda_epoch_f64(&gdp, &g, &d, i, NULL));
+        B_CHECK(hpdl_mpi_dp_epoch_f64(&cdp, X, train_set->labels, i, NULL));
+    }
+    B_CHECK(hpdl_cuda_mlp_download_f64(&g, &gpu_out));
+    diff = rel_diff_f64(&gpu_out, &cpu);
+    for (l = 0; l < gpu_out.n_layers; l++)
+        for (i = 0; i < gpu_out.widths[l] * gpu_out.widths[l + 1]; i++) sum += gpu_out.W[l][i] * (i % 7 + 1);
+    MPI_Allreduce(&sum, &dmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(&sum, &dmin, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &diff, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (g_rank == 0)
+        printf("check: GPU driver vs CPU driver, 784-128-10 f64, %d ranks, 2 epochs of %d samples: max relative "
+               "difference %.2e; weights identical on all ranks: %s\n", g_size, n, diff, dmax == dmin ? "yes" : "NO");
+    if (diff > 1e-9 || dmax != dmin || diff != diff) {
+        if (g_rank == 0) fprintf(stderr, "dp_scaling: validation failed\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    hpdl_mpi_dp_cuda_destroy_f64(&gdp);
+    hpdl_mpi_dp_destroy_f64(&cdp);
+    hpdl_cuda_dataset_destroy(&d);
+    hpdl_cuda_mlp_destroy_f64(&g);
+    hpdl_mlp_destroy_f64(&cpu);
+    hpdl_mlp_destroy_f64(&gpu_out);
+    HPDL_FREE(X);
+}
+
+/* ---- main ------------------------------------------------------------------------ */
+
+int main(int argc, char **argv) {
+    const char *data = "data/fashion-mnist";
+    static const int hiddens[2] = {2048, 512};
+    int batches[MAX_B], nb = 0, quick = 0, i, h, k, o, b, gpu, nh;
+    hpdl_dataset train_set, test_set;
+    hpdl_cuda_dataset dtrain, dtest;
+    MPI_Comm solo;
+    run_result res[2][MAX_B][2][2]; /* [hidden][batch][overlap][0: 1 GPU, 1: P GPUs] */
+    hpdl_mpi_dp_roofline roof[2];
+    FILE *csv = NULL, *all = NULL, *acc = NULL;
+    char path[1024];
+    const char *dir;
+    setenv("NCCL_NVLS_ENABLE", "0", 1);
+    for (i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
+        else if (!strcmp(argv[i], "--quick")) quick = 1;
+    }
+    relaunch_under_mpirun(argc, argv);
+    B_CHECK(hpdl_mpi_init(&argc, &argv));
+    g_rank = hpdl_mpi_rank();
+    g_size = hpdl_mpi_size();
+    gpu = hpdl_mpi_select_gpu();
+    if (gpu < 0) {
+        if (g_rank == 0) printf("dp_scaling: no GPU, nothing to measure\n");
+        hpdl_mpi_finalize();
+        return 0;
+    }
+#ifndef HPDL_MPI_HAVE_NCCL
+    if (g_rank == 0) printf("dp_scaling: built without NCCL, nothing to measure\n");
+    hpdl_mpi_finalize();
+    return 0;
+#endif
+    B_CHECK(hpdl_idx_load_dir(data, 1, &train_set));
+    B_CHECK(hpdl_idx_load_dir(data, 0, &test_set));
+    B_CHECK(hpdl_dataset_normalize(&train_set, 0.2860f, 0.3530f));
+    B_CHECK(hpdl_dataset_normalize(&test_set, 0.2860f, 0.3530f));
+    validate(&train_set);
+    hpdl_mpi_set_checks(0); /* timing: no cross-rank argument comparison per collective */
+    B_CHECK(hpdl_cuda_dataset_create(&dtrain, &train_set, HPDL_DATA_RESIDENT));
+    B_CHECK(hpdl_cuda_dataset_create(&dtest, &test_set, HPDL_DATA_RESIDENT));
+    MPI_Comm_split(MPI_COMM_WORLD, g_rank == 0 ? 0 : MPI_UNDEFINED, 0, &solo);
+    for (b = 32; b <= train_set.n / g_size && nb < MAX_B - 2; b *= 4) batches[nb++] = b;
+    batches[nb++] = 3000;
+    if (batches[nb - 2] != train_set.n / g_size) batches[nb++] = (int)(train_set.n / g_size);
+    if (quick) nb = 3;
+    nh = quick ? 1 : 2;
+    memset(res, 0, sizeof res);
+    for (h = 0; h < nh; h++) {
+        int64_t params = (int64_t)785 * hiddens[h] + (int64_t)(hiddens[h] + 1) * N_CLASSES;
+        B_CHECK(hpdl_mpi_dp_roofline_cuda(params, HPDL_ALLREDUCE_NCCL, MPI_COMM_WORLD, &roof[h]));
+        if (g_rank == 0)
+            printf("H %d: P_flops %.2f TFLOP/s, P_pci %.2f GB/s, P_mpi %.2f GB/s busbw (lone NCCL allreduce of %.2f MB)\n",
+                   hiddens[h], roof[h].p_flops * 1e-12, roof[h].p_pci * 1e-9, roof[h].p_mpi * 1e-9, 4e-6 * params);
+        for (k = 0; k < nb; k++)
+            for (o = 0; o < 2; o++) {
+                hpdl_mpi_dp_config c1 = bench_config(batches[k], o, solo), cp = bench_config(batches[k], o, MPI_COMM_WORLD);
+                res[h][k][o][0] = train(hiddens[h], &c1, &train_set, &dtrain, NULL, 1, REPS);
+                MPI_Barrier(MPI_COMM_WORLD);
+                res[h][k][o][1] = train(hiddens[h], &cp, &train_set, &dtrain, NULL, 1, REPS);
+                if (g_rank == 0)
+                    printf("  H %4d b %5d overlap %d: 1 GPU %8.2f ms, %d GPUs %8.2f ms (compute %.2f, comm %.2f ms), "
+                           "E = %.3f\n", hiddens[h], batches[k], o, 1e3 * res[h][k][o][0].epoch_s, g_size,
+                           1e3 * res[h][k][o][1].epoch_s, 1e3 * res[h][k][o][1].compute_s, 1e3 * res[h][k][o][1].comm_s,
+                           res[h][k][o][0].epoch_s / (g_size * res[h][k][o][1].epoch_s));
+                fflush(stdout);
+            }
+    }
+    /* accuracy after 5 epochs: batch 128; the largest power-of-4 batch without and with scaling + warm-up */
+    {
+        int big = batches[nb - (batches[nb - 1] == 3000 ? 2 : 3)];
+        run_result a[3];
+        hpdl_mpi_dp_config c;
+        c = bench_config(128, 1, MPI_COMM_WORLD);
+        a[0] = train(hiddens[0], &c, &train_set, &dtrain, &dtest, 4, 1);
+        c = bench_config(big, 1, MPI_COMM_WORLD);
+        a[1] = train(hiddens[0], &c, &train_set, &dtrain, &dtest, 4, 1);
+        c.lr_scale = 1;
+        c.warmup_epochs = 2;
+        a[2] = train(hiddens[0], &c, &train_set, &dtrain, &dtest, 4, 1);
+        dir = getenv("HPDL_RESULTS");
+        if (g_rank == 0) {
+            snprintf(path, sizeof path, "%s/dp_scaling_acc.csv", dir && *dir ? dir : ".");
+            acc = fopen(path, "w");
+            printf("\nTable 4: after 5 epochs, H %d, %d GPUs (lr %.3g at batch 128)\n", hiddens[0], g_size, LR);
+            printf("%-28s %8s %10s %9s %9s\n", "run", "batch/GPU", "final lr", "loss", "test_acc");
+            printf("%-28s %8d %10.4g %9.4f %9.4f\n", "batch 128", 128, LR, a[0].loss, a[0].acc);
+            printf("%-28s %8d %10.4g %9.4f %9.4f\n", "largest, no scaling", big, LR, a[1].loss, a[1].acc);
+            printf("%-28s %8d %10.4g %9.4f %9.4f\n", "largest, scaling + warm-up 2", big,
+                   LR * g_size * big / 128.0, a[2].loss, a[2].acc);
+            if (acc) {
+                fprintf(acc, "run,hidden,batch_per_gpu,gpus,lr_scale,warmup_epochs,final_lr,epoch5_loss,epoch5_test_acc\n");
+                fprintf(acc, "batch128,%d,128,%d,0,0,%g,%.5f,%.5f\n", hiddens[0], g_size, LR, a[0].loss, a[0].acc);
+                fprintf(acc, "largest,%d,%d,%d,0,0,%g,%.5f,%.5f\n", hiddens[0], big, g_size, LR, a[1].loss, a[1].acc);
+                fprintf(acc, "largest_scaled,%d,%d,%d,1,2,%g,%.5f,%.5f\n", hiddens[0], big, g_size,
+                        LR * g_size * big / 128.0, a[2].loss, a[2].acc);
+                fclose(acc);
+            }
+        }
+    }
+    if (g_rank == 0) {
+        csv = hpdl_csv_open(".", "dp_scaling");
+        snprintf(path, sizeof path, "%s/dp_scaling_all.csv", dir && *dir ? dir : ".");
+        all = fopen(path, "w");
+        if (all)
+            fprintf(all, "hidden,batch_per_gpu,overlap,gpus,steps,epoch_ms,compute_ms,comm_ms,comm_span_ms,grad_mb,"
+                         "busbw_gbs,bw_util,speedup,weak_eff\n");
+        printf("\nTables 1-3: epoch = 60000 samples; S = T1/TP; E = T1/(P TP); comm = waited-for reduction; "
+               "util = busbw / P_mpi\n");
+        printf("%5s %6s %3s | %9s | %9s %9s %9s %7s %5s | %6s %6s\n", "H", "b/GPU", "ovl", "T1 ms", "TP ms",
+               "compute", "comm", "busbw", "util", "S", "E");
+        for (h = 0; h < nh; h++)
+            for (k = 0; k < nb; k++)
+                for (o = 0; o < 2; o++) {
+                    run_result *r1 = &res[h][k][o][0], *rp = &res[h][k][o][1];
+                    double S = rp->epoch_s > 0 ? r1->epoch_s / rp->epoch_s : 0, E = S / g_size;
+                    double util = roof[h].p_mpi > 0 ? rp->busbw / roof[h].p_mpi : 0;
+                    printf("%5d %6d %3d | %9.2f | %9.2f %9.2f %9.2f %7.1f %5.2f | %6.3f %6.3f\n", hiddens[h],
+                           batches[k], o, 1e3 * r1->epoch_s, 1e3 * rp->epoch_s, 1e3 * rp->compute_s, 1e3 * rp->comm_s,
+                           rp->busbw * 1e-9, util, S, E);
+                    for (i = 0; i < 2 && all; i++) {
+                        run_result *r = i ? rp : r1;
+                        fprintf(all, "%d,%d,%d,%d,%lld,%.4f,%.4f,%.4f,%.4f,%.4f,%.3f,%.4f,%.4f,%.4f\n", hiddens[h],
+                                batches[k], o, i ? g_size : 1, (long long)r->steps, 1e3 * r->epoch_s,
+                                1e3 * r->compute_s, 1e3 * r->comm_s, 1e3 * r->span_s, r->grad_bytes * 1e-6,
+                                r->busbw * 1e-9, i ? util : 0.0, i ? S : 1.0, i ? E : 1.0);
+                    }
+                    if (hiddens[h] == 2048 && (batches[k] == 3000 || batches[k] == 512) && csv) {
+                        char metric[128], anchor[128];
+                        snprintf(metric, sizeof metric, "per_gpu_samples_per_s_%dgpu_h2048_b%d_%s", g_size, batches[k],
+                                 o ? "overlap" : "no_overlap");
+                        snprintf(anchor, sizeof anchor, "1gpu_h2048_b%d_%s", batches[k], o ? "overlap" : "no_overlap");
+                        hpdl_csv_row(csv, metric, 60000.0 / (g_size * rp->epoch_s), "samples/s", anchor,
+                                     60000.0 / r1->epoch_s, 1);
+                    }
+                }
+        if (csv) fclose(csv);
+        if (all) fclose(all);
+        printf("(ratio column of dp_scaling.csv = weak-scaling efficiency E)\n");
+    }
+    hpdl_cuda_dataset_destroy(&dtrain);
+    hpdl_cuda_dataset_destroy(&dtest);
+    if (solo != MPI_COMM_NULL) MPI_Comm_free(&solo);
+    hpdl_dataset_free(&train_set);
+    hpdl_dataset_free(&test_set);
+    B_CHECK(hpdl_mpi_finalize());
+    return 0;
+}

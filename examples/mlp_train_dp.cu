@@ -1,0 +1,244 @@
+/* mlp_train_dp: data-parallel MLP training on Fashion-MNIST over MPI, one GPU
+   per rank (or CPU ranks when no GPU is found).
+
+       make data && make build/examples/mlp_train_dp
+       mpirun -np 2 build/examples/mlp_train_dp --hidden 512 --batch 128 --epochs 5 --algo nccl
+       mpirun -np 2 build/examples/mlp_train_dp --batch 2048 --algo bucket --lr-scale --warmup 2
+
+   Every rank holds the model; rank 0's initial weights are broadcast; each
+   epoch is a fresh permutation keyed by (seed, epoch), each global batch of
+   P*b rows split over the ranks; gradients are summed with the chosen
+   algorithm, and every rank takes the same SGD step (parts/mpi_dp.h).
+
+   Flags (defaults in brackets):
+       --data DIR         IDX files [data/fashion-mnist]
+       --hidden A[,B...]  hidden layer widths [512]
+       --batch B          rows per rank per step [128]     --epochs E  [5]
+       --algo A           nccl | mpi | ring | bucket (bucket: NCCL buckets started during
+                          backward on GPUs, MPI_Iallreduce buckets on CPU ranks) [nccl on GPUs, mpi on CPUs]
+       --overlap          bucketed reduction with the chosen --algo
+       --bucket-kb K      bucket size [1024]       --pieces K  first layer's dW in K blocks (overlap) [4]
+       --lr X             reference learning rate [0.05]     --l2 X  [0]
+       --lr-scale         linear scaling: lr * P * B / ref   --lr-ref-batch R  [128]
+       --warmup E         gradual warm-up over E epochs (Goyal et al.) [0]
+       --precision P      f32 | f64 [f32]          --seed S [1]   --no-check (skip argument agreement)
+   Output (rank 0): the roofline inputs (P_flops, P_pci, P_mpi), then one line per epoch:
+       epoch, loss, train acc, test acc, epoch s, compute s, comm s, busbw GB/s, lr. */
+#if defined(__has_include)
+#if __has_include(<nccl.h>)
+#define HPDL_USE_NCCL
+#endif
+#endif
+#include "hpdl_mpi.h"
+
+#define FASHION_MEAN 0.2860f
+#define FASHION_STD 0.3530f
+
+#define EX_CHECK(call)                                                        \
+    do {                                                                      \
+        hpdl_status ex__s = (call);                                           \
+        if (ex__s != HPDL_OK) {                                               \
+            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__,     \
+                    #call, hpdl_status_string(ex__s));                        \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                     \
+        }                                                                     \
+    } while (0)
+
+typedef struct options {
+    const char *data, *algo, *precision;
+    int widths[HPDL_MLP_MAX_LAYERS + 1], n_widths, epochs, check;
+    hpdl_mpi_dp_config cfg;
+} options;
+
+static void usage(void) {
+    if (hpdl_mpi_rank() == 0)
+        fprintf(stderr, "usage: mlp_train_dp [--data DIR] [--hidden 512[,256...]] [--batch B] [--epochs E]\n"
+                        "       [--algo nccl|mpi|ring|bucket] [--overlap] [--bucket-kb K] [--pieces K] [--lr X] [--l2 X]\n"
+                        "       [--lr-scale] [--lr-ref-batch R] [--warmup E] [--precision f32|f64] [--seed S] [--no-check]\n");
+    MPI_Finalize();
+    exit(2);
+}
+
+static int parse_hidden(const char *s, options *o) {
+    o->n_widths = 1;
+    while (*s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v <= 0 || v > 1 << 20 || o->n_widths >= HPDL_MLP_MAX_LAYERS) return 0;
+        o->widths[o->n_widths++] = (int)v;
+        if (*end && *end != ',') return 0;
+        s = *end == ',' ? end + 1 : end;
+    }
+    return 1;
+}
+
+static void set_algo(options *o, int gpu) {
+    const char *a = o->algo;
+    if (!a) a = gpu >= 0 ? "nccl" : "mpi";
+    if (!strcmp(a, "bucket")) {
+        o->cfg.overlap = 1;
+        o->cfg.algo = gpu >= 0 ? HPDL_ALLREDUCE_NCCL : HPDL_ALLREDUCE_MPI;
+    } else if (!strcmp(a, "nccl")) o->cfg.algo = HPDL_ALLREDUCE_NCCL;
+    else if (!strcmp(a, "mpi")) o->cfg.algo = HPDL_ALLREDUCE_MPI;
+    else if (!strcmp(a, "ring")) o->cfg.algo = HPDL_ALLREDUCE_RING;
+    else usage();
+}
+
+static options parse_args(int argc, char **argv) {
+    options o;
+    int i;
+    memset(&o, 0, sizeof o);
+    hpdl_mpi_dp_config_default(&o.cfg);
+    o.data = "data/fashion-mnist";
+    o.precision = "f32";
+    o.widths[0] = 784;
+    o.widths[1] = 512;
+    o.n_widths = 2;
+    o.epochs = 5;
+    o.check = 1;
+    o.cfg.batch_ref = 128;
+    o.cfg.first_layer_pieces = 4;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--overlap")) { o.cfg.overlap = 1; continue; }
+        if (!strcmp(a, "--lr-scale")) { o.cfg.lr_scale = 1; continue; }
+        if (!strcmp(a, "--no-check")) { o.check = 0; continue; }
+        if (!v) usage();
+        i++;
+        if (!strcmp(a, "--data")) o.data = v;
+        else if (!strcmp(a, "--hidden")) { if (!parse_hidden(v, &o)) usage(); }
+        else if (!strcmp(a, "--batch")) o.cfg.batch = atoi(v);
+        else if (!strcmp(a, "--epochs")) o.epochs = atoi(v);
+        else if (!strcmp(a, "--algo")) o.algo = v;
+        else if (!strcmp(a, "--bucket-kb")) o.cfg.bucket_bytes = (size_t)atol(v) << 10;
+        else if (!strcmp(a, "--pieces")) o.cfg.first_layer_pieces = atoi(v);
+        else if (!strcmp(a, "--lr")) o.cfg.lr = atof(v);
+        else if (!strcmp(a, "--l2")) o.cfg.l2 = atof(v);
+        else if (!strcmp(a, "--lr-ref-batch")) o.cfg.batch_ref = atoi(v);
+        else if (!strcmp(a, "--warmup")) o.cfg.warmup_epochs = atof(v);
+        else if (!strcmp(a, "--precision")) o.precision = v;
+        else if (!strcmp(a, "--seed")) o.cfg.seed = (uint64_t)atoll(v);
+        else usage();
+    }
+    o.widths[o.n_widths++] = 10;
+    if (o.cfg.batch < 1 || o.epochs < 1 || (strcmp(o.precision, "f32") && strcmp(o.precision, "f64"))) usage();
+    return o;
+}
+
+static double flops_per_sample(const int *w, int n) {
+    double f = 0;
+    int l;
+    for (l = 0; l + 1 < n; l++) f += 6.0 * w[l] * w[l + 1]; /* forward 2, backward 4 */
+    return f;
+}
+
+static void print_header(const options *o, int gpu, int64_t params, const hpdl_mpi_dp_roofline *r) {
+    double ai = flops_per_sample(o->widths, o->n_widths) * o->cfg.batch / (4.0 * params), att = 0;
+    int l;
+    if (hpdl_mpi_rank() != 0) return;
+    printf("mlp_train_dp: %d rank(s) on %s, MLP %d", hpdl_mpi_size(), gpu >= 0 ? "GPUs" : "CPUs", o->widths[0]);
+    for (l = 1; l < o->n_widths; l++) printf("-%d", o->widths[l]);
+    printf(", %s, batch %d/rank (global %d), algo %s%s, lr %.4g%s, warm-up %.3g epochs\n", o->precision, o->cfg.batch,
+           o->cfg.batch * hpdl_mpi_size(), hpdl_allreduce_algo_name(o->cfg.algo), o->cfg.overlap ? " + buckets" : "",
+           o->cfg.lr, o->cfg.lr_scale ? " (linear scaling)" : "", o->cfg.warmup_epochs);
+    printf("roofline inputs: P_flops %.2f TFLOP/s (GEMM), P_pci %.2f GB/s (H2D), P_mpi %.2f GB/s busbw "
+           "(%.2f algbw) for %.2f MB of gradients\n",
+           r->p_flops * 1e-12, r->p_pci * 1e-9, r->p_mpi * 1e-9, r->p_mpi_algbw * 1e-9, 4e-6 * params);
+    if (r->p_pci > 0 && r->p_mpi > 0 && hpdl_roofline_combined(ai, r->p_flops, r->p_pci, r->p_mpi, &att) == HPDL_OK)
+        printf("combined roofline at %.1f FLOP per gradient byte: %.2f TFLOP/s attainable\n", ai, att * 1e-12);
+    printf("%5s %8s %9s %8s %9s %9s %9s %9s %8s\n", "epoch", "loss", "train_acc", "test_acc", "epoch_s", "compute_s",
+           "comm_s", "busbw", "lr");
+}
+
+static void print_epoch(int e, const hpdl_mpi_dp_stats *st, double test_acc) {
+    if (hpdl_mpi_rank() != 0) return;
+    printf("%5d %8.4f %9.4f %8.4f %9.4f %9.4f %9.4f %8.1f %8.4g\n", e + 1, st->loss, st->accuracy, test_acc, st->epoch_s,
+           st->compute_s, st->comm_s, st->busbw * 1e-9, st->lr_last);
+    fflush(stdout);
+}
+
+/* GPU ranks, for one precision. */
+#define DEFINE_TRAIN_GPU(SUFFIX, T)                                                                            \
+    static void train_gpu_##SUFFIX(const options *o, int gpu, const hpdl_dataset *train, const hpdl_dataset *test) { \
+        hpdl_mlp_##SUFFIX m;                                                                                   \
+        hpdl_cuda_mlp_##SUFFIX g;                                                                              \
+        hpdl_cuda_dataset dtrain, dtest;                                                                       \
+        hpdl_mpi_dp_cuda_##SUFFIX dp;                                                                          \
+        hpdl_mpi_dp_roofline r;                                                                                \
+        hpdl_mpi_dp_stats st;                                                                                  \
+        hpdl_cuda_mlp_stats ev;                                                                                \
+        int e;                                                                                                 \
+        memset(&st, 0, sizeof st);                                                                             \
+        EX_CHECK(hpdl_mlp_create_##SUFFIX(&m, o->n_widths, o->widths, HPDL_ACT_RELU, o->cfg.seed));            \
+        EX_CHECK(hpdl_cuda_mlp_create_##SUFFIX(&g, &m, o->cfg.batch));                                         \
+        EX_CHECK(hpdl_cuda_dataset_create(&dtrain, train, HPDL_DATA_RESIDENT));                                \
+        EX_CHECK(hpdl_cuda_dataset_create(&dtest, test, HPDL_DATA_RESIDENT));                                  \
+        EX_CHECK(hpdl_mpi_dp_roofline_cuda(g.n_params, o->cfg.algo, o->cfg.comm, &r));                         \
+        print_header(o, gpu, g.n_params, &r);                                                                  \
+        EX_CHECK(hpdl_mpi_dp_cuda_create_##SUFFIX(&dp, &g, train->n, &o->cfg));                                \
+        for (e = 0; e < o->epochs; e++) {                                                                      \
+            EX_CHECK(hpdl_mpi_dp_cuda_epoch_##SUFFIX(&dp, &g, &dtrain, e, &st));                               \
+            ev.accuracy = 0;                                                                                   \
+            if (hpdl_mpi_rank() == 0) EX_CHECK(hpdl_cuda_mlp_evaluate_##SUFFIX(&g, &dtest, &ev));              \
+            print_epoch(e, &st, ev.accuracy);                                                                  \
+        }                                                                                                      \
+        hpdl_mpi_dp_cuda_destroy_##SUFFIX(&dp);                                                                \
+        hpdl_cuda_dataset_destroy(&dtrain);                                                                    \
+        hpdl_cuda_dataset_destroy(&dtest);                                                                     \
+        hpdl_cuda_mlp_destroy_##SUFFIX(&g);                                                                    \
+        hpdl_mlp_destroy_##SUFFIX(&m);                                                                         \
+    }
+DEFINE_TRAIN_GPU(f32, float)
+DEFINE_TRAIN_GPU(f64, double)
+
+/* CPU ranks (f32). */
+static void train_cpu(const options *o, const hpdl_dataset *train, const hpdl_dataset *test) {
+    hpdl_mlp_f32 m;
+    hpdl_mlp_work_f32 w;
+    hpdl_mpi_dp_f32 dp;
+    hpdl_mpi_dp_roofline r;
+    hpdl_mpi_dp_stats st;
+    double acc = 0;
+    int e;
+    memset(&st, 0, sizeof st);
+    EX_CHECK(hpdl_mlp_create_f32(&m, o->n_widths, o->widths, HPDL_ACT_RELU, o->cfg.seed));
+    EX_CHECK(hpdl_mlp_work_create_f32(&w, &m, 1000));
+    EX_CHECK(hpdl_mpi_dp_create_f32(&dp, &m, train->n, &o->cfg));
+    EX_CHECK(hpdl_mpi_dp_roofline_cpu(dp.n_grad, o->cfg.algo, o->cfg.comm, &r));
+    print_header(o, -1, dp.n_grad, &r);
+    for (e = 0; e < o->epochs; e++) {
+        EX_CHECK(hpdl_mpi_dp_epoch_f32(&dp, train->images, train->labels, e, &st));
+        if (hpdl_mpi_rank() == 0) EX_CHECK(hpdl_mlp_accuracy_f32(&m, &w, test->n, test->images, test->labels, &acc));
+        print_epoch(e, &st, acc);
+    }
+    hpdl_mpi_dp_destroy_f32(&dp);
+    hpdl_mlp_work_destroy_f32(&w);
+    hpdl_mlp_destroy_f32(&m);
+}
+
+int main(int argc, char **argv) {
+    options o;
+    hpdl_dataset train, test;
+    int gpu;
+    EX_CHECK(hpdl_mpi_init(&argc, &argv));
+    o = parse_args(argc, argv);
+    gpu = hpdl_mpi_select_gpu();
+    set_algo(&o, gpu);
+    hpdl_mpi_set_checks(o.check);
+    EX_CHECK(hpdl_idx_load_dir(o.data, 1, &train));
+    EX_CHECK(hpdl_idx_load_dir(o.data, 0, &test));
+    EX_CHECK(hpdl_dataset_normalize(&train, FASHION_MEAN, FASHION_STD));
+    EX_CHECK(hpdl_dataset_normalize(&test, FASHION_MEAN, FASHION_STD));
+    if (gpu < 0) {
+        if (strcmp(o.precision, "f32") && hpdl_mpi_rank() == 0) fprintf(stderr, "CPU ranks train in f32\n");
+        train_cpu(&o, &train, &test);
+    } else if (!strcmp(o.precision, "f64")) {
+        train_gpu_f64(&o, gpu, &train, &test);
+    } else {
+        train_gpu_f32(&o, gpu, &train, &test);
+    }
+    hpdl_dataset_free(&train);
+    hpdl_dataset_free(&test);
+    EX_CHECK(hpdl_mpi_finalize());
+    return 0;
+}
