@@ -545,8 +545,8 @@ HPDL_API hpdl_status hpdl_cuda_prefetch(const void *ptr, size_t bytes, int devic
        reg2d      each thread computes an 8x8 block (2D register blocking)
        vec4       16-byte global loads and 16-byte shared-memory reads
        warptile   warp-shaped thread tiles (conflict-free shared reads), double-buffered tiles
-       mma        tensor cores: f16/bf16 mma.sync m16n8k16 + ldmatrix + 4-stage cp.async,
-                  f64 DMMA (mma.sync m8n8k4; m16n8k4 on sm_90) + 3-stage cp.async
+       mma        tensor cores: f16/bf16 mma.sync m16n8k16 + ldmatrix + 4-stage cp.async (128x128x32),
+                  f64 DMMA (mma.sync m8n8k4; m16n8k4 on sm_90) + 3-stage cp.async (128x128x32)
        cublas     the library, for reference
    f16/bf16 accumulate in f32 on every rung. AUTO: f32 -> warptile, f64 and f16/bf16 -> mma
    (warptile when the binary or the GPU has no sm_80 tensor-core path). */
@@ -675,15 +675,19 @@ static __device__ __forceinline__ void hpdl__gemm_vstore4(__nv_bfloat16 *p, cons
 }
 
 /* Stored elements X(r, c..c+3) of a rows x cols matrix, zeros outside: one
-   vector load when the chunk is inside and vec allows it, else one by one. */
-template <typename ACC, typename T>
+   vector load when the chunk is inside and vec allows it, else one by one.
+   FAST: the caller knows the chunk is inside and aligned (no checks). */
+template <bool FAST, typename ACC, typename T>
 static __device__ __forceinline__ void hpdl__gemm_load4(const T *X, int ld, int r, int c, int rows, int cols,
                                                         int vec, ACC v[4]) {
     const T *p = X + (size_t)r * ld + c;
     int j;
-    if (vec && r < rows && c + 3 < cols) { hpdl__gemm_vload4(p, v); return; }
+    if (FAST || (vec && r < rows && c + 3 < cols)) {
+        hpdl__gemm_vload4(p, v);
+    } else {
 #pragma unroll
-    for (j = 0; j < 4; j++) v[j] = (r < rows && c + j < cols) ? (ACC)hpdl__gemm_acc(p[j]) : (ACC)0;
+        for (j = 0; j < 4; j++) v[j] = (r < rows && c + j < cols) ? (ACC)hpdl__gemm_acc(p[j]) : (ACC)0;
+    }
 }
 
 /* C(m, n..n+3) = alpha * v + beta * C, one vector access when all four are inside and aligned. */
@@ -852,12 +856,12 @@ template <typename T, typename ACC> __global__ void __launch_bounds__(256) hpdl_
 
 /* Chunk i (4 elements) of this thread's share of a 128 (outer) x BK operand
    tile, read with one vector load along the stored row (256 threads). */
-template <int BK, typename T, typename ACC>
+template <int BK, bool FAST, typename T, typename ACC>
 static __device__ __forceinline__ void hpdl__gemm_fetch128(const hpdl__gemm_operand<T> &x, int o0, int k0, int O, int K,
                                                            int i, ACC v[4]) {
     int c = (int)threadIdx.x + i * 256;
-    if (x.kcontig) hpdl__gemm_load4(x.p, x.ld, o0 + c / (BK / 4), k0 + c % (BK / 4) * 4, O, K, x.vec, v);
-    else hpdl__gemm_load4(x.p, x.ld, k0 + c / 32, o0 + c % 32 * 4, K, O, x.vec, v);
+    if (x.kcontig) hpdl__gemm_load4<FAST>(x.p, x.ld, o0 + c / (BK / 4), k0 + c % (BK / 4) * 4, O, K, x.vec, v);
+    else hpdl__gemm_load4<FAST>(x.p, x.ld, k0 + c / 32, o0 + c % 32 * 4, K, O, x.vec, v);
 }
 
 /* Puts chunk i from hpdl__gemm_fetch128 into S[k][o] (row length 132). */
@@ -886,9 +890,9 @@ template <typename T, typename ACC> __global__ void __launch_bounds__(256) hpdl_
 #pragma unroll
         for (j = 0; j < 8; j++) acc[i][j] = 0;
     for (k0 = 0; k0 < g.K; k0 += BK) {
-        hpdl__gemm_fetch128<BK>(g.a, m0, k0, g.M, g.K, 0, v);
+        hpdl__gemm_fetch128<BK, false>(g.a, m0, k0, g.M, g.K, 0, v);
         hpdl__gemm_stash128<BK>(As, g.a.kcontig, 0, v);
-        hpdl__gemm_fetch128<BK>(g.b, n0, k0, g.N, g.K, 0, v);
+        hpdl__gemm_fetch128<BK, false>(g.b, n0, k0, g.N, g.K, 0, v);
         hpdl__gemm_stash128<BK>(Bs, g.b.kcontig, 0, v);
         __syncthreads();
 #pragma unroll
@@ -915,8 +919,9 @@ template <typename T, typename ACC> __global__ void __launch_bounds__(256) hpdl_
    four 4x4 blocks 16 rows / 32 columns apart, so a warp's 16-byte shared reads
    hit distinct banks; the next K tile is fetched into registers while the
    current one is multiplied, into the other of two shared buffers (one
-   barrier per tile). BK: K depth of a tile; MINB: blocks per SM to fit. */
-template <typename T, typename ACC, int BK, int MINB>
+   barrier per tile). BK: K depth of a tile; MINB: blocks per SM to fit;
+   FAST: every tile is inside the matrices and aligned (no bounds checks). */
+template <typename T, typename ACC, int BK, int MINB, bool FAST>
 __global__ void __launch_bounds__(256, MINB) hpdl__gemm_warptile(hpdl__gemm_args<T, ACC> g) {
     enum { BM = 128, BN = 128, LDS = 132, CH = BK / 8 /* chunks per thread and operand */ };
     __shared__ __align__(16) ACC As[2][BK * LDS];
@@ -933,8 +938,8 @@ __global__ void __launch_bounds__(256, MINB) hpdl__gemm_warptile(hpdl__gemm_args
         for (j = 0; j < 8; j++) acc[i][j] = 0;
 #pragma unroll
     for (c = 0; c < CH; c++) {
-        hpdl__gemm_fetch128<BK>(g.a, tm, 0, g.M, g.K, c, va[c]);
-        hpdl__gemm_fetch128<BK>(g.b, tn, 0, g.N, g.K, c, vb[c]);
+        hpdl__gemm_fetch128<BK, FAST>(g.a, tm, 0, g.M, g.K, c, va[c]);
+        hpdl__gemm_fetch128<BK, FAST>(g.b, tn, 0, g.N, g.K, c, vb[c]);
         hpdl__gemm_stash128<BK>(As[0], g.a.kcontig, c, va[c]);
         hpdl__gemm_stash128<BK>(Bs[0], g.b.kcontig, c, vb[c]);
     }
@@ -944,8 +949,8 @@ __global__ void __launch_bounds__(256, MINB) hpdl__gemm_warptile(hpdl__gemm_args
         if (more) {
 #pragma unroll
             for (c = 0; c < CH; c++) {
-                hpdl__gemm_fetch128<BK>(g.a, tm, k0 + BK, g.M, g.K, c, va[c]);
-                hpdl__gemm_fetch128<BK>(g.b, tn, k0 + BK, g.N, g.K, c, vb[c]);
+                hpdl__gemm_fetch128<BK, FAST>(g.a, tm, k0 + BK, g.M, g.K, c, va[c]);
+                hpdl__gemm_fetch128<BK, FAST>(g.b, tn, k0 + BK, g.N, g.K, c, vb[c]);
             }
         }
 #pragma unroll
@@ -1062,6 +1067,19 @@ static __device__ __forceinline__ void hpdl__dmma_pair(double d0[2], double d1[2
 #endif
 }
 
+/* f64 on sm_90: d (16x8) += a (16x8, a0..a3 = rows g/g+8 at k t, then at k t+4)
+   * b (8x8, b0/b1 = k t / t+4), one m16n8k8 (two m16n8k4 elsewhere). */
+static __device__ __forceinline__ void hpdl__dmma_pair_k8(double d0[2], double d1[2], const double a[4], const double b[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+d"(d0[0]), "+d"(d0[1]), "+d"(d1[0]), "+d"(d1[1])
+        : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+#else
+    hpdl__dmma_pair(d0, d1, a[0], a[1], b[0]);
+    hpdl__dmma_pair(d0, d1, a[2], a[3], b[1]);
+#endif
+}
+
 /* Shared layouts of a tile of COLS elements per row (element offsets).
    hpdl__gemm_swizzle (16-bit elements): 16-byte chunks XOR-permuted by row so
    that the 8 row addresses of an ldmatrix phase fall in 8 different bank groups.
@@ -1083,8 +1101,8 @@ template <> struct hpdl__gemm_bits<8> { typedef unsigned long long type; };
 /* Copies the ROWS x COLS block at (r0, c0) of the stored rows x cols matrix
    X into shared memory at LAYOUT::at: cp.async 16 bytes where the chunk lies
    inside X and vec allows it, element by element (zeros outside) where not.
-   THREADS threads share the work. */
-template <typename T, int ROWS, int COLS, int THREADS, typename LAYOUT>
+   THREADS threads share the work. FAST: the whole block is inside and aligned. */
+template <typename T, int ROWS, int COLS, int THREADS, typename LAYOUT, bool FAST>
 static __device__ __forceinline__ void hpdl__gemm_tile_async(T *s, const T *X, int ld, int r0, int c0, int rows, int cols,
                                                              int vec) {
     typedef typename hpdl__gemm_bits<sizeof(T)>::type bits;
@@ -1097,7 +1115,7 @@ static __device__ __forceinline__ void hpdl__gemm_tile_async(T *s, const T *X, i
         int gr = r0 + r, gc = c0 + c;
         T *dst = s + LAYOUT::at(r, c);
         const T *src = X + (ptrdiff_t)gr * ld + gc;
-        if (vec && gr < rows && gc + E <= cols) {
+        if (FAST || (vec && gr < rows && gc + E <= cols)) {
             hpdl__cp_async16(dst, src);
         } else {
             bits v[E];
@@ -1112,19 +1130,19 @@ static __device__ __forceinline__ void hpdl__gemm_tile_async(T *s, const T *X, i
 
 /* Block tile BM x BN x BK, STAGES deep in shared memory, warps of WM x WN:
    the shape of a tensor-core kernel (threads = 32 * BM/WM * BN/WN). */
-template <int BM_, int BN_, int BK_, int STAGES_, int WM_, int WN_> struct hpdl__tc_shape {
-    enum { BM = BM_, BN = BN_, BK = BK_, S = STAGES_, WM = WM_, WN = WN_ };
+template <int BM_, int BN_, int BK_, int STAGES_, int WM_, int WN_, int DK_ = 4> struct hpdl__tc_shape {
+    enum { BM = BM_, BN = BN_, BK = BK_, S = STAGES_, WM = WM_, WN = WN_, DK = DK_ /* f64 mma K on sm_90: 4 or 8 */ };
     enum { WARPS_N = BN / WN, THREADS = 32 * (BM / WM) * (BN / WN) };
 };
-typedef hpdl__tc_shape<128, 256, 32, 4, 64, 64> hpdl__mma_shape;  /* f16/bf16 default */
-typedef hpdl__tc_shape<128, 128, 16, 3, 64, 32> hpdl__dmma_shape; /* f64 default */
+typedef hpdl__tc_shape<128, 128, 32, 4, 64, 64> hpdl__mma_shape; /* f16/bf16 default: 4 warps, 2 blocks per SM */
+typedef hpdl__tc_shape<128, 128, 32, 3, 64, 32> hpdl__dmma_shape; /* f64 default */
 
 /* One K tile of an operand (OT = its M or N tile, BK deep) into a stage: a
    kcontig operand is stored OT x BK, the other BK x OT, as in global memory. */
-template <typename T, int OT, int BK, int THREADS, template <int> class LAYOUT, bool KCONTIG>
+template <typename T, int OT, int BK, int THREADS, template <int> class LAYOUT, bool KCONTIG, bool FAST>
 static __device__ __forceinline__ void hpdl__gemm_stage(T *s, const hpdl__gemm_operand<T> &x, int o0, int k0, int O, int K) {
-    if (KCONTIG) hpdl__gemm_tile_async<T, OT, BK, THREADS, LAYOUT<BK> >(s, x.p, x.ld, o0, k0, O, K, x.vec);
-    else hpdl__gemm_tile_async<T, BK, OT, THREADS, LAYOUT<OT> >(s, x.p, x.ld, k0, o0, K, O, x.vec);
+    if (KCONTIG) hpdl__gemm_tile_async<T, OT, BK, THREADS, LAYOUT<BK>, FAST>(s, x.p, x.ld, o0, k0, O, K, x.vec);
+    else hpdl__gemm_tile_async<T, BK, OT, THREADS, LAYOUT<OT>, FAST>(s, x.p, x.ld, k0, o0, K, O, x.vec);
 }
 
 /* Fragments of one 16-deep K step for a warp: A (WM/16 tiles of 16x16) and B
@@ -1161,7 +1179,7 @@ static __device__ __forceinline__ void hpdl__mma_frags(const T *ta, const T *tb,
 /* mma (f16/bf16): block tiles in a multi-stage cp.async pipeline, fragments
    by ldmatrix (those of the next 16-deep step loaded while the current one
    multiplies), mma.sync m16n8k16 with f32 accumulators in registers. */
-template <typename T, bool AK, bool BKC, typename SH>
+template <typename T, bool AK, bool BKC, typename SH, bool FAST>
 __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl__gemm_mma(hpdl__gemm_args<T, float> g) {
 #ifdef HPDL__GEMM_SM80
     enum { BM = SH::BM, BN = SH::BN, BK = SH::BK, S = SH::S, MI = SH::WM / 16, NJ = SH::WN / 8, TH = SH::THREADS };
@@ -1181,8 +1199,8 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl_
         for (j = 0; j < NJ; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
     for (kt = 0; kt < S - 1; kt++) {
         if (kt < KT) {
-            hpdl__gemm_stage<T, BM, BK, TH, hpdl__gemm_swizzle, AK>(sa + kt * BM * BK, g.a, tm, kt * BK, g.M, g.K);
-            hpdl__gemm_stage<T, BN, BK, TH, hpdl__gemm_swizzle, BKC>(sb + kt * BN * BK, g.b, tn, kt * BK, g.N, g.K);
+            hpdl__gemm_stage<T, BM, BK, TH, hpdl__gemm_swizzle, AK, FAST>(sa + kt * BM * BK, g.a, tm, kt * BK, g.M, g.K);
+            hpdl__gemm_stage<T, BN, BK, TH, hpdl__gemm_swizzle, BKC, FAST>(sb + kt * BN * BK, g.b, tn, kt * BK, g.N, g.K);
         }
         hpdl__cp_async_commit();
     }
@@ -1192,8 +1210,8 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl_
         hpdl__cp_async_wait<S - 2>(); /* tile kt has landed (for this thread) ... */
         __syncthreads();              /* ... for all threads, and stage (kt-1)%S is free */
         if (next < KT) {
-            hpdl__gemm_stage<T, BM, BK, TH, hpdl__gemm_swizzle, AK>(sa + next % S * BM * BK, g.a, tm, next * BK, g.M, g.K);
-            hpdl__gemm_stage<T, BN, BK, TH, hpdl__gemm_swizzle, BKC>(sb + next % S * BN * BK, g.b, tn, next * BK, g.N, g.K);
+            hpdl__gemm_stage<T, BM, BK, TH, hpdl__gemm_swizzle, AK, FAST>(sa + next % S * BM * BK, g.a, tm, next * BK, g.M, g.K);
+            hpdl__gemm_stage<T, BN, BK, TH, hpdl__gemm_swizzle, BKC, FAST>(sb + next % S * BN * BK, g.b, tn, next * BK, g.N, g.K);
         }
         hpdl__cp_async_commit();
         hpdl__mma_frags<SH, AK, BKC>(ta, tb, wm, wn, 0, lane, af[0], bf[0]);
@@ -1225,7 +1243,7 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl_
 /* mma (f64, DMMA): block tiles in a multi-stage cp.async pipeline, f64
    tensor-core mma.sync with operands read from padded shared rows; a warp
    owns WM x WN (fragments of 8x8). */
-template <bool AK, bool BKC, typename SH>
+template <bool AK, bool BKC, typename SH, bool FAST>
 __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl__gemm_dmma(hpdl__gemm_args<double, double> g) {
 #ifdef HPDL__GEMM_SM80
     enum { BM = SH::BM, BN = SH::BN, BK = SH::BK, S = SH::S, MI = SH::WM / 8, NJ = SH::WN / 8, TH = SH::THREADS };
@@ -1235,7 +1253,7 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl_
     int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32;
     int wm = warp / SH::WARPS_N * SH::WM, wn = warp % SH::WARPS_N * SH::WN;
     int tm, tn, kt, kk, i, j, KT = (g.K + BK - 1) / BK;
-    double acc[MI][NJ][2], a[MI], b[NJ];
+    double acc[MI][NJ][2], a[SH::DK / 4][MI], b[SH::DK / 4][NJ];
     hpdl__gemm_tile_order(&tm, &tn);
     tm *= BM;
     tn *= BN;
@@ -1245,8 +1263,8 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl_
         for (j = 0; j < NJ; j++) acc[i][j][0] = acc[i][j][1] = 0.0;
     for (kt = 0; kt < S - 1; kt++) {
         if (kt < KT) {
-            hpdl__gemm_stage<double, BM, BK, TH, hpdl__gemm_pad4, AK>(sa + kt * A_STAGE, g.a, tm, kt * BK, g.M, g.K);
-            hpdl__gemm_stage<double, BN, BK, TH, hpdl__gemm_pad4, BKC>(sb + kt * B_STAGE, g.b, tn, kt * BK, g.N, g.K);
+            hpdl__gemm_stage<double, BM, BK, TH, hpdl__gemm_pad4, AK, FAST>(sa + kt * A_STAGE, g.a, tm, kt * BK, g.M, g.K);
+            hpdl__gemm_stage<double, BN, BK, TH, hpdl__gemm_pad4, BKC, FAST>(sb + kt * B_STAGE, g.b, tn, kt * BK, g.N, g.K);
         }
         hpdl__cp_async_commit();
     }
@@ -1256,27 +1274,39 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl_
         hpdl__cp_async_wait<S - 2>();
         __syncthreads();
         if (next < KT) {
-            hpdl__gemm_stage<double, BM, BK, TH, hpdl__gemm_pad4, AK>(sa + next % S * A_STAGE, g.a, tm, next * BK, g.M, g.K);
-            hpdl__gemm_stage<double, BN, BK, TH, hpdl__gemm_pad4, BKC>(sb + next % S * B_STAGE, g.b, tn, next * BK, g.N, g.K);
+            hpdl__gemm_stage<double, BM, BK, TH, hpdl__gemm_pad4, AK, FAST>(sa + next % S * A_STAGE, g.a, tm, next * BK, g.M, g.K);
+            hpdl__gemm_stage<double, BN, BK, TH, hpdl__gemm_pad4, BKC, FAST>(sb + next % S * B_STAGE, g.b, tn, next * BK, g.N, g.K);
         }
         hpdl__cp_async_commit();
 #pragma unroll
-        for (kk = 0; kk < BK; kk += 4) {
-            int k = kk + lane % 4; /* fragments: row (or column) lane/4, k lane%4 */
+        for (kk = 0; kk < BK; kk += SH::DK) {
+            int h; /* fragments: row (or column) lane/4, k lane%4 (+4 for the second half of a k8 step) */
 #pragma unroll
-            for (i = 0; i < MI; i++) {
-                int m = wm + i * 8 + lane / 4;
-                a[i] = AK ? ta[m * (BK + 4) + k] : ta[k * (BM + 4) + m];
-            }
+            for (h = 0; h < SH::DK / 4; h++) {
+                int k = kk + h * 4 + lane % 4;
 #pragma unroll
-            for (j = 0; j < NJ; j++) {
-                int n = wn + j * 8 + lane / 4;
-                b[j] = BKC ? tb[n * (BK + 4) + k] : tb[k * (BN + 4) + n];
+                for (i = 0; i < MI; i++) {
+                    int m = wm + i * 8 + lane / 4;
+                    a[h][i] = AK ? ta[m * (BK + 4) + k] : ta[k * (BM + 4) + m];
+                }
+#pragma unroll
+                for (j = 0; j < NJ; j++) {
+                    int n = wn + j * 8 + lane / 4;
+                    b[h][j] = BKC ? tb[n * (BK + 4) + k] : tb[k * (BN + 4) + n];
+                }
             }
 #pragma unroll
             for (i = 0; i < MI; i += 2)
 #pragma unroll
-                for (j = 0; j < NJ; j++) hpdl__dmma_pair(acc[i][j], acc[i + 1][j], a[i], a[i + 1], b[j]);
+                for (j = 0; j < NJ; j++) {
+                    if (SH::DK == 8) {
+                        const double af[4] = {a[0][i], a[0][i + 1], a[SH::DK / 8][i], a[SH::DK / 8][i + 1]};
+                        const double bf[2] = {b[0][j], b[SH::DK / 8][j]};
+                        hpdl__dmma_pair_k8(acc[i][j], acc[i + 1][j], af, bf);
+                    } else {
+                        hpdl__dmma_pair(acc[i][j], acc[i + 1][j], a[0][i], a[0][i + 1], b[0][j]);
+                    }
+                }
         }
     }
     hpdl__cp_async_wait<0>();
@@ -1388,6 +1418,12 @@ HPDL_API hpdl_status hpdl__gemm_grid(int cols, int bx, int rows, int by, dim3 *g
     return HPDL_OK;
 }
 
+/* Every block tile inside the matrices and every load aligned: the kernels
+   can skip all bounds checks (the kernels' FAST variant). */
+template <typename ARGS> static inline int hpdl__gemm_interior(const ARGS &g, int bm, int bn, int bk) {
+    return g.a.vec && g.b.vec && g.M % bm == 0 && g.N % bn == 0 && g.K % bk == 0;
+}
+
 /* K depth of the warptile rung's tiles. */
 #define HPDL__WARPTILE_BK 8
 
@@ -1424,7 +1460,10 @@ static inline hpdl_status hpdl__gemm_launch_simt(hpdl_gemm_algo algo, const hpdl
         break;
     case HPDL_GEMM_WARPTILE:
         if ((s = hpdl__gemm_grid(g.N, 128, g.M, 128, &grid)) != HPDL_OK) return s;
-        hpdl__gemm_warptile<T, ACC, HPDL__WARPTILE_BK, sizeof(ACC) == 4 ? 2 : 1><<<grid, 256, 0, stream>>>(g);
+        if (hpdl__gemm_interior(g, 128, 128, HPDL__WARPTILE_BK))
+            hpdl__gemm_warptile<T, ACC, HPDL__WARPTILE_BK, sizeof(ACC) == 4 ? 2 : 1, true><<<grid, 256, 0, stream>>>(g);
+        else
+            hpdl__gemm_warptile<T, ACC, HPDL__WARPTILE_BK, sizeof(ACC) == 4 ? 2 : 1, false><<<grid, 256, 0, stream>>>(g);
         break;
     default: return HPDL_ERR_UNSUPPORTED;
     }
@@ -1453,24 +1492,34 @@ static inline hpdl_status hpdl__gemm_launch_tc(void (*kernel)(ARGS), const ARGS 
 
 /* The tensor-core rung: transposes are template arguments (they change which
    ldmatrix form and shared layout each operand uses). */
+template <typename T, typename SH, bool FAST>
+static inline void (*hpdl__gemm_mma_kernel(int ak, int bk))(hpdl__gemm_args<T, float>) {
+    return ak ? (bk ? hpdl__gemm_mma<T, true, true, SH, FAST> : hpdl__gemm_mma<T, true, false, SH, FAST>)
+              : (bk ? hpdl__gemm_mma<T, false, true, SH, FAST> : hpdl__gemm_mma<T, false, false, SH, FAST>);
+}
+
 template <typename SH, typename T>
 static inline hpdl_status hpdl__gemm_launch_mma_shape(const hpdl__gemm_args<T, float> &g, cudaStream_t stream) {
-    typedef hpdl__gemm_args<T, float> A;
     const size_t smem = (size_t)SH::S * (SH::BM + SH::BN) * SH::BK * sizeof(T);
-    void (*k)(A) = g.a.kcontig ? (g.b.kcontig ? hpdl__gemm_mma<T, true, true, SH> : hpdl__gemm_mma<T, true, false, SH>)
-                               : (g.b.kcontig ? hpdl__gemm_mma<T, false, true, SH> : hpdl__gemm_mma<T, false, false, SH>);
-    return hpdl__gemm_launch_tc<SH>(k, g, smem, stream);
+    if (hpdl__gemm_interior(g, SH::BM, SH::BN, SH::BK))
+        return hpdl__gemm_launch_tc<SH>(hpdl__gemm_mma_kernel<T, SH, true>(g.a.kcontig, g.b.kcontig), g, smem, stream);
+    return hpdl__gemm_launch_tc<SH>(hpdl__gemm_mma_kernel<T, SH, false>(g.a.kcontig, g.b.kcontig), g, smem, stream);
+}
+
+template <typename SH, bool FAST>
+static inline void (*hpdl__gemm_dmma_kernel(int ak, int bk))(hpdl__gemm_args<double, double>) {
+    return ak ? (bk ? hpdl__gemm_dmma<true, true, SH, FAST> : hpdl__gemm_dmma<true, false, SH, FAST>)
+              : (bk ? hpdl__gemm_dmma<false, true, SH, FAST> : hpdl__gemm_dmma<false, false, SH, FAST>);
 }
 
 template <typename SH>
 static inline hpdl_status hpdl__gemm_launch_dmma_shape(const hpdl__gemm_args<double, double> &g, cudaStream_t stream) {
-    typedef hpdl__gemm_args<double, double> A;
     const size_t a_stage = g.a.kcontig ? SH::BM * (SH::BK + 4) : SH::BK * (SH::BM + 4);
     const size_t b_stage = g.b.kcontig ? SH::BN * (SH::BK + 4) : SH::BK * (SH::BN + 4);
     const size_t smem = (size_t)SH::S * (a_stage + b_stage) * sizeof(double);
-    void (*k)(A) = g.a.kcontig ? (g.b.kcontig ? hpdl__gemm_dmma<true, true, SH> : hpdl__gemm_dmma<true, false, SH>)
-                               : (g.b.kcontig ? hpdl__gemm_dmma<false, true, SH> : hpdl__gemm_dmma<false, false, SH>);
-    return hpdl__gemm_launch_tc<SH>(k, g, smem, stream);
+    if (hpdl__gemm_interior(g, SH::BM, SH::BN, SH::BK))
+        return hpdl__gemm_launch_tc<SH>(hpdl__gemm_dmma_kernel<SH, true>(g.a.kcontig, g.b.kcontig), g, smem, stream);
+    return hpdl__gemm_launch_tc<SH>(hpdl__gemm_dmma_kernel<SH, false>(g.a.kcontig, g.b.kcontig), g, smem, stream);
 }
 
 template <typename T>

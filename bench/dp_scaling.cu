@@ -246,7 +246,10 @@ int main(int argc, char **argv) {
     for (b = 32; b <= train_set.n / g_size && nb < MAX_B - 2; b *= 4) batches[nb++] = b;
     batches[nb++] = 3000;
     if (batches[nb - 2] != train_set.n / g_size) batches[nb++] = (int)(train_set.n / g_size);
-    if (quick) nb = 3;
+    if (quick) { /* the issue's two headline batches and one small one */
+        nb = 0;
+        batches[nb++] = 128; batches[nb++] = 512; batches[nb++] = 3000;
+    }
     nh = quick ? 1 : 2;
     memset(res, 0, sizeof res);
     for (h = 0; h < nh; h++) {

@@ -13,7 +13,7 @@
        --quick  4096^3 only, fewer runs */
 #include "hpdl_cuda.cuh"
 
-typedef struct bench_opts { int quick; const char *only; } bench_opts;
+typedef struct bench_opts { int quick, tune; const char *only; } bench_opts;
 
 static const hpdl_gemm_algo k_rungs[] = {HPDL_GEMM_NAIVE, HPDL_GEMM_COALESCED, HPDL_GEMM_SMEM,     HPDL_GEMM_REG1D,
                                          HPDL_GEMM_REG2D, HPDL_GEMM_VEC4,      HPDL_GEMM_WARPTILE, HPDL_GEMM_MMA,
@@ -218,6 +218,98 @@ static int bench_type(bench_out *o, const bench_opts *opt, const char *type, int
     return good;
 }
 
+/* --tune: internal variants (tile shapes) of the fast rungs at 4096^3, to pick the defaults. */
+template <typename T, typename ACC, int BK, int MINB>
+static hpdl_status tune_warptile(const hpdl__gemm_args<T, ACC> &g, cudaStream_t s) {
+    dim3 grid;
+    hpdl_status st = hpdl__gemm_grid(g.N, 128, g.M, 128, &grid);
+    if (st != HPDL_OK) return st;
+    hpdl__gemm_warptile<T, ACC, BK, MINB, true><<<grid, 256, 0, s>>>(g);
+    return cudaGetLastError() == cudaSuccess ? HPDL_OK : HPDL_ERR_CUDA;
+}
+template <typename SH, typename T> static hpdl_status tune_mma(const hpdl__gemm_args<T, float> &g, cudaStream_t s) {
+    return hpdl__gemm_launch_tc<SH>(hpdl__gemm_mma<T, true, false, SH, true>, g, (size_t)SH::S * (SH::BM + SH::BN) * SH::BK * sizeof(T), s);
+}
+template <typename SH> static hpdl_status tune_dmma(const hpdl__gemm_args<double, double> &g, cudaStream_t s) {
+    size_t smem = (size_t)SH::S * (SH::BM * (SH::BK + 4) + SH::BK * (SH::BN + 4)) * sizeof(double);
+    return hpdl__gemm_launch_tc<SH>(hpdl__gemm_dmma<true, false, SH, true>, g, smem, s);
+}
+template <typename T, typename ACC> struct tune_variant {
+    const char *name;
+    hpdl_status (*fn)(const hpdl__gemm_args<T, ACC> &, cudaStream_t);
+};
+template <typename T, typename ACC> struct tune_ctx { const tune_variant<T, ACC> *v; hpdl__gemm_args<T, ACC> g; };
+template <typename T, typename ACC> static void tune_run(void *ctx, cudaStream_t s) {
+    tune_ctx<T, ACC> *c = (tune_ctx<T, ACC> *)ctx;
+    c->v->fn(c->g, s);
+}
+template <typename T, typename ACC>
+static void tune_type(const char *type, const tune_variant<T, ACC> *vs, int nv, hpdl_cuda_l2_flusher *fl) {
+    const int n = 4096;
+    size_t nn = (size_t)n * n;
+    T *A, *B, *C, *ref;
+    unsigned long long *d_err;
+    bench_gemm<T> cb;
+    double ms, cublas;
+    int i;
+    HPDL_CUDA_CHECK(cudaMalloc(&A, nn * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc(&B, nn * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc(&C, nn * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc(&ref, nn * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc(&d_err, 2 * sizeof *d_err));
+    bench_fill<<<1024, 256>>>(A, nn, 1u);
+    bench_fill<<<1024, 256>>>(B, nn, 2u);
+    cb.algo = HPDL_GEMM_CUBLAS; cb.M = cb.N = cb.K = n; cb.A = A; cb.B = B; cb.C = ref;
+    HPDL_CHECK(hpdl_cuda_time_median_ms(bench_run<T>, &cb, 0, 2, 20, fl, &ms));
+    cublas = 2.0 * n * n * n / (ms * 1e-3) / 1e12;
+    printf("tune %-5s %-34s %8.3f ms %8.2f TFLOP/s\n", type, "cublas", ms, cublas);
+    for (i = 0; i < nv; i++) {
+        tune_ctx<T, ACC> c;
+        double err, t;
+        c.v = &vs[i];
+        c.g = hpdl__gemm_make_args(HPDL_NO_TRANS, HPDL_NO_TRANS, n, n, n, (ACC)1, (const T *)A, n, (const T *)B, n, (ACC)0,
+                                   C, n, strncmp(vs[i].name, "warptile", 8) == 0 ? 4 : (int)(16 / sizeof(T)));
+        HPDL_CHECK(hpdl_cuda_poison(C, nn * sizeof(T)));
+        if (vs[i].fn(c.g, 0) != HPDL_OK) { printf("tune %-5s %-34s failed to launch\n", type, vs[i].name); continue; }
+        HPDL_CUDA_CHECK(cudaDeviceSynchronize());
+        err = rel_error(C, ref, nn, d_err);
+        HPDL_CHECK(hpdl_cuda_time_median_ms(tune_run<T, ACC>, &c, 0, 2, 20, fl, &ms));
+        t = 2.0 * n * n * n / (ms * 1e-3) / 1e12;
+        printf("tune %-5s %-34s %8.3f ms %8.2f TFLOP/s  ratio %.3f  err %.1e%s\n", type, vs[i].name, ms, t, t / cublas, err,
+               err <= bench_tol(type) ? "" : "  WRONG");
+        fflush(stdout);
+    }
+    cudaFree(A); cudaFree(B); cudaFree(C); cudaFree(ref); cudaFree(d_err);
+}
+
+static void tune_all(hpdl_cuda_l2_flusher *fl) {
+    typedef hpdl__tc_shape<128, 128, 16, 3, 64, 32, 4> d1;
+    typedef hpdl__tc_shape<128, 128, 32, 3, 64, 32, 4> d2;
+    typedef hpdl__tc_shape<128, 128, 16, 3, 64, 32, 8> d3;
+    typedef hpdl__tc_shape<128, 128, 32, 3, 64, 32, 8> d4;
+    typedef hpdl__tc_shape<128, 64, 16, 3, 64, 32, 8> d5;
+    typedef hpdl__tc_shape<128, 256, 32, 4, 64, 64> h1;
+    typedef hpdl__tc_shape<128, 128, 32, 4, 64, 64> h2;
+    typedef hpdl__tc_shape<128, 128, 32, 3, 64, 64> h3;
+    typedef hpdl__tc_shape<256, 128, 32, 4, 64, 64> h4;
+    typedef hpdl__tc_shape<128, 256, 64, 3, 64, 64> h5;
+    typedef hpdl__tc_shape<128, 128, 32, 6, 64, 64> h6;
+    static const tune_variant<float, float> f32[] = {
+        {"warptile bk8 minb2 fast", tune_warptile<float, float, 8, 2>}, {"warptile bk16 minb2 fast", tune_warptile<float, float, 16, 2>},
+        {"warptile bk16 minb1 fast", tune_warptile<float, float, 16, 1>}, {"warptile bk8 minb1 fast", tune_warptile<float, float, 8, 1>}};
+    static const tune_variant<double, double> f64[] = {
+        {"dmma 128x128x16 s3 k4 fast", tune_dmma<d1>}, {"dmma 128x128x32 s3 k4 fast", tune_dmma<d2>},
+        {"dmma 128x128x16 s3 k8 fast", tune_dmma<d3>}, {"dmma 128x128x32 s3 k8 fast", tune_dmma<d4>},
+        {"dmma 128x64x16 s3 k8 fast (2 CTA)", tune_dmma<d5>}};
+    static const tune_variant<__half, float> f16[] = {
+        {"mma 128x256x32 s4 w64x64 fast", tune_mma<h1, __half>}, {"mma 128x128x32 s4 w64x64 fast", tune_mma<h2, __half>},
+        {"mma 128x128x32 s3 w64x64 fast", tune_mma<h3, __half>}, {"mma 256x128x32 s4 w64x64 fast", tune_mma<h4, __half>},
+        {"mma 128x256x64 s3 w64x64 fast", tune_mma<h5, __half>}, {"mma 128x128x32 s6 w64x64 fast", tune_mma<h6, __half>}};
+    tune_type<float, float>("f32", f32, 4, fl);
+    tune_type<double, double>("f64", f64, 5, fl);
+    tune_type<__half, float>("f16", f16, 6, fl);
+}
+
 /* Opens <HPDL_RESULTS or .>/<name>.csv with its own header line. */
 static FILE *open_detail(const char *name, const char *header) {
     char path[1024];
@@ -255,6 +347,7 @@ int main(int argc, char **argv) {
     memset(&o, 0, sizeof o);
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) opt.quick = 1;
+        else if (strcmp(argv[i], "--tune") == 0) opt.tune = 1;
         else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) opt.only = argv[++i];
         else { fprintf(stderr, "usage: %s [--quick] [--type f32|f64|f16|bf16]\n", argv[0]); return 2; }
     }
@@ -262,6 +355,7 @@ int main(int argc, char **argv) {
     HPDL_CHECK(hpdl_cuda_device_query(0, &info));
     HPDL_CHECK(hpdl_cuda_l2_flusher_create(&fl));
     o.gpu = info.name;
+    if (opt.tune) { tune_all(&fl); hpdl_cuda_l2_flusher_destroy(&fl); return 0; }
     printf("gemm on %s (%d SMs, sm_%d%d): row-major C = A*B, alpha 1, beta 0, random inputs in [-1, 1]\n", info.name,
            info.sm_count, info.cc_major, info.cc_minor);
     printf("each rung checked against cuBLAS (max|err|/max|C|) before timing; median time, L2 flushed; "
