@@ -33,7 +33,11 @@
 
    CHANGELOG
        2026-11-22  v0.1.0  status codes, allocation hooks, f16/bf16, RNG, timer,
-                           statistics, matrix views, CPU reference kernels.
+                           statistics, matrix views, CSV output; CPU reference
+                           kernels (vector ops, blocked GEMM, matrix power,
+                           activations, softmax + cross-entropy, MLP training),
+                           IDX loader; PALEO/roofline/collective cost models;
+                           layer placement; int8 quantization and quantized MLP.
 */
 #ifndef HPDL_H
 #define HPDL_H
@@ -411,7 +415,7 @@ HPDL_API void hpdl_csv_row(FILE *f, const char *metric, double value, const char
 /* ======================================================================== */
 /* CPU reference kernels                                                     */
 /* ======================================================================== */
-/* CPU reference kernels (spliced into hpdl.h): vectors, GEMM, matrix power,
+/* CPU reference kernels: vectors, GEMM, matrix power,
    activations, softmax cross-entropy, the MLP, and the IDX (MNIST) loader.
 
    Each family is a macro HPDL_DEFINE_<FAMILY>(SUFFIX, T, ACC_T, LOAD, STORE)
@@ -1303,7 +1307,7 @@ HPDL_API hpdl_status hpdl_dataset_normalize(hpdl_dataset *d, float mean, float s
 /* ======================================================================== */
 /* Performance models, placement, quantization                               */
 /* ======================================================================== */
-/* Performance models, placement, quantization (spliced into hpdl.h). */
+/* Performance models, placement, quantization. */
 #include <limits.h>
 /* ------------------------------------------------------------------------ */
 /* Performance models: layer FLOPs, networks, PALEO, roofline, collectives   */
@@ -2677,8 +2681,8 @@ HPDL_API hpdl_status hpdl_quant_hist_write_csv(const hpdl_quant_hist *h, const c
     if (fclose(f) != 0) return HPDL_ERR_IO;
     return HPDL_OK;
 }
-/* Quantized MLP inference on the CPU (spliced into hpdl.h after the int8
-   quantization section of parts/cpu_models.h; needs hpdl_mlp_f32).
+/* Quantized MLP inference on the CPU (built on the int8
+   quantization section above and hpdl_mlp_f32).
 
    A trained hpdl_mlp_f32 plus calibration batches become a hpdl_quant_mlp,
    which runs in three steps of the course's quantization lab:

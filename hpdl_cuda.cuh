@@ -10,14 +10,32 @@
        HPDL_CHECK(hpdl_cuda_vec_add_f32(HPDL_VECADD_GRID_STRIDE, n, d_a, d_b, d_c, 0));
        nvcc -O3 -arch=native prog.cu -lcublas
 
+   WHAT IS HERE (each with its CPU twin in hpdl.h)
+       vector add       hpdl_cuda_vec_add_<t>: four launch configurations;
+                        managed memory (hpdl_cuda_alloc_managed, _prefetch)
+       GEMM             hpdl_cuda_gemm_<t> (best kernel), hpdl_cuda_gemm_algo_<t>
+                        (one rung of the ladder, or HPDL_GEMM_CUBLAS)
+       MLP training     hpdl_cuda_mlp_<t>: fused kernels, CUDA-graph steps,
+                        f16 mixed precision with loss scaling; NVML sampler
+       multi-GPU        device utilities, hpdl_cuda_matpow_<t>, sums of powers
+                        over GPUs, the deep linear model (naive and pipelined)
+       int8             hpdl_cuda_quant_gemm_*: mma.sync s8 and dp4a, fused
+                        requantization; quantized MLP inference
+       <t> is f32, f64, f16 or bf16 where the family has it.
+
    OPTIONS
-       HPDL_NO_NVTX   compile the NVTX ranges out (no nvtx3 header needed)
+       HPDL_NO_NVTX            compile the NVTX ranges out (no nvtx3 header needed)
+       HPDL_VECADD_WAVES       grid of the grid-stride vector add, in waves of
+                               resident blocks (default 128)
+       HPDL_CUDA_MAX_DEVICES   most GPUs the multi-GPU helpers handle (default 16)
 
    Half types: hpdl_f16 / hpdl_bf16 have the bits of __half / __nv_bfloat16;
    launchers take the hpdl_ types and reinterpret them for the kernels.
 
    CHANGELOG
-       2026-11-22  v0.1.0  check macros, buffers, event timer, NVTX, device query.
+       2026-11-22  v0.1.0  check macros, buffers, event timer, NVTX, device query,
+                           bench timing helpers; vector add, GEMM ladder with cuBLAS
+                           backend, MLP training, multi-GPU helpers, int8 GEMM.
 */
 #ifndef HPDL_CUDA_CUH
 #define HPDL_CUDA_CUH
@@ -298,7 +316,7 @@ HPDL_API hpdl_status hpdl_cuda_time_median_ms(hpdl_cuda_work_fn run, void *ctx, 
 /* ======================================================================== */
 /* ------------------------------------------------------------------------ */
 /* Vector add c = a + b: the four launch configurations of the CUDA workflow */
-/* (spliced into hpdl_cuda.cuh; CPU twin: hpdl_vec_add_<type> in hpdl.h)     */
+/* (CPU twin: hpdl_vec_add_<type> in hpdl.h)                                 */
 /* ------------------------------------------------------------------------ */
 
 /* From one thread doing all the work to a grid that fills every SM. All four
@@ -528,7 +546,7 @@ HPDL_API hpdl_status hpdl_cuda_prefetch(const void *ptr, size_t bytes, int devic
 #endif
     return HPDL_OK;
 }
-/* cuda_gemm: GEMM ladder and cuBLAS backend (spliced into hpdl_cuda.cuh).
+/* GEMM ladder and cuBLAS backend.
 
    C (M x N, row-major, ldc >= N) = alpha * op(A) * op(B) + beta * C, device pointers.
    op(A) is M x K: A is M x K (lda >= K) when HPDL_NO_TRANS, K x M (lda >= M) when HPDL_TRANS;
@@ -1030,25 +1048,24 @@ template <bool TRANS> static __device__ __forceinline__ void hpdl__ldmatrix_x4(u
 #endif
 }
 
-/* d += a (16x16, row) * b (16x8, col), f32 accumulation. */
-static __device__ __forceinline__ void hpdl__mma16816(__half, float d[4], const unsigned a[4], const unsigned b[2]) {
+/* d += a (16x16, row) * b (16x8, col), f32 accumulation; PTX names the
+   input type, so one overload per type. */
 #ifdef HPDL__GEMM_SM80
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#define HPDL__DEFINE_MMA16816(T, PTX_TYPE)                                                                  \
+    static __device__ __forceinline__ void hpdl__mma16816(T, float d[4], const unsigned a[4], const unsigned b[2]) { \
+        asm("mma.sync.aligned.m16n8k16.row.col.f32." PTX_TYPE "." PTX_TYPE                                  \
+            ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                                 \
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                                \
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));                            \
+    }
 #else
-    (void)d; (void)a; (void)b;
+#define HPDL__DEFINE_MMA16816(T, PTX_TYPE)                                                                  \
+    static __device__ __forceinline__ void hpdl__mma16816(T, float d[4], const unsigned a[4], const unsigned b[2]) { \
+        (void)d; (void)a; (void)b;                                                                          \
+    }
 #endif
-}
-static __device__ __forceinline__ void hpdl__mma16816(__nv_bfloat16, float d[4], const unsigned a[4], const unsigned b[2]) {
-#ifdef HPDL__GEMM_SM80
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#else
-    (void)d; (void)a; (void)b;
-#endif
-}
+HPDL__DEFINE_MMA16816(__half, "f16")
+HPDL__DEFINE_MMA16816(__nv_bfloat16, "bf16")
 
 /* f64 tensor cores: d0 (rows 0-7) += a0 * b and d1 (rows 8-15) += a1 * b,
    one m16n8k4 instruction on sm_90, two m8n8k4 on sm_80. */
@@ -1579,7 +1596,7 @@ HPDL_DEFINE_CUDA_GEMM(f64, double, double, double)
 HPDL_DEFINE_CUDA_GEMM(f16, hpdl_f16, __half, float)
 HPDL_DEFINE_CUDA_GEMM(bf16, hpdl_bf16, __nv_bfloat16, float)
 /* ------------------------------------------------------------------------ */
-/* MLP training on the GPU (spliced into hpdl_cuda.cuh)                      */
+/* MLP training on the GPU                                                    */
 /* ------------------------------------------------------------------------ */
 /* hpdl_cuda_mlp_<s> mirrors the CPU hpdl_mlp_<s> (same widths, same row-major
    W[l] of widths[l] x widths[l+1], Y = X.W + b) with its parameters on the
@@ -2804,7 +2821,6 @@ HPDL_DEFINE_CUDA_MLP(f16, float, hpdl_f16, __half, f32)
 
 HPDL_DEFINE_CUDA_SOFTMAX_XENT(f32, float)
 HPDL_DEFINE_CUDA_SOFTMAX_XENT(f64, double)
-/* cuda_multi: spliced into hpdl_cuda.cuh */
 /* ======================================================================== */
 /* Several GPUs: device sets, transfers, matrix powers, model parallelism    */
 /* ======================================================================== */
@@ -4065,10 +4081,9 @@ HPDL_API hpdl_status hpdl_cuda_deep_linear_profile(hpdl_cuda_deep_linear *m, int
     hpdl__dl_marks_free(m, per);
     return s;
 }
-/* cuda_quant: int8 GEMM (tensor cores and dp4a) with fused requantization,
-   and quantized MLP inference (spliced into hpdl_cuda.cuh after
-   parts/cuda_multi.cuh; uses the cp.async / ldmatrix helpers of
-   parts/cuda_gemm.cuh and hpdl_quant_mlp of parts/cpu_quant_mlp.h).
+/* int8 GEMM (tensor cores and dp4a) with fused requantization, and quantized
+   MLP inference (uses the GEMM section's cp.async / ldmatrix helpers and
+   hpdl.h's hpdl_quant_mlp).
 
    Every function computes exactly what its CPU twin in hpdl.h computes, bit
    for bit: hpdl_quant_gemm_i8, hpdl_quant_gemm_requant_i8,
@@ -4205,7 +4220,7 @@ static __device__ __forceinline__ int32_t hpdl__qrow_total(int32_t part, int lan
 
 enum { HPDL__QMMA_BM = 128, HPDL__QMMA_BN = 256, HPDL__QMMA_BK = 64, HPDL__QMMA_STAGES = 4 };
 
-/* The tile shape as hpdl__gemm_launch_tc (parts/cuda_gemm.cuh) takes it. */
+/* The tile shape as hpdl__gemm_launch_tc (GEMM section) takes it. */
 struct hpdl__qmma_shape {
     enum { BM = HPDL__QMMA_BM, BN = HPDL__QMMA_BN, THREADS = 256 };
 };

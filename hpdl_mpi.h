@@ -93,6 +93,9 @@
 #endif
 
 #include <limits.h>
+#ifdef __CUDACC__
+#include <unistd.h> /* execvp: hpdl_mpi_relaunch_per_gpu */
+#endif
 
 #ifndef HPDL_MPI_BUCKET_BYTES
 #define HPDL_MPI_BUCKET_BYTES ((size_t)25 << 20)
@@ -400,6 +403,31 @@ HPDL_API int hpdl_mpi_select_gpu(void) {
     return -1;
 #endif
 }
+
+#if defined(__CUDACC__) && !defined(HPDL_NO_MPI)
+/* For benches that want one rank per GPU: a program started on its own (no
+   MPI launcher in the environment) on a machine with several GPUs replaces
+   itself by `mpirun -np <GPUs> <the same command>`. Call it before
+   hpdl_mpi_init; it returns only when there is nothing to do or mpirun could
+   not be started (then the program goes on as one rank). */
+HPDL_API void hpdl_mpi_relaunch_per_gpu(int argc, char **argv, const char *who) {
+    char np[16], **args;
+    int gpus = 0, i;
+    if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK")) return;
+    if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 2) { cudaGetLastError(); return; }
+    args = (char **)hpdl_alloc((size_t)argc + 4, sizeof *args);
+    if (!args) return;
+    snprintf(np, sizeof np, "%d", gpus);
+    args[0] = (char *)"mpirun";
+    args[1] = (char *)"-np";
+    args[2] = np;
+    for (i = 0; i < argc; i++) args[3 + i] = argv[i];
+    args[3 + argc] = NULL;
+    fprintf(stderr, "%s: %d GPUs: running as mpirun -np %d\n", who, gpus, gpus);
+    execvp("mpirun", args);
+    HPDL_FREE(args);
+}
+#endif
 
 /* 1 when MPI accepts device pointers (Open MPI built with CUDA support). */
 HPDL_API int hpdl_mpi_cuda_aware(void) {
@@ -1426,7 +1454,7 @@ HPDL_API hpdl_status hpdl__mpi_bucketer_launch_iallreduce(hpdl_mpi_bucketer *b, 
 HPDL_API hpdl_status hpdl__mpi_bucketer_launch_nccl(hpdl_mpi_bucketer *b, int k) {
 #ifdef HPDL_MPI_HAVE_NCCL
     ncclComm_t nc;
-    ncclDataType_t type;
+    ncclDataType_t type = ncclFloat32; /* set by hpdl__mpi_nccl_type */
     int i, p = 1;
     hpdl_status s = hpdl_mpi_nccl_comm(b->comm, &nc);
     if (s != HPDL_OK) return s;
@@ -1560,7 +1588,7 @@ HPDL_API hpdl_status hpdl_mpi_finalize(void) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* Data-parallel MLP training (spliced into hpdl_mpi.h after the bucketer)   */
+/* Data-parallel MLP training                                                 */
 /* ------------------------------------------------------------------------ */
 /* Every rank holds the whole model. One training step on P ranks:
        1. global batch s of the epoch = rows [s*P*b, (s+1)*P*b) of a
@@ -2152,7 +2180,8 @@ static inline hpdl_status hpdl__dp_cuda_create(D *dp, M *g, int64_t n_train, con
 
 /* hpdl__cmlp_backward with hooks: layer l's db, then its dW (the first
    layer's in row blocks) go to the bucketer as soon as they are queued.
-   (Needs from parts/cuda_mlp.cuh: a per-layer backward, see notes/dp.md.) */
+   (A per-layer backward hook in the MLP section would remove this copy of
+   its loop: see notes/dp.md.) */
 template <typename C, typename D, typename M>
 static inline hpdl_status hpdl__dp_cuda_backward(D *dp, M *g, int batch, int mark, cudaEvent_t first_bucket) {
     int l, p, L = g->n_layers;

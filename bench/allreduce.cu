@@ -28,7 +28,6 @@
 #endif
 #include "hpdl_mpi.h"
 
-#include <unistd.h>
 
 #define BENCH_CHECK(call)                                                     \
     do {                                                                      \
@@ -150,34 +149,8 @@ static double time_op(bench *b, int v, int64_t count, int iters) {
     return st.median;
 }
 
-/* Started alone (no MPI launcher) with several GPUs: become `mpirun -np N`. */
-static void relaunch_under_mpirun(int argc, char **argv) {
-    char np[16], **args;
-    int gpus = 0, i;
-    if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK")) return;
-    if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 2) { cudaGetLastError(); return; }
-    args = (char **)hpdl_alloc((size_t)argc + 4, sizeof *args);
-    if (!args) return;
-    snprintf(np, sizeof np, "%d", gpus);
-    args[0] = (char *)"mpirun";
-    args[1] = (char *)"-np";
-    args[2] = np;
-    for (i = 0; i < argc; i++) args[3 + i] = argv[i];
-    args[3 + argc] = NULL;
-    fprintf(stderr, "allreduce: %d GPUs: running as mpirun -np %d\n", gpus, gpus);
-    execvp("mpirun", args); /* returns only on failure: then run as one rank */
-    HPDL_FREE(args);
-}
-
 static FILE *open_detail_csv(void) {
-    const char *dir = getenv("HPDL_RESULTS");
-    char path[1024];
-    FILE *f;
-    snprintf(path, sizeof path, "%s/allreduce_all.csv", dir && *dir ? dir : ".");
-    f = fopen(path, "w");
-    if (!f) fprintf(stderr, "allreduce: cannot write %s: %s\n", path, strerror(errno));
-    else fprintf(f, "variant,bytes,count,type,ranks,time_us,algbw_gbs,busbw_gbs,wrong\n");
-    return f;
+    return hpdl_csv_open_with_header(".", "allreduce_all", "variant,bytes,count,type,ranks,time_us,algbw_gbs,busbw_gbs,wrong");
 }
 
 /* Headline: value vs anchor at one size, when both were measured. */
@@ -203,7 +176,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc) max_bytes = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--no-check")) checks = 0;
     }
-    relaunch_under_mpirun(argc, argv);
+    hpdl_mpi_relaunch_per_gpu(argc, argv, "allreduce");
     BENCH_CHECK(hpdl_mpi_init(&argc, &argv));
     memset(&b, 0, sizeof b);
     memset(busbw, 0, sizeof busbw);

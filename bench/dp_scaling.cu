@@ -35,7 +35,6 @@
 #endif
 #include "hpdl_mpi.h"
 
-#include <unistd.h>
 
 #define N_CLASSES 10
 #define LR 0.05
@@ -58,24 +57,6 @@ typedef struct run_result {
     double epoch_s, compute_s, comm_s, span_s, busbw, grad_bytes, loss, acc;
     int64_t steps;
 } run_result;
-
-static void relaunch_under_mpirun(int argc, char **argv) {
-    char np[16], **args;
-    int gpus = 0, i;
-    if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK")) return;
-    if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 2) { cudaGetLastError(); return; }
-    args = (char **)hpdl_alloc((size_t)argc + 4, sizeof *args);
-    if (!args) return;
-    snprintf(np, sizeof np, "%d", gpus);
-    args[0] = (char *)"mpirun";
-    args[1] = (char *)"-np";
-    args[2] = np;
-    for (i = 0; i < argc; i++) args[3 + i] = argv[i];
-    args[3 + argc] = NULL;
-    fprintf(stderr, "dp_scaling: %d GPUs: running as mpirun -np %d\n", gpus, gpus);
-    execvp("mpirun", args);
-    HPDL_FREE(args);
-}
 
 static hpdl_mpi_dp_config bench_config(int batch, int overlap, MPI_Comm comm) {
     hpdl_mpi_dp_config c;
@@ -212,14 +193,12 @@ int main(int argc, char **argv) {
     run_result res[2][MAX_B][2][2]; /* [hidden][batch][overlap][0: 1 GPU, 1: P GPUs] */
     hpdl_mpi_dp_roofline roof[2];
     FILE *csv = NULL, *all = NULL, *acc = NULL;
-    char path[1024];
-    const char *dir;
     setenv("NCCL_NVLS_ENABLE", "0", 1);
     for (i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
         else if (!strcmp(argv[i], "--quick")) quick = 1;
     }
-    relaunch_under_mpirun(argc, argv);
+    hpdl_mpi_relaunch_per_gpu(argc, argv, "dp_scaling");
     B_CHECK(hpdl_mpi_init(&argc, &argv));
     g_rank = hpdl_mpi_rank();
     g_size = hpdl_mpi_size();
@@ -284,10 +263,10 @@ int main(int argc, char **argv) {
         c.lr_scale = 1;
         c.warmup_epochs = 2;
         a[2] = train(hiddens[0], &c, &train_set, &dtrain, &dtest, 4, 1);
-        dir = getenv("HPDL_RESULTS");
         if (g_rank == 0) {
-            snprintf(path, sizeof path, "%s/dp_scaling_acc.csv", dir && *dir ? dir : ".");
-            acc = fopen(path, "w");
+            acc = hpdl_csv_open_with_header(".", "dp_scaling_acc",
+                                            "run,hidden,batch_per_gpu,gpus,lr_scale,warmup_epochs,final_lr,"
+                                            "epoch5_loss,epoch5_test_acc");
             printf("\nTable 4: after 5 epochs, H %d, %d GPUs (lr %.3g at batch 128)\n", hiddens[0], g_size, LR);
             printf("%-28s %8s %10s %9s %9s\n", "run", "batch/GPU", "final lr", "loss", "test_acc");
             printf("%-28s %8d %10.4g %9.4f %9.4f\n", "batch 128", 128, LR, a[0].loss, a[0].acc);
@@ -295,7 +274,6 @@ int main(int argc, char **argv) {
             printf("%-28s %8d %10.4g %9.4f %9.4f\n", "largest, scaling + warm-up 2", big,
                    LR * g_size * big / 128.0, a[2].loss, a[2].acc);
             if (acc) {
-                fprintf(acc, "run,hidden,batch_per_gpu,gpus,lr_scale,warmup_epochs,final_lr,epoch5_loss,epoch5_test_acc\n");
                 fprintf(acc, "batch128,%d,128,%d,0,0,%g,%.5f,%.5f\n", hiddens[0], g_size, LR, a[0].loss, a[0].acc);
                 fprintf(acc, "largest,%d,%d,%d,0,0,%g,%.5f,%.5f\n", hiddens[0], big, g_size, LR, a[1].loss, a[1].acc);
                 fprintf(acc, "largest_scaled,%d,%d,%d,1,2,%g,%.5f,%.5f\n", hiddens[0], big, g_size,
@@ -306,11 +284,9 @@ int main(int argc, char **argv) {
     }
     if (g_rank == 0) {
         csv = hpdl_csv_open(".", "dp_scaling");
-        snprintf(path, sizeof path, "%s/dp_scaling_all.csv", dir && *dir ? dir : ".");
-        all = fopen(path, "w");
-        if (all)
-            fprintf(all, "hidden,batch_per_gpu,overlap,gpus,steps,epoch_ms,compute_ms,comm_ms,comm_span_ms,grad_mb,"
-                         "busbw_gbs,bw_util,speedup,weak_eff\n");
+        all = hpdl_csv_open_with_header(".", "dp_scaling_all",
+                                        "hidden,batch_per_gpu,overlap,gpus,steps,epoch_ms,compute_ms,comm_ms,"
+                                        "comm_span_ms,grad_mb,busbw_gbs,bw_util,speedup,weak_eff");
         printf("\nTables 1-3: epoch = 60000 samples; S = T1/TP; E = T1/(P TP); comm = waited-for reduction; "
                "util = busbw / P_mpi\n");
         printf("%5s %6s %3s | %9s | %9s %9s %9s %7s %5s | %6s %6s\n", "H", "b/GPU", "ovl", "T1 ms", "TP ms",

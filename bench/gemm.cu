@@ -310,20 +310,8 @@ static void tune_all(hpdl_cuda_l2_flusher *fl) {
     tune_type<__half, float>("f16", f16, 6, fl);
 }
 
-/* Opens <HPDL_RESULTS or .>/<name>.csv with its own header line. */
-static FILE *open_detail(const char *name, const char *header) {
-    char path[1024];
-    const char *dir = getenv("HPDL_RESULTS");
-    FILE *f;
-    snprintf(path, sizeof path, "%s/%s.csv", dir && *dir ? dir : ".", name);
-    f = fopen(path, "w");
-    if (!f) { fprintf(stderr, "gemm: cannot write %s: %s\n", path, strerror(errno)); return NULL; }
-    fprintf(f, "%s\n", header);
-    return f;
-}
-
 static void write_rungs(const bench_out *o) {
-    FILE *f = open_detail("gemm_rungs", "rung,f32,f64,f16,bf16");
+    FILE *f = hpdl_csv_open_with_header(".", "gemm_rungs", "rung,f32,f64,f16,bf16");
     int r, t;
     if (!f) return;
     for (r = 0; r < N_RUNGS; r++) {
@@ -363,7 +351,7 @@ int main(int argc, char **argv) {
     printf("%-5s %5s %5s %5s  %-10s %10s %9s %7s %7s %9s  %s\n", "type", "M", "N", "K", "rung", "ms", "TFLOP/s", "ratio",
            "peak", "err", "status");
     o.head = hpdl_csv_open(".", "gemm");
-    o.all = open_detail("gemm_all", "metric,value,unit,anchor,anchor_value,ratio,type,m,n,k,rung,ms,peak_share,max_rel_err,status");
+    o.all = hpdl_csv_open_with_header(".", "gemm_all", "metric,value,unit,anchor,anchor_value,ratio,type,m,n,k,rung,ms,peak_share,max_rel_err,status");
     good &= bench_type<float>(&o, &opt, "f32", 0, &fl);
     good &= bench_type<double>(&o, &opt, "f64", 1, &fl);
     good &= bench_type<__half>(&o, &opt, "f16", 2, &fl);

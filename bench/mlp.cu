@@ -183,8 +183,7 @@ static void run_torch(int amp, results *r) {
 
 static void write_csv(const results *r, const char *gpu) {
     FILE *f = hpdl_csv_open(".", "mlp"), *d;
-    const char *dir = getenv("HPDL_RESULTS");
-    char path[1024], metric[128];
+    char metric[128];
     int h, b, v;
     if (!f) return;
     for (b = 0; b < NB; b += NB - 1) { /* headline: H=512 at batch 32 and 3000 */
@@ -200,11 +199,10 @@ static void write_csv(const results *r, const char *gpu) {
                              r->torch_ms[amp][h][b], 0);
             }
     fclose(f);
-    snprintf(path, sizeof path, "%s/mlp_detail.csv", dir && *dir ? dir : ".");
-    d = fopen(path, "w");
-    if (!d) { fprintf(stderr, "cannot write %s: %s\n", path, strerror(errno)); return; }
-    fprintf(d, "gpu,hidden,batch,f32_graph_ms,f32_warptile_ms,f32_eager_ms,f16_graph_ms,f16_mma_ms,pytorch_f32_ms,"
-               "pytorch_amp_ms,f32_samples_per_s,f16_skipped_steps\n");
+    d = hpdl_csv_open_with_header(".", "mlp_detail",
+                                  "gpu,hidden,batch,f32_graph_ms,f32_warptile_ms,f32_eager_ms,f16_graph_ms,f16_mma_ms,"
+                                  "pytorch_f32_ms,pytorch_amp_ms,f32_samples_per_s,f16_skipped_steps");
+    if (!d) return;
     for (h = 0; h < NH; h++)
         for (b = 0; b < NB; b++)
             fprintf(d, "%s,%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.0f,%lld\n", gpu, hiddens[h], batches[b],

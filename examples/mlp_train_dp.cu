@@ -8,7 +8,7 @@
    Every rank holds the model; rank 0's initial weights are broadcast; each
    epoch is a fresh permutation keyed by (seed, epoch), each global batch of
    P*b rows split over the ranks; gradients are summed with the chosen
-   algorithm, and every rank takes the same SGD step (parts/mpi_dp.h).
+   algorithm, and every rank takes the same SGD step (hpdl_mpi.h).
 
    Flags (defaults in brackets):
        --data DIR         IDX files [data/fashion-mnist]

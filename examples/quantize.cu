@@ -6,7 +6,7 @@
 
    1. trains a 784-H-10 ReLU MLP (on the GPU with hpdl_cuda_mlp_f32 when
       there is one, else on the CPU with hpdl_mlp_train_step_f32);
-   2. quantizes it (parts/cpu_quant_mlp.h): weights per output channel,
+   2. quantizes it (hpdl.h): weights per output channel,
       symmetric; activation ranges calibrated on training batches; int32
       biases at scale s_w * s_x;
    3. reports test accuracy for float, int8 weights only, + int8 activations,

@@ -2,22 +2,9 @@
    for N = 1..4. Every rank runs every test; a test fails on all ranks when it
    fails on any, so rank 0's output (the only one printed) covers them all. */
 #include "hpdl_mpi.h"
-#include "hpdl_test.h"
+#include "hpdl_test_mpi.h"
 
 static int g_rank, g_size;
-
-/* Turns a failure on any rank into a failure on every rank. */
-static void agree_verdict(void) {
-    int local = hpdl_test__failures > 0, any = 0;
-    MPI_Allreduce(&local, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (any && !local) hpdl_test__fail(__FILE__, __LINE__, "every rank to pass (another rank failed)");
-}
-
-/* Defines test `name`: its body, then the verdict agreed across ranks. */
-#define MPI_TEST(name)                                                        \
-    static void name##_body(void);                                            \
-    static void name(void) { name##_body(); agree_verdict(); }                \
-    static void name##_body(void)
 
 /* ---- values of any element type, seen as doubles ------------------------- */
 

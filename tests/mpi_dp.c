@@ -1,21 +1,10 @@
-/* MPI tests of the data-parallel driver (parts/mpi_dp.h) on CPU ranks:
+/* MPI tests of the data-parallel driver (hpdl_mpi_dp_*) on CPU ranks:
    mpirun -np N build/mpi/mpi_dp for N = 1..4. Every rank runs every test; a
    test fails on all ranks when it fails on any; only rank 0 prints. */
 #include "hpdl_mpi.h"
-#include "hpdl_test.h"
+#include "hpdl_test_mpi.h"
 
 static int g_rank, g_size;
-
-static void agree_verdict(void) {
-    int local = hpdl_test__failures > 0, any = 0;
-    MPI_Allreduce(&local, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (any && !local) hpdl_test__fail(__FILE__, __LINE__, "every rank to pass (another rank failed)");
-}
-
-#define MPI_TEST(name)                                                        \
-    static void name##_body(void);                                            \
-    static void name(void) { name##_body(); agree_verdict(); }                \
-    static void name##_body(void)
 
 /* ---- a small problem ---------------------------------------------------------- */
 

@@ -1,4 +1,4 @@
-/* Tests of the quantized MLP on the CPU (parts/cpu_quant_mlp.h): a small
+/* Tests of the quantized MLP on the CPU (hpdl.h): a small
    ReLU network trained on separable synthetic data keeps its accuracy
    through int8 weights, int8 activations and integer-only inference; the
    int32 requantization against a double-precision reference; bad input. */
