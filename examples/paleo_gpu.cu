@@ -22,7 +22,8 @@
         allreduce       the gradients (W and b of both layers, f32) across
                         --ranks GPUs, ring model only
       Predicted: GEMM phases FLOPs / (peak f32 * PPP compute) (2*M*N*K each,
-      listed with their PALEO memory term); copy: PALEO memory term, bytes /
+      listed with their PALEO memory term), and a second table with PALEO's
+      sum compute + memory (bytes / (bandwidth * PPP memory)) per GEMM; copy: PALEO memory term, bytes /
       (PCIe bandwidth * PPP memory); allreduce: hpdl_cost_allreduce_ring with
       alpha and beta = 1/busbw. Measured: the same GEMMs with
       hpdl_cuda_gemm_f32 and the copy with cudaMemcpyAsync, CUDA events,
@@ -31,9 +32,10 @@
    Output: tables on stdout; <HPDL_RESULTS or .>/paleo_gpu.csv with
        ppp_gemm_f32        value TFLOP/s, anchor datasheet f32 peak, ratio = PPP
        ppp_mem_d2d         value GB/s,    anchor datasheet bandwidth, ratio = PPP
-       mlp_<phase>_ms      value measured ms, anchor paleo_predicted ms,
+       mlp_<phase>_ms      value measured ms, anchor predicted_compute ms,
                            ratio = predicted / measured (1 = exact, < 1: the
-                           model is optimistic)
+                           model is optimistic); phase: forward, backward, copy_h2d
+       mlp_<phase>_ms_vs_paleo_sum   the same against PALEO's compute + memory
        mlp_allreduce_ms    value predicted ms, anchor not_measured, ratio 0
 
    build: make build/examples/paleo_gpu
@@ -259,18 +261,22 @@ static double measure_ppp_memory(const hpdl_device_model *dev, const hpdl_cuda_d
 
 /* ---- 3. network estimates ---------------------------------------------------------- */
 
+/* The PALEO functions take one PPP; with the bandwidth scaled by
+   ppp_mem / ppp_flops their memory term becomes bytes / (bandwidth * ppp_mem)
+   while the compute term keeps ppp_flops: pass `eff` with ppp_flops. */
+static void effective_device(const hpdl_device_model *dev, double ppp_flops, double ppp_mem, hpdl_device_model *eff) {
+    HPDL_CHECK(hpdl_paleo_device_custom(dev->name, dev->peak_f32, dev->peak_f64, dev->mem_bw * ppp_mem / ppp_flops,
+                                        eff));
+}
+
 typedef hpdl_status (*net_builder)(hpdl_net *, hpdl_layer *, int);
 
-/* hpdl_paleo_net_time takes one PPP; with the bandwidth scaled by
-   ppp_mem / ppp_flops its memory term becomes bytes / (bandwidth * ppp_mem)
-   while the compute term keeps ppp_flops. */
 static void print_network_estimates(const hpdl_device_model *dev, double ppp_flops, double ppp_mem) {
     static const net_builder builders[3] = {hpdl_net_vgg16, hpdl_net_googlenet, hpdl_net_resnet50};
     static const int batches[2] = {1, 128};
     hpdl_device_model eff;
     int n, p, b;
-    HPDL_CHECK(hpdl_paleo_device_custom(dev->name, dev->peak_f32, dev->peak_f64, dev->mem_bw * ppp_mem / ppp_flops,
-                                        &eff));
+    effective_device(dev, ppp_flops, ppp_mem, &eff);
     printf("\nInference (forward) estimates on %s, PALEO style, per layer summed:\n"
            "compute = FLOPs / (peak * %.3f), memory = bytes / (%.0f GB/s * %.3f);\n"
            "sum = no overlap (PALEO), max = compute and memory overlapped within each layer.\n\n",
@@ -329,32 +335,46 @@ static void mlp_gemms(const mlp_buffers *m, int B, int H, gemm_call *calls) {
     calls[4] = make_gemm("bwd dW1 = X^T.D1", HPDL_TRANS, HPDL_NO_TRANS, IN, H, B, m->X, IN, m->D1, H, m->dW1, H);
 }
 
+/* One GEMM's PALEO terms on the effective device (see effective_device). */
+static hpdl_paleo_time gemm_estimate(const gemm_call *g, const hpdl_device_model *eff, double ppp_flops) {
+    hpdl_paleo_time t;
+    HPDL_CHECK(hpdl_paleo_estimate(gemm_flops(g), gemm_bytes(g), eff->peak_f32, eff->mem_bw, ppp_flops, &t));
+    return t;
+}
+
 /* Each GEMM alone: FLOPs, PALEO terms and measured time, for the record. */
-static void print_gemm_list(const gemm_call *calls, int n, const hpdl_device_model *dev, double ppp_flops,
-                            double ppp_mem, hpdl_cuda_l2_flusher *flush) {
+static void print_gemm_list(const gemm_call *calls, int n, const hpdl_device_model *eff, double ppp_flops,
+                            hpdl_cuda_l2_flusher *flush) {
     int i;
     printf("%-20s %6s %6s %6s %9s %9s %11s %10s %11s %8s\n", "GEMM", "M", "N", "K", "GFLOP", "MB", "compute ms",
            "memory ms", "measured ms", "TFLOP/s");
     for (i = 0; i < n; i++) {
         const gemm_call *g = &calls[i];
+        hpdl_paleo_time t = gemm_estimate(g, eff, ppp_flops);
         double s = time_gemms(g, 1, flush);
         printf("%-20s %6d %6d %6d %9.3f %9.2f %11.4f %10.4f %11.4f %8.1f\n", g->name, g->M, g->N, g->K,
-               gemm_flops(g) * 1e-9, gemm_bytes(g) * 1e-6, 1e3 * gemm_flops(g) / (dev->peak_f32 * ppp_flops),
-               1e3 * gemm_bytes(g) / (dev->mem_bw * ppp_mem), 1e3 * s, gemm_flops(g) / s * 1e-12);
+               gemm_flops(g) * 1e-9, gemm_bytes(g) * 1e-6, 1e3 * t.compute_s, 1e3 * t.memory_s, 1e3 * s,
+               gemm_flops(g) / s * 1e-12);
     }
 }
 
-static double phase_flops(const gemm_call *calls, int n) {
-    double f = 0.0;
+/* A phase's predictions: compute terms only (FLOPs / (peak * PPP)) and
+   PALEO's no-overlap sum (compute + memory per GEMM). */
+static void phase_estimate(const gemm_call *calls, int n, const hpdl_device_model *eff, double ppp_flops,
+                           double *compute_s, double *paleo_s) {
     int i;
-    for (i = 0; i < n; i++) f += gemm_flops(&calls[i]);
-    return f;
+    *compute_s = *paleo_s = 0.0;
+    for (i = 0; i < n; i++) {
+        hpdl_paleo_time t = gemm_estimate(&calls[i], eff, ppp_flops);
+        *compute_s += t.compute_s;
+        *paleo_s += t.sum_s;
+    }
 }
 
 #define N_PHASES 3
 
 typedef struct mlp_result {
-    double predicted[N_PHASES], measured[N_PHASES];
+    double predicted[N_PHASES], paleo[N_PHASES], measured[N_PHASES]; /* paleo: compute + memory */
     double allreduce_bytes, allreduce_s;
 } mlp_result;
 
@@ -368,6 +388,7 @@ static void mlp_step(const options *o, const hpdl_device_model *dev, double ppp_
     const double params = (double)IN * H + H + (double)H * OUT + OUT;
     mlp_buffers m;
     gemm_call calls[5];
+    hpdl_device_model eff;
     hpdl_paleo_time copy_t;
     void *pinned = NULL, *dst = NULL;
     int gpus = hpdl_cuda_device_count();
@@ -375,15 +396,16 @@ static void mlp_step(const options *o, const hpdl_device_model *dev, double ppp_
     printf("\nOne training step of the MLP %d-%d-%d, batch %d, f32\n\n", IN, H, OUT, B);
     mlp_buffers_create(&m, B, H, rng);
     mlp_gemms(&m, B, H, calls);
-    print_gemm_list(calls, 5, dev, ppp_flops, ppp_mem, flush);
+    effective_device(dev, ppp_flops, ppp_mem, &eff);
+    print_gemm_list(calls, 5, &eff, ppp_flops, flush);
 
-    r->predicted[0] = phase_flops(calls, 2) / (dev->peak_f32 * ppp_flops);
-    r->predicted[1] = phase_flops(calls + 2, 3) / (dev->peak_f32 * ppp_flops);
+    phase_estimate(calls, 2, &eff, ppp_flops, &r->predicted[0], &r->paleo[0]);
+    phase_estimate(calls + 2, 3, &eff, ppp_flops, &r->predicted[1], &r->paleo[1]);
     r->measured[0] = time_gemms(calls, 2, flush);
     r->measured[1] = time_gemms(calls + 2, 3, flush);
 
     HPDL_CHECK(hpdl_paleo_estimate(0.0, (double)copy_bytes, dev->peak_f32, pcie_bw, ppp_mem, &copy_t));
-    r->predicted[2] = copy_t.memory_s;
+    r->predicted[2] = r->paleo[2] = copy_t.memory_s;
     HPDL_CHECK(hpdl_cuda_alloc_pinned(&pinned, copy_bytes));
     HPDL_CHECK(hpdl_cuda_alloc(&dst, copy_bytes));
     memset(pinned, 0x3c, copy_bytes);
@@ -402,6 +424,9 @@ static void mlp_step(const options *o, const hpdl_device_model *dev, double ppp_
     HPDL_CHECK(hpdl_paleo_print_comparison(stdout, N_PHASES, phase_names, r->predicted, r->measured));
     printf("%-24s %14.4f %14s   not measured (%d GPU%s; bench/allreduce measures NCCL)\n", "allreduce (ring model)",
            1e3 * r->allreduce_s, "-", gpus, gpus == 1 ? "" : "s");
+    printf("\nThe same with PALEO's sum, compute + memory term per GEMM (the N = 10 and K = 10\n"
+           "products are memory bound: about 5 FLOP/byte, below the ridge)\n\n");
+    HPDL_CHECK(hpdl_paleo_print_comparison(stdout, N_PHASES, phase_names, r->paleo, r->measured));
 }
 
 /* ---- CSV ------------------------------------------------------------------------------ */
@@ -415,7 +440,9 @@ static void write_csv(double tflops, double peak_tflops, double gbs, double peak
     hpdl_csv_row(f, "ppp_mem_d2d", gbs, "GB/s", "datasheet_bandwidth", peak_gbs, 1);
     for (i = 0; i < N_PHASES; i++) {
         snprintf(metric, sizeof metric, "mlp_%s_ms", phase_keys[i]);
-        hpdl_csv_row(f, metric, 1e3 * r->measured[i], "ms", "paleo_predicted", 1e3 * r->predicted[i], 0);
+        hpdl_csv_row(f, metric, 1e3 * r->measured[i], "ms", "predicted_compute", 1e3 * r->predicted[i], 0);
+        snprintf(metric, sizeof metric, "mlp_%s_ms_vs_paleo_sum", phase_keys[i]);
+        hpdl_csv_row(f, metric, 1e3 * r->measured[i], "ms", "predicted_paleo_sum", 1e3 * r->paleo[i], 0);
     }
     hpdl_csv_row(f, "mlp_allreduce_ms", 1e3 * r->allreduce_s, "ms", "not_measured", 0.0, 0);
     fclose(f);
