@@ -46,7 +46,9 @@ WARN      := -Wall -Wextra -Werror
 CFLAGS_C  := -std=c99 -pedantic $(WARN) -O2 -march=native -I.
 CXXFLAGS  := -x c++ -std=c++11 $(WARN) -O2 -I.
 SANFLAGS  := -std=c99 -pedantic $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -I.
-NVFLAGS   := -O3 -std=c++17 $(NVARCH) -I. -Xcompiler -Wall,-Wextra -lineinfo
+NVCOMMON  := -O3 -std=c++17 -I. -Xcompiler -Wall,-Wextra -lineinfo
+NVFLAGS   := $(NVCOMMON) $(NVARCH)
+SM80_ARCH := -gencode arch=compute_80,code=sm_80
 NVLIBS    := -lcublas -lcublasLt -Xlinker -rpath=$(CUDA_HOME)/lib64
 ifeq ($(HAVE_NCCL),1)
 NVLIBS    += -lnccl
@@ -128,7 +130,7 @@ $(B)/bench/%: bench/%.cu $(HEADERS)
 
 $(B)/check/sm80_all_headers.o: tests/all_headers.cu $(HEADERS)
 	@mkdir -p $(@D)
-	$(NVCC) $(subst $(NVARCH),-gencode arch=compute_80,code=sm_80,$(NVFLAGS)) \
+	$(NVCC) $(NVCOMMON) $(SM80_ARCH) \
 	    $(if $(HAVE_MPI),-DHPDL_HAVE_MPI $(MPI_CFLAGS)) $(if $(HAVE_NCCL),-DHPDL_USE_NCCL) -c $< -o $@
 
 $(B)/mpi/%: tests/%.c $(HEADERS)
