@@ -776,6 +776,30 @@ HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_SOFTMAX_XENT)
 
 #define HPDL_MLP_MAX_LAYERS 16
 
+/* Parses hidden-layer widths like "512" or "1024,256" into widths[1..] after
+   widths[0] = in, and appends out: widths becomes in-h1-...-out and *n_widths
+   its length. Returns HPDL_ERR_INVALID (writing nothing) on an empty or
+   malformed list, a width <= 0 or > 2^20, or more than HPDL_MLP_MAX_LAYERS
+   weight layers. */
+HPDL_API hpdl_status hpdl_mlp_parse_widths(const char *hidden, int in, int out, int *widths, int *n_widths) {
+    int parsed[HPDL_MLP_MAX_LAYERS + 1], n = 1;
+    const char *p = hidden;
+    if (!hidden || !widths || !n_widths || in <= 0 || out <= 0 || !*hidden) return HPDL_ERR_INVALID;
+    parsed[0] = in;
+    while (*p) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v <= 0 || v > 1L << 20 || n >= HPDL_MLP_MAX_LAYERS) return HPDL_ERR_INVALID;
+        if (*end && *end != ',') return HPDL_ERR_INVALID;
+        parsed[n++] = (int)v;
+        p = *end == ',' ? end + 1 : end;
+    }
+    parsed[n++] = out;
+    memcpy(widths, parsed, (size_t)n * sizeof *widths);
+    *n_widths = n;
+    return HPDL_OK;
+}
+
 /* 2..HPDL_MLP_MAX_LAYERS+1 widths, each at least 1. */
 static inline int hpdl__mlp_widths_ok(int n_widths, const int *widths) {
     int i;
@@ -998,7 +1022,7 @@ HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_MLP_MODEL)
                                                     int batch, const T *X, const int32_t *labels, \
                                                     hpdl_mlp_##SUFFIX *grad, double *loss) { \
         int L, l;                                                              \
-        double batch_loss;                                                     \
+        double batch_loss = 0.0;                                               \
         hpdl_status st;                                                        \
         if (!hpdl__mlp_run_ok_##SUFFIX(m, w, batch, X) || !hpdl__mlp_ok_##SUFFIX(grad) || \
             !hpdl__same_widths(m->n_layers, m->widths, grad->n_layers, grad->widths) || \

@@ -28,6 +28,7 @@
 
 typedef struct options {
     const char *data, *csv, *util_csv, *precision;
+    const char *hidden; /* "512" or "1024,256": hidden widths */
     int widths[HPDL_MLP_MAX_LAYERS + 1], n_widths;
     int batch, epochs, runs, device, check;
     int algo; /* hpdl_gemm_algo, or -1 for the model's default */
@@ -41,19 +42,6 @@ static void usage(void) {
                     "                 [--l2 X] [--precision f32|f64|f16] [--act relu|sigmoid] [--seed S]\n"
                     "                 [--device D] [--csv FILE] [--check] [--target-acc A --runs R] [--util-csv FILE]\n");
     exit(2);
-}
-
-static int parse_hidden(const char *s, options *o) {
-    o->n_widths = 1;
-    while (*s) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s || v <= 0 || v > 1 << 20 || o->n_widths >= HPDL_MLP_MAX_LAYERS) return 0;
-        o->widths[o->n_widths++] = (int)v;
-        s = *end == ',' ? end + 1 : end;
-        if (*end && *end != ',') return 0;
-    }
-    return 1;
 }
 
 static int parse_algo(const char *name) {
@@ -71,9 +59,7 @@ static options parse_args(int argc, char **argv) {
     o.data = "data/fashion-mnist";
     o.util_csv = "mlp_util.csv";
     o.precision = "f32";
-    o.widths[0] = 784;
-    o.widths[1] = 512;
-    o.n_widths = 2;
+    o.hidden = "512";
     o.batch = 32;
     o.epochs = 20;
     o.runs = 1;
@@ -87,7 +73,7 @@ static options parse_args(int argc, char **argv) {
         if (!v) usage();
         i++;
         if (!strcmp(a, "--data")) o.data = v;
-        else if (!strcmp(a, "--hidden")) { if (!parse_hidden(v, &o)) usage(); }
+        else if (!strcmp(a, "--hidden")) o.hidden = v;
         else if (!strcmp(a, "--batch")) o.batch = atoi(v);
         else if (!strcmp(a, "--epochs")) o.epochs = atoi(v);
         else if (!strcmp(a, "--lr")) o.lr = atof(v);
@@ -106,7 +92,7 @@ static options parse_args(int argc, char **argv) {
             else usage();
         } else usage();
     }
-    o.widths[o.n_widths++] = 10;
+    if (hpdl_mlp_parse_widths(o.hidden, 784, 10, o.widths, &o.n_widths) != HPDL_OK) usage();
     if (o.batch <= 0 || o.epochs <= 0 || o.runs <= 0 || o.lr <= 0.0 || o.l2 < 0.0) usage();
     return o;
 }

@@ -46,6 +46,7 @@
 
 typedef struct options {
     const char *data, *algo, *precision;
+    const char *hidden; /* "512" or "1024,256": hidden widths */
     int widths[HPDL_MLP_MAX_LAYERS + 1], n_widths, epochs, check;
     hpdl_mpi_dp_config cfg;
 } options;
@@ -57,19 +58,6 @@ static void usage(void) {
                         "       [--lr-scale] [--lr-ref-batch R] [--warmup E] [--precision f32|f64] [--seed S] [--no-check]\n");
     MPI_Finalize();
     exit(2);
-}
-
-static int parse_hidden(const char *s, options *o) {
-    o->n_widths = 1;
-    while (*s) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s || v <= 0 || v > 1 << 20 || o->n_widths >= HPDL_MLP_MAX_LAYERS) return 0;
-        o->widths[o->n_widths++] = (int)v;
-        if (*end && *end != ',') return 0;
-        s = *end == ',' ? end + 1 : end;
-    }
-    return 1;
 }
 
 static void set_algo(options *o, int gpu) {
@@ -91,9 +79,7 @@ static options parse_args(int argc, char **argv) {
     hpdl_mpi_dp_config_default(&o.cfg);
     o.data = "data/fashion-mnist";
     o.precision = "f32";
-    o.widths[0] = 784;
-    o.widths[1] = 512;
-    o.n_widths = 2;
+    o.hidden = "512";
     o.epochs = 5;
     o.check = 1;
     o.cfg.batch_ref = 128;
@@ -106,7 +92,7 @@ static options parse_args(int argc, char **argv) {
         if (!v) usage();
         i++;
         if (!strcmp(a, "--data")) o.data = v;
-        else if (!strcmp(a, "--hidden")) { if (!parse_hidden(v, &o)) usage(); }
+        else if (!strcmp(a, "--hidden")) o.hidden = v;
         else if (!strcmp(a, "--batch")) o.cfg.batch = atoi(v);
         else if (!strcmp(a, "--epochs")) o.epochs = atoi(v);
         else if (!strcmp(a, "--algo")) o.algo = v;
@@ -120,7 +106,7 @@ static options parse_args(int argc, char **argv) {
         else if (!strcmp(a, "--seed")) o.cfg.seed = (uint64_t)atoll(v);
         else usage();
     }
-    o.widths[o.n_widths++] = 10;
+    if (hpdl_mlp_parse_widths(o.hidden, 784, 10, o.widths, &o.n_widths) != HPDL_OK) usage();
     if (o.cfg.batch < 1 || o.epochs < 1 || (strcmp(o.precision, "f32") && strcmp(o.precision, "f64"))) usage();
     return o;
 }

@@ -355,8 +355,26 @@ static void training_bad_args(void) {
     hpdl_mlp_destroy_f64(&m);
 }
 
+static void test_parse_widths(void) {
+    int w[HPDL_MLP_MAX_LAYERS + 1], n = -1;
+    HPDL_EXPECT(hpdl_mlp_parse_widths("1024,256", 784, 10, w, &n) == HPDL_OK);
+    HPDL_EXPECT(n == 4 && w[0] == 784 && w[1] == 1024 && w[2] == 256 && w[3] == 10);
+    HPDL_EXPECT(hpdl_mlp_parse_widths("512", 784, 10, w, &n) == HPDL_OK && n == 3 && w[1] == 512);
+    n = -1;
+    w[0] = -5;
+    HPDL_EXPECT(hpdl_mlp_parse_widths("", 784, 10, w, &n) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_mlp_parse_widths("512,x", 784, 10, w, &n) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_mlp_parse_widths("0", 784, 10, w, &n) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_mlp_parse_widths("-3", 784, 10, w, &n) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_mlp_parse_widths("512;256", 784, 10, w, &n) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_mlp_parse_widths("1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16", 784, 10, w, &n) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_mlp_parse_widths(NULL, 784, 10, w, &n) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(n == -1 && w[0] == -5); /* nothing written on error */
+}
+
 int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
+        HPDL_TEST(test_parse_widths),
         HPDL_TEST(forward_matches_naive), HPDL_TEST(gradients_relu), HPDL_TEST(gradients_sigmoid),
         HPDL_TEST(sgd_step_with_l2), HPDL_TEST(create_reproducible), HPDL_TEST(training_decreases_loss),
         HPDL_TEST(accuracy_counts), HPDL_TEST(create_bad_args), HPDL_TEST(training_bad_args),
