@@ -2178,42 +2178,25 @@ static inline hpdl_status hpdl__dp_cuda_create(D *dp, M *g, int64_t n_train, con
     return HPDL_OK;
 }
 
-/* hpdl__cmlp_backward with hooks: layer l's db, then its dW (the first
-   layer's in row blocks) go to the bucketer as soon as they are queued.
-   (A per-layer backward hook in the MLP section would remove this copy of
-   its loop: see notes/dp.md.) */
+/* hpdl__cmlp_backward with hand-offs: layer l's db goes to the bucketer
+   before its dW is queued, each row block of dW (the first layer's in
+   dp->pieces blocks) as soon as it is queued. */
 template <typename C, typename D, typename M>
 static inline hpdl_status hpdl__dp_cuda_backward(D *dp, M *g, int batch, int mark, cudaEvent_t first_bucket) {
-    int l, p, L = g->n_layers;
-    dim3 threads(32, 32);
-    hpdl_status s = HPDL_OK;
-    if (!hpdl__mlp_xent_fuses_db(batch, g->widths[L])) {
-        hpdl__mlp_delta_colsum_kernel<<<(g->widths[L] + 31) / 32, threads, 0, g->stream>>>(
-            batch, g->widths[L], (C *)g->D[L - 1], (const C *)NULL, g->act, (C *)g->db[L - 1]);
-        HPDL_CUDA_TRY_LAUNCH();
-    }
-    for (l = L - 1; l >= 0 && s == HPDL_OK; l--) {
-        int k = g->widths[l], n = g->widths[l + 1], pieces = l == 0 ? dp->pieces : 1, t = hpdl__dp_tensor_base(dp, l);
+    int l, p;
+    hpdl_status s = hpdl__cmlp_output_db<C>(g, batch);
+    for (l = g->n_layers - 1; l >= 0 && s == HPDL_OK; l--) {
+        int k = g->widths[l], pieces = l == 0 ? dp->pieces : 1, t = hpdl__dp_tensor_base(dp, l);
         if (mark) s = hpdl_mpi_bucketer_ready(&dp->bucketer, t + pieces);
         for (p = 0; p < pieces && s == HPDL_OK; p++) {
-            int r0 = hpdl__dp_piece_row(k, pieces, p), r1 = hpdl__dp_piece_row(k, pieces, p + 1);
-            if (r1 > r0)
-                s = hpdl__mlp_gemm(g->algo, HPDL_TRANS, HPDL_NO_TRANS, r1 - r0, n, batch, (const C *)g->A[l] + r0, k,
-                                   (const C *)g->D[l], n, (C *)g->dW[l] + (size_t)r0 * n, n, g->stream);
+            s = hpdl__cmlp_backward_layer<C>(g, batch, l, hpdl__dp_piece_row(k, pieces, p),
+                                             hpdl__dp_piece_row(k, pieces, p + 1));
             if (s == HPDL_OK && mark) s = hpdl_mpi_bucketer_ready(&dp->bucketer, t + pieces - 1 - p);
             if (s == HPDL_OK && mark && !dp->span_started && dp->bucketer.next_launch > 0) {
                 dp->span_started = 1; /* the first bucket starts from this point of the stream */
                 HPDL_CUDA_TRY(cudaEventRecord(first_bucket, g->stream));
             }
         }
-        if (l == 0 || s != HPDL_OK) break;
-        s = hpdl__mlp_gemm(g->algo, HPDL_NO_TRANS, HPDL_TRANS, batch, k, n, (const C *)g->D[l], n, (const C *)g->cW[l],
-                           n, (C *)g->D[l - 1], k, g->stream);
-        if (s != HPDL_OK) break;
-        hpdl__mlp_delta_colsum_kernel<<<(k + 31) / 32, threads, 0, g->stream>>>(batch, k, (C *)g->D[l - 1],
-                                                                                (const C *)g->A[l], g->act,
-                                                                                (C *)g->db[l - 1]);
-        HPDL_CUDA_TRY_LAUNCH();
     }
     return s;
 }
