@@ -2523,22 +2523,24 @@ template <typename C, typename M> static inline hpdl_status hpdl__cmlp_output_db
     return HPDL_OK;
 }
 
-/* Backward at layer l (top down, after hpdl__cmlp_output_db): rows r0..r1 of
-   dW[l] = A[l]^T D[l]; the block that reaches the last row then carries the
-   delta down: dA = D[l] W[l]^T, and D[l-1] = dA * act'(A[l]) fused with the
-   column sums that give db[l-1]. Row blocks let the data-parallel driver hand
-   each piece of dW[l] to its reduction as soon as it is queued. */
+/* Backward at layer l (top down, after hpdl__cmlp_output_db), in two steps
+   so the data-parallel driver can hand each piece of dW[l] to its reduction
+   as soon as it is queued: rows r0..r1 of dW[l] = A[l]^T D[l] ... */
 template <typename C, typename M>
-static inline hpdl_status hpdl__cmlp_backward_layer(M *g, int batch, int l, int r0, int r1) {
+static inline hpdl_status hpdl__cmlp_backward_dw(M *g, int batch, int l, int r0, int r1) {
+    int k = g->widths[l], n = g->widths[l + 1];
+    if (r1 <= r0) return HPDL_OK;
+    return hpdl__mlp_gemm(g->algo, HPDL_TRANS, HPDL_NO_TRANS, r1 - r0, n, batch, (const C *)g->A[l] + r0, k,
+                          (const C *)g->D[l], n, (C *)g->dW[l] + (size_t)r0 * n, n, g->stream);
+}
+
+/* ... then, for l > 0, the delta carried down: dA = D[l] W[l]^T, and
+   D[l-1] = dA * act'(A[l]) fused with the column sums that give db[l-1]. */
+template <typename C, typename M> static inline hpdl_status hpdl__cmlp_backward_delta(M *g, int batch, int l) {
     int k = g->widths[l], n = g->widths[l + 1];
     dim3 threads(32, 32);
-    hpdl_status s = HPDL_OK;
-    if (r1 > r0)
-        s = hpdl__mlp_gemm(g->algo, HPDL_TRANS, HPDL_NO_TRANS, r1 - r0, n, batch, (const C *)g->A[l] + r0, k,
-                           (const C *)g->D[l], n, (C *)g->dW[l] + (size_t)r0 * n, n, g->stream);
-    if (s != HPDL_OK || r1 < k || l == 0) return s;
-    s = hpdl__mlp_gemm(g->algo, HPDL_NO_TRANS, HPDL_TRANS, batch, k, n, (const C *)g->D[l], n, (const C *)g->cW[l], n,
-                       (C *)g->D[l - 1], k, g->stream);
+    hpdl_status s = hpdl__mlp_gemm(g->algo, HPDL_NO_TRANS, HPDL_TRANS, batch, k, n, (const C *)g->D[l], n,
+                                   (const C *)g->cW[l], n, (C *)g->D[l - 1], k, g->stream);
     if (s != HPDL_OK) return s;
     hpdl__mlp_delta_colsum_kernel<<<(k + 31) / 32, threads, 0, g->stream>>>(
         batch, k, (C *)g->D[l - 1], (const C *)g->A[l], g->act, (C *)g->db[l - 1]);
@@ -2550,8 +2552,10 @@ static inline hpdl_status hpdl__cmlp_backward_layer(M *g, int batch, int l, int 
 template <typename C, typename M> static inline hpdl_status hpdl__cmlp_backward(M *g, int batch) {
     int l;
     hpdl_status s = hpdl__cmlp_output_db<C>(g, batch);
-    for (l = g->n_layers - 1; l >= 0 && s == HPDL_OK; l--)
-        s = hpdl__cmlp_backward_layer<C>(g, batch, l, 0, g->widths[l]);
+    for (l = g->n_layers - 1; l >= 0 && s == HPDL_OK; l--) {
+        s = hpdl__cmlp_backward_dw<C>(g, batch, l, 0, g->widths[l]);
+        if (s == HPDL_OK && l > 0) s = hpdl__cmlp_backward_delta<C>(g, batch, l);
+    }
     return s;
 }
 

@@ -2189,14 +2189,15 @@ static inline hpdl_status hpdl__dp_cuda_backward(D *dp, M *g, int batch, int mar
         int k = g->widths[l], pieces = l == 0 ? dp->pieces : 1, t = hpdl__dp_tensor_base(dp, l);
         if (mark) s = hpdl_mpi_bucketer_ready(&dp->bucketer, t + pieces);
         for (p = 0; p < pieces && s == HPDL_OK; p++) {
-            s = hpdl__cmlp_backward_layer<C>(g, batch, l, hpdl__dp_piece_row(k, pieces, p),
-                                             hpdl__dp_piece_row(k, pieces, p + 1));
+            s = hpdl__cmlp_backward_dw<C>(g, batch, l, hpdl__dp_piece_row(k, pieces, p),
+                                          hpdl__dp_piece_row(k, pieces, p + 1));
             if (s == HPDL_OK && mark) s = hpdl_mpi_bucketer_ready(&dp->bucketer, t + pieces - 1 - p);
             if (s == HPDL_OK && mark && !dp->span_started && dp->bucketer.next_launch > 0) {
                 dp->span_started = 1; /* the first bucket starts from this point of the stream */
                 HPDL_CUDA_TRY(cudaEventRecord(first_bucket, g->stream));
             }
         }
+        if (s == HPDL_OK && l > 0) s = hpdl__cmlp_backward_delta<C>(g, batch, l);
     }
     return s;
 }
