@@ -4,8 +4,6 @@
 #include "hpdl_mpi.h"
 #include "hpdl_test_mpi.h"
 
-static int g_rank, g_size;
-
 /* ---- values of any element type, seen as doubles ------------------------- */
 
 static void store_at(hpdl_mpi_dtype t, void *buf, int64_t i, double v) {
@@ -48,7 +46,7 @@ static void serial_sum(double *out, double *scratch, int64_t n, uint64_t seed, i
     int64_t i;
     int r;
     for (i = 0; i < n; i++) out[i] = 0.0;
-    for (r = 0; r < g_size; r++) {
+    for (r = 0; r < hpdl_mpi_size(); r++) {
         rank_values(scratch, n, seed, r, range);
         for (i = 0; i < n; i++) out[i] += scratch[i];
     }
@@ -86,7 +84,7 @@ static int64_t run_case(hpdl_mpi_dtype t, hpdl_allreduce_algo algo, int64_t coun
     double *want = (double *)hpdl_alloc((size_t)count, sizeof(double));
     int64_t i, wrong = 0;
     if (!buf || !mine || !want) { free(buf); free(mine); free(want); return -1; }
-    rank_values(mine, count, seed, g_rank, range);
+    rank_values(mine, count, seed, hpdl_mpi_rank(), range);
     for (i = 0; i < count; i++) store_at(t, buf, i, mine[i]);
     for (i = count; i < count + GUARD; i++) store_at(t, buf, i, SENTINEL);
     serial_sum(want, mine, count, seed, range);
@@ -94,7 +92,7 @@ static int64_t run_case(hpdl_mpi_dtype t, hpdl_allreduce_algo algo, int64_t coun
     for (i = 0; i < count; i++) {
         double w = want[i];
         if (avg) /* the library divides in the accumulation type: float for all but f64 */
-            w = t == HPDL_MPI_F64 ? want[i] / g_size : (double)((float)want[i] / (float)g_size);
+            w = t == HPDL_MPI_F64 ? want[i] / hpdl_mpi_size() : (double)((float)want[i] / (float)hpdl_mpi_size());
         if (fabs(load_at(t, buf, i) - w) > tol * (fabs(w) > 1.0 ? fabs(w) : 1.0)) wrong++;
     }
     for (i = count; i < count + GUARD; i++) wrong += load_at(t, buf, i) != SENTINEL;
@@ -104,7 +102,7 @@ static int64_t run_case(hpdl_mpi_dtype t, hpdl_allreduce_algo algo, int64_t coun
 
 /* The counts that catch off-by-one segmenting: 0, 1, p-1, p, p+1, a big odd one. */
 static void exact_counts(int64_t *c) {
-    c[0] = 0; c[1] = 1; c[2] = g_size - 1; c[3] = g_size; c[4] = g_size + 1; c[5] = 1000003;
+    c[0] = 0; c[1] = 1; c[2] = hpdl_mpi_size() - 1; c[3] = hpdl_mpi_size(); c[4] = hpdl_mpi_size() + 1; c[5] = 1000003;
 }
 
 static void expect_exact(hpdl_mpi_dtype t, hpdl_allreduce_algo algo) {
@@ -185,7 +183,7 @@ MPI_TEST(test_bad_arguments_are_invalid) {
     HPDL_EXPECT(hpdl_mpi_allreduce_f64(d, 16, HPDL_ALLREDUCE_RING, MPI_COMM_NULL) == HPDL_ERR_INVALID);
     HPDL_EXPECT(hpdl_mpi_bcast_f64(NULL, 5, 0, MPI_COMM_WORLD) == HPDL_ERR_INVALID);
     HPDL_EXPECT(hpdl_mpi_bcast_f64(d, -2, 0, MPI_COMM_WORLD) == HPDL_ERR_INVALID);
-    HPDL_EXPECT(hpdl_mpi_bcast_f64(d, 16, g_size, MPI_COMM_WORLD) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_mpi_bcast_f64(d, 16, hpdl_mpi_size(), MPI_COMM_WORLD) == HPDL_ERR_INVALID);
     HPDL_EXPECT(hpdl_mpi_bcast_f64(d, 16, -1, MPI_COMM_WORLD) == HPDL_ERR_INVALID);
     HPDL_EXPECT(untouched(d, 16 * sizeof *d));
     /* empty is fine, with or without a pointer */
@@ -226,7 +224,7 @@ static void fill_tensors(float **t, float **ref, uint64_t seed) {
     int64_t j;
     if (!v) return;
     for (i = 0; i < NT; i++) {
-        rank_values(v, bucket_counts[i], seed + (uint64_t)i, g_rank, 1000);
+        rank_values(v, bucket_counts[i], seed + (uint64_t)i, hpdl_mpi_rank(), 1000);
         for (j = 0; j < bucket_counts[i]; j++) t[i][j] = ref[i][j] = (float)v[j];
     }
     free(v);
@@ -311,7 +309,7 @@ MPI_TEST(test_bucketer_bad_arguments) {
     HPDL_EXPECT(hpdl_mpi_bucketer_ready(&b, 1) == HPDL_OK);
     HPDL_EXPECT(hpdl_mpi_bucketer_ready(&b, 1) == HPDL_ERR_INVALID); /* twice in one step */
     HPDL_EXPECT(hpdl_mpi_bucketer_wait(&b) == HPDL_OK);
-    HPDL_EXPECT(x[3] == 4.0f * (float)g_size && y[2] == 7.0f * (float)g_size);
+    HPDL_EXPECT(x[3] == 4.0f * (float)hpdl_mpi_size() && y[2] == 7.0f * (float)hpdl_mpi_size());
     hpdl_mpi_bucketer_destroy(&b);
 }
 
@@ -325,7 +323,7 @@ static void expect_bcast(hpdl_mpi_dtype t, int root, int64_t count) {
     HPDL_EXPECT(buf && v);
     if (!buf || !v) { free(buf); free(v); return; }
     rank_values(v, count, 40, root, exact_range(t)); /* root's data, known everywhere */
-    if (g_rank == root)
+    if (hpdl_mpi_rank() == root)
         for (i = 0; i < count; i++) store_at(t, buf, i, v[i]);
     switch (t) {
     case HPDL_MPI_F32: HPDL_EXPECT(hpdl_mpi_bcast_f32((float *)buf, count, root, MPI_COMM_WORLD) == HPDL_OK); break;
@@ -341,8 +339,8 @@ static void expect_bcast(hpdl_mpi_dtype t, int root, int64_t count) {
 
 MPI_TEST(test_bcast_from_any_root) {
     expect_bcast(HPDL_MPI_F32, 0, 100003);
-    expect_bcast(HPDL_MPI_F64, g_size - 1, 100003);
-    expect_bcast(HPDL_MPI_F16, g_size / 2, 1001);
+    expect_bcast(HPDL_MPI_F64, hpdl_mpi_size() - 1, 100003);
+    expect_bcast(HPDL_MPI_F16, hpdl_mpi_size() / 2, 1001);
     expect_bcast(HPDL_MPI_BF16, 0, 7);
     expect_bcast(HPDL_MPI_F32, 0, 0);
 }
@@ -352,12 +350,12 @@ MPI_TEST(test_bcast_from_any_root) {
 MPI_TEST(test_shard_ranges_cover_once) {
     int64_t ns[7] = {0, 1, 0, 0, 0, 10, 1000003};
     int k, r;
-    ns[2] = g_size - 1; ns[3] = g_size; ns[4] = g_size + 1;
+    ns[2] = hpdl_mpi_size() - 1; ns[3] = hpdl_mpi_size(); ns[4] = hpdl_mpi_size() + 1;
     for (k = 0; k < 7; k++) {
         int64_t n = ns[k], prev_end = 0, b = -1, e = -1, mine = 0, total = 0, lo, hi, size_min, size_max;
         lo = n; hi = 0;
-        for (r = 0; r < g_size; r++) { /* every rank's range, as each rank computes it */
-            HPDL_EXPECT(hpdl_mpi_shard_range(n, r, g_size, &b, &e) == HPDL_OK);
+        for (r = 0; r < hpdl_mpi_size(); r++) { /* every rank's range, as each rank computes it */
+            HPDL_EXPECT(hpdl_mpi_shard_range(n, r, hpdl_mpi_size(), &b, &e) == HPDL_OK);
             HPDL_EXPECT(b == prev_end && e >= b);
             if (e - b < lo) lo = e - b;
             if (e - b > hi) hi = e - b;
@@ -365,7 +363,7 @@ MPI_TEST(test_shard_ranges_cover_once) {
         }
         HPDL_EXPECT(prev_end == n && hi - lo <= 1);
         /* and across ranks: the sizes add up to n */
-        HPDL_EXPECT(hpdl_mpi_shard_range(n, g_rank, g_size, &b, &e) == HPDL_OK);
+        HPDL_EXPECT(hpdl_mpi_shard_range(n, hpdl_mpi_rank(), hpdl_mpi_size(), &b, &e) == HPDL_OK);
         mine = e - b;
         MPI_Allreduce(&mine, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
         MPI_Allreduce(&mine, &size_min, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
@@ -434,8 +432,8 @@ MPI_TEST(test_busbw_is_nccl_tests_definition) {
 
 MPI_TEST(test_ranks_and_gpu_choice) {
     int local = hpdl_mpi_local_rank(), leaders = 0, is_leader;
-    HPDL_EXPECT(hpdl_mpi_rank() == g_rank && hpdl_mpi_size() == g_size);
-    HPDL_EXPECT(local >= 0 && local < g_size);
+    HPDL_EXPECT(hpdl_mpi_rank() == hpdl_mpi_rank() && hpdl_mpi_size() == hpdl_mpi_size());
+    HPDL_EXPECT(local >= 0 && local < hpdl_mpi_size());
     is_leader = local == 0;
     MPI_Allreduce(&is_leader, &leaders, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     HPDL_EXPECT(leaders >= 1); /* one local rank 0 per node */
@@ -467,12 +465,5 @@ int main(int argc, char **argv) {
         HPDL_TEST(test_busbw_is_nccl_tests_definition),
         HPDL_TEST(test_ranks_and_gpu_choice),
     };
-    int rc;
-    HPDL_CHECK(hpdl_mpi_init(&argc, &argv));
-    g_rank = hpdl_mpi_rank();
-    g_size = hpdl_mpi_size();
-    if (g_rank != 0 && !freopen("/dev/null", "w", stdout)) MPI_Abort(MPI_COMM_WORLD, 1);
-    rc = hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
-    HPDL_CHECK(hpdl_mpi_finalize());
-    return rc;
+    return hpdl_test_mpi_main(argc, argv, tests, HPDL_COUNT(tests));
 }

@@ -4,8 +4,6 @@
 #include "hpdl_mpi.h"
 #include "hpdl_test_mpi.h"
 
-static int g_rank, g_size;
-
 /* ---- a small problem ---------------------------------------------------------- */
 
 /* 50 samples: with b = 4 the last global step is short for every P in 1..4
@@ -48,7 +46,7 @@ static double expected_lr(const hpdl_mpi_dp_config *c, int ranks, double progres
 /* Serial training with batch P*b over the same epoch permutations. Returns
    the last epoch's mean loss. */
 static double train_serial(hpdl_mlp_f64 *m, const hpdl_mpi_dp_config *c, const double *X, const int32_t *y) {
-    int big = g_size * c->batch, e, i;
+    int big = hpdl_mpi_size() * c->batch, e, i;
     int64_t steps = (N_SAMPLES + big - 1) / big, s;
     int32_t perm[N_SAMPLES], yb[N_SAMPLES];
     double Xb[N_SAMPLES * N_IN], loss = 0.0, sum = 0.0;
@@ -65,7 +63,7 @@ static double train_serial(hpdl_mlp_f64 *m, const hpdl_mpi_dp_config *c, const d
                 memcpy(Xb + i * N_IN, X + perm[s * big + i] * N_IN, N_IN * sizeof(double));
                 yb[i] = y[perm[s * big + i]];
             }
-            HPDL_EXPECT(hpdl_mlp_train_step_f64(m, &w, &grad, rows, Xb, yb, expected_lr(c, g_size, e + (double)s / steps),
+            HPDL_EXPECT(hpdl_mlp_train_step_f64(m, &w, &grad, rows, Xb, yb, expected_lr(c, hpdl_mpi_size(), e + (double)s / steps),
                                                 c->l2, &loss) == HPDL_OK);
             sum += loss * rows;
         }
@@ -105,7 +103,7 @@ static void check_dp_equals_serial(hpdl_allreduce_algo algo, int overlap) {
     double serial_loss;
     int e;
     make_data(X, y);
-    HPDL_EXPECT(hpdl_mlp_create_f64(&dp_model, N_WIDTHS, WIDTHS, HPDL_ACT_RELU, 7 + (uint64_t)g_rank) == HPDL_OK);
+    HPDL_EXPECT(hpdl_mlp_create_f64(&dp_model, N_WIDTHS, WIDTHS, HPDL_ACT_RELU, 7 + (uint64_t)hpdl_mpi_rank()) == HPDL_OK);
     HPDL_EXPECT(hpdl_mlp_create_f64(&serial, N_WIDTHS, WIDTHS, HPDL_ACT_RELU, 7) == HPDL_OK);
     HPDL_EXPECT(hpdl_mlp_create_f64(&initial, N_WIDTHS, WIDTHS, HPDL_ACT_RELU, 7) == HPDL_OK);
     HPDL_EXPECT(hpdl_mpi_dp_create_f64(&dp, &dp_model, N_SAMPLES, &c) == HPDL_OK);
@@ -117,12 +115,12 @@ static void check_dp_equals_serial(hpdl_allreduce_algo algo, int overlap) {
     HPDL_EXPECT(max_rel_diff(&dp_model, &serial) <= 1e-12);
     HPDL_EXPECT_NEAR(st.loss, serial_loss, 1e-12);
     HPDL_EXPECT(st.samples == N_SAMPLES);
-    HPDL_EXPECT(st.steps == (N_SAMPLES + g_size * BATCH - 1) / (g_size * BATCH));
+    HPDL_EXPECT(st.steps == (N_SAMPLES + hpdl_mpi_size() * BATCH - 1) / (hpdl_mpi_size() * BATCH));
     HPDL_EXPECT(st.accuracy >= 0.0 && st.accuracy <= 1.0);
     HPDL_EXPECT(st.grad_bytes == 8.0 * (13 * 9 + 10 * 7 + 8 * 5));
     HPDL_EXPECT(st.epoch_s > 0 && st.compute_s > 0 && st.comm_s >= 0 && st.compute_s + st.comm_s <= st.epoch_s * 1.01 + 1e-3);
-    HPDL_EXPECT(g_size == 1 ? st.busbw == 0.0 : st.busbw > 0.0);
-    HPDL_EXPECT_NEAR(st.lr_first, expected_lr(&c, g_size, EPOCHS - 1), 1e-15);
+    HPDL_EXPECT(hpdl_mpi_size() == 1 ? st.busbw == 0.0 : st.busbw > 0.0);
+    HPDL_EXPECT_NEAR(st.lr_first, expected_lr(&c, hpdl_mpi_size(), EPOCHS - 1), 1e-15);
     hpdl_mpi_dp_destroy_f64(&dp);
     hpdl_mlp_destroy_f64(&dp_model);
     hpdl_mlp_destroy_f64(&serial);
@@ -145,7 +143,7 @@ MPI_TEST(test_dp_f32_trains_like_serial) {
     hpdl_mpi_dp_f32 dp;
     hpdl_mpi_dp_config c;
     hpdl_rng rng;
-    int big = g_size * B;
+    int big = hpdl_mpi_size() * B;
     int64_t s, steps = (N + big - 1) / big;
     double diff = 0;
     hpdl_rng_seed(&rng, 5);
@@ -192,9 +190,9 @@ static void check_plan(int64_t n, int batch, int epoch) {
     int32_t *step_of = (int32_t *)hpdl_alloc((size_t)n, sizeof(int32_t));
     int32_t *step_all = (int32_t *)hpdl_alloc((size_t)n, sizeof(int32_t));
     int64_t s, i, first = 0, bad_uses = 0, bad_steps = 0, seen = 0, local_sum = 0;
-    int rows = 0, global_rows = 0, big = batch * g_size;
+    int rows = 0, global_rows = 0, big = batch * hpdl_mpi_size();
     HPDL_EXPECT(uses && total && step_of && step_all);
-    HPDL_EXPECT(hpdl_mpi_dp_plan_create(&p, n, batch, g_rank, g_size) == HPDL_OK);
+    HPDL_EXPECT(hpdl_mpi_dp_plan_create(&p, n, batch, hpdl_mpi_rank(), hpdl_mpi_size()) == HPDL_OK);
     HPDL_EXPECT(hpdl_mpi_dp_plan_epoch(&p, 17, epoch) == HPDL_OK);
     for (i = 0; i < n; i++) { uses[i] = 0; step_of[i] = -1; }
     for (s = 0; s < p.steps; s++) {
@@ -309,8 +307,8 @@ MPI_TEST(test_create_bad_arguments) {
     hpdl_mlp_f64 m, before;
     memset(&poison, 0xab, sizeof poison);
     dp = poison;
-    HPDL_EXPECT(hpdl_mlp_create_f64(&m, N_WIDTHS, WIDTHS, HPDL_ACT_RELU, 11 + (uint64_t)g_rank) == HPDL_OK);
-    HPDL_EXPECT(hpdl_mlp_create_f64(&before, N_WIDTHS, WIDTHS, HPDL_ACT_RELU, 11 + (uint64_t)g_rank) == HPDL_OK);
+    HPDL_EXPECT(hpdl_mlp_create_f64(&m, N_WIDTHS, WIDTHS, HPDL_ACT_RELU, 11 + (uint64_t)hpdl_mpi_rank()) == HPDL_OK);
+    HPDL_EXPECT(hpdl_mlp_create_f64(&before, N_WIDTHS, WIDTHS, HPDL_ACT_RELU, 11 + (uint64_t)hpdl_mpi_rank()) == HPDL_OK);
     HPDL_EXPECT(hpdl_mpi_dp_create_f64(NULL, &m, N_SAMPLES, &c) == HPDL_ERR_INVALID);
     HPDL_EXPECT(hpdl_mpi_dp_create_f64(&dp, NULL, N_SAMPLES, &c) == HPDL_ERR_INVALID);
     HPDL_EXPECT(hpdl_mpi_dp_create_f64(&dp, &m, 0, &c) == HPDL_ERR_INVALID);
@@ -328,7 +326,7 @@ MPI_TEST(test_create_bad_arguments) {
     bad = c; bad.algo = HPDL_ALLREDUCE_NCCL; /* host buffers */
     HPDL_EXPECT(hpdl_mpi_dp_create_f64(&dp, &m, N_SAMPLES, &bad) == HPDL_ERR_UNSUPPORTED);
     /* bad on the last rank only: every rank refuses, nobody hangs */
-    bad = c; if (g_rank == g_size - 1) bad.batch = -3;
+    bad = c; if (hpdl_mpi_rank() == hpdl_mpi_size() - 1) bad.batch = -3;
     HPDL_EXPECT(hpdl_mpi_dp_create_f64(&dp, &m, N_SAMPLES, &bad) == HPDL_ERR_INVALID);
     HPDL_EXPECT(memcmp(&dp, &poison, sizeof dp) == 0);
     HPDL_EXPECT(max_rel_diff(&m, &before) == 0.0); /* no broadcast happened */
@@ -354,9 +352,9 @@ MPI_TEST(test_epoch_bad_arguments_leave_model) {
     HPDL_EXPECT(hpdl_mpi_dp_epoch_f64(&dp, X, NULL, 0, &st) == HPDL_ERR_INVALID);
     HPDL_EXPECT(hpdl_mpi_dp_epoch_f64(&dp, X, y, -1, &st) == HPDL_ERR_INVALID);
     y[N_SAMPLES - 1] = N_CLASSES; /* a label out of range, on one rank only */
-    if (g_rank == 0) y[N_SAMPLES - 1] = 0;
-    HPDL_EXPECT(hpdl_mpi_dp_epoch_f64(&dp, X, y, 0, &st) == (g_size == 1 ? HPDL_OK : HPDL_ERR_INVALID));
-    if (g_size > 1) {
+    if (hpdl_mpi_rank() == 0) y[N_SAMPLES - 1] = 0;
+    HPDL_EXPECT(hpdl_mpi_dp_epoch_f64(&dp, X, y, 0, &st) == (hpdl_mpi_size() == 1 ? HPDL_OK : HPDL_ERR_INVALID));
+    if (hpdl_mpi_size() > 1) {
         HPDL_EXPECT(memcmp(&st, &st_poison, sizeof st) == 0);
         HPDL_EXPECT(max_rel_diff(&m, &before) == 0.0);
     }
@@ -370,7 +368,7 @@ MPI_TEST(test_roofline_inputs_cpu) {
     memset(&r, 0, sizeof r);
     HPDL_EXPECT(hpdl_mpi_dp_roofline_cpu(1 << 16, HPDL_ALLREDUCE_RING, MPI_COMM_WORLD, &r) == HPDL_OK);
     HPDL_EXPECT(r.p_flops > 1e6);
-    HPDL_EXPECT(g_size == 1 ? r.p_mpi == 0.0 : r.p_mpi > 0.0);
+    HPDL_EXPECT(hpdl_mpi_size() == 1 ? r.p_mpi == 0.0 : r.p_mpi > 0.0);
     HPDL_EXPECT(hpdl_mpi_dp_roofline_cpu(0, HPDL_ALLREDUCE_RING, MPI_COMM_WORLD, &r) == HPDL_ERR_INVALID);
 }
 
@@ -389,12 +387,5 @@ int main(int argc, char **argv) {
         HPDL_TEST(test_epoch_bad_arguments_leave_model),
         HPDL_TEST(test_roofline_inputs_cpu),
     };
-    int rc;
-    HPDL_CHECK(hpdl_mpi_init(&argc, &argv));
-    g_rank = hpdl_mpi_rank();
-    g_size = hpdl_mpi_size();
-    if (g_rank != 0 && !freopen("/dev/null", "w", stdout)) MPI_Abort(MPI_COMM_WORLD, 1);
-    rc = hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
-    HPDL_CHECK(hpdl_mpi_finalize());
-    return rc;
+    return hpdl_test_mpi_main(argc, argv, tests, HPDL_COUNT(tests));
 }
