@@ -220,6 +220,18 @@ static inline int MPI_Error_string(int code, char *text, int *len) {
         }                                                                     \
     } while (0)
 
+/* For MPI programs: HPDL_CHECK for hpdl calls, but a failure aborts every
+   rank instead of exiting this one. */
+#define HPDL_MPI_CHECK_STATUS(call)                                           \
+    do {                                                                      \
+        hpdl_status hpdl__s = (call);                                         \
+        if (hpdl__s != HPDL_OK) {                                             \
+            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__,    \
+                    #call, hpdl_status_string(hpdl__s));                      \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                     \
+        }                                                                     \
+    } while (0)
+
 /* For library code: report the failing call and return HPDL_ERR_MPI. (With
    MPI's default error handler a failing call has aborted already.) */
 #define HPDL__MPI_TRY(call)                                                   \

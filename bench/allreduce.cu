@@ -28,17 +28,6 @@
 #endif
 #include "hpdl_mpi.h"
 
-
-#define BENCH_CHECK(call)                                                     \
-    do {                                                                      \
-        hpdl_status bench__s = (call);                                        \
-        if (bench__s != HPDL_OK) {                                            \
-            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, \
-                    hpdl_status_string(bench__s));                            \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                     \
-        }                                                                     \
-    } while (0)
-
 enum { V_MPI, V_RING, V_NCCL, V_NCCL_DIRECT, V_MPI_HOST, V_COUNT };
 static const char *const variant_names[V_COUNT] = {"hpdl_mpi", "hpdl_ring", "hpdl_nccl", "nccl_direct", "mpi_host"};
 
@@ -91,9 +80,9 @@ static int available(int v) {
 
 static void run_op(bench *b, int v, int64_t count) {
     switch (v) {
-    case V_MPI: BENCH_CHECK(hpdl_mpi_allreduce_f32(b->dev, count, HPDL_ALLREDUCE_MPI, MPI_COMM_WORLD)); break;
-    case V_RING: BENCH_CHECK(hpdl_mpi_allreduce_f32(b->dev, count, HPDL_ALLREDUCE_RING, MPI_COMM_WORLD)); break;
-    case V_NCCL: BENCH_CHECK(hpdl_mpi_allreduce_f32(b->dev, count, HPDL_ALLREDUCE_NCCL, MPI_COMM_WORLD)); break;
+    case V_MPI: HPDL_MPI_CHECK_STATUS(hpdl_mpi_allreduce_f32(b->dev, count, HPDL_ALLREDUCE_MPI, MPI_COMM_WORLD)); break;
+    case V_RING: HPDL_MPI_CHECK_STATUS(hpdl_mpi_allreduce_f32(b->dev, count, HPDL_ALLREDUCE_RING, MPI_COMM_WORLD)); break;
+    case V_NCCL: HPDL_MPI_CHECK_STATUS(hpdl_mpi_allreduce_f32(b->dev, count, HPDL_ALLREDUCE_NCCL, MPI_COMM_WORLD)); break;
 #ifdef HPDL_MPI_HAVE_NCCL
     case V_NCCL_DIRECT:
         HPDL_NCCL_CHECK(ncclAllReduce(b->dev, b->dev, (size_t)count, ncclFloat32, ncclSum, b->nccl, b->stream));
@@ -145,7 +134,7 @@ static double time_op(bench *b, int v, int64_t count, int iters) {
         mine = (MPI_Wtime() - t0) / iters;
         HPDL_MPI_CHECK(MPI_Allreduce(&mine, &t[rep], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
     }
-    BENCH_CHECK(hpdl_stats_compute(t, REPS, &st));
+    HPDL_MPI_CHECK_STATUS(hpdl_stats_compute(t, REPS, &st));
     return st.median;
 }
 
@@ -177,7 +166,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--no-check")) checks = 0;
     }
     hpdl_mpi_relaunch_per_gpu(argc, argv, "allreduce");
-    BENCH_CHECK(hpdl_mpi_init(&argc, &argv));
+    HPDL_MPI_CHECK_STATUS(hpdl_mpi_init(&argc, &argv));
     memset(&b, 0, sizeof b);
     memset(busbw, 0, sizeof busbw);
     b.rank = hpdl_mpi_rank();
@@ -196,7 +185,7 @@ int main(int argc, char **argv) {
     b.host = (float *)hpdl_alloc((size_t)max_bytes, 1);
     if (!b.host) { fprintf(stderr, "allreduce: no memory for the host buffer\n"); MPI_Abort(MPI_COMM_WORLD, 1); }
 #ifdef HPDL_MPI_HAVE_NCCL
-    BENCH_CHECK(hpdl_mpi_nccl_comm(MPI_COMM_WORLD, &b.nccl));
+    HPDL_MPI_CHECK_STATUS(hpdl_mpi_nccl_comm(MPI_COMM_WORLD, &b.nccl));
 #endif
     if (b.rank == 0) {
         int nccl_version = 0;
@@ -255,7 +244,7 @@ int main(int argc, char **argv) {
     free(b.host);
     cudaFree(b.dev);
     cudaFree(b.d_wrong);
-    BENCH_CHECK(hpdl_mpi_finalize());
+    HPDL_MPI_CHECK_STATUS(hpdl_mpi_finalize());
     cudaStreamDestroy(b.stream);
     return wrong_total ? 1 : 0;
 }

@@ -35,21 +35,10 @@
 #endif
 #include "hpdl_mpi.h"
 
-
 #define N_CLASSES 10
 #define LR 0.05
 #define REPS 3
 #define MAX_B 8
-
-#define B_CHECK(call)                                                         \
-    do {                                                                      \
-        hpdl_status b__s = (call);                                            \
-        if (b__s != HPDL_OK) {                                                \
-            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__,     \
-                    #call, hpdl_status_string(b__s));                         \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                     \
-        }                                                                     \
-    } while (0)
 
 static int g_rank, g_size;
 
@@ -89,11 +78,11 @@ static run_result train(int hidden, const hpdl_mpi_dp_config *cfg, const hpdl_da
     memset(&st, 0, sizeof st);
     if (cfg->comm == MPI_COMM_NULL) return r;
     MPI_Comm_rank(cfg->comm, &rank);
-    B_CHECK(hpdl_mlp_create_f32(&m0, 3, widths, HPDL_ACT_RELU, 1));
-    B_CHECK(hpdl_cuda_mlp_create_f32(&g, &m0, cfg->batch));
-    B_CHECK(hpdl_mpi_dp_cuda_create_f32(&dp, &g, train_set->n, cfg));
+    HPDL_MPI_CHECK_STATUS(hpdl_mlp_create_f32(&m0, 3, widths, HPDL_ACT_RELU, 1));
+    HPDL_MPI_CHECK_STATUS(hpdl_cuda_mlp_create_f32(&g, &m0, cfg->batch));
+    HPDL_MPI_CHECK_STATUS(hpdl_mpi_dp_cuda_create_f32(&dp, &g, train_set->n, cfg));
     for (e = 0; e < warmup + epochs; e++) {
-        B_CHECK(hpdl_mpi_dp_cuda_epoch_f32(&dp, &g, dtrain, e, &st));
+        HPDL_MPI_CHECK_STATUS(hpdl_mpi_dp_cuda_epoch_f32(&dp, &g, dtrain, e, &st));
         if (e < warmup) continue;
         t[e - warmup] = st.epoch_s; c[e - warmup] = st.compute_s; m[e - warmup] = st.comm_s;
         sp[e - warmup] = st.comm_span_s; bw[e - warmup] = st.busbw;
@@ -107,7 +96,7 @@ static run_result train(int hidden, const hpdl_mpi_dp_config *cfg, const hpdl_da
     r.steps = st.steps;
     r.loss = st.loss;
     ev.accuracy = 0;
-    if (rank == 0 && dtest) B_CHECK(hpdl_cuda_mlp_evaluate_f32(&g, dtest, &ev));
+    if (rank == 0 && dtest) HPDL_MPI_CHECK_STATUS(hpdl_cuda_mlp_evaluate_f32(&g, dtest, &ev));
     r.acc = ev.accuracy;
     hpdl_mpi_dp_cuda_destroy_f32(&dp);
     hpdl_cuda_mlp_destroy_f32(&g);
@@ -147,18 +136,18 @@ static void validate(const hpdl_dataset *train_set) {
     c.lr_scale = 1;
     c.warmup_epochs = 0.5;
     c.bucket_bytes = 64 << 10;
-    B_CHECK(hpdl_mlp_create_f64(&cpu, 3, widths, HPDL_ACT_RELU, 5 + (uint64_t)g_rank)); /* bcast makes them rank 0's */
-    B_CHECK(hpdl_mlp_create_f64(&gpu_out, 3, widths, HPDL_ACT_RELU, 5 + (uint64_t)g_rank));
-    B_CHECK(hpdl_cuda_mlp_create_f64(&g, &cpu, c.batch));
-    B_CHECK(hpdl_cuda_dataset_upload(&d, n, 784, train_set->images, n, train_set->labels, HPDL_DATA_RESIDENT, 0));
-    B_CHECK(hpdl_mpi_dp_cuda_create_f64(&gdp, &g, n, &c));
+    HPDL_MPI_CHECK_STATUS(hpdl_mlp_create_f64(&cpu, 3, widths, HPDL_ACT_RELU, 5 + (uint64_t)g_rank)); /* bcast makes them rank 0's */
+    HPDL_MPI_CHECK_STATUS(hpdl_mlp_create_f64(&gpu_out, 3, widths, HPDL_ACT_RELU, 5 + (uint64_t)g_rank));
+    HPDL_MPI_CHECK_STATUS(hpdl_cuda_mlp_create_f64(&g, &cpu, c.batch));
+    HPDL_MPI_CHECK_STATUS(hpdl_cuda_dataset_upload(&d, n, 784, train_set->images, n, train_set->labels, HPDL_DATA_RESIDENT, 0));
+    HPDL_MPI_CHECK_STATUS(hpdl_mpi_dp_cuda_create_f64(&gdp, &g, n, &c));
     c.algo = HPDL_ALLREDUCE_MPI;
-    B_CHECK(hpdl_mpi_dp_create_f64(&cdp, &cpu, n, &c));
+    HPDL_MPI_CHECK_STATUS(hpdl_mpi_dp_create_f64(&cdp, &cpu, n, &c));
     for (i = 0; i < 2; i++) {
-        B_CHECK(hpdl_mpi_dp_cuda_epoch_f64(&gdp, &g, &d, i, NULL));
-        B_CHECK(hpdl_mpi_dp_epoch_f64(&cdp, X, train_set->labels, i, NULL));
+        HPDL_MPI_CHECK_STATUS(hpdl_mpi_dp_cuda_epoch_f64(&gdp, &g, &d, i, NULL));
+        HPDL_MPI_CHECK_STATUS(hpdl_mpi_dp_epoch_f64(&cdp, X, train_set->labels, i, NULL));
     }
-    B_CHECK(hpdl_cuda_mlp_download_f64(&g, &gpu_out));
+    HPDL_MPI_CHECK_STATUS(hpdl_cuda_mlp_download_f64(&g, &gpu_out));
     diff = rel_diff_f64(&gpu_out, &cpu);
     for (l = 0; l < gpu_out.n_layers; l++)
         for (i = 0; i < gpu_out.widths[l] * gpu_out.widths[l + 1]; i++) sum += gpu_out.W[l][i] * (i % 7 + 1);
@@ -199,7 +188,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--quick")) quick = 1;
     }
     hpdl_mpi_relaunch_per_gpu(argc, argv, "dp_scaling");
-    B_CHECK(hpdl_mpi_init(&argc, &argv));
+    HPDL_MPI_CHECK_STATUS(hpdl_mpi_init(&argc, &argv));
     g_rank = hpdl_mpi_rank();
     g_size = hpdl_mpi_size();
     gpu = hpdl_mpi_select_gpu();
@@ -213,14 +202,14 @@ int main(int argc, char **argv) {
     hpdl_mpi_finalize();
     return 0;
 #endif
-    B_CHECK(hpdl_idx_load_dir(data, 1, &train_set));
-    B_CHECK(hpdl_idx_load_dir(data, 0, &test_set));
-    B_CHECK(hpdl_dataset_normalize(&train_set, 0.2860f, 0.3530f));
-    B_CHECK(hpdl_dataset_normalize(&test_set, 0.2860f, 0.3530f));
+    HPDL_MPI_CHECK_STATUS(hpdl_idx_load_dir(data, 1, &train_set));
+    HPDL_MPI_CHECK_STATUS(hpdl_idx_load_dir(data, 0, &test_set));
+    HPDL_MPI_CHECK_STATUS(hpdl_dataset_normalize(&train_set, 0.2860f, 0.3530f));
+    HPDL_MPI_CHECK_STATUS(hpdl_dataset_normalize(&test_set, 0.2860f, 0.3530f));
     validate(&train_set);
     hpdl_mpi_set_checks(0); /* timing: no cross-rank argument comparison per collective */
-    B_CHECK(hpdl_cuda_dataset_create(&dtrain, &train_set, HPDL_DATA_RESIDENT));
-    B_CHECK(hpdl_cuda_dataset_create(&dtest, &test_set, HPDL_DATA_RESIDENT));
+    HPDL_MPI_CHECK_STATUS(hpdl_cuda_dataset_create(&dtrain, &train_set, HPDL_DATA_RESIDENT));
+    HPDL_MPI_CHECK_STATUS(hpdl_cuda_dataset_create(&dtest, &test_set, HPDL_DATA_RESIDENT));
     MPI_Comm_split(MPI_COMM_WORLD, g_rank == 0 ? 0 : MPI_UNDEFINED, 0, &solo);
     for (b = 32; b <= train_set.n / g_size && nb < MAX_B - 2; b *= 4) batches[nb++] = b;
     batches[nb++] = 3000;
@@ -233,7 +222,7 @@ int main(int argc, char **argv) {
     memset(res, 0, sizeof res);
     for (h = 0; h < nh; h++) {
         int64_t params = (int64_t)785 * hiddens[h] + (int64_t)(hiddens[h] + 1) * N_CLASSES;
-        B_CHECK(hpdl_mpi_dp_roofline_cuda(params, HPDL_ALLREDUCE_NCCL, MPI_COMM_WORLD, &roof[h]));
+        HPDL_MPI_CHECK_STATUS(hpdl_mpi_dp_roofline_cuda(params, HPDL_ALLREDUCE_NCCL, MPI_COMM_WORLD, &roof[h]));
         if (g_rank == 0)
             printf("H %d: P_flops %.2f TFLOP/s, P_pci %.2f GB/s, P_mpi %.2f GB/s busbw (lone NCCL allreduce of %.2f MB)\n",
                    hiddens[h], roof[h].p_flops * 1e-12, roof[h].p_pci * 1e-9, roof[h].p_mpi * 1e-9, 4e-6 * params);
@@ -325,6 +314,6 @@ int main(int argc, char **argv) {
     if (solo != MPI_COMM_NULL) MPI_Comm_free(&solo);
     hpdl_dataset_free(&train_set);
     hpdl_dataset_free(&test_set);
-    B_CHECK(hpdl_mpi_finalize());
+    HPDL_MPI_CHECK_STATUS(hpdl_mpi_finalize());
     return 0;
 }

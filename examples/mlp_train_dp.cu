@@ -34,16 +34,6 @@
 #define FASHION_MEAN 0.2860f
 #define FASHION_STD 0.3530f
 
-#define EX_CHECK(call)                                                        \
-    do {                                                                      \
-        hpdl_status ex__s = (call);                                           \
-        if (ex__s != HPDL_OK) {                                               \
-            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__,     \
-                    #call, hpdl_status_string(ex__s));                        \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                     \
-        }                                                                     \
-    } while (0)
-
 typedef struct options {
     const char *data, *algo, *precision;
     const char *hidden; /* "512" or "1024,256": hidden widths */
@@ -155,17 +145,17 @@ static void print_epoch(int e, const hpdl_mpi_dp_stats *st, double test_acc) {
         hpdl_cuda_mlp_stats ev;                                                                                \
         int e;                                                                                                 \
         memset(&st, 0, sizeof st);                                                                             \
-        EX_CHECK(hpdl_mlp_create_##SUFFIX(&m, o->n_widths, o->widths, HPDL_ACT_RELU, o->cfg.seed));            \
-        EX_CHECK(hpdl_cuda_mlp_create_##SUFFIX(&g, &m, o->cfg.batch));                                         \
-        EX_CHECK(hpdl_cuda_dataset_create(&dtrain, train, HPDL_DATA_RESIDENT));                                \
-        EX_CHECK(hpdl_cuda_dataset_create(&dtest, test, HPDL_DATA_RESIDENT));                                  \
-        EX_CHECK(hpdl_mpi_dp_roofline_cuda(g.n_params, o->cfg.algo, o->cfg.comm, &r));                         \
+        HPDL_MPI_CHECK_STATUS(hpdl_mlp_create_##SUFFIX(&m, o->n_widths, o->widths, HPDL_ACT_RELU, o->cfg.seed));            \
+        HPDL_MPI_CHECK_STATUS(hpdl_cuda_mlp_create_##SUFFIX(&g, &m, o->cfg.batch));                                         \
+        HPDL_MPI_CHECK_STATUS(hpdl_cuda_dataset_create(&dtrain, train, HPDL_DATA_RESIDENT));                                \
+        HPDL_MPI_CHECK_STATUS(hpdl_cuda_dataset_create(&dtest, test, HPDL_DATA_RESIDENT));                                  \
+        HPDL_MPI_CHECK_STATUS(hpdl_mpi_dp_roofline_cuda(g.n_params, o->cfg.algo, o->cfg.comm, &r));                         \
         print_header(o, gpu, g.n_params, &r);                                                                  \
-        EX_CHECK(hpdl_mpi_dp_cuda_create_##SUFFIX(&dp, &g, train->n, &o->cfg));                                \
+        HPDL_MPI_CHECK_STATUS(hpdl_mpi_dp_cuda_create_##SUFFIX(&dp, &g, train->n, &o->cfg));                                \
         for (e = 0; e < o->epochs; e++) {                                                                      \
-            EX_CHECK(hpdl_mpi_dp_cuda_epoch_##SUFFIX(&dp, &g, &dtrain, e, &st));                               \
+            HPDL_MPI_CHECK_STATUS(hpdl_mpi_dp_cuda_epoch_##SUFFIX(&dp, &g, &dtrain, e, &st));                               \
             ev.accuracy = 0;                                                                                   \
-            if (hpdl_mpi_rank() == 0) EX_CHECK(hpdl_cuda_mlp_evaluate_##SUFFIX(&g, &dtest, &ev));              \
+            if (hpdl_mpi_rank() == 0) HPDL_MPI_CHECK_STATUS(hpdl_cuda_mlp_evaluate_##SUFFIX(&g, &dtest, &ev));              \
             print_epoch(e, &st, ev.accuracy);                                                                  \
         }                                                                                                      \
         hpdl_mpi_dp_cuda_destroy_##SUFFIX(&dp);                                                                \
@@ -187,14 +177,14 @@ static void train_cpu(const options *o, const hpdl_dataset *train, const hpdl_da
     double acc = 0;
     int e;
     memset(&st, 0, sizeof st);
-    EX_CHECK(hpdl_mlp_create_f32(&m, o->n_widths, o->widths, HPDL_ACT_RELU, o->cfg.seed));
-    EX_CHECK(hpdl_mlp_work_create_f32(&w, &m, 1000));
-    EX_CHECK(hpdl_mpi_dp_create_f32(&dp, &m, train->n, &o->cfg));
-    EX_CHECK(hpdl_mpi_dp_roofline_cpu(dp.n_grad, o->cfg.algo, o->cfg.comm, &r));
+    HPDL_MPI_CHECK_STATUS(hpdl_mlp_create_f32(&m, o->n_widths, o->widths, HPDL_ACT_RELU, o->cfg.seed));
+    HPDL_MPI_CHECK_STATUS(hpdl_mlp_work_create_f32(&w, &m, 1000));
+    HPDL_MPI_CHECK_STATUS(hpdl_mpi_dp_create_f32(&dp, &m, train->n, &o->cfg));
+    HPDL_MPI_CHECK_STATUS(hpdl_mpi_dp_roofline_cpu(dp.n_grad, o->cfg.algo, o->cfg.comm, &r));
     print_header(o, -1, dp.n_grad, &r);
     for (e = 0; e < o->epochs; e++) {
-        EX_CHECK(hpdl_mpi_dp_epoch_f32(&dp, train->images, train->labels, e, &st));
-        if (hpdl_mpi_rank() == 0) EX_CHECK(hpdl_mlp_accuracy_f32(&m, &w, test->n, test->images, test->labels, &acc));
+        HPDL_MPI_CHECK_STATUS(hpdl_mpi_dp_epoch_f32(&dp, train->images, train->labels, e, &st));
+        if (hpdl_mpi_rank() == 0) HPDL_MPI_CHECK_STATUS(hpdl_mlp_accuracy_f32(&m, &w, test->n, test->images, test->labels, &acc));
         print_epoch(e, &st, acc);
     }
     hpdl_mpi_dp_destroy_f32(&dp);
@@ -206,15 +196,15 @@ int main(int argc, char **argv) {
     options o;
     hpdl_dataset train, test;
     int gpu;
-    EX_CHECK(hpdl_mpi_init(&argc, &argv));
+    HPDL_MPI_CHECK_STATUS(hpdl_mpi_init(&argc, &argv));
     o = parse_args(argc, argv);
     gpu = hpdl_mpi_select_gpu();
     set_algo(&o, gpu);
     hpdl_mpi_set_checks(o.check);
-    EX_CHECK(hpdl_idx_load_dir(o.data, 1, &train));
-    EX_CHECK(hpdl_idx_load_dir(o.data, 0, &test));
-    EX_CHECK(hpdl_dataset_normalize(&train, FASHION_MEAN, FASHION_STD));
-    EX_CHECK(hpdl_dataset_normalize(&test, FASHION_MEAN, FASHION_STD));
+    HPDL_MPI_CHECK_STATUS(hpdl_idx_load_dir(o.data, 1, &train));
+    HPDL_MPI_CHECK_STATUS(hpdl_idx_load_dir(o.data, 0, &test));
+    HPDL_MPI_CHECK_STATUS(hpdl_dataset_normalize(&train, FASHION_MEAN, FASHION_STD));
+    HPDL_MPI_CHECK_STATUS(hpdl_dataset_normalize(&test, FASHION_MEAN, FASHION_STD));
     if (gpu < 0) {
         if (strcmp(o.precision, "f32") && hpdl_mpi_rank() == 0) fprintf(stderr, "CPU ranks train in f32\n");
         train_cpu(&o, &train, &test);
@@ -225,6 +215,6 @@ int main(int argc, char **argv) {
     }
     hpdl_dataset_free(&train);
     hpdl_dataset_free(&test);
-    EX_CHECK(hpdl_mpi_finalize());
+    HPDL_MPI_CHECK_STATUS(hpdl_mpi_finalize());
     return 0;
 }
