@@ -579,6 +579,10 @@ typedef enum hpdl_gemm_algo {
     HPDL_GEMM_VEC4,
     HPDL_GEMM_WARPTILE,
     HPDL_GEMM_MMA,
+    HPDL_GEMM_WGMMA,
+    HPDL_GEMM_WGMMA_WS,
+    HPDL_GEMM_WGMMA_PERSISTENT,
+    HPDL_GEMM_WGMMA_CLUSTER,
     HPDL_GEMM_CUBLAS
 } hpdl_gemm_algo;
 
@@ -593,6 +597,10 @@ HPDL_API const char *hpdl_gemm_algo_name(hpdl_gemm_algo a) {
     case HPDL_GEMM_VEC4: return "vec4";
     case HPDL_GEMM_WARPTILE: return "warptile";
     case HPDL_GEMM_MMA: return "mma";
+    case HPDL_GEMM_WGMMA: return "wgmma";
+    case HPDL_GEMM_WGMMA_WS: return "wgmma_ws";
+    case HPDL_GEMM_WGMMA_PERSISTENT: return "wgmma_persistent";
+    case HPDL_GEMM_WGMMA_CLUSTER: return "wgmma_cluster";
     case HPDL_GEMM_CUBLAS: return "cublas";
     }
     return "unknown";
@@ -1553,18 +1561,610 @@ static inline hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<float, flo
     return HPDL_ERR_UNSUPPORTED; /* f32 has no mma.sync rung (that would be TF32) */
 }
 
-/* Validates, then runs one rung (AUTO: the tensor-core rung where the type
-   has one and this binary and GPU can run it, else warptile). */
+/* ------------------------------------------------------------------------ */
+/* Hopper rungs: TMA + wgmma (sm_90a)                                        */
+/* ------------------------------------------------------------------------ */
+
+/* Four rungs, each adding one technique to the one before (f16 and bf16;
+   f32 runs them as TF32 when asked by name, never by AUTO):
+
+     wgmma             one warpgroup (4 warps) per 64x256 tile of C. Thread 0
+                       streams tiles of A and B into a 4-stage shared-memory
+                       ring with the TMA copy engine (cp.async.bulk.tensor),
+                       which signals an mbarrier per stage; the warpgroup
+                       multiplies straight from shared memory with wgmma
+                       (m64n256k16, f32 accumulators in registers).
+     wgmma_ws          warp specialisation: a producer warpgroup that only
+                       issues copies (and gives its registers away with
+                       setmaxnreg) keeps the ring full, two consumer warpgroups
+                       own a 128x256 tile; "empty" mbarriers hand stages back.
+     wgmma_persistent  one block per SM walks over the tiles in grouped order,
+                       so the producer fetches the next tile while the
+                       consumers store the last one.
+     wgmma_cluster     blocks in pairs (a thread-block cluster) on vertically
+                       adjacent tiles: each loads half of the shared B tile
+                       and the copy engine multicasts it into both blocks.
+
+   Shared layout. Every operand tile is stored in pieces of 64 rows (its M or
+   N index) x 128 bytes of K, the layout the TMA's 128-byte swizzle writes and
+   wgmma's 128-byte-swizzle descriptors read. An operand whose K index is
+   contiguous in memory (A not transposed, B transposed: "K-major") is copied
+   as 64 x (128 bytes of K) boxes; the other ("MN-major") as (64 elements of
+   M or N) x BK boxes, which wgmma reads with its transpose bit. Only f16 and
+   bf16 have that bit: TF32 needs A not transposed and B transposed.
+
+   Edges need no code in the main loop: the copy engine fills rows and
+   columns outside the matrices with zeros; the epilogue skips them. TMA
+   needs 16-byte aligned matrices and leading dimensions; other calls (and
+   GPUs other than compute capability 9.0, and binaries built without
+   sm_90a) get HPDL_ERR_UNSUPPORTED, and AUTO falls back to mma. */
+
+#include <cuda.h> /* CUtensorMap and its enums (types only: the driver call is fetched at run time) */
+#include <cudaTypedefs.h>
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define HPDL__SM90A 1
+#endif
+
+enum { HPDL__WG_STAGES = 4, HPDL__WG_PIECE_BYTES = 64 * 128 };
+
+/* What wgmma needs to know about an element type. */
+template <typename T> struct hpdl__wg_type;
+template <> struct hpdl__wg_type<__half> {
+    enum { K_STEP = 16, TRANSPOSABLE = 1 };
+    static CUtensorMapDataType tma() { return CU_TENSOR_MAP_DATA_TYPE_FLOAT16; }
+};
+template <> struct hpdl__wg_type<__nv_bfloat16> {
+    enum { K_STEP = 16, TRANSPOSABLE = 1 };
+    static CUtensorMapDataType tma() { return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; }
+};
+template <> struct hpdl__wg_type<float> { /* TF32: the low 13 mantissa bits are ignored */
+    enum { K_STEP = 8, TRANSPOSABLE = 0 };
+    static CUtensorMapDataType tma() { return CU_TENSOR_MAP_DATA_TYPE_TFLOAT32; }
+};
+
+/* ---- mbarriers, the copy engine, clusters ------------------------------- */
+
+static __device__ __forceinline__ void hpdl__mbar_init(uint64_t *bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(hpdl__smem_u32(bar)), "r"(count));
+}
+
+/* Makes the initialised barriers visible to the copy engine and the cluster. */
+static __device__ __forceinline__ void hpdl__mbar_init_fence() {
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+/* The producer's arrival: this phase completes when `bytes` have landed. */
+static __device__ __forceinline__ void hpdl__mbar_expect_bytes(uint64_t *bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(hpdl__smem_u32(bar)), "r"(bytes)
+                 : "memory");
+}
+
+/* Waits until the barrier's phase of parity `parity` has completed. */
+static __device__ __forceinline__ void hpdl__mbar_wait(uint64_t *bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}"
+                     : "=r"(done)
+                     : "r"(hpdl__smem_u32(bar)), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+
+/* Arrives on the barrier at the same address in block `cta` of the cluster
+   (this block when not in a cluster: cta 0 of a cluster of one). Plain
+   (release at CTA scope) semantics: the arrival only says "shared memory
+   read", which needs no ordering of this thread's other memory accesses;
+   .release.cluster would fence them all, and costs a third of the kernel's
+   speed in clusters. */
+static __device__ __forceinline__ void hpdl__mbar_arrive_in(uint64_t *bar, unsigned cta) {
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(hpdl__smem_u32(bar)), "r"(cta));
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+}
+
+static __device__ __forceinline__ unsigned hpdl__cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+static __device__ __forceinline__ void hpdl__cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+}
+
+/* One box of a 2-D tensor map, at element coordinates (x: inner, y: outer),
+   into this block's shared memory (and, with a mask, the same offset in each
+   masked block of the cluster); completion is counted on `bar`. */
+static __device__ __forceinline__ void hpdl__tma_load(const CUtensorMap *map, void *dst, uint64_t *bar, int x, int y,
+                                                      unsigned short multicast) {
+    if (multicast)
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                     " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(hpdl__smem_u32(dst)),
+                     "l"(map), "r"(x), "r"(y), "r"(hpdl__smem_u32(bar)), "h"(multicast)
+                     : "memory");
+    else
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                     " [%0], [%1, {%2, %3}], [%4];" ::"r"(hpdl__smem_u32(dst)),
+                     "l"(map), "r"(x), "r"(y), "r"(hpdl__smem_u32(bar))
+                     : "memory");
+}
+
+/* Pieces [first, first + count) of one operand tile (64 rows of M or N each)
+   at K offset k0: see "Shared layout" above. */
+template <bool MN>
+static __device__ __forceinline__ void hpdl__wg_load_pieces(const CUtensorMap *map, unsigned char *tile, uint64_t *bar,
+                                                            int outer0, int k0, int first, int count, int step,
+                                                            unsigned short multicast) {
+    int p;
+    for (p = first; p < count; p += step) {
+        if (MN)
+            hpdl__tma_load(map, tile + p * HPDL__WG_PIECE_BYTES, bar, outer0 + 64 * p, k0, multicast);
+        else
+            hpdl__tma_load(map, tile + p * HPDL__WG_PIECE_BYTES, bar, k0, outer0 + 64 * p, multicast);
+    }
+}
+
+/* ---- wgmma --------------------------------------------------------------- */
+
+/* Shared-memory matrix descriptor, 128-byte swizzle: start address, leading
+   byte offset (MN-major: from one 64-wide piece to the next), stride byte
+   offset (from one group of 8 rows of 128 bytes to the next). */
+static __device__ __forceinline__ uint64_t hpdl__wg_desc(const unsigned char *p, unsigned lead, unsigned stride) {
+    return (uint64_t)((hpdl__smem_u32(p) & 0x3FFFF) >> 4) | (uint64_t)(lead >> 4) << 16 |
+           (uint64_t)(stride >> 4) << 32 | 1ull << 62;
+}
+
+/* Descriptor of K step j (K_STEP elements) of the 64-row slice at `row0` of
+   an operand tile: K-major steps 32 bytes along the swizzled rows, MN-major
+   steps K_STEP rows of 128 bytes. */
+template <typename T, bool MN>
+static __device__ __forceinline__ uint64_t hpdl__wg_step_desc(const unsigned char *tile, int row0, int j) {
+    if (MN) return hpdl__wg_desc(tile + row0 / 64 * HPDL__WG_PIECE_BYTES + j * hpdl__wg_type<T>::K_STEP * 128,
+                                 HPDL__WG_PIECE_BYTES, 1024);
+    return hpdl__wg_desc(tile + row0 * 128 + j * hpdl__wg_type<T>::K_STEP * (int)sizeof(T), 16, 1024);
+}
+
+static __device__ __forceinline__ void hpdl__wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+static __device__ __forceinline__ void hpdl__wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void hpdl__wg_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+
+/* Keeps the compiler from moving accumulator accesses across wgmma's
+   asynchronous reads and writes of them. */
+static __device__ __forceinline__ void hpdl__wg_fence_acc(float d[128]) {
+    int i;
+#pragma unroll
+    for (i = 0; i < 128; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+#define HPDL__WG_F8(d, i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), \
+                          "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define HPDL__WG_F128(d) HPDL__WG_F8(d, 0), HPDL__WG_F8(d, 8), HPDL__WG_F8(d, 16), HPDL__WG_F8(d, 24),       \
+                         HPDL__WG_F8(d, 32), HPDL__WG_F8(d, 40), HPDL__WG_F8(d, 48), HPDL__WG_F8(d, 56),     \
+                         HPDL__WG_F8(d, 64), HPDL__WG_F8(d, 72), HPDL__WG_F8(d, 80), HPDL__WG_F8(d, 88),     \
+                         HPDL__WG_F8(d, 96), HPDL__WG_F8(d, 104), HPDL__WG_F8(d, 112), HPDL__WG_F8(d, 120)
+#define HPDL__WG_D128                                                                                          \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                  \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                         \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                          \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "                          \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "                          \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "                          \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "              \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+
+/* d (64 x 256, this warpgroup's f32 accumulators) += A (64 x K_STEP) * B
+   (K_STEP x 256), both from shared memory; TA/TB: operand MN-major. */
+template <int TA, int TB>
+static __device__ __forceinline__ void hpdl__wgmma_256(float d[128], uint64_t a, uint64_t b, __half) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " HPDL__WG_D128 ", %128, %129, 1, 1, 1, %130, %131;"
+                 : HPDL__WG_F128(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
+}
+template <int TA, int TB>
+static __device__ __forceinline__ void hpdl__wgmma_256(float d[128], uint64_t a, uint64_t b, __nv_bfloat16) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " HPDL__WG_D128 ", %128, %129, 1, 1, 1, %130, %131;"
+                 : HPDL__WG_F128(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
+}
+template <int TA, int TB>
+static __device__ __forceinline__ void hpdl__wgmma_256(float d[128], uint64_t a, uint64_t b, float) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 " HPDL__WG_D128 ", %128, %129, 1, 1, 1;"
+                 : HPDL__WG_F128(d) : "l"(a), "l"(b));
+}
+
+/* One stage (BK of K) into this warpgroup's accumulators: its 64 rows of
+   the A tile start at row0. Issued, committed, not waited for. */
+template <typename T, bool AMN, bool BMN>
+static __device__ __forceinline__ void hpdl__wg_mma_stage(float d[128], const unsigned char *ta, const unsigned char *tb,
+                                                          int row0) {
+    int j;
+    hpdl__wg_fence_acc(d);
+    hpdl__wg_fence();
+#pragma unroll
+    for (j = 0; j < 128 / (int)sizeof(T) / hpdl__wg_type<T>::K_STEP; j++)
+        hpdl__wgmma_256<AMN, BMN>(d, hpdl__wg_step_desc<T, AMN>(ta, row0, j), hpdl__wg_step_desc<T, BMN>(tb, 0, j), T());
+    hpdl__wg_commit();
+    hpdl__wg_fence_acc(d);
+}
+
+/* ---- epilogue, tile order ------------------------------------------------ */
+
+static __device__ __forceinline__ void hpdl__gemm_vstore2(float *p, float v0, float v1) { *(float2 *)p = make_float2(v0, v1); }
+static __device__ __forceinline__ void hpdl__gemm_vstore2(__half *p, float v0, float v1) { *(__half2 *)p = __floats2half2_rn(v0, v1); }
+static __device__ __forceinline__ void hpdl__gemm_vstore2(__nv_bfloat16 *p, float v0, float v1) {
+    *(__nv_bfloat162 *)p = __floats2bfloat162_rn(v0, v1);
+}
+
+/* C(m, n..n+1) = alpha * (v0, v1) + beta * C: one paired store when both are
+   inside, C is aligned for it and beta == 0 (the common case), else one by one. */
+template <typename T>
+static __device__ __forceinline__ void hpdl__gemm_out2(const hpdl__gemm_args<T, float> &g, int m, int n, float v0, float v1) {
+    if (g.cvec && g.beta == 0.0f && m < g.M && n + 1 < g.N) {
+        hpdl__gemm_vstore2(g.C + (size_t)m * g.ldc + n, g.alpha * v0, g.alpha * v1);
+        return;
+    }
+    hpdl__gemm_out(g, m, n, v0);
+    hpdl__gemm_out(g, m, n + 1, v1);
+}
+
+/* Stores a warpgroup's 64 x 256 accumulators at C(m0.., n0..). wgmma's
+   layout: warp w holds rows 16w..16w+15; in each 8-column group j a thread
+   holds columns 2(lane%4), +1 of rows lane/4 and lane/4 + 8. */
+template <typename T>
+static __device__ __forceinline__ void hpdl__wg_store(const hpdl__gemm_args<T, float> &g, const float d[128], int m0, int n0) {
+    int t = (int)threadIdx.x % 128, j;
+    int m = m0 + t / 32 * 16 + t % 32 / 4, n = n0 + t % 4 * 2;
+#pragma unroll
+    for (j = 0; j < 32; j++) {
+        hpdl__gemm_out2(g, m, n + 8 * j, d[4 * j], d[4 * j + 1]);
+        hpdl__gemm_out2(g, m + 8, n + 8 * j, d[4 * j + 2], d[4 * j + 3]);
+    }
+}
+
+/* Work unit u (a tile, or a cluster's patch of tiles) as (row um, column
+   un) of the units_m x units_n grid of units, in grouped order (GROUP rows
+   of units at a time) so that blocks running at the same time share rows
+   of A and columns of B in L2. */
+static __device__ __forceinline__ void hpdl__wg_tile(int u, int units_m, int units_n, int *um, int *un) {
+    const int GROUP = 8;
+    int per_group = GROUP * units_n, first = u / per_group * GROUP;
+    int rows = units_m - first < GROUP ? units_m - first : GROUP;
+    *um = first + u % per_group % rows;
+    *un = u % per_group / rows;
+}
+
+/* ---- the kernels --------------------------------------------------------- */
+
+/* The first 1024-byte boundary at or after the dynamic shared memory's start
+   (the 128-byte swizzle repeats every 1024 bytes; tiles must start on it). */
+static __device__ __forceinline__ unsigned char *hpdl__wg_smem_base() {
+    extern __shared__ uint4 hpdl__wg_smem[];
+    return (unsigned char *)(((uintptr_t)hpdl__wg_smem + 1023) & ~(uintptr_t)1023);
+}
+
+/* wgmma: one warpgroup, thread 0 copies STAGES-1 tiles ahead. */
+template <typename T, bool AMN, bool BMN>
+__global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma(const __grid_constant__ CUtensorMap map_a,
+                                                           const __grid_constant__ CUtensorMap map_b,
+                                                           hpdl__gemm_args<T, float> g) {
+#ifdef HPDL__SM90A
+    enum { BM = 64, BN = 256, BK = 128 / sizeof(T), S = HPDL__WG_STAGES, A_BYTES = BM * 128, STAGE = (BM + BN) * 128 };
+    unsigned char *smem = hpdl__wg_smem_base();
+    uint64_t *full = (uint64_t *)(smem + S * STAGE);
+    int tiles_n = (g.N + BN - 1) / BN, tm, tn, kt, i, KT = (g.K + BK - 1) / BK;
+    float d[128];
+    hpdl__wg_tile((int)blockIdx.x, (g.M + BM - 1) / BM, tiles_n, &tm, &tn);
+#pragma unroll
+    for (i = 0; i < 128; i++) d[i] = 0.0f;
+    if (threadIdx.x == 0) {
+        for (i = 0; i < S; i++) hpdl__mbar_init(&full[i], 1);
+        hpdl__mbar_init_fence();
+    }
+    __syncthreads();
+    for (kt = 0; kt < S - 1 + KT; kt++) {
+        if (threadIdx.x == 0 && kt < KT) { /* copy tile kt, S-1 steps ahead of its use */
+            unsigned char *st = smem + kt % S * STAGE;
+            hpdl__mbar_expect_bytes(&full[kt % S], STAGE);
+            hpdl__wg_load_pieces<AMN>(&map_a, st, &full[kt % S], tm * BM, kt * BK, 0, BM / 64, 1, 0);
+            hpdl__wg_load_pieces<BMN>(&map_b, st + A_BYTES, &full[kt % S], tn * BN, kt * BK, 0, BN / 64, 1, 0);
+        }
+        if (kt >= S - 1) { /* multiply tile c = kt - (S-1) */
+            int c = kt - (S - 1);
+            unsigned char *st = smem + c % S * STAGE;
+            hpdl__mbar_wait(&full[c % S], (unsigned)(c / S) & 1);
+            hpdl__wg_mma_stage<T, AMN, BMN>(d, st, st + A_BYTES, 0);
+            hpdl__wg_wait<0>();
+            __syncthreads(); /* every warp is done with stage c % S: thread 0 may refill it next */
+        }
+    }
+    hpdl__wg_fence_acc(d);
+    hpdl__wg_store(g, d, tm * BM, tn * BN);
+#else
+    (void)map_a; (void)map_b; (void)g; /* no sm_90a code in this pass: the launcher never starts it */
+#endif
+}
+
+/* The ranks of a CM x CN cluster (rank = rm + CM rn) that share a row of
+   tiles (the same A tile) or a column (the same B tile): multicast masks. */
+template <int CM, int CN> static __device__ __forceinline__ unsigned short hpdl__wg_row_mask(int rm) {
+    int j, mask = 0;
+    for (j = 0; j < CN; j++) mask |= 1 << (rm + CM * j);
+    return (unsigned short)mask;
+}
+template <int CM> static __device__ __forceinline__ unsigned short hpdl__wg_col_mask(int rn) {
+    return (unsigned short)(((1 << CM) - 1) << (CM * rn));
+}
+
+/* A consumer warpgroup is done reading stage s: thread i of it tells block
+   i of the cluster (each may write into this block's stage s). */
+template <int CS> static __device__ __forceinline__ void hpdl__wg_release(uint64_t *empty) {
+    if ((int)threadIdx.x % 128 < CS) hpdl__mbar_arrive_in(empty, threadIdx.x % 128);
+}
+
+/* wgmma_ws / _persistent / _cluster: warpgroup 0 produces, warpgroups 1 and
+   2 consume (rows 0-63 and 64-127 of a 128 x 256 tile). PERSISTENT: blocks
+   loop over tiles. CM x CN clusters: the blocks of a cluster take a CM x CN
+   patch of tiles; blocks in one row of the patch share their A tile, blocks
+   in one column their B tile, and each loads only its share of the pieces,
+   multicast to its row (or column) mates. WAIT1: a consumer keeps one
+   stage's wgmmas in flight while it issues the next stage's. */
+template <typename T, bool AMN, bool BMN, bool PERSISTENT, int CM, int CN, bool WAIT1>
+__global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_constant__ CUtensorMap map_a,
+                                                              const __grid_constant__ CUtensorMap map_b,
+                                                              hpdl__gemm_args<T, float> g) {
+#ifdef HPDL__SM90A
+    enum { BM = 128, BN = 256, BK = 128 / sizeof(T), S = HPDL__WG_STAGES, A_BYTES = BM * 128, STAGE = (BM + BN) * 128 };
+    enum { CS = CM * CN };
+    unsigned char *smem = hpdl__wg_smem_base();
+    uint64_t *full = (uint64_t *)(smem + S * STAGE), *empty = full + S;
+    int units_m = ((g.M + BM - 1) / BM + CM - 1) / CM, units_n = ((g.N + BN - 1) / BN + CN - 1) / CN;
+    int units = units_m * units_n, KT = (g.K + BK - 1) / BK, wg = (int)threadIdx.x / 128, it = 0, u, um, un, kt, i;
+    int rank = CS > 1 ? (int)hpdl__cluster_rank() : 0, rm = rank % CM, rn = rank / CM;
+    int first = (int)blockIdx.x / CS, stride = PERSISTENT ? (int)gridDim.x / CS : units;
+    if (threadIdx.x == 0) {
+        for (i = 0; i < S; i++) {
+            hpdl__mbar_init(&full[i], 1);
+            hpdl__mbar_init(&empty[i], 2 * CS); /* both consumers of every block in the cluster */
+        }
+        hpdl__mbar_init_fence();
+    }
+    if (CS > 1) hpdl__cluster_sync(); else __syncthreads();
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        if (threadIdx.x == 0)
+            for (u = first; u < units; u += stride) {
+                hpdl__wg_tile(u, units_m, units_n, &um, &un);
+                for (kt = 0; kt < KT; kt++, it++) {
+                    unsigned char *st = smem + it % S * STAGE;
+                    hpdl__mbar_wait(&empty[it % S], (unsigned)(it / S + 1) & 1); /* first pass: free */
+                    hpdl__mbar_expect_bytes(&full[it % S], STAGE);
+                    hpdl__wg_load_pieces<AMN>(&map_a, st, &full[it % S], (um * CM + rm) * BM, kt * BK, CN > 1 ? rn : 0,
+                                              BM / 64, CN, CN > 1 ? hpdl__wg_row_mask<CM, CN>(rm) : 0);
+                    hpdl__wg_load_pieces<BMN>(&map_b, st + A_BYTES, &full[it % S], (un * CN + rn) * BN, kt * BK,
+                                              CM > 1 ? rm : 0, BN / 64, CM, CM > 1 ? hpdl__wg_col_mask<CM>(rn) : 0);
+                }
+            }
+    } else {
+        float d[128];
+        int row0 = (wg - 1) * 64;
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+        for (u = first; u < units; u += stride) {
+            hpdl__wg_tile(u, units_m, units_n, &um, &un);
+#pragma unroll
+            for (i = 0; i < 128; i++) d[i] = 0.0f;
+            for (kt = 0; kt < KT; kt++, it++) {
+                unsigned char *st = smem + it % S * STAGE;
+                hpdl__mbar_wait(&full[it % S], (unsigned)(it / S) & 1);
+                hpdl__wg_mma_stage<T, AMN, BMN>(d, st, st + A_BYTES, row0);
+                if (WAIT1) { /* the previous stage's group is done: its stage can go */
+                    hpdl__wg_wait<1>();
+                    if (kt > 0) hpdl__wg_release<CS>(&empty[(it - 1) % S]);
+                } else {
+                    hpdl__wg_wait<0>();
+                    hpdl__wg_release<CS>(&empty[it % S]);
+                }
+            }
+            if (WAIT1 && KT > 0) {
+                hpdl__wg_wait<0>();
+                hpdl__wg_release<CS>(&empty[(it - 1) % S]);
+            }
+            hpdl__wg_fence_acc(d);
+            hpdl__wg_store(g, d, (um * CM + rm) * BM + row0, (un * CN + rn) * BN);
+        }
+    }
+    if (CS > 1) hpdl__cluster_sync(); /* other blocks may still write into this block's shared memory */
+#else
+    (void)map_a; (void)map_b; (void)g;
+#endif
+}
+
+/* Writes 1 when this binary holds sm_90a code and the GPU runs it. */
+__global__ void hpdl__wg_probe(int *out) {
+#ifdef HPDL__SM90A
+    *out = 1;
+#else
+    *out = 0;
+#endif
+}
+
+/* ---- host side ------------------------------------------------------------ */
+
+/* Whether the current device can run the Hopper rungs: asked once per
+   device (a probe launch), remembered. */
+HPDL_API int hpdl__wg_available(void) {
+    static signed char known[64];
+    int device = 0, *flag = NULL, host = 0;
+    if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return 0;
+    if (!known[device]) {
+        known[device] = -1;
+        if (cudaMalloc((void **)&flag, sizeof(int)) == cudaSuccess) {
+            hpdl__wg_probe<<<1, 1>>>(flag);
+            if (cudaMemcpy(&host, flag, sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess && host == 1)
+                known[device] = 1;
+            cudaFree(flag);
+        }
+        cudaGetLastError(); /* a GPU that cannot run the probe: not an error of the caller's */
+    }
+    return known[device] == 1;
+}
+
+/* cuTensorMapEncodeTiled from the driver, fetched once through the runtime
+   (no -lcuda needed). */
+HPDL_API PFN_cuTensorMapEncodeTiled_v12000 hpdl__tma_encoder(void) {
+    static PFN_cuTensorMapEncodeTiled_v12000 fn;
+    cudaDriverEntryPointQueryResult q;
+    if (!fn && (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&fn, 12000, cudaEnableDefault, &q) !=
+                    cudaSuccess || q != cudaDriverEntryPointSuccess))
+        fn = NULL;
+    return fn;
+}
+
+/* Tensor map of one operand for 64-row pieces: K-major boxes are
+   64 rows x 128 bytes of K, MN-major boxes 64 elements x BK rows. */
+template <typename T>
+static inline hpdl_status hpdl__wg_map(CUtensorMap *map, const hpdl__gemm_operand<T> &x, int outer, int K) {
+    PFN_cuTensorMapEncodeTiled_v12000 encode = hpdl__tma_encoder();
+    const cuuint32_t bk = 128 / sizeof(T), box_k[2] = {bk, 64}, box_mn[2] = {64, bk}, ones[2] = {1, 1};
+    cuuint64_t dims[2], stride[1] = {(cuuint64_t)x.ld * sizeof(T)};
+    if (!encode) return HPDL_ERR_UNSUPPORTED;
+    dims[0] = (cuuint64_t)(x.kcontig ? K : outer);
+    dims[1] = (cuuint64_t)(x.kcontig ? outer : K);
+    return encode(map, hpdl__wg_type<T>::tma(), 2, (void *)x.p, dims, stride, x.kcontig ? box_k : box_mn, ones,
+                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS
+               ? HPDL_OK
+               : HPDL_ERR_UNSUPPORTED;
+}
+
+/* How one Hopper kernel is launched: threads per block, rows of its tile,
+   cluster shape, persistent or one tile per block. */
+typedef struct hpdl__wg_launch {
+    const void *kernel;
+    int threads, bm, cm, cn, persistent;
+} hpdl__wg_launch;
+
+/* The cluster shape of the wgmma_cluster rung (blocks along M x along N). */
+enum { HPDL__WG_CM = 2, HPDL__WG_CN = 1 };
+
+/* The kernel and launch shape of one Hopper rung for the operands' layouts. */
+template <typename T, bool AMN, bool BMN>
+static inline hpdl__wg_launch hpdl__wg_rung(hpdl_gemm_algo algo) {
+    hpdl__wg_launch l = {NULL, 384, 128, 1, 1, 1};
+    switch (algo) {
+    case HPDL_GEMM_WGMMA:
+        l.kernel = (const void *)hpdl__gemm_wgmma<T, AMN, BMN>;
+        l.threads = 128; l.bm = 64; l.persistent = 0;
+        break;
+    case HPDL_GEMM_WGMMA_WS:
+        l.kernel = (const void *)hpdl__gemm_wgmma_ws<T, AMN, BMN, false, 1, 1, true>;
+        l.persistent = 0;
+        break;
+    case HPDL_GEMM_WGMMA_PERSISTENT: l.kernel = (const void *)hpdl__gemm_wgmma_ws<T, AMN, BMN, true, 1, 1, true>; break;
+    case HPDL_GEMM_WGMMA_CLUSTER:
+        l.kernel = (const void *)hpdl__gemm_wgmma_ws<T, AMN, BMN, true, HPDL__WG_CM, HPDL__WG_CN, true>;
+        l.cm = HPDL__WG_CM; l.cn = HPDL__WG_CN;
+        break;
+    default: break;
+    }
+    return l;
+}
+
+/* The rung for the operands' layouts: f16/bf16 take all four, TF32 only
+   K-major A and B (kernel NULL otherwise). */
+template <typename T, int TRANSPOSABLE = hpdl__wg_type<T>::TRANSPOSABLE> struct hpdl__wg_picker {
+    static hpdl__wg_launch pick(hpdl_gemm_algo algo, int amn, int bmn) {
+        return amn ? (bmn ? hpdl__wg_rung<T, true, true>(algo) : hpdl__wg_rung<T, true, false>(algo))
+                   : (bmn ? hpdl__wg_rung<T, false, true>(algo) : hpdl__wg_rung<T, false, false>(algo));
+    }
+};
+template <typename T> struct hpdl__wg_picker<T, 0> {
+    static hpdl__wg_launch pick(hpdl_gemm_algo algo, int amn, int bmn) {
+        hpdl__wg_launch none = {NULL, 0, 0, 1, 1, 0};
+        return amn || bmn ? none : hpdl__wg_rung<T, false, false>(algo);
+    }
+};
+
+/* Launches a Hopper kernel on C's tiles (BN = 256): one block (or cluster)
+   per tile, or, persistent, as many as can be resident at once. */
+template <typename T>
+static inline hpdl_status hpdl__wg_run(const hpdl__wg_launch &l, const hpdl__gemm_args<T, float> &g, cudaStream_t stream) {
+    const int cs = l.cm * l.cn, bn = 256;
+    const size_t smem = (size_t)HPDL__WG_STAGES * (l.bm + bn) * 128 + 1024 /* alignment */ + 2 * HPDL__WG_STAGES * 8;
+    int units = ((g.M + l.bm - 1) / l.bm + l.cm - 1) / l.cm * (((g.N + bn - 1) / bn + l.cn - 1) / l.cn);
+    int resident = 0;
+    CUtensorMap map_a, map_b;
+    cudaLaunchConfig_t cfg = cudaLaunchConfig_t();
+    cudaLaunchAttribute attr[1];
+    hpdl_status s;
+    void *args[3];
+    if ((s = hpdl__wg_map(&map_a, g.a, g.M, g.K)) != HPDL_OK || (s = hpdl__wg_map(&map_b, g.b, g.N, g.K)) != HPDL_OK)
+        return s;
+    HPDL_CUDA_TRY(cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    cfg.gridDim = dim3((unsigned)(units * cs));
+    cfg.blockDim = dim3((unsigned)l.threads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = (unsigned)cs;
+    attr[0].val.clusterDim.y = attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = cs > 1 ? 1 : 0;
+    if (l.persistent) { /* clusters need SMs of one GPC: ask how many fit, not SMs / cs */
+        if (cs > 1) {
+            HPDL_CUDA_TRY(cudaOccupancyMaxActiveClusters(&resident, l.kernel, &cfg));
+        } else {
+            int device = 0;
+            HPDL_CUDA_TRY(cudaGetDevice(&device));
+            HPDL_CUDA_TRY(cudaDeviceGetAttribute(&resident, cudaDevAttrMultiProcessorCount, device));
+        }
+        if (resident > 0 && resident < units) cfg.gridDim = dim3((unsigned)(resident * cs));
+    }
+    args[0] = &map_a; args[1] = &map_b; args[2] = (void *)&g;
+    HPDL_CUDA_TRY(cudaLaunchKernelExC(&cfg, l.kernel, args));
+    return HPDL_OK;
+}
+
+/* Runs one Hopper rung, or says HPDL_ERR_UNSUPPORTED (see the top of this part). */
+template <typename T>
+static inline hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpdl__gemm_args<T, float> &g,
+                                                  cudaStream_t stream) {
+    hpdl__wg_launch l = hpdl__wg_picker<T>::pick(algo, !g.a.kcontig, !g.b.kcontig);
+    if (!l.kernel || g.K == 0 || !hpdl__wg_available() || !hpdl__gemm_aligned(g.a.p, g.a.ld, 16 / sizeof(T), sizeof(T)) ||
+        !hpdl__gemm_aligned(g.b.p, g.b.ld, 16 / sizeof(T), sizeof(T)))
+        return HPDL_ERR_UNSUPPORTED;
+    return hpdl__wg_run(l, g, stream);
+}
+
+static inline hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpdl__gemm_args<double, double> &g,
+                                                  cudaStream_t stream) {
+    (void)algo; (void)g; (void)stream;
+    return HPDL_ERR_UNSUPPORTED; /* wgmma has no f64 */
+}
+
+/* The Hopper rung AUTO picks for f16 and bf16. */
+#define HPDL__GEMM_HOPPER_DEFAULT HPDL_GEMM_WGMMA_CLUSTER
+
+/* Validates, then runs one rung (AUTO: for f16/bf16 the Hopper rung where
+   it can run, then the mma.sync rung where the type has one and this binary
+   and GPU can run it, else warptile). */
 template <typename T, typename ACC>
 static inline hpdl_status hpdl__cuda_gemm(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,
                                           ACC alpha, const T *A, int lda, const T *B, int ldb, ACC beta, T *C, int ldc,
                                           cudaStream_t stream) {
     hpdl_status s = hpdl__gemm_check(ta, tb, M, N, K, A, lda, B, ldb, C, ldc); /* hpdl.h's CPU GEMM check */
     int tensor = algo == HPDL_GEMM_MMA || (algo == HPDL_GEMM_AUTO && sizeof(T) != sizeof(float));
+    int hopper = algo >= HPDL_GEMM_WGMMA && algo <= HPDL_GEMM_WGMMA_CLUSTER;
     if (s != HPDL_OK || (int)algo < (int)HPDL_GEMM_AUTO || (int)algo > (int)HPDL_GEMM_CUBLAS) return HPDL_ERR_INVALID;
     if (algo == HPDL_GEMM_MMA && sizeof(T) == sizeof(float)) return HPDL_ERR_UNSUPPORTED;
     if (M == 0 || N == 0) return HPDL_OK;
     if (algo == HPDL_GEMM_CUBLAS) return hpdl__gemm_cublas(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);
+    if (hopper || (algo == HPDL_GEMM_AUTO && sizeof(T) == 2)) {
+        s = hpdl__gemm_launch_wgmma(hopper ? algo : HPDL__GEMM_HOPPER_DEFAULT,
+                                    hpdl__gemm_make_args(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
+                                                         (int)(16 / sizeof(T))), stream);
+        if (s != HPDL_ERR_UNSUPPORTED || hopper) return s;
+    }
     if (tensor) {
         s = hpdl__gemm_launch_mma(hpdl__gemm_make_args(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
                                                        (int)(16 / sizeof(T))), stream);

@@ -5,29 +5,33 @@
    the same random non-zero inputs, then timed (median of event-timed runs,
    L2 flushed before each), with cuBLAS (TF32 off for f32) timed in the same
    run as the anchor. naive and coalesced are skipped at 8192 (minutes).
+   Then "tf32": the Hopper rungs on f32 data as TF32 (C = A B^T, the layout
+   TF32 wgmma reads) against cuBLAS with TF32 math, same sizes.
    Writes gemm.csv (headline: best rung per type at 4096 vs cuBLAS),
    gemm_all.csv (every row) and gemm_rungs.csv (TFLOP/s per rung at 4096,
    for the chart) into $HPDL_RESULTS (default: the current folder).
 
-   usage: gemm [--quick] [--type f32|f64|f16|bf16]
+   usage: gemm [--quick] [--type f32|f64|f16|bf16|tf32]
        --quick  4096^3 only, fewer runs */
 #include "hpdl_cuda.cuh"
 
 typedef struct bench_opts { int quick, tune; const char *only; } bench_opts;
 
-static const hpdl_gemm_algo k_rungs[] = {HPDL_GEMM_NAIVE, HPDL_GEMM_COALESCED, HPDL_GEMM_SMEM,     HPDL_GEMM_REG1D,
-                                         HPDL_GEMM_REG2D, HPDL_GEMM_VEC4,      HPDL_GEMM_WARPTILE, HPDL_GEMM_MMA,
+static const hpdl_gemm_algo k_rungs[] = {HPDL_GEMM_NAIVE,    HPDL_GEMM_COALESCED,     HPDL_GEMM_SMEM,
+                                         HPDL_GEMM_REG1D,    HPDL_GEMM_REG2D,         HPDL_GEMM_VEC4,
+                                         HPDL_GEMM_WARPTILE, HPDL_GEMM_MMA,           HPDL_GEMM_WGMMA,
+                                         HPDL_GEMM_WGMMA_WS, HPDL_GEMM_WGMMA_PERSISTENT, HPDL_GEMM_WGMMA_CLUSTER,
                                          HPDL_GEMM_CUBLAS};
 enum { N_RUNGS = sizeof k_rungs / sizeof k_rungs[0] };
 static const int k_sizes[][3] = {{1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192},
                                  {4095, 1000, 3001}};
 
-/* Datasheet dense peaks (TFLOP/s) for the GPU's name: f32 SIMT, f64 tensor, f16/bf16 tensor; 0 = unknown. */
+/* Datasheet dense peaks (TFLOP/s) for the GPU's name: f32 SIMT, f64 tensor, TF32 tensor, f16/bf16 tensor; 0 = unknown. */
 static double peak_tflops(const char *gpu, const char *type) {
-    int lowp = strcmp(type, "f16") == 0 || strcmp(type, "bf16") == 0;
-    if (strstr(gpu, "H100") && strstr(gpu, "PCIe")) return lowp ? 756 : 51;
-    if (strstr(gpu, "H100") && strstr(gpu, "NVL")) return lowp ? 835 : 60;
-    if (strstr(gpu, "H100") || strstr(gpu, "H200")) return lowp ? 989 : 67;
+    int lowp = strcmp(type, "f16") == 0 || strcmp(type, "bf16") == 0, tf32 = strcmp(type, "tf32") == 0;
+    if (strstr(gpu, "H100") && strstr(gpu, "PCIe")) return lowp ? 756 : tf32 ? 378 : 51;
+    if (strstr(gpu, "H100") && strstr(gpu, "NVL")) return lowp ? 835 : tf32 ? 418 : 60;
+    if (strstr(gpu, "H100") || strstr(gpu, "H200")) return lowp ? 989 : tf32 ? 495 : 67;
     return 0;
 }
 
@@ -72,8 +76,18 @@ template <typename T> struct bench_gemm {
     T *C;
 };
 
+/* The "tf32" type: f32 data, C = A B^T (B given N x K: TF32 wgmma reads both
+   operands K-major), the Hopper rungs against cuBLAS with TF32 math. */
+static int g_tf32;
+
 static hpdl_status call(hpdl_gemm_algo al, int M, int N, int K, const float *A, const float *B, float *C, cudaStream_t s) {
-    return hpdl_cuda_gemm_algo_f32(al, HPDL_NO_TRANS, HPDL_NO_TRANS, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N, s);
+    hpdl_status st, off;
+    if (!g_tf32) return hpdl_cuda_gemm_algo_f32(al, HPDL_NO_TRANS, HPDL_NO_TRANS, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N, s);
+    if (al != HPDL_GEMM_CUBLAS) return hpdl_cuda_gemm_algo_f32(al, HPDL_NO_TRANS, HPDL_TRANS, M, N, K, 1.0f, A, K, B, K, 0.0f, C, N, s);
+    st = hpdl__cuda_tf32_math(1);
+    if (st == HPDL_OK) st = hpdl_cuda_gemm_algo_f32(al, HPDL_NO_TRANS, HPDL_TRANS, M, N, K, 1.0f, A, K, B, K, 0.0f, C, N, s);
+    off = hpdl__cuda_tf32_math(0);
+    return st != HPDL_OK ? st : off;
 }
 static hpdl_status call(hpdl_gemm_algo al, int M, int N, int K, const double *A, const double *B, double *C, cudaStream_t s) {
     return hpdl_cuda_gemm_algo_f64(al, HPDL_NO_TRANS, HPDL_NO_TRANS, M, N, K, 1.0, A, K, B, N, 0.0, C, N, s);
@@ -116,14 +130,14 @@ typedef struct bench_row {
 typedef struct bench_out {
     FILE *head, *all;
     const char *gpu;
-    double rungs_4096[4][N_RUNGS]; /* TFLOP/s per type and rung at 4096 (for the chart) */
+    double rungs_4096[5][N_RUNGS]; /* TFLOP/s per type and rung at 4096 (for the chart) */
 } bench_out;
 
 static void print_row(bench_out *o, const bench_row *r) {
     char pk[32];
     if (r->peak_share > 0) snprintf(pk, sizeof pk, "%6.1f%%", 100 * r->peak_share);
     else snprintf(pk, sizeof pk, "%7s", "n/a");
-    printf("%-5s %5d %5d %5d  %-10s %10.3f %9.2f %7.3f %s %9.1e  %s\n", r->type, r->M, r->N, r->K, r->rung, r->ms,
+    printf("%-5s %5d %5d %5d  %-16s %10.3f %9.2f %7.3f %s %9.1e  %s\n", r->type, r->M, r->N, r->K, r->rung, r->ms,
            r->tflops, r->ratio, pk, r->err, r->status);
     fflush(stdout);
     if (o->all)
@@ -134,7 +148,7 @@ static void print_row(bench_out *o, const bench_row *r) {
 
 /* Tolerance of a rung against cuBLAS, as max error over max |C|. */
 static double bench_tol(const char *type) {
-    return strcmp(type, "f64") == 0 ? 1e-10 : strcmp(type, "f32") == 0 ? 1e-4 : 2e-2;
+    return strcmp(type, "f64") == 0 ? 1e-10 : strcmp(type, "f32") == 0 ? 1e-4 : strcmp(type, "tf32") == 0 ? 5e-3 : 2e-2;
 }
 
 /* All rungs of one type at one size. Returns 0 if a rung computed wrong results. */
@@ -163,8 +177,9 @@ static int bench_size(bench_out *o, const bench_opts *opt, const char *type, int
         memset(&row, 0, sizeof row);
         row.type = type; row.rung = hpdl_gemm_algo_name(k_rungs[r]); row.M = M; row.N = N; row.K = K;
         g.algo = k_rungs[r]; g.M = M; g.N = N; g.K = K; g.A = A; g.B = B; g.C = C;
-        if (M >= 8192 && (g.algo == HPDL_GEMM_NAIVE || g.algo == HPDL_GEMM_COALESCED)) {
-            row.status = "skipped"; /* minutes per run at 8192 */
+        if ((M >= 8192 && (g.algo == HPDL_GEMM_NAIVE || g.algo == HPDL_GEMM_COALESCED)) ||
+            (g_tf32 && g.algo < HPDL_GEMM_WGMMA)) {
+            row.status = "skipped"; /* minutes per run at 8192; tf32: only the Hopper rungs run TF32 */
             print_row(o, &row);
             continue;
         }
@@ -311,12 +326,12 @@ static void tune_all(hpdl_cuda_l2_flusher *fl) {
 }
 
 static void write_rungs(const bench_out *o) {
-    FILE *f = hpdl_csv_open_with_header(".", "gemm_rungs", "rung,f32,f64,f16,bf16");
+    FILE *f = hpdl_csv_open_with_header(".", "gemm_rungs", "rung,f32,f64,f16,bf16,tf32");
     int r, t;
     if (!f) return;
     for (r = 0; r < N_RUNGS; r++) {
         fprintf(f, "%s", hpdl_gemm_algo_name(k_rungs[r]));
-        for (t = 0; t < 4; t++) {
+        for (t = 0; t < 5; t++) {
             if (o->rungs_4096[t][r] > 0) fprintf(f, ",%.4g", o->rungs_4096[t][r]);
             else fprintf(f, ",NaN");
         }
@@ -337,7 +352,7 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--quick") == 0) opt.quick = 1;
         else if (strcmp(argv[i], "--tune") == 0) opt.tune = 1;
         else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) opt.only = argv[++i];
-        else { fprintf(stderr, "usage: %s [--quick] [--type f32|f64|f16|bf16]\n", argv[0]); return 2; }
+        else { fprintf(stderr, "usage: %s [--quick] [--type f32|f64|f16|bf16|tf32]\n", argv[0]); return 2; }
     }
     if (!hpdl_cuda_available()) { printf("gemm: no GPU, nothing to measure\n"); return 0; }
     HPDL_CHECK(hpdl_cuda_device_query(0, &info));
@@ -348,7 +363,7 @@ int main(int argc, char **argv) {
            info.sm_count, info.cc_major, info.cc_minor);
     printf("each rung checked against cuBLAS (max|err|/max|C|) before timing; median time, L2 flushed; "
            "ratio = TFLOP/s / cuBLAS TFLOP/s (same type, TF32 off); peak = datasheet dense\n");
-    printf("%-5s %5s %5s %5s  %-10s %10s %9s %7s %7s %9s  %s\n", "type", "M", "N", "K", "rung", "ms", "TFLOP/s", "ratio",
+    printf("%-5s %5s %5s %5s  %-16s %10s %9s %7s %7s %9s  %s\n", "type", "M", "N", "K", "rung", "ms", "TFLOP/s", "ratio",
            "peak", "err", "status");
     o.head = hpdl_csv_open(".", "gemm");
     o.all = hpdl_csv_open_with_header(".", "gemm_all", "metric,value,unit,anchor,anchor_value,ratio,type,m,n,k,rung,ms,peak_share,max_rel_err,status");
@@ -356,6 +371,8 @@ int main(int argc, char **argv) {
     good &= bench_type<double>(&o, &opt, "f64", 1, &fl);
     good &= bench_type<__half>(&o, &opt, "f16", 2, &fl);
     good &= bench_type<__nv_bfloat16>(&o, &opt, "bf16", 3, &fl);
+    g_tf32 = 1;
+    good &= bench_type<float>(&o, &opt, "tf32", 4, &fl);
     write_rungs(&o);
     if (o.head) fclose(o.head);
     if (o.all) fclose(o.all);

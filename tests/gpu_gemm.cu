@@ -41,9 +41,11 @@ template <typename T> static void fill(hpdl_rng *r, T *x, double *x64, size_t n)
     }
 }
 
-static const hpdl_gemm_algo k_algos[] = {HPDL_GEMM_AUTO,  HPDL_GEMM_NAIVE,    HPDL_GEMM_COALESCED, HPDL_GEMM_SMEM,
-                                         HPDL_GEMM_REG1D, HPDL_GEMM_REG2D,    HPDL_GEMM_VEC4,      HPDL_GEMM_WARPTILE,
-                                         HPDL_GEMM_MMA,   HPDL_GEMM_CUBLAS};
+static const hpdl_gemm_algo k_algos[] = {HPDL_GEMM_AUTO,     HPDL_GEMM_NAIVE,    HPDL_GEMM_COALESCED,
+                                         HPDL_GEMM_SMEM,     HPDL_GEMM_REG1D,    HPDL_GEMM_REG2D,
+                                         HPDL_GEMM_VEC4,     HPDL_GEMM_WARPTILE, HPDL_GEMM_MMA,
+                                         HPDL_GEMM_WGMMA,    HPDL_GEMM_WGMMA_WS, HPDL_GEMM_WGMMA_PERSISTENT,
+                                         HPDL_GEMM_WGMMA_CLUSTER, HPDL_GEMM_CUBLAS};
 static const int k_shapes[][3] = {{1, 1, 1}, {17, 33, 5}, {129, 257, 63}, {200, 130, 300}, {256, 512, 96}};
 
 /* Everything one (shape, layout, beta) case needs, host and device. */
@@ -143,8 +145,24 @@ template <typename T> static int case_check(gemm_case<T> *c, hpdl_gemm_algo algo
     return bad == 0;
 }
 
+static int is_hopper_rung(hpdl_gemm_algo a) { return a >= HPDL_GEMM_WGMMA && a <= HPDL_GEMM_WGMMA_CLUSTER; }
+
+/* The device is a Hopper GPU (the Makefile then builds sm_90a code). */
+static int hopper_gpu(void) {
+    cudaDeviceProp p;
+    return hpdl_cuda_available() && cudaGetDeviceProperties(&p, 0) == cudaSuccess && p.major == 9 && p.minor == 0;
+}
+
+/* Whether a Hopper rung runs this case (else it must say HPDL_ERR_UNSUPPORTED):
+   f16/bf16 any layout, f32 (as TF32) only A not transposed and B transposed;
+   16-byte aligned leading dimensions for the copy engine. */
+template <typename T> static int hopper_runs(const gemm_case<T> *c, int aligned) {
+    if (!hopper_gpu() || !aligned || sizeof(T) == 8) return 0;
+    return sizeof(T) == 2 || (c->ta == HPDL_NO_TRANS && c->tb == HPDL_TRANS);
+}
+
 /* Every rung x transpose x shape x (aligned, unaligned ld) x (beta = 0, beta != 0) for one type. */
-template <typename T> static void check_type(const char *type, double tol, uint64_t seed) {
+template <typename T> static void check_type(const char *type, double tol, double hopper_tol, uint64_t seed) {
     hpdl_rng r;
     int shape, layout, t, bcase, a, failed = 0, cases = 0;
     int tensor_ok = 0;
@@ -171,7 +189,13 @@ template <typename T> static void check_type(const char *type, double tol, uint6
                     for (a = 0; a < HPDL_COUNT(k_algos); a++) {
                         if (k_algos[a] == HPDL_GEMM_MMA && (sizeof(T) == 4 || !tensor_ok)) continue; /* own test */
                         cases++;
-                        if (!case_check(&c, k_algos[a], tol, type)) failed++;
+                        if (is_hopper_rung(k_algos[a]) && !hopper_runs(&c, layout)) {
+                            if (run(k_algos[a], c.ta, c.tb, c.M, c.N, c.K, c.alpha, c.dA, c.lda, c.dB, c.ldb, c.beta,
+                                    c.dC, c.ldc) != HPDL_ERR_UNSUPPORTED)
+                                failed++;
+                        } else if (!case_check(&c, k_algos[a], is_hopper_rung(k_algos[a]) ? hopper_tol : tol, type)) {
+                            failed++;
+                        }
                     }
                     case_free(&c);
                 }
@@ -180,10 +204,53 @@ template <typename T> static void check_type(const char *type, double tol, uint6
     HPDL_EXPECT(cases > 0);
 }
 
-static void test_gemm_f32(void) { check_type<float>("f32", 1e-5, 1); }
-static void test_gemm_f64(void) { check_type<double>("f64", 1e-12, 2); }
-static void test_gemm_f16(void) { check_type<hpdl_f16>("f16", 1e-2, 3); }
-static void test_gemm_bf16(void) { check_type<hpdl_bf16>("bf16", 1e-2, 4); }
+/* f32 on the Hopper rungs is TF32: inputs keep 10 mantissa bits (~1e-3 relative). */
+static void test_gemm_f32(void) { check_type<float>("f32", 1e-5, 4e-3, 1); }
+static void test_gemm_f64(void) { check_type<double>("f64", 1e-12, 0, 2); }
+static void test_gemm_f16(void) { check_type<hpdl_f16>("f16", 1e-2, 1e-2, 3); }
+static void test_gemm_bf16(void) { check_type<hpdl_bf16>("bf16", 1e-2, 1e-2, 4); }
+
+/* One small case per Hopper rung: the program compute-sanitizer's racecheck runs
+   (`compute-sanitizer --tool racecheck build/gpu/gpu_gemm hopper_small`). */
+static void test_gemm_hopper_small(void) {
+    gemm_case<hpdl_f16> c;
+    hpdl_rng r;
+    int a;
+    if (!hopper_gpu()) HPDL_SKIP("the Hopper rungs need an sm_90 GPU");
+    hpdl_rng_seed(&r, 6);
+    memset(&c, 0, sizeof c);
+    c.ta = HPDL_NO_TRANS; c.tb = HPDL_NO_TRANS;
+    c.M = 300; c.N = 300; c.K = 200; c.lda = 200; c.ldb = 304; c.ldc = 304;
+    c.alpha = 1.0; c.beta = 0.5;
+    HPDL_EXPECT(case_setup(&c, &r));
+    for (a = 0; a < HPDL_COUNT(k_algos); a++)
+        if (is_hopper_rung(k_algos[a])) HPDL_EXPECT(case_check(&c, k_algos[a], 1e-2, "f16"));
+    case_free(&c);
+}
+
+/* More tiles than SMs (the persistent rungs loop; the cluster rung pairs a
+   tile past the last row block), K not a multiple of the stage's 64. */
+static void test_gemm_hopper_many_tiles(void) {
+    hpdl_rng r;
+    int t, a;
+    if (!hopper_gpu()) HPDL_SKIP("the Hopper rungs need an sm_90 GPU");
+    hpdl_rng_seed(&r, 7);
+    for (t = 0; t < 4; t++) {
+        gemm_case<hpdl_bf16> c;
+        memset(&c, 0, sizeof c);
+        c.ta = t & 1 ? HPDL_TRANS : HPDL_NO_TRANS;
+        c.tb = t & 2 ? HPDL_TRANS : HPDL_NO_TRANS;
+        c.M = 2200; c.N = 2600; c.K = 72;
+        c.lda = pick_ld(c.ta == HPDL_TRANS ? c.M : c.K, 1);
+        c.ldb = pick_ld(c.tb == HPDL_TRANS ? c.K : c.N, 1);
+        c.ldc = c.N;
+        c.alpha = -1.5; c.beta = 0.0;
+        HPDL_EXPECT(case_setup(&c, &r));
+        for (a = 0; a < HPDL_COUNT(k_algos); a++)
+            if (is_hopper_rung(k_algos[a])) HPDL_EXPECT(case_check(&c, k_algos[a], 1e-2, "bf16"));
+        case_free(&c);
+    }
+}
 
 /* Bad arguments: HPDL_ERR_INVALID and C untouched; a rung a type lacks: HPDL_ERR_UNSUPPORTED. */
 static void test_gemm_bad_args(void) {
@@ -237,7 +304,7 @@ static void test_gemm_bad_args(void) {
     /* empty products are fine and write nothing; K = 0 scales C by beta */
     HPDL_EXPECT(hpdl_cuda_gemm_f32(HPDL_NO_TRANS, HPDL_NO_TRANS, 0, N, K, 1, NULL, K, dB, N, 0, dC, N, 0) == HPDL_OK);
     for (i = 0; i < HPDL_COUNT(k_algos); i++) {
-        if (k_algos[i] == HPDL_GEMM_MMA) continue;
+        if (k_algos[i] == HPDL_GEMM_MMA || is_hopper_rung(k_algos[i])) continue; /* no f32 K = 0 path on those */
         HPDL_CUDA_CHECK(cudaMemcpy(dC, host, sizeof host, cudaMemcpyHostToDevice));
         HPDL_EXPECT(hpdl_cuda_gemm_algo_f32(k_algos[i], HPDL_NO_TRANS, HPDL_NO_TRANS, M, N, 0, 1, dA, 1, dB, N, 2.0f, dC,
                                             N, 0) == HPDL_OK);
@@ -273,6 +340,7 @@ int main(int argc, char **argv) {
     static const hpdl_test tests[] = {HPDL_TEST(test_gemm_algo_names), HPDL_TEST(test_gemm_bad_args),
                                       HPDL_TEST(test_gemm_mma_available), HPDL_TEST(test_gemm_f32),
                                       HPDL_TEST(test_gemm_f64),          HPDL_TEST(test_gemm_f16),
-                                      HPDL_TEST(test_gemm_bf16)};
+                                      HPDL_TEST(test_gemm_bf16),         HPDL_TEST(test_gemm_hopper_small),
+                                      HPDL_TEST(test_gemm_hopper_many_tiles)};
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }

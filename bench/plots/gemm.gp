@@ -16,4 +16,4 @@ set boxwidth 0.9
 set key top left
 set grid ytics
 set xtics rotate by -30
-plot for [i=2:5] dir."/gemm_rungs.csv" using i:xtic(1) title columnheader(i)
+plot for [i=2:6] dir."/gemm_rungs.csv" using i:xtic(1) title columnheader(i)
