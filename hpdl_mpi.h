@@ -33,6 +33,8 @@
        each step: forward; for (i = ntensors - 1; i >= 0; i--) { backward(i);
                   hpdl_mpi_bucketer_ready(&b, i); }  hpdl_mpi_bucketer_wait(&b); update;
        hpdl_mpi_bucketer_destroy(&b);
+       Beside compute, a reduction takes fewer SMs with, before create,
+       hpdl_mpi_set_nccl_max_ctas(8) and hpdl_mpi_set_bucket_priority(1).
 
    SEMANTICS
        Collectives are in place (SUM) and collective: every rank of the
@@ -82,6 +84,11 @@
                            (MPI, ring, NCCL; host and device buffers; f32, f64,
                            f16, bf16), bucketer, broadcast, sharding, epoch
                            permutation, argument agreement, bus bandwidth.
+       2026-11-22  v0.1.1  NCCL CTA cap (hpdl_mpi_set_nccl_max_ctas) and a
+                           high-priority bucketer stream
+                           (hpdl_mpi_set_bucket_priority); GPU data-parallel
+                           driver: next epoch's shuffle drawn during this one,
+                           CTA cap / priority / halving dW blocks in its config.
 */
 #ifndef HPDL_MPI_H
 #define HPDL_MPI_H
@@ -321,8 +328,10 @@ HPDL_API int hpdl__mpi_datatype(hpdl_mpi_dtype t, MPI_Datatype *out) {
 /* ------------------------------------------------------------------------ */
 
 typedef struct hpdl__mpi_settings {
-    int checks;         /* compare arguments across ranks before each collective */
-    size_t chunk_bytes; /* staging chunk for device buffers */
+    int checks;          /* compare arguments across ranks before each collective */
+    size_t chunk_bytes;  /* staging chunk for device buffers */
+    int nccl_max_ctas;   /* NCCL communicators made from now on: CTA cap (0: NCCL's choice) */
+    int bucket_priority; /* bucketers made from now on: 1 = side stream at the GPU's highest priority */
 #ifdef __CUDACC__
     cudaStream_t stream; /* orders device work; 0 = legacy default stream */
 #endif
@@ -346,6 +355,30 @@ HPDL_API hpdl__mpi_settings *hpdl__mpi_settings_get(void) {
 HPDL_API int hpdl_mpi_set_checks(int on) {
     int old = hpdl__mpi_settings_get()->checks;
     hpdl__mpi_settings_get()->checks = on != 0;
+    return old;
+}
+
+/* At most `ctas` thread blocks (so SMs) per NCCL collective on communicators
+   made from now on (1..64; 0: NCCL's choice). Communicators are cached per
+   cap, so each cap is bootstrapped once. A reduction that runs beside
+   compute (bucketer) then leaves the other SMs to the compute kernels.
+   HPDL_ERR_UNSUPPORTED without NCCL 2.17 or later. */
+HPDL_API hpdl_status hpdl_mpi_set_nccl_max_ctas(int ctas) {
+    if (ctas < 0 || ctas > 64) return HPDL_ERR_INVALID;
+#if !defined(HPDL_MPI_HAVE_NCCL) || NCCL_VERSION_CODE < 21700
+    if (ctas > 0) return HPDL_ERR_UNSUPPORTED;
+#endif
+    hpdl__mpi_settings_get()->nccl_max_ctas = ctas;
+    return HPDL_OK;
+}
+
+/* 1: bucketers made from now on reduce on a side stream of the GPU's highest
+   priority, so a bucket's reduction gets SMs as soon as any free up instead
+   of queueing behind the next backward kernel's blocks; 0 (default): normal
+   priority. Returns the old value. */
+HPDL_API int hpdl_mpi_set_bucket_priority(int high) {
+    int old = hpdl__mpi_settings_get()->bucket_priority;
+    hpdl__mpi_settings_get()->bucket_priority = high != 0;
     return old;
 }
 
@@ -1013,11 +1046,11 @@ HPDL_API hpdl_status hpdl__mpi_bcast_staged(void *buf, size_t bytes, int root, M
 /* ---- NCCL ------------------------------------------------------------------ */
 #ifdef HPDL_MPI_HAVE_NCCL
 
-#define HPDL__MPI_NCCL_CACHE 8
+#define HPDL__MPI_NCCL_CACHE 16
 
 typedef struct hpdl__mpi_nccl_entry {
     MPI_Comm mpi;
-    int device;
+    int device, max_ctas;
     ncclComm_t nccl; /* NULL: free entry */
 } hpdl__mpi_nccl_entry;
 
@@ -1035,18 +1068,38 @@ HPDL_API void hpdl__mpi_nccl_release(void) {
     }
 }
 
-/* Collective on first use per (MPI communicator, device): rank 0 makes the
-   ncclUniqueId and broadcasts it over MPI, every rank joins. Later calls
-   return the cached communicator. */
+/* Joins the NCCL communicator of `size` ranks identified by id, with at
+   most max_ctas CTAs per collective (0: NCCL's choice). */
+HPDL_API hpdl_status hpdl__mpi_nccl_init(ncclComm_t *nc, int size, ncclUniqueId id, int rank, int max_ctas) {
+#if NCCL_VERSION_CODE >= 21700
+    if (max_ctas > 0) {
+        ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+        config.minCTAs = 1; /* NCCL rejects minCTAs > maxCTAs */
+        config.maxCTAs = max_ctas;
+        HPDL__NCCL_TRY(ncclCommInitRankConfig(nc, size, id, rank, &config));
+        return HPDL_OK;
+    }
+#endif
+    HPDL__NCCL_TRY(ncclCommInitRank(nc, size, id, rank));
+    return HPDL_OK;
+}
+
+/* Collective on first use per (MPI communicator, device, CTA cap of
+   hpdl_mpi_set_nccl_max_ctas): rank 0 makes the ncclUniqueId and broadcasts
+   it over MPI, every rank joins. Later calls return the cached communicator. */
 HPDL_API hpdl_status hpdl_mpi_nccl_comm(MPI_Comm comm, ncclComm_t *out) {
     hpdl__mpi_nccl_entry *cache = hpdl__mpi_nccl_cache();
     struct { int ok; ncclUniqueId id; } boot;
     ncclComm_t nc;
-    int i, device = 0, rank = 0, size = 1, slot = -1;
+    int i, device = 0, rank = 0, size = 1, slot = -1, ctas = hpdl__mpi_settings_get()->nccl_max_ctas;
+    hpdl_status s;
     if (!out || comm == MPI_COMM_NULL) return HPDL_ERR_INVALID;
     HPDL_CUDA_TRY(cudaGetDevice(&device));
     for (i = 0; i < HPDL__MPI_NCCL_CACHE; i++) {
-        if (cache[i].nccl && cache[i].mpi == comm && cache[i].device == device) { *out = cache[i].nccl; return HPDL_OK; }
+        if (cache[i].nccl && cache[i].mpi == comm && cache[i].device == device && cache[i].max_ctas == ctas) {
+            *out = cache[i].nccl;
+            return HPDL_OK;
+        }
         if (!cache[i].nccl && slot < 0) slot = i;
     }
     if (slot < 0) return HPDL_ERR_UNSUPPORTED; /* same count on every rank: all return this */
@@ -1057,9 +1110,11 @@ HPDL_API hpdl_status hpdl_mpi_nccl_comm(MPI_Comm comm, ncclComm_t *out) {
     /* the flag travels with the id, so a failure on rank 0 fails every rank */
     HPDL__MPI_TRY(MPI_Bcast(&boot, (int)sizeof boot, MPI_BYTE, 0, comm));
     if (!boot.ok) return HPDL_ERR_NCCL;
-    HPDL__NCCL_TRY(ncclCommInitRank(&nc, size, boot.id, rank));
+    s = hpdl__mpi_nccl_init(&nc, size, boot.id, rank, ctas);
+    if (s != HPDL_OK) return s;
     cache[slot].mpi = comm;
     cache[slot].device = device;
+    cache[slot].max_ctas = ctas;
     cache[slot].nccl = nc;
     *out = nc;
     return HPDL_OK;
@@ -1297,6 +1352,9 @@ typedef struct hpdl_mpi_bucketer {
     cudaStream_t side;           /* NCCL: where the buckets are reduced */
     cudaEvent_t produced, done;  /* NCCL: hpdl stream -> side, side -> hpdl stream */
 #endif
+#ifdef HPDL_MPI_HAVE_NCCL
+    ncclComm_t nccl;             /* NCCL: taken at create (with the CTA cap of that time) */
+#endif
     double wait_seconds;     /* host time spent in wait(), summed over steps */
     int64_t steps;           /* completed wait() calls */
 } hpdl_mpi_bucketer;
@@ -1386,8 +1444,11 @@ HPDL_API void hpdl__mpi_bucketer_reset(hpdl_mpi_bucketer *b) {
 
 HPDL_API hpdl_status hpdl__mpi_bucketer_streams(hpdl_mpi_bucketer *b) {
 #ifdef __CUDACC__
+    int least = 0, greatest = 0;
     if (b->mode != HPDL__BUCKET_NCCL) return HPDL_OK;
-    HPDL_CUDA_TRY(cudaStreamCreateWithFlags(&b->side, cudaStreamNonBlocking));
+    HPDL_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    HPDL_CUDA_TRY(cudaStreamCreateWithPriority(&b->side, cudaStreamNonBlocking,
+                                               hpdl__mpi_settings_get()->bucket_priority ? greatest : least));
     HPDL_CUDA_TRY(cudaEventCreateWithFlags(&b->produced, cudaEventDisableTiming));
     HPDL_CUDA_TRY(cudaEventCreateWithFlags(&b->done, cudaEventDisableTiming));
 #else
@@ -1438,10 +1499,8 @@ HPDL_API hpdl_status hpdl_mpi_bucketer_create(hpdl_mpi_bucketer *b, void *const 
     call.status = s;
     s = hpdl__mpi_agree("hpdl_mpi_bucketer_create", &call, comm);
 #ifdef HPDL_MPI_HAVE_NCCL
-    if (s == HPDL_OK && nb.mode == HPDL__BUCKET_NCCL) {
-        ncclComm_t nc;
-        s = hpdl_mpi_nccl_comm(comm, &nc); /* collective: bootstrap now, not mid-backward */
-    }
+    if (s == HPDL_OK && nb.mode == HPDL__BUCKET_NCCL)
+        s = hpdl_mpi_nccl_comm(comm, &nb.nccl); /* collective: bootstrap now, not mid-backward */
 #endif
     if (s != HPDL_OK) { hpdl_mpi_bucketer_destroy(&nb); return s; }
     hpdl__mpi_bucketer_reset(&nb);
@@ -1465,11 +1524,9 @@ HPDL_API hpdl_status hpdl__mpi_bucketer_launch_iallreduce(hpdl_mpi_bucketer *b, 
 
 HPDL_API hpdl_status hpdl__mpi_bucketer_launch_nccl(hpdl_mpi_bucketer *b, int k) {
 #ifdef HPDL_MPI_HAVE_NCCL
-    ncclComm_t nc;
     ncclDataType_t type = ncclFloat32; /* set by hpdl__mpi_nccl_type */
     int i, p = 1;
-    hpdl_status s = hpdl_mpi_nccl_comm(b->comm, &nc);
-    if (s != HPDL_OK) return s;
+    hpdl_status s;
     hpdl__mpi_nccl_type(b->dtype, &type);
     MPI_Comm_size(b->comm, &p);
     /* the side stream starts once backward has written this bucket */
@@ -1478,7 +1535,7 @@ HPDL_API hpdl_status hpdl__mpi_bucketer_launch_nccl(hpdl_mpi_bucketer *b, int k)
     HPDL__NCCL_TRY(ncclGroupStart());
     for (i = b->bound[k + 1]; i < b->bound[k]; i++)
         if (b->counts[i]) HPDL__NCCL_TRY(ncclAllReduce(b->tensors[i], b->tensors[i], (size_t)b->counts[i], type,
-                                                       ncclSum, nc, b->side));
+                                                       ncclSum, b->nccl, b->side));
     HPDL__NCCL_TRY(ncclGroupEnd());
     for (i = b->bound[k + 1]; i < b->bound[k] && b->average && p > 1; i++) {
         s = hpdl__mpi_divide_device(b->dtype, b->tensors[i], b->counts[i], p, b->side);
@@ -1639,6 +1696,11 @@ typedef struct hpdl_mpi_dp_config {
     int overlap;              /* 1: bucketed, buckets reduced during backward */
     size_t bucket_bytes;      /* overlap: bucket size (0: HPDL_MPI_DP_BUCKET_BYTES) */
     int first_layer_pieces;   /* GPU overlap: first layer's dW computed and reduced in this many row blocks (0: 1) */
+    int pieces_halving;       /* GPU overlap: 1 = each block half the previous one (the last, whose reduction
+                                 nothing hides, the smallest); 0: equal blocks */
+    int nccl_max_ctas;        /* GPU overlap: CTA cap of the buckets' NCCL reductions (0: NCCL's choice;
+                                 ignored before NCCL 2.17) */
+    int comm_priority;        /* GPU overlap: 1 = buckets reduced on a highest-priority stream */
     double lr, l2;            /* reference learning rate, L2 weight decay */
     int lr_scale;             /* 1: linear scaling lr * P * b / batch_ref */
     int batch_ref;            /* batch the reference lr was tuned for (0: b) */
@@ -1675,6 +1737,10 @@ HPDL_API void hpdl_mpi_dp_config_default(hpdl_mpi_dp_config *c) {
     c->batch = 128;
     c->algo = HPDL_ALLREDUCE_MPI;
     c->first_layer_pieces = 1;
+    /* the reduction runs beside the backward GEMMs: a few CTAs that get their
+       SMs at once take less from the GEMMs than NCCL's default share */
+    c->nccl_max_ctas = 8;
+    c->comm_priority = 1;
     c->lr = 0.05;
     c->seed = 1;
     c->comm = MPI_COMM_WORLD;
@@ -1683,7 +1749,8 @@ HPDL_API void hpdl_mpi_dp_config_default(hpdl_mpi_dp_config *c) {
 HPDL_API int hpdl__dp_config_ok(const hpdl_mpi_dp_config *c) {
     return c && c->batch >= 1 && hpdl__mpi_algo_valid(c->algo) && hpdl__hyper_ok(c->lr, c->l2) && c->batch_ref >= 0 &&
            c->warmup_epochs >= 0 && c->warmup_epochs <= 1e9 && c->first_layer_pieces >= 0 &&
-           c->first_layer_pieces <= HPDL_MPI_DP_MAX_PIECES && c->comm != MPI_COMM_NULL;
+           c->first_layer_pieces <= HPDL_MPI_DP_MAX_PIECES && c->nccl_max_ctas >= 0 && c->nccl_max_ctas <= 64 &&
+           c->comm != MPI_COMM_NULL;
 }
 
 /* Collective: the worst status over the ranks, so a bad argument on one rank
@@ -2094,6 +2161,8 @@ template <typename T> __global__ void hpdl__dp_scale_kernel(int64_t n, T *x, T w
     hpdl_mpi_dtype dtype;                                                                                      \
     hpdl_mpi_dp_plan plan;                                                                                     \
     int32_t *d_order;             /* plan.order on the device */                                               \
+    int32_t *h_order;             /* pinned copy of plan.order: its upload never blocks the host */             \
+    int planned;                  /* epoch whose order d_order holds once the queued copy lands (-1: none) */   \
     int pieces;                   /* row blocks of the first layer's dW (bucketed) */                          \
     int bucketed, span_started;                                                                                \
     hpdl_mpi_bucketer bucketer;   /* per layer l: dW[l] pieces last to first, then db[l] */                    \
@@ -2101,10 +2170,13 @@ template <typename T> __global__ void hpdl__dp_scale_kernel(int64_t n, T *x, T w
     int64_t n_ev;                                                                                              \
     cudaStream_t prev_stream      /* the hpdl_mpi stream before create, restored by destroy */
 
-/* First row of piece p of k rows in `pieces` blocks (multiples of 64 keep
-   every block's pointers aligned for the GEMM kernels' vector loads). */
-HPDL_API int hpdl__dp_piece_row(int k, int pieces, int p) {
-    return p >= pieces ? k : (int)((int64_t)k * p / pieces) & ~63;
+/* First row of piece p of k rows in `pieces` blocks, equal or each half the
+   one before (halving: rows k (1 - 2^-p) / (1 - 2^-pieces)); multiples of 64
+   keep every block's pointers aligned for the GEMM kernels' vector loads. */
+HPDL_API int hpdl__dp_piece_row(int k, int pieces, int halving, int p) {
+    if (p >= pieces) return k;
+    if (halving) return (int)(k * (1.0 - ldexp(1.0, -p)) / (1.0 - ldexp(1.0, -pieces))) & ~63;
+    return (int)((int64_t)k * p / pieces) & ~63;
 }
 
 /* Index of layer l's first bucketer tensor. */
@@ -2120,34 +2192,45 @@ template <typename D, typename M> static inline void hpdl__dp_cuda_destroy(D *dp
         if (dp->ev[i]) cudaEventDestroy(dp->ev[i]);
     HPDL_FREE(dp->ev);
     hpdl_cuda_free(dp->d_order);
+    hpdl_cuda_free_pinned(dp->h_order);
     hpdl_mpi_dp_plan_destroy(&dp->plan);
     hpdl_mpi_set_stream(dp->prev_stream);
     memset(dp, 0, sizeof *dp);
 }
 
+/* The bucketer, its NCCL communicator capped at cfg.nccl_max_ctas CTAs and
+   its stream at cfg.comm_priority; the library-wide settings are restored. */
 template <typename D, typename M> static inline hpdl_status hpdl__dp_cuda_bucketer(D *dp, M *g) {
     void *tensors[2 * HPDL_MLP_MAX_LAYERS + HPDL_MPI_DP_MAX_PIECES];
     int64_t counts[2 * HPDL_MLP_MAX_LAYERS + HPDL_MPI_DP_MAX_PIECES];
-    int l, p, t = 0;
+    int l, p, t = 0, old_ctas = hpdl__mpi_settings_get()->nccl_max_ctas;
+    int old_priority = hpdl_mpi_set_bucket_priority(dp->cfg.comm_priority);
+    hpdl_status s;
     for (l = 0; l < g->n_layers; l++) {
         int k = g->widths[l], n = g->widths[l + 1], pieces = l == 0 ? dp->pieces : 1;
         for (p = pieces - 1; p >= 0; p--) {
-            int r0 = hpdl__dp_piece_row(k, pieces, p), r1 = hpdl__dp_piece_row(k, pieces, p + 1);
+            int r0 = hpdl__dp_piece_row(k, pieces, dp->cfg.pieces_halving, p);
+            int r1 = hpdl__dp_piece_row(k, pieces, dp->cfg.pieces_halving, p + 1);
             tensors[t] = g->dW[l] + (size_t)r0 * n;
             counts[t++] = (int64_t)(r1 - r0) * n;
         }
         tensors[t] = g->db[l];
         counts[t++] = n;
     }
-    return hpdl_mpi_bucketer_create(&dp->bucketer, tensors, counts, t, dp->dtype,
-                                    dp->cfg.bucket_bytes ? dp->cfg.bucket_bytes : HPDL_MPI_DP_BUCKET_BYTES, 0,
-                                    dp->cfg.algo, dp->cfg.comm);
+    hpdl_mpi_set_nccl_max_ctas(dp->cfg.nccl_max_ctas); /* HPDL_ERR_UNSUPPORTED before NCCL 2.17: no cap */
+    s = hpdl_mpi_bucketer_create(&dp->bucketer, tensors, counts, t, dp->dtype,
+                                 dp->cfg.bucket_bytes ? dp->cfg.bucket_bytes : HPDL_MPI_DP_BUCKET_BYTES, 0,
+                                 dp->cfg.algo, dp->cfg.comm);
+    hpdl_mpi_set_nccl_max_ctas(old_ctas);
+    hpdl_mpi_set_bucket_priority(old_priority);
+    return s;
 }
 
 template <typename D, typename M> static inline hpdl_status hpdl__dp_cuda_alloc(D *dp, M *g, int64_t n) {
     int64_t i;
     hpdl_status s = hpdl_mpi_dp_plan_create(&dp->plan, n, dp->cfg.batch, dp->rank, dp->size);
     if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&dp->d_order, (size_t)dp->plan.local * sizeof(int32_t));
+    if (s == HPDL_OK) s = hpdl_cuda_alloc_pinned((void **)&dp->h_order, (size_t)dp->plan.local * sizeof(int32_t));
     if (s != HPDL_OK) return s;
     dp->n_ev = HPDL__DP_EVENTS * dp->plan.steps;
     dp->ev = (cudaEvent_t *)hpdl_alloc((size_t)dp->n_ev, sizeof(cudaEvent_t));
@@ -2177,6 +2260,7 @@ static inline hpdl_status hpdl__dp_cuda_create(D *dp, M *g, int64_t n_train, con
     made.dtype = dtype;
     made.pieces = cfg->overlap && cfg->first_layer_pieces > 1 ? cfg->first_layer_pieces : 1;
     made.bucketed = cfg->overlap;
+    made.planned = -1;
     MPI_Comm_rank(cfg->comm, &made.rank);
     MPI_Comm_size(cfg->comm, &made.size);
     made.prev_stream = hpdl__mpi_settings_get()->stream;
@@ -2201,8 +2285,8 @@ static inline hpdl_status hpdl__dp_cuda_backward(D *dp, M *g, int batch, int mar
         int k = g->widths[l], pieces = l == 0 ? dp->pieces : 1, t = hpdl__dp_tensor_base(dp, l);
         if (mark) s = hpdl_mpi_bucketer_ready(&dp->bucketer, t + pieces);
         for (p = 0; p < pieces && s == HPDL_OK; p++) {
-            s = hpdl__cmlp_backward_dw<C>(g, batch, l, hpdl__dp_piece_row(k, pieces, p),
-                                          hpdl__dp_piece_row(k, pieces, p + 1));
+            s = hpdl__cmlp_backward_dw<C>(g, batch, l, hpdl__dp_piece_row(k, pieces, dp->cfg.pieces_halving, p),
+                                          hpdl__dp_piece_row(k, pieces, dp->cfg.pieces_halving, p + 1));
             if (s == HPDL_OK && mark) s = hpdl_mpi_bucketer_ready(&dp->bucketer, t + pieces - 1 - p);
             if (s == HPDL_OK && mark && !dp->span_started && dp->bucketer.next_launch > 0) {
                 dp->span_started = 1; /* the first bucket starts from this point of the stream */
@@ -2287,6 +2371,20 @@ template <typename D> static inline int64_t hpdl__dp_bucketed_count(const D *dp)
     return n;
 }
 
+/* Draws epoch `epoch`'s plan on the host and queues its upload to d_order on
+   the model's stream, behind the steps already queued there (which read the
+   previous order). The pinned source is free again once the epoch's closing
+   synchronisation has passed, before anyone writes it next. */
+template <typename D, typename M> static inline hpdl_status hpdl__dp_cuda_plan(D *dp, M *g, int epoch) {
+    size_t bytes = (size_t)dp->plan.local * sizeof(int32_t);
+    hpdl_status s = hpdl_mpi_dp_plan_epoch(&dp->plan, dp->cfg.seed, epoch);
+    if (s != HPDL_OK) return s;
+    memcpy(dp->h_order, dp->plan.order, bytes);
+    HPDL_CUDA_TRY(cudaMemcpyAsync(dp->d_order, dp->h_order, bytes, cudaMemcpyHostToDevice, g->stream));
+    dp->planned = epoch;
+    return HPDL_OK;
+}
+
 template <typename C, typename D, typename M>
 static inline hpdl_status hpdl__dp_cuda_epoch(D *dp, M *g, hpdl_cuda_dataset *data, int epoch, hpdl_mpi_dp_stats *out) {
     hpdl_mpi_dp_stats st;
@@ -2305,10 +2403,10 @@ static inline hpdl_status hpdl__dp_cuda_epoch(D *dp, M *g, hpdl_cuda_dataset *da
     HPDL_CUDA_TRY(cudaStreamSynchronize(g->stream));
     HPDL__MPI_TRY(MPI_Barrier(dp->cfg.comm));
     t0 = hpdl_time_now();
-    hpdl_mpi_dp_plan_epoch(&dp->plan, dp->cfg.seed, epoch);
-    HPDL_CUDA_TRY(cudaMemcpyAsync(dp->d_order, dp->plan.order, (size_t)dp->plan.local * sizeof(int32_t),
-                                  cudaMemcpyHostToDevice, g->stream));
-    status = hpdl_mpi_dp_lr(&dp->cfg, dp->size, epoch, &lr);
+    /* drawn at the end of the previous call unless epochs come out of order:
+       a 60000-sample shuffle is ~0.3 ms of host time with the GPU idle */
+    if (dp->planned != epoch) status = hpdl__dp_cuda_plan<D, M>(dp, g, epoch);
+    if (status == HPDL_OK) status = hpdl_mpi_dp_lr(&dp->cfg, dp->size, epoch, &lr);
     if (status == HPDL_OK) status = hpdl__mlp_begin(g->state, lr / dp->size, dp->cfg.l2 * dp->size, 1, 0, g->stream);
     if (status == HPDL_OK) status = hpdl__mlp_set_feed(g->state, data->images, 0, data->labels, dp->d_order, 0, g->stream);
     st.lr_first = prev = lr;
@@ -2319,6 +2417,8 @@ static inline hpdl_status hpdl__dp_cuda_epoch(D *dp, M *g, hpdl_cuda_dataset *da
         prev = lr;
     }
     st.lr_last = lr;
+    /* the next epoch's order, drawn while the GPU works through this one */
+    if (status == HPDL_OK && epoch < INT_MAX) status = hpdl__dp_cuda_plan<D, M>(dp, g, epoch + 1);
     if (status == HPDL_OK) status = hpdl__mlp_read_state(g->state, &h, g->stream);
     if (status == HPDL_OK && dp->bucketed) HPDL_CUDA_TRY(cudaEventSynchronize(dp->ev[dp->n_ev - 1]));
     times[0] = hpdl_time_now() - t0;

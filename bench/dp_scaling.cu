@@ -4,9 +4,10 @@
    For H in {2048, 512}, batch per GPU b in {32, 128, 512, 2048, 8192} (x4 up
    to 60000/P) plus 3000 and 60000/P, overlap off (one NCCL allreduce after
    backward) and on (NCCL buckets started during backward, first layer's dW
-   in 4 row blocks), on 1 GPU (rank 0 alone: the anchor) and on all P GPUs:
+   in 4 halving row blocks, NCCL capped at 8 CTAs on a high-priority stream),
+   on 1 GPU (rank 0 alone: the anchor) and on all P GPUs:
        T_P    epoch time: one pass over all 60000 samples, data resident on
-              the GPUs (loading excluded), median of 3 epochs after 1 warm-up,
+              the GPUs (loading excluded), median of 3 epochs (--reps) after 1 warm-up,
               slowest rank;
        speedup S = T_1 / T_P;  weak-scaling efficiency E = T_1 / (P T_P)
               (= per-GPU throughput on P GPUs over the 1-GPU throughput, same b);
@@ -25,7 +26,19 @@
    on P GPUs vs 1 GPU at H=2048, b=3000 and 512, overlap on and off: ratio =
    weak-scaling efficiency), dp_scaling_all.csv, dp_scaling_acc.csv.
 
-   mpirun -np 2 build/bench/dp_scaling [--data DIR] [--quick]
+   --focus: only H=2048 at b=512 and 3000, to compare the overlap settings in
+   one run (dp_scaling_focus.csv): no overlap, then overlap for every
+   combination of --pieces, --halve, --ctas and --prio (first layer's dW row
+   blocks, 1 = each block half the previous, NCCL CTA cap, 1 = highest-
+   priority reduction stream; variant "p4h c8 q1" = 4 halving blocks, cap 8,
+   high priority), then the settings of
+   the first version ("v1": 4 pieces, NCCL's CTAs, normal priority, each
+   epoch's shuffle drawn on the critical path). Each row: 1 GPU and P GPUs,
+   E against its own 1-GPU run and against the 1-GPU run without overlap.
+   Lists are comma-separated; the full tables use their first values.
+
+   mpirun -np 2 build/bench/dp_scaling [--data DIR] [--quick | --focus] [--reps N]
+                                       [--pieces 4,2,1] [--halve 1,0] [--ctas 8,0] [--prio 1,0]
    Started alone on a machine with several GPUs, it re-runs itself under
    `mpirun -np <GPUs>`. */
 #if defined(__has_include)
@@ -39,13 +52,38 @@
 #define LR 0.05
 #define REPS 3
 #define MAX_B 8
+#define MAX_LIST 6
 
 static int g_rank, g_size;
+
+/* Overlap settings, from the command line: the full tables use entry 0. */
+typedef struct int_list { int n, v[MAX_LIST]; } int_list;
+static int_list g_pieces = {3, {4, 2, 1}}, g_halve = {2, {1, 0}}, g_ctas = {2, {8, 0}}, g_prio = {2, {1, 0}};
 
 typedef struct run_result {
     double epoch_s, compute_s, comm_s, span_s, busbw, grad_bytes, loss, acc;
     int64_t steps;
 } run_result;
+
+/* "4,2,1" -> {4, 2, 1}; exits on anything else. */
+static int_list parse_list(const char *text, int lo, int hi) {
+    int_list l;
+    const char *p = text;
+    l.n = 0;
+    while (*p && l.n < MAX_LIST) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < lo || v > hi || (*end && *end != ',')) break;
+        l.v[l.n++] = (int)v;
+        p = *end ? end + 1 : end;
+    }
+    if (*p || l.n == 0) {
+        fprintf(stderr, "dp_scaling: bad list '%s' (up to %d integers in %d..%d, comma-separated)\n", text, MAX_LIST,
+                lo, hi);
+        exit(2);
+    }
+    return l;
+}
 
 static hpdl_mpi_dp_config bench_config(int batch, int overlap, MPI_Comm comm) {
     hpdl_mpi_dp_config c;
@@ -53,7 +91,10 @@ static hpdl_mpi_dp_config bench_config(int batch, int overlap, MPI_Comm comm) {
     c.batch = batch;
     c.algo = HPDL_ALLREDUCE_NCCL;
     c.overlap = overlap;
-    c.first_layer_pieces = 4;
+    c.first_layer_pieces = g_pieces.v[0];
+    c.pieces_halving = g_halve.v[0];
+    c.nccl_max_ctas = g_ctas.v[0];
+    c.comm_priority = g_prio.v[0];
     c.lr = LR;
     c.batch_ref = 128;
     c.comm = comm;
@@ -61,11 +102,13 @@ static hpdl_mpi_dp_config bench_config(int batch, int overlap, MPI_Comm comm) {
 }
 
 /* Trains `epochs` epochs on the ranks of comm (the others return at once);
-   the result is the median over the epochs after `warmup`. */
-static run_result train(int hidden, const hpdl_mpi_dp_config *cfg, const hpdl_dataset *train_set,
-                        hpdl_cuda_dataset *dtrain, hpdl_cuda_dataset *dtest, int warmup, int epochs) {
+   the result is the median over the epochs after `warmup`. Epoch numbers go
+   0, stride, 2 stride, ...: stride 2 defeats the driver's drawing of the
+   next epoch's shuffle ahead of time (the v1 behaviour). */
+static run_result train_stride(int hidden, const hpdl_mpi_dp_config *cfg, const hpdl_dataset *train_set,
+                               hpdl_cuda_dataset *dtrain, hpdl_cuda_dataset *dtest, int warmup, int epochs, int stride) {
     int widths[3] = {784, hidden, N_CLASSES}, e;
-    double t[16], c[16], m[16], sp[16], bw[16];
+    double t[64], c[64], m[64], sp[64], bw[64];
     hpdl_mlp_f32 m0;
     hpdl_cuda_mlp_f32 g;
     hpdl_mpi_dp_cuda_f32 dp;
@@ -82,7 +125,7 @@ static run_result train(int hidden, const hpdl_mpi_dp_config *cfg, const hpdl_da
     HPDL_MPI_CHECK_STATUS(hpdl_cuda_mlp_create_f32(&g, &m0, cfg->batch));
     HPDL_MPI_CHECK_STATUS(hpdl_mpi_dp_cuda_create_f32(&dp, &g, train_set->n, cfg));
     for (e = 0; e < warmup + epochs; e++) {
-        HPDL_MPI_CHECK_STATUS(hpdl_mpi_dp_cuda_epoch_f32(&dp, &g, dtrain, e, &st));
+        HPDL_MPI_CHECK_STATUS(hpdl_mpi_dp_cuda_epoch_f32(&dp, &g, dtrain, e * stride, &st));
         if (e < warmup) continue;
         t[e - warmup] = st.epoch_s; c[e - warmup] = st.compute_s; m[e - warmup] = st.comm_s;
         sp[e - warmup] = st.comm_span_s; bw[e - warmup] = st.busbw;
@@ -102,6 +145,11 @@ static run_result train(int hidden, const hpdl_mpi_dp_config *cfg, const hpdl_da
     hpdl_cuda_mlp_destroy_f32(&g);
     hpdl_mlp_destroy_f32(&m0);
     return r;
+}
+
+static run_result train(int hidden, const hpdl_mpi_dp_config *cfg, const hpdl_dataset *train_set,
+                        hpdl_cuda_dataset *dtrain, hpdl_cuda_dataset *dtest, int warmup, int epochs) {
+    return train_stride(hidden, cfg, train_set, dtrain, dtest, warmup, epochs, 1);
 }
 
 /* ---- validation ------------------------------------------------------------------ */
@@ -170,50 +218,100 @@ static void validate(const hpdl_dataset *train_set) {
     HPDL_FREE(X);
 }
 
+/* ---- focus: overlap settings side by side at H=2048 ------------------------------- */
+
+typedef struct focus_row {
+    char name[40];
+    int overlap, pieces, halve, ctas, prio, stride;
+} focus_row;
+
+static focus_row focus_make(int overlap, int pieces, int halve, int ctas, int prio, int stride) {
+    focus_row r;
+    if (!overlap) snprintf(r.name, sizeof r.name, "%sno overlap", stride > 1 ? "v1 " : "");
+    else snprintf(r.name, sizeof r.name, "%soverlap p%d%s c%d q%d", stride > 1 ? "v1 " : "", pieces, halve ? "h" : "",
+                  ctas, prio);
+    r.overlap = overlap; r.pieces = pieces; r.halve = halve; r.ctas = ctas; r.prio = prio; r.stride = stride;
+    return r;
+}
+
+/* Row 0 (no overlap, shuffle drawn ahead) is every row's second anchor. */
+static int focus_rows(focus_row *rows) {
+    int n = 0, i, h, j, k;
+    rows[n++] = focus_make(0, 1, 0, 0, 0, 1);
+    for (i = 0; i < g_pieces.n; i++)
+        for (h = 0; h < g_halve.n; h++)
+            for (j = 0; j < g_ctas.n; j++)
+                for (k = 0; k < g_prio.n; k++)
+                    if (g_pieces.v[i] > 1 || h == 0) /* one block: nothing to halve */
+                        rows[n++] = focus_make(1, g_pieces.v[i], g_pieces.v[i] > 1 && g_halve.v[h], g_ctas.v[j],
+                                               g_prio.v[k], 1);
+    rows[n++] = focus_make(0, 1, 0, 0, 0, 2);
+    rows[n++] = focus_make(1, 4, 0, 0, 0, 2);
+    return n;
+}
+
+static void focus(const hpdl_dataset *train_set, hpdl_cuda_dataset *dtrain, MPI_Comm solo, int reps) {
+    static const int batches[2] = {512, 3000};
+    focus_row rows[3 + MAX_LIST * 2 * MAX_LIST * 2];
+    int n = focus_rows(rows), k, i;
+    FILE *csv = g_rank == 0 ? hpdl_csv_open_with_header(".", "dp_scaling_focus",
+                                                        "variant,hidden,batch_per_gpu,gpus,overlap,pieces,halving,max_ctas,"
+                                                        "priority,plan_ahead,t1_ms,tp_ms,compute1_ms,compute_ms,comm_ms,"
+                                                        "comm_span_ms,eff,eff_vs_no_overlap")
+                              : NULL;
+    if (g_rank == 0)
+        printf("\nFocus: H 2048, %d GPUs, median of %d epochs; E = T1/(P TP) against the row's own 1-GPU run, "
+               "E0 against the 1-GPU run without overlap; compute: 1 GPU | P GPUs (ms per epoch)\n", g_size, reps);
+    for (k = 0; k < 2; k++) {
+        run_result plain1;
+        memset(&plain1, 0, sizeof plain1);
+        if (g_rank == 0)
+            printf("%6s %-22s | %8s %8s | %8s %8s %7s %7s | %6s %6s\n", "b/GPU", "variant", "T1 ms", "TP ms",
+                   "comp1", "compP", "comm", "span", "E", "E0");
+        for (i = 0; i < n; i++) {
+            hpdl_mpi_dp_config c1 = bench_config(batches[k], rows[i].overlap, solo);
+            hpdl_mpi_dp_config cp = bench_config(batches[k], rows[i].overlap, MPI_COMM_WORLD);
+            run_result r1, rp;
+            double e, e0;
+            c1.first_layer_pieces = cp.first_layer_pieces = rows[i].pieces;
+            c1.pieces_halving = cp.pieces_halving = rows[i].halve;
+            c1.nccl_max_ctas = cp.nccl_max_ctas = rows[i].ctas;
+            c1.comm_priority = cp.comm_priority = rows[i].prio;
+            r1 = train_stride(2048, &c1, train_set, dtrain, NULL, 1, reps, rows[i].stride);
+            MPI_Barrier(MPI_COMM_WORLD);
+            rp = train_stride(2048, &cp, train_set, dtrain, NULL, 1, reps, rows[i].stride);
+            if (i == 0) plain1 = r1;
+            if (g_rank != 0) continue;
+            e = rp.epoch_s > 0 ? r1.epoch_s / (g_size * rp.epoch_s) : 0;
+            e0 = rp.epoch_s > 0 ? plain1.epoch_s / (g_size * rp.epoch_s) : 0;
+            printf("%6d %-22s | %8.2f %8.2f | %8.2f %8.2f %7.2f %7.2f | %6.3f %6.3f\n", batches[k], rows[i].name,
+                   1e3 * r1.epoch_s, 1e3 * rp.epoch_s, 1e3 * r1.compute_s, 1e3 * rp.compute_s, 1e3 * rp.comm_s,
+                   1e3 * rp.span_s, e, e0);
+            fflush(stdout);
+            if (csv)
+                fprintf(csv, "%s,2048,%d,%d,%d,%d,%d,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f\n", rows[i].name,
+                        batches[k], g_size, rows[i].overlap, rows[i].pieces, rows[i].halve, rows[i].ctas, rows[i].prio,
+                        rows[i].stride == 1, 1e3 * r1.epoch_s, 1e3 * rp.epoch_s, 1e3 * r1.compute_s,
+                        1e3 * rp.compute_s, 1e3 * rp.comm_s, 1e3 * rp.span_s, e, e0);
+        }
+    }
+    if (csv) fclose(csv);
+}
+
 /* ---- main ------------------------------------------------------------------------ */
 
-int main(int argc, char **argv) {
-    const char *data = "data/fashion-mnist";
+/* ---- the course's tables ------------------------------------------------------------ */
+
+static void tables(const hpdl_dataset *train_set, hpdl_cuda_dataset *dtrain, hpdl_cuda_dataset *dtest, MPI_Comm solo,
+                   int quick, int reps) {
     static const int hiddens[2] = {2048, 512};
-    int batches[MAX_B], nb = 0, quick = 0, i, h, k, o, b, gpu, nh;
-    hpdl_dataset train_set, test_set;
-    hpdl_cuda_dataset dtrain, dtest;
-    MPI_Comm solo;
+    int batches[MAX_B], nb = 0, i, h, k, o, b, nh;
     run_result res[2][MAX_B][2][2]; /* [hidden][batch][overlap][0: 1 GPU, 1: P GPUs] */
     hpdl_mpi_dp_roofline roof[2];
     FILE *csv = NULL, *all = NULL, *acc = NULL;
-    setenv("NCCL_NVLS_ENABLE", "0", 1);
-    for (i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
-        else if (!strcmp(argv[i], "--quick")) quick = 1;
-    }
-    hpdl_mpi_relaunch_per_gpu(argc, argv, "dp_scaling");
-    HPDL_MPI_CHECK_STATUS(hpdl_mpi_init(&argc, &argv));
-    g_rank = hpdl_mpi_rank();
-    g_size = hpdl_mpi_size();
-    gpu = hpdl_mpi_select_gpu();
-    if (gpu < 0) {
-        if (g_rank == 0) printf("dp_scaling: no GPU, nothing to measure\n");
-        hpdl_mpi_finalize();
-        return 0;
-    }
-#ifndef HPDL_MPI_HAVE_NCCL
-    if (g_rank == 0) printf("dp_scaling: built without NCCL, nothing to measure\n");
-    hpdl_mpi_finalize();
-    return 0;
-#endif
-    HPDL_MPI_CHECK_STATUS(hpdl_idx_load_dir(data, 1, &train_set));
-    HPDL_MPI_CHECK_STATUS(hpdl_idx_load_dir(data, 0, &test_set));
-    HPDL_MPI_CHECK_STATUS(hpdl_dataset_normalize(&train_set, 0.2860f, 0.3530f));
-    HPDL_MPI_CHECK_STATUS(hpdl_dataset_normalize(&test_set, 0.2860f, 0.3530f));
-    validate(&train_set);
-    hpdl_mpi_set_checks(0); /* timing: no cross-rank argument comparison per collective */
-    HPDL_MPI_CHECK_STATUS(hpdl_cuda_dataset_create(&dtrain, &train_set, HPDL_DATA_RESIDENT));
-    HPDL_MPI_CHECK_STATUS(hpdl_cuda_dataset_create(&dtest, &test_set, HPDL_DATA_RESIDENT));
-    MPI_Comm_split(MPI_COMM_WORLD, g_rank == 0 ? 0 : MPI_UNDEFINED, 0, &solo);
-    for (b = 32; b <= train_set.n / g_size && nb < MAX_B - 2; b *= 4) batches[nb++] = b;
+    for (b = 32; b <= train_set->n / g_size && nb < MAX_B - 2; b *= 4) batches[nb++] = b;
     batches[nb++] = 3000;
-    if (batches[nb - 2] != train_set.n / g_size) batches[nb++] = (int)(train_set.n / g_size);
+    if (batches[nb - 2] != train_set->n / g_size) batches[nb++] = (int)(train_set->n / g_size);
     if (quick) { /* the issue's two headline batches and one small one */
         nb = 0;
         batches[nb++] = 128; batches[nb++] = 512; batches[nb++] = 3000;
@@ -229,9 +327,9 @@ int main(int argc, char **argv) {
         for (k = 0; k < nb; k++)
             for (o = 0; o < 2; o++) {
                 hpdl_mpi_dp_config c1 = bench_config(batches[k], o, solo), cp = bench_config(batches[k], o, MPI_COMM_WORLD);
-                res[h][k][o][0] = train(hiddens[h], &c1, &train_set, &dtrain, NULL, 1, REPS);
+                res[h][k][o][0] = train(hiddens[h], &c1, train_set, dtrain, NULL, 1, reps);
                 MPI_Barrier(MPI_COMM_WORLD);
-                res[h][k][o][1] = train(hiddens[h], &cp, &train_set, &dtrain, NULL, 1, REPS);
+                res[h][k][o][1] = train(hiddens[h], &cp, train_set, dtrain, NULL, 1, reps);
                 if (g_rank == 0)
                     printf("  H %4d b %5d overlap %d: 1 GPU %8.2f ms, %d GPUs %8.2f ms (compute %.2f, comm %.2f ms), "
                            "E = %.3f\n", hiddens[h], batches[k], o, 1e3 * res[h][k][o][0].epoch_s, g_size,
@@ -246,12 +344,12 @@ int main(int argc, char **argv) {
         run_result a[3];
         hpdl_mpi_dp_config c;
         c = bench_config(128, 1, MPI_COMM_WORLD);
-        a[0] = train(hiddens[0], &c, &train_set, &dtrain, &dtest, 4, 1);
+        a[0] = train(hiddens[0], &c, train_set, dtrain, dtest, 4, 1);
         c = bench_config(big, 1, MPI_COMM_WORLD);
-        a[1] = train(hiddens[0], &c, &train_set, &dtrain, &dtest, 4, 1);
+        a[1] = train(hiddens[0], &c, train_set, dtrain, dtest, 4, 1);
         c.lr_scale = 1;
         c.warmup_epochs = 2;
-        a[2] = train(hiddens[0], &c, &train_set, &dtrain, &dtest, 4, 1);
+        a[2] = train(hiddens[0], &c, train_set, dtrain, dtest, 4, 1);
         if (g_rank == 0) {
             acc = hpdl_csv_open_with_header(".", "dp_scaling_acc",
                                             "run,hidden,batch_per_gpu,gpus,lr_scale,warmup_epochs,final_lr,"
@@ -309,6 +407,56 @@ int main(int argc, char **argv) {
         if (all) fclose(all);
         printf("(ratio column of dp_scaling.csv = weak-scaling efficiency E)\n");
     }
+}
+
+int main(int argc, char **argv) {
+    const char *data = "data/fashion-mnist";
+    int quick = 0, focus_only = 0, reps = 0, i, gpu;
+    hpdl_dataset train_set, test_set;
+    hpdl_cuda_dataset dtrain, dtest;
+    MPI_Comm solo;
+    setenv("NCCL_NVLS_ENABLE", "0", 1);
+    for (i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
+        else if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--focus")) focus_only = 1;
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = parse_list(argv[++i], 1, 60).v[0];
+        else if (!strcmp(argv[i], "--pieces") && i + 1 < argc) g_pieces = parse_list(argv[++i], 1, HPDL_MPI_DP_MAX_PIECES);
+        else if (!strcmp(argv[i], "--halve") && i + 1 < argc) g_halve = parse_list(argv[++i], 0, 1);
+        else if (!strcmp(argv[i], "--ctas") && i + 1 < argc) g_ctas = parse_list(argv[++i], 0, 64);
+        else if (!strcmp(argv[i], "--prio") && i + 1 < argc) g_prio = parse_list(argv[++i], 0, 1);
+        else {
+            fprintf(stderr, "dp_scaling: unknown argument '%s' (see the top of bench/dp_scaling.cu)\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!reps) reps = focus_only ? 10 : REPS;
+    hpdl_mpi_relaunch_per_gpu(argc, argv, "dp_scaling");
+    HPDL_MPI_CHECK_STATUS(hpdl_mpi_init(&argc, &argv));
+    g_rank = hpdl_mpi_rank();
+    g_size = hpdl_mpi_size();
+    gpu = hpdl_mpi_select_gpu();
+    if (gpu < 0) {
+        if (g_rank == 0) printf("dp_scaling: no GPU, nothing to measure\n");
+        hpdl_mpi_finalize();
+        return 0;
+    }
+#ifndef HPDL_MPI_HAVE_NCCL
+    if (g_rank == 0) printf("dp_scaling: built without NCCL, nothing to measure\n");
+    hpdl_mpi_finalize();
+    return 0;
+#endif
+    HPDL_MPI_CHECK_STATUS(hpdl_idx_load_dir(data, 1, &train_set));
+    HPDL_MPI_CHECK_STATUS(hpdl_idx_load_dir(data, 0, &test_set));
+    HPDL_MPI_CHECK_STATUS(hpdl_dataset_normalize(&train_set, 0.2860f, 0.3530f));
+    HPDL_MPI_CHECK_STATUS(hpdl_dataset_normalize(&test_set, 0.2860f, 0.3530f));
+    validate(&train_set);
+    hpdl_mpi_set_checks(0); /* timing: no cross-rank argument comparison per collective */
+    HPDL_MPI_CHECK_STATUS(hpdl_cuda_dataset_create(&dtrain, &train_set, HPDL_DATA_RESIDENT));
+    HPDL_MPI_CHECK_STATUS(hpdl_cuda_dataset_create(&dtest, &test_set, HPDL_DATA_RESIDENT));
+    MPI_Comm_split(MPI_COMM_WORLD, g_rank == 0 ? 0 : MPI_UNDEFINED, 0, &solo);
+    if (focus_only) focus(&train_set, &dtrain, solo, reps);
+    else tables(&train_set, &dtrain, &dtest, solo, quick, reps);
     hpdl_cuda_dataset_destroy(&dtrain);
     hpdl_cuda_dataset_destroy(&dtest);
     if (solo != MPI_COMM_NULL) MPI_Comm_free(&solo);
