@@ -1612,15 +1612,23 @@ enum { HPDL__WG_STAGES = 4, HPDL__WG_PIECE_BYTES = 64 * 128 };
 template <typename T> struct hpdl__wg_type;
 template <> struct hpdl__wg_type<__half> {
     enum { K_STEP = 16, TRANSPOSABLE = 1 };
+    typedef float acc;
     static CUtensorMapDataType tma() { return CU_TENSOR_MAP_DATA_TYPE_FLOAT16; }
 };
 template <> struct hpdl__wg_type<__nv_bfloat16> {
     enum { K_STEP = 16, TRANSPOSABLE = 1 };
+    typedef float acc;
     static CUtensorMapDataType tma() { return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; }
 };
 template <> struct hpdl__wg_type<float> { /* TF32: the low 13 mantissa bits are ignored */
     enum { K_STEP = 8, TRANSPOSABLE = 0 };
+    typedef float acc;
     static CUtensorMapDataType tma() { return CU_TENSOR_MAP_DATA_TYPE_TFLOAT32; }
+};
+template <> struct hpdl__wg_type<int8_t> { /* the quantized GEMM's: int32 accumulators */
+    enum { K_STEP = 32, TRANSPOSABLE = 0 };
+    typedef int acc;
+    static CUtensorMapDataType tma() { return CU_TENSOR_MAP_DATA_TYPE_UINT8; /* the bits are copied as they are */ }
 };
 
 /* ---- mbarriers, the copy engine, clusters ------------------------------- */
@@ -1738,6 +1746,11 @@ static __device__ __forceinline__ void hpdl__wg_fence_acc(float d[128]) {
 #pragma unroll
     for (i = 0; i < 128; i++) asm volatile("" : "+f"(d[i])::"memory");
 }
+static __device__ __forceinline__ void hpdl__wg_fence_acc(int d[128]) {
+    int i;
+#pragma unroll
+    for (i = 0; i < 128; i++) asm volatile("" : "+r"(d[i])::"memory");
+}
 
 #define HPDL__WG_F8(d, i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), \
                           "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
@@ -1745,6 +1758,12 @@ static __device__ __forceinline__ void hpdl__wg_fence_acc(float d[128]) {
                          HPDL__WG_F8(d, 32), HPDL__WG_F8(d, 40), HPDL__WG_F8(d, 48), HPDL__WG_F8(d, 56),     \
                          HPDL__WG_F8(d, 64), HPDL__WG_F8(d, 72), HPDL__WG_F8(d, 80), HPDL__WG_F8(d, 88),     \
                          HPDL__WG_F8(d, 96), HPDL__WG_F8(d, 104), HPDL__WG_F8(d, 112), HPDL__WG_F8(d, 120)
+#define HPDL__WG_R8(d, i) "+r"(d[i]), "+r"(d[i + 1]), "+r"(d[i + 2]), "+r"(d[i + 3]), "+r"(d[i + 4]), \
+                          "+r"(d[i + 5]), "+r"(d[i + 6]), "+r"(d[i + 7])
+#define HPDL__WG_R128(d) HPDL__WG_R8(d, 0), HPDL__WG_R8(d, 8), HPDL__WG_R8(d, 16), HPDL__WG_R8(d, 24),       \
+                         HPDL__WG_R8(d, 32), HPDL__WG_R8(d, 40), HPDL__WG_R8(d, 48), HPDL__WG_R8(d, 56),     \
+                         HPDL__WG_R8(d, 64), HPDL__WG_R8(d, 72), HPDL__WG_R8(d, 80), HPDL__WG_R8(d, 88),     \
+                         HPDL__WG_R8(d, 96), HPDL__WG_R8(d, 104), HPDL__WG_R8(d, 112), HPDL__WG_R8(d, 120)
 #define HPDL__WG_D128                                                                                          \
     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                  \
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                         \
@@ -1772,11 +1791,16 @@ static __device__ __forceinline__ void hpdl__wgmma_256(float d[128], uint64_t a,
     asm volatile("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 " HPDL__WG_D128 ", %128, %129, 1, 1, 1;"
                  : HPDL__WG_F128(d) : "l"(a), "l"(b));
 }
+template <int TA, int TB>
+static __device__ __forceinline__ void hpdl__wgmma_256(int d[128], uint64_t a, uint64_t b, int8_t) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 " HPDL__WG_D128 ", %128, %129, 1;"
+                 : HPDL__WG_R128(d) : "l"(a), "l"(b));
+}
 
 /* One stage (BK of K) into this warpgroup's accumulators: its 64 rows of
    the A tile start at row0. Issued, committed, not waited for. */
-template <typename T, bool AMN, bool BMN>
-static __device__ __forceinline__ void hpdl__wg_mma_stage(float d[128], const unsigned char *ta, const unsigned char *tb,
+template <typename T, bool AMN, bool BMN, typename ACC>
+static __device__ __forceinline__ void hpdl__wg_mma_stage(ACC d[128], const unsigned char *ta, const unsigned char *tb,
                                                           int row0) {
     int j;
     hpdl__wg_fence_acc(d);
@@ -1908,11 +1932,11 @@ template <int CS> static __device__ __forceinline__ void hpdl__wg_release(uint64
    patch of tiles; blocks in one row of the patch share their A tile, blocks
    in one column their B tile, and each loads only its share of the pieces,
    multicast to its row (or column) mates. WAIT1: a consumer keeps one
-   stage's wgmmas in flight while it issues the next stage's. */
-template <typename T, bool AMN, bool BMN, bool PERSISTENT, int CM, int CN, bool WAIT1>
+   stage's wgmmas in flight while it issues the next stage's. G: the
+   epilogue's arguments (M, N, K and where C goes; hpdl__wg_store for G). */
+template <typename T, typename G, bool AMN, bool BMN, bool PERSISTENT, int CM, int CN, bool WAIT1>
 __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_constant__ CUtensorMap map_a,
-                                                              const __grid_constant__ CUtensorMap map_b,
-                                                              hpdl__gemm_args<T, float> g) {
+                                                              const __grid_constant__ CUtensorMap map_b, G g) {
 #ifdef HPDL__SM90A
     enum { BM = 128, BN = 256, BK = 128 / sizeof(T), S = HPDL__WG_STAGES, A_BYTES = BM * 128, STAGE = (BM + BN) * 128 };
     enum { CS = CM * CN };
@@ -1946,13 +1970,13 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
                 }
             }
     } else {
-        float d[128];
+        typename hpdl__wg_type<T>::acc d[128];
         int row0 = (wg - 1) * 64;
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
         for (u = first; u < units; u += stride) {
             hpdl__wg_tile(u, units_m, units_n, &um, &un);
 #pragma unroll
-            for (i = 0; i < 128; i++) d[i] = 0.0f;
+            for (i = 0; i < 128; i++) d[i] = 0;
             for (kt = 0; kt < KT; kt++, it++) {
                 unsigned char *st = smem + it % S * STAGE;
                 hpdl__mbar_wait(&full[it % S], (unsigned)(it / S) & 1);
@@ -2057,12 +2081,14 @@ static inline hpdl__wg_launch hpdl__wg_rung(hpdl_gemm_algo algo) {
         l.threads = 128; l.bm = 64; l.persistent = 0;
         break;
     case HPDL_GEMM_WGMMA_WS:
-        l.kernel = (const void *)hpdl__gemm_wgmma_ws<T, AMN, BMN, false, 1, 1, true>;
+        l.kernel = (const void *)hpdl__gemm_wgmma_ws<T, hpdl__gemm_args<T, float>, AMN, BMN, false, 1, 1, true>;
         l.persistent = 0;
         break;
-    case HPDL_GEMM_WGMMA_PERSISTENT: l.kernel = (const void *)hpdl__gemm_wgmma_ws<T, AMN, BMN, true, 1, 1, true>; break;
+    case HPDL_GEMM_WGMMA_PERSISTENT:
+        l.kernel = (const void *)hpdl__gemm_wgmma_ws<T, hpdl__gemm_args<T, float>, AMN, BMN, true, 1, 1, true>;
+        break;
     case HPDL_GEMM_WGMMA_CLUSTER:
-        l.kernel = (const void *)hpdl__gemm_wgmma_ws<T, AMN, BMN, true, HPDL__WG_CM, HPDL__WG_CN, true>;
+        l.kernel = (const void *)hpdl__gemm_wgmma_ws<T, hpdl__gemm_args<T, float>, AMN, BMN, true, HPDL__WG_CM, HPDL__WG_CN, true>;
         l.cm = HPDL__WG_CM; l.cn = HPDL__WG_CN;
         break;
     default: break;
@@ -2085,21 +2111,18 @@ template <typename T> struct hpdl__wg_picker<T, 0> {
     }
 };
 
-/* Launches a Hopper kernel on C's tiles (BN = 256): one block (or cluster)
-   per tile, or, persistent, as many as can be resident at once. */
-template <typename T>
-static inline hpdl_status hpdl__wg_run(const hpdl__wg_launch &l, const hpdl__gemm_args<T, float> &g, cudaStream_t stream) {
+/* Launches a Hopper kernel on the M x N tiles of g (BN = 256): one block
+   (or cluster) per tile, or, persistent, as many as can be resident. */
+template <typename G>
+static inline hpdl_status hpdl__wg_run(const hpdl__wg_launch &l, const CUtensorMap &map_a, const CUtensorMap &map_b,
+                                       const G &g, cudaStream_t stream) {
     const int cs = l.cm * l.cn, bn = 256;
     const size_t smem = (size_t)HPDL__WG_STAGES * (l.bm + bn) * 128 + 1024 /* alignment */ + 2 * HPDL__WG_STAGES * 8;
     int units = ((g.M + l.bm - 1) / l.bm + l.cm - 1) / l.cm * (((g.N + bn - 1) / bn + l.cn - 1) / l.cn);
     int resident = 0;
-    CUtensorMap map_a, map_b;
     cudaLaunchConfig_t cfg = cudaLaunchConfig_t();
     cudaLaunchAttribute attr[1];
-    hpdl_status s;
     void *args[3];
-    if ((s = hpdl__wg_map(&map_a, g.a, g.M, g.K)) != HPDL_OK || (s = hpdl__wg_map(&map_b, g.b, g.N, g.K)) != HPDL_OK)
-        return s;
     HPDL_CUDA_TRY(cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     cfg.gridDim = dim3((unsigned)(units * cs));
     cfg.blockDim = dim3((unsigned)l.threads);
@@ -2120,7 +2143,7 @@ static inline hpdl_status hpdl__wg_run(const hpdl__wg_launch &l, const hpdl__gem
         }
         if (resident > 0 && resident < units) cfg.gridDim = dim3((unsigned)(resident * cs));
     }
-    args[0] = &map_a; args[1] = &map_b; args[2] = (void *)&g;
+    args[0] = (void *)&map_a; args[1] = (void *)&map_b; args[2] = (void *)&g;
     HPDL_CUDA_TRY(cudaLaunchKernelExC(&cfg, l.kernel, args));
     return HPDL_OK;
 }
@@ -2130,10 +2153,14 @@ template <typename T>
 static inline hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpdl__gemm_args<T, float> &g,
                                                   cudaStream_t stream) {
     hpdl__wg_launch l = hpdl__wg_picker<T>::pick(algo, !g.a.kcontig, !g.b.kcontig);
+    CUtensorMap map_a, map_b;
+    hpdl_status s;
     if (!l.kernel || g.K == 0 || !hpdl__wg_available() || !hpdl__gemm_aligned(g.a.p, g.a.ld, 16 / sizeof(T), sizeof(T)) ||
         !hpdl__gemm_aligned(g.b.p, g.b.ld, 16 / sizeof(T), sizeof(T)))
         return HPDL_ERR_UNSUPPORTED;
-    return hpdl__wg_run(l, g, stream);
+    if ((s = hpdl__wg_map(&map_a, g.a, g.M, g.K)) != HPDL_OK || (s = hpdl__wg_map(&map_b, g.b, g.N, g.K)) != HPDL_OK)
+        return s;
+    return hpdl__wg_run(l, map_a, map_b, g, stream);
 }
 
 static inline hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpdl__gemm_args<double, double> &g,
@@ -2143,7 +2170,7 @@ static inline hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpd
 }
 
 /* The Hopper rung AUTO picks for f16 and bf16. */
-#define HPDL__GEMM_HOPPER_DEFAULT HPDL_GEMM_WGMMA_CLUSTER
+#define HPDL__GEMM_HOPPER_DEFAULT HPDL_GEMM_WGMMA_PERSISTENT
 
 /* Validates, then runs one rung (AUTO: for f16/bf16 the Hopper rung where
    it can run, then the mma.sync rung where the type has one and this binary
@@ -4731,7 +4758,10 @@ HPDL_API hpdl_status hpdl_cuda_deep_linear_profile(hpdl_cuda_deep_linear *m, int
              mma.sync.m16n8k32.s32.s8.s8.s32 (sm_80+)
        dp4a  128x128x32 block tiles, 8x8 outputs per thread, __dp4a (any GPU;
              the fallback where the binary or GPU has no sm_80 path)
-       auto  mma where it can run, else dp4a
+       wgmma the GEMM part's wgmma_persistent kernel (TMA, warp-specialised,
+             128x256x128 tiles) with wgmma.m64n256k32.s32.s8.s8 (sm_90a, rows
+             16-byte aligned); zero-point row sums from a small kernel first
+       auto  wgmma, else mma, else dp4a, whichever can run first
 
    ZERO POINTS. The kernels multiply the raw int8 values and correct
        sum_k (a - za)(b - zb) = sum_k ab - zb sum_k a - za sum_k b + K za zb
@@ -4740,13 +4770,14 @@ HPDL_API hpdl_status hpdl_cuda_deep_linear_profile(hpdl_cuda_deep_linear *m, int
    the other operand's zero point is not 0. For K <= HPDL_QUANT_MAX_K every
    term fits, so the result is the CPU's exact int32 accumulator. */
 
-typedef enum hpdl_quant_algo { HPDL_QUANT_AUTO = 0, HPDL_QUANT_MMA, HPDL_QUANT_DP4A } hpdl_quant_algo;
+typedef enum hpdl_quant_algo { HPDL_QUANT_AUTO = 0, HPDL_QUANT_MMA, HPDL_QUANT_DP4A, HPDL_QUANT_WGMMA } hpdl_quant_algo;
 
 HPDL_API const char *hpdl_quant_algo_name(hpdl_quant_algo a) {
     switch (a) {
     case HPDL_QUANT_AUTO: return "auto";
     case HPDL_QUANT_MMA: return "mma";
     case HPDL_QUANT_DP4A: return "dp4a";
+    case HPDL_QUANT_WGMMA: return "wgmma";
     }
     return "unknown";
 }
@@ -5219,11 +5250,81 @@ static inline hpdl__qgemm_args hpdl__qgemm_make_args(int M, int N, int K, const 
     return g;
 }
 
-/* Runs the kernel of `algo` (AUTO: mma where this binary and GPU can, else dp4a). */
+/* ---- wgmma (Hopper): the persistent warp-specialised GEMM kernel on int8 ---- */
+
+/* The epilogue's arguments: the mma/dp4a kernels' (q), plus the row sums of
+   A and of Bt that the zero-point correction needs (NULL when the other
+   operand's zero point is 0): the wgmma kernel never sees the tiles in
+   registers, so a small kernel sums them first. */
+template <typename TC> struct hpdl__wg_qargs {
+    int M, N, K;
+    hpdl__qgemm_args q;
+    const int32_t *rsum, *csum;
+};
+
+/* hpdl__wg_store for the int8 GEMM: the same accumulator layout as the f32
+   one, each value through hpdl__qgemm_finish (bias, requantization). */
+template <typename TC>
+static __device__ __forceinline__ void hpdl__wg_store(const hpdl__wg_qargs<TC> &e, const int d[128], int m0, int n0) {
+    int t = (int)threadIdx.x % 128, j, h, c;
+    int m = m0 + t / 32 * 16 + t % 32 / 4, n = n0 + t % 4 * 2;
+#pragma unroll
+    for (j = 0; j < 32; j++)
+#pragma unroll
+        for (h = 0; h < 2; h++)
+#pragma unroll
+            for (c = 0; c < 2; c++) {
+                int row = m + 8 * h, col = n + 8 * j + c;
+                if (row < e.M && col < e.N)
+                    ((TC *)e.q.C)[(size_t)row * e.q.ldc + col] = (TC)hpdl__qgemm_finish(
+                        e.q, col, d[4 * j + 2 * h + c], e.rsum ? e.rsum[row] : 0, e.csum ? e.csum[col] : 0);
+            }
+}
+
+/* out[r] = sum_k X[r][k], one warp per row. */
+__global__ void hpdl__q_row_sums(const int8_t *X, int rows, int K, int ld, int32_t *out) {
+    int r = (int)(blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32), lane = (int)threadIdx.x % 32, k, sum = 0;
+    if (r >= rows) return;
+    for (k = lane; k < K; k += 32) sum += X[(size_t)r * ld + k];
+    for (k = 16; k > 0; k /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, k);
+    if (lane == 0) out[r] = sum;
+}
+
+/* The int8 GEMM as the persistent wgmma kernel; HPDL_ERR_UNSUPPORTED where
+   it cannot run (not Hopper, rows not 16-byte aligned, K = 0). */
+template <typename TC> static inline hpdl_status hpdl__qgemm_launch_wgmma(const hpdl__qgemm_args &q, cudaStream_t stream) {
+    hpdl__wg_launch l = {(const void *)hpdl__gemm_wgmma_ws<int8_t, hpdl__wg_qargs<TC>, false, false, true, 1, 1, true>,
+                         384, 128, 1, 1, 1};
+    hpdl__gemm_operand<int8_t> a = {q.A, q.lda, 1, 1}, b = {q.B, q.ldb, 1, 1};
+    hpdl__wg_qargs<TC> e;
+    CUtensorMap map_a, map_b;
+    int32_t *sums = NULL;
+    hpdl_status s;
+    if (q.K == 0 || !q.avec || !q.bvec || !hpdl__wg_available()) return HPDL_ERR_UNSUPPORTED;
+    if ((s = hpdl__wg_map(&map_a, a, q.M, q.K)) != HPDL_OK || (s = hpdl__wg_map(&map_b, b, q.N, q.K)) != HPDL_OK) return s;
+    e.M = q.M; e.N = q.N; e.K = q.K; e.q = q; e.rsum = e.csum = NULL;
+    if (q.za != 0 || q.zb != 0) {
+        HPDL_CUDA_TRY(cudaMallocAsync((void **)&sums, (size_t)(q.M + q.N) * sizeof(int32_t), stream));
+        if (q.zb != 0) hpdl__q_row_sums<<<(q.M + 7) / 8, 256, 0, stream>>>(q.A, q.M, q.K, q.lda, sums);
+        if (q.za != 0) hpdl__q_row_sums<<<(q.N + 7) / 8, 256, 0, stream>>>(q.B, q.N, q.K, q.ldb, sums + q.M);
+        e.rsum = q.zb != 0 ? sums : NULL;
+        e.csum = q.za != 0 ? sums + q.M : NULL;
+    }
+    s = hpdl__wg_run(l, map_a, map_b, e, stream);
+    if (sums && cudaFreeAsync(sums, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
+    return s;
+}
+
+/* Runs the kernel of `algo` (AUTO: wgmma on Hopper, else mma where this
+   binary and GPU can, else dp4a). */
 template <typename TC>
 static inline hpdl_status hpdl__qgemm_launch(hpdl_quant_algo algo, const hpdl__qgemm_args &g, cudaStream_t stream) {
     dim3 grid;
     hpdl_status s;
+    if (algo == HPDL_QUANT_WGMMA || algo == HPDL_QUANT_AUTO) {
+        s = hpdl__qgemm_launch_wgmma<TC>(g, stream);
+        if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_QUANT_WGMMA) return s;
+    }
     if (algo != HPDL_QUANT_DP4A) {
         const size_t smem = (size_t)HPDL__QMMA_STAGES * (HPDL__QMMA_BM + HPDL__QMMA_BN) * HPDL__QMMA_BK +
                             (HPDL__QMMA_BM + HPDL__QMMA_BN) * sizeof(int32_t);
@@ -5241,7 +5342,7 @@ static inline hpdl_status hpdl__qgemm_launch(hpdl_quant_algo algo, const hpdl__q
 static inline int hpdl__qgemm_valid(hpdl_quant_algo algo, int b_kxn, int M, int N, int K, const int8_t *A, int lda,
                                     int32_t za, const int8_t *B, int ldb, int32_t zb, const hpdl_cuda_quant_output *o,
                                     hpdl__qgemm_out_kind kind, const void *C, int ldc) {
-    if ((int)algo < (int)HPDL_QUANT_AUTO || (int)algo > (int)HPDL_QUANT_DP4A) return 0;
+    if ((int)algo < (int)HPDL_QUANT_AUTO || (int)algo > (int)HPDL_QUANT_WGMMA) return 0;
     if (kind != HPDL__QOUT_I32 && (!o || o->n != N || !o->multiplier || !o->shift)) return 0;
     if (b_kxn) return hpdl__gemm_i8_valid(M, N, K, A, lda, za, B, ldb, zb, C, ldc);
     return K <= HPDL_QUANT_MAX_K && za >= HPDL_QUANT_QMIN && za <= HPDL_QUANT_QMAX && zb >= HPDL_QUANT_QMIN &&
@@ -5369,7 +5470,7 @@ HPDL_API hpdl_status hpdl_cuda_quant_mlp_create(hpdl_cuda_quant_mlp *g, const hp
     int l, L;
     hpdl_status s = HPDL_OK;
     if (!g || !q || q->n_layers < 1 || !q->W[0] || max_batch < 1 || (int)algo < (int)HPDL_QUANT_AUTO ||
-        (int)algo > (int)HPDL_QUANT_DP4A)
+        (int)algo > (int)HPDL_QUANT_WGMMA)
         return HPDL_ERR_INVALID;
     if (!q->integer) return HPDL_ERR_UNSUPPORTED;
     L = q->n_layers;
