@@ -563,8 +563,9 @@ HPDL_API hpdl_status hpdl_cuda_prefetch(const void *ptr, size_t bytes, int devic
        reg2d      each thread computes an 8x8 block (2D register blocking)
        vec4       16-byte global loads and 16-byte shared-memory reads
        warptile   warp-shaped thread tiles (conflict-free shared reads), double-buffered tiles
-       mma        tensor cores: f16/bf16 mma.sync m16n8k16 + ldmatrix + 4-stage cp.async (128x128x32),
-                  f64 DMMA (mma.sync m8n8k4; m16n8k4 on sm_90) + 3-stage cp.async (128x128x32)
+       mma        tensor cores: f16/bf16 mma.sync m16n8k16 + ldmatrix + 4-stage cp.async (128x128x32,
+                  256x128x32 for large products), f64 DMMA (mma.sync m16n8k16 on sm_90, m8n8k4 on
+                  sm_80) + 3-stage cp.async (128x64x16, 2 blocks per SM)
        cublas     the library, for reference
    f16/bf16 accumulate in f32 on every rung. AUTO: f32 -> warptile, f64 and f16/bf16 -> mma
    (warptile when the binary or the GPU has no sm_80 tensor-core path). */
@@ -880,25 +881,25 @@ template <typename T, typename ACC> __global__ void __launch_bounds__(256) hpdl_
         for (j = 0; j < TN; j++) hpdl__gemm_out(g, m0 + ty * TM + i, n0 + tx * TN + j, acc[i][j]);
 }
 
-/* Chunk i (4 elements) of this thread's share of a 128 (outer) x BK operand
+/* Chunk i (4 elements) of this thread's share of an OT (outer) x BK operand
    tile, read with one vector load along the stored row (256 threads). */
-template <int BK, bool FAST, typename T, typename ACC>
-static __device__ __forceinline__ void hpdl__gemm_fetch128(const hpdl__gemm_operand<T> &x, int o0, int k0, int O, int K,
-                                                           int i, ACC v[4]) {
+template <int OT, int BK, bool FAST, typename T, typename ACC>
+static __device__ __forceinline__ void hpdl__gemm_fetch(const hpdl__gemm_operand<T> &x, int o0, int k0, int O, int K, int i,
+                                                        ACC v[4]) {
     int c = (int)threadIdx.x + i * 256;
     if (x.kcontig) hpdl__gemm_load4<FAST>(x.p, x.ld, o0 + c / (BK / 4), k0 + c % (BK / 4) * 4, O, K, x.vec, v);
-    else hpdl__gemm_load4<FAST>(x.p, x.ld, k0 + c / 32, o0 + c % 32 * 4, K, O, x.vec, v);
+    else hpdl__gemm_load4<FAST>(x.p, x.ld, k0 + c / (OT / 4), o0 + c % (OT / 4) * 4, K, O, x.vec, v);
 }
 
-/* Puts chunk i from hpdl__gemm_fetch128 into S[k][o] (row length 132). */
-template <int BK, typename ACC>
-static __device__ __forceinline__ void hpdl__gemm_stash128(ACC *S, int kcontig, int i, const ACC v[4]) {
+/* Puts chunk i from hpdl__gemm_fetch into S[k][o] (row length OT + 4). */
+template <int OT, int BK, typename ACC>
+static __device__ __forceinline__ void hpdl__gemm_stash(ACC *S, int kcontig, int i, const ACC v[4]) {
     int c = (int)threadIdx.x + i * 256, j;
     if (kcontig) {
 #pragma unroll
-        for (j = 0; j < 4; j++) S[(c % (BK / 4) * 4 + j) * 132 + c / (BK / 4)] = v[j];
+        for (j = 0; j < 4; j++) S[(c % (BK / 4) * 4 + j) * (OT + 4) + c / (BK / 4)] = v[j];
     } else {
-        hpdl__gemm_sstore4(S + c / 32 * 132 + c % 32 * 4, v);
+        hpdl__gemm_sstore4(S + c / (OT / 4) * (OT + 4) + c % (OT / 4) * 4, v);
     }
 }
 
@@ -916,10 +917,10 @@ template <typename T, typename ACC> __global__ void __launch_bounds__(256) hpdl_
 #pragma unroll
         for (j = 0; j < 8; j++) acc[i][j] = 0;
     for (k0 = 0; k0 < g.K; k0 += BK) {
-        hpdl__gemm_fetch128<BK, false>(g.a, m0, k0, g.M, g.K, 0, v);
-        hpdl__gemm_stash128<BK>(As, g.a.kcontig, 0, v);
-        hpdl__gemm_fetch128<BK, false>(g.b, n0, k0, g.N, g.K, 0, v);
-        hpdl__gemm_stash128<BK>(Bs, g.b.kcontig, 0, v);
+        hpdl__gemm_fetch<BM, BK, false>(g.a, m0, k0, g.M, g.K, 0, v);
+        hpdl__gemm_stash<BM, BK>(As, g.a.kcontig, 0, v);
+        hpdl__gemm_fetch<BN, BK, false>(g.b, n0, k0, g.N, g.K, 0, v);
+        hpdl__gemm_stash<BN, BK>(Bs, g.b.kcontig, 0, v);
         __syncthreads();
 #pragma unroll
         for (k = 0; k < BK; k++) {
@@ -941,61 +942,64 @@ template <typename T, typename ACC> __global__ void __launch_bounds__(256) hpdl_
     }
 }
 
-/* warptile: 8 warps as 4x2 warp tiles of 32x64; a thread's 8x8 outputs are
-   four 4x4 blocks 16 rows / 32 columns apart, so a warp's 16-byte shared reads
+/* warptile: 8 warps as 4x2 warp tiles of 32 x 8TN; a thread's 8 x TN outputs
+   are 4x4 blocks 16 rows / 32 columns apart, so a warp's 16-byte shared reads
    hit distinct banks; the next K tile is fetched into registers while the
    current one is multiplied, into the other of two shared buffers (one
-   barrier per tile). BK: K depth of a tile; MINB: blocks per SM to fit;
+   barrier per tile). Block tile 128 x 16TN x BK; TN: 8 (the launcher's), or
+   16 for 128x256 tiles (bench --tune: fewer shared reads per FMA, but 232
+   registers and one block per SM, slower); MINB: blocks per SM to fit;
    FAST: every tile is inside the matrices and aligned (no bounds checks). */
-template <typename T, typename ACC, int BK, int MINB, bool FAST>
+template <typename T, typename ACC, int BK, int TN, int MINB, bool FAST>
 __global__ void __launch_bounds__(256, MINB) hpdl__gemm_warptile(hpdl__gemm_args<T, ACC> g) {
-    enum { BM = 128, BN = 128, LDS = 132, CH = BK / 8 /* chunks per thread and operand */ };
-    __shared__ __align__(16) ACC As[2][BK * LDS];
-    __shared__ __align__(16) ACC Bs[2][BK * LDS];
+    enum { BM = 128, BN = 16 * TN, LDA = BM + 4, LDB = BN + 4, CA = BM * BK / 1024, CB = BN * BK / 1024 /* chunks per thread */ };
+    __shared__ __align__(16) ACC As[2][BK * LDA];
+    __shared__ __align__(16) ACC Bs[2][BK * LDB];
     int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32, tm, tn, k0, k, i, j, c, buf = 0;
-    int row = warp / 2 * 32 + lane / 8 * 4, col = warp % 2 * 64 + lane % 8 * 4; /* first 4x4 block */
-    ACC acc[8][8], a[8], b[8], va[CH][4], vb[CH][4];
+    int row = warp / 2 * 32 + lane / 8 * 4, col = warp % 2 * (BN / 2) + lane % 8 * 4; /* first 4x4 block */
+    ACC acc[8][TN], a[8], b[TN], va[CA][4], vb[CB][4];
     hpdl__gemm_tile_order(&tm, &tn);
     tm *= BM;
     tn *= BN;
 #pragma unroll
     for (i = 0; i < 8; i++)
 #pragma unroll
-        for (j = 0; j < 8; j++) acc[i][j] = 0;
+        for (j = 0; j < TN; j++) acc[i][j] = 0;
 #pragma unroll
-    for (c = 0; c < CH; c++) {
-        hpdl__gemm_fetch128<BK, FAST>(g.a, tm, 0, g.M, g.K, c, va[c]);
-        hpdl__gemm_fetch128<BK, FAST>(g.b, tn, 0, g.N, g.K, c, vb[c]);
-        hpdl__gemm_stash128<BK>(As[0], g.a.kcontig, c, va[c]);
-        hpdl__gemm_stash128<BK>(Bs[0], g.b.kcontig, c, vb[c]);
+    for (c = 0; c < CA; c++) {
+        hpdl__gemm_fetch<BM, BK, FAST>(g.a, tm, 0, g.M, g.K, c, va[c]);
+        hpdl__gemm_stash<BM, BK>(As[0], g.a.kcontig, c, va[c]);
+    }
+#pragma unroll
+    for (c = 0; c < CB; c++) {
+        hpdl__gemm_fetch<BN, BK, FAST>(g.b, tn, 0, g.N, g.K, c, vb[c]);
+        hpdl__gemm_stash<BN, BK>(Bs[0], g.b.kcontig, c, vb[c]);
     }
     __syncthreads();
     for (k0 = 0; k0 < g.K; k0 += BK) {
         int more = k0 + BK < g.K;
         if (more) {
 #pragma unroll
-            for (c = 0; c < CH; c++) {
-                hpdl__gemm_fetch128<BK, FAST>(g.a, tm, k0 + BK, g.M, g.K, c, va[c]);
-                hpdl__gemm_fetch128<BK, FAST>(g.b, tn, k0 + BK, g.N, g.K, c, vb[c]);
-            }
+            for (c = 0; c < CA; c++) hpdl__gemm_fetch<BM, BK, FAST>(g.a, tm, k0 + BK, g.M, g.K, c, va[c]);
+#pragma unroll
+            for (c = 0; c < CB; c++) hpdl__gemm_fetch<BN, BK, FAST>(g.b, tn, k0 + BK, g.N, g.K, c, vb[c]);
         }
 #pragma unroll
         for (k = 0; k < BK; k++) {
-            hpdl__gemm_sload4(As[buf] + k * LDS + row, a);
-            hpdl__gemm_sload4(As[buf] + k * LDS + row + 16, a + 4);
-            hpdl__gemm_sload4(Bs[buf] + k * LDS + col, b);
-            hpdl__gemm_sload4(Bs[buf] + k * LDS + col + 32, b + 4);
+            hpdl__gemm_sload4(As[buf] + k * LDA + row, a);
+            hpdl__gemm_sload4(As[buf] + k * LDA + row + 16, a + 4);
+#pragma unroll
+            for (j = 0; j < TN; j += 4) hpdl__gemm_sload4(Bs[buf] + k * LDB + col + j * 8, b + j);
 #pragma unroll
             for (i = 0; i < 8; i++)
 #pragma unroll
-                for (j = 0; j < 8; j++) acc[i][j] += a[i] * b[j];
+                for (j = 0; j < TN; j++) acc[i][j] += a[i] * b[j];
         }
         if (more) {
 #pragma unroll
-            for (c = 0; c < CH; c++) {
-                hpdl__gemm_stash128<BK>(As[buf ^ 1], g.a.kcontig, c, va[c]);
-                hpdl__gemm_stash128<BK>(Bs[buf ^ 1], g.b.kcontig, c, vb[c]);
-            }
+            for (c = 0; c < CA; c++) hpdl__gemm_stash<BM, BK>(As[buf ^ 1], g.a.kcontig, c, va[c]);
+#pragma unroll
+            for (c = 0; c < CB; c++) hpdl__gemm_stash<BN, BK>(Bs[buf ^ 1], g.b.kcontig, c, vb[c]);
         }
         __syncthreads();
         buf ^= 1;
@@ -1003,8 +1007,8 @@ __global__ void __launch_bounds__(256, MINB) hpdl__gemm_warptile(hpdl__gemm_args
 #pragma unroll
     for (i = 0; i < 8; i++) {
         int m = tm + row + (i < 4 ? i : 12 + i); /* rows row..row+3, row+16..row+19 */
-        hpdl__gemm_out4(g, m, tn + col, acc[i]);
-        hpdl__gemm_out4(g, m, tn + col + 32, acc[i] + 4);
+#pragma unroll
+        for (j = 0; j < TN; j += 4) hpdl__gemm_out4(g, m, tn + col + j * 8, acc[i] + j); /* columns 32 apart */
     }
 }
 
@@ -1075,33 +1079,38 @@ template <bool TRANS> static __device__ __forceinline__ void hpdl__ldmatrix_x4(u
 HPDL__DEFINE_MMA16816(__half, "f16")
 HPDL__DEFINE_MMA16816(__nv_bfloat16, "bf16")
 
-/* f64 tensor cores: d0 (rows 0-7) += a0 * b and d1 (rows 8-15) += a1 * b,
-   one m16n8k4 instruction on sm_90, two m8n8k4 on sm_80. */
-static __device__ __forceinline__ void hpdl__dmma_pair(double d0[2], double d1[2], double a0, double a1, double b) {
+/* f64 tensor cores: d0 (rows 0-7) and d1 (rows 8-15) += a (16 x DK) * b
+   (DK x 8), DK 4, 8 or 16. Fragments (g = lane/4, t = lane%4): a[2h] and
+   a[2h+1] are rows g and g+8 at k t+4h, b[h] is k t+4h of column g. One
+   m16n8k{DK} instruction on sm_90, DK/4 pairs of m8n8k4 on sm_80. */
+template <int DK>
+static __device__ __forceinline__ void hpdl__dmma(double d0[2], double d1[2], const double *a, const double *b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
-        : "+d"(d0[0]), "+d"(d0[1]), "+d"(d1[0]), "+d"(d1[1])
-        : "d"(a0), "d"(a1), "d"(b));
+    if (DK == 4)
+        asm("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+            : "+d"(d0[0]), "+d"(d0[1]), "+d"(d1[0]), "+d"(d1[1])
+            : "d"(a[0]), "d"(a[1]), "d"(b[0]));
+    else if (DK == 8)
+        asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+            : "+d"(d0[0]), "+d"(d0[1]), "+d"(d1[0]), "+d"(d1[1])
+            : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+    else
+        asm("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7,%8,%9,%10,%11}, "
+            "{%12,%13,%14,%15}, {%0,%1,%2,%3};\n"
+            : "+d"(d0[0]), "+d"(d0[1]), "+d"(d1[0]), "+d"(d1[1])
+            : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]), "d"(a[6]), "d"(a[7]),
+              "d"(b[0]), "d"(b[1]), "d"(b[2]), "d"(b[3]));
 #elif defined(HPDL__GEMM_SM80)
-    asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
-        : "+d"(d0[0]), "+d"(d0[1]) : "d"(a0), "d"(b));
-    asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
-        : "+d"(d1[0]), "+d"(d1[1]) : "d"(a1), "d"(b));
+    int h;
+#pragma unroll
+    for (h = 0; h < DK / 4; h++) {
+        asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+            : "+d"(d0[0]), "+d"(d0[1]) : "d"(a[2 * h]), "d"(b[h]));
+        asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+            : "+d"(d1[0]), "+d"(d1[1]) : "d"(a[2 * h + 1]), "d"(b[h]));
+    }
 #else
-    (void)d0; (void)d1; (void)a0; (void)a1; (void)b;
-#endif
-}
-
-/* f64 on sm_90: d (16x8) += a (16x8, a0..a3 = rows g/g+8 at k t, then at k t+4)
-   * b (8x8, b0/b1 = k t / t+4), one m16n8k8 (two m16n8k4 elsewhere). */
-static __device__ __forceinline__ void hpdl__dmma_pair_k8(double d0[2], double d1[2], const double a[4], const double b[2]) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+d"(d0[0]), "+d"(d0[1]), "+d"(d1[0]), "+d"(d1[1])
-        : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
-#else
-    hpdl__dmma_pair(d0, d1, a[0], a[1], b[0]);
-    hpdl__dmma_pair(d0, d1, a[2], a[3], b[1]);
+    (void)d0; (void)d1; (void)a; (void)b;
 #endif
 }
 
@@ -1156,11 +1165,12 @@ static __device__ __forceinline__ void hpdl__gemm_tile_async(T *s, const T *X, i
 /* Block tile BM x BN x BK, STAGES deep in shared memory, warps of WM x WN:
    the shape of a tensor-core kernel (threads = 32 * BM/WM * BN/WN). */
 template <int BM_, int BN_, int BK_, int STAGES_, int WM_, int WN_, int DK_ = 4> struct hpdl__tc_shape {
-    enum { BM = BM_, BN = BN_, BK = BK_, S = STAGES_, WM = WM_, WN = WN_, DK = DK_ /* f64 mma K on sm_90: 4 or 8 */ };
+    enum { BM = BM_, BN = BN_, BK = BK_, S = STAGES_, WM = WM_, WN = WN_, DK = DK_ /* f64 mma K: 4, 8 or 16 */ };
     enum { WARPS_N = BN / WN, THREADS = 32 * (BM / WM) * (BN / WN) };
 };
-typedef hpdl__tc_shape<128, 128, 32, 4, 64, 64> hpdl__mma_shape; /* f16/bf16 default: 4 warps, 2 blocks per SM */
-typedef hpdl__tc_shape<128, 128, 32, 3, 64, 32> hpdl__dmma_shape; /* f64 default */
+typedef hpdl__tc_shape<128, 128, 32, 4, 64, 64> hpdl__mma_shape;     /* f16/bf16: 4 warps, 2 blocks per SM */
+typedef hpdl__tc_shape<256, 128, 32, 4, 64, 64> hpdl__mma_shape_big; /* f16/bf16 large products: 8 warps */
+typedef hpdl__tc_shape<128, 64, 16, 3, 64, 32, 16> hpdl__dmma_shape; /* f64: 4 warps, 2 blocks per SM, m16n8k16 */
 
 /* One K tile of an operand (OT = its M or N tile, BK deep) into a stage: a
    kcontig operand is stored OT x BK, the other BK x OT, as in global memory. */
@@ -1202,12 +1212,16 @@ static __device__ __forceinline__ void hpdl__mma_frags(const T *ta, const T *tb,
 }
 
 /* mma (f16/bf16): block tiles in a multi-stage cp.async pipeline, fragments
-   by ldmatrix (those of the next 16-deep step loaded while the current one
-   multiplies), mma.sync m16n8k16 with f32 accumulators in registers. */
+   by ldmatrix one 16-deep step ahead of the mma.sync m16n8k16 that use them
+   (f32 accumulators in registers). One barrier per tile, after the mma of
+   its next-to-last step; the last step then loads the next tile's first
+   fragments, so they are not read right after the barrier. */
 template <typename T, bool AK, bool BKC, typename SH, bool FAST>
 __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl__gemm_mma(hpdl__gemm_args<T, float> g) {
 #ifdef HPDL__GEMM_SM80
     enum { BM = SH::BM, BN = SH::BN, BK = SH::BK, S = SH::S, MI = SH::WM / 16, NJ = SH::WN / 8, TH = SH::THREADS };
+    enum { KS = BK / 16 };
+    static_assert(KS % 2 == 0, "fragment buffers alternate by step: BK must be a multiple of 32");
     extern __shared__ uint4 hpdl__gemm_smem[];
     T *sa = (T *)hpdl__gemm_smem, *sb = sa + S * BM * BK;
     int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32;
@@ -1229,24 +1243,32 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl_
         }
         hpdl__cp_async_commit();
     }
+    hpdl__cp_async_wait<S - 2>();
+    __syncthreads();
+    hpdl__mma_frags<SH, AK, BKC>(sa, sb, wm, wn, 0, lane, af[0], bf[0]);
     for (kt = 0; kt < KT; kt++) {
         const T *ta = sa + kt % S * BM * BK, *tb = sb + kt % S * BN * BK;
-        int next = kt + S - 1;
-        hpdl__cp_async_wait<S - 2>(); /* tile kt has landed (for this thread) ... */
-        __syncthreads();              /* ... for all threads, and stage (kt-1)%S is free */
+        int next = kt + S - 1; /* into stage (kt-1)%S: every warp read its last of it before the previous barrier */
         if (next < KT) {
             hpdl__gemm_stage<T, BM, BK, TH, hpdl__gemm_swizzle, AK, FAST>(sa + next % S * BM * BK, g.a, tm, next * BK, g.M, g.K);
             hpdl__gemm_stage<T, BN, BK, TH, hpdl__gemm_swizzle, BKC, FAST>(sb + next % S * BN * BK, g.b, tn, next * BK, g.N, g.K);
         }
         hpdl__cp_async_commit();
-        hpdl__mma_frags<SH, AK, BKC>(ta, tb, wm, wn, 0, lane, af[0], bf[0]);
 #pragma unroll
-        for (ks = 0; ks < BK / 16; ks++) {
-            if (ks + 1 < BK / 16) hpdl__mma_frags<SH, AK, BKC>(ta, tb, wm, wn, (ks + 1) * 16, lane, af[(ks + 1) % 2], bf[(ks + 1) % 2]);
+        for (ks = 0; ks < KS; ks++) {
+            if (ks + 1 < KS)
+                hpdl__mma_frags<SH, AK, BKC>(ta, tb, wm, wn, (ks + 1) * 16, lane, af[(ks + 1) % 2], bf[(ks + 1) % 2]);
+            else if (kt + 1 < KT) /* the next tile's first step: it landed by the barrier of the step before */
+                hpdl__mma_frags<SH, AK, BKC>(sa + (kt + 1) % S * BM * BK, sb + (kt + 1) % S * BN * BK, wm, wn, 0, lane,
+                                             af[0], bf[0]);
 #pragma unroll
             for (i = 0; i < MI; i++)
 #pragma unroll
                 for (j = 0; j < NJ; j++) hpdl__mma16816(T(), acc[i][j], af[ks % 2][i], bf[ks % 2][j]);
+            if (ks + 2 == KS) {
+                hpdl__cp_async_wait<S - 2>(); /* tile kt+1 has landed (for this thread) ... */
+                __syncthreads();              /* ... for all threads, who have all loaded their last fragments of tile kt */
+            }
         }
     }
     hpdl__cp_async_wait<0>();
@@ -1305,7 +1327,7 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl_
         hpdl__cp_async_commit();
 #pragma unroll
         for (kk = 0; kk < BK; kk += SH::DK) {
-            int h; /* fragments: row (or column) lane/4, k lane%4 (+4 for the second half of a k8 step) */
+            int h; /* fragments: row (or column) lane/4 (+8i), k lane%4 + 4h */
 #pragma unroll
             for (h = 0; h < SH::DK / 4; h++) {
                 int k = kk + h * 4 + lane % 4;
@@ -1324,13 +1346,14 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl_
             for (i = 0; i < MI; i += 2)
 #pragma unroll
                 for (j = 0; j < NJ; j++) {
-                    if (SH::DK == 8) {
-                        const double af[4] = {a[0][i], a[0][i + 1], a[SH::DK / 8][i], a[SH::DK / 8][i + 1]};
-                        const double bf[2] = {b[0][j], b[SH::DK / 8][j]};
-                        hpdl__dmma_pair_k8(acc[i][j], acc[i + 1][j], af, bf);
-                    } else {
-                        hpdl__dmma_pair(acc[i][j], acc[i + 1][j], a[0][i], a[0][i + 1], b[0][j]);
+                    double af[SH::DK / 2], bf[SH::DK / 4];
+#pragma unroll
+                    for (h = 0; h < SH::DK / 4; h++) {
+                        af[2 * h] = a[h][i];
+                        af[2 * h + 1] = a[h][i + 1];
+                        bf[h] = b[h][j];
                     }
+                    hpdl__dmma<SH::DK>(acc[i][j], acc[i + 1][j], af, bf);
                 }
         }
     }
@@ -1486,9 +1509,9 @@ static inline hpdl_status hpdl__gemm_launch_simt(hpdl_gemm_algo algo, const hpdl
     case HPDL_GEMM_WARPTILE:
         if ((s = hpdl__gemm_grid(g.N, 128, g.M, 128, &grid)) != HPDL_OK) return s;
         if (hpdl__gemm_interior(g, 128, 128, HPDL__WARPTILE_BK))
-            hpdl__gemm_warptile<T, ACC, HPDL__WARPTILE_BK, sizeof(ACC) == 4 ? 2 : 1, true><<<grid, 256, 0, stream>>>(g);
+            hpdl__gemm_warptile<T, ACC, HPDL__WARPTILE_BK, 8, sizeof(ACC) == 4 ? 2 : 1, true><<<grid, 256, 0, stream>>>(g);
         else
-            hpdl__gemm_warptile<T, ACC, HPDL__WARPTILE_BK, sizeof(ACC) == 4 ? 2 : 1, false><<<grid, 256, 0, stream>>>(g);
+            hpdl__gemm_warptile<T, ACC, HPDL__WARPTILE_BK, 8, sizeof(ACC) == 4 ? 2 : 1, false><<<grid, 256, 0, stream>>>(g);
         break;
     default: return HPDL_ERR_UNSUPPORTED;
     }
@@ -1547,8 +1570,14 @@ static inline hpdl_status hpdl__gemm_launch_dmma_shape(const hpdl__gemm_args<dou
     return hpdl__gemm_launch_tc<SH>(hpdl__gemm_dmma_kernel<SH, false>(g.a.kcontig, g.b.kcontig), g, smem, stream);
 }
 
+/* f16/bf16 products of at least this many outputs take the 256x128 tile
+   (8 warps; +7 % at 4096^3 on an H100); smaller ones the 128x128 tile, whose
+   twice as many blocks fill more of the GPU. */
+#define HPDL__MMA_BIG_MN (2048LL * 2048)
+
 template <typename T>
 static inline hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<T, float> &g, cudaStream_t stream) {
+    if ((long long)g.M * g.N >= HPDL__MMA_BIG_MN) return hpdl__gemm_launch_mma_shape<hpdl__mma_shape_big>(g, stream);
     return hpdl__gemm_launch_mma_shape<hpdl__mma_shape>(g, stream);
 }
 

@@ -11,8 +11,10 @@
    gemm_all.csv (every row) and gemm_rungs.csv (TFLOP/s per rung at 4096,
    for the chart) into $HPDL_RESULTS (default: the current folder).
 
-   usage: gemm [--quick] [--type f32|f64|f16|bf16|tf32]
-       --quick  4096^3 only, fewer runs */
+   usage: gemm [--quick | --tune] [--type f32|f64|f16|bf16|tf32]
+       --quick  4096^3 only, fewer runs
+       --tune   internal tile variants of the fast rungs at 4096^3 NN, against cuBLAS
+       --type   one type only */
 #include "hpdl_cuda.cuh"
 
 typedef struct bench_opts { int quick, tune; const char *only; } bench_opts;
@@ -234,12 +236,12 @@ static int bench_type(bench_out *o, const bench_opts *opt, const char *type, int
 }
 
 /* --tune: internal variants (tile shapes) of the fast rungs at 4096^3, to pick the defaults. */
-template <typename T, typename ACC, int BK, int MINB>
+template <typename T, typename ACC, int BK, int TN, int MINB>
 static hpdl_status tune_warptile(const hpdl__gemm_args<T, ACC> &g, cudaStream_t s) {
     dim3 grid;
-    hpdl_status st = hpdl__gemm_grid(g.N, 128, g.M, 128, &grid);
+    hpdl_status st = hpdl__gemm_grid(g.N, 16 * TN, g.M, 128, &grid);
     if (st != HPDL_OK) return st;
-    hpdl__gemm_warptile<T, ACC, BK, MINB, true><<<grid, 256, 0, s>>>(g);
+    hpdl__gemm_warptile<T, ACC, BK, TN, MINB, true><<<grid, 256, 0, s>>>(g);
     return cudaGetLastError() == cudaSuccess ? HPDL_OK : HPDL_ERR_CUDA;
 }
 template <typename SH, typename T> static hpdl_status tune_mma(const hpdl__gemm_args<T, float> &g, cudaStream_t s) {
@@ -297,32 +299,38 @@ static void tune_type(const char *type, const tune_variant<T, ACC> *vs, int nv, 
     cudaFree(A); cudaFree(B); cudaFree(C); cudaFree(ref); cudaFree(d_err);
 }
 
-static void tune_all(hpdl_cuda_l2_flusher *fl) {
-    typedef hpdl__tc_shape<128, 128, 16, 3, 64, 32, 4> d1;
-    typedef hpdl__tc_shape<128, 128, 32, 3, 64, 32, 4> d2;
-    typedef hpdl__tc_shape<128, 128, 16, 3, 64, 32, 8> d3;
-    typedef hpdl__tc_shape<128, 128, 32, 3, 64, 32, 8> d4;
-    typedef hpdl__tc_shape<128, 64, 16, 3, 64, 32, 8> d5;
+static void tune_all(const bench_opts *opt, hpdl_cuda_l2_flusher *fl) {
+    typedef hpdl__tc_shape<128, 64, 16, 3, 32, 64, 16> d1;
+    typedef hpdl__tc_shape<64, 128, 16, 3, 32, 64, 16> d2;
+    typedef hpdl__tc_shape<128, 64, 16, 3, 64, 32, 8> d3;
+    typedef hpdl__tc_shape<128, 64, 16, 3, 64, 32, 4> d4;
+    typedef hpdl__tc_shape<128, 128, 32, 3, 64, 32, 4> d5;
     typedef hpdl__tc_shape<128, 256, 32, 4, 64, 64> h1;
-    typedef hpdl__tc_shape<128, 128, 32, 4, 64, 64> h2;
-    typedef hpdl__tc_shape<128, 128, 32, 3, 64, 64> h3;
-    typedef hpdl__tc_shape<256, 128, 32, 4, 64, 64> h4;
-    typedef hpdl__tc_shape<128, 256, 64, 3, 64, 64> h5;
-    typedef hpdl__tc_shape<128, 128, 32, 6, 64, 64> h6;
+    typedef hpdl__tc_shape<256, 128, 32, 3, 64, 64> h2;
     static const tune_variant<float, float> f32[] = {
-        {"warptile bk8 minb2 fast", tune_warptile<float, float, 8, 2>}, {"warptile bk16 minb2 fast", tune_warptile<float, float, 16, 2>},
-        {"warptile bk16 minb1 fast", tune_warptile<float, float, 16, 1>}, {"warptile bk8 minb1 fast", tune_warptile<float, float, 8, 1>}};
+        {"warptile 128x128 bk8 minb2 (default)", tune_warptile<float, float, 8, 8, 2>},
+        {"warptile 128x256 bk8 tn16", tune_warptile<float, float, 8, 16, 1>},
+        {"warptile 128x256 bk16 tn16", tune_warptile<float, float, 16, 16, 1>},
+        {"warptile 128x128 bk16 minb1", tune_warptile<float, float, 16, 8, 1>},
+        {"warptile 128x128 bk8 minb2 (default) again", tune_warptile<float, float, 8, 8, 2>},
+        {"warptile 128x256 bk8 tn16 again", tune_warptile<float, float, 8, 16, 1>}};
     static const tune_variant<double, double> f64[] = {
-        {"dmma 128x128x16 s3 k4 fast", tune_dmma<d1>}, {"dmma 128x128x32 s3 k4 fast", tune_dmma<d2>},
-        {"dmma 128x128x16 s3 k8 fast", tune_dmma<d3>}, {"dmma 128x128x32 s3 k8 fast", tune_dmma<d4>},
-        {"dmma 128x64x16 s3 k8 fast (2 CTA)", tune_dmma<d5>}};
+        {"dmma 128x64x16 s3 w64x32 k16 (default)", tune_dmma<hpdl__dmma_shape>}, {"dmma 128x64x16 s3 w32x64 k16", tune_dmma<d1>},
+        {"dmma 64x128x16 s3 w32x64 k16", tune_dmma<d2>},  {"dmma 128x64x16 s3 w64x32 k8", tune_dmma<d3>},
+        {"dmma 128x64x16 s3 w64x32 k4", tune_dmma<d4>},   {"dmma 128x128x32 s3 w64x32 k4 (v3 default)", tune_dmma<d5>},
+        {"dmma 128x64x16 s3 w64x32 k16 (default) again", tune_dmma<hpdl__dmma_shape>}};
     static const tune_variant<__half, float> f16[] = {
-        {"mma 128x256x32 s4 w64x64 fast", tune_mma<h1, __half>}, {"mma 128x128x32 s4 w64x64 fast", tune_mma<h2, __half>},
-        {"mma 128x128x32 s3 w64x64 fast", tune_mma<h3, __half>}, {"mma 256x128x32 s4 w64x64 fast", tune_mma<h4, __half>},
-        {"mma 128x256x64 s3 w64x64 fast", tune_mma<h5, __half>}, {"mma 128x128x32 s6 w64x64 fast", tune_mma<h6, __half>}};
-    tune_type<float, float>("f32", f32, 4, fl);
-    tune_type<double, double>("f64", f64, 5, fl);
-    tune_type<__half, float>("f16", f16, 6, fl);
+        {"mma 256x128x32 s4 w64x64 (default big)", tune_mma<hpdl__mma_shape_big, __half>},
+        {"mma 128x256x32 s4 w64x64", tune_mma<h1, __half>}, {"mma 256x128x32 s3 w64x64", tune_mma<h2, __half>},
+        {"mma 128x128x32 s4 w64x64 (default small)", tune_mma<hpdl__mma_shape, __half>},
+        {"mma 256x128x32 s4 w64x64 (default big) again", tune_mma<hpdl__mma_shape_big, __half>}};
+    static const tune_variant<__nv_bfloat16, float> bf16[] = {
+        {"mma 256x128x32 s4 w64x64 (default big)", tune_mma<hpdl__mma_shape_big, __nv_bfloat16>},
+        {"mma 128x128x32 s4 w64x64 (default small)", tune_mma<hpdl__mma_shape, __nv_bfloat16>}};
+    if (!opt->only || strcmp(opt->only, "f32") == 0) tune_type<float, float>("f32", f32, (int)(sizeof f32 / sizeof f32[0]), fl);
+    if (!opt->only || strcmp(opt->only, "f64") == 0) tune_type<double, double>("f64", f64, (int)(sizeof f64 / sizeof f64[0]), fl);
+    if (!opt->only || strcmp(opt->only, "f16") == 0) tune_type<__half, float>("f16", f16, (int)(sizeof f16 / sizeof f16[0]), fl);
+    if (!opt->only || strcmp(opt->only, "bf16") == 0) tune_type<__nv_bfloat16, float>("bf16", bf16, (int)(sizeof bf16 / sizeof bf16[0]), fl);
 }
 
 static void write_rungs(const bench_out *o) {
@@ -352,13 +360,13 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--quick") == 0) opt.quick = 1;
         else if (strcmp(argv[i], "--tune") == 0) opt.tune = 1;
         else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) opt.only = argv[++i];
-        else { fprintf(stderr, "usage: %s [--quick] [--type f32|f64|f16|bf16|tf32]\n", argv[0]); return 2; }
+        else { fprintf(stderr, "usage: %s [--quick | --tune] [--type f32|f64|f16|bf16|tf32]\n", argv[0]); return 2; }
     }
     if (!hpdl_cuda_available()) { printf("gemm: no GPU, nothing to measure\n"); return 0; }
     HPDL_CHECK(hpdl_cuda_device_query(0, &info));
     HPDL_CHECK(hpdl_cuda_l2_flusher_create(&fl));
     o.gpu = info.name;
-    if (opt.tune) { tune_all(&fl); hpdl_cuda_l2_flusher_destroy(&fl); return 0; }
+    if (opt.tune) { tune_all(&opt, &fl); hpdl_cuda_l2_flusher_destroy(&fl); return 0; }
     printf("gemm on %s (%d SMs, sm_%d%d): row-major C = A*B, alpha 1, beta 0, random inputs in [-1, 1]\n", info.name,
            info.sm_count, info.cc_major, info.cc_minor);
     printf("each rung checked against cuBLAS (max|err|/max|C|) before timing; median time, L2 flushed; "
