@@ -1,5 +1,5 @@
-/* bench/quantize: int8 GEMM throughput (TOPS) of hpdl's tensor-core (mma.sync)
-   and dp4a kernels against hpdl's f16 GEMM (AUTO), cuBLAS f16 and cuBLASLt
+/* bench/quantize: int8 GEMM throughput (TOPS) of hpdl's tensor-core (wgmma on
+   Hopper, mma.sync) and dp4a kernels against hpdl's f16 GEMM (AUTO), cuBLAS f16 and cuBLASLt
    int8, at 1024..8192 (M = N = K); then quantized vs float MLP inference
    throughput (samples/s) at the test set's size.
 
@@ -7,7 +7,7 @@
 
    Checks first: each int8 kernel and cuBLASLt against the CPU
    (hpdl_quant_gemm_i8) on small shapes, bit for bit; on the big sizes mma
-   against dp4a and cuBLASLt on the device, bit for bit; f16 against mma on
+   against dp4a, wgmma and cuBLASLt on the device, bit for bit; f16 against mma on
    small integers (exact in f16 with f32 accumulation); the GPU quantized
    MLP's int32 logits against the CPU's. Timing: warm-up, CUDA events, median,
    L2 flushed before each run. Layout: A row-major M x K, B given N x K (the
@@ -152,7 +152,7 @@ static void run_f16(void *ctx, cudaStream_t stream) {
 /* Each int8 kernel (and cuBLASLt where given) against the CPU on odd shapes, bit for bit. */
 static int check_small(void) {
     static const int shapes[][5] = {{333, 257, 301, 3, -2}, {128, 256, 64, 0, 0}, {77, 1000, 45, -128, 5}};
-    static const hpdl_quant_algo algos[2] = {HPDL_QUANT_MMA, HPDL_QUANT_DP4A};
+    static const hpdl_quant_algo algos[3] = {HPDL_QUANT_MMA, HPDL_QUANT_DP4A, HPDL_QUANT_WGMMA};
     hpdl_rng r;
     int s, a, ok = 1;
     hpdl_rng_seed(&r, 5);
@@ -170,9 +170,12 @@ static int check_small(void) {
         HPDL_CHECK(hpdl_cuda_alloc((void **)&dC, want.size() * 4));
         HPDL_CUDA_CHECK(cudaMemcpy(dA, A.data(), A.size(), cudaMemcpyHostToDevice));
         HPDL_CUDA_CHECK(cudaMemcpy(dB, B.data(), B.size(), cudaMemcpyHostToDevice));
-        for (a = 0; a < 2; a++) {
+        for (a = 0; a < 3; a++) {
+            hpdl_status st;
             HPDL_CHECK(hpdl_cuda_poison(dC, want.size() * 4));
-            HPDL_CHECK(hpdl_cuda_quant_gemm_i8(algos[a], M, N, K, dA, K, za, dB, N, zb, dC, N, 0));
+            st = hpdl_cuda_quant_gemm_i8(algos[a], M, N, K, dA, K, za, dB, N, zb, dC, N, 0);
+            if (st == HPDL_ERR_UNSUPPORTED && algos[a] == HPDL_QUANT_WGMMA) continue; /* rows not 16-byte aligned, or not Hopper */
+            HPDL_CHECK(st);
             HPDL_CUDA_CHECK(cudaMemcpy(got.data(), dC, got.size() * 4, cudaMemcpyDeviceToHost));
             if (memcmp(got.data(), want.data(), got.size() * 4)) {
                 printf("CHECK FAILED: %s %dx%dx%d differs from the CPU\n", hpdl_quant_algo_name(algos[a]), M, N, K);
@@ -183,7 +186,8 @@ static int check_small(void) {
         hpdl_cuda_free(dB);
         hpdl_cuda_free(dC);
     }
-    printf("check: mma and dp4a == CPU (hpdl_quant_gemm_i8) on 3 odd shapes with zero points: %s\n", ok ? "ok" : "FAILED");
+    printf("check: mma, dp4a (and wgmma where it runs) == CPU (hpdl_quant_gemm_i8) on 3 odd shapes with zero points: %s\n",
+           ok ? "ok" : "FAILED");
     return ok;
 }
 
@@ -228,7 +232,7 @@ static int check_cublaslt_small(void) {
 
 /* ---- GEMM sizes ---------------------------------------------------------------------------- */
 
-typedef struct gemm_result { double mma, dp4a, lt, f16, f16_cublas; } gemm_result; /* TOPS, 0: not run */
+typedef struct gemm_result { double wgmma, mma, dp4a, lt, f16, f16_cublas; } gemm_result; /* TOPS, 0: not run */
 
 static double tops(int n, double ms) { return ms > 0 ? 2.0 * n * (double)n * n / (ms * 1e-3) / 1e12 : 0.0; }
 
@@ -246,8 +250,8 @@ static int bench_size(int n, int use_lt, hpdl_cuda_l2_flusher *fl, FILE *detail,
     hpdl_f16 *Ah, *Bh, *Ch;
     gemm_case c;
     lt_gemm lt;
-    unsigned long long bad_dp4a, bad_lt = 0, bad_f16;
-    int ok = 1, have_lt = 0;
+    unsigned long long bad_dp4a, bad_wgmma = 0, bad_lt = 0, bad_f16;
+    int ok = 1, have_lt = 0, have_wgmma;
     memset(res, 0, sizeof *res);
     HPDL_CHECK(hpdl_cuda_alloc((void **)&A, nn));
     HPDL_CHECK(hpdl_cuda_alloc((void **)&Bt, nn));
@@ -271,6 +275,8 @@ static int bench_size(int n, int use_lt, hpdl_cuda_l2_flusher *fl, FILE *detail,
     run_int8(&c, 0);
     c.C = C;
     bad_dp4a = mismatches(C, C2, NULL, nn);
+    have_wgmma = hpdl_cuda_quant_gemm_nt_i8(HPDL_QUANT_WGMMA, n, n, n, A, n, 0, Bt, n, 0, C2, n, 0) == HPDL_OK;
+    if (have_wgmma) bad_wgmma = mismatches(C, C2, NULL, nn);
     if (use_lt && (have_lt = lt_create(&lt, n, n, n, A, Bt, C2))) {
         HPDL_CHECK(hpdl_cuda_poison(C2, nn * 4));
         lt_run(&lt, 0);
@@ -288,12 +294,17 @@ static int bench_size(int n, int use_lt, hpdl_cuda_l2_flusher *fl, FILE *detail,
         bad_f16 = mismatches(C, NULL, (const __half *)Ch, nn);
     }
     HPDL_CUDA_CHECK(cudaDeviceSynchronize());
-    printf("check %5d: dp4a == mma: %s   cuBLASLt == mma: %s   f16 AUTO ~ int8 (small integers): %s\n", n,
-           bad_dp4a ? "FAILED" : "ok", !have_lt ? "n/a" : bad_lt ? "FAILED" : "ok", bad_f16 ? "FAILED" : "ok");
-    ok = !bad_dp4a && !bad_lt && !bad_f16;
+    printf("check %5d: dp4a == mma: %s   wgmma == mma: %s   cuBLASLt == mma: %s   f16 AUTO ~ int8 (small integers): %s\n",
+           n, bad_dp4a ? "FAILED" : "ok", !have_wgmma ? "n/a" : bad_wgmma ? "FAILED" : "ok",
+           !have_lt ? "n/a" : bad_lt ? "FAILED" : "ok", bad_f16 ? "FAILED" : "ok");
+    ok = !bad_dp4a && !bad_wgmma && !bad_lt && !bad_f16;
 
     /* timing on full-range int8 and f16 in [-1, 1) */
     fill_i8<<<GRID, BLOCK>>>(A, nn, 1 + n, 128);
+    if (have_wgmma) {
+        c.algo = HPDL_QUANT_WGMMA;
+        res->wgmma = tops(n, time_ms(run_int8, &c, n, fl));
+    }
     c.algo = HPDL_QUANT_MMA;
     res->mma = tops(n, time_ms(run_int8, &c, n, fl));
     c.algo = HPDL_QUANT_DP4A;
@@ -303,8 +314,10 @@ static int bench_size(int n, int use_lt, hpdl_cuda_l2_flusher *fl, FILE *detail,
     res->f16 = tops(n, time_ms(run_f16, &c, n, fl));
     c.falgo = HPDL_GEMM_CUBLAS;
     res->f16_cublas = tops(n, time_ms(run_f16, &c, n, fl));
-    printf("%6d %14.1f %14.1f %14.1f %14.1f %14.1f\n", n, res->mma, res->dp4a, res->lt, res->f16, res->f16_cublas);
+    printf("%6d %14.1f %14.1f %14.1f %14.1f %14.1f %14.1f\n", n, res->wgmma, res->mma, res->dp4a, res->lt, res->f16,
+           res->f16_cublas);
     if (detail) {
+        if (have_wgmma) fprintf(detail, "%d,int8_wgmma,%.6g\n", n, res->wgmma);
         fprintf(detail, "%d,int8_mma,%.6g\n%d,int8_dp4a,%.6g\n", n, res->mma, n, res->dp4a);
         if (have_lt) fprintf(detail, "%d,int8_cublaslt,%.6g\n", n, res->lt);
         fprintf(detail, "%d,f16_hpdl_auto,%.6g\n%d,f16_cublas,%.6g\n", n, res->f16, n, res->f16_cublas);
@@ -491,16 +504,18 @@ int main(int argc, char **argv) {
     headline = hpdl_csv_open(dir, "quantize");
     gemm_csv = open_detail(dir, "quantize_gemm", "size,variant,tops");
     mlp_csv = open_detail(dir, "quantize_mlp", "model,variant,ms,samples_per_s");
-    printf("\nGEMM M = N = K, TOPS (2*n^3 ops / median time)\n%6s %14s %14s %14s %14s %14s\n", "n", "int8 mma",
-           "int8 dp4a", "int8 cuBLASLt", "f16 hpdl AUTO", "f16 cuBLAS");
+    printf("\nGEMM M = N = K, TOPS (2*n^3 ops / median time)\n%6s %14s %14s %14s %14s %14s %14s\n", "n", "int8 wgmma",
+           "int8 mma", "int8 dp4a", "int8 cuBLASLt", "f16 hpdl AUTO", "f16 cuBLAS");
     for (i = 0; i < 4 && sizes[i] <= max_size; i++) {
         gemm_result res;
         char metric[64];
         ok = bench_size(sizes[i], lt_ok > 0, &fl, gemm_csv, &res) && ok;
-        snprintf(metric, sizeof metric, "int8_mma_tops_%d", sizes[i]);
-        if (lt_ok > 0) hpdl_csv_row(headline, metric, res.mma, "TOPS", "int8_cublaslt", res.lt, 1);
-        snprintf(metric, sizeof metric, "int8_mma_vs_f16_tops_%d", sizes[i]);
-        hpdl_csv_row(headline, metric, res.mma, "TOPS", "f16_hpdl_auto", res.f16, 1);
+        double best = res.wgmma > res.mma ? res.wgmma : res.mma;
+        const char *best_name = res.wgmma > res.mma ? "wgmma" : "mma";
+        snprintf(metric, sizeof metric, "int8_%s_tops_%d", best_name, sizes[i]);
+        if (lt_ok > 0) hpdl_csv_row(headline, metric, best, "TOPS", "int8_cublaslt", res.lt, 1);
+        snprintf(metric, sizeof metric, "int8_%s_vs_f16_tops_%d", best_name, sizes[i]);
+        hpdl_csv_row(headline, metric, best, "TOPS", "f16_hpdl_auto", res.f16, 1);
         snprintf(metric, sizeof metric, "int8_dp4a_tops_%d", sizes[i]);
         hpdl_csv_row(headline, metric, res.dp4a, "TOPS", "int8_mma", res.mma, 1);
     }
