@@ -6,7 +6,8 @@
 #   tests/mpi_*.c    MPI tests, run on 1..4 ranks
 #   examples/*.c|cu  one program per course task
 #   bench/*.c|cu     one bench per task
-# A .cu file that includes hpdl_mpi.h is built with MPI flags too.
+# A .cu file that includes hpdl_mpi.h is built with MPI flags too, a .c
+# example that does with mpicc.
 
 SHELL     := /bin/bash
 CC        ?= gcc
@@ -109,9 +110,11 @@ $(B)/cpu/two_units: tests/two_units/a.c tests/two_units/b.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_C) tests/two_units/a.c tests/two_units/b.c -o $@ -lm
 
+# A .c example that includes hpdl_mpi.h is built with mpicc when there is one
+# (else it builds as a one-rank program: hpdl_mpi.h's HPDL_NO_MPI).
 $(B)/examples/%: examples/%.c $(HEADERS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_C) $< -o $@ -lm
+	$(if $(and $(HAVE_MPI),$(call uses_mpi,$<)),mpicc,$(CC)) $(CFLAGS_C) $< -o $@ -lm
 
 $(B)/bench/%: bench/%.c $(HEADERS)
 	@mkdir -p $(@D)

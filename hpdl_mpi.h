@@ -3,7 +3,8 @@
    Data parallelism over MPI: start-up and GPU choice, in-place allreduce
    (MPI_Allreduce, a hand-written ring, NCCL), a bucketed non-blocking
    allreduce for gradients, broadcast, data sharding with per-epoch shuffling,
-   and bus-bandwidth accounting. Built on hpdl.h (included here) and, when
+   and bus-bandwidth accounting; MLP training drivers for data and tensor
+   (model) parallelism. Built on hpdl.h (included here) and, when
    compiled by nvcc, on hpdl_cuda.cuh: then every collective also takes
    device buffers.
 
@@ -25,6 +26,12 @@
        HPDL_CHECK(hpdl_mpi_allreduce_f32(d_grad, n, HPDL_ALLREDUCE_NCCL, MPI_COMM_WORLD));
        nvcc -O3 -DHPDL_HAVE_MPI $(mpicc --showme:compile) prog.cu \
             $(mpicc --showme:link | sed 's/-Wl,/-Xlinker /g') -lnccl
+
+   USAGE (tensor parallelism: each rank owns a slice of the hidden layer)
+       hpdl_mpi_tp_f32 tp;                // model: in -> H -> classes, rank 0's weights
+       HPDL_CHECK(hpdl_mpi_tp_create_f32(&tp, &model, n, &cfg));
+       each epoch: hpdl_mpi_tp_epoch_f32(&tp, X, labels, epoch, &stats);  // same X on every rank
+       hpdl_mpi_tp_gather_f32(&tp, &full); hpdl_mpi_tp_destroy_f32(&tp);
 
    USAGE (gradient buckets: the reduction overlaps backward)
        hpdl_mpi_bucketer b;               // grads[i]: gradient of layer i
@@ -83,7 +90,8 @@
        2026-11-22  v0.1.0  init/finalize, local rank -> GPU, checks, allreduce
                            (MPI, ring, NCCL; host and device buffers; f32, f64,
                            f16, bf16), bucketer, broadcast, sharding, epoch
-                           permutation, argument agreement, bus bandwidth.
+                           permutation, argument agreement, bus bandwidth;
+                           data-parallel and tensor-parallel MLP drivers.
        2026-11-22  v0.1.1  NCCL CTA cap (hpdl_mpi_set_nccl_max_ctas) and a
                            high-priority bucketer stream
                            (hpdl_mpi_set_bucket_priority); GPU data-parallel
@@ -185,6 +193,13 @@ static inline int MPI_Iallreduce(const void *send, void *recv, int count, MPI_Da
 }
 static inline int MPI_Bcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm c) {
     (void)buf; (void)count; (void)t; (void)root; (void)c; return MPI_SUCCESS;
+}
+static inline int MPI_Allgatherv(const void *send, int scount, MPI_Datatype st, void *recv, const int *rcounts,
+                                 const int *displs, MPI_Datatype rt, MPI_Comm c) {
+    (void)rcounts; (void)c;
+    if (send != MPI_IN_PLACE && scount > 0)
+        memmove((char *)recv + (size_t)displs[0] * (size_t)rt, send, (size_t)scount * (size_t)st);
+    return MPI_SUCCESS;
 }
 static inline int MPI_Sendrecv(const void *sb, int sn, MPI_Datatype st, int dest, int stag, void *rb, int rn,
                                MPI_Datatype rt, int src, int rtag, MPI_Comm c, MPI_Status *status) {
@@ -2540,5 +2555,477 @@ HPDL_API hpdl_status hpdl_mpi_dp_roofline_cuda(int64_t grad_count, hpdl_allreduc
     return s;
 }
 #endif /* __CUDACC__ */
+
+/* ------------------------------------------------------------------------ */
+/* Tensor-parallel MLP training                                               */
+/* ------------------------------------------------------------------------ */
+/* Model (tensor) parallelism for the one-hidden-layer MLP in -> H -> C, the
+   course's alternative to data parallelism. Every rank trains on the same
+   batch: the data set is on every rank and the batch order is keyed by
+   (seed, epoch) as in hpdl_mpi_dp, so no sample is ever sent. Rank r owns
+   hidden units [h0, h1) = hpdl_mpi_shard_range(H, r, P): columns h0..h1 of
+   W[0] and b[0], rows h0..h1 of W[1] (hpdl stores W as in x out, so these
+   are the course's "rows of W1, columns of W2"); b[1] is replicated. With
+   X the batch, A_r the rank's slice of the hidden layer and D = dloss/dZ:
+
+       forward   A_r = act(X·W0[:, r] + b0[r])          batch x h_r
+                 Z_r = A_r·W1[r, :]                      batch x C, partial logits
+                 Z   = sum over ranks of Z_r, + b1       the ONE allreduce of a step
+                 loss and D = (softmax(Z) - onehot)/batch, the same on every rank
+       backward  dW1[r, :] = A_r^T·D     db1 = column sums of D (replicated)
+                 dA_r = (D·W1[r, :]^T) * act'(A_r)
+                 dW0[:, r] = X^T·dA_r    db0[r] = column sums of dA_r
+       update    the SGD of hpdl_mlp_sgd_<s> (lr; l2 on weights), slice by slice.
+
+   Why one allreduce suffices: Z = sum_j A[:, j] W1[j, :] is a sum over
+   hidden units, so splitting them over ranks splits Z into partial sums.
+   After Z everything is either replicated (loss, D, db1, b1's update) or
+   belongs to one hidden unit j and so to the rank that owns j: column j of
+   A, W0, b0, dA and row j of W1 only meet D, which every rank has. The
+   backward pass of a Megatron column/row pair needs a second allreduce, of
+   the gradient of the pair's input; here that input is the data X, whose
+   gradient nobody needs. Deeper MLPs are refused (HPDL_ERR_UNSUPPORTED):
+   each further pair would add an allreduce forward and one backward.
+
+   Bytes per step: batch x C x sizeof(T), against hpdl_mpi_dp's gradient of
+   ((in + 1) x H + (H + 1) x C) x sizeof(T). Tensor parallelism sends less
+   when batch x C < the parameter count, and its bytes do not grow with H.
+   Every rank holds 1/P of the hidden layer's weights and activations but
+   computes the whole softmax; with H not divisible by P some ranks own one
+   unit more, and with P > H some own none (they send zeros). */
+
+typedef struct hpdl_mpi_tp_config {
+    int batch;                /* rows per step, the same rows on every rank */
+    hpdl_allreduce_algo algo; /* MPI or RING (host buffers) */
+    double lr, l2;            /* as hpdl_mlp_train_step_<s> */
+    uint64_t seed;            /* epoch permutations (hpdl_mpi_epoch_permutation) */
+    MPI_Comm comm;
+} hpdl_mpi_tp_config;
+
+/* What an epoch reports. Bytes are counted as the driver hands them to the
+   allreduce (the buffer, as hpdl_mpi_dp_stats.grad_bytes; a ring moves
+   2(P-1)/P of that per rank); times are the slowest rank's. */
+typedef struct hpdl_mpi_tp_stats {
+    int64_t steps, samples;
+    double loss, accuracy;   /* mean training loss, running accuracy of the steps' forward passes */
+    double epoch_s;          /* wall time of the epoch */
+    double compute_s;        /* gather, forward, loss, backward, update */
+    double comm_s;           /* inside the allreduce, waiting for the slowest rank included */
+    int64_t allreduces;      /* collectives the steps made: one per step */
+    double step_bytes;       /* bytes of the largest step's allreduce: batch x classes x sizeof(T) */
+    double epoch_bytes;      /* bytes allreduced over the epoch (the short last step sends less) */
+    double dp_grad_bytes;    /* what hpdl_mpi_dp_<s> allreduces per step for the same model */
+    double algbw, busbw;     /* epoch_bytes / comm_s, and as a bandwidth-optimal allreduce's link load */
+} hpdl_mpi_tp_stats;
+
+/* This rank's share of the model: in -> hidden -> classes, hidden units
+   [h0, h0 + h) (h may be 0 when there are more ranks than hidden units). */
+typedef struct hpdl_mpi_tp_shape {
+    int in, hidden, classes, h0, h;
+    hpdl_activation act;
+} hpdl_mpi_tp_shape;
+
+HPDL_API void hpdl_mpi_tp_config_default(hpdl_mpi_tp_config *c) {
+    if (!c) return;
+    memset(c, 0, sizeof *c);
+    c->batch = 128;
+    c->algo = HPDL_ALLREDUCE_MPI;
+    c->lr = 0.05;
+    c->seed = 1;
+    c->comm = MPI_COMM_WORLD;
+}
+
+HPDL_API int hpdl__tp_config_ok(const hpdl_mpi_tp_config *c) {
+    return c && c->batch >= 1 && hpdl__mpi_algo_valid(c->algo) && hpdl__hyper_ok(c->lr, c->l2) &&
+           c->comm != MPI_COMM_NULL;
+}
+
+/* Rank r's hidden units [*h0, *h0 + *h): hpdl_mpi_shard_range of hidden. */
+HPDL_API void hpdl__tp_units(int hidden, int r, int size, int *h0, int *h) {
+    *h0 = (int)hpdl__mpi_split_begin(hidden, r, size);
+    *h = (int)hpdl__mpi_split_begin(hidden, r + 1, size) - *h0;
+}
+
+/* Elements of a slice of h hidden units, laid out [W0 in x h | b0 h | W1 h x classes]. */
+HPDL_API int64_t hpdl__tp_slice_count(const hpdl_mpi_tp_shape *sh, int h) {
+    return (int64_t)h * (sh->in + 1 + sh->classes);
+}
+
+HPDL_API double hpdl__tp_dp_grad_bytes(const hpdl_mpi_tp_shape *sh, size_t elem) {
+    return ((double)(sh->in + 1) * sh->hidden + (double)(sh->hidden + 1) * sh->classes) * (double)elem;
+}
+
+/* Collective: the worst status over the ranks, or HPDL_ERR_INVALID when
+   the ranks' values v[0..n) differ (n <= 16). Compares MAX(v) with
+   MIN(v) = ~MAX(~v), which, unlike -v, cannot overflow. */
+HPDL_API hpdl_status hpdl__tp_agree(hpdl_status s, const int64_t *v, int n, MPI_Comm comm) {
+    int64_t mine[33], top[33];
+    int i;
+    mine[0] = (int64_t)s;
+    for (i = 0; i < n; i++) { mine[1 + i] = v[i]; mine[1 + n + i] = ~v[i]; }
+    HPDL__MPI_TRY(MPI_Allreduce(mine, top, 1 + 2 * n, MPI_INT64_T, MPI_MAX, comm));
+    for (i = 0; i < n; i++)
+        if (top[1 + i] != ~top[1 + n + i]) return top[0] != HPDL_OK ? (hpdl_status)top[0] : HPDL_ERR_INVALID;
+    return (hpdl_status)top[0];
+}
+
+/* A double as an int64_t for hpdl__tp_agree (same bits, same value). */
+HPDL_API int64_t hpdl__tp_bits(double x) {
+    int64_t v;
+    memcpy(&v, &x, sizeof v);
+    return v;
+}
+
+/* Hidden units [h0, h0 + h) of a full model's W0 (in x hidden), b0 and W1
+   (hidden x classes) to a slice [W0 in x h | b0 h | W1 h x classes]
+   (get), and back (put). elem: bytes per element. */
+HPDL_API void hpdl__tp_slice_get(const hpdl_mpi_tp_shape *sh, int h0, int h, const void *W0, const void *b0,
+                                 const void *W1, void *slice, size_t elem) {
+    char *s = (char *)slice;
+    size_t nw0 = (size_t)sh->in * h * elem, nb = (size_t)h * elem;
+    hpdl__copy_rows(s, h, (const char *)W0 + (size_t)h0 * elem, sh->hidden, sh->in, h, elem);
+    memcpy(s + nw0, (const char *)b0 + (size_t)h0 * elem, nb);
+    memcpy(s + nw0 + nb, (const char *)W1 + (size_t)h0 * sh->classes * elem, (size_t)h * sh->classes * elem);
+}
+
+HPDL_API void hpdl__tp_slice_put(const hpdl_mpi_tp_shape *sh, int h0, int h, const void *slice, void *W0, void *b0,
+                                 void *W1, size_t elem) {
+    const char *s = (const char *)slice;
+    size_t nw0 = (size_t)sh->in * h * elem, nb = (size_t)h * elem;
+    hpdl__copy_rows((char *)W0 + (size_t)h0 * elem, sh->hidden, s, h, sh->in, h, elem);
+    memcpy((char *)b0 + (size_t)h0 * elem, s + nw0, nb);
+    memcpy((char *)W1 + (size_t)h0 * sh->classes * elem, s + nw0 + nb, (size_t)h * sh->classes * elem);
+}
+
+/* Collective: every rank's slice (the first hpdl__tp_slice_count elements
+   of its params) into all[], rank after rank, which is hidden-unit order;
+   then all[] into the full model's W0, b0, W1. counts, displs: size ints.
+   The caller has checked that the whole model's count fits in an int. */
+HPDL_API hpdl_status hpdl__tp_allgather(const hpdl_mpi_tp_shape *sh, const void *mine, void *all, hpdl_mpi_dtype t,
+                                        int *counts, int *displs, int rank, int size, MPI_Comm comm) {
+    MPI_Datatype type;
+    int r;
+    if (!hpdl__mpi_datatype(t, &type)) return HPDL_ERR_UNSUPPORTED;
+    for (r = 0; r < size; r++) {
+        int h0, h;
+        hpdl__tp_units(sh->hidden, r, size, &h0, &h);
+        counts[r] = (int)hpdl__tp_slice_count(sh, h);
+        displs[r] = (int)hpdl__tp_slice_count(sh, h0);
+    }
+    HPDL__MPI_TRY(MPI_Allgatherv(mine, counts[rank], type, all, counts, displs, type, comm));
+    return HPDL_OK;
+}
+
+HPDL_API void hpdl__tp_unpack(const hpdl_mpi_tp_shape *sh, const void *all, void *W0, void *b0, void *W1, int size,
+                              size_t elem) {
+    int r;
+    for (r = 0; r < size; r++) {
+        int h0, h;
+        const char *slice;
+        hpdl__tp_units(sh->hidden, r, size, &h0, &h);
+        slice = (const char *)all + (size_t)hpdl__tp_slice_count(sh, h0) * elem;
+        hpdl__tp_slice_put(sh, h0, h, slice, W0, b0, W1, elem);
+    }
+}
+
+/* The step's one collective: the in-place sum of the partial logits. The
+   arguments were agreed when the driver was made and each epoch began, and
+   every rank takes count from the same plan, so this skips the agreement
+   round of hpdl_mpi_allreduce (a second, small allreduce every step). */
+HPDL_API hpdl_status hpdl__tp_allreduce(void *buf, int64_t count, hpdl_mpi_dtype t, const hpdl_mpi_tp_config *cfg,
+                                        int size) {
+    if (size == 1 || count == 0) return HPDL_OK;
+    return hpdl__mpi_finish("hpdl_mpi_tp_epoch", hpdl__mpi_allreduce_run(buf, count, t, cfg->algo, 0, cfg->comm),
+                            cfg->comm);
+}
+
+/* Collective: the rank's counters become the epoch's stats; times[] =
+   {epoch, compute, comm} are maxed over the ranks. Loss and hits come from
+   logits that the allreduce made identical on every rank. */
+HPDL_API hpdl_status hpdl__tp_finish_stats(hpdl_mpi_tp_stats *st, const double *times, int size, MPI_Comm comm) {
+    double maxes[3];
+    HPDL__MPI_TRY(MPI_Allreduce((void *)times, maxes, 3, MPI_DOUBLE, MPI_MAX, comm));
+    st->epoch_s = maxes[0];
+    st->compute_s = maxes[1];
+    st->comm_s = maxes[2];
+    st->algbw = size > 1 && maxes[2] > 0 ? hpdl_mpi_algbw(st->epoch_bytes, maxes[2]) : 0.0;
+    st->busbw = size > 1 && maxes[2] > 0 ? hpdl_mpi_busbw(st->epoch_bytes, maxes[2], size) : 0.0;
+    return HPDL_OK;
+}
+
+/* hpdl_mpi_tp_<s>: this rank's slice of a hpdl_mlp_<s> with one hidden
+   layer, its gradients and the step's buffers. params and grads are laid
+   out [W0 | b0 | W1 | b1] so that the first hpdl__tp_slice_count elements
+   are what hpdl_mpi_tp_gather_<s> sends. */
+#define HPDL_DEFINE_MPI_TP(SUFFIX, T, DTYPE)                                                                          \
+    typedef struct hpdl_mpi_tp_##SUFFIX {                                                                             \
+        hpdl_mpi_tp_config cfg;                                                                                       \
+        int rank, size;                                                                                               \
+        hpdl_mpi_tp_shape shape;                                                                                      \
+        T *params, *W0, *b0, *W1, *b1; /* in x h, h, h x classes, classes (replicated): views of params */           \
+        T *grads, *dW0, *db0, *dW1, *db1;                                                                             \
+        T *X;                          /* the step's rows, batch x in */                                              \
+        int32_t *y;                                                                                                   \
+        T *A, *dA;                     /* hidden slice and its gradient, batch x h */                                 \
+        T *Z, *dZ;                     /* logits (the allreduce buffer) and their gradient, batch x classes */        \
+        hpdl_mpi_dp_plan plan;         /* rank 0 of 1: the serial batch order, the same on every rank */              \
+        int64_t allreduces;            /* this epoch's count, and its bytes */                                        \
+        double reduced_bytes, largest_bytes;                                                                          \
+    } hpdl_mpi_tp_##SUFFIX;                                                                                           \
+    HPDL_API void hpdl_mpi_tp_destroy_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp) {                                            \
+        if (!tp) return;                                                                                              \
+        HPDL_FREE(tp->params); HPDL_FREE(tp->grads); HPDL_FREE(tp->X); HPDL_FREE(tp->y);                              \
+        HPDL_FREE(tp->A); HPDL_FREE(tp->dA); HPDL_FREE(tp->Z); HPDL_FREE(tp->dZ);                                     \
+        hpdl_mpi_dp_plan_destroy(&tp->plan);                                                                          \
+        memset(tp, 0, sizeof *tp);                                                                                    \
+    }                                                                                                                 \
+    /* W0, b0, W1, b1 inside one array [W0 | b0 | W1 | b1]. */                                                        \
+    static inline void hpdl__tp_views_##SUFFIX(const hpdl_mpi_tp_shape *sh, T *p, T **W0, T **b0, T **W1, T **b1) {   \
+        *W0 = p;                                                                                                      \
+        *b0 = *W0 + (size_t)sh->in * sh->h;                                                                           \
+        *W1 = *b0 + sh->h;                                                                                            \
+        *b1 = *W1 + (size_t)sh->h * sh->classes;                                                                      \
+    }                                                                                                                 \
+    static inline hpdl_status hpdl__tp_alloc_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp, int64_t n) {                          \
+        const hpdl_mpi_tp_shape *sh = &tp->shape;                                                                     \
+        size_t b = (size_t)tp->cfg.batch, np = (size_t)hpdl__tp_slice_count(sh, sh->h) + sh->classes;                 \
+        hpdl_status s = hpdl_mpi_dp_plan_create(&tp->plan, n, tp->cfg.batch, 0, 1);                                   \
+        if (s != HPDL_OK) return s;                                                                                   \
+        tp->params = (T *)hpdl_alloc(np, sizeof(T));                                                                  \
+        tp->grads = (T *)hpdl_alloc(np, sizeof(T));                                                                   \
+        tp->X = (T *)hpdl_alloc(b * sh->in, sizeof(T));                                                               \
+        tp->y = (int32_t *)hpdl_alloc(b, sizeof(int32_t));                                                            \
+        tp->A = (T *)hpdl_alloc(b * sh->h, sizeof(T));                                                                \
+        tp->dA = (T *)hpdl_alloc(b * sh->h, sizeof(T));                                                               \
+        tp->Z = (T *)hpdl_alloc(b * sh->classes, sizeof(T));                                                          \
+        tp->dZ = (T *)hpdl_alloc(b * sh->classes, sizeof(T));                                                         \
+        if (!tp->params || !tp->grads || !tp->X || !tp->y || !tp->A || !tp->dA || !tp->Z || !tp->dZ)                  \
+            return HPDL_ERR_NOMEM;                                                                                    \
+        hpdl__tp_views_##SUFFIX(sh, tp->params, &tp->W0, &tp->b0, &tp->W1, &tp->b1);                                  \
+        hpdl__tp_views_##SUFFIX(sh, tp->grads, &tp->dW0, &tp->db0, &tp->dW1, &tp->db1);                               \
+        return HPDL_OK;                                                                                               \
+    }                                                                                                                 \
+    /* Collective: rank 0's parameters, via a full copy on every rank that   \
+       lives only as long as this call; then each rank keeps its slice. */                                            \
+    static inline hpdl_status hpdl__tp_load_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp, const hpdl_mlp_##SUFFIX *model) {      \
+        hpdl_mlp_##SUFFIX full;                                                                                       \
+        hpdl_status s;                                                                                                \
+        memset(&full, 0, sizeof full); /* destroyable even if creating it fails */                                    \
+        s = hpdl_mlp_create_zero_##SUFFIX(&full, 3, model->widths, model->act);                                       \
+        if (s == HPDL_OK) s = hpdl_mlp_copy_##SUFFIX(&full, model);                                                   \
+        s = hpdl__dp_agree(s, tp->cfg.comm);                                                                          \
+        if (s == HPDL_OK) s = hpdl__dp_bcast_model_##SUFFIX(&full, tp->cfg.comm);                                     \
+        if (s == HPDL_OK) {                                                                                           \
+            hpdl__tp_slice_get(&tp->shape, tp->shape.h0, tp->shape.h, full.W[0], full.b[0], full.W[1], tp->params,    \
+                               sizeof(T));                                                                            \
+            memcpy(tp->b1, full.b[1], (size_t)tp->shape.classes * sizeof(T));                                         \
+        }                                                                                                             \
+        hpdl_mlp_destroy_##SUFFIX(&full);                                                                             \
+        return s;                                                                                                     \
+    }                                                                                                                 \
+    /* Collective. Splits rank 0's *model (in -> hidden -> classes; every    \
+       rank passes one of that shape, none is modified) over the ranks of    \
+       cfg->comm for training on n_train samples per epoch. The config must  \
+       be the same on every rank. A bad argument on any rank gives every     \
+       rank HPDL_ERR_INVALID (a deeper MLP or NCCL: HPDL_ERR_UNSUPPORTED);   \
+       *tp is written only on success. */                                                                             \
+    HPDL_API hpdl_status hpdl_mpi_tp_create_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp, const hpdl_mlp_##SUFFIX *model,        \
+                                                     int64_t n_train, const hpdl_mpi_tp_config *cfg) {                \
+        hpdl_mpi_tp_##SUFFIX made;                                                                                    \
+        int64_t v[11];                                                                                                \
+        hpdl_status s = HPDL_OK;                                                                                      \
+        int ok;                                                                                                       \
+        if (!cfg || cfg->comm == MPI_COMM_NULL) return HPDL_ERR_INVALID; /* nobody to agree with */                   \
+        ok = tp && hpdl__mlp_ok_##SUFFIX(model) && hpdl__tp_config_ok(cfg) && n_train >= 1 && n_train <= INT32_MAX;   \
+        if (!ok) s = HPDL_ERR_INVALID;                                                                                \
+        else if (model->n_layers != 2 || cfg->algo == HPDL_ALLREDUCE_NCCL) s = HPDL_ERR_UNSUPPORTED;                  \
+        memset(v, 0, sizeof v);                                                                                       \
+        if (ok) {                                                                                                     \
+            v[0] = model->n_layers; v[1] = model->widths[0]; v[2] = model->widths[1]; v[3] = model->widths[2];        \
+            v[4] = model->act; v[5] = cfg->batch; v[6] = cfg->algo; v[7] = n_train;                                   \
+            v[8] = (int64_t)cfg->seed; v[9] = hpdl__tp_bits(cfg->lr); v[10] = hpdl__tp_bits(cfg->l2);                \
+        }                                                                                                             \
+        s = hpdl__tp_agree(s, v, 11, cfg->comm);                                                                      \
+        if (s != HPDL_OK) return s;                                                                                   \
+        memset(&made, 0, sizeof made);                                                                                \
+        made.cfg = *cfg;                                                                                              \
+        MPI_Comm_rank(cfg->comm, &made.rank);                                                                         \
+        MPI_Comm_size(cfg->comm, &made.size);                                                                         \
+        made.shape.in = model->widths[0];                                                                             \
+        made.shape.hidden = model->widths[1];                                                                         \
+        made.shape.classes = model->widths[2];                                                                        \
+        made.shape.act = model->act;                                                                                  \
+        hpdl__tp_units(made.shape.hidden, made.rank, made.size, &made.shape.h0, &made.shape.h);                       \
+        s = hpdl__dp_agree(hpdl__tp_alloc_##SUFFIX(&made, n_train), cfg->comm);                                       \
+        if (s == HPDL_OK) s = hpdl__tp_load_##SUFFIX(&made, model);                                                   \
+        if (s != HPDL_OK) { hpdl_mpi_tp_destroy_##SUFFIX(&made); return s; }                                          \
+        *tp = made;                                                                                                   \
+        return HPDL_OK;                                                                                               \
+    }                                                                                                                 \
+    /* Z = this rank's partial logits A·W1[r, :] for the rows in tp->X: zeros \
+       when it owns no hidden unit, so that it still joins the sum. */                                                \
+    static inline hpdl_status hpdl__tp_forward_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp, int rows) {                         \
+        const hpdl_mpi_tp_shape *sh = &tp->shape;                                                                     \
+        int h = sh->h, r;                                                                                             \
+        hpdl_status s;                                                                                                \
+        if (h == 0) { memset(tp->Z, 0, (size_t)rows * sh->classes * sizeof(T)); return HPDL_OK; }                     \
+        s = hpdl_gemm_##SUFFIX(HPDL_NO_TRANS, HPDL_NO_TRANS, rows, h, sh->in, 1, tp->X, sh->in, tp->W0, h, 0, tp->A,  \
+                               h);                                                                                    \
+        for (r = 0; s == HPDL_OK && r < rows; r++)                                                                    \
+            hpdl_vec_add_##SUFFIX(h, tp->A + (size_t)r * h, tp->b0, tp->A + (size_t)r * h);                           \
+        if (s == HPDL_OK)                                                                                             \
+            s = sh->act == HPDL_ACT_RELU ? hpdl_relu_##SUFFIX((int64_t)rows * h, tp->A, tp->A)                        \
+                                         : hpdl_sigmoid_##SUFFIX((int64_t)rows * h, tp->A, tp->A);                    \
+        if (s == HPDL_OK)                                                                                             \
+            s = hpdl_gemm_##SUFFIX(HPDL_NO_TRANS, HPDL_NO_TRANS, rows, sh->classes, h, 1, tp->A, h, tp->W1,           \
+                                   sh->classes, 0, tp->Z, sh->classes);                                               \
+        return s;                                                                                                     \
+    }                                                                                                                 \
+    /* After the allreduce: logits = Z + b1, then the loss, dZ and hits,     \
+       identical on every rank. */                                                                                    \
+    static inline hpdl_status hpdl__tp_loss_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp, int rows, double *loss,              \
+                                                     int64_t *hits) {                                                 \
+        int C = tp->shape.classes, r;                                                                                 \
+        for (r = 0; r < rows; r++) hpdl_vec_add_##SUFFIX(C, tp->Z + (size_t)r * C, tp->b1, tp->Z + (size_t)r * C);    \
+        *hits = hpdl__argmax_hits_##SUFFIX(rows, C, tp->Z, tp->y);                                                    \
+        return hpdl_softmax_xent_##SUFFIX(rows, C, tp->Z, C, tp->y, tp->dZ, C, loss);                                 \
+    }                                                                                                                 \
+    /* The slice's gradients from dZ; no communication (see above). */                                                \
+    static inline hpdl_status hpdl__tp_backward_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp, int rows) {                        \
+        const hpdl_mpi_tp_shape *sh = &tp->shape;                                                                     \
+        int h = sh->h, C = sh->classes;                                                                               \
+        int64_t n = (int64_t)rows * h;                                                                                \
+        hpdl_status s;                                                                                                \
+        hpdl__column_sums_##SUFFIX(rows, C, tp->dZ, tp->db1);                                                         \
+        if (h == 0) return HPDL_OK;                                                                                   \
+        s = hpdl_gemm_##SUFFIX(HPDL_TRANS, HPDL_NO_TRANS, h, C, rows, 1, tp->A, h, tp->dZ, C, 0, tp->dW1, C);         \
+        if (s == HPDL_OK)                                                                                             \
+            s = hpdl_gemm_##SUFFIX(HPDL_NO_TRANS, HPDL_TRANS, rows, h, C, 1, tp->dZ, C, tp->W1, C, 0, tp->dA, h);     \
+        if (s == HPDL_OK)                                                                                             \
+            s = sh->act == HPDL_ACT_RELU ? hpdl_relu_grad_##SUFFIX(n, tp->A, tp->dA, tp->dA)                          \
+                                         : hpdl_sigmoid_grad_##SUFFIX(n, tp->A, tp->dA, tp->dA);                      \
+        if (s == HPDL_OK)                                                                                             \
+            s = hpdl_gemm_##SUFFIX(HPDL_TRANS, HPDL_NO_TRANS, sh->in, h, rows, 1, tp->X, sh->in, tp->dA, h, 0,        \
+                                   tp->dW0, h);                                                                       \
+        if (s == HPDL_OK) hpdl__column_sums_##SUFFIX(rows, h, tp->dA, tp->db0);                                       \
+        return s;                                                                                                     \
+    }                                                                                                                 \
+    /* hpdl_mlp_sgd_<s> on the slice: weights with l2, biases without. */                                           \
+    static inline void hpdl__tp_update_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp) {                                           \
+        const hpdl_mpi_tp_shape *sh = &tp->shape;                                                                     \
+        T lr = (T)tp->cfg.lr, l2 = (T)tp->cfg.l2;                                                                     \
+        hpdl__sgd_update_##SUFFIX((size_t)sh->in * sh->h, tp->W0, tp->dW0, lr, l2);                                   \
+        hpdl__sgd_update_##SUFFIX((size_t)sh->h, tp->b0, tp->db0, lr, 0);                                             \
+        hpdl__sgd_update_##SUFFIX((size_t)sh->h * sh->classes, tp->W1, tp->dW1, lr, l2);                              \
+        hpdl__sgd_update_##SUFFIX((size_t)sh->classes, tp->b1, tp->db1, lr, 0);                                       \
+    }                                                                                                                 \
+    /* One step on the rows in tp->X / tp->y. times[1] += compute,           \
+       times[2] += communication. */                                                                                  \
+    static inline hpdl_status hpdl__tp_step_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp, int rows, double *loss, int64_t *hits, \
+                                                     double *times) {                                                 \
+        int64_t count = (int64_t)rows * tp->shape.classes;                                                            \
+        double t0 = hpdl_time_now(), t1, t2;                                                                          \
+        hpdl_status s = hpdl__tp_forward_##SUFFIX(tp, rows);                                                          \
+        t1 = hpdl_time_now();                                                                                         \
+        if (s == HPDL_OK) {                                                                                           \
+            s = hpdl__tp_allreduce(tp->Z, count, DTYPE, &tp->cfg, tp->size);                                          \
+            tp->allreduces++;                                                                                         \
+            tp->reduced_bytes += (double)count * sizeof(T);                                                           \
+            if ((double)count * sizeof(T) > tp->largest_bytes) tp->largest_bytes = (double)count * sizeof(T);         \
+        }                                                                                                             \
+        t2 = hpdl_time_now();                                                                                         \
+        if (s == HPDL_OK) s = hpdl__tp_loss_##SUFFIX(tp, rows, loss, hits);                                           \
+        if (s == HPDL_OK) s = hpdl__tp_backward_##SUFFIX(tp, rows);                                                   \
+        if (s == HPDL_OK) hpdl__tp_update_##SUFFIX(tp);                                                               \
+        times[1] += (t1 - t0) + (hpdl_time_now() - t2);                                                               \
+        times[2] += t2 - t1;                                                                                          \
+        return s;                                                                                                     \
+    }                                                                                                                 \
+    /* Collective: one epoch (index `epoch`, from 0: it keys the shuffle)    \
+       over X (n_train x in) and labels, the same data on every rank: the    \
+       serial trainer's steps of cfg.batch rows, the last one short. out     \
+       (optional) gets the epoch's stats. */                                                                          \
+    HPDL_API hpdl_status hpdl_mpi_tp_epoch_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp, const T *X, const int32_t *labels,      \
+                                                    int epoch, hpdl_mpi_tp_stats *out) {                              \
+        hpdl_mpi_tp_stats st;                                                                                         \
+        double loss_sum = 0, times[3] = {0, 0, 0}, t0;                                                                \
+        int64_t s, first = 0, hits_sum = 0, i, e = epoch;                                                             \
+        int rows = 0, global_rows = 0, in;                                                                            \
+        hpdl_status status = HPDL_OK;                                                                                 \
+        if (!tp || !tp->params) return HPDL_ERR_INVALID;                                                              \
+        in = tp->shape.in;                                                                                            \
+        if (!X || epoch < 0 || !hpdl__labels_ok(tp->plan.n, labels, tp->shape.classes)) status = HPDL_ERR_INVALID;    \
+        status = hpdl__tp_agree(status, &e, 1, tp->cfg.comm);                                                         \
+        if (status != HPDL_OK) return status;                                                                         \
+        memset(&st, 0, sizeof st);                                                                                    \
+        tp->allreduces = 0;                                                                                           \
+        tp->reduced_bytes = tp->largest_bytes = 0;                                                                    \
+        t0 = hpdl_time_now();                                                                                         \
+        hpdl_mpi_dp_plan_epoch(&tp->plan, tp->cfg.seed, epoch);                                                       \
+        for (s = 0; status == HPDL_OK && s < tp->plan.steps; s++) {                                                   \
+            double loss = 0;                                                                                          \
+            int64_t hits = 0;                                                                                         \
+            double g0 = hpdl_time_now();                                                                              \
+            hpdl_mpi_dp_plan_step(&tp->plan, s, &first, &rows, &global_rows);                                         \
+            for (i = 0; i < rows; i++) {                                                                              \
+                int32_t r = tp->plan.order[first + i];                                                                \
+                memcpy(tp->X + (size_t)i * in, X + (size_t)r * in, (size_t)in * sizeof(T));                           \
+                tp->y[i] = labels[r];                                                                                 \
+            }                                                                                                         \
+            times[1] += hpdl_time_now() - g0;                                                                         \
+            status = hpdl__tp_step_##SUFFIX(tp, rows, &loss, &hits, times);                                           \
+            loss_sum += loss * rows;                                                                                  \
+            hits_sum += hits;                                                                                         \
+        }                                                                                                             \
+        times[0] = hpdl_time_now() - t0;                                                                              \
+        st.steps = tp->plan.steps;                                                                                    \
+        st.samples = tp->plan.n;                                                                                      \
+        st.loss = loss_sum / (double)tp->plan.n;                                                                      \
+        st.accuracy = (double)hits_sum / (double)tp->plan.n;                                                          \
+        st.allreduces = tp->allreduces;                                                                               \
+        st.step_bytes = tp->largest_bytes;                                                                            \
+        st.epoch_bytes = tp->reduced_bytes;                                                                           \
+        st.dp_grad_bytes = hpdl__tp_dp_grad_bytes(&tp->shape, sizeof(T));                                             \
+        if (status == HPDL_OK) status = hpdl__tp_finish_stats(&st, times, tp->size, tp->cfg.comm);                    \
+        if (status == HPDL_OK && out) *out = st;                                                                      \
+        return status;                                                                                                \
+    }                                                                                                                 \
+    /* Collective: the whole model into *out on every rank (out: a model of  \
+       the same widths, e.g. from hpdl_mlp_create_zero_<s>), by one          \
+       allgather of the slices. A bad argument on any rank gives every rank  \
+       HPDL_ERR_INVALID and *out is left as it was. */                                                                \
+    HPDL_API hpdl_status hpdl_mpi_tp_gather_##SUFFIX(const hpdl_mpi_tp_##SUFFIX *tp, hpdl_mlp_##SUFFIX *out) {        \
+        const hpdl_mpi_tp_shape *sh;                                                                                  \
+        hpdl_status s = HPDL_OK;                                                                                      \
+        int widths[3];                                                                                                \
+        T *all = NULL;                                                                                                \
+        int *counts = NULL, *displs = NULL;                                                                           \
+        if (!tp || !tp->params) return HPDL_ERR_INVALID; /* nobody to agree with */                                   \
+        sh = &tp->shape;                                                                                              \
+        widths[0] = sh->in; widths[1] = sh->hidden; widths[2] = sh->classes;                                          \
+        if (!hpdl__mlp_ok_##SUFFIX(out) || !hpdl__same_widths(out->n_layers, out->widths, 2, widths))                 \
+            s = HPDL_ERR_INVALID;                                                                                     \
+        else if (hpdl__tp_slice_count(sh, sh->hidden) > INT_MAX)                                                      \
+            s = HPDL_ERR_UNSUPPORTED; /* MPI counts are int */                                                        \
+        else {                                                                                                        \
+            all = (T *)hpdl_alloc((size_t)hpdl__tp_slice_count(sh, sh->hidden), sizeof(T));                           \
+            counts = (int *)hpdl_alloc((size_t)tp->size, sizeof(int));                                                \
+            displs = (int *)hpdl_alloc((size_t)tp->size, sizeof(int));                                                \
+            if (!all || !counts || !displs) s = HPDL_ERR_NOMEM;                                                       \
+        }                                                                                                             \
+        s = hpdl__dp_agree(s, tp->cfg.comm);                                                                          \
+        if (s == HPDL_OK)                                                                                             \
+            s = hpdl__tp_allgather(sh, tp->params, all, DTYPE, counts, displs, tp->rank, tp->size, tp->cfg.comm);     \
+        if (s == HPDL_OK) {                                                                                           \
+            hpdl__tp_unpack(sh, all, out->W[0], out->b[0], out->W[1], tp->size, sizeof(T));                           \
+            memcpy(out->b[1], tp->b1, (size_t)sh->classes * sizeof(T));                                               \
+            out->act = sh->act;                                                                                       \
+        }                                                                                                             \
+        HPDL_FREE(all); HPDL_FREE(counts); HPDL_FREE(displs);                                                         \
+        return s;                                                                                                     \
+    }
+
+HPDL_DEFINE_MPI_TP(f32, float, HPDL_MPI_F32)
+HPDL_DEFINE_MPI_TP(f64, double, HPDL_MPI_F64)
 
 #endif /* HPDL_MPI_H */
