@@ -1853,10 +1853,19 @@ static __device__ __forceinline__ void hpdl__wg_mma_stage(ACC d[128], const unsi
 enum { HPDL__WG_EPI_COLS = 32, HPDL__WG_EPI_LD = 36 /* 16-byte rows, pairs of rows on different banks */ };
 enum { HPDL__WG_EPI_BYTES = 64 * HPDL__WG_EPI_LD * 4 };
 
+/* The float GEMM's epilogue needs nothing per column beyond alpha/beta
+   (hpdl__wg_cols: what a thread loads once for its four columns). */
+struct hpdl__wg_nocols {};
+template <typename T>
+static __device__ __forceinline__ hpdl__wg_nocols hpdl__wg_cols(const hpdl__gemm_args<T, float> &, int) {
+    return hpdl__wg_nocols();
+}
+
 /* C(m, n..n+3) from four accumulators: the GEMM's alpha/beta (one vector
    access when all four are inside and aligned, see hpdl__gemm_out4). */
 template <typename T>
-static __device__ __forceinline__ void hpdl__wg_put4(const hpdl__gemm_args<T, float> &g, int m, int n, const float v[4]) {
+static __device__ __forceinline__ void hpdl__wg_put4(const hpdl__gemm_args<T, float> &g, hpdl__wg_nocols, int m, int n,
+                                                     const float v[4]) {
     hpdl__gemm_out4(g, m, n, v);
 }
 
@@ -1869,7 +1878,7 @@ static __device__ __forceinline__ void hpdl__wg_bar(int id) { asm volatile("bar.
    lane/4 + 8, in d[4j..4j+3]. */
 template <typename G, typename ACC>
 static __device__ __forceinline__ void hpdl__wg_store(const G &g, const ACC d[128], int m0, int n0, ACC *buf, int bar) {
-    int t = (int)threadIdx.x % 128, r = t / 32 * 16 + t % 32 / 4, c = t % 4 * 2, chunk, jj, q;
+    int t = (int)threadIdx.x % 128, r = t / 32 * 16 + t % 32 / 4, c = t % 4 * 2, chunk, jj, row;
 #pragma unroll
     for (chunk = 0; chunk < 256 / HPDL__WG_EPI_COLS; chunk++) {
 #pragma unroll
@@ -1881,11 +1890,12 @@ static __device__ __forceinline__ void hpdl__wg_store(const G &g, const ACC d[12
             buf[(r + 8) * HPDL__WG_EPI_LD + col + 1] = d[4 * j + 3];
         }
         hpdl__wg_bar(bar);
+        { /* the same four columns in every row a thread stores: their data is loaded once */
+            const int col = t % (HPDL__WG_EPI_COLS / 4) * 4, n = n0 + chunk * HPDL__WG_EPI_COLS + col;
+            const auto cols = hpdl__wg_cols(g, n);
 #pragma unroll 1
-        for (q = t; q < 64 * HPDL__WG_EPI_COLS / 4; q += 128) {
-            int row = q / (HPDL__WG_EPI_COLS / 4), col = q % (HPDL__WG_EPI_COLS / 4) * 4;
-            const ACC *v = buf + row * HPDL__WG_EPI_LD + col;
-            hpdl__wg_put4(g, m0 + row, n0 + chunk * HPDL__WG_EPI_COLS + col, v);
+            for (row = t / (HPDL__WG_EPI_COLS / 4); row < 64; row += 128 / (HPDL__WG_EPI_COLS / 4))
+                hpdl__wg_put4(g, cols, m0 + row, n, buf + row * HPDL__WG_EPI_LD + col);
         }
         hpdl__wg_bar(bar); /* the buffer is free for the next chunk */
     }
@@ -4868,16 +4878,25 @@ struct hpdl__qgemm_args {
     int32_t zero_point, lo, hi;   /* output zero point and clamp range */
 };
 
-/* The CPU's accumulator for C(m, n) from the raw product sum, then the
-   bias (in 64 bits, saturated to int32) and the requantization. */
-static __device__ __forceinline__ int32_t hpdl__qgemm_finish(const hpdl__qgemm_args &g, int n, int32_t dot, int32_t rsum,
-                                                             int32_t csum) {
-    int64_t acc = (int64_t)dot - (int64_t)g.zb * rsum - (int64_t)g.za * csum + (int64_t)g.K * g.za * g.zb, v;
-    if (g.bias) acc += g.bias[n];
+/* acc saturated to int32, then (when the GEMM requantizes) scaled by the
+   fixed-point multiplier and shift, moved by the output zero point and
+   clamped: the CPU's arithmetic, bit for bit. */
+static __device__ __forceinline__ int32_t hpdl__qgemm_requant(const hpdl__qgemm_args &g, int64_t acc, int32_t multiplier,
+                                                              int shift) {
+    int64_t v;
     acc = acc < INT32_MIN ? INT32_MIN : acc > INT32_MAX ? INT32_MAX : acc;
     if (!g.multiplier) return (int32_t)acc;
-    v = (int64_t)hpdl__q_rdbpot(hpdl__q_srdhm((int32_t)acc, g.multiplier[n]), g.shift[n]) + g.zero_point;
+    v = (int64_t)hpdl__q_rdbpot(hpdl__q_srdhm((int32_t)acc, multiplier), shift) + g.zero_point;
     return (int32_t)(v < g.lo ? g.lo : v > g.hi ? g.hi : v);
+}
+
+/* The CPU's accumulator for C(m, n) from the raw product sum: the
+   zero-point correction and the bias in 64 bits, then hpdl__qgemm_requant. */
+static __device__ __forceinline__ int32_t hpdl__qgemm_finish(const hpdl__qgemm_args &g, int n, int32_t dot, int32_t rsum,
+                                                             int32_t csum) {
+    int64_t acc = (int64_t)dot - (int64_t)g.zb * rsum - (int64_t)g.za * csum + (int64_t)g.K * g.za * g.zb;
+    if (g.bias) acc += g.bias[n];
+    return hpdl__qgemm_requant(g, acc, g.multiplier ? g.multiplier[n] : 0, g.multiplier ? g.shift[n] : 0);
 }
 
 static __device__ __forceinline__ void hpdl__qgemm_put(int8_t *p, int32_t v) { *p = (int8_t)v; }
@@ -5320,22 +5339,47 @@ static __device__ __forceinline__ void hpdl__q_vstore4(int8_t *p, const int8_t v
     *(char4 *)p = make_char4(v[0], v[1], v[2], v[3]);
 }
 
-/* C(m, n..n+3) of the int8 GEMM (hpdl__wg_store's vector step): each value
-   through hpdl__qgemm_finish (zero points, bias, requantization); one
-   vector store when all four are inside and aligned for it. Not inlined:
-   32 inlined copies of the requantization per tile made the kernel too big
-   for the instruction cache (H100, 8192^3: 640 TOPS, against 1670 with
-   plain stores). */
+/* What C(., n..n+3) of the int8 GEMM needs besides the product sums: each
+   column's share of the zero-point correction plus its bias, and its
+   requantization multiplier and shift (columns past N repeat the last). */
+struct hpdl__wg_qcols {
+    int64_t add[4];
+    int32_t multiplier[4];
+    int shift[4];
+};
+
 template <typename TC>
-static __device__ __noinline__ void hpdl__wg_put4(const hpdl__wg_qargs<TC> &e, int m, int n, const int v[4]) {
-    TC out[4];
-    TC *p = (TC *)e.q.C + (size_t)m * e.q.ldc + n;
+static __device__ __forceinline__ hpdl__wg_qcols hpdl__wg_cols(const hpdl__wg_qargs<TC> &e, int n) {
+    const hpdl__qgemm_args &q = e.q;
+    hpdl__wg_qcols c;
     int i;
-    if (m >= e.M) return;
 #pragma unroll
-    for (i = 0; i < 4; i++)
-        out[i] = (TC)hpdl__qgemm_finish(e.q, n + i < e.N ? n + i : n, v[i], e.rsum ? e.rsum[m] : 0,
-                                        e.csum && n + i < e.N ? e.csum[n + i] : 0);
+    for (i = 0; i < 4; i++) {
+        int j = n + i < e.N ? n + i : e.N - 1;
+        c.add[i] = (int64_t)q.K * q.za * q.zb - (e.csum ? (int64_t)q.za * e.csum[j] : 0) + (q.bias ? q.bias[j] : 0);
+        c.multiplier[i] = q.multiplier ? q.multiplier[j] : 0;
+        c.shift[i] = q.multiplier ? q.shift[j] : 0;
+    }
+    return c;
+}
+
+/* C(m, n..n+3) of the int8 GEMM (hpdl__wg_store's vector step): the
+   accumulators corrected by the row and column terms, requantized; one
+   vector store when all four are inside and aligned for it. The column
+   terms come from hpdl__wg_cols, loaded once per chunk: before, every
+   element re-read five per-column arrays (H100, 8192^3: 866 TOPS). */
+template <typename TC>
+static __device__ __forceinline__ void hpdl__wg_put4(const hpdl__wg_qargs<TC> &e, const hpdl__wg_qcols &c, int m, int n,
+                                                     const int *v) {
+    const int4 dot = *(const int4 *)v; /* a 16-byte row piece of the shared buffer */
+    const int d[4] = {dot.x, dot.y, dot.z, dot.w};
+    TC out[4], *p = (TC *)e.q.C + (size_t)m * e.q.ldc + n;
+    int64_t row;
+    int i;
+    if (m >= e.M || n >= e.N) return;
+    row = e.rsum ? -(int64_t)e.q.zb * e.rsum[m] : 0;
+#pragma unroll
+    for (i = 0; i < 4; i++) out[i] = (TC)hpdl__qgemm_requant(e.q, d[i] + row + c.add[i], c.multiplier[i], c.shift[i]);
     if (n + 3 < e.N && (uintptr_t)p % (4 * sizeof(TC)) == 0) {
         hpdl__q_vstore4(p, out);
         return;
