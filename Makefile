@@ -32,17 +32,18 @@ HAVE_NCCL  := $(shell test -f $(CUDA_HOME)/include/nccl.h -o -f /usr/include/ncc
 HAVE_PLOT   = $(shell command -v gnuplot >/dev/null 2>&1 && echo 1)
 mark        = $(if $(1),✓,✗)
 
-# Build for the GPU present. Without one, build everything for Hopper (sm_90a)
-# and compile one file that includes all three headers for Ampere (sm_80):
-# every kernel is instantiated in every file, so one file checks them all and
-# a second architecture for every program would only double the build time.
+# Build for the GPU present. Without one, compile every program to Hopper
+# PTX (no machine code: ptxas is most of the build time, and nothing runs),
+# and one file that includes all three headers to machine code for Hopper
+# (sm_90a) and for Ampere (sm_80): every kernel is instantiated in every
+# file, so one file checks them all.
 ifeq ($(GPU_CC),90)
 NVARCH := -gencode arch=compute_90a,code=sm_90a
 else ifneq ($(GPU_CC),)
 NVARCH := -gencode arch=compute_$(GPU_CC),code=sm_$(GPU_CC)
 else
-NVARCH := -gencode arch=compute_90a,code=sm_90a
-SM80_CHECK := $(B)/check/sm80_all_headers.o
+NVARCH := -gencode arch=compute_90a,code=compute_90a
+ARCH_CHECKS := $(B)/check/sm80_all_headers.o $(B)/check/sm90a_all_headers.o
 endif
 
 WARN      := -Wall -Wextra -Werror
@@ -74,7 +75,7 @@ CPU_BINS   := $(addprefix $(B)/cpu/,$(CPU_TESTS)) $(addprefix $(B)/asan/,$(CPU_T
 CHECK_OBJS := $(addprefix $(B)/clang/,$(addsuffix .o,$(CPU_TESTS))) \
               $(addprefix $(B)/cxx/,$(addsuffix .o,$(CPU_TESTS))) \
               $(B)/cpu/two_units
-GPU_BINS   := $(if $(HAVE_NVCC),$(addprefix $(B)/gpu/,$(GPU_TESTS)) $(EX_CU) $(BENCH_CU) $(SM80_CHECK))
+GPU_BINS   := $(if $(HAVE_NVCC),$(addprefix $(B)/gpu/,$(GPU_TESTS)) $(EX_CU) $(BENCH_CU) $(ARCH_CHECKS))
 MPI_BINS    = $(if $(HAVE_MPI),$(addprefix $(B)/mpi/,$(MPI_TESTS)))
 
 .PHONY: all test bench examples data plots install clean help features deps
@@ -136,6 +137,11 @@ $(B)/bench/%: bench/%.cu $(HEADERS)
 $(B)/check/sm80_all_headers.o: tests/all_headers.cu $(HEADERS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCOMMON) $(SM80_ARCH) \
+	    $(if $(HAVE_MPI),-DHPDL_HAVE_MPI $(MPI_CFLAGS)) $(if $(HAVE_NCCL),-DHPDL_USE_NCCL) -c $< -o $@
+
+$(B)/check/sm90a_all_headers.o: tests/all_headers.cu $(HEADERS)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCOMMON) -gencode arch=compute_90a,code=sm_90a \
 	    $(if $(HAVE_MPI),-DHPDL_HAVE_MPI $(MPI_CFLAGS)) $(if $(HAVE_NCCL),-DHPDL_USE_NCCL) -c $< -o $@
 
 $(B)/mpi/%: tests/%.c $(HEADERS)

@@ -1,5 +1,6 @@
 /* Compile check: the three headers together, every kernel instantiated.
-   The Makefile builds this for sm_80 when no GPU is present (see NVARCH). */
+   When no GPU is present the Makefile builds this to machine code for sm_90a
+   and sm_80, and every other CUDA program to PTX only (see NVARCH). */
 #include "hpdl_mpi.h" /* includes hpdl_cuda.cuh, which includes hpdl.h */
 
 int main(void) { return 0; }

@@ -211,22 +211,26 @@ static void test_gemm_f64(void) { check_type<double>("f64", 1e-12, 0, 2); }
 static void test_gemm_f16(void) { check_type<hpdl_f16>("f16", 1e-2, 1e-2, 3); }
 static void test_gemm_bf16(void) { check_type<hpdl_bf16>("bf16", 1e-2, 1e-2, 4); }
 
-/* One small case per Hopper rung: the program compute-sanitizer's racecheck runs
+/* Small cases per Hopper rung, both epilogues (beta != 0: through
+   hpdl__wg_store; beta = 0 with aligned C: by TMA): the program
+   compute-sanitizer's racecheck runs
    (`compute-sanitizer --tool racecheck build/gpu/gpu_gemm hopper_small`). */
 static void test_gemm_hopper_small(void) {
-    gemm_case<hpdl_f16> c;
     hpdl_rng r;
-    int a;
+    int a, tma;
     if (!hopper_gpu()) HPDL_SKIP("the Hopper rungs need an sm_90 GPU");
     hpdl_rng_seed(&r, 6);
-    memset(&c, 0, sizeof c);
-    c.ta = HPDL_NO_TRANS; c.tb = HPDL_NO_TRANS;
-    c.M = 300; c.N = 300; c.K = 200; c.lda = 200; c.ldb = 304; c.ldc = 304;
-    c.alpha = 1.0; c.beta = 0.5;
-    HPDL_EXPECT(case_setup(&c, &r));
-    for (a = 0; a < HPDL_COUNT(k_algos); a++)
-        if (is_hopper_rung(k_algos[a])) HPDL_EXPECT(case_check(&c, k_algos[a], 1e-2, "f16"));
-    case_free(&c);
+    for (tma = 0; tma < 2; tma++) {
+        gemm_case<hpdl_f16> c;
+        memset(&c, 0, sizeof c);
+        c.ta = HPDL_NO_TRANS; c.tb = HPDL_NO_TRANS;
+        c.M = 300; c.N = 300; c.K = 200; c.lda = 200; c.ldb = 304; c.ldc = 304;
+        c.alpha = 1.0; c.beta = tma ? 0.0 : 0.5;
+        HPDL_EXPECT(case_setup(&c, &r));
+        for (a = 0; a < HPDL_COUNT(k_algos); a++)
+            if (is_hopper_rung(k_algos[a])) HPDL_EXPECT(case_check(&c, k_algos[a], 1e-2, "f16"));
+        case_free(&c);
+    }
 }
 
 /* More tiles than SMs (the persistent rungs loop; the cluster rung pairs a
