@@ -4437,18 +4437,27 @@ HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_CUDA_MATPOW)
    target||^2, plain SGD, f32. Device g owns the contiguous layers
    [first[g], first[g+1]) (hpdl_place_even / _balanced / _from_map).
 
-   One step with m micro-batches (GPipe): the batch's rows are split into m
-   slices; each device has its own stream, and events hand each slice's
-   activations forward and its gradients backward (the receiver pulls: a
-   peer copy, or staged through pinned host memory). All forwards, then all
-   backwards (input gradients only), then each device computes its weight
-   gradients for the whole batch in one product per layer and applies the
-   update W -= lr h^T dz in the same call (beta = 1). m = 1 is naive model
-   parallelism: one device busy at a time. With G devices and equal stages
-   the forward/backward phases leave a bubble (G-1)/(m+G-1) of each
-   device's time idle. Deferring the weight gradients is exact (it is the
-   sum over micro-batches that GPipe accumulates, as one product over the
-   whole batch) and keeps those products large. */
+   Each device has its own stream, and events hand activations forward and
+   gradients backward (the receiver pulls: a peer copy, or staged through
+   pinned host memory). Two schedules of the same arithmetic:
+
+   naive (micro = HPDL_DL_NAIVE): textbook model parallelism, as autograd
+   runs it. Forward device by device, then backward device by device, each
+   layer taking its input gradient and then its weight update W -= lr h^T dz
+   (SGD fused into the weight-gradient product, beta = 1). A device starts
+   only when the previous one has finished everything, so exactly one GPU
+   is busy at any time: the step takes as long as on one GPU.
+
+   pipelined with m micro-batches (GPipe): the batch's rows are split into
+   m slices; all forwards, then all backwards (input gradients only), slice
+   by slice, then each device computes its weight gradients for the whole
+   batch in one product per layer, fused with the update as above. With G
+   devices and equal stages the forward/backward phases leave a bubble
+   (G-1)/(m+G-1) of each device's time idle. Deferring the weight gradients
+   is exact (it is the sum over micro-batches that GPipe accumulates, as one
+   product over the whole batch) and keeps those products large. Even m = 1
+   overlaps: device G-1's weight gradients run while device G-2 is still in
+   its backward, so "pipelined m = 1" is faster than naive. */
 
 __global__ void hpdl__cuda_relu_kernel(long long n, float *x) {
     long long i;
@@ -4496,6 +4505,10 @@ __global__ void hpdl__cuda_fill_uniform_kernel(long long n, float *x, unsigned l
         x[i] = a * (2.0f * (float)(z >> 40) * (1.0f / 16777216.0f) - 1.0f);
     }
 }
+
+/* The `micro` argument of hpdl_cuda_deep_linear_step / _profile that asks
+   for the naive schedule instead of GPipe with that many micro-batches. */
+#define HPDL_DL_NAIVE 0
 
 typedef struct hpdl_cuda_deep_linear {
     hpdl__cuda_lanes lanes;                 /* one stream per logical device */
@@ -4723,9 +4736,18 @@ HPDL_API hpdl_status hpdl__dl_forward(hpdl_cuda_deep_linear *m, int g, int row, 
     return st;
 }
 
-/* Backward (input gradients) of micro-batch rows [row, row + rows) through
-   device g's layers, top to bottom. */
-HPDL_API hpdl_status hpdl__dl_backward(hpdl_cuda_deep_linear *m, int g, int row, int rows) {
+/* W -= lr h^T dz over the whole batch for device g's layer s: the weight
+   gradient and the SGD update in one product (beta = 1). */
+HPDL_API hpdl_status hpdl__dl_update_layer(hpdl_cuda_deep_linear *m, int g, int s, float lr) {
+    return hpdl__dl_gemm(m, g, HPDL_TRANS, HPDL_NO_TRANS, m->dim, m->batch, -lr, hpdl__dl_act(m, g, s),
+                         hpdl__dl_dz(m, g, s), 1.0f, hpdl__dl_w(m, g, s));
+}
+
+/* Backward of micro-batch rows [row, row + rows) through device g's layers,
+   top to bottom: input gradients only, or with `update_now` (naive: the
+   whole batch) each layer's update right after its input gradient, which
+   needs the weights before the update. */
+HPDL_API hpdl_status hpdl__dl_backward(hpdl_cuda_deep_linear *m, int g, int row, int rows, int update_now, float lr) {
     size_t off = (size_t)row * m->dim, bytes = (size_t)rows * m->dim * sizeof(float);
     long long count = (long long)rows * m->dim;
     const float *grad = m->dh_in[g] + off;
@@ -4747,19 +4769,18 @@ HPDL_API hpdl_status hpdl__dl_backward(hpdl_cuda_deep_linear *m, int g, int row,
                                m->dh[g] + off);
             grad = m->dh[g] + off;
         }
+        if (st == HPDL_OK && update_now) st = hpdl__dl_update_layer(m, g, s, lr);
     }
     hpdl__dl_mark(m, g);
     return st;
 }
 
-/* W_l -= lr h_l^T dz_l over the whole batch, for device g's layers. */
+/* The pipelined schedule's last phase: every layer of device g updated. */
 HPDL_API hpdl_status hpdl__dl_update(hpdl_cuda_deep_linear *m, int g, float lr) {
     int s;
     hpdl_status st = HPDL_OK;
     hpdl__dl_mark(m, g);
-    for (s = 0; s < hpdl__dl_layers(m, g) && st == HPDL_OK; s++)
-        st = hpdl__dl_gemm(m, g, HPDL_TRANS, HPDL_NO_TRANS, m->dim, m->batch, -lr, hpdl__dl_act(m, g, s),
-                           hpdl__dl_dz(m, g, s), 1.0f, hpdl__dl_w(m, g, s));
+    for (s = 0; s < hpdl__dl_layers(m, g) && st == HPDL_OK; s++) st = hpdl__dl_update_layer(m, g, s, lr);
     hpdl__dl_mark(m, g);
     return st;
 }
@@ -4778,35 +4799,38 @@ HPDL_API hpdl_status hpdl__dl_forward_all(hpdl_cuda_deep_linear *m, int micro) {
     return s;
 }
 
-HPDL_API hpdl_status hpdl__dl_backward_all(hpdl_cuda_deep_linear *m, int micro) {
+/* The backward phase: micro-batch by micro-batch, device by device down
+   (naive: one micro-batch, each device's updates inside its backward). */
+HPDL_API hpdl_status hpdl__dl_backward_all(hpdl_cuda_deep_linear *m, int micro, int naive, float lr) {
     int i, g, G = m->lanes.dev.count, rows = m->batch / micro;
     hpdl_status s = HPDL_OK;
     for (i = 0; i < micro; i++)
         for (g = G - 1; g >= 0 && s == HPDL_OK; g--) {
             if (cudaSetDevice(m->lanes.dev.physical[g]) != cudaSuccess) return HPDL_ERR_CUDA;
             if (g < G - 1) s = hpdl__cuda_lanes_wait_mark(&m->lanes, g, g + 1);
-            if (s == HPDL_OK) s = hpdl__dl_backward(m, g, i * rows, rows);
+            if (s == HPDL_OK) s = hpdl__dl_backward(m, g, i * rows, rows, naive, lr);
             if (s == HPDL_OK && g > 0) s = hpdl__cuda_lanes_mark(&m->lanes, g);
         }
     return s;
 }
 
-/* One SGD step on the current batch with `micro` micro-batches (1: naive
-   model parallelism; batch % micro == 0), ordered after and before `origin`
-   (a stream of device 0). The moves it made are in m->fwd and m->bwd. */
+/* One SGD step on the current batch, ordered after and before `origin` (a
+   stream of device 0): micro = HPDL_DL_NAIVE for the naive schedule, else
+   GPipe with `micro` micro-batches (batch % micro == 0; 1 still defers the
+   weight gradients). The moves it made are in m->fwd and m->bwd. */
 HPDL_API hpdl_status hpdl_cuda_deep_linear_step(hpdl_cuda_deep_linear *m, int micro, float lr, cudaStream_t origin) {
-    int g, last;
+    int g, last, naive = micro == HPDL_DL_NAIVE, slices = naive ? 1 : micro;
     hpdl_status s;
-    if (!m || !m->lanes.dev.count || micro < 1 || micro > m->batch || m->batch % micro) return HPDL_ERR_INVALID;
+    if (!m || !m->lanes.dev.count || slices < 1 || slices > m->batch || m->batch % slices) return HPDL_ERR_INVALID;
     last = m->lanes.dev.count - 1;
     memset(&m->fwd, 0, sizeof m->fwd);
     memset(&m->bwd, 0, sizeof m->bwd);
     s = hpdl__cuda_lanes_fork(&m->lanes, origin);
     if (s == HPDL_OK && (cudaSetDevice(m->lanes.dev.physical[last]) != cudaSuccess ||
                          cudaMemsetAsync(m->loss, 0, sizeof(float), m->lanes.stream[last]) != cudaSuccess)) s = HPDL_ERR_CUDA;
-    if (s == HPDL_OK) s = hpdl__dl_forward_all(m, micro);
-    if (s == HPDL_OK) s = hpdl__dl_backward_all(m, micro);
-    for (g = 0; g < m->lanes.dev.count && s == HPDL_OK; g++) {
+    if (s == HPDL_OK) s = hpdl__dl_forward_all(m, slices);
+    if (s == HPDL_OK) s = hpdl__dl_backward_all(m, slices, naive, lr);
+    for (g = 0; g < m->lanes.dev.count && s == HPDL_OK && !naive; g++) {
         if (cudaSetDevice(m->lanes.dev.physical[g]) != cudaSuccess) s = HPDL_ERR_CUDA;
         if (s == HPDL_OK) s = hpdl__dl_update(m, g, lr);
     }
@@ -4815,7 +4839,7 @@ HPDL_API hpdl_status hpdl_cuda_deep_linear_step(hpdl_cuda_deep_linear *m, int mi
     return s;
 }
 
-/* Timing events for one profiled step: (2 micro + 1) busy intervals a device. */
+/* Timing events for one profiled step: at most 2 slices + 1 busy intervals a device. */
 HPDL_API void hpdl__dl_marks_free(hpdl_cuda_deep_linear *m, int per) {
     int g, k;
     for (g = 0; g < m->lanes.dev.count; g++) {
@@ -4853,8 +4877,9 @@ HPDL_API double hpdl__dl_busy_ms(const hpdl_cuda_deep_linear *m, int g) {
     return total;
 }
 
-/* One step with each device's busy time measured by events around its
-   forwards, backwards and update (transfers and waits count as idle):
+/* One step (micro as for _step) with each device's busy time measured by
+   events around its forwards, backwards and update (transfers and waits
+   count as idle):
    *step_ms, and busy_ms[g] per device. Idle fraction of device g =
    1 - busy_ms[g] / *step_ms, to set beside the bubble (G-1)/(m+G-1). */
 HPDL_API hpdl_status hpdl_cuda_deep_linear_profile(hpdl_cuda_deep_linear *m, int micro, float lr, double *step_ms,
@@ -4863,8 +4888,8 @@ HPDL_API hpdl_status hpdl_cuda_deep_linear_profile(hpdl_cuda_deep_linear *m, int
     cudaEvent_t start = NULL, stop = NULL;
     float ms = 0.0f;
     hpdl_status s;
-    if (!m || !step_ms || !busy_ms || micro < 1) return HPDL_ERR_INVALID;
-    per = 2 * (2 * micro + 1);
+    if (!m || !step_ms || !busy_ms || micro < 0) return HPDL_ERR_INVALID;
+    per = 2 * (2 * (micro == HPDL_DL_NAIVE ? 1 : micro) + 1);
     s = hpdl__dl_marks_alloc(m, per);
     if (s == HPDL_OK && (cudaSetDevice(m->lanes.dev.physical[0]) != cudaSuccess || cudaEventCreate(&start) != cudaSuccess ||
                          cudaEventCreate(&stop) != cudaSuccess ||

@@ -1,5 +1,6 @@
 /* examples/model_parallel: a deep stack of linear layers split over every
-   GPU, trained naively (one device busy at a time) and pipelined (GPipe).
+   GPU, trained naively (one device busy at a time) and pipelined (GPipe),
+   with one micro-batch and with m.
 
    usage: model_parallel [DEPTH=8] [DIM=4096] [batch=512] [m=8]
 
@@ -7,6 +8,9 @@
    next GPU forward and gradients cross back, peer to peer where the GPUs
    allow it. With m micro-batches each GPU works on one slice while the
    next GPU works on the previous one; the idle "bubble" is (G-1)/(m+G-1).
+   Naive runs the devices strictly one after another (idle (G-1)/G); the
+   pipelined schedule defers the weight gradients, so even with m = 1 the
+   last device's weight gradients overlap the previous device's backward.
        nvcc -O3 -arch=native -I. examples/model_parallel.cu -lcublas */
 #include "hpdl_cuda.cuh"
 
@@ -25,7 +29,7 @@ static double time_steps(hpdl_cuda_deep_linear *m, int micro, int steps) {
 int main(int argc, char **argv) {
     int depth = argc > 1 ? atoi(argv[1]) : 8, dim = argc > 2 ? atoi(argv[2]) : 4096;
     int batch = argc > 3 ? atoi(argv[3]) : 512, pipe_m = argc > 4 ? atoi(argv[4]) : 8;
-    int gpus, first[HPDL_CUDA_MAX_DEVICES + 1], g, k, micro[2];
+    int gpus, first[HPDL_CUDA_MAX_DEVICES + 1], g, k, micro[3];
     hpdl_cuda_deep_linear model;
     if (!hpdl_cuda_available()) { printf("no GPU\n"); return 0; }
     HPDL_CHECK(hpdl_cuda_devices_print(stdout));
@@ -37,17 +41,19 @@ int main(int argc, char **argv) {
     HPDL_CHECK(hpdl_cuda_deep_linear_random_batch(&model, 2));
     printf("DEPTH %d layers of %d x %d, batch %d, on %d GPU%s:\n", depth, dim, dim, batch, gpus, gpus > 1 ? "s" : "");
     hpdl_cuda_deep_linear_print_map(&model, stdout);
-    micro[0] = 1;
-    micro[1] = pipe_m;
-    for (k = 0; k < 2; k++) {
-        double ms = time_steps(&model, micro[k], 10), step_ms, busy[HPDL_CUDA_MAX_DEVICES], idle = 0.0;
+    micro[0] = HPDL_DL_NAIVE;
+    micro[1] = 1;
+    micro[2] = pipe_m;
+    for (k = 0; k < 3; k++) {
+        int slices = k ? micro[k] : 1;
+        double ms = time_steps(&model, micro[k], 10), step_ms = 0.0, busy[HPDL_CUDA_MAX_DEVICES], idle = 0.0;
         float loss;
         HPDL_CHECK(hpdl_cuda_deep_linear_profile(&model, micro[k], 1e-4f, &step_ms, busy));
         HPDL_CHECK(hpdl_cuda_deep_linear_loss(&model, &loss));
         for (g = 0; g < gpus; g++) idle += (1.0 - busy[g] / step_ms) / gpus;
         printf("%-9s m = %2d: %.2f ms a step, loss %.4f, %lld transfers (%.1f MiB) forward, idle %.2f (bubble %.2f)\n",
-               k ? "pipelined" : "naive", micro[k], ms, loss, model.fwd.transfers, model.fwd.bytes / 1048576.0, idle,
-               (double)(gpus - 1) / (micro[k] + gpus - 1));
+               k ? "pipelined" : "naive", slices, ms, loss, model.fwd.transfers, model.fwd.bytes / 1048576.0, idle,
+               (double)(gpus - 1) / (slices + gpus - 1));
     }
     for (g = 0; g < gpus; g++) {
         size_t used = 0, total = 0;

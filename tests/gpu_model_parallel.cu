@@ -1,6 +1,6 @@
 /* GPU tests of the deep linear model split over devices: one SGD step on
-   one device against a CPU f64 reference, then naive (m = 1) and pipelined
-   (m > 1) steps on G devices against the one-device step; transfer counts
+   one device against a CPU f64 reference, then naive and pipelined (m >= 1)
+   steps on G devices against the one-device step; transfer counts
    against the placement; bad placements and arguments. With one GPU the G
    devices are "virtual" (logical d on GPU d % count); two-GPU runs skip. */
 #include "hpdl_cuda.cuh"
@@ -62,7 +62,8 @@ typedef struct step_result {
 } step_result;
 
 /* Builds the model on `first` (G devices), takes one step with `micro`
-   micro-batches, and returns the weight change and the loss. */
+   micro-batches (HPDL_DL_NAIVE: naive), and returns the weight change and
+   the loss. */
 static step_result run_step(const int *first, int G, int allow_virtual, int micro) {
     const size_t n = (size_t)DEPTH * DIM * DIM;
     float *w0 = (float *)malloc(sizeof(float) * n), *w1 = (float *)malloc(sizeof(float) * n);
@@ -123,29 +124,32 @@ static void test_single_device_matches_cpu(void) {
 static void check_against_single(const int *first, int G, int allow_virtual, int micro) {
     const size_t n = (size_t)DEPTH * DIM * DIM;
     const long long slice_bytes = (long long)BATCH * DIM * (long long)sizeof(float);
+    const long long slices = micro == HPDL_DL_NAIVE ? 1 : micro;
     int one[2] = {0, DEPTH};
     step_result ref = run_step(one, 1, 0, 1), r = run_step(first, G, allow_virtual, micro);
     double rel = rel_diff(n, r.delta, ref.delta);
     if (!(rel <= 1e-5)) fprintf(stderr, "    G=%d m=%d: weight updates differ by %.3g\n", G, micro, rel);
     HPDL_EXPECT(rel <= 1e-5);
     HPDL_EXPECT_NEAR(r.loss, ref.loss, 1e-5 * ref.loss);
-    HPDL_EXPECT(r.fwd.transfers == (long long)micro * (G - 1));
-    HPDL_EXPECT(r.bwd.transfers == (long long)micro * (G - 1));
+    HPDL_EXPECT(r.fwd.transfers == slices * (G - 1));
+    HPDL_EXPECT(r.bwd.transfers == slices * (G - 1));
     HPDL_EXPECT(r.fwd.bytes == (G - 1) * slice_bytes && r.bwd.bytes == (G - 1) * slice_bytes);
     free(ref.delta);
     free(r.delta);
 }
 
 static void test_virtual_devices_match_single(void) {
-    int even[4], balanced[4], mapped[4];
+    int even[4], balanced[4], mapped[4], one[2] = {0, DEPTH};
     const double cost[DEPTH] = {1, 1, 1, 1, 1, 4};
     const int map[DEPTH] = {0, 0, 0, 0, 1, 2};
     if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
     HPDL_CHECK(hpdl_place_even(DEPTH, 3, even));
     HPDL_CHECK(hpdl_place_balanced(DEPTH, cost, 3, balanced));
     HPDL_CHECK(hpdl_place_from_map(DEPTH, map, 3, mapped));
-    check_against_single(even, 3, 1, 1);     /* naive */
-    check_against_single(even, 3, 1, 4);     /* pipelined */
+    check_against_single(one, 1, 0, HPDL_DL_NAIVE); /* naive on one device: updates inside the backward */
+    check_against_single(even, 3, 1, HPDL_DL_NAIVE);
+    check_against_single(even, 3, 1, 1);     /* pipelined, one micro-batch */
+    check_against_single(even, 3, 1, 4);
     check_against_single(balanced, 3, 1, 3);
     check_against_single(mapped, 3, 1, 6);
     HPDL_CHECK(hpdl_place_even(DEPTH, DEPTH, even));
@@ -156,14 +160,17 @@ static void test_two_gpus_match_single(void) {
     int first[3];
     if (hpdl_cuda_device_count() < 2) HPDL_SKIP("needs 2 GPUs");
     HPDL_CHECK(hpdl_place_even(DEPTH, 2, first));
+    check_against_single(first, 2, 0, HPDL_DL_NAIVE);
     check_against_single(first, 2, 0, 1);
     check_against_single(first, 2, 0, 8);
 }
 
-/* Busy time per device is measured and fits inside the step. */
+/* Busy time per device is measured and fits inside the step; naive keeps
+   one device busy at a time, so its devices' busy times add up to at most
+   the step. */
 static void test_profile(void) {
     int first[4], g;
-    double step_ms = 0.0, busy[3] = {0, 0, 0};
+    double step_ms = 0.0, busy[3] = {0, 0, 0}, sum = 0.0;
     hpdl_cuda_deep_linear m;
     if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
     HPDL_CHECK(hpdl_place_even(DEPTH, 3, first));
@@ -173,6 +180,9 @@ static void test_profile(void) {
     HPDL_EXPECT(hpdl_cuda_deep_linear_profile(&m, 4, LR, &step_ms, busy) == HPDL_OK);
     HPDL_EXPECT(step_ms > 0.0);
     for (g = 0; g < 3; g++) HPDL_EXPECT(busy[g] > 0.0 && busy[g] <= step_ms * 1.001);
+    HPDL_EXPECT(hpdl_cuda_deep_linear_profile(&m, HPDL_DL_NAIVE, LR, &step_ms, busy) == HPDL_OK);
+    for (g = 0; g < 3; g++) sum += busy[g];
+    HPDL_EXPECT(busy[0] > 0.0 && sum <= step_ms * 1.001);
     hpdl_cuda_deep_linear_destroy(&m);
 }
 
@@ -193,7 +203,7 @@ static void test_bad_placement_and_args(void) {
     HPDL_CHECK(hpdl_place_even(DEPTH, 2, first));
     HPDL_CHECK(hpdl_cuda_deep_linear_create(&m, DEPTH, DIM, BATCH, first, 2, 1));
     HPDL_EXPECT(hpdl_cuda_deep_linear_step(&m, 5, LR, 0) == HPDL_ERR_INVALID); /* 24 rows do not split in 5 */
-    HPDL_EXPECT(hpdl_cuda_deep_linear_step(&m, 0, LR, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_deep_linear_step(&m, -1, LR, 0) == HPDL_ERR_INVALID);
     HPDL_EXPECT(hpdl_cuda_deep_linear_get_weights(&m, DEPTH, NULL) == HPDL_ERR_INVALID);
     hpdl_cuda_deep_linear_destroy(&m);
 }
