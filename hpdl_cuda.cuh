@@ -1902,7 +1902,8 @@ static __device__ __forceinline__ void hpdl__wg_store(const G &g, const ACC d[12
     }
 }
 
-/* The f16/bf16 epilogue when beta = 0 and C's rows are 16-byte aligned:
+/* The f16/bf16 epilogue when beta = 0 and C's rows (and N) are 16-byte
+   aligned (hpdl__wg_map_c):
    each warp writes its 16 rows of a 32-column chunk, alpha applied and
    already in T, into one of its two 1 KB buffers, and one lane hands the
    box to the TMA engine (cp.async.bulk.tensor, shared to global), which
@@ -2192,14 +2193,17 @@ static inline hpdl_status hpdl__wg_map(CUtensorMap *map, const hpdl__gemm_operan
 }
 
 /* C (M x N, row-major) for hpdl__wg_store_tma: boxes of 16 rows x 32
-   columns; HPDL_ERR_UNSUPPORTED where TMA cannot write it (rows or base not
-   16-byte aligned). */
+   columns; HPDL_ERR_UNSUPPORTED where TMA cannot write it: base or rows not
+   16-byte aligned, or rows whose N elements do not end on a 16-byte
+   boundary, because the engine clips a box's columns at N rounded up to 16
+   bytes (measured on an H100: N = 33 halves wrote columns 33..39 too), which
+   would overwrite the padding between N and ldc. */
 template <typename T>
 static inline hpdl_status hpdl__wg_map_c(CUtensorMap *map, T *C, int M, int N, int ldc) {
     PFN_cuTensorMapEncodeTiled_v12000 encode = hpdl__tma_encoder();
     const cuuint32_t box[2] = {HPDL__WG_TMA_COLS, HPDL__WG_TMA_ROWS}, ones[2] = {1, 1};
     cuuint64_t dims[2] = {(cuuint64_t)N, (cuuint64_t)M}, stride[1] = {(cuuint64_t)ldc * sizeof(T)};
-    if (!encode || (uintptr_t)C % 16 != 0 || stride[0] % 16 != 0) return HPDL_ERR_UNSUPPORTED;
+    if (!encode || (uintptr_t)C % 16 != 0 || stride[0] % 16 != 0 || N * sizeof(T) % 16 != 0) return HPDL_ERR_UNSUPPORTED;
     return encode(map, hpdl__wg_type<T>::tma(), 2, (void *)C, dims, stride, box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
                   CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS
