@@ -2,7 +2,7 @@
    pipelined (issue 8).
 
    usage: model_parallel [--depth 8[,24,...]] [--dim 4096] [--batch 512]
-                         [--micro 1,2,4,8,16] [--gpus G]
+                         [--micro 1,2,4,8,16] [--gpus G] [--virtual]
 
    For each depth: the model on 1 GPU, then on G = 2 .. all GPUs (layers
    split evenly, hpdl_place_even): naive model parallelism (one device busy
@@ -14,13 +14,16 @@
    one step is profiled: each device's busy time, so the measured idle
    fraction sits beside the GPipe bubble (G-1)/(m+G-1). CSV:
    model_parallel.csv, headline = pipelined (best m) step time against
-   naive on the same GPUs (ratio = naive / pipelined). */
+   naive on the same GPUs (ratio = naive / pipelined).
+
+   --virtual: G may exceed the GPUs visible; logical device d runs on GPU
+   d % visible (the checks mean the same; the times are not multi-GPU). */
 #include "hpdl_cuda.cuh"
 
 #define MAX_LIST 16
 
 typedef struct options {
-    int depth[MAX_LIST], n_depth, micro[MAX_LIST], n_micro, dim, batch, gpus;
+    int depth[MAX_LIST], n_depth, micro[MAX_LIST], n_micro, dim, batch, gpus, virtual_devices;
 } options;
 
 static int parse_list(const char *s, int *out) {
@@ -40,13 +43,18 @@ static void parse(int argc, char **argv, options *o) {
     o->dim = 4096;
     o->batch = 512;
     o->gpus = hpdl_cuda_device_count();
-    for (i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--depth")) o->n_depth = parse_list(argv[i + 1], o->depth);
-        else if (!strcmp(argv[i], "--micro")) o->n_micro = parse_list(argv[i + 1], o->micro);
-        else if (!strcmp(argv[i], "--dim")) o->dim = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--batch")) o->batch = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--gpus")) o->gpus = atoi(argv[i + 1]);
+    o->virtual_devices = 0;
+    for (i = 1; i < argc; i++) {
+        const char *value = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(argv[i], "--virtual")) { o->virtual_devices = 1; continue; }
+        if (!value) { fprintf(stderr, "model_parallel: %s needs a value\n", argv[i]); exit(EXIT_FAILURE); }
+        if (!strcmp(argv[i], "--depth")) o->n_depth = parse_list(value, o->depth);
+        else if (!strcmp(argv[i], "--micro")) o->n_micro = parse_list(value, o->micro);
+        else if (!strcmp(argv[i], "--dim")) o->dim = atoi(value);
+        else if (!strcmp(argv[i], "--batch")) o->batch = atoi(value);
+        else if (!strcmp(argv[i], "--gpus")) o->gpus = atoi(value);
         else { fprintf(stderr, "model_parallel: unknown option %s\n", argv[i]); exit(EXIT_FAILURE); }
+        i++;
     }
 }
 
@@ -237,7 +245,7 @@ static int bench_depth(const options *o, int depth, FILE *csv) {
         double naive_ms, best_ms = 0.0;
         int best_m = 0;
         HPDL_CHECK(hpdl_place_even(depth, G, first));
-        HPDL_CHECK(hpdl_cuda_deep_linear_create(&m, depth, o->dim, o->batch, first, G, 0));
+        HPDL_CHECK(hpdl_cuda_deep_linear_create(&m, depth, o->dim, o->batch, first, G, o->virtual_devices));
         if (G == o->gpus) hpdl_cuda_deep_linear_print_map(&m, stdout);
         naive_ms = bench_run(&m, HPDL_DL_NAIVE, &ref, &flush, 0.0, one.ms, csv, &ok).ms;
         for (k = 0; k < o->n_micro; k++) {
@@ -267,7 +275,7 @@ int main(int argc, char **argv) {
     int d, ok = 1;
     if (!hpdl_cuda_available()) { printf("model_parallel: no GPU, nothing to bench\n"); return 0; }
     parse(argc, argv, &o);
-    if (o.gpus < 1 || o.gpus > hpdl_cuda_device_count() || o.dim < 1 || o.batch < 1) {
+    if (o.gpus < 1 || (o.gpus > hpdl_cuda_device_count() && !o.virtual_devices) || o.dim < 1 || o.batch < 1) {
         fprintf(stderr, "model_parallel: bad --gpus/--dim/--batch (GPUs visible: %d)\n", hpdl_cuda_device_count());
         return EXIT_FAILURE;
     }
