@@ -1905,7 +1905,8 @@ static __device__ __forceinline__ void hpdl__wg_store(const G &g, const ACC d[12
 /* The f16/bf16 epilogue when beta = 0 and C's rows (and N) are 16-byte
    aligned (hpdl__wg_map_c):
    each warp writes its 16 rows of a 32-column chunk, alpha applied and
-   already in T, into one of its two 1 KB buffers, and one lane hands the
+   already in T, into one of its two 1 KB buffers (swizzled: see
+   hpdl__wg_swizzle64), and one lane hands the
    box to the TMA engine (cp.async.bulk.tensor, shared to global), which
    clips it at M and N. The warp goes on at once: the copy runs while the
    next chunk is written and while the next tile's main loop starts
@@ -1926,24 +1927,41 @@ template <int N> static __device__ __forceinline__ void hpdl__tma_wait_read() {
 /* Ordinary shared-memory stores, made visible to the TMA engine. */
 static __device__ __forceinline__ void hpdl__fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 
+/* Two neighbouring outputs (an even column) as one 4-byte store: one
+   conversion instruction for the pair, half the shared-memory stores. */
+static __device__ __forceinline__ void hpdl__wg_put_pair(unsigned char *p, float a, float b, __half) {
+    *(__half2 *)p = __floats2half2_rn(a, b);
+}
+static __device__ __forceinline__ void hpdl__wg_put_pair(unsigned char *p, float a, float b, __nv_bfloat16) {
+    *(__nv_bfloat162 *)p = __floats2bfloat162_rn(a, b);
+}
+
+/* Byte offset of (row, col) in a 16 x 32 box of 2-byte elements laid out
+   in the TMA's 64-byte swizzle (CU_TENSOR_MAP_SWIZZLE_64B): each row's four
+   16-byte chunks are permuted by (row / 2) % 4. Unswizzled, the eight rows
+   a warp writes at once fell on 8 of the 32 banks (4-way conflicts). */
+static __device__ __forceinline__ int hpdl__wg_swizzle64(int row, int col) {
+    int byte = col * 2;
+    return row * 64 + (((byte >> 4) ^ (row >> 1)) & 3) * 16 + (byte & 15);
+}
+
 template <typename T>
 static __device__ __forceinline__ void hpdl__wg_store_tma(const CUtensorMap *map_c, float alpha, const float d[128], int m0,
-                                                          int n0, T *buf) {
+                                                          int n0, unsigned char *buf) {
+    enum { BOX_BYTES = HPDL__WG_TMA_ROWS * HPDL__WG_TMA_COLS * 2 };
     const int t = (int)threadIdx.x % 128, lane = t % 32, r = lane / 4, c = lane % 4 * 2;
-    T *wbuf = buf + t / 32 * 2 * HPDL__WG_TMA_ROWS * HPDL__WG_TMA_COLS; /* this warp's two buffers */
+    unsigned char *wbuf = buf + t / 32 * 2 * BOX_BYTES; /* this warp's two buffers */
     int chunk, jj;
 #pragma unroll
     for (chunk = 0; chunk < 256 / HPDL__WG_TMA_COLS; chunk++) {
-        T *b = wbuf + chunk % 2 * HPDL__WG_TMA_ROWS * HPDL__WG_TMA_COLS;
+        unsigned char *b = wbuf + chunk % 2 * BOX_BYTES;
         if (lane == 0) hpdl__tma_wait_read<1>(); /* this buffer's copy, two chunks ago, has read it */
         __syncwarp();
 #pragma unroll
         for (jj = 0; jj < HPDL__WG_TMA_COLS / 8; jj++) {
             int j = chunk * HPDL__WG_TMA_COLS / 8 + jj, col = jj * 8 + c;
-            hpdl__gemm_put(b + r * HPDL__WG_TMA_COLS + col, alpha * d[4 * j]);
-            hpdl__gemm_put(b + r * HPDL__WG_TMA_COLS + col + 1, alpha * d[4 * j + 1]);
-            hpdl__gemm_put(b + (r + 8) * HPDL__WG_TMA_COLS + col, alpha * d[4 * j + 2]);
-            hpdl__gemm_put(b + (r + 8) * HPDL__WG_TMA_COLS + col + 1, alpha * d[4 * j + 3]);
+            hpdl__wg_put_pair(b + hpdl__wg_swizzle64(r, col), alpha * d[4 * j], alpha * d[4 * j + 1], T());
+            hpdl__wg_put_pair(b + hpdl__wg_swizzle64(r + 8, col), alpha * d[4 * j + 2], alpha * d[4 * j + 3], T());
         }
         hpdl__fence_async_smem();
         __syncwarp();
@@ -1952,15 +1970,19 @@ static __device__ __forceinline__ void hpdl__wg_store_tma(const CUtensorMap *map
 }
 
 /* The epilogue of a Hopper GEMM tile: by TMA where the launcher made a map
-   for C (tma_c), else through hpdl__wg_store. (The int8 GEMM's, with its
-   requantization, is further down.) */
+   for C (tma_c, f16/bf16 only), else through hpdl__wg_store. (The int8
+   GEMM's, with its requantization, is further down.) */
 template <typename T>
 static __device__ __forceinline__ void hpdl__wg_epilogue(const hpdl__gemm_args<T, float> &g, const CUtensorMap *map_c,
                                                          int tma_c, const float d[128], int m0, int n0, float *buf) {
-    if (sizeof(T) == 2 && tma_c)
-        hpdl__wg_store_tma(map_c, g.alpha, d, m0, n0, (T *)buf);
+    if (tma_c)
+        hpdl__wg_store_tma<T>(map_c, g.alpha, d, m0, n0, (unsigned char *)buf);
     else
         hpdl__wg_store(g, d, m0, n0, buf);
+}
+static __device__ __forceinline__ void hpdl__wg_epilogue(const hpdl__gemm_args<float, float> &g, const CUtensorMap *, int,
+                                                         const float d[128], int m0, int n0, float *buf) {
+    hpdl__wg_store(g, d, m0, n0, buf); /* TF32: C is f32 */
 }
 
 /* Before the block exits: its TMA stores have read shared memory. */
@@ -2204,8 +2226,9 @@ static inline hpdl_status hpdl__wg_map_c(CUtensorMap *map, T *C, int M, int N, i
     const cuuint32_t box[2] = {HPDL__WG_TMA_COLS, HPDL__WG_TMA_ROWS}, ones[2] = {1, 1};
     cuuint64_t dims[2] = {(cuuint64_t)N, (cuuint64_t)M}, stride[1] = {(cuuint64_t)ldc * sizeof(T)};
     if (!encode || (uintptr_t)C % 16 != 0 || stride[0] % 16 != 0 || N * sizeof(T) % 16 != 0) return HPDL_ERR_UNSUPPORTED;
+    if (sizeof(T) != 2) return HPDL_ERR_UNSUPPORTED; /* hpdl__wg_store_tma writes 2-byte elements */
     return encode(map, hpdl__wg_type<T>::tma(), 2, (void *)C, dims, stride, box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                  CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                  CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS
                ? HPDL_OK
                : HPDL_ERR_UNSUPPORTED;
@@ -2317,7 +2340,7 @@ static inline hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpd
     if ((s = hpdl__wg_map(&map_a, g.a, g.M, g.K)) != HPDL_OK || (s = hpdl__wg_map(&map_b, g.b, g.N, g.K)) != HPDL_OK)
         return s;
     /* the TMA epilogue writes f16/bf16 and reads no C (beta = 0) */
-    tma_c = sizeof(T) == 2 && g.beta == 0.0f && hpdl__wg_map_c(&map_c, g.C, g.M, g.N, g.ldc) == HPDL_OK;
+    tma_c = g.beta == 0.0f && hpdl__wg_map_c(&map_c, g.C, g.M, g.N, g.ldc) == HPDL_OK;
     return hpdl__wg_run(l, map_a, map_b, tma_c ? &map_c : NULL, g, stream);
 }
 
