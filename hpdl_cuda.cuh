@@ -1,4 +1,4 @@
-/* hpdl_cuda.cuh - v0.1.0 - high-performance deep learning kernels, CUDA part.
+/* hpdl_cuda.cuh - v0.1.1 - high-performance deep learning kernels, CUDA part.
 
    Built on hpdl.h (included here). Every GPU kernel has a CPU twin of the
    same name in hpdl.h that the tests compare it against.
@@ -36,6 +36,10 @@
        2026-11-22  v0.1.0  check macros, buffers, event timer, NVTX, device query,
                            bench timing helpers; vector add, GEMM ladder with cuBLAS
                            backend, MLP training, multi-GPU helpers, int8 GEMM.
+       2026-11-24  v0.1.1  Hopper GEMM epilogue by TMA stores (f16/bf16, beta = 0);
+                           AUTO takes the cluster rung for large f16/bf16 products;
+                           int8 wgmma epilogue loads per-column terms once;
+                           deep linear model: textbook naive schedule (HPDL_DL_NAIVE).
 */
 #ifndef HPDL_CUDA_CUH
 #define HPDL_CUDA_CUH
