@@ -2232,8 +2232,9 @@ static inline hpdl_status hpdl__wg_map_c(CUtensorMap *map, T *C, int M, int N, i
     PFN_cuTensorMapEncodeTiled_v12000 encode = hpdl__tma_encoder();
     const cuuint32_t box[2] = {HPDL__WG_TMA_COLS, HPDL__WG_TMA_ROWS}, ones[2] = {1, 1};
     cuuint64_t dims[2] = {(cuuint64_t)N, (cuuint64_t)M}, stride[1] = {(cuuint64_t)ldc * sizeof(T)};
-    if (!encode || (uintptr_t)C % 16 != 0 || stride[0] % 16 != 0 || N * sizeof(T) % 16 != 0) return HPDL_ERR_UNSUPPORTED;
-    if (sizeof(T) != 2) return HPDL_ERR_UNSUPPORTED; /* hpdl__wg_store_tma writes 2-byte elements */
+    if (!encode || sizeof(T) != 2 /* hpdl__wg_store_tma writes 2-byte elements */ || (uintptr_t)C % 16 != 0 ||
+        stride[0] % 16 != 0 || N * sizeof(T) % 16 != 0)
+        return HPDL_ERR_UNSUPPORTED;
     return encode(map, hpdl__wg_type<T>::tma(), 2, (void *)C, dims, stride, box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
                   CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS
@@ -4550,6 +4551,9 @@ __global__ void hpdl__cuda_fill_uniform_kernel(long long n, float *x, unsigned l
    for the naive schedule instead of GPipe with that many micro-batches. */
 #define HPDL_DL_NAIVE 0
 
+/* How many micro-batch slices a step with this `micro` runs (naive: one). */
+HPDL_API int hpdl_cuda_deep_linear_slices(int micro) { return micro == HPDL_DL_NAIVE ? 1 : micro; }
+
 typedef struct hpdl_cuda_deep_linear {
     hpdl__cuda_lanes lanes;                 /* one stream per logical device */
     int depth, dim, batch;
@@ -4859,7 +4863,7 @@ HPDL_API hpdl_status hpdl__dl_backward_all(hpdl_cuda_deep_linear *m, int micro, 
    GPipe with `micro` micro-batches (batch % micro == 0; 1 still defers the
    weight gradients). The moves it made are in m->fwd and m->bwd. */
 HPDL_API hpdl_status hpdl_cuda_deep_linear_step(hpdl_cuda_deep_linear *m, int micro, float lr, cudaStream_t origin) {
-    int g, last, naive = micro == HPDL_DL_NAIVE, slices = naive ? 1 : micro;
+    int g, last, naive = micro == HPDL_DL_NAIVE, slices = hpdl_cuda_deep_linear_slices(micro);
     hpdl_status s;
     if (!m || !m->lanes.dev.count || slices < 1 || slices > m->batch || m->batch % slices) return HPDL_ERR_INVALID;
     last = m->lanes.dev.count - 1;
@@ -4929,7 +4933,7 @@ HPDL_API hpdl_status hpdl_cuda_deep_linear_profile(hpdl_cuda_deep_linear *m, int
     float ms = 0.0f;
     hpdl_status s;
     if (!m || !step_ms || !busy_ms || micro < 0) return HPDL_ERR_INVALID;
-    per = 2 * (2 * (micro == HPDL_DL_NAIVE ? 1 : micro) + 1);
+    per = 2 * (2 * hpdl_cuda_deep_linear_slices(micro) + 1);
     s = hpdl__dl_marks_alloc(m, per);
     if (s == HPDL_OK && (cudaSetDevice(m->lanes.dev.physical[0]) != cudaSuccess || cudaEventCreate(&start) != cudaSuccess ||
                          cudaEventCreate(&stop) != cudaSuccess ||

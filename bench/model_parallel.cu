@@ -138,7 +138,7 @@ static check check_step(hpdl_cuda_deep_linear *m, int micro, float lr, const ref
 
 /* Checks a run (micro as for the step) and its transfers; says why it fails. */
 static int check_run(hpdl_cuda_deep_linear *m, int micro, const reference *ref, check *c) {
-    long long want = (long long)(micro == HPDL_DL_NAIVE ? 1 : micro) * (m->lanes.dev.count - 1);
+    long long want = (long long)hpdl_cuda_deep_linear_slices(micro) * (m->lanes.dev.count - 1);
     int ok;
     *c = check_step(m, micro, CHECK_LR, ref);
     ok = check_passes(c) && m->fwd.transfers == want && m->bwd.transfers == want;
@@ -181,7 +181,7 @@ static result measure(hpdl_cuda_deep_linear *m, int micro, hpdl_cuda_l2_flusher 
     HPDL_CHECK(hpdl_cuda_deep_linear_profile(m, micro, LR, &step_ms, busy));
     for (g = 0; g < G; g++) idle += 1.0 - busy[g] / step_ms;
     r.idle = idle / G;
-    r.bubble = (double)(G - 1) / ((micro == HPDL_DL_NAIVE ? 1 : micro) + G - 1); /* naive: (G-1)/G */
+    r.bubble = (double)(G - 1) / (hpdl_cuda_deep_linear_slices(micro) + G - 1); /* naive: (G-1)/G */
     return r;
 }
 
@@ -202,22 +202,21 @@ static void print_row(int G, int micro, const result *r, double naive_ms, double
 /* One run on G GPUs: checked, timed, a row printed and its CSV rows. */
 static result bench_run(hpdl_cuda_deep_linear *m, int micro, const reference *ref, hpdl_cuda_l2_flusher *flush,
                         double naive_ms, double one_ms, FILE *csv, int *ok) {
-    int depth = m->depth, G = m->lanes.dev.count, slices = micro == HPDL_DL_NAIVE ? 1 : micro;
-    char metric[128], anchor[128];
+    int depth = m->depth, G = m->lanes.dev.count, slices = hpdl_cuda_deep_linear_slices(micro);
+    char run[32], metric[128], anchor[128];
     check c;
     result r;
     *ok &= check_run(m, micro, ref, &c);
     r = measure(m, micro, flush);
     print_row(G, micro, &r, naive_ms, one_ms, &c, m);
     snprintf(anchor, sizeof anchor, "single_gpu_d%d_step_time", depth);
-    if (micro == HPDL_DL_NAIVE) snprintf(metric, sizeof metric, "naive_d%d_g%d_step_time", depth, G);
-    else snprintf(metric, sizeof metric, "pipelined_d%d_g%d_m%d_step_time", depth, G, micro);
+    if (micro == HPDL_DL_NAIVE) snprintf(run, sizeof run, "naive_d%d_g%d", depth, G);
+    else snprintf(run, sizeof run, "pipelined_d%d_g%d_m%d", depth, G, micro);
+    snprintf(metric, sizeof metric, "%s_step_time", run);
     hpdl_csv_row(csv, metric, r.ms, "ms", anchor, one_ms, 0);
-    if (micro == HPDL_DL_NAIVE) snprintf(metric, sizeof metric, "naive_fwd_transfers_d%d_g%d", depth, G);
-    else snprintf(metric, sizeof metric, "fwd_transfers_d%d_g%d_m%d", depth, G, micro);
+    snprintf(metric, sizeof metric, "%s_fwd_transfers", run);
     hpdl_csv_row(csv, metric, (double)r.fwd_transfers, "count", "expected_m_times_g_minus_1", (double)slices * (G - 1), 1);
-    if (micro == HPDL_DL_NAIVE) snprintf(metric, sizeof metric, "naive_idle_fraction_d%d_g%d", depth, G);
-    else snprintf(metric, sizeof metric, "idle_fraction_d%d_g%d_m%d", depth, G, micro);
+    snprintf(metric, sizeof metric, "%s_idle_fraction", run);
     hpdl_csv_row(csv, metric, r.idle, "fraction", "gpipe_bubble", r.bubble, 0);
     return r;
 }

@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
     micro[1] = 1;
     micro[2] = pipe_m;
     for (k = 0; k < 3; k++) {
-        int slices = k ? micro[k] : 1;
+        int slices = hpdl_cuda_deep_linear_slices(micro[k]);
         double ms = time_steps(&model, micro[k], 10), step_ms = 0.0, busy[HPDL_CUDA_MAX_DEVICES], idle = 0.0;
         float loss;
         HPDL_CHECK(hpdl_cuda_deep_linear_profile(&model, micro[k], 1e-4f, &step_ms, busy));

@@ -124,7 +124,7 @@ static void test_single_device_matches_cpu(void) {
 static void check_against_single(const int *first, int G, int allow_virtual, int micro) {
     const size_t n = (size_t)DEPTH * DIM * DIM;
     const long long slice_bytes = (long long)BATCH * DIM * (long long)sizeof(float);
-    const long long slices = micro == HPDL_DL_NAIVE ? 1 : micro;
+    const long long slices = hpdl_cuda_deep_linear_slices(micro);
     int one[2] = {0, DEPTH};
     step_result ref = run_step(one, 1, 0, 1), r = run_step(first, G, allow_virtual, micro);
     double rel = rel_diff(n, r.delta, ref.delta);
