@@ -11,13 +11,14 @@
    gemm_all.csv (every row) and gemm_rungs.csv (TFLOP/s per rung at 4096,
    for the chart) into $HPDL_RESULTS (default: the current folder).
 
-   usage: gemm [--quick | --tune] [--type f32|f64|f16|bf16|tf32]
+   usage: gemm [--quick | --tune | --shape M N K] [--type f32|f64|f16|bf16|tf32]
        --quick  4096^3 only, fewer runs
+       --shape  this M x N x K only, fewer runs
        --tune   internal tile variants of the fast rungs at 4096^3 NN, against cuBLAS
        --type   one type only */
 #include "hpdl_cuda.cuh"
 
-typedef struct bench_opts { int quick, tune; const char *only; } bench_opts;
+typedef struct bench_opts { int quick, tune, shape[3]; const char *only; } bench_opts;
 
 static const hpdl_gemm_algo k_rungs[] = {HPDL_GEMM_NAIVE,    HPDL_GEMM_COALESCED,     HPDL_GEMM_SMEM,
                                          HPDL_GEMM_REG1D,    HPDL_GEMM_REG2D,         HPDL_GEMM_VEC4,
@@ -132,6 +133,7 @@ typedef struct bench_row {
 typedef struct bench_out {
     FILE *head, *all;
     const char *gpu;
+    int sms;
     double rungs_4096[5][N_RUNGS]; /* TFLOP/s per type and rung at 4096 (for the chart) */
 } bench_out;
 
@@ -154,6 +156,53 @@ static double bench_tol(const char *type) {
 }
 
 /* All rungs of one type at one size. Returns 0 if a rung computed wrong results. */
+/* The ceiling of the mma rung: mma.sync m16n8k16 (f32 accumulation) with
+   operands already in registers and 8 independent accumulators per warp,
+   64 warps per SM, nothing loaded or stored in the loop. No GEMM built on
+   mma.sync can run faster than this on the GPU. */
+template <typename T> __global__ void bench_mma_peak(float *out, int iters) {
+    unsigned a[4] = {0x3c003c00u ^ threadIdx.x, 0x3c003c00u, 0x3c003c00u, 0x3c003c00u}, b[2] = {0x3c003c00u, 0x3c003c00u};
+    float d[8][4], sum = 0;
+    int it, j;
+    for (j = 0; j < 8; j++) d[j][0] = d[j][1] = d[j][2] = d[j][3] = 0;
+    for (it = 0; it < iters; it++)
+#pragma unroll
+        for (j = 0; j < 8; j++) hpdl__mma16816(T(), d[j], a, b);
+    for (j = 0; j < 8; j++) sum += d[j][0] + d[j][1] + d[j][2] + d[j][3];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = sum; /* keeps the loop */
+}
+struct bench_peak_ctx { float *out; int blocks, iters; };
+template <typename T> static void bench_peak_run(void *ctx, cudaStream_t s) {
+    bench_peak_ctx *c = (bench_peak_ctx *)ctx;
+    bench_mma_peak<T><<<c->blocks, 256, 0, s>>>(c->out, c->iters);
+}
+/* Prints the mma.sync ceiling as a row beside the 4096^3 rungs (f16, bf16 only). */
+template <typename T> static void bench_mma_ceiling(bench_out *o, const char *type, double cublas_tflops, int sms) {
+    bench_peak_ctx c;
+    bench_row row;
+    double ms;
+    c.blocks = sms * 8; /* 8 blocks of 8 warps per SM */
+    c.iters = 4096;
+    HPDL_CUDA_CHECK(cudaMalloc(&c.out, (size_t)c.blocks * 256 * sizeof(float)));
+    HPDL_CHECK(hpdl_cuda_time_median_ms(bench_peak_run<T>, &c, 0, 2, 20, NULL, &ms));
+    cudaFree(c.out);
+    memset(&row, 0, sizeof row);
+    row.type = type; row.rung = "mma.sync_peak"; row.M = row.N = row.K = 4096; row.ms = ms;
+    row.tflops = 2.0 * 16 * 8 * 16 * 8 * (double)c.iters * (c.blocks * 8) / (ms * 1e-3) / 1e12;
+    row.ratio = row.tflops / cublas_tflops;
+    row.peak_share = peak_tflops(o->gpu, type) > 0 ? row.tflops / peak_tflops(o->gpu, type) : 0;
+    row.status = "ceiling";
+    print_row(o, &row);
+}
+static void bench_mma_ceiling_for(bench_out *o, const char *type, float, double, int) { (void)o; (void)type; }
+static void bench_mma_ceiling_for(bench_out *o, const char *type, double, double, int) { (void)o; (void)type; }
+static void bench_mma_ceiling_for(bench_out *o, const char *type, __half, double cublas, int sms) {
+    bench_mma_ceiling<__half>(o, type, cublas, sms);
+}
+static void bench_mma_ceiling_for(bench_out *o, const char *type, __nv_bfloat16, double cublas, int sms) {
+    bench_mma_ceiling<__nv_bfloat16>(o, type, cublas, sms);
+}
+
 template <typename T>
 static int bench_size(bench_out *o, const bench_opts *opt, const char *type, int ti, int M, int N, int K,
                       hpdl_cuda_l2_flusher *fl) {
@@ -215,6 +264,7 @@ static int bench_size(bench_out *o, const bench_opts *opt, const char *type, int
         if (g.algo != HPDL_GEMM_CUBLAS && row.tflops > best) { best = row.tflops; best_rung = row.rung; }
         if (M == 4096 && N == 4096 && K == 4096) o->rungs_4096[ti][r] = row.tflops;
     }
+    if (M == 4096 && N == 4096 && K == 4096 && cublas_tflops > 0) bench_mma_ceiling_for(o, type, T(), cublas_tflops, o->sms);
     if (M == 4096 && N == 4096 && K == 4096 && best_rung && o->head) {
         char metric[96];
         snprintf(metric, sizeof metric, "gemm_%s_4096_best_%s", type, best_rung);
@@ -228,6 +278,7 @@ template <typename T>
 static int bench_type(bench_out *o, const bench_opts *opt, const char *type, int ti, hpdl_cuda_l2_flusher *fl) {
     int i, good = 1;
     if (opt->only && strcmp(opt->only, type) != 0) return 1;
+    if (opt->shape[0] > 0) return bench_size<T>(o, opt, type, ti, opt->shape[0], opt->shape[1], opt->shape[2], fl);
     for (i = 0; i < (int)(sizeof k_sizes / sizeof k_sizes[0]); i++) {
         if (opt->quick && k_sizes[i][0] != 4096) continue;
         good &= bench_size<T>(o, opt, type, ti, k_sizes[i][0], k_sizes[i][1], k_sizes[i][2], fl);
@@ -323,10 +374,10 @@ static void tune_all(const bench_opts *opt, hpdl_cuda_l2_flusher *fl) {
         {"mma 256x128x32 s4 w64x64 (default big)", tune_mma<hpdl__mma_shape_big, __half>},
         {"mma 128x256x32 s4 w64x64", tune_mma<h1, __half>}, {"mma 256x128x32 s3 w64x64", tune_mma<h2, __half>},
         {"mma 128x128x32 s4 w64x64 (default small)", tune_mma<hpdl__mma_shape, __half>},
-        {"mma 256x128x32 s4 w64x64 (default big) again", tune_mma<hpdl__mma_shape_big, __half>}};
+        {"mma 256x128x32 s4 w64x64 (default big) again", tune_mma<hpdl__mma_shape_big, __half>},};
     static const tune_variant<__nv_bfloat16, float> bf16[] = {
         {"mma 256x128x32 s4 w64x64 (default big)", tune_mma<hpdl__mma_shape_big, __nv_bfloat16>},
-        {"mma 128x128x32 s4 w64x64 (default small)", tune_mma<hpdl__mma_shape, __nv_bfloat16>}};
+        {"mma 128x128x32 s4 w64x64 (default small)", tune_mma<hpdl__mma_shape, __nv_bfloat16>},};
     if (!opt->only || strcmp(opt->only, "f32") == 0) tune_type<float, float>("f32", f32, (int)(sizeof f32 / sizeof f32[0]), fl);
     if (!opt->only || strcmp(opt->only, "f64") == 0) tune_type<double, double>("f64", f64, (int)(sizeof f64 / sizeof f64[0]), fl);
     if (!opt->only || strcmp(opt->only, "f16") == 0) tune_type<__half, float>("f16", f16, (int)(sizeof f16 / sizeof f16[0]), fl);
@@ -360,12 +411,21 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--quick") == 0) opt.quick = 1;
         else if (strcmp(argv[i], "--tune") == 0) opt.tune = 1;
         else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) opt.only = argv[++i];
-        else { fprintf(stderr, "usage: %s [--quick | --tune] [--type f32|f64|f16|bf16|tf32]\n", argv[0]); return 2; }
+        else if (strcmp(argv[i], "--shape") == 0 && i + 3 < argc && sscanf(argv[i + 1], "%d", &opt.shape[0]) == 1 &&
+                 sscanf(argv[i + 2], "%d", &opt.shape[1]) == 1 && sscanf(argv[i + 3], "%d", &opt.shape[2]) == 1 &&
+                 opt.shape[0] > 0 && opt.shape[1] > 0 && opt.shape[2] > 0) {
+            opt.quick = 1; /* fewer runs */
+            i += 3;
+        } else {
+            fprintf(stderr, "usage: %s [--quick | --tune | --shape M N K] [--type f32|f64|f16|bf16|tf32]\n", argv[0]);
+            return 2;
+        }
     }
     if (!hpdl_cuda_available()) { printf("gemm: no GPU, nothing to measure\n"); return 0; }
     HPDL_CHECK(hpdl_cuda_device_query(0, &info));
     HPDL_CHECK(hpdl_cuda_l2_flusher_create(&fl));
     o.gpu = info.name;
+    o.sms = info.sm_count;
     if (opt.tune) { tune_all(&opt, &fl); hpdl_cuda_l2_flusher_destroy(&fl); return 0; }
     printf("gemm on %s (%d SMs, sm_%d%d): row-major C = A*B, alpha 1, beta 0, random inputs in [-1, 1]\n", info.name,
            info.sm_count, info.cc_major, info.cc_minor);

@@ -263,6 +263,29 @@ static void test_gemm_hopper_many_tiles(void) {
     }
 }
 
+/* More than two waves of tiles on any Hopper GPU (288 tiles of 128 x 256,
+   K of 4 k-steps): the persistent rungs' later rounds, with both epilogues
+   (beta = 0: by TMA; beta != 0: reads C). */
+static void test_gemm_hopper_waves(void) {
+    hpdl_rng r;
+    int b, a;
+    if (!hopper_gpu()) HPDL_SKIP("the Hopper rungs need an sm_90 GPU");
+    hpdl_rng_seed(&r, 11);
+    for (b = 0; b < 2; b++) {
+        gemm_case<hpdl_f16> c;
+        memset(&c, 0, sizeof c);
+        c.ta = HPDL_NO_TRANS;
+        c.tb = HPDL_TRANS;
+        c.M = 2304; c.N = 4000; c.K = 200;
+        c.lda = c.K; c.ldb = c.K; c.ldc = c.N;
+        c.alpha = 0.75; c.beta = b ? -0.5 : 0.0;
+        HPDL_EXPECT(case_setup(&c, &r));
+        for (a = 0; a < HPDL_COUNT(k_algos); a++)
+            if (is_hopper_rung(k_algos[a])) HPDL_EXPECT(case_check(&c, k_algos[a], 1e-2, "f16"));
+        case_free(&c);
+    }
+}
+
 /* Bad arguments: HPDL_ERR_INVALID and C untouched; a rung a type lacks: HPDL_ERR_UNSUPPORTED. */
 static void test_gemm_bad_args(void) {
     const int M = 8, N = 8, K = 8;
@@ -352,6 +375,6 @@ int main(int argc, char **argv) {
                                       HPDL_TEST(test_gemm_mma_available), HPDL_TEST(test_gemm_f32),
                                       HPDL_TEST(test_gemm_f64),          HPDL_TEST(test_gemm_f16),
                                       HPDL_TEST(test_gemm_bf16),         HPDL_TEST(test_gemm_hopper_small),
-                                      HPDL_TEST(test_gemm_hopper_many_tiles)};
+                                      HPDL_TEST(test_gemm_hopper_many_tiles), HPDL_TEST(test_gemm_hopper_waves)};
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }
