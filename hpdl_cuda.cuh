@@ -568,7 +568,7 @@ HPDL_API hpdl_status hpdl_cuda_prefetch(const void *ptr, size_t bytes, int devic
        vec4       16-byte global loads and 16-byte shared-memory reads
        warptile   warp-shaped thread tiles (conflict-free shared reads), double-buffered tiles
        mma        tensor cores: f16/bf16 mma.sync m16n8k16 + ldmatrix + 4-stage cp.async (128x128x32,
-                  256x128x32 for large products), f64 DMMA (mma.sync m16n8k16 on sm_90, m8n8k4 on
+                  2 blocks per SM), f64 DMMA (mma.sync m16n8k16 on sm_90, m8n8k4 on
                   sm_80) + 3-stage cp.async (128x64x16, 2 blocks per SM)
        cublas     the library, for reference
    f16/bf16 accumulate in f32 on every rung. AUTO: f32 -> warptile, f64 -> mma, f16/bf16 ->
@@ -1174,7 +1174,6 @@ template <int BM_, int BN_, int BK_, int STAGES_, int WM_, int WN_, int DK_ = 4>
     enum { WARPS_N = BN / WN, THREADS = 32 * (BM / WM) * (BN / WN) };
 };
 typedef hpdl__tc_shape<128, 128, 32, 4, 64, 64> hpdl__mma_shape;     /* f16/bf16: 4 warps, 2 blocks per SM */
-typedef hpdl__tc_shape<256, 128, 32, 4, 64, 64> hpdl__mma_shape_big; /* f16/bf16 large products: 8 warps */
 typedef hpdl__tc_shape<128, 64, 16, 3, 64, 32, 16> hpdl__dmma_shape; /* f64: 4 warps, 2 blocks per SM, m16n8k16 */
 
 /* One K tile of an operand (OT = its M or N tile, BK deep) into a stage: a
@@ -1183,6 +1182,51 @@ template <typename T, int OT, int BK, int THREADS, template <int> class LAYOUT, 
 static __device__ __forceinline__ void hpdl__gemm_stage(T *s, const hpdl__gemm_operand<T> &x, int o0, int k0, int O, int K) {
     if (KCONTIG) hpdl__gemm_tile_async<T, OT, BK, THREADS, LAYOUT<BK>, FAST>(s, x.p, x.ld, o0, k0, O, K, x.vec);
     else hpdl__gemm_tile_async<T, BK, OT, THREADS, LAYOUT<OT>, FAST>(s, x.p, x.ld, k0, o0, K, O, x.vec);
+}
+
+/* One operand's K tiles for the mma rung when they are whole and aligned
+   (FAST), in K order: where this thread's 16-byte chunks come from and go
+   to is worked out once, and each tile only moves the source on. (The
+   general hpdl__gemm_stage works every address out again per chunk; on an
+   H100 two thirds of the rung's instructions were not mma.sync.) A
+   thread's chunks are ROW_STEP stored rows apart, a multiple of the
+   swizzle's 8-row period, so their shared offsets are a constant apart too.
+   KCONTIG: stored OT x BK (K along rows), else BK x OT. */
+template <typename T, int OT, int BK, int THREADS, bool KCONTIG> struct hpdl__tile_copier {
+    enum { ROWS = KCONTIG ? OT : BK, COLS = KCONTIG ? BK : OT };
+    enum { E = 16 / sizeof(T), CPR = COLS / E, PER_THREAD = ROWS * CPR / THREADS, ROW_STEP = THREADS / CPR };
+    static_assert(ROWS * CPR % THREADS == 0 && ROW_STEP % 8 == 0, "a thread's chunks must keep the swizzle's pattern");
+    const unsigned char *src; /* this thread's first chunk of the next tile */
+    int dst;                  /* its element offset in a stage */
+    __device__ __forceinline__ void init(const hpdl__gemm_operand<T> &x, int o0) {
+        int r = (int)threadIdx.x / CPR, c = (int)threadIdx.x % CPR * E;
+        src = (const unsigned char *)(x.p + (ptrdiff_t)(r + (KCONTIG ? o0 : 0)) * x.ld + c + (KCONTIG ? 0 : o0));
+        dst = hpdl__gemm_swizzle<COLS>::at(r, c);
+    }
+    /* the next K tile into stage s */
+    __device__ __forceinline__ void copy(T *s, int ld) {
+        int i;
+#pragma unroll
+        for (i = 0; i < PER_THREAD; i++)
+            hpdl__cp_async16(s + dst + i * ROW_STEP * COLS, src + (ptrdiff_t)i * ROW_STEP * ld * (ptrdiff_t)sizeof(T));
+        src += KCONTIG ? (ptrdiff_t)BK * sizeof(T) : (ptrdiff_t)BK * ld * (ptrdiff_t)sizeof(T);
+    }
+};
+
+/* K tile k of both operands into stage st of the mma rung: by the copiers
+   (tiles come in K order) when FAST, else with hpdl__gemm_stage's checks. */
+template <typename SH, bool AK, bool BKC, bool FAST, typename T, typename CA, typename CB>
+static __device__ __forceinline__ void hpdl__mma_load(const hpdl__gemm_args<T, float> &g, T *sa, T *sb, int st, int k, int tm,
+                                                      int tn, CA &ca, CB &cb) {
+    if (FAST) {
+        ca.copy(sa + st * SH::BM * SH::BK, g.a.ld);
+        cb.copy(sb + st * SH::BN * SH::BK, g.b.ld);
+    } else {
+        hpdl__gemm_stage<T, SH::BM, SH::BK, SH::THREADS, hpdl__gemm_swizzle, AK, FAST>(sa + st * SH::BM * SH::BK, g.a, tm,
+                                                                                       k * SH::BK, g.M, g.K);
+        hpdl__gemm_stage<T, SH::BN, SH::BK, SH::THREADS, hpdl__gemm_swizzle, BKC, FAST>(sb + st * SH::BN * SH::BK, g.b, tn,
+                                                                                        k * SH::BK, g.N, g.K);
+    }
 }
 
 /* Fragments of one 16-deep K step for a warp: A (WM/16 tiles of 16x16) and B
@@ -1234,18 +1278,21 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl_
     int tm, tn, kt, ks, i, j, KT = (g.K + BK - 1) / BK;
     float acc[MI][NJ][4];
     unsigned af[2][MI][4], bf[2][NJ][2];
+    hpdl__tile_copier<T, BM, BK, TH, AK> ca;
+    hpdl__tile_copier<T, BN, BK, TH, BKC> cb;
     hpdl__gemm_tile_order(&tm, &tn);
     tm *= BM;
     tn *= BN;
+    if (FAST) {
+        ca.init(g.a, tm);
+        cb.init(g.b, tn);
+    }
 #pragma unroll
     for (i = 0; i < MI; i++)
 #pragma unroll
         for (j = 0; j < NJ; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
     for (kt = 0; kt < S - 1; kt++) {
-        if (kt < KT) {
-            hpdl__gemm_stage<T, BM, BK, TH, hpdl__gemm_swizzle, AK, FAST>(sa + kt * BM * BK, g.a, tm, kt * BK, g.M, g.K);
-            hpdl__gemm_stage<T, BN, BK, TH, hpdl__gemm_swizzle, BKC, FAST>(sb + kt * BN * BK, g.b, tn, kt * BK, g.N, g.K);
-        }
+        if (kt < KT) hpdl__mma_load<SH, AK, BKC, FAST>(g, sa, sb, kt, kt, tm, tn, ca, cb);
         hpdl__cp_async_commit();
     }
     hpdl__cp_async_wait<S - 2>();
@@ -1254,10 +1301,7 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl_
     for (kt = 0; kt < KT; kt++) {
         const T *ta = sa + kt % S * BM * BK, *tb = sb + kt % S * BN * BK;
         int next = kt + S - 1; /* into stage (kt-1)%S: every warp read its last of it before the previous barrier */
-        if (next < KT) {
-            hpdl__gemm_stage<T, BM, BK, TH, hpdl__gemm_swizzle, AK, FAST>(sa + next % S * BM * BK, g.a, tm, next * BK, g.M, g.K);
-            hpdl__gemm_stage<T, BN, BK, TH, hpdl__gemm_swizzle, BKC, FAST>(sb + next % S * BN * BK, g.b, tn, next * BK, g.N, g.K);
-        }
+        if (next < KT) hpdl__mma_load<SH, AK, BKC, FAST>(g, sa, sb, next % S, next, tm, tn, ca, cb);
         hpdl__cp_async_commit();
 #pragma unroll
         for (ks = 0; ks < KS; ks++) {
@@ -1575,14 +1619,12 @@ static inline hpdl_status hpdl__gemm_launch_dmma_shape(const hpdl__gemm_args<dou
     return hpdl__gemm_launch_tc<SH>(hpdl__gemm_dmma_kernel<SH, false>(g.a.kcontig, g.b.kcontig), g, smem, stream);
 }
 
-/* f16/bf16 products of at least this many outputs take the 256x128 tile
-   (8 warps; +7 % at 4096^3 on an H100); smaller ones the 128x128 tile, whose
-   twice as many blocks fill more of the GPU. */
-#define HPDL__MMA_BIG_MN (2048LL * 2048)
-
+/* f16/bf16 take the 128x128 tile at every size. (A 256x128 tile of 8 warps
+   was 7 % faster at 4096^3 on an H100 until hpdl__tile_copier cut the
+   address arithmetic; since then 128x128 with 2 blocks per SM is 5-13 %
+   faster at 4096^3 and within the run-to-run spread at 2048^3 and 8192^3.) */
 template <typename T>
 static inline hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<T, float> &g, cudaStream_t stream) {
-    if ((long long)g.M * g.N >= HPDL__MMA_BIG_MN) return hpdl__gemm_launch_mma_shape<hpdl__mma_shape_big>(g, stream);
     return hpdl__gemm_launch_mma_shape<hpdl__mma_shape>(g, stream);
 }
 

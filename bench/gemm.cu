@@ -176,19 +176,22 @@ template <typename T> static void bench_peak_run(void *ctx, cudaStream_t s) {
     bench_peak_ctx *c = (bench_peak_ctx *)ctx;
     bench_mma_peak<T><<<c->blocks, 256, 0, s>>>(c->out, c->iters);
 }
-/* Prints the mma.sync ceiling as a row beside the 4096^3 rungs (f16, bf16 only). */
-template <typename T> static void bench_mma_ceiling(bench_out *o, const char *type, double cublas_tflops, int sms) {
+/* TFLOP/s of bench_mma_peak with `per_sm` blocks of 8 warps on each of `sms` SMs. */
+template <typename T> static double bench_mma_peak_tflops(int sms, int per_sm, double *ms) {
     bench_peak_ctx c;
-    bench_row row;
-    double ms;
-    c.blocks = sms * 8; /* 8 blocks of 8 warps per SM */
+    c.blocks = sms * per_sm;
     c.iters = 4096;
     HPDL_CUDA_CHECK(cudaMalloc(&c.out, (size_t)c.blocks * 256 * sizeof(float)));
-    HPDL_CHECK(hpdl_cuda_time_median_ms(bench_peak_run<T>, &c, 0, 2, 20, NULL, &ms));
+    HPDL_CHECK(hpdl_cuda_time_median_ms(bench_peak_run<T>, &c, 0, 2, 20, NULL, ms));
     cudaFree(c.out);
+    return 2.0 * 16 * 8 * 16 * 8 * (double)c.iters * (c.blocks * 8) / (*ms * 1e-3) / 1e12;
+}
+/* Prints the mma.sync ceiling as a row beside the 4096^3 rungs (f16, bf16 only). */
+template <typename T> static void bench_mma_ceiling(bench_out *o, const char *type, double cublas_tflops, int sms) {
+    bench_row row;
     memset(&row, 0, sizeof row);
-    row.type = type; row.rung = "mma.sync_peak"; row.M = row.N = row.K = 4096; row.ms = ms;
-    row.tflops = 2.0 * 16 * 8 * 16 * 8 * (double)c.iters * (c.blocks * 8) / (ms * 1e-3) / 1e12;
+    row.type = type; row.rung = "mma.sync_peak"; row.M = row.N = row.K = 4096;
+    row.tflops = bench_mma_peak_tflops<T>(sms, 8, &row.ms); /* 64 warps per SM */
     row.ratio = row.tflops / cublas_tflops;
     row.peak_share = peak_tflops(o->gpu, type) > 0 ? row.tflops / peak_tflops(o->gpu, type) : 0;
     row.status = "ceiling";
@@ -350,7 +353,7 @@ static void tune_type(const char *type, const tune_variant<T, ACC> *vs, int nv, 
     cudaFree(A); cudaFree(B); cudaFree(C); cudaFree(ref); cudaFree(d_err);
 }
 
-static void tune_all(const bench_opts *opt, hpdl_cuda_l2_flusher *fl) {
+static void tune_all(const bench_opts *opt, int sms, hpdl_cuda_l2_flusher *fl) {
     typedef hpdl__tc_shape<128, 64, 16, 3, 32, 64, 16> d1;
     typedef hpdl__tc_shape<64, 128, 16, 3, 32, 64, 16> d2;
     typedef hpdl__tc_shape<128, 64, 16, 3, 64, 32, 8> d3;
@@ -358,6 +361,8 @@ static void tune_all(const bench_opts *opt, hpdl_cuda_l2_flusher *fl) {
     typedef hpdl__tc_shape<128, 128, 32, 3, 64, 32, 4> d5;
     typedef hpdl__tc_shape<128, 256, 32, 4, 64, 64> h1;
     typedef hpdl__tc_shape<256, 128, 32, 3, 64, 64> h2;
+    typedef hpdl__tc_shape<256, 128, 32, 4, 64, 64> big; /* the f16 default for M N >= 2048^2 until 2026-11-24 */
+    typedef hpdl__tc_shape<256, 128, 32, 4, 64, 32> h3; /* 16 warps: 4 per scheduler, at most 128 registers */
     static const tune_variant<float, float> f32[] = {
         {"warptile 128x128 bk8 minb2 (default)", tune_warptile<float, float, 8, 8, 2>},
         {"warptile 128x256 bk8 tn16", tune_warptile<float, float, 8, 16, 1>},
@@ -371,16 +376,25 @@ static void tune_all(const bench_opts *opt, hpdl_cuda_l2_flusher *fl) {
         {"dmma 128x64x16 s3 w64x32 k4", tune_dmma<d4>},   {"dmma 128x128x32 s3 w64x32 k4 (v3 default)", tune_dmma<d5>},
         {"dmma 128x64x16 s3 w64x32 k16 (default) again", tune_dmma<hpdl__dmma_shape>}};
     static const tune_variant<__half, float> f16[] = {
-        {"mma 256x128x32 s4 w64x64 (default big)", tune_mma<hpdl__mma_shape_big, __half>},
+        {"mma 128x128x32 s4 w64x64 (default)", tune_mma<hpdl__mma_shape, __half>},
+        {"mma 256x128x32 s4 w64x64", tune_mma<big, __half>},
         {"mma 128x256x32 s4 w64x64", tune_mma<h1, __half>}, {"mma 256x128x32 s3 w64x64", tune_mma<h2, __half>},
-        {"mma 128x128x32 s4 w64x64 (default small)", tune_mma<hpdl__mma_shape, __half>},
-        {"mma 256x128x32 s4 w64x64 (default big) again", tune_mma<hpdl__mma_shape_big, __half>},};
+        {"mma 128x128x32 s4 w64x64 (default) again", tune_mma<hpdl__mma_shape, __half>},
+        {"mma 256x128x32 s4 w64x64 again", tune_mma<big, __half>},
+        {"mma 256x128x32 s4 w64x32 (16 warps)", tune_mma<h3, __half>}};
     static const tune_variant<__nv_bfloat16, float> bf16[] = {
-        {"mma 256x128x32 s4 w64x64 (default big)", tune_mma<hpdl__mma_shape_big, __nv_bfloat16>},
-        {"mma 128x128x32 s4 w64x64 (default small)", tune_mma<hpdl__mma_shape, __nv_bfloat16>},};
+        {"mma 128x128x32 s4 w64x64 (default)", tune_mma<hpdl__mma_shape, __nv_bfloat16>},
+        {"mma 256x128x32 s4 w64x64", tune_mma<big, __nv_bfloat16>}};
     if (!opt->only || strcmp(opt->only, "f32") == 0) tune_type<float, float>("f32", f32, (int)(sizeof f32 / sizeof f32[0]), fl);
     if (!opt->only || strcmp(opt->only, "f64") == 0) tune_type<double, double>("f64", f64, (int)(sizeof f64 / sizeof f64[0]), fl);
-    if (!opt->only || strcmp(opt->only, "f16") == 0) tune_type<__half, float>("f16", f16, (int)(sizeof f16 / sizeof f16[0]), fl);
+    if (!opt->only || strcmp(opt->only, "f16") == 0) {
+        int per_sm;
+        for (per_sm = 1; per_sm <= 8; per_sm *= 2) { /* how many warps the tensor pipes need through mma.sync */
+            double ms, t = bench_mma_peak_tflops<__half>(sms, per_sm, &ms);
+            printf("tune f16   mma.sync peak, %2d warps per SM (%2d per scheduler) %8.2f TFLOP/s\n", 8 * per_sm, 2 * per_sm, t);
+        }
+        tune_type<__half, float>("f16", f16, (int)(sizeof f16 / sizeof f16[0]), fl);
+    }
     if (!opt->only || strcmp(opt->only, "bf16") == 0) tune_type<__nv_bfloat16, float>("bf16", bf16, (int)(sizeof bf16 / sizeof bf16[0]), fl);
 }
 
@@ -426,7 +440,7 @@ int main(int argc, char **argv) {
     HPDL_CHECK(hpdl_cuda_l2_flusher_create(&fl));
     o.gpu = info.name;
     o.sms = info.sm_count;
-    if (opt.tune) { tune_all(&opt, &fl); hpdl_cuda_l2_flusher_destroy(&fl); return 0; }
+    if (opt.tune) { tune_all(&opt, info.sm_count, &fl); hpdl_cuda_l2_flusher_destroy(&fl); return 0; }
     printf("gemm on %s (%d SMs, sm_%d%d): row-major C = A*B, alpha 1, beta 0, random inputs in [-1, 1]\n", info.name,
            info.sm_count, info.cc_major, info.cc_minor);
     printf("each rung checked against cuBLAS (max|err|/max|C|) before timing; median time, L2 flushed; "
