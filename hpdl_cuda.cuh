@@ -1229,30 +1229,45 @@ static __device__ __forceinline__ void hpdl__mma_load(const hpdl__gemm_args<T, f
     }
 }
 
-/* Fragments of one 16-deep K step for a warp: A (WM/16 tiles of 16x16) and B
+/* This lane's ldmatrix offsets (elements within a stage), worked out once:
+   a fragment's swizzled offset is a per-lane part plus a multiple of one
+   index (the 16-row tile i or j when the operand is stored with K along
+   rows' columns, the 16-deep step when K runs down the rows), so only the
+   parts for the other index are kept: aoff[NA], boff[NB] (hpdl__mma_frags).
+   Worked out per fragment instead, the addresses cost as many instructions
+   as the mma.sync they feed. */
+template <typename SH, bool AK, bool BKC> struct hpdl__mma_lanes {
+    enum { KS = SH::BK / 16, MI = SH::WM / 16, NJ16 = SH::WN / 16, NA = AK ? KS : MI, NB = BKC ? KS : NJ16 };
+    int aoff[NA], boff[NB];
+    __device__ __forceinline__ void init(int wm, int wn, int lane) {
+        int n;
+#pragma unroll
+        for (n = 0; n < NA; n++) /* lanes 0-15 give rows at k, lanes 16-31 the same rows at k+8 */
+            aoff[n] = AK ? hpdl__gemm_swizzle<SH::BK>::at(wm + lane % 16, n * 16 + lane / 16 * 8)
+                         : hpdl__gemm_swizzle<SH::BM>::at(lane % 8 + lane / 16 * 8, wm + n * 16 + lane / 8 % 2 * 8);
+#pragma unroll
+        for (n = 0; n < NB; n++)
+            boff[n] = BKC ? hpdl__gemm_swizzle<SH::BK>::at(wn + lane % 8 + lane / 16 * 8, n * 16 + lane / 8 % 2 * 8)
+                          : hpdl__gemm_swizzle<SH::BN>::at(lane % 8 + lane / 8 % 2 * 8, wn + n * 16 + lane / 16 * 8);
+    }
+    /* A tile i, B tile j (two n8 fragments) of 16-deep step s */
+    __device__ __forceinline__ int a(int i, int s) const { return AK ? aoff[s] + i * 16 * SH::BK : aoff[i] + s * 16 * SH::BM; }
+    __device__ __forceinline__ int b(int j, int s) const { return BKC ? boff[s] + j * 16 * SH::BK : boff[j] + s * 16 * SH::BN; }
+};
+
+/* Fragments of 16-deep K step s for a warp: A (WM/16 tiles of 16x16) and B
    (WN/8 tiles of 16x8) by ldmatrix, .trans where the operand is stored the
    other way round ([k][m] for A, [k][n] for B). */
 template <typename SH, bool AK, bool BKC, typename T>
-static __device__ __forceinline__ void hpdl__mma_frags(const T *ta, const T *tb, int wm, int wn, int ks, int lane,
+static __device__ __forceinline__ void hpdl__mma_frags(const T *ta, const T *tb, const hpdl__mma_lanes<SH, AK, BKC> &at, int s,
                                                        unsigned af[][4], unsigned bf[][2]) {
     int i, j;
 #pragma unroll
-    for (i = 0; i < SH::WM / 16; i++) {
-        if (AK) /* lanes 0-15 give rows at k, lanes 16-31 the same rows at k+8 */
-            hpdl__ldmatrix_x4<false>(af[i], ta + hpdl__gemm_swizzle<SH::BK>::at(wm + i * 16 + lane % 16, ks + lane / 16 * 8));
-        else
-            hpdl__ldmatrix_x4<true>(af[i], ta + hpdl__gemm_swizzle<SH::BM>::at(ks + lane % 8 + lane / 16 * 8,
-                                                                               wm + i * 16 + lane / 8 % 2 * 8));
-    }
+    for (i = 0; i < SH::WM / 16; i++) hpdl__ldmatrix_x4<!AK>(af[i], ta + at.a(i, s));
 #pragma unroll
     for (j = 0; j < SH::WN / 16; j++) { /* two n8 fragments per ldmatrix.x4 */
         unsigned r[4];
-        if (BKC)
-            hpdl__ldmatrix_x4<false>(r, tb + hpdl__gemm_swizzle<SH::BK>::at(wn + j * 16 + lane % 8 + lane / 16 * 8,
-                                                                           ks + lane / 8 % 2 * 8));
-        else
-            hpdl__ldmatrix_x4<true>(r, tb + hpdl__gemm_swizzle<SH::BN>::at(ks + lane % 8 + lane / 8 % 2 * 8,
-                                                                          wn + j * 16 + lane / 16 * 8));
+        hpdl__ldmatrix_x4<!BKC>(r, tb + at.b(j, s));
         bf[2 * j][0] = r[0];
         bf[2 * j][1] = r[1];
         bf[2 * j + 1][0] = r[2];
@@ -1280,6 +1295,7 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl_
     unsigned af[2][MI][4], bf[2][NJ][2];
     hpdl__tile_copier<T, BM, BK, TH, AK> ca;
     hpdl__tile_copier<T, BN, BK, TH, BKC> cb;
+    hpdl__mma_lanes<SH, AK, BKC> lanes;
     hpdl__gemm_tile_order(&tm, &tn);
     tm *= BM;
     tn *= BN;
@@ -1297,7 +1313,8 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl_
     }
     hpdl__cp_async_wait<S - 2>();
     __syncthreads();
-    hpdl__mma_frags<SH, AK, BKC>(sa, sb, wm, wn, 0, lane, af[0], bf[0]);
+    lanes.init(wm, wn, lane);
+    hpdl__mma_frags(sa, sb, lanes, 0, af[0], bf[0]);
     for (kt = 0; kt < KT; kt++) {
         const T *ta = sa + kt % S * BM * BK, *tb = sb + kt % S * BN * BK;
         int next = kt + S - 1; /* into stage (kt-1)%S: every warp read its last of it before the previous barrier */
@@ -1306,10 +1323,9 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl_
 #pragma unroll
         for (ks = 0; ks < KS; ks++) {
             if (ks + 1 < KS)
-                hpdl__mma_frags<SH, AK, BKC>(ta, tb, wm, wn, (ks + 1) * 16, lane, af[(ks + 1) % 2], bf[(ks + 1) % 2]);
+                hpdl__mma_frags(ta, tb, lanes, ks + 1, af[(ks + 1) % 2], bf[(ks + 1) % 2]);
             else if (kt + 1 < KT) /* the next tile's first step: it landed by the barrier of the step before */
-                hpdl__mma_frags<SH, AK, BKC>(sa + (kt + 1) % S * BM * BK, sb + (kt + 1) % S * BN * BK, wm, wn, 0, lane,
-                                             af[0], bf[0]);
+                hpdl__mma_frags(sa + (kt + 1) % S * BM * BK, sb + (kt + 1) % S * BN * BK, lanes, 0, af[0], bf[0]);
 #pragma unroll
             for (i = 0; i < MI; i++)
 #pragma unroll
