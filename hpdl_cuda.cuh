@@ -1,4 +1,4 @@
-/* hpdl_cuda.cuh - v0.1.1 - high-performance deep learning kernels, CUDA part.
+/* hpdl_cuda.cuh - v0.1.2 - high-performance deep learning kernels, CUDA part.
 
    Built on hpdl.h (included here). Every GPU kernel has a CPU twin of the
    same name in hpdl.h that the tests compare it against.
@@ -40,6 +40,9 @@
                            AUTO takes the cluster rung for large f16/bf16 products;
                            int8 wgmma epilogue loads per-column terms once;
                            deep linear model: textbook naive schedule (HPDL_DL_NAIVE).
+       2026-11-24  v0.1.2  mma.sync rung: cp.async and ldmatrix addresses worked out
+                           once per thread (hpdl__tile_copier, hpdl__mma_lanes); the
+                           128x128 tile for every f16/bf16 size.
 */
 #ifndef HPDL_CUDA_CUH
 #define HPDL_CUDA_CUH
