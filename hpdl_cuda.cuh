@@ -42,7 +42,8 @@
                            deep linear model: textbook naive schedule (HPDL_DL_NAIVE).
        2026-11-24  v0.1.2  mma.sync rung: cp.async and ldmatrix addresses worked out
                            once per thread (hpdl__tile_copier, hpdl__mma_lanes); the
-                           128x128 tile for every f16/bf16 size.
+                           128x128 tile for every f16/bf16 size; warptile rung: chunk
+                           addresses once per thread (hpdl__simt_chunk).
 */
 #ifndef HPDL_CUDA_CUH
 #define HPDL_CUDA_CUH
@@ -911,6 +912,39 @@ static __device__ __forceinline__ void hpdl__gemm_stash(ACC *S, int kcontig, int
     }
 }
 
+/* The warptile rung's chunk i of an operand's K tiles when they are whole
+   and aligned (FAST): where it comes from and where it goes in the shared
+   tile (as hpdl__gemm_fetch / hpdl__gemm_stash) are worked out once, and
+   each tile only moves the source on by BK columns (K along rows) or BK
+   rows. */
+template <typename T, int OT, int BK> struct hpdl__simt_chunk {
+    const T *src;
+    int at; /* the first element's place in the shared tile */
+    __device__ __forceinline__ void init(const hpdl__gemm_operand<T> &x, int o0, int i) {
+        int c = (int)threadIdx.x + i * 256;
+        if (x.kcontig) {
+            src = x.p + (ptrdiff_t)(o0 + c / (BK / 4)) * x.ld + c % (BK / 4) * 4;
+            at = c % (BK / 4) * 4 * (OT + 4) + c / (BK / 4);
+        } else {
+            src = x.p + (ptrdiff_t)(c / (OT / 4)) * x.ld + o0 + c % (OT / 4) * 4;
+            at = c / (OT / 4) * (OT + 4) + c % (OT / 4) * 4;
+        }
+    }
+    template <typename ACC> __device__ __forceinline__ void fetch(const hpdl__gemm_operand<T> &x, ACC v[4]) {
+        hpdl__gemm_vload4(src, v);
+        src += x.kcontig ? (ptrdiff_t)BK : (ptrdiff_t)BK * x.ld;
+    }
+    template <typename ACC> __device__ __forceinline__ void stash(ACC *S, int kcontig, const ACC v[4]) const {
+        int j;
+        if (kcontig) {
+#pragma unroll
+            for (j = 0; j < 4; j++) S[at + j * (OT + 4)] = v[j]; /* transposed: S[k][o] */
+        } else {
+            hpdl__gemm_sstore4(S + at, v);
+        }
+    }
+};
+
 /* vec4: reg2d with 16-byte global loads (4-element fallback when ld or
    alignment forbid them) and 16-byte shared-memory reads of the fragments. */
 template <typename T, typename ACC> __global__ void __launch_bounds__(256) hpdl__gemm_vec4(hpdl__gemm_args<T, ACC> g) {
@@ -966,6 +1000,8 @@ __global__ void __launch_bounds__(256, MINB) hpdl__gemm_warptile(hpdl__gemm_args
     int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32, tm, tn, k0, k, i, j, c, buf = 0;
     int row = warp / 2 * 32 + lane / 8 * 4, col = warp % 2 * (BN / 2) + lane % 8 * 4; /* first 4x4 block */
     ACC acc[8][TN], a[8], b[TN], va[CA][4], vb[CB][4];
+    hpdl__simt_chunk<T, BM, BK> ca[CA];
+    hpdl__simt_chunk<T, BN, BK> cb[CB];
     hpdl__gemm_tile_order(&tm, &tn);
     tm *= BM;
     tn *= BN;
@@ -975,12 +1011,22 @@ __global__ void __launch_bounds__(256, MINB) hpdl__gemm_warptile(hpdl__gemm_args
         for (j = 0; j < TN; j++) acc[i][j] = 0;
 #pragma unroll
     for (c = 0; c < CA; c++) {
-        hpdl__gemm_fetch<BM, BK, FAST>(g.a, tm, 0, g.M, g.K, c, va[c]);
+        if (FAST) {
+            ca[c].init(g.a, tm, c);
+            ca[c].fetch(g.a, va[c]);
+        } else {
+            hpdl__gemm_fetch<BM, BK, FAST>(g.a, tm, 0, g.M, g.K, c, va[c]);
+        }
         hpdl__gemm_stash<BM, BK>(As[0], g.a.kcontig, c, va[c]);
     }
 #pragma unroll
     for (c = 0; c < CB; c++) {
-        hpdl__gemm_fetch<BN, BK, FAST>(g.b, tn, 0, g.N, g.K, c, vb[c]);
+        if (FAST) {
+            cb[c].init(g.b, tn, c);
+            cb[c].fetch(g.b, vb[c]);
+        } else {
+            hpdl__gemm_fetch<BN, BK, FAST>(g.b, tn, 0, g.N, g.K, c, vb[c]);
+        }
         hpdl__gemm_stash<BN, BK>(Bs[0], g.b.kcontig, c, vb[c]);
     }
     __syncthreads();
@@ -988,9 +1034,13 @@ __global__ void __launch_bounds__(256, MINB) hpdl__gemm_warptile(hpdl__gemm_args
         int more = k0 + BK < g.K;
         if (more) {
 #pragma unroll
-            for (c = 0; c < CA; c++) hpdl__gemm_fetch<BM, BK, FAST>(g.a, tm, k0 + BK, g.M, g.K, c, va[c]);
+            for (c = 0; c < CA; c++)
+                if (FAST) ca[c].fetch(g.a, va[c]);
+                else hpdl__gemm_fetch<BM, BK, FAST>(g.a, tm, k0 + BK, g.M, g.K, c, va[c]);
 #pragma unroll
-            for (c = 0; c < CB; c++) hpdl__gemm_fetch<BN, BK, FAST>(g.b, tn, k0 + BK, g.N, g.K, c, vb[c]);
+            for (c = 0; c < CB; c++)
+                if (FAST) cb[c].fetch(g.b, vb[c]);
+                else hpdl__gemm_fetch<BN, BK, FAST>(g.b, tn, k0 + BK, g.N, g.K, c, vb[c]);
         }
 #pragma unroll
         for (k = 0; k < BK; k++) {
@@ -1005,9 +1055,13 @@ __global__ void __launch_bounds__(256, MINB) hpdl__gemm_warptile(hpdl__gemm_args
         }
         if (more) {
 #pragma unroll
-            for (c = 0; c < CA; c++) hpdl__gemm_stash<BM, BK>(As[buf ^ 1], g.a.kcontig, c, va[c]);
+            for (c = 0; c < CA; c++)
+                if (FAST) ca[c].stash(As[buf ^ 1], g.a.kcontig, va[c]);
+                else hpdl__gemm_stash<BM, BK>(As[buf ^ 1], g.a.kcontig, c, va[c]);
 #pragma unroll
-            for (c = 0; c < CB; c++) hpdl__gemm_stash<BN, BK>(Bs[buf ^ 1], g.b.kcontig, c, vb[c]);
+            for (c = 0; c < CB; c++)
+                if (FAST) cb[c].stash(Bs[buf ^ 1], g.b.kcontig, vb[c]);
+                else hpdl__gemm_stash<BN, BK>(Bs[buf ^ 1], g.b.kcontig, c, vb[c]);
         }
         __syncthreads();
         buf ^= 1;
