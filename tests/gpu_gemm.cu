@@ -216,6 +216,15 @@ static void test_gemm_f64(void) { check_type<double>("f64", 1e-12, 0, 2); }
 static void test_gemm_f16(void) { check_type<hpdl_f16>("f16", 1e-2, 1e-2, 3); }
 static void test_gemm_bf16(void) { check_type<hpdl_bf16>("bf16", 1e-2, 1e-2, 4); }
 
+/* Sets case c up and checks every Hopper rung on it against the f64 reference. */
+template <typename T> static void check_hopper_rungs(gemm_case<T> *c, hpdl_rng *r, const char *type) {
+    int a;
+    HPDL_EXPECT(case_setup(c, r));
+    for (a = 0; a < HPDL_COUNT(k_algos); a++)
+        if (is_hopper_rung(k_algos[a])) HPDL_EXPECT(case_check(c, k_algos[a], 1e-2, type));
+    case_free(c);
+}
+
 /* Small cases per Hopper rung, both epilogues (beta != 0: through
    hpdl__wg_store; beta = 0 with C's rows and N 16-byte aligned: by TMA,
    with padding between N and ldc that must stay untouched): the program
@@ -223,7 +232,7 @@ static void test_gemm_bf16(void) { check_type<hpdl_bf16>("bf16", 1e-2, 1e-2, 4);
    (`compute-sanitizer --tool racecheck build/gpu/gpu_gemm hopper_small`). */
 static void test_gemm_hopper_small(void) {
     hpdl_rng r;
-    int a, tma;
+    int tma;
     if (!hopper_gpu()) HPDL_SKIP("the Hopper rungs need an sm_90 GPU");
     hpdl_rng_seed(&r, 6);
     for (tma = 0; tma < 2; tma++) {
@@ -232,10 +241,7 @@ static void test_gemm_hopper_small(void) {
         c.ta = HPDL_NO_TRANS; c.tb = HPDL_NO_TRANS;
         c.M = 300; c.N = tma ? 296 : 300; c.K = 200; c.lda = 200; c.ldb = 304; c.ldc = 304;
         c.alpha = 1.0; c.beta = tma ? 0.0 : 0.5;
-        HPDL_EXPECT(case_setup(&c, &r));
-        for (a = 0; a < HPDL_COUNT(k_algos); a++)
-            if (is_hopper_rung(k_algos[a])) HPDL_EXPECT(case_check(&c, k_algos[a], 1e-2, "f16"));
-        case_free(&c);
+        check_hopper_rungs(&c, &r, "f16");
     }
 }
 
@@ -243,7 +249,7 @@ static void test_gemm_hopper_small(void) {
    tile past the last row block), K not a multiple of the stage's 64. */
 static void test_gemm_hopper_many_tiles(void) {
     hpdl_rng r;
-    int t, a;
+    int t;
     if (!hopper_gpu()) HPDL_SKIP("the Hopper rungs need an sm_90 GPU");
     hpdl_rng_seed(&r, 7);
     for (t = 0; t < 4; t++) {
@@ -256,10 +262,7 @@ static void test_gemm_hopper_many_tiles(void) {
         c.ldb = pick_ld(c.tb == HPDL_TRANS ? c.K : c.N, 1);
         c.ldc = c.N;
         c.alpha = -1.5; c.beta = 0.0;
-        HPDL_EXPECT(case_setup(&c, &r));
-        for (a = 0; a < HPDL_COUNT(k_algos); a++)
-            if (is_hopper_rung(k_algos[a])) HPDL_EXPECT(case_check(&c, k_algos[a], 1e-2, "bf16"));
-        case_free(&c);
+        check_hopper_rungs(&c, &r, "bf16");
     }
 }
 
@@ -268,7 +271,7 @@ static void test_gemm_hopper_many_tiles(void) {
    (beta = 0: by TMA; beta != 0: reads C). */
 static void test_gemm_hopper_waves(void) {
     hpdl_rng r;
-    int b, a;
+    int b;
     if (!hopper_gpu()) HPDL_SKIP("the Hopper rungs need an sm_90 GPU");
     hpdl_rng_seed(&r, 11);
     for (b = 0; b < 2; b++) {
@@ -279,10 +282,7 @@ static void test_gemm_hopper_waves(void) {
         c.M = 2304; c.N = 4000; c.K = 200;
         c.lda = c.K; c.ldb = c.K; c.ldc = c.N;
         c.alpha = 0.75; c.beta = b ? -0.5 : 0.0;
-        HPDL_EXPECT(case_setup(&c, &r));
-        for (a = 0; a < HPDL_COUNT(k_algos); a++)
-            if (is_hopper_rung(k_algos[a])) HPDL_EXPECT(case_check(&c, k_algos[a], 1e-2, "f16"));
-        case_free(&c);
+        check_hopper_rungs(&c, &r, "f16");
     }
 }
 
