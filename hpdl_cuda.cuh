@@ -912,21 +912,21 @@ static __device__ __forceinline__ void hpdl__gemm_stash(ACC *S, int kcontig, int
     }
 }
 
-/* The warptile rung's chunk i of an operand's K tiles when they are whole
-   and aligned (FAST): where it comes from and where it goes in the shared
-   tile (as hpdl__gemm_fetch / hpdl__gemm_stash) are worked out once, and
-   each tile only moves the source on by BK columns (K along rows) or BK
-   rows. */
+/* The warptile rung's chunk i of an operand's K tiles: where it goes in
+   the shared tile (as hpdl__gemm_stash) is worked out once, and, when the
+   tiles are whole and aligned (FAST: fetch), where it comes from, so each
+   tile only moves the source on by BK columns (K along rows) or BK rows. */
 template <typename T, int OT, int BK> struct hpdl__simt_chunk {
     const T *src;
     int at; /* the first element's place in the shared tile */
-    __device__ __forceinline__ void init(const hpdl__gemm_operand<T> &x, int o0, int i) {
+    template <bool FAST> __device__ __forceinline__ void init(const hpdl__gemm_operand<T> &x, int o0, int i) {
         int c = (int)threadIdx.x + i * 256;
+        src = NULL; /* edge tiles: hpdl__gemm_fetch, with its checks */
         if (x.kcontig) {
-            src = x.p + (ptrdiff_t)(o0 + c / (BK / 4)) * x.ld + c % (BK / 4) * 4;
+            if (FAST) src = x.p + (ptrdiff_t)(o0 + c / (BK / 4)) * x.ld + c % (BK / 4) * 4;
             at = c % (BK / 4) * 4 * (OT + 4) + c / (BK / 4);
         } else {
-            src = x.p + (ptrdiff_t)(c / (OT / 4)) * x.ld + o0 + c % (OT / 4) * 4;
+            if (FAST) src = x.p + (ptrdiff_t)(c / (OT / 4)) * x.ld + o0 + c % (OT / 4) * 4;
             at = c / (OT / 4) * (OT + 4) + c % (OT / 4) * 4;
         }
     }
@@ -1011,23 +1011,17 @@ __global__ void __launch_bounds__(256, MINB) hpdl__gemm_warptile(hpdl__gemm_args
         for (j = 0; j < TN; j++) acc[i][j] = 0;
 #pragma unroll
     for (c = 0; c < CA; c++) {
-        if (FAST) {
-            ca[c].init(g.a, tm, c);
-            ca[c].fetch(g.a, va[c]);
-        } else {
-            hpdl__gemm_fetch<BM, BK, FAST>(g.a, tm, 0, g.M, g.K, c, va[c]);
-        }
-        hpdl__gemm_stash<BM, BK>(As[0], g.a.kcontig, c, va[c]);
+        ca[c].template init<FAST>(g.a, tm, c);
+        if (FAST) ca[c].fetch(g.a, va[c]);
+        else hpdl__gemm_fetch<BM, BK, FAST>(g.a, tm, 0, g.M, g.K, c, va[c]);
+        ca[c].stash(As[0], g.a.kcontig, va[c]);
     }
 #pragma unroll
     for (c = 0; c < CB; c++) {
-        if (FAST) {
-            cb[c].init(g.b, tn, c);
-            cb[c].fetch(g.b, vb[c]);
-        } else {
-            hpdl__gemm_fetch<BN, BK, FAST>(g.b, tn, 0, g.N, g.K, c, vb[c]);
-        }
-        hpdl__gemm_stash<BN, BK>(Bs[0], g.b.kcontig, c, vb[c]);
+        cb[c].template init<FAST>(g.b, tn, c);
+        if (FAST) cb[c].fetch(g.b, vb[c]);
+        else hpdl__gemm_fetch<BN, BK, FAST>(g.b, tn, 0, g.N, g.K, c, vb[c]);
+        cb[c].stash(Bs[0], g.b.kcontig, vb[c]);
     }
     __syncthreads();
     for (k0 = 0; k0 < g.K; k0 += BK) {
@@ -1055,13 +1049,9 @@ __global__ void __launch_bounds__(256, MINB) hpdl__gemm_warptile(hpdl__gemm_args
         }
         if (more) {
 #pragma unroll
-            for (c = 0; c < CA; c++)
-                if (FAST) ca[c].stash(As[buf ^ 1], g.a.kcontig, va[c]);
-                else hpdl__gemm_stash<BM, BK>(As[buf ^ 1], g.a.kcontig, c, va[c]);
+            for (c = 0; c < CA; c++) ca[c].stash(As[buf ^ 1], g.a.kcontig, va[c]);
 #pragma unroll
-            for (c = 0; c < CB; c++)
-                if (FAST) cb[c].stash(Bs[buf ^ 1], g.b.kcontig, vb[c]);
-                else hpdl__gemm_stash<BN, BK>(Bs[buf ^ 1], g.b.kcontig, c, vb[c]);
+            for (c = 0; c < CB; c++) cb[c].stash(Bs[buf ^ 1], g.b.kcontig, vb[c]);
         }
         __syncthreads();
         buf ^= 1;
