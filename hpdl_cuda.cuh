@@ -279,44 +279,61 @@ HPDL_API void hpdl_cuda_l2_flush(hpdl_cuda_l2_flusher *f, cudaStream_t stream) {
 
 HPDL_API void hpdl_cuda_l2_flusher_destroy(hpdl_cuda_l2_flusher *f) { hpdl_cuda_free(f->buf); f->buf = NULL; }
 
-/* Median time in ms of `reps` runs of run(ctx) on `stream`, each between two
-   events, after `warmup` untimed runs; the L2 is flushed before each run when
-   a flusher is given. Event pairs are recorded back to back and read at the
-   end, so there is no host synchronisation between runs. */
 typedef void (*hpdl_cuda_work_fn)(void *ctx, cudaStream_t stream);
 
-HPDL_API hpdl_status hpdl_cuda_time_median_ms(hpdl_cuda_work_fn run, void *ctx, cudaStream_t stream,
-                                              int warmup, int reps, hpdl_cuda_l2_flusher *flush,
-                                              double *median_ms) {
+/* Median times in ms of n pieces of work timed in turns: `reps` rounds, each
+   running every runs[j](ctxs[j]) once between two events (L2 flushed before
+   each run when a flusher is given), after `warmup` untimed rounds. Taking
+   turns gives every piece the same clocks: a GPU near its power limit slows
+   down over seconds, which would bias a comparison of pieces timed one after
+   the other. Events are read at the end: no host synchronisation between runs. */
+HPDL_API hpdl_status hpdl_cuda_time_interleaved_ms(int n, const hpdl_cuda_work_fn *runs, void *const *ctxs,
+                                                   cudaStream_t stream, int warmup, int reps,
+                                                   hpdl_cuda_l2_flusher *flush, double *median_ms) {
     cudaEvent_t *ev;
     double *ms;
     hpdl_stats st;
     hpdl_status s = HPDL_OK;
-    int i;
-    if (!run || !median_ms || reps <= 0 || warmup < 0) return HPDL_ERR_INVALID;
-    ev = (cudaEvent_t *)hpdl_alloc(2 * (size_t)reps, sizeof *ev);
+    int i, j;
+    if (n <= 0 || !runs || !ctxs || !median_ms || reps <= 0 || warmup < 0) return HPDL_ERR_INVALID;
+    for (j = 0; j < n; j++)
+        if (!runs[j]) return HPDL_ERR_INVALID;
+    ev = (cudaEvent_t *)hpdl_alloc(2 * (size_t)n * reps, sizeof *ev);
     ms = (double *)hpdl_alloc((size_t)reps, sizeof *ms);
     if (!ev || !ms) { HPDL_FREE(ev); HPDL_FREE(ms); return HPDL_ERR_NOMEM; }
-    for (i = 0; i < 2 * reps; i++) cudaEventCreate(&ev[i]);
-    for (i = 0; i < warmup; i++) run(ctx, stream);
-    for (i = 0; i < reps; i++) {
-        if (flush) hpdl_cuda_l2_flush(flush, stream);
-        cudaEventRecord(ev[2 * i], stream);
-        run(ctx, stream);
-        cudaEventRecord(ev[2 * i + 1], stream);
-    }
+    for (i = 0; i < 2 * n * reps; i++) cudaEventCreate(&ev[i]);
+    for (i = 0; i < warmup; i++)
+        for (j = 0; j < n; j++) runs[j](ctxs[j], stream);
+    for (i = 0; i < reps; i++)
+        for (j = 0; j < n; j++) {
+            cudaEvent_t *e = &ev[2 * ((size_t)j * reps + i)];
+            if (flush) hpdl_cuda_l2_flush(flush, stream);
+            cudaEventRecord(e[0], stream);
+            runs[j](ctxs[j], stream);
+            cudaEventRecord(e[1], stream);
+        }
     if (cudaStreamSynchronize(stream) != cudaSuccess || cudaGetLastError() != cudaSuccess) s = HPDL_ERR_CUDA;
-    for (i = 0; i < reps && s == HPDL_OK; i++) {
-        float t = 0.0f;
-        cudaEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]);
-        ms[i] = t;
+    for (j = 0; j < n && s == HPDL_OK; j++) {
+        for (i = 0; i < reps; i++) {
+            float t = 0.0f;
+            cudaEventElapsedTime(&t, ev[2 * ((size_t)j * reps + i)], ev[2 * ((size_t)j * reps + i) + 1]);
+            ms[i] = t;
+        }
+        s = hpdl_stats_compute(ms, reps, &st);
+        if (s == HPDL_OK) median_ms[j] = st.median;
     }
-    if (s == HPDL_OK) s = hpdl_stats_compute(ms, reps, &st);
-    if (s == HPDL_OK) *median_ms = st.median;
-    for (i = 0; i < 2 * reps; i++) cudaEventDestroy(ev[i]);
+    for (i = 0; i < 2 * n * reps; i++) cudaEventDestroy(ev[i]);
     HPDL_FREE(ev);
     HPDL_FREE(ms);
     return s;
+}
+
+/* Median time in ms of `reps` runs of run(ctx) on `stream` after `warmup`
+   untimed runs (hpdl_cuda_time_interleaved_ms with one piece of work). */
+HPDL_API hpdl_status hpdl_cuda_time_median_ms(hpdl_cuda_work_fn run, void *ctx, cudaStream_t stream,
+                                              int warmup, int reps, hpdl_cuda_l2_flusher *flush,
+                                              double *median_ms) {
+    return hpdl_cuda_time_interleaved_ms(1, &run, &ctx, stream, warmup, reps, flush, median_ms);
 }
 
 /* ======================================================================== */
@@ -576,7 +593,7 @@ HPDL_API hpdl_status hpdl_cuda_prefetch(const void *ptr, size_t bytes, int devic
                   sm_80) + 3-stage cp.async (128x64x16, 2 blocks per SM)
        cublas     the library, for reference
    f16/bf16 accumulate in f32 on every rung. AUTO: f32 -> warptile, f64 -> mma, f16/bf16 ->
-   the Hopper rungs below where they run (hpdl__gemm_hopper_default), else mma (warptile when
+   the Hopper rungs below where they run (HPDL__GEMM_HOPPER_DEFAULT), else mma (warptile when
    the binary or the GPU has no sm_80 tensor-core path). */
 
 typedef enum hpdl_gemm_algo {
@@ -1718,10 +1735,14 @@ static inline hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<float, flo
                        own a 128x256 tile; "empty" mbarriers hand stages back.
      wgmma_persistent  one block per SM walks over the tiles in grouped order,
                        so the producer fetches the next tile while the
-                       consumers store the last one.
+                       consumers store the last one; a last, partial wave of
+                       tiles is shared out by k-steps (stream-K) where that
+                       pays (hpdl__wg_sk). AUTO's pick.
      wgmma_cluster     blocks in pairs (a thread-block cluster) on vertically
                        adjacent tiles: each loads half of the shared B tile
-                       and the copy engine multicasts it into both blocks.
+                       and the copy engine multicasts it into both blocks
+                       (without the stream-K tail: a pair would have to split
+                       its k-steps alike).
 
    Shared layout. Every operand tile is stored in pieces of 64 rows (its M or
    N index) x 128 bytes of K, the layout the TMA's 128-byte swizzle writes and
@@ -1962,7 +1983,12 @@ static __device__ __forceinline__ void hpdl__wg_mma_stage(ACC d[128], const unsi
    each warp reads its own 16 rows back as 4-element vectors and stores
    them coalesced (a warp covers 4 rows x 32 columns per step). */
 enum { HPDL__WG_EPI_COLS = 32, HPDL__WG_EPI_LD = 36 /* 16-byte rows, pairs of rows on different banks */ };
-enum { HPDL__WG_EPI_BYTES = 64 * HPDL__WG_EPI_LD * 4 };
+/* A consumer's epilogue buffer: this path's 64 x 36 floats, or the TMA
+   path's two 8 KB boxes (hpdl__wg_store_tma), whichever is larger. */
+enum { HPDL__WG_EPI_BYTES = 64 * HPDL__WG_EPI_LD * 4 > 2 * 64 * 64 * 2 ? 64 * HPDL__WG_EPI_LD * 4 : 2 * 64 * 64 * 2 };
+
+/* The 128 threads of warpgroup wg wait for each other (named barrier wg). */
+static __device__ __forceinline__ void hpdl__wg_bar(int wg) { asm volatile("bar.sync %0, 128;" ::"r"(wg) : "memory"); }
 
 /* The float GEMM's epilogue needs nothing per column beyond alpha/beta
    (hpdl__wg_cols: what a thread loads once for its four columns). */
@@ -2014,17 +2040,18 @@ static __device__ __forceinline__ void hpdl__wg_store(const G &g, const ACC d[12
 }
 
 /* The f16/bf16 epilogue when beta = 0 and C's rows (and N) are 16-byte
-   aligned (hpdl__wg_map_c):
-   each warp writes its 16 rows of a 32-column chunk, alpha applied and
-   already in T, into one of its two 1 KB buffers (swizzled: see
-   hpdl__wg_swizzle64), and one lane hands the
-   box to the TMA engine (cp.async.bulk.tensor, shared to global), which
-   clips it at M and N. The warp goes on at once: the copy runs while the
-   next chunk is written and while the next tile's main loop starts
+   aligned (hpdl__wg_map_c): the warpgroup writes a 64 x 64 chunk of its
+   64 x 256 output, alpha applied and already in T, into one of its two
+   8 KB buffers (swizzled: see hpdl__wg_swizzle128), and one thread hands
+   the box to the TMA engine (cp.async.bulk.tensor, shared to global), which
+   clips it at M and N. The warpgroup goes on at once: the copy runs while
+   the next chunk is written and while the next tile's main loop starts
    (before a buffer is reused, its copy from two chunks ago must have read
-   it). Without the epilogue the kernel ran 9 % faster (f16 4096^3, H100):
-   the hpdl__wg_store path's loads, checks and stores were that time. */
-enum { HPDL__WG_TMA_ROWS = 16, HPDL__WG_TMA_COLS = 32 };
+   it). Eight copies per tile: with 16 x 32 boxes, 64 per tile, the
+   epilogue took ~3000 cycles (H100, f16 4096^3) for ~500 cycles of
+   shared-memory stores, and more boxes of the same bytes did not help:
+   the TMA unit, which also loads the next tile's stages, was the limit. */
+enum { HPDL__WG_TMA_ROWS = 64, HPDL__WG_TMA_COLS = 64 };
 
 static __device__ __forceinline__ void hpdl__tma_store(const CUtensorMap *map, const void *src, int x, int y) {
     asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"
@@ -2047,36 +2074,37 @@ static __device__ __forceinline__ void hpdl__wg_put_pair(unsigned char *p, float
     *(__nv_bfloat162 *)p = __floats2bfloat162_rn(a, b);
 }
 
-/* Byte offset of (row, col) in a 16 x 32 box of 2-byte elements laid out
-   in the TMA's 64-byte swizzle (CU_TENSOR_MAP_SWIZZLE_64B): each row's four
-   16-byte chunks are permuted by (row / 2) % 4. Unswizzled, the eight rows
-   a warp writes at once fell on 8 of the 32 banks (4-way conflicts). */
-static __device__ __forceinline__ int hpdl__wg_swizzle64(int row, int col) {
+/* Byte offset of (row, col) in a box of 64-element (128-byte) rows of
+   2-byte elements laid out in the TMA's 128-byte swizzle
+   (CU_TENSOR_MAP_SWIZZLE_128B): each row's eight 16-byte chunks are
+   permuted by row % 8, so the eight rows a warp writes at once fall on
+   distinct banks (unswizzled: all on the same 4, an 8-way conflict). */
+static __device__ __forceinline__ int hpdl__wg_swizzle128(int row, int col) {
     int byte = col * 2;
-    return row * 64 + (((byte >> 4) ^ (row >> 1)) & 3) * 16 + (byte & 15);
+    return row * 128 + (((byte >> 4) ^ row) & 7) * 16 + (byte & 15);
 }
 
 template <typename T>
 static __device__ __forceinline__ void hpdl__wg_store_tma(const CUtensorMap *map_c, float alpha, const float d[128], int m0,
                                                           int n0, unsigned char *buf) {
     enum { BOX_BYTES = HPDL__WG_TMA_ROWS * HPDL__WG_TMA_COLS * 2 };
-    const int t = (int)threadIdx.x % 128, lane = t % 32, r = lane / 4, c = lane % 4 * 2;
-    unsigned char *wbuf = buf + t / 32 * 2 * BOX_BYTES; /* this warp's two buffers */
+    const int t = (int)threadIdx.x % 128, wg = (int)threadIdx.x / 128, lane = t % 32;
+    const int r = t / 32 * 16 + lane / 4, c = lane % 4 * 2; /* wgmma's layout, see hpdl__wg_store */
     int chunk, jj;
 #pragma unroll
     for (chunk = 0; chunk < 256 / HPDL__WG_TMA_COLS; chunk++) {
-        unsigned char *b = wbuf + chunk % 2 * BOX_BYTES;
-        if (lane == 0) hpdl__tma_wait_read<1>(); /* this buffer's copy, two chunks ago, has read it */
-        __syncwarp();
+        unsigned char *b = buf + chunk % 2 * BOX_BYTES;
+        if (t == 0) hpdl__tma_wait_read<1>(); /* this buffer's copy, two chunks ago, has read it */
+        hpdl__wg_bar(wg);
 #pragma unroll
         for (jj = 0; jj < HPDL__WG_TMA_COLS / 8; jj++) {
             int j = chunk * HPDL__WG_TMA_COLS / 8 + jj, col = jj * 8 + c;
-            hpdl__wg_put_pair(b + hpdl__wg_swizzle64(r, col), alpha * d[4 * j], alpha * d[4 * j + 1], T());
-            hpdl__wg_put_pair(b + hpdl__wg_swizzle64(r + 8, col), alpha * d[4 * j + 2], alpha * d[4 * j + 3], T());
+            hpdl__wg_put_pair(b + hpdl__wg_swizzle128(r, col), alpha * d[4 * j], alpha * d[4 * j + 1], T());
+            hpdl__wg_put_pair(b + hpdl__wg_swizzle128(r + 8, col), alpha * d[4 * j + 2], alpha * d[4 * j + 3], T());
         }
         hpdl__fence_async_smem();
-        __syncwarp();
-        if (lane == 0) hpdl__tma_store(map_c, b, n0 + chunk * HPDL__WG_TMA_COLS, m0 + t / 32 * HPDL__WG_TMA_ROWS);
+        hpdl__wg_bar(wg);
+        if (t == 0) hpdl__tma_store(map_c, b, n0 + chunk * HPDL__WG_TMA_COLS, m0);
     }
 }
 
@@ -2098,7 +2126,7 @@ static __device__ __forceinline__ void hpdl__wg_epilogue(const hpdl__gemm_args<f
 
 /* Before the block exits: its TMA stores have read shared memory. */
 static __device__ __forceinline__ void hpdl__wg_epilogue_done() {
-    if (threadIdx.x % 32 == 0) hpdl__tma_wait_read<0>();
+    if (threadIdx.x % 128 == 0) hpdl__tma_wait_read<0>();
 }
 
 /* Work unit u (a tile, or a cluster's patch of tiles) as (row um, column
@@ -2111,6 +2139,114 @@ static __device__ __forceinline__ void hpdl__wg_tile(int u, int units_m, int uni
     int rows = units_m - first < GROUP ? units_m - first : GROUP;
     *um = first + u % per_group % rows;
     *un = u % per_group / rows;
+}
+
+/* ---- stream-K tail of the persistent rung -------------------------------- */
+
+/* With P blocks and units % P = R > 0 tiles left for a last wave, P - R SMs
+   would idle for a whole tile's time (4096^3 on an H100: 512 tiles on 132
+   SMs, 3.88 waves run as 4). Instead the last `tail` tiles are cut into
+   their k-steps and block b takes steps [T b / P, T (b + 1) / P) of the
+   T = tail KT (Osama et al., "Stream-K", 2023). Such a run is shorter than
+   one tile: it is the end of one tile and the start of the next, or a piece
+   from the middle of one. A block runs the start first and the end second,
+   so at any moment all blocks are at one of two k offsets (the whole tail
+   walks K in step, as the full waves do: the A and B slabs they read are
+   shared in L2; blocks at scattered k offsets read whole panels and ran
+   at 0.87 of cuBLAS). A piece that does not reach the tile's last k-step
+   leaves its partial sum in global memory; the block holding the last
+   k-step adds the partial sums of the lower-numbered blocks before it and
+   stores the tile. Only lower-numbered blocks are waited for, and they
+   wrote their start pieces first. */
+typedef struct hpdl__wg_sk {
+    void *partial;  /* per block: 256 consumer threads x 128 accumulators */
+    unsigned *flag; /* per block and consumer: = seq once its partial sum is written */
+    unsigned seq;   /* this launch's number: flags left by earlier launches never match */
+    int tail;       /* tiles at the end of the order shared out by k-steps (0: none) */
+} hpdl__wg_sk;
+
+/* k-steps [k0, k1) of tile u: item i of block b's work, whole tiles first
+   (0 when it has no item i; host code too, for the tests). */
+typedef struct hpdl__wg_item { int u, k0, k1; } hpdl__wg_item;
+
+/* First k-step of block b's run in the tail (b = blocks: the end). */
+static __host__ __device__ __forceinline__ long long hpdl__wg_sk_start(const hpdl__wg_sk &sk, int KT, int b, int blocks) {
+    return (long long)sk.tail * KT * b / blocks;
+}
+
+static __host__ __device__ __forceinline__ int hpdl__wg_item_at(int i, int b, int blocks, int units, int KT,
+                                                                const hpdl__wg_sk &sk, hpdl__wg_item *w) {
+    const int whole = units - sk.tail, n_whole = b < whole ? (whole - b + blocks - 1) / blocks : 0;
+    long long s, e;
+    int t1, t2;
+    if (i < n_whole) {
+        w->u = b + i * blocks; w->k0 = 0; w->k1 = KT;
+        return 1;
+    }
+    i -= n_whole;
+    s = hpdl__wg_sk_start(sk, KT, b, blocks);
+    e = hpdl__wg_sk_start(sk, KT, b + 1, blocks);
+    if (s == e || i > 1) return 0;
+    t1 = (int)(s / KT);
+    t2 = (int)((e - 1) / KT);
+    if (t1 == t2 && i == 1) return 0;
+    if (t1 != t2 && i == 0) { /* the next tile's start first */
+        w->u = whole + t2; w->k0 = 0; w->k1 = (int)(e - (long long)t2 * KT);
+    } else {
+        w->u = whole + t1; w->k0 = (int)(s - (long long)t1 * KT); w->k1 = t1 == t2 ? (int)(e - (long long)t1 * KT) : KT;
+    }
+    return 1;
+}
+
+/* Block b's partial sums, 16 bytes per access, laid out so that a warp's
+   accesses are contiguous: accumulators 4j..4j+3 of consumer thread c
+   (0..255) at 16-byte word j * 256 + c. */
+static __device__ __forceinline__ uint4 *hpdl__wg_sk_slot(const hpdl__wg_sk &sk, int b) {
+    return (uint4 *)sk.partial + (size_t)b * 32 * 256 + ((int)threadIdx.x - 128);
+}
+
+/* Consumer wg of block b leaves its partial sum, then says so. Stores are
+   cached in L2 only (.cg): another SM reads them. */
+template <typename ACC>
+static __device__ __forceinline__ void hpdl__wg_sk_put(const hpdl__wg_sk &sk, int b, int wg, const ACC d[128]) {
+    uint4 *slot = hpdl__wg_sk_slot(sk, b), v;
+    int j;
+#pragma unroll
+    for (j = 0; j < 32; j++) {
+        memcpy(&v, d + 4 * j, sizeof v);
+        __stcg(slot + j * 256, v);
+    }
+    hpdl__wg_bar(wg); /* every thread's stores come before the flag */
+    if (threadIdx.x % 128 == 0) {
+        __threadfence();
+        asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(sk.flag + 2 * b + wg - 1), "r"(sk.seq) : "memory");
+    }
+}
+
+/* Consumer wg adds the partial sums of tile u's k-steps before k0: those of
+   the blocks below b whose runs reach into the tile. */
+template <typename ACC>
+static __device__ __forceinline__ void hpdl__wg_sk_take(const hpdl__wg_sk &sk, int b, int blocks, int units, int KT,
+                                                        int u, int wg, ACC d[128]) {
+    const long long tile_start = (long long)(u - (units - sk.tail)) * KT;
+    int p, j;
+    for (p = b - 1; p >= 0 && hpdl__wg_sk_start(sk, KT, p + 1, blocks) > tile_start; p--) {
+        const uint4 *slot = hpdl__wg_sk_slot(sk, p);
+        if (hpdl__wg_sk_start(sk, KT, p, blocks) == hpdl__wg_sk_start(sk, KT, p + 1, blocks)) continue; /* no run */
+        if (threadIdx.x % 128 == 0) {
+            unsigned v;
+            do asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(sk.flag + 2 * p + wg - 1) : "memory");
+            while (v != sk.seq);
+        }
+        hpdl__wg_bar(wg);
+#pragma unroll
+        for (j = 0; j < 32; j++) {
+            uint4 v = __ldcg(slot + j * 256);
+            ACC x[4];
+            memcpy(x, &v, sizeof v);
+            d[4 * j] += x[0]; d[4 * j + 1] += x[1]; d[4 * j + 2] += x[2]; d[4 * j + 3] += x[3];
+        }
+    }
 }
 
 /* ---- the kernels --------------------------------------------------------- */
@@ -2188,7 +2324,8 @@ template <int CS> static __device__ __forceinline__ void hpdl__wg_release(uint64
 
 /* wgmma_ws / _persistent / _cluster: warpgroup 0 produces, warpgroups 1 and
    2 consume (rows 0-63 and 64-127 of a 128 x 256 tile). PERSISTENT: blocks
-   loop over tiles. CM x CN clusters: the blocks of a cluster take a CM x CN
+   loop over tiles, the last sk.tail of them shared out by k-steps
+   (hpdl__wg_sk). CM x CN clusters: the blocks of a cluster take a CM x CN
    patch of tiles; blocks in one row of the patch share their A tile, blocks
    in one column their B tile, and each loads only its share of the pieces,
    multicast to its row (or column) mates. WAIT1: a consumer keeps one
@@ -2197,7 +2334,8 @@ template <int CS> static __device__ __forceinline__ void hpdl__wg_release(uint64
 template <typename T, typename G, bool AMN, bool BMN, bool PERSISTENT, int CM, int CN, bool WAIT1>
 __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_constant__ CUtensorMap map_a,
                                                               const __grid_constant__ CUtensorMap map_b,
-                                                              const __grid_constant__ CUtensorMap map_c, G g, int tma_c) {
+                                                              const __grid_constant__ CUtensorMap map_c, G g, int tma_c,
+                                                              hpdl__wg_sk sk) {
 #ifdef HPDL__SM90A
     enum { BM = 128, BN = 256, BK = 128 / sizeof(T), S = HPDL__WG_STAGES, A_BYTES = BM * 128, STAGE = (BM + BN) * 128 };
     enum { CS = CM * CN };
@@ -2205,9 +2343,10 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
     typename hpdl__wg_type<T>::acc *epi = (typename hpdl__wg_type<T>::acc *)(smem + S * STAGE); /* one buffer per consumer */
     uint64_t *full = (uint64_t *)(smem + S * STAGE + 2 * HPDL__WG_EPI_BYTES), *empty = full + S;
     int units_m = ((g.M + BM - 1) / BM + CM - 1) / CM, units_n = ((g.N + BN - 1) / BN + CN - 1) / CN;
-    int units = units_m * units_n, KT = (g.K + BK - 1) / BK, wg = (int)threadIdx.x / 128, it = 0, u, um, un, kt, i;
+    int units = units_m * units_n, KT = (g.K + BK - 1) / BK, wg = (int)threadIdx.x / 128, it = 0, n, um, un, kt, i;
     int rank = CS > 1 ? (int)hpdl__cluster_rank() : 0, rm = rank % CM, rn = rank / CM;
     int first = (int)blockIdx.x / CS, stride = PERSISTENT ? (int)gridDim.x / CS : units;
+    hpdl__wg_item w;
     if (threadIdx.x == 0) {
         for (i = 0; i < S; i++) {
             hpdl__mbar_init(&full[i], 1);
@@ -2219,9 +2358,9 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (threadIdx.x == 0)
-            for (u = first; u < units; u += stride) {
-                hpdl__wg_tile(u, units_m, units_n, &um, &un);
-                for (kt = 0; kt < KT; kt++, it++) {
+            for (n = 0; hpdl__wg_item_at(n, first, stride, units, KT, sk, &w); n++) {
+                hpdl__wg_tile(w.u, units_m, units_n, &um, &un);
+                for (kt = w.k0; kt < w.k1; kt++, it++) {
                     unsigned char *st = smem + it % S * STAGE;
                     hpdl__mbar_wait(&empty[it % S], (unsigned)(it / S + 1) & 1); /* first pass: free */
                     hpdl__mbar_expect_bytes(&full[it % S], STAGE);
@@ -2235,27 +2374,33 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
         typename hpdl__wg_type<T>::acc d[128];
         int row0 = (wg - 1) * 64;
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-        for (u = first; u < units; u += stride) {
-            hpdl__wg_tile(u, units_m, units_n, &um, &un);
+        for (n = 0; hpdl__wg_item_at(n, first, stride, units, KT, sk, &w); n++) {
+            hpdl__wg_tile(w.u, units_m, units_n, &um, &un);
 #pragma unroll
             for (i = 0; i < 128; i++) d[i] = 0;
-            for (kt = 0; kt < KT; kt++, it++) {
+            for (kt = w.k0; kt < w.k1; kt++, it++) {
                 unsigned char *st = smem + it % S * STAGE;
                 hpdl__mbar_wait(&full[it % S], (unsigned)(it / S) & 1);
                 hpdl__wg_mma_stage<T, AMN, BMN>(d, st, st + A_BYTES, row0);
                 if (WAIT1) { /* the previous stage's group is done: its stage can go */
                     hpdl__wg_wait<1>();
-                    if (kt > 0) hpdl__wg_release<CS>(&empty[(it - 1) % S]);
+                    if (kt > w.k0) hpdl__wg_release<CS>(&empty[(it - 1) % S]);
                 } else {
                     hpdl__wg_wait<0>();
                     hpdl__wg_release<CS>(&empty[it % S]);
                 }
             }
-            if (WAIT1 && KT > 0) {
+            if (WAIT1) { /* unconditional: ptxas then sees no wgmma in flight below (a wait under
+                            `if (w.k1 > w.k0)` made it serialise the TF32 kernels' wgmmas: 0.89 of cuBLAS) */
                 hpdl__wg_wait<0>();
-                hpdl__wg_release<CS>(&empty[(it - 1) % S]);
+                if (w.k1 > w.k0) hpdl__wg_release<CS>(&empty[(it - 1) % S]);
             }
             hpdl__wg_fence_acc(d);
+            if (w.k1 < KT) { /* a stream-K piece without the tile's last k-step */
+                hpdl__wg_sk_put(sk, first, wg, d);
+                continue;
+            }
+            if (w.k0 > 0) hpdl__wg_sk_take(sk, first, stride, units, KT, w.u, wg, d);
             hpdl__wg_epilogue(g, &map_c, tma_c, d, (um * CM + rm) * BM + row0, (un * CN + rn) * BN,
                               epi + (wg - 1) * HPDL__WG_EPI_BYTES / 4);
         }
@@ -2263,7 +2408,7 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
     }
     if (CS > 1) hpdl__cluster_sync(); /* other blocks may still write into this block's shared memory */
 #else
-    (void)map_a; (void)map_b; (void)map_c; (void)g; (void)tma_c;
+    (void)map_a; (void)map_b; (void)map_c; (void)g; (void)tma_c; (void)sk;
 #endif
 }
 
@@ -2325,7 +2470,7 @@ static inline hpdl_status hpdl__wg_map(CUtensorMap *map, const hpdl__gemm_operan
                : HPDL_ERR_UNSUPPORTED;
 }
 
-/* C (M x N, row-major) for hpdl__wg_store_tma: boxes of 16 rows x 32
+/* C (M x N, row-major) for hpdl__wg_store_tma: boxes of 64 rows x 64
    columns; HPDL_ERR_UNSUPPORTED where TMA cannot write it: base or rows not
    16-byte aligned, or rows whose N elements do not end on a 16-byte
    boundary, because the engine clips a box's columns at N rounded up to 16
@@ -2340,7 +2485,7 @@ static inline hpdl_status hpdl__wg_map_c(CUtensorMap *map, T *C, int M, int N, i
         stride[0] % 16 != 0 || N * sizeof(T) % 16 != 0)
         return HPDL_ERR_UNSUPPORTED;
     return encode(map, hpdl__wg_type<T>::tma(), 2, (void *)C, dims, stride, box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                  CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS
                ? HPDL_OK
                : HPDL_ERR_UNSUPPORTED;
@@ -2396,12 +2541,74 @@ template <typename T> struct hpdl__wg_picker<T, 0> {
     }
 };
 
+/* Where one stream's stream-K blocks leave their partial sums (hpdl__wg_sk):
+   made on the stream's first stream-K launch and kept, one per device and
+   stream, because GEMMs on two streams may run at the same time. */
+typedef struct hpdl__wg_sk_space {
+    int device, blocks;
+    cudaStream_t stream;
+    void *partial;
+    unsigned *flag, seq;
+} hpdl__wg_sk_space;
+
+static inline hpdl__wg_sk_space *hpdl__wg_sk_space_for(int device, cudaStream_t stream, int blocks) {
+    enum { SPACES = 16 }; /* streams beyond these run without stream-K */
+    static hpdl__wg_sk_space spaces[SPACES];
+    hpdl__wg_sk_space *sp;
+    int i;
+    for (i = 0; i < SPACES; i++)
+        if (spaces[i].partial && spaces[i].device == device && spaces[i].stream == stream)
+            return spaces[i].blocks >= blocks ? &spaces[i] : NULL;
+    for (i = 0; i < SPACES && spaces[i].partial; i++) {}
+    if (i == SPACES) return NULL;
+    sp = &spaces[i];
+    if (cudaMalloc(&sp->partial, (size_t)blocks * 256 * 128 * 4) != cudaSuccess ||
+        cudaMalloc((void **)&sp->flag, (size_t)blocks * 2 * sizeof(unsigned)) != cudaSuccess ||
+        cudaMemsetAsync(sp->flag, 0, (size_t)blocks * 2 * sizeof(unsigned), stream) != cudaSuccess) {
+        cudaFree(sp->partial);
+        cudaFree(sp->flag);
+        cudaGetLastError(); /* no stream-K: not an error of the caller's */
+        memset(sp, 0, sizeof *sp);
+        return NULL;
+    }
+    sp->device = device; sp->stream = stream; sp->blocks = blocks; sp->seq = 0;
+    return sp;
+}
+
+/* Plans the stream-K tail of a persistent launch of `blocks` blocks over
+   `units` tiles of KT k-steps: the units % blocks tiles of the last wave,
+   where that saves each block 16 k-steps or more (writing and adding a
+   partial sum cost ~9 k-steps' time: H100, f16 4096^3, where the tail
+   would save 8 and the kernel ran 3 % slower; at 8192^3 it saves 62) and
+   each block gets 8 or more; none where it cannot run (the stream is being
+   captured into a graph, whose replays would all reuse one seq; no memory
+   for the partial sums). */
+static inline hpdl__wg_sk hpdl__wg_sk_plan(int units, int blocks, int KT, cudaStream_t stream) {
+    hpdl__wg_sk sk = {NULL, NULL, 0, 0};
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    hpdl__wg_sk_space *sp;
+    int device = 0, tail = blocks > 0 ? units % blocks : 0;
+    if (tail == 0 || (long long)KT * (blocks - tail) < 16LL * blocks || (long long)tail * KT < 8LL * blocks) return sk;
+    if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone ||
+        cudaGetDevice(&device) != cudaSuccess || !(sp = hpdl__wg_sk_space_for(device, stream, blocks))) {
+        cudaGetLastError();
+        return sk;
+    }
+    if (++sp->seq == 0) sp->seq = 1; /* flags start at 0 */
+    sk.partial = sp->partial;
+    sk.flag = sp->flag;
+    sk.seq = sp->seq;
+    sk.tail = tail;
+    return sk;
+}
+
 /* Launches a Hopper kernel on the M x N tiles of g (BN = 256): one block
-   (or cluster) per tile, or, persistent, as many as can be resident.
-   map_c: C for the TMA epilogue, or NULL. */
+   (or cluster) per tile, or, persistent, as many as can be resident, with
+   a stream-K tail over the k_steps k-steps of each tile where k_steps > 0
+   (one block per tile unit only). map_c: C for the TMA epilogue, or NULL. */
 template <typename G>
 static inline hpdl_status hpdl__wg_run(const hpdl__wg_launch &l, const CUtensorMap &map_a, const CUtensorMap &map_b,
-                                       const CUtensorMap *map_c, const G &g, cudaStream_t stream) {
+                                       const CUtensorMap *map_c, const G &g, int k_steps, cudaStream_t stream) {
     const int cs = l.cm * l.cn, bn = 256;
     const size_t smem = (size_t)HPDL__WG_STAGES * (l.bm + bn) * 128 + (l.threads / 128 == 1 ? 1 : 2) * HPDL__WG_EPI_BYTES +
                         1024 /* alignment */ + 2 * HPDL__WG_STAGES * 8;
@@ -2411,7 +2618,8 @@ static inline hpdl_status hpdl__wg_run(const hpdl__wg_launch &l, const CUtensorM
     cudaLaunchAttribute attr[1];
     CUtensorMap no_map = CUtensorMap();
     int tma_c = map_c != NULL;
-    void *args[5];
+    hpdl__wg_sk sk = {NULL, NULL, 0, 0};
+    void *args[6];
     HPDL_CUDA_TRY(cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     cfg.gridDim = dim3((unsigned)(units * cs));
     cfg.blockDim = dim3((unsigned)l.threads);
@@ -2431,9 +2639,10 @@ static inline hpdl_status hpdl__wg_run(const hpdl__wg_launch &l, const CUtensorM
             HPDL_CUDA_TRY(cudaDeviceGetAttribute(&resident, cudaDevAttrMultiProcessorCount, device));
         }
         if (resident > 0 && resident < units) cfg.gridDim = dim3((unsigned)(resident * cs));
+        if (k_steps > 0 && cs == 1) sk = hpdl__wg_sk_plan(units, (int)cfg.gridDim.x, k_steps, stream);
     }
     args[0] = (void *)&map_a; args[1] = (void *)&map_b; args[2] = (void *)(map_c ? map_c : &no_map);
-    args[3] = (void *)&g; args[4] = (void *)&tma_c;
+    args[3] = (void *)&g; args[4] = (void *)&tma_c; args[5] = (void *)&sk;
     HPDL_CUDA_TRY(cudaLaunchKernelExC(&cfg, l.kernel, args));
     return HPDL_OK;
 }
@@ -2442,6 +2651,7 @@ static inline hpdl_status hpdl__wg_run(const hpdl__wg_launch &l, const CUtensorM
 template <typename T>
 static inline hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpdl__gemm_args<T, float> &g,
                                                   cudaStream_t stream) {
+    enum { BK = 128 / sizeof(T) }; /* K per stage: 128 bytes */
     hpdl__wg_launch l = hpdl__wg_picker<T>::pick(algo, !g.a.kcontig, !g.b.kcontig);
     CUtensorMap map_a, map_b, map_c;
     int tma_c;
@@ -2453,7 +2663,7 @@ static inline hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpd
         return s;
     /* the TMA epilogue writes f16/bf16 and reads no C (beta = 0) */
     tma_c = g.beta == 0.0f && hpdl__wg_map_c(&map_c, g.C, g.M, g.N, g.ldc) == HPDL_OK;
-    return hpdl__wg_run(l, map_a, map_b, tma_c ? &map_c : NULL, g, stream);
+    return hpdl__wg_run(l, map_a, map_b, tma_c ? &map_c : NULL, g, (g.K + BK - 1) / BK, stream);
 }
 
 static inline hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpdl__gemm_args<double, double> &g,
@@ -2462,14 +2672,11 @@ static inline hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpd
     return HPDL_ERR_UNSUPPORTED; /* wgmma has no f64 */
 }
 
-/* The Hopper rung AUTO picks for f16 and bf16: clusters (TMA multicast)
-   from 4096 x 4096 outputs up, where they halve the L2 reads that then
-   limit (H100, 2026-11-24: 8192^3 f16 0.93 of cuBLAS against 0.88
-   persistent; 4096^3 0.985 against 0.96), the persistent rung below
-   (2048^3: 0.98 against 0.93). */
-static inline hpdl_gemm_algo hpdl__gemm_hopper_default(int M, int N) {
-    return (double)M * N >= 4096.0 * 4096.0 ? HPDL_GEMM_WGMMA_CLUSTER : HPDL_GEMM_WGMMA_PERSISTENT;
-}
+/* The Hopper rung AUTO picks for f16 and bf16: the persistent one, whose
+   stream-K tail the cluster rung lacks (H100, 2026-11-24, each timed in
+   turns with cuBLAS: 2048^3 0.99 against 0.94 for clusters, 4096^3
+   0.99 both, 8192^3 1.04 against 1.01-1.02). */
+enum { HPDL__GEMM_HOPPER_DEFAULT = HPDL_GEMM_WGMMA_PERSISTENT };
 
 /* Validates, then runs one rung (AUTO: for f16/bf16 the Hopper rung where
    it can run, then the mma.sync rung where the type has one and this binary
@@ -2486,7 +2693,7 @@ static inline hpdl_status hpdl__cuda_gemm(hpdl_gemm_algo algo, hpdl_transpose ta
     if (M == 0 || N == 0) return HPDL_OK;
     if (algo == HPDL_GEMM_CUBLAS) return hpdl__gemm_cublas(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);
     if (hopper || (algo == HPDL_GEMM_AUTO && sizeof(T) == 2)) {
-        s = hpdl__gemm_launch_wgmma(hopper ? algo : hpdl__gemm_hopper_default(M, N),
+        s = hpdl__gemm_launch_wgmma(hopper ? algo : (hpdl_gemm_algo)HPDL__GEMM_HOPPER_DEFAULT,
                                     hpdl__gemm_make_args(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
                                                          (int)(16 / sizeof(T))), stream);
         if (s != HPDL_ERR_UNSUPPORTED || hopper) return s;
@@ -5689,7 +5896,7 @@ template <typename TC> static inline hpdl_status hpdl__qgemm_launch_wgmma(const 
         e.rsum = q.zb != 0 ? sums : NULL;
         e.csum = q.za != 0 ? sums + q.M : NULL;
     }
-    s = hpdl__wg_run(l, map_a, map_b, NULL, e, stream);
+    s = hpdl__wg_run(l, map_a, map_b, NULL, e, 0 /* no stream-K: its tests cover f16/bf16/TF32 */, stream);
     if (sums && cudaFreeAsync(sums, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
     return s;
 }

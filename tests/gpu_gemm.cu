@@ -286,6 +286,80 @@ static void test_gemm_hopper_waves(void) {
     }
 }
 
+/* The persistent rung's stream-K schedule (hpdl__wg_item_at; host code, no
+   GPU needed), for many tile counts, block counts and k-steps per tile:
+   every k-step of every tile is done exactly once; a block leaves at most
+   one partial sum (its slot holds one); the block holding a tile's last
+   k-step finishes it, and the partial sums it adds (hpdl__wg_sk_take: the
+   runs of the blocks below it that reach into the tile) are exactly the
+   tile's other pieces; a block's pieces start at k = 0 before the others. */
+static void test_gemm_stream_k_schedule(void) {
+    int units, blocks, KT, bad = 0, tails = 0;
+    for (blocks = 1; blocks <= 140 && !bad; blocks += 13)
+        for (units = 1; units <= 3 * blocks + 7 && !bad; units += 1 + units / 7)
+            for (KT = 1; KT <= 40 && !bad; KT += 3) {
+                hpdl__wg_sk sk = {NULL, NULL, 0, units % blocks};
+                int *done = (int *)hpdl_alloc((size_t)units * KT, sizeof(int)), *partials = (int *)hpdl_alloc(
+                                                                                        (size_t)blocks, sizeof(int));
+                int *finisher = (int *)hpdl_alloc((size_t)units, sizeof(int)), b, i, u, k;
+                hpdl__wg_item w;
+                memset(done, 0, (size_t)units * KT * sizeof *done);
+                memset(partials, 0, (size_t)blocks * sizeof *partials);
+                tails += sk.tail > 0;
+                for (u = 0; u < units; u++) finisher[u] = -1;
+                for (b = 0; b < blocks; b++) {
+                    int in_tail = 0;
+                    for (i = 0; hpdl__wg_item_at(i, b, blocks, units, KT, sk, &w); i++) {
+                        if (w.u < 0 || w.u >= units || w.k0 < 0 || w.k1 > KT || w.k0 >= w.k1) { bad = 1; break; }
+                        if (w.u >= units - sk.tail && in_tail++ > 0 && w.k0 == 0) bad = 1; /* start pieces first */
+                        for (k = w.k0; k < w.k1; k++) done[(size_t)w.u * KT + k]++;
+                        if (w.k1 < KT) partials[b]++;
+                        else finisher[w.u] = b;
+                    }
+                }
+                for (u = 0; u < units * KT; u++) bad |= done[u] != 1;
+                for (b = 0; b < blocks; b++) bad |= partials[b] > 1;
+                for (u = units - sk.tail; u < units && !bad; u++) { /* the tail tiles' partial sums */
+                    long long start = (long long)(u - (units - sk.tail)) * KT;
+                    int f = finisher[u], p, pieces = 0, taken = 0;
+                    for (b = 0; b < blocks; b++)
+                        for (i = 0; hpdl__wg_item_at(i, b, blocks, units, KT, sk, &w); i++)
+                            if (w.u == u && w.k1 < KT) pieces += b < f ? 1 : 1000; /* above f: never taken */
+                    for (p = f - 1; p >= 0 && hpdl__wg_sk_start(sk, KT, p + 1, blocks) > start; p--)
+                        taken += hpdl__wg_sk_start(sk, KT, p, blocks) < hpdl__wg_sk_start(sk, KT, p + 1, blocks);
+                    bad |= f < 0 || pieces != taken;
+                }
+                if (bad) fprintf(stderr, "    units %d, blocks %d, KT %d: schedule wrong\n", units, blocks, KT);
+                HPDL_FREE(done); HPDL_FREE(partials); HPDL_FREE(finisher);
+            }
+    HPDL_EXPECT(!bad);
+    HPDL_EXPECT(tails > 0);
+}
+
+/* The stream-K tail on the GPU, on a 132-SM Hopper GPU (H100/H200 SXM):
+   172 tiles, so 40 in the last wave, of 27 k-steps (K = 1720: the last one
+   partial), 8 or 9 k-steps per block: tiles in two or three pieces, blocks
+   with one piece or two. Both epilogues. On other SM counts it is another
+   persistent case. */
+static void test_gemm_hopper_stream_k(void) {
+    hpdl_rng r;
+    int b;
+    if (!hopper_gpu()) HPDL_SKIP("the Hopper rungs need an sm_90 GPU");
+    hpdl_rng_seed(&r, 12);
+    for (b = 0; b < 2; b++) {
+        gemm_case<hpdl_bf16> c;
+        memset(&c, 0, sizeof c);
+        c.ta = HPDL_NO_TRANS;
+        c.tb = HPDL_NO_TRANS;
+        c.M = 512; c.N = 11008; c.K = 1720;
+        c.lda = c.K; c.ldb = c.N; c.ldc = c.N;
+        c.alpha = 1.25; c.beta = b ? 0.5 : 0.0;
+        HPDL_EXPECT(case_setup(&c, &r));
+        HPDL_EXPECT(case_check(&c, HPDL_GEMM_WGMMA_PERSISTENT, 1e-2, "bf16"));
+        case_free(&c);
+    }
+}
+
 /* Bad arguments: HPDL_ERR_INVALID and C untouched; a rung a type lacks: HPDL_ERR_UNSUPPORTED. */
 static void test_gemm_bad_args(void) {
     const int M = 8, N = 8, K = 8;
@@ -375,6 +449,7 @@ int main(int argc, char **argv) {
                                       HPDL_TEST(test_gemm_mma_available), HPDL_TEST(test_gemm_f32),
                                       HPDL_TEST(test_gemm_f64),          HPDL_TEST(test_gemm_f16),
                                       HPDL_TEST(test_gemm_bf16),         HPDL_TEST(test_gemm_hopper_small),
-                                      HPDL_TEST(test_gemm_hopper_many_tiles), HPDL_TEST(test_gemm_hopper_waves)};
+                                      HPDL_TEST(test_gemm_hopper_many_tiles), HPDL_TEST(test_gemm_hopper_waves),
+                                      HPDL_TEST(test_gemm_stream_k_schedule), HPDL_TEST(test_gemm_hopper_stream_k)};
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }
