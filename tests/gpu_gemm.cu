@@ -266,24 +266,30 @@ static void test_gemm_hopper_many_tiles(void) {
     }
 }
 
-/* More than two waves of tiles on any Hopper GPU (288 tiles of 128 x 256,
-   K of 4 k-steps): the persistent rungs' later rounds, with both epilogues
-   (beta = 0: by TMA; beta != 0: reads C). */
-static void test_gemm_hopper_waves(void) {
+/* Every Hopper rung on one M x N x K case (A not transposed, tight leading
+   dimensions) with both epilogues: beta = 0 (by TMA) and beta != 0 (reads C). */
+template <typename T>
+static void check_hopper_epilogues(const char *type, uint64_t seed, hpdl_transpose tb, int M, int N, int K, double alpha) {
     hpdl_rng r;
     int b;
-    if (!hopper_gpu()) HPDL_SKIP("the Hopper rungs need an sm_90 GPU");
-    hpdl_rng_seed(&r, 11);
+    hpdl_rng_seed(&r, seed);
     for (b = 0; b < 2; b++) {
-        gemm_case<hpdl_f16> c;
+        gemm_case<T> c;
         memset(&c, 0, sizeof c);
         c.ta = HPDL_NO_TRANS;
-        c.tb = HPDL_TRANS;
-        c.M = 2304; c.N = 4000; c.K = 200;
-        c.lda = c.K; c.ldb = c.K; c.ldc = c.N;
-        c.alpha = 0.75; c.beta = b ? -0.5 : 0.0;
-        check_hopper_rungs(&c, &r, "f16");
+        c.tb = tb;
+        c.M = M; c.N = N; c.K = K;
+        c.lda = K; c.ldb = tb == HPDL_TRANS ? K : N; c.ldc = N;
+        c.alpha = alpha; c.beta = b ? -0.5 : 0.0;
+        check_hopper_rungs(&c, &r, type);
     }
+}
+
+/* More than two waves of tiles on any Hopper GPU (288 tiles of 128 x 256,
+   K of 4 k-steps): the persistent rungs' later rounds. */
+static void test_gemm_hopper_waves(void) {
+    if (!hopper_gpu()) HPDL_SKIP("the Hopper rungs need an sm_90 GPU");
+    check_hopper_epilogues<hpdl_f16>("f16", 11, HPDL_TRANS, 2304, 4000, 200, 0.75);
 }
 
 /* The persistent rung's stream-K schedule (hpdl__wg_item_at; host code, no
@@ -339,25 +345,11 @@ static void test_gemm_stream_k_schedule(void) {
 /* The stream-K tail on the GPU, on a 132-SM Hopper GPU (H100/H200 SXM):
    172 tiles, so 40 in the last wave, of 27 k-steps (K = 1720: the last one
    partial), 8 or 9 k-steps per block: tiles in two or three pieces, blocks
-   with one piece or two. Both epilogues. On other SM counts it is another
-   persistent case. */
+   with one piece or two; every Hopper rung, only the persistent one splits.
+   On other SM counts it is another persistent case. */
 static void test_gemm_hopper_stream_k(void) {
-    hpdl_rng r;
-    int b;
     if (!hopper_gpu()) HPDL_SKIP("the Hopper rungs need an sm_90 GPU");
-    hpdl_rng_seed(&r, 12);
-    for (b = 0; b < 2; b++) {
-        gemm_case<hpdl_bf16> c;
-        memset(&c, 0, sizeof c);
-        c.ta = HPDL_NO_TRANS;
-        c.tb = HPDL_NO_TRANS;
-        c.M = 512; c.N = 11008; c.K = 1720;
-        c.lda = c.K; c.ldb = c.N; c.ldc = c.N;
-        c.alpha = 1.25; c.beta = b ? 0.5 : 0.0;
-        HPDL_EXPECT(case_setup(&c, &r));
-        HPDL_EXPECT(case_check(&c, HPDL_GEMM_WGMMA_PERSISTENT, 1e-2, "bf16"));
-        case_free(&c);
-    }
+    check_hopper_epilogues<hpdl_bf16>("bf16", 12, HPDL_NO_TRANS, 512, 11008, 1720, 1.25);
 }
 
 /* Bad arguments: HPDL_ERR_INVALID and C untouched; a rung a type lacks: HPDL_ERR_UNSUPPORTED. */
