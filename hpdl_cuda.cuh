@@ -1093,6 +1093,14 @@ static __device__ __forceinline__ unsigned hpdl__smem_u32(const void *p) {
     return (unsigned)__cvta_generic_to_shared(p);
 }
 
+/* The first 1024-byte boundary in a shared array (the copy engine's 128-byte
+   swizzle repeats every 1024 bytes; tiles must start on it). An offset from
+   the array, not integer arithmetic on its address: the compiler then still
+   knows the pointer is shared (ld/st.shared). */
+static __device__ __forceinline__ unsigned char *hpdl__smem_align1024(void *p) {
+    return (unsigned char *)p + ((1024u - (hpdl__smem_u32(p) & 1023u)) & 1023u);
+}
+
 static __device__ __forceinline__ void hpdl__cp_async16(void *dst, const void *src) {
 #ifdef HPDL__GEMM_SM80
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(hpdl__smem_u32(dst)), "l"(src) : "memory");
@@ -1113,6 +1121,186 @@ template <int N> static __device__ __forceinline__ void hpdl__cp_async_wait(void
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 #endif
 }
+
+/* ---- the copy engine (TMA, sm_90a): mbarriers, tensor maps ------------ */
+/* The Hopper rungs (below) are built on these, and on sm_90a the mma rung
+   takes its tiles through them too. */
+
+#include <cuda.h> /* CUtensorMap and its enums (types only: the driver call is fetched at run time) */
+#include <cudaTypedefs.h>
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define HPDL__SM90A 1
+#endif
+
+enum { HPDL__WG_STAGES = 4, HPDL__WG_PIECE_BYTES = 64 * 128 };
+
+/* What wgmma needs to know about an element type. */
+template <typename T> struct hpdl__wg_type;
+template <> struct hpdl__wg_type<__half> {
+    enum { K_STEP = 16, TRANSPOSABLE = 1 };
+    typedef float acc;
+    static CUtensorMapDataType tma() { return CU_TENSOR_MAP_DATA_TYPE_FLOAT16; }
+};
+template <> struct hpdl__wg_type<__nv_bfloat16> {
+    enum { K_STEP = 16, TRANSPOSABLE = 1 };
+    typedef float acc;
+    static CUtensorMapDataType tma() { return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; }
+};
+template <> struct hpdl__wg_type<float> { /* TF32: the low 13 mantissa bits are ignored */
+    enum { K_STEP = 8, TRANSPOSABLE = 0 };
+    typedef float acc;
+    static CUtensorMapDataType tma() { return CU_TENSOR_MAP_DATA_TYPE_TFLOAT32; }
+};
+template <> struct hpdl__wg_type<int8_t> { /* the quantized GEMM's: int32 accumulators */
+    enum { K_STEP = 32, TRANSPOSABLE = 0 };
+    typedef int acc;
+    static CUtensorMapDataType tma() { return CU_TENSOR_MAP_DATA_TYPE_UINT8; /* the bits are copied as they are */ }
+};
+
+static __device__ __forceinline__ void hpdl__mbar_init(uint64_t *bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(hpdl__smem_u32(bar)), "r"(count));
+}
+
+/* Makes the initialised barriers visible to the copy engine and the cluster. */
+static __device__ __forceinline__ void hpdl__mbar_init_fence() {
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+/* The producer's arrival: this phase completes when `bytes` have landed. */
+static __device__ __forceinline__ void hpdl__mbar_expect_bytes(uint64_t *bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(hpdl__smem_u32(bar)), "r"(bytes)
+                 : "memory");
+}
+
+/* Waits until the barrier's phase of parity `parity` has completed. */
+static __device__ __forceinline__ void hpdl__mbar_wait(uint64_t *bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}"
+                     : "=r"(done)
+                     : "r"(hpdl__smem_u32(bar)), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+
+/* Arrives on a barrier of this block (release at CTA scope: this thread's
+   earlier reads and writes of shared memory come first). */
+static __device__ __forceinline__ void hpdl__mbar_arrive(uint64_t *bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(hpdl__smem_u32(bar)) : "memory");
+}
+
+/* Arrives on the barrier at the same address in block `cta` of the cluster
+   (this block when not in a cluster: cta 0 of a cluster of one). Plain
+   (release at CTA scope) semantics: the arrival only says "shared memory
+   read", which needs no ordering of this thread's other memory accesses;
+   .release.cluster would fence them all, and costs a third of the kernel's
+   speed in clusters. */
+static __device__ __forceinline__ void hpdl__mbar_arrive_in(uint64_t *bar, unsigned cta) {
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(hpdl__smem_u32(bar)), "r"(cta));
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+}
+
+static __device__ __forceinline__ unsigned hpdl__cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+static __device__ __forceinline__ void hpdl__cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+}
+
+/* One box of a 2-D tensor map, at element coordinates (x: inner, y: outer),
+   into this block's shared memory (and, with a mask, the same offset in each
+   masked block of the cluster); completion is counted on `bar`. */
+static __device__ __forceinline__ void hpdl__tma_load(const CUtensorMap *map, void *dst, uint64_t *bar, int x, int y,
+                                                      unsigned short multicast) {
+    if (multicast)
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                     " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(hpdl__smem_u32(dst)),
+                     "l"(map), "r"(x), "r"(y), "r"(hpdl__smem_u32(bar)), "h"(multicast)
+                     : "memory");
+    else
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                     " [%0], [%1, {%2, %3}], [%4];" ::"r"(hpdl__smem_u32(dst)),
+                     "l"(map), "r"(x), "r"(y), "r"(hpdl__smem_u32(bar))
+                     : "memory");
+}
+
+/* Pieces [first, first + count) of one operand tile (64 rows of M or N each)
+   at K offset k0: see "Shared layout" above. */
+template <bool MN>
+static __device__ __forceinline__ void hpdl__wg_load_pieces(const CUtensorMap *map, unsigned char *tile, uint64_t *bar,
+                                                            int outer0, int k0, int first, int count, int step,
+                                                            unsigned short multicast) {
+    int p;
+    for (p = first; p < count; p += step) {
+        if (MN)
+            hpdl__tma_load(map, tile + p * HPDL__WG_PIECE_BYTES, bar, outer0 + 64 * p, k0, multicast);
+        else
+            hpdl__tma_load(map, tile + p * HPDL__WG_PIECE_BYTES, bar, k0, outer0 + 64 * p, multicast);
+    }
+}
+
+/* Writes 1 when this binary holds sm_90a code and the GPU runs it. */
+__global__ void hpdl__wg_probe(int *out) {
+#ifdef HPDL__SM90A
+    *out = 1;
+#else
+    *out = 0;
+#endif
+}
+
+/* Whether the current device can run the Hopper rungs: asked once per
+   device (a probe launch), remembered. */
+HPDL_API int hpdl__wg_available(void) {
+    static signed char known[64];
+    int device = 0, *flag = NULL, host = 0;
+    if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return 0;
+    if (!known[device]) {
+        known[device] = -1;
+        if (cudaMalloc((void **)&flag, sizeof(int)) == cudaSuccess) {
+            hpdl__wg_probe<<<1, 1>>>(flag);
+            if (cudaMemcpy(&host, flag, sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess && host == 1)
+                known[device] = 1;
+            cudaFree(flag);
+        }
+        cudaGetLastError(); /* a GPU that cannot run the probe: not an error of the caller's */
+    }
+    return known[device] == 1;
+}
+
+/* cuTensorMapEncodeTiled from the driver, fetched once through the runtime
+   (no -lcuda needed). */
+HPDL_API PFN_cuTensorMapEncodeTiled_v12000 hpdl__tma_encoder(void) {
+    static PFN_cuTensorMapEncodeTiled_v12000 fn;
+    cudaDriverEntryPointQueryResult q;
+    if (!fn && (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&fn, 12000, cudaEnableDefault, &q) !=
+                    cudaSuccess || q != cudaDriverEntryPointSuccess))
+        fn = NULL;
+    return fn;
+}
+
+/* Tensor map of one operand for 64-row pieces: K-major boxes are
+   64 rows x 128 bytes of K, MN-major boxes 64 elements x BK rows. */
+template <typename T>
+static inline hpdl_status hpdl__wg_map(CUtensorMap *map, const hpdl__gemm_operand<T> &x, int outer, int K) {
+    PFN_cuTensorMapEncodeTiled_v12000 encode = hpdl__tma_encoder();
+    const cuuint32_t bk = 128 / sizeof(T), box_k[2] = {bk, 64}, box_mn[2] = {64, bk}, ones[2] = {1, 1};
+    cuuint64_t dims[2], stride[1] = {(cuuint64_t)x.ld * sizeof(T)};
+    if (!encode) return HPDL_ERR_UNSUPPORTED;
+    dims[0] = (cuuint64_t)(x.kcontig ? K : outer);
+    dims[1] = (cuuint64_t)(x.kcontig ? outer : K);
+    return encode(map, hpdl__wg_type<T>::tma(), 2, (void *)x.p, dims, stride, x.kcontig ? box_k : box_mn, ones,
+                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS
+               ? HPDL_OK
+               : HPDL_ERR_UNSUPPORTED;
+}
+
+/* ---- ldmatrix, mma.sync ------------------------------------------------- */
 
 /* Four 8x8 matrices of 16-bit values; lane l gives the address of row l%8 of matrix l/8. */
 template <bool TRANS> static __device__ __forceinline__ void hpdl__ldmatrix_x4(unsigned r[4], const void *p) {
@@ -1183,17 +1371,21 @@ static __device__ __forceinline__ void hpdl__dmma(double d0[2], double d1[2], co
 #endif
 }
 
-/* Shared layouts of a tile of COLS elements per row (element offsets).
+/* Shared layouts of a ROWS x COLS tile (element offsets).
    hpdl__gemm_swizzle (16-bit elements): 16-byte chunks XOR-permuted by row so
-   that the 8 row addresses of an ldmatrix phase fall in 8 different bank groups.
+   that the 8 row addresses of an ldmatrix phase fall in 8 different bank
+   groups. Rows wider than 64 elements (128 bytes) are cut into PANEL-wide
+   panels stored one after the other: the layout the copy engine writes with
+   its 128-byte swizzle (pieces of 64 elements x ROWS, see the Hopper rungs).
    hpdl__gemm_pad4: rows padded by 4 elements (f64 fragments read conflict-free). */
-template <int COLS> struct hpdl__gemm_swizzle {
+template <int ROWS, int COLS> struct hpdl__gemm_swizzle {
+    enum { PANEL = COLS > 64 ? 64 : COLS };
     static __device__ __forceinline__ int at(int r, int c) {
-        int x = COLS >= 64 ? (r & 7) : ((r >> 1) & 3);
-        return r * COLS + (((c >> 3) ^ x) << 3) + (c & 7);
+        int x = PANEL == 64 ? (r & 7) : ((r >> 1) & 3);
+        return c / PANEL * (ROWS * PANEL) + r * PANEL + (((c % PANEL >> 3) ^ x) << 3) + (c & 7);
     }
 };
-template <int COLS> struct hpdl__gemm_pad4 {
+template <int ROWS, int COLS> struct hpdl__gemm_pad4 {
     static __device__ __forceinline__ int at(int r, int c) { return r * (COLS + 4) + c; }
 };
 
@@ -1237,15 +1429,15 @@ template <int BM_, int BN_, int BK_, int STAGES_, int WM_, int WN_, int DK_ = 4>
     enum { BM = BM_, BN = BN_, BK = BK_, S = STAGES_, WM = WM_, WN = WN_, DK = DK_ /* f64 mma K: 4, 8 or 16 */ };
     enum { WARPS_N = BN / WN, THREADS = 32 * (BM / WM) * (BN / WN) };
 };
-typedef hpdl__tc_shape<128, 128, 32, 4, 64, 64> hpdl__mma_shape;     /* f16/bf16: 4 warps, 2 blocks per SM */
+typedef hpdl__tc_shape<128, 128, 64, 3, 64, 64> hpdl__mma_shape;     /* f16/bf16: 4 warps, 2 blocks per SM */
 typedef hpdl__tc_shape<128, 64, 16, 3, 64, 32, 16> hpdl__dmma_shape; /* f64: 4 warps, 2 blocks per SM, m16n8k16 */
 
 /* One K tile of an operand (OT = its M or N tile, BK deep) into a stage: a
    kcontig operand is stored OT x BK, the other BK x OT, as in global memory. */
-template <typename T, int OT, int BK, int THREADS, template <int> class LAYOUT, bool KCONTIG, bool FAST>
+template <typename T, int OT, int BK, int THREADS, template <int, int> class LAYOUT, bool KCONTIG, bool FAST>
 static __device__ __forceinline__ void hpdl__gemm_stage(T *s, const hpdl__gemm_operand<T> &x, int o0, int k0, int O, int K) {
-    if (KCONTIG) hpdl__gemm_tile_async<T, OT, BK, THREADS, LAYOUT<BK>, FAST>(s, x.p, x.ld, o0, k0, O, K, x.vec);
-    else hpdl__gemm_tile_async<T, BK, OT, THREADS, LAYOUT<OT>, FAST>(s, x.p, x.ld, k0, o0, K, O, x.vec);
+    if (KCONTIG) hpdl__gemm_tile_async<T, OT, BK, THREADS, LAYOUT<OT, BK>, FAST>(s, x.p, x.ld, o0, k0, O, K, x.vec);
+    else hpdl__gemm_tile_async<T, BK, OT, THREADS, LAYOUT<BK, OT>, FAST>(s, x.p, x.ld, k0, o0, K, O, x.vec);
 }
 
 /* One operand's K tiles for the mma rung when they are whole and aligned
@@ -1253,11 +1445,13 @@ static __device__ __forceinline__ void hpdl__gemm_stage(T *s, const hpdl__gemm_o
    to is worked out once, and each tile only moves the source on. (The
    general hpdl__gemm_stage works every address out again per chunk; on an
    H100 two thirds of the rung's instructions were not mma.sync.) A
-   thread's chunks are ROW_STEP stored rows apart, a multiple of the
-   swizzle's 8-row period, so their shared offsets are a constant apart too.
+   thread's chunks are ROW_STEP stored rows apart (in one panel), a multiple
+   of the swizzle's 8-row period, so their shared offsets are a constant
+   apart too.
    KCONTIG: stored OT x BK (K along rows), else BK x OT. */
 template <typename T, int OT, int BK, int THREADS, bool KCONTIG> struct hpdl__tile_copier {
     enum { ROWS = KCONTIG ? OT : BK, COLS = KCONTIG ? BK : OT };
+    typedef hpdl__gemm_swizzle<ROWS, COLS> layout;
     enum { E = 16 / sizeof(T), CPR = COLS / E, PER_THREAD = ROWS * CPR / THREADS, ROW_STEP = THREADS / CPR };
     static_assert(ROWS * CPR % THREADS == 0 && ROW_STEP % 8 == 0, "a thread's chunks must keep the swizzle's pattern");
     const unsigned char *src; /* this thread's first chunk of the next tile */
@@ -1265,20 +1459,21 @@ template <typename T, int OT, int BK, int THREADS, bool KCONTIG> struct hpdl__ti
     __device__ __forceinline__ void init(const hpdl__gemm_operand<T> &x, int o0) {
         int r = (int)threadIdx.x / CPR, c = (int)threadIdx.x % CPR * E;
         src = (const unsigned char *)(x.p + (ptrdiff_t)(r + (KCONTIG ? o0 : 0)) * x.ld + c + (KCONTIG ? 0 : o0));
-        dst = hpdl__gemm_swizzle<COLS>::at(r, c);
+        dst = layout::at(r, c);
     }
     /* the next K tile into stage s */
     __device__ __forceinline__ void copy(T *s, int ld) {
         int i;
 #pragma unroll
         for (i = 0; i < PER_THREAD; i++)
-            hpdl__cp_async16(s + dst + i * ROW_STEP * COLS, src + (ptrdiff_t)i * ROW_STEP * ld * (ptrdiff_t)sizeof(T));
+            hpdl__cp_async16(s + dst + i * ROW_STEP * layout::PANEL, src + (ptrdiff_t)i * ROW_STEP * ld * (ptrdiff_t)sizeof(T));
         src += KCONTIG ? (ptrdiff_t)BK * sizeof(T) : (ptrdiff_t)BK * ld * (ptrdiff_t)sizeof(T);
     }
 };
 
-/* K tile k of both operands into stage st of the mma rung: by the copiers
-   (tiles come in K order) when FAST, else with hpdl__gemm_stage's checks. */
+/* K tile k of both operands into stage st of the mma rung, one cp.async
+   group: by the copiers (tiles come in K order) when FAST, else with
+   hpdl__gemm_stage's checks. */
 template <typename SH, bool AK, bool BKC, bool FAST, typename T, typename CA, typename CB>
 static __device__ __forceinline__ void hpdl__mma_load(const hpdl__gemm_args<T, float> &g, T *sa, T *sb, int st, int k, int tm,
                                                       int tn, CA &ca, CB &cb) {
@@ -1293,6 +1488,48 @@ static __device__ __forceinline__ void hpdl__mma_load(const hpdl__gemm_args<T, f
     }
 }
 
+/* The same through the copy engine (sm_90a; the launcher picks it only
+   there): thread 0 asks for both operands' 64-row pieces, which land on
+   the stage's mbarrier. The swizzled panels it writes are
+   hpdl__gemm_swizzle's layout, so the ldmatrix side is the same. */
+template <typename SH, bool AK, bool BKC, typename T>
+static __device__ __forceinline__ void hpdl__mma_load_tma(const CUtensorMap *map_a, const CUtensorMap *map_b, T *sa, T *sb,
+                                                          uint64_t *full, uint64_t *empty, int st, int k, int tm, int tn) {
+#ifdef HPDL__SM90A
+    if (k >= SH::S) hpdl__mbar_wait(&empty[st], (unsigned)(k / SH::S - 1) & 1); /* tile k-S read by every warp */
+    hpdl__mbar_expect_bytes(&full[st], (SH::BM + SH::BN) * SH::BK * sizeof(T));
+    hpdl__wg_load_pieces<!AK>(map_a, (unsigned char *)(sa + st * SH::BM * SH::BK), &full[st], tm, k * SH::BK, 0, SH::BM / 64, 1, 0);
+    hpdl__wg_load_pieces<!BKC>(map_b, (unsigned char *)(sb + st * SH::BN * SH::BK), &full[st], tn, k * SH::BK, 0, SH::BN / 64, 1, 0);
+#else
+    (void)map_a; (void)map_b; (void)sa; (void)sb; (void)full; (void)empty; (void)st; (void)k; (void)tm; (void)tn;
+#endif
+}
+
+/* A warp has read its last of stage st (its ldmatrix come before the
+   arrival): one arrival per warp on the stage's "empty" barrier. */
+static __device__ __forceinline__ void hpdl__mma_release(uint64_t *empty, int st, int lane) {
+#ifdef HPDL__SM90A
+    __syncwarp();
+    if (lane == 0) hpdl__mbar_arrive(&empty[st]);
+#else
+    (void)empty; (void)st; (void)lane;
+#endif
+}
+
+/* Waits until tile k (in stage st) has landed: its mbarrier phase (TMA; the
+   k/S-th fill of the stage), or all but the S-2 newest cp.async groups. */
+template <int S, bool TMA> static __device__ __forceinline__ void hpdl__mma_landed(uint64_t *full, int st, int k) {
+#ifdef HPDL__SM90A
+    if (TMA) {
+        hpdl__mbar_wait(&full[st], (unsigned)(k / S) & 1);
+        return;
+    }
+#else
+    (void)full; (void)st; (void)k;
+#endif
+    hpdl__cp_async_wait<S - 2>();
+}
+
 /* This lane's ldmatrix offsets (elements within a stage), worked out once.
    A fragment's swizzled offset is a per-lane part plus a multiple of one
    index: of the 16-row tile (i or j) when K runs along the stored rows, of
@@ -1301,21 +1538,23 @@ static __device__ __forceinline__ void hpdl__mma_load(const hpdl__gemm_args<T, f
    H100 this took the kernels from 236-248 registers to 224-232. */
 template <typename SH, bool AK, bool BKC> struct hpdl__mma_lanes {
     enum { KS = SH::BK / 16, MI = SH::WM / 16, NJ16 = SH::WN / 16, NA = AK ? KS : MI, NB = BKC ? KS : NJ16 };
+    typedef hpdl__gemm_swizzle<AK ? SH::BM : SH::BK, AK ? SH::BK : SH::BM> A_LAYOUT; /* stored as in global memory */
+    typedef hpdl__gemm_swizzle<BKC ? SH::BN : SH::BK, BKC ? SH::BK : SH::BN> B_LAYOUT;
     int aoff[NA], boff[NB];
     __device__ __forceinline__ void init(int wm, int wn, int lane) {
         int n;
 #pragma unroll
         for (n = 0; n < NA; n++) /* lanes 0-15 give rows at k, lanes 16-31 the same rows at k+8 */
-            aoff[n] = AK ? hpdl__gemm_swizzle<SH::BK>::at(wm + lane % 16, n * 16 + lane / 16 * 8)
-                         : hpdl__gemm_swizzle<SH::BM>::at(lane % 8 + lane / 16 * 8, wm + n * 16 + lane / 8 % 2 * 8);
+            aoff[n] = AK ? A_LAYOUT::at(wm + lane % 16, n * 16 + lane / 16 * 8)
+                         : A_LAYOUT::at(lane % 8 + lane / 16 * 8, wm + n * 16 + lane / 8 % 2 * 8);
 #pragma unroll
         for (n = 0; n < NB; n++)
-            boff[n] = BKC ? hpdl__gemm_swizzle<SH::BK>::at(wn + lane % 8 + lane / 16 * 8, n * 16 + lane / 8 % 2 * 8)
-                          : hpdl__gemm_swizzle<SH::BN>::at(lane % 8 + lane / 8 % 2 * 8, wn + n * 16 + lane / 16 * 8);
+            boff[n] = BKC ? B_LAYOUT::at(wn + lane % 8 + lane / 16 * 8, n * 16 + lane / 8 % 2 * 8)
+                          : B_LAYOUT::at(lane % 8 + lane / 8 % 2 * 8, wn + n * 16 + lane / 16 * 8);
     }
     /* A tile i, B tile j (two n8 fragments) of 16-deep step s */
-    __device__ __forceinline__ int a(int i, int s) const { return AK ? aoff[s] + i * 16 * SH::BK : aoff[i] + s * 16 * SH::BM; }
-    __device__ __forceinline__ int b(int j, int s) const { return BKC ? boff[s] + j * 16 * SH::BK : boff[j] + s * 16 * SH::BN; }
+    __device__ __forceinline__ int a(int i, int s) const { return AK ? aoff[s] + i * 16 * SH::BK : aoff[i] + s * 16 * A_LAYOUT::PANEL; }
+    __device__ __forceinline__ int b(int j, int s) const { return BKC ? boff[s] + j * 16 * SH::BK : boff[j] + s * 16 * B_LAYOUT::PANEL; }
 };
 
 /* Fragments of 16-deep K step s for a warp: A (WM/16 tiles of 16x16) and B
@@ -1338,22 +1577,26 @@ static __device__ __forceinline__ void hpdl__mma_frags(const T *ta, const T *tb,
     }
 }
 
-/* mma (f16/bf16): block tiles in a multi-stage cp.async pipeline, fragments
-   by ldmatrix one 16-deep step ahead of the mma.sync m16n8k16 that use them
-   (f32 accumulators in registers). One barrier per tile, after the mma of
-   its next-to-last step; the last step then loads the next tile's first
-   fragments, so they are not read right after the barrier. */
-template <typename T, bool AK, bool BKC, typename SH, bool FAST>
-__global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl__gemm_mma(hpdl__gemm_args<T, float> g) {
+/* mma (f16/bf16): block tiles in a multi-stage pipeline (cp.async, or the
+   copy engine when TMA), fragments by ldmatrix one 16-deep step ahead of
+   the mma.sync m16n8k16 that use them (f32 accumulators in registers). One
+   barrier per tile, after the mma of its next-to-last step; the last step
+   then loads the next tile's first fragments, so they are not read right
+   after the barrier. */
+template <typename T, bool AK, bool BKC, typename SH, bool FAST, bool TMA>
+__global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1)
+    hpdl__gemm_mma(hpdl__gemm_args<T, float> g, const __grid_constant__ CUtensorMap map_a,
+                   const __grid_constant__ CUtensorMap map_b) {
 #ifdef HPDL__GEMM_SM80
     enum { BM = SH::BM, BN = SH::BN, BK = SH::BK, S = SH::S, MI = SH::WM / 16, NJ = SH::WN / 8, TH = SH::THREADS };
     enum { KS = BK / 16 };
     static_assert(KS % 2 == 0, "fragment buffers alternate by step: BK must be a multiple of 32");
     extern __shared__ uint4 hpdl__gemm_smem[];
-    T *sa = (T *)hpdl__gemm_smem, *sb = sa + S * BM * BK;
+    T *sa = (T *)hpdl__smem_align1024(hpdl__gemm_smem), *sb = sa + S * BM * BK; /* the copy engine's swizzle needs 1 KB */
+    uint64_t *full = (uint64_t *)(sb + S * BN * BK), *empty = full + S; /* per stage (TMA): its tile landed; every warp read it */
     int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32;
     int wm = warp / SH::WARPS_N * SH::WM, wn = warp % SH::WARPS_N * SH::WN;
-    int tm, tn, kt, ks, i, j, KT = (g.K + BK - 1) / BK;
+    int tm, tn, kt0, st, ks, i, j, KT = (g.K + BK - 1) / BK;
     float acc[MI][NJ][4];
     unsigned af[2][MI][4], bf[2][NJ][2];
     hpdl__tile_copier<T, BM, BK, TH, AK> ca;
@@ -1362,7 +1605,7 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl_
     hpdl__gemm_tile_order(&tm, &tn);
     tm *= BM;
     tn *= BN;
-    if (FAST) {
+    if (FAST && !TMA) {
         ca.init(g.a, tm);
         cb.init(g.b, tn);
     }
@@ -1370,32 +1613,57 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl_
     for (i = 0; i < MI; i++)
 #pragma unroll
         for (j = 0; j < NJ; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
-    for (kt = 0; kt < S - 1; kt++) {
-        if (kt < KT) hpdl__mma_load<SH, AK, BKC, FAST>(g, sa, sb, kt, kt, tm, tn, ca, cb);
+#ifdef HPDL__SM90A
+    if (TMA && threadIdx.x == 0) {
+        for (st = 0; st < S; st++) {
+            hpdl__mbar_init(&full[st], 1);
+            hpdl__mbar_init(&empty[st], TH / 32);
+        }
+        hpdl__mbar_init_fence();
+    }
+    if (TMA) __syncthreads();
+#endif
+    for (st = 0; st < S - 1; st++) { /* the pipeline's first S-1 tiles */
+        if (TMA && threadIdx.x == 0 && st < KT) hpdl__mma_load_tma<SH, AK, BKC>(&map_a, &map_b, sa, sb, full, empty, st, st, tm, tn);
+        if (TMA) continue;
+        if (st < KT) hpdl__mma_load<SH, AK, BKC, FAST>(g, sa, sb, st, st, tm, tn, ca, cb);
         hpdl__cp_async_commit();
     }
-    hpdl__cp_async_wait<S - 2>();
+    if (KT > 0) hpdl__mma_landed<S, TMA>(full, 0, 0);
     __syncthreads();
     lanes.init(wm, wn, lane);
     hpdl__mma_frags(sa, sb, lanes, 0, af[0], bf[0]);
-    for (kt = 0; kt < KT; kt++) {
-        const T *ta = sa + kt % S * BM * BK, *tb = sb + kt % S * BN * BK;
-        int next = kt + S - 1; /* into stage (kt-1)%S: every warp read its last of it before the previous barrier */
-        if (next < KT) hpdl__mma_load<SH, AK, BKC, FAST>(g, sa, sb, next % S, next, tm, tn, ca, cb);
-        hpdl__cp_async_commit();
+    for (kt0 = 0; kt0 < KT; kt0 += S) {
 #pragma unroll
-        for (ks = 0; ks < KS; ks++) {
-            if (ks + 1 < KS)
-                hpdl__mma_frags(ta, tb, lanes, ks + 1, af[(ks + 1) % 2], bf[(ks + 1) % 2]);
-            else if (kt + 1 < KT) /* the next tile's first step: it landed by the barrier of the step before */
-                hpdl__mma_frags(sa + (kt + 1) % S * BM * BK, sb + (kt + 1) % S * BN * BK, lanes, 0, af[0], bf[0]);
+        for (st = 0; st < S; st++) { /* tile kt0 + st sits in stage st: unrolled, so every stage offset is a constant */
+            const int kt = kt0 + st, next = kt + S - 1;
+            if (kt >= KT) break;
 #pragma unroll
-            for (i = 0; i < MI; i++)
+            for (ks = 0; ks < KS; ks++) {
+                if (ks + 1 < KS)
+                    hpdl__mma_frags(sa + st * BM * BK, sb + st * BN * BK, lanes, ks + 1, af[(ks + 1) % 2], bf[(ks + 1) % 2]);
+                else if (kt + 1 < KT) /* the next tile's first step: it landed by the barrier of the step before */
+                    hpdl__mma_frags(sa + (st + 1) % S * BM * BK, sb + (st + 1) % S * BN * BK, lanes, 0, af[0], bf[0]);
+                /* Tile kt+S-1 into stage (st-1)%S once every warp has read tile kt-1 from it (cp.async:
+                   they had by the previous barrier); after step 1's ldmatrix, which may not pass
+                   these copies. */
+                if (ks == 0 && TMA && threadIdx.x == 0 && next < KT)
+                    hpdl__mma_load_tma<SH, AK, BKC>(&map_a, &map_b, sa, sb, full, empty, (st + S - 1) % S, next, tm, tn);
+                if (ks == 0 && !TMA) {
+                    if (next < KT) hpdl__mma_load<SH, AK, BKC, FAST>(g, sa, sb, (st + S - 1) % S, next, tm, tn, ca, cb);
+                    hpdl__cp_async_commit();
+                }
 #pragma unroll
-                for (j = 0; j < NJ; j++) hpdl__mma16816(T(), acc[i][j], af[ks % 2][i], bf[ks % 2][j]);
-            if (ks + 2 == KS) {
-                hpdl__cp_async_wait<S - 2>(); /* tile kt+1 has landed (for this thread) ... */
-                __syncthreads();              /* ... for all threads, who have all loaded their last fragments of tile kt */
+                for (i = 0; i < MI; i++)
+#pragma unroll
+                    for (j = 0; j < NJ; j++) hpdl__mma16816(T(), acc[i][j], af[ks % 2][i], bf[ks % 2][j]);
+                if (ks + 2 == KS && TMA) { /* this warp has read its last of tile kt; each waits for kt+1 itself */
+                    hpdl__mma_release(empty, st, lane);
+                    if (kt + 1 < KT) hpdl__mma_landed<S, TMA>(full, (st + 1) % S, kt + 1);
+                } else if (ks + 2 == KS) {
+                    if (kt + 1 < KT) hpdl__mma_landed<S, TMA>(full, (st + 1) % S, kt + 1); /* tile kt+1 has landed ... */
+                    __syncthreads(); /* ... for all threads, who have all loaded their last fragments of tile kt */
+                }
             }
         }
     }
@@ -1411,7 +1679,7 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl_
             hpdl__gemm_out(g, m + 8, n + 1, acc[i][j][3]);
         }
 #else
-    (void)g; /* host pass, or a GPU without mma.sync: the launcher never starts it */
+    (void)g; (void)map_a; (void)map_b; /* host pass, or a GPU without mma.sync: the launcher never starts it */
 #endif
 }
 
@@ -1647,11 +1915,13 @@ static inline hpdl_status hpdl__gemm_launch_simt(hpdl_gemm_algo algo, const hpdl
     return HPDL_OK;
 }
 
-/* Launches a tensor-core kernel with `smem` bytes of dynamic shared memory,
-   or says HPDL_ERR_UNSUPPORTED when this binary has no sm_80+ code for it
-   (its body would be empty) or the GPU cannot give that much shared memory. */
-template <typename SH, typename ARGS>
-static inline hpdl_status hpdl__gemm_launch_tc(void (*kernel)(ARGS), const ARGS &g, size_t smem, cudaStream_t stream) {
+/* Launches a tensor-core kernel with `smem` bytes of dynamic shared memory
+   (arguments g, then `more`), or says HPDL_ERR_UNSUPPORTED when this binary
+   has no sm_80+ code for it (its body would be empty) or the GPU cannot give
+   that much shared memory. */
+template <typename SH, typename ARGS, typename... MORE>
+static inline hpdl_status hpdl__gemm_launch_tc(void (*kernel)(ARGS, MORE...), const ARGS &g, size_t smem, cudaStream_t stream,
+                                               const MORE &...more) {
     cudaFuncAttributes fa;
     dim3 grid;
     hpdl_status s;
@@ -1661,25 +1931,47 @@ static inline hpdl_status hpdl__gemm_launch_tc(void (*kernel)(ARGS), const ARGS 
         return HPDL_ERR_UNSUPPORTED;
     }
     if ((s = hpdl__gemm_grid(g.N, SH::BN, g.M, SH::BM, &grid)) != HPDL_OK) return s;
-    kernel<<<grid, SH::THREADS, smem, stream>>>(g);
+    kernel<<<grid, SH::THREADS, smem, stream>>>(g, more...);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
 }
 
 /* The tensor-core rung: transposes are template arguments (they change which
    ldmatrix form and shared layout each operand uses). */
-template <typename T, typename SH, bool FAST>
-static inline void (*hpdl__gemm_mma_kernel(int ak, int bk))(hpdl__gemm_args<T, float>) {
-    return ak ? (bk ? hpdl__gemm_mma<T, true, true, SH, FAST> : hpdl__gemm_mma<T, true, false, SH, FAST>)
-              : (bk ? hpdl__gemm_mma<T, false, true, SH, FAST> : hpdl__gemm_mma<T, false, false, SH, FAST>);
+template <typename T, typename SH, bool FAST, bool TMA>
+static inline void (*hpdl__gemm_mma_kernel(int ak, int bk))(hpdl__gemm_args<T, float>, CUtensorMap, CUtensorMap) {
+    return ak ? (bk ? hpdl__gemm_mma<T, true, true, SH, FAST, TMA> : hpdl__gemm_mma<T, true, false, SH, FAST, TMA>)
+              : (bk ? hpdl__gemm_mma<T, false, true, SH, FAST, TMA> : hpdl__gemm_mma<T, false, false, SH, FAST, TMA>);
 }
 
+/* Tensor maps for the mma rung's copy-engine path, where it can run: sm_90a
+   code on the GPU, K tiles of 128 bytes (the swizzle's row), 16-byte aligned
+   operands. */
 template <typename SH, typename T>
-static inline hpdl_status hpdl__gemm_launch_mma_shape(const hpdl__gemm_args<T, float> &g, cudaStream_t stream) {
-    const size_t smem = (size_t)SH::S * (SH::BM + SH::BN) * SH::BK * sizeof(T);
-    if (hpdl__gemm_interior(g, SH::BM, SH::BN, SH::BK))
-        return hpdl__gemm_launch_tc<SH>(hpdl__gemm_mma_kernel<T, SH, true>(g.a.kcontig, g.b.kcontig), g, smem, stream);
-    return hpdl__gemm_launch_tc<SH>(hpdl__gemm_mma_kernel<T, SH, false>(g.a.kcontig, g.b.kcontig), g, smem, stream);
+static inline int hpdl__mma_tma_maps(const hpdl__gemm_args<T, float> &g, CUtensorMap *map_a, CUtensorMap *map_b) {
+    return SH::BK * sizeof(T) == 128 && SH::BM % 64 == 0 && SH::BN % 64 == 0 && hpdl__wg_available() &&
+           hpdl__gemm_aligned(g.a.p, g.a.ld, 16 / sizeof(T), sizeof(T)) &&
+           hpdl__gemm_aligned(g.b.p, g.b.ld, 16 / sizeof(T), sizeof(T)) && hpdl__wg_map(map_a, g.a, g.M, g.K) == HPDL_OK &&
+           hpdl__wg_map(map_b, g.b, g.N, g.K) == HPDL_OK;
+}
+
+/* Whole tiles go through the copy engine where it can run (on an H100,
+   f16 4096^3: 443 -> ___ TFLOP/s; the cp.async copies' address registers
+   and queue were most of what kept the rung from the mma.sync peak), else
+   through the copiers; edge tiles take the checked cp.async path. TMA < 0:
+   the copy engine where it can run, 0 never (for the bench's comparison). */
+template <typename SH, typename T>
+static inline hpdl_status hpdl__gemm_launch_mma_shape(const hpdl__gemm_args<T, float> &g, cudaStream_t stream, int tma = -1) {
+    const size_t smem = (size_t)SH::S * ((SH::BM + SH::BN) * SH::BK * sizeof(T) + 16 /* mbarriers */) + 1024 /* alignment */;
+    CUtensorMap map_a = CUtensorMap(), map_b = CUtensorMap();
+    if (!hpdl__gemm_interior(g, SH::BM, SH::BN, SH::BK))
+        return hpdl__gemm_launch_tc<SH>(hpdl__gemm_mma_kernel<T, SH, false, false>(g.a.kcontig, g.b.kcontig), g, smem, stream,
+                                        map_a, map_b);
+    if (tma != 0 && hpdl__mma_tma_maps<SH>(g, &map_a, &map_b))
+        return hpdl__gemm_launch_tc<SH>(hpdl__gemm_mma_kernel<T, SH, true, true>(g.a.kcontig, g.b.kcontig), g, smem, stream,
+                                        map_a, map_b);
+    return hpdl__gemm_launch_tc<SH>(hpdl__gemm_mma_kernel<T, SH, true, false>(g.a.kcontig, g.b.kcontig), g, smem, stream,
+                                    map_a, map_b);
 }
 
 template <typename SH, bool FAST>
@@ -1759,120 +2051,6 @@ static inline hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<float, flo
    needs 16-byte aligned matrices and leading dimensions; other calls (and
    GPUs other than compute capability 9.0, and binaries built without
    sm_90a) get HPDL_ERR_UNSUPPORTED, and AUTO falls back to mma. */
-
-#include <cuda.h> /* CUtensorMap and its enums (types only: the driver call is fetched at run time) */
-#include <cudaTypedefs.h>
-
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define HPDL__SM90A 1
-#endif
-
-enum { HPDL__WG_STAGES = 4, HPDL__WG_PIECE_BYTES = 64 * 128 };
-
-/* What wgmma needs to know about an element type. */
-template <typename T> struct hpdl__wg_type;
-template <> struct hpdl__wg_type<__half> {
-    enum { K_STEP = 16, TRANSPOSABLE = 1 };
-    typedef float acc;
-    static CUtensorMapDataType tma() { return CU_TENSOR_MAP_DATA_TYPE_FLOAT16; }
-};
-template <> struct hpdl__wg_type<__nv_bfloat16> {
-    enum { K_STEP = 16, TRANSPOSABLE = 1 };
-    typedef float acc;
-    static CUtensorMapDataType tma() { return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; }
-};
-template <> struct hpdl__wg_type<float> { /* TF32: the low 13 mantissa bits are ignored */
-    enum { K_STEP = 8, TRANSPOSABLE = 0 };
-    typedef float acc;
-    static CUtensorMapDataType tma() { return CU_TENSOR_MAP_DATA_TYPE_TFLOAT32; }
-};
-template <> struct hpdl__wg_type<int8_t> { /* the quantized GEMM's: int32 accumulators */
-    enum { K_STEP = 32, TRANSPOSABLE = 0 };
-    typedef int acc;
-    static CUtensorMapDataType tma() { return CU_TENSOR_MAP_DATA_TYPE_UINT8; /* the bits are copied as they are */ }
-};
-
-/* ---- mbarriers, the copy engine, clusters ------------------------------- */
-
-static __device__ __forceinline__ void hpdl__mbar_init(uint64_t *bar, unsigned count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(hpdl__smem_u32(bar)), "r"(count));
-}
-
-/* Makes the initialised barriers visible to the copy engine and the cluster. */
-static __device__ __forceinline__ void hpdl__mbar_init_fence() {
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-}
-
-/* The producer's arrival: this phase completes when `bytes` have landed. */
-static __device__ __forceinline__ void hpdl__mbar_expect_bytes(uint64_t *bar, unsigned bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(hpdl__smem_u32(bar)), "r"(bytes)
-                 : "memory");
-}
-
-/* Waits until the barrier's phase of parity `parity` has completed. */
-static __device__ __forceinline__ void hpdl__mbar_wait(uint64_t *bar, unsigned parity) {
-    unsigned done;
-    do {
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}"
-                     : "=r"(done)
-                     : "r"(hpdl__smem_u32(bar)), "r"(parity)
-                     : "memory");
-    } while (!done);
-}
-
-/* Arrives on the barrier at the same address in block `cta` of the cluster
-   (this block when not in a cluster: cta 0 of a cluster of one). Plain
-   (release at CTA scope) semantics: the arrival only says "shared memory
-   read", which needs no ordering of this thread's other memory accesses;
-   .release.cluster would fence them all, and costs a third of the kernel's
-   speed in clusters. */
-static __device__ __forceinline__ void hpdl__mbar_arrive_in(uint64_t *bar, unsigned cta) {
-    unsigned remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(hpdl__smem_u32(bar)), "r"(cta));
-    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
-}
-
-static __device__ __forceinline__ unsigned hpdl__cluster_rank() {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
-
-static __device__ __forceinline__ void hpdl__cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
-}
-
-/* One box of a 2-D tensor map, at element coordinates (x: inner, y: outer),
-   into this block's shared memory (and, with a mask, the same offset in each
-   masked block of the cluster); completion is counted on `bar`. */
-static __device__ __forceinline__ void hpdl__tma_load(const CUtensorMap *map, void *dst, uint64_t *bar, int x, int y,
-                                                      unsigned short multicast) {
-    if (multicast)
-        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-                     " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(hpdl__smem_u32(dst)),
-                     "l"(map), "r"(x), "r"(y), "r"(hpdl__smem_u32(bar)), "h"(multicast)
-                     : "memory");
-    else
-        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                     " [%0], [%1, {%2, %3}], [%4];" ::"r"(hpdl__smem_u32(dst)),
-                     "l"(map), "r"(x), "r"(y), "r"(hpdl__smem_u32(bar))
-                     : "memory");
-}
-
-/* Pieces [first, first + count) of one operand tile (64 rows of M or N each)
-   at K offset k0: see "Shared layout" above. */
-template <bool MN>
-static __device__ __forceinline__ void hpdl__wg_load_pieces(const CUtensorMap *map, unsigned char *tile, uint64_t *bar,
-                                                            int outer0, int k0, int first, int count, int step,
-                                                            unsigned short multicast) {
-    int p;
-    for (p = first; p < count; p += step) {
-        if (MN)
-            hpdl__tma_load(map, tile + p * HPDL__WG_PIECE_BYTES, bar, outer0 + 64 * p, k0, multicast);
-        else
-            hpdl__tma_load(map, tile + p * HPDL__WG_PIECE_BYTES, bar, k0, outer0 + 64 * p, multicast);
-    }
-}
 
 /* ---- wgmma --------------------------------------------------------------- */
 
@@ -2252,12 +2430,10 @@ static __device__ __forceinline__ void hpdl__wg_sk_take(const hpdl__wg_sk &sk, i
 /* ---- the kernels --------------------------------------------------------- */
 
 /* The first 1024-byte boundary at or after the dynamic shared memory's start
-   (the 128-byte swizzle repeats every 1024 bytes; tiles must start on it). */
+   (hpdl__smem_align1024). */
 static __device__ __forceinline__ unsigned char *hpdl__wg_smem_base() {
     extern __shared__ uint4 hpdl__wg_smem[];
-    /* an offset from the shared array, not integer arithmetic on its address:
-       the compiler then still knows the pointer is shared (ld/st.shared) */
-    return (unsigned char *)hpdl__wg_smem + ((1024u - (hpdl__smem_u32(hpdl__wg_smem) & 1023u)) & 1023u);
+    return hpdl__smem_align1024(hpdl__wg_smem);
 }
 
 /* wgmma: one warpgroup, thread 0 copies STAGES-1 tiles ahead. */
@@ -2410,64 +2586,6 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
 #else
     (void)map_a; (void)map_b; (void)map_c; (void)g; (void)tma_c; (void)sk;
 #endif
-}
-
-/* Writes 1 when this binary holds sm_90a code and the GPU runs it. */
-__global__ void hpdl__wg_probe(int *out) {
-#ifdef HPDL__SM90A
-    *out = 1;
-#else
-    *out = 0;
-#endif
-}
-
-/* ---- host side ------------------------------------------------------------ */
-
-/* Whether the current device can run the Hopper rungs: asked once per
-   device (a probe launch), remembered. */
-HPDL_API int hpdl__wg_available(void) {
-    static signed char known[64];
-    int device = 0, *flag = NULL, host = 0;
-    if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return 0;
-    if (!known[device]) {
-        known[device] = -1;
-        if (cudaMalloc((void **)&flag, sizeof(int)) == cudaSuccess) {
-            hpdl__wg_probe<<<1, 1>>>(flag);
-            if (cudaMemcpy(&host, flag, sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess && host == 1)
-                known[device] = 1;
-            cudaFree(flag);
-        }
-        cudaGetLastError(); /* a GPU that cannot run the probe: not an error of the caller's */
-    }
-    return known[device] == 1;
-}
-
-/* cuTensorMapEncodeTiled from the driver, fetched once through the runtime
-   (no -lcuda needed). */
-HPDL_API PFN_cuTensorMapEncodeTiled_v12000 hpdl__tma_encoder(void) {
-    static PFN_cuTensorMapEncodeTiled_v12000 fn;
-    cudaDriverEntryPointQueryResult q;
-    if (!fn && (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&fn, 12000, cudaEnableDefault, &q) !=
-                    cudaSuccess || q != cudaDriverEntryPointSuccess))
-        fn = NULL;
-    return fn;
-}
-
-/* Tensor map of one operand for 64-row pieces: K-major boxes are
-   64 rows x 128 bytes of K, MN-major boxes 64 elements x BK rows. */
-template <typename T>
-static inline hpdl_status hpdl__wg_map(CUtensorMap *map, const hpdl__gemm_operand<T> &x, int outer, int K) {
-    PFN_cuTensorMapEncodeTiled_v12000 encode = hpdl__tma_encoder();
-    const cuuint32_t bk = 128 / sizeof(T), box_k[2] = {bk, 64}, box_mn[2] = {64, bk}, ones[2] = {1, 1};
-    cuuint64_t dims[2], stride[1] = {(cuuint64_t)x.ld * sizeof(T)};
-    if (!encode) return HPDL_ERR_UNSUPPORTED;
-    dims[0] = (cuuint64_t)(x.kcontig ? K : outer);
-    dims[1] = (cuuint64_t)(x.kcontig ? outer : K);
-    return encode(map, hpdl__wg_type<T>::tma(), 2, (void *)x.p, dims, stride, x.kcontig ? box_k : box_mn, ones,
-                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS
-               ? HPDL_OK
-               : HPDL_ERR_UNSUPPORTED;
 }
 
 /* C (M x N, row-major) for hpdl__wg_store_tma: boxes of 64 rows x 64

@@ -315,8 +315,8 @@ static hpdl_status tune_warptile(const hpdl__gemm_args<T, ACC> &g, cudaStream_t 
     hpdl__gemm_warptile<T, ACC, BK, TN, MINB, true><<<grid, 256, 0, s>>>(g);
     return cudaGetLastError() == cudaSuccess ? HPDL_OK : HPDL_ERR_CUDA;
 }
-template <typename SH, typename T> static hpdl_status tune_mma(const hpdl__gemm_args<T, float> &g, cudaStream_t s) {
-    return hpdl__gemm_launch_tc<SH>(hpdl__gemm_mma<T, true, false, SH, true>, g, (size_t)SH::S * (SH::BM + SH::BN) * SH::BK * sizeof(T), s);
+template <typename SH, typename T, int TMA> static hpdl_status tune_mma(const hpdl__gemm_args<T, float> &g, cudaStream_t s) {
+    return hpdl__gemm_launch_mma_shape<SH>(g, s, TMA);
 }
 template <typename SH> static hpdl_status tune_dmma(const hpdl__gemm_args<double, double> &g, cudaStream_t s) {
     size_t smem = (size_t)SH::S * (SH::BM * (SH::BK + 4) + SH::BK * (SH::BN + 4)) * sizeof(double);
@@ -376,10 +376,9 @@ static void tune_all(const bench_opts *opt, int sms, hpdl_cuda_l2_flusher *fl) {
     typedef hpdl__tc_shape<128, 64, 16, 3, 64, 32, 8> d3;
     typedef hpdl__tc_shape<128, 64, 16, 3, 64, 32, 4> d4;
     typedef hpdl__tc_shape<128, 128, 32, 3, 64, 32, 4> d5;
-    typedef hpdl__tc_shape<128, 256, 32, 4, 64, 64> h1;
-    typedef hpdl__tc_shape<256, 128, 32, 3, 64, 64> h2;
-    typedef hpdl__tc_shape<256, 128, 32, 4, 64, 64> big; /* the f16 default for M N >= 2048^2 until 2026-11-24 */
-    typedef hpdl__tc_shape<256, 128, 32, 4, 64, 32> h3; /* 16 warps: 4 per scheduler, at most 128 registers */
+    typedef hpdl__tc_shape<128, 128, 32, 4, 64, 64> k32;   /* the f16/bf16 default until 2026-11-24 (third session) */
+    typedef hpdl__tc_shape<128, 128, 64, 2, 64, 64> k64s2;
+    typedef hpdl__tc_shape<256, 128, 64, 3, 64, 64> big64;
     static const tune_variant<float, float> f32[] = {
         {"warptile 128x128 bk8 minb2 (default)", tune_warptile<float, float, 8, 8, 2>},
         {"warptile 128x256 bk8 tn16", tune_warptile<float, float, 8, 16, 1>},
@@ -393,15 +392,17 @@ static void tune_all(const bench_opts *opt, int sms, hpdl_cuda_l2_flusher *fl) {
         {"dmma 128x64x16 s3 w64x32 k4", tune_dmma<d4>},   {"dmma 128x128x32 s3 w64x32 k4 (v3 default)", tune_dmma<d5>},
         {"dmma 128x64x16 s3 w64x32 k16 (default) again", tune_dmma<hpdl__dmma_shape>}};
     static const tune_variant<__half, float> f16[] = {
-        {"mma 128x128x32 s4 w64x64 (default)", tune_mma<hpdl__mma_shape, __half>},
-        {"mma 256x128x32 s4 w64x64", tune_mma<big, __half>},
-        {"mma 128x256x32 s4 w64x64", tune_mma<h1, __half>}, {"mma 256x128x32 s3 w64x64", tune_mma<h2, __half>},
-        {"mma 128x128x32 s4 w64x64 (default) again", tune_mma<hpdl__mma_shape, __half>},
-        {"mma 256x128x32 s4 w64x64 again", tune_mma<big, __half>},
-        {"mma 256x128x32 s4 w64x32 (16 warps)", tune_mma<h3, __half>}};
+        {"mma 128x128x64 s3 w64x64 TMA (default)", tune_mma<hpdl__mma_shape, __half, -1>},
+        {"mma 128x128x64 s3 w64x64 cp.async", tune_mma<hpdl__mma_shape, __half, 0>},
+        {"mma 128x128x32 s4 w64x64 cp.async", tune_mma<k32, __half, 0>},
+        {"mma 256x128x64 s3 w64x64 TMA", tune_mma<big64, __half, -1>},
+        {"mma 128x128x64 s2 w64x64 TMA", tune_mma<k64s2, __half, -1>},
+        {"mma 128x128x64 s3 w64x64 TMA (default) again", tune_mma<hpdl__mma_shape, __half, -1>},
+        {"mma 128x128x64 s3 w64x64 cp.async again", tune_mma<hpdl__mma_shape, __half, 0>}};
     static const tune_variant<__nv_bfloat16, float> bf16[] = {
-        {"mma 128x128x32 s4 w64x64 (default)", tune_mma<hpdl__mma_shape, __nv_bfloat16>},
-        {"mma 256x128x32 s4 w64x64", tune_mma<big, __nv_bfloat16>}};
+        {"mma 128x128x64 s3 w64x64 TMA (default)", tune_mma<hpdl__mma_shape, __nv_bfloat16, -1>},
+        {"mma 128x128x64 s3 w64x64 cp.async", tune_mma<hpdl__mma_shape, __nv_bfloat16, 0>},
+        {"mma 256x128x64 s3 w64x64 TMA", tune_mma<big64, __nv_bfloat16, -1>}};
     if (!opt->only || strcmp(opt->only, "f32") == 0) tune_type<float, float>("f32", f32, (int)(sizeof f32 / sizeof f32[0]), fl);
     if (!opt->only || strcmp(opt->only, "f64") == 0) tune_type<double, double>("f64", f64, (int)(sizeof f64 / sizeof f64[0]), fl);
     if (!opt->only || strcmp(opt->only, "f16") == 0) {
