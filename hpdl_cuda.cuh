@@ -44,6 +44,10 @@
                            once per thread (hpdl__tile_copier, hpdl__mma_lanes); the
                            128x128 tile for every f16/bf16 size; warptile rung: chunk
                            addresses once per thread (hpdl__simt_chunk).
+       2026-11-24  v0.1.3  mma.sync rung: 128x128x64 tiles in 3 stages, unrolled over
+                           the stages; on sm_90a its tiles come by TMA with per-stage
+                           full/empty mbarriers; MN-major operand tiles in 64-column
+                           panels (hpdl__gemm_swizzle<ROWS, COLS>).
 */
 #ifndef HPDL_CUDA_CUH
 #define HPDL_CUDA_CUH
@@ -1955,11 +1959,11 @@ static inline int hpdl__mma_tma_maps(const hpdl__gemm_args<T, float> &g, CUtenso
            hpdl__wg_map(map_b, g.b, g.N, g.K) == HPDL_OK;
 }
 
-/* Whole tiles go through the copy engine where it can run (on an H100,
-   f16 4096^3: 443 -> ___ TFLOP/s; the cp.async copies' address registers
-   and queue were most of what kept the rung from the mma.sync peak), else
-   through the copiers; edge tiles take the checked cp.async path. TMA < 0:
-   the copy engine where it can run, 0 never (for the bench's comparison). */
+/* Whole tiles go through the copy engine where it can run, else through
+   the copiers; edge tiles take the checked cp.async path. tma < 0: the copy
+   engine where it can run, 0 never (for the bench's comparison). On an
+   H100, f16 4096^3: 427 TFLOP/s by cp.async, 450 by the copy engine; 524
+   with no copies at all (timing only), so the copies still cost ~15 %. */
 template <typename SH, typename T>
 static inline hpdl_status hpdl__gemm_launch_mma_shape(const hpdl__gemm_args<T, float> &g, cudaStream_t stream, int tma = -1) {
     const size_t smem = (size_t)SH::S * ((SH::BM + SH::BN) * SH::BK * sizeof(T) + 16 /* mbarriers */) + 1024 /* alignment */;
@@ -1990,10 +1994,12 @@ static inline hpdl_status hpdl__gemm_launch_dmma_shape(const hpdl__gemm_args<dou
     return hpdl__gemm_launch_tc<SH>(hpdl__gemm_dmma_kernel<SH, false>(g.a.kcontig, g.b.kcontig), g, smem, stream);
 }
 
-/* f16/bf16 take the 128x128 tile at every size. (A 256x128 tile of 8 warps
-   was 7 % faster at 4096^3 on an H100 until hpdl__tile_copier cut the
-   address arithmetic; since then 128x128 with 2 blocks per SM is 5-13 %
-   faster at 4096^3 and within the run-to-run spread at 2048^3 and 8192^3.) */
+/* f16/bf16 take the 128x128x64 tile at every size: 2 blocks of 4 warps per
+   SM. (On an H100 at 4096^3, 256x128 with 8 warps was 8-15 % slower with
+   either copy path: one block's warps wait on each other's barriers, where
+   two blocks cover each other's waits; BK 32 in 4 stages 8 % slower: twice
+   the barriers, and rows of 64 bytes took two shared-memory wavefronts per
+   cp.async.) */
 template <typename T>
 static inline hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<T, float> &g, cudaStream_t stream) {
     return hpdl__gemm_launch_mma_shape<hpdl__mma_shape>(g, stream);

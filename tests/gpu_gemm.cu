@@ -249,6 +249,38 @@ static void test_gemm_hopper_small(void) {
     }
 }
 
+/* The mma rung on whole tiles only (its pipelined interior kernel: on
+   sm_90a the copy engine's), every transpose, both betas:
+   the program racecheck runs for that rung
+   (`compute-sanitizer --tool racecheck build/gpu/gpu_gemm mma_whole_tiles`). */
+static void test_gemm_mma_whole_tiles(void) {
+    static const int shapes[][3] = {{256, 384, 448}, {512, 256, 448}};
+    hpdl_rng r;
+    int sh, t, bcase;
+    cudaDeviceProp p;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    HPDL_CUDA_CHECK(cudaGetDeviceProperties(&p, 0));
+    if (p.major < 8) HPDL_SKIP("the mma rung needs sm_80+");
+    hpdl_rng_seed(&r, 9);
+    for (sh = 0; sh < 2; sh++)
+        for (t = 0; t < 4; t++)
+            for (bcase = 0; bcase < 2; bcase++) {
+                gemm_case<hpdl_bf16> c;
+                memset(&c, 0, sizeof c);
+                c.ta = t & 1 ? HPDL_TRANS : HPDL_NO_TRANS;
+                c.tb = t & 2 ? HPDL_TRANS : HPDL_NO_TRANS;
+                c.M = shapes[sh][0]; c.N = shapes[sh][1]; c.K = shapes[sh][2];
+                c.lda = pick_ld(c.ta == HPDL_TRANS ? c.M : c.K, 1);
+                c.ldb = pick_ld(c.tb == HPDL_TRANS ? c.K : c.N, 1);
+                c.ldc = pick_ld(c.N, 1);
+                c.alpha = 0.75;
+                c.beta = bcase ? -0.5 : 0.0;
+                HPDL_EXPECT(case_setup(&c, &r));
+                HPDL_EXPECT(case_check(&c, HPDL_GEMM_MMA, 1e-2, "bf16"));
+                case_free(&c);
+            }
+}
+
 /* More tiles than SMs (the persistent rungs loop; the cluster rung pairs a
    tile past the last row block), K not a multiple of the stage's 64. */
 static void test_gemm_hopper_many_tiles(void) {
@@ -444,7 +476,7 @@ int main(int argc, char **argv) {
     static const hpdl_test tests[] = {HPDL_TEST(test_gemm_algo_names), HPDL_TEST(test_gemm_bad_args),
                                       HPDL_TEST(test_gemm_mma_available), HPDL_TEST(test_gemm_f32),
                                       HPDL_TEST(test_gemm_f64),          HPDL_TEST(test_gemm_f16),
-                                      HPDL_TEST(test_gemm_bf16),         HPDL_TEST(test_gemm_hopper_small),
+                                      HPDL_TEST(test_gemm_bf16),         HPDL_TEST(test_gemm_hopper_small), HPDL_TEST(test_gemm_mma_whole_tiles),
                                       HPDL_TEST(test_gemm_hopper_many_tiles), HPDL_TEST(test_gemm_hopper_waves),
                                       HPDL_TEST(test_gemm_stream_k_schedule), HPDL_TEST(test_gemm_hopper_stream_k)};
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
