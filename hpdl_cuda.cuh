@@ -1434,6 +1434,7 @@ template <int BM_, int BN_, int BK_, int STAGES_, int WM_, int WN_, int DK_ = 4>
     enum { WARPS_N = BN / WN, THREADS = 32 * (BM / WM) * (BN / WN) };
 };
 typedef hpdl__tc_shape<128, 128, 64, 3, 64, 64> hpdl__mma_shape;     /* f16/bf16: 4 warps, 2 blocks per SM */
+typedef hpdl__tc_shape<128, 128, 32, 4, 64, 64> hpdl__mma_edge_shape; /* f16/bf16 with edge tiles (see hpdl__gemm_launch_mma) */
 typedef hpdl__tc_shape<128, 64, 16, 3, 64, 32, 16> hpdl__dmma_shape; /* f64: 4 warps, 2 blocks per SM, m16n8k16 */
 
 /* One K tile of an operand (OT = its M or N tile, BK deep) into a stage: a
@@ -1964,13 +1965,17 @@ static inline int hpdl__mma_tma_maps(const hpdl__gemm_args<T, float> &g, CUtenso
    engine where it can run, 0 never (for the bench's comparison). On an
    H100, f16 4096^3: 427 TFLOP/s by cp.async, 450 by the copy engine; 524
    with no copies at all (timing only), so the copies still cost ~15 %. */
-template <typename SH, typename T>
+template <typename SH, typename T> static inline size_t hpdl__mma_smem(void) {
+    return (size_t)SH::S * ((SH::BM + SH::BN) * SH::BK * sizeof(T) + 16 /* mbarriers */) + 1024 /* alignment */;
+}
+
+template <typename SH, typename EDGE = SH, typename T>
 static inline hpdl_status hpdl__gemm_launch_mma_shape(const hpdl__gemm_args<T, float> &g, cudaStream_t stream, int tma = -1) {
-    const size_t smem = (size_t)SH::S * ((SH::BM + SH::BN) * SH::BK * sizeof(T) + 16 /* mbarriers */) + 1024 /* alignment */;
+    const size_t smem = hpdl__mma_smem<SH, T>();
     CUtensorMap map_a = CUtensorMap(), map_b = CUtensorMap();
     if (!hpdl__gemm_interior(g, SH::BM, SH::BN, SH::BK))
-        return hpdl__gemm_launch_tc<SH>(hpdl__gemm_mma_kernel<T, SH, false, false>(g.a.kcontig, g.b.kcontig), g, smem, stream,
-                                        map_a, map_b);
+        return hpdl__gemm_launch_tc<EDGE>(hpdl__gemm_mma_kernel<T, EDGE, false, false>(g.a.kcontig, g.b.kcontig), g,
+                                          hpdl__mma_smem<EDGE, T>(), stream, map_a, map_b);
     if (tma != 0 && hpdl__mma_tma_maps<SH>(g, &map_a, &map_b))
         return hpdl__gemm_launch_tc<SH>(hpdl__gemm_mma_kernel<T, SH, true, true>(g.a.kcontig, g.b.kcontig), g, smem, stream,
                                         map_a, map_b);
@@ -1994,15 +1999,18 @@ static inline hpdl_status hpdl__gemm_launch_dmma_shape(const hpdl__gemm_args<dou
     return hpdl__gemm_launch_tc<SH>(hpdl__gemm_dmma_kernel<SH, false>(g.a.kcontig, g.b.kcontig), g, smem, stream);
 }
 
-/* f16/bf16 take the 128x128x64 tile at every size: 2 blocks of 4 warps per
-   SM. (On an H100 at 4096^3, 256x128 with 8 warps was 8-15 % slower with
-   either copy path: one block's warps wait on each other's barriers, where
-   two blocks cover each other's waits; BK 32 in 4 stages 8 % slower: twice
-   the barriers, and rows of 64 bytes took two shared-memory wavefronts per
-   cp.async.) */
+/* f16/bf16 take the 128x128x64 tile in 3 stages for whole tiles: 2 blocks
+   of 4 warps per SM. (On an H100 at 4096^3, 256x128 with 8 warps was 8-15 %
+   slower with either copy path: one block's warps wait on each other's
+   barriers, where two blocks cover each other's waits; BK 32 in 4 stages 8 %
+   slower: twice the barriers, and rows of 64 bytes took two shared-memory
+   wavefronts per cp.async.) Edge tiles keep 128x128x32 in 4 stages: their
+   checked copies of unaligned rows are loads and stores, not cp.async, and
+   with BK 64 in 3 stages the odd shape 4095x1000x3001 fell from 0.78 to 0.45
+   of cuBLAS. */
 template <typename T>
 static inline hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<T, float> &g, cudaStream_t stream) {
-    return hpdl__gemm_launch_mma_shape<hpdl__mma_shape>(g, stream);
+    return hpdl__gemm_launch_mma_shape<hpdl__mma_shape, hpdl__mma_edge_shape>(g, stream);
 }
 
 static inline hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<double, double> &g, cudaStream_t stream) {
