@@ -1521,6 +1521,22 @@ static __device__ __forceinline__ void hpdl__mma_release(uint64_t *empty, int st
 #endif
 }
 
+/* Tile k into stage st, if `have` (it is inside K): by the copy engine
+   (thread 0), or by every thread's cp.async, one commit group per call
+   either way so that hpdl__mma_landed can count them. */
+template <typename SH, bool AK, bool BKC, bool FAST, bool TMA, typename T, typename CA, typename CB>
+static __device__ __forceinline__ void hpdl__mma_fetch(const hpdl__gemm_args<T, float> &g, const CUtensorMap *map_a,
+                                                       const CUtensorMap *map_b, T *sa, T *sb, uint64_t *full,
+                                                       uint64_t *empty, int st, int k, bool have, int tm, int tn, CA &ca,
+                                                       CB &cb) {
+    if (TMA) {
+        if (have && threadIdx.x == 0) hpdl__mma_load_tma<SH, AK, BKC>(map_a, map_b, sa, sb, full, empty, st, k, tm, tn);
+        return;
+    }
+    if (have) hpdl__mma_load<SH, AK, BKC, FAST>(g, sa, sb, st, k, tm, tn, ca, cb);
+    hpdl__cp_async_commit();
+}
+
 /* Waits until tile k (in stage st) has landed: its mbarrier phase (TMA; the
    k/S-th fill of the stage), or all but the S-2 newest cp.async groups. */
 template <int S, bool TMA> static __device__ __forceinline__ void hpdl__mma_landed(uint64_t *full, int st, int k) {
@@ -1628,12 +1644,8 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1)
     }
     if (TMA) __syncthreads();
 #endif
-    for (st = 0; st < S - 1; st++) { /* the pipeline's first S-1 tiles */
-        if (TMA && threadIdx.x == 0 && st < KT) hpdl__mma_load_tma<SH, AK, BKC>(&map_a, &map_b, sa, sb, full, empty, st, st, tm, tn);
-        if (TMA) continue;
-        if (st < KT) hpdl__mma_load<SH, AK, BKC, FAST>(g, sa, sb, st, st, tm, tn, ca, cb);
-        hpdl__cp_async_commit();
-    }
+    for (st = 0; st < S - 1; st++) /* the pipeline's first S-1 tiles */
+        hpdl__mma_fetch<SH, AK, BKC, FAST, TMA>(g, &map_a, &map_b, sa, sb, full, empty, st, st, st < KT, tm, tn, ca, cb);
     if (KT > 0) hpdl__mma_landed<S, TMA>(full, 0, 0);
     __syncthreads();
     lanes.init(wm, wn, lane);
@@ -1652,22 +1664,17 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1)
                 /* Tile kt+S-1 into stage (st-1)%S once every warp has read tile kt-1 from it (cp.async:
                    they had by the previous barrier); after step 1's ldmatrix, which may not pass
                    these copies. */
-                if (ks == 0 && TMA && threadIdx.x == 0 && next < KT)
-                    hpdl__mma_load_tma<SH, AK, BKC>(&map_a, &map_b, sa, sb, full, empty, (st + S - 1) % S, next, tm, tn);
-                if (ks == 0 && !TMA) {
-                    if (next < KT) hpdl__mma_load<SH, AK, BKC, FAST>(g, sa, sb, (st + S - 1) % S, next, tm, tn, ca, cb);
-                    hpdl__cp_async_commit();
-                }
+                if (ks == 0)
+                    hpdl__mma_fetch<SH, AK, BKC, FAST, TMA>(g, &map_a, &map_b, sa, sb, full, empty, (st + S - 1) % S, next,
+                                                            next < KT, tm, tn, ca, cb);
 #pragma unroll
                 for (i = 0; i < MI; i++)
 #pragma unroll
                     for (j = 0; j < NJ; j++) hpdl__mma16816(T(), acc[i][j], af[ks % 2][i], bf[ks % 2][j]);
-                if (ks + 2 == KS && TMA) { /* this warp has read its last of tile kt; each waits for kt+1 itself */
-                    hpdl__mma_release(empty, st, lane);
-                    if (kt + 1 < KT) hpdl__mma_landed<S, TMA>(full, (st + 1) % S, kt + 1);
-                } else if (ks + 2 == KS) {
+                if (ks + 2 == KS) { /* this warp has loaded its last fragments of tile kt */
+                    if (TMA) hpdl__mma_release(empty, st, lane);
                     if (kt + 1 < KT) hpdl__mma_landed<S, TMA>(full, (st + 1) % S, kt + 1); /* tile kt+1 has landed ... */
-                    __syncthreads(); /* ... for all threads, who have all loaded their last fragments of tile kt */
+                    if (!TMA) __syncthreads(); /* ... for all threads (with TMA each warp waits for itself) */
                 }
             }
         }

@@ -67,6 +67,20 @@ template <typename T> struct gemm_case {
 /* ld for a matrix of `cols` columns: unaligned (cols+3) or a multiple of 8 past cols. */
 static int pick_ld(int cols, int aligned) { return aligned ? (cols + 15) / 8 * 8 : cols + 3; }
 
+/* Case c of a sweep: transposes from t (bit 0: A, bit 1: B), shape {M, N, K},
+   leading dimensions by pick_ld, alpha 0.75, beta 0 or (bcase) -0.5. */
+template <typename T> static void case_init(gemm_case<T> *c, int t, const int shape[3], int aligned, int bcase) {
+    memset(c, 0, sizeof *c);
+    c->ta = t & 1 ? HPDL_TRANS : HPDL_NO_TRANS;
+    c->tb = t & 2 ? HPDL_TRANS : HPDL_NO_TRANS;
+    c->M = shape[0]; c->N = shape[1]; c->K = shape[2];
+    c->lda = pick_ld(c->ta == HPDL_TRANS ? c->M : c->K, aligned);
+    c->ldb = pick_ld(c->tb == HPDL_TRANS ? c->K : c->N, aligned);
+    c->ldc = pick_ld(c->N, aligned);
+    c->alpha = 0.75;
+    c->beta = bcase ? -0.5 : 0.0;
+}
+
 template <typename T> static int case_setup(gemm_case<T> *c, hpdl_rng *r) {
     int ar = c->ta == HPDL_TRANS ? c->K : c->M, br = c->tb == HPDL_TRANS ? c->N : c->K;
     double *a64, *b64, *c64, *aabs, *babs, *cabs;
@@ -186,15 +200,7 @@ template <typename T> static void check_type(const char *type, double tol, doubl
             for (t = 0; t < 4; t++)
                 for (bcase = 0; bcase < 2; bcase++) {
                     gemm_case<T> c;
-                    memset(&c, 0, sizeof c);
-                    c.ta = t & 1 ? HPDL_TRANS : HPDL_NO_TRANS;
-                    c.tb = t & 2 ? HPDL_TRANS : HPDL_NO_TRANS;
-                    c.M = k_shapes[shape][0]; c.N = k_shapes[shape][1]; c.K = k_shapes[shape][2];
-                    c.lda = pick_ld(c.ta == HPDL_TRANS ? c.M : c.K, layout);
-                    c.ldb = pick_ld(c.tb == HPDL_TRANS ? c.K : c.N, layout);
-                    c.ldc = pick_ld(c.N, layout);
-                    c.alpha = 0.75;
-                    c.beta = bcase ? -0.5 : 0.0;
+                    case_init(&c, t, k_shapes[shape], layout, bcase);
                     HPDL_EXPECT(case_setup(&c, &r));
                     for (a = 0; a < HPDL_COUNT(k_algos); a++) {
                         if (k_algos[a] == HPDL_GEMM_MMA && (sizeof(T) == 4 || !tensor_ok)) continue; /* own test */
@@ -266,15 +272,7 @@ static void test_gemm_mma_whole_tiles(void) {
         for (t = 0; t < 4; t++)
             for (bcase = 0; bcase < 2; bcase++) {
                 gemm_case<hpdl_bf16> c;
-                memset(&c, 0, sizeof c);
-                c.ta = t & 1 ? HPDL_TRANS : HPDL_NO_TRANS;
-                c.tb = t & 2 ? HPDL_TRANS : HPDL_NO_TRANS;
-                c.M = shapes[sh][0]; c.N = shapes[sh][1]; c.K = shapes[sh][2];
-                c.lda = pick_ld(c.ta == HPDL_TRANS ? c.M : c.K, 1);
-                c.ldb = pick_ld(c.tb == HPDL_TRANS ? c.K : c.N, 1);
-                c.ldc = pick_ld(c.N, 1);
-                c.alpha = 0.75;
-                c.beta = bcase ? -0.5 : 0.0;
+                case_init(&c, t, shapes[sh], 1, bcase);
                 HPDL_EXPECT(case_setup(&c, &r));
                 HPDL_EXPECT(case_check(&c, HPDL_GEMM_MMA, 1e-2, "bf16"));
                 case_free(&c);
