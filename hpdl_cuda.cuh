@@ -1,4 +1,4 @@
-/* hpdl_cuda.cuh - v0.1.2 - high-performance deep learning kernels, CUDA part.
+/* hpdl_cuda.cuh - v0.1.4 - high-performance deep learning kernels, CUDA part.
 
    Built on hpdl.h (included here). Every GPU kernel has a CPU twin of the
    same name in hpdl.h that the tests compare it against.
@@ -48,6 +48,9 @@
                            the stages; on sm_90a its tiles come by TMA with per-stage
                            full/empty mbarriers; MN-major operand tiles in 64-column
                            panels (hpdl__gemm_swizzle<ROWS, COLS>).
+       2026-11-24  v0.1.4  NVML sampler also reads the SM clock, the power draw and
+                           power-limit throttling (hpdl_nvml_sampler_finish,
+                           hpdl_nvml_stats; three more CSV columns).
 */
 #ifndef HPDL_CUDA_CUH
 #define HPDL_CUDA_CUH
@@ -3498,18 +3501,39 @@ typedef int (*hpdl__nvml_init_fn)(void);
 typedef int (*hpdl__nvml_handle_fn)(const char *pci_bus_id, void **device);
 typedef int (*hpdl__nvml_util_fn)(void *device, hpdl__nvml_utilization *u);
 typedef int (*hpdl__nvml_mem_fn)(void *device, hpdl__nvml_memory *m);
+typedef int (*hpdl__nvml_clock_fn)(void *device, int clock_type, unsigned int *mhz);
+typedef int (*hpdl__nvml_power_fn)(void *device, unsigned int *milliwatts);
+typedef int (*hpdl__nvml_reasons_fn)(void *device, unsigned long long *reasons);
+enum {
+    HPDL__NVML_CLOCK_SM = 1,
+    /* clock-slowdown reasons that mean "at the power limit": software power
+       cap, hardware power brake */
+    HPDL__NVML_POWER_REASONS = 0x4 | 0x80
+};
+
+/* What a sampler saw, averaged over its samples. */
+typedef struct hpdl_nvml_stats {
+    double gpu_util, mem_util; /* percent of the time a kernel / the memory controller was busy */
+    double sm_clock_mhz;       /* SM clock */
+    double power_w;            /* board power draw */
+    double power_capped;       /* fraction of samples with clocks held down by the power limit */
+    int64_t samples;
+} hpdl_nvml_stats;
 
 typedef struct hpdl_nvml_sampler {
     void *lib, *device;
     hpdl__nvml_init_fn shutdown;
     hpdl__nvml_util_fn get_util;
     hpdl__nvml_mem_fn get_mem;
-    FILE *csv;               /* time series: t_s,gpu_util_pct,mem_util_pct,mem_used_mib */
+    hpdl__nvml_clock_fn get_clock;     /* these three may be missing (old drivers): then 0 */
+    hpdl__nvml_power_fn get_power;
+    hpdl__nvml_reasons_fn get_reasons;
+    FILE *csv; /* time series: t_s,gpu_util_pct,mem_util_pct,mem_used_mib,sm_clock_mhz,power_w,power_capped */
     int period_ms;
     volatile int stop;
     pthread_t thread;
-    double t0, gpu_sum, mem_sum;
-    int64_t samples;
+    double t0;
+    hpdl_nvml_stats sum;
 } hpdl_nvml_sampler;
 
 HPDL_API void *hpdl__nvml_thread(void *arg) {
@@ -3520,22 +3544,35 @@ HPDL_API void *hpdl__nvml_thread(void *arg) {
     while (!s->stop) {
         hpdl__nvml_utilization u;
         hpdl__nvml_memory m;
+        unsigned int mhz = 0, mw = 0;
+        unsigned long long reasons = 0;
         if (s->get_util(s->device, &u) == 0) {
+            int capped;
             memset(&m, 0, sizeof m);
             if (s->get_mem) s->get_mem(s->device, &m);
-            s->gpu_sum += u.gpu;
-            s->mem_sum += u.memory;
-            s->samples++;
-            if (s->csv) fprintf(s->csv, "%.3f,%u,%u,%.1f\n", hpdl_time_now() - s->t0, u.gpu, u.memory, m.used / 1048576.0);
+            if (s->get_clock) s->get_clock(s->device, HPDL__NVML_CLOCK_SM, &mhz);
+            if (s->get_power) s->get_power(s->device, &mw);
+            if (s->get_reasons) s->get_reasons(s->device, &reasons);
+            capped = (reasons & HPDL__NVML_POWER_REASONS) != 0;
+            s->sum.gpu_util += u.gpu;
+            s->sum.mem_util += u.memory;
+            s->sum.sm_clock_mhz += mhz;
+            s->sum.power_w += mw / 1000.0;
+            s->sum.power_capped += capped;
+            s->sum.samples++;
+            if (s->csv)
+                fprintf(s->csv, "%.3f,%u,%u,%.1f,%u,%.1f,%d\n", hpdl_time_now() - s->t0, u.gpu, u.memory, m.used / 1048576.0,
+                        mhz, mw / 1000.0, capped);
         }
         nanosleep(&nap, NULL);
     }
     return NULL;
 }
 
-/* Starts sampling GPU and memory-controller utilisation of CUDA device
-   `device` every period_ms into csv_path (NULL: averages only). Returns
-   HPDL_ERR_UNSUPPORTED when libnvidia-ml.so.1 or the device is not found. */
+/* Starts sampling CUDA device `device` every period_ms: GPU and memory-
+   controller utilisation, SM clock, power draw, power-limit throttling;
+   into csv_path (NULL: averages only). Returns HPDL_ERR_UNSUPPORTED when
+   libnvidia-ml.so.1 or the device is not found. */
 HPDL_API hpdl_status hpdl_nvml_sampler_start(hpdl_nvml_sampler *s, int device, int period_ms, const char *csv_path) {
     char bus[64];
     hpdl__nvml_init_fn init;
@@ -3550,12 +3587,17 @@ HPDL_API hpdl_status hpdl_nvml_sampler_start(hpdl_nvml_sampler *s, int device, i
     by_bus = (hpdl__nvml_handle_fn)dlsym(s->lib, "nvmlDeviceGetHandleByPciBusId_v2");
     s->get_util = (hpdl__nvml_util_fn)dlsym(s->lib, "nvmlDeviceGetUtilizationRates");
     s->get_mem = (hpdl__nvml_mem_fn)dlsym(s->lib, "nvmlDeviceGetMemoryInfo");
+    s->get_clock = (hpdl__nvml_clock_fn)dlsym(s->lib, "nvmlDeviceGetClockInfo");
+    s->get_power = (hpdl__nvml_power_fn)dlsym(s->lib, "nvmlDeviceGetPowerUsage");
+    s->get_reasons = (hpdl__nvml_reasons_fn)dlsym(s->lib, "nvmlDeviceGetCurrentClocksEventReasons");
+    if (!s->get_reasons) /* its name before driver 535 */
+        s->get_reasons = (hpdl__nvml_reasons_fn)dlsym(s->lib, "nvmlDeviceGetCurrentClocksThrottleReasons");
     if (!init || !s->shutdown || !by_bus || !s->get_util || init() != 0) { dlclose(s->lib); s->lib = NULL; return HPDL_ERR_UNSUPPORTED; }
     if (by_bus(bus, &s->device) != 0) { s->shutdown(); dlclose(s->lib); s->lib = NULL; return HPDL_ERR_UNSUPPORTED; }
     if (csv_path) {
         s->csv = fopen(csv_path, "w");
         if (!s->csv) { s->shutdown(); dlclose(s->lib); s->lib = NULL; return HPDL_ERR_IO; }
-        fprintf(s->csv, "t_s,gpu_util_pct,mem_util_pct,mem_used_mib\n");
+        fprintf(s->csv, "t_s,gpu_util_pct,mem_util_pct,mem_used_mib,sm_clock_mhz,power_w,power_capped\n");
     }
     s->period_ms = period_ms;
     s->t0 = hpdl_time_now();
@@ -3567,18 +3609,35 @@ HPDL_API hpdl_status hpdl_nvml_sampler_start(hpdl_nvml_sampler *s, int device, i
     return HPDL_OK;
 }
 
-/* Stops the sampler; writes the mean utilisations (percent) when asked. */
-HPDL_API void hpdl_nvml_sampler_stop(hpdl_nvml_sampler *s, double *mean_gpu, double *mean_mem, int64_t *samples) {
+/* Stops the sampler; writes what it saw, averaged, when asked. */
+HPDL_API void hpdl_nvml_sampler_finish(hpdl_nvml_sampler *s, hpdl_nvml_stats *out) {
+    double n;
     if (!s || !s->lib) return;
     s->stop = 1;
     pthread_join(s->thread, NULL);
-    if (mean_gpu) *mean_gpu = s->samples ? s->gpu_sum / (double)s->samples : 0.0;
-    if (mean_mem) *mean_mem = s->samples ? s->mem_sum / (double)s->samples : 0.0;
-    if (samples) *samples = s->samples;
+    n = s->sum.samples > 0 ? (double)s->sum.samples : 1.0;
+    if (out) {
+        out->gpu_util = s->sum.gpu_util / n;
+        out->mem_util = s->sum.mem_util / n;
+        out->sm_clock_mhz = s->sum.sm_clock_mhz / n;
+        out->power_w = s->sum.power_w / n;
+        out->power_capped = s->sum.power_capped / n;
+        out->samples = s->sum.samples;
+    }
     if (s->csv) fclose(s->csv);
     s->shutdown();
     dlclose(s->lib);
     memset(s, 0, sizeof *s);
+}
+
+/* Stops the sampler; writes the mean utilisations (percent) when asked. */
+HPDL_API void hpdl_nvml_sampler_stop(hpdl_nvml_sampler *s, double *mean_gpu, double *mean_mem, int64_t *samples) {
+    hpdl_nvml_stats st;
+    memset(&st, 0, sizeof st);
+    hpdl_nvml_sampler_finish(s, &st);
+    if (mean_gpu) *mean_gpu = st.gpu_util;
+    if (mean_mem) *mean_mem = st.mem_util;
+    if (samples) *samples = st.samples;
 }
 
 /* ======================================================================== */

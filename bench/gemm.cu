@@ -13,14 +13,16 @@
    gemm_all.csv (every row) and gemm_rungs.csv (TFLOP/s per rung at 4096,
    for the chart) into $HPDL_RESULTS (default: the current folder).
 
-   usage: gemm [--quick | --tune | --shape M N K] [--type f32|f64|f16|bf16|tf32]
+   usage: gemm [--quick | --tune | --sustained] [--shape M N K] [--type f32|f64|f16|bf16|tf32]
        --quick  4096^3 only, fewer runs
        --shape  this M x N x K only, fewer runs
+       --sustained  cuBLAS and the fast rungs back to back at the GPU's power
+                limit, with NVML's SM clock and power (gemm_sustained.csv)
        --tune   internal tile variants of the fast rungs at 4096^3 NN, against cuBLAS
        --type   one type only */
 #include "hpdl_cuda.cuh"
 
-typedef struct bench_opts { int quick, tune, shape[3]; const char *only; } bench_opts;
+typedef struct bench_opts { int quick, tune, sustained, shape[3]; const char *only; } bench_opts;
 
 static const hpdl_gemm_algo k_rungs[] = {HPDL_GEMM_NAIVE,    HPDL_GEMM_COALESCED,     HPDL_GEMM_SMEM,
                                          HPDL_GEMM_REG1D,    HPDL_GEMM_REG2D,         HPDL_GEMM_VEC4,
@@ -306,6 +308,115 @@ static int bench_type(bench_out *o, const bench_opts *opt, const char *type, int
     return good;
 }
 
+/* --sustained: cuBLAS and the fast rungs, each run back to back for about a
+   second (no L2 flush), twice in turns, while NVML samples the SM clock,
+   the board power and power-limit throttling every 5 ms. At the power limit
+   a kernel's speed is set by its energy per flop, not by its cycles: the
+   clock drops until the power fits. flop/clk/SM = the work done per SM and
+   clock cycle (H100 f16 tensor peak: 4096). */
+static const hpdl_gemm_algo k_sustained_rungs[] = {HPDL_GEMM_CUBLAS, HPDL_GEMM_WARPTILE, HPDL_GEMM_MMA,
+                                                   HPDL_GEMM_WGMMA_PERSISTENT, HPDL_GEMM_WGMMA_CLUSTER};
+enum { N_SUSTAINED = sizeof k_sustained_rungs / sizeof k_sustained_rungs[0] };
+
+/* Runs g back to back for about `seconds` under an NVML sampler: TFLOP/s and what NVML saw. */
+template <typename T> static double sustained_run(bench_gemm<T> *g, double seconds, hpdl_nvml_stats *st) {
+    hpdl_cuda_timer t;
+    hpdl_nvml_sampler smp;
+    double once, ms;
+    int i, reps;
+    HPDL_CHECK(hpdl_cuda_timer_create(&t, 0));
+    for (i = 0; i < 3; i++) bench_run<T>(g, 0); /* warm-up */
+    hpdl_cuda_timer_start(&t);
+    bench_run<T>(g, 0);
+    once = hpdl_cuda_timer_stop_ms(&t);
+    reps = once > 0 ? (int)(seconds * 1e3 / once) + 1 : 100;
+    memset(st, 0, sizeof *st);
+    if (hpdl_nvml_sampler_start(&smp, 0, 5, NULL) != HPDL_OK) memset(&smp, 0, sizeof smp);
+    hpdl_cuda_timer_start(&t);
+    for (i = 0; i < reps; i++) bench_run<T>(g, 0);
+    ms = hpdl_cuda_timer_stop_ms(&t);
+    hpdl_nvml_sampler_finish(&smp, st);
+    hpdl_cuda_timer_destroy(&t);
+    return 2.0 * g->M * g->N * (double)g->K * reps / (ms * 1e-3) / 1e12;
+}
+
+template <typename T> static int sustained_type(const bench_opts *opt, const char *type, FILE *csv, int sms) {
+    const int M = opt->shape[0] > 0 ? opt->shape[0] : 4096, N = opt->shape[0] > 0 ? opt->shape[1] : 4096,
+              K = opt->shape[0] > 0 ? opt->shape[2] : 4096;
+    size_t nc = (size_t)M * N;
+    T *A, *B, *C, *ref;
+    unsigned long long *d_err;
+    int ok[N_SUSTAINED], r, round, good = 1;
+    if (opt->only && strcmp(opt->only, type) != 0) return 1;
+    HPDL_CUDA_CHECK(cudaMalloc(&A, (size_t)M * K * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc(&B, (size_t)K * N * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc(&C, nc * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc(&ref, nc * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc(&d_err, 2 * sizeof *d_err));
+    bench_fill<<<1024, 256>>>(A, (size_t)M * K, 1u);
+    bench_fill<<<1024, 256>>>(B, (size_t)K * N, 2u);
+    HPDL_CHECK(call(HPDL_GEMM_CUBLAS, M, N, K, A, B, ref, 0));
+    for (r = 0; r < N_SUSTAINED; r++) { /* validate first */
+        hpdl_status s;
+        ok[r] = 0;
+        if (g_tf32 && k_sustained_rungs[r] < HPDL_GEMM_WGMMA) continue; /* only the Hopper rungs run TF32 */
+        HPDL_CHECK(hpdl_cuda_poison(C, nc * sizeof(T)));
+        s = call(k_sustained_rungs[r], M, N, K, A, B, C, 0);
+        ok[r] = s == HPDL_OK;
+        if (s != HPDL_OK && s != HPDL_ERR_UNSUPPORTED) HPDL_CHECK(s);
+        HPDL_CUDA_CHECK(cudaDeviceSynchronize());
+        if (ok[r] && !(rel_error(C, ref, nc, d_err) <= bench_tol(type))) {
+            printf("%-5s %-16s WRONG: not timed\n", type, hpdl_gemm_algo_name(k_sustained_rungs[r]));
+            ok[r] = 0;
+            good = 0;
+        }
+    }
+    for (round = 1; round <= 2; round++) {
+        double cublas = 0;
+        for (r = 0; r < N_SUSTAINED; r++) {
+            bench_gemm<T> g;
+            hpdl_nvml_stats st;
+            double tflops, per_clk;
+            if (!ok[r]) continue;
+            g.algo = k_sustained_rungs[r]; g.M = M; g.N = N; g.K = K; g.A = A; g.B = B; g.C = C;
+            tflops = sustained_run<T>(&g, 1.0, &st);
+            if (r == 0) cublas = tflops;
+            per_clk = st.sm_clock_mhz > 0 ? tflops * 1e12 / (st.sm_clock_mhz * 1e6 * sms) : 0;
+            printf("%-5s %5d %5d %5d  %-16s %5d %9.1f %7.3f %8.0f %7.0f %7.0f%% %9.0f\n", type, M, N, K,
+                   hpdl_gemm_algo_name(g.algo), round, tflops, tflops / cublas, st.sm_clock_mhz, st.power_w,
+                   100 * st.power_capped, per_clk);
+            fflush(stdout);
+            if (csv)
+                fprintf(csv, "gemm_sustained_%s_%dx%dx%d_%s_round%d,%.6g,TFLOP/s,cublas,%.6g,%.4f,%.0f,%.1f,%.3f,%.0f,%lld\n",
+                        type, M, N, K, hpdl_gemm_algo_name(g.algo), round, tflops, cublas, tflops / cublas,
+                        st.sm_clock_mhz, st.power_w, st.power_capped, per_clk, (long long)st.samples);
+        }
+    }
+    cudaFree(A); cudaFree(B); cudaFree(C); cudaFree(ref); cudaFree(d_err);
+    return good;
+}
+
+static int sustained_all(const bench_opts *opt, const hpdl_cuda_device_info *info) {
+    FILE *csv = hpdl_csv_open_with_header(".", "gemm_sustained",
+                                          "metric,value,unit,anchor,anchor_value,ratio,sm_clock_mhz,power_w,"
+                                          "power_capped,flop_per_clk_per_sm,samples");
+    int good = 1;
+    printf("gemm --sustained on %s (%d SMs): each rung back to back for ~1 s (no L2 flush), two rounds in turns;\n"
+           "NVML every 5 ms: mean SM clock, power, share of samples held down by the power limit\n",
+           info->name, info->sm_count);
+    printf("%-5s %5s %5s %5s  %-16s %5s %9s %7s %8s %7s %8s %9s\n", "type", "M", "N", "K", "rung", "round", "TFLOP/s",
+           "ratio", "SM MHz", "W", "capped", "flop/clk");
+    good &= sustained_type<float>(opt, "f32", csv, info->sm_count);
+    good &= sustained_type<double>(opt, "f64", csv, info->sm_count);
+    good &= sustained_type<__half>(opt, "f16", csv, info->sm_count);
+    good &= sustained_type<__nv_bfloat16>(opt, "bf16", csv, info->sm_count);
+    g_tf32 = 1;
+    good &= sustained_type<float>(opt, "tf32", csv, info->sm_count);
+    g_tf32 = 0;
+    if (csv) fclose(csv);
+    return good;
+}
+
 /* --tune: internal variants (tile shapes) of the fast rungs at 4096^3, to pick the defaults. */
 template <typename T, typename ACC, int BK, int TN, int MINB>
 static hpdl_status tune_warptile(const hpdl__gemm_args<T, ACC> &g, cudaStream_t s) {
@@ -442,6 +553,7 @@ int main(int argc, char **argv) {
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) opt.quick = 1;
         else if (strcmp(argv[i], "--tune") == 0) opt.tune = 1;
+        else if (strcmp(argv[i], "--sustained") == 0) opt.sustained = 1;
         else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) opt.only = argv[++i];
         else if (strcmp(argv[i], "--shape") == 0 && i + 3 < argc && sscanf(argv[i + 1], "%d", &opt.shape[0]) == 1 &&
                  sscanf(argv[i + 2], "%d", &opt.shape[1]) == 1 && sscanf(argv[i + 3], "%d", &opt.shape[2]) == 1 &&
@@ -449,7 +561,8 @@ int main(int argc, char **argv) {
             opt.quick = 1; /* fewer runs */
             i += 3;
         } else {
-            fprintf(stderr, "usage: %s [--quick | --tune | --shape M N K] [--type f32|f64|f16|bf16|tf32]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--quick | --tune | --sustained] [--shape M N K] [--type f32|f64|f16|bf16|tf32]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -459,6 +572,7 @@ int main(int argc, char **argv) {
     o.gpu = info.name;
     o.sms = info.sm_count;
     if (opt.tune) { tune_all(&opt, info.sm_count, &fl); hpdl_cuda_l2_flusher_destroy(&fl); return 0; }
+    if (opt.sustained) { hpdl_cuda_l2_flusher_destroy(&fl); return sustained_all(&opt, &info) ? 0 : 1; }
     printf("gemm on %s (%d SMs, sm_%d%d): row-major C = A*B, alpha 1, beta 0, random inputs in [-1, 1]\n", info.name,
            info.sm_count, info.cc_major, info.cc_minor);
     printf("each rung checked against cuBLAS (max|err|/max|C|) before timing; median time, L2 flushed; "

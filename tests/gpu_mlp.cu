@@ -495,9 +495,12 @@ static void test_bad_arguments(void) {
 }
 
 /* The NVML sampler starts where the driver library is present (else says
-   unsupported) and averages what it saw. */
+   unsupported) and averages what it saw: utilisations in percent, an SM
+   clock and a power draw a running GPU has (a clock of 0 would mean the
+   clock was never read). */
 static void test_nvml_sampler(void) {
     hpdl_nvml_sampler s;
+    hpdl_nvml_stats stats;
     double gpu = -1.0, mem = -1.0;
     int64_t n = -1;
     hpdl_status st;
@@ -510,6 +513,14 @@ static void test_nvml_sampler(void) {
     hpdl_nvml_sampler_stop(&s, &gpu, &mem, &n);
     HPDL_EXPECT(n >= 1);
     HPDL_EXPECT(gpu >= 0.0 && gpu <= 100.0 && mem >= 0.0 && mem <= 100.0);
+    HPDL_EXPECT(hpdl_nvml_sampler_start(&s, 0, 5, NULL) == HPDL_OK);
+    nanosleep(&nap, NULL);
+    memset(&stats, 0, sizeof stats);
+    hpdl_nvml_sampler_finish(&s, &stats);
+    HPDL_EXPECT(stats.samples >= 1);
+    HPDL_EXPECT(stats.sm_clock_mhz >= 100.0 && stats.sm_clock_mhz <= 5000.0);
+    HPDL_EXPECT(stats.power_w > 1.0 && stats.power_w < 5000.0);
+    HPDL_EXPECT(stats.power_capped >= 0.0 && stats.power_capped <= 1.0);
     HPDL_EXPECT(hpdl_nvml_sampler_start(&s, 0, 0, NULL) == HPDL_ERR_INVALID);
 }
 
