@@ -159,6 +159,45 @@ static double bench_tol(const char *type) {
     return strcmp(type, "f64") == 0 ? 1e-10 : strcmp(type, "f32") == 0 ? 1e-4 : strcmp(type, "tf32") == 0 ? 5e-3 : 2e-2;
 }
 
+/* One M x N x K product's buffers: random non-zero A and B, C for the
+   rungs, and cuBLAS's result ref to check them against. */
+template <typename T> struct bench_data {
+    int M, N, K;
+    T *A, *B, *C, *ref;
+    unsigned long long *d_err;
+};
+template <typename T> static void bench_data_create(bench_data<T> *d, int M, int N, int K) {
+    d->M = M; d->N = N; d->K = K;
+    HPDL_CUDA_CHECK(cudaMalloc(&d->A, (size_t)M * K * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc(&d->B, (size_t)K * N * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc(&d->C, (size_t)M * N * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc(&d->ref, (size_t)M * N * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc(&d->d_err, 2 * sizeof *d->d_err));
+    bench_fill<<<1024, 256>>>(d->A, (size_t)M * K, 1u);
+    bench_fill<<<1024, 256>>>(d->B, (size_t)K * N, 2u);
+    HPDL_CHECK(call(HPDL_GEMM_CUBLAS, M, N, K, d->A, d->B, d->ref, 0));
+}
+template <typename T> static void bench_data_destroy(bench_data<T> *d) {
+    cudaFree(d->A); cudaFree(d->B); cudaFree(d->C); cudaFree(d->ref); cudaFree(d->d_err);
+}
+
+/* Runs rung algo once into a poisoned C and compares with cuBLAS's result:
+   "ok", "unsupported" (the rung does not run this type or layout) or
+   "WRONG"; *err = max |c - ref| / max |ref|. */
+template <typename T>
+static const char *bench_check(const bench_data<T> *d, hpdl_gemm_algo algo, const char *type, double *err) {
+    size_t nc = (size_t)d->M * d->N;
+    hpdl_status s;
+    *err = 0;
+    HPDL_CHECK(hpdl_cuda_poison(d->C, nc * sizeof(T)));
+    s = call(algo, d->M, d->N, d->K, d->A, d->B, d->C, 0);
+    if (s == HPDL_ERR_UNSUPPORTED) return "unsupported";
+    HPDL_CHECK(s);
+    HPDL_CUDA_CHECK(cudaDeviceSynchronize());
+    *err = rel_error(d->C, d->ref, nc, d->d_err);
+    return *err <= bench_tol(type) ? "ok" : "WRONG";
+}
+
 /* All rungs of one type at one size. Returns 0 if a rung computed wrong results. */
 /* The ceiling of the mma rung: mma.sync m16n8k16 (f32 accumulation) with
    operands already in registers and 8 independent accumulators per warp,
@@ -213,41 +252,30 @@ static void bench_mma_ceiling_for(bench_out *o, const char *type, __nv_bfloat16,
 template <typename T>
 static int bench_size(bench_out *o, const bench_opts *opt, const char *type, int ti, int M, int N, int K,
                       hpdl_cuda_l2_flusher *fl) {
-    size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
-    T *A, *B, *C, *ref;
-    unsigned long long *d_err;
+    bench_data<T> d;
     double flops = 2.0 * M * N * K, cublas_tflops = 0, best = 0, best_anchor = 0, peak = peak_tflops(o->gpu, type);
     const char *best_rung = NULL;
     int r, good = 1;
-    HPDL_CUDA_CHECK(cudaMalloc(&A, na * sizeof(T)));
-    HPDL_CUDA_CHECK(cudaMalloc(&B, nb * sizeof(T)));
-    HPDL_CUDA_CHECK(cudaMalloc(&C, nc * sizeof(T)));
-    HPDL_CUDA_CHECK(cudaMalloc(&ref, nc * sizeof(T)));
-    HPDL_CUDA_CHECK(cudaMalloc(&d_err, 2 * sizeof *d_err));
-    bench_fill<<<1024, 256>>>(A, na, 1u);
-    bench_fill<<<1024, 256>>>(B, nb, 2u);
-    HPDL_CHECK(call(HPDL_GEMM_CUBLAS, M, N, K, A, B, ref, 0));
+    bench_data_create(&d, M, N, K);
     for (r = N_RUNGS - 1; r >= 0; r--) { /* cuBLAS first: the anchor */
         bench_gemm<T> g;
         bench_row row;
-        hpdl_status s;
         double ms = 0;
         memset(&row, 0, sizeof row);
         row.type = type; row.rung = hpdl_gemm_algo_name(k_rungs[r]); row.M = M; row.N = N; row.K = K;
-        g.algo = k_rungs[r]; g.M = M; g.N = N; g.K = K; g.A = A; g.B = B; g.C = C;
+        g.algo = k_rungs[r]; g.M = M; g.N = N; g.K = K; g.A = d.A; g.B = d.B; g.C = d.C;
         if ((M >= 8192 && (g.algo == HPDL_GEMM_NAIVE || g.algo == HPDL_GEMM_COALESCED)) ||
             (g_tf32 && g.algo < HPDL_GEMM_WGMMA)) {
             row.status = "skipped"; /* minutes per run at 8192; tf32: only the Hopper rungs run TF32 */
             print_row(o, &row);
             continue;
         }
-        HPDL_CHECK(hpdl_cuda_poison(C, nc * sizeof(T)));
-        s = call(g.algo, M, N, K, A, B, C, 0);
-        if (s == HPDL_ERR_UNSUPPORTED) { row.status = "unsupported"; print_row(o, &row); continue; }
-        HPDL_CHECK(s);
-        HPDL_CUDA_CHECK(cudaDeviceSynchronize());
-        row.err = rel_error(C, ref, nc, d_err);
-        if (!(row.err <= bench_tol(type))) { row.status = "WRONG"; good = 0; print_row(o, &row); continue; }
+        row.status = bench_check(&d, g.algo, type, &row.err);
+        if (strcmp(row.status, "ok") != 0) {
+            good &= strcmp(row.status, "WRONG") != 0;
+            print_row(o, &row);
+            continue;
+        }
         {   /* one run to size the repetitions: about 1 s (0.3 s quick) per rung, 3 to 50 runs */
             hpdl_cuda_timer t;
             double once, budget = opt->quick ? 300.0 : 1000.0, both_ms[2];
@@ -292,7 +320,7 @@ static int bench_size(bench_out *o, const bench_opts *opt, const char *type, int
         snprintf(metric, sizeof metric, "gemm_%s_4096_best_%s", type, best_rung);
         hpdl_csv_row(o->head, metric, best, "TFLOP/s", "cublas", best_anchor, 1);
     }
-    cudaFree(A); cudaFree(B); cudaFree(C); cudaFree(ref); cudaFree(d_err);
+    bench_data_destroy(&d);
     return good;
 }
 
@@ -341,33 +369,20 @@ template <typename T> static double sustained_run(bench_gemm<T> *g, double secon
 }
 
 template <typename T> static int sustained_type(const bench_opts *opt, const char *type, FILE *csv, int sms) {
-    const int M = opt->shape[0] > 0 ? opt->shape[0] : 4096, N = opt->shape[0] > 0 ? opt->shape[1] : 4096,
-              K = opt->shape[0] > 0 ? opt->shape[2] : 4096;
-    size_t nc = (size_t)M * N;
-    T *A, *B, *C, *ref;
-    unsigned long long *d_err;
+    bench_data<T> d;
     int ok[N_SUSTAINED], r, round, good = 1;
     if (opt->only && strcmp(opt->only, type) != 0) return 1;
-    HPDL_CUDA_CHECK(cudaMalloc(&A, (size_t)M * K * sizeof(T)));
-    HPDL_CUDA_CHECK(cudaMalloc(&B, (size_t)K * N * sizeof(T)));
-    HPDL_CUDA_CHECK(cudaMalloc(&C, nc * sizeof(T)));
-    HPDL_CUDA_CHECK(cudaMalloc(&ref, nc * sizeof(T)));
-    HPDL_CUDA_CHECK(cudaMalloc(&d_err, 2 * sizeof *d_err));
-    bench_fill<<<1024, 256>>>(A, (size_t)M * K, 1u);
-    bench_fill<<<1024, 256>>>(B, (size_t)K * N, 2u);
-    HPDL_CHECK(call(HPDL_GEMM_CUBLAS, M, N, K, A, B, ref, 0));
+    if (opt->shape[0] > 0) bench_data_create(&d, opt->shape[0], opt->shape[1], opt->shape[2]);
+    else bench_data_create(&d, 4096, 4096, 4096);
     for (r = 0; r < N_SUSTAINED; r++) { /* validate first */
-        hpdl_status s;
+        double err;
+        const char *status;
         ok[r] = 0;
         if (g_tf32 && k_sustained_rungs[r] < HPDL_GEMM_WGMMA) continue; /* only the Hopper rungs run TF32 */
-        HPDL_CHECK(hpdl_cuda_poison(C, nc * sizeof(T)));
-        s = call(k_sustained_rungs[r], M, N, K, A, B, C, 0);
-        ok[r] = s == HPDL_OK;
-        if (s != HPDL_OK && s != HPDL_ERR_UNSUPPORTED) HPDL_CHECK(s);
-        HPDL_CUDA_CHECK(cudaDeviceSynchronize());
-        if (ok[r] && !(rel_error(C, ref, nc, d_err) <= bench_tol(type))) {
-            printf("%-5s %-16s WRONG: not timed\n", type, hpdl_gemm_algo_name(k_sustained_rungs[r]));
-            ok[r] = 0;
+        status = bench_check(&d, k_sustained_rungs[r], type, &err);
+        ok[r] = strcmp(status, "ok") == 0;
+        if (strcmp(status, "WRONG") == 0) {
+            printf("%-5s %-16s WRONG (error %.1e): not timed\n", type, hpdl_gemm_algo_name(k_sustained_rungs[r]), err);
             good = 0;
         }
     }
@@ -378,21 +393,21 @@ template <typename T> static int sustained_type(const bench_opts *opt, const cha
             hpdl_nvml_stats st;
             double tflops, per_clk;
             if (!ok[r]) continue;
-            g.algo = k_sustained_rungs[r]; g.M = M; g.N = N; g.K = K; g.A = A; g.B = B; g.C = C;
+            g.algo = k_sustained_rungs[r]; g.M = d.M; g.N = d.N; g.K = d.K; g.A = d.A; g.B = d.B; g.C = d.C;
             tflops = sustained_run<T>(&g, 1.0, &st);
             if (r == 0) cublas = tflops;
             per_clk = st.sm_clock_mhz > 0 ? tflops * 1e12 / (st.sm_clock_mhz * 1e6 * sms) : 0;
-            printf("%-5s %5d %5d %5d  %-16s %5d %9.1f %7.3f %8.0f %7.0f %7.0f%% %9.0f\n", type, M, N, K,
+            printf("%-5s %5d %5d %5d  %-16s %5d %9.1f %7.3f %8.0f %7.0f %7.0f%% %9.0f\n", type, d.M, d.N, d.K,
                    hpdl_gemm_algo_name(g.algo), round, tflops, tflops / cublas, st.sm_clock_mhz, st.power_w,
                    100 * st.power_capped, per_clk);
             fflush(stdout);
             if (csv)
                 fprintf(csv, "gemm_sustained_%s_%dx%dx%d_%s_round%d,%.6g,TFLOP/s,cublas,%.6g,%.4f,%.0f,%.1f,%.3f,%.0f,%lld\n",
-                        type, M, N, K, hpdl_gemm_algo_name(g.algo), round, tflops, cublas, tflops / cublas,
+                        type, d.M, d.N, d.K, hpdl_gemm_algo_name(g.algo), round, tflops, cublas, tflops / cublas,
                         st.sm_clock_mhz, st.power_w, st.power_capped, per_clk, (long long)st.samples);
         }
     }
-    cudaFree(A); cudaFree(B); cudaFree(C); cudaFree(ref); cudaFree(d_err);
+    bench_data_destroy(&d);
     return good;
 }
 
@@ -446,19 +461,12 @@ template <typename T, typename ACC>
 static void tune_type(const char *type, const tune_variant<T, ACC> *vs, int nv, hpdl_cuda_l2_flusher *fl) {
     const int n = 4096;
     size_t nn = (size_t)n * n;
-    T *A, *B, *C, *ref;
-    unsigned long long *d_err;
+    bench_data<T> d;
     bench_gemm<T> cb;
     double ms, cublas;
     int i;
-    HPDL_CUDA_CHECK(cudaMalloc(&A, nn * sizeof(T)));
-    HPDL_CUDA_CHECK(cudaMalloc(&B, nn * sizeof(T)));
-    HPDL_CUDA_CHECK(cudaMalloc(&C, nn * sizeof(T)));
-    HPDL_CUDA_CHECK(cudaMalloc(&ref, nn * sizeof(T)));
-    HPDL_CUDA_CHECK(cudaMalloc(&d_err, 2 * sizeof *d_err));
-    bench_fill<<<1024, 256>>>(A, nn, 1u);
-    bench_fill<<<1024, 256>>>(B, nn, 2u);
-    cb.algo = HPDL_GEMM_CUBLAS; cb.M = cb.N = cb.K = n; cb.A = A; cb.B = B; cb.C = ref;
+    bench_data_create(&d, n, n, n);
+    cb.algo = HPDL_GEMM_CUBLAS; cb.M = cb.N = cb.K = n; cb.A = d.A; cb.B = d.B; cb.C = d.C;
     HPDL_CHECK(hpdl_cuda_time_median_ms(bench_run<T>, &cb, 0, 2, 20, fl, &ms));
     cublas = 2.0 * n * n * n / (ms * 1e-3) / 1e12;
     printf("tune %-5s %-34s %8.3f ms %8.2f TFLOP/s\n", type, "cublas", ms, cublas);
@@ -466,19 +474,19 @@ static void tune_type(const char *type, const tune_variant<T, ACC> *vs, int nv, 
         tune_ctx<T, ACC> c;
         double err, t;
         c.v = &vs[i];
-        c.g = hpdl__gemm_make_args(HPDL_NO_TRANS, HPDL_NO_TRANS, n, n, n, (ACC)1, (const T *)A, n, (const T *)B, n, (ACC)0,
-                                   C, n, strncmp(vs[i].name, "warptile", 8) == 0 ? 4 : (int)(16 / sizeof(T)));
-        HPDL_CHECK(hpdl_cuda_poison(C, nn * sizeof(T)));
+        c.g = hpdl__gemm_make_args(HPDL_NO_TRANS, HPDL_NO_TRANS, n, n, n, (ACC)1, (const T *)d.A, n, (const T *)d.B, n, (ACC)0,
+                                   d.C, n, strncmp(vs[i].name, "warptile", 8) == 0 ? 4 : (int)(16 / sizeof(T)));
+        HPDL_CHECK(hpdl_cuda_poison(d.C, nn * sizeof(T)));
         if (vs[i].fn(c.g, 0) != HPDL_OK) { printf("tune %-5s %-34s failed to launch\n", type, vs[i].name); continue; }
         HPDL_CUDA_CHECK(cudaDeviceSynchronize());
-        err = rel_error(C, ref, nn, d_err);
+        err = rel_error(d.C, d.ref, nn, d.d_err);
         HPDL_CHECK(hpdl_cuda_time_median_ms(tune_run<T, ACC>, &c, 0, 2, 20, fl, &ms));
         t = 2.0 * n * n * n / (ms * 1e-3) / 1e12;
         printf("tune %-5s %-34s %8.3f ms %8.2f TFLOP/s  ratio %.3f  err %.1e%s\n", type, vs[i].name, ms, t, t / cublas, err,
                err <= bench_tol(type) ? "" : "  WRONG");
         fflush(stdout);
     }
-    cudaFree(A); cudaFree(B); cudaFree(C); cudaFree(ref); cudaFree(d_err);
+    bench_data_destroy(&d);
 }
 
 static void tune_all(const bench_opts *opt, int sms, hpdl_cuda_l2_flusher *fl) {
