@@ -670,7 +670,6 @@ static __device__ __forceinline__ void hpdl__gemm_put(float *p, float v) { *p = 
 static __device__ __forceinline__ void hpdl__gemm_put(double *p, double v) { *p = v; }
 static __device__ __forceinline__ void hpdl__gemm_put(__half *p, float v) { *p = __float2half_rn(v); }
 static __device__ __forceinline__ void hpdl__gemm_put(__nv_bfloat16 *p, float v) { *p = __float2bfloat16_rn(v); }
-
 /* Element (o, k) of an operand whose outer size is O, or 0 outside it. */
 template <typename ACC, typename T>
 static __device__ __forceinline__ ACC hpdl__gemm_elem(const hpdl__gemm_operand<T> &x, int o, int k, int O, int K) {
@@ -1601,6 +1600,43 @@ static __device__ __forceinline__ void hpdl__mma_frags(const T *ta, const T *tb,
     }
 }
 
+/* The mma rung's shared memory: the pipeline's stages, which the epilogue
+   then reuses for the block's f32 tile (rows padded by 8 floats: a warp's
+   8-byte fragment stores then fall on distinct banks), then the mbarriers. */
+template <typename SH, typename T> struct hpdl__mma_smem_plan {
+    enum { STAGES = SH::S * (SH::BM + SH::BN) * SH::BK * (int)sizeof(T), LD = SH::BN + 8, OUT = SH::BM * LD * 4 };
+    enum { BARRIERS = STAGES > OUT ? STAGES : OUT, BYTES = BARRIERS + 16 * SH::S };
+};
+
+/* The mma rung's epilogue: each warp puts its accumulators into the block's
+   f32 tile in shared memory; then the block writes C row by row, four
+   consecutive elements per thread (hpdl__gemm_out4: one 8-byte store of
+   f16 where inside), so a warp writes whole 32-byte sectors. Stored
+   straight from the fragments (two adjacent elements of eight rows per
+   warp, one 2-byte store each) the rung ran at 0.56-0.58 of cuBLAS at
+   4096^3 on an H100; this way 0.59-0.60, and 0.62 on 4095x1000x3001. */
+template <typename SH, typename T, typename ACC>
+static __device__ __forceinline__ void hpdl__mma_store(const hpdl__gemm_args<T, float> &g, const ACC &acc, float *tile, int tm,
+                                                       int tn, int wm, int wn, int lane) {
+    enum { LD = hpdl__mma_smem_plan<SH, T>::LD, CHUNKS = SH::BN / 4 };
+    int i, j, c;
+    __syncthreads(); /* every warp is done with the stages */
+#pragma unroll
+    for (i = 0; i < SH::WM / 16; i++)
+#pragma unroll
+        for (j = 0; j < SH::WN / 8; j++) {
+            float *p = tile + (wm + i * 16 + lane / 4) * LD + wn + j * 8 + lane % 4 * 2;
+            *(float2 *)p = make_float2(acc[i][j][0], acc[i][j][1]);
+            *(float2 *)(p + 8 * LD) = make_float2(acc[i][j][2], acc[i][j][3]);
+        }
+    __syncthreads();
+    for (c = (int)threadIdx.x; c < SH::BM * CHUNKS; c += SH::THREADS) {
+        float v[4];
+        hpdl__gemm_sload4(tile + c / CHUNKS * LD + c % CHUNKS * 4, v);
+        hpdl__gemm_out4(g, tm + c / CHUNKS, tn + c % CHUNKS * 4, v);
+    }
+}
+
 /* mma (f16/bf16): block tiles in a multi-stage pipeline (cp.async, or the
    copy engine when TMA), fragments by ldmatrix one 16-deep step ahead of
    the mma.sync m16n8k16 that use them (f32 accumulators in registers). One
@@ -1617,7 +1653,8 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1)
     static_assert(KS % 2 == 0, "fragment buffers alternate by step: BK must be a multiple of 32");
     extern __shared__ uint4 hpdl__gemm_smem[];
     T *sa = (T *)hpdl__smem_align1024(hpdl__gemm_smem), *sb = sa + S * BM * BK; /* the copy engine's swizzle needs 1 KB */
-    uint64_t *full = (uint64_t *)(sb + S * BN * BK), *empty = full + S; /* per stage (TMA): its tile landed; every warp read it */
+    /* per stage (TMA): its tile landed; every warp read it */
+    uint64_t *full = (uint64_t *)((unsigned char *)sa + hpdl__mma_smem_plan<SH, T>::BARRIERS), *empty = full + S;
     int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32;
     int wm = warp / SH::WARPS_N * SH::WM, wn = warp % SH::WARPS_N * SH::WN;
     int tm, tn, kt0, st, ks, i, j, KT = (g.K + BK - 1) / BK;
@@ -1683,16 +1720,7 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1)
         }
     }
     hpdl__cp_async_wait<0>();
-#pragma unroll
-    for (i = 0; i < MI; i++)
-#pragma unroll
-        for (j = 0; j < NJ; j++) {
-            int m = tm + wm + i * 16 + lane / 4, n = tn + wn + j * 8 + lane % 4 * 2;
-            hpdl__gemm_out(g, m, n, acc[i][j][0]);
-            hpdl__gemm_out(g, m, n + 1, acc[i][j][1]);
-            hpdl__gemm_out(g, m + 8, n, acc[i][j][2]);
-            hpdl__gemm_out(g, m + 8, n + 1, acc[i][j][3]);
-        }
+    hpdl__mma_store<SH>(g, acc, (float *)sa, tm, tn, wm, wn, lane);
 #else
     (void)g; (void)map_a; (void)map_b; /* host pass, or a GPU without mma.sync: the launcher never starts it */
 #endif
@@ -1976,7 +2004,7 @@ static inline int hpdl__mma_tma_maps(const hpdl__gemm_args<T, float> &g, CUtenso
    H100, f16 4096^3: 427 TFLOP/s by cp.async, 450 by the copy engine; 524
    with no copies at all (timing only), so the copies still cost ~15 %. */
 template <typename SH, typename T> static inline size_t hpdl__mma_smem(void) {
-    return (size_t)SH::S * ((SH::BM + SH::BN) * SH::BK * sizeof(T) + 16 /* mbarriers */) + 1024 /* alignment */;
+    return (size_t)hpdl__mma_smem_plan<SH, T>::BYTES + 1024 /* alignment */;
 }
 
 template <typename SH, typename EDGE = SH, typename T>
@@ -2335,8 +2363,8 @@ static __device__ __forceinline__ void hpdl__wg_epilogue_done() {
    un) of the units_m x units_n grid of units, in grouped order (GROUP rows
    of units at a time) so that blocks running at the same time share rows
    of A and columns of B in L2. */
+template <int GROUP>
 static __device__ __forceinline__ void hpdl__wg_tile(int u, int units_m, int units_n, int *um, int *un) {
-    const int GROUP = 8;
     int per_group = GROUP * units_n, first = u / per_group * GROUP;
     int rows = units_m - first < GROUP ? units_m - first : GROUP;
     *um = first + u % per_group % rows;
@@ -2473,7 +2501,7 @@ __global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma(const __grid_constant
     uint64_t *full = (uint64_t *)(smem + S * STAGE + HPDL__WG_EPI_BYTES);
     int tiles_n = (g.N + BN - 1) / BN, tm, tn, kt, i, KT = (g.K + BK - 1) / BK;
     float d[128];
-    hpdl__wg_tile((int)blockIdx.x, (g.M + BM - 1) / BM, tiles_n, &tm, &tn);
+    hpdl__wg_tile<8>((int)blockIdx.x, (g.M + BM - 1) / BM, tiles_n, &tm, &tn);
 #pragma unroll
     for (i = 0; i < 128; i++) d[i] = 0.0f;
     if (threadIdx.x == 0) {
@@ -2522,6 +2550,11 @@ template <int CS> static __device__ __forceinline__ void hpdl__wg_release(uint64
     if ((int)threadIdx.x % 128 < CS) hpdl__mbar_arrive_in(empty, threadIdx.x % 128);
 }
 
+/* The grouped order's height in 128-row tiles: 2048 rows of A at a time.
+   (H100, f16 4096^3 under ncu: 8 rows read 187 MB from DRAM, 16 rows
+   148 MB, as the cluster rung's 8 rows of pairs and cuBLAS, 150 MB.) */
+enum { HPDL__WG_GROUP_ROWS = 16 };
+
 /* wgmma_ws / _persistent / _cluster: warpgroup 0 produces, warpgroups 1 and
    2 consume (rows 0-63 and 64-127 of a 128 x 256 tile). PERSISTENT: blocks
    loop over tiles, the last sk.tail of them shared out by k-steps
@@ -2559,7 +2592,7 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (threadIdx.x == 0)
             for (n = 0; hpdl__wg_item_at(n, first, stride, units, KT, sk, &w); n++) {
-                hpdl__wg_tile(w.u, units_m, units_n, &um, &un);
+                hpdl__wg_tile<HPDL__WG_GROUP_ROWS / CM>(w.u, units_m, units_n, &um, &un);
                 for (kt = w.k0; kt < w.k1; kt++, it++) {
                     unsigned char *st = smem + it % S * STAGE;
                     hpdl__mbar_wait(&empty[it % S], (unsigned)(it / S + 1) & 1); /* first pass: free */
@@ -2575,7 +2608,7 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
         int row0 = (wg - 1) * 64;
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
         for (n = 0; hpdl__wg_item_at(n, first, stride, units, KT, sk, &w); n++) {
-            hpdl__wg_tile(w.u, units_m, units_n, &um, &un);
+            hpdl__wg_tile<HPDL__WG_GROUP_ROWS / CM>(w.u, units_m, units_n, &um, &un);
 #pragma unroll
             for (i = 0; i < 128; i++) d[i] = 0;
             for (kt = w.k0; kt < w.k1; kt++, it++) {
