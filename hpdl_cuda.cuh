@@ -774,8 +774,7 @@ static __device__ __forceinline__ void hpdl__gemm_sstore4(double *p, const doubl
 
 /* Grouped tile order: blocks that run together share rows of A and columns
    of B in L2 (GROUP tile rows at a time, Triton's "grouped ordering"). */
-static __device__ __forceinline__ void hpdl__gemm_tile_order(int *tile_m, int *tile_n) {
-    const int GROUP = 8;
+template <int GROUP = 8> static __device__ __forceinline__ void hpdl__gemm_tile_order(int *tile_m, int *tile_n) {
     int tiles_n = (int)gridDim.x, tiles_m = (int)gridDim.y;
     int pid = (int)(blockIdx.y * gridDim.x + blockIdx.x);
     int per_group = GROUP * tiles_n, first = pid / per_group * GROUP;
@@ -1663,7 +1662,7 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1)
     hpdl__tile_copier<T, BM, BK, TH, AK> ca;
     hpdl__tile_copier<T, BN, BK, TH, BKC> cb;
     hpdl__mma_lanes<SH, AK, BKC> lanes;
-    hpdl__gemm_tile_order(&tm, &tn);
+    hpdl__gemm_tile_order<16>(&tm, &tn); /* H100 f16 4096^3: DRAM reads 193 MB with 8 rows, 154 MB with 16 */
     tm *= BM;
     tn *= BN;
     if (FAST && !TMA) {
