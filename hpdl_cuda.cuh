@@ -293,7 +293,11 @@ typedef void (*hpdl_cuda_work_fn)(void *ctx, cudaStream_t stream);
    each run when a flusher is given), after `warmup` untimed rounds. Taking
    turns gives every piece the same clocks: a GPU near its power limit slows
    down over seconds, which would bias a comparison of pieces timed one after
-   the other. Events are read at the end: no host synchronisation between runs. */
+   the other. Round i starts with piece i % n, so every piece runs after each
+   of the others equally often: what ran just before moves a kernel's time
+   by up to 1 % (H100, f16 4096^3 GEMM: the same kernel timed first in a
+   round of 13, after a slower mma.sync kernel, 1 % slower than in third
+   place). Events are read at the end: no host synchronisation between runs. */
 HPDL_API hpdl_status hpdl_cuda_time_interleaved_ms(int n, const hpdl_cuda_work_fn *runs, void *const *ctxs,
                                                    cudaStream_t stream, int warmup, int reps,
                                                    hpdl_cuda_l2_flusher *flush, double *median_ms) {
@@ -301,7 +305,7 @@ HPDL_API hpdl_status hpdl_cuda_time_interleaved_ms(int n, const hpdl_cuda_work_f
     double *ms;
     hpdl_stats st;
     hpdl_status s = HPDL_OK;
-    int i, j;
+    int i, j, k;
     if (n <= 0 || !runs || !ctxs || !median_ms || reps <= 0 || warmup < 0) return HPDL_ERR_INVALID;
     for (j = 0; j < n; j++)
         if (!runs[j]) return HPDL_ERR_INVALID;
@@ -312,8 +316,8 @@ HPDL_API hpdl_status hpdl_cuda_time_interleaved_ms(int n, const hpdl_cuda_work_f
     for (i = 0; i < warmup; i++)
         for (j = 0; j < n; j++) runs[j](ctxs[j], stream);
     for (i = 0; i < reps; i++)
-        for (j = 0; j < n; j++) {
-            cudaEvent_t *e = &ev[2 * ((size_t)j * reps + i)];
+        for (k = 0; k < n; k++) {
+            cudaEvent_t *e = &ev[2 * ((size_t)(j = (i + k) % n) * reps + i)];
             if (flush) hpdl_cuda_l2_flush(flush, stream);
             cudaEventRecord(e[0], stream);
             runs[j](ctxs[j], stream);
@@ -2271,7 +2275,7 @@ static __device__ __forceinline__ void hpdl__wg_store(const G &g, const ACC d[12
 /* The f16/bf16 epilogue when beta = 0 and C's rows (and N) are 16-byte
    aligned (hpdl__wg_map_c): the warpgroup writes a 64 x 64 chunk of its
    64 x 256 output, alpha applied and already in T, into one of its two
-   8 KB buffers (swizzled: see hpdl__wg_swizzle128), and one thread hands
+   8 KB buffers (stmatrix, swizzled: see hpdl__wg_swizzle128), and one thread hands
    the box to the TMA engine (cp.async.bulk.tensor, shared to global), which
    clips it at M and N. The warpgroup goes on at once: the copy runs while
    the next chunk is written and while the next tile's main loop starts
@@ -2294,13 +2298,33 @@ template <int N> static __device__ __forceinline__ void hpdl__tma_wait_read() {
 /* Ordinary shared-memory stores, made visible to the TMA engine. */
 static __device__ __forceinline__ void hpdl__fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 
-/* Two neighbouring outputs (an even column) as one 4-byte store: one
-   conversion instruction for the pair, half the shared-memory stores. */
-static __device__ __forceinline__ void hpdl__wg_put_pair(unsigned char *p, float a, float b, __half) {
-    *(__half2 *)p = __floats2half2_rn(a, b);
+/* Two neighbouring outputs (an even column) in one register: one
+   conversion instruction for the pair. */
+static __device__ __forceinline__ unsigned hpdl__wg_pair(float a, float b, __half) {
+    __half2 h = __floats2half2_rn(a, b);
+    unsigned u;
+    memcpy(&u, &h, sizeof u);
+    return u;
 }
-static __device__ __forceinline__ void hpdl__wg_put_pair(unsigned char *p, float a, float b, __nv_bfloat16) {
-    *(__nv_bfloat162 *)p = __floats2bfloat162_rn(a, b);
+static __device__ __forceinline__ unsigned hpdl__wg_pair(float a, float b, __nv_bfloat16) {
+    __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+    unsigned u;
+    memcpy(&u, &h, sizeof u);
+    return u;
+}
+
+/* Four 8x8 matrices of 16-bit values into shared memory, from the layout
+   mma and wgmma leave them in (r[i]: this lane's pair of matrix i, row
+   lane/4); lane l gives the address of row l%8 of matrix l/8. One
+   instruction for what took four 4-byte stores. */
+static __device__ __forceinline__ void hpdl__stmatrix_x4(unsigned char *p, const unsigned r[4]) {
+#ifdef HPDL__SM90A
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(hpdl__smem_u32(p)), "r"(r[0]),
+                 "r"(r[1]), "r"(r[2]), "r"(r[3])
+                 : "memory");
+#else
+    (void)p; (void)r;
+#endif
 }
 
 /* Byte offset of (row, col) in a box of 64-element (128-byte) rows of
@@ -2314,22 +2338,27 @@ static __device__ __forceinline__ int hpdl__wg_swizzle128(int row, int col) {
 }
 
 template <typename T>
-static __device__ __forceinline__ void hpdl__wg_store_tma(const CUtensorMap *map_c, float alpha, const float d[128], int m0,
-                                                          int n0, unsigned char *buf) {
+static __device__ __forceinline__ void hpdl__wg_store_tma(const CUtensorMap *map_c, float alpha, float d[128], int m0, int n0,
+                                                          unsigned char *buf) {
     enum { BOX_BYTES = HPDL__WG_TMA_ROWS * HPDL__WG_TMA_COLS * 2 };
     const int t = (int)threadIdx.x % 128, wg = (int)threadIdx.x / 128, lane = t % 32;
-    const int r = t / 32 * 16 + lane / 4, c = lane % 4 * 2; /* wgmma's layout, see hpdl__wg_store */
-    int chunk, jj;
+    /* stmatrix: lane gives row lane%8 of matrix lane/8 = (rows 0-7 or 8-15 of the warp's 16) x (group jj or jj+1) */
+    const int row = t / 32 * 16 + lane / 8 % 2 * 8 + lane % 8, next_group = lane / 16;
+    int chunk, jj, i;
+    if (alpha != 1.0f) /* most calls: alpha = 1, 128 multiplications saved */
+#pragma unroll
+        for (i = 0; i < 128; i++) d[i] *= alpha;
 #pragma unroll
     for (chunk = 0; chunk < 256 / HPDL__WG_TMA_COLS; chunk++) {
         unsigned char *b = buf + chunk % 2 * BOX_BYTES;
         if (t == 0) hpdl__tma_wait_read<1>(); /* this buffer's copy, two chunks ago, has read it */
         hpdl__wg_bar(wg);
 #pragma unroll
-        for (jj = 0; jj < HPDL__WG_TMA_COLS / 8; jj++) {
-            int j = chunk * HPDL__WG_TMA_COLS / 8 + jj, col = jj * 8 + c;
-            hpdl__wg_put_pair(b + hpdl__wg_swizzle128(r, col), alpha * d[4 * j], alpha * d[4 * j + 1], T());
-            hpdl__wg_put_pair(b + hpdl__wg_swizzle128(r + 8, col), alpha * d[4 * j + 2], alpha * d[4 * j + 3], T());
+        for (jj = 0; jj < HPDL__WG_TMA_COLS / 8; jj += 2) { /* wgmma's layout, see hpdl__wg_store */
+            const float *x = d + 4 * (chunk * HPDL__WG_TMA_COLS / 8 + jj);
+            unsigned r[4] = {hpdl__wg_pair(x[0], x[1], T()), hpdl__wg_pair(x[2], x[3], T()), hpdl__wg_pair(x[4], x[5], T()),
+                             hpdl__wg_pair(x[6], x[7], T())};
+            hpdl__stmatrix_x4(b + hpdl__wg_swizzle128(row, (jj + next_group) * 8), r);
         }
         hpdl__fence_async_smem();
         hpdl__wg_bar(wg);
@@ -2342,14 +2371,14 @@ static __device__ __forceinline__ void hpdl__wg_store_tma(const CUtensorMap *map
    GEMM's, with its requantization, is further down.) */
 template <typename T>
 static __device__ __forceinline__ void hpdl__wg_epilogue(const hpdl__gemm_args<T, float> &g, const CUtensorMap *map_c,
-                                                         int tma_c, const float d[128], int m0, int n0, float *buf) {
+                                                         int tma_c, float d[128], int m0, int n0, float *buf) {
     if (tma_c)
         hpdl__wg_store_tma<T>(map_c, g.alpha, d, m0, n0, (unsigned char *)buf);
     else
         hpdl__wg_store(g, d, m0, n0, buf);
 }
 static __device__ __forceinline__ void hpdl__wg_epilogue(const hpdl__gemm_args<float, float> &g, const CUtensorMap *, int,
-                                                         const float d[128], int m0, int n0, float *buf) {
+                                                         float d[128], int m0, int n0, float *buf) {
     hpdl__wg_store(g, d, m0, n0, buf); /* TF32: C is f32 */
 }
 
@@ -2821,12 +2850,12 @@ static inline hpdl_status hpdl__wg_run(const hpdl__wg_launch &l, const CUtensorM
     return HPDL_OK;
 }
 
-/* Runs one Hopper rung, or says HPDL_ERR_UNSUPPORTED (see the top of this part). */
+/* Runs the Hopper kernel of l, or says HPDL_ERR_UNSUPPORTED (see the top of
+   this part). */
 template <typename T>
-static inline hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpdl__gemm_args<T, float> &g,
-                                                  cudaStream_t stream) {
+static inline hpdl_status hpdl__gemm_run_wgmma(const hpdl__wg_launch &l, const hpdl__gemm_args<T, float> &g,
+                                               cudaStream_t stream) {
     enum { BK = 128 / sizeof(T) }; /* K per stage: 128 bytes */
-    hpdl__wg_launch l = hpdl__wg_picker<T>::pick(algo, !g.a.kcontig, !g.b.kcontig);
     CUtensorMap map_a, map_b, map_c;
     int tma_c;
     hpdl_status s;
@@ -2838,6 +2867,13 @@ static inline hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpd
     /* the TMA epilogue writes f16/bf16 and reads no C (beta = 0) */
     tma_c = g.beta == 0.0f && hpdl__wg_map_c(&map_c, g.C, g.M, g.N, g.ldc) == HPDL_OK;
     return hpdl__wg_run(l, map_a, map_b, tma_c ? &map_c : NULL, g, (g.K + BK - 1) / BK, stream);
+}
+
+/* Runs one Hopper rung for the operands' layouts. */
+template <typename T>
+static inline hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpdl__gemm_args<T, float> &g,
+                                                  cudaStream_t stream) {
+    return hpdl__gemm_run_wgmma(hpdl__wg_picker<T>::pick(algo, !g.a.kcontig, !g.b.kcontig), g, stream);
 }
 
 static inline hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpdl__gemm_args<double, double> &g,
