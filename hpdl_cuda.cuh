@@ -296,7 +296,7 @@ typedef void (*hpdl_cuda_work_fn)(void *ctx, cudaStream_t stream);
    the other. Round i starts with piece i % n, so every piece runs after each
    of the others equally often: what ran just before moves a kernel's time
    by up to 1 % (H100, f16 4096^3 GEMM: the same kernel timed first in a
-   round of 13, after a slower mma.sync kernel, 1 % slower than in third
+   round of 14, after a slower mma.sync kernel, 1 % slower than in third
    place). Events are read at the end: no host synchronisation between runs. */
 HPDL_API hpdl_status hpdl_cuda_time_interleaved_ms(int n, const hpdl_cuda_work_fn *runs, void *const *ctxs,
                                                    cudaStream_t stream, int warmup, int reps,
@@ -317,7 +317,9 @@ HPDL_API hpdl_status hpdl_cuda_time_interleaved_ms(int n, const hpdl_cuda_work_f
         for (j = 0; j < n; j++) runs[j](ctxs[j], stream);
     for (i = 0; i < reps; i++)
         for (k = 0; k < n; k++) {
-            cudaEvent_t *e = &ev[2 * ((size_t)(j = (i + k) % n) * reps + i)];
+            cudaEvent_t *e;
+            j = (i + k) % n; /* round i starts with piece i % n */
+            e = &ev[2 * ((size_t)j * reps + i)];
             if (flush) hpdl_cuda_l2_flush(flush, stream);
             cudaEventRecord(e[0], stream);
             runs[j](ctxs[j], stream);
