@@ -2352,8 +2352,12 @@ static __device__ __forceinline__ void hpdl__wg_store_tma(const CUtensorMap *map
         for (i = 0; i < 128; i++) d[i] *= alpha;
 #pragma unroll
     for (chunk = 0; chunk < 256 / HPDL__WG_TMA_COLS; chunk++) {
+        /* Buffer chunk%2's copies are issued (and waited for) by lane 0 of warp chunk%2, so one thread's
+           wait for this buffer runs alongside the other's issue of the last chunk (one thread doing both:
+           H100, f16 4096^3, ~2150 cycles a tile for the epilogue, ~2000 with two) */
         unsigned char *b = buf + chunk % 2 * BOX_BYTES;
-        if (t == 0) hpdl__tma_wait_read<1>(); /* this buffer's copy, two chunks ago, has read it */
+        const int issuer = t == chunk % 2 * 32;
+        if (issuer) hpdl__tma_wait_read<0>(); /* this buffer's copy, two chunks ago, has read it */
         hpdl__wg_bar(wg);
 #pragma unroll
         for (jj = 0; jj < HPDL__WG_TMA_COLS / 8; jj += 2) { /* wgmma's layout, see hpdl__wg_store */
@@ -2364,7 +2368,7 @@ static __device__ __forceinline__ void hpdl__wg_store_tma(const CUtensorMap *map
         }
         hpdl__fence_async_smem();
         hpdl__wg_bar(wg);
-        if (t == 0) hpdl__tma_store(map_c, b, n0 + chunk * HPDL__WG_TMA_COLS, m0);
+        if (issuer) hpdl__tma_store(map_c, b, n0 + chunk * HPDL__WG_TMA_COLS, m0);
     }
 }
 
@@ -2386,7 +2390,7 @@ static __device__ __forceinline__ void hpdl__wg_epilogue(const hpdl__gemm_args<f
 
 /* Before the block exits: its TMA stores have read shared memory. */
 static __device__ __forceinline__ void hpdl__wg_epilogue_done() {
-    if (threadIdx.x % 128 == 0) hpdl__tma_wait_read<0>();
+    if (threadIdx.x % 128 == 0 || threadIdx.x % 128 == 32) hpdl__tma_wait_read<0>(); /* the two issuers */
 }
 
 /* Work unit u (a tile, or a cluster's patch of tiles) as (row um, column
@@ -2455,6 +2459,21 @@ static __host__ __device__ __forceinline__ int hpdl__wg_item_at(int i, int b, in
     } else {
         w->u = whole + t1; w->k0 = (int)(s - (long long)t1 * KT); w->k1 = t1 == t2 ? (int)(e - (long long)t1 * KT) : KT;
     }
+    return 1;
+}
+
+/* Item n of block `first`'s work (hpdl__wg_item_at) and the row and column
+   of its unit in the grouped order (hpdl__wg_tile); 0 when it has none. */
+typedef struct hpdl__wg_work {
+    hpdl__wg_item w;
+    int um, un;
+} hpdl__wg_work;
+
+template <int GROUP>
+static __device__ __forceinline__ int hpdl__wg_work_at(int n, int first, int stride, int units, int units_m, int units_n,
+                                                       int KT, const hpdl__wg_sk &sk, hpdl__wg_work *x) {
+    if (!hpdl__wg_item_at(n, first, stride, units, KT, sk, &x->w)) return 0;
+    hpdl__wg_tile<GROUP>(x->w.u, units_m, units_n, &x->um, &x->un);
     return 1;
 }
 
@@ -2606,10 +2625,11 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
     typename hpdl__wg_type<T>::acc *epi = (typename hpdl__wg_type<T>::acc *)(smem + S * STAGE); /* one buffer per consumer */
     uint64_t *full = (uint64_t *)(smem + S * STAGE + 2 * HPDL__WG_EPI_BYTES), *empty = full + S;
     int units_m = ((g.M + BM - 1) / BM + CM - 1) / CM, units_n = ((g.N + BN - 1) / BN + CN - 1) / CN;
-    int units = units_m * units_n, KT = (g.K + BK - 1) / BK, wg = (int)threadIdx.x / 128, it = 0, n, um, un, kt, i;
+    enum { GROUP = HPDL__WG_GROUP_ROWS / CM };
+    int units = units_m * units_n, KT = (g.K + BK - 1) / BK, wg = (int)threadIdx.x / 128, it = 0, n, kt, i;
     int rank = CS > 1 ? (int)hpdl__cluster_rank() : 0, rm = rank % CM, rn = rank / CM;
     int first = (int)blockIdx.x / CS, stride = PERSISTENT ? (int)gridDim.x / CS : units;
-    hpdl__wg_item w;
+    hpdl__wg_work cur, next;
     if (threadIdx.x == 0) {
         for (i = 0; i < S; i++) {
             hpdl__mbar_init(&full[i], 1);
@@ -2621,9 +2641,9 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (threadIdx.x == 0)
-            for (n = 0; hpdl__wg_item_at(n, first, stride, units, KT, sk, &w); n++) {
-                hpdl__wg_tile<HPDL__WG_GROUP_ROWS / CM>(w.u, units_m, units_n, &um, &un);
-                for (kt = w.k0; kt < w.k1; kt++, it++) {
+            for (n = 0; hpdl__wg_work_at<GROUP>(n, first, stride, units, units_m, units_n, KT, sk, &cur); n++) {
+                const int um = cur.um, un = cur.un;
+                for (kt = cur.w.k0; kt < cur.w.k1; kt++, it++) {
                     unsigned char *st = smem + it % S * STAGE;
                     hpdl__mbar_wait(&empty[it % S], (unsigned)(it / S + 1) & 1); /* first pass: free */
                     hpdl__mbar_expect_bytes(&full[it % S], STAGE);
@@ -2636,15 +2656,21 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
     } else {
         typename hpdl__wg_type<T>::acc d[128];
         int row0 = (wg - 1) * 64;
+        int more;
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-        for (n = 0; hpdl__wg_item_at(n, first, stride, units, KT, sk, &w); n++) {
-            hpdl__wg_tile<HPDL__WG_GROUP_ROWS / CM>(w.u, units_m, units_n, &um, &un);
+        more = hpdl__wg_work_at<GROUP>(0, first, stride, units, units_m, units_n, KT, sk, &cur);
+        for (n = 0; more; n++, cur = next) {
+            const hpdl__wg_item w = cur.w;
+            const int um = cur.um, un = cur.un;
 #pragma unroll
             for (i = 0; i < 128; i++) d[i] = 0;
-            for (kt = w.k0; kt < w.k1; kt++, it++) {
+            for (kt = w.k0; kt < w.k1; kt++, it++) { /* an item has at least one k-step */
                 unsigned char *st = smem + it % S * STAGE;
                 hpdl__mbar_wait(&full[it % S], (unsigned)(it / S) & 1);
                 hpdl__wg_mma_stage<T, AMN, BMN>(d, st, st + A_BYTES, row0);
+                if (kt == w.k0) /* the next item's divisions, while the tensor cores work (H100: ~430 cycles
+                                   between two tiles when worked out after the epilogue) */
+                    more = hpdl__wg_work_at<GROUP>(n + 1, first, stride, units, units_m, units_n, KT, sk, &next);
                 if (WAIT1) { /* the previous stage's group is done: its stage can go */
                     hpdl__wg_wait<1>();
                     if (kt > w.k0) hpdl__wg_release<CS>(&empty[(it - 1) % S]);
