@@ -2629,7 +2629,7 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
     int units = units_m * units_n, KT = (g.K + BK - 1) / BK, wg = (int)threadIdx.x / 128, it = 0, n, kt, i;
     int rank = CS > 1 ? (int)hpdl__cluster_rank() : 0, rm = rank % CM, rn = rank / CM;
     int first = (int)blockIdx.x / CS, stride = PERSISTENT ? (int)gridDim.x / CS : units;
-    hpdl__wg_work cur, next;
+    hpdl__wg_work cur, next = hpdl__wg_work(); /* next: copied into cur once more after the last item */
     if (threadIdx.x == 0) {
         for (i = 0; i < S; i++) {
             hpdl__mbar_init(&full[i], 1);
