@@ -51,6 +51,11 @@
        2026-11-24  v0.1.4  NVML sampler also reads the SM clock, the power draw and
                            power-limit throttling (hpdl_nvml_sampler_finish,
                            hpdl_nvml_stats; three more CSV columns).
+       2026-11-25  v0.1.5  mma.sync rung: output through shared memory in whole rows;
+                           its warps take turns at asking the copy engine for tiles.
+                           Hopper GEMM: stmatrix epilogue in 64x64 TMA boxes issued
+                           by two threads, tile groups of 16 rows, the next work
+                           item worked out while the tensor cores run.
 */
 #ifndef HPDL_CUDA_CUH
 #define HPDL_CUDA_CUH
@@ -1501,7 +1506,7 @@ static __device__ __forceinline__ void hpdl__mma_load(const hpdl__gemm_args<T, f
 }
 
 /* The same through the copy engine (sm_90a; the launcher picks it only
-   there): thread 0 asks for both operands' 64-row pieces, which land on
+   there): one thread asks for both operands' 64-row pieces, which land on
    the stage's mbarrier. The swizzled panels it writes are
    hpdl__gemm_swizzle's layout, so the ldmatrix side is the same. */
 template <typename SH, bool AK, bool BKC, typename T>
@@ -1528,16 +1533,21 @@ static __device__ __forceinline__ void hpdl__mma_release(uint64_t *empty, int st
 #endif
 }
 
-/* Tile k into stage st, if `have` (it is inside K): by the copy engine
-   (thread 0), or by every thread's cp.async, one commit group per call
-   either way so that hpdl__mma_landed can count them. */
+/* Tile k into stage st, if `have` (it is inside K): by the copy engine,
+   or by every thread's cp.async, one commit group per call either way so
+   that hpdl__mma_landed can count them. The copy engine is asked by lane 0
+   of warp k % warps: the asking thread first waits until every warp has
+   read the stage and then runs ~50 instructions more per tile, so the
+   warps take turns at it (H100, 4096^3, the two alternated: 0.59-0.62 of
+   cuBLAS with warp 0 always asking, 0.60-0.63 taking turns). */
 template <typename SH, bool AK, bool BKC, bool FAST, bool TMA, typename T, typename CA, typename CB>
 static __device__ __forceinline__ void hpdl__mma_fetch(const hpdl__gemm_args<T, float> &g, const CUtensorMap *map_a,
                                                        const CUtensorMap *map_b, T *sa, T *sb, uint64_t *full,
                                                        uint64_t *empty, int st, int k, bool have, int tm, int tn, CA &ca,
                                                        CB &cb) {
     if (TMA) {
-        if (have && threadIdx.x == 0) hpdl__mma_load_tma<SH, AK, BKC>(map_a, map_b, sa, sb, full, empty, st, k, tm, tn);
+        if (have && (int)threadIdx.x == k % (SH::THREADS / 32) * 32)
+            hpdl__mma_load_tma<SH, AK, BKC>(map_a, map_b, sa, sb, full, empty, st, k, tm, tn);
         return;
     }
     if (have) hpdl__mma_load<SH, AK, BKC, FAST>(g, sa, sb, st, k, tm, tn, ca, cb);
