@@ -2672,9 +2672,7 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
         for (n = 0; more; n++, cur = next) {
             const hpdl__wg_item w = cur.w;
             const int um = cur.um, un = cur.un;
-#pragma unroll
-            for (i = 0; i < 128; i++) d[i] = 0;
-            for (kt = w.k0; kt < w.k1; kt++, it++) { /* an item has at least one k-step */
+            auto k_step = [&]() { /* k-step kt of the item from stage `it` */
                 unsigned char *st = smem + it % S * STAGE;
                 hpdl__mbar_wait(&full[it % S], (unsigned)(it / S) & 1);
                 hpdl__wg_mma_stage<T, AMN, BMN>(d, st, st + A_BYTES, row0);
@@ -2688,7 +2686,14 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
                     hpdl__wg_wait<0>();
                     hpdl__wg_release<CS>(&empty[it % S]);
                 }
-            }
+                kt++, it++;
+            };
+#pragma unroll
+            for (i = 0; i < 128; i++) d[i] = 0;
+            kt = w.k0;
+            k_step(); /* an item has at least one k-step; peeled, so that ptxas folds the zeros into
+                         its first wgmma (scale-d off) instead of 128 register moves */
+            while (kt < w.k1) k_step();
             if (WAIT1) { /* unconditional: ptxas then sees no wgmma in flight below (a wait under
                             `if (w.k1 > w.k0)` made it serialise the TF32 kernels' wgmmas: 0.89 of cuBLAS) */
                 hpdl__wg_wait<0>();
