@@ -2349,36 +2349,54 @@ static __device__ __forceinline__ int hpdl__wg_swizzle128(int row, int col) {
     return row * 128 + (((byte >> 4) ^ row) & 7) * 16 + (byte & 15);
 }
 
-template <typename T>
-static __device__ __forceinline__ void hpdl__wg_store_tma(const CUtensorMap *map_c, float alpha, float d[128], int m0, int n0,
+/* Chunk c of a warpgroup's 64 x 256 output (columns 64c..64c+63, already
+   in T: pairs p[i] from accumulators 32c + 2i, +1) to C at (m0, x) through
+   buffer c % 2. The buffer's copies are issued (and waited for) by lane 0 of
+   warp c % 2, so one thread's wait for this buffer runs alongside the other's
+   issue of the last chunk (one thread doing both: H100, f16 4096^3, ~2150
+   cycles a tile for the epilogue, ~2000 with two). */
+static __device__ __forceinline__ void hpdl__wg_put_chunk(const CUtensorMap *map_c, const unsigned p[16], int c, int m0, int x,
                                                           unsigned char *buf) {
     enum { BOX_BYTES = HPDL__WG_TMA_ROWS * HPDL__WG_TMA_COLS * 2 };
     const int t = (int)threadIdx.x % 128, wg = (int)threadIdx.x / 128, lane = t % 32;
     /* stmatrix: lane gives row lane%8 of matrix lane/8 = (rows 0-7 or 8-15 of the warp's 16) x (group jj or jj+1) */
-    const int row = t / 32 * 16 + lane / 8 % 2 * 8 + lane % 8, next_group = lane / 16;
-    int chunk, jj, i;
-    if (alpha != 1.0f) /* most calls: alpha = 1, 128 multiplications saved */
+    const int row = t / 32 * 16 + lane / 8 % 2 * 8 + lane % 8, next_group = lane / 16, issuer = t == c % 2 * 32;
+    unsigned char *b = buf + c % 2 * BOX_BYTES;
+    int jj;
+    if (issuer) hpdl__tma_wait_read<0>(); /* this buffer's last copy has read it */
+    hpdl__wg_bar(wg);
 #pragma unroll
-        for (i = 0; i < 128; i++) d[i] *= alpha;
+    for (jj = 0; jj < HPDL__WG_TMA_COLS / 8; jj += 2) /* wgmma's layout, see hpdl__wg_store */
+        hpdl__stmatrix_x4(b + hpdl__wg_swizzle128(row, (jj + next_group) * 8), p + 2 * jj);
+    hpdl__fence_async_smem();
+    hpdl__wg_bar(wg);
+    if (issuer) hpdl__tma_store(map_c, b, x, m0);
+}
+
+/* Chunk c's accumulators (32c..32c+31) times alpha as pairs of T. */
+template <typename T>
+static __device__ __forceinline__ void hpdl__wg_pack_chunk(const float d[128], float alpha, int c, unsigned p[16]) {
+    const float *x = d + 32 * c;
+    int i;
+    if (alpha == 1.0f) /* most calls: 32 multiplications saved */
 #pragma unroll
-    for (chunk = 0; chunk < 256 / HPDL__WG_TMA_COLS; chunk++) {
-        /* Buffer chunk%2's copies are issued (and waited for) by lane 0 of warp chunk%2, so one thread's
-           wait for this buffer runs alongside the other's issue of the last chunk (one thread doing both:
-           H100, f16 4096^3, ~2150 cycles a tile for the epilogue, ~2000 with two) */
-        unsigned char *b = buf + chunk % 2 * BOX_BYTES;
-        const int issuer = t == chunk % 2 * 32;
-        if (issuer) hpdl__tma_wait_read<0>(); /* this buffer's copy, two chunks ago, has read it */
-        hpdl__wg_bar(wg);
+        for (i = 0; i < 16; i++) p[i] = hpdl__wg_pair(x[2 * i], x[2 * i + 1], T());
+    else
 #pragma unroll
-        for (jj = 0; jj < HPDL__WG_TMA_COLS / 8; jj += 2) { /* wgmma's layout, see hpdl__wg_store */
-            const float *x = d + 4 * (chunk * HPDL__WG_TMA_COLS / 8 + jj);
-            unsigned r[4] = {hpdl__wg_pair(x[0], x[1], T()), hpdl__wg_pair(x[2], x[3], T()), hpdl__wg_pair(x[4], x[5], T()),
-                             hpdl__wg_pair(x[6], x[7], T())};
-            hpdl__stmatrix_x4(b + hpdl__wg_swizzle128(row, (jj + next_group) * 8), r);
-        }
-        hpdl__fence_async_smem();
-        hpdl__wg_bar(wg);
-        if (issuer) hpdl__tma_store(map_c, b, n0 + chunk * HPDL__WG_TMA_COLS, m0);
+        for (i = 0; i < 16; i++) p[i] = hpdl__wg_pair(alpha * x[2 * i], alpha * x[2 * i + 1], T());
+}
+
+/* Chunks FIRST_CHUNK..3 of the output by TMA (the ones before: see
+   hpdl__wg_hold). */
+template <typename T, int FIRST_CHUNK = 0>
+static __device__ __forceinline__ void hpdl__wg_store_tma(const CUtensorMap *map_c, float alpha, const float d[128], int m0,
+                                                          int n0, unsigned char *buf) {
+    int c;
+#pragma unroll
+    for (c = FIRST_CHUNK; c < 256 / HPDL__WG_TMA_COLS; c++) {
+        unsigned p[16];
+        hpdl__wg_pack_chunk<T>(d, alpha, c, p);
+        hpdl__wg_put_chunk(map_c, p, c, m0, n0 + c * HPDL__WG_TMA_COLS, buf);
     }
 }
 
@@ -2538,6 +2556,63 @@ static __device__ __forceinline__ void hpdl__wg_sk_take(const hpdl__wg_sk &sk, i
     }
 }
 
+/* ---- held epilogue -------------------------------------------------------- */
+
+/* The f16/bf16 epilogue of a tile with another after it stores only chunks
+   2 and 3 (hpdl__wg_store_tma) and holds chunks 0 and 1 as 32 registers of
+   pairs, which go out during the next tile's first two k-steps, while its
+   wgmmas run (hpdl__wg_put_held): the tensor cores wait for half an
+   epilogue between tiles instead of a whole one. (All four chunks do not fit:
+   128 accumulators + 64 held registers made ptxas spill and serialise the
+   wgmmas.) */
+typedef struct hpdl__wg_held {
+    unsigned v[32];
+    int m0, n0, chunks; /* chunks still to store (0: nothing held) */
+} hpdl__wg_held;
+
+/* The kernels whose tiles may be held: the f16 and bf16 GEMMs. */
+template <typename G> struct hpdl__wg_holds { enum { value = 0 }; };
+template <> struct hpdl__wg_holds<hpdl__gemm_args<__half, float> > { enum { value = 1 }; };
+template <> struct hpdl__wg_holds<hpdl__gemm_args<__nv_bfloat16, float> > { enum { value = 1 }; };
+
+/* Holds the tile (h->chunks = 2; chunks 2 and 3 stored) where C has a TMA
+   map (f16/bf16, beta = 0, aligned); else h->chunks = 0, nothing done. */
+template <typename G, typename ACC>
+static __device__ __forceinline__ void hpdl__wg_hold(const G &, const CUtensorMap *, int, const ACC *, int, int,
+                                                     unsigned char *, hpdl__wg_held *h) {
+    h->chunks = 0;
+}
+template <typename T>
+static __device__ __forceinline__ void hpdl__wg_hold_half(const hpdl__gemm_args<T, float> &g, const CUtensorMap *map_c,
+                                                          int tma_c, const float d[128], int m0, int n0, unsigned char *buf,
+                                                          hpdl__wg_held *h) {
+    h->chunks = 0;
+    if (!tma_c) return;
+    hpdl__wg_pack_chunk<T>(d, g.alpha, 0, h->v);
+    hpdl__wg_pack_chunk<T>(d, g.alpha, 1, h->v + 16);
+    hpdl__wg_store_tma<T, 2>(map_c, g.alpha, d, m0, n0, buf);
+    h->m0 = m0, h->n0 = n0, h->chunks = 2;
+}
+static __device__ __forceinline__ void hpdl__wg_hold(const hpdl__gemm_args<__half, float> &g, const CUtensorMap *map_c,
+                                                     int tma_c, const float d[128], int m0, int n0, unsigned char *buf,
+                                                     hpdl__wg_held *h) {
+    hpdl__wg_hold_half(g, map_c, tma_c, d, m0, n0, buf, h);
+}
+static __device__ __forceinline__ void hpdl__wg_hold(const hpdl__gemm_args<__nv_bfloat16, float> &g, const CUtensorMap *map_c,
+                                                     int tma_c, const float d[128], int m0, int n0, unsigned char *buf,
+                                                     hpdl__wg_held *h) {
+    hpdl__wg_hold_half(g, map_c, tma_c, d, m0, n0, buf, h);
+}
+
+/* Stores the next held chunk (chunk 0, then chunk 1). */
+static __device__ __forceinline__ void hpdl__wg_put_held(const CUtensorMap *map_c, hpdl__wg_held *h, unsigned char *buf) {
+    if (h->chunks == 2)
+        hpdl__wg_put_chunk(map_c, h->v, 0, h->m0, h->n0, buf);
+    else
+        hpdl__wg_put_chunk(map_c, h->v + 16, 1, h->m0, h->n0 + HPDL__WG_TMA_COLS, buf);
+    h->chunks--;
+}
+
 /* ---- the kernels --------------------------------------------------------- */
 
 /* The first 1024-byte boundary at or after the dynamic shared memory's start
@@ -2630,7 +2705,7 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
                                                               hpdl__wg_sk sk) {
 #ifdef HPDL__SM90A
     enum { BM = 128, BN = 256, BK = 128 / sizeof(T), S = HPDL__WG_STAGES, A_BYTES = BM * 128, STAGE = (BM + BN) * 128 };
-    enum { CS = CM * CN };
+    enum { CS = CM * CN, HOLD = hpdl__wg_holds<G>::value };
     unsigned char *smem = hpdl__wg_smem_base();
     typename hpdl__wg_type<T>::acc *epi = (typename hpdl__wg_type<T>::acc *)(smem + S * STAGE); /* one buffer per consumer */
     uint64_t *full = (uint64_t *)(smem + S * STAGE + 2 * HPDL__WG_EPI_BYTES), *empty = full + S;
@@ -2665,10 +2740,13 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
             }
     } else {
         typename hpdl__wg_type<T>::acc d[128];
+        unsigned char *buf = (unsigned char *)(epi + (wg - 1) * HPDL__WG_EPI_BYTES / 4);
+        hpdl__wg_held held; /* the previous tile's chunks 0 and 1, still to store (HOLD) */
         int row0 = (wg - 1) * 64;
         int more;
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
         more = hpdl__wg_work_at<GROUP>(0, first, stride, units, units_m, units_n, KT, sk, &cur);
+        held.chunks = 0;
         for (n = 0; more; n++, cur = next) {
             const hpdl__wg_item w = cur.w;
             const int um = cur.um, un = cur.un;
@@ -2679,6 +2757,7 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
                 if (kt == w.k0) /* the next item's divisions, while the tensor cores work (H100: ~430 cycles
                                    between two tiles when worked out after the epilogue) */
                     more = hpdl__wg_work_at<GROUP>(n + 1, first, stride, units, units_m, units_n, KT, sk, &next);
+                if (HOLD && held.chunks > 0) hpdl__wg_put_held(&map_c, &held, buf); /* while the wgmmas run */
                 if (WAIT1) { /* the previous stage's group is done: its stage can go */
                     hpdl__wg_wait<1>();
                     if (kt > w.k0) hpdl__wg_release<CS>(&empty[(it - 1) % S]);
@@ -2694,6 +2773,7 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
             k_step(); /* an item has at least one k-step; peeled, so that ptxas folds the zeros into
                          its first wgmma (scale-d off) instead of 128 register moves */
             while (kt < w.k1) k_step();
+            while (HOLD && held.chunks > 0) hpdl__wg_put_held(&map_c, &held, buf); /* an item of one k-step */
             if (WAIT1) { /* unconditional: ptxas then sees no wgmma in flight below (a wait under
                             `if (w.k1 > w.k0)` made it serialise the TF32 kernels' wgmmas: 0.89 of cuBLAS) */
                 hpdl__wg_wait<0>();
@@ -2705,8 +2785,11 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
                 continue;
             }
             if (w.k0 > 0) hpdl__wg_sk_take(sk, first, stride, units, KT, w.u, wg, d);
-            hpdl__wg_epilogue(g, &map_c, tma_c, d, (um * CM + rm) * BM + row0, (un * CN + rn) * BN,
-                              epi + (wg - 1) * HPDL__WG_EPI_BYTES / 4);
+            if (HOLD && more)
+                hpdl__wg_hold(g, &map_c, tma_c, d, (um * CM + rm) * BM + row0, (un * CN + rn) * BN, buf, &held);
+            if (!HOLD || held.chunks == 0)
+                hpdl__wg_epilogue(g, &map_c, tma_c, d, (um * CM + rm) * BM + row0, (un * CN + rn) * BN,
+                                  (typename hpdl__wg_type<T>::acc *)buf);
         }
         hpdl__wg_epilogue_done();
     }
