@@ -2558,15 +2558,15 @@ static __device__ __forceinline__ void hpdl__wg_sk_take(const hpdl__wg_sk &sk, i
 
 /* ---- held epilogue -------------------------------------------------------- */
 
-/* The f16/bf16 epilogue of a tile with another after it stores only chunks
-   2 and 3 (hpdl__wg_store_tma) and holds chunks 0 and 1 as 32 registers of
-   pairs, which go out during the next tile's first two k-steps, while its
-   wgmmas run (hpdl__wg_put_held): the tensor cores wait for half an
-   epilogue between tiles instead of a whole one. (All four chunks do not fit:
-   128 accumulators + 64 held registers made ptxas spill and serialise the
-   wgmmas.) */
+/* The f16/bf16 epilogue of a tile with another after it stores only chunk
+   3 (hpdl__wg_store_tma) and holds chunks 0-2 as 48 registers of pairs,
+   which go out during the next tile's first three k-steps, while its wgmmas
+   run (hpdl__wg_put_held): the tensor cores wait for a quarter of an
+   epilogue between tiles instead of a whole one. (All four chunks do not
+   fit: 128 accumulators + 64 held registers made ptxas spill and serialise
+   the wgmmas.) */
 typedef struct hpdl__wg_held {
-    unsigned v[32];
+    unsigned v[48];
     int m0, n0, chunks; /* chunks still to store (0: nothing held) */
 } hpdl__wg_held;
 
@@ -2575,7 +2575,7 @@ template <typename G> struct hpdl__wg_holds { enum { value = 0 }; };
 template <> struct hpdl__wg_holds<hpdl__gemm_args<__half, float> > { enum { value = 1 }; };
 template <> struct hpdl__wg_holds<hpdl__gemm_args<__nv_bfloat16, float> > { enum { value = 1 }; };
 
-/* Holds the tile (h->chunks = 2; chunks 2 and 3 stored) where C has a TMA
+/* Holds the tile (h->chunks = 3; chunk 3 stored) where C has a TMA
    map (f16/bf16, beta = 0, aligned); else h->chunks = 0, nothing done. */
 template <typename G, typename ACC>
 static __device__ __forceinline__ void hpdl__wg_hold(const G &, const CUtensorMap *, int, const ACC *, int, int,
@@ -2590,8 +2590,9 @@ static __device__ __forceinline__ void hpdl__wg_hold_half(const hpdl__gemm_args<
     if (!tma_c) return;
     hpdl__wg_pack_chunk<T>(d, g.alpha, 0, h->v);
     hpdl__wg_pack_chunk<T>(d, g.alpha, 1, h->v + 16);
-    hpdl__wg_store_tma<T, 2>(map_c, g.alpha, d, m0, n0, buf);
-    h->m0 = m0, h->n0 = n0, h->chunks = 2;
+    hpdl__wg_pack_chunk<T>(d, g.alpha, 2, h->v + 32);
+    hpdl__wg_store_tma<T, 3>(map_c, g.alpha, d, m0, n0, buf);
+    h->m0 = m0, h->n0 = n0, h->chunks = 3;
 }
 static __device__ __forceinline__ void hpdl__wg_hold(const hpdl__gemm_args<__half, float> &g, const CUtensorMap *map_c,
                                                      int tma_c, const float d[128], int m0, int n0, unsigned char *buf,
@@ -2604,12 +2605,14 @@ static __device__ __forceinline__ void hpdl__wg_hold(const hpdl__gemm_args<__nv_
     hpdl__wg_hold_half(g, map_c, tma_c, d, m0, n0, buf, h);
 }
 
-/* Stores the next held chunk (chunk 0, then chunk 1). */
+/* Stores the next held chunk (chunk 0, then 1, then 2). */
 static __device__ __forceinline__ void hpdl__wg_put_held(const CUtensorMap *map_c, hpdl__wg_held *h, unsigned char *buf) {
-    if (h->chunks == 2)
+    if (h->chunks == 3)
         hpdl__wg_put_chunk(map_c, h->v, 0, h->m0, h->n0, buf);
-    else
+    else if (h->chunks == 2)
         hpdl__wg_put_chunk(map_c, h->v + 16, 1, h->m0, h->n0 + HPDL__WG_TMA_COLS, buf);
+    else
+        hpdl__wg_put_chunk(map_c, h->v + 32, 2, h->m0, h->n0 + 2 * HPDL__WG_TMA_COLS, buf);
     h->chunks--;
 }
 
@@ -2741,7 +2744,7 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
     } else {
         typename hpdl__wg_type<T>::acc d[128];
         unsigned char *buf = (unsigned char *)(epi + (wg - 1) * HPDL__WG_EPI_BYTES / 4);
-        hpdl__wg_held held; /* the previous tile's chunks 0 and 1, still to store (HOLD) */
+        hpdl__wg_held held; /* the previous tile's chunks 0-2, still to store (HOLD) */
         int row0 = (wg - 1) * 64;
         int more;
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
@@ -2773,7 +2776,7 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
             k_step(); /* an item has at least one k-step; peeled, so that ptxas folds the zeros into
                          its first wgmma (scale-d off) instead of 128 register moves */
             while (kt < w.k1) k_step();
-            while (HOLD && held.chunks > 0) hpdl__wg_put_held(&map_c, &held, buf); /* an item of one k-step */
+            while (HOLD && held.chunks > 0) hpdl__wg_put_held(&map_c, &held, buf); /* an item of < 3 k-steps */
             if (WAIT1) { /* unconditional: ptxas then sees no wgmma in flight below (a wait under
                             `if (w.k1 > w.k0)` made it serialise the TF32 kernels' wgmmas: 0.89 of cuBLAS) */
                 hpdl__wg_wait<0>();
