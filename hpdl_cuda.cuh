@@ -1,4 +1,4 @@
-/* hpdl_cuda.cuh - v0.1.4 - high-performance deep learning kernels, CUDA part.
+/* hpdl_cuda.cuh - v0.1.6 - high-performance deep learning kernels, CUDA part.
 
    Built on hpdl.h (included here). Every GPU kernel has a CPU twin of the
    same name in hpdl.h that the tests compare it against.
@@ -56,6 +56,10 @@
                            Hopper GEMM: stmatrix epilogue in 64x64 TMA boxes issued
                            by two threads, tile groups of 16 rows, the next work
                            item worked out while the tensor cores run.
+       2026-11-25  v0.1.6  Hopper GEMM: each item's first k-step peeled (zeroing
+                           folded into the first wgmma); f16/bf16 tiles with a
+                           tile after them hold three of their four output
+                           chunks until the next tile's first k-steps.
 */
 #ifndef HPDL_CUDA_CUH
 #define HPDL_CUDA_CUH
@@ -2583,7 +2587,7 @@ static __device__ __forceinline__ void hpdl__wg_hold(const G &, const CUtensorMa
     h->chunks = 0;
 }
 template <typename T>
-static __device__ __forceinline__ void hpdl__wg_hold_half(const hpdl__gemm_args<T, float> &g, const CUtensorMap *map_c,
+static __device__ __forceinline__ void hpdl__wg_hold_16bit(const hpdl__gemm_args<T, float> &g, const CUtensorMap *map_c,
                                                           int tma_c, const float d[128], int m0, int n0, unsigned char *buf,
                                                           hpdl__wg_held *h) {
     h->chunks = 0;
@@ -2597,12 +2601,12 @@ static __device__ __forceinline__ void hpdl__wg_hold_half(const hpdl__gemm_args<
 static __device__ __forceinline__ void hpdl__wg_hold(const hpdl__gemm_args<__half, float> &g, const CUtensorMap *map_c,
                                                      int tma_c, const float d[128], int m0, int n0, unsigned char *buf,
                                                      hpdl__wg_held *h) {
-    hpdl__wg_hold_half(g, map_c, tma_c, d, m0, n0, buf, h);
+    hpdl__wg_hold_16bit(g, map_c, tma_c, d, m0, n0, buf, h);
 }
 static __device__ __forceinline__ void hpdl__wg_hold(const hpdl__gemm_args<__nv_bfloat16, float> &g, const CUtensorMap *map_c,
                                                      int tma_c, const float d[128], int m0, int n0, unsigned char *buf,
                                                      hpdl__wg_held *h) {
-    hpdl__wg_hold_half(g, map_c, tma_c, d, m0, n0, buf, h);
+    hpdl__wg_hold_16bit(g, map_c, tma_c, d, m0, n0, buf, h);
 }
 
 /* Stores the next held chunk (chunk 0, then 1, then 2). */

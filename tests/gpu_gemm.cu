@@ -279,8 +279,8 @@ static void test_gemm_mma_whole_tiles(void) {
             }
 }
 
-/* More tiles than SMs (the persistent rungs loop, and hold half of each
-   tile's output until the next tile's first three k-steps; the cluster rung
+/* More tiles than SMs (the persistent rungs loop, and hold three quarters
+   of a tile's output until the next tile's first three k-steps; the cluster rung
    pairs a tile past the last row block), K not a multiple of the stage's 64:
    two k-steps, and one (the held chunks then go out after it). */
 static void test_gemm_hopper_many_tiles(void) {
