@@ -2777,8 +2777,8 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
 #pragma unroll
             for (i = 0; i < 128; i++) d[i] = 0;
             kt = w.k0;
-            k_step(); /* an item has at least one k-step; peeled, so that ptxas folds the zeros into
-                         its first wgmma (scale-d off) instead of 128 register moves */
+            k_step(); /* an item has at least one k-step; peeled, so that ptxas folds the zeros into its
+                         first wgmma (scale-d off) instead of 64 two-register CS2R moves */
             while (kt < w.k1) k_step();
             while (HOLD && held.chunks > 0) hpdl__wg_put_held(&map_c, &held, buf); /* an item of < 3 k-steps */
             if (WAIT1) { /* unconditional: ptxas then sees no wgmma in flight below (a wait under
