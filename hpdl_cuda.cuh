@@ -2609,7 +2609,8 @@ static __device__ __forceinline__ void hpdl__wg_hold(const hpdl__gemm_args<__nv_
     hpdl__wg_hold_16bit(g, map_c, tma_c, d, m0, n0, buf, h);
 }
 
-/* Stores the next held chunk (chunk 0, then 1, then 2). */
+/* Stores the next held chunk (chunk 0, then 1, then 2). Branches rather
+   than h->v + 16 * index: a run-time index would put v in local memory. */
 static __device__ __forceinline__ void hpdl__wg_put_held(const CUtensorMap *map_c, hpdl__wg_held *h, unsigned char *buf) {
     if (h->chunks == 3)
         hpdl__wg_put_chunk(map_c, h->v, 0, h->m0, h->n0, buf);
