@@ -134,15 +134,19 @@ $(B)/examples/%: examples/%.cu $(HEADERS)
 $(B)/bench/%: bench/%.cu $(HEADERS)
 	$(nvcc_build)
 
-$(B)/check/sm80_all_headers.o: tests/all_headers.cu $(HEADERS)
+# The compile check instantiates every public function of the CUDA and MPI
+# headers (tests/all_headers.cu includes this list).
+CHECK_DEFS = $(if $(HAVE_MPI),-DHPDL_HAVE_MPI $(MPI_CFLAGS)) $(if $(HAVE_NCCL),-DHPDL_USE_NCCL)
+$(B)/check/api.inc: $(HEADERS) scripts/api_names.sh
 	@mkdir -p $(@D)
-	$(NVCC) $(NVCOMMON) $(SM80_ARCH) \
-	    $(if $(HAVE_MPI),-DHPDL_HAVE_MPI $(MPI_CFLAGS)) $(if $(HAVE_NCCL),-DHPDL_USE_NCCL) -c $< -o $@
+	set -o pipefail; echo '#include "hpdl_mpi.h"' | $(NVCC) -E -x cu -std=c++17 -I. $(CHECK_DEFS) - | scripts/api_names.sh \
+	    | sed 's/.*/    HPDL_INSTANTIATE(&)/' > $@.tmp && mv $@.tmp $@
 
-$(B)/check/sm90a_all_headers.o: tests/all_headers.cu $(HEADERS)
-	@mkdir -p $(@D)
-	$(NVCC) $(NVCOMMON) -gencode arch=compute_90a,code=sm_90a \
-	    $(if $(HAVE_MPI),-DHPDL_HAVE_MPI $(MPI_CFLAGS)) $(if $(HAVE_NCCL),-DHPDL_USE_NCCL) -c $< -o $@
+$(B)/check/sm80_all_headers.o: tests/all_headers.cu $(B)/check/api.inc $(HEADERS)
+	$(NVCC) $(NVCOMMON) $(SM80_ARCH) -I$(B)/check $(CHECK_DEFS) -c $< -o $@
+
+$(B)/check/sm90a_all_headers.o: tests/all_headers.cu $(B)/check/api.inc $(HEADERS)
+	$(NVCC) $(NVCOMMON) -gencode arch=compute_90a,code=sm_90a -I$(B)/check $(CHECK_DEFS) -c $< -o $@
 
 $(B)/mpi/%: tests/%.c $(HEADERS)
 	@mkdir -p $(@D)

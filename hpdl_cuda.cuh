@@ -74,6 +74,17 @@
 #include <nvtx3/nvToolsExt.h>
 #endif
 
+/* Pay only for what you use. Every function of this header is a function
+   template with one unused, defaulted parameter (HPDL_LAZY). C++ compiles a
+   template only where it is used, so a file that calls hpdl_cuda_gemm_f32
+   builds the f32 GEMM kernels and no others, and a file that calls nothing
+   builds none. An ordinary function would build every kernel it can reach,
+   in every file that includes the header: minutes of nvcc per file.
+   Callers write hpdl_cuda_gemm_f32(...) as usual; an address needs the
+   brackets: &hpdl_cuda_gemm_f32<>. */
+#define HPDL_LAZY template <int hpdl__lazy = 0> static inline
+#define HPDL_CUDA_API HPDL_LAZY
+
 /* ------------------------------------------------------------------------ */
 /* Checks                                                                    */
 /* ------------------------------------------------------------------------ */
@@ -115,7 +126,7 @@
 #define HPDL_CUDA_TRY_LAUNCH() HPDL_CUDA_TRY(cudaGetLastError())
 
 /* True when a usable GPU is present; tests skip when it is not. */
-HPDL_API int hpdl_cuda_available(void) {
+HPDL_CUDA_API int hpdl_cuda_available(void) {
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess) {
         cudaGetLastError(); /* clear the sticky "no driver" error */
@@ -135,7 +146,7 @@ typedef struct hpdl_cuda_device_info {
     double mem_bandwidth_gbs; /* from clock and bus width: a datasheet-like peak */
 } hpdl_cuda_device_info;
 
-HPDL_API hpdl_status hpdl_cuda_device_query(int device, hpdl_cuda_device_info *info) {
+HPDL_CUDA_API hpdl_status hpdl_cuda_device_query(int device, hpdl_cuda_device_info *info) {
     cudaDeviceProp p;
     size_t free_b = 0, total_b = 0;
     int clock_khz = 0, bus_bits = 0, current = 0;
@@ -160,7 +171,7 @@ HPDL_API hpdl_status hpdl_cuda_device_query(int device, hpdl_cuda_device_info *i
 }
 
 /* "NVIDIA H100 80GB HBM3" -> "h100-80gb-hbm3": the bench/results/<gpu>/ folder. */
-HPDL_API void hpdl_cuda_device_slug(const char *name, char *slug, size_t size) {
+HPDL_CUDA_API void hpdl_cuda_device_slug(const char *name, char *slug, size_t size) {
     size_t o = 0;
     const char *p = name;
     if (size == 0) return;
@@ -179,7 +190,7 @@ HPDL_API void hpdl_cuda_device_slug(const char *name, char *slug, size_t size) {
 /* Buffers                                                                   */
 /* ------------------------------------------------------------------------ */
 
-HPDL_API hpdl_status hpdl_cuda_alloc(void **ptr, size_t bytes) {
+HPDL_CUDA_API hpdl_status hpdl_cuda_alloc(void **ptr, size_t bytes) {
     if (!ptr) return HPDL_ERR_INVALID;
     *ptr = NULL;
     if (bytes == 0) return HPDL_OK;
@@ -192,7 +203,7 @@ HPDL_API hpdl_status hpdl_cuda_alloc(void **ptr, size_t bytes) {
 }
 
 /* Page-locked host memory: needed for truly asynchronous copies. */
-HPDL_API hpdl_status hpdl_cuda_alloc_pinned(void **ptr, size_t bytes) {
+HPDL_CUDA_API hpdl_status hpdl_cuda_alloc_pinned(void **ptr, size_t bytes) {
     if (!ptr) return HPDL_ERR_INVALID;
     *ptr = NULL;
     if (bytes == 0) return HPDL_OK;
@@ -204,16 +215,16 @@ HPDL_API hpdl_status hpdl_cuda_alloc_pinned(void **ptr, size_t bytes) {
     return HPDL_OK;
 }
 
-HPDL_API void hpdl_cuda_free(void *ptr) { if (ptr) cudaFree(ptr); }
-HPDL_API void hpdl_cuda_free_pinned(void *ptr) { if (ptr) cudaFreeHost(ptr); }
+HPDL_CUDA_API void hpdl_cuda_free(void *ptr) { if (ptr) cudaFree(ptr); }
+HPDL_CUDA_API void hpdl_cuda_free_pinned(void *ptr) { if (ptr) cudaFreeHost(ptr); }
 
-HPDL_API hpdl_status hpdl_cuda_to_device(void *dst, const void *src, size_t bytes, cudaStream_t stream) {
+HPDL_CUDA_API hpdl_status hpdl_cuda_to_device(void *dst, const void *src, size_t bytes, cudaStream_t stream) {
     if ((!dst || !src) && bytes) return HPDL_ERR_INVALID;
     if (bytes) HPDL_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
     return HPDL_OK;
 }
 
-HPDL_API hpdl_status hpdl_cuda_to_host(void *dst, const void *src, size_t bytes, cudaStream_t stream) {
+HPDL_CUDA_API hpdl_status hpdl_cuda_to_host(void *dst, const void *src, size_t bytes, cudaStream_t stream) {
     if ((!dst || !src) && bytes) return HPDL_ERR_INVALID;
     if (bytes) HPDL_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream));
     return HPDL_OK;
@@ -221,7 +232,7 @@ HPDL_API hpdl_status hpdl_cuda_to_host(void *dst, const void *src, size_t bytes,
 
 /* Fills a device buffer with one byte value, e.g. 0xff to poison outputs
    (every f32/f64/f16 element becomes NaN) before a test writes them. */
-HPDL_API hpdl_status hpdl_cuda_poison(void *ptr, size_t bytes) {
+HPDL_CUDA_API hpdl_status hpdl_cuda_poison(void *ptr, size_t bytes) {
     if (!ptr && bytes) return HPDL_ERR_INVALID;
     if (bytes) HPDL_CUDA_TRY(cudaMemset(ptr, 0xff, bytes));
     return HPDL_OK;
@@ -236,7 +247,7 @@ typedef struct hpdl_cuda_timer {
     cudaStream_t stream;
 } hpdl_cuda_timer;
 
-HPDL_API hpdl_status hpdl_cuda_timer_create(hpdl_cuda_timer *t, cudaStream_t stream) {
+HPDL_CUDA_API hpdl_status hpdl_cuda_timer_create(hpdl_cuda_timer *t, cudaStream_t stream) {
     if (!t) return HPDL_ERR_INVALID;
     t->stream = stream;
     HPDL_CUDA_TRY(cudaEventCreate(&t->start));
@@ -244,15 +255,15 @@ HPDL_API hpdl_status hpdl_cuda_timer_create(hpdl_cuda_timer *t, cudaStream_t str
     return HPDL_OK;
 }
 
-HPDL_API void hpdl_cuda_timer_destroy(hpdl_cuda_timer *t) {
+HPDL_CUDA_API void hpdl_cuda_timer_destroy(hpdl_cuda_timer *t) {
     cudaEventDestroy(t->start);
     cudaEventDestroy(t->stop);
 }
 
-HPDL_API void hpdl_cuda_timer_start(hpdl_cuda_timer *t) { cudaEventRecord(t->start, t->stream); }
+HPDL_CUDA_API void hpdl_cuda_timer_start(hpdl_cuda_timer *t) { cudaEventRecord(t->start, t->stream); }
 
 /* Waits for the stop event; returns the elapsed time in milliseconds. */
-HPDL_API float hpdl_cuda_timer_stop_ms(hpdl_cuda_timer *t) {
+HPDL_CUDA_API float hpdl_cuda_timer_stop_ms(hpdl_cuda_timer *t) {
     float ms = 0.0f;
     cudaEventRecord(t->stop, t->stream);
     cudaEventSynchronize(t->stop);
@@ -280,7 +291,7 @@ HPDL_API float hpdl_cuda_timer_stop_ms(hpdl_cuda_timer *t) {
    (what a kernel sees inside a real program, not the previous run's data). */
 typedef struct hpdl_cuda_l2_flusher { void *buf; size_t bytes; } hpdl_cuda_l2_flusher;
 
-HPDL_API hpdl_status hpdl_cuda_l2_flusher_create(hpdl_cuda_l2_flusher *f) {
+HPDL_CUDA_API hpdl_status hpdl_cuda_l2_flusher_create(hpdl_cuda_l2_flusher *f) {
     int device = 0, l2 = 0;
     if (!f) return HPDL_ERR_INVALID;
     HPDL_CUDA_TRY(cudaGetDevice(&device));
@@ -289,11 +300,11 @@ HPDL_API hpdl_status hpdl_cuda_l2_flusher_create(hpdl_cuda_l2_flusher *f) {
     return hpdl_cuda_alloc(&f->buf, f->bytes);
 }
 
-HPDL_API void hpdl_cuda_l2_flush(hpdl_cuda_l2_flusher *f, cudaStream_t stream) {
+HPDL_CUDA_API void hpdl_cuda_l2_flush(hpdl_cuda_l2_flusher *f, cudaStream_t stream) {
     if (f->buf) cudaMemsetAsync(f->buf, (int)(f->bytes & 0x7f), f->bytes, stream);
 }
 
-HPDL_API void hpdl_cuda_l2_flusher_destroy(hpdl_cuda_l2_flusher *f) { hpdl_cuda_free(f->buf); f->buf = NULL; }
+HPDL_CUDA_API void hpdl_cuda_l2_flusher_destroy(hpdl_cuda_l2_flusher *f) { hpdl_cuda_free(f->buf); f->buf = NULL; }
 
 typedef void (*hpdl_cuda_work_fn)(void *ctx, cudaStream_t stream);
 
@@ -307,7 +318,7 @@ typedef void (*hpdl_cuda_work_fn)(void *ctx, cudaStream_t stream);
    by up to 1 % (H100, f16 4096^3 GEMM: the same kernel timed first in a
    round of 14, after a slower mma.sync kernel, 1 % slower than in third
    place). Events are read at the end: no host synchronisation between runs. */
-HPDL_API hpdl_status hpdl_cuda_time_interleaved_ms(int n, const hpdl_cuda_work_fn *runs, void *const *ctxs,
+HPDL_CUDA_API hpdl_status hpdl_cuda_time_interleaved_ms(int n, const hpdl_cuda_work_fn *runs, void *const *ctxs,
                                                    cudaStream_t stream, int warmup, int reps,
                                                    hpdl_cuda_l2_flusher *flush, double *median_ms) {
     cudaEvent_t *ev;
@@ -352,7 +363,7 @@ HPDL_API hpdl_status hpdl_cuda_time_interleaved_ms(int n, const hpdl_cuda_work_f
 
 /* Median time in ms of `reps` runs of run(ctx) on `stream` after `warmup`
    untimed runs (hpdl_cuda_time_interleaved_ms with one piece of work). */
-HPDL_API hpdl_status hpdl_cuda_time_median_ms(hpdl_cuda_work_fn run, void *ctx, cudaStream_t stream,
+HPDL_CUDA_API hpdl_status hpdl_cuda_time_median_ms(hpdl_cuda_work_fn run, void *ctx, cudaStream_t stream,
                                               int warmup, int reps, hpdl_cuda_l2_flusher *flush,
                                               double *median_ms) {
     return hpdl_cuda_time_interleaved_ms(1, &run, &ctx, stream, warmup, reps, flush, median_ms);
@@ -391,7 +402,7 @@ typedef enum hpdl_vecadd_config {
 #define HPDL_VECADD_WAVES 128
 #endif
 
-HPDL_API const char *hpdl_vecadd_config_name(hpdl_vecadd_config c) {
+HPDL_CUDA_API const char *hpdl_vecadd_config_name(hpdl_vecadd_config c) {
     switch (c) {
     case HPDL_VECADD_ONE_THREAD: return "one-thread";
     case HPDL_VECADD_ONE_BLOCK: return "one-block";
@@ -450,9 +461,9 @@ __global__ void hpdl__vecadd_vector_kernel(int64_t n, const typename Op::value_t
     if (i < n) c[i] = Op::add(a[i], b[i]);
 }
 
-HPDL_API int hpdl__aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+HPDL_CUDA_API int hpdl__aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
-HPDL_API hpdl_status hpdl__vecadd_check(hpdl_vecadd_config cfg, int64_t n, const void *a, const void *b,
+HPDL_CUDA_API hpdl_status hpdl__vecadd_check(hpdl_vecadd_config cfg, int64_t n, const void *a, const void *b,
                                         const void *c) {
     if (n < 0 || (int)cfg < 0 || (int)cfg >= HPDL_VECADD_CONFIG_COUNT) return HPDL_ERR_INVALID;
     if (n > 0 && (!a || !b || !c)) return HPDL_ERR_INVALID;
@@ -462,7 +473,7 @@ HPDL_API hpdl_status hpdl__vecadd_check(hpdl_vecadd_config cfg, int64_t n, const
 /* Grid of (d) for `kernel`: HPDL_VECADD_WAVES times the blocks of
    HPDL_VECADD_THREADS that fit on all SMs at once, but no more than `items`
    needs (one item per thread). */
-HPDL_API hpdl_status hpdl__grid_stride_blocks(const void *kernel, int64_t items, int *blocks) {
+HPDL_CUDA_API hpdl_status hpdl__grid_stride_blocks(const void *kernel, int64_t items, int *blocks) {
     int device = 0, sms = 0, per_sm = 0;
     int64_t needed = (items + HPDL_VECADD_THREADS - 1) / HPDL_VECADD_THREADS, most;
     HPDL_CUDA_TRY(cudaGetDevice(&device));
@@ -525,7 +536,7 @@ static inline hpdl_status hpdl__cuda_vecadd(hpdl_vecadd_config cfg, int64_t n, c
         }                                                                                              \
     };                                                                                                 \
     static_assert(sizeof(T) == sizeof(DEV_T), "hpdl: host and device element types differ in size"); \
-    HPDL_API hpdl_status hpdl_cuda_vec_add_##SUFFIX(hpdl_vecadd_config cfg, int64_t n, const T *a,     \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_vec_add_##SUFFIX(hpdl_vecadd_config cfg, int64_t n, const T *a,     \
                                                     const T *b, T *c, cudaStream_t stream) {           \
         return hpdl__cuda_vecadd<hpdl__vecadd_op_##SUFFIX>(cfg, n, (const DEV_T *)a, (const DEV_T *)b, \
                                                            (DEV_T *)c, stream);                        \
@@ -548,7 +559,7 @@ HPDL_DEFINE_CUDA_VECADD(bf16, hpdl_bf16, __nv_bfloat16, float, __bfloat162float,
    check sees one request at a time, and managed pages count as used only
    once they reach the GPU: a caller that needs several buffers at once should
    ask for their sum in one call, or check the sum against free memory first. */
-HPDL_API hpdl_status hpdl_cuda_alloc_managed(void **ptr, size_t bytes) {
+HPDL_CUDA_API hpdl_status hpdl_cuda_alloc_managed(void **ptr, size_t bytes) {
     size_t free_b = 0, total_b = 0, margin;
     if (!ptr) return HPDL_ERR_INVALID;
     *ptr = NULL;
@@ -572,7 +583,7 @@ HPDL_API hpdl_status hpdl_cuda_alloc_managed(void **ptr, size_t bytes) {
    `device`, or to the host for cudaCpuDeviceId. HPDL_ERR_UNSUPPORTED where
    the GPU cannot (no concurrent managed access: Windows, some older GPUs);
    pages then still move on first touch. */
-HPDL_API hpdl_status hpdl_cuda_prefetch(const void *ptr, size_t bytes, int device, cudaStream_t stream) {
+HPDL_CUDA_API hpdl_status hpdl_cuda_prefetch(const void *ptr, size_t bytes, int device, cudaStream_t stream) {
     int count = 0, current = 0, concurrent = 0;
     HPDL_CUDA_TRY(cudaGetDeviceCount(&count));
     if ((!ptr && bytes) || device < cudaCpuDeviceId || device >= count) return HPDL_ERR_INVALID;
@@ -635,7 +646,7 @@ typedef enum hpdl_gemm_algo {
     HPDL_GEMM_CUBLAS
 } hpdl_gemm_algo;
 
-HPDL_API const char *hpdl_gemm_algo_name(hpdl_gemm_algo a) {
+HPDL_CUDA_API const char *hpdl_gemm_algo_name(hpdl_gemm_algo a) {
     switch (a) {
     case HPDL_GEMM_AUTO: return "auto";
     case HPDL_GEMM_NAIVE: return "naive";
@@ -1275,7 +1286,7 @@ __global__ void hpdl__wg_probe(int *out) {
 
 /* Whether the current device can run the Hopper rungs: asked once per
    device (a probe launch), remembered. */
-HPDL_API int hpdl__wg_available(void) {
+HPDL_CUDA_API int hpdl__wg_available(void) {
     static signed char known[64];
     int device = 0, *flag = NULL, host = 0;
     if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return 0;
@@ -1294,7 +1305,7 @@ HPDL_API int hpdl__wg_available(void) {
 
 /* cuTensorMapEncodeTiled from the driver, fetched once through the runtime
    (no -lcuda needed). */
-HPDL_API PFN_cuTensorMapEncodeTiled_v12000 hpdl__tma_encoder(void) {
+HPDL_CUDA_API PFN_cuTensorMapEncodeTiled_v12000 hpdl__tma_encoder(void) {
     static PFN_cuTensorMapEncodeTiled_v12000 fn;
     cudaDriverEntryPointQueryResult q;
     if (!fn && (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&fn, 12000, cudaEnableDefault, &q) !=
@@ -1834,7 +1845,7 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl_
 /* ------------------------------------------------------------------------ */
 
 /* p and ld allow vector accesses of `elems` elements of `size` bytes. */
-HPDL_API int hpdl__gemm_aligned(const void *p, int ld, int elems, size_t size) {
+HPDL_CUDA_API int hpdl__gemm_aligned(const void *p, int ld, int elems, size_t size) {
     return (uintptr_t)p % (elems * size) == 0 && ld % elems == 0;
 }
 
@@ -1856,7 +1867,7 @@ static inline hpdl__gemm_args<T, ACC> hpdl__gemm_make_args(hpdl_transpose ta, hp
 
 /* One cuBLAS handle per device, made on first use and kept for the life of
    the program (not thread-safe on that first use). */
-HPDL_API hpdl_status hpdl__cublas_handle(cublasHandle_t *out) {
+HPDL_CUDA_API hpdl_status hpdl__cublas_handle(cublasHandle_t *out) {
     static cublasHandle_t handles[64];
     int device = 0;
     HPDL_CUDA_TRY(cudaGetDevice(&device));
@@ -1917,7 +1928,7 @@ static inline hpdl_status hpdl__gemm_cublas(hpdl_transpose ta, hpdl_transpose tb
 }
 
 /* Grid of ceil(cols/bx) x ceil(rows/by) blocks; refuses more rows of blocks than CUDA allows. */
-HPDL_API hpdl_status hpdl__gemm_grid(int cols, int bx, int rows, int by, dim3 *grid) {
+HPDL_CUDA_API hpdl_status hpdl__gemm_grid(int cols, int bx, int rows, int by, dim3 *grid) {
     unsigned gx = (unsigned)((cols + bx - 1) / bx), gy = (unsigned)((rows + by - 1) / by);
     if (gy > 65535u) return HPDL_ERR_UNSUPPORTED;
     *grid = dim3(gx, gy, 1);
@@ -2070,7 +2081,7 @@ static inline hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<T, float> 
     return hpdl__gemm_launch_mma_shape<hpdl__mma_shape, hpdl__mma_edge_shape>(g, stream);
 }
 
-static inline hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<double, double> &g, cudaStream_t stream) {
+HPDL_LAZY hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<double, double> &g, cudaStream_t stream) {
     return hpdl__gemm_launch_dmma_shape<hpdl__dmma_shape>(g, stream);
 }
 
@@ -3010,7 +3021,7 @@ static inline hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpd
     return hpdl__gemm_run_wgmma(hpdl__wg_picker<T>::pick(algo, !g.a.kcontig, !g.b.kcontig), g, stream);
 }
 
-static inline hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpdl__gemm_args<double, double> &g,
+HPDL_LAZY hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpdl__gemm_args<double, double> &g,
                                                   cudaStream_t stream) {
     (void)algo; (void)g; (void)stream;
     return HPDL_ERR_UNSUPPORTED; /* wgmma has no f64 */
@@ -3054,14 +3065,14 @@ static inline hpdl_status hpdl__cuda_gemm(hpdl_gemm_algo algo, hpdl_transpose ta
 /* Public launchers for one type. T: the hpdl storage type; DEV_T: the CUDA
    type with the same bits; ACC_T: the type of alpha, beta and accumulation. */
 #define HPDL_DEFINE_CUDA_GEMM(SUFFIX, T, DEV_T, ACC_T)                                                               \
-    HPDL_API hpdl_status hpdl_cuda_gemm_algo_##SUFFIX(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb,       \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_gemm_algo_##SUFFIX(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb,       \
                                                       int M, int N, int K, ACC_T alpha, const T *A, int lda,          \
                                                       const T *B, int ldb, ACC_T beta, T *C, int ldc,                 \
                                                       cudaStream_t stream) {                                          \
         return hpdl__cuda_gemm<DEV_T, ACC_T>(algo, ta, tb, M, N, K, alpha, (const DEV_T *)A, lda, (const DEV_T *)B,  \
                                              ldb, beta, (DEV_T *)C, ldc, stream);                                     \
     }                                                                                                                 \
-    HPDL_API hpdl_status hpdl_cuda_gemm_##SUFFIX(hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,            \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_gemm_##SUFFIX(hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,            \
                                                  ACC_T alpha, const T *A, int lda, const T *B, int ldb, ACC_T beta,   \
                                                  T *C, int ldc, cudaStream_t stream) {                                \
         return hpdl_cuda_gemm_algo_##SUFFIX(HPDL_GEMM_AUTO, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,     \
@@ -3483,22 +3494,22 @@ __global__ void hpdl__mlp_convert_kernel(int64_t n, const T *src, C *dst) {
 /* ======================================================================== */
 
 /* Grid for a grid-stride loop: enough blocks to fill the GPU, no more. */
-HPDL_API int hpdl__grid_for(int64_t n, int threads) {
+HPDL_CUDA_API int hpdl__grid_for(int64_t n, int threads) {
     int64_t blocks = (n + threads - 1) / threads;
     if (blocks > 4096) blocks = 4096;
     return blocks < 1 ? 1 : (int)blocks;
 }
 
 /* GEMM by compute type: the f16 products accumulate in f32. */
-HPDL_API hpdl_status hpdl__mlp_gemm(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,
+HPDL_CUDA_API hpdl_status hpdl__mlp_gemm(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,
                                     const float *A, int lda, const float *B, int ldb, float *C, int ldc, cudaStream_t s) {
     return hpdl_cuda_gemm_algo_f32(algo, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc, s);
 }
-HPDL_API hpdl_status hpdl__mlp_gemm(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,
+HPDL_CUDA_API hpdl_status hpdl__mlp_gemm(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,
                                     const double *A, int lda, const double *B, int ldb, double *C, int ldc, cudaStream_t s) {
     return hpdl_cuda_gemm_algo_f64(algo, ta, tb, M, N, K, 1.0, A, lda, B, ldb, 0.0, C, ldc, s);
 }
-HPDL_API hpdl_status hpdl__mlp_gemm(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,
+HPDL_CUDA_API hpdl_status hpdl__mlp_gemm(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,
                                     const __half *A, int lda, const __half *B, int ldb, __half *C, int ldc, cudaStream_t s) {
     return hpdl_cuda_gemm_algo_f16(algo, ta, tb, M, N, K, 1.0f, (const hpdl_f16 *)A, lda, (const hpdl_f16 *)B, ldb,
                                    0.0f, (hpdl_f16 *)C, ldc, s);
@@ -3510,7 +3521,7 @@ template <> struct hpdl__dev<hpdl_f16> { typedef __half type; };
 
 /* Element offsets rounded up to 64 elements keep every sub-buffer aligned to
    at least 128 bytes (vector loads in the GEMM kernels). */
-HPDL_API int64_t hpdl__mlp_align(int64_t n) { return (n + 63) / 64 * 64; }
+HPDL_CUDA_API int64_t hpdl__mlp_align(int64_t n) { return (n + 63) / 64 * 64; }
 
 /* One cached graph: the training step for one batch size and GEMM algorithm. */
 typedef struct hpdl__mlp_graph {
@@ -3548,7 +3559,7 @@ typedef struct hpdl_cuda_dataset {
    takes under half of the free device memory. */
 typedef enum hpdl_data_placement { HPDL_DATA_AUTO = -1, HPDL_DATA_STREAMED = 0, HPDL_DATA_RESIDENT = 1 } hpdl_data_placement;
 
-HPDL_API void hpdl_cuda_dataset_destroy(hpdl_cuda_dataset *d) {
+HPDL_CUDA_API void hpdl_cuda_dataset_destroy(hpdl_cuda_dataset *d) {
     int k;
     if (!d) return;
     if (d->resident) {
@@ -3572,7 +3583,7 @@ HPDL_API void hpdl_cuda_dataset_destroy(hpdl_cuda_dataset *d) {
     memset(d, 0, sizeof *d);
 }
 
-HPDL_API hpdl_status hpdl__dataset_alloc_streamed(hpdl_cuda_dataset *d, size_t img_bytes, size_t lab_bytes) {
+HPDL_CUDA_API hpdl_status hpdl__dataset_alloc_streamed(hpdl_cuda_dataset *d, size_t img_bytes, size_t lab_bytes) {
     size_t chunk_img = (size_t)d->chunk_rows * d->features * sizeof(float), chunk_lab = (size_t)d->chunk_rows * 4;
     int k;
     if (hpdl_cuda_alloc_pinned((void **)&d->images, img_bytes) || hpdl_cuda_alloc_pinned((void **)&d->labels, lab_bytes))
@@ -3596,7 +3607,7 @@ HPDL_API hpdl_status hpdl__dataset_alloc_streamed(hpdl_cuda_dataset *d, size_t i
    memory) into a device data set. chunk_rows: rows per streamed chunk (0: a
    default); placement: HPDL_DATA_AUTO / _RESIDENT / _STREAMED. Mismatched
    counts, labels < 0 and non-positive sizes are HPDL_ERR_INVALID. */
-HPDL_API hpdl_status hpdl_cuda_dataset_upload(hpdl_cuda_dataset *d, int64_t n_images, int features,
+HPDL_CUDA_API hpdl_status hpdl_cuda_dataset_upload(hpdl_cuda_dataset *d, int64_t n_images, int features,
                                               const float *images, int64_t n_labels, const int32_t *labels,
                                               hpdl_data_placement placement, int64_t chunk_rows) {
     size_t img_bytes, lab_bytes, free_b = 0, total_b = 0;
@@ -3642,7 +3653,7 @@ HPDL_API hpdl_status hpdl_cuda_dataset_upload(hpdl_cuda_dataset *d, int64_t n_im
 }
 
 /* The same from a loaded hpdl_dataset (features = rows x cols). */
-HPDL_API hpdl_status hpdl_cuda_dataset_create(hpdl_cuda_dataset *d, const hpdl_dataset *src,
+HPDL_CUDA_API hpdl_status hpdl_cuda_dataset_create(hpdl_cuda_dataset *d, const hpdl_dataset *src,
                                               hpdl_data_placement placement) {
     if (!src) return HPDL_ERR_INVALID;
     return hpdl_cuda_dataset_upload(d, src->n, src->rows * src->cols, src->images, src->n, src->labels, placement, 0);
@@ -3650,7 +3661,7 @@ HPDL_API hpdl_status hpdl_cuda_dataset_create(hpdl_cuda_dataset *d, const hpdl_d
 
 /* Draws the next epoch's permutation into d->perm (device), and into
    d->host_perm for a streamed set. */
-HPDL_API hpdl_status hpdl_cuda_dataset_shuffle(hpdl_cuda_dataset *d, uint64_t seed, cudaStream_t stream) {
+HPDL_CUDA_API hpdl_status hpdl_cuda_dataset_shuffle(hpdl_cuda_dataset *d, uint64_t seed, cudaStream_t stream) {
     uint64_t key;
     int64_t i;
     if (!d || !d->perm) return HPDL_ERR_INVALID;
@@ -3668,7 +3679,7 @@ HPDL_API hpdl_status hpdl_cuda_dataset_shuffle(hpdl_cuda_dataset *d, uint64_t se
    shuffled, else file order) in staging buffer k on copy_stream, after the
    compute stream has finished with that buffer; the compute stream then
    waits for the copy. */
-HPDL_API hpdl_status hpdl__dataset_stage(hpdl_cuda_dataset *d, int k, int64_t r0, int64_t r1, int shuffled,
+HPDL_CUDA_API hpdl_status hpdl__dataset_stage(hpdl_cuda_dataset *d, int k, int64_t r0, int64_t r1, int shuffled,
                                          cudaStream_t compute) {
     int64_t i, rows = r1 - r0;
     size_t row_bytes = (size_t)d->features * sizeof(float);
@@ -3738,7 +3749,7 @@ typedef struct hpdl_nvml_sampler {
     hpdl_nvml_stats sum;
 } hpdl_nvml_sampler;
 
-HPDL_API void *hpdl__nvml_thread(void *arg) {
+HPDL_CUDA_API void *hpdl__nvml_thread(void *arg) {
     hpdl_nvml_sampler *s = (hpdl_nvml_sampler *)arg;
     struct timespec nap;
     nap.tv_sec = s->period_ms / 1000;
@@ -3775,7 +3786,7 @@ HPDL_API void *hpdl__nvml_thread(void *arg) {
    controller utilisation, SM clock, power draw, power-limit throttling;
    into csv_path (NULL: averages only). Returns HPDL_ERR_UNSUPPORTED when
    libnvidia-ml.so.1 or the device is not found. */
-HPDL_API hpdl_status hpdl_nvml_sampler_start(hpdl_nvml_sampler *s, int device, int period_ms, const char *csv_path) {
+HPDL_CUDA_API hpdl_status hpdl_nvml_sampler_start(hpdl_nvml_sampler *s, int device, int period_ms, const char *csv_path) {
     char bus[64];
     hpdl__nvml_init_fn init;
     hpdl__nvml_handle_fn by_bus;
@@ -3812,7 +3823,7 @@ HPDL_API hpdl_status hpdl_nvml_sampler_start(hpdl_nvml_sampler *s, int device, i
 }
 
 /* Stops the sampler; writes what it saw, averaged, when asked. */
-HPDL_API void hpdl_nvml_sampler_finish(hpdl_nvml_sampler *s, hpdl_nvml_stats *out) {
+HPDL_CUDA_API void hpdl_nvml_sampler_finish(hpdl_nvml_sampler *s, hpdl_nvml_stats *out) {
     double n;
     if (!s || !s->lib) return;
     s->stop = 1;
@@ -3833,7 +3844,7 @@ HPDL_API void hpdl_nvml_sampler_finish(hpdl_nvml_sampler *s, hpdl_nvml_stats *ou
 }
 
 /* Stops the sampler; writes the mean utilisations (percent) when asked. */
-HPDL_API void hpdl_nvml_sampler_stop(hpdl_nvml_sampler *s, double *mean_gpu, double *mean_mem, int64_t *samples) {
+HPDL_CUDA_API void hpdl_nvml_sampler_stop(hpdl_nvml_sampler *s, double *mean_gpu, double *mean_mem, int64_t *samples) {
     hpdl_nvml_stats st;
     memset(&st, 0, sizeof st);
     hpdl_nvml_sampler_finish(s, &st);
@@ -4022,7 +4033,7 @@ template <typename C, typename M> static inline hpdl_status hpdl__cmlp_forward(M
    column-sum kernel: one block's warps walking 4+ rows each cost more than
    the launch they save (H100: batch 128 and 512 epochs were 7% and 23%
    slower fused, batch 32 1.5% faster). */
-HPDL_API int hpdl__mlp_xent_fuses_db(int batch, int classes) {
+HPDL_CUDA_API int hpdl__mlp_xent_fuses_db(int batch, int classes) {
     return batch <= 2 * (HPDL__XENT_MAX_THREADS / 32) && classes <= HPDL__XENT_DB_MAX_COLS;
 }
 
@@ -4181,14 +4192,14 @@ template <typename C, typename M> static inline hpdl_status hpdl__cmlp_run_step(
     return s;
 }
 
-HPDL_API hpdl_status hpdl__mlp_set_feed(hpdl__mlp_state *st, const void *src, int src_f64, const int32_t *labels,
+HPDL_CUDA_API hpdl_status hpdl__mlp_set_feed(hpdl__mlp_state *st, const void *src, int src_f64, const int32_t *labels,
                                         const int32_t *perm, long long cursor, cudaStream_t stream) {
     hpdl__mlp_feed_kernel<<<1, 1, 0, stream>>>(st, src, src_f64, labels, perm, cursor);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
 }
 
-HPDL_API hpdl_status hpdl__mlp_begin(hpdl__mlp_state *st, double lr, double l2, int reset_train, int reset_eval,
+HPDL_CUDA_API hpdl_status hpdl__mlp_begin(hpdl__mlp_state *st, double lr, double l2, int reset_train, int reset_eval,
                                      cudaStream_t stream) {
     hpdl__mlp_begin_kernel<<<1, 1, 0, stream>>>(st, lr, l2, reset_train, reset_eval);
     HPDL_CUDA_TRY_LAUNCH();
@@ -4196,7 +4207,7 @@ HPDL_API hpdl_status hpdl__mlp_begin(hpdl__mlp_state *st, double lr, double l2, 
 }
 
 /* Waits for the stream and reads the state back (the one host sync). */
-HPDL_API hpdl_status hpdl__mlp_read_state(const hpdl__mlp_state *st, hpdl__mlp_state *host, cudaStream_t stream) {
+HPDL_CUDA_API hpdl_status hpdl__mlp_read_state(const hpdl__mlp_state *st, hpdl__mlp_state *host, cudaStream_t stream) {
     HPDL_CUDA_TRY(cudaMemcpyAsync(host, st, sizeof *host, cudaMemcpyDeviceToHost, stream));
     HPDL_CUDA_TRY(cudaStreamSynchronize(stream));
     return HPDL_OK;
@@ -4235,7 +4246,7 @@ static inline hpdl_status hpdl__cmlp_stats(const M *g, int64_t n, int eval, hpdl
     return HPDL_OK;
 }
 
-HPDL_API int hpdl__mlp_data_fits(const hpdl_cuda_dataset *d, int in_width, int classes) {
+HPDL_CUDA_API int hpdl__mlp_data_fits(const hpdl_cuda_dataset *d, int in_width, int classes) {
     return d && d->perm && d->n > 0 && d->features == in_width && d->n_classes <= classes;
 }
 
@@ -4304,34 +4315,34 @@ static inline hpdl_status hpdl__cmlp_eval(M *g, int64_t n, const T *X, const int
    (device type DC), CPU twin hpdl_mlp_<CPU>. */
 #define HPDL_DEFINE_CUDA_MLP(SUFFIX, T, CT, DC, CPU)                                                              \
     typedef struct hpdl_cuda_mlp_##SUFFIX { HPDL__CUDA_MLP_FIELDS(T, CT); } hpdl_cuda_mlp_##SUFFIX;               \
-    HPDL_API hpdl_status hpdl_cuda_mlp_create_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, const hpdl_mlp_##CPU *m,         \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_create_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, const hpdl_mlp_##CPU *m,         \
                                                        int max_batch) {                                           \
         return hpdl__cmlp_create<T, DC, CT>(g, m, max_batch);                                                     \
     }                                                                                                             \
-    HPDL_API void hpdl_cuda_mlp_destroy_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g) { hpdl__cmlp_destroy(g); }            \
-    HPDL_API hpdl_status hpdl_cuda_mlp_upload_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, const hpdl_mlp_##CPU *m) {      \
+    HPDL_CUDA_API void hpdl_cuda_mlp_destroy_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g) { hpdl__cmlp_destroy(g); }            \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_upload_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, const hpdl_mlp_##CPU *m) {      \
         return hpdl__cmlp_upload<T, DC>(g, m);                                                                    \
     }                                                                                                             \
-    HPDL_API hpdl_status hpdl_cuda_mlp_download_##SUFFIX(const hpdl_cuda_mlp_##SUFFIX *g, hpdl_mlp_##CPU *m) {    \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_download_##SUFFIX(const hpdl_cuda_mlp_##SUFFIX *g, hpdl_mlp_##CPU *m) {    \
         return hpdl__cmlp_download<T>(g, m);                                                                      \
     }                                                                                                             \
-    HPDL_API hpdl_status hpdl_cuda_mlp_train_step_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, int batch, const T *X,      \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_train_step_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, int batch, const T *X,      \
                                                            const int32_t *labels, double lr, double l2,           \
                                                            double *loss) {                                        \
         return hpdl__cmlp_train_step<T, DC>(g, batch, X, labels, lr, l2, loss);                                   \
     }                                                                                                             \
-    HPDL_API hpdl_status hpdl_cuda_mlp_train_epoch_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, hpdl_cuda_dataset *d,      \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_train_epoch_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, hpdl_cuda_dataset *d,      \
                                                             int batch, double lr, double l2, uint64_t seed,       \
                                                             hpdl_cuda_mlp_stats *out) {                           \
         return hpdl__cmlp_train_epoch<DC>(g, d, batch, lr, l2, seed, out);                                        \
     }                                                                                                             \
-    HPDL_API hpdl_status hpdl_cuda_mlp_evaluate_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, hpdl_cuda_dataset *d,         \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_evaluate_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, hpdl_cuda_dataset *d,         \
                                                          hpdl_cuda_mlp_stats *out) {                              \
         if (!g || !g->params || !out || !hpdl__mlp_data_fits(d, g->widths[0], g->widths[g->n_layers]))           \
             return HPDL_ERR_INVALID;                                                                              \
         return hpdl__cmlp_eval<T, DC>(g, d->n, (const T *)NULL, (const int32_t *)NULL, d, out);                   \
     }                                                                                                             \
-    HPDL_API hpdl_status hpdl_cuda_mlp_accuracy_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, int64_t n, const T *X,        \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_accuracy_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, int64_t n, const T *X,        \
                                                          const int32_t *labels, double *acc) {                    \
         hpdl_cuda_mlp_stats st;                                                                                   \
         hpdl_status s;                                                                                            \
@@ -4341,7 +4352,7 @@ static inline hpdl_status hpdl__cmlp_eval(M *g, int64_t n, const T *X, const int
         return s;                                                                                                 \
     }                                                                                                             \
     /* The loss scaler's state (1 and 0 unless mixed precision); syncs. */                                        \
-    HPDL_API hpdl_status hpdl_cuda_mlp_scaler_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, double *scale,                  \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_scaler_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, double *scale,                  \
                                                        int64_t *skipped_steps) {                                  \
         hpdl__mlp_state h;                                                                                        \
         hpdl_status s;                                                                                            \
@@ -4360,7 +4371,7 @@ HPDL_DEFINE_CUDA_MLP(f16, float, hpdl_f16, __half, f32)
    hpdl_softmax_xent_<s>: grad = (softmax(logits) - onehot)/rows, *d_loss (a
    device double) = mean loss. One kernel, no host sync. */
 #define HPDL_DEFINE_CUDA_SOFTMAX_XENT(SUFFIX, T)                                                                   \
-    HPDL_API hpdl_status hpdl_cuda_softmax_xent_##SUFFIX(int rows, int cols, const T *logits, int ld,             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_softmax_xent_##SUFFIX(int rows, int cols, const T *logits, int ld,             \
                                                          const int32_t *labels, T *grad, int ldg, double *d_loss, \
                                                          cudaStream_t stream) {                                   \
         if (rows <= 0 || cols <= 0 || ld < cols || ldg < cols || !logits || !labels || !grad || !d_loss)          \
@@ -4411,14 +4422,14 @@ typedef struct hpdl_cuda_devices {
 } hpdl_cuda_devices;
 
 /* Number of visible GPUs (0 without a driver: never an error). */
-HPDL_API int hpdl_cuda_device_count(void) {
+HPDL_CUDA_API int hpdl_cuda_device_count(void) {
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess) { cudaGetLastError(); return 0; }
     return count;
 }
 
 /* Device memory in use (total - free, every process counted) on one GPU. */
-HPDL_API hpdl_status hpdl_cuda_mem_in_use(int device, size_t *used, size_t *total) {
+HPDL_CUDA_API hpdl_status hpdl_cuda_mem_in_use(int device, size_t *used, size_t *total) {
     size_t free_b = 0, total_b = 0;
     int current = 0;
     if (!used || !total || device < 0 || device >= hpdl_cuda_device_count()) return HPDL_ERR_INVALID;
@@ -4432,7 +4443,7 @@ HPDL_API hpdl_status hpdl_cuda_mem_in_use(int device, size_t *used, size_t *tota
 }
 
 /* Lists the visible GPUs (name, memory, peer access) as a small table. */
-HPDL_API hpdl_status hpdl_cuda_devices_print(FILE *f) {
+HPDL_CUDA_API hpdl_status hpdl_cuda_devices_print(FILE *f) {
     const char *visible = getenv("CUDA_VISIBLE_DEVICES");
     int n = hpdl_cuda_device_count(), a, b;
     if (!f) return HPDL_ERR_INVALID;
@@ -4456,7 +4467,7 @@ HPDL_API hpdl_status hpdl_cuda_devices_print(FILE *f) {
 
 /* Lets GPU a read and write GPU b's memory when the hardware allows it.
    Idempotent: enabling twice is fine. *enabled says whether it is on. */
-HPDL_API hpdl_status hpdl_cuda_enable_peer(int a, int b, int *enabled) {
+HPDL_CUDA_API hpdl_status hpdl_cuda_enable_peer(int a, int b, int *enabled) {
     int can = 0, current = 0;
     cudaError_t e;
     if (!enabled) return HPDL_ERR_INVALID;
@@ -4477,7 +4488,7 @@ HPDL_API hpdl_status hpdl_cuda_enable_peer(int a, int b, int *enabled) {
 /* Sets up n logical devices and enables peer access between their GPUs.
    Without allow_virtual, asking for more GPUs than are visible is an error
    (with a message naming both numbers), not a silent fold onto fewer. */
-HPDL_API hpdl_status hpdl__cuda_check_gpus(int n, int allow_virtual) {
+HPDL_CUDA_API hpdl_status hpdl__cuda_check_gpus(int n, int allow_virtual) {
     int visible = hpdl_cuda_device_count();
     const char *env = getenv("CUDA_VISIBLE_DEVICES");
     if (n < 1 || n > HPDL_CUDA_MAX_DEVICES) return HPDL_ERR_INVALID;
@@ -4487,7 +4498,7 @@ HPDL_API hpdl_status hpdl__cuda_check_gpus(int n, int allow_virtual) {
     return HPDL_ERR_INVALID;
 }
 
-HPDL_API hpdl_status hpdl_cuda_devices_open(hpdl_cuda_devices *set, int n, int allow_virtual) {
+HPDL_CUDA_API hpdl_status hpdl_cuda_devices_open(hpdl_cuda_devices *set, int n, int allow_virtual) {
     int visible = hpdl_cuda_device_count(), a, b;
     hpdl_status s = hpdl__cuda_check_gpus(n, allow_virtual);
     if (!set) return HPDL_ERR_INVALID;
@@ -4508,7 +4519,7 @@ HPDL_API hpdl_status hpdl_cuda_devices_open(hpdl_cuda_devices *set, int n, int a
 
 /* Staged copy: device -> pinned host -> device, chunk by chunk, in order on
    one stream (so one staging buffer serves all chunks). */
-HPDL_API hpdl_status hpdl__cuda_move_staged(void *dst, const void *src, size_t bytes, void *stage,
+HPDL_CUDA_API hpdl_status hpdl__cuda_move_staged(void *dst, const void *src, size_t bytes, void *stage,
                                             size_t stage_bytes, cudaStream_t stream) {
     size_t done = 0;
     while (done < bytes) {
@@ -4526,7 +4537,7 @@ HPDL_API hpdl_status hpdl__cuda_move_staged(void *dst, const void *src, size_t b
    stage_bytes) or, without one, through the driver's own staging. Counts the
    move in *stats when given. Transfers sharing a staging buffer must go on
    one stream. */
-HPDL_API hpdl_status hpdl_cuda_move(const hpdl_cuda_devices *set, void *dst, int dst_dev, const void *src,
+HPDL_CUDA_API hpdl_status hpdl_cuda_move(const hpdl_cuda_devices *set, void *dst, int dst_dev, const void *src,
                                     int src_dev, size_t bytes, void *stage, size_t stage_bytes,
                                     cudaStream_t stream, hpdl_cuda_xfer_stats *stats) {
     int pa, pb;
@@ -4552,7 +4563,7 @@ HPDL_API hpdl_status hpdl_cuda_move(const hpdl_cuda_devices *set, void *dst, int
 }
 
 /* True when some pair of the set's GPUs has no peer access (staging needed). */
-HPDL_API int hpdl__cuda_devices_need_staging(const hpdl_cuda_devices *set) {
+HPDL_CUDA_API int hpdl__cuda_devices_need_staging(const hpdl_cuda_devices *set) {
     int a, b;
     for (a = 0; a < set->count; a++)
         for (b = 0; b < set->count; b++)
@@ -4573,7 +4584,7 @@ typedef struct hpdl__cuda_lanes {
 
 #define HPDL__STAGE_BYTES ((size_t)4 << 20)
 
-HPDL_API void hpdl__cuda_lanes_destroy(hpdl__cuda_lanes *l) {
+HPDL_CUDA_API void hpdl__cuda_lanes_destroy(hpdl__cuda_lanes *l) {
     int g;
     for (g = 0; g < l->dev.count; g++) {
         cudaSetDevice(l->dev.physical[g]);
@@ -4586,7 +4597,7 @@ HPDL_API void hpdl__cuda_lanes_destroy(hpdl__cuda_lanes *l) {
     cudaSetDevice(l->current);
 }
 
-HPDL_API hpdl_status hpdl__cuda_lanes_create(hpdl__cuda_lanes *l, int n, int allow_virtual) {
+HPDL_CUDA_API hpdl_status hpdl__cuda_lanes_create(hpdl__cuda_lanes *l, int n, int allow_virtual) {
     int g, staging;
     hpdl_status s;
     memset(l, 0, sizeof *l);
@@ -4610,7 +4621,7 @@ HPDL_API hpdl_status hpdl__cuda_lanes_create(hpdl__cuda_lanes *l, int n, int all
 
 /* Every lane starts after the work issued so far on `origin` (a stream of
    device 0; 0 means device 0's default stream). */
-HPDL_API hpdl_status hpdl__cuda_lanes_fork(hpdl__cuda_lanes *l, cudaStream_t origin) {
+HPDL_CUDA_API hpdl_status hpdl__cuda_lanes_fork(hpdl__cuda_lanes *l, cudaStream_t origin) {
     int g;
     if (cudaGetDevice(&l->current) != cudaSuccess) return HPDL_ERR_CUDA;
     HPDL_CUDA_TRY(cudaSetDevice(l->dev.physical[0]));
@@ -4621,25 +4632,25 @@ HPDL_API hpdl_status hpdl__cuda_lanes_fork(hpdl__cuda_lanes *l, cudaStream_t ori
 
 /* Marks the work issued so far on lane g; lanes that wait_mark(g) wait for
    it (marking every lane first, then waiting, keeps the waits parallel). */
-HPDL_API hpdl_status hpdl__cuda_lanes_mark(hpdl__cuda_lanes *l, int g) {
+HPDL_CUDA_API hpdl_status hpdl__cuda_lanes_mark(hpdl__cuda_lanes *l, int g) {
     HPDL_CUDA_TRY(cudaSetDevice(l->dev.physical[g]));
     HPDL_CUDA_TRY(cudaEventRecord(l->ready[g], l->stream[g]));
     return HPDL_OK;
 }
 
-HPDL_API hpdl_status hpdl__cuda_lanes_wait_mark(hpdl__cuda_lanes *l, int to, int from) {
+HPDL_CUDA_API hpdl_status hpdl__cuda_lanes_wait_mark(hpdl__cuda_lanes *l, int to, int from) {
     HPDL_CUDA_TRY(cudaStreamWaitEvent(l->stream[to], l->ready[from], 0));
     return HPDL_OK;
 }
 
 /* Lane `to` waits for the work issued so far on lane `from`. */
-HPDL_API hpdl_status hpdl__cuda_lanes_wait(hpdl__cuda_lanes *l, int to, int from) {
+HPDL_CUDA_API hpdl_status hpdl__cuda_lanes_wait(hpdl__cuda_lanes *l, int to, int from) {
     hpdl_status s = hpdl__cuda_lanes_mark(l, from);
     return s != HPDL_OK ? s : hpdl__cuda_lanes_wait_mark(l, to, from);
 }
 
 /* `origin` waits for every lane; the caller's device is restored. */
-HPDL_API hpdl_status hpdl__cuda_lanes_join(hpdl__cuda_lanes *l, cudaStream_t origin) {
+HPDL_CUDA_API hpdl_status hpdl__cuda_lanes_join(hpdl__cuda_lanes *l, cudaStream_t origin) {
     int g;
     for (g = 0; g < l->dev.count; g++) {
         hpdl_status s = hpdl__cuda_lanes_mark(l, g);
@@ -4652,12 +4663,12 @@ HPDL_API hpdl_status hpdl__cuda_lanes_join(hpdl__cuda_lanes *l, cudaStream_t ori
 }
 
 /* Lane g pulls bytes from lane src's memory, counted in *stats. */
-HPDL_API hpdl_status hpdl__cuda_lanes_pull(hpdl__cuda_lanes *l, int g, void *dst, int src, const void *from,
+HPDL_CUDA_API hpdl_status hpdl__cuda_lanes_pull(hpdl__cuda_lanes *l, int g, void *dst, int src, const void *from,
                                            size_t bytes, hpdl_cuda_xfer_stats *stats) {
     return hpdl_cuda_move(&l->dev, dst, g, from, src, bytes, l->stage[g], l->stage_bytes, l->stream[g], stats);
 }
 
-HPDL_API hpdl_status hpdl__cuda_lanes_sync(hpdl__cuda_lanes *l) {
+HPDL_CUDA_API hpdl_status hpdl__cuda_lanes_sync(hpdl__cuda_lanes *l) {
     int g;
     for (g = 0; g < l->dev.count; g++) HPDL_CUDA_TRY(cudaStreamSynchronize(l->stream[g]));
     return HPDL_OK;
@@ -4682,14 +4693,14 @@ typedef struct hpdl__matpow_plan {
     hpdl__matpow_step step[64];
 } hpdl__matpow_plan;
 
-HPDL_API int hpdl__matpow_free_slot(int a, int b) {
+HPDL_CUDA_API int hpdl__matpow_free_slot(int a, int b) {
     int w;
     for (w = HPDL__MP_WS; w < HPDL__MP_WS + 3; w++)
         if (w != a && w != b) return w;
     return -1; /* unreachable: two live buffers leave one of three free */
 }
 
-HPDL_API void hpdl__matpow_plan_push(hpdl__matpow_plan *p, int dst, int lhs, int rhs) {
+HPDL_CUDA_API void hpdl__matpow_plan_push(hpdl__matpow_plan *p, int dst, int lhs, int rhs) {
     p->step[p->count].dst = dst;
     p->step[p->count].lhs = lhs;
     p->step[p->count].rhs = rhs;
@@ -4697,7 +4708,7 @@ HPDL_API void hpdl__matpow_plan_push(hpdl__matpow_plan *p, int dst, int lhs, int
 }
 
 /* power >= 0. Naive: p - 1 products A*A*...*A, ping-ponging two buffers. */
-HPDL_API void hpdl__matpow_plan_init(hpdl__matpow_plan *p, int power, int naive) {
+HPDL_CUDA_API void hpdl__matpow_plan_init(hpdl__matpow_plan *p, int power, int naive) {
     int base = HPDL__MP_INPUT, res = -1, bit, top = 0;
     p->power = power;
     p->naive = naive;
@@ -4713,7 +4724,7 @@ HPDL_API void hpdl__matpow_plan_init(hpdl__matpow_plan *p, int power, int naive)
     }
 }
 
-HPDL_API hpdl__matpow_step hpdl__matpow_plan_step(const hpdl__matpow_plan *p, int i) {
+HPDL_CUDA_API hpdl__matpow_step hpdl__matpow_plan_step(const hpdl__matpow_plan *p, int i) {
     hpdl__matpow_step s;
     if (!p->naive) return p->step[i];
     s.lhs = i == 0 ? HPDL__MP_INPUT : HPDL__MP_WS + (i - 1) % 2;
@@ -4723,11 +4734,11 @@ HPDL_API hpdl__matpow_step hpdl__matpow_plan_step(const hpdl__matpow_plan *p, in
 }
 
 /* Workspace of hpdl_cuda_matpow_ws_*: three n x n matrices. */
-HPDL_API size_t hpdl_cuda_matpow_workspace_bytes(int n, size_t elem_bytes) {
+HPDL_CUDA_API size_t hpdl_cuda_matpow_workspace_bytes(int n, size_t elem_bytes) {
     return n > 0 ? 3 * (size_t)n * (size_t)n * elem_bytes : 0;
 }
 
-HPDL_API hpdl_status hpdl__matpow_check(int n, int power, const void *A, int lda, const void *out, int ldo,
+HPDL_CUDA_API hpdl_status hpdl__matpow_check(int n, int power, const void *A, int lda, const void *out, int ldo,
                                         size_t elem_bytes) {
     if (n < 1 || power < 0 || hpdl__check_matrix(A, n, n, lda) != HPDL_OK ||
         hpdl__check_matrix(out, n, n, ldo) != HPDL_OK || hpdl__square_views_overlap(A, lda, out, ldo, n, elem_bytes))
@@ -4736,7 +4747,7 @@ HPDL_API hpdl_status hpdl__matpow_check(int n, int power, const void *A, int lda
 }
 
 /* Blocks for an elementwise grid-stride kernel over `count` items. */
-HPDL_API int hpdl__cuda_grid(long long count) {
+HPDL_CUDA_API int hpdl__cuda_grid(long long count) {
     long long blocks = (count + 255) / 256;
     return (int)(blocks < 1 ? 1 : blocks > 65535 ? 65535 : blocks);
 }
@@ -4749,7 +4760,7 @@ HPDL_API int hpdl__cuda_grid(long long count) {
 #define HPDL_GEMM_TF32 ((hpdl_gemm_algo)(HPDL_GEMM_CUBLAS + 100))
 
 /* Turns TF32 on or off for the current device's cuBLAS handle. */
-HPDL_API hpdl_status hpdl__cuda_tf32_math(int on) {
+HPDL_CUDA_API hpdl_status hpdl__cuda_tf32_math(int on) {
     cublasHandle_t h;
     hpdl_status s = hpdl__cublas_handle(&h);
     if (s != HPDL_OK) return s;
@@ -4774,7 +4785,7 @@ HPDL_API hpdl_status hpdl__cuda_tf32_math(int on) {
             acc[i] = STORE(LOAD(acc[i]) + LOAD(x[i]));                          \
     }                                                                           \
     /* hpdl_cuda_gemm_algo_<type>, plus HPDL_GEMM_TF32. */                  \
-    HPDL_API hpdl_status hpdl__cuda_multi_gemm_##SUFFIX(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb, \
+    HPDL_CUDA_API hpdl_status hpdl__cuda_multi_gemm_##SUFFIX(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb, \
                                                        int M, int N, int K, ACC alpha, const T *A, int lda, const T *B, \
                                                        int ldb, ACC beta, T *C, int ldc, cudaStream_t stream) { \
         hpdl_status s, off;                                                     \
@@ -4786,7 +4797,7 @@ HPDL_API hpdl_status hpdl__cuda_tf32_math(int on) {
         off = hpdl__cuda_tf32_math(0);                                          \
         return s != HPDL_OK ? s : off;                                          \
     }                                                                           \
-    HPDL_API hpdl_status hpdl__cuda_matpow_run_##SUFFIX(const hpdl__matpow_plan *p, int n, const T *A, int lda, \
+    HPDL_CUDA_API hpdl_status hpdl__cuda_matpow_run_##SUFFIX(const hpdl__matpow_plan *p, int n, const T *A, int lda, \
                                                         T *out, int ldo, hpdl_gemm_algo algo, T *ws, cudaStream_t stream) { \
         const T *in[HPDL__MP_BUFFERS];                                          \
         int i, w;                                                               \
@@ -4812,7 +4823,7 @@ HPDL_API hpdl_status hpdl__cuda_tf32_math(int on) {
         }                                                                       \
         return HPDL_OK;                                                         \
     }                                                                           \
-    HPDL_API hpdl_status hpdl__cuda_matpow_any_##SUFFIX(int naive, int n, int power, const T *A, int lda, T *out, \
+    HPDL_CUDA_API hpdl_status hpdl__cuda_matpow_any_##SUFFIX(int naive, int n, int power, const T *A, int lda, T *out, \
                                                         int ldo, hpdl_gemm_algo algo, T *ws, int own_ws, cudaStream_t stream) { \
         hpdl__matpow_plan p;                                                    \
         hpdl_status s = hpdl__matpow_check(n, power, A, lda, out, ldo, sizeof(T)); \
@@ -4831,25 +4842,25 @@ HPDL_API hpdl_status hpdl__cuda_tf32_math(int on) {
     /* out = A^power (n x n, row-major) on the current device, ordered on     \
        stream; ws: hpdl_cuda_matpow_workspace_bytes(n, sizeof(T)) of device    \
        memory (unused for power <= 1). out must not overlap A. */             \
-    HPDL_API hpdl_status hpdl_cuda_matpow_ws_##SUFFIX(int n, int power, const T *A, int lda, T *out, int ldo, \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_matpow_ws_##SUFFIX(int n, int power, const T *A, int lda, T *out, int ldo, \
                                                      hpdl_gemm_algo algo, T *ws, cudaStream_t stream) { \
         return hpdl__cuda_matpow_any_##SUFFIX(0, n, power, A, lda, out, ldo, algo, ws, 0, stream); \
     }                                                                           \
     /* The same, with the workspace allocated and freed on the stream. */     \
-    HPDL_API hpdl_status hpdl_cuda_matpow_##SUFFIX(int n, int power, const T *A, int lda, T *out, int ldo, \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_matpow_##SUFFIX(int n, int power, const T *A, int lda, T *out, int ldo, \
                                                   hpdl_gemm_algo algo, cudaStream_t stream) { \
         return hpdl__cuda_matpow_any_##SUFFIX(0, n, power, A, lda, out, ldo, algo, NULL, 1, stream); \
     }                                                                           \
     /* power - 1 products: the baseline the squaring is measured against. */  \
-    HPDL_API hpdl_status hpdl_cuda_matpow_naive_ws_##SUFFIX(int n, int power, const T *A, int lda, T *out, int ldo, \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_matpow_naive_ws_##SUFFIX(int n, int power, const T *A, int lda, T *out, int ldo, \
                                                            hpdl_gemm_algo algo, T *ws, cudaStream_t stream) { \
         return hpdl__cuda_matpow_any_##SUFFIX(1, n, power, A, lda, out, ldo, algo, ws, 0, stream); \
     }                                                                           \
-    HPDL_API hpdl_status hpdl_cuda_matpow_naive_##SUFFIX(int n, int power, const T *A, int lda, T *out, int ldo, \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_matpow_naive_##SUFFIX(int n, int power, const T *A, int lda, T *out, int ldo, \
                                                         hpdl_gemm_algo algo, cudaStream_t stream) { \
         return hpdl__cuda_matpow_any_##SUFFIX(1, n, power, A, lda, out, ldo, algo, NULL, 1, stream); \
     }                                                                           \
-    HPDL_API hpdl_status hpdl__cuda_add_##SUFFIX(long long count, T *acc, const T *x, cudaStream_t stream) { \
+    HPDL_CUDA_API hpdl_status hpdl__cuda_add_##SUFFIX(long long count, T *acc, const T *x, cudaStream_t stream) { \
         hpdl__cuda_add_kernel_##SUFFIX<<<hpdl__cuda_grid(count), 256, 0, stream>>>(count, acc, x); \
         HPDL_CUDA_TRY_LAUNCH();                                                 \
         return HPDL_OK;                                                         \
@@ -4879,7 +4890,7 @@ typedef struct hpdl_cuda_powsum {
     hpdl_cuda_xfer_stats xfer;            /* partial sums moved, over all runs */
 } hpdl_cuda_powsum;
 
-HPDL_API void hpdl_cuda_powsum_destroy(hpdl_cuda_powsum *p) {
+HPDL_CUDA_API void hpdl_cuda_powsum_destroy(hpdl_cuda_powsum *p) {
     int g;
     if (!p) return;
     for (g = 0; g < p->lanes.dev.count; g++) {
@@ -4894,7 +4905,7 @@ HPDL_API void hpdl_cuda_powsum_destroy(hpdl_cuda_powsum *p) {
 /* Plans k matrices of n x n to the power `power` on n_gpus GPUs (at most k of
    them are used). More GPUs than visible: HPDL_ERR_INVALID with a message,
    unless allow_virtual (several logical GPUs on one, for tests). */
-HPDL_API hpdl_status hpdl__cuda_powsum_create(hpdl_cuda_powsum *p, int k, int n, int power, int n_gpus,
+HPDL_CUDA_API hpdl_status hpdl__cuda_powsum_create(hpdl_cuda_powsum *p, int k, int n, int power, int n_gpus,
                                               int allow_virtual, size_t elem_bytes) {
     size_t mat;
     int g, used;
@@ -4922,7 +4933,7 @@ HPDL_API hpdl_status hpdl__cuda_powsum_create(hpdl_cuda_powsum *p, int k, int n,
 }
 
 /* Copies host matrix j (n x n, contiguous) to the GPU that owns it. */
-HPDL_API hpdl_status hpdl__cuda_powsum_upload(hpdl_cuda_powsum *p, const void *const *host_mats) {
+HPDL_CUDA_API hpdl_status hpdl__cuda_powsum_upload(hpdl_cuda_powsum *p, const void *const *host_mats) {
     size_t mat;
     int g, j;
     if (!p || !host_mats) return HPDL_ERR_INVALID;
@@ -4939,7 +4950,7 @@ HPDL_API hpdl_status hpdl__cuda_powsum_upload(hpdl_cuda_powsum *p, const void *c
 }
 
 /* Waits for the last run and copies the sum (n x n) to the host. */
-HPDL_API hpdl_status hpdl__cuda_powsum_download(hpdl_cuda_powsum *p, void *host_out) {
+HPDL_CUDA_API hpdl_status hpdl__cuda_powsum_download(hpdl_cuda_powsum *p, void *host_out) {
     hpdl_status s;
     if (!p || !host_out) return HPDL_ERR_INVALID;
     s = hpdl__cuda_lanes_sync(&p->lanes);
@@ -4949,20 +4960,20 @@ HPDL_API hpdl_status hpdl__cuda_powsum_download(hpdl_cuda_powsum *p, void *host_
 }
 
 #define HPDL__DEFINE_CUDA_POWSUM(SUFFIX, T)                                      \
-    HPDL_API hpdl_status hpdl_cuda_powsum_create_##SUFFIX(hpdl_cuda_powsum *p, int k, int n, int power, int n_gpus, \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_powsum_create_##SUFFIX(hpdl_cuda_powsum *p, int k, int n, int power, int n_gpus, \
                                                          int allow_virtual) {   \
         return hpdl__cuda_powsum_create(p, k, n, power, n_gpus, allow_virtual, sizeof(T)); \
     }                                                                           \
-    HPDL_API hpdl_status hpdl_cuda_powsum_upload_##SUFFIX(hpdl_cuda_powsum *p, const T *const *host_mats) { \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_powsum_upload_##SUFFIX(hpdl_cuda_powsum *p, const T *const *host_mats) { \
         if (!p || p->elem_bytes != sizeof(T)) return HPDL_ERR_INVALID;          \
         return hpdl__cuda_powsum_upload(p, (const void *const *)host_mats);     \
     }                                                                           \
-    HPDL_API hpdl_status hpdl_cuda_powsum_download_##SUFFIX(hpdl_cuda_powsum *p, T *host_out) { \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_powsum_download_##SUFFIX(hpdl_cuda_powsum *p, T *host_out) { \
         if (!p || p->elem_bytes != sizeof(T)) return HPDL_ERR_INVALID;          \
         return hpdl__cuda_powsum_download(p, host_out);                          \
     }                                                                           \
     /* GPU g: its matrices' powers summed into acc[g] (on the current device). */ \
-    HPDL_API hpdl_status hpdl__cuda_powsum_local_##SUFFIX(hpdl_cuda_powsum *p, int g, int naive, hpdl_gemm_algo algo) { \
+    HPDL_CUDA_API hpdl_status hpdl__cuda_powsum_local_##SUFFIX(hpdl_cuda_powsum *p, int g, int naive, hpdl_gemm_algo algo) { \
         size_t mat = (size_t)p->n * (size_t)p->n;                                \
         int j;                                                                  \
         for (j = p->first[g]; j < p->first[g + 1]; j++) {                       \
@@ -4976,7 +4987,7 @@ HPDL_API hpdl_status hpdl__cuda_powsum_download(hpdl_cuda_powsum *p, void *host_
         return HPDL_OK;                                                         \
     }                                                                           \
     /* One round of the tree: GPU g takes GPU g+step's partial sum. */        \
-    HPDL_API hpdl_status hpdl__cuda_powsum_combine_##SUFFIX(hpdl_cuda_powsum *p, int g, int src) { \
+    HPDL_CUDA_API hpdl_status hpdl__cuda_powsum_combine_##SUFFIX(hpdl_cuda_powsum *p, int g, int src) { \
         size_t mat = (size_t)p->n * (size_t)p->n;                                \
         hpdl_status s = hpdl__cuda_lanes_wait(&p->lanes, g, src);               \
         if (s == HPDL_OK) s = hpdl__cuda_lanes_pull(&p->lanes, g, p->ws[g], src, p->acc[src], mat * sizeof(T), &p->xfer); \
@@ -4987,7 +4998,7 @@ HPDL_API hpdl_status hpdl__cuda_powsum_download(hpdl_cuda_powsum *p, void *host_
     /* Computes the sum into GPU 0's buffer, ordered after and before `origin`  \
        (a stream of GPU 0); naive: p - 1 products per power instead of        \
        squaring. */                                                           \
-    HPDL_API hpdl_status hpdl_cuda_powsum_run_##SUFFIX(hpdl_cuda_powsum *p, int naive, hpdl_gemm_algo algo, cudaStream_t origin) { \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_powsum_run_##SUFFIX(hpdl_cuda_powsum *p, int naive, hpdl_gemm_algo algo, cudaStream_t origin) { \
         int g, step, G;                                                          \
         hpdl_status s;                                                          \
         if (!p || p->elem_bytes != sizeof(T) || !p->lanes.dev.count) return HPDL_ERR_INVALID; \
@@ -5006,7 +5017,7 @@ HPDL_API hpdl_status hpdl__cuda_powsum_download(hpdl_cuda_powsum *p, void *host_
     }                                                                           \
     /* host_out = sum_j host_mats[j]^power, the k matrices spread over n_gpus  \
        GPUs; everything allocated and freed here. */                          \
-    HPDL_API hpdl_status hpdl_cuda_sum_of_powers_##SUFFIX(int k, const T *const *host_mats, int n, int power, int n_gpus, \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_sum_of_powers_##SUFFIX(int k, const T *const *host_mats, int n, int power, int n_gpus, \
                                                          T *host_out, hpdl_gemm_algo algo) { \
         hpdl_cuda_powsum p;                                                     \
         hpdl_status s;                                                          \
@@ -5044,7 +5055,7 @@ typedef struct hpdl_cuda_rowpow {
     hpdl_cuda_xfer_stats xfer;           /* broadcast, gathers, result: all runs */
 } hpdl_cuda_rowpow;
 
-HPDL_API void hpdl_cuda_rowpow_destroy(hpdl_cuda_rowpow *p) {
+HPDL_CUDA_API void hpdl_cuda_rowpow_destroy(hpdl_cuda_rowpow *p) {
     int g;
     if (!p) return;
     for (g = 0; g < p->lanes.dev.count; g++) {
@@ -5056,7 +5067,7 @@ HPDL_API void hpdl_cuda_rowpow_destroy(hpdl_cuda_rowpow *p) {
 }
 
 /* allow_virtual: several logical GPUs may share one (for tests). */
-HPDL_API hpdl_status hpdl__cuda_rowpow_create(hpdl_cuda_rowpow *p, int n, int n_gpus, int allow_virtual,
+HPDL_CUDA_API hpdl_status hpdl__cuda_rowpow_create(hpdl_cuda_rowpow *p, int n, int n_gpus, int allow_virtual,
                                               size_t elem_bytes) {
     size_t mat;
     int g;
@@ -5079,7 +5090,7 @@ HPDL_API hpdl_status hpdl__cuda_rowpow_create(hpdl_cuda_rowpow *p, int n, int n_
 }
 
 /* After a squaring into slot w: every GPU pulls the others' row blocks. */
-HPDL_API hpdl_status hpdl__cuda_rowpow_gather(hpdl_cuda_rowpow *p, int w) {
+HPDL_CUDA_API hpdl_status hpdl__cuda_rowpow_gather(hpdl_cuda_rowpow *p, int w) {
     size_t row = (size_t)p->n * p->elem_bytes, slot = row * (size_t)p->n, at;
     int G = p->lanes.dev.count, g, h;
     hpdl_status s = HPDL_OK;
@@ -5097,7 +5108,7 @@ HPDL_API hpdl_status hpdl__cuda_rowpow_gather(hpdl_cuda_rowpow *p, int w) {
 }
 
 /* GPU 0 collects the result's row blocks (slot w) from the others. */
-HPDL_API hpdl_status hpdl__cuda_rowpow_collect(hpdl_cuda_rowpow *p, int w) {
+HPDL_CUDA_API hpdl_status hpdl__cuda_rowpow_collect(hpdl_cuda_rowpow *p, int w) {
     size_t row = (size_t)p->n * p->elem_bytes, at;
     int g;
     hpdl_status s = HPDL_OK;
@@ -5112,7 +5123,7 @@ HPDL_API hpdl_status hpdl__cuda_rowpow_collect(hpdl_cuda_rowpow *p, int w) {
 }
 
 /* GPU 0 broadcasts its copy of the input (slot 0) to the others. */
-HPDL_API hpdl_status hpdl__cuda_rowpow_broadcast(hpdl_cuda_rowpow *p) {
+HPDL_CUDA_API hpdl_status hpdl__cuda_rowpow_broadcast(hpdl_cuda_rowpow *p) {
     size_t mat = (size_t)p->n * (size_t)p->n * p->elem_bytes;
     int g;
     hpdl_status s = hpdl__cuda_lanes_mark(&p->lanes, 0);
@@ -5124,11 +5135,11 @@ HPDL_API hpdl_status hpdl__cuda_rowpow_broadcast(hpdl_cuda_rowpow *p) {
 }
 
 #define HPDL__DEFINE_CUDA_ROWPOW(SUFFIX, T, ACC)                                 \
-    HPDL_API hpdl_status hpdl_cuda_rowpow_create_##SUFFIX(hpdl_cuda_rowpow *p, int n, int n_gpus, int allow_virtual) { \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_rowpow_create_##SUFFIX(hpdl_cuda_rowpow *p, int n, int n_gpus, int allow_virtual) { \
         return hpdl__cuda_rowpow_create(p, n, n_gpus, allow_virtual, sizeof(T)); \
     }                                                                           \
     /* Step i of the squaring plan on every GPU, for its own rows. */         \
-    HPDL_API hpdl_status hpdl__cuda_rowpow_step_##SUFFIX(hpdl_cuda_rowpow *p, hpdl__matpow_step st, hpdl_gemm_algo algo) { \
+    HPDL_CUDA_API hpdl_status hpdl__cuda_rowpow_step_##SUFFIX(hpdl_cuda_rowpow *p, hpdl__matpow_step st, hpdl_gemm_algo algo) { \
         size_t slot = (size_t)p->n * (size_t)p->n;                               \
         int g;                                                                  \
         for (g = 0; g < p->lanes.dev.count; g++) {                              \
@@ -5145,7 +5156,7 @@ HPDL_API hpdl_status hpdl__cuda_rowpow_broadcast(hpdl_cuda_rowpow *p) {
     }                                                                           \
     /* out = A^power with A and out on GPU 0 (n x n), every GPU computing a    \
        row block of each product; ordered after and before `origin`. */       \
-    HPDL_API hpdl_status hpdl_cuda_rowpow_run_##SUFFIX(hpdl_cuda_rowpow *p, int power, const T *A, int lda, T *out, \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_rowpow_run_##SUFFIX(hpdl_cuda_rowpow *p, int power, const T *A, int lda, T *out, \
                                                       int ldo, hpdl_gemm_algo algo, cudaStream_t origin) { \
         hpdl__matpow_plan plan;                                                 \
         size_t row = (size_t)p->n * sizeof(T);                                  \
@@ -5263,7 +5274,7 @@ __global__ void hpdl__cuda_fill_uniform_kernel(long long n, float *x, unsigned l
 #define HPDL_DL_NAIVE 0
 
 /* How many micro-batch slices a step with this `micro` runs (naive: one). */
-HPDL_API int hpdl_cuda_deep_linear_slices(int micro) { return micro == HPDL_DL_NAIVE ? 1 : micro; }
+HPDL_CUDA_API int hpdl_cuda_deep_linear_slices(int micro) { return micro == HPDL_DL_NAIVE ? 1 : micro; }
 
 typedef struct hpdl_cuda_deep_linear {
     hpdl__cuda_lanes lanes;                 /* one stream per logical device */
@@ -5283,7 +5294,7 @@ typedef struct hpdl_cuda_deep_linear {
 } hpdl_cuda_deep_linear;
 
 /* A contiguous placement: first[0] = 0 < first[1] < ... < first[G] = layers. */
-HPDL_API hpdl_status hpdl__placement_check(int n_layers, int n_devices, const int *first) {
+HPDL_CUDA_API hpdl_status hpdl__placement_check(int n_layers, int n_devices, const int *first) {
     int d;
     if (!first || n_devices < 1 || n_devices > HPDL_CUDA_MAX_DEVICES) return HPDL_ERR_INVALID;
     if (first[0] != 0 || first[n_devices] != n_layers) return HPDL_ERR_INVALID;
@@ -5291,21 +5302,21 @@ HPDL_API hpdl_status hpdl__placement_check(int n_layers, int n_devices, const in
     return HPDL_OK;
 }
 
-HPDL_API int hpdl__dl_layers(const hpdl_cuda_deep_linear *m, int g) { return m->first[g + 1] - m->first[g]; }
+HPDL_CUDA_API int hpdl__dl_layers(const hpdl_cuda_deep_linear *m, int g) { return m->first[g + 1] - m->first[g]; }
 
-HPDL_API float *hpdl__dl_act(const hpdl_cuda_deep_linear *m, int g, int s) {
+HPDL_CUDA_API float *hpdl__dl_act(const hpdl_cuda_deep_linear *m, int g, int s) {
     return m->h[g] + (size_t)s * m->batch * m->dim;
 }
 
-HPDL_API float *hpdl__dl_dz(const hpdl_cuda_deep_linear *m, int g, int s) {
+HPDL_CUDA_API float *hpdl__dl_dz(const hpdl_cuda_deep_linear *m, int g, int s) {
     return m->dz[g] + (size_t)s * m->batch * m->dim;
 }
 
-HPDL_API float *hpdl__dl_w(const hpdl_cuda_deep_linear *m, int g, int s) {
+HPDL_CUDA_API float *hpdl__dl_w(const hpdl_cuda_deep_linear *m, int g, int s) {
     return m->w[g] + (size_t)s * m->dim * m->dim;
 }
 
-HPDL_API void hpdl_cuda_deep_linear_destroy(hpdl_cuda_deep_linear *m) {
+HPDL_CUDA_API void hpdl_cuda_deep_linear_destroy(hpdl_cuda_deep_linear *m) {
     int g;
     if (!m) return;
     for (g = 0; g < m->lanes.dev.count; g++) {
@@ -5323,7 +5334,7 @@ HPDL_API void hpdl_cuda_deep_linear_destroy(hpdl_cuda_deep_linear *m) {
 }
 
 /* Allocates device g's share (current device set by the caller). */
-HPDL_API hpdl_status hpdl__dl_alloc(hpdl_cuda_deep_linear *m, int g) {
+HPDL_CUDA_API hpdl_status hpdl__dl_alloc(hpdl_cuda_deep_linear *m, int g) {
     size_t act = (size_t)m->batch * m->dim * sizeof(float), L = (size_t)hpdl__dl_layers(m, g);
     hpdl_status s = hpdl_cuda_alloc((void **)&m->w[g], L * m->dim * m->dim * sizeof(float));
     if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&m->h[g], (L + 1) * act);
@@ -5343,7 +5354,7 @@ HPDL_API hpdl_status hpdl__dl_alloc(hpdl_cuda_deep_linear *m, int g) {
    on n_devices logical devices by `first` (n_devices + 1 entries, e.g. from
    hpdl_place_even). allow_virtual maps more devices than GPUs onto the GPUs
    (d % count) so the same code runs on one GPU. Weights are not yet set. */
-HPDL_API hpdl_status hpdl_cuda_deep_linear_create(hpdl_cuda_deep_linear *m, int depth, int dim, int batch,
+HPDL_CUDA_API hpdl_status hpdl_cuda_deep_linear_create(hpdl_cuda_deep_linear *m, int depth, int dim, int batch,
                                                   const int *first, int n_devices, int allow_virtual) {
     hpdl_status s;
     int g;
@@ -5365,7 +5376,7 @@ HPDL_API hpdl_status hpdl_cuda_deep_linear_create(hpdl_cuda_deep_linear *m, int 
     return s;
 }
 
-HPDL_API hpdl_status hpdl__cuda_fill_uniform(float *x, long long n, unsigned long long seed, long long first, float a,
+HPDL_CUDA_API hpdl_status hpdl__cuda_fill_uniform(float *x, long long n, unsigned long long seed, long long first, float a,
                                              cudaStream_t stream) {
     hpdl__cuda_fill_uniform_kernel<<<hpdl__cuda_grid(n), 256, 0, stream>>>(n, x, seed, first, a);
     HPDL_CUDA_TRY_LAUNCH();
@@ -5375,7 +5386,7 @@ HPDL_API hpdl_status hpdl__cuda_fill_uniform(float *x, long long n, unsigned lon
 /* Weights uniform in +-sqrt(6/dim) (He: activations keep their scale
    through the ReLUs); layer l's values depend on (seed, l) only, so every
    placement starts from the same model. */
-HPDL_API hpdl_status hpdl_cuda_deep_linear_init(hpdl_cuda_deep_linear *m, unsigned long long seed) {
+HPDL_CUDA_API hpdl_status hpdl_cuda_deep_linear_init(hpdl_cuda_deep_linear *m, unsigned long long seed) {
     long long per = 0;
     int g;
     hpdl_status s = HPDL_OK;
@@ -5392,7 +5403,7 @@ HPDL_API hpdl_status hpdl_cuda_deep_linear_init(hpdl_cuda_deep_linear *m, unsign
 }
 
 /* Input rows (device 0) and targets (last device), uniform in [-1, 1). */
-HPDL_API hpdl_status hpdl_cuda_deep_linear_random_batch(hpdl_cuda_deep_linear *m, unsigned long long seed) {
+HPDL_CUDA_API hpdl_status hpdl_cuda_deep_linear_random_batch(hpdl_cuda_deep_linear *m, unsigned long long seed) {
     long long n;
     int last;
     hpdl_status s;
@@ -5409,7 +5420,7 @@ HPDL_API hpdl_status hpdl_cuda_deep_linear_random_batch(hpdl_cuda_deep_linear *m
 }
 
 /* Copies layer l's weights (dim x dim) to the host. */
-HPDL_API hpdl_status hpdl_cuda_deep_linear_get_weights(hpdl_cuda_deep_linear *m, int layer, float *host) {
+HPDL_CUDA_API hpdl_status hpdl_cuda_deep_linear_get_weights(hpdl_cuda_deep_linear *m, int layer, float *host) {
     int g = 0;
     hpdl_status s;
     if (!m || !host || layer < 0 || layer >= m->depth) return HPDL_ERR_INVALID;
@@ -5422,7 +5433,7 @@ HPDL_API hpdl_status hpdl_cuda_deep_linear_get_weights(hpdl_cuda_deep_linear *m,
 }
 
 /* Copies the input rows (batch x dim) or the targets to the host. */
-HPDL_API hpdl_status hpdl_cuda_deep_linear_get_batch(hpdl_cuda_deep_linear *m, float *host_x, float *host_target) {
+HPDL_CUDA_API hpdl_status hpdl_cuda_deep_linear_get_batch(hpdl_cuda_deep_linear *m, float *host_x, float *host_target) {
     size_t bytes;
     hpdl_status s;
     if (!m || !m->lanes.dev.count) return HPDL_ERR_INVALID;
@@ -5435,7 +5446,7 @@ HPDL_API hpdl_status hpdl_cuda_deep_linear_get_batch(hpdl_cuda_deep_linear *m, f
 }
 
 /* Loss of the last step (waits for it). */
-HPDL_API hpdl_status hpdl_cuda_deep_linear_loss(hpdl_cuda_deep_linear *m, float *loss) {
+HPDL_CUDA_API hpdl_status hpdl_cuda_deep_linear_loss(hpdl_cuda_deep_linear *m, float *loss) {
     hpdl_status s;
     if (!m || !loss || !m->lanes.dev.count) return HPDL_ERR_INVALID;
     s = hpdl__cuda_lanes_sync(&m->lanes);
@@ -5445,7 +5456,7 @@ HPDL_API hpdl_status hpdl_cuda_deep_linear_loss(hpdl_cuda_deep_linear *m, float 
 }
 
 /* Prints the layer -> GPU map and the memory each device holds. */
-HPDL_API void hpdl_cuda_deep_linear_print_map(const hpdl_cuda_deep_linear *m, FILE *f) {
+HPDL_CUDA_API void hpdl_cuda_deep_linear_print_map(const hpdl_cuda_deep_linear *m, FILE *f) {
     int g;
     for (g = 0; g < m->lanes.dev.count; g++)
         fprintf(f, "  device %d (GPU %d): layers %d..%d, %.1f MiB\n", g, m->lanes.dev.physical[g], m->first[g],
@@ -5453,18 +5464,18 @@ HPDL_API void hpdl_cuda_deep_linear_print_map(const hpdl_cuda_deep_linear *m, FI
 }
 
 /* While profiling, records the start or the end of a busy interval. */
-HPDL_API void hpdl__dl_mark(hpdl_cuda_deep_linear *m, int g) {
+HPDL_CUDA_API void hpdl__dl_mark(hpdl_cuda_deep_linear *m, int g) {
     if (m->marks[g]) cudaEventRecord(m->marks[g][m->n_marks[g]++], m->lanes.stream[g]);
 }
 
-HPDL_API hpdl_status hpdl__dl_gemm(hpdl_cuda_deep_linear *m, int g, hpdl_transpose ta, hpdl_transpose tb, int M, int K,
+HPDL_CUDA_API hpdl_status hpdl__dl_gemm(hpdl_cuda_deep_linear *m, int g, hpdl_transpose ta, hpdl_transpose tb, int M, int K,
                                    float alpha, const float *A, const float *B, float beta, float *C) {
     return hpdl__cuda_multi_gemm_f32(m->algo, ta, tb, M, m->dim, K, alpha, A, m->dim, B, m->dim, beta, C, m->dim,
                                    m->lanes.stream[g]);
 }
 
 /* Forward of micro-batch rows [row, row + rows) through device g's layers. */
-HPDL_API hpdl_status hpdl__dl_forward(hpdl_cuda_deep_linear *m, int g, int row, int rows) {
+HPDL_CUDA_API hpdl_status hpdl__dl_forward(hpdl_cuda_deep_linear *m, int g, int row, int rows) {
     size_t off = (size_t)row * m->dim, bytes = (size_t)rows * m->dim * sizeof(float);
     long long count = (long long)rows * m->dim;
     int s, last = m->lanes.dev.count - 1;
@@ -5493,7 +5504,7 @@ HPDL_API hpdl_status hpdl__dl_forward(hpdl_cuda_deep_linear *m, int g, int row, 
 
 /* W -= lr h^T dz over the whole batch for device g's layer s: the weight
    gradient and the SGD update in one product (beta = 1). */
-HPDL_API hpdl_status hpdl__dl_update_layer(hpdl_cuda_deep_linear *m, int g, int s, float lr) {
+HPDL_CUDA_API hpdl_status hpdl__dl_update_layer(hpdl_cuda_deep_linear *m, int g, int s, float lr) {
     return hpdl__dl_gemm(m, g, HPDL_TRANS, HPDL_NO_TRANS, m->dim, m->batch, -lr, hpdl__dl_act(m, g, s),
                          hpdl__dl_dz(m, g, s), 1.0f, hpdl__dl_w(m, g, s));
 }
@@ -5502,7 +5513,7 @@ HPDL_API hpdl_status hpdl__dl_update_layer(hpdl_cuda_deep_linear *m, int g, int 
    top to bottom: input gradients only, or with `update_now` (naive: the
    whole batch) each layer's update right after its input gradient, which
    needs the weights before the update. */
-HPDL_API hpdl_status hpdl__dl_backward(hpdl_cuda_deep_linear *m, int g, int row, int rows, int update_now, float lr) {
+HPDL_CUDA_API hpdl_status hpdl__dl_backward(hpdl_cuda_deep_linear *m, int g, int row, int rows, int update_now, float lr) {
     size_t off = (size_t)row * m->dim, bytes = (size_t)rows * m->dim * sizeof(float);
     long long count = (long long)rows * m->dim;
     const float *grad = m->dh_in[g] + off;
@@ -5531,7 +5542,7 @@ HPDL_API hpdl_status hpdl__dl_backward(hpdl_cuda_deep_linear *m, int g, int row,
 }
 
 /* The pipelined schedule's last phase: every layer of device g updated. */
-HPDL_API hpdl_status hpdl__dl_update(hpdl_cuda_deep_linear *m, int g, float lr) {
+HPDL_CUDA_API hpdl_status hpdl__dl_update(hpdl_cuda_deep_linear *m, int g, float lr) {
     int s;
     hpdl_status st = HPDL_OK;
     hpdl__dl_mark(m, g);
@@ -5541,7 +5552,7 @@ HPDL_API hpdl_status hpdl__dl_update(hpdl_cuda_deep_linear *m, int g, float lr) 
 }
 
 /* The forward phase: micro-batch by micro-batch, device by device. */
-HPDL_API hpdl_status hpdl__dl_forward_all(hpdl_cuda_deep_linear *m, int micro) {
+HPDL_CUDA_API hpdl_status hpdl__dl_forward_all(hpdl_cuda_deep_linear *m, int micro) {
     int i, g, G = m->lanes.dev.count, rows = m->batch / micro;
     hpdl_status s = HPDL_OK;
     for (i = 0; i < micro; i++)
@@ -5556,7 +5567,7 @@ HPDL_API hpdl_status hpdl__dl_forward_all(hpdl_cuda_deep_linear *m, int micro) {
 
 /* The backward phase: micro-batch by micro-batch, device by device down
    (naive: one micro-batch, each device's updates inside its backward). */
-HPDL_API hpdl_status hpdl__dl_backward_all(hpdl_cuda_deep_linear *m, int micro, int naive, float lr) {
+HPDL_CUDA_API hpdl_status hpdl__dl_backward_all(hpdl_cuda_deep_linear *m, int micro, int naive, float lr) {
     int i, g, G = m->lanes.dev.count, rows = m->batch / micro;
     hpdl_status s = HPDL_OK;
     for (i = 0; i < micro; i++)
@@ -5573,7 +5584,7 @@ HPDL_API hpdl_status hpdl__dl_backward_all(hpdl_cuda_deep_linear *m, int micro, 
    stream of device 0): micro = HPDL_DL_NAIVE for the naive schedule, else
    GPipe with `micro` micro-batches (batch % micro == 0; 1 still defers the
    weight gradients). The moves it made are in m->fwd and m->bwd. */
-HPDL_API hpdl_status hpdl_cuda_deep_linear_step(hpdl_cuda_deep_linear *m, int micro, float lr, cudaStream_t origin) {
+HPDL_CUDA_API hpdl_status hpdl_cuda_deep_linear_step(hpdl_cuda_deep_linear *m, int micro, float lr, cudaStream_t origin) {
     int g, last, naive = micro == HPDL_DL_NAIVE, slices = hpdl_cuda_deep_linear_slices(micro);
     hpdl_status s;
     if (!m || !m->lanes.dev.count || slices < 1 || slices > m->batch || m->batch % slices) return HPDL_ERR_INVALID;
@@ -5595,7 +5606,7 @@ HPDL_API hpdl_status hpdl_cuda_deep_linear_step(hpdl_cuda_deep_linear *m, int mi
 }
 
 /* Timing events for one profiled step: at most 2 slices + 1 busy intervals a device. */
-HPDL_API void hpdl__dl_marks_free(hpdl_cuda_deep_linear *m, int per) {
+HPDL_CUDA_API void hpdl__dl_marks_free(hpdl_cuda_deep_linear *m, int per) {
     int g, k;
     for (g = 0; g < m->lanes.dev.count; g++) {
         if (!m->marks[g]) continue;
@@ -5607,7 +5618,7 @@ HPDL_API void hpdl__dl_marks_free(hpdl_cuda_deep_linear *m, int per) {
     cudaSetDevice(m->lanes.current);
 }
 
-HPDL_API hpdl_status hpdl__dl_marks_alloc(hpdl_cuda_deep_linear *m, int per) {
+HPDL_CUDA_API hpdl_status hpdl__dl_marks_alloc(hpdl_cuda_deep_linear *m, int per) {
     int g, k;
     for (g = 0; g < m->lanes.dev.count; g++) {
         m->n_marks[g] = 0;
@@ -5621,7 +5632,7 @@ HPDL_API hpdl_status hpdl__dl_marks_alloc(hpdl_cuda_deep_linear *m, int per) {
 }
 
 /* Sum of device g's recorded busy intervals, in ms. */
-HPDL_API double hpdl__dl_busy_ms(const hpdl_cuda_deep_linear *m, int g) {
+HPDL_CUDA_API double hpdl__dl_busy_ms(const hpdl_cuda_deep_linear *m, int g) {
     double total = 0.0;
     int k;
     for (k = 0; k + 1 < m->n_marks[g]; k += 2) {
@@ -5637,7 +5648,7 @@ HPDL_API double hpdl__dl_busy_ms(const hpdl_cuda_deep_linear *m, int g) {
    count as idle):
    *step_ms, and busy_ms[g] per device. Idle fraction of device g =
    1 - busy_ms[g] / *step_ms, to set beside the bubble (G-1)/(m+G-1). */
-HPDL_API hpdl_status hpdl_cuda_deep_linear_profile(hpdl_cuda_deep_linear *m, int micro, float lr, double *step_ms,
+HPDL_CUDA_API hpdl_status hpdl_cuda_deep_linear_profile(hpdl_cuda_deep_linear *m, int micro, float lr, double *step_ms,
                                                    double *busy_ms) {
     int g, per;
     cudaEvent_t start = NULL, stop = NULL;
@@ -5706,7 +5717,7 @@ HPDL_API hpdl_status hpdl_cuda_deep_linear_profile(hpdl_cuda_deep_linear *m, int
 
 typedef enum hpdl_quant_algo { HPDL_QUANT_AUTO = 0, HPDL_QUANT_MMA, HPDL_QUANT_DP4A, HPDL_QUANT_WGMMA } hpdl_quant_algo;
 
-HPDL_API const char *hpdl_quant_algo_name(hpdl_quant_algo a) {
+HPDL_CUDA_API const char *hpdl_quant_algo_name(hpdl_quant_algo a) {
     switch (a) {
     case HPDL_QUANT_AUTO: return "auto";
     case HPDL_QUANT_MMA: return "mma";
@@ -6082,7 +6093,7 @@ __global__ void hpdl__qargmax_hits(int rows, int cols, const int32_t *logits, co
     if (best == labels[r]) atomicAdd(hits, 1ull);
 }
 
-HPDL_API hpdl_status hpdl_cuda_quant_transpose_i8(int rows, int cols, const int8_t *X, int ldx, int8_t *Y, int ldy,
+HPDL_CUDA_API hpdl_status hpdl_cuda_quant_transpose_i8(int rows, int cols, const int8_t *X, int ldx, int8_t *Y, int ldy,
                                                   cudaStream_t stream) {
     if (hpdl__check_matrix(X, rows, cols, ldx) != HPDL_OK || hpdl__check_matrix(Y, cols, rows, ldy) != HPDL_OK ||
         (rows + 31) / 32 > 65535)
@@ -6096,7 +6107,7 @@ HPDL_API hpdl_status hpdl_cuda_quant_transpose_i8(int rows, int cols, const int8
 
 /* Q (rows x cols, int8) = quantize(X) with p, like hpdl_quant_quantize_f32
    row by row (NaN: see hpdl__qquantize). */
-HPDL_API hpdl_status hpdl_cuda_quant_quantize_f32(int rows, int cols, const float *X, int ldx, hpdl_quant_params p,
+HPDL_CUDA_API hpdl_status hpdl_cuda_quant_quantize_f32(int rows, int cols, const float *X, int ldx, hpdl_quant_params p,
                                                   int8_t *Q, int ldq, cudaStream_t stream) {
     int64_t n = (int64_t)rows * cols;
     if (hpdl__check_matrix(X, rows, cols, ldx) != HPDL_OK || hpdl__check_matrix(Q, rows, cols, ldq) != HPDL_OK ||
@@ -6123,7 +6134,7 @@ typedef struct hpdl_cuda_quant_output {
     int relu;
 } hpdl_cuda_quant_output;
 
-HPDL_API void hpdl_cuda_quant_output_destroy(hpdl_cuda_quant_output *d) {
+HPDL_CUDA_API void hpdl_cuda_quant_output_destroy(hpdl_cuda_quant_output *d) {
     if (!d) return;
     hpdl_cuda_free(d->bias);
     hpdl_cuda_free(d->multiplier);
@@ -6133,7 +6144,7 @@ HPDL_API void hpdl_cuda_quant_output_destroy(hpdl_cuda_quant_output *d) {
 
 /* Copies host parameters *o for n output channels to the device (checked
    like the CPU's hpdl_quant_gemm_requant_i8 checks them). */
-HPDL_API hpdl_status hpdl_cuda_quant_output_create(hpdl_cuda_quant_output *d, const hpdl_quant_output *o, int n) {
+HPDL_CUDA_API hpdl_status hpdl_cuda_quant_output_create(hpdl_cuda_quant_output *d, const hpdl_quant_output *o, int n) {
     hpdl_cuda_quant_output made;
     int32_t *m0;
     int *sh, j;
@@ -6336,7 +6347,7 @@ static inline int hpdl__qgemm_valid(hpdl_quant_algo algo, int b_kxn, int M, int 
            hpdl__check_matrix(B, N, K, ldb) == HPDL_OK && hpdl__check_matrix(C, M, N, ldc) == HPDL_OK;
 }
 
-static inline hpdl_status hpdl__qgemm_run(hpdl_quant_algo algo, int M, int N, int K, const int8_t *A, int lda, int32_t za,
+HPDL_LAZY hpdl_status hpdl__qgemm_run(hpdl_quant_algo algo, int M, int N, int K, const int8_t *A, int lda, int32_t za,
                                           const int8_t *Bt, int ldb, int32_t zb, const hpdl_cuda_quant_output *o,
                                           hpdl__qgemm_out_kind kind, void *C, int ldc, cudaStream_t stream) {
     hpdl__qgemm_args g = hpdl__qgemm_make_args(M, N, K, A, lda, za, Bt, ldb, zb, o, kind, C, ldc);
@@ -6345,7 +6356,7 @@ static inline hpdl_status hpdl__qgemm_run(hpdl_quant_algo algo, int M, int N, in
 }
 
 /* Validates, transposes B into a temporary when it is K x N, runs. */
-static inline hpdl_status hpdl__qgemm(hpdl_quant_algo algo, int b_kxn, int M, int N, int K, const int8_t *A, int lda,
+HPDL_LAZY hpdl_status hpdl__qgemm(hpdl_quant_algo algo, int b_kxn, int M, int N, int K, const int8_t *A, int lda,
                                       int32_t za, const int8_t *B, int ldb, int32_t zb, const hpdl_cuda_quant_output *o,
                                       hpdl__qgemm_out_kind kind, void *C, int ldc, cudaStream_t stream) {
     int8_t *bt = NULL;
@@ -6365,28 +6376,28 @@ static inline hpdl_status hpdl__qgemm(hpdl_quant_algo algo, int b_kxn, int M, in
 }
 
 /* C (int32) = (A - za)(B - zb): hpdl_quant_gemm_i8's arguments, B K x N. */
-HPDL_API hpdl_status hpdl_cuda_quant_gemm_i8(hpdl_quant_algo algo, int M, int N, int K, const int8_t *A, int lda,
+HPDL_CUDA_API hpdl_status hpdl_cuda_quant_gemm_i8(hpdl_quant_algo algo, int M, int N, int K, const int8_t *A, int lda,
                                              int32_t za, const int8_t *B, int ldb, int32_t zb, int32_t *C, int ldc,
                                              cudaStream_t stream) {
     return hpdl__qgemm(algo, 1, M, N, K, A, lda, za, B, ldb, zb, NULL, HPDL__QOUT_I32, C, ldc, stream);
 }
 
 /* The same with B given transposed: Bt is N x K (ldb >= K). */
-HPDL_API hpdl_status hpdl_cuda_quant_gemm_nt_i8(hpdl_quant_algo algo, int M, int N, int K, const int8_t *A, int lda,
+HPDL_CUDA_API hpdl_status hpdl_cuda_quant_gemm_nt_i8(hpdl_quant_algo algo, int M, int N, int K, const int8_t *A, int lda,
                                                 int32_t za, const int8_t *Bt, int ldb, int32_t zb, int32_t *C, int ldc,
                                                 cudaStream_t stream) {
     return hpdl__qgemm(algo, 0, M, N, K, A, lda, za, Bt, ldb, zb, NULL, HPDL__QOUT_I32, C, ldc, stream);
 }
 
 /* C (int8) = requantize((A - za)(B - zb) + bias): hpdl_quant_gemm_requant_i8, B K x N. */
-HPDL_API hpdl_status hpdl_cuda_quant_gemm_requant_i8(hpdl_quant_algo algo, int M, int N, int K, const int8_t *A, int lda,
+HPDL_CUDA_API hpdl_status hpdl_cuda_quant_gemm_requant_i8(hpdl_quant_algo algo, int M, int N, int K, const int8_t *A, int lda,
                                                      int32_t za, const int8_t *B, int ldb, int32_t zb,
                                                      const hpdl_cuda_quant_output *o, int8_t *C, int ldc,
                                                      cudaStream_t stream) {
     return hpdl__qgemm(algo, 1, M, N, K, A, lda, za, B, ldb, zb, o, HPDL__QOUT_REQUANT_I8, C, ldc, stream);
 }
 
-HPDL_API hpdl_status hpdl_cuda_quant_gemm_requant_nt_i8(hpdl_quant_algo algo, int M, int N, int K, const int8_t *A,
+HPDL_CUDA_API hpdl_status hpdl_cuda_quant_gemm_requant_nt_i8(hpdl_quant_algo algo, int M, int N, int K, const int8_t *A,
                                                         int lda, int32_t za, const int8_t *Bt, int ldb, int32_t zb,
                                                         const hpdl_cuda_quant_output *o, int8_t *C, int ldc,
                                                         cudaStream_t stream) {
@@ -6394,7 +6405,7 @@ HPDL_API hpdl_status hpdl_cuda_quant_gemm_requant_nt_i8(hpdl_quant_algo algo, in
 }
 
 /* C (int32) as hpdl_quant_gemm_requant_i32 (logits at a chosen scale), Bt N x K. */
-HPDL_API hpdl_status hpdl_cuda_quant_gemm_requant_nt_i32(hpdl_quant_algo algo, int M, int N, int K, const int8_t *A,
+HPDL_CUDA_API hpdl_status hpdl_cuda_quant_gemm_requant_nt_i32(hpdl_quant_algo algo, int M, int N, int K, const int8_t *A,
                                                          int lda, int32_t za, const int8_t *Bt, int ldb, int32_t zb,
                                                          const hpdl_cuda_quant_output *o, int32_t *C, int ldc,
                                                          cudaStream_t stream) {
@@ -6419,7 +6430,7 @@ typedef struct hpdl_cuda_quant_mlp {
     double logit_scale;
 } hpdl_cuda_quant_mlp;
 
-HPDL_API void hpdl_cuda_quant_mlp_destroy(hpdl_cuda_quant_mlp *g) {
+HPDL_CUDA_API void hpdl_cuda_quant_mlp_destroy(hpdl_cuda_quant_mlp *g) {
     int l;
     if (!g) return;
     for (l = 0; l < HPDL_MLP_MAX_LAYERS; l++) {
@@ -6434,7 +6445,7 @@ HPDL_API void hpdl_cuda_quant_mlp_destroy(hpdl_cuda_quant_mlp *g) {
 }
 
 /* Layer l's weights: uploaded K x N as built, transposed on the device to N x ld. */
-static inline hpdl_status hpdl__cuda_quant_mlp_weights(hpdl_cuda_quant_mlp *g, const hpdl_quant_mlp *q, int l) {
+HPDL_LAZY hpdl_status hpdl__cuda_quant_mlp_weights(hpdl_cuda_quant_mlp *g, const hpdl_quant_mlp *q, int l) {
     int K = q->widths[l], N = q->widths[l + 1];
     int8_t *w = NULL;
     hpdl_status s = hpdl_cuda_alloc((void **)&w, (size_t)K * N);
@@ -6449,7 +6460,7 @@ static inline hpdl_status hpdl__cuda_quant_mlp_weights(hpdl_cuda_quant_mlp *g, c
 
 /* Uploads an integer-only model (q built from a ReLU MLP) for batches of up
    to max_batch rows. */
-HPDL_API hpdl_status hpdl_cuda_quant_mlp_create(hpdl_cuda_quant_mlp *g, const hpdl_quant_mlp *q, int max_batch,
+HPDL_CUDA_API hpdl_status hpdl_cuda_quant_mlp_create(hpdl_cuda_quant_mlp *g, const hpdl_quant_mlp *q, int max_batch,
                                                 hpdl_quant_algo algo) {
     hpdl_cuda_quant_mlp made;
     size_t big = 0;
@@ -6483,7 +6494,7 @@ HPDL_API hpdl_status hpdl_cuda_quant_mlp_create(hpdl_cuda_quant_mlp *g, const hp
 
 /* int32 logits of a batch (X: batch x widths[0] floats on the device) into
    g->logits (batch x classes), the same as the CPU's w->logits. */
-HPDL_API hpdl_status hpdl_cuda_quant_mlp_forward(hpdl_cuda_quant_mlp *g, int batch, const float *X, cudaStream_t stream) {
+HPDL_CUDA_API hpdl_status hpdl_cuda_quant_mlp_forward(hpdl_cuda_quant_mlp *g, int batch, const float *X, cudaStream_t stream) {
     int l, L;
     hpdl_status s;
     if (!g || !g->logits || !X || batch < 1 || batch > g->max_batch) return HPDL_ERR_INVALID;
@@ -6505,7 +6516,7 @@ HPDL_API hpdl_status hpdl_cuda_quant_mlp_forward(hpdl_cuda_quant_mlp *g, int bat
 
 /* Test accuracy over n rows of X (device floats) and labels (device int32,
    each in [0, classes): not checked here); waits for the stream. */
-HPDL_API hpdl_status hpdl_cuda_quant_mlp_accuracy(hpdl_cuda_quant_mlp *g, int64_t n, const float *X, const int32_t *labels,
+HPDL_CUDA_API hpdl_status hpdl_cuda_quant_mlp_accuracy(hpdl_cuda_quant_mlp *g, int64_t n, const float *X, const int32_t *labels,
                                                   double *accuracy, cudaStream_t stream) {
     unsigned long long hits = 0;
     int64_t i0;

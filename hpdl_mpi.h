@@ -103,8 +103,10 @@
 
 #ifdef __CUDACC__
 #include "hpdl_cuda.cuh" /* includes hpdl.h */
+#define HPDL_MPI_API HPDL_LAZY /* compiled where called: see hpdl_cuda.cuh */
 #else
 #include "hpdl.h"
+#define HPDL_MPI_API HPDL_API
 #endif
 
 #include <limits.h>
@@ -298,10 +300,10 @@ typedef enum hpdl_allreduce_algo {
     HPDL_ALLREDUCE_NCCL  /* ncclAllReduce (device buffers, HPDL_USE_NCCL) */
 } hpdl_allreduce_algo;
 
-HPDL_API int hpdl__mpi_dtype_valid(hpdl_mpi_dtype t) { return t >= HPDL_MPI_F32 && t <= HPDL_MPI_BF16; }
-HPDL_API int hpdl__mpi_algo_valid(hpdl_allreduce_algo a) { return a >= HPDL_ALLREDUCE_MPI && a <= HPDL_ALLREDUCE_NCCL; }
+HPDL_MPI_API int hpdl__mpi_dtype_valid(hpdl_mpi_dtype t) { return t >= HPDL_MPI_F32 && t <= HPDL_MPI_BF16; }
+HPDL_MPI_API int hpdl__mpi_algo_valid(hpdl_allreduce_algo a) { return a >= HPDL_ALLREDUCE_MPI && a <= HPDL_ALLREDUCE_NCCL; }
 
-HPDL_API size_t hpdl_mpi_dtype_size(hpdl_mpi_dtype t) {
+HPDL_MPI_API size_t hpdl_mpi_dtype_size(hpdl_mpi_dtype t) {
     switch (t) {
     case HPDL_MPI_F32: return 4;
     case HPDL_MPI_F64: return 8;
@@ -311,7 +313,7 @@ HPDL_API size_t hpdl_mpi_dtype_size(hpdl_mpi_dtype t) {
     return 0;
 }
 
-HPDL_API const char *hpdl_mpi_dtype_name(hpdl_mpi_dtype t) {
+HPDL_MPI_API const char *hpdl_mpi_dtype_name(hpdl_mpi_dtype t) {
     switch (t) {
     case HPDL_MPI_F32: return "f32";
     case HPDL_MPI_F64: return "f64";
@@ -321,7 +323,7 @@ HPDL_API const char *hpdl_mpi_dtype_name(hpdl_mpi_dtype t) {
     return "?";
 }
 
-HPDL_API const char *hpdl_allreduce_algo_name(hpdl_allreduce_algo a) {
+HPDL_MPI_API const char *hpdl_allreduce_algo_name(hpdl_allreduce_algo a) {
     switch (a) {
     case HPDL_ALLREDUCE_MPI: return "mpi";
     case HPDL_ALLREDUCE_RING: return "ring";
@@ -331,7 +333,7 @@ HPDL_API const char *hpdl_allreduce_algo_name(hpdl_allreduce_algo a) {
 }
 
 /* The MPI datatype of an element type; 0 for the half types MPI lacks. */
-HPDL_API int hpdl__mpi_datatype(hpdl_mpi_dtype t, MPI_Datatype *out) {
+HPDL_MPI_API int hpdl__mpi_datatype(hpdl_mpi_dtype t, MPI_Datatype *out) {
     if (t == HPDL_MPI_F32) { *out = MPI_FLOAT; return 1; }
     if (t == HPDL_MPI_F64) { *out = MPI_DOUBLE; return 1; }
     *out = MPI_BYTE;
@@ -352,7 +354,7 @@ typedef struct hpdl__mpi_settings {
 #endif
 } hpdl__mpi_settings;
 
-HPDL_API hpdl__mpi_settings *hpdl__mpi_settings_get(void) {
+HPDL_MPI_API hpdl__mpi_settings *hpdl__mpi_settings_get(void) {
     static hpdl__mpi_settings s;
     static int initialised = 0;
     if (!initialised) {
@@ -367,7 +369,7 @@ HPDL_API hpdl__mpi_settings *hpdl__mpi_settings_get(void) {
 }
 
 /* Turns the cross-rank argument comparison on or off; returns the old value. */
-HPDL_API int hpdl_mpi_set_checks(int on) {
+HPDL_MPI_API int hpdl_mpi_set_checks(int on) {
     int old = hpdl__mpi_settings_get()->checks;
     hpdl__mpi_settings_get()->checks = on != 0;
     return old;
@@ -378,7 +380,7 @@ HPDL_API int hpdl_mpi_set_checks(int on) {
    cap, so each cap is bootstrapped once. A reduction that runs beside
    compute (bucketer) then leaves the other SMs to the compute kernels.
    HPDL_ERR_UNSUPPORTED without NCCL 2.17 or later. */
-HPDL_API hpdl_status hpdl_mpi_set_nccl_max_ctas(int ctas) {
+HPDL_MPI_API hpdl_status hpdl_mpi_set_nccl_max_ctas(int ctas) {
     if (ctas < 0 || ctas > 64) return HPDL_ERR_INVALID;
 #if !defined(HPDL_MPI_HAVE_NCCL) || NCCL_VERSION_CODE < 21700
     if (ctas > 0) return HPDL_ERR_UNSUPPORTED;
@@ -391,7 +393,7 @@ HPDL_API hpdl_status hpdl_mpi_set_nccl_max_ctas(int ctas) {
    priority, so a bucket's reduction gets SMs as soon as any free up instead
    of queueing behind the next backward kernel's blocks; 0 (default): normal
    priority. Returns the old value. */
-HPDL_API int hpdl_mpi_set_bucket_priority(int high) {
+HPDL_MPI_API int hpdl_mpi_set_bucket_priority(int high) {
     int old = hpdl__mpi_settings_get()->bucket_priority;
     hpdl__mpi_settings_get()->bucket_priority = high != 0;
     return old;
@@ -399,7 +401,7 @@ HPDL_API int hpdl_mpi_set_bucket_priority(int high) {
 
 /* Staging chunk for device buffers when MPI is not CUDA-aware (rounded down
    to a multiple of 8 bytes; at least 8). */
-HPDL_API hpdl_status hpdl_mpi_set_chunk_bytes(size_t bytes) {
+HPDL_MPI_API hpdl_status hpdl_mpi_set_chunk_bytes(size_t bytes) {
     if (bytes < 8) return HPDL_ERR_INVALID;
     hpdl__mpi_settings_get()->chunk_bytes = bytes & ~(size_t)7;
     return HPDL_OK;
@@ -408,7 +410,7 @@ HPDL_API hpdl_status hpdl_mpi_set_chunk_bytes(size_t bytes) {
 #ifdef __CUDACC__
 /* The stream whose work a collective on device buffers waits for, and on
    which NCCL's results become visible. */
-HPDL_API void hpdl_mpi_set_stream(cudaStream_t stream) { hpdl__mpi_settings_get()->stream = stream; }
+HPDL_MPI_API void hpdl_mpi_set_stream(cudaStream_t stream) { hpdl__mpi_settings_get()->stream = stream; }
 #endif
 
 /* ------------------------------------------------------------------------ */
@@ -416,20 +418,20 @@ HPDL_API void hpdl_mpi_set_stream(cudaStream_t stream) { hpdl__mpi_settings_get(
 /* ------------------------------------------------------------------------ */
 
 /* Initialises MPI unless the program already did. */
-HPDL_API hpdl_status hpdl_mpi_init(int *argc, char ***argv) {
+HPDL_MPI_API hpdl_status hpdl_mpi_init(int *argc, char ***argv) {
     int initialised = 0;
     if (MPI_Initialized(&initialised) != MPI_SUCCESS) return HPDL_ERR_MPI;
     if (!initialised && MPI_Init(argc, argv) != MPI_SUCCESS) return HPDL_ERR_MPI;
     return HPDL_OK;
 }
 
-HPDL_API int hpdl_mpi_rank(void) {
+HPDL_MPI_API int hpdl_mpi_rank(void) {
     int r = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &r);
     return r;
 }
 
-HPDL_API int hpdl_mpi_size(void) {
+HPDL_MPI_API int hpdl_mpi_size(void) {
     int s = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &s);
     return s;
@@ -437,7 +439,7 @@ HPDL_API int hpdl_mpi_size(void) {
 
 /* Rank among the processes of this node (those that can share memory):
    what picks a GPU when each node runs one rank per GPU. */
-HPDL_API int hpdl_mpi_local_rank(void) {
+HPDL_MPI_API int hpdl_mpi_local_rank(void) {
     MPI_Comm node;
     int r = 0;
     if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
@@ -449,7 +451,7 @@ HPDL_API int hpdl_mpi_local_rank(void) {
 
 /* Makes GPU (local rank % GPU count) current and returns it; -1 when there is
    no GPU or the program was not built by nvcc (CPU ranks). */
-HPDL_API int hpdl_mpi_select_gpu(void) {
+HPDL_MPI_API int hpdl_mpi_select_gpu(void) {
 #ifdef __CUDACC__
     int count = 0, device;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
@@ -470,7 +472,7 @@ HPDL_API int hpdl_mpi_select_gpu(void) {
    itself by `mpirun -np <GPUs> <the same command>`. Call it before
    hpdl_mpi_init; it returns only when there is nothing to do or mpirun could
    not be started (then the program goes on as one rank). */
-HPDL_API void hpdl_mpi_relaunch_per_gpu(int argc, char **argv, const char *who) {
+HPDL_MPI_API void hpdl_mpi_relaunch_per_gpu(int argc, char **argv, const char *who) {
     char np[16], **args;
     int gpus = 0, i;
     if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK")) return;
@@ -490,7 +492,7 @@ HPDL_API void hpdl_mpi_relaunch_per_gpu(int argc, char **argv, const char *who) 
 #endif
 
 /* 1 when MPI accepts device pointers (Open MPI built with CUDA support). */
-HPDL_API int hpdl_mpi_cuda_aware(void) {
+HPDL_MPI_API int hpdl_mpi_cuda_aware(void) {
 #if defined(__CUDACC__) && defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA
     return MPIX_Query_cuda_support();
 #else
@@ -503,14 +505,14 @@ HPDL_API int hpdl_mpi_cuda_aware(void) {
 /* ------------------------------------------------------------------------ */
 
 /* Algorithm bandwidth: bytes of the buffer over the time, in bytes/s. */
-HPDL_API double hpdl_mpi_algbw(double bytes, double seconds) {
+HPDL_MPI_API double hpdl_mpi_algbw(double bytes, double seconds) {
     return seconds > 0.0 ? bytes / seconds : 0.0;
 }
 
 /* Bus bandwidth of an allreduce over p ranks: algbw * 2(p-1)/p, what each
    link carries in a bandwidth-optimal allreduce, so it compares with the
    hardware's peak whatever p is. 0 for one rank (nothing moves). */
-HPDL_API double hpdl_mpi_busbw(double bytes, double seconds, int p) {
+HPDL_MPI_API double hpdl_mpi_busbw(double bytes, double seconds, int p) {
     return p > 0 ? hpdl_mpi_algbw(bytes, seconds) * 2.0 * (double)(p - 1) / (double)p : 0.0;
 }
 
@@ -519,7 +521,7 @@ HPDL_API double hpdl_mpi_busbw(double bytes, double seconds, int p) {
 /* ------------------------------------------------------------------------ */
 
 /* Where part k of n items split into p parts begins (k = p: n). */
-HPDL_API int64_t hpdl__mpi_split_begin(int64_t n, int k, int p) {
+HPDL_MPI_API int64_t hpdl__mpi_split_begin(int64_t n, int k, int p) {
     int64_t base = n / p, extra = n % p;
     return (int64_t)k * base + (k < extra ? k : extra);
 }
@@ -527,7 +529,7 @@ HPDL_API int64_t hpdl__mpi_split_begin(int64_t n, int k, int p) {
 /* Rank `rank` of `size` gets [begin, end) of [0, n): contiguous, in rank
    order, sizes differing by at most one (the first n % size ranks get one
    more). Also how the ring splits a buffer into segments. */
-HPDL_API hpdl_status hpdl_mpi_shard_range(int64_t n, int rank, int size, int64_t *begin, int64_t *end) {
+HPDL_MPI_API hpdl_status hpdl_mpi_shard_range(int64_t n, int rank, int size, int64_t *begin, int64_t *end) {
     if (n < 0 || size <= 0 || rank < 0 || rank >= size || !begin || !end) return HPDL_ERR_INVALID;
     *begin = hpdl__mpi_split_begin(n, rank, size);
     *end = hpdl__mpi_split_begin(n, rank + 1, size);
@@ -538,7 +540,7 @@ HPDL_API hpdl_status hpdl_mpi_shard_range(int64_t n, int rank, int size, int64_t
    rank computes the same one and takes its shard of it: each epoch visits
    the data in a new order while the ranks still split it without overlap
    (the reason PyTorch's DistributedSampler needs set_epoch). */
-HPDL_API hpdl_status hpdl_mpi_epoch_permutation(int32_t *idx, int64_t n, uint64_t seed, int epoch) {
+HPDL_MPI_API hpdl_status hpdl_mpi_epoch_permutation(int32_t *idx, int64_t n, uint64_t seed, int epoch) {
     hpdl_rng rng;
     int64_t i;
     if (n < 0 || n > INT32_MAX || (!idx && n > 0)) return HPDL_ERR_INVALID;
@@ -562,21 +564,21 @@ typedef struct hpdl__mpi_call {
     int64_t op, count, dtype, algo, root, on_device, status;
 } hpdl__mpi_call;
 
-HPDL_API void hpdl__mpi_call_fields(const hpdl__mpi_call *c, int64_t *v) {
+HPDL_MPI_API void hpdl__mpi_call_fields(const hpdl__mpi_call *c, int64_t *v) {
     v[0] = c->op; v[1] = c->count < 0 ? -1 : c->count; v[2] = c->dtype; v[3] = c->algo;
     v[4] = c->root; v[5] = c->on_device; v[6] = c->status;
 }
 
 /* extremes = MAX over ranks of (v, -v): the first field whose max and min
    differ, or -1 when all ranks agree. */
-HPDL_API int hpdl__mpi_first_mismatch(const int64_t *extremes, int nfields) {
+HPDL_MPI_API int hpdl__mpi_first_mismatch(const int64_t *extremes, int nfields) {
     int i;
     for (i = 0; i < nfields; i++)
         if (extremes[i] != -extremes[nfields + i]) return i;
     return -1;
 }
 
-HPDL_API void hpdl__mpi_report_mismatch(const char *fn, const int64_t *mine, const int64_t *extremes, MPI_Comm comm) {
+HPDL_MPI_API void hpdl__mpi_report_mismatch(const char *fn, const int64_t *mine, const int64_t *extremes, MPI_Comm comm) {
     static const char *const names[HPDL__MPI_NFIELDS] = {
         "operation (1 allreduce, 2 bcast, 3 bucketer)", "count", "type (0 f32, 1 f64, 2 f16, 3 bf16)",
         "algorithm (0 mpi, 1 ring, 2 nccl)", "root / tensor count", "buffer on device", "local status"};
@@ -596,7 +598,7 @@ HPDL_API void hpdl__mpi_report_mismatch(const char *fn, const int64_t *mine, con
 /* Collective: every rank passes its view of the call; returns the (common)
    status, or aborts all ranks with a message when the views differ. With
    checks off it only returns the local status. */
-HPDL_API hpdl_status hpdl__mpi_agree(const char *fn, const hpdl__mpi_call *call, MPI_Comm comm) {
+HPDL_MPI_API hpdl_status hpdl__mpi_agree(const char *fn, const hpdl__mpi_call *call, MPI_Comm comm) {
     int64_t mine[HPDL__MPI_NFIELDS], both[2 * HPDL__MPI_NFIELDS], extremes[2 * HPDL__MPI_NFIELDS];
     int i;
     if (!hpdl__mpi_settings_get()->checks) return (hpdl_status)call->status;
@@ -613,7 +615,7 @@ HPDL_API hpdl_status hpdl__mpi_agree(const char *fn, const hpdl__mpi_call *call,
 /* After the agreement, the other ranks are inside the collective: a rank
    that fails half-way (CUDA, NCCL or MPI error, no memory) stops them all
    rather than leave them waiting forever. */
-HPDL_API hpdl_status hpdl__mpi_finish(const char *fn, hpdl_status s, MPI_Comm comm) {
+HPDL_MPI_API hpdl_status hpdl__mpi_finish(const char *fn, hpdl_status s, MPI_Comm comm) {
     if (s != HPDL_OK) {
         fprintf(stderr, "hpdl_mpi: %s failed half-way (%s); aborting all ranks rather than hang\n", fn,
                 hpdl_status_string(s));
@@ -629,11 +631,11 @@ HPDL_API hpdl_status hpdl__mpi_finish(const char *fn, hpdl_status s, MPI_Comm co
 
 /* dst += src and x /= d, computed in ACC_T (float for the half types). */
 #define HPDL_DEFINE_MPI_REDUCE(SUFFIX, T, ACC_T, LOAD, STORE)                  \
-    HPDL_API void hpdl__mpi_sum_into_##SUFFIX(T *HPDL_RESTRICT dst, const T *HPDL_RESTRICT src, int64_t n) { \
+    HPDL_MPI_API void hpdl__mpi_sum_into_##SUFFIX(T *HPDL_RESTRICT dst, const T *HPDL_RESTRICT src, int64_t n) { \
         int64_t i;                                                             \
         for (i = 0; i < n; i++) dst[i] = STORE((ACC_T)LOAD(dst[i]) + (ACC_T)LOAD(src[i])); \
     }                                                                          \
-    HPDL_API void hpdl__mpi_divide_##SUFFIX(T *x, int64_t n, ACC_T d) {        \
+    HPDL_MPI_API void hpdl__mpi_divide_##SUFFIX(T *x, int64_t n, ACC_T d) {        \
         int64_t i;                                                             \
         for (i = 0; i < n; i++) x[i] = STORE((ACC_T)LOAD(x[i]) / d);           \
     }
@@ -643,7 +645,7 @@ HPDL_DEFINE_MPI_REDUCE(f64, double, double, HPDL_LOAD_SELF, HPDL_STORE_F64)
 HPDL_DEFINE_MPI_REDUCE(f16, hpdl_f16, float, HPDL_LOAD_F16, HPDL_STORE_F16)
 HPDL_DEFINE_MPI_REDUCE(bf16, hpdl_bf16, float, HPDL_LOAD_BF16, HPDL_STORE_BF16)
 
-HPDL_API void hpdl__mpi_sum_into_host(hpdl_mpi_dtype t, void *dst, const void *src, int64_t n) {
+HPDL_MPI_API void hpdl__mpi_sum_into_host(hpdl_mpi_dtype t, void *dst, const void *src, int64_t n) {
     switch (t) {
     case HPDL_MPI_F32: hpdl__mpi_sum_into_f32((float *)dst, (const float *)src, n); break;
     case HPDL_MPI_F64: hpdl__mpi_sum_into_f64((double *)dst, (const double *)src, n); break;
@@ -652,7 +654,7 @@ HPDL_API void hpdl__mpi_sum_into_host(hpdl_mpi_dtype t, void *dst, const void *s
     }
 }
 
-HPDL_API void hpdl__mpi_divide_host(hpdl_mpi_dtype t, void *x, int64_t n, int d) {
+HPDL_MPI_API void hpdl__mpi_divide_host(hpdl_mpi_dtype t, void *x, int64_t n, int d) {
     switch (t) {
     case HPDL_MPI_F32: hpdl__mpi_divide_f32((float *)x, n, (float)d); break;
     case HPDL_MPI_F64: hpdl__mpi_divide_f64((double *)x, n, (double)d); break;
@@ -669,7 +671,7 @@ HPDL_API void hpdl__mpi_divide_host(hpdl_mpi_dtype t, void *x, int64_t n, int d)
 #define HPDL__MPI_PIECE_BYTES ((size_t)1 << 30)
 #define HPDL__MPI_RING_TAG 7201
 
-HPDL_API int hpdl__mpi_piece(size_t total, size_t off) {
+HPDL_MPI_API int hpdl__mpi_piece(size_t total, size_t off) {
     if (off >= total) return 0;
     return (int)(total - off < HPDL__MPI_PIECE_BYTES ? total - off : HPDL__MPI_PIECE_BYTES);
 }
@@ -677,7 +679,7 @@ HPDL_API int hpdl__mpi_piece(size_t total, size_t off) {
 /* Sends sbytes to `right` while receiving rbytes from `left`. An empty side
    talks to MPI_PROC_NULL, so piece k of a send always meets piece k of the
    matching receive, whatever the neighbours' other sizes are. */
-HPDL_API hpdl_status hpdl__mpi_sendrecv(const void *send, size_t sbytes, int right, void *recv, size_t rbytes,
+HPDL_MPI_API hpdl_status hpdl__mpi_sendrecv(const void *send, size_t sbytes, int right, void *recv, size_t rbytes,
                                         int left, MPI_Comm comm) {
     size_t off;
     for (off = 0; off < sbytes || off < rbytes; off += HPDL__MPI_PIECE_BYTES) {
@@ -691,7 +693,7 @@ HPDL_API hpdl_status hpdl__mpi_sendrecv(const void *send, size_t sbytes, int rig
 
 /* MPI_Allreduce in place, in pieces (buf may be a device pointer when MPI is
    CUDA-aware). */
-HPDL_API hpdl_status hpdl__mpi_allreduce_mpi(void *buf, int64_t count, hpdl_mpi_dtype t, MPI_Comm comm) {
+HPDL_MPI_API hpdl_status hpdl__mpi_allreduce_mpi(void *buf, int64_t count, hpdl_mpi_dtype t, MPI_Comm comm) {
     MPI_Datatype type;
     size_t es = hpdl_mpi_dtype_size(t), bytes = (size_t)count * es, off;
     if (!hpdl__mpi_datatype(t, &type)) return HPDL_ERR_UNSUPPORTED;
@@ -701,7 +703,7 @@ HPDL_API hpdl_status hpdl__mpi_allreduce_mpi(void *buf, int64_t count, hpdl_mpi_
     return HPDL_OK;
 }
 
-HPDL_API hpdl_status hpdl__mpi_bcast_host(void *buf, size_t bytes, int root, MPI_Comm comm) {
+HPDL_MPI_API hpdl_status hpdl__mpi_bcast_host(void *buf, size_t bytes, int root, MPI_Comm comm) {
     size_t off;
     for (off = 0; off < bytes; off += HPDL__MPI_PIECE_BYTES)
         HPDL__MPI_TRY(MPI_Bcast((char *)buf + off, hpdl__mpi_piece(bytes, off), MPI_BYTE, root, comm));
@@ -712,7 +714,7 @@ HPDL_API hpdl_status hpdl__mpi_bcast_host(void *buf, size_t bytes, int root, MPI
    (phase 0) sends segment r-step and receives r-step-1, adding it: after
    p-1 steps rank r holds the full sum of segment r+1. Allgather (phase 1)
    then passes the complete segments on: send r+1-step, receive r-step. */
-HPDL_API void hpdl__mpi_ring_segments(int phase, int step, int r, int p, int *send_seg, int *recv_seg) {
+HPDL_MPI_API void hpdl__mpi_ring_segments(int phase, int step, int r, int p, int *send_seg, int *recv_seg) {
     int shift = phase == 0 ? 0 : 1;
     *send_seg = ((r - step + shift) % p + p) % p;
     *recv_seg = ((r - step - 1 + shift) % p + p) % p;
@@ -724,7 +726,7 @@ typedef struct hpdl__mpi_ring_step {
     int reduce; /* 1: add what arrives (reduce-scatter); 0: store it (allgather) */
 } hpdl__mpi_ring_step;
 
-HPDL_API hpdl__mpi_ring_step hpdl__mpi_ring_step_at(int64_t count, int phase, int step, int r, int p) {
+HPDL_MPI_API hpdl__mpi_ring_step hpdl__mpi_ring_step_at(int64_t count, int phase, int step, int r, int p) {
     hpdl__mpi_ring_step s;
     int send_seg, recv_seg;
     hpdl__mpi_ring_segments(phase, step, r, p, &send_seg, &recv_seg);
@@ -737,7 +739,7 @@ HPDL_API hpdl__mpi_ring_step hpdl__mpi_ring_step_at(int64_t count, int phase, in
 }
 
 /* The ring on host memory; tmp holds one segment (count / p + 1 elements). */
-HPDL_API hpdl_status hpdl__mpi_ring_host(void *buf, int64_t count, hpdl_mpi_dtype t, void *tmp, MPI_Comm comm) {
+HPDL_MPI_API hpdl_status hpdl__mpi_ring_host(void *buf, int64_t count, hpdl_mpi_dtype t, void *tmp, MPI_Comm comm) {
     size_t es = hpdl_mpi_dtype_size(t);
     char *data = (char *)buf;
     int r, p, phase, step;
@@ -777,12 +779,12 @@ HPDL_DEFINE_MPI_REDUCE_CUDA(f64, double, double, HPDL_LOAD_SELF, HPDL_STORE_F64)
 HPDL_DEFINE_MPI_REDUCE_CUDA(f16, hpdl_f16, float, HPDL_LOAD_F16, HPDL_STORE_F16)
 HPDL_DEFINE_MPI_REDUCE_CUDA(bf16, hpdl_bf16, float, HPDL_LOAD_BF16, HPDL_STORE_BF16)
 
-HPDL_API unsigned hpdl__mpi_grid(int64_t n) {
+HPDL_MPI_API unsigned hpdl__mpi_grid(int64_t n) {
     int64_t blocks = (n + 255) / 256;
     return (unsigned)(blocks < 4096 ? (blocks > 0 ? blocks : 1) : 4096); /* grid-stride beyond */
 }
 
-HPDL_API hpdl_status hpdl__mpi_sum_into_device(hpdl_mpi_dtype t, void *dst, const void *src, int64_t n,
+HPDL_MPI_API hpdl_status hpdl__mpi_sum_into_device(hpdl_mpi_dtype t, void *dst, const void *src, int64_t n,
                                                cudaStream_t stream) {
     unsigned g = hpdl__mpi_grid(n);
     if (n == 0) return HPDL_OK;
@@ -796,7 +798,7 @@ HPDL_API hpdl_status hpdl__mpi_sum_into_device(hpdl_mpi_dtype t, void *dst, cons
     return HPDL_OK;
 }
 
-HPDL_API hpdl_status hpdl__mpi_divide_device(hpdl_mpi_dtype t, void *x, int64_t n, int d, cudaStream_t stream) {
+HPDL_MPI_API hpdl_status hpdl__mpi_divide_device(hpdl_mpi_dtype t, void *x, int64_t n, int d, cudaStream_t stream) {
     unsigned g = hpdl__mpi_grid(n);
     if (n == 0) return HPDL_OK;
     switch (t) {
@@ -810,7 +812,7 @@ HPDL_API hpdl_status hpdl__mpi_divide_device(hpdl_mpi_dtype t, void *x, int64_t 
 }
 
 /* 1 for device (or managed) memory, 0 for host memory. */
-HPDL_API int hpdl__mpi_on_device(const void *p) {
+HPDL_MPI_API int hpdl__mpi_on_device(const void *p) {
     cudaPointerAttributes a;
     if (!p) return 0;
     if (cudaPointerGetAttributes(&a, p) != cudaSuccess) { cudaGetLastError(); return 0; }
@@ -833,12 +835,12 @@ typedef struct hpdl__mpi_stage {
     cudaEvent_t d2h_done[HPDL__MPI_SLOTS], h2d_done[HPDL__MPI_SLOTS], order;
 } hpdl__mpi_stage;
 
-HPDL_API hpdl__mpi_stage *hpdl__mpi_stage_state(void) {
+HPDL_MPI_API hpdl__mpi_stage *hpdl__mpi_stage_state(void) {
     static hpdl__mpi_stage st; /* zero: not set up */
     return &st;
 }
 
-HPDL_API void hpdl__mpi_stage_release(hpdl__mpi_stage *st) {
+HPDL_MPI_API void hpdl__mpi_stage_release(hpdl__mpi_stage *st) {
     int i;
     if (st->d2h) cudaStreamSynchronize(st->d2h);
     if (st->h2d) cudaStreamSynchronize(st->h2d);
@@ -855,7 +857,7 @@ HPDL_API void hpdl__mpi_stage_release(hpdl__mpi_stage *st) {
     memset(st, 0, sizeof *st);
 }
 
-HPDL_API hpdl_status hpdl__mpi_stage_alloc(hpdl__mpi_stage *st, size_t chunk) {
+HPDL_MPI_API hpdl_status hpdl__mpi_stage_alloc(hpdl__mpi_stage *st, size_t chunk) {
     int i;
     HPDL_CUDA_TRY(cudaGetDevice(&st->device));
     st->chunk_bytes = chunk;
@@ -876,7 +878,7 @@ HPDL_API hpdl_status hpdl__mpi_stage_alloc(hpdl__mpi_stage *st, size_t chunk) {
 
 /* The staging buffers for the current device and chunk size, made on first
    use and kept (pinned allocations cost milliseconds). */
-HPDL_API hpdl_status hpdl__mpi_stage_get(hpdl__mpi_stage **out) {
+HPDL_MPI_API hpdl_status hpdl__mpi_stage_get(hpdl__mpi_stage **out) {
     hpdl__mpi_stage *st = hpdl__mpi_stage_state();
     size_t chunk = hpdl__mpi_settings_get()->chunk_bytes;
     int device = 0;
@@ -892,14 +894,14 @@ HPDL_API hpdl_status hpdl__mpi_stage_get(hpdl__mpi_stage **out) {
 }
 
 /* Both staging streams start after the work queued on the hpdl stream. */
-HPDL_API hpdl_status hpdl__mpi_stage_begin(hpdl__mpi_stage *st) {
+HPDL_MPI_API hpdl_status hpdl__mpi_stage_begin(hpdl__mpi_stage *st) {
     HPDL_CUDA_TRY(cudaEventRecord(st->order, hpdl__mpi_settings_get()->stream));
     HPDL_CUDA_TRY(cudaStreamWaitEvent(st->d2h, st->order, 0));
     HPDL_CUDA_TRY(cudaStreamWaitEvent(st->h2d, st->order, 0));
     return HPDL_OK;
 }
 
-HPDL_API hpdl_status hpdl__mpi_stage_end(hpdl__mpi_stage *st) {
+HPDL_MPI_API hpdl_status hpdl__mpi_stage_end(hpdl__mpi_stage *st) {
     HPDL_CUDA_TRY(cudaStreamSynchronize(st->h2d));
     HPDL_CUDA_TRY(cudaStreamSynchronize(st->d2h));
     return HPDL_OK;
@@ -920,14 +922,14 @@ typedef struct hpdl__mpi_stage_job {
     MPI_Comm comm;
 } hpdl__mpi_stage_job;
 
-HPDL_API size_t hpdl__mpi_chunk_len(size_t total, size_t chunk, int64_t c) {
+HPDL_MPI_API size_t hpdl__mpi_chunk_len(size_t total, size_t chunk, int64_t c) {
     size_t off = (size_t)c * chunk;
     return off >= total ? 0 : (total - off < chunk ? total - off : chunk);
 }
 
 /* Copies chunk c down into its slot once the slot's previous upload is done
    (that upload read host_send or host_recv of the same slot). */
-HPDL_API hpdl_status hpdl__mpi_stage_down(hpdl__mpi_stage *st, const hpdl__mpi_stage_job *job, int64_t c) {
+HPDL_MPI_API hpdl_status hpdl__mpi_stage_down(hpdl__mpi_stage *st, const hpdl__mpi_stage_job *job, int64_t c) {
     int slot = (int)(c % HPDL__MPI_SLOTS);
     size_t n = hpdl__mpi_chunk_len(job->send_bytes, st->chunk_bytes, c);
     HPDL_CUDA_TRY(cudaEventSynchronize(st->h2d_done[slot]));
@@ -939,7 +941,7 @@ HPDL_API hpdl_status hpdl__mpi_stage_down(hpdl__mpi_stage *st, const hpdl__mpi_s
 }
 
 /* MPI for chunk c (blocking: the copies of other chunks run meanwhile). */
-HPDL_API hpdl_status hpdl__mpi_stage_wire(hpdl__mpi_stage *st, const hpdl__mpi_stage_job *job, int64_t c) {
+HPDL_MPI_API hpdl_status hpdl__mpi_stage_wire(hpdl__mpi_stage *st, const hpdl__mpi_stage_job *job, int64_t c) {
     int slot = (int)(c % HPDL__MPI_SLOTS);
     size_t ns = hpdl__mpi_chunk_len(job->send_bytes, st->chunk_bytes, c);
     size_t nr = hpdl__mpi_chunk_len(job->recv_bytes, st->chunk_bytes, c);
@@ -951,7 +953,7 @@ HPDL_API hpdl_status hpdl__mpi_stage_wire(hpdl__mpi_stage *st, const hpdl__mpi_s
 }
 
 /* Copies chunk c's result up (into dev_tmp and adds it when reducing). */
-HPDL_API hpdl_status hpdl__mpi_stage_up(hpdl__mpi_stage *st, const hpdl__mpi_stage_job *job, int64_t c) {
+HPDL_MPI_API hpdl_status hpdl__mpi_stage_up(hpdl__mpi_stage *st, const hpdl__mpi_stage_job *job, int64_t c) {
     int slot = (int)(c % HPDL__MPI_SLOTS);
     size_t n = hpdl__mpi_chunk_len(job->recv_bytes, st->chunk_bytes, c);
     char *dst = job->recv + (size_t)c * st->chunk_bytes;
@@ -967,7 +969,7 @@ HPDL_API hpdl_status hpdl__mpi_stage_up(hpdl__mpi_stage *st, const hpdl__mpi_sta
     return HPDL_OK;
 }
 
-HPDL_API hpdl_status hpdl__mpi_stage_run(hpdl__mpi_stage *st, const hpdl__mpi_stage_job *job) {
+HPDL_MPI_API hpdl_status hpdl__mpi_stage_run(hpdl__mpi_stage *st, const hpdl__mpi_stage_job *job) {
     size_t chunk = st->chunk_bytes;
     size_t most = job->send_bytes > job->recv_bytes ? job->send_bytes : job->recv_bytes;
     int64_t n = (int64_t)((most + chunk - 1) / chunk), c;
@@ -985,7 +987,7 @@ HPDL_API hpdl_status hpdl__mpi_stage_run(hpdl__mpi_stage *st, const hpdl__mpi_st
 }
 
 /* MPI_Allreduce of a device buffer through pinned host chunks. */
-HPDL_API hpdl_status hpdl__mpi_allreduce_staged(void *buf, int64_t count, hpdl_mpi_dtype t, MPI_Comm comm) {
+HPDL_MPI_API hpdl_status hpdl__mpi_allreduce_staged(void *buf, int64_t count, hpdl_mpi_dtype t, MPI_Comm comm) {
     hpdl__mpi_stage *st;
     hpdl__mpi_stage_job job;
     hpdl_status s = hpdl__mpi_stage_get(&st);
@@ -1004,7 +1006,7 @@ HPDL_API hpdl_status hpdl__mpi_allreduce_staged(void *buf, int64_t count, hpdl_m
 
 /* The ring on a device buffer: each step is one staged exchange, and the
    reduce-scatter's additions run on the GPU. */
-HPDL_API hpdl_status hpdl__mpi_ring_device(void *buf, int64_t count, hpdl_mpi_dtype t, MPI_Comm comm) {
+HPDL_MPI_API hpdl_status hpdl__mpi_ring_device(void *buf, int64_t count, hpdl_mpi_dtype t, MPI_Comm comm) {
     hpdl__mpi_stage *st;
     hpdl__mpi_stage_job job;
     size_t es = hpdl_mpi_dtype_size(t);
@@ -1035,7 +1037,7 @@ HPDL_API hpdl_status hpdl__mpi_ring_device(void *buf, int64_t count, hpdl_mpi_dt
 }
 
 /* Broadcast of a device buffer through the first staging slot. */
-HPDL_API hpdl_status hpdl__mpi_bcast_staged(void *buf, size_t bytes, int root, MPI_Comm comm) {
+HPDL_MPI_API hpdl_status hpdl__mpi_bcast_staged(void *buf, size_t bytes, int root, MPI_Comm comm) {
     hpdl__mpi_stage *st;
     size_t off;
     int rank = 0;
@@ -1069,12 +1071,12 @@ typedef struct hpdl__mpi_nccl_entry {
     ncclComm_t nccl; /* NULL: free entry */
 } hpdl__mpi_nccl_entry;
 
-HPDL_API hpdl__mpi_nccl_entry *hpdl__mpi_nccl_cache(void) {
+HPDL_MPI_API hpdl__mpi_nccl_entry *hpdl__mpi_nccl_cache(void) {
     static hpdl__mpi_nccl_entry cache[HPDL__MPI_NCCL_CACHE];
     return cache;
 }
 
-HPDL_API void hpdl__mpi_nccl_release(void) {
+HPDL_MPI_API void hpdl__mpi_nccl_release(void) {
     hpdl__mpi_nccl_entry *cache = hpdl__mpi_nccl_cache();
     int i;
     for (i = 0; i < HPDL__MPI_NCCL_CACHE; i++) {
@@ -1085,7 +1087,7 @@ HPDL_API void hpdl__mpi_nccl_release(void) {
 
 /* Joins the NCCL communicator of `size` ranks identified by id, with at
    most max_ctas CTAs per collective (0: NCCL's choice). */
-HPDL_API hpdl_status hpdl__mpi_nccl_init(ncclComm_t *nc, int size, ncclUniqueId id, int rank, int max_ctas) {
+HPDL_MPI_API hpdl_status hpdl__mpi_nccl_init(ncclComm_t *nc, int size, ncclUniqueId id, int rank, int max_ctas) {
 #if NCCL_VERSION_CODE >= 21700
     if (max_ctas > 0) {
         ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -1102,7 +1104,7 @@ HPDL_API hpdl_status hpdl__mpi_nccl_init(ncclComm_t *nc, int size, ncclUniqueId 
 /* Collective on first use per (MPI communicator, device, CTA cap of
    hpdl_mpi_set_nccl_max_ctas): rank 0 makes the ncclUniqueId and broadcasts
    it over MPI, every rank joins. Later calls return the cached communicator. */
-HPDL_API hpdl_status hpdl_mpi_nccl_comm(MPI_Comm comm, ncclComm_t *out) {
+HPDL_MPI_API hpdl_status hpdl_mpi_nccl_comm(MPI_Comm comm, ncclComm_t *out) {
     hpdl__mpi_nccl_entry *cache = hpdl__mpi_nccl_cache();
     struct { int ok; ncclUniqueId id; } boot;
     ncclComm_t nc;
@@ -1135,7 +1137,7 @@ HPDL_API hpdl_status hpdl_mpi_nccl_comm(MPI_Comm comm, ncclComm_t *out) {
     return HPDL_OK;
 }
 
-HPDL_API int hpdl__mpi_nccl_type(hpdl_mpi_dtype t, ncclDataType_t *out) {
+HPDL_MPI_API int hpdl__mpi_nccl_type(hpdl_mpi_dtype t, ncclDataType_t *out) {
     switch (t) {
     case HPDL_MPI_F32: *out = ncclFloat32; return 1;
     case HPDL_MPI_F64: *out = ncclFloat64; return 1;
@@ -1151,7 +1153,7 @@ HPDL_API int hpdl__mpi_nccl_type(hpdl_mpi_dtype t, ncclDataType_t *out) {
 }
 
 /* ncclAllReduce in place on `stream`; returns without waiting for it. */
-HPDL_API hpdl_status hpdl__mpi_allreduce_nccl(void *buf, int64_t count, hpdl_mpi_dtype t, MPI_Comm comm,
+HPDL_MPI_API hpdl_status hpdl__mpi_allreduce_nccl(void *buf, int64_t count, hpdl_mpi_dtype t, MPI_Comm comm,
                                               cudaStream_t stream) {
     ncclComm_t nc;
     ncclDataType_t type;
@@ -1169,7 +1171,7 @@ HPDL_API hpdl_status hpdl__mpi_allreduce_nccl(void *buf, int64_t count, hpdl_mpi
 /* Allreduce, broadcast                                                      */
 /* ======================================================================== */
 
-HPDL_API int hpdl__mpi_buffer_on_device(const void *p) {
+HPDL_MPI_API int hpdl__mpi_buffer_on_device(const void *p) {
 #ifdef __CUDACC__
     return hpdl__mpi_on_device(p);
 #else
@@ -1179,7 +1181,7 @@ HPDL_API int hpdl__mpi_buffer_on_device(const void *p) {
 }
 
 /* Whether this build can run (type, algorithm, buffer kind). */
-HPDL_API hpdl_status hpdl__mpi_supported(hpdl_mpi_dtype t, hpdl_allreduce_algo algo, int on_device) {
+HPDL_MPI_API hpdl_status hpdl__mpi_supported(hpdl_mpi_dtype t, hpdl_allreduce_algo algo, int on_device) {
     MPI_Datatype type;
     if (algo == HPDL_ALLREDUCE_MPI && !hpdl__mpi_datatype(t, &type)) return HPDL_ERR_UNSUPPORTED;
     if (algo == HPDL_ALLREDUCE_NCCL) {
@@ -1195,7 +1197,7 @@ HPDL_API hpdl_status hpdl__mpi_supported(hpdl_mpi_dtype t, hpdl_allreduce_algo a
 }
 
 /* Local validation of an allreduce; also fills the call record. */
-HPDL_API hpdl_status hpdl__mpi_allreduce_prepare(const void *buf, int64_t count, hpdl_mpi_dtype t,
+HPDL_MPI_API hpdl_status hpdl__mpi_allreduce_prepare(const void *buf, int64_t count, hpdl_mpi_dtype t,
                                                  hpdl_allreduce_algo algo, hpdl__mpi_call *call) {
     hpdl_status s = HPDL_OK;
     memset(call, 0, sizeof *call);
@@ -1216,7 +1218,7 @@ HPDL_API hpdl_status hpdl__mpi_allreduce_prepare(const void *buf, int64_t count,
 }
 
 /* Runs an agreed, supported allreduce over more than one rank. */
-HPDL_API hpdl_status hpdl__mpi_allreduce_run(void *buf, int64_t count, hpdl_mpi_dtype t, hpdl_allreduce_algo algo,
+HPDL_MPI_API hpdl_status hpdl__mpi_allreduce_run(void *buf, int64_t count, hpdl_mpi_dtype t, hpdl_allreduce_algo algo,
                                              int on_device, MPI_Comm comm) {
     size_t es = hpdl_mpi_dtype_size(t);
     hpdl_status s;
@@ -1246,7 +1248,7 @@ HPDL_API hpdl_status hpdl__mpi_allreduce_run(void *buf, int64_t count, hpdl_mpi_
 }
 
 /* In-place sum of buf[0..count) over the ranks of comm (see SEMANTICS). */
-HPDL_API hpdl_status hpdl_mpi_allreduce(void *buf, int64_t count, hpdl_mpi_dtype t, hpdl_allreduce_algo algo,
+HPDL_MPI_API hpdl_status hpdl_mpi_allreduce(void *buf, int64_t count, hpdl_mpi_dtype t, hpdl_allreduce_algo algo,
                                         MPI_Comm comm) {
     hpdl__mpi_call call;
     hpdl_status s;
@@ -1262,7 +1264,7 @@ HPDL_API hpdl_status hpdl_mpi_allreduce(void *buf, int64_t count, hpdl_mpi_dtype
 }
 
 /* The mean instead of the sum: what data-parallel training applies. */
-HPDL_API hpdl_status hpdl_mpi_allreduce_avg(void *buf, int64_t count, hpdl_mpi_dtype t, hpdl_allreduce_algo algo,
+HPDL_MPI_API hpdl_status hpdl_mpi_allreduce_avg(void *buf, int64_t count, hpdl_mpi_dtype t, hpdl_allreduce_algo algo,
                                             MPI_Comm comm) {
     hpdl_status s = hpdl_mpi_allreduce(buf, count, t, algo, comm);
     int p = 1;
@@ -1281,7 +1283,7 @@ HPDL_API hpdl_status hpdl_mpi_allreduce_avg(void *buf, int64_t count, hpdl_mpi_d
     return HPDL_OK;
 }
 
-HPDL_API hpdl_status hpdl__mpi_bcast_run(void *buf, size_t bytes, int root, int on_device, MPI_Comm comm) {
+HPDL_MPI_API hpdl_status hpdl__mpi_bcast_run(void *buf, size_t bytes, int root, int on_device, MPI_Comm comm) {
 #ifdef __CUDACC__
     if (on_device) {
         if (!hpdl_mpi_cuda_aware()) return hpdl__mpi_bcast_staged(buf, bytes, root, comm);
@@ -1294,7 +1296,7 @@ HPDL_API hpdl_status hpdl__mpi_bcast_run(void *buf, size_t bytes, int root, int 
 }
 
 /* Copies root's buf[0..count) to every rank (e.g. initial parameters). */
-HPDL_API hpdl_status hpdl_mpi_bcast(void *buf, int64_t count, hpdl_mpi_dtype t, int root, MPI_Comm comm) {
+HPDL_MPI_API hpdl_status hpdl_mpi_bcast(void *buf, int64_t count, hpdl_mpi_dtype t, int root, MPI_Comm comm) {
     hpdl__mpi_call call;
     hpdl_status s = HPDL_OK;
     int p = 1;
@@ -1318,13 +1320,13 @@ HPDL_API hpdl_status hpdl_mpi_bcast(void *buf, int64_t count, hpdl_mpi_dtype t, 
 
 /* Typed entry points: hpdl_mpi_allreduce_f32(buf, count, algo, comm), ... */
 #define HPDL_DEFINE_MPI_COLLECTIVES(SUFFIX, T, DTYPE)                          \
-    HPDL_API hpdl_status hpdl_mpi_allreduce_##SUFFIX(T *buf, int64_t count, hpdl_allreduce_algo algo, MPI_Comm comm) { \
+    HPDL_MPI_API hpdl_status hpdl_mpi_allreduce_##SUFFIX(T *buf, int64_t count, hpdl_allreduce_algo algo, MPI_Comm comm) { \
         return hpdl_mpi_allreduce(buf, count, DTYPE, algo, comm);              \
     }                                                                          \
-    HPDL_API hpdl_status hpdl_mpi_allreduce_avg_##SUFFIX(T *buf, int64_t count, hpdl_allreduce_algo algo, MPI_Comm comm) { \
+    HPDL_MPI_API hpdl_status hpdl_mpi_allreduce_avg_##SUFFIX(T *buf, int64_t count, hpdl_allreduce_algo algo, MPI_Comm comm) { \
         return hpdl_mpi_allreduce_avg(buf, count, DTYPE, algo, comm);          \
     }                                                                          \
-    HPDL_API hpdl_status hpdl_mpi_bcast_##SUFFIX(T *buf, int64_t count, int root, MPI_Comm comm) { \
+    HPDL_MPI_API hpdl_status hpdl_mpi_bcast_##SUFFIX(T *buf, int64_t count, int root, MPI_Comm comm) { \
         return hpdl_mpi_bcast(buf, count, DTYPE, root, comm);                  \
     }
 
@@ -1374,9 +1376,22 @@ typedef struct hpdl_mpi_bucketer {
     int64_t steps;           /* completed wait() calls */
 } hpdl_mpi_bucketer;
 
-HPDL_API void hpdl_mpi_bucketer_destroy(hpdl_mpi_bucketer *b);
+/* Frees what create() made; finishes reductions still in flight. */
+HPDL_MPI_API void hpdl_mpi_bucketer_destroy(hpdl_mpi_bucketer *b) {
+    if (!b) return;
+    if (b->requests && b->nbuckets > 0) MPI_Waitall(b->nbuckets, b->requests, MPI_STATUSES_IGNORE);
+#ifdef __CUDACC__
+    if (b->side) { cudaStreamSynchronize(b->side); cudaStreamDestroy(b->side); }
+    if (b->produced) cudaEventDestroy(b->produced);
+    if (b->done) cudaEventDestroy(b->done);
+#endif
+    HPDL_FREE(b->tensors); HPDL_FREE(b->counts); HPDL_FREE(b->bucket_of); HPDL_FREE(b->bound);
+    HPDL_FREE(b->pending); HPDL_FREE(b->is_ready); HPDL_FREE(b->offset); HPDL_FREE(b->bucket_off);
+    HPDL_FREE(b->requests); HPDL_FREE(b->flat);
+    memset(b, 0, sizeof *b);
+}
 
-HPDL_API int hpdl__mpi_bucketer_mode(hpdl_allreduce_algo algo, int on_device) {
+HPDL_MPI_API int hpdl__mpi_bucketer_mode(hpdl_allreduce_algo algo, int on_device) {
     if (algo == HPDL_ALLREDUCE_MPI && !on_device) return HPDL__BUCKET_IALLREDUCE;
     if (algo == HPDL_ALLREDUCE_NCCL && on_device) return HPDL__BUCKET_NCCL;
     return HPDL__BUCKET_BLOCKING;
@@ -1384,7 +1399,7 @@ HPDL_API int hpdl__mpi_bucketer_mode(hpdl_allreduce_algo algo, int on_device) {
 
 /* Local checks of create()'s arguments; on_device = where the tensors live
    (all in the same place). */
-HPDL_API hpdl_status hpdl__mpi_bucketer_check(void *const *tensors, const int64_t *counts, int ntensors,
+HPDL_MPI_API hpdl_status hpdl__mpi_bucketer_check(void *const *tensors, const int64_t *counts, int ntensors,
                                               hpdl_mpi_dtype t, hpdl_allreduce_algo algo, int *on_device,
                                               int64_t *total) {
     int i, where = -1;
@@ -1406,7 +1421,7 @@ HPDL_API hpdl_status hpdl__mpi_bucketer_check(void *const *tensors, const int64_
 }
 
 /* Groups the tensors into buckets (see above). */
-HPDL_API void hpdl__mpi_bucketer_layout(hpdl_mpi_bucketer *b, size_t bucket_bytes) {
+HPDL_MPI_API void hpdl__mpi_bucketer_layout(hpdl_mpi_bucketer *b, size_t bucket_bytes) {
     size_t es = hpdl_mpi_dtype_size(b->dtype), filled = 0;
     int64_t off = 0;
     int i, k;
@@ -1427,7 +1442,7 @@ HPDL_API void hpdl__mpi_bucketer_layout(hpdl_mpi_bucketer *b, size_t bucket_byte
     b->bucket_off[b->nbuckets] = off;
 }
 
-HPDL_API hpdl_status hpdl__mpi_bucketer_alloc(hpdl_mpi_bucketer *b, int64_t total) {
+HPDL_MPI_API hpdl_status hpdl__mpi_bucketer_alloc(hpdl_mpi_bucketer *b, int64_t total) {
     int i, n = b->ntensors;
     b->tensors = (void **)hpdl_alloc((size_t)n, sizeof *b->tensors);
     b->counts = (int64_t *)hpdl_alloc((size_t)n, sizeof *b->counts);
@@ -1447,7 +1462,7 @@ HPDL_API hpdl_status hpdl__mpi_bucketer_alloc(hpdl_mpi_bucketer *b, int64_t tota
 }
 
 /* Marks every bucket idle and every tensor not ready: the start of a step. */
-HPDL_API void hpdl__mpi_bucketer_reset(hpdl_mpi_bucketer *b) {
+HPDL_MPI_API void hpdl__mpi_bucketer_reset(hpdl_mpi_bucketer *b) {
     int i;
     for (i = 0; i < b->nbuckets; i++) {
         b->pending[i] = b->bound[i] - b->bound[i + 1];
@@ -1457,7 +1472,7 @@ HPDL_API void hpdl__mpi_bucketer_reset(hpdl_mpi_bucketer *b) {
     b->next_launch = 0;
 }
 
-HPDL_API hpdl_status hpdl__mpi_bucketer_streams(hpdl_mpi_bucketer *b) {
+HPDL_MPI_API hpdl_status hpdl__mpi_bucketer_streams(hpdl_mpi_bucketer *b) {
 #ifdef __CUDACC__
     int least = 0, greatest = 0;
     if (b->mode != HPDL__BUCKET_NCCL) return HPDL_OK;
@@ -1476,7 +1491,7 @@ HPDL_API hpdl_status hpdl__mpi_bucketer_streams(hpdl_mpi_bucketer *b) {
    counts[i] elements of type t, all on the host or all on the device);
    bucket_bytes 0 means HPDL_MPI_BUCKET_BYTES; average divides the sums by
    the number of ranks. *b is written only on success. */
-HPDL_API hpdl_status hpdl_mpi_bucketer_create(hpdl_mpi_bucketer *b, void *const *tensors, const int64_t *counts,
+HPDL_MPI_API hpdl_status hpdl_mpi_bucketer_create(hpdl_mpi_bucketer *b, void *const *tensors, const int64_t *counts,
                                               int ntensors, hpdl_mpi_dtype t, size_t bucket_bytes, int average,
                                               hpdl_allreduce_algo algo, MPI_Comm comm) {
     hpdl_mpi_bucketer nb;
@@ -1523,7 +1538,7 @@ HPDL_API hpdl_status hpdl_mpi_bucketer_create(hpdl_mpi_bucketer *b, void *const 
     return HPDL_OK;
 }
 
-HPDL_API hpdl_status hpdl__mpi_bucketer_launch_iallreduce(hpdl_mpi_bucketer *b, int k) {
+HPDL_MPI_API hpdl_status hpdl__mpi_bucketer_launch_iallreduce(hpdl_mpi_bucketer *b, int k) {
     size_t es = hpdl_mpi_dtype_size(b->dtype);
     char *flat = (char *)b->flat;
     MPI_Datatype type;
@@ -1537,7 +1552,7 @@ HPDL_API hpdl_status hpdl__mpi_bucketer_launch_iallreduce(hpdl_mpi_bucketer *b, 
     return HPDL_OK;
 }
 
-HPDL_API hpdl_status hpdl__mpi_bucketer_launch_nccl(hpdl_mpi_bucketer *b, int k) {
+HPDL_MPI_API hpdl_status hpdl__mpi_bucketer_launch_nccl(hpdl_mpi_bucketer *b, int k) {
 #ifdef HPDL_MPI_HAVE_NCCL
     ncclDataType_t type = ncclFloat32; /* set by hpdl__mpi_nccl_type */
     int i, p = 1;
@@ -1563,7 +1578,7 @@ HPDL_API hpdl_status hpdl__mpi_bucketer_launch_nccl(hpdl_mpi_bucketer *b, int k)
 #endif
 }
 
-HPDL_API hpdl_status hpdl__mpi_bucketer_launch_blocking(hpdl_mpi_bucketer *b, int k) {
+HPDL_MPI_API hpdl_status hpdl__mpi_bucketer_launch_blocking(hpdl_mpi_bucketer *b, int k) {
     int i;
     for (i = b->bound[k + 1]; i < b->bound[k]; i++) {
         hpdl_status s = b->average ? hpdl_mpi_allreduce_avg(b->tensors[i], b->counts[i], b->dtype, b->algo, b->comm)
@@ -1574,7 +1589,7 @@ HPDL_API hpdl_status hpdl__mpi_bucketer_launch_blocking(hpdl_mpi_bucketer *b, in
 }
 
 /* Starts every bucket whose tensors are all ready, in bucket order. */
-HPDL_API hpdl_status hpdl__mpi_bucketer_launch_ready(hpdl_mpi_bucketer *b) {
+HPDL_MPI_API hpdl_status hpdl__mpi_bucketer_launch_ready(hpdl_mpi_bucketer *b) {
     while (b->next_launch < b->nbuckets && b->pending[b->next_launch] == 0) {
         int k = b->next_launch++;
         hpdl_status s = b->mode == HPDL__BUCKET_IALLREDUCE ? hpdl__mpi_bucketer_launch_iallreduce(b, k)
@@ -1588,7 +1603,7 @@ HPDL_API hpdl_status hpdl__mpi_bucketer_launch_ready(hpdl_mpi_bucketer *b) {
 /* Call when backward has produced (queued, on the hpdl stream) the gradient
    in tensors[tensor]; starts its bucket's reduction once the bucket is full.
    HPDL_ERR_INVALID for an unknown tensor or one already marked this step. */
-HPDL_API hpdl_status hpdl_mpi_bucketer_ready(hpdl_mpi_bucketer *b, int tensor) {
+HPDL_MPI_API hpdl_status hpdl_mpi_bucketer_ready(hpdl_mpi_bucketer *b, int tensor) {
     int flag;
     hpdl_status s;
     if (!b || tensor < 0 || tensor >= b->ntensors || b->is_ready[tensor]) return HPDL_ERR_INVALID;
@@ -1601,7 +1616,7 @@ HPDL_API hpdl_status hpdl_mpi_bucketer_ready(hpdl_mpi_bucketer *b, int tensor) {
     return s;
 }
 
-HPDL_API hpdl_status hpdl__mpi_bucketer_finish_iallreduce(hpdl_mpi_bucketer *b) {
+HPDL_MPI_API hpdl_status hpdl__mpi_bucketer_finish_iallreduce(hpdl_mpi_bucketer *b) {
     size_t es = hpdl_mpi_dtype_size(b->dtype);
     int i, p = 1;
     HPDL__MPI_TRY(MPI_Waitall(b->nbuckets, b->requests, MPI_STATUSES_IGNORE));
@@ -1615,7 +1630,7 @@ HPDL_API hpdl_status hpdl__mpi_bucketer_finish_iallreduce(hpdl_mpi_bucketer *b) 
 /* Reduces the tensors not marked ready yet too, then completes every bucket:
    host tensors hold the result on return; with NCCL, work queued on the
    hpdl stream afterwards sees it. Ready for the next step. */
-HPDL_API hpdl_status hpdl_mpi_bucketer_wait(hpdl_mpi_bucketer *b) {
+HPDL_MPI_API hpdl_status hpdl_mpi_bucketer_wait(hpdl_mpi_bucketer *b) {
     double t0 = hpdl_time_now();
     int i;
     hpdl_status s = HPDL_OK;
@@ -1637,20 +1652,6 @@ HPDL_API hpdl_status hpdl_mpi_bucketer_wait(hpdl_mpi_bucketer *b) {
     return s;
 }
 
-/* Frees what create() made; finishes reductions still in flight. */
-HPDL_API void hpdl_mpi_bucketer_destroy(hpdl_mpi_bucketer *b) {
-    if (!b) return;
-    if (b->requests && b->nbuckets > 0) MPI_Waitall(b->nbuckets, b->requests, MPI_STATUSES_IGNORE);
-#ifdef __CUDACC__
-    if (b->side) { cudaStreamSynchronize(b->side); cudaStreamDestroy(b->side); }
-    if (b->produced) cudaEventDestroy(b->produced);
-    if (b->done) cudaEventDestroy(b->done);
-#endif
-    HPDL_FREE(b->tensors); HPDL_FREE(b->counts); HPDL_FREE(b->bucket_of); HPDL_FREE(b->bound);
-    HPDL_FREE(b->pending); HPDL_FREE(b->is_ready); HPDL_FREE(b->offset); HPDL_FREE(b->bucket_off);
-    HPDL_FREE(b->requests); HPDL_FREE(b->flat);
-    memset(b, 0, sizeof *b);
-}
 
 /* ------------------------------------------------------------------------ */
 /* Shut-down                                                                 */
@@ -1658,7 +1659,7 @@ HPDL_API void hpdl_mpi_bucketer_destroy(hpdl_mpi_bucketer *b) {
 
 /* Releases this translation unit's staging buffers and NCCL communicators,
    then finalises MPI (unless already done). */
-HPDL_API hpdl_status hpdl_mpi_finalize(void) {
+HPDL_MPI_API hpdl_status hpdl_mpi_finalize(void) {
     int finalised = 0;
 #ifdef __CUDACC__
     hpdl__mpi_stage_release(hpdl__mpi_stage_state());
@@ -1746,7 +1747,7 @@ typedef struct hpdl_mpi_dp_roofline {
     double p_mpi_algbw;
 } hpdl_mpi_dp_roofline;
 
-HPDL_API void hpdl_mpi_dp_config_default(hpdl_mpi_dp_config *c) {
+HPDL_MPI_API void hpdl_mpi_dp_config_default(hpdl_mpi_dp_config *c) {
     if (!c) return;
     memset(c, 0, sizeof *c);
     c->batch = 128;
@@ -1761,7 +1762,7 @@ HPDL_API void hpdl_mpi_dp_config_default(hpdl_mpi_dp_config *c) {
     c->comm = MPI_COMM_WORLD;
 }
 
-HPDL_API int hpdl__dp_config_ok(const hpdl_mpi_dp_config *c) {
+HPDL_MPI_API int hpdl__dp_config_ok(const hpdl_mpi_dp_config *c) {
     return c && c->batch >= 1 && hpdl__mpi_algo_valid(c->algo) && hpdl__hyper_ok(c->lr, c->l2) && c->batch_ref >= 0 &&
            c->warmup_epochs >= 0 && c->warmup_epochs <= 1e9 && c->first_layer_pieces >= 0 &&
            c->first_layer_pieces <= HPDL_MPI_DP_MAX_PIECES && c->nccl_max_ctas >= 0 && c->nccl_max_ctas <= 64 &&
@@ -1770,7 +1771,7 @@ HPDL_API int hpdl__dp_config_ok(const hpdl_mpi_dp_config *c) {
 
 /* Collective: the worst status over the ranks, so a bad argument on one rank
    makes every rank return before any of them enters a collective. */
-HPDL_API hpdl_status hpdl__dp_agree(hpdl_status s, MPI_Comm comm) {
+HPDL_MPI_API hpdl_status hpdl__dp_agree(hpdl_status s, MPI_Comm comm) {
     int mine = (int)s, worst = 0;
     if (MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS) return HPDL_ERR_MPI;
     return (hpdl_status)worst;
@@ -1781,7 +1782,7 @@ HPDL_API hpdl_status hpdl__dp_agree(hpdl_status s, MPI_Comm comm) {
 /* The learning rate `progress` epochs into training (epoch + fraction of it
    done) on `ranks` ranks: target = lr * (lr_scale ? ranks*b/batch_ref : 1);
    during warm-up lr + (target - lr) * progress / warmup_epochs, then target. */
-HPDL_API hpdl_status hpdl_mpi_dp_lr(const hpdl_mpi_dp_config *c, int ranks, double progress, double *lr) {
+HPDL_MPI_API hpdl_status hpdl_mpi_dp_lr(const hpdl_mpi_dp_config *c, int ranks, double progress, double *lr) {
     double target, ref;
     if (!c || !lr || ranks < 1 || c->batch < 1 || c->batch_ref < 0 || !hpdl__hyper_ok(c->lr, 0) ||
         !(c->warmup_epochs >= 0) || !(progress >= 0) || progress > 1e12)
@@ -1804,7 +1805,7 @@ typedef struct hpdl_mpi_dp_plan {
     int32_t *order; /* this rank's samples, step after step: step s starts at s * batch */
 } hpdl_mpi_dp_plan;
 
-HPDL_API void hpdl_mpi_dp_plan_destroy(hpdl_mpi_dp_plan *p) {
+HPDL_MPI_API void hpdl_mpi_dp_plan_destroy(hpdl_mpi_dp_plan *p) {
     if (!p) return;
     HPDL_FREE(p->perm);
     HPDL_FREE(p->order);
@@ -1813,7 +1814,7 @@ HPDL_API void hpdl_mpi_dp_plan_destroy(hpdl_mpi_dp_plan *p) {
 
 /* Global batch s (rows [s*size*batch, ...) of the permutation) and this
    rank's part of it: [*begin, *end) of the permutation. */
-HPDL_API void hpdl__dp_plan_part(const hpdl_mpi_dp_plan *p, int64_t s, int64_t *global_begin, int64_t *global_rows,
+HPDL_MPI_API void hpdl__dp_plan_part(const hpdl_mpi_dp_plan *p, int64_t s, int64_t *global_begin, int64_t *global_rows,
                                  int64_t *begin, int64_t *end) {
     int64_t big = (int64_t)p->size * p->batch, g0 = s * big, rows = p->n - g0 < big ? p->n - g0 : big;
     *begin = *end = 0;
@@ -1824,7 +1825,7 @@ HPDL_API void hpdl__dp_plan_part(const hpdl_mpi_dp_plan *p, int64_t s, int64_t *
     *global_rows = rows;
 }
 
-HPDL_API hpdl_status hpdl_mpi_dp_plan_create(hpdl_mpi_dp_plan *p, int64_t n, int batch, int rank, int size) {
+HPDL_MPI_API hpdl_status hpdl_mpi_dp_plan_create(hpdl_mpi_dp_plan *p, int64_t n, int batch, int rank, int size) {
     hpdl_mpi_dp_plan made;
     int64_t gb, rows, b, e;
     if (!p || n < 1 || n > INT32_MAX || batch < 1 || size < 1 || rank < 0 || rank >= size ||
@@ -1847,7 +1848,7 @@ HPDL_API hpdl_status hpdl_mpi_dp_plan_create(hpdl_mpi_dp_plan *p, int64_t n, int
 
 /* Draws epoch `epoch`'s permutation and this rank's order (same on every
    rank for the same seed and epoch: no communication). */
-HPDL_API hpdl_status hpdl_mpi_dp_plan_epoch(hpdl_mpi_dp_plan *p, uint64_t seed, int epoch) {
+HPDL_MPI_API hpdl_status hpdl_mpi_dp_plan_epoch(hpdl_mpi_dp_plan *p, uint64_t seed, int epoch) {
     int64_t s, gb, rows, b, e, o = 0;
     if (!p || !p->perm || !p->order || epoch < 0) return HPDL_ERR_INVALID;
     hpdl_mpi_epoch_permutation(p->perm, p->n, seed, epoch);
@@ -1861,7 +1862,7 @@ HPDL_API hpdl_status hpdl_mpi_dp_plan_epoch(hpdl_mpi_dp_plan *p, uint64_t seed, 
 
 /* Step s: this rank's rows are order[*first .. *first + *rows), the global
    batch has *global_rows rows (rows may be 0 on the short last step). */
-HPDL_API hpdl_status hpdl_mpi_dp_plan_step(const hpdl_mpi_dp_plan *p, int64_t s, int64_t *first, int *rows,
+HPDL_MPI_API hpdl_status hpdl_mpi_dp_plan_step(const hpdl_mpi_dp_plan *p, int64_t s, int64_t *first, int *rows,
                                            int *global_rows) {
     int64_t gb, grows, b, e;
     if (!p || !p->order || s < 0 || s >= p->steps || !first || !rows || !global_rows) return HPDL_ERR_INVALID;
@@ -1874,13 +1875,13 @@ HPDL_API hpdl_status hpdl_mpi_dp_plan_step(const hpdl_mpi_dp_plan *p, int64_t s,
 
 /* The factor on a rank's mean gradient that makes the ranks' sum, divided by
    P, the global batch's mean: rows * P / global_rows (1 on full steps). */
-HPDL_API double hpdl__dp_grad_weight(int rows, int global_rows, int size) {
+HPDL_MPI_API double hpdl__dp_grad_weight(int rows, int global_rows, int size) {
     return (double)rows * size / (double)global_rows;
 }
 
 /* Fills the cross-rank parts of an epoch's stats. local[] = {loss_sum, hits,
    samples} summed, times[] = {epoch, compute, comm, span} maxed. */
-HPDL_API hpdl_status hpdl__dp_finish_stats(hpdl_mpi_dp_stats *out, const double *local, const double *times,
+HPDL_MPI_API hpdl_status hpdl__dp_finish_stats(hpdl_mpi_dp_stats *out, const double *local, const double *times,
                                            int64_t steps, double grad_bytes, int size, MPI_Comm comm) {
     double sums[3], maxes[4];
     HPDL__MPI_TRY(MPI_Allreduce((void *)local, sums, 3, MPI_DOUBLE, MPI_SUM, comm));
@@ -1921,7 +1922,7 @@ HPDL_API hpdl_status hpdl__dp_finish_stats(hpdl_mpi_dp_stats *out, const double 
         int32_t *y;                                                                                                   \
         double ready_s;             /* time inside bucketer_ready this step */                                        \
     } hpdl_mpi_dp_##SUFFIX;                                                                                           \
-    HPDL_API void hpdl_mpi_dp_destroy_##SUFFIX(hpdl_mpi_dp_##SUFFIX *dp) {                                            \
+    HPDL_MPI_API void hpdl_mpi_dp_destroy_##SUFFIX(hpdl_mpi_dp_##SUFFIX *dp) {                                            \
         if (!dp) return;                                                                                              \
         hpdl_mpi_bucketer_destroy(&dp->bucketer);                                                                     \
         hpdl_mlp_work_destroy_##SUFFIX(&dp->work);                                                                    \
@@ -1984,7 +1985,7 @@ HPDL_API hpdl_status hpdl__dp_finish_stats(hpdl_mpi_dp_stats *out, const double 
        epoch; rank 0's parameters are copied to every rank first. A bad      \
        argument on any rank gives every rank HPDL_ERR_INVALID; *dp is       \
        written only on success. */                                                                                    \
-    HPDL_API hpdl_status hpdl_mpi_dp_create_##SUFFIX(hpdl_mpi_dp_##SUFFIX *dp, hpdl_mlp_##SUFFIX *model,              \
+    HPDL_MPI_API hpdl_status hpdl_mpi_dp_create_##SUFFIX(hpdl_mpi_dp_##SUFFIX *dp, hpdl_mlp_##SUFFIX *model,              \
                                                      int64_t n_train, const hpdl_mpi_dp_config *cfg) {                \
         hpdl_mpi_dp_##SUFFIX made;                                                                                    \
         hpdl_status s = HPDL_OK;                                                                                      \
@@ -2067,7 +2068,7 @@ HPDL_API hpdl_status hpdl__dp_finish_stats(hpdl_mpi_dp_stats *out, const double 
     /* Collective: one epoch (index `epoch`, from 0: it keys the shuffle and \
        the lr schedule) over X (n_train x widths[0]) and labels, the same    \
        data on every rank. out (optional) gets the epoch's stats. */                                                  \
-    HPDL_API hpdl_status hpdl_mpi_dp_epoch_##SUFFIX(hpdl_mpi_dp_##SUFFIX *dp, const T *X, const int32_t *labels,      \
+    HPDL_MPI_API hpdl_status hpdl_mpi_dp_epoch_##SUFFIX(hpdl_mpi_dp_##SUFFIX *dp, const T *X, const int32_t *labels,      \
                                                     int epoch, hpdl_mpi_dp_stats *out) {                              \
         hpdl_mpi_dp_stats st;                                                                                         \
         double local[3] = {0, 0, 0}, times[4] = {0, 0, 0, 0}, t0, lr = 0;                                             \
@@ -2116,7 +2117,7 @@ HPDL_DEFINE_MPI_DP(f64, double, HPDL_MPI_F64)
 
 /* Roofline inputs on CPU ranks: P_flops from a 256^3 f32 GEMM, P_mpi from
    allreducing grad_bytes of f32 with algo (median of 5). Collective. */
-HPDL_API hpdl_status hpdl_mpi_dp_roofline_cpu(int64_t grad_count, hpdl_allreduce_algo algo, MPI_Comm comm,
+HPDL_MPI_API hpdl_status hpdl_mpi_dp_roofline_cpu(int64_t grad_count, hpdl_allreduce_algo algo, MPI_Comm comm,
                                               hpdl_mpi_dp_roofline *out) {
     const int n = 256, reps = 5;
     float *a = (float *)hpdl_alloc((size_t)n * n, sizeof(float)), *c = (float *)hpdl_alloc((size_t)n * n, sizeof(float));
@@ -2188,7 +2189,7 @@ template <typename T> __global__ void hpdl__dp_scale_kernel(int64_t n, T *x, T w
 /* First row of piece p of k rows in `pieces` blocks, equal or each half the
    one before (halving: rows k (1 - 2^-p) / (1 - 2^-pieces)); multiples of 64
    keep every block's pointers aligned for the GEMM kernels' vector loads. */
-HPDL_API int hpdl__dp_piece_row(int k, int pieces, int halving, int p) {
+HPDL_MPI_API int hpdl__dp_piece_row(int k, int pieces, int halving, int p) {
     if (p >= pieces) return k;
     if (halving) return (int)(k * (1.0 - ldexp(1.0, -p)) / (1.0 - ldexp(1.0, -pieces))) & ~63;
     return (int)((int64_t)k * p / pieces) & ~63;
@@ -2360,7 +2361,7 @@ static inline hpdl_status hpdl__dp_cuda_step(D *dp, M *g, int64_t step, int rows
 }
 
 /* Seconds between two recorded, completed events. */
-HPDL_API double hpdl__dp_elapsed(cudaEvent_t a, cudaEvent_t b) {
+HPDL_MPI_API double hpdl__dp_elapsed(cudaEvent_t a, cudaEvent_t b) {
     float ms = 0.0f;
     if (cudaEventElapsedTime(&ms, a, b) != cudaSuccess) { cudaGetLastError(); return 0.0; }
     return 1e-3 * ms;
@@ -2458,19 +2459,19 @@ static inline hpdl_status hpdl__dp_cuda_epoch(D *dp, M *g, hpdl_cuda_dataset *da
        precision) on a resident data set of n_train samples; rank 0's       \
        parameters are copied to every rank. Sets the hpdl_mpi stream to     \
        g->stream. A bad argument on any rank: every rank gets the error. */                                     \
-    HPDL_API hpdl_status hpdl_mpi_dp_cuda_create_##SUFFIX(hpdl_mpi_dp_cuda_##SUFFIX *dp,                        \
+    HPDL_MPI_API hpdl_status hpdl_mpi_dp_cuda_create_##SUFFIX(hpdl_mpi_dp_cuda_##SUFFIX *dp,                        \
                                                           hpdl_cuda_mlp_##SUFFIX *g, int64_t n_train,           \
                                                           const hpdl_mpi_dp_config *cfg) {                      \
         return hpdl__dp_cuda_create<hpdl_mpi_dp_cuda_##SUFFIX, hpdl_cuda_mlp_##SUFFIX>(dp, g, n_train, cfg,     \
                                                                                        DTYPE);                  \
     }                                                                                                           \
     /* Collective: one epoch over data (resident, n_train rows). */                                            \
-    HPDL_API hpdl_status hpdl_mpi_dp_cuda_epoch_##SUFFIX(hpdl_mpi_dp_cuda_##SUFFIX *dp,                         \
+    HPDL_MPI_API hpdl_status hpdl_mpi_dp_cuda_epoch_##SUFFIX(hpdl_mpi_dp_cuda_##SUFFIX *dp,                         \
                                                          hpdl_cuda_mlp_##SUFFIX *g, hpdl_cuda_dataset *data,    \
                                                          int epoch, hpdl_mpi_dp_stats *out) {                   \
         return hpdl__dp_cuda_epoch<T>(dp, g, data, epoch, out);                                                 \
     }                                                                                                           \
-    HPDL_API void hpdl_mpi_dp_cuda_destroy_##SUFFIX(hpdl_mpi_dp_cuda_##SUFFIX *dp) {                            \
+    HPDL_MPI_API void hpdl_mpi_dp_cuda_destroy_##SUFFIX(hpdl_mpi_dp_cuda_##SUFFIX *dp) {                            \
         hpdl__dp_cuda_destroy<hpdl_mpi_dp_cuda_##SUFFIX, hpdl_cuda_mlp_##SUFFIX>(dp);                           \
     }
 
@@ -2481,18 +2482,18 @@ HPDL_DEFINE_MPI_DP_CUDA(f64, double, HPDL_MPI_F64)
    P_pci from 64 MiB pinned host->device copies, P_mpi from allreducing
    grad_count f32 on the device with algo (medians of 5). Collective. */
 typedef struct hpdl__dp_gemm_ctx { float *a, *c; int n; } hpdl__dp_gemm_ctx;
-HPDL_API void hpdl__dp_gemm_run(void *ctx, cudaStream_t stream) {
+HPDL_MPI_API void hpdl__dp_gemm_run(void *ctx, cudaStream_t stream) {
     hpdl__dp_gemm_ctx *x = (hpdl__dp_gemm_ctx *)ctx;
     hpdl_cuda_gemm_algo_f32(HPDL_GEMM_CUBLAS, HPDL_NO_TRANS, HPDL_NO_TRANS, x->n, x->n, x->n, 1.0f, x->a, x->n, x->a,
                             x->n, 0.0f, x->c, x->n, stream);
 }
 typedef struct hpdl__dp_copy_ctx { void *dst; const void *src; size_t bytes; } hpdl__dp_copy_ctx;
-HPDL_API void hpdl__dp_copy_run(void *ctx, cudaStream_t stream) {
+HPDL_MPI_API void hpdl__dp_copy_run(void *ctx, cudaStream_t stream) {
     hpdl__dp_copy_ctx *x = (hpdl__dp_copy_ctx *)ctx;
     cudaMemcpyAsync(x->dst, x->src, x->bytes, cudaMemcpyHostToDevice, stream);
 }
 
-HPDL_API hpdl_status hpdl__dp_time_allreduce(float *d, int64_t count, hpdl_allreduce_algo algo, MPI_Comm comm,
+HPDL_MPI_API hpdl_status hpdl__dp_time_allreduce(float *d, int64_t count, hpdl_allreduce_algo algo, MPI_Comm comm,
                                              double *median_s) {
     double t[5];
     hpdl_stats st;
@@ -2512,7 +2513,7 @@ HPDL_API hpdl_status hpdl__dp_time_allreduce(float *d, int64_t count, hpdl_allre
     return s;
 }
 
-HPDL_API hpdl_status hpdl_mpi_dp_roofline_cuda(int64_t grad_count, hpdl_allreduce_algo algo, MPI_Comm comm,
+HPDL_MPI_API hpdl_status hpdl_mpi_dp_roofline_cuda(int64_t grad_count, hpdl_allreduce_algo algo, MPI_Comm comm,
                                                hpdl_mpi_dp_roofline *out) {
     const size_t copy_bytes = (size_t)64 << 20;
     hpdl__dp_gemm_ctx gc;
@@ -2625,7 +2626,7 @@ typedef struct hpdl_mpi_tp_shape {
     hpdl_activation act;
 } hpdl_mpi_tp_shape;
 
-HPDL_API void hpdl_mpi_tp_config_default(hpdl_mpi_tp_config *c) {
+HPDL_MPI_API void hpdl_mpi_tp_config_default(hpdl_mpi_tp_config *c) {
     if (!c) return;
     memset(c, 0, sizeof *c);
     c->batch = 128;
@@ -2635,30 +2636,30 @@ HPDL_API void hpdl_mpi_tp_config_default(hpdl_mpi_tp_config *c) {
     c->comm = MPI_COMM_WORLD;
 }
 
-HPDL_API int hpdl__tp_config_ok(const hpdl_mpi_tp_config *c) {
+HPDL_MPI_API int hpdl__tp_config_ok(const hpdl_mpi_tp_config *c) {
     return c && c->batch >= 1 && hpdl__mpi_algo_valid(c->algo) && hpdl__hyper_ok(c->lr, c->l2) &&
            c->comm != MPI_COMM_NULL;
 }
 
 /* Rank r's hidden units [*h0, *h0 + *h): hpdl_mpi_shard_range of hidden. */
-HPDL_API void hpdl__tp_units(int hidden, int r, int size, int *h0, int *h) {
+HPDL_MPI_API void hpdl__tp_units(int hidden, int r, int size, int *h0, int *h) {
     *h0 = (int)hpdl__mpi_split_begin(hidden, r, size);
     *h = (int)hpdl__mpi_split_begin(hidden, r + 1, size) - *h0;
 }
 
 /* Elements of a slice of h hidden units, laid out [W0 in x h | b0 h | W1 h x classes]. */
-HPDL_API int64_t hpdl__tp_slice_count(const hpdl_mpi_tp_shape *sh, int h) {
+HPDL_MPI_API int64_t hpdl__tp_slice_count(const hpdl_mpi_tp_shape *sh, int h) {
     return (int64_t)h * (sh->in + 1 + sh->classes);
 }
 
-HPDL_API double hpdl__tp_dp_grad_bytes(const hpdl_mpi_tp_shape *sh, size_t elem) {
+HPDL_MPI_API double hpdl__tp_dp_grad_bytes(const hpdl_mpi_tp_shape *sh, size_t elem) {
     return ((double)(sh->in + 1) * sh->hidden + (double)(sh->hidden + 1) * sh->classes) * (double)elem;
 }
 
 /* Collective: the worst status over the ranks, or HPDL_ERR_INVALID when
    the ranks' values v[0..n) differ (n <= 16). Compares MAX(v) with
    MIN(v) = ~MAX(~v), which, unlike -v, cannot overflow. */
-HPDL_API hpdl_status hpdl__tp_agree(hpdl_status s, const int64_t *v, int n, MPI_Comm comm) {
+HPDL_MPI_API hpdl_status hpdl__tp_agree(hpdl_status s, const int64_t *v, int n, MPI_Comm comm) {
     int64_t mine[33], top[33];
     int i;
     mine[0] = (int64_t)s;
@@ -2670,7 +2671,7 @@ HPDL_API hpdl_status hpdl__tp_agree(hpdl_status s, const int64_t *v, int n, MPI_
 }
 
 /* A double as an int64_t for hpdl__tp_agree (same bits, same value). */
-HPDL_API int64_t hpdl__tp_bits(double x) {
+HPDL_MPI_API int64_t hpdl__tp_bits(double x) {
     int64_t v;
     memcpy(&v, &x, sizeof v);
     return v;
@@ -2679,7 +2680,7 @@ HPDL_API int64_t hpdl__tp_bits(double x) {
 /* Hidden units [h0, h0 + h) of a full model's W0 (in x hidden), b0 and W1
    (hidden x classes) to a slice [W0 in x h | b0 h | W1 h x classes]
    (get), and back (put). elem: bytes per element. */
-HPDL_API void hpdl__tp_slice_get(const hpdl_mpi_tp_shape *sh, int h0, int h, const void *W0, const void *b0,
+HPDL_MPI_API void hpdl__tp_slice_get(const hpdl_mpi_tp_shape *sh, int h0, int h, const void *W0, const void *b0,
                                  const void *W1, void *slice, size_t elem) {
     char *s = (char *)slice;
     size_t nw0 = (size_t)sh->in * h * elem, nb = (size_t)h * elem;
@@ -2688,7 +2689,7 @@ HPDL_API void hpdl__tp_slice_get(const hpdl_mpi_tp_shape *sh, int h0, int h, con
     memcpy(s + nw0 + nb, (const char *)W1 + (size_t)h0 * sh->classes * elem, (size_t)h * sh->classes * elem);
 }
 
-HPDL_API void hpdl__tp_slice_put(const hpdl_mpi_tp_shape *sh, int h0, int h, const void *slice, void *W0, void *b0,
+HPDL_MPI_API void hpdl__tp_slice_put(const hpdl_mpi_tp_shape *sh, int h0, int h, const void *slice, void *W0, void *b0,
                                  void *W1, size_t elem) {
     const char *s = (const char *)slice;
     size_t nw0 = (size_t)sh->in * h * elem, nb = (size_t)h * elem;
@@ -2701,7 +2702,7 @@ HPDL_API void hpdl__tp_slice_put(const hpdl_mpi_tp_shape *sh, int h0, int h, con
    of its params) into all[], rank after rank, which is hidden-unit order;
    then all[] into the full model's W0, b0, W1. counts, displs: size ints.
    The caller has checked that the whole model's count fits in an int. */
-HPDL_API hpdl_status hpdl__tp_allgather(const hpdl_mpi_tp_shape *sh, const void *mine, void *all, hpdl_mpi_dtype t,
+HPDL_MPI_API hpdl_status hpdl__tp_allgather(const hpdl_mpi_tp_shape *sh, const void *mine, void *all, hpdl_mpi_dtype t,
                                         int *counts, int *displs, int rank, int size, MPI_Comm comm) {
     MPI_Datatype type;
     int r;
@@ -2716,7 +2717,7 @@ HPDL_API hpdl_status hpdl__tp_allgather(const hpdl_mpi_tp_shape *sh, const void 
     return HPDL_OK;
 }
 
-HPDL_API void hpdl__tp_unpack(const hpdl_mpi_tp_shape *sh, const void *all, void *W0, void *b0, void *W1, int size,
+HPDL_MPI_API void hpdl__tp_unpack(const hpdl_mpi_tp_shape *sh, const void *all, void *W0, void *b0, void *W1, int size,
                               size_t elem) {
     int r;
     for (r = 0; r < size; r++) {
@@ -2732,7 +2733,7 @@ HPDL_API void hpdl__tp_unpack(const hpdl_mpi_tp_shape *sh, const void *all, void
    arguments were agreed when the driver was made and each epoch began, and
    every rank takes count from the same plan, so this skips the agreement
    round of hpdl_mpi_allreduce (a second, small allreduce every step). */
-HPDL_API hpdl_status hpdl__tp_allreduce(void *buf, int64_t count, hpdl_mpi_dtype t, const hpdl_mpi_tp_config *cfg,
+HPDL_MPI_API hpdl_status hpdl__tp_allreduce(void *buf, int64_t count, hpdl_mpi_dtype t, const hpdl_mpi_tp_config *cfg,
                                         int size) {
     if (size == 1 || count == 0) return HPDL_OK;
     return hpdl__mpi_finish("hpdl_mpi_tp_epoch", hpdl__mpi_allreduce_run(buf, count, t, cfg->algo, 0, cfg->comm),
@@ -2742,7 +2743,7 @@ HPDL_API hpdl_status hpdl__tp_allreduce(void *buf, int64_t count, hpdl_mpi_dtype
 /* Collective: the rank's counters become the epoch's stats; times[] =
    {epoch, compute, comm} are maxed over the ranks. Loss and hits come from
    logits that the allreduce made identical on every rank. */
-HPDL_API hpdl_status hpdl__tp_finish_stats(hpdl_mpi_tp_stats *st, const double *times, int size, MPI_Comm comm) {
+HPDL_MPI_API hpdl_status hpdl__tp_finish_stats(hpdl_mpi_tp_stats *st, const double *times, int size, MPI_Comm comm) {
     double maxes[3];
     HPDL__MPI_TRY(MPI_Allreduce((void *)times, maxes, 3, MPI_DOUBLE, MPI_MAX, comm));
     st->epoch_s = maxes[0];
@@ -2772,7 +2773,7 @@ HPDL_API hpdl_status hpdl__tp_finish_stats(hpdl_mpi_tp_stats *st, const double *
         int64_t allreduces;            /* this epoch's count, and its bytes */                                        \
         double reduced_bytes, largest_bytes;                                                                          \
     } hpdl_mpi_tp_##SUFFIX;                                                                                           \
-    HPDL_API void hpdl_mpi_tp_destroy_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp) {                                            \
+    HPDL_MPI_API void hpdl_mpi_tp_destroy_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp) {                                            \
         if (!tp) return;                                                                                              \
         HPDL_FREE(tp->params); HPDL_FREE(tp->grads); HPDL_FREE(tp->X); HPDL_FREE(tp->y);                              \
         HPDL_FREE(tp->A); HPDL_FREE(tp->dA); HPDL_FREE(tp->Z); HPDL_FREE(tp->dZ);                                     \
@@ -2829,7 +2830,7 @@ HPDL_API hpdl_status hpdl__tp_finish_stats(hpdl_mpi_tp_stats *st, const double *
        be the same on every rank. A bad argument on any rank gives every     \
        rank HPDL_ERR_INVALID (a deeper MLP or NCCL: HPDL_ERR_UNSUPPORTED);   \
        *tp is written only on success. */                                                                             \
-    HPDL_API hpdl_status hpdl_mpi_tp_create_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp, const hpdl_mlp_##SUFFIX *model,        \
+    HPDL_MPI_API hpdl_status hpdl_mpi_tp_create_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp, const hpdl_mlp_##SUFFIX *model,        \
                                                      int64_t n_train, const hpdl_mpi_tp_config *cfg) {                \
         hpdl_mpi_tp_##SUFFIX made;                                                                                    \
         int64_t v[11];                                                                                                \
@@ -2945,7 +2946,7 @@ HPDL_API hpdl_status hpdl__tp_finish_stats(hpdl_mpi_tp_stats *st, const double *
        over X (n_train x in) and labels, the same data on every rank: the    \
        serial trainer's steps of cfg.batch rows, the last one short. out     \
        (optional) gets the epoch's stats. */                                                                          \
-    HPDL_API hpdl_status hpdl_mpi_tp_epoch_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp, const T *X, const int32_t *labels,      \
+    HPDL_MPI_API hpdl_status hpdl_mpi_tp_epoch_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp, const T *X, const int32_t *labels,      \
                                                     int epoch, hpdl_mpi_tp_stats *out) {                              \
         hpdl_mpi_tp_stats st;                                                                                         \
         double loss_sum = 0, times[3] = {0, 0, 0}, t0;                                                                \
@@ -2994,7 +2995,7 @@ HPDL_API hpdl_status hpdl__tp_finish_stats(hpdl_mpi_tp_stats *st, const double *
        the same widths, e.g. from hpdl_mlp_create_zero_<s>), by one          \
        allgather of the slices. A bad argument on any rank gives every rank  \
        HPDL_ERR_INVALID and *out is left as it was. */                                                                \
-    HPDL_API hpdl_status hpdl_mpi_tp_gather_##SUFFIX(const hpdl_mpi_tp_##SUFFIX *tp, hpdl_mlp_##SUFFIX *out) {        \
+    HPDL_MPI_API hpdl_status hpdl_mpi_tp_gather_##SUFFIX(const hpdl_mpi_tp_##SUFFIX *tp, hpdl_mlp_##SUFFIX *out) {        \
         const hpdl_mpi_tp_shape *sh;                                                                                  \
         hpdl_status s = HPDL_OK;                                                                                      \
         int widths[3];                                                                                                \
