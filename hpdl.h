@@ -28,8 +28,9 @@
        HPDL_NO_NVTX                   compile NVTX ranges out of hpdl_cuda.cuh
        HPDL_USE_NCCL                  enable the NCCL allreduce in hpdl_mpi.h
 
-   The timer uses POSIX clock_gettime: include hpdl.h before other headers, or
-   compile with -D_POSIX_C_SOURCE=200809L, so libc declares it under -std=c99.
+   The timer reads the wall clock whatever the include order: POSIX
+   clock_gettime(CLOCK_MONOTONIC) where libc declares it (hpdl.h asks for it
+   when included first), else C11 timespec_get, else gettimeofday.
 
    CHANGELOG
        2026-11-22  v0.1.0  status codes, allocation hooks, f16/bf16, RNG, timer,
@@ -55,6 +56,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+/* Under -std=c99, a system header included before hpdl.h fixes the feature
+   macros without POSIX: no clock_gettime, and no C11 timespec_get. Unix's
+   <sys/time.h> still declares gettimeofday. */
+#if !defined(CLOCK_MONOTONIC) && !defined(TIME_UTC) && (defined(__unix__) || defined(__APPLE__))
+#include <sys/time.h>
+#define HPDL__TIME_GETTIMEOFDAY
+#endif
 
 #define HPDL_VERSION "0.1.0"
 
@@ -300,14 +308,23 @@ HPDL_API void hpdl_rng_shuffle_index(hpdl_rng *r, int32_t *idx, int64_t n) {
 /* Monotonic timer                                                           */
 /* ------------------------------------------------------------------------ */
 
-/* Seconds since an arbitrary fixed point; only differences mean anything. */
+/* Wall-clock seconds since an arbitrary fixed point; only differences mean
+   anything. */
 HPDL_API double hpdl_time_now(void) {
 #if defined(CLOCK_MONOTONIC)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-#else /* no POSIX clock: processor time is the best C99 offers */
-    return (double)clock() / CLOCKS_PER_SEC;
+#elif defined(TIME_UTC)
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+#elif defined(HPDL__TIME_GETTIMEOFDAY)
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (double)tv.tv_sec + 1e-6 * (double)tv.tv_usec;
+#else
+#error "hpdl.h: no wall clock here (no clock_gettime, timespec_get or gettimeofday): compile as C11 or later"
 #endif
 }
 
@@ -638,6 +655,718 @@ HPDL__DEFINE_GEMM_CORE(double)
 HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_GEMM)
 
 /* ------------------------------------------------------------------------ */
+/* Convolution: conv2d forward/backward, bias, pooling, batch normalization  */
+/* ------------------------------------------------------------------------ */
+
+/* Activations are 4-D tensors (N, C, H, W) in one of two layouts:
+       NCHW: element (n, c, h, w) at ((n*C + c)*H + h)*W + w
+       NHWC: element (n, c, h, w) at ((n*H + h)*W + w)*C + c
+   A convolution's filter is a tensor too, K x C/groups x R x S, stored in
+   its input's layout: KCRS beside NCHW, KRSC beside NHWC (cuDNN's choice).
+
+   These are the references the GPU kernels are tested against, so each
+   output element is the textbook sum, gathered in one loop and written once
+   (backward passes too: no scatter, no temporary buffer). Values are read
+   and written through a small per-type accessor, hpdl__elem_type; sums run in
+   double and, for types that accumulate in float (f32, f16, bf16), are
+   rounded to float after every addition, as a float accumulator would be.
+   Batch-norm parameters and statistics (gamma, beta, running mean and
+   variance, saved mean and 1/std) are in the accumulation type, float or
+   double, as in cuDNN. Outputs must not overlap inputs unless a function
+   says otherwise. ReLU is hpdl_relu_<t> above: it works on any tensor. */
+
+typedef enum hpdl_layout { HPDL_NCHW = 0, HPDL_NHWC = 1 } hpdl_layout;
+
+typedef struct hpdl_tensor4 {
+    int n, c, h, w;
+    hpdl_layout layout;
+} hpdl_tensor4;
+
+typedef struct hpdl_conv2d_params {
+    int kernel_h, kernel_w;     /* R x S */
+    int stride_h, stride_w;
+    int pad_h, pad_w;           /* zeros added on each side */
+    int dilation_h, dilation_w; /* distance between taps; 1: a dense kernel */
+    int groups;                 /* C and K split into groups; groups == C == K: depthwise */
+} hpdl_conv2d_params;
+
+/* Average pooling divides by the taps inside the input (padding excluded,
+   cuDNN's COUNT_EXCLUDE_PADDING). Padding is at most half the window, so
+   every window sees some of the input. */
+typedef struct hpdl_pool2d_params {
+    int kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
+} hpdl_pool2d_params;
+
+HPDL_API hpdl_tensor4 hpdl_tensor4_make(int n, int c, int h, int w, hpdl_layout layout) {
+    hpdl_tensor4 d;
+    d.n = n; d.c = c; d.h = h; d.w = w; d.layout = layout;
+    return d;
+}
+
+HPDL_API size_t hpdl_tensor4_count(const hpdl_tensor4 *d) {
+    return (size_t)d->n * (size_t)d->c * (size_t)d->h * (size_t)d->w;
+}
+
+HPDL_API size_t hpdl_tensor4_offset(const hpdl_tensor4 *d, int n, int c, int h, int w) {
+    if (d->layout == HPDL_NHWC)
+        return (((size_t)n * d->h + (size_t)h) * d->w + (size_t)w) * d->c + (size_t)c;
+    return (((size_t)n * d->c + (size_t)c) * d->h + (size_t)h) * d->w + (size_t)w;
+}
+
+/* Square kernel, the same stride, padding and dilation on both axes. */
+HPDL_API hpdl_conv2d_params hpdl_conv2d_params_make(int kernel, int stride, int pad, int dilation, int groups) {
+    hpdl_conv2d_params p;
+    p.kernel_h = p.kernel_w = kernel;
+    p.stride_h = p.stride_w = stride;
+    p.pad_h = p.pad_w = pad;
+    p.dilation_h = p.dilation_w = dilation;
+    p.groups = groups;
+    return p;
+}
+
+HPDL_API hpdl_pool2d_params hpdl_pool2d_params_make(int kernel, int stride, int pad) {
+    hpdl_pool2d_params p;
+    p.kernel_h = p.kernel_w = kernel;
+    p.stride_h = p.stride_w = stride;
+    p.pad_h = p.pad_w = pad;
+    return p;
+}
+
+/* Output length of a sliding window over `in` elements padded by `pad` on
+   each side: floor((in + 2*pad - dilation*(kernel-1) - 1) / stride) + 1.
+   0 when the window does not fit or an argument is out of range. The
+   performance models (hpdl_layer_conv2d, hpdl_layer_pool) use it too. */
+HPDL_API int hpdl_conv_output_size(int in, int kernel, int stride, int pad, int dilation) {
+    int64_t span, out;
+    if (in < 1 || kernel < 1 || stride < 1 || pad < 0 || dilation < 1) return 0;
+    span = (int64_t)in + 2 * (int64_t)pad - (int64_t)dilation * (kernel - 1) - 1;
+    if (span < 0) return 0;
+    out = span / stride + 1;
+    return out <= INT_MAX ? (int)out : 0;
+}
+
+/* ---- argument checks (type-independent) ---------------------------------- */
+
+/* Positive sizes, a known layout, and every offset fits in a ptrdiff_t of
+   8-byte elements, so (size_t) offset arithmetic cannot wrap. */
+static inline int hpdl__tensor4_valid(const hpdl_tensor4 *d) {
+    double count;
+    if (!d || d->n < 1 || d->c < 1 || d->h < 1 || d->w < 1) return 0;
+    if (d->layout != HPDL_NCHW && d->layout != HPDL_NHWC) return 0;
+    count = (double)d->n * d->c * d->h * d->w;
+    return count <= (double)PTRDIFF_MAX / 8;
+}
+
+/* One axis of a window: sizes in range, and in + 2*pad and the dilated
+   kernel's extent fit in an int, so tap positions never overflow. */
+static inline int hpdl__window_axis_valid(int in, int kernel, int stride, int pad, int dilation) {
+    if (kernel < 1 || stride < 1 || pad < 0 || dilation < 1) return 0;
+    if ((int64_t)in + 2 * (int64_t)pad > INT_MAX) return 0;
+    if ((int64_t)dilation * (kernel - 1) + 1 > INT_MAX) return 0;
+    return hpdl_conv_output_size(in, kernel, stride, pad, dilation) > 0;
+}
+
+static inline int hpdl__conv2d_params_valid(const hpdl_conv2d_params *p, const hpdl_tensor4 *x) {
+    return p && hpdl__tensor4_valid(x) && p->groups >= 1 && x->c % p->groups == 0 &&
+           hpdl__window_axis_valid(x->h, p->kernel_h, p->stride_h, p->pad_h, p->dilation_h) &&
+           hpdl__window_axis_valid(x->w, p->kernel_w, p->stride_w, p->pad_w, p->dilation_w);
+}
+
+static inline int hpdl__pool2d_params_valid(const hpdl_pool2d_params *p, const hpdl_tensor4 *x) {
+    return p && hpdl__tensor4_valid(x) && 2 * (int64_t)p->pad_h <= p->kernel_h &&
+           2 * (int64_t)p->pad_w <= p->kernel_w &&
+           hpdl__window_axis_valid(x->h, p->kernel_h, p->stride_h, p->pad_h, 1) &&
+           hpdl__window_axis_valid(x->w, p->kernel_w, p->stride_w, p->pad_w, 1);
+}
+
+/* The shape of a convolution's output for k output channels (the layout
+   of x). INVALID for bad parameters or k not a multiple of groups. */
+HPDL_API hpdl_status hpdl_conv2d_output_desc(const hpdl_conv2d_params *p, const hpdl_tensor4 *x, int k,
+                                             hpdl_tensor4 *y) {
+    if (!y || !hpdl__conv2d_params_valid(p, x) || k < 1 || k % p->groups) return HPDL_ERR_INVALID;
+    *y = hpdl_tensor4_make(x->n, k, hpdl_conv_output_size(x->h, p->kernel_h, p->stride_h, p->pad_h, p->dilation_h),
+                           hpdl_conv_output_size(x->w, p->kernel_w, p->stride_w, p->pad_w, p->dilation_w),
+                           x->layout);
+    return HPDL_OK;
+}
+
+/* The shape of the filter: K x C/groups x R x S, in the layout of x. */
+HPDL_API hpdl_status hpdl_conv2d_filter_desc(const hpdl_conv2d_params *p, const hpdl_tensor4 *x, int k,
+                                             hpdl_tensor4 *w) {
+    if (!w || !hpdl__conv2d_params_valid(p, x) || k < 1 || k % p->groups) return HPDL_ERR_INVALID;
+    *w = hpdl_tensor4_make(k, x->c / p->groups, p->kernel_h, p->kernel_w, x->layout);
+    return HPDL_OK;
+}
+
+/* The shape of a pooling output (the layout of x). */
+HPDL_API hpdl_status hpdl_pool2d_output_desc(const hpdl_pool2d_params *p, const hpdl_tensor4 *x, hpdl_tensor4 *y) {
+    if (!y || !hpdl__pool2d_params_valid(p, x)) return HPDL_ERR_INVALID;
+    *y = hpdl_tensor4_make(x->n, x->c, hpdl_conv_output_size(x->h, p->kernel_h, p->stride_h, p->pad_h, 1),
+                           hpdl_conv_output_size(x->w, p->kernel_w, p->stride_w, p->pad_w, 1), x->layout);
+    return HPDL_OK;
+}
+
+/* y has exactly the shape `want` (its layout may differ). */
+static inline int hpdl__tensor4_shape_is(const hpdl_tensor4 *y, const hpdl_tensor4 *want) {
+    return hpdl__tensor4_valid(y) && y->n == want->n && y->c == want->c && y->h == want->h && y->w == want->w;
+}
+
+/* Everything a convolution needs, checked: parameters, the three shapes
+   (y's layout is free; the filter's is x's), and pointers. */
+typedef struct hpdl__conv_geom {
+    hpdl_conv2d_params p;
+    hpdl_tensor4 x, w, y;
+    int c_per_group, k_per_group;
+} hpdl__conv_geom;
+
+static inline hpdl_status hpdl__conv_geom_make(const hpdl_conv2d_params *p, const hpdl_tensor4 *xd,
+                                               const hpdl_tensor4 *yd, const void *a, const void *b,
+                                               const void *out, hpdl__conv_geom *g) {
+    hpdl_tensor4 want;
+    if (!a || !b || !out || !yd || hpdl_conv2d_output_desc(p, xd, yd->c, &want) != HPDL_OK ||
+        !hpdl__tensor4_shape_is(yd, &want))
+        return HPDL_ERR_INVALID;
+    g->p = *p;
+    g->x = *xd;
+    g->y = *yd;
+    hpdl_conv2d_filter_desc(p, xd, yd->c, &g->w);
+    g->c_per_group = xd->c / p->groups;
+    g->k_per_group = yd->c / p->groups;
+    return HPDL_OK;
+}
+
+/* Input position read by output position o through tap r. */
+static inline int hpdl__tap_input(int o, int stride, int pad, int r, int dilation) {
+    return o * stride - pad + r * dilation;
+}
+
+/* The inverse: the output position o whose tap r reads input position i;
+   0 when there is none (i falls between strides, or o is out of range). */
+static inline int hpdl__tap_output(int i, int stride, int pad, int r, int dilation, int out, int *o) {
+    int t = i + pad - r * dilation;
+    if (t < 0 || t % stride) return 0;
+    *o = t / stride;
+    return *o < out;
+}
+
+/* ---- typed access ----------------------------------------------------------- */
+
+/* How the type-independent code reads and writes one element of a tensor
+   (load/store) and of a parameter array in the accumulation type
+   (load_param/store_param). HPDL_DEFINE_CONV fills one per type. */
+typedef struct hpdl__elem_type {
+    double (*load)(const void *base, size_t i);
+    void (*store)(void *base, size_t i, double v);
+    double (*load_param)(const void *base, size_t i);
+    void (*store_param)(void *base, size_t i, double v);
+    int accumulates_in_float;
+} hpdl__elem_type;
+
+/* acc + term as the type's accumulator computes it. */
+static inline double hpdl__acc_add(const hpdl__elem_type *t, double acc, double term) {
+    double sum = acc + term;
+    return t->accumulates_in_float ? (double)(float)sum : sum;
+}
+
+static inline double hpdl__load4(const hpdl__elem_type *t, const void *base, const hpdl_tensor4 *d, int n, int c,
+                                 int h, int w) {
+    return t->load(base, hpdl_tensor4_offset(d, n, c, h, w));
+}
+
+/* ---- conv2d forward, backward-data, backward-filter ------------------------ */
+
+/* y[n,k,oh,ow] = sum over c, r, s of x[n, g*Cg + c, ih, iw] * w[k, c, r, s],
+   ih = oh*stride - pad + r*dilation (iw likewise), g = k's group; taps that
+   land in the padding read zero. */
+static inline double hpdl__conv2d_output_at(const hpdl__elem_type *t, const hpdl__conv_geom *g, const void *x,
+                                            const void *w, int n, int k, int oh, int ow) {
+    int c0 = k / g->k_per_group * g->c_per_group, c, r, s;
+    double acc = 0.0;
+    for (c = 0; c < g->c_per_group; c++)
+        for (r = 0; r < g->p.kernel_h; r++) {
+            int ih = hpdl__tap_input(oh, g->p.stride_h, g->p.pad_h, r, g->p.dilation_h);
+            if (ih < 0 || ih >= g->x.h) continue;
+            for (s = 0; s < g->p.kernel_w; s++) {
+                int iw = hpdl__tap_input(ow, g->p.stride_w, g->p.pad_w, s, g->p.dilation_w);
+                if (iw < 0 || iw >= g->x.w) continue;
+                acc = hpdl__acc_add(t, acc, hpdl__load4(t, x, &g->x, n, c0 + c, ih, iw) *
+                                                hpdl__load4(t, w, &g->w, k, c, r, s));
+            }
+        }
+    return acc;
+}
+
+/* dx[n,c,ih,iw] = sum over the k of c's group and the taps r, s that read
+   (ih, iw) of dy[n,k,oh,ow] * w[k, c - g*Cg, r, s]. */
+static inline double hpdl__conv2d_input_grad_at(const hpdl__elem_type *t, const hpdl__conv_geom *g, const void *w,
+                                                const void *dy, int n, int c, int ih, int iw) {
+    int k0 = c / g->c_per_group * g->k_per_group, cw = c % g->c_per_group, k, r, s, oh, ow;
+    double acc = 0.0;
+    for (k = k0; k < k0 + g->k_per_group; k++)
+        for (r = 0; r < g->p.kernel_h; r++) {
+            if (!hpdl__tap_output(ih, g->p.stride_h, g->p.pad_h, r, g->p.dilation_h, g->y.h, &oh)) continue;
+            for (s = 0; s < g->p.kernel_w; s++) {
+                if (!hpdl__tap_output(iw, g->p.stride_w, g->p.pad_w, s, g->p.dilation_w, g->y.w, &ow)) continue;
+                acc = hpdl__acc_add(t, acc, hpdl__load4(t, dy, &g->y, n, k, oh, ow) *
+                                                hpdl__load4(t, w, &g->w, k, cw, r, s));
+            }
+        }
+    return acc;
+}
+
+/* dw[k,c,r,s] = sum over n, oh, ow of dy[n,k,oh,ow] * x[n, g*Cg + c, ih, iw]. */
+static inline double hpdl__conv2d_filter_grad_at(const hpdl__elem_type *t, const hpdl__conv_geom *g, const void *x,
+                                                 const void *dy, int k, int c, int r, int s) {
+    int cx = k / g->k_per_group * g->c_per_group + c, n, oh, ow;
+    double acc = 0.0;
+    for (n = 0; n < g->x.n; n++)
+        for (oh = 0; oh < g->y.h; oh++) {
+            int ih = hpdl__tap_input(oh, g->p.stride_h, g->p.pad_h, r, g->p.dilation_h);
+            if (ih < 0 || ih >= g->x.h) continue;
+            for (ow = 0; ow < g->y.w; ow++) {
+                int iw = hpdl__tap_input(ow, g->p.stride_w, g->p.pad_w, s, g->p.dilation_w);
+                if (iw < 0 || iw >= g->x.w) continue;
+                acc = hpdl__acc_add(t, acc, hpdl__load4(t, dy, &g->y, n, k, oh, ow) *
+                                                hpdl__load4(t, x, &g->x, n, cx, ih, iw));
+            }
+        }
+    return acc;
+}
+
+/* The three passes differ only in which tensor they fill and the sum that
+   gives one of its elements; this visits every element of `out`. */
+typedef enum hpdl__conv_pass { HPDL__CONV_FORWARD, HPDL__CONV_INPUT_GRAD, HPDL__CONV_FILTER_GRAD } hpdl__conv_pass;
+
+static inline void hpdl__conv2d_fill(const hpdl__elem_type *t, const hpdl__conv_geom *g, hpdl__conv_pass pass,
+                                     const void *a, const void *b, const hpdl_tensor4 *od, void *out) {
+    int i0, i1, i2, i3;
+    for (i0 = 0; i0 < od->n; i0++)
+        for (i1 = 0; i1 < od->c; i1++)
+            for (i2 = 0; i2 < od->h; i2++)
+                for (i3 = 0; i3 < od->w; i3++) {
+                    double v = pass == HPDL__CONV_FORWARD ? hpdl__conv2d_output_at(t, g, a, b, i0, i1, i2, i3)
+                             : pass == HPDL__CONV_INPUT_GRAD ? hpdl__conv2d_input_grad_at(t, g, a, b, i0, i1, i2, i3)
+                             : hpdl__conv2d_filter_grad_at(t, g, a, b, i0, i1, i2, i3);
+                    t->store(out, hpdl_tensor4_offset(od, i0, i1, i2, i3), v);
+                }
+}
+
+static inline hpdl_status hpdl__conv2d_forward(const hpdl__elem_type *t, const hpdl_conv2d_params *p,
+                                               const hpdl_tensor4 *xd, const void *x, const void *w,
+                                               const hpdl_tensor4 *yd, void *y) {
+    hpdl__conv_geom g;
+    if (hpdl__conv_geom_make(p, xd, yd, x, w, y, &g) != HPDL_OK) return HPDL_ERR_INVALID;
+    hpdl__conv2d_fill(t, &g, HPDL__CONV_FORWARD, x, w, &g.y, y);
+    return HPDL_OK;
+}
+
+static inline hpdl_status hpdl__conv2d_backward_data(const hpdl__elem_type *t, const hpdl_conv2d_params *p,
+                                                     const hpdl_tensor4 *yd, const void *dy, const void *w,
+                                                     const hpdl_tensor4 *xd, void *dx) {
+    hpdl__conv_geom g;
+    if (hpdl__conv_geom_make(p, xd, yd, dy, w, dx, &g) != HPDL_OK) return HPDL_ERR_INVALID;
+    hpdl__conv2d_fill(t, &g, HPDL__CONV_INPUT_GRAD, w, dy, &g.x, dx);
+    return HPDL_OK;
+}
+
+static inline hpdl_status hpdl__conv2d_backward_filter(const hpdl__elem_type *t, const hpdl_conv2d_params *p,
+                                                       const hpdl_tensor4 *xd, const void *x,
+                                                       const hpdl_tensor4 *yd, const void *dy, void *dw) {
+    hpdl__conv_geom g;
+    if (hpdl__conv_geom_make(p, xd, yd, x, dy, dw, &g) != HPDL_OK) return HPDL_ERR_INVALID;
+    hpdl__conv2d_fill(t, &g, HPDL__CONV_FILTER_GRAD, x, dy, &g.w, dw);
+    return HPDL_OK;
+}
+
+/* ---- bias ------------------------------------------------------------------ */
+
+/* y[n,c,h,w] += bias[c], in place. */
+static inline hpdl_status hpdl__conv2d_bias_add(const hpdl__elem_type *t, const hpdl_tensor4 *yd, void *y,
+                                                const void *bias) {
+    int n, c, h, w;
+    if (!hpdl__tensor4_valid(yd) || !y || !bias) return HPDL_ERR_INVALID;
+    for (n = 0; n < yd->n; n++)
+        for (c = 0; c < yd->c; c++)
+            for (h = 0; h < yd->h; h++)
+                for (w = 0; w < yd->w; w++) {
+                    size_t i = hpdl_tensor4_offset(yd, n, c, h, w);
+                    t->store(y, i, hpdl__acc_add(t, t->load(y, i), t->load(bias, (size_t)c)));
+                }
+    return HPDL_OK;
+}
+
+/* Sum of channel c of a tensor over n, h, w (in the type's accumulator). */
+static inline double hpdl__channel_sum(const hpdl__elem_type *t, const hpdl_tensor4 *d, const void *x, int c) {
+    int n, h, w;
+    double acc = 0.0;
+    for (n = 0; n < d->n; n++)
+        for (h = 0; h < d->h; h++)
+            for (w = 0; w < d->w; w++) acc = hpdl__acc_add(t, acc, hpdl__load4(t, x, d, n, c, h, w));
+    return acc;
+}
+
+/* dbias[c] = sum over n, h, w of dy[n,c,h,w]. */
+static inline hpdl_status hpdl__conv2d_bias_grad(const hpdl__elem_type *t, const hpdl_tensor4 *yd, const void *dy,
+                                                 void *dbias) {
+    int c;
+    if (!hpdl__tensor4_valid(yd) || !dy || !dbias) return HPDL_ERR_INVALID;
+    for (c = 0; c < yd->c; c++) t->store(dbias, (size_t)c, hpdl__channel_sum(t, yd, dy, c));
+    return HPDL_OK;
+}
+
+/* ---- pooling ---------------------------------------------------------------- */
+
+/* x, y (and their gradients) checked against the pooling parameters. */
+static inline int hpdl__pool2d_args_ok(const hpdl_pool2d_params *p, const hpdl_tensor4 *xd, const hpdl_tensor4 *yd,
+                                       const void *a, const void *b, const void *out) {
+    hpdl_tensor4 want;
+    return a && b && out && yd && hpdl_pool2d_output_desc(p, xd, &want) == HPDL_OK &&
+           hpdl__tensor4_shape_is(yd, &want);
+}
+
+/* The window of output (oh, ow) clipped to the input: rows [*h0, *h1),
+   columns [*w0, *w1). Never empty (padding is at most half the window). */
+static inline void hpdl__pool_window(const hpdl_pool2d_params *p, const hpdl_tensor4 *xd, int oh, int ow, int *h0,
+                                     int *h1, int *w0, int *w1) {
+    int top = oh * p->stride_h - p->pad_h, left = ow * p->stride_w - p->pad_w;
+    *h0 = top < 0 ? 0 : top;
+    *w0 = left < 0 ? 0 : left;
+    *h1 = hpdl__min_int(top + p->kernel_h, xd->h);
+    *w1 = hpdl__min_int(left + p->kernel_w, xd->w);
+}
+
+/* Position of the largest element of a window, the first one in row-major
+   order on ties (the element the gradient goes to). */
+static inline void hpdl__maxpool_argmax(const hpdl__elem_type *t, const hpdl_pool2d_params *p,
+                                        const hpdl_tensor4 *xd, const void *x, int n, int c, int oh, int ow,
+                                        int *best_h, int *best_w) {
+    int h0, h1, w0, w1, h, w;
+    double best = 0.0;
+    hpdl__pool_window(p, xd, oh, ow, &h0, &h1, &w0, &w1);
+    *best_h = h0;
+    *best_w = w0;
+    for (h = h0; h < h1; h++)
+        for (w = w0; w < w1; w++) {
+            double v = hpdl__load4(t, x, xd, n, c, h, w);
+            if ((h == h0 && w == w0) || v > best) { best = v; *best_h = h; *best_w = w; }
+        }
+}
+
+/* Mean of a window over the taps inside the input. */
+static inline double hpdl__avgpool_at(const hpdl__elem_type *t, const hpdl_pool2d_params *p, const hpdl_tensor4 *xd,
+                                      const void *x, int n, int c, int oh, int ow) {
+    int h0, h1, w0, w1, h, w;
+    double acc = 0.0;
+    hpdl__pool_window(p, xd, oh, ow, &h0, &h1, &w0, &w1);
+    for (h = h0; h < h1; h++)
+        for (w = w0; w < w1; w++) acc = hpdl__acc_add(t, acc, hpdl__load4(t, x, xd, n, c, h, w));
+    return acc / ((double)(h1 - h0) * (w1 - w0));
+}
+
+/* dx[n,c,ih,iw] = sum over the windows that hold (ih, iw) of dy, for max
+   pooling only those whose maximum it is, for average pooling divided by
+   the window's size. */
+static inline double hpdl__pool_input_grad_at(const hpdl__elem_type *t, int is_max, const hpdl_pool2d_params *p,
+                                              const hpdl_tensor4 *xd, const void *x, const hpdl_tensor4 *yd,
+                                              const void *dy, int n, int c, int ih, int iw) {
+    int r, s, oh, ow, h0, h1, w0, w1, bh, bw;
+    double acc = 0.0;
+    for (r = 0; r < p->kernel_h; r++) {
+        if (!hpdl__tap_output(ih, p->stride_h, p->pad_h, r, 1, yd->h, &oh)) continue;
+        for (s = 0; s < p->kernel_w; s++) {
+            if (!hpdl__tap_output(iw, p->stride_w, p->pad_w, s, 1, yd->w, &ow)) continue;
+            if (is_max) {
+                hpdl__maxpool_argmax(t, p, xd, x, n, c, oh, ow, &bh, &bw);
+                if (bh == ih && bw == iw) acc = hpdl__acc_add(t, acc, hpdl__load4(t, dy, yd, n, c, oh, ow));
+            } else {
+                hpdl__pool_window(p, xd, oh, ow, &h0, &h1, &w0, &w1);
+                acc = hpdl__acc_add(t, acc, hpdl__load4(t, dy, yd, n, c, oh, ow) / ((double)(h1 - h0) * (w1 - w0)));
+            }
+        }
+    }
+    return acc;
+}
+
+static inline hpdl_status hpdl__pool2d_forward(const hpdl__elem_type *t, int is_max, const hpdl_pool2d_params *p,
+                                               const hpdl_tensor4 *xd, const void *x, const hpdl_tensor4 *yd,
+                                               void *y) {
+    int n, c, oh, ow, bh, bw;
+    if (!hpdl__pool2d_args_ok(p, xd, yd, x, x, y)) return HPDL_ERR_INVALID;
+    for (n = 0; n < yd->n; n++)
+        for (c = 0; c < yd->c; c++)
+            for (oh = 0; oh < yd->h; oh++)
+                for (ow = 0; ow < yd->w; ow++) {
+                    double v;
+                    if (is_max) {
+                        hpdl__maxpool_argmax(t, p, xd, x, n, c, oh, ow, &bh, &bw);
+                        v = hpdl__load4(t, x, xd, n, c, bh, bw);
+                    } else {
+                        v = hpdl__avgpool_at(t, p, xd, x, n, c, oh, ow);
+                    }
+                    t->store(y, hpdl_tensor4_offset(yd, n, c, oh, ow), v);
+                }
+    return HPDL_OK;
+}
+
+/* x is read by max pooling only (average pooling passes NULL). */
+static inline hpdl_status hpdl__pool2d_backward(const hpdl__elem_type *t, int is_max, const hpdl_pool2d_params *p,
+                                                const hpdl_tensor4 *xd, const void *x, const hpdl_tensor4 *yd,
+                                                const void *dy, void *dx) {
+    int n, c, h, w;
+    if ((is_max && !x) || !hpdl__pool2d_args_ok(p, xd, yd, dy, dy, dx)) return HPDL_ERR_INVALID;
+    for (n = 0; n < xd->n; n++)
+        for (c = 0; c < xd->c; c++)
+            for (h = 0; h < xd->h; h++)
+                for (w = 0; w < xd->w; w++)
+                    t->store(dx, hpdl_tensor4_offset(xd, n, c, h, w),
+                             hpdl__pool_input_grad_at(t, is_max, p, xd, x, yd, dy, n, c, h, w));
+    return HPDL_OK;
+}
+
+/* Global average pooling: y[n*C + c] = mean over h, w of x[n,c,h,w] (y is
+   N x C x 1 x 1, the same in both layouts). */
+static inline hpdl_status hpdl__global_avgpool_forward(const hpdl__elem_type *t, const hpdl_tensor4 *xd,
+                                                       const void *x, void *y) {
+    int n, c, h, w;
+    if (!hpdl__tensor4_valid(xd) || !x || !y) return HPDL_ERR_INVALID;
+    for (n = 0; n < xd->n; n++)
+        for (c = 0; c < xd->c; c++) {
+            double acc = 0.0;
+            for (h = 0; h < xd->h; h++)
+                for (w = 0; w < xd->w; w++) acc = hpdl__acc_add(t, acc, hpdl__load4(t, x, xd, n, c, h, w));
+            t->store(y, (size_t)n * xd->c + (size_t)c, acc / ((double)xd->h * xd->w));
+        }
+    return HPDL_OK;
+}
+
+/* dx[n,c,h,w] = dy[n*C + c] / (H*W). */
+static inline hpdl_status hpdl__global_avgpool_backward(const hpdl__elem_type *t, const hpdl_tensor4 *xd,
+                                                        const void *dy, void *dx) {
+    int n, c, h, w;
+    if (!hpdl__tensor4_valid(xd) || !dy || !dx) return HPDL_ERR_INVALID;
+    for (n = 0; n < xd->n; n++)
+        for (c = 0; c < xd->c; c++) {
+            double g = t->load(dy, (size_t)n * xd->c + (size_t)c) / ((double)xd->h * xd->w);
+            for (h = 0; h < xd->h; h++)
+                for (w = 0; w < xd->w; w++) t->store(dx, hpdl_tensor4_offset(xd, n, c, h, w), g);
+        }
+    return HPDL_OK;
+}
+
+/* ---- batch normalization ------------------------------------------------------ */
+
+/* Per channel c, over the M = N*H*W values of that channel:
+     training:  mean = sum x / M, var = sum (x - mean)^2 / M (biased),
+                y = gamma*(x - mean)/sqrt(var + eps) + beta,
+                running_mean = (1-momentum)*running_mean + momentum*mean,
+                running_var  = (1-momentum)*running_var  + momentum*var*M/(M-1)
+                (the unbiased variance, as PyTorch and cuDNN keep it);
+     inference: y = gamma*(x - running_mean)/sqrt(running_var + eps) + beta;
+     backward:  xhat = (x - mean)*invstd, dbeta = sum dy, dgamma = sum dy*xhat,
+                dx = gamma*invstd/M * (M*dy - dbeta - xhat*dgamma),
+                with the mean and invstd = 1/sqrt(var + eps) the training
+                forward saved. y may equal x (a channel's statistics are
+                complete before it is written). */
+
+/* y[., c, ., .] = scale*x + shift for one channel. */
+static inline void hpdl__channel_affine(const hpdl__elem_type *t, const hpdl_tensor4 *d, const void *x, void *y,
+                                        int c, double scale, double shift) {
+    int n, h, w;
+    for (n = 0; n < d->n; n++)
+        for (h = 0; h < d->h; h++)
+            for (w = 0; w < d->w; w++) {
+                size_t i = hpdl_tensor4_offset(d, n, c, h, w);
+                t->store(y, i, scale * t->load(x, i) + shift);
+            }
+}
+
+/* Biased variance of channel c around `mean` (the second pass). */
+static inline double hpdl__channel_variance(const hpdl__elem_type *t, const hpdl_tensor4 *d, const void *x, int c,
+                                            double mean) {
+    int n, h, w;
+    double acc = 0.0;
+    for (n = 0; n < d->n; n++)
+        for (h = 0; h < d->h; h++)
+            for (w = 0; w < d->w; w++) {
+                double v = hpdl__load4(t, x, d, n, c, h, w) - mean;
+                acc = hpdl__acc_add(t, acc, v * v);
+            }
+    return acc / ((double)d->n * d->h * d->w);
+}
+
+static inline int hpdl__bn_eps_ok(double eps) { return eps > 0.0 && eps < HUGE_VAL; }
+
+static inline hpdl_status hpdl__batchnorm_forward_training(const hpdl__elem_type *t, const hpdl_tensor4 *xd,
+                                                           const void *x, const void *gamma, const void *beta,
+                                                           double momentum, double eps, void *running_mean,
+                                                           void *running_var, void *y, void *save_mean,
+                                                           void *save_invstd) {
+    double m;
+    int c;
+    if (!hpdl__tensor4_valid(xd) || !x || !gamma || !beta || !running_mean || !running_var || !y ||
+        !(momentum >= 0.0 && momentum <= 1.0) || !hpdl__bn_eps_ok(eps))
+        return HPDL_ERR_INVALID;
+    m = (double)xd->n * xd->h * xd->w;
+    if (m < 2) return HPDL_ERR_INVALID; /* no unbiased variance from one value */
+    for (c = 0; c < xd->c; c++) {
+        double mean = hpdl__channel_sum(t, xd, x, c) / m;
+        double var = hpdl__channel_variance(t, xd, x, c, mean), invstd = 1.0 / sqrt(var + eps);
+        double scale = t->load_param(gamma, (size_t)c) * invstd;
+        hpdl__channel_affine(t, xd, x, y, c, scale, t->load_param(beta, (size_t)c) - scale * mean);
+        t->store_param(running_mean, (size_t)c,
+                       (1.0 - momentum) * t->load_param(running_mean, (size_t)c) + momentum * mean);
+        t->store_param(running_var, (size_t)c,
+                       (1.0 - momentum) * t->load_param(running_var, (size_t)c) + momentum * var * m / (m - 1));
+        if (save_mean) t->store_param(save_mean, (size_t)c, mean);
+        if (save_invstd) t->store_param(save_invstd, (size_t)c, invstd);
+    }
+    return HPDL_OK;
+}
+
+static inline hpdl_status hpdl__batchnorm_forward_inference(const hpdl__elem_type *t, const hpdl_tensor4 *xd,
+                                                            const void *x, const void *gamma, const void *beta,
+                                                            const void *running_mean, const void *running_var,
+                                                            double eps, void *y) {
+    int c;
+    if (!hpdl__tensor4_valid(xd) || !x || !gamma || !beta || !running_mean || !running_var || !y ||
+        !hpdl__bn_eps_ok(eps))
+        return HPDL_ERR_INVALID;
+    for (c = 0; c < xd->c; c++)
+        if (!(t->load_param(running_var, (size_t)c) + eps > 0.0)) return HPDL_ERR_INVALID;
+    for (c = 0; c < xd->c; c++) {
+        double scale = t->load_param(gamma, (size_t)c) / sqrt(t->load_param(running_var, (size_t)c) + eps);
+        double shift = t->load_param(beta, (size_t)c) - scale * t->load_param(running_mean, (size_t)c);
+        hpdl__channel_affine(t, xd, x, y, c, scale, shift);
+    }
+    return HPDL_OK;
+}
+
+/* sum over channel c of dy*(x - mean)*invstd. */
+static inline double hpdl__channel_dot_xhat(const hpdl__elem_type *t, const hpdl_tensor4 *d, const void *x,
+                                            const void *dy, int c, double mean, double invstd) {
+    int n, h, w;
+    double acc = 0.0;
+    for (n = 0; n < d->n; n++)
+        for (h = 0; h < d->h; h++)
+            for (w = 0; w < d->w; w++) {
+                size_t i = hpdl_tensor4_offset(d, n, c, h, w);
+                acc = hpdl__acc_add(t, acc, t->load(dy, i) * (t->load(x, i) - mean) * invstd);
+            }
+    return acc;
+}
+
+/* dx for channel c from its sums dbeta and dgamma. */
+static inline void hpdl__batchnorm_input_grad(const hpdl__elem_type *t, const hpdl_tensor4 *d, const void *x,
+                                              const void *dy, void *dx, int c, double mean, double invstd,
+                                              double gamma, double dbeta, double dgamma) {
+    double m = (double)d->n * d->h * d->w;
+    int n, h, w;
+    for (n = 0; n < d->n; n++)
+        for (h = 0; h < d->h; h++)
+            for (w = 0; w < d->w; w++) {
+                size_t i = hpdl_tensor4_offset(d, n, c, h, w);
+                double xhat = (t->load(x, i) - mean) * invstd;
+                t->store(dx, i, gamma * invstd / m * (m * t->load(dy, i) - dbeta - xhat * dgamma));
+            }
+}
+
+static inline hpdl_status hpdl__batchnorm_backward(const hpdl__elem_type *t, const hpdl_tensor4 *xd,
+                                                   const void *x, const void *dy, const void *gamma,
+                                                   const void *save_mean, const void *save_invstd, void *dx,
+                                                   void *dgamma, void *dbeta) {
+    int c;
+    if (!hpdl__tensor4_valid(xd) || !x || !dy || !gamma || !save_mean || !save_invstd || !dx || !dgamma || !dbeta)
+        return HPDL_ERR_INVALID;
+    for (c = 0; c < xd->c; c++) {
+        double mean = t->load_param(save_mean, (size_t)c), invstd = t->load_param(save_invstd, (size_t)c);
+        double sum_dy = hpdl__channel_sum(t, xd, dy, c);
+        double sum_dy_xhat = hpdl__channel_dot_xhat(t, xd, x, dy, c, mean, invstd);
+        hpdl__batchnorm_input_grad(t, xd, x, dy, dx, c, mean, invstd, t->load_param(gamma, (size_t)c), sum_dy,
+                                   sum_dy_xhat);
+        t->store_param(dgamma, (size_t)c, sum_dy_xhat);
+        t->store_param(dbeta, (size_t)c, sum_dy);
+    }
+    return HPDL_OK;
+}
+
+/* ---- the typed functions ------------------------------------------------------- */
+
+/* Tensors hold T; bias and filter too; batch-norm parameters and statistics
+   are ACC_T. Each public function is one call of the helper above. */
+#define HPDL_DEFINE_CONV(SUFFIX, T, ACC_T, LOAD, STORE)                        \
+    static inline double hpdl__conv_load_##SUFFIX(const void *p, size_t i) { return (double)LOAD(((const T *)p)[i]); } \
+    static inline void hpdl__conv_store_##SUFFIX(void *p, size_t i, double v) { ((T *)p)[i] = STORE(v); } \
+    static inline double hpdl__conv_load_param_##SUFFIX(const void *p, size_t i) { return (double)((const ACC_T *)p)[i]; } \
+    static inline void hpdl__conv_store_param_##SUFFIX(void *p, size_t i, double v) { ((ACC_T *)p)[i] = (ACC_T)v; } \
+    static inline const hpdl__elem_type *hpdl__conv_type_##SUFFIX(void) {      \
+        static const hpdl__elem_type t = {hpdl__conv_load_##SUFFIX, hpdl__conv_store_##SUFFIX,            \
+                                          hpdl__conv_load_param_##SUFFIX, hpdl__conv_store_param_##SUFFIX, \
+                                          sizeof(ACC_T) < sizeof(double)};                                \
+        return &t;                                                             \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_conv2d_forward_##SUFFIX(const hpdl_conv2d_params *p, const hpdl_tensor4 *xd, \
+                                                      const T *x, const T *w, const hpdl_tensor4 *yd, T *y) { \
+        return hpdl__conv2d_forward(hpdl__conv_type_##SUFFIX(), p, xd, x, w, yd, y); \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_conv2d_backward_data_##SUFFIX(const hpdl_conv2d_params *p, const hpdl_tensor4 *yd, \
+                                                            const T *dy, const T *w, const hpdl_tensor4 *xd, T *dx) { \
+        return hpdl__conv2d_backward_data(hpdl__conv_type_##SUFFIX(), p, yd, dy, w, xd, dx); \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_conv2d_backward_filter_##SUFFIX(const hpdl_conv2d_params *p, const hpdl_tensor4 *xd, \
+                                                              const T *x, const hpdl_tensor4 *yd, const T *dy, T *dw) { \
+        return hpdl__conv2d_backward_filter(hpdl__conv_type_##SUFFIX(), p, xd, x, yd, dy, dw); \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_conv2d_bias_add_##SUFFIX(const hpdl_tensor4 *yd, T *y, const T *bias) { \
+        return hpdl__conv2d_bias_add(hpdl__conv_type_##SUFFIX(), yd, y, bias); \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_conv2d_bias_grad_##SUFFIX(const hpdl_tensor4 *yd, const T *dy, T *dbias) { \
+        return hpdl__conv2d_bias_grad(hpdl__conv_type_##SUFFIX(), yd, dy, dbias); \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_maxpool2d_forward_##SUFFIX(const hpdl_pool2d_params *p, const hpdl_tensor4 *xd, \
+                                                         const T *x, const hpdl_tensor4 *yd, T *y) { \
+        return hpdl__pool2d_forward(hpdl__conv_type_##SUFFIX(), 1, p, xd, x, yd, y); \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_maxpool2d_backward_##SUFFIX(const hpdl_pool2d_params *p, const hpdl_tensor4 *xd, \
+                                                          const T *x, const hpdl_tensor4 *yd, const T *dy, T *dx) { \
+        return hpdl__pool2d_backward(hpdl__conv_type_##SUFFIX(), 1, p, xd, x, yd, dy, dx); \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_avgpool2d_forward_##SUFFIX(const hpdl_pool2d_params *p, const hpdl_tensor4 *xd, \
+                                                         const T *x, const hpdl_tensor4 *yd, T *y) { \
+        return hpdl__pool2d_forward(hpdl__conv_type_##SUFFIX(), 0, p, xd, x, yd, y); \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_avgpool2d_backward_##SUFFIX(const hpdl_pool2d_params *p, const hpdl_tensor4 *yd, \
+                                                          const T *dy, const hpdl_tensor4 *xd, T *dx) { \
+        return hpdl__pool2d_backward(hpdl__conv_type_##SUFFIX(), 0, p, xd, NULL, yd, dy, dx); \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_global_avgpool_forward_##SUFFIX(const hpdl_tensor4 *xd, const T *x, T *y) { \
+        return hpdl__global_avgpool_forward(hpdl__conv_type_##SUFFIX(), xd, x, y); \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_global_avgpool_backward_##SUFFIX(const hpdl_tensor4 *xd, const T *dy, T *dx) { \
+        return hpdl__global_avgpool_backward(hpdl__conv_type_##SUFFIX(), xd, dy, dx); \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_batchnorm_forward_training_##SUFFIX(                                       \
+        const hpdl_tensor4 *xd, const T *x, const ACC_T *gamma, const ACC_T *beta, double momentum, double eps, \
+        ACC_T *running_mean, ACC_T *running_var, T *y, ACC_T *save_mean, ACC_T *save_invstd) {             \
+        return hpdl__batchnorm_forward_training(hpdl__conv_type_##SUFFIX(), xd, x, gamma, beta, momentum, eps, \
+                                                running_mean, running_var, y, save_mean, save_invstd);     \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_batchnorm_forward_inference_##SUFFIX(                                      \
+        const hpdl_tensor4 *xd, const T *x, const ACC_T *gamma, const ACC_T *beta, const ACC_T *running_mean, \
+        const ACC_T *running_var, double eps, T *y) {                          \
+        return hpdl__batchnorm_forward_inference(hpdl__conv_type_##SUFFIX(), xd, x, gamma, beta, running_mean, \
+                                                 running_var, eps, y);         \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_batchnorm_backward_##SUFFIX(const hpdl_tensor4 *xd, const T *x, const T *dy, \
+                                                          const ACC_T *gamma, const ACC_T *save_mean,   \
+                                                          const ACC_T *save_invstd, T *dx, ACC_T *dgamma, \
+                                                          ACC_T *dbeta) {      \
+        return hpdl__batchnorm_backward(hpdl__conv_type_##SUFFIX(), xd, x, dy, gamma, save_mean, save_invstd, dx, \
+                                        dgamma, dbeta);                        \
+    }
+
+HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_CONV)
+
+/* ------------------------------------------------------------------------ */
 /* Matrix power by repeated squaring                                         */
 /* ------------------------------------------------------------------------ */
 
@@ -901,26 +1630,33 @@ static inline int hpdl__hyper_ok(double lr, double l2) {
         }                                                                      \
         return HPDL_OK;                                                        \
     }                                                                          \
-    /* w -= lr*(g + l2*w) over n elements */                                   \
-    static inline void hpdl__sgd_update_##SUFFIX(size_t n, T *w, const T *g, ACC_T lr, ACC_T l2) { \
+    /* w -= lr*(g + l2*w) over n elements; with write 0 only checks that    \
+       every new value (as stored in T) is finite. */                          \
+    static inline int hpdl__sgd_update_##SUFFIX(size_t n, T *w, const T *g, ACC_T lr, ACC_T l2, int write) { \
         size_t i;                                                              \
         for (i = 0; i < n; i++) {                                              \
             ACC_T v = (ACC_T)LOAD(w[i]);                                       \
-            w[i] = STORE(v - lr * ((ACC_T)LOAD(g[i]) + l2 * v));               \
+            T next = STORE(v - lr * ((ACC_T)LOAD(g[i]) + l2 * v));             \
+            if (!write && !(fabs((double)LOAD(next)) <= DBL_MAX)) return 0;    \
+            if (write) w[i] = next;                                            \
         }                                                                      \
+        return 1;                                                              \
     }                                                                          \
-    /* W -= lr*(dW + l2*W); b -= lr*db (biases are not regularised). */        \
+    /* W -= lr*(dW + l2*W); b -= lr*db (biases are not regularised).           \
+       HPDL_ERR_NUMERIC, nothing changed, if a new value would not be finite   \
+       (a NaN or infinite gradient, or a step that overflows). */              \
     HPDL_API hpdl_status hpdl_mlp_sgd_##SUFFIX(hpdl_mlp_##SUFFIX *m, const hpdl_mlp_##SUFFIX *grad, ACC_T lr, \
                                                ACC_T l2) {                     \
-        int l;                                                                 \
+        int l, write, ok = 1;                                                  \
         if (!hpdl__mlp_ok_##SUFFIX(m) || !hpdl__mlp_ok_##SUFFIX(grad) || !hpdl__hyper_ok(lr, l2) || \
             !hpdl__same_widths(m->n_layers, m->widths, grad->n_layers, grad->widths)) \
             return HPDL_ERR_INVALID;                                           \
-        for (l = 0; l < m->n_layers; l++) {                                    \
-            hpdl__sgd_update_##SUFFIX((size_t)m->widths[l] * m->widths[l + 1], m->W[l], grad->W[l], lr, l2); \
-            hpdl__sgd_update_##SUFFIX((size_t)m->widths[l + 1], m->b[l], grad->b[l], lr, 0); \
-        }                                                                      \
-        return HPDL_OK;                                                        \
+        for (write = 0; write < 2 && ok; write++) /* pass 0 checks, pass 1 writes */ \
+            for (l = 0; l < m->n_layers && ok; l++)                            \
+                ok = hpdl__sgd_update_##SUFFIX((size_t)m->widths[l] * m->widths[l + 1], m->W[l], grad->W[l], lr, l2, \
+                                               write) &&                       \
+                     hpdl__sgd_update_##SUFFIX((size_t)m->widths[l + 1], m->b[l], grad->b[l], lr, 0, write); \
+        return ok ? HPDL_OK : HPDL_ERR_NUMERIC;                                \
     }
 
 HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_MLP_MODEL)
@@ -1038,13 +1774,21 @@ HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_MLP_MODEL)
         if (st == HPDL_OK && loss) *loss = batch_loss;                         \
         return st;                                                             \
     }                                                                          \
+    /* One SGD step on a batch. A loss that is not finite (a NaN input, or  \
+       weights that have diverged) or a step that would make a weight        \
+       non-finite returns HPDL_ERR_NUMERIC and leaves m as it was; *loss     \
+       still gets the loss, to report. */                                    \
     HPDL_API hpdl_status hpdl_mlp_train_step_##SUFFIX(hpdl_mlp_##SUFFIX *m, hpdl_mlp_work_##SUFFIX *w, \
                                                       hpdl_mlp_##SUFFIX *grad, int batch, const T *X, \
                                                       const int32_t *labels, ACC_T lr, ACC_T l2, double *loss) { \
         hpdl_status st;                                                        \
+        double batch_loss;                                                     \
         if (!hpdl__hyper_ok(lr, l2)) return HPDL_ERR_INVALID;                  \
-        st = hpdl_mlp_backward_##SUFFIX(m, w, batch, X, labels, grad, loss);   \
-        return st == HPDL_OK ? hpdl_mlp_sgd_##SUFFIX(m, grad, lr, l2) : st;    \
+        st = hpdl_mlp_backward_##SUFFIX(m, w, batch, X, labels, grad, &batch_loss); \
+        if (st != HPDL_OK) return st;                                          \
+        if (loss) *loss = batch_loss;                                          \
+        if (!(fabs(batch_loss) <= DBL_MAX)) return HPDL_ERR_NUMERIC;           \
+        return hpdl_mlp_sgd_##SUFFIX(m, grad, lr, l2);                         \
     }                                                                          \
     /* How many rows' largest logit (first on ties) is at their label. */     \
     static inline int64_t hpdl__argmax_hits_##SUFFIX(int rows, int cols, const T *logits, const int32_t *labels) { \
@@ -1434,11 +2178,13 @@ static inline void hpdl__layer_start(hpdl_layer *l, const char *name, hpdl_layer
    ceil_mode the PyTorch/Caffe rule (round up, but the last window must start
    inside the input or its left padding). 0 when the window does not fit. */
 static inline int hpdl__window_out(int n, int k, int s, int p, int ceil_mode) {
-    int span = n + 2 * p - k, out;
+    if (!ceil_mode) return hpdl_conv_output_size(n, k, s, p, 1); /* shared with the convolution */
+    /* 64 bits: span + s - 1 and (out - 1) * s overflow int for a huge stride */
+    int64_t span = (int64_t)n + 2 * (int64_t)p - k, out;
     if (span < 0) return 0;
     out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
-    if (ceil_mode && (out - 1) * s >= n + p) out--;
-    return out;
+    if (ceil_mode && (out - 1) * s >= (int64_t)n + p) out--;
+    return (int)out;
 }
 
 /* The window fits the padded input; no overflow in n + 2p. */
@@ -2242,14 +2988,17 @@ static inline int hpdl__quant_params_valid(hpdl_quant_params p) {
    or a range that is zero (or so small that the scale underflows). */
 HPDL_API hpdl_status hpdl_quant_params_from_range(double min, double max, int symmetric,
                                                   hpdl_quant_params *out) {
-    double lo = min < 0.0 ? min : 0.0, hi = max > 0.0 ? max : 0.0, zp;
+    double lo = min < 0.0 ? min : 0.0, hi = max > 0.0 ? max : 0.0, scale, zp;
     hpdl_quant_params p;
     if (!out || !(min <= max) || !(fabs(min) <= DBL_MAX) || !(fabs(max) <= DBL_MAX)) return HPDL_ERR_INVALID;
+    scale = symmetric ? (-lo > hi ? -lo : hi) / HPDL_QUANT_QMAX : (hi - lo) / (HPDL_QUANT_QMAX - HPDL_QUANT_QMIN);
+    /* Refused before any division by it: beyond float, or 0 as a float
+       (a zero range would make lo / scale 0/0, a NaN zero point). */
+    if (!(scale <= FLT_MAX) || !((float)scale > 0.0f)) return HPDL_ERR_INVALID;
+    p.scale = (float)scale;
     if (symmetric) {
-        p.scale = (float)((-lo > hi ? -lo : hi) / HPDL_QUANT_QMAX);
         p.zero_point = 0;
     } else {
-        p.scale = (float)((hi - lo) / (HPDL_QUANT_QMAX - HPDL_QUANT_QMIN));
         zp = round(HPDL_QUANT_QMIN - lo / (double)p.scale);
         p.zero_point = (int32_t)(zp < HPDL_QUANT_QMIN ? HPDL_QUANT_QMIN : zp > HPDL_QUANT_QMAX ? HPDL_QUANT_QMAX : zp);
     }
@@ -2391,15 +3140,20 @@ HPDL_API int32_t hpdl_quant_sat_rounding_doubling_high_mul(int32_t a, int32_t b)
 /* floor(x / 2^e) without relying on >> of a negative number (which C99
    leaves implementation-defined): for x < 0, ~x >= 0 and ~(~x >> e) is the
    floor. */
-static inline int32_t hpdl__floor_shift(int32_t x, int e) { return x >= 0 ? x >> e : ~(~x >> e); }
+static inline int64_t hpdl__floor_shift(int64_t x, int e) { return x >= 0 ? x >> e : ~(~x >> e); }
 
 /* gemmlowp's RoundingDivideByPOT: x / 2^e rounded to nearest, ties away from
-   zero; e in [0, 31]. */
+   zero. Requantization uses e in [0, 31]; any e has a defined result (in
+   64 bits, so e = 32 rounds INT32_MIN / 2^32 = -1/2 to -1): e <= 0 returns
+   x, and e above 62 is taken as 62, where every int32 rounds to 0 anyway. */
 HPDL_API int32_t hpdl_quant_rounding_divide_by_pot(int32_t x, int e) {
-    int32_t mask = (int32_t)(((int64_t)1 << e) - 1);
-    int32_t remainder = x & mask; /* int32_t is two's complement: x mod 2^e */
-    int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
-    return hpdl__floor_shift(x, e) + (remainder > threshold ? 1 : 0);
+    int64_t mask, remainder, threshold;
+    if (e <= 0) return x;
+    if (e > 62) e = 62;
+    mask = ((int64_t)1 << e) - 1;
+    remainder = (int64_t)x & mask; /* int64_t is two's complement: x mod 2^e */
+    threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+    return (int32_t)(hpdl__floor_shift(x, e) + (remainder > threshold ? 1 : 0));
 }
 
 /* One int32 accumulator to int8: clamp(zero_point + RDBPOT(SRDHM(acc, M0),
@@ -2673,13 +3427,15 @@ HPDL_API void hpdl_quant_hist_free(hpdl_quant_hist *h) {
 /* NaN values are refused (HPDL_ERR_NUMERIC, nothing counted). */
 HPDL_API hpdl_status hpdl_quant_hist_add_f32(hpdl_quant_hist *h, const float *x, int64_t n) {
     int64_t i;
-    double scale;
+    double range;
     if (!h || !h->counts || !x || n < 0) return HPDL_ERR_INVALID;
     if (hpdl__has_nan_f32(x, n)) return HPDL_ERR_NUMERIC;
-    scale = h->bins / (h->hi - h->lo);
+    range = h->hi - h->lo;
     for (i = 0; i < n; i++) {
-        double t = ((double)x[i] - h->lo) * scale;
-        int64_t b = t < 0.0 ? 0 : t >= h->bins ? h->bins - 1 : (int64_t)t;
+        /* Divide first: bins / range can be infinite (range 5e-324), and
+           0 * inf is NaN. A NaN t (inf / inf) lands in bin 0, never in a cast. */
+        double t = ((double)x[i] - h->lo) / range * h->bins;
+        int64_t b = t >= h->bins ? h->bins - 1 : t > 0.0 ? (int64_t)t : 0;
         h->clipped += x[i] < h->lo || x[i] > h->hi;
         h->counts[b]++;
     }
@@ -2916,17 +3672,23 @@ HPDL_API hpdl_status hpdl_quant_mlp_build(hpdl_quant_mlp *q, const hpdl_mlp_f32 
 
 /* The requantization of layer l as hpdl_quant_gemm_requant_i8/_i32 take it
    (pointers into q): fused ReLU onto the next input's zero point when
-   hidden, plain int32 logits when last. */
-HPDL_API hpdl_quant_output hpdl_quant_mlp_layer_output(const hpdl_quant_mlp *q, int l) {
+   hidden, plain int32 logits when last. HPDL_ERR_INVALID for an l outside
+   [0, n_layers), HPDL_ERR_UNSUPPORTED for a model without integer-only
+   layers (sigmoid). */
+HPDL_API hpdl_status hpdl_quant_mlp_layer_output(const hpdl_quant_mlp *q, int l, hpdl_quant_output *out) {
     hpdl_quant_output o;
-    int last = l == q->n_layers - 1;
+    int last;
+    if (!q || !out || l < 0 || l >= q->n_layers || q->n_layers > HPDL_MLP_MAX_LAYERS) return HPDL_ERR_INVALID;
+    if (!q->integer) return HPDL_ERR_UNSUPPORTED;
+    last = l == q->n_layers - 1;
     o.bias = q->bias32[l];
     o.multiplier = q->m0[l];
     o.shift = q->shift[l];
     o.per_channel = 1;
     o.zero_point = last ? 0 : q->x_params[l + 1].zero_point;
     o.relu = !last;
-    return o;
+    *out = o;
+    return HPDL_OK;
 }
 
 /* ---- running ----------------------------------------------------------------------- */
@@ -2934,6 +3696,8 @@ HPDL_API hpdl_quant_output hpdl_quant_mlp_layer_output(const hpdl_quant_mlp *q, 
 /* Buffers for batches of up to max_batch rows. */
 typedef struct hpdl_quant_mlp_work {
     int max_batch, max_width, classes;
+    int n_layers;                        /* shape it was made for */
+    int widths[HPDL_MLP_MAX_LAYERS + 1];
     float *f[2];     /* float activations, ping-pong */
     int8_t *q[2];    /* int8 activations, ping-pong */
     int32_t *logits; /* max_batch x classes (HPDL_QUANT_INTEGER) */
@@ -2953,10 +3717,12 @@ HPDL_API hpdl_status hpdl_quant_mlp_work_create(hpdl_quant_mlp_work *w, const hp
     hpdl_quant_mlp_work made;
     size_t big;
     int l, i;
-    if (!w || !q || q->n_layers < 1 || max_batch < 1) return HPDL_ERR_INVALID;
+    if (!w || !q || !hpdl__mlp_widths_ok(q->n_layers + 1, q->widths) || max_batch < 1) return HPDL_ERR_INVALID;
     memset(&made, 0, sizeof made);
     made.max_batch = max_batch;
     made.classes = q->widths[q->n_layers];
+    made.n_layers = q->n_layers;
+    memcpy(made.widths, q->widths, sizeof made.widths);
     for (l = 0; l <= q->n_layers; l++) made.max_width = q->widths[l] > made.max_width ? q->widths[l] : made.max_width;
     big = (size_t)max_batch * made.max_width;
     for (i = 0; i < 2; i++) {
@@ -3011,11 +3777,12 @@ static inline hpdl_status hpdl__quant_mlp_forward_integer(const hpdl_quant_mlp *
     int64_t i;
     for (l = 0; st == HPDL_OK && l < L; l++) {
         int n_in = q->widths[l], n_out = q->widths[l + 1];
-        hpdl_quant_output o = hpdl_quant_mlp_layer_output(q, l);
-        if (l < L - 1)
+        hpdl_quant_output o;
+        st = hpdl_quant_mlp_layer_output(q, l, &o);
+        if (st == HPDL_OK && l < L - 1)
             st = hpdl_quant_gemm_requant_i8(batch, n_out, n_in, w->q[l % 2], n_in, q->x_params[l].zero_point, q->W[l],
                                             n_out, 0, &o, w->q[(l + 1) % 2], n_out);
-        else
+        else if (st == HPDL_OK)
             st = hpdl_quant_gemm_requant_i32(batch, n_out, n_in, w->q[l % 2], n_in, q->x_params[l].zero_point, q->W[l],
                                              n_out, 0, &o, w->logits, classes);
     }
@@ -3025,8 +3792,11 @@ static inline hpdl_status hpdl__quant_mlp_forward_integer(const hpdl_quant_mlp *
 
 static inline int hpdl__quant_mlp_run_ok(const hpdl_quant_mlp *q, hpdl_quant_mode mode, const hpdl_quant_mlp_work *w,
                                          int batch, const float *X) {
+    /* The buffers are sized by the widths, so the workspace must be made
+       for this model's shape, not just its class count. */
     return q && q->n_layers >= 1 && q->W[0] && w && w->out && X && batch >= 1 && batch <= w->max_batch &&
-           w->classes == q->widths[q->n_layers] && mode >= HPDL_QUANT_WEIGHTS && mode <= HPDL_QUANT_INTEGER;
+           hpdl__same_widths(q->n_layers, q->widths, w->n_layers, w->widths) && mode >= HPDL_QUANT_WEIGHTS &&
+           mode <= HPDL_QUANT_INTEGER;
 }
 
 /* Logits of a batch (batch x widths[0] floats) in the given mode: real

@@ -89,14 +89,23 @@
 /* Checks                                                                    */
 /* ------------------------------------------------------------------------ */
 
+/* What the check macros add to the runtime's words when the error means that
+   there is no GPU to run on: without a driver the runtime calls it an
+   "insufficient driver", which reads like a version problem. */
+HPDL_LAZY const char *hpdl__cuda_error_hint(cudaError_t e) {
+    return e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || e == cudaErrorStubLibrary
+               ? ": no CUDA GPU (or no driver)" : "";
+}
+
 /* For examples and benches: print the failing call with file:line and exit. */
 #define HPDL_CUDA_CHECK(call)                                                 \
     do {                                                                      \
         cudaError_t hpdl__e = (call);                                         \
         if (hpdl__e != cudaSuccess) {                                         \
-            fprintf(stderr, "%s:%d: CUDA error %s (%s) in %s\n", __FILE__,    \
+            fprintf(stderr, "%s:%d: CUDA error %s (%s) in %s%s\n", __FILE__,  \
                     __LINE__, cudaGetErrorName(hpdl__e),                      \
-                    cudaGetErrorString(hpdl__e), #call);                      \
+                    cudaGetErrorString(hpdl__e), #call,                       \
+                    hpdl__cuda_error_hint(hpdl__e));                          \
             exit(EXIT_FAILURE);                                               \
         }                                                                     \
     } while (0)
@@ -116,14 +125,29 @@
     do {                                                                      \
         cudaError_t hpdl__e = (call);                                         \
         if (hpdl__e != cudaSuccess) {                                         \
-            fprintf(stderr, "%s:%d: CUDA error %s in %s\n", __FILE__,         \
-                    __LINE__, cudaGetErrorString(hpdl__e), #call);            \
+            fprintf(stderr, "%s:%d: CUDA error %s in %s%s\n", __FILE__,       \
+                    __LINE__, cudaGetErrorString(hpdl__e), #call,             \
+                    hpdl__cuda_error_hint(hpdl__e));                          \
             return HPDL_ERR_CUDA;                                             \
         }                                                                     \
     } while (0)
 
 /* After a launch: a bad configuration shows up only here. */
 #define HPDL_CUDA_TRY_LAUNCH() HPDL_CUDA_TRY(cudaGetLastError())
+
+/* Element types: the CUDA type with a storage type's bits (hpdl_f16 is
+   __half on the GPU) and the type sums are carried in (f32 but for f64).
+   The type-generic front ends (hpdl_cuda_gemm, ...) are built on these. */
+template <typename T> struct hpdl__dev { typedef T type; };
+template <> struct hpdl__dev<hpdl_f16> { typedef __half type; };
+template <> struct hpdl__dev<hpdl_bf16> { typedef __nv_bfloat16 type; };
+template <typename T> struct hpdl__acc { typedef float type; };
+template <> struct hpdl__acc<double> { typedef double type; };
+template <typename T> struct hpdl__is_float_type { enum { value = 0 }; };
+template <> struct hpdl__is_float_type<float> { enum { value = 1 }; };
+template <> struct hpdl__is_float_type<double> { enum { value = 1 }; };
+template <> struct hpdl__is_float_type<__half> { enum { value = 1 }; };
+template <> struct hpdl__is_float_type<__nv_bfloat16> { enum { value = 1 }; };
 
 /* True when a usable GPU is present; tests skip when it is not. */
 HPDL_CUDA_API int hpdl_cuda_available(void) {
@@ -412,7 +436,7 @@ HPDL_CUDA_API const char *hpdl_vecadd_config_name(hpdl_vecadd_config c) {
     return "unknown";
 }
 
-/* An "Op" is what HPDL_DEFINE_CUDA_VECADD generates per type: a struct with
+/* An "Op" is what HPDL_DEFINE_CUDA_VECADD generates per type, hpdl__vecadd_op<DEV_T>:
    value_type (the device element type) and a static __device__ add(). */
 
 /* Grid-stride loop over elements, 64-bit indices. The scalar configurations
@@ -528,18 +552,28 @@ static inline hpdl_status hpdl__cuda_vecadd(hpdl_vecadd_config cfg, int64_t n, c
    exactly like the CPU twin. c may be a or b (in place); no partial overlap.
    HPDL_ERR_INVALID (nothing launched) for n < 0, a bad cfg, or a NULL
    pointer with n > 0. */
+template <typename DEV_T> struct hpdl__vecadd_op; /* one per type, below */
+
+/* The type-generic front end (C++): hpdl_cuda_vec_add(cfg, n, a, b, c) for
+   float, double, hpdl_f16 or __half, hpdl_bf16 or __nv_bfloat16. */
+template <typename T>
+static inline hpdl_status hpdl_cuda_vec_add(hpdl_vecadd_config cfg, int64_t n, const T *a, const T *b, T *c,
+                                            cudaStream_t stream = 0) {
+    typedef typename hpdl__dev<T>::type D;
+    return hpdl__cuda_vecadd<hpdl__vecadd_op<D> >(cfg, n, (const D *)a, (const D *)b, (D *)c, stream);
+}
+
 #define HPDL_DEFINE_CUDA_VECADD(SUFFIX, T, DEV_T, ACC_T, LOAD, STORE)                                  \
-    struct hpdl__vecadd_op_##SUFFIX {                                                                  \
+    template <> struct hpdl__vecadd_op<DEV_T> {                                                        \
         typedef DEV_T value_type;                                                                      \
         static __device__ __forceinline__ DEV_T add(DEV_T x, DEV_T y) {                                \
             return STORE((ACC_T)LOAD(x) + (ACC_T)LOAD(y));                                             \
         }                                                                                              \
     };                                                                                                 \
     static_assert(sizeof(T) == sizeof(DEV_T), "hpdl: host and device element types differ in size"); \
-    HPDL_CUDA_API hpdl_status hpdl_cuda_vec_add_##SUFFIX(hpdl_vecadd_config cfg, int64_t n, const T *a,     \
-                                                    const T *b, T *c, cudaStream_t stream) {           \
-        return hpdl__cuda_vecadd<hpdl__vecadd_op_##SUFFIX>(cfg, n, (const DEV_T *)a, (const DEV_T *)b, \
-                                                           (DEV_T *)c, stream);                        \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_vec_add_##SUFFIX(hpdl_vecadd_config cfg, int64_t n, const T *a, \
+                                                         const T *b, T *c, cudaStream_t stream) {      \
+        return hpdl_cuda_vec_add(cfg, n, a, b, c, stream);                                             \
     }
 
 HPDL_DEFINE_CUDA_VECADD(f32, float, float, float, HPDL_LOAD_SELF, HPDL_STORE_F32)
@@ -3062,27 +3096,48 @@ static inline hpdl_status hpdl__cuda_gemm(hpdl_gemm_algo algo, hpdl_transpose ta
                                   hpdl__gemm_make_args(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, 4), stream);
 }
 
-/* Public launchers for one type. T: the hpdl storage type; DEV_T: the CUDA
-   type with the same bits; ACC_T: the type of alpha, beta and accumulation. */
-#define HPDL_DEFINE_CUDA_GEMM(SUFFIX, T, DEV_T, ACC_T)                                                               \
-    HPDL_CUDA_API hpdl_status hpdl_cuda_gemm_algo_##SUFFIX(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb,       \
-                                                      int M, int N, int K, ACC_T alpha, const T *A, int lda,          \
-                                                      const T *B, int ldb, ACC_T beta, T *C, int ldc,                 \
-                                                      cudaStream_t stream) {                                          \
-        return hpdl__cuda_gemm<DEV_T, ACC_T>(algo, ta, tb, M, N, K, alpha, (const DEV_T *)A, lda, (const DEV_T *)B,  \
-                                             ldb, beta, (DEV_T *)C, ldc, stream);                                     \
+/* The type-generic front end (C++): A's element type picks the kernels, for
+   float, double, hpdl_f16 or __half, hpdl_bf16 or __nv_bfloat16; alpha and
+   beta are in the type sums are carried in (double for double, else float).
+       hpdl_cuda_gemm(HPDL_NO_TRANS, HPDL_NO_TRANS, M, N, K, 1.0f, dA, K, dB, N, 0.0f, dC, N);
+   Same checks and results as the typed functions below, which call it. */
+template <typename T>
+static inline hpdl_status hpdl_cuda_gemm_algo(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb, int M, int N,
+                                              int K, typename hpdl__acc<T>::type alpha, const T *A, int lda, const T *B,
+                                              int ldb, typename hpdl__acc<T>::type beta, T *C, int ldc,
+                                              cudaStream_t stream = 0) {
+    typedef typename hpdl__dev<T>::type D;
+    static_assert(hpdl__is_float_type<D>::value, "hpdl_cuda_gemm: float, double, f16 or bf16 elements");
+    return hpdl__cuda_gemm<D, typename hpdl__acc<T>::type>(algo, ta, tb, M, N, K, alpha, (const D *)A, lda,
+                                                           (const D *)B, ldb, beta, (D *)C, ldc, stream);
+}
+
+template <typename T>
+static inline hpdl_status hpdl_cuda_gemm(hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,
+                                         typename hpdl__acc<T>::type alpha, const T *A, int lda, const T *B, int ldb,
+                                         typename hpdl__acc<T>::type beta, T *C, int ldc, cudaStream_t stream = 0) {
+    return hpdl_cuda_gemm_algo(HPDL_GEMM_AUTO, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);
+}
+
+/* The typed launchers, for C-style callers: hpdl_cuda_gemm_algo_<t> and
+   hpdl_cuda_gemm_<t>. T: the hpdl storage type; ACC_T: alpha and beta's. */
+#define HPDL_DEFINE_CUDA_GEMM(SUFFIX, T, ACC_T)                                                                      \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_gemm_algo_##SUFFIX(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb,  \
+                                                           int M, int N, int K, ACC_T alpha, const T *A, int lda,     \
+                                                           const T *B, int ldb, ACC_T beta, T *C, int ldc,            \
+                                                           cudaStream_t stream) {                                     \
+        return hpdl_cuda_gemm_algo(algo, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);              \
     }                                                                                                                 \
-    HPDL_CUDA_API hpdl_status hpdl_cuda_gemm_##SUFFIX(hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,            \
-                                                 ACC_T alpha, const T *A, int lda, const T *B, int ldb, ACC_T beta,   \
-                                                 T *C, int ldc, cudaStream_t stream) {                                \
-        return hpdl_cuda_gemm_algo_##SUFFIX(HPDL_GEMM_AUTO, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,     \
-                                            stream);                                                                  \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_gemm_##SUFFIX(hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,       \
+                                                      ACC_T alpha, const T *A, int lda, const T *B, int ldb,          \
+                                                      ACC_T beta, T *C, int ldc, cudaStream_t stream) {               \
+        return hpdl_cuda_gemm_algo(HPDL_GEMM_AUTO, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);    \
     }
 
-HPDL_DEFINE_CUDA_GEMM(f32, float, float, float)
-HPDL_DEFINE_CUDA_GEMM(f64, double, double, double)
-HPDL_DEFINE_CUDA_GEMM(f16, hpdl_f16, __half, float)
-HPDL_DEFINE_CUDA_GEMM(bf16, hpdl_bf16, __nv_bfloat16, float)
+HPDL_DEFINE_CUDA_GEMM(f32, float, float)
+HPDL_DEFINE_CUDA_GEMM(f64, double, double)
+HPDL_DEFINE_CUDA_GEMM(f16, hpdl_f16, float)
+HPDL_DEFINE_CUDA_GEMM(bf16, hpdl_bf16, float)
 /* ------------------------------------------------------------------------ */
 /* MLP training on the GPU                                                    */
 /* ------------------------------------------------------------------------ */
@@ -3161,8 +3216,6 @@ typedef struct hpdl_cuda_mlp_stats {
 /* Device helpers: load/store between storage and compute types             */
 /* ======================================================================== */
 
-template <typename T> struct hpdl__acc { typedef float type; };
-template <> struct hpdl__acc<double> { typedef double type; };
 template <typename T> struct hpdl__is_half { enum { value = 0 }; };
 template <> struct hpdl__is_half<__half> { enum { value = 1 }; };
 
@@ -3500,24 +3553,12 @@ HPDL_CUDA_API int hpdl__grid_for(int64_t n, int threads) {
     return blocks < 1 ? 1 : (int)blocks;
 }
 
-/* GEMM by compute type: the f16 products accumulate in f32. */
-HPDL_CUDA_API hpdl_status hpdl__mlp_gemm(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,
-                                    const float *A, int lda, const float *B, int ldb, float *C, int ldc, cudaStream_t s) {
-    return hpdl_cuda_gemm_algo_f32(algo, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc, s);
+/* C = A.B in the compute type (the f16 products accumulate in f32). */
+template <typename C>
+static inline hpdl_status hpdl__mlp_gemm(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,
+                                         const C *A, int lda, const C *B, int ldb, C *Out, int ldc, cudaStream_t s) {
+    return hpdl_cuda_gemm_algo(algo, ta, tb, M, N, K, 1, A, lda, B, ldb, 0, Out, ldc, s);
 }
-HPDL_CUDA_API hpdl_status hpdl__mlp_gemm(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,
-                                    const double *A, int lda, const double *B, int ldb, double *C, int ldc, cudaStream_t s) {
-    return hpdl_cuda_gemm_algo_f64(algo, ta, tb, M, N, K, 1.0, A, lda, B, ldb, 0.0, C, ldc, s);
-}
-HPDL_CUDA_API hpdl_status hpdl__mlp_gemm(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,
-                                    const __half *A, int lda, const __half *B, int ldb, __half *C, int ldc, cudaStream_t s) {
-    return hpdl_cuda_gemm_algo_f16(algo, ta, tb, M, N, K, 1.0f, (const hpdl_f16 *)A, lda, (const hpdl_f16 *)B, ldb,
-                                   0.0f, (hpdl_f16 *)C, ldc, s);
-}
-
-/* Device type of a storage type: hpdl_f16 is __half on the GPU. */
-template <typename T> struct hpdl__dev { typedef T type; };
-template <> struct hpdl__dev<hpdl_f16> { typedef __half type; };
 
 /* Element offsets rounded up to 64 elements keep every sub-buffer aligned to
    at least 128 bytes (vector loads in the GEMM kernels). */
@@ -4311,56 +4352,102 @@ static inline hpdl_status hpdl__cmlp_eval(M *g, int64_t n, const T *X, const int
     return s;
 }
 
-/* Generates hpdl_cuda_mlp_<SUFFIX>: master type T, product storage type CT
-   (device type DC), CPU twin hpdl_mlp_<CPU>. */
+/* The type-generic front end (C++): hpdl_cuda_mlp_create(g, m, max_batch),
+   hpdl_cuda_mlp_train_epoch(g, ...), ... for every hpdl_cuda_mlp_<s>. The
+   model's type picks the rest through hpdl__cmlp_types: its master type T,
+   the device type DC of the products and the CPU twin. */
+template <typename M> struct hpdl__cmlp_types; /* one per model type, below */
+#define HPDL__CMLP_T typename hpdl__cmlp_types<M>::master
+#define HPDL__CMLP_DC typename hpdl__cmlp_types<M>::dev
+
+template <typename M>
+static inline hpdl_status hpdl_cuda_mlp_create(M *g, const typename hpdl__cmlp_types<M>::cpu *m, int max_batch) {
+    return hpdl__cmlp_create<HPDL__CMLP_T, HPDL__CMLP_DC, typename hpdl__cmlp_types<M>::storage>(g, m, max_batch);
+}
+template <typename M> static inline void hpdl_cuda_mlp_destroy(M *g) {
+    (void)sizeof(hpdl__cmlp_types<M>); /* models only */
+    hpdl__cmlp_destroy(g);
+}
+template <typename M>
+static inline hpdl_status hpdl_cuda_mlp_upload(M *g, const typename hpdl__cmlp_types<M>::cpu *m) {
+    return hpdl__cmlp_upload<HPDL__CMLP_T, HPDL__CMLP_DC>(g, m);
+}
+template <typename M>
+static inline hpdl_status hpdl_cuda_mlp_download(const M *g, typename hpdl__cmlp_types<M>::cpu *m) {
+    return hpdl__cmlp_download<HPDL__CMLP_T>(g, m);
+}
+template <typename M>
+static inline hpdl_status hpdl_cuda_mlp_train_step(M *g, int batch, const HPDL__CMLP_T *X, const int32_t *labels,
+                                                   double lr, double l2, double *loss) {
+    return hpdl__cmlp_train_step<HPDL__CMLP_T, HPDL__CMLP_DC>(g, batch, X, labels, lr, l2, loss);
+}
+template <typename M>
+static inline hpdl_status hpdl_cuda_mlp_train_epoch(M *g, hpdl_cuda_dataset *d, int batch, double lr, double l2,
+                                                    uint64_t seed, hpdl_cuda_mlp_stats *out) {
+    return hpdl__cmlp_train_epoch<HPDL__CMLP_DC>(g, d, batch, lr, l2, seed, out);
+}
+template <typename M> static inline hpdl_status hpdl_cuda_mlp_evaluate(M *g, hpdl_cuda_dataset *d, hpdl_cuda_mlp_stats *out) {
+    if (!g || !g->params || !out || !hpdl__mlp_data_fits(d, g->widths[0], g->widths[g->n_layers])) return HPDL_ERR_INVALID;
+    return hpdl__cmlp_eval<HPDL__CMLP_T, HPDL__CMLP_DC>(g, d->n, (const HPDL__CMLP_T *)NULL, (const int32_t *)NULL, d, out);
+}
+template <typename M>
+static inline hpdl_status hpdl_cuda_mlp_accuracy(M *g, int64_t n, const HPDL__CMLP_T *X, const int32_t *labels,
+                                                 double *acc) {
+    hpdl_cuda_mlp_stats st;
+    hpdl_status s;
+    if (!g || !g->params || n <= 0 || !X || !labels || !acc) return HPDL_ERR_INVALID;
+    s = hpdl__cmlp_eval<HPDL__CMLP_T, HPDL__CMLP_DC>(g, n, X, labels, (hpdl_cuda_dataset *)NULL, &st);
+    if (s == HPDL_OK) *acc = st.accuracy;
+    return s;
+}
+/* The loss scaler's state (1 and 0 unless mixed precision); syncs. */
+template <typename M> static inline hpdl_status hpdl_cuda_mlp_scaler(M *g, double *scale, int64_t *skipped_steps) {
+    hpdl__mlp_state h;
+    hpdl_status s;
+    (void)sizeof(hpdl__cmlp_types<M>);
+    if (!g || !g->state) return HPDL_ERR_INVALID;
+    s = hpdl__mlp_read_state(g->state, &h, g->stream);
+    if (s == HPDL_OK && scale) *scale = h.loss_scale;
+    if (s == HPDL_OK && skipped_steps) *skipped_steps = h.skipped_steps;
+    return s;
+}
+
+/* hpdl_cuda_mlp_<SUFFIX> and its typed functions: master type T, product
+   storage type CT (device type DC), CPU twin hpdl_mlp_<CPU>. */
 #define HPDL_DEFINE_CUDA_MLP(SUFFIX, T, CT, DC, CPU)                                                              \
     typedef struct hpdl_cuda_mlp_##SUFFIX { HPDL__CUDA_MLP_FIELDS(T, CT); } hpdl_cuda_mlp_##SUFFIX;               \
-    HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_create_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, const hpdl_mlp_##CPU *m,         \
-                                                       int max_batch) {                                           \
-        return hpdl__cmlp_create<T, DC, CT>(g, m, max_batch);                                                     \
+    template <> struct hpdl__cmlp_types<hpdl_cuda_mlp_##SUFFIX> {                                                 \
+        typedef T master; typedef DC dev; typedef CT storage; typedef hpdl_mlp_##CPU cpu;                         \
+    };                                                                                                            \
+    HPDL__CUDA_MLP_TYPED(SUFFIX, hpdl_cuda_mlp_##SUFFIX, T, hpdl_mlp_##CPU)
+
+/* The typed names, each a call of the front end above. */
+#define HPDL__CUDA_MLP_TYPED(SUFFIX, M, T, CPU)                                                                   \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_create_##SUFFIX(M *g, const CPU *m, int max_batch) {                  \
+        return hpdl_cuda_mlp_create(g, m, max_batch);                                                             \
     }                                                                                                             \
-    HPDL_CUDA_API void hpdl_cuda_mlp_destroy_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g) { hpdl__cmlp_destroy(g); }            \
-    HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_upload_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, const hpdl_mlp_##CPU *m) {      \
-        return hpdl__cmlp_upload<T, DC>(g, m);                                                                    \
+    HPDL_CUDA_API void hpdl_cuda_mlp_destroy_##SUFFIX(M *g) { hpdl_cuda_mlp_destroy(g); }                         \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_upload_##SUFFIX(M *g, const CPU *m) { return hpdl_cuda_mlp_upload(g, m); } \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_download_##SUFFIX(const M *g, CPU *m) {                               \
+        return hpdl_cuda_mlp_download(g, m);                                                                      \
     }                                                                                                             \
-    HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_download_##SUFFIX(const hpdl_cuda_mlp_##SUFFIX *g, hpdl_mlp_##CPU *m) {    \
-        return hpdl__cmlp_download<T>(g, m);                                                                      \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_train_step_##SUFFIX(M *g, int batch, const T *X, const int32_t *labels, \
+                                                                double lr, double l2, double *loss) {            \
+        return hpdl_cuda_mlp_train_step(g, batch, X, labels, lr, l2, loss);                                       \
     }                                                                                                             \
-    HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_train_step_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, int batch, const T *X,      \
-                                                           const int32_t *labels, double lr, double l2,           \
-                                                           double *loss) {                                        \
-        return hpdl__cmlp_train_step<T, DC>(g, batch, X, labels, lr, l2, loss);                                   \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_train_epoch_##SUFFIX(M *g, hpdl_cuda_dataset *d, int batch, double lr, \
+                                                                 double l2, uint64_t seed, hpdl_cuda_mlp_stats *out) { \
+        return hpdl_cuda_mlp_train_epoch(g, d, batch, lr, l2, seed, out);                                         \
     }                                                                                                             \
-    HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_train_epoch_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, hpdl_cuda_dataset *d,      \
-                                                            int batch, double lr, double l2, uint64_t seed,       \
-                                                            hpdl_cuda_mlp_stats *out) {                           \
-        return hpdl__cmlp_train_epoch<DC>(g, d, batch, lr, l2, seed, out);                                        \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_evaluate_##SUFFIX(M *g, hpdl_cuda_dataset *d, hpdl_cuda_mlp_stats *out) { \
+        return hpdl_cuda_mlp_evaluate(g, d, out);                                                                 \
     }                                                                                                             \
-    HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_evaluate_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, hpdl_cuda_dataset *d,         \
-                                                         hpdl_cuda_mlp_stats *out) {                              \
-        if (!g || !g->params || !out || !hpdl__mlp_data_fits(d, g->widths[0], g->widths[g->n_layers]))           \
-            return HPDL_ERR_INVALID;                                                                              \
-        return hpdl__cmlp_eval<T, DC>(g, d->n, (const T *)NULL, (const int32_t *)NULL, d, out);                   \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_accuracy_##SUFFIX(M *g, int64_t n, const T *X, const int32_t *labels, \
+                                                              double *acc) {                                      \
+        return hpdl_cuda_mlp_accuracy(g, n, X, labels, acc);                                                      \
     }                                                                                                             \
-    HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_accuracy_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, int64_t n, const T *X,        \
-                                                         const int32_t *labels, double *acc) {                    \
-        hpdl_cuda_mlp_stats st;                                                                                   \
-        hpdl_status s;                                                                                            \
-        if (!g || !g->params || n <= 0 || !X || !labels || !acc) return HPDL_ERR_INVALID;                        \
-        s = hpdl__cmlp_eval<T, DC>(g, n, X, labels, (hpdl_cuda_dataset *)NULL, &st);                              \
-        if (s == HPDL_OK) *acc = st.accuracy;                                                                     \
-        return s;                                                                                                 \
-    }                                                                                                             \
-    /* The loss scaler's state (1 and 0 unless mixed precision); syncs. */                                        \
-    HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_scaler_##SUFFIX(hpdl_cuda_mlp_##SUFFIX *g, double *scale,                  \
-                                                       int64_t *skipped_steps) {                                  \
-        hpdl__mlp_state h;                                                                                        \
-        hpdl_status s;                                                                                            \
-        if (!g || !g->state) return HPDL_ERR_INVALID;                                                             \
-        s = hpdl__mlp_read_state(g->state, &h, g->stream);                                                        \
-        if (s == HPDL_OK && scale) *scale = h.loss_scale;                                                         \
-        if (s == HPDL_OK && skipped_steps) *skipped_steps = h.skipped_steps;                                      \
-        return s;                                                                                                 \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_scaler_##SUFFIX(M *g, double *scale, int64_t *skipped_steps) {        \
+        return hpdl_cuda_mlp_scaler(g, scale, skipped_steps);                                                     \
     }
 
 HPDL_DEFINE_CUDA_MLP(f32, float, float, float, f32)
@@ -6448,8 +6535,9 @@ HPDL_CUDA_API void hpdl_cuda_quant_mlp_destroy(hpdl_cuda_quant_mlp *g) {
 HPDL_LAZY hpdl_status hpdl__cuda_quant_mlp_weights(hpdl_cuda_quant_mlp *g, const hpdl_quant_mlp *q, int l) {
     int K = q->widths[l], N = q->widths[l + 1];
     int8_t *w = NULL;
-    hpdl_status s = hpdl_cuda_alloc((void **)&w, (size_t)K * N);
-    hpdl_quant_output o = hpdl_quant_mlp_layer_output(q, l);
+    hpdl_quant_output o;
+    hpdl_status s = hpdl_quant_mlp_layer_output(q, l, &o);
+    if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&w, (size_t)K * N);
     if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&g->Wt[l], (size_t)N * g->ld[l]);
     if (s == HPDL_OK && cudaMemcpy(w, q->W[l], (size_t)K * N, cudaMemcpyHostToDevice) != cudaSuccess) s = HPDL_ERR_CUDA;
     if (s == HPDL_OK) s = hpdl_cuda_quant_transpose_i8(K, N, w, N, g->Wt[l], g->ld[l], 0);

@@ -1,11 +1,13 @@
-/* Second translation unit (with main): includes hpdl.h too, runs the same
+/* Second translation unit (with main): includes hpdl.h first, runs the same
    GEMM and softmax as a.c with its own copies of the functions, and checks
-   that both units agree exactly and match a naive product. */
+   that both units agree exactly and match a naive product, and that both
+   units' timers read the wall clock. Built as C99 and as C++. */
 #include "hpdl.h"
 #include "tests/hpdl_test.h"
 
 hpdl_status unit_a_gemm_softmax(int M, int N, int K, const float *A, const float *B, float *C,
                                 const int32_t *labels, double *loss);
+double unit_a_time_now(void);
 
 static void both_units_agree(void) {
     enum { M = 9, N = 7, K = 5 };
@@ -31,7 +33,18 @@ static void both_units_agree(void) {
         }
 }
 
+/* A child process sleeps while this one waits: no CPU time passes here, so a
+   timer that read processor time instead of the wall clock would see ~0 s. */
+static void both_timers_read_the_wall_clock(void) {
+    double a0 = unit_a_time_now(), b0 = hpdl_time_now(), a1, b1;
+    if (system("sleep 0.3") != 0) HPDL_SKIP("no shell to run sleep 0.3");
+    a1 = unit_a_time_now();
+    b1 = hpdl_time_now();
+    HPDL_EXPECT(a1 - a0 >= 0.25 && a1 - a0 < 10.0);
+    HPDL_EXPECT(b1 - b0 >= 0.25 && b1 - b0 < 10.0);
+}
+
 int main(int argc, char **argv) {
-    static const hpdl_test tests[] = {HPDL_TEST(both_units_agree)};
+    static const hpdl_test tests[] = {HPDL_TEST(both_units_agree), HPDL_TEST(both_timers_read_the_wall_clock)};
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }
