@@ -49,7 +49,7 @@ endif
 WARN      := -Wall -Wextra -Werror
 CFLAGS_C  := -std=c99 -pedantic $(WARN) -O2 -march=native -I.
 CXXFLAGS  := -x c++ -std=c++11 $(WARN) -O2 -I.
-SANFLAGS  := -std=c99 -pedantic $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -I.
+SANFLAGS  := -std=c99 -pedantic $(WARN) -O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer -I.
 NVCOMMON  := -O3 -std=c++17 -I. -Xcompiler -Wall,-Wextra -lineinfo
 NVFLAGS   := $(NVCOMMON) $(NVARCH)
 SM80_ARCH := -gencode arch=compute_80,code=sm_80

@@ -2915,10 +2915,10 @@ HPDL_MPI_API hpdl_status hpdl__tp_finish_stats(hpdl_mpi_tp_stats *st, const doub
     static inline void hpdl__tp_update_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp) {                                           \
         const hpdl_mpi_tp_shape *sh = &tp->shape;                                                                     \
         T lr = (T)tp->cfg.lr, l2 = (T)tp->cfg.l2;                                                                     \
-        hpdl__sgd_update_##SUFFIX((size_t)sh->in * sh->h, tp->W0, tp->dW0, lr, l2);                                   \
-        hpdl__sgd_update_##SUFFIX((size_t)sh->h, tp->b0, tp->db0, lr, 0);                                             \
-        hpdl__sgd_update_##SUFFIX((size_t)sh->h * sh->classes, tp->W1, tp->dW1, lr, l2);                              \
-        hpdl__sgd_update_##SUFFIX((size_t)sh->classes, tp->b1, tp->db1, lr, 0);                                       \
+        hpdl__sgd_update_##SUFFIX((size_t)sh->in * sh->h, tp->W0, tp->dW0, lr, l2, 1);                                \
+        hpdl__sgd_update_##SUFFIX((size_t)sh->h, tp->b0, tp->db0, lr, 0, 1);                                          \
+        hpdl__sgd_update_##SUFFIX((size_t)sh->h * sh->classes, tp->W1, tp->dW1, lr, l2, 1);                           \
+        hpdl__sgd_update_##SUFFIX((size_t)sh->classes, tp->b1, tp->db1, lr, 0, 1);                                    \
     }                                                                                                                 \
     /* One step on the rows in tp->X / tp->y. times[1] += compute,           \
        times[2] += communication. */                                                                                  \
@@ -2936,6 +2936,10 @@ HPDL_MPI_API hpdl_status hpdl__tp_finish_stats(hpdl_mpi_tp_stats *st, const doub
         }                                                                                                             \
         t2 = hpdl_time_now();                                                                                         \
         if (s == HPDL_OK) s = hpdl__tp_loss_##SUFFIX(tp, rows, loss, hits);                                           \
+        /* The loss is the same on every rank, so all stop at the same step, \
+           before updating, without another message. (A slice update that    \
+           overflows on one rank shows up as a non-finite loss one step later.) */                                   \
+        if (s == HPDL_OK && !(fabs(*loss) <= DBL_MAX)) s = HPDL_ERR_NUMERIC;                                          \
         if (s == HPDL_OK) s = hpdl__tp_backward_##SUFFIX(tp, rows);                                                   \
         if (s == HPDL_OK) hpdl__tp_update_##SUFFIX(tp);                                                               \
         times[1] += (t1 - t0) + (hpdl_time_now() - t2);                                                               \

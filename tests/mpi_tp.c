@@ -197,6 +197,7 @@ MPI_TEST(test_tp_f32_trains_like_serial) {
     hpdl_mpi_tp_stats st;
     hpdl_rng rng;
     double diff = 0, scale = 0;
+    memset(&st, 0, sizeof st); /* read below even if an epoch fails */
     hpdl_rng_seed(&rng, 5);
     for (i = 0; i < N * IN; i++) X[i] = (float)hpdl_rng_uniform(&rng);
     for (i = 0; i < N; i++) y[i] = (int32_t)hpdl_rng_below(&rng, C);
@@ -369,6 +370,28 @@ MPI_TEST(test_tp_epoch_and_gather_bad_arguments_on_one_rank) {
     hpdl_mlp_destroy_f64(&wrong_out);
 }
 
+/* A NaN pixel (in every row, so the first step sees it) used to train on:
+   now every rank stops with HPDL_ERR_NUMERIC before updating its slice. */
+MPI_TEST(test_tp_nan_input_stops_every_rank_unchanged) {
+    int widths[3] = {N_IN, 7, N_CLASSES}, i;
+    hpdl_mpi_tp_config c = small_config(HPDL_ALLREDUCE_MPI);
+    hpdl_mlp_f64 m, gathered;
+    hpdl_mpi_tp_f64 tp;
+    double X[N_SAMPLES * N_IN];
+    int32_t y[N_SAMPLES];
+    make_data(X, y);
+    for (i = 0; i < N_SAMPLES; i++) X[i * N_IN + 3] = NAN;
+    HPDL_EXPECT(hpdl_mlp_create_f64(&m, 3, widths, HPDL_ACT_RELU, 7) == HPDL_OK);
+    HPDL_EXPECT(hpdl_mlp_create_zero_f64(&gathered, 3, widths, HPDL_ACT_RELU) == HPDL_OK);
+    HPDL_EXPECT(hpdl_mpi_tp_create_f64(&tp, &m, N_SAMPLES, &c) == HPDL_OK);
+    HPDL_EXPECT(hpdl_mpi_tp_epoch_f64(&tp, X, y, 0, NULL) == HPDL_ERR_NUMERIC);
+    HPDL_EXPECT(hpdl_mpi_tp_gather_f64(&tp, &gathered) == HPDL_OK);
+    HPDL_EXPECT(max_rel_diff(&gathered, &m) == 0.0);
+    hpdl_mpi_tp_destroy_f64(&tp);
+    hpdl_mlp_destroy_f64(&gathered);
+    hpdl_mlp_destroy_f64(&m);
+}
+
 int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
         HPDL_TEST(test_tp_mpi_equals_serial_hidden7),
@@ -379,6 +402,7 @@ int main(int argc, char **argv) {
         HPDL_TEST(test_tp_one_allreduce_of_the_logits_per_step),
         HPDL_TEST(test_tp_create_bad_arguments_on_one_rank),
         HPDL_TEST(test_tp_epoch_and_gather_bad_arguments_on_one_rank),
+        HPDL_TEST(test_tp_nan_input_stops_every_rank_unchanged),
     };
     return hpdl_test_mpi_main(argc, argv, tests, HPDL_COUNT(tests));
 }
