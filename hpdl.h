@@ -1500,6 +1500,50 @@ HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_ACTIVATIONS)
 HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_SOFTMAX_XENT)
 
 /* ------------------------------------------------------------------------ */
+/* Command-line numbers: strict, and the error names the flag               */
+/* ------------------------------------------------------------------------ */
+
+/* The whole of `text` must be one number: no leading space, no trailing
+   text ("16abc"), nothing empty. Otherwise, or outside [min, max],
+   HPDL_ERR_INVALID with *out untouched and a line on stderr that names the
+   flag, e.g. "hpdl: --seed: 'abc' is not an integer in [0, ...]". */
+static inline hpdl_status hpdl__arg_refuse(const char *flag, const char *text, const char *what) {
+    fprintf(stderr, "hpdl: %s: '%s' is not %s\n", flag ? flag : "argument", text ? text : "(null)", what);
+    return HPDL_ERR_INVALID;
+}
+
+HPDL_API hpdl_status hpdl_arg_i64(const char *flag, const char *text, int64_t min, int64_t max, int64_t *out) {
+    char what[96], *end;
+    long long v;
+    snprintf(what, sizeof what, "an integer in [%lld, %lld]", (long long)min, (long long)max);
+    if (!out || !text || (*text != '-' && (*text < '0' || *text > '9'))) return hpdl__arg_refuse(flag, text, what);
+    errno = 0;
+    v = strtoll(text, &end, 10);
+    if (errno == ERANGE || *end || v < min || v > max) return hpdl__arg_refuse(flag, text, what);
+    *out = (int64_t)v;
+    return HPDL_OK;
+}
+
+HPDL_API hpdl_status hpdl_arg_int(const char *flag, const char *text, int min, int max, int *out) {
+    int64_t v;
+    hpdl_status st = out ? hpdl_arg_i64(flag, text, min, max, &v) : HPDL_ERR_INVALID;
+    if (st == HPDL_OK) *out = (int)v;
+    return st;
+}
+
+/* A finite number in [min, max] ("1e-3", "-0.5"; not "nan", "inf", "1e999"). */
+HPDL_API hpdl_status hpdl_arg_f64(const char *flag, const char *text, double min, double max, double *out) {
+    char what[96], *end;
+    double v;
+    snprintf(what, sizeof what, "a finite number in [%g, %g]", min, max);
+    if (!out || !text || !*text || strchr(" \t\n\v\f\r", *text)) return hpdl__arg_refuse(flag, text, what);
+    v = strtod(text, &end);
+    if (*end || !(fabs(v) <= DBL_MAX) || !(v >= min && v <= max)) return hpdl__arg_refuse(flag, text, what);
+    *out = v;
+    return HPDL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
 /* MLP: hidden layers act(X·W + b), softmax cross-entropy output, SGD        */
 /* ------------------------------------------------------------------------ */
 
@@ -1508,20 +1552,24 @@ HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_SOFTMAX_XENT)
 /* Parses hidden-layer widths like "512" or "1024,256" into widths[1..] after
    widths[0] = in, and appends out: widths becomes in-h1-...-out and *n_widths
    its length. Returns HPDL_ERR_INVALID (writing nothing) on an empty or
-   malformed list, a width <= 0 or > 2^20, or more than HPDL_MLP_MAX_LAYERS
-   weight layers. */
+   malformed list (only digits and single commas between widths: "5,", " 5",
+   "+5" and "5,,6" are malformed), a width <= 0 or > 2^20, or more than
+   HPDL_MLP_MAX_LAYERS weight layers. */
 HPDL_API hpdl_status hpdl_mlp_parse_widths(const char *hidden, int in, int out, int *widths, int *n_widths) {
     int parsed[HPDL_MLP_MAX_LAYERS + 1], n = 1;
     const char *p = hidden;
-    if (!hidden || !widths || !n_widths || in <= 0 || out <= 0 || !*hidden) return HPDL_ERR_INVALID;
+    if (!hidden || !widths || !n_widths || in <= 0 || out <= 0) return HPDL_ERR_INVALID;
     parsed[0] = in;
-    while (*p) {
+    for (;;) {
         char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || v <= 0 || v > 1L << 20 || n >= HPDL_MLP_MAX_LAYERS) return HPDL_ERR_INVALID;
-        if (*end && *end != ',') return HPDL_ERR_INVALID;
+        long v;
+        if (*p < '0' || *p > '9') return HPDL_ERR_INVALID; /* strtol would skip spaces and take a sign */
+        v = strtol(p, &end, 10);
+        if (v <= 0 || v > 1L << 20 || n >= HPDL_MLP_MAX_LAYERS) return HPDL_ERR_INVALID;
         parsed[n++] = (int)v;
-        p = *end == ',' ? end + 1 : end;
+        if (*end == '\0') break;
+        if (*end != ',') return HPDL_ERR_INVALID;
+        p = end + 1;
     }
     parsed[n++] = out;
     memcpy(widths, parsed, (size_t)n * sizeof *widths);
@@ -1831,6 +1879,14 @@ HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_MLP_TRAIN)
 #define HPDL_IDX_IMAGES_MAGIC 2051u
 #define HPDL_IDX_LABELS_MAGIC 2049u
 
+/* The most items (pixels, or labels) one IDX file may hold: each becomes a
+   4-byte float or int32, so a file's size bounds what is allocated, and
+   this bounds the file. 2^30 pixels is 4 GiB of floats (Fashion-MNIST's
+   training set is 47 million). Define it before including hpdl.h to raise it. */
+#ifndef HPDL_IDX_MAX_ITEMS
+#define HPDL_IDX_MAX_ITEMS (1ull << 30)
+#endif
+
 typedef struct hpdl_dataset {
     int64_t n;
     int rows, cols;
@@ -1866,6 +1922,11 @@ static inline hpdl_status hpdl__idx_open(const char *path, const char *what, uin
         return HPDL_ERR_IO;
     }
     got = fread(header, 1, header_len, *f);
+    if (ferror(*f)) { /* a directory opens, then fails to read */
+        fprintf(stderr, "hpdl: %s: cannot read %s file: %s\n", path, what, strerror(errno));
+        fclose(*f);
+        return HPDL_ERR_IO;
+    }
     if (got >= 4 && hpdl__be32(header) != magic) { /* the wrong kind of file says so first */
         fprintf(stderr, "hpdl: %s: bad magic: expected %u (%s), found %u\n", path, (unsigned)magic, what,
                 (unsigned)hpdl__be32(header));
@@ -1884,6 +1945,11 @@ static inline hpdl_status hpdl__idx_open(const char *path, const char *what, uin
             goto format_error;
         }
         items *= dims[i];
+    }
+    if (items > HPDL_IDX_MAX_ITEMS) {
+        fprintf(stderr, "hpdl: %s: %llu items, more than HPDL_IDX_MAX_ITEMS (%llu; define it to raise the limit)\n",
+                path, (unsigned long long)items, (unsigned long long)HPDL_IDX_MAX_ITEMS);
+        goto format_error;
     }
     expected += items;
     if (fseek(*f, 0, SEEK_END) != 0 || (found = ftell(*f)) < 0 || fseek(*f, (long)header_len, SEEK_SET) != 0) {

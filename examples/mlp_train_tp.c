@@ -40,6 +40,28 @@ static void usage(void) {
     exit(2);
 }
 
+/* The value of one flag into o; HPDL_ERR_INVALID for an unknown flag or a
+   malformed number (hpdl_arg_* name the flag). */
+static hpdl_status parse_flag(options *o, const char *a, const char *v) {
+    int64_t seed;
+    hpdl_status s;
+    if (!strcmp(a, "--data")) o->data = v;
+    else if (!strcmp(a, "--hidden")) return hpdl_arg_int(a, v, 1, 1 << 20, &o->widths[1]);
+    else if (!strcmp(a, "--batch")) return hpdl_arg_int(a, v, 1, 1 << 20, &o->cfg.batch);
+    else if (!strcmp(a, "--epochs")) return hpdl_arg_int(a, v, 1, 1 << 20, &o->epochs);
+    else if (!strcmp(a, "--algo")) o->algo = v;
+    else if (!strcmp(a, "--lr")) return hpdl_arg_f64(a, v, 0, DBL_MAX, &o->cfg.lr);
+    else if (!strcmp(a, "--l2")) return hpdl_arg_f64(a, v, 0, DBL_MAX, &o->cfg.l2);
+    else if (!strcmp(a, "--dp-epochs")) return hpdl_arg_int(a, v, 0, 1 << 20, &o->dp_epochs);
+    else if (!strcmp(a, "--seed")) {
+        s = hpdl_arg_i64(a, v, 0, INT64_MAX, &seed);
+        if (s == HPDL_OK) o->cfg.seed = (uint64_t)seed;
+        return s;
+    } else return HPDL_ERR_INVALID;
+    return HPDL_OK;
+}
+
+/* widths[0] is set from the data once it is loaded. */
 static options parse_args(int argc, char **argv) {
     options o;
     int i;
@@ -47,29 +69,27 @@ static options parse_args(int argc, char **argv) {
     hpdl_mpi_tp_config_default(&o.cfg);
     o.data = "data/fashion-mnist";
     o.algo = "mpi";
-    o.widths[0] = 784;
     o.widths[1] = 512;
     o.widths[2] = 10;
     o.epochs = 3;
     o.dp_epochs = 1;
-    for (i = 1; i + 1 < argc; i += 2) {
-        const char *a = argv[i], *v = argv[i + 1];
-        if (!strcmp(a, "--data")) o.data = v;
-        else if (!strcmp(a, "--hidden")) o.widths[1] = atoi(v);
-        else if (!strcmp(a, "--batch")) o.cfg.batch = atoi(v);
-        else if (!strcmp(a, "--epochs")) o.epochs = atoi(v);
-        else if (!strcmp(a, "--algo")) o.algo = v;
-        else if (!strcmp(a, "--lr")) o.cfg.lr = atof(v);
-        else if (!strcmp(a, "--l2")) o.cfg.l2 = atof(v);
-        else if (!strcmp(a, "--seed")) o.cfg.seed = (uint64_t)atoll(v);
-        else if (!strcmp(a, "--dp-epochs")) o.dp_epochs = atoi(v);
-        else usage();
-    }
-    if (i != argc || o.widths[1] < 1 || o.cfg.batch < 1 || o.epochs < 1 || o.dp_epochs < 0) usage();
+    for (i = 1; i + 1 < argc; i += 2)
+        if (parse_flag(&o, argv[i], argv[i + 1]) != HPDL_OK) usage();
+    if (i != argc) usage();
     if (!strcmp(o.algo, "mpi")) o.cfg.algo = HPDL_ALLREDUCE_MPI;
     else if (!strcmp(o.algo, "ring")) o.cfg.algo = HPDL_ALLREDUCE_RING;
     else usage();
     return o;
+}
+
+/* Stops every rank (they agree on the status) when training diverged. */
+static void check_epoch(hpdl_status s, const char *what, int e) {
+    if (s != HPDL_ERR_NUMERIC) return;
+    if (hpdl_mpi_rank() == 0)
+        fprintf(stderr, "mlp_train_tp: %s training diverged in epoch %d (non-finite loss or weights; the last step "
+                        "was not applied): try a smaller --lr\n", what, e + 1);
+    MPI_Finalize();
+    exit(1);
 }
 
 static void print_row(const char *what, int e, double loss, double acc, double test_acc, double epoch_s,
@@ -101,7 +121,9 @@ static double train_tp(const options *o, const hpdl_mlp_f32 *init, const hpdl_da
         printf("tensor parallel: %d..%d of %d hidden units per rank, batch %d on every rank, algo %s, lr %.4g\n", h0,
                h1, o->widths[1], o->cfg.batch, hpdl_allreduce_algo_name(o->cfg.algo), o->cfg.lr);
     for (e = 0; e < o->epochs; e++) {
-        HPDL_MPI_CHECK_STATUS(hpdl_mpi_tp_epoch_f32(&tp, train->images, train->labels, e, &st));
+        hpdl_status s = hpdl_mpi_tp_epoch_f32(&tp, train->images, train->labels, e, &st);
+        check_epoch(s, "tensor-parallel", e);
+        HPDL_MPI_CHECK_STATUS(s);
         HPDL_MPI_CHECK_STATUS(hpdl_mpi_tp_gather_f32(&tp, &full)); /* for the test accuracy; not part of a step */
         if (hpdl_mpi_rank() == 0)
             HPDL_MPI_CHECK_STATUS(hpdl_mlp_accuracy_f32(&full, &w, test->n, test->images, test->labels, &acc));
@@ -138,7 +160,9 @@ static double train_dp(const options *o, const hpdl_mlp_f32 *init, const hpdl_da
         printf("data parallel, same initial weights: batch %d per rank (global %d), algo %s\n", c.batch, c.batch * p,
                hpdl_allreduce_algo_name(c.algo));
     for (e = 0; e < o->dp_epochs; e++) {
-        HPDL_MPI_CHECK_STATUS(hpdl_mpi_dp_epoch_f32(&dp, train->images, train->labels, e, &st));
+        hpdl_status s = hpdl_mpi_dp_epoch_f32(&dp, train->images, train->labels, e, &st);
+        check_epoch(s, "data-parallel", e);
+        HPDL_MPI_CHECK_STATUS(s);
         if (hpdl_mpi_rank() == 0)
             HPDL_MPI_CHECK_STATUS(hpdl_mlp_accuracy_f32(&m, &w, test->n, test->images, test->labels, &acc));
         print_row("dp", e, st.loss, st.accuracy, acc, st.epoch_s, st.compute_s, st.comm_s, st.grad_bytes);
@@ -158,6 +182,14 @@ int main(int argc, char **argv) {
     o = parse_args(argc, argv);
     HPDL_MPI_CHECK_STATUS(hpdl_idx_load_dir(o.data, 1, &train));
     HPDL_MPI_CHECK_STATUS(hpdl_idx_load_dir(o.data, 0, &test));
+    if (test.rows != train.rows || test.cols != train.cols) {
+        if (hpdl_mpi_rank() == 0)
+            fprintf(stderr, "mlp_train_tp: training images are %dx%d but test images %dx%d\n", train.rows, train.cols,
+                    test.rows, test.cols);
+        MPI_Finalize();
+        return 1;
+    }
+    o.widths[0] = train.rows * train.cols; /* the input width comes from the data */
     HPDL_MPI_CHECK_STATUS(hpdl_dataset_normalize(&train, FASHION_MEAN, FASHION_STD));
     HPDL_MPI_CHECK_STATUS(hpdl_dataset_normalize(&test, FASHION_MEAN, FASHION_STD));
     HPDL_MPI_CHECK_STATUS(hpdl_mlp_create_f32(&init, 3, o.widths, HPDL_ACT_RELU, o.cfg.seed));

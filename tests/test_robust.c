@@ -1,6 +1,7 @@
 /* Bad input never crashes, corrupts or lies: regression tests for defects
    found by fuzzing and probing the CPU library (hpdl.h). Each test names
    what used to go wrong. */
+#define HPDL_IDX_MAX_ITEMS 1000 /* small, to test the limit */
 #include "hpdl.h"
 #include "tests/hpdl_test.h"
 
@@ -197,6 +198,85 @@ static void pool_with_a_huge_stride(void) {
     if (st == HPDL_OK) HPDL_EXPECT(l.out.h == 1 && l.out.w == 1);
 }
 
+/* ---- parsers of outside input are strict ------------------------------------------------ */
+
+static void widths_lists_are_strict(void) {
+    static const char *bad[] = {"5,", " 5", "+5", "5,,6", ",5", "5 ", "5,-6", "", "0x10", "99999999999999999999"};
+    int w[HPDL_MLP_MAX_LAYERS + 1], n = -1, i;
+    w[0] = -5;
+    for (i = 0; i < HPDL_COUNT(bad); i++) {
+        hpdl_status st = hpdl_mlp_parse_widths(bad[i], 784, 10, w, &n);
+        HPDL_EXPECT(st == HPDL_ERR_INVALID);
+        if (st != HPDL_ERR_INVALID) fprintf(stderr, "    accepted '%s'\n", bad[i]);
+    }
+    HPDL_EXPECT(n == -1 && w[0] == -5);
+    HPDL_EXPECT(hpdl_mlp_parse_widths("5,6", 784, 10, w, &n) == HPDL_OK && n == 4 && w[1] == 5 && w[2] == 6);
+}
+
+/* --seed abc and --hidden 16abc used to read as 0 and 16. */
+static void flag_numbers_are_strict(void) {
+    static const char *bad_int[] = {"abc", "16abc", "", " 16", "16 ", "1e3", "99999999999999999999", "0x10"};
+    static const char *bad_f64[] = {"abc", "0.1x", "", " 0.1", "nan", "inf", "-inf", "1e999"};
+    int v = -7, i;
+    int64_t big = -7;
+    double d = -7;
+    for (i = 0; i < HPDL_COUNT(bad_int); i++) HPDL_EXPECT(hpdl_arg_int("--hidden", bad_int[i], 1, 1 << 20, &v) == HPDL_ERR_INVALID);
+    for (i = 0; i < HPDL_COUNT(bad_f64); i++) HPDL_EXPECT(hpdl_arg_f64("--lr", bad_f64[i], 0, DBL_MAX, &d) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_arg_int("--hidden", "0", 1, 1 << 20, &v) == HPDL_ERR_INVALID);       /* below min */
+    HPDL_EXPECT(hpdl_arg_int("--hidden", "3000000000", 1, INT32_MAX, &v) == HPDL_ERR_INVALID); /* above max */
+    HPDL_EXPECT(hpdl_arg_f64("--lr", "-0.5", 0, DBL_MAX, &d) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_arg_i64("--seed", "-1", 0, INT64_MAX, &big) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(v == -7 && d == -7 && big == -7);
+    HPDL_EXPECT(hpdl_arg_int("--hidden", "16", 1, 1 << 20, &v) == HPDL_OK && v == 16);
+    HPDL_EXPECT(hpdl_arg_int("--shift", "-3", -5, 5, &v) == HPDL_OK && v == -3);
+    HPDL_EXPECT(hpdl_arg_f64("--lr", "1e30", 0, DBL_MAX, &d) == HPDL_OK && d == 1e30);
+    HPDL_EXPECT(hpdl_arg_i64("--seed", "9223372036854775807", 0, INT64_MAX, &big) == HPDL_OK && big == INT64_MAX);
+}
+
+static void write_idx(const char *path, uint32_t magic, const uint32_t *dims, int n_dims) {
+    FILE *f = fopen(path, "wb");
+    unsigned char be[4];
+    uint64_t items = 1, i;
+    int d;
+    if (!f) exit(EXIT_FAILURE);
+    for (d = -1; d < n_dims; d++) {
+        uint32_t v = d < 0 ? magic : dims[d];
+        be[0] = (unsigned char)(v >> 24); be[1] = (unsigned char)(v >> 16); be[2] = (unsigned char)(v >> 8); be[3] = (unsigned char)v;
+        fwrite(be, 1, 4, f);
+        if (d >= 0) items *= dims[d];
+    }
+    for (i = 0; i < items; i++) fputc((int)(i % 10), f);
+    fclose(f);
+}
+
+/* A directory used to be reported as a bad format. */
+static void idx_directory_is_an_io_error(void) {
+    hpdl_dataset d;
+    memset(&d, 0x5a, sizeof d);
+    HPDL_EXPECT(hpdl_idx_load(".", ".", &d) == HPDL_ERR_IO);
+    HPDL_EXPECT(d.rows == 0x5a5a5a5a);
+}
+
+/* Allocation is bounded by HPDL_IDX_MAX_ITEMS (1000 here), not by 4x the file. */
+static void idx_size_is_capped(void) {
+    static const uint32_t small[3] = {10, 10, 10}, big[3] = {11, 10, 10}, n10[1] = {10}, n11[1] = {11};
+    hpdl_dataset d;
+    write_idx("test_robust_small.idx", HPDL_IDX_IMAGES_MAGIC, small, 3);
+    write_idx("test_robust_small_labels.idx", HPDL_IDX_LABELS_MAGIC, n10, 1);
+    write_idx("test_robust_big.idx", HPDL_IDX_IMAGES_MAGIC, big, 3);
+    write_idx("test_robust_big_labels.idx", HPDL_IDX_LABELS_MAGIC, n11, 1);
+    memset(&d, 0x5a, sizeof d);
+    HPDL_EXPECT(hpdl_idx_load("test_robust_big.idx", "test_robust_big_labels.idx", &d) == HPDL_ERR_FORMAT);
+    HPDL_EXPECT(d.rows == 0x5a5a5a5a);
+    HPDL_EXPECT(hpdl_idx_load("test_robust_small.idx", "test_robust_small_labels.idx", &d) == HPDL_OK);
+    HPDL_EXPECT(d.n == 10 && d.rows == 10 && d.cols == 10);
+    hpdl_dataset_free(&d);
+    remove("test_robust_small.idx");
+    remove("test_robust_small_labels.idx");
+    remove("test_robust_big.idx");
+    remove("test_robust_big_labels.idx");
+}
+
 int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
         HPDL_TEST(quant_mlp_refuses_a_workspace_of_another_shape),
@@ -206,6 +286,10 @@ int main(int argc, char **argv) {
         HPDL_TEST(quant_edge_values),
         HPDL_TEST(quant_layer_output_out_of_range),
         HPDL_TEST(pool_with_a_huge_stride),
+        HPDL_TEST(widths_lists_are_strict),
+        HPDL_TEST(flag_numbers_are_strict),
+        HPDL_TEST(idx_directory_is_an_io_error),
+        HPDL_TEST(idx_size_is_capped),
     };
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }
