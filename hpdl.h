@@ -829,7 +829,7 @@ static inline hpdl_status hpdl__conv_geom_make(const hpdl_conv2d_params *p, cons
     g->p = *p;
     g->x = *xd;
     g->y = *yd;
-    hpdl_conv2d_filter_desc(p, xd, yd->c, &g->w);
+    g->w = hpdl_tensor4_make(yd->c, xd->c / p->groups, p->kernel_h, p->kernel_w, xd->layout);
     g->c_per_group = xd->c / p->groups;
     g->k_per_group = yd->c / p->groups;
     return HPDL_OK;
