@@ -96,17 +96,10 @@ static hpdl_status call(hpdl_gemm_algo al, int M, int N, int K, const float *A, 
     off = hpdl__cuda_tf32_math(0);
     return st != HPDL_OK ? st : off;
 }
-static hpdl_status call(hpdl_gemm_algo al, int M, int N, int K, const double *A, const double *B, double *C, cudaStream_t s) {
-    return hpdl_cuda_gemm_algo_f64(al, HPDL_NO_TRANS, HPDL_NO_TRANS, M, N, K, 1.0, A, K, B, N, 0.0, C, N, s);
-}
-static hpdl_status call(hpdl_gemm_algo al, int M, int N, int K, const __half *A, const __half *B, __half *C, cudaStream_t s) {
-    return hpdl_cuda_gemm_algo_f16(al, HPDL_NO_TRANS, HPDL_NO_TRANS, M, N, K, 1.0f, (const hpdl_f16 *)A, K,
-                                   (const hpdl_f16 *)B, N, 0.0f, (hpdl_f16 *)C, N, s);
-}
-static hpdl_status call(hpdl_gemm_algo al, int M, int N, int K, const __nv_bfloat16 *A, const __nv_bfloat16 *B,
-                        __nv_bfloat16 *C, cudaStream_t s) {
-    return hpdl_cuda_gemm_algo_bf16(al, HPDL_NO_TRANS, HPDL_NO_TRANS, M, N, K, 1.0f, (const hpdl_bf16 *)A, K,
-                                    (const hpdl_bf16 *)B, N, 0.0f, (hpdl_bf16 *)C, N, s);
+/* Every other type: C = A B, all row-major, through the type-generic front end. */
+template <typename T>
+static hpdl_status call(hpdl_gemm_algo al, int M, int N, int K, const T *A, const T *B, T *C, cudaStream_t s) {
+    return hpdl_cuda_gemm_algo(al, HPDL_NO_TRANS, HPDL_NO_TRANS, M, N, K, 1, A, K, B, N, 0, C, N, s);
 }
 
 template <typename T> static void bench_run(void *ctx, cudaStream_t s) {

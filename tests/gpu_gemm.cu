@@ -14,23 +14,6 @@ static void from_f64(double v, double *x) { *x = v; }
 static void from_f64(double v, hpdl_f16 *x) { *x = hpdl_f16_from_f32((float)v); }
 static void from_f64(double v, hpdl_bf16 *x) { *x = hpdl_bf16_from_f32((float)v); }
 
-static hpdl_status run(hpdl_gemm_algo al, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K, double alpha,
-                       const float *A, int lda, const float *B, int ldb, double beta, float *C, int ldc) {
-    return hpdl_cuda_gemm_algo_f32(al, ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc, 0);
-}
-static hpdl_status run(hpdl_gemm_algo al, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K, double alpha,
-                       const double *A, int lda, const double *B, int ldb, double beta, double *C, int ldc) {
-    return hpdl_cuda_gemm_algo_f64(al, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, 0);
-}
-static hpdl_status run(hpdl_gemm_algo al, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K, double alpha,
-                       const hpdl_f16 *A, int lda, const hpdl_f16 *B, int ldb, double beta, hpdl_f16 *C, int ldc) {
-    return hpdl_cuda_gemm_algo_f16(al, ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc, 0);
-}
-static hpdl_status run(hpdl_gemm_algo al, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K, double alpha,
-                       const hpdl_bf16 *A, int lda, const hpdl_bf16 *B, int ldb, double beta, hpdl_bf16 *C, int ldc) {
-    return hpdl_cuda_gemm_algo_bf16(al, ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc, 0);
-}
-
 /* A rows x ld matrix of random values in [-1, 1] (padding too), as T and
    as the f64 copy of exactly those values. */
 template <typename T> static void fill(hpdl_rng *r, T *x, double *x64, size_t n) {
@@ -139,7 +122,8 @@ template <typename T> static int case_check(gemm_case<T> *c, hpdl_gemm_algo algo
     if (c->beta != 0.0)
         HPDL_CUDA_CHECK(cudaMemcpy2D(c->dC, c->ldc * sizeof(T), c->C0, c->ldc * sizeof(T), c->N * sizeof(T), c->M,
                                      cudaMemcpyHostToDevice));
-    s = run(algo, c->ta, c->tb, c->M, c->N, c->K, c->alpha, c->dA, c->lda, c->dB, c->ldb, c->beta, c->dC, c->ldc);
+    s = hpdl_cuda_gemm_algo(algo, c->ta, c->tb, c->M, c->N, c->K, c->alpha, c->dA, c->lda, c->dB, c->ldb, c->beta,
+                            c->dC, c->ldc);
     if (s != HPDL_OK) {
         fprintf(stderr, "    %s %s ta=%d tb=%d %dx%dx%d: %s\n", type, hpdl_gemm_algo_name(algo), c->ta, c->tb, c->M,
                 c->N, c->K, hpdl_status_string(s));
@@ -206,8 +190,8 @@ template <typename T> static void check_type(const char *type, double tol, doubl
                         if (k_algos[a] == HPDL_GEMM_MMA && (sizeof(T) == 4 || !tensor_ok)) continue; /* own test */
                         cases++;
                         if (is_hopper_rung(k_algos[a]) && !hopper_runs(&c)) {
-                            if (run(k_algos[a], c.ta, c.tb, c.M, c.N, c.K, c.alpha, c.dA, c.lda, c.dB, c.ldb, c.beta,
-                                    c.dC, c.ldc) != HPDL_ERR_UNSUPPORTED)
+                            if (hpdl_cuda_gemm_algo(k_algos[a], c.ta, c.tb, c.M, c.N, c.K, c.alpha, c.dA, c.lda, c.dB,
+                                                    c.ldb, c.beta, c.dC, c.ldc) != HPDL_ERR_UNSUPPORTED)
                                 failed++;
                         } else if (!case_check(&c, k_algos[a], is_hopper_rung(k_algos[a]) ? hopper_tol : tol, type)) {
                             failed++;

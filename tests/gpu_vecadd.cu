@@ -32,7 +32,7 @@ static const int test_offsets[][3] = {{0, 0, 0}, {1, 1, 1}, {0, 1, 0}, {0, 0, 1}
         }                                                                                          \
         static hpdl_status gpu(hpdl_vecadd_config g, int64_t n, const T *a, const T *b, T *c,      \
                                cudaStream_t s) {                                                   \
-            return hpdl_cuda_vec_add_##SUFFIX(g, n, a, b, c, s);                                   \
+            return hpdl_cuda_vec_add(g, n, a, b, c, s);                                            \
         }                                                                                          \
     };
 #define FROM_F64_F32(x) ((float)(x))
