@@ -10,7 +10,11 @@
 # example that does with mpicc.
 
 SHELL     := /bin/bash
-CC        ?= gcc
+# make predefines CC as cc, so `CC ?= gcc` would never apply: gcc unless CC
+# is given (make CC=clang, or in the environment).
+ifeq ($(origin CC),default)
+CC        := gcc
+endif
 CLANG     ?= clang
 CXX       ?= g++
 CUDA_HOME ?= /usr/local/cuda
@@ -74,11 +78,11 @@ uses_mpi    = $(shell grep -l 'hpdl_mpi.h' $(1) 2>/dev/null)
 CPU_BINS   := $(addprefix $(B)/cpu/,$(CPU_TESTS)) $(addprefix $(B)/asan/,$(CPU_TESTS))
 CHECK_OBJS := $(addprefix $(B)/clang/,$(addsuffix .o,$(CPU_TESTS))) \
               $(addprefix $(B)/cxx/,$(addsuffix .o,$(CPU_TESTS))) \
-              $(B)/cpu/two_units
+              $(B)/cpu/two_units $(B)/cxx/two_units
 GPU_BINS   := $(if $(HAVE_NVCC),$(addprefix $(B)/gpu/,$(GPU_TESTS)) $(EX_CU) $(BENCH_CU) $(ARCH_CHECKS))
 MPI_BINS    = $(if $(HAVE_MPI),$(addprefix $(B)/mpi/,$(MPI_TESTS)))
 
-.PHONY: all test bench examples data plots install clean help features deps
+.PHONY: all test check bench examples data plots install clean help features deps
 .DEFAULT_GOAL := all
 
 all: features $(CPU_BINS) $(CHECK_OBJS) $(EX_C) $(BENCH_C) $(GPU_BINS) $(MPI_BINS)
@@ -110,6 +114,10 @@ $(B)/cxx/%.o: tests/%.c $(HEADERS)
 $(B)/cpu/two_units: tests/two_units/a.c tests/two_units/b.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_C) tests/two_units/a.c tests/two_units/b.c -o $@ -lm
+
+$(B)/cxx/two_units: tests/two_units/a.c tests/two_units/b.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) tests/two_units/a.c tests/two_units/b.c -o $@ -lm
 
 # A .c example that includes hpdl_mpi.h is built with mpicc when there is one
 # (else it builds as a one-rank program: hpdl_mpi.h's HPDL_NO_MPI).
@@ -153,22 +161,44 @@ $(B)/mpi/%: tests/%.c $(HEADERS)
 	mpicc $(CFLAGS_C) $< -o $@ -lm
 
 # ---- test -------------------------------------------------------------------------
-MPI_RUN := mpirun --oversubscribe --bind-to none
+# make test builds everything, then runs these phases, each with its sums and
+# time; make check builds and runs the first three only (the edit-test loop).
+MPI_RUN  := mpirun --oversubscribe --bind-to none
+CPU_RUNS  = --phase "CPU tests (gcc; C99 and C++ two units)" \
+            $(addprefix $(B)/cpu/,$(CPU_TESTS)) $(B)/cpu/two_units $(B)/cxx/two_units
+SAN_RUNS  = --phase "sanitizers (ASan + UBSan)" $(addprefix $(B)/asan/,$(CPU_TESTS))
+MPI_RUNS  = $(if $(HAVE_MPI),--phase "MPI tests (1..4 ranks)" \
+            $(foreach t,$(MPI_TESTS),$(foreach n,1 2 3 4,"$(MPI_RUN) -np $(n) $(B)/mpi/$(t)")))
+GPU_RUNS  = $(if $(HAVE_NVCC),--phase "GPU tests$(if $(HAVE_GPU),, (skipped: no GPU))" $(addprefix $(B)/gpu/,$(GPU_TESTS)))
+DOC_RUNS  = --phase "README programs, charts" tests/readme.sh "scripts/plots.sh --check"
+timed     = t=$$SECONDS; $(1) && echo "-- build: $$((SECONDS - t)) s"
 test: deps
-	@$(MAKE) --no-print-directory -j$(shell nproc) data all
-	@scripts/run_tests.sh \
-	    $(addprefix $(B)/cpu/,$(CPU_TESTS)) $(addprefix $(B)/asan/,$(CPU_TESTS)) $(B)/cpu/two_units \
-	    $(if $(HAVE_NVCC),$(addprefix $(B)/gpu/,$(GPU_TESTS))) \
-	    $(foreach t,$(if $(HAVE_MPI),$(MPI_TESTS)),$(foreach n,1 2 3 4,"$(MPI_RUN) -np $(n) $(B)/mpi/$(t)"))
+	@echo "make test: build everything (nvcc takes most of the time), then CPU tests, sanitizers,"
+	@echo "MPI tests, GPU tests, README programs and charts; make check: the CPU, sanitizer and MPI tests only"
+	@$(call timed,$(MAKE) --no-print-directory -j$(shell nproc) data all)
+	@scripts/run_tests.sh $(CPU_RUNS) $(SAN_RUNS) $(MPI_RUNS) $(GPU_RUNS) $(DOC_RUNS)
+
+check: deps
+	@$(call timed,$(MAKE) --no-print-directory -j$(shell nproc) data $(B)/cpu/two_units $(B)/cxx/two_units \
+	    $(addprefix $(B)/cpu/,$(CPU_TESTS)) $(addprefix $(B)/asan/,$(CPU_TESTS)) $(MPI_BINS))
+	@scripts/run_tests.sh $(CPU_RUNS) $(SAN_RUNS) $(MPI_RUNS)
 
 # ---- bench, data, plots ---------------------------------------------------------
 GPU_SLUG := $(shell nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1 | tr 'A-Z' 'a-z' | sed -e 's/nvidia //' -e 's/[^a-z0-9]\{1,\}/-/g' -e 's/-$$//')
-RESULTS  := bench/results/$(or $(GPU_SLUG),cpu)
-bench: deps
+# Your measurements go to results/<gpu>/ (git ignores it); bench/results/<gpu>/
+# holds the published ones that the README cites.
+RESULTS  ?= results/$(or $(GPU_SLUG),cpu)
+NO_GPU   := no CUDA GPU (or no driver)
+bench:
+ifeq ($(HAVE_GPU),)
+	@echo "bench: skipped all $(words $(BENCH_CU)) GPU benches: $(NO_GPU): nothing measured"; exit 1
+else
+	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory -j$(shell nproc) data all
 	@mkdir -p $(RESULTS)
 	@for b in $(BENCH_C) $(BENCH_CU); do echo "== $$b"; HPDL_RESULTS=$(RESULTS) $$b || exit 1; done
 	@$(MAKE) --no-print-directory plots
+endif
 
 examples: $(EX_C) $(EX_CU)
 
@@ -176,7 +206,7 @@ data:
 	@scripts/data.sh data/fashion-mnist
 
 plots:
-	@if command -v gnuplot >/dev/null 2>&1; then scripts/plots.sh; else echo "plots: gnuplot missing (apt-get install gnuplot-nox)"; fi
+	@scripts/plots.sh $(RESULTS)
 
 install:
 	install -d $(DESTDIR)$(PREFIX)/include
@@ -187,10 +217,12 @@ clean:
 
 help:
 	@echo "make            build tests, examples and benches for what this machine has"
-	@echo "make test       install missing deps, build, run CPU/ASan/MPI(1..4 ranks)/GPU tests"
-	@echo "make bench      run every bench; CSVs go to bench/results/<gpu>/"
+	@echo "make test       install missing deps, build everything, run CPU/ASan/MPI(1..4 ranks)/GPU tests,"
+	@echo "                the README's programs and the chart check; phases with times (CI runs this)"
+	@echo "make check      CPU, sanitizer and MPI tests only: a few minutes, for the edit-test loop"
+	@echo "make bench      run every bench on this machine's GPU; CSVs and charts go to results/<gpu>/"
 	@echo "make examples   build the examples"
 	@echo "make data       put Fashion-MNIST IDX files in data/fashion-mnist (MNIST_DIR=... for your own)"
-	@echo "make plots      turn bench CSVs into PNG charts with gnuplot"
+	@echo "make plots      draw the charts of results/<gpu>/ (RESULTS=bench/results/h200: a published folder)"
 	@echo "make install PREFIX=/usr/local   copy the three headers"
 	@echo "make clean      remove build/"
