@@ -5,23 +5,30 @@
 
    USAGE
        #include "hpdl_cuda.cuh"
-       float *d_x;
-       HPDL_CUDA_CHECK(cudaMalloc(&d_x, n * sizeof(float)));
+       if (!hpdl_cuda_available()) { puts("no CUDA GPU"); return 0; }
+       float *d_a, *d_b, *d_c;
+       HPDL_CUDA_CHECK(cudaMalloc(&d_a, n * sizeof(float)));   // ... d_b, d_c
        HPDL_CHECK(hpdl_cuda_vec_add_f32(HPDL_VECADD_GRID_STRIDE, n, d_a, d_b, d_c, 0));
+       HPDL_CHECK(hpdl_cuda_gemm(HPDL_NO_TRANS, HPDL_NO_TRANS, M, N, K, 1.0f, d_a, K, d_b, N, 0.0f, d_c, N));
        nvcc -O3 -arch=native prog.cu -lcublas
 
-   WHAT IS HERE (each with its CPU twin in hpdl.h)
-       vector add       hpdl_cuda_vec_add_<t>: four launch configurations;
-                        managed memory (hpdl_cuda_alloc_managed, _prefetch)
-       GEMM             hpdl_cuda_gemm_<t> (best kernel), hpdl_cuda_gemm_algo_<t>
-                        (one rung of the ladder, or HPDL_GEMM_CUBLAS)
-       MLP training     hpdl_cuda_mlp_<t>: fused kernels, CUDA-graph steps,
-                        f16 mixed precision with loss scaling; NVML sampler
-       multi-GPU        device utilities, hpdl_cuda_matpow_<t>, sums of powers
-                        over GPUs, the deep linear model (naive and pipelined)
-       int8             hpdl_cuda_quant_gemm_*: mma.sync s8 and dp4a, fused
-                        requantization; quantized MLP inference
-       <t> is f32, f64, f16 or bf16 where the family has it.
+   PAY ONLY FOR WHAT YOU USE
+       Every function here is a template compiled only where it is called
+       (HPDL_LAZY): including this header costs a few seconds of nvcc, one
+       f32 GEMM call ~10 s, the f16 GEMM with its Hopper rungs ~30 s (2-core
+       host, sm_90a; bench/compile measures it, bench/results/cpu/compile.csv).
+
+   CONTENTS (search for the banner, e.g. "GEMM: Hopper")
+       section                 CPU twin (hpdl.h)        test                 bench            notes
+       checks, buffers, timers -                        tests/gpu_checks.cu  -                -
+       VECTOR ADD              hpdl_vec_add_<t>         tests/gpu_vecadd.cu  bench/vecadd.cu  notes/vecadd.md
+       GEMM: the ladder        hpdl_gemm_<t>            tests/gpu_gemm.cu    bench/gemm.cu    notes/gemm.md
+       GEMM: Hopper rungs      hpdl_gemm_<t>            tests/gpu_gemm.cu    bench/gemm.cu    notes/gemm.md
+       Convolution             hpdl_conv2d_*_<t>        tests/gpu_conv.cu    -                -
+       MLP TRAINING            hpdl_mlp_*_<t>           tests/gpu_mlp.cu     bench/mlp.cu     notes/mlp.md
+       SEVERAL GPUS            hpdl_matpow_<t>          tests/gpu_matpow.cu, bench/matpow.cu, notes/multi.md
+                                                        gpu_model_parallel.cu bench/model_parallel.cu
+       INT8 QUANTIZATION       hpdl_quant_*             tests/gpu_quant.cu   bench/quantize.cu notes/quant.md
 
    OPTIONS
        HPDL_NO_NVTX            compile the NVTX ranges out (no nvtx3 header needed)
@@ -29,8 +36,136 @@
                                resident blocks (default 128)
        HPDL_CUDA_MAX_DEVICES   most GPUs the multi-GPU helpers handle (default 16)
 
-   Half types: hpdl_f16 / hpdl_bf16 have the bits of __half / __nv_bfloat16;
-   launchers take the hpdl_ types and reinterpret them for the kernels.
+   TYPES
+       <t> is f32, f64, f16 or bf16 where the family has it. hpdl_f16 /
+       hpdl_bf16 have the bits of __half / __nv_bfloat16; launchers take
+       either and reinterpret them for the kernels. From C++ the names
+       without a suffix (hpdl_cuda_gemm, hpdl_cuda_vec_add, hpdl_cuda_mlp_*)
+       pick the type from the pointers' element type or the model's type.
+
+   MAP (every public function; scripts/api_map.py check keeps it complete)
+       checks, devices, buffers, timers
+         hpdl_status hpdl_cuda_alloc(ptr, bytes)
+         hpdl_status hpdl_cuda_alloc_managed(ptr, bytes)
+         hpdl_status hpdl_cuda_alloc_pinned(ptr, bytes)
+         int hpdl_cuda_available()
+         hpdl_status hpdl_cuda_device_query(device, info)
+         void hpdl_cuda_device_slug(name, slug, size)
+         void hpdl_cuda_free(ptr)
+         void hpdl_cuda_free_pinned(ptr)
+         void hpdl_cuda_l2_flush(f, stream)
+         hpdl_status hpdl_cuda_l2_flusher_create(f)
+         void hpdl_cuda_l2_flusher_destroy(f)
+         hpdl_status hpdl_cuda_poison(ptr, bytes)
+         hpdl_status hpdl_cuda_prefetch(ptr, bytes, device, stream)
+         hpdl_status hpdl_cuda_time_interleaved_ms(n, runs, ctxs, stream, warmup, reps, flush, median_ms)
+         hpdl_status hpdl_cuda_time_median_ms(run, ctx, stream, warmup, reps, flush, median_ms)
+         hpdl_status hpdl_cuda_timer_create(t, stream)
+         void hpdl_cuda_timer_destroy(t)
+         void hpdl_cuda_timer_start(t)
+         float hpdl_cuda_timer_stop_ms(t)
+         hpdl_status hpdl_cuda_to_device(dst, src, bytes, stream)
+         hpdl_status hpdl_cuda_to_host(dst, src, bytes, stream)
+       vector add
+         hpdl_status hpdl_cuda_vec_add(cfg, n, a, b, c, stream)
+         hpdl_status hpdl_cuda_vec_add_<t>(cfg, n, a, b, c, stream)
+         const char * hpdl_vecadd_config_name(c)
+       GEMM
+         hpdl_status hpdl_cuda_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream)
+         hpdl_status hpdl_cuda_gemm_<t>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream)
+         hpdl_status hpdl_cuda_gemm_algo(algo, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
+                        stream)
+         hpdl_status hpdl_cuda_gemm_algo_<t>(algo, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
+                        stream)
+         const char * hpdl_gemm_algo_name(a)
+       convolution
+         const char * hpdl_conv_algo_name(a)
+         hpdl_status hpdl_cuda_conv2d_backward_data_<t>(p, yd, dy, w, xd, dx, stream)
+         hpdl_status hpdl_cuda_conv2d_backward_data_algo_<t>(algo, p, yd, dy, w, xd, dx, stream)
+         hpdl_status hpdl_cuda_conv2d_backward_filter_<t>(p, xd, x, yd, dy, dw, stream)
+         hpdl_status hpdl_cuda_conv2d_backward_filter_algo_<t>(algo, p, xd, x, yd, dy, dw, stream)
+         hpdl_status hpdl_cuda_conv2d_forward_<t>(p, xd, x, w, yd, y, stream)
+         hpdl_status hpdl_cuda_conv2d_forward_algo_<t>(algo, p, xd, x, w, yd, y, stream)
+       MLP training
+         hpdl_status hpdl_cuda_dataset_create(d, src, placement)
+         void hpdl_cuda_dataset_destroy(d)
+         hpdl_status hpdl_cuda_dataset_shuffle(d, seed, stream)
+         hpdl_status hpdl_cuda_dataset_upload(d, n_images, features, images, n_labels, labels, placement,
+                        chunk_rows)
+         hpdl_status hpdl_cuda_mlp_accuracy(g, n, X, labels, acc)
+         hpdl_status hpdl_cuda_mlp_accuracy_<t>(g, n, X, labels, acc)
+         hpdl_status hpdl_cuda_mlp_create(g, m, max_batch)
+         hpdl_status hpdl_cuda_mlp_create_<t>(g, m, max_batch)
+         void hpdl_cuda_mlp_destroy(g)
+         void hpdl_cuda_mlp_destroy_<t>(g)
+         hpdl_status hpdl_cuda_mlp_download(g, m)
+         hpdl_status hpdl_cuda_mlp_download_<t>(g, m)
+         hpdl_status hpdl_cuda_mlp_evaluate(g, d, out)
+         hpdl_status hpdl_cuda_mlp_evaluate_<t>(g, d, out)
+         hpdl_status hpdl_cuda_mlp_scaler(g, scale, skipped_steps)
+         hpdl_status hpdl_cuda_mlp_scaler_<t>(g, scale, skipped_steps)
+         hpdl_status hpdl_cuda_mlp_train_epoch(g, d, batch, lr, l2, seed, out)
+         hpdl_status hpdl_cuda_mlp_train_epoch_<t>(g, d, batch, lr, l2, seed, out)
+         hpdl_status hpdl_cuda_mlp_train_step(g, batch, X, labels, lr, l2, loss)
+         hpdl_status hpdl_cuda_mlp_train_step_<t>(g, batch, X, labels, lr, l2, loss)
+         hpdl_status hpdl_cuda_mlp_upload(g, m)
+         hpdl_status hpdl_cuda_mlp_upload_<t>(g, m)
+         hpdl_status hpdl_cuda_softmax_xent_<t>(rows, cols, logits, ld, labels, grad, ldg, d_loss,
+                        stream)
+         void hpdl_nvml_sampler_finish(s, out)
+         hpdl_status hpdl_nvml_sampler_start(s, device, period_ms, csv_path)
+         void hpdl_nvml_sampler_stop(s, mean_gpu, mean_mem, samples)
+       several GPUs
+         hpdl_status hpdl_cuda_deep_linear_create(m, depth, dim, batch, first, n_devices, allow_virtual)
+         void hpdl_cuda_deep_linear_destroy(m)
+         hpdl_status hpdl_cuda_deep_linear_get_batch(m, host_x, host_target)
+         hpdl_status hpdl_cuda_deep_linear_get_weights(m, layer, host)
+         hpdl_status hpdl_cuda_deep_linear_init(m, seed)
+         hpdl_status hpdl_cuda_deep_linear_loss(m, loss)
+         void hpdl_cuda_deep_linear_print_map(m, f)
+         hpdl_status hpdl_cuda_deep_linear_profile(m, micro, lr, step_ms, busy_ms)
+         hpdl_status hpdl_cuda_deep_linear_random_batch(m, seed)
+         int hpdl_cuda_deep_linear_slices(micro)
+         hpdl_status hpdl_cuda_deep_linear_step(m, micro, lr, origin)
+         int hpdl_cuda_device_count()
+         hpdl_status hpdl_cuda_devices_open(set, n, allow_virtual)
+         hpdl_status hpdl_cuda_devices_print(f)
+         hpdl_status hpdl_cuda_enable_peer(a, b, enabled)
+         hpdl_status hpdl_cuda_matpow_<t>(n, power, A, lda, out, ldo, algo, stream)
+         hpdl_status hpdl_cuda_matpow_naive_<t>(n, power, A, lda, out, ldo, algo, stream)
+         hpdl_status hpdl_cuda_matpow_naive_ws_<t>(n, power, A, lda, out, ldo, algo, ws, stream)
+         size_t hpdl_cuda_matpow_workspace_bytes(n, elem_bytes)
+         hpdl_status hpdl_cuda_matpow_ws_<t>(n, power, A, lda, out, ldo, algo, ws, stream)
+         hpdl_status hpdl_cuda_mem_in_use(device, used, total)
+         hpdl_status hpdl_cuda_move(set, dst, dst_dev, src, src_dev, bytes, stage, stage_bytes, stream,
+                        stats)
+         hpdl_status hpdl_cuda_powsum_create_<t>(p, k, n, power, n_gpus, allow_virtual)
+         void hpdl_cuda_powsum_destroy(p)
+         hpdl_status hpdl_cuda_powsum_download_<t>(p, host_out)
+         hpdl_status hpdl_cuda_powsum_run_<t>(p, naive, algo, origin)
+         hpdl_status hpdl_cuda_powsum_upload_<t>(p, host_mats)
+         hpdl_status hpdl_cuda_rowpow_create_<t>(p, n, n_gpus, allow_virtual)
+         void hpdl_cuda_rowpow_destroy(p)
+         hpdl_status hpdl_cuda_rowpow_run_<t>(p, power, A, lda, out, ldo, algo, origin)
+         hpdl_status hpdl_cuda_sum_of_powers_<t>(k, host_mats, n, power, n_gpus, host_out, algo)
+       int8 quantization
+         hpdl_status hpdl_cuda_quant_gemm_i8(algo, M, N, K, A, lda, za, B, ldb, zb, C, ldc, stream)
+         hpdl_status hpdl_cuda_quant_gemm_nt_i8(algo, M, N, K, A, lda, za, Bt, ldb, zb, C, ldc, stream)
+         hpdl_status hpdl_cuda_quant_gemm_requant_i8(algo, M, N, K, A, lda, za, B, ldb, zb, o, C, ldc,
+                        stream)
+         hpdl_status hpdl_cuda_quant_gemm_requant_nt_i32(algo, M, N, K, A, lda, za, Bt, ldb, zb, o, C,
+                        ldc, stream)
+         hpdl_status hpdl_cuda_quant_gemm_requant_nt_i8(algo, M, N, K, A, lda, za, Bt, ldb, zb, o, C,
+                        ldc, stream)
+         hpdl_status hpdl_cuda_quant_mlp_accuracy(g, n, X, labels, accuracy, stream)
+         hpdl_status hpdl_cuda_quant_mlp_create(g, q, max_batch, algo)
+         void hpdl_cuda_quant_mlp_destroy(g)
+         hpdl_status hpdl_cuda_quant_mlp_forward(g, batch, X, stream)
+         hpdl_status hpdl_cuda_quant_output_create(d, o, n)
+         void hpdl_cuda_quant_output_destroy(d)
+         hpdl_status hpdl_cuda_quant_quantize_f32(rows, cols, X, ldx, p, Q, ldq, stream)
+         hpdl_status hpdl_cuda_quant_transpose_i8(rows, cols, X, ldx, Y, ldy, stream)
+         const char * hpdl_quant_algo_name(a)
 
    CHANGELOG
        2026-11-22  v0.1.0  check macros, buffers, event timer, NVTX, device query,
@@ -394,7 +529,7 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_time_median_ms(hpdl_cuda_work_fn run, void *
 }
 
 /* ======================================================================== */
-/* Kernel families                                                           */
+/* VECTOR ADD                                                               */
 /* ======================================================================== */
 /* ------------------------------------------------------------------------ */
 /* Vector add c = a + b: the four launch configurations of the CUDA workflow */
@@ -638,6 +773,9 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_prefetch(const void *ptr, size_t bytes, int 
 #endif
     return HPDL_OK;
 }
+/* ======================================================================== */
+/* GEMM: the ladder, the cuBLAS backend                                     */
+/* ======================================================================== */
 /* GEMM ladder and cuBLAS backend.
 
    C (M x N, row-major, ldc >= N) = alpha * op(A) * op(B) + beta * C, device pointers.
@@ -2124,9 +2262,9 @@ static inline hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<float, flo
     return HPDL_ERR_UNSUPPORTED; /* f32 has no mma.sync rung (that would be TF32) */
 }
 
-/* ------------------------------------------------------------------------ */
-/* Hopper rungs: TMA + wgmma (sm_90a)                                        */
-/* ------------------------------------------------------------------------ */
+/* ======================================================================== */
+/* GEMM: Hopper rungs, TMA + wgmma (sm_90a)                                 */
+/* ======================================================================== */
 
 /* Four rungs, each adding one technique to the one before (f16 and bf16;
    f32 runs them as TF32 when asked by name, never by AUTO):
@@ -3138,9 +3276,390 @@ HPDL_DEFINE_CUDA_GEMM(f32, float, float)
 HPDL_DEFINE_CUDA_GEMM(f64, double, double)
 HPDL_DEFINE_CUDA_GEMM(f16, hpdl_f16, float)
 HPDL_DEFINE_CUDA_GEMM(bf16, hpdl_bf16, float)
+
 /* ------------------------------------------------------------------------ */
-/* MLP training on the GPU                                                    */
+/* Convolution                                                               */
 /* ------------------------------------------------------------------------ */
+/* conv2d forward, backward-data and backward-filter for f32, f64, f16 and
+   bf16 (sums in f32, f64 for f64), NCHW or NHWC, any kernel size, stride,
+   padding, dilation and groups. CPU twins: hpdl_conv2d_forward_<t>,
+   hpdl_conv2d_backward_data_<t>, hpdl_conv2d_backward_filter_<t> in hpdl.h,
+   which also define the tensor and filter layouts and the arguments' rules;
+   test: tests/gpu_conv.cu.
+
+   The ladder (hpdl_conv_algo), each rung a kernel:
+     DIRECT         one thread per output element, the CPU twin's sum as written
+     IMPLICIT_GEMM  the pass seen as a GEMM whose operands are gathered from the
+                    tensors as they are loaded (no im2col buffer), tiled through
+                    shared memory on CUDA cores; one kernel for the three passes:
+         forward          Y[pixel, k]  = sum over (c,r,s) of X~[pixel, (c,r,s)] * W[k, (c,r,s)]
+         backward-data    dX[pixel, c] = sum over (k,r,s) of dY~[pixel, (k,r,s)] * W[k, c, r, s]
+         backward-filter  dW[k, (c,r,s)] = sum over pixels of dY[pixel, k] * X~[pixel, (c,r,s)]
+       (X~ and dY~ read the element a tap reaches, or zero in the padding or
+       between strides), one GEMM per group (blockIdx.z).
+   AUTO takes IMPLICIT_GEMM. Both rungs index with the CPU twin's helpers
+   (hpdl_tensor4_offset, hpdl__tap_input, hpdl__tap_output). */
+
+typedef enum hpdl_conv_algo {
+    HPDL_CONV_AUTO = 0,
+    HPDL_CONV_DIRECT,
+    HPDL_CONV_IMPLICIT_GEMM
+} hpdl_conv_algo;
+
+HPDL_CUDA_API const char *hpdl_conv_algo_name(hpdl_conv_algo a) {
+    switch (a) {
+    case HPDL_CONV_AUTO: return "auto";
+    case HPDL_CONV_DIRECT: return "direct";
+    case HPDL_CONV_IMPLICIT_GEMM: return "implicit-gemm";
+    }
+    return "?";
+}
+
+/* Coordinates (n, c, h, w) of the element at offset i of a tensor. */
+static __device__ __forceinline__ void hpdl__tensor4_coords(const hpdl_tensor4 &d, size_t i, int *n, int *c, int *h,
+                                                            int *w) {
+    if (d.layout == HPDL_NHWC) {
+        *c = (int)(i % d.c); i /= d.c;
+        *w = (int)(i % d.w); i /= d.w;
+        *h = (int)(i % d.h); i /= d.h;
+    } else {
+        *w = (int)(i % d.w); i /= d.w;
+        *h = (int)(i % d.h); i /= d.h;
+        *c = (int)(i % d.c); i /= d.c;
+    }
+    *n = (int)i;
+}
+
+/* ---- rung 1: direct ------------------------------------------------------- */
+
+/* One thread per output element, in memory order (neighbouring threads
+   write neighbouring elements), each summing as the CPU twin does. */
+template <typename T, typename ACC>
+__global__ void hpdl__conv2d_forward_direct(hpdl__conv_geom g, const T *x, const T *w, T *y, size_t total) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        int n, k, oh, ow;
+        hpdl__tensor4_coords(g.y, i, &n, &k, &oh, &ow);
+        int c0 = k / g.k_per_group * g.c_per_group;
+        ACC acc = 0;
+        for (int c = 0; c < g.c_per_group; c++)
+            for (int r = 0; r < g.p.kernel_h; r++) {
+                int ih = hpdl__tap_input(oh, g.p.stride_h, g.p.pad_h, r, g.p.dilation_h);
+                if (ih < 0 || ih >= g.x.h) continue;
+                for (int s = 0; s < g.p.kernel_w; s++) {
+                    int iw = hpdl__tap_input(ow, g.p.stride_w, g.p.pad_w, s, g.p.dilation_w);
+                    if (iw < 0 || iw >= g.x.w) continue;
+                    acc += (ACC)hpdl__gemm_acc(x[hpdl_tensor4_offset(&g.x, n, c0 + c, ih, iw)]) *
+                           (ACC)hpdl__gemm_acc(w[hpdl_tensor4_offset(&g.w, k, c, r, s)]);
+                }
+            }
+        hpdl__gemm_put(y + i, acc);
+    }
+}
+
+template <typename T, typename ACC>
+__global__ void hpdl__conv2d_backward_data_direct(hpdl__conv_geom g, const T *w, const T *dy, T *dx, size_t total) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        int n, c, ih, iw, oh, ow;
+        hpdl__tensor4_coords(g.x, i, &n, &c, &ih, &iw);
+        int k0 = c / g.c_per_group * g.k_per_group, cw = c % g.c_per_group;
+        ACC acc = 0;
+        for (int k = k0; k < k0 + g.k_per_group; k++)
+            for (int r = 0; r < g.p.kernel_h; r++) {
+                if (!hpdl__tap_output(ih, g.p.stride_h, g.p.pad_h, r, g.p.dilation_h, g.y.h, &oh)) continue;
+                for (int s = 0; s < g.p.kernel_w; s++) {
+                    if (!hpdl__tap_output(iw, g.p.stride_w, g.p.pad_w, s, g.p.dilation_w, g.y.w, &ow)) continue;
+                    acc += (ACC)hpdl__gemm_acc(dy[hpdl_tensor4_offset(&g.y, n, k, oh, ow)]) *
+                           (ACC)hpdl__gemm_acc(w[hpdl_tensor4_offset(&g.w, k, cw, r, s)]);
+                }
+            }
+        hpdl__gemm_put(dx + i, acc);
+    }
+}
+
+template <typename T, typename ACC>
+__global__ void hpdl__conv2d_backward_filter_direct(hpdl__conv_geom g, const T *x, const T *dy, T *dw, size_t total) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        int k, c, r, s;
+        hpdl__tensor4_coords(g.w, i, &k, &c, &r, &s);
+        int cx = k / g.k_per_group * g.c_per_group + c;
+        ACC acc = 0;
+        for (int n = 0; n < g.x.n; n++)
+            for (int oh = 0; oh < g.y.h; oh++) {
+                int ih = hpdl__tap_input(oh, g.p.stride_h, g.p.pad_h, r, g.p.dilation_h);
+                if (ih < 0 || ih >= g.x.h) continue;
+                for (int ow = 0; ow < g.y.w; ow++) {
+                    int iw = hpdl__tap_input(ow, g.p.stride_w, g.p.pad_w, s, g.p.dilation_w);
+                    if (iw < 0 || iw >= g.x.w) continue;
+                    acc += (ACC)hpdl__gemm_acc(dy[hpdl_tensor4_offset(&g.y, n, k, oh, ow)]) *
+                           (ACC)hpdl__gemm_acc(x[hpdl_tensor4_offset(&g.x, n, cx, ih, iw)]);
+                }
+            }
+        hpdl__gemm_put(dw + i, acc);
+    }
+}
+
+/* ---- rung 2: implicit GEMM on CUDA cores ---------------------------------------- */
+
+/* The three passes as GEMM views: a(grp, m, k) and b(grp, k, n) are the
+   operands' elements (zero outside them), put(grp, m, n, v) stores C. Each
+   GEMM index packs tensor coordinates, the first one slowest:
+   pixel = (n, h, w), tap = (channel, r, s). */
+struct hpdl__conv_gemm_dims {
+    int m, n, k; /* the GEMM of one group */
+};
+
+static __device__ __forceinline__ void hpdl__split3(int i, int b, int c, int *x0, int *x1, int *x2) {
+    *x2 = i % c; i /= c;
+    *x1 = i % b;
+    *x0 = i / b;
+}
+
+/* The input element tap (r, s) of output pixel (oh, ow) reads, or 0 in the padding. */
+template <typename T, typename ACC>
+static __device__ __forceinline__ ACC hpdl__conv_tap(const hpdl__conv_geom &g, const T *x, int n, int c, int oh,
+                                                     int ow, int r, int s) {
+    int ih = hpdl__tap_input(oh, g.p.stride_h, g.p.pad_h, r, g.p.dilation_h);
+    int iw = hpdl__tap_input(ow, g.p.stride_w, g.p.pad_w, s, g.p.dilation_w);
+    if (ih < 0 || ih >= g.x.h || iw < 0 || iw >= g.x.w) return (ACC)0;
+    return (ACC)hpdl__gemm_acc(x[hpdl_tensor4_offset(&g.x, n, c, ih, iw)]);
+}
+
+/* forward: m = output pixel, n = output channel in the group, k = (c, r, s). */
+template <typename T, typename ACC> struct hpdl__conv_forward_view {
+    hpdl__conv_geom g;
+    hpdl__conv_gemm_dims d;
+    const T *x, *w;
+    T *y;
+    __device__ ACC a(int grp, int m, int k) const {
+        int n, oh, ow, c, r, s;
+        if (m >= d.m || k >= d.k) return (ACC)0;
+        hpdl__split3(m, g.y.h, g.y.w, &n, &oh, &ow);
+        hpdl__split3(k, g.p.kernel_h, g.p.kernel_w, &c, &r, &s);
+        return hpdl__conv_tap<T, ACC>(g, x, n, grp * g.c_per_group + c, oh, ow, r, s);
+    }
+    __device__ ACC b(int grp, int k, int n) const {
+        int c, r, s;
+        if (k >= d.k || n >= d.n) return (ACC)0;
+        hpdl__split3(k, g.p.kernel_h, g.p.kernel_w, &c, &r, &s);
+        return (ACC)hpdl__gemm_acc(w[hpdl_tensor4_offset(&g.w, grp * g.k_per_group + n, c, r, s)]);
+    }
+    __device__ void put(int grp, int m, int n, ACC v) const {
+        int nb, oh, ow;
+        if (m >= d.m || n >= d.n) return;
+        hpdl__split3(m, g.y.h, g.y.w, &nb, &oh, &ow);
+        hpdl__gemm_put(y + hpdl_tensor4_offset(&g.y, nb, grp * g.k_per_group + n, oh, ow), v);
+    }
+};
+
+/* backward-data: m = input pixel, n = input channel in the group, k = (k, r, s). */
+template <typename T, typename ACC> struct hpdl__conv_backward_data_view {
+    hpdl__conv_geom g;
+    hpdl__conv_gemm_dims d;
+    const T *w, *dy;
+    T *dx;
+    __device__ ACC a(int grp, int m, int k) const {
+        int n, ih, iw, kk, r, s, oh, ow;
+        if (m >= d.m || k >= d.k) return (ACC)0;
+        hpdl__split3(m, g.x.h, g.x.w, &n, &ih, &iw);
+        hpdl__split3(k, g.p.kernel_h, g.p.kernel_w, &kk, &r, &s);
+        if (!hpdl__tap_output(ih, g.p.stride_h, g.p.pad_h, r, g.p.dilation_h, g.y.h, &oh) ||
+            !hpdl__tap_output(iw, g.p.stride_w, g.p.pad_w, s, g.p.dilation_w, g.y.w, &ow))
+            return (ACC)0;
+        return (ACC)hpdl__gemm_acc(dy[hpdl_tensor4_offset(&g.y, n, grp * g.k_per_group + kk, oh, ow)]);
+    }
+    __device__ ACC b(int grp, int k, int n) const {
+        int kk, r, s;
+        if (k >= d.k || n >= d.n) return (ACC)0;
+        hpdl__split3(k, g.p.kernel_h, g.p.kernel_w, &kk, &r, &s);
+        return (ACC)hpdl__gemm_acc(w[hpdl_tensor4_offset(&g.w, grp * g.k_per_group + kk, n, r, s)]);
+    }
+    __device__ void put(int grp, int m, int n, ACC v) const {
+        int nb, ih, iw;
+        if (m >= d.m || n >= d.n) return;
+        hpdl__split3(m, g.x.h, g.x.w, &nb, &ih, &iw);
+        hpdl__gemm_put(dx + hpdl_tensor4_offset(&g.x, nb, grp * g.c_per_group + n, ih, iw), v);
+    }
+};
+
+/* backward-filter: m = output channel in the group, n = (c, r, s), k = output pixel. */
+template <typename T, typename ACC> struct hpdl__conv_backward_filter_view {
+    hpdl__conv_geom g;
+    hpdl__conv_gemm_dims d;
+    const T *x, *dy;
+    T *dw;
+    __device__ ACC a(int grp, int m, int k) const {
+        int n, oh, ow;
+        if (m >= d.m || k >= d.k) return (ACC)0;
+        hpdl__split3(k, g.y.h, g.y.w, &n, &oh, &ow);
+        return (ACC)hpdl__gemm_acc(dy[hpdl_tensor4_offset(&g.y, n, grp * g.k_per_group + m, oh, ow)]);
+    }
+    __device__ ACC b(int grp, int k, int n) const {
+        int nb, oh, ow, c, r, s;
+        if (k >= d.k || n >= d.n) return (ACC)0;
+        hpdl__split3(k, g.y.h, g.y.w, &nb, &oh, &ow);
+        hpdl__split3(n, g.p.kernel_h, g.p.kernel_w, &c, &r, &s);
+        return hpdl__conv_tap<T, ACC>(g, x, nb, grp * g.c_per_group + c, oh, ow, r, s);
+    }
+    __device__ void put(int grp, int m, int n, ACC v) const {
+        int c, r, s;
+        if (m >= d.m || n >= d.n) return;
+        hpdl__split3(n, g.p.kernel_h, g.p.kernel_w, &c, &r, &s);
+        hpdl__gemm_put(dw + hpdl_tensor4_offset(&g.w, grp * g.k_per_group + m, c, r, s), v);
+    }
+};
+
+#define HPDL__CONV_BM 64      /* C tile rows per block */
+#define HPDL__CONV_BN 64      /* C tile columns per block */
+#define HPDL__CONV_BK 16      /* K step through shared memory */
+#define HPDL__CONV_THREADS 256 /* 16 x 16 threads, 4 x 4 outputs each */
+
+/* C tile (blockIdx.x, blockIdx.y) of group blockIdx.z. Thread (tx, ty) owns
+   rows ty + 16*i and columns tx + 16*j, so a warp reads shared memory
+   without bank conflicts. Gathered operands are converted to ACC on the way
+   into shared memory. */
+template <typename ACC, typename View>
+__global__ void __launch_bounds__(HPDL__CONV_THREADS) hpdl__conv_implicit_gemm(View v) {
+    __shared__ ACC As[HPDL__CONV_BK][HPDL__CONV_BM];
+    __shared__ ACC Bs[HPDL__CONV_BK][HPDL__CONV_BN];
+    const int grp = blockIdx.z, m0 = blockIdx.x * HPDL__CONV_BM, n0 = blockIdx.y * HPDL__CONV_BN;
+    const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+    ACC acc[4][4];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) acc[i][j] = (ACC)0;
+    for (int k0 = 0; k0 < v.d.k; k0 += HPDL__CONV_BK) {
+        for (int e = tid; e < HPDL__CONV_BK * HPDL__CONV_BM; e += HPDL__CONV_THREADS)
+            As[e / HPDL__CONV_BM][e % HPDL__CONV_BM] = v.a(grp, m0 + e % HPDL__CONV_BM, k0 + e / HPDL__CONV_BM);
+        for (int e = tid; e < HPDL__CONV_BK * HPDL__CONV_BN; e += HPDL__CONV_THREADS)
+            Bs[e / HPDL__CONV_BN][e % HPDL__CONV_BN] = v.b(grp, k0 + e / HPDL__CONV_BN, n0 + e % HPDL__CONV_BN);
+        __syncthreads();
+        for (int kk = 0; kk < HPDL__CONV_BK; kk++) {
+            ACC a[4], b[4];
+            for (int i = 0; i < 4; i++) a[i] = As[kk][ty + 16 * i];
+            for (int j = 0; j < 4; j++) b[j] = Bs[kk][tx + 16 * j];
+            for (int i = 0; i < 4; i++)
+                for (int j = 0; j < 4; j++) acc[i][j] += a[i] * b[j];
+        }
+        __syncthreads();
+    }
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) v.put(grp, m0 + ty + 16 * i, n0 + tx + 16 * j, acc[i][j]);
+}
+
+/* ---- launchers ------------------------------------------------------------------ */
+
+/* Which pass, and its GEMM's shape for one group (64-bit: checked to fit). */
+HPDL_CUDA_API void hpdl__conv_gemm_shape(const hpdl__conv_geom &g, hpdl__conv_pass pass, int64_t *m, int64_t *n,
+                                         int64_t *k) {
+    int64_t out_pixels = (int64_t)g.y.n * g.y.h * g.y.w, taps = (int64_t)g.p.kernel_h * g.p.kernel_w;
+    if (pass == HPDL__CONV_FORWARD) {
+        *m = out_pixels; *n = g.k_per_group; *k = g.c_per_group * taps;
+    } else if (pass == HPDL__CONV_INPUT_GRAD) {
+        *m = (int64_t)g.x.n * g.x.h * g.x.w; *n = g.c_per_group; *k = g.k_per_group * taps;
+    } else {
+        *m = g.k_per_group; *n = g.c_per_group * taps; *k = out_pixels;
+    }
+}
+
+template <typename T, typename ACC>
+static inline hpdl_status hpdl__conv_launch_implicit_gemm(const hpdl__conv_geom &g, hpdl__conv_pass pass,
+                                                          const T *a, const T *b, T *out, cudaStream_t stream) {
+    int64_t m, n, k;
+    hpdl__conv_gemm_dims d;
+    hpdl__conv_gemm_shape(g, pass, &m, &n, &k);
+    if (m > INT_MAX || n > 65535LL * HPDL__CONV_BN || k > INT_MAX || g.p.groups > 65535) return HPDL_ERR_UNSUPPORTED;
+    d.m = (int)m; d.n = (int)n; d.k = (int)k;
+    dim3 grid((unsigned)((m + HPDL__CONV_BM - 1) / HPDL__CONV_BM), (unsigned)((n + HPDL__CONV_BN - 1) / HPDL__CONV_BN),
+              (unsigned)g.p.groups);
+    if (pass == HPDL__CONV_FORWARD) {
+        hpdl__conv_forward_view<T, ACC> v = {g, d, a, b, out};
+        hpdl__conv_implicit_gemm<ACC><<<grid, HPDL__CONV_THREADS, 0, stream>>>(v);
+    } else if (pass == HPDL__CONV_INPUT_GRAD) {
+        hpdl__conv_backward_data_view<T, ACC> v = {g, d, a, b, out};
+        hpdl__conv_implicit_gemm<ACC><<<grid, HPDL__CONV_THREADS, 0, stream>>>(v);
+    } else {
+        hpdl__conv_backward_filter_view<T, ACC> v = {g, d, a, b, out};
+        hpdl__conv_implicit_gemm<ACC><<<grid, HPDL__CONV_THREADS, 0, stream>>>(v);
+    }
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+template <typename T, typename ACC>
+static inline hpdl_status hpdl__conv_launch_direct(const hpdl__conv_geom &g, hpdl__conv_pass pass, const T *a,
+                                                   const T *b, T *out, cudaStream_t stream) {
+    const hpdl_tensor4 *od = pass == HPDL__CONV_FORWARD ? &g.y : pass == HPDL__CONV_INPUT_GRAD ? &g.x : &g.w;
+    size_t total = hpdl_tensor4_count(od), blocks = (total + 255) / 256;
+    unsigned grid = (unsigned)(blocks < (1u << 20) ? blocks : (1u << 20)); /* the loops stride over the rest */
+    if (pass == HPDL__CONV_FORWARD)
+        hpdl__conv2d_forward_direct<T, ACC><<<grid, 256, 0, stream>>>(g, a, b, out, total);
+    else if (pass == HPDL__CONV_INPUT_GRAD)
+        hpdl__conv2d_backward_data_direct<T, ACC><<<grid, 256, 0, stream>>>(g, a, b, out, total);
+    else
+        hpdl__conv2d_backward_filter_direct<T, ACC><<<grid, 256, 0, stream>>>(g, a, b, out, total);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* One pass on the device. a, b, out as the CPU twin's helpers take them:
+   forward (x, w, y), backward-data (w, dy, dx), backward-filter (x, dy, dw).
+   Arguments are checked by the CPU twin's rules before anything runs. */
+template <typename T>
+static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass pass, const hpdl_conv2d_params *p,
+                                            const hpdl_tensor4 *xd, const hpdl_tensor4 *yd, const T *a, const T *b,
+                                            T *out, cudaStream_t stream) {
+    typedef typename hpdl__dev<T>::type D;
+    typedef typename hpdl__acc<T>::type ACC;
+    hpdl__conv_geom g;
+    if (algo != HPDL_CONV_AUTO && algo != HPDL_CONV_DIRECT && algo != HPDL_CONV_IMPLICIT_GEMM) return HPDL_ERR_INVALID;
+    if (hpdl__conv_geom_make(p, xd, yd, a, b, out, &g) != HPDL_OK) return HPDL_ERR_INVALID;
+    if (algo == HPDL_CONV_DIRECT) return hpdl__conv_launch_direct<D, ACC>(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
+    return hpdl__conv_launch_implicit_gemm<D, ACC>(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
+}
+
+/* The typed launchers: hpdl_cuda_conv2d_<pass>_algo_<t> runs one rung,
+   hpdl_cuda_conv2d_<pass>_<t> the best (AUTO). Same arguments as the CPU
+   twins, device pointers, plus the stream. */
+#define HPDL_DEFINE_CUDA_CONV(SUFFIX, T)                                                                          \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_conv2d_forward_algo_##SUFFIX(                                             \
+        hpdl_conv_algo algo, const hpdl_conv2d_params *p, const hpdl_tensor4 *xd, const T *x, const T *w,         \
+        const hpdl_tensor4 *yd, T *y, cudaStream_t stream) {                                                      \
+        return hpdl__cuda_conv2d<T>(algo, HPDL__CONV_FORWARD, p, xd, yd, x, w, y, stream);                        \
+    }                                                                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_conv2d_backward_data_algo_##SUFFIX(                                       \
+        hpdl_conv_algo algo, const hpdl_conv2d_params *p, const hpdl_tensor4 *yd, const T *dy, const T *w,        \
+        const hpdl_tensor4 *xd, T *dx, cudaStream_t stream) {                                                     \
+        return hpdl__cuda_conv2d<T>(algo, HPDL__CONV_INPUT_GRAD, p, xd, yd, w, dy, dx, stream);                   \
+    }                                                                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_conv2d_backward_filter_algo_##SUFFIX(                                     \
+        hpdl_conv_algo algo, const hpdl_conv2d_params *p, const hpdl_tensor4 *xd, const T *x,                     \
+        const hpdl_tensor4 *yd, const T *dy, T *dw, cudaStream_t stream) {                                        \
+        return hpdl__cuda_conv2d<T>(algo, HPDL__CONV_FILTER_GRAD, p, xd, yd, x, dy, dw, stream);                  \
+    }                                                                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_conv2d_forward_##SUFFIX(const hpdl_conv2d_params *p, const hpdl_tensor4 *xd, \
+                                                                const T *x, const T *w, const hpdl_tensor4 *yd,   \
+                                                                T *y, cudaStream_t stream) {                      \
+        return hpdl__cuda_conv2d<T>(HPDL_CONV_AUTO, HPDL__CONV_FORWARD, p, xd, yd, x, w, y, stream);              \
+    }                                                                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_conv2d_backward_data_##SUFFIX(const hpdl_conv2d_params *p,                \
+                                                                      const hpdl_tensor4 *yd, const T *dy,        \
+                                                                      const T *w, const hpdl_tensor4 *xd, T *dx,  \
+                                                                      cudaStream_t stream) {                      \
+        return hpdl__cuda_conv2d<T>(HPDL_CONV_AUTO, HPDL__CONV_INPUT_GRAD, p, xd, yd, w, dy, dx, stream);         \
+    }                                                                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_conv2d_backward_filter_##SUFFIX(const hpdl_conv2d_params *p,              \
+                                                                        const hpdl_tensor4 *xd, const T *x,       \
+                                                                        const hpdl_tensor4 *yd, const T *dy,      \
+                                                                        T *dw, cudaStream_t stream) {             \
+        return hpdl__cuda_conv2d<T>(HPDL_CONV_AUTO, HPDL__CONV_FILTER_GRAD, p, xd, yd, x, dy, dw, stream);        \
+    }
+
+HPDL_DEFINE_CUDA_CONV(f32, float)
+HPDL_DEFINE_CUDA_CONV(f64, double)
+HPDL_DEFINE_CUDA_CONV(f16, hpdl_f16)
+HPDL_DEFINE_CUDA_CONV(bf16, hpdl_bf16)
+/* ======================================================================== */
+/* MLP TRAINING                                                             */
+/* ======================================================================== */
 /* hpdl_cuda_mlp_<s> mirrors the CPU hpdl_mlp_<s> (same widths, same row-major
    W[l] of widths[l] x widths[l+1], Y = X.W + b) with its parameters on the
    device. One training step is
@@ -3212,9 +3731,9 @@ typedef struct hpdl_cuda_mlp_stats {
     int64_t skipped_steps;
 } hpdl_cuda_mlp_stats;
 
-/* ======================================================================== */
+/* ------------------------------------------------------------------------ */
 /* Device helpers: load/store between storage and compute types             */
-/* ======================================================================== */
+/* ------------------------------------------------------------------------ */
 
 template <typename T> struct hpdl__is_half { enum { value = 0 }; };
 template <> struct hpdl__is_half<__half> { enum { value = 1 }; };
@@ -3252,9 +3771,9 @@ template <typename A> __device__ __forceinline__ A hpdl__act_grad(A a, hpdl_acti
     return a * ((A)1 - a);
 }
 
-/* ======================================================================== */
-/* Shuffling: a keyed Feistel bijection of [0, n)                            */
-/* ======================================================================== */
+/* ------------------------------------------------------------------------ */
+/* Shuffling: a keyed Feistel bijection of [0, n)                           */
+/* ------------------------------------------------------------------------ */
 
 /* A permutation of [0, 2^(2*half_bits)) from 4 rounds of a mixing function,
    restricted to [0, n) by cycle walking (re-apply until the value is < n;
@@ -3300,9 +3819,9 @@ __global__ void hpdl__shuffle_kernel(int64_t n, uint64_t key, int32_t *perm) {
     if (i < n) perm[i] = hpdl__shuffle_index(i, n, key);
 }
 
-/* ======================================================================== */
-/* Kernels                                                                   */
-/* ======================================================================== */
+/* ------------------------------------------------------------------------ */
+/* Kernels                                                                  */
+/* ------------------------------------------------------------------------ */
 
 /* Small state updates, one thread: hyper-parameters and accumulators at the
    start of an epoch, the feed before a run of steps. */
@@ -3542,9 +4061,9 @@ __global__ void hpdl__mlp_convert_kernel(int64_t n, const T *src, C *dst) {
         hpdl__st_to(dst + i, (typename hpdl__acc<T>::type)src[i]);
 }
 
-/* ======================================================================== */
-/* Host helpers                                                              */
-/* ======================================================================== */
+/* ------------------------------------------------------------------------ */
+/* Host helpers                                                             */
+/* ------------------------------------------------------------------------ */
 
 /* Grid for a grid-stride loop: enough blocks to fill the GPU, no more. */
 HPDL_CUDA_API int hpdl__grid_for(int64_t n, int threads) {
@@ -3571,9 +4090,9 @@ typedef struct hpdl__mlp_graph {
     cudaGraphExec_t exec;
 } hpdl__mlp_graph;
 
-/* ======================================================================== */
-/* Data on the device                                                        */
-/* ======================================================================== */
+/* ------------------------------------------------------------------------ */
+/* Data on the device                                                       */
+/* ------------------------------------------------------------------------ */
 
 /* Images (n x features, f32) and labels for training or evaluation. Resident:
    both live in device memory. Streamed: both live in pinned host memory; an
@@ -3742,9 +4261,9 @@ HPDL_CUDA_API hpdl_status hpdl__dataset_stage(hpdl_cuda_dataset *d, int k, int64
     return HPDL_OK;
 }
 
-/* ======================================================================== */
-/* NVML utilisation sampler (libnvidia-ml loaded at run time)                */
-/* ======================================================================== */
+/* ------------------------------------------------------------------------ */
+/* NVML utilisation sampler (libnvidia-ml loaded at run time)               */
+/* ------------------------------------------------------------------------ */
 
 /* NVML's own header is not needed: the few entry points are declared here and
    looked up with dlsym, so programs build without the NVML development files
@@ -3894,9 +4413,9 @@ HPDL_CUDA_API void hpdl_nvml_sampler_stop(hpdl_nvml_sampler *s, double *mean_gpu
     if (samples) *samples = st.samples;
 }
 
-/* ======================================================================== */
-/* The GPU MLP                                                               */
-/* ======================================================================== */
+/* ------------------------------------------------------------------------ */
+/* The GPU MLP                                                              */
+/* ------------------------------------------------------------------------ */
 
 /* Fields shared by every precision; T is the master (parameter) type, CT the
    type of the matrix products' operands (T itself, or hpdl_f16). */
@@ -4475,7 +4994,7 @@ HPDL_DEFINE_CUDA_MLP(f16, float, hpdl_f16, __half, f32)
 HPDL_DEFINE_CUDA_SOFTMAX_XENT(f32, float)
 HPDL_DEFINE_CUDA_SOFTMAX_XENT(f64, double)
 /* ======================================================================== */
-/* Several GPUs: device sets, transfers, matrix powers, model parallelism    */
+/* SEVERAL GPUS: device sets, transfers, matrix powers, model parallelism   */
 /* ======================================================================== */
 /* Everything here drives several GPUs from one host thread: one stream per
    GPU, events for the hand-offs, peer-to-peer copies where the GPUs allow
@@ -5762,6 +6281,9 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_deep_linear_profile(hpdl_cuda_deep_linear *m
     hpdl__dl_marks_free(m, per);
     return s;
 }
+/* ======================================================================== */
+/* INT8 QUANTIZATION                                                        */
+/* ======================================================================== */
 /* int8 GEMM (tensor cores and dp4a) with fused requantization, and quantized
    MLP inference (uses the GEMM section's cp.async / ldmatrix helpers and
    hpdl.h's hpdl_quant_mlp).

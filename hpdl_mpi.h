@@ -86,6 +86,76 @@
        Open MPI's C++ bindings are skipped (OMPI_SKIP_MPICXX), so C++ and nvcc
        builds link with the C library alone.
 
+   CONTENTS (search for the banner)
+       section                                 test                         bench
+       Start-up, ranks, GPU choice             tests/mpi_allreduce.c        -
+       Allreduce, broadcast                    tests/mpi_allreduce.c        bench/allreduce.cu
+       Bucketed non-blocking allreduce         tests/mpi_allreduce.c        bench/dp_scaling.cu
+       Data sharding and per-epoch shuffling   tests/mpi_dp.c               -
+       Data-parallel MLP training              tests/mpi_dp.c               bench/dp_scaling.cu (notes/dp.md)
+       Tensor-parallel MLP training            tests/mpi_tp.c               examples/mlp_train_tp.c (notes/tp.md)
+       Under nvcc every function here is a template compiled only where it
+       is called, like those of hpdl_cuda.cuh (HPDL_MPI_API).
+
+   MAP (every public function; <t> is f32, f64, f16 or bf16 where it exists)
+       start-up, ranks, GPU choice
+         int hpdl_mpi_cuda_aware()
+         hpdl_status hpdl_mpi_finalize()
+         hpdl_status hpdl_mpi_init(argc, argv)
+         int hpdl_mpi_local_rank()
+         int hpdl_mpi_rank()
+         void hpdl_mpi_relaunch_per_gpu(argc, argv, who)
+         int hpdl_mpi_select_gpu()
+         int hpdl_mpi_size()
+       collectives
+         const char * hpdl_allreduce_algo_name(a)
+         double hpdl_mpi_algbw(bytes, seconds)
+         hpdl_status hpdl_mpi_allreduce(buf, count, t, algo, comm)
+         hpdl_status hpdl_mpi_allreduce_<t>(buf, count, algo, comm)
+         hpdl_status hpdl_mpi_allreduce_avg(buf, count, t, algo, comm)
+         hpdl_status hpdl_mpi_allreduce_avg_<t>(buf, count, algo, comm)
+         hpdl_status hpdl_mpi_bcast(buf, count, t, root, comm)
+         hpdl_status hpdl_mpi_bcast_<t>(buf, count, root, comm)
+         double hpdl_mpi_busbw(bytes, seconds, p)
+         const char * hpdl_mpi_dtype_name(t)
+         size_t hpdl_mpi_dtype_size(t)
+         hpdl_status hpdl_mpi_nccl_comm(comm, out)
+         int hpdl_mpi_set_checks(on)
+         hpdl_status hpdl_mpi_set_chunk_bytes(bytes)
+         hpdl_status hpdl_mpi_set_nccl_max_ctas(ctas)
+         void hpdl_mpi_set_stream(stream)
+       bucketed allreduce
+         hpdl_status hpdl_mpi_bucketer_create(b, tensors, counts, ntensors, t, bucket_bytes, average,
+                        algo, comm)
+         void hpdl_mpi_bucketer_destroy(b)
+         hpdl_status hpdl_mpi_bucketer_ready(b, tensor)
+         hpdl_status hpdl_mpi_bucketer_wait(b)
+         int hpdl_mpi_set_bucket_priority(high)
+       sharding and shuffling
+         hpdl_status hpdl_mpi_epoch_permutation(idx, n, seed, epoch)
+         hpdl_status hpdl_mpi_shard_range(n, rank, size, begin, end)
+       data-parallel training
+         void hpdl_mpi_dp_config_default(c)
+         hpdl_status hpdl_mpi_dp_create_<t>(dp, model, n_train, cfg)
+         hpdl_status hpdl_mpi_dp_cuda_create_<t>(dp, g, n_train, cfg)
+         void hpdl_mpi_dp_cuda_destroy_<t>(dp)
+         hpdl_status hpdl_mpi_dp_cuda_epoch_<t>(dp, g, data, epoch, out)
+         void hpdl_mpi_dp_destroy_<t>(dp)
+         hpdl_status hpdl_mpi_dp_epoch_<t>(dp, X, labels, epoch, out)
+         hpdl_status hpdl_mpi_dp_lr(c, ranks, progress, lr)
+         hpdl_status hpdl_mpi_dp_plan_create(p, n, batch, rank, size)
+         void hpdl_mpi_dp_plan_destroy(p)
+         hpdl_status hpdl_mpi_dp_plan_epoch(p, seed, epoch)
+         hpdl_status hpdl_mpi_dp_plan_step(p, s, first, rows, global_rows)
+         hpdl_status hpdl_mpi_dp_roofline_cpu(grad_count, algo, comm, out)
+         hpdl_status hpdl_mpi_dp_roofline_cuda(grad_count, algo, comm, out)
+       tensor-parallel training
+         void hpdl_mpi_tp_config_default(c)
+         hpdl_status hpdl_mpi_tp_create_<t>(tp, model, n_train, cfg)
+         void hpdl_mpi_tp_destroy_<t>(tp)
+         hpdl_status hpdl_mpi_tp_epoch_<t>(tp, X, labels, epoch, out)
+         hpdl_status hpdl_mpi_tp_gather_<t>(tp, out)
+
    CHANGELOG
        2026-11-22  v0.1.0  init/finalize, local rank -> GPU, checks, allreduce
                            (MPI, ring, NCCL; host and device buffers; f32, f64,
