@@ -196,8 +196,9 @@ else
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory -j$(shell nproc) data all
 	@mkdir -p $(RESULTS)
-	@for b in $(BENCH_C) $(BENCH_CU); do echo "== $$b"; HPDL_RESULTS=$(RESULTS) $$b || exit 1; done
-	@$(MAKE) --no-print-directory plots
+	@failed=""; for b in $(BENCH_C) $(BENCH_CU); do echo "== $$b"; HPDL_RESULTS=$(RESULTS) $$b || failed+=" $${b##*/}"; done; \
+	    $(MAKE) --no-print-directory plots; \
+	    if [ -n "$$failed" ]; then echo "bench: measured nothing or failed:$$failed"; exit 1; fi
 endif
 
 examples: $(EX_C) $(EX_CU)

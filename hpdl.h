@@ -397,17 +397,39 @@ HPDL_DEFINE_MATRIX(bf16, hpdl_bf16)
 /* CSV output for benches                                                    */
 /* ------------------------------------------------------------------------ */
 
+/* A file name inside a folder: not empty, no '/', not "." or "..". */
+static inline int hpdl__plain_name(const char *name) {
+    return name && *name && !strchr(name, '/') && strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
+}
+
+/* <dir>/<name>.csv into path; dir from HPDL_RESULTS when set, else
+   default_dir, else ".". 0 (with a message) for a name that is not plain or
+   a path that does not fit. */
+static inline int hpdl__csv_path(const char *default_dir, const char *name, char *path, size_t size) {
+    const char *dir = getenv("HPDL_RESULTS");
+    int n;
+    if (!dir || !*dir) dir = default_dir ? default_dir : ".";
+    if (!hpdl__plain_name(name)) {
+        fprintf(stderr, "hpdl: CSV name '%s' is not a plain file name\n", name ? name : "(null)");
+        return 0;
+    }
+    n = snprintf(path, size, "%s/%s.csv", dir, name);
+    if (n < 0 || (size_t)n >= size) {
+        fprintf(stderr, "hpdl: %s/%s.csv: path longer than %u bytes\n", dir, name, (unsigned)size - 1);
+        return 0;
+    }
+    return 1;
+}
+
 /* Opens <dir>/<name>.csv for writing and writes `header` as its first line.
    dir comes from the environment variable HPDL_RESULTS when set (make bench
-   sets it to bench/results/<gpu>), else the given default. The caller
-   fcloses it. */
+   sets it to bench/results/<gpu>), else the given default. NULL for a name
+   with '/' or "..", or a path too long. The caller fcloses it; the file is
+   written in place, so hpdl_csv_create/_commit are the checked way. */
 HPDL_API FILE *hpdl_csv_open_with_header(const char *default_dir, const char *name, const char *header) {
     char path[1024];
-    const char *dir = getenv("HPDL_RESULTS");
     FILE *f;
-    if (!dir || !*dir) dir = default_dir;
-    if (!name || !header) return NULL;
-    snprintf(path, sizeof path, "%s/%s.csv", dir ? dir : ".", name);
+    if (!header || !hpdl__csv_path(default_dir, name, path, sizeof path)) return NULL;
     f = fopen(path, "w");
     if (!f) { fprintf(stderr, "hpdl: cannot write %s: %s\n", path, strerror(errno)); return NULL; }
     fprintf(f, "%s\n", header);
@@ -427,6 +449,59 @@ HPDL_API void hpdl_csv_row(FILE *f, const char *metric, double value, const char
                                     : (value != 0.0 ? anchor_value / value : 0.0);
     if (!f) return;
     fprintf(f, "%s,%.6g,%s,%s,%.6g,%.4f\n", metric, value, unit, anchor ? anchor : "", anchor_value, ratio);
+}
+
+/* A file written whole or not at all: rows go to <path>.tmp, and
+   hpdl_csv_commit checks every write and the close before renaming it into
+   place, so a full disk or a crash never leaves a truncated <path>. */
+typedef struct hpdl_csv_file {
+    FILE *f;            /* write rows here (fprintf, hpdl_csv_row) */
+    char path[1024];    /* where it lands */
+    char tmp[1032];     /* path + ".tmp" while it is written */
+} hpdl_csv_file;
+
+/* Like hpdl_csv_open_with_header, into *c; HPDL_ERR_INVALID for a bad name
+   or a path too long, HPDL_ERR_IO when the file cannot be created. */
+HPDL_API hpdl_status hpdl_csv_create(hpdl_csv_file *c, const char *default_dir, const char *name, const char *header) {
+    hpdl_csv_file made;
+    if (!c || !header || !hpdl__csv_path(default_dir, name, made.path, sizeof made.path)) return HPDL_ERR_INVALID;
+    snprintf(made.tmp, sizeof made.tmp, "%s.tmp", made.path); /* fits: tmp is 8 bytes longer */
+    made.f = fopen(made.tmp, "w");
+    if (!made.f) {
+        fprintf(stderr, "hpdl: cannot write %s: %s\n", made.tmp, strerror(errno));
+        return HPDL_ERR_IO;
+    }
+    if (fprintf(made.f, "%s\n", header) < 0) {
+        fclose(made.f);
+        remove(made.tmp);
+        return HPDL_ERR_IO;
+    }
+    *c = made;
+    return HPDL_OK;
+}
+
+/* Closes c and renames it into place; on any write, close or rename error,
+   HPDL_ERR_IO with the temporary file removed and the old <path> (if any)
+   left as it was. */
+HPDL_API hpdl_status hpdl_csv_commit(hpdl_csv_file *c) {
+    int failed;
+    if (!c || !c->f) return HPDL_ERR_INVALID;
+    errno = 0;
+    failed = ferror(c->f) != 0;
+    failed |= fclose(c->f) != 0; /* flushes: a full disk shows up here */
+    c->f = NULL;
+    if (!failed && rename(c->tmp, c->path) == 0) return HPDL_OK;
+    fprintf(stderr, "hpdl: cannot write %s: %s\n", c->path, errno ? strerror(errno) : "write error");
+    remove(c->tmp);
+    return HPDL_ERR_IO;
+}
+
+/* Gives up on c: closes and removes the temporary file. */
+HPDL_API void hpdl_csv_discard(hpdl_csv_file *c) {
+    if (!c || !c->f) return;
+    fclose(c->f);
+    c->f = NULL;
+    remove(c->tmp);
 }
 
 /* ======================================================================== */
@@ -3509,23 +3584,31 @@ HPDL_API hpdl_status hpdl_quant_hist_add_f32(hpdl_quant_hist *h, const float *x,
     return HPDL_OK;
 }
 
-/* CSV with columns bin_lo,bin_hi,count (one row per bin) for gnuplot. */
+/* CSV with columns bin_lo,bin_hi,count (one row per bin) for gnuplot,
+   written whole or not at all (to path.tmp, every write checked, then
+   renamed): HPDL_ERR_IO otherwise, with the old file left as it was. */
 HPDL_API hpdl_status hpdl_quant_hist_write_csv(const hpdl_quant_hist *h, const char *path) {
-    FILE *f;
-    int b;
+    hpdl_csv_file c;
+    int b, n, bad = 0;
     double width;
     if (!h || !h->counts || !path) return HPDL_ERR_INVALID;
-    f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "hpdl: cannot write %s: %s\n", path, strerror(errno));
+    n = snprintf(c.tmp, sizeof c.tmp, "%s.tmp", path);
+    if (n < 0 || (size_t)n >= sizeof c.tmp) return HPDL_ERR_INVALID;
+    memcpy(c.path, path, strlen(path) + 1); /* fits: shorter than tmp by 4 */
+    c.f = fopen(c.tmp, "w");
+    if (!c.f) {
+        fprintf(stderr, "hpdl: cannot write %s: %s\n", c.tmp, strerror(errno));
         return HPDL_ERR_IO;
     }
     width = (h->hi - h->lo) / h->bins;
-    fprintf(f, "bin_lo,bin_hi,count\n");
-    for (b = 0; b < h->bins; b++)
-        fprintf(f, "%.9g,%.9g,%lld\n", h->lo + b * width, h->lo + (b + 1) * width, (long long)h->counts[b]);
-    if (fclose(f) != 0) return HPDL_ERR_IO;
-    return HPDL_OK;
+    bad |= fprintf(c.f, "bin_lo,bin_hi,count\n") < 0;
+    for (b = 0; b < h->bins && !bad; b++)
+        bad |= fprintf(c.f, "%.9g,%.9g,%lld\n", h->lo + b * width, h->lo + (b + 1) * width, (long long)h->counts[b]) < 0;
+    if (bad) {
+        hpdl_csv_discard(&c);
+        return HPDL_ERR_IO;
+    }
+    return hpdl_csv_commit(&c);
 }
 /* Quantized MLP inference on the CPU (built on the int8
    quantization section above and hpdl_mlp_f32).

@@ -224,12 +224,17 @@
 /* Checks                                                                    */
 /* ------------------------------------------------------------------------ */
 
+/* The words for a machine without a GPU, in the check macros and in every
+   bench's one line ("gemm: skipped, no CUDA GPU (or no driver); nothing
+   measured", exit status 1). */
+#define HPDL_CUDA_NO_GPU "no CUDA GPU (or no driver)"
+
 /* What the check macros add to the runtime's words when the error means that
    there is no GPU to run on: without a driver the runtime calls it an
    "insufficient driver", which reads like a version problem. */
 HPDL_LAZY const char *hpdl__cuda_error_hint(cudaError_t e) {
     return e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || e == cudaErrorStubLibrary
-               ? ": no CUDA GPU (or no driver)" : "";
+               ? ": " HPDL_CUDA_NO_GPU : "";
 }
 
 /* For examples and benches: print the failing call with file:line and exit. */

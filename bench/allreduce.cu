@@ -173,9 +173,9 @@ int main(int argc, char **argv) {
     b.size = hpdl_mpi_size();
     device = hpdl_mpi_select_gpu();
     if (device < 0) {
-        if (b.rank == 0) printf("allreduce: no GPU, nothing to measure\n");
+        if (b.rank == 0) printf("allreduce: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n");
         hpdl_mpi_finalize();
-        return 0;
+        return 1;
     }
     HPDL_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
     HPDL_CUDA_CHECK(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));

@@ -437,14 +437,14 @@ int main(int argc, char **argv) {
     g_size = hpdl_mpi_size();
     gpu = hpdl_mpi_select_gpu();
     if (gpu < 0) {
-        if (g_rank == 0) printf("dp_scaling: no GPU, nothing to measure\n");
+        if (g_rank == 0) printf("dp_scaling: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n");
         hpdl_mpi_finalize();
-        return 0;
+        return 1;
     }
 #ifndef HPDL_MPI_HAVE_NCCL
-    if (g_rank == 0) printf("dp_scaling: built without NCCL, nothing to measure\n");
+    if (g_rank == 0) printf("dp_scaling: skipped, built without NCCL; nothing measured\n");
     hpdl_mpi_finalize();
-    return 0;
+    return 1;
 #endif
     HPDL_MPI_CHECK_STATUS(hpdl_idx_load_dir(data, 1, &train_set));
     HPDL_MPI_CHECK_STATUS(hpdl_idx_load_dir(data, 0, &test_set));

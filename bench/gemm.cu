@@ -594,7 +594,7 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (!hpdl_cuda_available()) { printf("gemm: no GPU, nothing to measure\n"); return 0; }
+    if (!hpdl_cuda_available()) { printf("gemm: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n"); return 1; }
     HPDL_CHECK(hpdl_cuda_device_query(0, &info));
     HPDL_CHECK(hpdl_cuda_l2_flusher_create(&fl));
     o.gpu = info.name;

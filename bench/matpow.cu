@@ -350,7 +350,7 @@ int main(int argc, char **argv) {
     inputs in;
     FILE *csv;
     if (n < 2 || power < 2) { fprintf(stderr, "usage: %s [N >= 2] [n >= 2]\n", argv[0]); return EXIT_FAILURE; }
-    if (!hpdl_cuda_available()) { printf("matpow: no GPU, nothing to bench\n"); return 0; }
+    if (!hpdl_cuda_available()) { printf("matpow: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n"); return 1; }
     HPDL_CHECK(hpdl_cuda_devices_print(stdout));
     all_gpus = hpdl_cuda_device_count();
     if (all_gpus > MAX_MATS) all_gpus = MAX_MATS; /* one matrix per GPU */

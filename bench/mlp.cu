@@ -238,7 +238,7 @@ int main(void) {
     hpdl_rng rng;
     int64_t i;
     int h, b, v;
-    if (!hpdl_cuda_available()) { printf("mlp bench: no CUDA GPU, skipped\n"); return 0; }
+    if (!hpdl_cuda_available()) { printf("mlp: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n"); return 1; }
     if (!images || !labels) { fprintf(stderr, "mlp bench: out of memory\n"); return 1; }
     HPDL_CHECK(hpdl_cuda_device_query(0, &info));
     hpdl_cuda_device_slug(info.name, slug, sizeof slug);

@@ -272,7 +272,7 @@ int main(int argc, char **argv) {
     options o;
     FILE *csv;
     int d, ok = 1;
-    if (!hpdl_cuda_available()) { printf("model_parallel: no GPU, nothing to bench\n"); return 0; }
+    if (!hpdl_cuda_available()) { printf("model_parallel: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n"); return 1; }
     parse(argc, argv, &o);
     if (o.gpus < 1 || (o.gpus > hpdl_cuda_device_count() && !o.virtual_devices) || o.dim < 1 || o.batch < 1) {
         fprintf(stderr, "model_parallel: bad --gpus/--dim/--batch (GPUs visible: %d)\n", hpdl_cuda_device_count());

@@ -486,8 +486,8 @@ int main(int argc, char **argv) {
     const char *env = getenv("HPDL_RESULTS");
     FILE *headline, *gemm_csv, *mlp_csv;
     if (!hpdl_cuda_available()) {
-        printf("quantize: no CUDA GPU, nothing to bench\n");
-        return 0;
+        printf("quantize: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n");
+        return 1;
     }
     HPDL_CHECK(hpdl_cuda_device_query(0, &info));
     hpdl_cuda_device_slug(info.name, slug, sizeof slug);

@@ -426,8 +426,8 @@ int main(void) {
     double gs_gbs;
 
     if (!hpdl_cuda_available()) {
-        printf("vecadd bench: no CUDA GPU, nothing to measure\n");
-        return 0;
+        printf("vecadd: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n");
+        return 1;
     }
     HPDL_CHECK(hpdl_cuda_device_query(0, &info));
     printf("vecadd bench on %s (%d SMs, %.1f GiB free); one-thread runs only up to %d M elements, "

@@ -54,7 +54,8 @@ static int parse_algo(const char *name) {
 
 static options parse_args(int argc, char **argv) {
     options o;
-    int i;
+    int i, bad = 0; /* any flag's status other than HPDL_OK */
+    int64_t seed = 1;
     memset(&o, 0, sizeof o);
     o.data = "data/fashion-mnist";
     o.util_csv = "mlp_util.csv";
@@ -64,7 +65,6 @@ static options parse_args(int argc, char **argv) {
     o.epochs = 20;
     o.runs = 1;
     o.lr = 0.05;
-    o.seed = 1;
     o.act = HPDL_ACT_RELU;
     o.algo = -1;
     for (i = 1; i < argc; i++) {
@@ -74,17 +74,17 @@ static options parse_args(int argc, char **argv) {
         i++;
         if (!strcmp(a, "--data")) o.data = v;
         else if (!strcmp(a, "--hidden")) o.hidden = v;
-        else if (!strcmp(a, "--batch")) o.batch = atoi(v);
-        else if (!strcmp(a, "--epochs")) o.epochs = atoi(v);
-        else if (!strcmp(a, "--lr")) o.lr = atof(v);
-        else if (!strcmp(a, "--l2")) o.l2 = atof(v);
+        else if (!strcmp(a, "--batch")) bad |= hpdl_arg_int(a, v, 1, 1 << 20, &o.batch);
+        else if (!strcmp(a, "--epochs")) bad |= hpdl_arg_int(a, v, 1, 1 << 20, &o.epochs);
+        else if (!strcmp(a, "--lr")) bad |= hpdl_arg_f64(a, v, DBL_MIN, DBL_MAX, &o.lr);
+        else if (!strcmp(a, "--l2")) bad |= hpdl_arg_f64(a, v, 0, DBL_MAX, &o.l2);
         else if (!strcmp(a, "--precision")) o.precision = v;
-        else if (!strcmp(a, "--seed")) o.seed = strtoull(v, NULL, 10);
-        else if (!strcmp(a, "--device")) o.device = atoi(v);
+        else if (!strcmp(a, "--seed")) bad |= hpdl_arg_i64(a, v, 0, INT64_MAX, &seed);
+        else if (!strcmp(a, "--device")) bad |= hpdl_arg_int(a, v, 0, 1 << 16, &o.device);
         else if (!strcmp(a, "--csv")) o.csv = v;
         else if (!strcmp(a, "--util-csv")) o.util_csv = v;
-        else if (!strcmp(a, "--target-acc")) o.target = atof(v);
-        else if (!strcmp(a, "--runs")) o.runs = atoi(v);
+        else if (!strcmp(a, "--target-acc")) bad |= hpdl_arg_f64(a, v, 0, 1, &o.target);
+        else if (!strcmp(a, "--runs")) bad |= hpdl_arg_int(a, v, 1, 1 << 20, &o.runs);
         else if (!strcmp(a, "--algo")) o.algo = parse_algo(v);
         else if (!strcmp(a, "--act")) {
             if (!strcmp(v, "relu")) o.act = HPDL_ACT_RELU;
@@ -92,8 +92,9 @@ static options parse_args(int argc, char **argv) {
             else usage();
         } else usage();
     }
-    if (hpdl_mlp_parse_widths(o.hidden, 784, 10, o.widths, &o.n_widths) != HPDL_OK) usage();
-    if (o.batch <= 0 || o.epochs <= 0 || o.runs <= 0 || o.lr <= 0.0 || o.l2 < 0.0) usage();
+    o.seed = (uint64_t)seed;
+    /* the list is checked here; main parses it again with the data's input width */
+    if (bad || hpdl_mlp_parse_widths(o.hidden, 1, 10, o.widths, &o.n_widths) != HPDL_OK) usage();
     return o;
 }
 
@@ -171,7 +172,8 @@ static double rel_frobenius(const T *a, const T *b, int64_t n) {
 template <class P>
 static int run_check(const options *o, const hpdl_dataset *train) {
     typedef typename P::elem T;
-    const int n = 512, steps = 8, batch = o->batch < 64 ? o->batch : 64, in = o->widths[0];
+    const int n = train->n < 512 ? (int)train->n : 512, steps = 8, in = o->widths[0];
+    const int batch = o->batch < 64 && o->batch < n ? o->batch : n < 64 ? n : 64;
     typename P::cpu m, grad, got;
     typename P::work w;
     typename P::gpu g;
@@ -240,6 +242,10 @@ static double train_run(const options *o, int run, uint64_t seed, hpdl_cuda_data
         hpdl_cuda_mlp_stats tr, te;
         double t0 = hpdl_time_now(), ms;
         HPDL_CHECK(P::epoch(&g, train, o, seed, &tr));
+        if (!(fabs(tr.loss) <= DBL_MAX)) {
+            fprintf(stderr, "mlp_train: training diverged in epoch %d (loss %g): try a smaller --lr\n", e, tr.loss);
+            exit(1);
+        }
         ms = 1e3 * (hpdl_time_now() - t0);
         HPDL_CHECK(P::evaluate(&g, test, &te));
         printf("run %d epoch %2d/%d  loss %.4f  train %.2f%%  test %.2f%% (loss %.4f)  %8.1f ms  %10.0f samples/s",
@@ -327,6 +333,12 @@ int main(int argc, char **argv) {
     HPDL_CHECK(hpdl_cuda_device_query(o.device, &info));
     HPDL_CHECK(hpdl_idx_load_dir(o.data, 1, &train));
     HPDL_CHECK(hpdl_idx_load_dir(o.data, 0, &test));
+    if (test.rows != train.rows || test.cols != train.cols ||
+        hpdl_mlp_parse_widths(o.hidden, train.rows * train.cols, 10, o.widths, &o.n_widths) != HPDL_OK) {
+        fprintf(stderr, "mlp_train: training images %dx%d, test images %dx%d: they must match\n", train.rows,
+                train.cols, test.rows, test.cols);
+        return 1;
+    }
     HPDL_CHECK(hpdl_dataset_normalize(&train, FASHION_MEAN, FASHION_STD));
     HPDL_CHECK(hpdl_dataset_normalize(&test, FASHION_MEAN, FASHION_STD));
     HPDL_CHECK(hpdl_dataset_shuffle(&train, o.seed)); /* the files are sorted by label */

@@ -64,9 +64,11 @@ static void set_algo(options *o, int gpu) {
 
 static options parse_args(int argc, char **argv) {
     options o;
-    int i;
+    int i, bad = 0, kb = 0; /* bad: any flag's status other than HPDL_OK */
+    int64_t seed = 0;
     memset(&o, 0, sizeof o);
     hpdl_mpi_dp_config_default(&o.cfg);
+    seed = (int64_t)o.cfg.seed;
     o.data = "data/fashion-mnist";
     o.precision = "f32";
     o.hidden = "512";
@@ -83,21 +85,26 @@ static options parse_args(int argc, char **argv) {
         i++;
         if (!strcmp(a, "--data")) o.data = v;
         else if (!strcmp(a, "--hidden")) o.hidden = v;
-        else if (!strcmp(a, "--batch")) o.cfg.batch = atoi(v);
-        else if (!strcmp(a, "--epochs")) o.epochs = atoi(v);
+        else if (!strcmp(a, "--batch")) bad |= hpdl_arg_int(a, v, 1, 1 << 20, &o.cfg.batch);
+        else if (!strcmp(a, "--epochs")) bad |= hpdl_arg_int(a, v, 1, 1 << 20, &o.epochs);
         else if (!strcmp(a, "--algo")) o.algo = v;
-        else if (!strcmp(a, "--bucket-kb")) o.cfg.bucket_bytes = (size_t)atol(v) << 10;
-        else if (!strcmp(a, "--pieces")) o.cfg.first_layer_pieces = atoi(v);
-        else if (!strcmp(a, "--lr")) o.cfg.lr = atof(v);
-        else if (!strcmp(a, "--l2")) o.cfg.l2 = atof(v);
-        else if (!strcmp(a, "--lr-ref-batch")) o.cfg.batch_ref = atoi(v);
-        else if (!strcmp(a, "--warmup")) o.cfg.warmup_epochs = atof(v);
+        else if (!strcmp(a, "--bucket-kb")) {
+            bad |= hpdl_arg_int(a, v, 1, 1 << 20, &kb);
+            o.cfg.bucket_bytes = (size_t)kb << 10;
+        }
+        else if (!strcmp(a, "--pieces")) bad |= hpdl_arg_int(a, v, 1, 1 << 10, &o.cfg.first_layer_pieces);
+        else if (!strcmp(a, "--lr")) bad |= hpdl_arg_f64(a, v, 0, DBL_MAX, &o.cfg.lr);
+        else if (!strcmp(a, "--l2")) bad |= hpdl_arg_f64(a, v, 0, DBL_MAX, &o.cfg.l2);
+        else if (!strcmp(a, "--lr-ref-batch")) bad |= hpdl_arg_int(a, v, 0, 1 << 20, &o.cfg.batch_ref);
+        else if (!strcmp(a, "--warmup")) bad |= hpdl_arg_f64(a, v, 0, 1 << 20, &o.cfg.warmup_epochs);
         else if (!strcmp(a, "--precision")) o.precision = v;
-        else if (!strcmp(a, "--seed")) o.cfg.seed = (uint64_t)atoll(v);
+        else if (!strcmp(a, "--seed")) bad |= hpdl_arg_i64(a, v, 0, INT64_MAX, &seed);
         else usage();
     }
-    if (hpdl_mlp_parse_widths(o.hidden, 784, 10, o.widths, &o.n_widths) != HPDL_OK) usage();
-    if (o.cfg.batch < 1 || o.epochs < 1 || (strcmp(o.precision, "f32") && strcmp(o.precision, "f64"))) usage();
+    o.cfg.seed = (uint64_t)seed;
+    /* the list is checked here; main parses it again with the data's input width */
+    if (bad || hpdl_mlp_parse_widths(o.hidden, 1, 10, o.widths, &o.n_widths) != HPDL_OK) usage();
+    if (strcmp(o.precision, "f32") && strcmp(o.precision, "f64")) usage();
     return o;
 }
 
@@ -203,6 +210,14 @@ int main(int argc, char **argv) {
     hpdl_mpi_set_checks(o.check);
     HPDL_MPI_CHECK_STATUS(hpdl_idx_load_dir(o.data, 1, &train));
     HPDL_MPI_CHECK_STATUS(hpdl_idx_load_dir(o.data, 0, &test));
+    if (test.rows != train.rows || test.cols != train.cols ||
+        hpdl_mlp_parse_widths(o.hidden, train.rows * train.cols, 10, o.widths, &o.n_widths) != HPDL_OK) {
+        if (hpdl_mpi_rank() == 0)
+            fprintf(stderr, "mlp_train_dp: training images %dx%d, test images %dx%d: they must match\n", train.rows,
+                    train.cols, test.rows, test.cols);
+        MPI_Finalize();
+        return 1;
+    }
     HPDL_MPI_CHECK_STATUS(hpdl_dataset_normalize(&train, FASHION_MEAN, FASHION_STD));
     HPDL_MPI_CHECK_STATUS(hpdl_dataset_normalize(&test, FASHION_MEAN, FASHION_STD));
     if (gpu < 0) {

@@ -49,7 +49,8 @@ static void usage(void) {
 
 static options parse_args(int argc, char **argv) {
     options o;
-    int i;
+    int i, bad = 0; /* any flag's status other than HPDL_OK */
+    int64_t seed = 1;
     o.data = "data/fashion-mnist";
     o.out = NULL;
     o.hidden = 256; o.epochs = 5; o.batch = 64; o.calib = 2000; o.cpu = 0;
@@ -60,17 +61,18 @@ static options parse_args(int argc, char **argv) {
         if (!v) usage();
         if (!strcmp(a, "--data")) o.data = v;
         else if (!strcmp(a, "--out")) o.out = v;
-        else if (!strcmp(a, "--hidden")) o.hidden = atoi(v);
-        else if (!strcmp(a, "--epochs")) o.epochs = atoi(v);
-        else if (!strcmp(a, "--batch")) o.batch = atoi(v);
-        else if (!strcmp(a, "--calib")) o.calib = atoi(v);
-        else if (!strcmp(a, "--lr")) o.lr = atof(v);
-        else if (!strcmp(a, "--pct")) o.pct = atof(v);
-        else if (!strcmp(a, "--seed")) o.seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--hidden")) bad |= hpdl_arg_int(a, v, 1, 1 << 20, &o.hidden);
+        else if (!strcmp(a, "--epochs")) bad |= hpdl_arg_int(a, v, 1, 1 << 20, &o.epochs);
+        else if (!strcmp(a, "--batch")) bad |= hpdl_arg_int(a, v, 1, 1 << 20, &o.batch);
+        else if (!strcmp(a, "--calib")) bad |= hpdl_arg_int(a, v, 1, INT32_MAX, &o.calib);
+        else if (!strcmp(a, "--lr")) bad |= hpdl_arg_f64(a, v, DBL_MIN, DBL_MAX, &o.lr);
+        else if (!strcmp(a, "--pct")) bad |= hpdl_arg_f64(a, v, 50, 100, &o.pct);
+        else if (!strcmp(a, "--seed")) bad |= hpdl_arg_i64(a, v, 0, INT64_MAX, &seed);
         else usage();
         i++;
     }
-    if (o.hidden < 1 || o.epochs < 1 || o.batch < 1 || o.calib < 1 || !(o.lr > 0) || !(o.pct >= 50 && o.pct <= 100)) usage();
+    o.seed = (uint64_t)seed;
+    if (bad) usage();
     return o;
 }
 
@@ -106,6 +108,10 @@ static void train_gpu(const options *o, hpdl_mlp_f32 *m, const hpdl_dataset *tra
         hpdl_cuda_mlp_stats st;
         double t0 = hpdl_time_now();
         HPDL_CHECK(hpdl_cuda_mlp_train_epoch_f32(&g, &d, o->batch, o->lr, 0.0, o->seed + (uint64_t)e, &st));
+        if (!(fabs(st.loss) <= DBL_MAX)) {
+            fprintf(stderr, "quantize: training diverged in epoch %d (loss %g): try a smaller --lr\n", e, st.loss);
+            exit(1);
+        }
         printf("  epoch %d (GPU): loss %.4f, train accuracy %.2f%%, %.2f s\n", e, st.loss, 100 * st.accuracy,
                hpdl_time_now() - t0);
     }
@@ -216,10 +222,15 @@ int main(int argc, char **argv) {
     results_dir(&o, dir, sizeof dir);
     HPDL_CHECK(hpdl_idx_load_dir(o.data, 1, &train));
     HPDL_CHECK(hpdl_idx_load_dir(o.data, 0, &test));
+    if (test.rows != train.rows || test.cols != train.cols) { /* the input width comes from the data */
+        fprintf(stderr, "quantize: training images %dx%d, test images %dx%d: they must match\n", train.rows, train.cols,
+                test.rows, test.cols);
+        return 1;
+    }
     HPDL_CHECK(hpdl_dataset_normalize(&train, FASHION_MEAN, FASHION_STD));
     HPDL_CHECK(hpdl_dataset_normalize(&test, FASHION_MEAN, FASHION_STD));
     HPDL_CHECK(hpdl_dataset_shuffle(&train, o.seed)); /* the files are sorted by label */
-    dim = train.rows * train.cols;
+    dim = train.rows * train.cols; /* fits: hpdl_idx_load caps a file at HPDL_IDX_MAX_ITEMS (2^30) */
     widths[0] = dim; widths[1] = o.hidden; widths[2] = classes;
     if (o.calib > train.n) o.calib = (int)train.n;
     printf("quantize: MLP %d-%d-%d (relu), %d epochs, batch %d, lr %g; calibration on %d training rows (%s)\n", dim,

@@ -277,6 +277,61 @@ static void idx_size_is_capped(void) {
     remove("test_robust_big_labels.idx");
 }
 
+/* ---- output files: whole or not at all, inside their folder ----------------------------- */
+
+static int file_exists(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (f) fclose(f);
+    return f != NULL;
+}
+
+/* A name like ../x used to write outside the results folder; a long path
+   was silently cut to "result." */
+static void csv_names_stay_in_their_folder(void) {
+    static const char *bad[] = {"../x", "a/b", "", ".", "..", "/etc/x"};
+    char long_dir[1100];
+    hpdl_csv_file c, poison;
+    int i;
+    memset(&c, 0x5a, sizeof c);
+    for (i = 0; i < HPDL_COUNT(bad); i++) {
+        HPDL_EXPECT(hpdl_csv_create(&c, ".", bad[i], "a,b") == HPDL_ERR_INVALID);
+        HPDL_EXPECT(hpdl_csv_open_with_header(".", bad[i], "a,b") == NULL);
+    }
+    HPDL_EXPECT(!file_exists("../x.csv") && !file_exists("a/b.csv"));
+    if (getenv("HPDL_RESULTS")) HPDL_SKIP("HPDL_RESULTS is set: it overrides the folder");
+    memset(long_dir, 'd', sizeof long_dir - 1);
+    long_dir[sizeof long_dir - 1] = '\0';
+    HPDL_EXPECT(hpdl_csv_create(&c, long_dir, "result", "a,b") == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_csv_open_with_header(long_dir, "result", "a,b") == NULL);
+    memset(&poison, 0x5a, sizeof poison);
+    HPDL_EXPECT(memcmp(&c, &poison, sizeof c) == 0); /* nothing written */
+}
+
+/* Written whole: the .tmp is renamed into place, and a failed rename
+   (the target is a folder) leaves no .tmp behind. */
+static void csv_and_histogram_files_are_written_whole(void) {
+    hpdl_csv_file c;
+    hpdl_quant_hist h;
+    float x[4] = {0.1f, 0.2f, 0.7f, 0.9f};
+    remove("test_robust_out.csv");
+    HPDL_CHECK(hpdl_csv_create(&c, ".", "test_robust_out", "metric,value"));
+    HPDL_EXPECT(file_exists("test_robust_out.csv.tmp") && !file_exists("test_robust_out.csv"));
+    hpdl_csv_row(c.f, "m", 1.0, "s", "a", 2.0, 0);
+    HPDL_EXPECT(hpdl_csv_commit(&c) == HPDL_OK);
+    HPDL_EXPECT(file_exists("test_robust_out.csv") && !file_exists("test_robust_out.csv.tmp"));
+    HPDL_EXPECT(hpdl_csv_commit(&c) == HPDL_ERR_INVALID); /* already closed */
+    remove("test_robust_out.csv");
+
+    HPDL_CHECK(hpdl_quant_hist_init(&h, 4, 0.0, 1.0));
+    HPDL_CHECK(hpdl_quant_hist_add_f32(&h, x, 4));
+    HPDL_EXPECT(hpdl_quant_hist_write_csv(&h, "test_robust_hist.csv") == HPDL_OK);
+    HPDL_EXPECT(file_exists("test_robust_hist.csv") && !file_exists("test_robust_hist.csv.tmp"));
+    remove("test_robust_hist.csv");
+    HPDL_EXPECT(hpdl_quant_hist_write_csv(&h, ".") == HPDL_ERR_IO); /* rename onto a folder fails */
+    HPDL_EXPECT(!file_exists("..tmp"));
+    hpdl_quant_hist_free(&h);
+}
+
 int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
         HPDL_TEST(quant_mlp_refuses_a_workspace_of_another_shape),
@@ -290,6 +345,8 @@ int main(int argc, char **argv) {
         HPDL_TEST(flag_numbers_are_strict),
         HPDL_TEST(idx_directory_is_an_io_error),
         HPDL_TEST(idx_size_is_capped),
+        HPDL_TEST(csv_names_stay_in_their_folder),
+        HPDL_TEST(csv_and_histogram_files_are_written_whole),
     };
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }
