@@ -782,7 +782,8 @@ HPDL_API size_t hpdl_tensor4_count(const hpdl_tensor4 *d) {
     return (size_t)d->n * (size_t)d->c * (size_t)d->h * (size_t)d->w;
 }
 
-HPDL_API size_t hpdl_tensor4_offset(const hpdl_tensor4 *d, int n, int c, int h, int w) {
+/* Host and device: the GPU kernels index tensors with it too. */
+HPDL_HD HPDL_API size_t hpdl_tensor4_offset(const hpdl_tensor4 *d, int n, int c, int h, int w) {
     if (d->layout == HPDL_NHWC)
         return (((size_t)n * d->h + (size_t)h) * d->w + (size_t)w) * d->c + (size_t)c;
     return (((size_t)n * d->c + (size_t)c) * d->h + (size_t)h) * d->w + (size_t)w;
@@ -910,14 +911,15 @@ static inline hpdl_status hpdl__conv_geom_make(const hpdl_conv2d_params *p, cons
     return HPDL_OK;
 }
 
-/* Input position read by output position o through tap r. */
-static inline int hpdl__tap_input(int o, int stride, int pad, int r, int dilation) {
+/* Input position read by output position o through tap r (the GPU kernels
+   share these two). */
+HPDL_HD static inline int hpdl__tap_input(int o, int stride, int pad, int r, int dilation) {
     return o * stride - pad + r * dilation;
 }
 
 /* The inverse: the output position o whose tap r reads input position i;
    0 when there is none (i falls between strides, or o is out of range). */
-static inline int hpdl__tap_output(int i, int stride, int pad, int r, int dilation, int out, int *o) {
+HPDL_HD static inline int hpdl__tap_output(int i, int stride, int pad, int r, int dilation, int out, int *o) {
     int t = i + pad - r * dilation;
     if (t < 0 || t % stride) return 0;
     *o = t / stride;

@@ -1,0 +1,176 @@
+/* GPU tests for the convolution ladder: every rung x type x layout x pass
+   (forward, backward-data, backward-filter) against the f64 CPU twin on odd
+   shapes (C and K not multiples of 8, H != W, stride 2, padding 0/1/3, 1x1,
+   7x7, dilation 2, batch 1, groups, depthwise), outputs poisoned first; bad
+   arguments leave the output untouched. */
+#include "hpdl_cuda.cuh"
+#include "tests/hpdl_test.h"
+
+static double to_f64(float x) { return x; }
+static double to_f64(double x) { return x; }
+static double to_f64(hpdl_f16 x) { return hpdl_f16_to_f32(x); }
+static double to_f64(hpdl_bf16 x) { return hpdl_bf16_to_f32(x); }
+static void from_f64(double v, float *x) { *x = (float)v; }
+static void from_f64(double v, double *x) { *x = v; }
+static void from_f64(double v, hpdl_f16 *x) { *x = hpdl_f16_from_f32((float)v); }
+static void from_f64(double v, hpdl_bf16 *x) { *x = hpdl_bf16_from_f32((float)v); }
+
+template <typename T> static double tolerance();
+template <> double tolerance<float>() { return 1e-5; }
+template <> double tolerance<double>() { return 1e-12; }
+template <> double tolerance<hpdl_f16>() { return 1e-2; }
+template <> double tolerance<hpdl_bf16>() { return 1e-2; }
+
+static hpdl_rng rng;
+
+typedef struct conv_case {
+    const char *name;
+    int n, c, h, w, k, kernel, stride, pad, dilation, groups;
+} conv_case;
+
+static const conv_case k_cases[] = {
+    {"3x3 pad 1", 2, 3, 7, 5, 5, 3, 1, 1, 1, 1},
+    {"3x3 stride 2 pad 0, batch 1", 1, 5, 9, 11, 7, 3, 2, 0, 1, 1},
+    {"7x7 stride 2 pad 3", 2, 3, 17, 14, 6, 7, 2, 3, 1, 1},
+    {"1x1", 1, 13, 5, 4, 9, 1, 1, 0, 1, 1},
+    {"1x1 stride 2", 3, 9, 7, 6, 70, 1, 2, 0, 1, 1},
+    {"3x3 dilation 2", 2, 4, 9, 8, 3, 3, 1, 2, 2, 1},
+    {"3 groups", 1, 6, 6, 7, 9, 3, 1, 1, 1, 3},
+    {"depthwise stride 2", 2, 5, 7, 6, 5, 3, 2, 1, 1, 5},
+    {"more than one tile each way", 2, 37, 12, 11, 67, 3, 1, 1, 1, 1},
+};
+
+static const hpdl_conv_algo k_algos[] = {HPDL_CONV_AUTO, HPDL_CONV_DIRECT, HPDL_CONV_IMPLICIT_GEMM};
+
+enum { FORWARD, BACKWARD_DATA, BACKWARD_FILTER };
+static const char *const k_pass_names[] = {"forward", "backward-data", "backward-filter"};
+
+/* Random values in [-1, 1] as T, and the f64 copy of exactly those values. */
+template <typename T> static void fill_random(T *x, double *x64, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        from_f64(2.0 * hpdl_rng_uniform(&rng) - 1.0, &x[i]);
+        x64[i] = to_f64(x[i]);
+    }
+}
+
+/* Runs one pass on the GPU: (a, b) are (x, w), (w, dy) or (x, dy). */
+template <typename T>
+static hpdl_status gpu_pass(int pass, hpdl_conv_algo algo, const hpdl_conv2d_params *p, const hpdl_tensor4 *xd,
+                            const hpdl_tensor4 *yd, const T *a, const T *b, T *out);
+
+#define DEFINE_GPU_PASS(SUFFIX, T)                                                                              \
+    template <>                                                                                                 \
+    hpdl_status gpu_pass<T>(int pass, hpdl_conv_algo algo, const hpdl_conv2d_params *p, const hpdl_tensor4 *xd, \
+                            const hpdl_tensor4 *yd, const T *a, const T *b, T *out) {                            \
+        if (pass == FORWARD) return hpdl_cuda_conv2d_forward_algo_##SUFFIX(algo, p, xd, a, b, yd, out, 0);       \
+        if (pass == BACKWARD_DATA) return hpdl_cuda_conv2d_backward_data_algo_##SUFFIX(algo, p, yd, b, a, xd, out, 0); \
+        return hpdl_cuda_conv2d_backward_filter_algo_##SUFFIX(algo, p, xd, a, yd, b, out, 0);                  \
+    }
+DEFINE_GPU_PASS(f32, float)
+DEFINE_GPU_PASS(f64, double)
+DEFINE_GPU_PASS(f16, hpdl_f16)
+DEFINE_GPU_PASS(bf16, hpdl_bf16)
+
+/* The f64 CPU twin of the same pass. */
+static hpdl_status cpu_pass(int pass, const hpdl_conv2d_params *p, const hpdl_tensor4 *xd, const hpdl_tensor4 *yd,
+                            const double *a, const double *b, double *out) {
+    if (pass == FORWARD) return hpdl_conv2d_forward_f64(p, xd, a, b, yd, out);
+    if (pass == BACKWARD_DATA) return hpdl_conv2d_backward_data_f64(p, yd, b, a, xd, out);
+    return hpdl_conv2d_backward_filter_f64(p, xd, a, yd, b, out);
+}
+
+/* One case on the device: all three passes of one rung, type and layout.
+   Returns the number of mismatches reported. */
+template <typename T> static int check_case(const conv_case *cc, hpdl_layout layout, hpdl_conv_algo algo) {
+    hpdl_conv2d_params p = hpdl_conv2d_params_make(cc->kernel, cc->stride, cc->pad, cc->dilation, cc->groups);
+    hpdl_tensor4 xd = hpdl_tensor4_make(cc->n, cc->c, cc->h, cc->w, layout), yd, wd;
+    HPDL_CHECK(hpdl_conv2d_output_desc(&p, &xd, cc->k, &yd));
+    HPDL_CHECK(hpdl_conv2d_filter_desc(&p, &xd, cc->k, &wd));
+    size_t n[3] = {hpdl_tensor4_count(&xd), hpdl_tensor4_count(&wd), hpdl_tensor4_count(&yd)}; /* x, w, y */
+    size_t most = n[0] > n[1] ? (n[0] > n[2] ? n[0] : n[2]) : (n[1] > n[2] ? n[1] : n[2]);
+    T *h[3], *d[3], *got = (T *)malloc(most * sizeof(T)), *d_out;
+    double *h64[3], *want = (double *)malloc(most * sizeof(double));
+    int bad = 0;
+    for (int i = 0; i < 3; i++) {
+        h[i] = (T *)malloc(n[i] * sizeof(T));
+        h64[i] = (double *)malloc(n[i] * sizeof(double));
+        fill_random(h[i], h64[i], n[i]);
+        HPDL_CHECK(hpdl_cuda_alloc((void **)&d[i], n[i] * sizeof(T)));
+        HPDL_CHECK(hpdl_cuda_to_device(d[i], h[i], n[i] * sizeof(T), 0));
+    }
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&d_out, most * sizeof(T)));
+    for (int pass = FORWARD; pass <= BACKWARD_FILTER; pass++) {
+        int ia = pass == BACKWARD_DATA ? 1 : 0, ib = pass == FORWARD ? 1 : 2, io = pass == FORWARD ? 2 : pass == BACKWARD_DATA ? 0 : 1;
+        double worst = 0;
+        HPDL_CHECK(cpu_pass(pass, &p, &xd, &yd, h64[ia], h64[ib], want));
+        HPDL_CHECK(hpdl_cuda_poison(d_out, most * sizeof(T)));
+        HPDL_EXPECT(gpu_pass<T>(pass, algo, &p, &xd, &yd, d[ia], d[ib], d_out) == HPDL_OK);
+        HPDL_CUDA_CHECK(cudaDeviceSynchronize());
+        HPDL_CHECK(hpdl_cuda_to_host(got, d_out, n[io] * sizeof(T), 0));
+        for (size_t i = 0; i < n[io]; i++) {
+            double scale = fabs(want[i]) > 1 ? fabs(want[i]) : 1, e = fabs(to_f64(got[i]) - want[i]) / scale;
+            if (!(e <= worst)) worst = e; /* NaN (the poison) counts as the worst */
+        }
+        if (!(worst <= tolerance<T>())) {
+            fprintf(stderr, "    %s, %s, %s, %s: error %g\n", cc->name, layout == HPDL_NHWC ? "NHWC" : "NCHW",
+                    hpdl_conv_algo_name(algo), k_pass_names[pass], worst);
+            bad++;
+        }
+    }
+    for (int i = 0; i < 3; i++) { free(h[i]); free(h64[i]); hpdl_cuda_free(d[i]); }
+    free(got); free(want); hpdl_cuda_free(d_out);
+    return bad;
+}
+
+template <typename T> static void test_type(void) {
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    for (int a = 0; a < HPDL_COUNT(k_algos); a++)
+        for (int c = 0; c < HPDL_COUNT(k_cases); c++)
+            for (int layout = HPDL_NCHW; layout <= HPDL_NHWC; layout++)
+                HPDL_EXPECT(check_case<T>(&k_cases[c], (hpdl_layout)layout, k_algos[a]) == 0);
+}
+
+static void test_conv_f32(void) { test_type<float>(); }
+static void test_conv_f64(void) { test_type<double>(); }
+static void test_conv_f16(void) { test_type<hpdl_f16>(); }
+static void test_conv_bf16(void) { test_type<hpdl_bf16>(); }
+
+/* Bad arguments return INVALID and leave the poisoned output as it was. */
+static void test_conv_bad_args(void) {
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    hpdl_conv2d_params p = hpdl_conv2d_params_make(3, 1, 1, 1, 1), bad;
+    hpdl_tensor4 xd = hpdl_tensor4_make(1, 3, 5, 4, HPDL_NHWC), yd, wrong;
+    HPDL_CHECK(hpdl_conv2d_output_desc(&p, &xd, 4, &yd));
+    const size_t bytes = 1024 * sizeof(float);
+    float *d_x, *d_w, *d_out, *before = (float *)malloc(bytes), *after = (float *)malloc(bytes);
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&d_x, bytes));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&d_w, bytes));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&d_out, bytes));
+    HPDL_CHECK(hpdl_cuda_poison(d_out, bytes));
+    HPDL_CHECK(hpdl_cuda_to_host(before, d_out, bytes, 0));
+    bad = p;
+    bad.stride_h = 0;
+    wrong = yd;
+    wrong.w += 1;
+    for (int a = 0; a < HPDL_COUNT(k_algos); a++) {
+        hpdl_conv_algo algo = k_algos[a];
+        HPDL_EXPECT(hpdl_cuda_conv2d_forward_algo_f32(algo, &bad, &xd, d_x, d_w, &yd, d_out, 0) == HPDL_ERR_INVALID);
+        HPDL_EXPECT(hpdl_cuda_conv2d_forward_algo_f32(algo, &p, &xd, d_x, d_w, &wrong, d_out, 0) == HPDL_ERR_INVALID);
+        HPDL_EXPECT(hpdl_cuda_conv2d_forward_algo_f32(algo, &p, &xd, NULL, d_w, &yd, d_out, 0) == HPDL_ERR_INVALID);
+        HPDL_EXPECT(hpdl_cuda_conv2d_backward_data_algo_f32(algo, &p, &wrong, d_x, d_w, &xd, d_out, 0) == HPDL_ERR_INVALID);
+        HPDL_EXPECT(hpdl_cuda_conv2d_backward_filter_algo_f32(algo, &p, &xd, d_x, &yd, NULL, d_out, 0) == HPDL_ERR_INVALID);
+    }
+    HPDL_EXPECT(hpdl_cuda_conv2d_forward_algo_f32((hpdl_conv_algo)99, &p, &xd, d_x, d_w, &yd, d_out, 0) == HPDL_ERR_INVALID);
+    HPDL_CUDA_CHECK(cudaDeviceSynchronize());
+    HPDL_CHECK(hpdl_cuda_to_host(after, d_out, bytes, 0));
+    HPDL_EXPECT(memcmp(before, after, bytes) == 0);
+    hpdl_cuda_free(d_x); hpdl_cuda_free(d_w); hpdl_cuda_free(d_out);
+    free(before); free(after);
+}
+
+int main(int argc, char **argv) {
+    static const hpdl_test tests[] = {HPDL_TEST(test_conv_bad_args), HPDL_TEST(test_conv_f32), HPDL_TEST(test_conv_f64),
+                                      HPDL_TEST(test_conv_f16), HPDL_TEST(test_conv_bf16)};
+    hpdl_rng_seed(&rng, 20261126);
+    return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
+}
