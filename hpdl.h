@@ -12,15 +12,18 @@
 
    USAGE (CUDA)
        #include "hpdl_cuda.cuh"            // includes hpdl.h
+       if (!hpdl_cuda_available()) { ... }  // no CUDA GPU (or no driver)
        HPDL_CUDA_CHECK(cudaMalloc(&d_a, bytes));
        hpdl_cuda_gemm_f32(...);            // see hpdl_cuda.cuh
        nvcc -O3 -arch=native prog.cu -lcublas
 
    USAGE (MPI)
        #include "hpdl_mpi.h"               // includes hpdl.h (+ hpdl_cuda.cuh under nvcc)
-       hpdl_mpi_init(&argc, &argv);
-       hpdl_mpi_allreduce_f32(buf, n, HPDL_ALLREDUCE_RING, MPI_COMM_WORLD);
-       mpicc -std=c99 -O2 prog.c -lm && mpirun -np 4 ./a.out
+       HPDL_CHECK(hpdl_mpi_init(&argc, &argv));
+       HPDL_MPI_CHECK_STATUS(hpdl_mpi_allreduce_f32(buf, n, HPDL_ALLREDUCE_RING, MPI_COMM_WORLD));
+       HPDL_CHECK(hpdl_mpi_finalize());
+       mpicc -std=c99 -O2 prog.c -lm && mpirun --oversubscribe -np 4 ./a.out
+       (as root, Open MPI also wants OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
 
    OPTIONS (define before including)
        HPDL_MALLOC(n) / HPDL_FREE(p)  replace malloc/free (define both or neither)
@@ -39,6 +42,10 @@
                            activations, softmax + cross-entropy, MLP training),
                            IDX loader; PALEO/roofline/collective cost models;
                            layer placement; int8 quantization and quantized MLP.
+       2026-11-26          convolution: 4-D tensors (NCHW, NHWC), conv2d forward,
+                           backward-data and backward-filter (stride, padding,
+                           dilation, groups), bias, max/average/global pooling,
+                           batch normalization; hpdl_conv_output_size.
 */
 #ifndef HPDL_H
 #define HPDL_H
@@ -2321,12 +2328,12 @@ static inline void hpdl__layer_start(hpdl_layer *l, const char *name, hpdl_layer
    ceil_mode the PyTorch/Caffe rule (round up, but the last window must start
    inside the input or its left padding). 0 when the window does not fit. */
 static inline int hpdl__window_out(int n, int k, int s, int p, int ceil_mode) {
-    if (!ceil_mode) return hpdl_conv_output_size(n, k, s, p, 1); /* shared with the convolution */
     /* 64 bits: span + s - 1 and (out - 1) * s overflow int for a huge stride */
     int64_t span = (int64_t)n + 2 * (int64_t)p - k, out;
+    if (!ceil_mode) return hpdl_conv_output_size(n, k, s, p, 1); /* the convolution's rule */
     if (span < 0) return 0;
-    out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
-    if (ceil_mode && (out - 1) * s >= (int64_t)n + p) out--;
+    out = (span + s - 1) / s + 1;
+    if ((out - 1) * s >= (int64_t)n + p) out--;
     return (int)out;
 }
 
