@@ -15,8 +15,9 @@
        hpdl_mpi_epoch_permutation(idx, n, seed, epoch);   // same on every rank
        ... train on idx[begin .. end) ...
        HPDL_CHECK(hpdl_mpi_allreduce_avg_f32(grad, n, HPDL_ALLREDUCE_RING, MPI_COMM_WORLD));
-       hpdl_mpi_finalize();
-       mpicc -std=c99 -O2 prog.c -lm && mpirun -np 4 ./a.out
+       HPDL_CHECK(hpdl_mpi_finalize());
+       mpicc -std=c99 -O2 prog.c -lm && mpirun --oversubscribe -np 4 ./a.out
+       (as root, Open MPI also wants OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
 
    USAGE (CUDA + NCCL, one GPU per rank)
        #define HPDL_USE_NCCL
