@@ -191,7 +191,7 @@ RESULTS  ?= results/$(or $(GPU_SLUG),cpu)
 NO_GPU   := no CUDA GPU (or no driver)
 bench:
 ifeq ($(HAVE_GPU),)
-	@echo "bench: skipped all $(words $(BENCH_CU)) GPU benches: $(NO_GPU): nothing measured"; exit 1
+	@echo "bench: skipped all $(words $(BENCH_CU)) benches, $(NO_GPU); nothing measured"; exit 1
 else
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory -j$(shell nproc) data all
