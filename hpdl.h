@@ -430,7 +430,7 @@ static inline int hpdl__csv_path(const char *default_dir, const char *name, char
 
 /* Opens <dir>/<name>.csv for writing and writes `header` as its first line.
    dir comes from the environment variable HPDL_RESULTS when set (make bench
-   sets it to bench/results/<gpu>), else the given default. NULL for a name
+   sets it to results/<gpu>), else the given default. NULL for a name
    with '/' or "..", or a path too long. The caller fcloses it; the file is
    written in place, so hpdl_csv_create/_commit are the checked way. */
 HPDL_API FILE *hpdl_csv_open_with_header(const char *default_dir, const char *name, const char *header) {
@@ -1109,14 +1109,15 @@ static inline int hpdl__pool2d_args_ok(const hpdl_pool2d_params *p, const hpdl_t
 }
 
 /* The window of output (oh, ow) clipped to the input: rows [*h0, *h1),
-   columns [*w0, *w1). Never empty (padding is at most half the window). */
-static inline void hpdl__pool_window(const hpdl_pool2d_params *p, const hpdl_tensor4 *xd, int oh, int ow, int *h0,
-                                     int *h1, int *w0, int *w1) {
+   columns [*w0, *w1). Never empty (padding is at most half the window).
+   The GPU kernels share it. */
+HPDL_HD static inline void hpdl__pool_window(const hpdl_pool2d_params *p, const hpdl_tensor4 *xd, int oh, int ow,
+                                             int *h0, int *h1, int *w0, int *w1) {
     int top = oh * p->stride_h - p->pad_h, left = ow * p->stride_w - p->pad_w;
     *h0 = top < 0 ? 0 : top;
     *w0 = left < 0 ? 0 : left;
-    *h1 = hpdl__min_int(top + p->kernel_h, xd->h);
-    *w1 = hpdl__min_int(left + p->kernel_w, xd->w);
+    *h1 = top + p->kernel_h < xd->h ? top + p->kernel_h : xd->h;
+    *w1 = left + p->kernel_w < xd->w ? left + p->kernel_w : xd->w;
 }
 
 /* Position of the largest element of a window, the first one in row-major

@@ -366,7 +366,7 @@ int main(int argc, char **argv) {
         printf("%-6s %-9s %10.4f %10.4f %9.2fx %11.4f\n", MODES[m].name, "squaring", sec[m][0][0], sec[m][1][0],
                sec[m][0][0] / sec[m][1][0], tt.s[m][1]);
     printf("%-6s %-9s %10.4f %10.4f %9.2fx\n", "f32", "naive", sec[0][0][1], sec[0][1][1], sec[0][0][1] / sec[0][1][1]);
-    csv = hpdl_csv_open("bench/results", "matpow");
+    csv = hpdl_csv_open(".", "matpow");
     csv_rows(csv, all_gpus, sec, &tt, row_sec);
     if (csv) fclose(csv);
     printf("%s\n", ok ? "all checks passed" : "SOME CHECKS FAILED");

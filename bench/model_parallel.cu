@@ -283,7 +283,7 @@ int main(int argc, char **argv) {
            "speedup = 1-GPU step / this step; idle = measured mean fraction of the step a device is not computing;\n"
            "bubble = (G-1)/(m+G-1), naive (G-1)/G; fwd moves/MiB: activations sent forward in one step;\n"
            "check = relative error of the last/first layer's update against the 1-GPU step\n");
-    csv = hpdl_csv_open("bench/results", "model_parallel");
+    csv = hpdl_csv_open(".", "model_parallel");
     for (d = 0; d < o.n_depth; d++) ok &= bench_depth(&o, o.depth[d], csv);
     if (csv) fclose(csv);
     printf("%s\n", ok ? "all checks passed" : "SOME CHECKS FAILED");

@@ -492,8 +492,8 @@ int main(int argc, char **argv) {
     HPDL_CHECK(hpdl_cuda_device_query(0, &info));
     hpdl_cuda_device_slug(info.name, slug, sizeof slug);
     if (env && *env) snprintf(dir, sizeof dir, "%s", env);
-    else snprintf(dir, sizeof dir, "bench/results/%s", slug);
-    mkdir("bench/results", 0755);
+    else snprintf(dir, sizeof dir, "results/%s", slug);
+    mkdir("results", 0755);
     mkdir(dir, 0755);
     printf("quantize bench on %s (sm_%d%d, %d SMs); results in %s\n", info.name, info.cc_major, info.cc_minor,
            info.sm_count, dir);

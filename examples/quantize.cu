@@ -14,7 +14,7 @@
       mma.sync and dp4a kernels, whose int32 logits must equal the CPU's);
    4. writes weight and activation histograms (quantize_hist_w<l>.csv,
       quantize_hist_a<l>.csv) and the accuracies (quantize_accuracy.csv) to
-      --out, else $HPDL_RESULTS, else bench/results/<gpu or cpu>/.
+      --out, else $HPDL_RESULTS, else results/<gpu or cpu>/.
 
    Flags (defaults in brackets):
        --data DIR     IDX files [data/fashion-mnist]
@@ -202,9 +202,9 @@ static void results_dir(const options *o, char *dir, size_t size) {
         hpdl_cuda_device_info info;
         if (hpdl_cuda_available() && hpdl_cuda_device_query(0, &info) == HPDL_OK)
             hpdl_cuda_device_slug(info.name, slug, sizeof slug);
-        snprintf(dir, size, "bench/results/%s", slug);
+        snprintf(dir, size, "results/%s", slug);
     }
-    mkdir("bench/results", 0755); /* the usual parent; errors show up when writing */
+    mkdir("results", 0755); /* the usual parent; errors show up when writing */
     mkdir(dir, 0755);
 }
 
