@@ -46,6 +46,8 @@
                            backward-data and backward-filter (stride, padding,
                            dilation, groups), bias, max/average/global pooling,
                            batch normalization; hpdl_conv_output_size.
+       2026-11-26          hpdl_time_now reads the wall clock whatever the
+                           include order (it fell back to processor time).
 */
 #ifndef HPDL_H
 #define HPDL_H

@@ -195,6 +195,8 @@
                            folded into the first wgmma); f16/bf16 tiles with a
                            tile after them hold three of their four output
                            chunks until the next tile's first k-steps.
+       2026-11-26          check macros say "no CUDA GPU (or no driver)" for the
+                           errors of a machine without one (HPDL_CUDA_NO_GPU).
 */
 #ifndef HPDL_CUDA_CUH
 #define HPDL_CUDA_CUH
@@ -3302,7 +3304,8 @@ HPDL_DEFINE_CUDA_GEMM(bf16, hpdl_bf16, float)
          backward-filter  dW[k, (c,r,s)] = sum over pixels of dY[pixel, k] * X~[pixel, (c,r,s)]
        (X~ and dY~ read the element a tap reaches, or zero in the padding or
        between strides), one GEMM per group (blockIdx.z).
-   AUTO takes IMPLICIT_GEMM. Both rungs index with the CPU twin's helpers
+   AUTO takes IMPLICIT_GEMM, or DIRECT for a GEMM too large for its grid
+   (HPDL_ERR_UNSUPPORTED from IMPLICIT_GEMM itself). Both rungs index with the CPU twin's helpers
    (hpdl_tensor4_offset, hpdl__tap_input, hpdl__tap_output). */
 
 typedef enum hpdl_conv_algo {
@@ -3617,8 +3620,11 @@ static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass
     hpdl__conv_geom g;
     if (algo != HPDL_CONV_AUTO && algo != HPDL_CONV_DIRECT && algo != HPDL_CONV_IMPLICIT_GEMM) return HPDL_ERR_INVALID;
     if (hpdl__conv_geom_make(p, xd, yd, a, b, out, &g) != HPDL_OK) return HPDL_ERR_INVALID;
-    if (algo == HPDL_CONV_DIRECT) return hpdl__conv_launch_direct<D, ACC>(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
-    return hpdl__conv_launch_implicit_gemm<D, ACC>(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
+    if (algo != HPDL_CONV_DIRECT) {
+        hpdl_status s = hpdl__conv_launch_implicit_gemm<D, ACC>(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
+        if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_CONV_IMPLICIT_GEMM) return s;
+    }
+    return hpdl__conv_launch_direct<D, ACC>(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
 }
 
 /* The typed launchers: hpdl_cuda_conv2d_<pass>_algo_<t> runs one rung,
