@@ -215,6 +215,8 @@ install:
 
 clean:
 	rm -rf $(B)
+else ifeq ($(HAVE_NVCC),)
+	@echo "bench: skipped all $(words $(BENCH_CU)) benches, no nvcc (install the CUDA Toolkit); nothing measured"; exit 1
 
 help:
 	@echo "make            build tests, examples and benches for what this machine has"
