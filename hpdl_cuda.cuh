@@ -80,12 +80,46 @@
          const char * hpdl_gemm_algo_name(a)
        convolution
          const char * hpdl_conv_algo_name(a)
+         hpdl_status hpdl_cuda_avgpool2d_backward(p, yd, dy, xd, dx, stream)
+         hpdl_status hpdl_cuda_avgpool2d_backward_<t>(p, yd, dy, xd, dx, stream)
+         hpdl_status hpdl_cuda_avgpool2d_forward(p, xd, x, yd, y, stream)
+         hpdl_status hpdl_cuda_avgpool2d_forward_<t>(p, xd, x, yd, y, stream)
+         hpdl_status hpdl_cuda_batchnorm_backward(xd, x, dy, gamma, save_mean, save_invstd, dx, dgamma, dbeta,
+                        stream)
+         hpdl_status hpdl_cuda_batchnorm_backward_<t>(xd, x, dy, gamma, save_mean, save_invstd, dx, dgamma,
+                        dbeta, stream)
+         hpdl_status hpdl_cuda_batchnorm_forward_inference(xd, x, gamma, beta, running_mean, running_var, eps,
+                        y, stream)
+         hpdl_status hpdl_cuda_batchnorm_forward_inference_<t>(xd, x, gamma, beta, running_mean, running_var,
+                        eps, y, stream)
+         hpdl_status hpdl_cuda_batchnorm_forward_training(xd, x, gamma, beta, momentum, eps, running_mean,
+                        running_var, y, save_mean, save_invstd, stream)
+         hpdl_status hpdl_cuda_batchnorm_forward_training_<t>(xd, x, gamma, beta, momentum, eps, running_mean,
+                        running_var, y, save_mean, save_invstd, stream)
+         hpdl_status hpdl_cuda_conv2d_backward_data(p, yd, dy, w, xd, dx, stream)
          hpdl_status hpdl_cuda_conv2d_backward_data_<t>(p, yd, dy, w, xd, dx, stream)
+         hpdl_status hpdl_cuda_conv2d_backward_data_algo(algo, p, yd, dy, w, xd, dx, stream)
          hpdl_status hpdl_cuda_conv2d_backward_data_algo_<t>(algo, p, yd, dy, w, xd, dx, stream)
+         hpdl_status hpdl_cuda_conv2d_backward_filter(p, xd, x, yd, dy, dw, stream)
          hpdl_status hpdl_cuda_conv2d_backward_filter_<t>(p, xd, x, yd, dy, dw, stream)
+         hpdl_status hpdl_cuda_conv2d_backward_filter_algo(algo, p, xd, x, yd, dy, dw, stream)
          hpdl_status hpdl_cuda_conv2d_backward_filter_algo_<t>(algo, p, xd, x, yd, dy, dw, stream)
+         hpdl_status hpdl_cuda_conv2d_bias_add(yd, y, bias, stream)
+         hpdl_status hpdl_cuda_conv2d_bias_add_<t>(yd, y, bias, stream)
+         hpdl_status hpdl_cuda_conv2d_bias_grad(yd, dy, dbias, stream)
+         hpdl_status hpdl_cuda_conv2d_bias_grad_<t>(yd, dy, dbias, stream)
+         hpdl_status hpdl_cuda_conv2d_forward(p, xd, x, w, yd, y, stream)
          hpdl_status hpdl_cuda_conv2d_forward_<t>(p, xd, x, w, yd, y, stream)
+         hpdl_status hpdl_cuda_conv2d_forward_algo(algo, p, xd, x, w, yd, y, stream)
          hpdl_status hpdl_cuda_conv2d_forward_algo_<t>(algo, p, xd, x, w, yd, y, stream)
+         hpdl_status hpdl_cuda_global_avgpool_backward(xd, dy, dx, stream)
+         hpdl_status hpdl_cuda_global_avgpool_backward_<t>(xd, dy, dx, stream)
+         hpdl_status hpdl_cuda_global_avgpool_forward(xd, x, y, stream)
+         hpdl_status hpdl_cuda_global_avgpool_forward_<t>(xd, x, y, stream)
+         hpdl_status hpdl_cuda_maxpool2d_backward(p, xd, x, yd, dy, dx, stream)
+         hpdl_status hpdl_cuda_maxpool2d_backward_<t>(p, xd, x, yd, dy, dx, stream)
+         hpdl_status hpdl_cuda_maxpool2d_forward(p, xd, x, yd, y, stream)
+         hpdl_status hpdl_cuda_maxpool2d_forward_<t>(p, xd, x, yd, y, stream)
        MLP training
          hpdl_status hpdl_cuda_dataset_create(d, src, placement)
          void hpdl_cuda_dataset_destroy(d)
@@ -3627,47 +3661,518 @@ static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass
     return hpdl__conv_launch_direct<D, ACC>(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
 }
 
-/* The typed launchers: hpdl_cuda_conv2d_<pass>_algo_<t> runs one rung,
-   hpdl_cuda_conv2d_<pass>_<t> the best (AUTO). Same arguments as the CPU
-   twins, device pointers, plus the stream. */
+/* The type-generic front ends (C++): the tensors' element type picks the
+   kernels (float, double, hpdl_f16 or __half, hpdl_bf16 or __nv_bfloat16).
+   hpdl_cuda_conv2d_<pass>_algo runs one rung, hpdl_cuda_conv2d_<pass> the
+   best (AUTO). Same arguments as the CPU twins, device pointers, plus the
+   stream. */
+template <typename T>
+static inline hpdl_status hpdl_cuda_conv2d_forward_algo(hpdl_conv_algo algo, const hpdl_conv2d_params *p,
+                                                        const hpdl_tensor4 *xd, const T *x, const T *w,
+                                                        const hpdl_tensor4 *yd, T *y, cudaStream_t stream = 0) {
+    return hpdl__cuda_conv2d<T>(algo, HPDL__CONV_FORWARD, p, xd, yd, x, w, y, stream);
+}
+
+template <typename T>
+static inline hpdl_status hpdl_cuda_conv2d_backward_data_algo(hpdl_conv_algo algo, const hpdl_conv2d_params *p,
+                                                              const hpdl_tensor4 *yd, const T *dy, const T *w,
+                                                              const hpdl_tensor4 *xd, T *dx, cudaStream_t stream = 0) {
+    return hpdl__cuda_conv2d<T>(algo, HPDL__CONV_INPUT_GRAD, p, xd, yd, w, dy, dx, stream);
+}
+
+template <typename T>
+static inline hpdl_status hpdl_cuda_conv2d_backward_filter_algo(hpdl_conv_algo algo, const hpdl_conv2d_params *p,
+                                                                const hpdl_tensor4 *xd, const T *x,
+                                                                const hpdl_tensor4 *yd, const T *dy, T *dw,
+                                                                cudaStream_t stream = 0) {
+    return hpdl__cuda_conv2d<T>(algo, HPDL__CONV_FILTER_GRAD, p, xd, yd, x, dy, dw, stream);
+}
+
+template <typename T>
+static inline hpdl_status hpdl_cuda_conv2d_forward(const hpdl_conv2d_params *p, const hpdl_tensor4 *xd, const T *x,
+                                                   const T *w, const hpdl_tensor4 *yd, T *y, cudaStream_t stream = 0) {
+    return hpdl_cuda_conv2d_forward_algo(HPDL_CONV_AUTO, p, xd, x, w, yd, y, stream);
+}
+
+template <typename T>
+static inline hpdl_status hpdl_cuda_conv2d_backward_data(const hpdl_conv2d_params *p, const hpdl_tensor4 *yd,
+                                                         const T *dy, const T *w, const hpdl_tensor4 *xd, T *dx,
+                                                         cudaStream_t stream = 0) {
+    return hpdl_cuda_conv2d_backward_data_algo(HPDL_CONV_AUTO, p, yd, dy, w, xd, dx, stream);
+}
+
+template <typename T>
+static inline hpdl_status hpdl_cuda_conv2d_backward_filter(const hpdl_conv2d_params *p, const hpdl_tensor4 *xd,
+                                                           const T *x, const hpdl_tensor4 *yd, const T *dy, T *dw,
+                                                           cudaStream_t stream = 0) {
+    return hpdl_cuda_conv2d_backward_filter_algo(HPDL_CONV_AUTO, p, xd, x, yd, dy, dw, stream);
+}
+
+/* The typed launchers, for C-style callers, each a call of the above. */
 #define HPDL_DEFINE_CUDA_CONV(SUFFIX, T)                                                                          \
     HPDL_CUDA_API hpdl_status hpdl_cuda_conv2d_forward_algo_##SUFFIX(                                             \
         hpdl_conv_algo algo, const hpdl_conv2d_params *p, const hpdl_tensor4 *xd, const T *x, const T *w,         \
         const hpdl_tensor4 *yd, T *y, cudaStream_t stream) {                                                      \
-        return hpdl__cuda_conv2d<T>(algo, HPDL__CONV_FORWARD, p, xd, yd, x, w, y, stream);                        \
+        return hpdl_cuda_conv2d_forward_algo(algo, p, xd, x, w, yd, y, stream);                                   \
     }                                                                                                             \
     HPDL_CUDA_API hpdl_status hpdl_cuda_conv2d_backward_data_algo_##SUFFIX(                                       \
         hpdl_conv_algo algo, const hpdl_conv2d_params *p, const hpdl_tensor4 *yd, const T *dy, const T *w,        \
         const hpdl_tensor4 *xd, T *dx, cudaStream_t stream) {                                                     \
-        return hpdl__cuda_conv2d<T>(algo, HPDL__CONV_INPUT_GRAD, p, xd, yd, w, dy, dx, stream);                   \
+        return hpdl_cuda_conv2d_backward_data_algo(algo, p, yd, dy, w, xd, dx, stream);                           \
     }                                                                                                             \
     HPDL_CUDA_API hpdl_status hpdl_cuda_conv2d_backward_filter_algo_##SUFFIX(                                     \
         hpdl_conv_algo algo, const hpdl_conv2d_params *p, const hpdl_tensor4 *xd, const T *x,                     \
         const hpdl_tensor4 *yd, const T *dy, T *dw, cudaStream_t stream) {                                        \
-        return hpdl__cuda_conv2d<T>(algo, HPDL__CONV_FILTER_GRAD, p, xd, yd, x, dy, dw, stream);                  \
+        return hpdl_cuda_conv2d_backward_filter_algo(algo, p, xd, x, yd, dy, dw, stream);                         \
     }                                                                                                             \
     HPDL_CUDA_API hpdl_status hpdl_cuda_conv2d_forward_##SUFFIX(const hpdl_conv2d_params *p, const hpdl_tensor4 *xd, \
                                                                 const T *x, const T *w, const hpdl_tensor4 *yd,   \
                                                                 T *y, cudaStream_t stream) {                      \
-        return hpdl__cuda_conv2d<T>(HPDL_CONV_AUTO, HPDL__CONV_FORWARD, p, xd, yd, x, w, y, stream);              \
+        return hpdl_cuda_conv2d_forward(p, xd, x, w, yd, y, stream);                                              \
     }                                                                                                             \
     HPDL_CUDA_API hpdl_status hpdl_cuda_conv2d_backward_data_##SUFFIX(const hpdl_conv2d_params *p,                \
                                                                       const hpdl_tensor4 *yd, const T *dy,        \
                                                                       const T *w, const hpdl_tensor4 *xd, T *dx,  \
                                                                       cudaStream_t stream) {                      \
-        return hpdl__cuda_conv2d<T>(HPDL_CONV_AUTO, HPDL__CONV_INPUT_GRAD, p, xd, yd, w, dy, dx, stream);         \
+        return hpdl_cuda_conv2d_backward_data(p, yd, dy, w, xd, dx, stream);                                      \
     }                                                                                                             \
     HPDL_CUDA_API hpdl_status hpdl_cuda_conv2d_backward_filter_##SUFFIX(const hpdl_conv2d_params *p,              \
                                                                         const hpdl_tensor4 *xd, const T *x,       \
                                                                         const hpdl_tensor4 *yd, const T *dy,      \
                                                                         T *dw, cudaStream_t stream) {             \
-        return hpdl__cuda_conv2d<T>(HPDL_CONV_AUTO, HPDL__CONV_FILTER_GRAD, p, xd, yd, x, dy, dw, stream);        \
+        return hpdl_cuda_conv2d_backward_filter(p, xd, x, yd, dy, dw, stream);                                    \
     }
 
 HPDL_DEFINE_CUDA_CONV(f32, float)
 HPDL_DEFINE_CUDA_CONV(f64, double)
 HPDL_DEFINE_CUDA_CONV(f16, hpdl_f16)
 HPDL_DEFINE_CUDA_CONV(bf16, hpdl_bf16)
+
+/* ---- bias, pooling, batch normalization ------------------------------------------ */
+/* The CPU twins' formulas on the device (hpdl_conv2d_bias_add_<t>, ...,
+   hpdl_batchnorm_backward_<t>), same arguments plus the stream; parameters
+   and statistics of batch normalization are device arrays of float (double
+   for f64). Elementwise passes take one thread per output element; sums over
+   a channel (bias gradient, batch statistics) take one block per channel,
+   its threads striding over the channel's N*H*W values. One difference: the
+   inference pass cannot check running_var on the host, so a running_var +
+   eps <= 0 gives NaN where the CPU twin returns HPDL_ERR_INVALID. */
+
+#define HPDL__CHANNEL_THREADS 256 /* a power of two: hpdl__block_sum halves it */
+
+/* Offset of the j-th value of channel c, j = (n*H + h)*W + w. */
+static __device__ __forceinline__ size_t hpdl__channel_offset(const hpdl_tensor4 &d, int c, size_t j) {
+    int w = (int)(j % d.w), h = (int)(j / d.w % d.h), n = (int)(j / ((size_t)d.w * d.h));
+    return hpdl_tensor4_offset(&d, n, c, h, w);
+}
+
+/* Sum of v over the block's threads (blockDim.x a power of two), returned to
+   every thread. */
+template <typename ACC> static __device__ ACC hpdl__block_sum(ACC v) {
+    __shared__ ACC part[HPDL__CHANNEL_THREADS];
+    part[threadIdx.x] = v;
+    __syncthreads();
+    for (unsigned half = blockDim.x / 2; half > 0; half >>= 1) {
+        if (threadIdx.x < half) part[threadIdx.x] += part[threadIdx.x + half];
+        __syncthreads();
+    }
+    ACC total = part[0];
+    __syncthreads(); /* part is free for the next call */
+    return total;
+}
+
+/* Sum of channel c of x over n, h, w, by the whole block (every thread gets it). */
+template <typename ACC, typename T>
+static __device__ ACC hpdl__channel_sum_dev(const hpdl_tensor4 &d, const T *x, int c) {
+    size_t count = (size_t)d.n * d.h * d.w;
+    ACC acc = 0;
+    for (size_t j = threadIdx.x; j < count; j += blockDim.x) acc += (ACC)hpdl__gemm_acc(x[hpdl__channel_offset(d, c, j)]);
+    return hpdl__block_sum(acc);
+}
+
+template <typename T, typename ACC>
+__global__ void hpdl__bias_add_kernel(hpdl_tensor4 yd, T *y, const T *bias, size_t total) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        int n, c, h, w;
+        hpdl__tensor4_coords(yd, i, &n, &c, &h, &w);
+        hpdl__gemm_put(y + i, (ACC)hpdl__gemm_acc(y[i]) + (ACC)hpdl__gemm_acc(bias[c]));
+    }
+}
+
+template <typename T, typename ACC>
+__global__ void hpdl__bias_grad_kernel(hpdl_tensor4 yd, const T *dy, T *dbias) {
+    ACC sum = hpdl__channel_sum_dev<ACC>(yd, dy, blockIdx.x);
+    if (threadIdx.x == 0) hpdl__gemm_put(dbias + blockIdx.x, sum);
+}
+
+/* The window's largest element (the first on ties), as the CPU twin picks it. */
+template <typename T, typename ACC>
+static __device__ void hpdl__maxpool_argmax_dev(const hpdl_pool2d_params &p, const hpdl_tensor4 &xd, const T *x, int n,
+                                                int c, int oh, int ow, int *best_h, int *best_w) {
+    int h0, h1, w0, w1;
+    ACC best = 0;
+    hpdl__pool_window(&p, &xd, oh, ow, &h0, &h1, &w0, &w1);
+    *best_h = h0;
+    *best_w = w0;
+    for (int h = h0; h < h1; h++)
+        for (int w = w0; w < w1; w++) {
+            ACC v = (ACC)hpdl__gemm_acc(x[hpdl_tensor4_offset(&xd, n, c, h, w)]);
+            if ((h == h0 && w == w0) || v > best) { best = v; *best_h = h; *best_w = w; }
+        }
+}
+
+template <typename T, typename ACC>
+__global__ void hpdl__pool_forward_kernel(int is_max, hpdl_pool2d_params p, hpdl_tensor4 xd, const T *x, hpdl_tensor4 yd,
+                                          T *y, size_t total) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        int n, c, oh, ow, h0, h1, w0, w1;
+        hpdl__tensor4_coords(yd, i, &n, &c, &oh, &ow);
+        if (is_max) {
+            hpdl__maxpool_argmax_dev<T, ACC>(p, xd, x, n, c, oh, ow, &h0, &w0);
+            y[i] = x[hpdl_tensor4_offset(&xd, n, c, h0, w0)];
+            continue;
+        }
+        ACC acc = 0;
+        hpdl__pool_window(&p, &xd, oh, ow, &h0, &h1, &w0, &w1);
+        for (int h = h0; h < h1; h++)
+            for (int w = w0; w < w1; w++) acc += (ACC)hpdl__gemm_acc(x[hpdl_tensor4_offset(&xd, n, c, h, w)]);
+        hpdl__gemm_put(y + i, acc / ((ACC)(h1 - h0) * (ACC)(w1 - w0)));
+    }
+}
+
+/* dx gathers dy from the windows that hold it (x is read by max pooling only). */
+template <typename T, typename ACC>
+__global__ void hpdl__pool_backward_kernel(int is_max, hpdl_pool2d_params p, hpdl_tensor4 xd, const T *x,
+                                           hpdl_tensor4 yd, const T *dy, T *dx, size_t total) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        int n, c, ih, iw, oh, ow, h0, h1, w0, w1;
+        hpdl__tensor4_coords(xd, i, &n, &c, &ih, &iw);
+        ACC acc = 0;
+        for (int r = 0; r < p.kernel_h; r++) {
+            if (!hpdl__tap_output(ih, p.stride_h, p.pad_h, r, 1, yd.h, &oh)) continue;
+            for (int s = 0; s < p.kernel_w; s++) {
+                if (!hpdl__tap_output(iw, p.stride_w, p.pad_w, s, 1, yd.w, &ow)) continue;
+                ACC g = (ACC)hpdl__gemm_acc(dy[hpdl_tensor4_offset(&yd, n, c, oh, ow)]);
+                if (is_max) {
+                    hpdl__maxpool_argmax_dev<T, ACC>(p, xd, x, n, c, oh, ow, &h0, &w0);
+                    if (h0 == ih && w0 == iw) acc += g;
+                } else {
+                    hpdl__pool_window(&p, &xd, oh, ow, &h0, &h1, &w0, &w1);
+                    acc += g / ((ACC)(h1 - h0) * (ACC)(w1 - w0));
+                }
+            }
+        }
+        hpdl__gemm_put(dx + i, acc);
+    }
+}
+
+/* Global average pooling: one thread per (n, c) sums its H*W values. */
+template <typename T, typename ACC>
+__global__ void hpdl__global_avgpool_forward_kernel(hpdl_tensor4 xd, const T *x, T *y, size_t total) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        int n = (int)(i / xd.c), c = (int)(i % xd.c);
+        ACC acc = 0;
+        for (int h = 0; h < xd.h; h++)
+            for (int w = 0; w < xd.w; w++) acc += (ACC)hpdl__gemm_acc(x[hpdl_tensor4_offset(&xd, n, c, h, w)]);
+        hpdl__gemm_put(y + i, acc / (ACC)((double)xd.h * xd.w));
+    }
+}
+
+template <typename T, typename ACC>
+__global__ void hpdl__global_avgpool_backward_kernel(hpdl_tensor4 xd, const T *dy, T *dx, size_t total) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        int n, c, h, w;
+        hpdl__tensor4_coords(xd, i, &n, &c, &h, &w);
+        hpdl__gemm_put(dx + i, (ACC)hpdl__gemm_acc(dy[(size_t)n * xd.c + c]) / (ACC)((double)xd.h * xd.w));
+    }
+}
+
+/* Training: block c computes channel c's mean and biased variance (two
+   passes), writes y, and thread 0 updates the running statistics. */
+template <typename T, typename ACC>
+__global__ void hpdl__batchnorm_training_kernel(hpdl_tensor4 xd, const T *x, const ACC *gamma, const ACC *beta,
+                                                double momentum, double eps, ACC *running_mean, ACC *running_var,
+                                                T *y, ACC *save_mean, ACC *save_invstd) {
+    const int c = blockIdx.x;
+    const size_t count = (size_t)xd.n * xd.h * xd.w;
+    ACC mean = hpdl__channel_sum_dev<ACC>(xd, x, c) / (ACC)count, sq = 0;
+    for (size_t j = threadIdx.x; j < count; j += blockDim.x) {
+        ACC v = (ACC)hpdl__gemm_acc(x[hpdl__channel_offset(xd, c, j)]) - mean;
+        sq += v * v;
+    }
+    ACC var = hpdl__block_sum(sq) / (ACC)count;
+    ACC invstd = (ACC)(1.0 / sqrt((double)var + eps)), scale = gamma[c] * invstd, shift = beta[c] - scale * mean;
+    for (size_t j = threadIdx.x; j < count; j += blockDim.x) {
+        size_t at = hpdl__channel_offset(xd, c, j);
+        hpdl__gemm_put(y + at, scale * (ACC)hpdl__gemm_acc(x[at]) + shift);
+    }
+    if (threadIdx.x == 0) {
+        running_mean[c] = (ACC)((1.0 - momentum) * running_mean[c] + momentum * mean);
+        running_var[c] = (ACC)((1.0 - momentum) * running_var[c] + momentum * var * count / (count - 1.0));
+        if (save_mean) save_mean[c] = mean;
+        if (save_invstd) save_invstd[c] = invstd;
+    }
+}
+
+template <typename T, typename ACC>
+__global__ void hpdl__batchnorm_inference_kernel(hpdl_tensor4 xd, const T *x, const ACC *gamma, const ACC *beta,
+                                                 const ACC *running_mean, const ACC *running_var, double eps, T *y,
+                                                 size_t total) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        int n, c, h, w;
+        hpdl__tensor4_coords(xd, i, &n, &c, &h, &w);
+        ACC scale = (ACC)(gamma[c] / sqrt((double)running_var[c] + eps));
+        hpdl__gemm_put(y + i, scale * ((ACC)hpdl__gemm_acc(x[i]) - running_mean[c]) + beta[c]);
+    }
+}
+
+/* Backward: block c sums dy and dy*xhat over channel c, then writes dx. */
+template <typename T, typename ACC>
+__global__ void hpdl__batchnorm_backward_kernel(hpdl_tensor4 xd, const T *x, const T *dy, const ACC *gamma,
+                                                const ACC *save_mean, const ACC *save_invstd, T *dx, ACC *dgamma,
+                                                ACC *dbeta) {
+    const int c = blockIdx.x;
+    const size_t count = (size_t)xd.n * xd.h * xd.w;
+    const ACC mean = save_mean[c], invstd = save_invstd[c];
+    ACC dot = 0;
+    for (size_t j = threadIdx.x; j < count; j += blockDim.x) {
+        size_t at = hpdl__channel_offset(xd, c, j);
+        dot += (ACC)hpdl__gemm_acc(dy[at]) * ((ACC)hpdl__gemm_acc(x[at]) - mean) * invstd;
+    }
+    ACC sum_dy_xhat = hpdl__block_sum(dot), sum_dy = hpdl__channel_sum_dev<ACC>(xd, dy, c), m = (ACC)count;
+    for (size_t j = threadIdx.x; j < count; j += blockDim.x) {
+        size_t at = hpdl__channel_offset(xd, c, j);
+        ACC xhat = ((ACC)hpdl__gemm_acc(x[at]) - mean) * invstd;
+        hpdl__gemm_put(dx + at, gamma[c] * invstd / m * (m * (ACC)hpdl__gemm_acc(dy[at]) - sum_dy - xhat * sum_dy_xhat));
+    }
+    if (threadIdx.x == 0) {
+        dgamma[c] = sum_dy_xhat;
+        dbeta[c] = sum_dy;
+    }
+}
+
+/* Blocks for a grid-stride kernel over `total` elements, 256 threads each. */
+HPDL_CUDA_API unsigned hpdl__elementwise_blocks(size_t total) {
+    size_t blocks = (total + 255) / 256;
+    return (unsigned)(blocks < (1u << 20) ? blocks : (1u << 20)); /* the loops stride over the rest */
+}
+
+/* The private launchers, after the CPU twin's checks. D: the CUDA element type. */
+template <typename T>
+static inline hpdl_status hpdl__cuda_pool_forward(int is_max, const hpdl_pool2d_params *p, const hpdl_tensor4 *xd,
+                                                  const T *x, const hpdl_tensor4 *yd, T *y, cudaStream_t stream) {
+    typedef typename hpdl__dev<T>::type D;
+    if (!hpdl__pool2d_args_ok(p, xd, yd, x, x, y)) return HPDL_ERR_INVALID;
+    size_t total = hpdl_tensor4_count(yd);
+    hpdl__pool_forward_kernel<D, typename hpdl__acc<T>::type>
+        <<<hpdl__elementwise_blocks(total), 256, 0, stream>>>(is_max, *p, *xd, (const D *)x, *yd, (D *)y, total);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+template <typename T>
+static inline hpdl_status hpdl__cuda_pool_backward(int is_max, const hpdl_pool2d_params *p, const hpdl_tensor4 *xd,
+                                                   const T *x, const hpdl_tensor4 *yd, const T *dy, T *dx,
+                                                   cudaStream_t stream) {
+    typedef typename hpdl__dev<T>::type D;
+    if ((is_max && !x) || !hpdl__pool2d_args_ok(p, xd, yd, dy, dy, dx)) return HPDL_ERR_INVALID;
+    size_t total = hpdl_tensor4_count(xd);
+    hpdl__pool_backward_kernel<D, typename hpdl__acc<T>::type><<<hpdl__elementwise_blocks(total), 256, 0, stream>>>(
+        is_max, *p, *xd, (const D *)x, *yd, (const D *)dy, (D *)dx, total);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* The type-generic front ends (C++): the element type of the tensors picks
+   the kernels (float, double, hpdl_f16 or __half, hpdl_bf16 or
+   __nv_bfloat16); batch-norm parameters are in hpdl__acc<T>::type. */
+template <typename T>
+static inline hpdl_status hpdl_cuda_conv2d_bias_add(const hpdl_tensor4 *yd, T *y, const T *bias,
+                                                    cudaStream_t stream = 0) {
+    typedef typename hpdl__dev<T>::type D;
+    if (!hpdl__tensor4_valid(yd) || !y || !bias) return HPDL_ERR_INVALID;
+    size_t total = hpdl_tensor4_count(yd);
+    hpdl__bias_add_kernel<D, typename hpdl__acc<T>::type>
+        <<<hpdl__elementwise_blocks(total), 256, 0, stream>>>(*yd, (D *)y, (const D *)bias, total);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+template <typename T>
+static inline hpdl_status hpdl_cuda_conv2d_bias_grad(const hpdl_tensor4 *yd, const T *dy, T *dbias,
+                                                     cudaStream_t stream = 0) {
+    typedef typename hpdl__dev<T>::type D;
+    if (!hpdl__tensor4_valid(yd) || !dy || !dbias) return HPDL_ERR_INVALID;
+    hpdl__bias_grad_kernel<D, typename hpdl__acc<T>::type>
+        <<<yd->c, HPDL__CHANNEL_THREADS, 0, stream>>>(*yd, (const D *)dy, (D *)dbias);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+template <typename T>
+static inline hpdl_status hpdl_cuda_maxpool2d_forward(const hpdl_pool2d_params *p, const hpdl_tensor4 *xd, const T *x,
+                                                      const hpdl_tensor4 *yd, T *y, cudaStream_t stream = 0) {
+    return hpdl__cuda_pool_forward(1, p, xd, x, yd, y, stream);
+}
+
+template <typename T>
+static inline hpdl_status hpdl_cuda_maxpool2d_backward(const hpdl_pool2d_params *p, const hpdl_tensor4 *xd,
+                                                       const T *x, const hpdl_tensor4 *yd, const T *dy, T *dx,
+                                                       cudaStream_t stream = 0) {
+    return hpdl__cuda_pool_backward(1, p, xd, x, yd, dy, dx, stream);
+}
+
+template <typename T>
+static inline hpdl_status hpdl_cuda_avgpool2d_forward(const hpdl_pool2d_params *p, const hpdl_tensor4 *xd, const T *x,
+                                                      const hpdl_tensor4 *yd, T *y, cudaStream_t stream = 0) {
+    return hpdl__cuda_pool_forward(0, p, xd, x, yd, y, stream);
+}
+
+template <typename T>
+static inline hpdl_status hpdl_cuda_avgpool2d_backward(const hpdl_pool2d_params *p, const hpdl_tensor4 *yd,
+                                                       const T *dy, const hpdl_tensor4 *xd, T *dx,
+                                                       cudaStream_t stream = 0) {
+    return hpdl__cuda_pool_backward(0, p, xd, (const T *)NULL, yd, dy, dx, stream);
+}
+
+template <typename T>
+static inline hpdl_status hpdl_cuda_global_avgpool_forward(const hpdl_tensor4 *xd, const T *x, T *y,
+                                                           cudaStream_t stream = 0) {
+    typedef typename hpdl__dev<T>::type D;
+    if (!hpdl__tensor4_valid(xd) || !x || !y) return HPDL_ERR_INVALID;
+    size_t total = (size_t)xd->n * xd->c;
+    hpdl__global_avgpool_forward_kernel<D, typename hpdl__acc<T>::type>
+        <<<hpdl__elementwise_blocks(total), 256, 0, stream>>>(*xd, (const D *)x, (D *)y, total);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+template <typename T>
+static inline hpdl_status hpdl_cuda_global_avgpool_backward(const hpdl_tensor4 *xd, const T *dy, T *dx,
+                                                            cudaStream_t stream = 0) {
+    typedef typename hpdl__dev<T>::type D;
+    if (!hpdl__tensor4_valid(xd) || !dy || !dx) return HPDL_ERR_INVALID;
+    size_t total = hpdl_tensor4_count(xd);
+    hpdl__global_avgpool_backward_kernel<D, typename hpdl__acc<T>::type>
+        <<<hpdl__elementwise_blocks(total), 256, 0, stream>>>(*xd, (const D *)dy, (D *)dx, total);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+template <typename T>
+static inline hpdl_status hpdl_cuda_batchnorm_forward_training(
+    const hpdl_tensor4 *xd, const T *x, const typename hpdl__acc<T>::type *gamma,
+    const typename hpdl__acc<T>::type *beta, double momentum, double eps, typename hpdl__acc<T>::type *running_mean,
+    typename hpdl__acc<T>::type *running_var, T *y, typename hpdl__acc<T>::type *save_mean,
+    typename hpdl__acc<T>::type *save_invstd, cudaStream_t stream = 0) {
+    typedef typename hpdl__dev<T>::type D;
+    if (!hpdl__tensor4_valid(xd) || !x || !gamma || !beta || !running_mean || !running_var || !y ||
+        !(momentum >= 0.0 && momentum <= 1.0) || !hpdl__bn_eps_ok(eps) || (double)xd->n * xd->h * xd->w < 2)
+        return HPDL_ERR_INVALID;
+    hpdl__batchnorm_training_kernel<D, typename hpdl__acc<T>::type><<<xd->c, HPDL__CHANNEL_THREADS, 0, stream>>>(
+        *xd, (const D *)x, gamma, beta, momentum, eps, running_mean, running_var, (D *)y, save_mean, save_invstd);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+template <typename T>
+static inline hpdl_status hpdl_cuda_batchnorm_forward_inference(
+    const hpdl_tensor4 *xd, const T *x, const typename hpdl__acc<T>::type *gamma,
+    const typename hpdl__acc<T>::type *beta, const typename hpdl__acc<T>::type *running_mean,
+    const typename hpdl__acc<T>::type *running_var, double eps, T *y, cudaStream_t stream = 0) {
+    typedef typename hpdl__dev<T>::type D;
+    if (!hpdl__tensor4_valid(xd) || !x || !gamma || !beta || !running_mean || !running_var || !y ||
+        !hpdl__bn_eps_ok(eps))
+        return HPDL_ERR_INVALID;
+    size_t total = hpdl_tensor4_count(xd);
+    hpdl__batchnorm_inference_kernel<D, typename hpdl__acc<T>::type>
+        <<<hpdl__elementwise_blocks(total), 256, 0, stream>>>(*xd, (const D *)x, gamma, beta, running_mean,
+                                                               running_var, eps, (D *)y, total);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+template <typename T>
+static inline hpdl_status hpdl_cuda_batchnorm_backward(const hpdl_tensor4 *xd, const T *x, const T *dy,
+                                                       const typename hpdl__acc<T>::type *gamma,
+                                                       const typename hpdl__acc<T>::type *save_mean,
+                                                       const typename hpdl__acc<T>::type *save_invstd, T *dx,
+                                                       typename hpdl__acc<T>::type *dgamma,
+                                                       typename hpdl__acc<T>::type *dbeta, cudaStream_t stream = 0) {
+    typedef typename hpdl__dev<T>::type D;
+    if (!hpdl__tensor4_valid(xd) || !x || !dy || !gamma || !save_mean || !save_invstd || !dx || !dgamma || !dbeta)
+        return HPDL_ERR_INVALID;
+    hpdl__batchnorm_backward_kernel<D, typename hpdl__acc<T>::type><<<xd->c, HPDL__CHANNEL_THREADS, 0, stream>>>(
+        *xd, (const D *)x, (const D *)dy, gamma, save_mean, save_invstd, (D *)dx, dgamma, dbeta);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* Typed launchers: the CPU twin's name with hpdl_cuda_ in front and a
+   stream at the end, each a call of the front end above. */
+#define HPDL_DEFINE_CUDA_CONV_LAYERS(SUFFIX, T, ACC_T)                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_conv2d_bias_add_##SUFFIX(const hpdl_tensor4 *yd, T *y, const T *bias,     \
+                                                                 cudaStream_t stream) {                           \
+        return hpdl_cuda_conv2d_bias_add(yd, y, bias, stream);                                                    \
+    }                                                                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_conv2d_bias_grad_##SUFFIX(const hpdl_tensor4 *yd, const T *dy, T *dbias,  \
+                                                                  cudaStream_t stream) {                          \
+        return hpdl_cuda_conv2d_bias_grad(yd, dy, dbias, stream);                                                 \
+    }                                                                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_maxpool2d_forward_##SUFFIX(const hpdl_pool2d_params *p,                   \
+                                                                   const hpdl_tensor4 *xd, const T *x,            \
+                                                                   const hpdl_tensor4 *yd, T *y,                  \
+                                                                   cudaStream_t stream) {                         \
+        return hpdl_cuda_maxpool2d_forward(p, xd, x, yd, y, stream);                                              \
+    }                                                                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_maxpool2d_backward_##SUFFIX(const hpdl_pool2d_params *p,                  \
+                                                                    const hpdl_tensor4 *xd, const T *x,           \
+                                                                    const hpdl_tensor4 *yd, const T *dy, T *dx,   \
+                                                                    cudaStream_t stream) {                        \
+        return hpdl_cuda_maxpool2d_backward(p, xd, x, yd, dy, dx, stream);                                        \
+    }                                                                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_avgpool2d_forward_##SUFFIX(const hpdl_pool2d_params *p,                   \
+                                                                   const hpdl_tensor4 *xd, const T *x,            \
+                                                                   const hpdl_tensor4 *yd, T *y,                  \
+                                                                   cudaStream_t stream) {                         \
+        return hpdl_cuda_avgpool2d_forward(p, xd, x, yd, y, stream);                                              \
+    }                                                                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_avgpool2d_backward_##SUFFIX(const hpdl_pool2d_params *p,                  \
+                                                                    const hpdl_tensor4 *yd, const T *dy,          \
+                                                                    const hpdl_tensor4 *xd, T *dx,                \
+                                                                    cudaStream_t stream) {                        \
+        return hpdl_cuda_avgpool2d_backward(p, yd, dy, xd, dx, stream);                                           \
+    }                                                                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_global_avgpool_forward_##SUFFIX(const hpdl_tensor4 *xd, const T *x, T *y, \
+                                                                        cudaStream_t stream) {                    \
+        return hpdl_cuda_global_avgpool_forward(xd, x, y, stream);                                                \
+    }                                                                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_global_avgpool_backward_##SUFFIX(const hpdl_tensor4 *xd, const T *dy,     \
+                                                                         T *dx, cudaStream_t stream) {            \
+        return hpdl_cuda_global_avgpool_backward(xd, dy, dx, stream);                                             \
+    }                                                                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_batchnorm_forward_training_##SUFFIX(                                      \
+        const hpdl_tensor4 *xd, const T *x, const ACC_T *gamma, const ACC_T *beta, double momentum, double eps,   \
+        ACC_T *running_mean, ACC_T *running_var, T *y, ACC_T *save_mean, ACC_T *save_invstd, cudaStream_t stream) { \
+        return hpdl_cuda_batchnorm_forward_training(xd, x, gamma, beta, momentum, eps, running_mean, running_var, \
+                                                    y, save_mean, save_invstd, stream);                           \
+    }                                                                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_batchnorm_forward_inference_##SUFFIX(                                     \
+        const hpdl_tensor4 *xd, const T *x, const ACC_T *gamma, const ACC_T *beta, const ACC_T *running_mean,     \
+        const ACC_T *running_var, double eps, T *y, cudaStream_t stream) {                                        \
+        return hpdl_cuda_batchnorm_forward_inference(xd, x, gamma, beta, running_mean, running_var, eps, y,       \
+                                                     stream);                                                     \
+    }                                                                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_batchnorm_backward_##SUFFIX(                                              \
+        const hpdl_tensor4 *xd, const T *x, const T *dy, const ACC_T *gamma, const ACC_T *save_mean,              \
+        const ACC_T *save_invstd, T *dx, ACC_T *dgamma, ACC_T *dbeta, cudaStream_t stream) {                      \
+        return hpdl_cuda_batchnorm_backward(xd, x, dy, gamma, save_mean, save_invstd, dx, dgamma, dbeta, stream); \
+    }
+
+HPDL_DEFINE_CUDA_CONV_LAYERS(f32, float, float)
+HPDL_DEFINE_CUDA_CONV_LAYERS(f64, double, double)
+HPDL_DEFINE_CUDA_CONV_LAYERS(f16, hpdl_f16, float)
+HPDL_DEFINE_CUDA_CONV_LAYERS(bf16, hpdl_bf16, float)
 /* ======================================================================== */
 /* MLP TRAINING                                                             */
 /* ======================================================================== */

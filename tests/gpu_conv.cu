@@ -56,20 +56,11 @@ template <typename T> static void fill_random(T *x, double *x64, size_t n) {
 /* Runs one pass on the GPU: (a, b) are (x, w), (w, dy) or (x, dy). */
 template <typename T>
 static hpdl_status gpu_pass(int pass, hpdl_conv_algo algo, const hpdl_conv2d_params *p, const hpdl_tensor4 *xd,
-                            const hpdl_tensor4 *yd, const T *a, const T *b, T *out);
-
-#define DEFINE_GPU_PASS(SUFFIX, T)                                                                              \
-    template <>                                                                                                 \
-    hpdl_status gpu_pass<T>(int pass, hpdl_conv_algo algo, const hpdl_conv2d_params *p, const hpdl_tensor4 *xd, \
-                            const hpdl_tensor4 *yd, const T *a, const T *b, T *out) {                            \
-        if (pass == FORWARD) return hpdl_cuda_conv2d_forward_algo_##SUFFIX(algo, p, xd, a, b, yd, out, 0);       \
-        if (pass == BACKWARD_DATA) return hpdl_cuda_conv2d_backward_data_algo_##SUFFIX(algo, p, yd, b, a, xd, out, 0); \
-        return hpdl_cuda_conv2d_backward_filter_algo_##SUFFIX(algo, p, xd, a, yd, b, out, 0);                  \
-    }
-DEFINE_GPU_PASS(f32, float)
-DEFINE_GPU_PASS(f64, double)
-DEFINE_GPU_PASS(f16, hpdl_f16)
-DEFINE_GPU_PASS(bf16, hpdl_bf16)
+                            const hpdl_tensor4 *yd, const T *a, const T *b, T *out) {
+    if (pass == FORWARD) return hpdl_cuda_conv2d_forward_algo(algo, p, xd, a, b, yd, out);
+    if (pass == BACKWARD_DATA) return hpdl_cuda_conv2d_backward_data_algo(algo, p, yd, b, a, xd, out);
+    return hpdl_cuda_conv2d_backward_filter_algo(algo, p, xd, a, yd, b, out);
+}
 
 /* The f64 CPU twin of the same pass. */
 static hpdl_status cpu_pass(int pass, const hpdl_conv2d_params *p, const hpdl_tensor4 *xd, const hpdl_tensor4 *yd,
@@ -135,6 +126,181 @@ static void test_conv_f64(void) { test_type<double>(); }
 static void test_conv_f16(void) { test_type<hpdl_f16>(); }
 static void test_conv_bf16(void) { test_type<hpdl_bf16>(); }
 
+/* ---- bias, pooling, global average pooling, batch normalization ---------- */
+
+/* A device copy of n host values. */
+template <typename T> static T *upload(const T *h, size_t n) {
+    T *d;
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&d, n * sizeof(T)));
+    HPDL_CHECK(hpdl_cuda_to_device(d, h, n * sizeof(T), 0));
+    return d;
+}
+
+/* A poisoned device buffer of n values. */
+template <typename T> static T *poisoned(size_t n) {
+    T *d;
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&d, n * sizeof(T)));
+    HPDL_CHECK(hpdl_cuda_poison(d, n * sizeof(T)));
+    return d;
+}
+
+/* Random T values in [lo, hi] on the host, their f64 copies, and a device copy. */
+template <typename T> struct operand {
+    size_t n;
+    T *h, *d;
+    double *h64;
+};
+
+template <typename T> static operand<T> make_operand(size_t n, double lo, double hi) {
+    operand<T> o;
+    o.n = n;
+    o.h = (T *)malloc(n * sizeof(T));
+    o.h64 = (double *)malloc(n * sizeof(double));
+    for (size_t i = 0; i < n; i++) {
+        from_f64(lo + (hi - lo) * hpdl_rng_uniform(&rng), &o.h[i]);
+        o.h64[i] = to_f64(o.h[i]);
+    }
+    o.d = upload(o.h, n);
+    return o;
+}
+
+template <typename T> static void free_operand(operand<T> *o) {
+    free(o->h); free(o->h64); hpdl_cuda_free(o->d);
+}
+
+/* Copies a device result back, frees it, and compares it with the f64 twin's
+   (max |got - want| / max(1, |want|) within the type's tolerance). */
+template <typename T> static void expect_close(T *d, const double *want, size_t n, double tol, const char *what,
+                                               const char *shape) {
+    T *got = (T *)malloc(n * sizeof(T));
+    double worst = 0;
+    HPDL_CUDA_CHECK(cudaDeviceSynchronize());
+    HPDL_CHECK(hpdl_cuda_to_host(got, d, n * sizeof(T), 0));
+    for (size_t i = 0; i < n; i++) {
+        double scale = fabs(want[i]) > 1 ? fabs(want[i]) : 1, e = fabs(to_f64(got[i]) - want[i]) / scale;
+        if (!(e <= worst)) worst = e;
+    }
+    if (!(worst <= tol)) fprintf(stderr, "    %s (%s): error %g\n", what, shape, worst);
+    HPDL_EXPECT(worst <= tol);
+    free(got);
+    hpdl_cuda_free(d);
+}
+
+typedef struct layer_case { const char *name; int n, c, h, w, kernel, stride, pad; hpdl_layout layout; } layer_case;
+
+static const layer_case k_layer_cases[] = {
+    {"3x3/2 pad 1, NCHW", 2, 3, 7, 6, 3, 2, 1, HPDL_NCHW},
+    {"2x2/2, NHWC, batch 1", 1, 5, 9, 11, 2, 2, 0, HPDL_NHWC},
+    {"3x3/1 pad 1, NHWC", 2, 2, 5, 8, 3, 1, 1, HPDL_NHWC},
+    {"4x4/3 pad 2, NCHW", 3, 19, 8, 7, 4, 3, 2, HPDL_NCHW},
+    {"more values per channel than threads, NHWC", 4, 3, 17, 13, 3, 2, 1, HPDL_NHWC},
+};
+
+/* Bias, pooling and global average pooling of one case. */
+template <typename T> static void check_bias_and_pooling(const layer_case *lc) {
+    hpdl_tensor4 xd = hpdl_tensor4_make(lc->n, lc->c, lc->h, lc->w, lc->layout), yd;
+    hpdl_pool2d_params p = hpdl_pool2d_params_make(lc->kernel, lc->stride, lc->pad);
+    HPDL_CHECK(hpdl_pool2d_output_desc(&p, &xd, &yd));
+    size_t nx = hpdl_tensor4_count(&xd), ny = hpdl_tensor4_count(&yd), nc = (size_t)lc->n * lc->c;
+    operand<T> x = make_operand<T>(nx, -2, 2), dy = make_operand<T>(ny, -1, 1), bias = make_operand<T>(lc->c, -1, 1);
+    operand<T> gdy = make_operand<T>(nc, -1, 1);
+    double *want = (double *)malloc(nx * sizeof(double)), tol = tolerance<T>();
+    T *d;
+    /* bias on x's shape: in place on a copy of x */
+    d = upload(x.h, nx);
+    HPDL_EXPECT(hpdl_cuda_conv2d_bias_add(&xd, d, bias.d) == HPDL_OK);
+    memcpy(want, x.h64, nx * sizeof(double));
+    HPDL_CHECK(hpdl_conv2d_bias_add_f64(&xd, want, bias.h64));
+    expect_close(d, want, nx, tol, "bias add", lc->name);
+    d = poisoned<T>(lc->c);
+    HPDL_EXPECT(hpdl_cuda_conv2d_bias_grad(&xd, x.d, d) == HPDL_OK);
+    HPDL_CHECK(hpdl_conv2d_bias_grad_f64(&xd, x.h64, want));
+    expect_close(d, want, lc->c, tol, "bias grad", lc->name);
+    /* max and average pooling */
+    d = poisoned<T>(ny);
+    HPDL_EXPECT(hpdl_cuda_maxpool2d_forward(&p, &xd, x.d, &yd, d) == HPDL_OK);
+    HPDL_CHECK(hpdl_maxpool2d_forward_f64(&p, &xd, x.h64, &yd, want));
+    expect_close(d, want, ny, tol, "maxpool forward", lc->name);
+    d = poisoned<T>(nx);
+    HPDL_EXPECT(hpdl_cuda_maxpool2d_backward(&p, &xd, x.d, &yd, dy.d, d) == HPDL_OK);
+    HPDL_CHECK(hpdl_maxpool2d_backward_f64(&p, &xd, x.h64, &yd, dy.h64, want));
+    expect_close(d, want, nx, tol, "maxpool backward", lc->name);
+    d = poisoned<T>(ny);
+    HPDL_EXPECT(hpdl_cuda_avgpool2d_forward(&p, &xd, x.d, &yd, d) == HPDL_OK);
+    HPDL_CHECK(hpdl_avgpool2d_forward_f64(&p, &xd, x.h64, &yd, want));
+    expect_close(d, want, ny, tol, "avgpool forward", lc->name);
+    d = poisoned<T>(nx);
+    HPDL_EXPECT(hpdl_cuda_avgpool2d_backward(&p, &yd, dy.d, &xd, d) == HPDL_OK);
+    HPDL_CHECK(hpdl_avgpool2d_backward_f64(&p, &yd, dy.h64, &xd, want));
+    expect_close(d, want, nx, tol, "avgpool backward", lc->name);
+    /* global average pooling */
+    d = poisoned<T>(nc);
+    HPDL_EXPECT(hpdl_cuda_global_avgpool_forward(&xd, x.d, d) == HPDL_OK);
+    HPDL_CHECK(hpdl_global_avgpool_forward_f64(&xd, x.h64, want));
+    expect_close(d, want, nc, tol, "global avgpool forward", lc->name);
+    d = poisoned<T>(nx);
+    HPDL_EXPECT(hpdl_cuda_global_avgpool_backward(&xd, gdy.d, d) == HPDL_OK);
+    HPDL_CHECK(hpdl_global_avgpool_backward_f64(&xd, gdy.h64, want));
+    expect_close(d, want, nx, tol, "global avgpool backward", lc->name);
+    free_operand(&x); free_operand(&dy); free_operand(&bias); free_operand(&gdy);
+    free(want);
+}
+
+/* Batch normalization of one case: training forward (y, running and saved
+   statistics), inference, backward from the saved statistics. */
+template <typename T> static void check_batchnorm(const layer_case *lc) {
+    typedef typename hpdl__acc<T>::type ACC;
+    hpdl_tensor4 xd = hpdl_tensor4_make(lc->n, lc->c, lc->h, lc->w, lc->layout);
+    size_t nx = hpdl_tensor4_count(&xd), c = (size_t)lc->c;
+    operand<T> x = make_operand<T>(nx, -2, 3), dy = make_operand<T>(nx, -1, 1);
+    operand<ACC> gamma = make_operand<ACC>(c, 0.5, 2), beta = make_operand<ACC>(c, -1, 1);
+    operand<ACC> rm = make_operand<ACC>(c, -1, 1), rv = make_operand<ACC>(c, 0.5, 2);
+    double *want = (double *)malloc(nx * sizeof(double)), *rm64 = (double *)malloc(c * sizeof(double));
+    double *rv64 = (double *)malloc(c * sizeof(double)), *sm64 = (double *)malloc(c * sizeof(double));
+    double *si64 = (double *)malloc(c * sizeof(double)), *dg64 = (double *)malloc(c * sizeof(double));
+    double *db64 = (double *)malloc(c * sizeof(double)), tol = tolerance<T>();
+    ACC *sm = poisoned<ACC>(c), *si = poisoned<ACC>(c);
+    T *d = poisoned<T>(nx);
+    memcpy(rm64, rm.h64, c * sizeof(double));
+    memcpy(rv64, rv.h64, c * sizeof(double));
+    HPDL_EXPECT(hpdl_cuda_batchnorm_forward_training(&xd, x.d, gamma.d, beta.d, 0.1, 1e-5, rm.d, rv.d, d, sm, si) == HPDL_OK);
+    HPDL_CHECK(hpdl_batchnorm_forward_training_f64(&xd, x.h64, gamma.h64, beta.h64, 0.1, 1e-5, rm64, rv64, want, sm64, si64));
+    expect_close(d, want, nx, tol, "batchnorm training y", lc->name);
+    expect_close(rm.d, rm64, c, tolerance<ACC>(), "batchnorm running mean", lc->name);
+    expect_close(rv.d, rv64, c, tolerance<ACC>(), "batchnorm running variance", lc->name);
+    rm.d = upload(rm.h, c); /* expect_close freed them: inference reads the originals */
+    rv.d = upload(rv.h, c);
+    d = poisoned<T>(nx);
+    HPDL_EXPECT(hpdl_cuda_batchnorm_forward_inference(&xd, x.d, gamma.d, beta.d, rm.d, rv.d, 1e-5, d) == HPDL_OK);
+    HPDL_CHECK(hpdl_batchnorm_forward_inference_f64(&xd, x.h64, gamma.h64, beta.h64, rm.h64, rv.h64, 1e-5, want));
+    expect_close(d, want, nx, tol, "batchnorm inference", lc->name);
+    /* backward from the device's saved statistics; the twin from its own */
+    ACC *dg = poisoned<ACC>(c), *db = poisoned<ACC>(c);
+    d = poisoned<T>(nx);
+    HPDL_EXPECT(hpdl_cuda_batchnorm_backward(&xd, x.d, dy.d, gamma.d, sm, si, d, dg, db) == HPDL_OK);
+    HPDL_CHECK(hpdl_batchnorm_backward_f64(&xd, x.h64, dy.h64, gamma.h64, sm64, si64, want, dg64, db64));
+    expect_close(d, want, nx, tol, "batchnorm backward dx", lc->name);
+    expect_close(dg, dg64, c, tol, "batchnorm backward dgamma", lc->name);
+    expect_close(db, db64, c, tol, "batchnorm backward dbeta", lc->name);
+    expect_close(sm, sm64, c, tolerance<ACC>(), "batchnorm saved mean", lc->name);
+    expect_close(si, si64, c, tolerance<ACC>(), "batchnorm saved 1/std", lc->name);
+    free_operand(&x); free_operand(&dy); free_operand(&gamma); free_operand(&beta); free_operand(&rm); free_operand(&rv);
+    free(want); free(rm64); free(rv64); free(sm64); free(si64); free(dg64); free(db64);
+}
+
+template <typename T> static void test_layers(void) {
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    for (int i = 0; i < HPDL_COUNT(k_layer_cases); i++) {
+        check_bias_and_pooling<T>(&k_layer_cases[i]);
+        check_batchnorm<T>(&k_layer_cases[i]);
+    }
+}
+
+static void test_layers_f32(void) { test_layers<float>(); }
+static void test_layers_f64(void) { test_layers<double>(); }
+static void test_layers_f16(void) { test_layers<hpdl_f16>(); }
+static void test_layers_bf16(void) { test_layers<hpdl_bf16>(); }
+
 /* Bad arguments return INVALID and leave the poisoned output as it was. */
 static void test_conv_bad_args(void) {
     if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
@@ -170,7 +336,8 @@ static void test_conv_bad_args(void) {
 
 int main(int argc, char **argv) {
     static const hpdl_test tests[] = {HPDL_TEST(test_conv_bad_args), HPDL_TEST(test_conv_f32), HPDL_TEST(test_conv_f64),
-                                      HPDL_TEST(test_conv_f16), HPDL_TEST(test_conv_bf16)};
+                                      HPDL_TEST(test_conv_f16),     HPDL_TEST(test_conv_bf16), HPDL_TEST(test_layers_f32),
+                                      HPDL_TEST(test_layers_f64),   HPDL_TEST(test_layers_f16), HPDL_TEST(test_layers_bf16)};
     hpdl_rng_seed(&rng, 20261126);
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }
