@@ -37,10 +37,12 @@ HAVE_PLOT   = $(shell command -v gnuplot >/dev/null 2>&1 && echo 1)
 mark        = $(if $(1),✓,✗)
 
 # Build for the GPU present. Without one, compile every program to Hopper
-# PTX (no machine code: ptxas is most of the build time, and nothing runs),
-# and one file that includes all three headers to machine code for Hopper
-# (sm_90a) and for Ampere (sm_80): every kernel is instantiated in every
-# file, so one file checks them all.
+# PTX only (nothing runs here; leaving out ptxas saves about a third of a
+# program's nvcc time), and tests/all_headers.cu to machine code for Hopper
+# (sm_90a) and Ampere (sm_80). A program builds only the kernels it calls
+# (HPDL_LAZY in hpdl_cuda.cuh: including the header costs ~3 s, a call of the
+# f16 GEMM ~30 s, bench/compile), so all_headers.cu, which calls every public
+# function, is the one file that checks every kernel for both GPUs.
 ifeq ($(GPU_CC),90)
 NVARCH := -gencode arch=compute_90a,code=sm_90a
 else ifneq ($(GPU_CC),)
@@ -82,10 +84,10 @@ CHECK_OBJS := $(addprefix $(B)/clang/,$(addsuffix .o,$(CPU_TESTS))) \
 GPU_BINS   := $(if $(HAVE_NVCC),$(addprefix $(B)/gpu/,$(GPU_TESTS)) $(EX_CU) $(BENCH_CU) $(ARCH_CHECKS))
 MPI_BINS    = $(if $(HAVE_MPI),$(addprefix $(B)/mpi/,$(MPI_TESTS)))
 
-.PHONY: all test check bench examples data plots install clean help features deps
+.PHONY: all test check fuzz bench examples data plots install clean help features deps
 .DEFAULT_GOAL := all
 
-all: features $(CPU_BINS) $(CHECK_OBJS) $(EX_C) $(BENCH_C) $(GPU_BINS) $(MPI_BINS)
+all: features $(CPU_BINS) $(CHECK_OBJS) $(EX_C) $(BENCH_C) $(GPU_BINS) $(MPI_BINS) $(if $(HAVE_FUZZER),$(FUZZ_BINS))
 
 features:
 	@echo "hpdl features: $(call mark,$(HAVE_NVCC)) nvcc  $(call mark,$(HAVE_GPU)) GPU$(if $(GPU_CC), (sm_$(GPU_CC)))  $(call mark,$(HAVE_MPI)) mpicc  $(call mark,$(HAVE_NCCL)) NCCL  $(call mark,$(HAVE_PLOT)) gnuplot"
@@ -160,6 +162,28 @@ $(B)/mpi/%: tests/%.c $(HEADERS)
 	@mkdir -p $(@D)
 	mpicc $(CFLAGS_C) $< -o $@ -lm
 
+# ---- fuzzing ------------------------------------------------------------------------
+# libFuzzer targets for the parsers of outside input (tests/fuzz/fuzz_*.c),
+# each started from its committed seed corpus tests/fuzz/corpus/<name>/.
+# make fuzz runs each for FUZZ_SECONDS; make test for FUZZ_TEST_SECONDS.
+FUZZ_TARGETS      := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS         := $(addprefix $(B)/fuzz/,$(FUZZ_TARGETS))
+FUZZ_SECONDS      ?= 60
+FUZZ_TEST_SECONDS ?= 5
+FUZZFLAGS         := -std=c99 $(WARN) -O1 -g -fsanitize=fuzzer,address,undefined,float-cast-overflow \
+                     -fno-sanitize-recover=all -I.
+HAVE_FUZZER        = $(shell echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return d && n; }' \
+                       | $(CLANG) -fsanitize=fuzzer -x c - -o /dev/null >/dev/null 2>&1 && echo 1)
+fuzz_cmd           = scripts/fuzz.sh $(if $(HAVE_FUZZER),$(1) $(FUZZ_BINS),--skip $(FUZZ_TARGETS))
+FUZZ_CMD           = $(call fuzz_cmd,$(FUZZ_TEST_SECONDS))
+
+$(B)/fuzz/%: tests/fuzz/%.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZFLAGS) $< -o $@ -lm
+
+fuzz:
+	@$(if $(HAVE_FUZZER),$(MAKE) --no-print-directory $(FUZZ_BINS) &&) $(call fuzz_cmd,$(FUZZ_SECONDS))
+
 # ---- test -------------------------------------------------------------------------
 # make test builds everything, then runs these phases, each with its sums and
 # time; make check builds and runs the first three only (the edit-test loop).
@@ -167,6 +191,7 @@ MPI_RUN  := mpirun --oversubscribe --bind-to none
 CPU_RUNS  = --phase "CPU tests (gcc; C99 and C++ two units)" \
             $(addprefix $(B)/cpu/,$(CPU_TESTS)) $(B)/cpu/two_units $(B)/cxx/two_units
 SAN_RUNS  = --phase "sanitizers (ASan + UBSan)" $(addprefix $(B)/asan/,$(CPU_TESTS))
+FUZZ_RUNS = --phase "fuzz targets ($(FUZZ_TEST_SECONDS) s each)" "$(FUZZ_CMD)"
 MPI_RUNS  = $(if $(HAVE_MPI),--phase "MPI tests (1..4 ranks)" \
             $(foreach t,$(MPI_TESTS),$(foreach n,1 2 3 4,"$(MPI_RUN) -np $(n) $(B)/mpi/$(t)")))
 GPU_RUNS  = $(if $(HAVE_NVCC),--phase "GPU tests$(if $(HAVE_GPU),, (skipped: no GPU))" $(addprefix $(B)/gpu/,$(GPU_TESTS)))
@@ -176,7 +201,7 @@ test: deps
 	@echo "make test: build everything (nvcc takes most of the time), then CPU tests, sanitizers,"
 	@echo "MPI tests, GPU tests, README programs and charts; make check: the CPU, sanitizer and MPI tests only"
 	@$(call timed,$(MAKE) --no-print-directory -j$(shell nproc) data all)
-	@scripts/run_tests.sh $(CPU_RUNS) $(SAN_RUNS) $(MPI_RUNS) $(GPU_RUNS) $(DOC_RUNS)
+	@scripts/run_tests.sh $(CPU_RUNS) $(SAN_RUNS) $(FUZZ_RUNS) $(MPI_RUNS) $(GPU_RUNS) $(DOC_RUNS)
 
 check: deps
 	@$(call timed,$(MAKE) --no-print-directory -j$(shell nproc) data $(B)/cpu/two_units $(B)/cxx/two_units \
@@ -192,6 +217,8 @@ NO_GPU   := no CUDA GPU (or no driver)
 bench:
 ifeq ($(HAVE_GPU),)
 	@echo "bench: skipped all $(words $(BENCH_CU)) benches, $(NO_GPU); nothing measured"; exit 1
+else ifeq ($(HAVE_NVCC),)
+	@echo "bench: skipped all $(words $(BENCH_CU)) benches, no nvcc (install the CUDA Toolkit); nothing measured"; exit 1
 else
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory -j$(shell nproc) data all
@@ -215,14 +242,13 @@ install:
 
 clean:
 	rm -rf $(B)
-else ifeq ($(HAVE_NVCC),)
-	@echo "bench: skipped all $(words $(BENCH_CU)) benches, no nvcc (install the CUDA Toolkit); nothing measured"; exit 1
 
 help:
 	@echo "make            build tests, examples and benches for what this machine has"
-	@echo "make test       install missing deps, build everything, run CPU/ASan/MPI(1..4 ranks)/GPU tests,"
+	@echo "make test       install missing deps, build everything, run CPU/ASan/fuzz/MPI(1..4 ranks)/GPU tests,"
 	@echo "                the README's programs and the chart check; phases with times (CI runs this)"
 	@echo "make check      CPU, sanitizer and MPI tests only: a few minutes, for the edit-test loop"
+	@echo "make fuzz       run each libFuzzer target (tests/fuzz/) for FUZZ_SECONDS [60]; make test runs them 5 s"
 	@echo "make bench      run every bench on this machine's GPU; CSVs and charts go to results/<gpu>/"
 	@echo "make examples   build the examples"
 	@echo "make data       put Fashion-MNIST IDX files in data/fashion-mnist (MNIST_DIR=... for your own)"
