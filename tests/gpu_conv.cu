@@ -16,7 +16,7 @@ static void from_f64(double v, hpdl_f16 *x) { *x = hpdl_f16_from_f32((float)v); 
 static void from_f64(double v, hpdl_bf16 *x) { *x = hpdl_bf16_from_f32((float)v); }
 
 template <typename T> static double tolerance();
-template <> double tolerance<float>() { return 1e-5; }
+template <> double tolerance<float>() { return 5e-5; } /* sums of up to ~10^3 products, another order than the twin's */
 template <> double tolerance<double>() { return 1e-12; }
 template <> double tolerance<hpdl_f16>() { return 1e-2; }
 template <> double tolerance<hpdl_bf16>() { return 1e-2; }
