@@ -50,8 +50,10 @@
        algorithm, root and kind of buffer (all host or all device). Before each
        one, a small MPI_Allreduce compares these across ranks; a difference
        aborts all ranks with a message naming it instead of hanging
-       (hpdl_mpi_set_checks(0) skips that for benchmarks). Bad arguments give
-       HPDL_ERR_INVALID on every rank and leave the buffer untouched. A rank
+       (hpdl_mpi_set_checks(0) skips that for benchmarks). A bad argument on
+       every rank gives HPDL_ERR_INVALID on every rank and leaves the buffer
+       untouched; on some ranks only, the local statuses differ, and that
+       too aborts all ranks with a message (the others would wait). A rank
        that fails half-way through a collective (CUDA, NCCL or MPI error, no
        memory) aborts them all with a message, since the rest would wait.
        Algorithms: HPDL_ALLREDUCE_MPI is MPI_Allreduce (f32, f64: MPI has no
@@ -630,7 +632,9 @@ enum { HPDL__MPI_OP_ALLREDUCE = 1, HPDL__MPI_OP_BCAST, HPDL__MPI_OP_BUCKETER };
 enum { HPDL__MPI_NFIELDS = 7 };
 
 /* What one rank brings to a collective. status carries a local failure
-   (bad argument, no memory) so that all ranks return it together. */
+   (bad argument, no memory) and is compared like the other fields: when
+   every rank has the same one, all return it together; when only some
+   ranks fail, the job is aborted with a message, as for any mismatch. */
 typedef struct hpdl__mpi_call {
     int64_t op, count, dtype, algo, root, on_device, status;
 } hpdl__mpi_call;
