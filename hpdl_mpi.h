@@ -28,6 +28,14 @@
        nvcc -O3 -DHPDL_HAVE_MPI $(mpicc --showme:compile) prog.cu \
             $(mpicc --showme:link | sed 's/-Wl,/-Xlinker /g') -lnccl
 
+   USAGE (NVLink allreduce between the GPUs of one node, CUDA IPC)
+       HPDL_CHECK(hpdl_mpi_allreduce_f32(d_grad, n, HPDL_ALLREDUCE_AUTO, MPI_COMM_WORLD));
+       or with a context of one's own (collective create and destroy):
+       hpdl_mpi_ipc ctx;
+       HPDL_CHECK(hpdl_mpi_ipc_create(&ctx, (size_t)8 << 20, MPI_COMM_WORLD));
+       HPDL_CHECK(hpdl_mpi_ipc_allreduce(&ctx, d_grad, n, HPDL_MPI_F32, HPDL_ALLREDUCE_IPC_ONESHOT));
+       hpdl_mpi_ipc_destroy(&ctx);
+
    USAGE (tensor parallelism: each rank owns a slice of the hidden layer)
        hpdl_mpi_tp_f32 tp;                // model: in -> H -> classes, rank 0's weights
        HPDL_CHECK(hpdl_mpi_tp_create_f32(&tp, &model, n, &cfg));
@@ -61,11 +69,21 @@
        (reduce-scatter then allgather, Patarasuk & Yuan) over MPI_Sendrecv, for
        any count and rank number, f16/bf16 added in float and rounded at each
        hop (p-1 roundings, as NCCL does); HPDL_ALLREDUCE_NCCL is ncclAllReduce
-       (device buffers, HPDL_USE_NCCL).
+       (device buffers, HPDL_USE_NCCL). HPDL_ALLREDUCE_IPC_ONESHOT and
+       _IPC_TWOSHOT (device buffers, nvcc builds) are one kernel that reads
+       the peers' buffers over NVLink through CUDA IPC, for GPUs of one node
+       with peer access, one rank per GPU (else HPDL_ERR_UNSUPPORTED on every
+       rank, the reason on stderr), sums in f32 for f16/bf16, the same bits on
+       every rank; the context behind them is made on first use per
+       communicator (collective) and freed by hpdl_mpi_finalize, or made
+       explicitly with hpdl_mpi_ipc_create. HPDL_ALLREDUCE_AUTO takes IPC up
+       to HPDL_MPI_IPC_AUTO_BYTES where it can, else NCCL, else MPI (f32,
+       f64) or RING (f16, bf16); on host buffers MPI or RING.
        Device buffers (nvcc builds, found with cudaPointerGetAttributes): work
        queued on the hpdl stream (hpdl_mpi_set_stream; default: the legacy
        default stream 0) is finished before a collective reads the buffer.
-       MPI and RING return with the result in place. MPI hands device pointers
+       MPI and RING return with the result in place; NCCL and IPC are
+       stream-ordered (below). MPI hands device pointers
        to MPI when MPIX_Query_cuda_support() says it is CUDA-aware, otherwise
        both stage chunks through pinned host buffers, copies in both
        directions overlapping the MPI transfer of other chunks; the ring adds
@@ -86,6 +104,16 @@
        HPDL_MPI_BUCKET_BYTES  default gradient bucket size (25 MiB)
        HPDL_MPI_CHUNK_BYTES   staging chunk for device buffers (4 MiB); the
                               environment variable of that name overrides it
+       HPDL_MPI_IPC_BYTES     staging buffer of the IPC contexts that
+                              hpdl_mpi_allreduce makes (16 MiB, twice per GPU)
+       HPDL_MPI_IPC_AUTO_BYTES  AUTO: IPC up to this size (16 MiB), NCCL
+                              above; the environment variable overrides it
+                              (the same on every rank)
+       HPDL_MPI_IPC_ONESHOT_BYTES  AUTO, IPC on more than 2 ranks: one-shot up
+                              to this size (256 KiB), two-shot above
+       HPDL_MPI_IPC_BLOCKS    IPC kernels' grid limit (64; at most 128 and the
+                              SM count); the environment variable overrides it
+       HPDL_MPI_IPC_MAX_RANKS most GPUs an IPC context joins (8)
        Open MPI's C++ bindings are skipped (OMPI_SKIP_MPICXX), so C++ and nvcc
        builds link with the C library alone.
 
@@ -93,6 +121,7 @@
        section                                 test                         bench
        Start-up, ranks, GPU choice             tests/mpi_allreduce.c        -
        Allreduce, broadcast                    tests/mpi_allreduce.c        bench/allreduce.cu
+         NVLink allreduce through CUDA IPC     tests/gpu_mpi_ipc.cu         bench/allreduce.cu
        Bucketed non-blocking allreduce         tests/mpi_allreduce.c        bench/dp_scaling.cu
        Data sharding and per-epoch shuffling   tests/mpi_dp.c               -
        Data-parallel MLP training              tests/mpi_dp.c               bench/dp_scaling.cu (notes/dp.md)
@@ -123,6 +152,9 @@
          const char * hpdl_mpi_dtype_name(t)
          size_t hpdl_mpi_dtype_size(t)
          hpdl_status hpdl_mpi_nccl_comm(comm, out)
+         hpdl_status hpdl_mpi_ipc_allreduce(ctx, buf, count, t, algo)
+         hpdl_status hpdl_mpi_ipc_create(ctx, max_bytes, comm)
+         void hpdl_mpi_ipc_destroy(ctx)
          int hpdl_mpi_set_checks(on)
          hpdl_status hpdl_mpi_set_chunk_bytes(bytes)
          hpdl_status hpdl_mpi_set_nccl_max_ctas(ctas)
@@ -170,6 +202,10 @@
                            (hpdl_mpi_set_bucket_priority); GPU data-parallel
                            driver: next epoch's shuffle drawn during this one,
                            CTA cap / priority / halving dW blocks in its config.
+       2026-11-26  v0.1.2  NVLink allreduce through CUDA IPC: one-shot and
+                           two-shot kernels with per-block flags, contexts
+                           (hpdl_mpi_ipc_create), HPDL_ALLREDUCE_IPC_ONESHOT,
+                           _IPC_TWOSHOT and _AUTO.
 */
 #ifndef HPDL_MPI_H
 #define HPDL_MPI_H
@@ -192,6 +228,18 @@
 #endif
 #ifndef HPDL_MPI_CHUNK_BYTES
 #define HPDL_MPI_CHUNK_BYTES ((size_t)4 << 20)
+#endif
+#ifndef HPDL_MPI_IPC_BYTES
+#define HPDL_MPI_IPC_BYTES ((size_t)16 << 20)
+#endif
+#ifndef HPDL_MPI_IPC_AUTO_BYTES
+#define HPDL_MPI_IPC_AUTO_BYTES ((size_t)16 << 20)
+#endif
+#ifndef HPDL_MPI_IPC_ONESHOT_BYTES
+#define HPDL_MPI_IPC_ONESHOT_BYTES ((size_t)256 << 10)
+#endif
+#ifndef HPDL_MPI_IPC_BLOCKS
+#define HPDL_MPI_IPC_BLOCKS 64
 #endif
 
 /* No MPI unless asked for or findable. */
@@ -368,13 +416,23 @@ static inline int MPI_Error_string(int code, char *text, int *len) {
 typedef enum hpdl_mpi_dtype { HPDL_MPI_F32, HPDL_MPI_F64, HPDL_MPI_F16, HPDL_MPI_BF16 } hpdl_mpi_dtype;
 
 typedef enum hpdl_allreduce_algo {
-    HPDL_ALLREDUCE_MPI,  /* MPI_Allreduce (CUDA-aware, or staged through pinned host memory) */
-    HPDL_ALLREDUCE_RING, /* hand-written ring over MPI point-to-point */
-    HPDL_ALLREDUCE_NCCL  /* ncclAllReduce (device buffers, HPDL_USE_NCCL) */
+    HPDL_ALLREDUCE_MPI,         /* MPI_Allreduce (CUDA-aware, or staged through pinned host memory) */
+    HPDL_ALLREDUCE_RING,        /* hand-written ring over MPI point-to-point */
+    HPDL_ALLREDUCE_NCCL,        /* ncclAllReduce (device buffers, HPDL_USE_NCCL) */
+    HPDL_ALLREDUCE_IPC_ONESHOT, /* GPUs of one node read each other's buffers (CUDA IPC): one pass */
+    HPDL_ALLREDUCE_IPC_TWOSHOT, /* the same as reduce-scatter then all-gather: two passes */
+    HPDL_ALLREDUCE_AUTO         /* IPC up to a size on one node, else NCCL (else MPI or RING) */
 } hpdl_allreduce_algo;
 
 HPDL_MPI_API int hpdl__mpi_dtype_valid(hpdl_mpi_dtype t) { return t >= HPDL_MPI_F32 && t <= HPDL_MPI_BF16; }
-HPDL_MPI_API int hpdl__mpi_algo_valid(hpdl_allreduce_algo a) { return a >= HPDL_ALLREDUCE_MPI && a <= HPDL_ALLREDUCE_NCCL; }
+HPDL_MPI_API int hpdl__mpi_algo_valid(hpdl_allreduce_algo a) { return a >= HPDL_ALLREDUCE_MPI && a <= HPDL_ALLREDUCE_AUTO; }
+HPDL_MPI_API int hpdl__mpi_algo_is_ipc(hpdl_allreduce_algo a) {
+    return a == HPDL_ALLREDUCE_IPC_ONESHOT || a == HPDL_ALLREDUCE_IPC_TWOSHOT;
+}
+/* Algorithms that take device buffers only. */
+HPDL_MPI_API int hpdl__mpi_algo_device_only(hpdl_allreduce_algo a) {
+    return a == HPDL_ALLREDUCE_NCCL || hpdl__mpi_algo_is_ipc(a);
+}
 
 HPDL_MPI_API size_t hpdl_mpi_dtype_size(hpdl_mpi_dtype t) {
     switch (t) {
@@ -401,6 +459,9 @@ HPDL_MPI_API const char *hpdl_allreduce_algo_name(hpdl_allreduce_algo a) {
     case HPDL_ALLREDUCE_MPI: return "mpi";
     case HPDL_ALLREDUCE_RING: return "ring";
     case HPDL_ALLREDUCE_NCCL: return "nccl";
+    case HPDL_ALLREDUCE_IPC_ONESHOT: return "ipc_oneshot";
+    case HPDL_ALLREDUCE_IPC_TWOSHOT: return "ipc_twoshot";
+    case HPDL_ALLREDUCE_AUTO: return "auto";
     }
     return "?";
 }
@@ -422,6 +483,7 @@ typedef struct hpdl__mpi_settings {
     size_t chunk_bytes;  /* staging chunk for device buffers */
     int nccl_max_ctas;   /* NCCL communicators made from now on: CTA cap (0: NCCL's choice) */
     int bucket_priority; /* bucketers made from now on: 1 = side stream at the GPU's highest priority */
+    size_t ipc_auto_bytes; /* HPDL_ALLREDUCE_AUTO: IPC up to this size, NCCL above */
 #ifdef __CUDACC__
     cudaStream_t stream; /* orders device work; 0 = legacy default stream */
 #endif
@@ -436,6 +498,9 @@ HPDL_MPI_API hpdl__mpi_settings *hpdl__mpi_settings_get(void) {
         memset(&s, 0, sizeof s);
         s.checks = 1;
         s.chunk_bytes = v >= 8 ? (size_t)v & ~(size_t)7 : HPDL_MPI_CHUNK_BYTES;
+        env = getenv("HPDL_MPI_IPC_AUTO_BYTES");
+        v = env ? atoll(env) : -1;
+        s.ipc_auto_bytes = v >= 0 ? (size_t)v : HPDL_MPI_IPC_AUTO_BYTES;
         initialised = 1;
     }
     return &s;
@@ -656,7 +721,7 @@ HPDL_MPI_API int hpdl__mpi_first_mismatch(const int64_t *extremes, int nfields) 
 HPDL_MPI_API void hpdl__mpi_report_mismatch(const char *fn, const int64_t *mine, const int64_t *extremes, MPI_Comm comm) {
     static const char *const names[HPDL__MPI_NFIELDS] = {
         "operation (1 allreduce, 2 bcast, 3 bucketer)", "count", "type (0 f32, 1 f64, 2 f16, 3 bf16)",
-        "algorithm (0 mpi, 1 ring, 2 nccl)", "root / tensor count", "buffer on device", "local status"};
+        "algorithm (0 mpi, 1 ring, 2 nccl, 3 ipc one-shot, 4 ipc two-shot, 5 auto)", "root / tensor count", "buffer on device", "local status"};
     int i, rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
@@ -1240,6 +1305,560 @@ HPDL_MPI_API hpdl_status hpdl__mpi_allreduce_nccl(void *buf, int64_t count, hpdl
     return HPDL_OK;
 }
 #endif /* HPDL_MPI_HAVE_NCCL */
+
+/* ---- NVLink allreduce through CUDA IPC ------------------------------------ */
+/* For small and mid-size messages between the GPUs of one node, NCCL's fixed
+   costs dominate. Here every rank shares one device region with its peers
+   through CUDA IPC handles (exchanged over MPI once, at create), and an
+   allreduce is one kernel that reads the peers' memory directly over NVLink
+   (or PCIe peer access), as vLLM's and TensorRT-LLM's custom allreduces do.
+   Each block of the grid owns one contiguous part of the buffer, the same
+   part on every rank:
+     one-shot  the block copies its part of the caller's buffer into this
+               rank's staging buffer, meets the same block of every peer,
+               then sums that part of all p staging buffers into the
+               caller's buffer: one meeting, (p-1) x bytes read per GPU;
+     two-shot  after the same meeting, rank r sums only segment r of the
+               part (reduce-scatter) and writes it to its staging buffer,
+               meets the peers again, then copies their reduced segments
+               (all-gather): two meetings, 2(p-1)/p x bytes read per GPU.
+   Sums run in the accumulation type (f32 for f16/bf16) in rank order, so
+   every rank gets the same bits.
+
+   Region of each rank (one cudaMalloc, shared by IPC):
+     flags[phase][block][from]  uint32: rank `from` writes, the owner polls
+     staging[0], staging[1]     max_bytes each: calls with even / odd seq
+
+   Synchronisation. Calls are numbered seq = 1, 2, ... (the same on every
+   rank: calls are collective). A block meets its peers by writing seq into
+   its flag in each peer's region with st.release.sys, then waiting until
+   each peer's flag in its own region has reached seq, read with
+   ld.acquire.sys: what the peer's block wrote before its release (its part
+   of the staging buffer) is visible after our acquire. Only block b of each
+   rank meets block b of the others: no grid-wide barrier. The grid is small
+   (at most `blocks`, fewer than the SMs) so all blocks of every rank's
+   kernel are resident together and a spinning block never waits for one
+   that cannot start.
+   No meeting at the end: call seq+1 uses the other staging buffer, and
+   before call seq+2 overwrites this one, every peer has met us in seq+1,
+   so its kernel of call seq (which read our buffer) had finished. A peer
+   can thus be one call ahead and write seq+1 before we read seq: a block
+   waits for "at least seq" (wrap-around safe), not "equal". The same
+   reasoning needs one rank's calls to run one after another: a call on
+   another stream than the last waits for the last. */
+
+#ifndef HPDL_MPI_IPC_MAX_RANKS
+#define HPDL_MPI_IPC_MAX_RANKS 8 /* GPUs of one node */
+#endif
+#define HPDL__IPC_MAX_BLOCKS 128
+#define HPDL__IPC_THREADS 512
+#define HPDL__IPC_PHASES 2
+#define HPDL__IPC_FLAG_BYTES ((size_t)HPDL__IPC_PHASES * HPDL__IPC_MAX_BLOCKS * HPDL_MPI_IPC_MAX_RANKS * 4)
+
+/* A persistent context: made once per communicator (collective), used by
+   every call on it. */
+typedef struct hpdl_mpi_ipc {
+    MPI_Comm comm;    /* this context's duplicate of the communicator */
+    int rank, size;   /* in comm */
+    int blocks;       /* grid size limit, the same on every rank */
+    size_t max_bytes; /* staging buffer size: larger calls go in pieces of it */
+    uint32_t seq;     /* calls made so far */
+    char *region[HPDL_MPI_IPC_MAX_RANKS]; /* every rank's region as mapped here */
+    cudaStream_t last_stream;             /* where the last call ran */
+    cudaEvent_t switched;                 /* orders calls across a change of stream */
+} hpdl_mpi_ipc;
+
+/* Why a context cannot be made; agreed across ranks (largest reason wins). */
+enum { HPDL__IPC_OK, HPDL__IPC_TOO_MANY, HPDL__IPC_NODES, HPDL__IPC_SHARED_GPU, HPDL__IPC_NO_PEER,
+       HPDL__IPC_NO_MEMORY, HPDL__IPC_OPEN_FAILED };
+
+HPDL_MPI_API const char *hpdl__mpi_ipc_reason(int code) {
+    switch (code) {
+    case HPDL__IPC_TOO_MANY: return "more ranks than HPDL_MPI_IPC_MAX_RANKS";
+    case HPDL__IPC_NODES: return "the ranks are on different nodes";
+    case HPDL__IPC_SHARED_GPU: return "two ranks share a GPU";
+    case HPDL__IPC_NO_PEER: return "a GPU has no peer access to another rank's GPU";
+    case HPDL__IPC_NO_MEMORY: return "no device memory for the shared region";
+    case HPDL__IPC_OPEN_FAILED: return "cudaIpcOpenMemHandle failed (processes isolated from each other?)";
+    }
+    return "ok";
+}
+
+HPDL_MPI_API int hpdl__mpi_ipc_agree(int code, MPI_Comm comm) {
+    int worst = code;
+    if (MPI_Allreduce(&code, &worst, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS) return HPDL__IPC_OPEN_FAILED;
+    return worst;
+}
+
+/* HPDL__IPC_OK when every rank of comm runs on this node. */
+HPDL_MPI_API int hpdl__mpi_ipc_same_node(MPI_Comm comm, int size) {
+    MPI_Comm node;
+    int node_size = 0;
+    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+        return HPDL__IPC_NODES;
+    MPI_Comm_size(node, &node_size);
+    MPI_Comm_free(&node);
+    return node_size == size ? HPDL__IPC_OK : HPDL__IPC_NODES;
+}
+
+/* HPDL__IPC_OK when this rank's GPU differs from every peer's and can access
+   each of them. GPUs are named by PCI bus id, which is the same in every
+   process whatever CUDA_VISIBLE_DEVICES says. */
+HPDL_MPI_API int hpdl__mpi_ipc_check_peers(MPI_Comm comm, int rank, int size) {
+    char bus[HPDL_MPI_IPC_MAX_RANKS][32];
+    int device = 0, j, named = 1;
+    memset(bus, 0, sizeof bus);
+    if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetPCIBusId(bus[rank], 32, device) != cudaSuccess) {
+        cudaGetLastError();
+        named = 0; /* still takes part in the exchange: the others wait for it */
+    }
+    if (MPI_Allgather(MPI_IN_PLACE, 0, MPI_BYTE, bus, 32, MPI_CHAR, comm) != MPI_SUCCESS || !named)
+        return HPDL__IPC_NO_PEER;
+    for (j = 0; j < size; j++) {
+        int peer_device = -1, can = 0;
+        if (j == rank) continue;
+        if (!strcmp(bus[j], bus[rank])) return HPDL__IPC_SHARED_GPU;
+        if (cudaDeviceGetByPCIBusId(&peer_device, bus[j]) != cudaSuccess ||
+            cudaDeviceCanAccessPeer(&can, device, peer_device) != cudaSuccess || !can) {
+            cudaGetLastError();
+            return HPDL__IPC_NO_PEER;
+        }
+    }
+    return HPDL__IPC_OK;
+}
+
+HPDL_MPI_API size_t hpdl__mpi_ipc_region_bytes(size_t max_bytes) { return HPDL__IPC_FLAG_BYTES + 2 * max_bytes; }
+
+/* This rank's region, zeroed (flags start below seq 1), and every peer's
+   region mapped through the IPC handles. */
+HPDL_MPI_API int hpdl__mpi_ipc_map(hpdl_mpi_ipc *c) {
+    cudaIpcMemHandle_t handles[HPDL_MPI_IPC_MAX_RANKS];
+    size_t bytes = hpdl__mpi_ipc_region_bytes(c->max_bytes);
+    int code = HPDL__IPC_OK, j;
+    if (cudaMalloc((void **)&c->region[c->rank], bytes) != cudaSuccess ||
+        cudaMemset(c->region[c->rank], 0, bytes) != cudaSuccess ||
+        cudaIpcGetMemHandle(&handles[c->rank], c->region[c->rank]) != cudaSuccess) {
+        cudaGetLastError();
+        code = HPDL__IPC_NO_MEMORY;
+    }
+    code = hpdl__mpi_ipc_agree(code, c->comm);
+    if (code != HPDL__IPC_OK) return code;
+    if (MPI_Allgather(MPI_IN_PLACE, 0, MPI_BYTE, handles, (int)sizeof handles[0], MPI_BYTE, c->comm) != MPI_SUCCESS)
+        return HPDL__IPC_OPEN_FAILED;
+    for (j = 0; j < c->size && code == HPDL__IPC_OK; j++) {
+        if (j == c->rank) continue;
+        if (cudaIpcOpenMemHandle((void **)&c->region[j], handles[j], cudaIpcMemLazyEnablePeerAccess) != cudaSuccess) {
+            cudaGetLastError();
+            c->region[j] = NULL;
+            code = HPDL__IPC_OPEN_FAILED;
+        }
+    }
+    code = hpdl__mpi_ipc_agree(code, c->comm);
+    /* no peer may write our flags before the memset is done */
+    if (code == HPDL__IPC_OK && cudaDeviceSynchronize() != cudaSuccess) code = HPDL__IPC_NO_MEMORY;
+    return hpdl__mpi_ipc_agree(code, c->comm);
+}
+
+/* Unmaps the peers' regions and frees this rank's. Collective: the first
+   barrier waits until no kernel reads any region any more, the second until
+   every peer has unmapped ours. */
+HPDL_MPI_API void hpdl__mpi_ipc_unmap(hpdl_mpi_ipc *c) {
+    int j;
+    MPI_Barrier(c->comm);
+    for (j = 0; j < c->size; j++)
+        if (j != c->rank && c->region[j]) cudaIpcCloseMemHandle(c->region[j]);
+    MPI_Barrier(c->comm);
+    if (c->region[c->rank]) cudaFree(c->region[c->rank]);
+}
+
+/* Collective over the ranks of comm, one GPU each (the current device), all
+   on one node with peer access between every pair. Makes a context whose
+   staging buffers take max_bytes (rounded down to 16 bytes, at least 16);
+   larger calls go in pieces. HPDL_ERR_UNSUPPORTED on every rank, with the
+   reason on rank 0's stderr when `verbose`, where that is not so. */
+HPDL_MPI_API hpdl_status hpdl__mpi_ipc_create(hpdl_mpi_ipc *ctx, size_t max_bytes, MPI_Comm comm, int verbose) {
+    hpdl_mpi_ipc made;
+    const char *env = getenv("HPDL_MPI_IPC_BLOCKS");
+    int code, device = 0, sms = 0, blocks = env ? atoi(env) : HPDL_MPI_IPC_BLOCKS;
+    if (comm == MPI_COMM_NULL) return HPDL_ERR_INVALID; /* nobody to agree with */
+    memset(&made, 0, sizeof made);
+    /* one block per SM at most, so all blocks are resident together */
+    if (cudaGetDevice(&device) == cudaSuccess &&
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess && blocks > sms)
+        blocks = sms;
+    cudaGetLastError();
+    HPDL__MPI_TRY(MPI_Comm_rank(comm, &made.rank));
+    HPDL__MPI_TRY(MPI_Comm_size(comm, &made.size));
+    code = !ctx || max_bytes < 16 || blocks < 1 || blocks > HPDL__IPC_MAX_BLOCKS;
+    if (hpdl__mpi_ipc_agree(code, comm)) return HPDL_ERR_INVALID;
+    code = made.size > HPDL_MPI_IPC_MAX_RANKS ? HPDL__IPC_TOO_MANY : hpdl__mpi_ipc_same_node(comm, made.size);
+    if (code == HPDL__IPC_OK) code = hpdl__mpi_ipc_check_peers(comm, made.rank, made.size);
+    code = hpdl__mpi_ipc_agree(code, comm);
+    if (code == HPDL__IPC_OK) {
+        HPDL__MPI_TRY(MPI_Comm_dup(comm, &made.comm));
+        HPDL__MPI_TRY(MPI_Allreduce(&blocks, &made.blocks, 1, MPI_INT, MPI_MIN, comm));
+        made.max_bytes = max_bytes & ~(size_t)15;
+        made.last_stream = hpdl__mpi_settings_get()->stream;
+        code = hpdl__mpi_ipc_map(&made);
+        if (code == HPDL__IPC_OK && cudaEventCreateWithFlags(&made.switched, cudaEventDisableTiming) != cudaSuccess)
+            code = HPDL__IPC_NO_MEMORY;
+        code = hpdl__mpi_ipc_agree(code, comm);
+        if (code != HPDL__IPC_OK) {
+            hpdl__mpi_ipc_unmap(&made);
+            if (made.switched) cudaEventDestroy(made.switched);
+            MPI_Comm_free(&made.comm);
+        }
+    }
+    if (code != HPDL__IPC_OK) {
+        if (verbose && made.rank == 0)
+            fprintf(stderr, "hpdl_mpi_ipc_create: unsupported: %s\n", hpdl__mpi_ipc_reason(code));
+        return code == HPDL__IPC_NO_MEMORY ? HPDL_ERR_NOMEM : HPDL_ERR_UNSUPPORTED;
+    }
+    *ctx = made;
+    return HPDL_OK;
+}
+
+/* See hpdl__mpi_ipc_create; says why on rank 0 when it refuses. */
+HPDL_MPI_API hpdl_status hpdl_mpi_ipc_create(hpdl_mpi_ipc *ctx, size_t max_bytes, MPI_Comm comm) {
+    return hpdl__mpi_ipc_create(ctx, max_bytes, comm, 1);
+}
+
+/* Collective: waits for this rank's calls, then frees the context. */
+HPDL_MPI_API void hpdl_mpi_ipc_destroy(hpdl_mpi_ipc *ctx) {
+    if (!ctx || !ctx->region[ctx->rank]) return;
+    cudaStreamSynchronize(ctx->last_stream); /* earlier streams: ordered before it */
+    hpdl__mpi_ipc_unmap(ctx);
+    cudaEventDestroy(ctx->switched);
+    MPI_Comm_free(&ctx->comm);
+    memset(ctx, 0, sizeof *ctx);
+}
+
+/* ---- the kernels ---- */
+
+/* What a kernel needs: every rank's region as mapped in this process. */
+typedef struct hpdl__ipc_args {
+    char *region[HPDL_MPI_IPC_MAX_RANKS];
+    size_t staging; /* offset of this call's staging buffer in every region */
+    int64_t count;  /* elements of this call */
+    int rank, size;
+    uint32_t seq;
+    int buf_aligned; /* the caller's buffer allows 16-byte accesses */
+} hpdl__ipc_args;
+
+/* 16 bytes of elements of type T: one vector load or store. */
+typedef uint4 hpdl__ipc_pack;
+
+/* Storage type <-> accumulation type (hpdl__acc: f32, f64 for f64). */
+template <typename T> struct hpdl__ipc_cvt;
+template <> struct hpdl__ipc_cvt<float> {
+    static __device__ __forceinline__ float acc(float x) { return x; }
+    static __device__ __forceinline__ float store(float v) { return v; }
+};
+template <> struct hpdl__ipc_cvt<double> {
+    static __device__ __forceinline__ double acc(double x) { return x; }
+    static __device__ __forceinline__ double store(double v) { return v; }
+};
+template <> struct hpdl__ipc_cvt<__half> {
+    static __device__ __forceinline__ float acc(__half x) { return __half2float(x); }
+    static __device__ __forceinline__ __half store(float v) { return __float2half_rn(v); }
+};
+template <> struct hpdl__ipc_cvt<__nv_bfloat16> {
+    static __device__ __forceinline__ float acc(__nv_bfloat16 x) { return __bfloat162float(x); }
+    static __device__ __forceinline__ __nv_bfloat16 store(float v) { return __float2bfloat16_rn(v); }
+};
+
+/* Where part k of n items split into p parts begins (hpdl_mpi_shard_range). */
+static __host__ __device__ __forceinline__ int64_t hpdl__ipc_split(int64_t n, int k, int p) {
+    int64_t base = n / p, extra = n % p;
+    return (int64_t)k * base + (k < extra ? k : extra);
+}
+
+static __device__ __forceinline__ uint32_t *hpdl__ipc_flag(char *region, int phase, int block, int from) {
+    return (uint32_t *)region + ((size_t)phase * HPDL__IPC_MAX_BLOCKS + block) * HPDL_MPI_IPC_MAX_RANKS + from;
+}
+
+/* a.region[rank] without indexing the kernel's parameters at run time
+   (which would copy them all to local memory first). */
+static __device__ __forceinline__ char *hpdl__ipc_region(const hpdl__ipc_args &a, int rank) {
+    char *p = a.region[0];
+    int r;
+#pragma unroll
+    for (r = 1; r < HPDL_MPI_IPC_MAX_RANKS; r++)
+        if (r == rank) p = a.region[r];
+    return p;
+}
+
+static __device__ __forceinline__ hpdl__ipc_pack *hpdl__ipc_staging(const hpdl__ipc_args &a, int rank) {
+    return (hpdl__ipc_pack *)(hpdl__ipc_region(a, rank) + a.staging);
+}
+
+/* Release store and acquire load at system scope: they order memory between
+   GPUs, not only within one (fences of GPU scope would not). */
+static __device__ __forceinline__ void hpdl__ipc_store_release(uint32_t *p, uint32_t v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 700
+    __threadfence_system();
+    *(volatile uint32_t *)p = v;
+#else
+    asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+#endif
+}
+
+static __device__ __forceinline__ uint32_t hpdl__ipc_load_acquire(const uint32_t *p) {
+    uint32_t v;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 700
+    v = *(const volatile uint32_t *)p;
+    __threadfence_system();
+#else
+    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+#endif
+    return v;
+}
+
+/* Block blockIdx.x of every rank meets here (phase 0 or 1; see above).
+   Thread j signals peer j and waits for it. The first __syncthreads puts the
+   whole block's writes before thread j's release; the second puts every
+   thread's later reads after all the acquires. */
+static __device__ __forceinline__ void hpdl__ipc_meet(const hpdl__ipc_args &a, int phase) {
+    int peer = (int)threadIdx.x;
+    __syncthreads();
+    if (peer < a.size && peer != a.rank) {
+        const uint32_t *mine = hpdl__ipc_flag(hpdl__ipc_region(a, a.rank), phase, blockIdx.x, peer);
+        hpdl__ipc_store_release(hpdl__ipc_flag(hpdl__ipc_region(a, peer), phase, blockIdx.x, a.rank), a.seq);
+        while ((int32_t)(hpdl__ipc_load_acquire(mine) - a.seq) < 0) {
+        }
+    }
+    __syncthreads();
+}
+
+/* Pack u of the caller's buffer: one vector access when it is aligned and
+   whole, else element by element (the last pack may be partial: zeros). */
+template <typename T>
+static __device__ __forceinline__ hpdl__ipc_pack hpdl__ipc_load_buf(const T *buf, int64_t u, const hpdl__ipc_args &a) {
+    enum { N = 16 / sizeof(T) };
+    int64_t first = u * N;
+    hpdl__ipc_pack p = make_uint4(0, 0, 0, 0);
+    int i;
+    if (a.buf_aligned && first + N <= a.count) return *(const hpdl__ipc_pack *)(buf + first);
+    for (i = 0; i < N && first + i < a.count; i++) ((T *)&p)[i] = buf[first + i];
+    return p;
+}
+
+template <typename T>
+static __device__ __forceinline__ void hpdl__ipc_store_buf(T *buf, int64_t u, const hpdl__ipc_args &a, hpdl__ipc_pack p) {
+    enum { N = 16 / sizeof(T) };
+    int64_t first = u * N;
+    int i;
+    if (a.buf_aligned && first + N <= a.count) { *(hpdl__ipc_pack *)(buf + first) = p; return; }
+    for (i = 0; i < N && first + i < a.count; i++) buf[first + i] = ((const T *)&p)[i];
+}
+
+/* Pack u summed over every rank's staging buffer, in rank order. All loads
+   are issued before the first add, so the peers' latencies overlap. __ldcg
+   reads through L2 only: the staging buffers change between calls. */
+template <typename T>
+static __device__ __forceinline__ hpdl__ipc_pack hpdl__ipc_sum(const hpdl__ipc_args &a, int64_t u) {
+    typedef typename hpdl__acc<T>::type A;
+    enum { N = 16 / sizeof(T) };
+    hpdl__ipc_pack in[HPDL_MPI_IPC_MAX_RANKS], out;
+    A acc[N];
+    int r, i;
+#pragma unroll
+    for (r = 0; r < HPDL_MPI_IPC_MAX_RANKS; r++)
+        if (r < a.size) in[r] = __ldcg(hpdl__ipc_staging(a, r) + u);
+#pragma unroll
+    for (i = 0; i < N; i++) acc[i] = (A)0;
+#pragma unroll
+    for (r = 0; r < HPDL_MPI_IPC_MAX_RANKS; r++)
+        if (r < a.size) {
+#pragma unroll
+            for (i = 0; i < N; i++) acc[i] += hpdl__ipc_cvt<T>::acc(((const T *)&in[r])[i]);
+        }
+#pragma unroll
+    for (i = 0; i < N; i++) ((T *)&out)[i] = hpdl__ipc_cvt<T>::store(acc[i]);
+    return out;
+}
+
+/* This block's packs [*begin, *end): its part, the same on every rank. */
+template <typename T>
+static __device__ __forceinline__ void hpdl__ipc_block_part(const hpdl__ipc_args &a, int64_t *begin, int64_t *end) {
+    int64_t packs = (a.count + (int64_t)(16 / sizeof(T)) - 1) / (int64_t)(16 / sizeof(T));
+    *begin = hpdl__ipc_split(packs, blockIdx.x, gridDim.x);
+    *end = hpdl__ipc_split(packs, blockIdx.x + 1, gridDim.x);
+}
+
+/* Copies this block's part of buf into this rank's staging buffer, then
+   meets the peers: afterwards every rank's copy of the part is readable. */
+template <typename T>
+static __device__ __forceinline__ void hpdl__ipc_publish(const hpdl__ipc_args &a, const T *buf, int64_t begin,
+                                                         int64_t end) {
+    hpdl__ipc_pack *mine = hpdl__ipc_staging(a, a.rank);
+    int64_t u;
+    for (u = begin + threadIdx.x; u < end; u += blockDim.x) mine[u] = hpdl__ipc_load_buf(buf, u, a);
+    hpdl__ipc_meet(a, 0);
+}
+
+template <typename T>
+static __global__ void __launch_bounds__(HPDL__IPC_THREADS) hpdl__ipc_oneshot_kernel(hpdl__ipc_args a, T *buf) {
+    int64_t begin, end, u;
+    hpdl__ipc_block_part<T>(a, &begin, &end);
+    hpdl__ipc_publish(a, buf, begin, end);
+    for (u = begin + threadIdx.x; u < end; u += blockDim.x) hpdl__ipc_store_buf(buf, u, a, hpdl__ipc_sum<T>(a, u));
+}
+
+template <typename T>
+static __global__ void __launch_bounds__(HPDL__IPC_THREADS) hpdl__ipc_twoshot_kernel(hpdl__ipc_args a, T *buf) {
+    hpdl__ipc_pack *mine = hpdl__ipc_staging(a, a.rank);
+    int64_t begin, end, u;
+    int r;
+    hpdl__ipc_block_part<T>(a, &begin, &end);
+    hpdl__ipc_publish(a, buf, begin, end);
+    /* reduce-scatter: segment `rank` of the part, into our staging buffer
+       (only we read that segment of it in this phase) and into buf */
+    for (u = begin + hpdl__ipc_split(end - begin, a.rank, a.size) + threadIdx.x;
+         u < begin + hpdl__ipc_split(end - begin, a.rank + 1, a.size); u += blockDim.x) {
+        hpdl__ipc_pack s = hpdl__ipc_sum<T>(a, u);
+        mine[u] = s;
+        hpdl__ipc_store_buf(buf, u, a, s);
+    }
+    hpdl__ipc_meet(a, 1);
+    /* all-gather: every peer's reduced segment */
+    for (r = 0; r < a.size; r++) {
+        if (r == a.rank) continue;
+        for (u = begin + hpdl__ipc_split(end - begin, r, a.size) + threadIdx.x;
+             u < begin + hpdl__ipc_split(end - begin, r + 1, a.size); u += blockDim.x)
+            hpdl__ipc_store_buf(buf, u, a, __ldcg(hpdl__ipc_staging(a, r) + u));
+    }
+}
+
+/* ---- host side ---- */
+
+/* One-shot reads (p-1) x bytes per GPU in one meeting, two-shot 2(p-1)/p x
+   bytes in two: the same bytes for two ranks, fewer for more ranks. */
+HPDL_MPI_API hpdl_allreduce_algo hpdl__mpi_ipc_pick(size_t bytes, int size) {
+    return size <= 2 || bytes <= HPDL_MPI_IPC_ONESHOT_BYTES ? HPDL_ALLREDUCE_IPC_ONESHOT : HPDL_ALLREDUCE_IPC_TWOSHOT;
+}
+
+/* A call on another stream than the last waits for the last one's work. */
+HPDL_MPI_API hpdl_status hpdl__mpi_ipc_order(hpdl_mpi_ipc *c, cudaStream_t stream) {
+    if (stream == c->last_stream) return HPDL_OK;
+    HPDL_CUDA_TRY(cudaEventRecord(c->switched, c->last_stream));
+    HPDL_CUDA_TRY(cudaStreamWaitEvent(stream, c->switched, 0));
+    c->last_stream = stream;
+    return HPDL_OK;
+}
+
+/* One kernel over count <= max_bytes elements of buf. */
+HPDL_MPI_API hpdl_status hpdl__mpi_ipc_launch(hpdl_mpi_ipc *c, void *buf, int64_t count, hpdl_mpi_dtype t,
+                                              int twoshot, cudaStream_t stream) {
+    hpdl__ipc_args a;
+    int64_t packs = (count * (int64_t)hpdl_mpi_dtype_size(t) + 15) / 16;
+    int64_t want = (packs + HPDL__IPC_THREADS - 1) / HPDL__IPC_THREADS;
+    unsigned blocks = (unsigned)(want < c->blocks ? (want > 0 ? want : 1) : c->blocks);
+    memset(&a, 0, sizeof a);
+    memcpy(a.region, c->region, sizeof a.region);
+    a.seq = ++c->seq;
+    a.staging = HPDL__IPC_FLAG_BYTES + (a.seq & 1) * c->max_bytes;
+    a.count = count;
+    a.rank = c->rank;
+    a.size = c->size;
+    a.buf_aligned = ((uintptr_t)buf & 15) == 0;
+#define HPDL__IPC_LAUNCH(T)                                                                                  \
+    (twoshot ? hpdl__ipc_twoshot_kernel<T><<<blocks, HPDL__IPC_THREADS, 0, stream>>>(a, (T *)buf)           \
+             : hpdl__ipc_oneshot_kernel<T><<<blocks, HPDL__IPC_THREADS, 0, stream>>>(a, (T *)buf))
+    switch (t) {
+    case HPDL_MPI_F32: HPDL__IPC_LAUNCH(float); break;
+    case HPDL_MPI_F64: HPDL__IPC_LAUNCH(double); break;
+    case HPDL_MPI_F16: HPDL__IPC_LAUNCH(__half); break;
+    case HPDL_MPI_BF16: HPDL__IPC_LAUNCH(__nv_bfloat16); break;
+    }
+#undef HPDL__IPC_LAUNCH
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* The allreduce on an agreed call: pieces of max_bytes, one kernel each, on
+   the hpdl stream (stream-ordered, like NCCL). */
+HPDL_MPI_API hpdl_status hpdl__mpi_ipc_run(hpdl_mpi_ipc *c, void *buf, int64_t count, hpdl_mpi_dtype t,
+                                           hpdl_allreduce_algo algo) {
+    cudaStream_t stream = hpdl__mpi_settings_get()->stream;
+    size_t es = hpdl_mpi_dtype_size(t);
+    int64_t piece = (int64_t)(c->max_bytes / es), off;
+    hpdl_status s = hpdl__mpi_ipc_order(c, stream);
+    if (algo == HPDL_ALLREDUCE_AUTO) algo = hpdl__mpi_ipc_pick((size_t)count * es, c->size);
+    for (off = 0; off < count && s == HPDL_OK; off += piece)
+        s = hpdl__mpi_ipc_launch(c, (char *)buf + (size_t)off * es, count - off < piece ? count - off : piece, t,
+                                 algo == HPDL_ALLREDUCE_IPC_TWOSHOT, stream);
+    return s;
+}
+
+/* Collective: in-place sum of the device buffer buf[0..count) over the
+   context's ranks, with HPDL_ALLREDUCE_IPC_ONESHOT, _IPC_TWOSHOT or AUTO
+   (one-shot for two ranks or small messages); f32, f64, f16, bf16.
+   Stream-ordered on the hpdl stream, like NCCL. */
+HPDL_MPI_API hpdl_status hpdl_mpi_ipc_allreduce(hpdl_mpi_ipc *ctx, void *buf, int64_t count, hpdl_mpi_dtype t,
+                                                hpdl_allreduce_algo algo) {
+    hpdl__mpi_call call;
+    hpdl_status s;
+    if (!ctx || !ctx->region[ctx->rank]) return HPDL_ERR_INVALID; /* no communicator to agree on */
+    memset(&call, 0, sizeof call);
+    call.op = HPDL__MPI_OP_ALLREDUCE;
+    call.count = count;
+    call.dtype = t;
+    call.algo = algo;
+    call.on_device = hpdl__mpi_on_device(buf);
+    if (count < 0 || (!buf && count > 0) || !hpdl__mpi_dtype_valid(t) || (count > 0 && !call.on_device) ||
+        (!hpdl__mpi_algo_is_ipc(algo) && algo != HPDL_ALLREDUCE_AUTO))
+        call.status = HPDL_ERR_INVALID;
+    s = hpdl__mpi_agree("hpdl_mpi_ipc_allreduce", &call, ctx->comm);
+    if (s != HPDL_OK || count == 0) return s;
+    return hpdl__mpi_finish("hpdl_mpi_ipc_allreduce", hpdl__mpi_ipc_run(ctx, buf, count, t, algo), ctx->comm);
+}
+
+/* Contexts behind hpdl_mpi_allreduce(..., HPDL_ALLREDUCE_IPC_*, comm): one
+   per (communicator, device), made on first use and kept, refusals too. */
+#define HPDL__MPI_IPC_CACHE 4
+
+typedef struct hpdl__mpi_ipc_entry {
+    MPI_Comm mpi;
+    int device, used;
+    hpdl_status status;
+    hpdl_mpi_ipc ctx;
+} hpdl__mpi_ipc_entry;
+
+HPDL_MPI_API hpdl__mpi_ipc_entry *hpdl__mpi_ipc_cache(void) {
+    static hpdl__mpi_ipc_entry cache[HPDL__MPI_IPC_CACHE];
+    return cache;
+}
+
+/* Collective on first use per communicator, like hpdl_mpi_nccl_comm. */
+HPDL_MPI_API hpdl_status hpdl__mpi_ipc_cached(MPI_Comm comm, int verbose, hpdl_mpi_ipc **out) {
+    hpdl__mpi_ipc_entry *cache = hpdl__mpi_ipc_cache();
+    int i, device = 0, slot = -1;
+    HPDL_CUDA_TRY(cudaGetDevice(&device));
+    for (i = 0; i < HPDL__MPI_IPC_CACHE; i++) {
+        if (cache[i].used && cache[i].mpi == comm && cache[i].device == device) {
+            *out = &cache[i].ctx;
+            return cache[i].status;
+        }
+        if (!cache[i].used && slot < 0) slot = i;
+    }
+    if (slot < 0) return HPDL_ERR_UNSUPPORTED; /* same count on every rank: all return this */
+    cache[slot].status = hpdl__mpi_ipc_create(&cache[slot].ctx, HPDL_MPI_IPC_BYTES, comm, verbose);
+    cache[slot].mpi = comm;
+    cache[slot].device = device;
+    cache[slot].used = 1;
+    *out = &cache[slot].ctx;
+    return cache[slot].status;
+}
+
+HPDL_MPI_API void hpdl__mpi_ipc_release(void) {
+    hpdl__mpi_ipc_entry *cache = hpdl__mpi_ipc_cache();
+    int i;
+    for (i = 0; i < HPDL__MPI_IPC_CACHE; i++) {
+        if (cache[i].used && cache[i].status == HPDL_OK) hpdl_mpi_ipc_destroy(&cache[i].ctx);
+        memset(&cache[i], 0, sizeof cache[i]);
+    }
+}
 #endif /* __CUDACC__ */
 
 /* ======================================================================== */
@@ -1268,6 +1887,38 @@ HPDL_MPI_API hpdl_status hpdl__mpi_supported(hpdl_mpi_dtype t, hpdl_allreduce_al
         return HPDL_ERR_UNSUPPORTED;
 #endif
     }
+    if (hpdl__mpi_algo_is_ipc(algo) && !on_device) return HPDL_ERR_UNSUPPORTED;
+    return HPDL_OK;
+}
+
+/* The algorithm that runs a call of `algo`: AUTO picks one, the others stand
+   for themselves. AUTO on device buffers: IPC up to the threshold when the
+   ranks share a node with peer access, else NCCL; otherwise MPI_Allreduce
+   (f32, f64) or the ring (f16, bf16). Collective on first use per
+   communicator for device buffers (the IPC context is made then, and an
+   explicit IPC algorithm gets HPDL_ERR_UNSUPPORTED on every rank when it
+   cannot be); every rank resolves alike, as the size, the ranks and the
+   threshold (HPDL_MPI_IPC_AUTO_BYTES) are the same everywhere. */
+HPDL_MPI_API hpdl_status hpdl__mpi_resolve(hpdl_allreduce_algo *algo, size_t bytes, hpdl_mpi_dtype t, int on_device,
+                                           MPI_Comm comm) {
+    MPI_Datatype type;
+#ifdef __CUDACC__
+    hpdl_mpi_ipc *ipc;
+    if (on_device && hpdl__mpi_algo_is_ipc(*algo)) return hpdl__mpi_ipc_cached(comm, 1, &ipc);
+    if (on_device && *algo == HPDL_ALLREDUCE_AUTO) {
+        if (bytes <= hpdl__mpi_settings_get()->ipc_auto_bytes && hpdl__mpi_ipc_cached(comm, 0, &ipc) == HPDL_OK) {
+            *algo = hpdl__mpi_ipc_pick(bytes, ipc->size);
+            return HPDL_OK;
+        }
+        if (hpdl__mpi_supported(t, HPDL_ALLREDUCE_NCCL, on_device) == HPDL_OK) {
+            *algo = HPDL_ALLREDUCE_NCCL;
+            return HPDL_OK;
+        }
+    }
+#else
+    (void)bytes; (void)on_device; (void)comm;
+#endif
+    if (*algo == HPDL_ALLREDUCE_AUTO) *algo = hpdl__mpi_datatype(t, &type) ? HPDL_ALLREDUCE_MPI : HPDL_ALLREDUCE_RING;
     return HPDL_OK;
 }
 
@@ -1299,12 +1950,19 @@ HPDL_MPI_API hpdl_status hpdl__mpi_allreduce_run(void *buf, int64_t count, hpdl_
     hpdl_status s;
     void *tmp;
     int p = 1;
+    s = hpdl__mpi_resolve(&algo, (size_t)count * es, t, on_device, comm);
+    if (s != HPDL_OK) return s;
 #ifdef __CUDACC__
     if (on_device) {
         cudaStream_t stream = hpdl__mpi_settings_get()->stream;
+        hpdl_mpi_ipc *ipc;
 #ifdef HPDL_MPI_HAVE_NCCL
         if (algo == HPDL_ALLREDUCE_NCCL) return hpdl__mpi_allreduce_nccl(buf, count, t, comm, stream);
 #endif
+        if (hpdl__mpi_algo_is_ipc(algo)) {
+            s = hpdl__mpi_ipc_cached(comm, 0, &ipc); /* made when resolved */
+            return s == HPDL_OK ? hpdl__mpi_ipc_run(ipc, buf, count, t, algo) : s;
+        }
         if (algo == HPDL_ALLREDUCE_RING) return hpdl__mpi_ring_device(buf, count, t, comm);
         if (!hpdl_mpi_cuda_aware()) return hpdl__mpi_allreduce_staged(buf, count, t, comm);
         HPDL_CUDA_TRY(cudaStreamSynchronize(stream));
@@ -1322,35 +1980,46 @@ HPDL_MPI_API hpdl_status hpdl__mpi_allreduce_run(void *buf, int64_t count, hpdl_
     return s;
 }
 
-/* In-place sum of buf[0..count) over the ranks of comm (see SEMANTICS). */
-HPDL_MPI_API hpdl_status hpdl_mpi_allreduce(void *buf, int64_t count, hpdl_mpi_dtype t, hpdl_allreduce_algo algo,
-                                        MPI_Comm comm) {
+/* hpdl_mpi_allreduce; *used: the algorithm that ran (AUTO resolved). */
+HPDL_MPI_API hpdl_status hpdl__mpi_allreduce_sum(void *buf, int64_t count, hpdl_mpi_dtype t, hpdl_allreduce_algo algo,
+                                                 MPI_Comm comm, hpdl_allreduce_algo *used) {
     hpdl__mpi_call call;
     hpdl_status s;
     int p = 1;
+    *used = algo;
     if (comm == MPI_COMM_NULL) return HPDL_ERR_INVALID;
     hpdl__mpi_allreduce_prepare(buf, count, t, algo, &call);
     s = hpdl__mpi_agree("hpdl_mpi_allreduce", &call, comm);
     if (s != HPDL_OK) return s;
     HPDL__MPI_TRY(MPI_Comm_size(comm, &p));
     if (p == 1 || count == 0) return HPDL_OK;
-    return hpdl__mpi_finish("hpdl_mpi_allreduce", hpdl__mpi_allreduce_run(buf, count, t, algo, (int)call.on_device, comm),
+    s = hpdl__mpi_resolve(used, (size_t)count * hpdl_mpi_dtype_size(t), t, (int)call.on_device, comm);
+    if (s != HPDL_OK) return s; /* IPC refused: the same on every rank */
+    return hpdl__mpi_finish("hpdl_mpi_allreduce", hpdl__mpi_allreduce_run(buf, count, t, *used, (int)call.on_device, comm),
                             comm);
+}
+
+/* In-place sum of buf[0..count) over the ranks of comm (see SEMANTICS). */
+HPDL_MPI_API hpdl_status hpdl_mpi_allreduce(void *buf, int64_t count, hpdl_mpi_dtype t, hpdl_allreduce_algo algo,
+                                        MPI_Comm comm) {
+    hpdl_allreduce_algo used;
+    return hpdl__mpi_allreduce_sum(buf, count, t, algo, comm, &used);
 }
 
 /* The mean instead of the sum: what data-parallel training applies. */
 HPDL_MPI_API hpdl_status hpdl_mpi_allreduce_avg(void *buf, int64_t count, hpdl_mpi_dtype t, hpdl_allreduce_algo algo,
                                             MPI_Comm comm) {
-    hpdl_status s = hpdl_mpi_allreduce(buf, count, t, algo, comm);
+    hpdl_allreduce_algo used;
+    hpdl_status s = hpdl__mpi_allreduce_sum(buf, count, t, algo, comm, &used);
     int p = 1;
     if (s != HPDL_OK) return s;
     MPI_Comm_size(comm, &p);
     if (p == 1 || count == 0) return HPDL_OK;
 #ifdef __CUDACC__
-    if (hpdl__mpi_on_device(buf)) { /* NCCL stays stream-ordered; MPI and RING return with the mean */
+    if (hpdl__mpi_on_device(buf)) { /* NCCL and IPC stay stream-ordered; MPI and RING return with the mean */
         cudaStream_t stream = hpdl__mpi_settings_get()->stream;
         s = hpdl__mpi_divide_device(t, buf, count, p, stream);
-        if (s == HPDL_OK && algo != HPDL_ALLREDUCE_NCCL) HPDL_CUDA_TRY(cudaStreamSynchronize(stream));
+        if (s == HPDL_OK && !hpdl__mpi_algo_device_only(used)) HPDL_CUDA_TRY(cudaStreamSynchronize(stream));
         return s;
     }
 #endif
@@ -1738,6 +2407,7 @@ HPDL_MPI_API hpdl_status hpdl_mpi_finalize(void) {
     int finalised = 0;
 #ifdef __CUDACC__
     hpdl__mpi_stage_release(hpdl__mpi_stage_state());
+    hpdl__mpi_ipc_release();
 #endif
 #ifdef HPDL_MPI_HAVE_NCCL
     hpdl__mpi_nccl_release();
@@ -2067,7 +2737,7 @@ HPDL_MPI_API hpdl_status hpdl__dp_finish_stats(hpdl_mpi_dp_stats *out, const dou
         if (!cfg || cfg->comm == MPI_COMM_NULL) return HPDL_ERR_INVALID; /* nobody to agree with */                   \
         if (!dp || !hpdl__mlp_ok_##SUFFIX(model) || !hpdl__dp_config_ok(cfg) || n_train < 1 || n_train > INT32_MAX)   \
             s = HPDL_ERR_INVALID;                                                                                     \
-        else if (cfg->algo == HPDL_ALLREDUCE_NCCL)                                                                    \
+        else if (hpdl__mpi_algo_device_only(cfg->algo))                                                               \
             s = HPDL_ERR_UNSUPPORTED; /* host buffers */                                                              \
         s = hpdl__dp_agree(s, cfg->comm);                                                                             \
         if (s != HPDL_OK) return s;                                                                                   \
@@ -2914,7 +3584,7 @@ HPDL_MPI_API hpdl_status hpdl__tp_finish_stats(hpdl_mpi_tp_stats *st, const doub
         if (!cfg || cfg->comm == MPI_COMM_NULL) return HPDL_ERR_INVALID; /* nobody to agree with */                   \
         ok = tp && hpdl__mlp_ok_##SUFFIX(model) && hpdl__tp_config_ok(cfg) && n_train >= 1 && n_train <= INT32_MAX;   \
         if (!ok) s = HPDL_ERR_INVALID;                                                                                \
-        else if (model->n_layers != 2 || cfg->algo == HPDL_ALLREDUCE_NCCL) s = HPDL_ERR_UNSUPPORTED;                  \
+        else if (model->n_layers != 2 || hpdl__mpi_algo_device_only(cfg->algo)) s = HPDL_ERR_UNSUPPORTED;             \
         memset(v, 0, sizeof v);                                                                                       \
         if (ok) {                                                                                                     \
             v[0] = model->n_layers; v[1] = model->widths[0]; v[2] = model->widths[1]; v[3] = model->widths[2];        \
