@@ -3257,7 +3257,10 @@ static inline hpdl_status hpdl__cuda_gemm(hpdl_gemm_algo algo, hpdl_transpose ta
     int tensor = algo == HPDL_GEMM_MMA || (algo == HPDL_GEMM_AUTO && sizeof(T) != sizeof(float));
     int hopper = algo >= HPDL_GEMM_WGMMA && algo <= HPDL_GEMM_WGMMA_CLUSTER;
     if (s != HPDL_OK || (int)algo < (int)HPDL_GEMM_AUTO || (int)algo > (int)HPDL_GEMM_CUBLAS) return HPDL_ERR_INVALID;
-    if (algo == HPDL_GEMM_MMA && sizeof(T) == sizeof(float)) return HPDL_ERR_UNSUPPORTED;
+    /* A rung the type lacks is unsupported whatever the shape, an empty one
+       too: f32 has no mma.sync rung (that would be TF32), f64 no Hopper one. */
+    if ((algo == HPDL_GEMM_MMA && sizeof(T) == sizeof(float)) || (hopper && sizeof(T) == sizeof(double)))
+        return HPDL_ERR_UNSUPPORTED;
     if (M == 0 || N == 0) return HPDL_OK;
     if (algo == HPDL_GEMM_CUBLAS) return hpdl__gemm_cublas(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);
     if (hopper || (algo == HPDL_GEMM_AUTO && sizeof(T) == 2)) {
@@ -4236,6 +4239,7 @@ typedef struct hpdl__mlp_state {
     int found_inf, good_steps;
     unsigned int blocks_done;        /* SGD blocks finished (last one updates S) */
     long long skipped_steps;
+    long long nonfinite_steps;       /* f32/f64: steps not applied, a gradient not finite, since reset */
 } hpdl__mlp_state;
 
 /* What an epoch or an evaluation reports. */
@@ -4245,6 +4249,7 @@ typedef struct hpdl_cuda_mlp_stats {
     int64_t samples;
     double loss_scale;  /* mixed precision: current S (1 otherwise) */
     int64_t skipped_steps;
+    int64_t nonfinite_steps; /* f32/f64: steps not applied because a gradient was not finite */
 } hpdl_cuda_mlp_stats;
 
 /* ------------------------------------------------------------------------ */
@@ -4344,7 +4349,7 @@ __global__ void hpdl__shuffle_kernel(int64_t n, uint64_t key, int32_t *perm) {
 __global__ void hpdl__mlp_begin_kernel(hpdl__mlp_state *st, double lr, double l2, int reset_train, int reset_eval) {
     st->lr = lr;
     st->l2 = l2;
-    if (reset_train) { st->loss_sum = 0.0; st->correct = 0; }
+    if (reset_train) { st->loss_sum = 0.0; st->correct = 0; st->nonfinite_steps = 0; }
     if (reset_eval) { st->eval_loss_sum = 0.0; st->eval_correct = 0; }
 }
 
@@ -4543,10 +4548,12 @@ __device__ inline void hpdl__mlp_scaler_update(hpdl__mlp_state *st) {
 
 /* SGD with L2 over all parameters: P = [weights (n_w) | biases];
        W -= lr (dW/S + l2 W),  b -= lr db/S
-   S is the loss scale (mixed precision; else 1). With mixed precision a raised
-   found_inf skips the step, the f16 weight copy cW is refreshed from the
-   updated master, and the last block to finish (every block has read S by
-   then) runs the scaler update. Block 0 also advances the feed cursor. */
+   S is the loss scale (mixed precision; else 1). A raised found_inf skips
+   the step (the parameters stay as they were); with mixed precision the f16
+   weight copy cW is refreshed from the updated master. The last block to
+   finish (every block has read S and found_inf by then) runs the scaler
+   update, or without mixed precision counts a skipped step as non-finite;
+   both clear the flag. Block 0 also advances the feed cursor. */
 template <typename T, typename C>
 __global__ void hpdl__mlp_sgd_kernel(int64_t n_w, int64_t n, T *P, C *cW, const C *G, hpdl__mlp_state *st,
                                      int amp, int batch) {
@@ -4554,17 +4561,21 @@ __global__ void hpdl__mlp_sgd_kernel(int64_t n_w, int64_t n, T *P, C *cW, const 
     int64_t i;
     Acc lr = (Acc)st->lr, l2 = (Acc)st->l2, inv = amp ? (Acc)1 / (Acc)st->loss_scale : (Acc)1;
     if (blockIdx.x == 0 && threadIdx.x == 0) st->cursor += batch;
-    if (!(amp && st->found_inf))
+    if (!st->found_inf)
         for (i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
             Acc g = (Acc)hpdl__ld(G[i]) * inv, p = (Acc)P[i];
             p -= i < n_w ? lr * (g + l2 * p) : lr * g;
             P[i] = (T)p;
             if (cW && i < n_w) hpdl__st_to(cW + i, p);
         }
-    if (!amp) return;
     __syncthreads();
     if (threadIdx.x == 0 && atomicAdd(&st->blocks_done, 1u) == gridDim.x - 1) {
-        hpdl__mlp_scaler_update(st);
+        if (amp) {
+            hpdl__mlp_scaler_update(st);
+        } else {
+            st->nonfinite_steps += st->found_inf;
+            st->found_inf = 0;
+        }
         st->blocks_done = 0;
     }
 }
@@ -5179,15 +5190,17 @@ template <typename C, typename M> static inline hpdl_status hpdl__cmlp_backward(
     return s;
 }
 
-/* SGD over all parameters; under mixed precision the inf check before it
-   (the scale update runs at the end of the SGD kernel): GradScaler. */
+/* SGD over all parameters after a check that every gradient is finite,
+   on the GPU (no host sync): a step with a NaN or inf gradient is not
+   applied. Under mixed precision that is GradScaler's overflow skip (the
+   scale update runs at the end of the SGD kernel); in f32/f64 the step is
+   counted as non-finite (a NaN input, or training that diverged). Data
+   parallel ranks reduce their gradients first, so all skip the same steps. */
 template <typename C, typename M> static inline hpdl_status hpdl__cmlp_update(M *g, int batch) {
     int threads = 256;
-    if (g->amp) {
-        hpdl__mlp_check_finite_kernel<<<hpdl__grid_for(g->n_params, threads), threads, 0, g->stream>>>(
-            g->n_params, (const C *)g->grads, g->state);
-        HPDL_CUDA_TRY_LAUNCH();
-    }
+    hpdl__mlp_check_finite_kernel<<<hpdl__grid_for(g->n_params, threads), threads, 0, g->stream>>>(
+        g->n_params, (const C *)g->grads, g->state);
+    HPDL_CUDA_TRY_LAUNCH();
     hpdl__mlp_sgd_kernel<<<hpdl__grid_for(g->n_params, threads), threads, 0, g->stream>>>(
         g->n_weights, g->n_params, g->params, g->amp ? (C *)g->cparams : (C *)NULL, (const C *)g->grads, g->state,
         g->amp, batch);
@@ -5290,7 +5303,9 @@ HPDL_CUDA_API hpdl_status hpdl__mlp_read_state(const hpdl__mlp_state *st, hpdl__
 }
 
 /* One step on device arrays X (batch x widths[0], type T) and labels. loss
-   (optional) receives the batch's mean loss, which costs a host sync. */
+   (optional) receives the batch's mean loss, which costs a host sync; with
+   it, f32/f64 return HPDL_ERR_NUMERIC when a gradient was not finite (the
+   step was not applied). */
 template <typename T, typename C, typename M>
 static inline hpdl_status hpdl__cmlp_train_step(M *g, int batch, const T *X, const int32_t *labels, double lr,
                                                 double l2, double *loss) {
@@ -5304,6 +5319,7 @@ static inline hpdl_status hpdl__cmlp_train_step(M *g, int batch, const T *X, con
     if (s == HPDL_OK && loss) {
         s = hpdl__mlp_read_state(g->state, &h, g->stream);
         if (s == HPDL_OK) *loss = h.loss_sum / batch;
+        if (s == HPDL_OK && h.nonfinite_steps > 0) s = HPDL_ERR_NUMERIC;
     }
     return s;
 }
@@ -5319,6 +5335,7 @@ static inline hpdl_status hpdl__cmlp_stats(const M *g, int64_t n, int eval, hpdl
     out->accuracy = (double)(eval ? h.eval_correct : h.correct) / (double)n;
     out->loss_scale = h.loss_scale;
     out->skipped_steps = h.skipped_steps;
+    out->nonfinite_steps = h.nonfinite_steps;
     return HPDL_OK;
 }
 
@@ -5327,7 +5344,9 @@ HPDL_CUDA_API int hpdl__mlp_data_fits(const hpdl_cuda_dataset *d, int in_width, 
 }
 
 /* One epoch over a data set in a fresh shuffled order: graph replays, one
-   sync at the end when out is given (loss, running accuracy). */
+   sync at the end when out is given (loss, running accuracy). With out,
+   f32/f64 return HPDL_ERR_NUMERIC (out filled) when some steps were not
+   applied because a gradient was not finite: out->nonfinite_steps. */
 template <typename C, typename M>
 static inline hpdl_status hpdl__cmlp_train_epoch(M *g, hpdl_cuda_dataset *d, int batch, double lr, double l2,
                                                  uint64_t seed, hpdl_cuda_mlp_stats *out) {
@@ -5353,6 +5372,7 @@ static inline hpdl_status hpdl__cmlp_train_epoch(M *g, hpdl_cuda_dataset *d, int
         if (s == HPDL_OK && !d->resident) HPDL_CUDA_TRY(cudaEventRecord(d->consumed[k], g->stream));
     }
     if (s == HPDL_OK && out) s = hpdl__cmlp_stats(g, d->n, 0, out);
+    if (s == HPDL_OK && out && out->nonfinite_steps > 0) s = HPDL_ERR_NUMERIC;
     return s;
 }
 

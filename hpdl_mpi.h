@@ -3193,6 +3193,8 @@ static inline hpdl_status hpdl__dp_cuda_epoch(D *dp, M *g, hpdl_cuda_dataset *da
                                        hpdl_mpi_dtype_size(dp->dtype),
                                    dp->size, dp->cfg.comm);
     if (status == HPDL_OK && out) *out = st;
+    /* the ranks skipped the same steps: their reduced gradients are equal */
+    if (status == HPDL_OK && h.nonfinite_steps > 0) status = HPDL_ERR_NUMERIC;
     return status;
 }
 
@@ -3210,7 +3212,9 @@ static inline hpdl_status hpdl__dp_cuda_epoch(D *dp, M *g, hpdl_cuda_dataset *da
         return hpdl__dp_cuda_create<hpdl_mpi_dp_cuda_##SUFFIX, hpdl_cuda_mlp_##SUFFIX>(dp, g, n_train, cfg,     \
                                                                                        DTYPE);                  \
     }                                                                                                           \
-    /* Collective: one epoch over data (resident, n_train rows). */                                            \
+    /* Collective: one epoch over data (resident, n_train rows). Steps with \
+       a gradient that is not finite are not applied, on every rank, and   \
+       the epoch returns HPDL_ERR_NUMERIC (out filled) on every rank. */                                       \
     HPDL_MPI_API hpdl_status hpdl_mpi_dp_cuda_epoch_##SUFFIX(hpdl_mpi_dp_cuda_##SUFFIX *dp,                         \
                                                          hpdl_cuda_mlp_##SUFFIX *g, hpdl_cuda_dataset *data,    \
                                                          int epoch, hpdl_mpi_dp_stats *out) {                   \

@@ -241,11 +241,15 @@ static double train_run(const options *o, int run, uint64_t seed, hpdl_cuda_data
     for (e = 1; e <= o->epochs; e++) {
         hpdl_cuda_mlp_stats tr, te;
         double t0 = hpdl_time_now(), ms;
-        HPDL_CHECK(P::epoch(&g, train, o, seed, &tr));
-        if (!(fabs(tr.loss) <= DBL_MAX)) {
-            fprintf(stderr, "mlp_train: training diverged in epoch %d (loss %g): try a smaller --lr\n", e, tr.loss);
+        hpdl_status s;
+        memset(&tr, 0, sizeof tr); /* read below when the epoch fails */
+        s = P::epoch(&g, train, o, seed, &tr);
+        if (s == HPDL_ERR_NUMERIC || (s == HPDL_OK && !(fabs(tr.loss) <= DBL_MAX))) { /* f16: the loss tells */
+            fprintf(stderr, "mlp_train: training diverged in epoch %d (loss %g, %lld steps not applied): "
+                            "try a smaller --lr\n", e, tr.loss, (long long)tr.nonfinite_steps);
             exit(1);
         }
+        HPDL_CHECK(s);
         ms = 1e3 * (hpdl_time_now() - t0);
         HPDL_CHECK(P::evaluate(&g, test, &te));
         printf("run %d epoch %2d/%d  loss %.4f  train %.2f%%  test %.2f%% (loss %.4f)  %8.1f ms  %10.0f samples/s",

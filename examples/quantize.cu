@@ -107,8 +107,11 @@ static void train_gpu(const options *o, hpdl_mlp_f32 *m, const hpdl_dataset *tra
     for (e = 1; e <= o->epochs; e++) {
         hpdl_cuda_mlp_stats st;
         double t0 = hpdl_time_now();
-        HPDL_CHECK(hpdl_cuda_mlp_train_epoch_f32(&g, &d, o->batch, o->lr, 0.0, o->seed + (uint64_t)e, &st));
-        if (!(fabs(st.loss) <= DBL_MAX)) {
+        hpdl_status s;
+        memset(&st, 0, sizeof st); /* read below when the epoch fails */
+        s = hpdl_cuda_mlp_train_epoch_f32(&g, &d, o->batch, o->lr, 0.0, o->seed + (uint64_t)e, &st);
+        if (s != HPDL_ERR_NUMERIC) HPDL_CHECK(s);
+        if (s == HPDL_ERR_NUMERIC || !(fabs(st.loss) <= DBL_MAX)) {
             fprintf(stderr, "quantize: training diverged in epoch %d (loss %g): try a smaller --lr\n", e, st.loss);
             exit(1);
         }

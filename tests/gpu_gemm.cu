@@ -418,6 +418,16 @@ static void test_gemm_bad_args(void) {
                                         N, 0) == HPDL_ERR_INVALID);
     HPDL_EXPECT(hpdl_cuda_gemm_algo_f32(HPDL_GEMM_MMA, HPDL_NO_TRANS, HPDL_NO_TRANS, M, N, K, 1, dA, K, dB, N, 0, dC, N,
                                         0) == HPDL_ERR_UNSUPPORTED);
+    /* a rung the type lacks is unsupported whatever the shape, an empty one too */
+    HPDL_EXPECT(hpdl_cuda_gemm_algo_f32(HPDL_GEMM_MMA, HPDL_NO_TRANS, HPDL_NO_TRANS, 0, N, K, 1, dA, K, dB, N, 0, dC, N,
+                                        0) == HPDL_ERR_UNSUPPORTED);
+    for (i = 0; i < HPDL_COUNT(k_algos); i++) {
+        if (!is_hopper_rung(k_algos[i])) continue;
+        HPDL_EXPECT(hpdl_cuda_gemm_algo_f64(k_algos[i], HPDL_NO_TRANS, HPDL_NO_TRANS, M, N, K, 1, (double *)dA, K,
+                                            (double *)dB, N, 0, (double *)dC, N, 0) == HPDL_ERR_UNSUPPORTED);
+        HPDL_EXPECT(hpdl_cuda_gemm_algo_f64(k_algos[i], HPDL_NO_TRANS, HPDL_NO_TRANS, 0, N, K, 1, (double *)dA, K,
+                                            (double *)dB, N, 0, (double *)dC, N, 0) == HPDL_ERR_UNSUPPORTED);
+    }
     HPDL_CUDA_CHECK(cudaDeviceSynchronize());
     HPDL_CUDA_CHECK(cudaMemcpy(after, dC, sizeof after, cudaMemcpyDeviceToHost));
     HPDL_EXPECT(memcmp(host, after, sizeof host) == 0);

@@ -201,7 +201,7 @@ static void check_epochs(hpdl_data_placement placement) {
     typename Ty::cpu_work w;
     typename Ty::gpu_mlp g;
     hpdl_cuda_dataset d;
-    hpdl_cuda_mlp_stats st = {0, 0, 0, 0, 0};
+    hpdl_cuda_mlp_stats st = {0, 0, 0, 0, 0, 0};
     float *images = (float *)hpdl_alloc((size_t)n * in, sizeof(float));
     int32_t *labels = (int32_t *)hpdl_alloc((size_t)n, sizeof(int32_t)), *yb = (int32_t *)hpdl_alloc(batch, 4);
     T *Xb = (T *)hpdl_alloc((size_t)batch * in, sizeof(T));
@@ -494,6 +494,56 @@ static void test_bad_arguments(void) {
     cudaFree(dy);
 }
 
+/* A NaN input used to train on (status OK, weights NaN): now the step is
+   not applied, the status says HPDL_ERR_NUMERIC, and the weights stay as
+   they were; the epoch counts the steps it did not apply. Then clean data
+   trains again. */
+static void test_nonfinite_step_not_applied(void) {
+    static const int widths[3] = {6, 5, 3};
+    hpdl_mlp_f32 m, got;
+    hpdl_cuda_mlp_f32 g;
+    hpdl_cuda_mlp_stats st;
+    hpdl_cuda_dataset d;
+    float X[4 * 6], *dX = NULL;
+    int32_t y[4] = {0, 1, 2, 1}, *dy = NULL;
+    double loss = 0;
+    hpdl_rng rng;
+    int l;
+    NO_GPU_SKIP();
+    hpdl_rng_seed(&rng, 78);
+    for (l = 0; l < 4 * 6; l++) X[l] = (float)hpdl_rng_uniform(&rng);
+    X[7] = NAN;
+    HPDL_CHECK(hpdl_mlp_create_f32(&m, 3, widths, HPDL_ACT_RELU, 1));
+    HPDL_CHECK(type_f32::copy(&got, &m));
+    HPDL_CHECK(hpdl_cuda_mlp_create_f32(&g, &m, 4));
+    HPDL_CUDA_CHECK(cudaMalloc((void **)&dX, sizeof X));
+    HPDL_CUDA_CHECK(cudaMalloc((void **)&dy, sizeof y));
+    HPDL_CUDA_CHECK(cudaMemcpy(dX, X, sizeof X, cudaMemcpyHostToDevice));
+    HPDL_CUDA_CHECK(cudaMemcpy(dy, y, sizeof y, cudaMemcpyHostToDevice));
+    HPDL_EXPECT(hpdl_cuda_mlp_train_step_f32(&g, 4, dX, dy, 0.1, 0.0, &loss) == HPDL_ERR_NUMERIC);
+    HPDL_EXPECT(hpdl_cuda_mlp_train_step_f32(&g, 4, dX, dy, 0.1, 0.0, &loss) == HPDL_ERR_NUMERIC); /* graph replay */
+    HPDL_CHECK(hpdl_cuda_dataset_upload(&d, 4, 6, X, 4, y, HPDL_DATA_RESIDENT, 0));
+    memset(&st, 0, sizeof st);
+    HPDL_EXPECT(hpdl_cuda_mlp_train_epoch_f32(&g, &d, 2, 0.1, 0.0, 1, &st) == HPDL_ERR_NUMERIC);
+    HPDL_EXPECT(st.nonfinite_steps == 1); /* the batch holding row 1; the other one trains */
+    hpdl_cuda_dataset_destroy(&d);
+    poison_model(&got);
+    HPDL_EXPECT(hpdl_cuda_mlp_download_f32(&g, &got) == HPDL_OK);
+    for (l = 0; l < 2; l++)
+        for (int i = 0; i < widths[l] * widths[l + 1]; i++) HPDL_EXPECT(isfinite(got.W[l][i]));
+    X[7] = 0.5f;
+    HPDL_CUDA_CHECK(cudaMemcpy(dX, X, sizeof X, cudaMemcpyHostToDevice));
+    HPDL_EXPECT(hpdl_cuda_mlp_upload_f32(&g, &m) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cuda_mlp_train_step_f32(&g, 4, dX, dy, 0.1, 0.0, &loss) == HPDL_OK && isfinite(loss));
+    HPDL_EXPECT(hpdl_cuda_mlp_download_f32(&g, &got) == HPDL_OK);
+    HPDL_EXPECT(memcmp(got.W[0], m.W[0], sizeof(float) * widths[0] * widths[1]) != 0); /* it trained */
+    hpdl_cuda_mlp_destroy_f32(&g);
+    hpdl_mlp_destroy_f32(&m);
+    hpdl_mlp_destroy_f32(&got);
+    cudaFree(dX);
+    cudaFree(dy);
+}
+
 /* The NVML sampler starts where the driver library is present (else says
    unsupported) and averages what it saw: utilisations in percent, an SM
    clock and a power draw a running GPU has (a clock of 0 would mean the
@@ -532,6 +582,7 @@ int main(int argc, char **argv) {
         HPDL_TEST(test_epochs_resident_f64), HPDL_TEST(test_epochs_streamed_f64),
         HPDL_TEST(test_epochs_resident_f32), HPDL_TEST(test_epochs_streamed_f32),
         HPDL_TEST(test_amp),                 HPDL_TEST(test_bad_arguments),
+        HPDL_TEST(test_nonfinite_step_not_applied),
         HPDL_TEST(test_nvml_sampler),
     };
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
