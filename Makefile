@@ -33,6 +33,7 @@ GPU_CC     := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2
 HAVE_GPU   := $(if $(GPU_CC),1,)
 HAVE_MPI    = $(shell command -v mpicc >/dev/null 2>&1 && echo 1)
 HAVE_NCCL  := $(shell test -f $(CUDA_HOME)/include/nccl.h -o -f /usr/include/nccl.h && echo 1)
+HAVE_CUDNN := $(shell ls $(CUDA_HOME)/include/cudnn.h /usr/include/cudnn.h /usr/include/*-linux-gnu/cudnn.h 2>/dev/null | grep -q . && echo 1)
 HAVE_PLOT   = $(shell command -v gnuplot >/dev/null 2>&1 && echo 1)
 mark        = $(if $(1),✓,✗)
 
@@ -63,6 +64,11 @@ NVLIBS    := -lcublas -lcublasLt -Xlinker -rpath=$(CUDA_HOME)/lib64
 ifeq ($(HAVE_NCCL),1)
 NVLIBS    += -lnccl
 endif
+# cuDNN: the convolution's vendor backend (HPDL_CONV_CUDNN) and bench/conv's anchor.
+ifeq ($(HAVE_CUDNN),1)
+NVFLAGS   += -DHPDL_HAVE_CUDNN
+NVLIBS    += -lcudnn
+endif
 MPI_CFLAGS  = $(shell mpicc --showme:compile 2>/dev/null)
 MPI_LDFLAGS = $(shell mpicc --showme:link 2>/dev/null)
 
@@ -90,7 +96,7 @@ MPI_BINS    = $(if $(HAVE_MPI),$(addprefix $(B)/mpi/,$(MPI_TESTS)))
 all: features $(CPU_BINS) $(CHECK_OBJS) $(EX_C) $(BENCH_C) $(GPU_BINS) $(MPI_BINS) $(if $(HAVE_FUZZER),$(FUZZ_BINS))
 
 features:
-	@echo "hpdl features: $(call mark,$(HAVE_NVCC)) nvcc  $(call mark,$(HAVE_GPU)) GPU$(if $(GPU_CC), (sm_$(GPU_CC)))  $(call mark,$(HAVE_MPI)) mpicc  $(call mark,$(HAVE_NCCL)) NCCL  $(call mark,$(HAVE_PLOT)) gnuplot"
+	@echo "hpdl features: $(call mark,$(HAVE_NVCC)) nvcc  $(call mark,$(HAVE_GPU)) GPU$(if $(GPU_CC), (sm_$(GPU_CC)))  $(call mark,$(HAVE_MPI)) mpicc  $(call mark,$(HAVE_NCCL)) NCCL  $(call mark,$(HAVE_CUDNN)) cuDNN  $(call mark,$(HAVE_PLOT)) gnuplot"
 
 deps:
 	@scripts/deps.sh

@@ -24,7 +24,7 @@
        VECTOR ADD              hpdl_vec_add_<t>         tests/gpu_vecadd.cu  bench/vecadd.cu  notes/vecadd.md
        GEMM: the ladder        hpdl_gemm_<t>            tests/gpu_gemm.cu    bench/gemm.cu    notes/gemm.md
        GEMM: Hopper rungs      hpdl_gemm_<t>            tests/gpu_gemm.cu    bench/gemm.cu    notes/gemm.md
-       Convolution             hpdl_conv2d_*_<t>        tests/gpu_conv.cu    -                -
+       Convolution             hpdl_conv2d_*_<t>        tests/gpu_conv.cu    bench/conv.cu    -
        MLP TRAINING            hpdl_mlp_*_<t>           tests/gpu_mlp.cu     bench/mlp.cu     notes/mlp.md
        SEVERAL GPUS            hpdl_matpow_<t>          tests/gpu_matpow.cu, bench/matpow.cu, notes/multi.md
                                                         gpu_model_parallel.cu bench/model_parallel.cu
@@ -35,6 +35,9 @@
        HPDL_VECADD_WAVES       grid of the grid-stride vector add, in waves of
                                resident blocks (default 128)
        HPDL_CUDA_MAX_DEVICES   most GPUs the multi-GPU helpers handle (default 16)
+       HPDL_HAVE_CUDNN         the cuDNN convolution backend (HPDL_CONV_CUDNN;
+                               link with -lcudnn; the Makefile sets both when
+                               it finds cudnn.h)
 
    TYPES
        <t> is f32, f64, f16 or bf16 where the family has it. hpdl_f16 /
@@ -231,6 +234,9 @@
                            chunks until the next tile's first k-steps.
        2026-11-26          check macros say "no CUDA GPU (or no driver)" for the
                            errors of a machine without one (HPDL_CUDA_NO_GPU).
+       2026-11-26          convolution: tensor-core rung for f16/bf16 NHWC forward
+                           (HPDL_CONV_MMA, AUTO's choice there); cuDNN backend
+                           (HPDL_CONV_CUDNN, with HPDL_HAVE_CUDNN).
 */
 #ifndef HPDL_CUDA_CUH
 #define HPDL_CUDA_CUH
@@ -238,6 +244,9 @@
 #include "hpdl.h"
 
 #include <cublas_v2.h>
+#ifdef HPDL_HAVE_CUDNN
+#include <cudnn.h>
+#endif
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -3356,6 +3365,8 @@ HPDL_CUDA_API const char *hpdl_conv_algo_name(hpdl_conv_algo a) {
     case HPDL_CONV_AUTO: return "auto";
     case HPDL_CONV_DIRECT: return "direct";
     case HPDL_CONV_IMPLICIT_GEMM: return "implicit-gemm";
+    case HPDL_CONV_MMA: return "mma";
+    case HPDL_CONV_CUDNN: return "cudnn";
     }
     return "?";
 }
@@ -3590,6 +3601,139 @@ __global__ void __launch_bounds__(HPDL__CONV_THREADS) hpdl__conv_implicit_gemm(V
         for (int j = 0; j < 4; j++) v.put(grp, m0 + ty + 16 * i, n0 + tx + 16 * j, acc[i][j]);
 }
 
+/* ---- rung 3: implicit GEMM on tensor cores (f16/bf16, NHWC) ---------------------- */
+
+/* Forward as a GEMM (m = output pixel, n = output channel, k = (r, s, c)
+   with c fastest, the order of NHWC input and KRSC filter) on the GEMM's
+   tensor-core machinery: each block tile of pixels gathers its K tiles of
+   input straight from x with cp.async (16 bytes along C, zero-filled in the
+   padding) into the swizzled layout that ldmatrix reads, in a multi-stage
+   pipeline; the filter tile is a plain K-contiguous GEMM operand. */
+template <typename T> struct hpdl__conv_mma_args {
+    const T *x, *w; /* NHWC input, KRSC filter */
+    T *y;           /* NHWC output */
+    int x_h, x_w, x_c, y_h, y_w, y_c;
+    int kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+    int M, N, K, c_per_group; /* the GEMM of one group: pixels, channels, taps x channels */
+    int x_vec, w_vec;         /* 16-byte gathers of x (C % 8 == 0, aligned); of w (K % 8 == 0, aligned) */
+};
+
+/* cp.async of 16 bytes, or 16 zero bytes when !valid (the source is not read). */
+static __device__ __forceinline__ void hpdl__cp_async16_zfill(void *dst, const void *src, bool valid) {
+#ifdef HPDL__GEMM_SM80
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(hpdl__smem_u32(dst)), "l"(src),
+                 "r"(valid ? 16 : 0) : "memory");
+#else
+    (void)dst; (void)src; (void)valid;
+#endif
+}
+
+/* The output pixels whose input rows this thread gathers: the top-left
+   input position of each pixel's window (far outside when the pixel is past
+   M, so every tap misses) and its image's first input row. Worked out once
+   per block; a K tile then only adds the tap's offset. */
+template <typename SH> struct hpdl__conv_mma_rows {
+    enum { CPR = SH::BK / 8, ROWS = SH::BM * CPR / SH::THREADS, ROW_STEP = SH::THREADS / CPR };
+    int h0[ROWS], w0[ROWS], image_row[ROWS];
+    template <typename T> __device__ __forceinline__ void init(const hpdl__conv_mma_args<T> &a, int m0) {
+#pragma unroll
+        for (int i = 0; i < ROWS; i++) {
+            int m = m0 + (int)threadIdx.x / CPR + i * ROW_STEP, n, oh, ow;
+            hpdl__split3(m < a.M ? m : 0, a.y_h, a.y_w, &n, &oh, &ow);
+            h0[i] = m < a.M ? oh * a.stride_h - a.pad_h : INT_MIN / 2;
+            w0[i] = ow * a.stride_w - a.pad_w;
+            image_row[i] = n * a.x_h;
+        }
+    }
+};
+
+/* K tile k0.. of the input rows into a stage (layout L, BM x BK). VEC: one
+   16-byte cp.async per chunk, whose 8 channels share one tap (C % 8 == 0);
+   else element by element (any C), plain loads and shared stores. */
+template <typename SH, bool VEC, typename T>
+static __device__ __forceinline__ void hpdl__conv_mma_gather(const hpdl__conv_mma_args<T> &a,
+                                                             const hpdl__conv_mma_rows<SH> &rows, int c_base, T *s,
+                                                             int k0) {
+    typedef hpdl__gemm_swizzle<SH::BM, SH::BK> L;
+    typedef hpdl__conv_mma_rows<SH> R;
+    const int col = (int)threadIdx.x % R::CPR * 8, row = (int)threadIdx.x / R::CPR;
+#pragma unroll
+    for (int j = 0; j < (VEC ? 1 : 8); j++) {
+        int k = k0 + col + j, rs = k / a.c_per_group, c = k - rs * a.c_per_group, r = rs / a.kernel_w;
+        int dh = r * a.dilation_h, dw = (rs - r * a.kernel_w) * a.dilation_w;
+#pragma unroll
+        for (int i = 0; i < R::ROWS; i++) {
+            int ih = rows.h0[i] + dh, iw = rows.w0[i] + dw;
+            bool in = k < a.K && ih >= 0 && ih < a.x_h && iw >= 0 && iw < a.x_w;
+            const T *src = a.x + (in ? ((size_t)(rows.image_row[i] + ih) * a.x_w + iw) * a.x_c + c_base + c : 0);
+            T *dst = s + L::at(row + i * R::ROW_STEP, col) + j;
+            if (VEC) hpdl__cp_async16_zfill(dst, src, in);
+            else *dst = in ? *src : T(0.0f);
+        }
+    }
+}
+
+/* Block tile (blockIdx.y: pixels, blockIdx.x: channels) of group blockIdx.z:
+   S-stage pipeline, one barrier per K tile; fragments and the epilogue are
+   the mma GEMM rung's (hpdl__mma_frags, hpdl__mma_store). */
+template <typename T, typename SH, bool VEC>
+__global__ void __launch_bounds__(SH::THREADS, 2) hpdl__conv_mma(hpdl__conv_mma_args<T> a) {
+#ifdef HPDL__GEMM_SM80
+    enum { BM = SH::BM, BN = SH::BN, BK = SH::BK, S = SH::S, MI = SH::WM / 16, NJ = SH::WN / 8, KS = BK / 16 };
+    extern __shared__ uint4 hpdl__conv_smem[];
+    T *sa = (T *)hpdl__conv_smem, *sb = sa + S * BM * BK;
+    const int grp = blockIdx.z, m0 = blockIdx.y * BM, n0 = blockIdx.x * BN, KT = (a.K + BK - 1) / BK;
+    const int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32;
+    const int wm = warp / SH::WARPS_N * SH::WM, wn = warp % SH::WARPS_N * SH::WN;
+    hpdl__gemm_operand<T> w = {a.w + (size_t)grp * a.N * a.K, a.K, 1, a.w_vec};
+    hpdl__conv_mma_rows<SH> rows;
+    hpdl__mma_lanes<SH, true, true> lanes;
+    float acc[MI][NJ][4];
+    unsigned af[MI][4], bf[NJ][2];
+    rows.init(a, m0);
+    lanes.init(wm, wn, lane);
+    for (int i = 0; i < MI; i++)
+        for (int j = 0; j < NJ; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+    for (int st = 0; st < S - 1; st++) { /* the pipeline's first S-1 tiles */
+        if (st < KT) {
+            hpdl__conv_mma_gather<SH, VEC>(a, rows, grp * a.c_per_group, sa + st * BM * BK, st * BK);
+            hpdl__gemm_stage<T, BN, BK, SH::THREADS, hpdl__gemm_swizzle, true, false>(sb + st * BN * BK, w, n0, st * BK,
+                                                                                     a.N, a.K);
+        }
+        hpdl__cp_async_commit();
+    }
+    for (int kt = 0; kt < KT; kt++) {
+        const int next = kt + S - 1, ns = next % S, st = kt % S;
+        hpdl__cp_async_wait<S - 2>(); /* tile kt has landed (this thread's copies) ... */
+        __syncthreads();              /* ... everyone's, and every warp is done with tile kt-1's stage */
+        if (next < KT) {
+            hpdl__conv_mma_gather<SH, VEC>(a, rows, grp * a.c_per_group, sa + ns * BM * BK, next * BK);
+            hpdl__gemm_stage<T, BN, BK, SH::THREADS, hpdl__gemm_swizzle, true, false>(sb + ns * BN * BK, w, n0,
+                                                                                     next * BK, a.N, a.K);
+        }
+        hpdl__cp_async_commit();
+#pragma unroll
+        for (int ks = 0; ks < KS; ks++) {
+            hpdl__mma_frags(sa + st * BM * BK, sb + st * BN * BK, lanes, ks, af, bf);
+#pragma unroll
+            for (int i = 0; i < MI; i++)
+#pragma unroll
+                for (int j = 0; j < NJ; j++) hpdl__mma16816(T(), acc[i][j], af[i], bf[j]);
+        }
+    }
+    hpdl__cp_async_wait<0>();
+    hpdl__gemm_args<T, float> out;
+    out.C = a.y + grp * a.N;
+    out.ldc = a.y_c;
+    out.cvec = ((uintptr_t)out.C % 8 == 0) && a.y_c % 4 == 0;
+    out.M = a.M; out.N = a.N; out.K = a.K;
+    out.alpha = 1.0f; out.beta = 0.0f;
+    hpdl__mma_store<SH>(out, acc, (float *)sa, m0, n0, wm, wn, lane);
+#else
+    (void)a; /* host pass, or a GPU without mma.sync: the launcher never starts it */
+#endif
+}
+
 /* ---- launchers ------------------------------------------------------------------ */
 
 /* Which pass, and its GEMM's shape for one group (64-bit: checked to fit). */
@@ -3645,6 +3789,264 @@ static inline hpdl_status hpdl__conv_launch_direct(const hpdl__conv_geom &g, hpd
     return HPDL_OK;
 }
 
+/* The rung's tiles: the mma GEMM rung's 128 x 128 x 64 (4 warps of 64 x 64,
+   3 stages), or 128 x 64 (4 stages) where a group has at most 64 output
+   channels, so that half of each tile is not idle. */
+typedef hpdl__tc_shape<128, 128, 64, 3, 64, 64> hpdl__conv_mma_shape;
+typedef hpdl__tc_shape<128, 64, 64, 4, 64, 32> hpdl__conv_mma_narrow_shape;
+
+template <typename T, typename SH>
+static inline hpdl_status hpdl__conv_mma_launch_shape(const hpdl__conv_mma_args<T> &a, int groups, cudaStream_t stream) {
+    enum { STAGES = SH::S * (SH::BM + SH::BN) * SH::BK * (int)sizeof(T), OUT = SH::BM * (SH::BN + 8) * 4 };
+    const size_t smem = STAGES > OUT ? STAGES : OUT;
+    void (*kernel)(hpdl__conv_mma_args<T>) = a.x_vec ? hpdl__conv_mma<T, SH, true> : hpdl__conv_mma<T, SH, false>;
+    cudaFuncAttributes fa;
+    dim3 grid((unsigned)((a.N + SH::BN - 1) / SH::BN), (unsigned)((a.M + SH::BM - 1) / SH::BM), (unsigned)groups);
+    if (grid.y > 65535 || groups > 65535) return HPDL_ERR_UNSUPPORTED;
+    if (cudaFuncGetAttributes(&fa, (const void *)kernel) != cudaSuccess || fa.ptxVersion < 80 ||
+        cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess) {
+        cudaGetLastError();
+        return HPDL_ERR_UNSUPPORTED;
+    }
+    kernel<<<grid, SH::THREADS, smem, stream>>>(a);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* Which types have the rung: f16 and bf16 (mma.sync m16n8k16). */
+template <typename T> struct hpdl__conv_mma_type {
+    static hpdl_status launch(const hpdl__conv_mma_args<T> &, int, cudaStream_t) { return HPDL_ERR_UNSUPPORTED; }
+};
+template <typename T> struct hpdl__conv_mma_16bit {
+    static hpdl_status launch(const hpdl__conv_mma_args<T> &a, int groups, cudaStream_t stream) {
+        return a.N <= 64 ? hpdl__conv_mma_launch_shape<T, hpdl__conv_mma_narrow_shape>(a, groups, stream)
+                         : hpdl__conv_mma_launch_shape<T, hpdl__conv_mma_shape>(a, groups, stream);
+    }
+};
+template <> struct hpdl__conv_mma_type<__half> : hpdl__conv_mma_16bit<__half> {};
+template <> struct hpdl__conv_mma_type<__nv_bfloat16> : hpdl__conv_mma_16bit<__nv_bfloat16> {};
+
+/* The tensor-core rung where it applies (f16/bf16 forward, x and y NHWC),
+   else HPDL_ERR_UNSUPPORTED. */
+template <typename T>
+static inline hpdl_status hpdl__conv_launch_mma(const hpdl__conv_geom &g, hpdl__conv_pass pass, const T *x, const T *w,
+                                                T *y, cudaStream_t stream) {
+    hpdl__conv_mma_args<T> a;
+    int64_t m, n, k;
+    if (pass != HPDL__CONV_FORWARD || g.x.layout != HPDL_NHWC || g.y.layout != HPDL_NHWC) return HPDL_ERR_UNSUPPORTED;
+    hpdl__conv_gemm_shape(g, pass, &m, &n, &k);
+    if (m > INT_MAX || k > INT_MAX) return HPDL_ERR_UNSUPPORTED;
+    a.x = x; a.w = w; a.y = y;
+    a.x_h = g.x.h; a.x_w = g.x.w; a.x_c = g.x.c;
+    a.y_h = g.y.h; a.y_w = g.y.w; a.y_c = g.y.c;
+    a.kernel_w = g.p.kernel_w;
+    a.stride_h = g.p.stride_h; a.stride_w = g.p.stride_w;
+    a.pad_h = g.p.pad_h; a.pad_w = g.p.pad_w;
+    a.dilation_h = g.p.dilation_h; a.dilation_w = g.p.dilation_w;
+    a.M = (int)m; a.N = (int)n; a.K = (int)k; a.c_per_group = g.c_per_group;
+    a.x_vec = g.c_per_group % 8 == 0 && hpdl__gemm_aligned(x, g.x.c, 8, sizeof(T));
+    a.w_vec = hpdl__gemm_aligned(w, a.K, 8, sizeof(T));
+    return hpdl__conv_mma_type<T>::launch(a, g.p.groups, stream);
+}
+
+/* ---- cuDNN backend ------------------------------------------------------------------ */
+
+#ifdef HPDL_HAVE_CUDNN
+/* cuDNN's names for an element type: data, compute (sums) and math mode
+   (tensor cores for f16/bf16; f32 stays off TF32, as the f32 rungs do). */
+template <typename T> struct hpdl__cudnn_type;
+template <> struct hpdl__cudnn_type<float> {
+    enum { DATA = CUDNN_DATA_FLOAT, COMPUTE = CUDNN_DATA_FLOAT, MATH = CUDNN_FMA_MATH };
+    typedef float scale;
+};
+template <> struct hpdl__cudnn_type<double> {
+    enum { DATA = CUDNN_DATA_DOUBLE, COMPUTE = CUDNN_DATA_DOUBLE, MATH = CUDNN_DEFAULT_MATH };
+    typedef double scale;
+};
+template <> struct hpdl__cudnn_type<__half> {
+    enum { DATA = CUDNN_DATA_HALF, COMPUTE = CUDNN_DATA_FLOAT, MATH = CUDNN_TENSOR_OP_MATH };
+    typedef float scale;
+};
+template <> struct hpdl__cudnn_type<__nv_bfloat16> {
+    enum { DATA = CUDNN_DATA_BFLOAT16, COMPUTE = CUDNN_DATA_FLOAT, MATH = CUDNN_TENSOR_OP_MATH };
+    typedef float scale;
+};
+
+#define HPDL__CUDNN_WORKSPACE_MAX ((size_t)1 << 30) /* most workspace an algorithm may have */
+#define HPDL__CUDNN_PLANS 256                       /* shapes whose algorithm is remembered */
+
+/* One cuDNN handle and workspace per device, made on first use and kept for
+   the life of the program (not thread-safe on that first use). The
+   workspace is HPDL__CUDNN_WORKSPACE_MAX or a quarter of the free memory,
+   whichever is less. */
+HPDL_LAZY hpdl_status hpdl__cudnn_handle(cudnnHandle_t *out, void **workspace, size_t *workspace_bytes) {
+    static cudnnHandle_t handles[64];
+    static void *spaces[64];
+    static size_t sizes[64];
+    int device = 0;
+    HPDL_CUDA_TRY(cudaGetDevice(&device));
+    if (device < 0 || device >= 64) return HPDL_ERR_UNSUPPORTED;
+    if (!handles[device]) {
+        size_t free_b = 0, total_b = 0;
+        if (cudnnCreate(&handles[device]) != CUDNN_STATUS_SUCCESS) { handles[device] = NULL; return HPDL_ERR_UNSUPPORTED; }
+        HPDL_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+        sizes[device] = free_b / 4 < HPDL__CUDNN_WORKSPACE_MAX ? free_b / 4 : HPDL__CUDNN_WORKSPACE_MAX;
+        if (cudaMalloc(&spaces[device], sizes[device]) != cudaSuccess) { cudaGetLastError(); sizes[device] = 0; spaces[device] = NULL; }
+    }
+    *out = handles[device];
+    *workspace = spaces[device];
+    *workspace_bytes = sizes[device];
+    return HPDL_OK;
+}
+
+/* The descriptors of one convolution, made from its checked geometry. */
+struct hpdl__cudnn_descs {
+    cudnnTensorDescriptor_t x, y;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+};
+
+HPDL_LAZY void hpdl__cudnn_descs_destroy(hpdl__cudnn_descs *d) {
+    cudnnDestroyTensorDescriptor(d->x);
+    cudnnDestroyTensorDescriptor(d->y);
+    cudnnDestroyFilterDescriptor(d->w);
+    cudnnDestroyConvolutionDescriptor(d->conv);
+}
+
+HPDL_LAZY cudnnTensorFormat_t hpdl__cudnn_format(hpdl_layout layout) {
+    return layout == HPDL_NHWC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+}
+
+template <typename T> static inline hpdl_status hpdl__cudnn_descs_make(const hpdl__conv_geom &g, hpdl__cudnn_descs *d) {
+    typedef hpdl__cudnn_type<T> CT;
+    const cudnnDataType_t data = (cudnnDataType_t)CT::DATA;
+    int ok = 1;
+    memset(d, 0, sizeof *d);
+    ok &= cudnnCreateTensorDescriptor(&d->x) == CUDNN_STATUS_SUCCESS;
+    ok &= cudnnCreateTensorDescriptor(&d->y) == CUDNN_STATUS_SUCCESS;
+    ok &= cudnnCreateFilterDescriptor(&d->w) == CUDNN_STATUS_SUCCESS;
+    ok &= cudnnCreateConvolutionDescriptor(&d->conv) == CUDNN_STATUS_SUCCESS;
+    ok = ok && cudnnSetTensor4dDescriptor(d->x, hpdl__cudnn_format(g.x.layout), data, g.x.n, g.x.c, g.x.h, g.x.w) ==
+                   CUDNN_STATUS_SUCCESS;
+    ok = ok && cudnnSetTensor4dDescriptor(d->y, hpdl__cudnn_format(g.y.layout), data, g.y.n, g.y.c, g.y.h, g.y.w) ==
+                   CUDNN_STATUS_SUCCESS;
+    ok = ok && cudnnSetFilter4dDescriptor(d->w, data, hpdl__cudnn_format(g.w.layout), g.w.n, g.w.c, g.w.h, g.w.w) ==
+                   CUDNN_STATUS_SUCCESS;
+    ok = ok && cudnnSetConvolution2dDescriptor(d->conv, g.p.pad_h, g.p.pad_w, g.p.stride_h, g.p.stride_w, g.p.dilation_h,
+                                               g.p.dilation_w, CUDNN_CROSS_CORRELATION,
+                                               (cudnnDataType_t)CT::COMPUTE) == CUDNN_STATUS_SUCCESS;
+    ok = ok && cudnnSetConvolutionGroupCount(d->conv, g.p.groups) == CUDNN_STATUS_SUCCESS;
+    ok = ok && cudnnSetConvolutionMathType(d->conv, (cudnnMathType_t)CT::MATH) == CUDNN_STATUS_SUCCESS;
+    if (!ok) hpdl__cudnn_descs_destroy(d);
+    return ok ? HPDL_OK : HPDL_ERR_UNSUPPORTED;
+}
+
+/* A remembered choice: the shape (geometry, pass, type, device) and the
+   algorithm cudnnFind*AlgorithmEx ranked first, with its workspace. */
+struct hpdl__cudnn_plan {
+    hpdl__conv_geom g;
+    int pass, type, device, algo;
+    size_t workspace;
+};
+
+/* The remembered plan for a shape, or NULL; `fresh` is where a new one goes
+   (the oldest is overwritten when all are taken). */
+HPDL_LAZY hpdl__cudnn_plan *hpdl__cudnn_plan_find(const hpdl__cudnn_plan *key, hpdl__cudnn_plan **fresh) {
+    static hpdl__cudnn_plan plans[HPDL__CUDNN_PLANS];
+    static int used, next;
+    for (int i = 0; i < used; i++)
+        if (memcmp(&plans[i].g, &key->g, sizeof key->g) == 0 && plans[i].pass == key->pass &&
+            plans[i].type == key->type && plans[i].device == key->device)
+            return &plans[i];
+    *fresh = &plans[next];
+    next = (next + 1) % HPDL__CUDNN_PLANS;
+    if (used < HPDL__CUDNN_PLANS) used++;
+    return NULL;
+}
+
+/* cuDNN's ranking of its algorithms for one pass, run on the caller's
+   buffers (the output is written): the first that ran, or -1. */
+HPDL_LAZY int hpdl__cudnn_find(cudnnHandle_t h, const hpdl__cudnn_descs &d, hpdl__conv_pass pass, const void *a,
+                               const void *b, void *out, void *ws, size_t ws_bytes, size_t *need) {
+    int n = 0;
+    cudnnStatus_t st;
+    if (pass == HPDL__CONV_FORWARD) {
+        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+        st = cudnnFindConvolutionForwardAlgorithmEx(h, d.x, a, d.w, b, d.conv, d.y, out,
+                                                    CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ws, ws_bytes);
+        for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < n; i++)
+            if (perf[i].status == CUDNN_STATUS_SUCCESS) { *need = perf[i].memory; return (int)perf[i].algo; }
+    } else if (pass == HPDL__CONV_INPUT_GRAD) {
+        cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        st = cudnnFindConvolutionBackwardDataAlgorithmEx(h, d.w, a, d.y, b, d.conv, d.x, out,
+                                                         CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws, ws_bytes);
+        for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < n; i++)
+            if (perf[i].status == CUDNN_STATUS_SUCCESS) { *need = perf[i].memory; return (int)perf[i].algo; }
+    } else {
+        cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+        st = cudnnFindConvolutionBackwardFilterAlgorithmEx(h, d.x, a, d.y, b, d.conv, d.w, out,
+                                                           CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws,
+                                                           ws_bytes);
+        for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < n; i++)
+            if (perf[i].status == CUDNN_STATUS_SUCCESS) { *need = perf[i].memory; return (int)perf[i].algo; }
+    }
+    return -1;
+}
+
+/* One pass by algorithm `algo` (out = 1 * conv + 0 * out). */
+template <typename T>
+static inline cudnnStatus_t hpdl__cudnn_run(cudnnHandle_t h, const hpdl__cudnn_descs &d, hpdl__conv_pass pass, int algo,
+                                            const void *a, const void *b, void *out, void *ws, size_t ws_bytes) {
+    const typename hpdl__cudnn_type<T>::scale one = 1, zero = 0;
+    if (pass == HPDL__CONV_FORWARD)
+        return cudnnConvolutionForward(h, &one, d.x, a, d.w, b, d.conv, (cudnnConvolutionFwdAlgo_t)algo, ws, ws_bytes,
+                                       &zero, d.y, out);
+    if (pass == HPDL__CONV_INPUT_GRAD)
+        return cudnnConvolutionBackwardData(h, &one, d.w, a, d.y, b, d.conv, (cudnnConvolutionBwdDataAlgo_t)algo, ws,
+                                            ws_bytes, &zero, d.x, out);
+    return cudnnConvolutionBackwardFilter(h, &one, d.x, a, d.y, b, d.conv, (cudnnConvolutionBwdFilterAlgo_t)algo, ws,
+                                          ws_bytes, &zero, d.w, out);
+}
+
+/* The CUDNN rung: the remembered algorithm for this shape, found on the
+   first call (which then takes as long as cuDNN's trials). */
+template <typename T>
+static inline hpdl_status hpdl__conv_cudnn(const hpdl__conv_geom &g, hpdl__conv_pass pass, const void *a, const void *b,
+                                           void *out, cudaStream_t stream) {
+    cudnnHandle_t h;
+    hpdl__cudnn_descs d;
+    hpdl__cudnn_plan key, *plan, *fresh = NULL;
+    void *ws;
+    size_t ws_bytes;
+    hpdl_status s = hpdl__cudnn_handle(&h, &ws, &ws_bytes);
+    if (s != HPDL_OK) return s;
+    if (cudnnSetStream(h, stream) != CUDNN_STATUS_SUCCESS) return HPDL_ERR_CUDA;
+    if ((s = hpdl__cudnn_descs_make<T>(g, &d)) != HPDL_OK) return s;
+    memset(&key, 0, sizeof key);
+    key.g = g;
+    key.pass = (int)pass;
+    key.type = hpdl__cudnn_type<T>::DATA;
+    HPDL_CUDA_TRY(cudaGetDevice(&key.device));
+    plan = hpdl__cudnn_plan_find(&key, &fresh);
+    if (!plan) {
+        key.algo = hpdl__cudnn_find(h, d, pass, a, b, out, ws, ws_bytes, &key.workspace);
+        *fresh = key;
+        plan = fresh;
+    }
+    cudnnStatus_t st = plan->algo < 0 ? CUDNN_STATUS_NOT_SUPPORTED
+                                      : hpdl__cudnn_run<T>(h, d, pass, plan->algo, a, b, out, ws, plan->workspace);
+    hpdl__cudnn_descs_destroy(&d);
+    if (st == CUDNN_STATUS_NOT_SUPPORTED || st == CUDNN_STATUS_BAD_PARAM) return HPDL_ERR_UNSUPPORTED;
+    return st == CUDNN_STATUS_SUCCESS ? HPDL_OK : HPDL_ERR_CUDA;
+}
+#else
+template <typename T>
+static inline hpdl_status hpdl__conv_cudnn(const hpdl__conv_geom &, hpdl__conv_pass, const void *, const void *, void *,
+                                           cudaStream_t) {
+    return HPDL_ERR_UNSUPPORTED; /* built without cuDNN */
+}
+#endif
+
 /* One pass on the device. a, b, out as the CPU twin's helpers take them:
    forward (x, w, y), backward-data (w, dy, dx), backward-filter (x, dy, dw).
    Arguments are checked by the CPU twin's rules before anything runs. */
@@ -3654,9 +4056,14 @@ static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass
                                             T *out, cudaStream_t stream) {
     typedef typename hpdl__dev<T>::type D;
     typedef typename hpdl__acc<T>::type ACC;
-    hpdl__conv_geom g;
-    if (algo != HPDL_CONV_AUTO && algo != HPDL_CONV_DIRECT && algo != HPDL_CONV_IMPLICIT_GEMM) return HPDL_ERR_INVALID;
+    hpdl__conv_geom g = hpdl__conv_geom();
+    if (algo < HPDL_CONV_AUTO || algo > HPDL_CONV_CUDNN) return HPDL_ERR_INVALID;
     if (hpdl__conv_geom_make(p, xd, yd, a, b, out, &g) != HPDL_OK) return HPDL_ERR_INVALID;
+    if (algo == HPDL_CONV_CUDNN) return hpdl__conv_cudnn<D>(g, pass, a, b, out, stream);
+    if (algo == HPDL_CONV_AUTO || algo == HPDL_CONV_MMA) {
+        hpdl_status s = hpdl__conv_launch_mma<D>(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
+        if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_CONV_MMA) return s;
+    }
     if (algo != HPDL_CONV_DIRECT) {
         hpdl_status s = hpdl__conv_launch_implicit_gemm<D, ACC>(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
         if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_CONV_IMPLICIT_GEMM) return s;
@@ -5910,105 +6317,102 @@ HPDL_CUDA_API hpdl_status hpdl__cuda_tf32_math(int on) {
                ? HPDL_OK : HPDL_ERR_CUDA;
 }
 
-/* Per type: matrix power (squaring and naive, with or without a caller's
-   workspace), k matrices' powers summed over several GPUs, and one matrix's
-   power split by row blocks over several GPUs. */
-#define HPDL_DEFINE_CUDA_MATPOW(SUFFIX, T, ACC, LOAD, STORE)                     \
-    __global__ void hpdl__cuda_eye_kernel_##SUFFIX(int n, T *out, int ldo) {    \
-        long long i, total = (long long)n * n;                                  \
-        for (i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;    \
-             i += (long long)gridDim.x * blockDim.x)                            \
-            out[(i / n) * ldo + i % n] = STORE(i / n == i % n ? 1.0f : 0.0f);   \
-    }                                                                           \
-    __global__ void hpdl__cuda_add_kernel_##SUFFIX(long long count, T *acc, const T *x) { \
-        long long i;                                                            \
-        for (i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count;    \
-             i += (long long)gridDim.x * blockDim.x)                            \
-            acc[i] = STORE(LOAD(acc[i]) + LOAD(x[i]));                          \
-    }                                                                           \
-    /* hpdl_cuda_gemm_algo_<type>, plus HPDL_GEMM_TF32. */                  \
-    HPDL_CUDA_API hpdl_status hpdl__cuda_multi_gemm_##SUFFIX(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb, \
-                                                       int M, int N, int K, ACC alpha, const T *A, int lda, const T *B, \
-                                                       int ldb, ACC beta, T *C, int ldc, cudaStream_t stream) { \
-        hpdl_status s, off;                                                     \
-        if (algo != HPDL_GEMM_TF32)                                             \
-            return hpdl_cuda_gemm_algo_##SUFFIX(algo, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream); \
-        s = hpdl__cuda_tf32_math(1);                                            \
-        if (s == HPDL_OK)                                                       \
-            s = hpdl_cuda_gemm_algo_##SUFFIX(HPDL_GEMM_CUBLAS, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream); \
-        off = hpdl__cuda_tf32_math(0);                                          \
-        return s != HPDL_OK ? s : off;                                          \
-    }                                                                           \
-    HPDL_CUDA_API hpdl_status hpdl__cuda_matpow_run_##SUFFIX(const hpdl__matpow_plan *p, int n, const T *A, int lda, \
-                                                        T *out, int ldo, hpdl_gemm_algo algo, T *ws, cudaStream_t stream) { \
-        const T *in[HPDL__MP_BUFFERS];                                          \
-        int i, w;                                                               \
-        if (p->power == 0) {                                                    \
-            hpdl__cuda_eye_kernel_##SUFFIX<<<hpdl__cuda_grid((long long)n * n), 256, 0, stream>>>(n, out, ldo); \
-            HPDL_CUDA_TRY_LAUNCH();                                             \
-            return HPDL_OK;                                                     \
-        }                                                                       \
-        if (p->power == 1) {                                                    \
-            HPDL_CUDA_TRY(cudaMemcpy2DAsync(out, (size_t)ldo * sizeof(T), A, (size_t)lda * sizeof(T), \
-                                            (size_t)n * sizeof(T), (size_t)n, cudaMemcpyDeviceToDevice, stream)); \
-            return HPDL_OK;                                                     \
-        }                                                                       \
-        in[HPDL__MP_INPUT] = A;                                                 \
-        for (w = 0; w < 3; w++) in[HPDL__MP_WS + w] = ws + (size_t)w * n * n;   \
-        for (i = 0; i < p->count; i++) {                                        \
-            hpdl__matpow_step s = hpdl__matpow_plan_step(p, i);                 \
-            int last = i == p->count - 1;                                       \
-            hpdl_status st = hpdl__cuda_multi_gemm_##SUFFIX(algo, HPDL_NO_TRANS, HPDL_NO_TRANS, n, n, n, (ACC)1, \
-                in[s.lhs], s.lhs == HPDL__MP_INPUT ? lda : n, in[s.rhs], s.rhs == HPDL__MP_INPUT ? lda : n, \
-                (ACC)0, last ? out : (T *)in[s.dst], last ? ldo : n, stream);    \
-            if (st != HPDL_OK) return st;                                       \
-        }                                                                       \
-        return HPDL_OK;                                                         \
-    }                                                                           \
-    HPDL_CUDA_API hpdl_status hpdl__cuda_matpow_any_##SUFFIX(int naive, int n, int power, const T *A, int lda, T *out, \
-                                                        int ldo, hpdl_gemm_algo algo, T *ws, int own_ws, cudaStream_t stream) { \
-        hpdl__matpow_plan p;                                                    \
-        hpdl_status s = hpdl__matpow_check(n, power, A, lda, out, ldo, sizeof(T)); \
-        if (s != HPDL_OK) return s;                                             \
-        if (!own_ws && !ws && power > 1) return HPDL_ERR_INVALID;               \
-        hpdl__matpow_plan_init(&p, power, naive);                               \
-        if (own_ws && power > 1 &&                                              \
-            cudaMallocAsync((void **)&ws, hpdl_cuda_matpow_workspace_bytes(n, sizeof(T)), stream) != cudaSuccess) { \
-            cudaGetLastError();                                                 \
-            return HPDL_ERR_NOMEM;                                              \
-        }                                                                       \
-        s = hpdl__cuda_matpow_run_##SUFFIX(&p, n, A, lda, out, ldo, algo, ws, stream); \
-        if (own_ws && power > 1) cudaFreeAsync(ws, stream);                     \
-        return s;                                                               \
-    }                                                                           \
-    /* out = A^power (n x n, row-major) on the current device, ordered on     \
-       stream; ws: hpdl_cuda_matpow_workspace_bytes(n, sizeof(T)) of device    \
-       memory (unused for power <= 1). out must not overlap A. */             \
-    HPDL_CUDA_API hpdl_status hpdl_cuda_matpow_ws_##SUFFIX(int n, int power, const T *A, int lda, T *out, int ldo, \
-                                                     hpdl_gemm_algo algo, T *ws, cudaStream_t stream) { \
-        return hpdl__cuda_matpow_any_##SUFFIX(0, n, power, A, lda, out, ldo, algo, ws, 0, stream); \
-    }                                                                           \
-    /* The same, with the workspace allocated and freed on the stream. */     \
-    HPDL_CUDA_API hpdl_status hpdl_cuda_matpow_##SUFFIX(int n, int power, const T *A, int lda, T *out, int ldo, \
-                                                  hpdl_gemm_algo algo, cudaStream_t stream) { \
-        return hpdl__cuda_matpow_any_##SUFFIX(0, n, power, A, lda, out, ldo, algo, NULL, 1, stream); \
-    }                                                                           \
-    /* power - 1 products: the baseline the squaring is measured against. */  \
-    HPDL_CUDA_API hpdl_status hpdl_cuda_matpow_naive_ws_##SUFFIX(int n, int power, const T *A, int lda, T *out, int ldo, \
-                                                           hpdl_gemm_algo algo, T *ws, cudaStream_t stream) { \
-        return hpdl__cuda_matpow_any_##SUFFIX(1, n, power, A, lda, out, ldo, algo, ws, 0, stream); \
-    }                                                                           \
-    HPDL_CUDA_API hpdl_status hpdl_cuda_matpow_naive_##SUFFIX(int n, int power, const T *A, int lda, T *out, int ldo, \
-                                                        hpdl_gemm_algo algo, cudaStream_t stream) { \
-        return hpdl__cuda_matpow_any_##SUFFIX(1, n, power, A, lda, out, ldo, algo, NULL, 1, stream); \
-    }                                                                           \
-    HPDL_CUDA_API hpdl_status hpdl__cuda_add_##SUFFIX(long long count, T *acc, const T *x, cudaStream_t stream) { \
-        hpdl__cuda_add_kernel_##SUFFIX<<<hpdl__cuda_grid(count), 256, 0, stream>>>(count, acc, x); \
-        HPDL_CUDA_TRY_LAUNCH();                                                 \
-        return HPDL_OK;                                                         \
-    }                                                                           \
-    HPDL__DEFINE_CUDA_POWSUM(SUFFIX, T)                                         \
-    HPDL__DEFINE_CUDA_ROWPOW(SUFFIX, T, ACC)
+/* A storage type's elements loaded into and stored from its sum type,
+   rounding as the CPU twin does (hpdl_f16/bf16 have __half's bits). */
+template <typename T> struct hpdl__elem {
+    static __host__ __device__ T load(T x) { return x; }
+    static __host__ __device__ T store(double v) { return (T)v; }
+};
+template <> struct hpdl__elem<hpdl_f16> {
+    static __host__ __device__ float load(hpdl_f16 x) { return hpdl_f16_to_f32(x); }
+    static __host__ __device__ hpdl_f16 store(float v) { return hpdl_f16_from_f32(v); }
+};
+template <> struct hpdl__elem<hpdl_bf16> {
+    static __host__ __device__ float load(hpdl_bf16 x) { return hpdl_bf16_to_f32(x); }
+    static __host__ __device__ hpdl_bf16 store(float v) { return hpdl_bf16_from_f32(v); }
+};
+
+/* The matrix power on one GPU, any storage type T: the identity and
+   elementwise-sum kernels, the products (with TF32 as an algo), the plan's
+   steps, and the one entry point the typed functions call. */
+template <typename T> __global__ void hpdl__cuda_eye_kernel(int n, T *out, int ldo) {
+    long long i, total = (long long)n * n;
+    for (i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+         i += (long long)gridDim.x * blockDim.x)
+        out[(i / n) * ldo + i % n] = hpdl__elem<T>::store(i / n == i % n ? 1.0f : 0.0f);
+}
+template <typename T> __global__ void hpdl__cuda_add_kernel(long long count, T *acc, const T *x) {
+    long long i;
+    for (i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count;
+         i += (long long)gridDim.x * blockDim.x)
+        acc[i] = hpdl__elem<T>::store(hpdl__elem<T>::load(acc[i]) + hpdl__elem<T>::load(x[i]));
+}
+/* hpdl_cuda_gemm_algo, plus HPDL_GEMM_TF32. */
+template <typename T>
+static inline hpdl_status hpdl__cuda_multi_gemm(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb, int M,
+                                                int N, int K, typename hpdl__acc<T>::type alpha, const T *A, int lda,
+                                                const T *B, int ldb, typename hpdl__acc<T>::type beta, T *C, int ldc,
+                                                cudaStream_t stream) {
+    hpdl_status s, off;
+    if (algo != HPDL_GEMM_TF32)
+        return hpdl_cuda_gemm_algo(algo, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);
+    s = hpdl__cuda_tf32_math(1);
+    if (s == HPDL_OK)
+        s = hpdl_cuda_gemm_algo(HPDL_GEMM_CUBLAS, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);
+    off = hpdl__cuda_tf32_math(0);
+    return s != HPDL_OK ? s : off;
+}
+template <typename T>
+static inline hpdl_status hpdl__cuda_matpow_run(const hpdl__matpow_plan *p, int n, const T *A, int lda, T *out,
+                                                int ldo, hpdl_gemm_algo algo, T *ws, cudaStream_t stream) {
+    const T *in[HPDL__MP_BUFFERS];
+    int i, w;
+    if (p->power == 0) {
+        hpdl__cuda_eye_kernel<T><<<hpdl__cuda_grid((long long)n * n), 256, 0, stream>>>(n, out, ldo);
+        HPDL_CUDA_TRY_LAUNCH();
+        return HPDL_OK;
+    }
+    if (p->power == 1) {
+        HPDL_CUDA_TRY(cudaMemcpy2DAsync(out, (size_t)ldo * sizeof(T), A, (size_t)lda * sizeof(T),
+                                        (size_t)n * sizeof(T), (size_t)n, cudaMemcpyDeviceToDevice, stream));
+        return HPDL_OK;
+    }
+    in[HPDL__MP_INPUT] = A;
+    for (w = 0; w < 3; w++) in[HPDL__MP_WS + w] = ws + (size_t)w * n * n;
+    for (i = 0; i < p->count; i++) {
+        hpdl__matpow_step s = hpdl__matpow_plan_step(p, i);
+        int last = i == p->count - 1;
+        hpdl_status st = hpdl__cuda_multi_gemm<T>(algo, HPDL_NO_TRANS, HPDL_NO_TRANS, n, n, n, 1, in[s.lhs],
+                                                  s.lhs == HPDL__MP_INPUT ? lda : n, in[s.rhs],
+                                                  s.rhs == HPDL__MP_INPUT ? lda : n, 0, last ? out : (T *)in[s.dst],
+                                                  last ? ldo : n, stream);
+        if (st != HPDL_OK) return st;
+    }
+    return HPDL_OK;
+}
+template <typename T>
+static inline hpdl_status hpdl__cuda_matpow_any(int naive, int n, int power, const T *A, int lda, T *out, int ldo,
+                                                hpdl_gemm_algo algo, T *ws, int own_ws, cudaStream_t stream) {
+    hpdl__matpow_plan p;
+    hpdl_status s = hpdl__matpow_check(n, power, A, lda, out, ldo, sizeof(T));
+    if (s != HPDL_OK) return s;
+    if (!own_ws && !ws && power > 1) return HPDL_ERR_INVALID;
+    hpdl__matpow_plan_init(&p, power, naive);
+    if (own_ws && power > 1 &&
+        cudaMallocAsync((void **)&ws, hpdl_cuda_matpow_workspace_bytes(n, sizeof(T)), stream) != cudaSuccess) {
+        cudaGetLastError();
+        return HPDL_ERR_NOMEM;
+    }
+    s = hpdl__cuda_matpow_run<T>(&p, n, A, lda, out, ldo, algo, ws, stream);
+    if (own_ws && power > 1) cudaFreeAsync(ws, stream);
+    return s;
+}
+template <typename T>
+static inline hpdl_status hpdl__cuda_add(long long count, T *acc, const T *x, cudaStream_t stream) {
+    hpdl__cuda_add_kernel<T><<<hpdl__cuda_grid(count), 256, 0, stream>>>(count, acc, x);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Sum of powers A_1^p + ... + A_k^p over several GPUs                       */

@@ -21,6 +21,12 @@ template <> double tolerance<double>() { return 1e-12; }
 template <> double tolerance<hpdl_f16>() { return 1e-2; }
 template <> double tolerance<hpdl_bf16>() { return 1e-2; }
 
+/* cuDNN's f16/bf16 backward-filter may round partial sums to the type
+   (bf16 on an H200, 2026-11-26: 3.1e-2 on "more than one tile each way"). */
+template <typename T> static double tolerance_of(hpdl_conv_algo algo) {
+    return algo == HPDL_CONV_CUDNN && sizeof(T) == 2 ? 5e-2 : tolerance<T>();
+}
+
 static hpdl_rng rng;
 
 typedef struct conv_case {
@@ -38,9 +44,18 @@ static const conv_case k_cases[] = {
     {"3 groups", 1, 6, 6, 7, 9, 3, 1, 1, 1, 3},
     {"depthwise stride 2", 2, 5, 7, 6, 5, 3, 2, 1, 1, 5},
     {"more than one tile each way", 2, 37, 12, 11, 67, 3, 1, 1, 1, 1},
+    /* C a multiple of 8: the mma rung's 16-byte gathers */
+    {"C 16, 3x3 stride 2 pad 1", 2, 16, 9, 10, 24, 3, 2, 1, 1, 1},
+    {"C 64, several tiles each way", 3, 64, 10, 10, 72, 3, 1, 1, 1, 1},
+    {"C 72, K 136, dilation 2", 1, 72, 9, 7, 136, 3, 1, 2, 2, 1},
+    {"4 groups of 8 channels", 2, 32, 6, 7, 16, 3, 1, 1, 1, 4},
 };
 
-static const hpdl_conv_algo k_algos[] = {HPDL_CONV_AUTO, HPDL_CONV_DIRECT, HPDL_CONV_IMPLICIT_GEMM};
+static const hpdl_conv_algo k_algos[] = {HPDL_CONV_AUTO, HPDL_CONV_DIRECT, HPDL_CONV_IMPLICIT_GEMM, HPDL_CONV_MMA,
+#ifdef HPDL_HAVE_CUDNN
+                                         HPDL_CONV_CUDNN
+#endif
+};
 
 enum { FORWARD, BACKWARD_DATA, BACKWARD_FILTER };
 static const char *const k_pass_names[] = {"forward", "backward-data", "backward-filter"};
@@ -70,6 +85,16 @@ static hpdl_status cpu_pass(int pass, const hpdl_conv2d_params *p, const hpdl_te
     return hpdl_conv2d_backward_filter_f64(p, xd, a, yd, b, out);
 }
 
+/* Where a rung may answer HPDL_ERR_UNSUPPORTED: the mma rung outside f16/bf16
+   forward in NHWC, cuDNN for f64 (it has no algorithm for some of these
+   shapes). Everywhere else it must run. */
+template <typename T> static int may_refuse(hpdl_conv_algo algo, hpdl_layout layout, int pass) {
+    int half = sizeof(T) == 2;
+    if (algo == HPDL_CONV_MMA) return !(half && layout == HPDL_NHWC && pass == FORWARD);
+    if (algo == HPDL_CONV_CUDNN) return sizeof(T) == 8;
+    return 0;
+}
+
 /* One case on the device: all three passes of one rung, type and layout.
    Returns the number of mismatches reported. */
 template <typename T> static int check_case(const conv_case *cc, hpdl_layout layout, hpdl_conv_algo algo) {
@@ -95,14 +120,16 @@ template <typename T> static int check_case(const conv_case *cc, hpdl_layout lay
         double worst = 0;
         HPDL_CHECK(cpu_pass(pass, &p, &xd, &yd, h64[ia], h64[ib], want));
         HPDL_CHECK(hpdl_cuda_poison(d_out, most * sizeof(T)));
-        HPDL_EXPECT(gpu_pass<T>(pass, algo, &p, &xd, &yd, d[ia], d[ib], d_out) == HPDL_OK);
+        hpdl_status s = gpu_pass<T>(pass, algo, &p, &xd, &yd, d[ia], d[ib], d_out);
+        if (s == HPDL_ERR_UNSUPPORTED && may_refuse<T>(algo, layout, pass)) continue;
+        HPDL_EXPECT(s == HPDL_OK);
         HPDL_CUDA_CHECK(cudaDeviceSynchronize());
         HPDL_CHECK(hpdl_cuda_to_host(got, d_out, n[io] * sizeof(T), 0));
         for (size_t i = 0; i < n[io]; i++) {
             double scale = fabs(want[i]) > 1 ? fabs(want[i]) : 1, e = fabs(to_f64(got[i]) - want[i]) / scale;
             if (!(e <= worst)) worst = e; /* NaN (the poison) counts as the worst */
         }
-        if (!(worst <= tolerance<T>())) {
+        if (!(worst <= tolerance_of<T>(algo))) {
             fprintf(stderr, "    %s, %s, %s, %s: error %g\n", cc->name, layout == HPDL_NHWC ? "NHWC" : "NCHW",
                     hpdl_conv_algo_name(algo), k_pass_names[pass], worst);
             bad++;
