@@ -1,12 +1,22 @@
 /* bench/allreduce.cu - allreduce bandwidth in nccl-tests' layout.
 
-   One rank per GPU. For sizes 4 B .. 1 GiB (factors of 4), f32 sum, in place:
+   One rank per GPU. For sizes 4 B .. 1 GiB (factors of 4, or of 2 with
+   --factor 2), f32 sum, in place:
      hpdl_mpi     hpdl_mpi_allreduce_f32(..., HPDL_ALLREDUCE_MPI) on device buffers
                   (CUDA-aware MPI, else staged through pinned host chunks)
      hpdl_ring    the hand-written ring on device buffers (staged, GPU adds)
      hpdl_nccl    hpdl_mpi_allreduce_f32(..., HPDL_ALLREDUCE_NCCL)
-     nccl_direct  ncclAllReduce called directly (anchor of hpdl_nccl)
+     nccl_direct  ncclAllReduce called directly (anchor of hpdl_nccl and of
+                  the IPC rows)
      mpi_host     MPI_Allreduce on host buffers (anchor of the staged paths)
+     hpdl_ipc_oneshot, hpdl_ipc_twoshot, hpdl_auto
+                  hpdl_mpi_allreduce_f32(..., HPDL_ALLREDUCE_IPC_ONESHOT /
+                  _IPC_TWOSHOT / _AUTO): the NVLink allreduce through CUDA IPC
+                  (GPUs of one node with peer access; else skipped)
+   Every row also gives its busbw over nccl_direct's at the same size
+   ("vs nccl"), and the largest size up to which each IPC row beats
+   nccl_direct is printed (the crossover that HPDL_MPI_IPC_AUTO_BYTES is
+   set from).
    Each variant is checked first (#wrong: elements differing from the exact
    sum of every rank's integer inputs, over all ranks), then timed as
    nccl-tests do: a barrier, back-to-back calls, one stream synchronisation,
@@ -17,10 +27,12 @@
    rows with their anchors) and allreduce_all.csv (every row) in
    $HPDL_RESULTS (default: the current folder), rank 0 writes.
 
-   mpirun -np 2 build/bench/allreduce [--max-bytes N] [--no-check]
+   mpirun -np 2 build/bench/allreduce [--max-bytes N] [--factor 2|4] [--ipc-only] [--no-check]
    Started as a single process on a machine with several GPUs, it starts
    itself again under `mpirun -np <GPUs>`, so `make bench` measures them all.
-   --no-check turns off the cross-rank argument comparison while timing. */
+   --no-check turns off the cross-rank argument comparison while timing;
+   --ipc-only times nccl_direct and the IPC rows alone (to tune the IPC
+   grid: HPDL_MPI_IPC_BLOCKS=32 ... in the environment). */
 #if defined(__has_include)
 #if __has_include(<nccl.h>)
 #define HPDL_USE_NCCL
@@ -28,13 +40,18 @@
 #endif
 #include "hpdl_mpi.h"
 
-enum { V_MPI, V_RING, V_NCCL, V_NCCL_DIRECT, V_MPI_HOST, V_COUNT };
-static const char *const variant_names[V_COUNT] = {"hpdl_mpi", "hpdl_ring", "hpdl_nccl", "nccl_direct", "mpi_host"};
+/* nccl_direct runs first: every later row's "vs nccl" column needs it */
+enum { V_NCCL_DIRECT, V_MPI, V_RING, V_NCCL, V_MPI_HOST, V_IPC_ONESHOT, V_IPC_TWOSHOT, V_AUTO, V_COUNT };
+static const char *const variant_names[V_COUNT] = {"nccl_direct",      "hpdl_mpi",         "hpdl_ring",
+                                                   "hpdl_nccl",        "mpi_host",         "hpdl_ipc_oneshot",
+                                                   "hpdl_ipc_twoshot", "hpdl_auto"};
 
-enum { MAX_SIZES = 16, REPS = 5 };
+enum { MAX_SIZES = 32, REPS = 5 };
 
 typedef struct bench {
     int rank, size;
+    int ipc;      /* the IPC rows can run: one node, peer access */
+    int ipc_only; /* --ipc-only: nccl_direct and the IPC rows alone */
     float *dev, *host;
     unsigned long long *d_wrong;
     cudaStream_t stream;
@@ -69,13 +86,24 @@ static __global__ void count_wrong_kernel(const float *x, int64_t n, int size, u
     if (mine) atomicAdd(wrong, mine);
 }
 
-static int available(int v) {
+static int available(const bench *b, int v) {
+    int ipc_row = v == V_IPC_ONESHOT || v == V_IPC_TWOSHOT || v == V_AUTO;
+    if ((v == V_IPC_ONESHOT || v == V_IPC_TWOSHOT) && !b->ipc) return 0;
+    if (b->ipc_only && !ipc_row && v != V_NCCL_DIRECT) return 0;
 #ifdef HPDL_MPI_HAVE_NCCL
-    (void)v;
     return 1;
 #else
     return v != V_NCCL && v != V_NCCL_DIRECT;
 #endif
+}
+
+/* 1 when the ranks can share GPU memory through CUDA IPC (collective; says
+   why not on rank 0's stderr). */
+static int ipc_possible(int size) {
+    hpdl_mpi_ipc c;
+    if (size < 2 || hpdl_mpi_ipc_create(&c, 4096, MPI_COMM_WORLD) != HPDL_OK) return 0;
+    hpdl_mpi_ipc_destroy(&c);
+    return 1;
 }
 
 static void run_op(bench *b, int v, int64_t count) {
@@ -83,6 +111,13 @@ static void run_op(bench *b, int v, int64_t count) {
     case V_MPI: HPDL_MPI_CHECK_STATUS(hpdl_mpi_allreduce_f32(b->dev, count, HPDL_ALLREDUCE_MPI, MPI_COMM_WORLD)); break;
     case V_RING: HPDL_MPI_CHECK_STATUS(hpdl_mpi_allreduce_f32(b->dev, count, HPDL_ALLREDUCE_RING, MPI_COMM_WORLD)); break;
     case V_NCCL: HPDL_MPI_CHECK_STATUS(hpdl_mpi_allreduce_f32(b->dev, count, HPDL_ALLREDUCE_NCCL, MPI_COMM_WORLD)); break;
+    case V_IPC_ONESHOT:
+        HPDL_MPI_CHECK_STATUS(hpdl_mpi_allreduce_f32(b->dev, count, HPDL_ALLREDUCE_IPC_ONESHOT, MPI_COMM_WORLD));
+        break;
+    case V_IPC_TWOSHOT:
+        HPDL_MPI_CHECK_STATUS(hpdl_mpi_allreduce_f32(b->dev, count, HPDL_ALLREDUCE_IPC_TWOSHOT, MPI_COMM_WORLD));
+        break;
+    case V_AUTO: HPDL_MPI_CHECK_STATUS(hpdl_mpi_allreduce_f32(b->dev, count, HPDL_ALLREDUCE_AUTO, MPI_COMM_WORLD)); break;
 #ifdef HPDL_MPI_HAVE_NCCL
     case V_NCCL_DIRECT:
         HPDL_NCCL_CHECK(ncclAllReduce(b->dev, b->dev, (size_t)count, ncclFloat32, ncclSum, b->nccl, b->stream));
@@ -139,36 +174,73 @@ static double time_op(bench *b, int v, int64_t count, int iters) {
 }
 
 static FILE *open_detail_csv(void) {
-    return hpdl_csv_open_with_header(".", "allreduce_all", "variant,bytes,count,type,ranks,time_us,algbw_gbs,busbw_gbs,wrong");
+    return hpdl_csv_open_with_header(".", "allreduce_all",
+                                     "variant,bytes,count,type,ranks,time_us,algbw_gbs,busbw_gbs,wrong,vs_nccl");
+}
+
+/* The measured sizes and each variant's bus bandwidth at them. */
+typedef struct results {
+    int64_t bytes[MAX_SIZES];
+    int nsizes;
+    double busbw[V_COUNT][MAX_SIZES];
+} results;
+
+static int size_index(const results *r, int64_t bytes) {
+    int k;
+    for (k = 0; k < r->nsizes; k++)
+        if (r->bytes[k] == bytes) return k;
+    return -1;
+}
+
+/* busbw of v over nccl_direct's at size k; 0 when either is missing. */
+static double vs_nccl(const bench *b, const results *r, int v, int k) {
+    if (!available(b, v) || !available(b, V_NCCL_DIRECT) || r->busbw[V_NCCL_DIRECT][k] <= 0.0) return 0.0;
+    return r->busbw[v][k] / r->busbw[V_NCCL_DIRECT][k];
 }
 
 /* Headline: value vs anchor at one size, when both were measured. */
-static void headline(FILE *f, double busbw[V_COUNT][MAX_SIZES], int nsizes, int size_index, const char *label,
-                     int v, int anchor) {
+static void headline(FILE *f, const bench *b, const results *r, int64_t bytes, const char *label, int v, int anchor) {
     char metric[128], anchor_name[128];
-    if (!f || size_index >= nsizes || !available(v) || !available(anchor)) return;
+    int k = size_index(r, bytes);
+    if (!f || k < 0 || !available(b, v) || !available(b, anchor)) return;
     snprintf(metric, sizeof metric, "%s_busbw_%s", variant_names[v], label);
     snprintf(anchor_name, sizeof anchor_name, "%s_busbw_%s", variant_names[anchor], label);
-    hpdl_csv_row(f, metric, busbw[v][size_index], "GB/s", anchor_name, busbw[anchor][size_index], 1);
+    hpdl_csv_row(f, metric, r->busbw[v][k], "GB/s", anchor_name, r->busbw[anchor][k], 1);
+}
+
+/* The largest size up to which v beats nccl_direct at every size (the
+   threshold for AUTO), or 0. */
+static int64_t crossover(const bench *b, const results *r, int v) {
+    int64_t last = 0;
+    int k;
+    for (k = 0; k < r->nsizes && vs_nccl(b, r, v, k) > 1.0; k++) last = r->bytes[k];
+    return last;
 }
 
 int main(int argc, char **argv) {
     bench b;
+    results res;
     int64_t max_bytes = (int64_t)1 << 30, bytes;
-    double busbw[V_COUNT][MAX_SIZES];
     long long wrong_total = 0;
-    int v, k, nsizes = 0, device, i, checks = 1;
+    int v, k, device, i, checks = 1, factor = 4, ipc_only = 0;
     cudaDeviceProp prop;
     FILE *detail = NULL;
     setenv("NCCL_NVLS_ENABLE", "0", 1); /* NVLink multicast stays off (shared hosts) */
     for (i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc) max_bytes = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--factor") && i + 1 < argc) factor = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-check")) checks = 0;
+        else if (!strcmp(argv[i], "--ipc-only")) ipc_only = 1;
+    }
+    if (factor != 2 && factor != 4) {
+        fprintf(stderr, "allreduce: --factor takes 2 or 4\n");
+        return 2;
     }
     hpdl_mpi_relaunch_per_gpu(argc, argv, "allreduce");
     HPDL_MPI_CHECK_STATUS(hpdl_mpi_init(&argc, &argv));
     memset(&b, 0, sizeof b);
-    memset(busbw, 0, sizeof busbw);
+    memset(&res, 0, sizeof res);
+    b.ipc_only = ipc_only;
     b.rank = hpdl_mpi_rank();
     b.size = hpdl_mpi_size();
     device = hpdl_mpi_select_gpu();
@@ -187,6 +259,8 @@ int main(int argc, char **argv) {
 #ifdef HPDL_MPI_HAVE_NCCL
     HPDL_MPI_CHECK_STATUS(hpdl_mpi_nccl_comm(MPI_COMM_WORLD, &b.nccl));
 #endif
+    b.ipc = ipc_possible(b.size);
+    for (bytes = 4; bytes <= max_bytes && res.nsizes < MAX_SIZES; bytes *= factor) res.bytes[res.nsizes++] = bytes;
     if (b.rank == 0) {
         int nccl_version = 0;
 #ifdef HPDL_MPI_HAVE_NCCL
@@ -196,16 +270,21 @@ int main(int argc, char **argv) {
         printf("# NCCL %d%s, CUDA-aware MPI %s, staging chunk %zu B, argument checks %s while timing\n",
                nccl_version, nccl_version ? "" : " (not built: NCCL rows skipped)",
                hpdl_mpi_cuda_aware() ? "yes" : "no", hpdl__mpi_settings_get()->chunk_bytes, checks ? "on" : "off");
+        printf("# IPC rows %s; AUTO takes IPC up to %zu B (HPDL_MPI_IPC_AUTO_BYTES), IPC grid limit %d blocks\n",
+               b.ipc ? "run" : "skipped (needs 2+ GPUs of one node with peer access)",
+               hpdl__mpi_settings_get()->ipc_auto_bytes,
+               getenv("HPDL_MPI_IPC_BLOCKS") ? atoi(getenv("HPDL_MPI_IPC_BLOCKS")) : HPDL_MPI_IPC_BLOCKS);
         if (b.size == 1) printf("# one rank: nothing moves and busbw is 0; run with mpirun -np 2 or more\n");
         detail = b.size > 1 ? open_detail_csv() : NULL;
     }
     for (v = 0; v < V_COUNT; v++) {
-        if (!available(v)) continue;
+        if (!available(&b, v)) continue;
         if (b.rank == 0)
-            printf("#\n# %s\n# %12s %12s %6s %11s %12s %12s %8s\n", variant_names[v], "size(B)", "count", "type",
-                   "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
-        for (k = 0, bytes = 4; bytes <= max_bytes && k < MAX_SIZES; k++, bytes *= 4) {
-            int64_t count = bytes / 4;
+            printf("#\n# %s\n# %12s %12s %6s %11s %12s %12s %8s %8s\n", variant_names[v], "size(B)", "count", "type",
+                   "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", "vs nccl");
+        for (k = 0; k < res.nsizes; k++) {
+            int64_t count = res.bytes[k] / 4;
+            bytes = res.bytes[k];
             /* about 2 GiB per repetition, between 2 and 50 calls */
             int iters = (int)(((int64_t)2 << 30) / bytes > 50 ? 50 : ((int64_t)2 << 30) / bytes);
             long long wrong = validate(&b, v, count);
@@ -215,29 +294,37 @@ int main(int argc, char **argv) {
             sec = time_op(&b, v, count, iters);
             hpdl_mpi_set_checks(1);
             algbw = hpdl_mpi_algbw((double)bytes, sec) / 1e9;
-            busbw[v][k] = hpdl_mpi_busbw((double)bytes, sec, b.size) / 1e9;
+            res.busbw[v][k] = hpdl_mpi_busbw((double)bytes, sec, b.size) / 1e9;
             wrong_total += wrong;
             if (b.rank == 0) {
-                printf("  %12lld %12lld %6s %11.2f %12.3f %12.3f %8lld\n", (long long)bytes, (long long)count, "float",
-                       sec * 1e6, algbw, busbw[v][k], wrong);
+                double ratio = vs_nccl(&b, &res, v, k);
+                printf("  %12lld %12lld %6s %11.2f %12.3f %12.3f %8lld %8.2f\n", (long long)bytes, (long long)count,
+                       "float", sec * 1e6, algbw, res.busbw[v][k], wrong, ratio);
                 if (detail)
-                    fprintf(detail, "%s,%lld,%lld,float,%d,%.3f,%.4f,%.4f,%lld\n", variant_names[v], (long long)bytes,
-                            (long long)count, b.size, sec * 1e6, algbw, busbw[v][k], wrong);
+                    fprintf(detail, "%s,%lld,%lld,float,%d,%.3f,%.4f,%.4f,%lld,%.4f\n", variant_names[v],
+                            (long long)bytes, (long long)count, b.size, sec * 1e6, algbw, res.busbw[v][k], wrong, ratio);
                 fflush(stdout);
             }
         }
-        nsizes = k;
     }
     if (b.rank == 0) {
         FILE *f = b.size > 1 ? hpdl_csv_open(".", "allreduce") : NULL;
-        /* size index k is 4^(k+1) bytes: 12 -> 64 MiB, 14 -> 1 GiB */
-        headline(f, busbw, nsizes, 12, "64MiB", V_NCCL, V_NCCL_DIRECT);
-        headline(f, busbw, nsizes, 14, "1GiB", V_NCCL, V_NCCL_DIRECT);
-        headline(f, busbw, nsizes, 12, "64MiB", V_MPI, V_MPI_HOST);
-        headline(f, busbw, nsizes, 12, "64MiB", V_RING, V_MPI_HOST);
-        headline(f, busbw, nsizes, 14, "1GiB", V_MPI, V_MPI_HOST);
-        headline(f, busbw, nsizes, 14, "1GiB", V_RING, V_MPI_HOST);
+        static const int64_t ipc_sizes[3] = {(int64_t)1 << 20, (int64_t)4 << 20, (int64_t)8 << 20};
+        static const char *const ipc_labels[3] = {"1MiB", "4MiB", "8MiB"};
+        headline(f, &b, &res, (int64_t)64 << 20, "64MiB", V_NCCL, V_NCCL_DIRECT);
+        headline(f, &b, &res, (int64_t)1 << 30, "1GiB", V_NCCL, V_NCCL_DIRECT);
+        headline(f, &b, &res, (int64_t)64 << 20, "64MiB", V_MPI, V_MPI_HOST);
+        headline(f, &b, &res, (int64_t)64 << 20, "64MiB", V_RING, V_MPI_HOST);
+        headline(f, &b, &res, (int64_t)1 << 30, "1GiB", V_MPI, V_MPI_HOST);
+        headline(f, &b, &res, (int64_t)1 << 30, "1GiB", V_RING, V_MPI_HOST);
+        for (k = 0; k < 3; k++)
+            for (v = V_IPC_ONESHOT; v <= V_AUTO; v++)
+                headline(f, &b, &res, ipc_sizes[k], ipc_labels[k], v, V_NCCL_DIRECT);
         if (f) fclose(f);
+        for (v = V_IPC_ONESHOT; v <= V_AUTO; v++)
+            if (available(&b, v) && available(&b, V_NCCL_DIRECT))
+                printf("# crossover: %s beats nccl_direct at every size up to %lld B\n", variant_names[v],
+                       (long long)crossover(&b, &res, v));
         if (detail) fclose(detail);
         printf("# out of bounds values : %lld %s\n", wrong_total, wrong_total ? "FAILED" : "OK");
     }

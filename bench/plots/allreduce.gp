@@ -3,7 +3,7 @@
 # gnuplot -e "dir='bench/results/<gpu>'" bench/plots/allreduce.gp
 if (!exists("dir")) dir = "."
 csv = dir . "/allreduce_all.csv"
-variants = "hpdl_mpi hpdl_ring hpdl_nccl nccl_direct mpi_host"
+variants = "hpdl_mpi hpdl_ring hpdl_nccl nccl_direct mpi_host hpdl_ipc_oneshot hpdl_ipc_twoshot hpdl_auto"
 rows(v) = sprintf("< grep '^%s,' '%s'", v, csv)
 
 set datafile separator ","
