@@ -3350,14 +3350,27 @@ HPDL_DEFINE_CUDA_GEMM(bf16, hpdl_bf16, float)
          backward-filter  dW[k, (c,r,s)] = sum over pixels of dY[pixel, k] * X~[pixel, (c,r,s)]
        (X~ and dY~ read the element a tap reaches, or zero in the padding or
        between strides), one GEMM per group (blockIdx.z).
-   AUTO takes IMPLICIT_GEMM, or DIRECT for a GEMM too large for its grid
-   (HPDL_ERR_UNSUPPORTED from IMPLICIT_GEMM itself). Both rungs index with the CPU twin's helpers
-   (hpdl_tensor4_offset, hpdl__tap_input, hpdl__tap_output). */
+     MMA            forward and backward-data for f16/bf16 with x and y in NHWC:
+                    their GEMMs on tensor cores (mma.sync m16n8k16, f32 sums),
+                    the gathered operand (x or dy) by cp.async 16 bytes along
+                    the channels where channels/groups % 8 == 0, element by
+                    element otherwise (any C: the 3-channel stem);
+                    HPDL_ERR_UNSUPPORTED for other types, layouts and backward-filter
+     CUDNN          cuDNN's fastest algorithm for the shape, found once by
+                    cudnnFind*AlgorithmEx and remembered (tensor-op math for
+                    f16/bf16; f32 without TF32); built with HPDL_HAVE_CUDNN
+                    (-lcudnn), else HPDL_ERR_UNSUPPORTED
+   AUTO takes MMA where it applies, else IMPLICIT_GEMM, or DIRECT for a GEMM
+   too large for its grid (HPDL_ERR_UNSUPPORTED from IMPLICIT_GEMM itself).
+   The rungs index with the CPU twin's helpers (hpdl_tensor4_offset,
+   hpdl__tap_input, hpdl__tap_output). */
 
 typedef enum hpdl_conv_algo {
     HPDL_CONV_AUTO = 0,
     HPDL_CONV_DIRECT,
-    HPDL_CONV_IMPLICIT_GEMM
+    HPDL_CONV_IMPLICIT_GEMM,
+    HPDL_CONV_MMA,  /* f16/bf16 forward, backward-data, NHWC: tensor cores; HPDL_ERR_UNSUPPORTED elsewhere */
+    HPDL_CONV_CUDNN /* the vendor library (HPDL_HAVE_CUDNN; else HPDL_ERR_UNSUPPORTED) */
 } hpdl_conv_algo;
 
 HPDL_CUDA_API const char *hpdl_conv_algo_name(hpdl_conv_algo a) {
@@ -3603,19 +3616,29 @@ __global__ void __launch_bounds__(HPDL__CONV_THREADS) hpdl__conv_implicit_gemm(V
 
 /* ---- rung 3: implicit GEMM on tensor cores (f16/bf16, NHWC) ---------------------- */
 
-/* Forward as a GEMM (m = output pixel, n = output channel, k = (r, s, c)
-   with c fastest, the order of NHWC input and KRSC filter) on the GEMM's
-   tensor-core machinery: each block tile of pixels gathers its K tiles of
-   input straight from x with cp.async (16 bytes along C, zero-filled in the
-   padding) into the swizzled layout that ldmatrix reads, in a multi-stage
-   pipeline; the filter tile is a plain K-contiguous GEMM operand. */
+/* Forward and backward-data as GEMMs on the GEMM's tensor-core machinery,
+   m an output pixel, k = (r, s, channel) with the channel fastest (the
+   order of NHWC tensors and KRSC filters):
+     forward        Y[pixel, k]  = sum X~[pixel, (r,s,c)] * W[k, (r,s,c)]
+     backward-data  dX[pixel, c] = sum dY~[pixel, (r,s,k)] * W[k, (r,s), c]
+   Each block tile of pixels gathers its K tiles of the source tensor (x or
+   dy) straight from memory with cp.async (16 bytes along the channels,
+   zero-filled in the padding or between strides) into the swizzled layout
+   ldmatrix reads, in a multi-stage pipeline. The filter tile is W's rows
+   as stored (forward: K-contiguous) or gathered per tap (backward-data: W
+   read along c, ldmatrix.trans). Tap (r, s) of pixel p reads source row
+   (p * step + offset + r * tap) / src_stride: forward step = stride,
+   offset = -pad, tap = dilation, src_stride = 1; backward-data step = 1,
+   offset = pad, tap = -dilation, src_stride = stride (a position between
+   strides reads zero). */
 template <typename T> struct hpdl__conv_mma_args {
-    const T *x, *w; /* NHWC input, KRSC filter */
-    T *y;           /* NHWC output */
-    int x_h, x_w, x_c, y_h, y_w, y_c;
-    int kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
-    int M, N, K, c_per_group; /* the GEMM of one group: pixels, channels, taps x channels */
-    int x_vec, w_vec;         /* 16-byte gathers of x (C % 8 == 0, aligned); of w (K % 8 == 0, aligned) */
+    const T *src, *w; /* NHWC source (x or dy), KRSC filter */
+    T *out;           /* NHWC output (y or dx) */
+    int src_h, src_w, src_c, out_h, out_w, out_c;
+    int kernel_w, taps; /* S, R*S */
+    int step_h, step_w, offset_h, offset_w, tap_h, tap_w, src_stride_h, src_stride_w;
+    int M, N, K, inner;  /* the GEMM of one group: pixels, out channels, taps x inner (src channels per group) */
+    int src_vec, w_vec;  /* 16-byte gathers of src (inner % 8 == 0, aligned); of W's rows (aligned) */
 };
 
 /* cp.async of 16 bytes, or 16 zero bytes when !valid (the source is not read). */
@@ -3628,28 +3651,39 @@ static __device__ __forceinline__ void hpdl__cp_async16_zfill(void *dst, const v
 #endif
 }
 
-/* The output pixels whose input rows this thread gathers: the top-left
-   input position of each pixel's window (far outside when the pixel is past
-   M, so every tap misses) and its image's first input row. Worked out once
-   per block; a K tile then only adds the tap's offset. */
+/* The output pixels whose source rows this thread gathers: each pixel's
+   first source position (p * step + offset; far outside when the pixel is
+   past M, so every tap misses) and its image's first source row. Worked
+   out once per block; a K tile then only adds the tap's offset. */
 template <typename SH> struct hpdl__conv_mma_rows {
     enum { CPR = SH::BK / 8, ROWS = SH::BM * CPR / SH::THREADS, ROW_STEP = SH::THREADS / CPR };
     int h0[ROWS], w0[ROWS], image_row[ROWS];
     template <typename T> __device__ __forceinline__ void init(const hpdl__conv_mma_args<T> &a, int m0) {
 #pragma unroll
         for (int i = 0; i < ROWS; i++) {
-            int m = m0 + (int)threadIdx.x / CPR + i * ROW_STEP, n, oh, ow;
-            hpdl__split3(m < a.M ? m : 0, a.y_h, a.y_w, &n, &oh, &ow);
-            h0[i] = m < a.M ? oh * a.stride_h - a.pad_h : INT_MIN / 2;
-            w0[i] = ow * a.stride_w - a.pad_w;
-            image_row[i] = n * a.x_h;
+            int m = m0 + (int)threadIdx.x / CPR + i * ROW_STEP, n, ph, pw;
+            hpdl__split3(m < a.M ? m : 0, a.out_h, a.out_w, &n, &ph, &pw);
+            h0[i] = m < a.M ? ph * a.step_h + a.offset_h : INT_MIN / 2;
+            w0[i] = pw * a.step_w + a.offset_w;
+            image_row[i] = n * a.src_h;
         }
     }
 };
 
-/* K tile k0.. of the input rows into a stage (layout L, BM x BK). VEC: one
-   16-byte cp.async per chunk, whose 8 channels share one tap (C % 8 == 0);
-   else element by element (any C), plain loads and shared stores. */
+/* Source position t (along an axis of `size`, taken every `stride`) as a
+   row index, or -1 between strides or outside. */
+static __device__ __forceinline__ int hpdl__conv_mma_pos(int t, int stride, int size) {
+    if (stride > 1) {
+        if (t < 0 || t % stride) return -1;
+        t /= stride;
+    }
+    return t < size ? t : -1;
+}
+
+/* K tile k0.. of the source rows into a stage (BM x BK, K-contiguous). VEC:
+   one 16-byte cp.async per chunk, whose 8 channels share one tap (inner %
+   8 == 0); else element by element (any channel count), plain loads and
+   shared stores. */
 template <typename SH, bool VEC, typename T>
 static __device__ __forceinline__ void hpdl__conv_mma_gather(const hpdl__conv_mma_args<T> &a,
                                                              const hpdl__conv_mma_rows<SH> &rows, int c_base, T *s,
@@ -3659,13 +3693,14 @@ static __device__ __forceinline__ void hpdl__conv_mma_gather(const hpdl__conv_mm
     const int col = (int)threadIdx.x % R::CPR * 8, row = (int)threadIdx.x / R::CPR;
 #pragma unroll
     for (int j = 0; j < (VEC ? 1 : 8); j++) {
-        int k = k0 + col + j, rs = k / a.c_per_group, c = k - rs * a.c_per_group, r = rs / a.kernel_w;
-        int dh = r * a.dilation_h, dw = (rs - r * a.kernel_w) * a.dilation_w;
+        int k = k0 + col + j, rs = k / a.inner, c = k - rs * a.inner, r = rs / a.kernel_w;
+        int dh = r * a.tap_h, dw = (rs - r * a.kernel_w) * a.tap_w;
 #pragma unroll
         for (int i = 0; i < R::ROWS; i++) {
-            int ih = rows.h0[i] + dh, iw = rows.w0[i] + dw;
-            bool in = k < a.K && ih >= 0 && ih < a.x_h && iw >= 0 && iw < a.x_w;
-            const T *src = a.x + (in ? ((size_t)(rows.image_row[i] + ih) * a.x_w + iw) * a.x_c + c_base + c : 0);
+            int ih = hpdl__conv_mma_pos(rows.h0[i] + dh, a.src_stride_h, a.src_h);
+            int iw = hpdl__conv_mma_pos(rows.w0[i] + dw, a.src_stride_w, a.src_w);
+            bool in = k < a.K && ih >= 0 && iw >= 0;
+            const T *src = a.src + (in ? ((size_t)(rows.image_row[i] + ih) * a.src_w + iw) * a.src_c + c_base + c : 0);
             T *dst = s + L::at(row + i * R::ROW_STEP, col) + j;
             if (VEC) hpdl__cp_async16_zfill(dst, src, in);
             else *dst = in ? *src : T(0.0f);
@@ -3673,10 +3708,53 @@ static __device__ __forceinline__ void hpdl__conv_mma_gather(const hpdl__conv_mm
     }
 }
 
+/* Backward-data's filter tile: rows k0.. = (tap, k) of K, columns n0.. =
+   input channels c, stored BK x BN (c contiguous, as W holds them): row
+   (rs, kk) is W[kk, rs, n0..] of this group. 16 bytes per chunk where W's
+   rows allow it (w_vec) and the chunk is inside N, else element by element. */
+template <typename SH, typename T>
+static __device__ __forceinline__ void hpdl__conv_mma_filter_rows(const hpdl__conv_mma_args<T> &a, const T *w, T *s,
+                                                                  int k0, int n0) {
+    typedef hpdl__gemm_swizzle<SH::BK, SH::BN> L;
+    enum { CPR = SH::BN / 8, ROWS = SH::BK * CPR / SH::THREADS, ROW_STEP = SH::THREADS / CPR };
+    const int col = (int)threadIdx.x % CPR * 8, row = (int)threadIdx.x / CPR, c = n0 + col;
+    const int k_per_group = a.K / a.taps;
+    int k = k0 + row, rs = k / k_per_group, kk = k - rs * k_per_group;
+#pragma unroll
+    for (int i = 0; i < ROWS; i++) {
+        const T *src = w + ((size_t)kk * a.taps + rs) * a.N + c;
+        T *dst = s + L::at(row + i * ROW_STEP, col);
+        bool in = rs < a.taps;
+        if (a.w_vec && c + 8 <= a.N) {
+            hpdl__cp_async16_zfill(dst, in ? src : w, in);
+        } else {
+#pragma unroll
+            for (int j = 0; j < 8; j++) dst[j] = in && c + j < a.N ? src[j] : T(0.0f);
+        }
+        for (kk += ROW_STEP; kk >= k_per_group; kk -= k_per_group) rs++; /* the row ROW_STEP further down K */
+    }
+}
+
+/* K tile k of both operands into stage st (one cp.async group, committed by the caller). */
+template <typename SH, bool VEC, bool DATA, typename T>
+static __device__ __forceinline__ void hpdl__conv_mma_load(const hpdl__conv_mma_args<T> &a,
+                                                           const hpdl__conv_mma_rows<SH> &rows, int grp, T *sa, T *sb,
+                                                           int st, int k, int n0) {
+    const T *w = DATA ? a.w + (size_t)grp * a.K * a.N : a.w + (size_t)grp * a.N * a.K;
+    hpdl__conv_mma_gather<SH, VEC>(a, rows, grp * a.inner, sa + st * SH::BM * SH::BK, k * SH::BK);
+    if (DATA) {
+        hpdl__conv_mma_filter_rows<SH>(a, w, sb + st * SH::BN * SH::BK, k * SH::BK, n0);
+    } else {
+        hpdl__gemm_operand<T> wo = {w, a.K, 1, a.w_vec};
+        hpdl__gemm_stage<T, SH::BN, SH::BK, SH::THREADS, hpdl__gemm_swizzle, true, false>(sb + st * SH::BN * SH::BK, wo, n0,
+                                                                                         k * SH::BK, a.N, a.K);
+    }
+}
+
 /* Block tile (blockIdx.y: pixels, blockIdx.x: channels) of group blockIdx.z:
    S-stage pipeline, one barrier per K tile; fragments and the epilogue are
-   the mma GEMM rung's (hpdl__mma_frags, hpdl__mma_store). */
-template <typename T, typename SH, bool VEC>
+   the mma GEMM rung's (hpdl__mma_frags, hpdl__mma_store). DATA: backward-data. */
+template <typename T, typename SH, bool VEC, bool DATA>
 __global__ void __launch_bounds__(SH::THREADS, 2) hpdl__conv_mma(hpdl__conv_mma_args<T> a) {
 #ifdef HPDL__GEMM_SM80
     enum { BM = SH::BM, BN = SH::BN, BK = SH::BK, S = SH::S, MI = SH::WM / 16, NJ = SH::WN / 8, KS = BK / 16 };
@@ -3685,9 +3763,8 @@ __global__ void __launch_bounds__(SH::THREADS, 2) hpdl__conv_mma(hpdl__conv_mma_
     const int grp = blockIdx.z, m0 = blockIdx.y * BM, n0 = blockIdx.x * BN, KT = (a.K + BK - 1) / BK;
     const int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32;
     const int wm = warp / SH::WARPS_N * SH::WM, wn = warp % SH::WARPS_N * SH::WN;
-    hpdl__gemm_operand<T> w = {a.w + (size_t)grp * a.N * a.K, a.K, 1, a.w_vec};
     hpdl__conv_mma_rows<SH> rows;
-    hpdl__mma_lanes<SH, true, true> lanes;
+    hpdl__mma_lanes<SH, true, !DATA> lanes;
     float acc[MI][NJ][4];
     unsigned af[MI][4], bf[NJ][2];
     rows.init(a, m0);
@@ -3695,22 +3772,14 @@ __global__ void __launch_bounds__(SH::THREADS, 2) hpdl__conv_mma(hpdl__conv_mma_
     for (int i = 0; i < MI; i++)
         for (int j = 0; j < NJ; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
     for (int st = 0; st < S - 1; st++) { /* the pipeline's first S-1 tiles */
-        if (st < KT) {
-            hpdl__conv_mma_gather<SH, VEC>(a, rows, grp * a.c_per_group, sa + st * BM * BK, st * BK);
-            hpdl__gemm_stage<T, BN, BK, SH::THREADS, hpdl__gemm_swizzle, true, false>(sb + st * BN * BK, w, n0, st * BK,
-                                                                                     a.N, a.K);
-        }
+        if (st < KT) hpdl__conv_mma_load<SH, VEC, DATA>(a, rows, grp, sa, sb, st, st, n0);
         hpdl__cp_async_commit();
     }
     for (int kt = 0; kt < KT; kt++) {
-        const int next = kt + S - 1, ns = next % S, st = kt % S;
+        const int next = kt + S - 1, st = kt % S;
         hpdl__cp_async_wait<S - 2>(); /* tile kt has landed (this thread's copies) ... */
         __syncthreads();              /* ... everyone's, and every warp is done with tile kt-1's stage */
-        if (next < KT) {
-            hpdl__conv_mma_gather<SH, VEC>(a, rows, grp * a.c_per_group, sa + ns * BM * BK, next * BK);
-            hpdl__gemm_stage<T, BN, BK, SH::THREADS, hpdl__gemm_swizzle, true, false>(sb + ns * BN * BK, w, n0,
-                                                                                     next * BK, a.N, a.K);
-        }
+        if (next < KT) hpdl__conv_mma_load<SH, VEC, DATA>(a, rows, grp, sa, sb, next % S, next, n0);
         hpdl__cp_async_commit();
 #pragma unroll
         for (int ks = 0; ks < KS; ks++) {
@@ -3723,9 +3792,9 @@ __global__ void __launch_bounds__(SH::THREADS, 2) hpdl__conv_mma(hpdl__conv_mma_
     }
     hpdl__cp_async_wait<0>();
     hpdl__gemm_args<T, float> out;
-    out.C = a.y + grp * a.N;
-    out.ldc = a.y_c;
-    out.cvec = ((uintptr_t)out.C % 8 == 0) && a.y_c % 4 == 0;
+    out.C = a.out + grp * a.N;
+    out.ldc = a.out_c;
+    out.cvec = ((uintptr_t)out.C % 8 == 0) && a.out_c % 4 == 0;
     out.M = a.M; out.N = a.N; out.K = a.K;
     out.alpha = 1.0f; out.beta = 0.0f;
     hpdl__mma_store<SH>(out, acc, (float *)sa, m0, n0, wm, wn, lane);
@@ -3795,11 +3864,12 @@ static inline hpdl_status hpdl__conv_launch_direct(const hpdl__conv_geom &g, hpd
 typedef hpdl__tc_shape<128, 128, 64, 3, 64, 64> hpdl__conv_mma_shape;
 typedef hpdl__tc_shape<128, 64, 64, 4, 64, 32> hpdl__conv_mma_narrow_shape;
 
-template <typename T, typename SH>
+template <typename T, typename SH, bool DATA>
 static inline hpdl_status hpdl__conv_mma_launch_shape(const hpdl__conv_mma_args<T> &a, int groups, cudaStream_t stream) {
     enum { STAGES = SH::S * (SH::BM + SH::BN) * SH::BK * (int)sizeof(T), OUT = SH::BM * (SH::BN + 8) * 4 };
     const size_t smem = STAGES > OUT ? STAGES : OUT;
-    void (*kernel)(hpdl__conv_mma_args<T>) = a.x_vec ? hpdl__conv_mma<T, SH, true> : hpdl__conv_mma<T, SH, false>;
+    void (*kernel)(hpdl__conv_mma_args<T>) =
+        a.src_vec ? hpdl__conv_mma<T, SH, true, DATA> : hpdl__conv_mma<T, SH, false, DATA>;
     cudaFuncAttributes fa;
     dim3 grid((unsigned)((a.N + SH::BN - 1) / SH::BN), (unsigned)((a.M + SH::BM - 1) / SH::BM), (unsigned)groups);
     if (grid.y > 65535 || groups > 65535) return HPDL_ERR_UNSUPPORTED;
@@ -3815,38 +3885,53 @@ static inline hpdl_status hpdl__conv_mma_launch_shape(const hpdl__conv_mma_args<
 
 /* Which types have the rung: f16 and bf16 (mma.sync m16n8k16). */
 template <typename T> struct hpdl__conv_mma_type {
-    static hpdl_status launch(const hpdl__conv_mma_args<T> &, int, cudaStream_t) { return HPDL_ERR_UNSUPPORTED; }
+    static hpdl_status launch(const hpdl__conv_mma_args<T> &, bool, int, cudaStream_t) { return HPDL_ERR_UNSUPPORTED; }
 };
 template <typename T> struct hpdl__conv_mma_16bit {
-    static hpdl_status launch(const hpdl__conv_mma_args<T> &a, int groups, cudaStream_t stream) {
-        return a.N <= 64 ? hpdl__conv_mma_launch_shape<T, hpdl__conv_mma_narrow_shape>(a, groups, stream)
-                         : hpdl__conv_mma_launch_shape<T, hpdl__conv_mma_shape>(a, groups, stream);
+    static hpdl_status launch(const hpdl__conv_mma_args<T> &a, bool data, int groups, cudaStream_t stream) {
+        if (data)
+            return a.N <= 64 ? hpdl__conv_mma_launch_shape<T, hpdl__conv_mma_narrow_shape, true>(a, groups, stream)
+                             : hpdl__conv_mma_launch_shape<T, hpdl__conv_mma_shape, true>(a, groups, stream);
+        return a.N <= 64 ? hpdl__conv_mma_launch_shape<T, hpdl__conv_mma_narrow_shape, false>(a, groups, stream)
+                         : hpdl__conv_mma_launch_shape<T, hpdl__conv_mma_shape, false>(a, groups, stream);
     }
 };
 template <> struct hpdl__conv_mma_type<__half> : hpdl__conv_mma_16bit<__half> {};
 template <> struct hpdl__conv_mma_type<__nv_bfloat16> : hpdl__conv_mma_16bit<__nv_bfloat16> {};
 
-/* The tensor-core rung where it applies (f16/bf16 forward, x and y NHWC),
-   else HPDL_ERR_UNSUPPORTED. */
+/* The tensor-core rung where it applies (f16/bf16 forward and
+   backward-data, x and y NHWC), else HPDL_ERR_UNSUPPORTED. a, b, out as
+   hpdl__cuda_conv2d takes them: (x, w, y) or (w, dy, dx). */
 template <typename T>
-static inline hpdl_status hpdl__conv_launch_mma(const hpdl__conv_geom &g, hpdl__conv_pass pass, const T *x, const T *w,
-                                                T *y, cudaStream_t stream) {
+static inline hpdl_status hpdl__conv_launch_mma(const hpdl__conv_geom &g, hpdl__conv_pass pass, const T *a_, const T *b_,
+                                                T *out, cudaStream_t stream) {
+    const bool data = pass == HPDL__CONV_INPUT_GRAD;
+    const hpdl_tensor4 &src = data ? g.y : g.x, &dst = data ? g.x : g.y;
     hpdl__conv_mma_args<T> a;
     int64_t m, n, k;
-    if (pass != HPDL__CONV_FORWARD || g.x.layout != HPDL_NHWC || g.y.layout != HPDL_NHWC) return HPDL_ERR_UNSUPPORTED;
+    if (pass == HPDL__CONV_FILTER_GRAD || g.x.layout != HPDL_NHWC || g.y.layout != HPDL_NHWC) return HPDL_ERR_UNSUPPORTED;
     hpdl__conv_gemm_shape(g, pass, &m, &n, &k);
     if (m > INT_MAX || k > INT_MAX) return HPDL_ERR_UNSUPPORTED;
-    a.x = x; a.w = w; a.y = y;
-    a.x_h = g.x.h; a.x_w = g.x.w; a.x_c = g.x.c;
-    a.y_h = g.y.h; a.y_w = g.y.w; a.y_c = g.y.c;
+    a.src = data ? b_ : a_;
+    a.w = data ? a_ : b_;
+    a.out = out;
+    a.src_h = src.h; a.src_w = src.w; a.src_c = src.c;
+    a.out_h = dst.h; a.out_w = dst.w; a.out_c = dst.c;
     a.kernel_w = g.p.kernel_w;
-    a.stride_h = g.p.stride_h; a.stride_w = g.p.stride_w;
-    a.pad_h = g.p.pad_h; a.pad_w = g.p.pad_w;
-    a.dilation_h = g.p.dilation_h; a.dilation_w = g.p.dilation_w;
-    a.M = (int)m; a.N = (int)n; a.K = (int)k; a.c_per_group = g.c_per_group;
-    a.x_vec = g.c_per_group % 8 == 0 && hpdl__gemm_aligned(x, g.x.c, 8, sizeof(T));
-    a.w_vec = hpdl__gemm_aligned(w, a.K, 8, sizeof(T));
-    return hpdl__conv_mma_type<T>::launch(a, g.p.groups, stream);
+    a.taps = g.p.kernel_h * g.p.kernel_w;
+    a.step_h = data ? 1 : g.p.stride_h;
+    a.step_w = data ? 1 : g.p.stride_w;
+    a.offset_h = data ? g.p.pad_h : -g.p.pad_h;
+    a.offset_w = data ? g.p.pad_w : -g.p.pad_w;
+    a.tap_h = data ? -g.p.dilation_h : g.p.dilation_h;
+    a.tap_w = data ? -g.p.dilation_w : g.p.dilation_w;
+    a.src_stride_h = data ? g.p.stride_h : 1;
+    a.src_stride_w = data ? g.p.stride_w : 1;
+    a.M = (int)m; a.N = (int)n; a.K = (int)k;
+    a.inner = data ? g.k_per_group : g.c_per_group;
+    a.src_vec = a.inner % 8 == 0 && hpdl__gemm_aligned(a.src, src.c, 8, sizeof(T));
+    a.w_vec = hpdl__gemm_aligned(a.w, data ? a.N : a.K, 8, sizeof(T));
+    return hpdl__conv_mma_type<T>::launch(a, data, g.p.groups, stream);
 }
 
 /* ---- cuDNN backend ------------------------------------------------------------------ */
@@ -6505,79 +6590,72 @@ HPDL_CUDA_API hpdl_status hpdl__cuda_powsum_download(hpdl_cuda_powsum *p, void *
     return HPDL_OK;
 }
 
-#define HPDL__DEFINE_CUDA_POWSUM(SUFFIX, T)                                      \
-    HPDL_CUDA_API hpdl_status hpdl_cuda_powsum_create_##SUFFIX(hpdl_cuda_powsum *p, int k, int n, int power, int n_gpus, \
-                                                         int allow_virtual) {   \
-        return hpdl__cuda_powsum_create(p, k, n, power, n_gpus, allow_virtual, sizeof(T)); \
-    }                                                                           \
-    HPDL_CUDA_API hpdl_status hpdl_cuda_powsum_upload_##SUFFIX(hpdl_cuda_powsum *p, const T *const *host_mats) { \
-        if (!p || p->elem_bytes != sizeof(T)) return HPDL_ERR_INVALID;          \
-        return hpdl__cuda_powsum_upload(p, (const void *const *)host_mats);     \
-    }                                                                           \
-    HPDL_CUDA_API hpdl_status hpdl_cuda_powsum_download_##SUFFIX(hpdl_cuda_powsum *p, T *host_out) { \
-        if (!p || p->elem_bytes != sizeof(T)) return HPDL_ERR_INVALID;          \
-        return hpdl__cuda_powsum_download(p, host_out);                          \
-    }                                                                           \
-    /* GPU g: its matrices' powers summed into acc[g] (on the current device). */ \
-    HPDL_CUDA_API hpdl_status hpdl__cuda_powsum_local_##SUFFIX(hpdl_cuda_powsum *p, int g, int naive, hpdl_gemm_algo algo) { \
-        size_t mat = (size_t)p->n * (size_t)p->n;                                \
-        int j;                                                                  \
-        for (j = p->first[g]; j < p->first[g + 1]; j++) {                       \
-            int into_acc = j == p->first[g];                                    \
-            T *dst = (T *)(into_acc ? p->acc[g] : p->pow[g]);                   \
-            hpdl_status s = hpdl__cuda_matpow_any_##SUFFIX(naive, p->n, p->power, (const T *)p->mats[g] + (size_t)(j - p->first[g]) * mat, \
-                                                          p->n, dst, p->n, algo, (T *)p->ws[g], 0, p->lanes.stream[g]); \
-            if (s == HPDL_OK && !into_acc) s = hpdl__cuda_add_##SUFFIX((long long)mat, (T *)p->acc[g], dst, p->lanes.stream[g]); \
-            if (s != HPDL_OK) return s;                                         \
-        }                                                                       \
-        return HPDL_OK;                                                         \
-    }                                                                           \
-    /* One round of the tree: GPU g takes GPU g+step's partial sum. */        \
-    HPDL_CUDA_API hpdl_status hpdl__cuda_powsum_combine_##SUFFIX(hpdl_cuda_powsum *p, int g, int src) { \
-        size_t mat = (size_t)p->n * (size_t)p->n;                                \
-        hpdl_status s = hpdl__cuda_lanes_wait(&p->lanes, g, src);               \
-        if (s == HPDL_OK) s = hpdl__cuda_lanes_pull(&p->lanes, g, p->ws[g], src, p->acc[src], mat * sizeof(T), &p->xfer); \
-        if (s == HPDL_OK && cudaSetDevice(p->lanes.dev.physical[g]) != cudaSuccess) s = HPDL_ERR_CUDA; \
-        if (s == HPDL_OK) s = hpdl__cuda_add_##SUFFIX((long long)mat, (T *)p->acc[g], (const T *)p->ws[g], p->lanes.stream[g]); \
-        return s;                                                               \
-    }                                                                           \
-    /* Computes the sum into GPU 0's buffer, ordered after and before `origin`  \
-       (a stream of GPU 0); naive: p - 1 products per power instead of        \
-       squaring. */                                                           \
-    HPDL_CUDA_API hpdl_status hpdl_cuda_powsum_run_##SUFFIX(hpdl_cuda_powsum *p, int naive, hpdl_gemm_algo algo, cudaStream_t origin) { \
-        int g, step, G;                                                          \
-        hpdl_status s;                                                          \
-        if (!p || p->elem_bytes != sizeof(T) || !p->lanes.dev.count) return HPDL_ERR_INVALID; \
-        G = p->lanes.dev.count;                                                 \
-        s = hpdl__cuda_lanes_fork(&p->lanes, origin);                           \
-        for (g = 0; g < G && s == HPDL_OK; g++) {                               \
-            if (cudaSetDevice(p->lanes.dev.physical[g]) != cudaSuccess) return HPDL_ERR_CUDA; \
-            s = hpdl__cuda_powsum_local_##SUFFIX(p, g, naive, algo);            \
-        }                                                                       \
-        for (step = 1; step < G && s == HPDL_OK; step *= 2)                     \
-            for (g = 0; g + step < G && s == HPDL_OK; g += 2 * step)            \
-                s = hpdl__cuda_powsum_combine_##SUFFIX(p, g, g + step);         \
-        if (s == HPDL_OK) s = hpdl__cuda_lanes_join(&p->lanes, origin);         \
-        cudaSetDevice(p->lanes.current);                                        \
-        return s;                                                               \
-    }                                                                           \
-    /* host_out = sum_j host_mats[j]^power, the k matrices spread over n_gpus  \
-       GPUs; everything allocated and freed here. */                          \
-    HPDL_CUDA_API hpdl_status hpdl_cuda_sum_of_powers_##SUFFIX(int k, const T *const *host_mats, int n, int power, int n_gpus, \
-                                                         T *host_out, hpdl_gemm_algo algo) { \
-        hpdl_cuda_powsum p;                                                     \
-        hpdl_status s;                                                          \
-        int j;                                                                  \
-        if (!host_mats || !host_out || k < 1) return HPDL_ERR_INVALID;          \
-        for (j = 0; j < k; j++) if (!host_mats[j]) return HPDL_ERR_INVALID;     \
-        s = hpdl_cuda_powsum_create_##SUFFIX(&p, k, n, power, n_gpus, 0);       \
-        if (s != HPDL_OK) return s;                                             \
-        s = hpdl_cuda_powsum_upload_##SUFFIX(&p, host_mats);                    \
-        if (s == HPDL_OK) s = hpdl_cuda_powsum_run_##SUFFIX(&p, 0, algo, p.lanes.stream[0]); \
-        if (s == HPDL_OK) s = hpdl_cuda_powsum_download_##SUFFIX(&p, host_out); \
-        hpdl_cuda_powsum_destroy(&p);                                           \
-        return s;                                                               \
+/* GPU g: its matrices' powers summed into acc[g] (on the current device). */
+template <typename T>
+static inline hpdl_status hpdl__cuda_powsum_local(hpdl_cuda_powsum *p, int g, int naive, hpdl_gemm_algo algo) {
+    size_t mat = (size_t)p->n * (size_t)p->n;
+    int j;
+    for (j = p->first[g]; j < p->first[g + 1]; j++) {
+        int into_acc = j == p->first[g];
+        T *dst = (T *)(into_acc ? p->acc[g] : p->pow[g]);
+        const T *A = (const T *)p->mats[g] + (size_t)(j - p->first[g]) * mat;
+        hpdl_status s = hpdl__cuda_matpow_any<T>(naive, p->n, p->power, A, p->n, dst, p->n, algo, (T *)p->ws[g], 0,
+                                                 p->lanes.stream[g]);
+        if (s == HPDL_OK && !into_acc) s = hpdl__cuda_add<T>((long long)mat, (T *)p->acc[g], dst, p->lanes.stream[g]);
+        if (s != HPDL_OK) return s;
     }
+    return HPDL_OK;
+}
+/* One round of the tree: GPU g takes GPU g+step's partial sum. */
+template <typename T>
+static inline hpdl_status hpdl__cuda_powsum_combine(hpdl_cuda_powsum *p, int g, int src) {
+    size_t mat = (size_t)p->n * (size_t)p->n;
+    hpdl_status s = hpdl__cuda_lanes_wait(&p->lanes, g, src);
+    if (s == HPDL_OK) s = hpdl__cuda_lanes_pull(&p->lanes, g, p->ws[g], src, p->acc[src], mat * sizeof(T), &p->xfer);
+    if (s == HPDL_OK && cudaSetDevice(p->lanes.dev.physical[g]) != cudaSuccess) s = HPDL_ERR_CUDA;
+    if (s == HPDL_OK) s = hpdl__cuda_add<T>((long long)mat, (T *)p->acc[g], (const T *)p->ws[g], p->lanes.stream[g]);
+    return s;
+}
+/* Computes the sum into GPU 0's buffer, ordered after and before `origin`
+   (a stream of GPU 0); naive: p - 1 products per power instead of
+   squaring. */
+template <typename T>
+static inline hpdl_status hpdl__cuda_powsum_run(hpdl_cuda_powsum *p, int naive, hpdl_gemm_algo algo,
+                                                cudaStream_t origin) {
+    int g, step, G;
+    hpdl_status s;
+    if (!p || p->elem_bytes != sizeof(T) || !p->lanes.dev.count) return HPDL_ERR_INVALID;
+    G = p->lanes.dev.count;
+    s = hpdl__cuda_lanes_fork(&p->lanes, origin);
+    for (g = 0; g < G && s == HPDL_OK; g++) {
+        if (cudaSetDevice(p->lanes.dev.physical[g]) != cudaSuccess) return HPDL_ERR_CUDA;
+        s = hpdl__cuda_powsum_local<T>(p, g, naive, algo);
+    }
+    for (step = 1; step < G && s == HPDL_OK; step *= 2)
+        for (g = 0; g + step < G && s == HPDL_OK; g += 2 * step)
+            s = hpdl__cuda_powsum_combine<T>(p, g, g + step);
+    if (s == HPDL_OK) s = hpdl__cuda_lanes_join(&p->lanes, origin);
+    cudaSetDevice(p->lanes.current);
+    return s;
+}
+/* host_out = sum_j host_mats[j]^power, the k matrices spread over n_gpus
+   GPUs; everything allocated and freed here. */
+template <typename T>
+static inline hpdl_status hpdl__cuda_sum_of_powers(int k, const T *const *host_mats, int n, int power, int n_gpus,
+                                                   T *host_out, hpdl_gemm_algo algo) {
+    hpdl_cuda_powsum p;
+    hpdl_status s;
+    int j;
+    if (!host_mats || !host_out || k < 1) return HPDL_ERR_INVALID;
+    for (j = 0; j < k; j++) if (!host_mats[j]) return HPDL_ERR_INVALID;
+    s = hpdl__cuda_powsum_create(&p, k, n, power, n_gpus, 0, sizeof(T));
+    if (s != HPDL_OK) return s;
+    s = hpdl__cuda_powsum_upload(&p, (const void *const *)host_mats);
+    if (s == HPDL_OK) s = hpdl__cuda_powsum_run<T>(&p, 0, algo, p.lanes.stream[0]);
+    if (s == HPDL_OK) s = hpdl__cuda_powsum_download(&p, host_out);
+    hpdl_cuda_powsum_destroy(&p);
+    return s;
+}
 
 /* ------------------------------------------------------------------------ */
 /* One matrix's power over several GPUs, by row blocks                       */
@@ -6680,62 +6758,115 @@ HPDL_CUDA_API hpdl_status hpdl__cuda_rowpow_broadcast(hpdl_cuda_rowpow *p) {
     return s;
 }
 
-#define HPDL__DEFINE_CUDA_ROWPOW(SUFFIX, T, ACC)                                 \
-    HPDL_CUDA_API hpdl_status hpdl_cuda_rowpow_create_##SUFFIX(hpdl_cuda_rowpow *p, int n, int n_gpus, int allow_virtual) { \
-        return hpdl__cuda_rowpow_create(p, n, n_gpus, allow_virtual, sizeof(T)); \
-    }                                                                           \
-    /* Step i of the squaring plan on every GPU, for its own rows. */         \
-    HPDL_CUDA_API hpdl_status hpdl__cuda_rowpow_step_##SUFFIX(hpdl_cuda_rowpow *p, hpdl__matpow_step st, hpdl_gemm_algo algo) { \
-        size_t slot = (size_t)p->n * (size_t)p->n;                               \
-        int g;                                                                  \
-        for (g = 0; g < p->lanes.dev.count; g++) {                              \
-            T *b = (T *)p->buf[g];                                              \
-            size_t off = (size_t)p->rows[g] * (size_t)p->n;                      \
-            hpdl_status s;                                                      \
-            if (cudaSetDevice(p->lanes.dev.physical[g]) != cudaSuccess) return HPDL_ERR_CUDA; \
-            s = hpdl__cuda_multi_gemm_##SUFFIX(algo, HPDL_NO_TRANS, HPDL_NO_TRANS, p->rows[g + 1] - p->rows[g], p->n, p->n, \
-                                              (ACC)1, b + st.lhs * slot + off, p->n, b + st.rhs * slot, p->n, (ACC)0, \
-                                              b + st.dst * slot + off, p->n, p->lanes.stream[g]); \
-            if (s != HPDL_OK) return s;                                         \
-        }                                                                       \
-        return HPDL_OK;                                                         \
-    }                                                                           \
-    /* out = A^power with A and out on GPU 0 (n x n), every GPU computing a    \
-       row block of each product; ordered after and before `origin`. */       \
-    HPDL_CUDA_API hpdl_status hpdl_cuda_rowpow_run_##SUFFIX(hpdl_cuda_rowpow *p, int power, const T *A, int lda, T *out, \
-                                                      int ldo, hpdl_gemm_algo algo, cudaStream_t origin) { \
-        hpdl__matpow_plan plan;                                                 \
-        size_t row = (size_t)p->n * sizeof(T);                                  \
-        int i, result = HPDL__MP_INPUT;                                         \
-        hpdl_status s;                                                          \
-        if (!p || p->elem_bytes != sizeof(T) || !p->lanes.dev.count) return HPDL_ERR_INVALID; \
-        s = hpdl__matpow_check(p->n, power, A, lda, out, ldo, sizeof(T));       \
-        if (s != HPDL_OK) return s;                                             \
-        hpdl__matpow_plan_init(&plan, power, 0);                                \
-        s = hpdl__cuda_lanes_fork(&p->lanes, origin);                           \
-        if (s == HPDL_OK && power <= 1)                                         \
-            s = hpdl__cuda_matpow_any_##SUFFIX(0, p->n, power, A, lda, out, ldo, algo, NULL, 0, p->lanes.stream[0]); \
-        if (s == HPDL_OK && power > 1 &&                                        \
-            cudaMemcpy2DAsync(p->buf[0], row, A, (size_t)lda * sizeof(T), row, (size_t)p->n, \
-                              cudaMemcpyDeviceToDevice, p->lanes.stream[0]) != cudaSuccess) s = HPDL_ERR_CUDA; \
-        if (s == HPDL_OK && power > 1) s = hpdl__cuda_rowpow_broadcast(p);      \
-        for (i = 0; i < plan.count && s == HPDL_OK; i++) {                      \
-            hpdl__matpow_step st = hpdl__matpow_plan_step(&plan, i);            \
-            s = hpdl__cuda_rowpow_step_##SUFFIX(p, st, algo);                   \
-            if (s == HPDL_OK && st.lhs == st.rhs && i < plan.count - 1) s = hpdl__cuda_rowpow_gather(p, st.dst); \
-            result = st.dst;                                                    \
-        }                                                                       \
-        if (s == HPDL_OK && power > 1) s = hpdl__cuda_rowpow_collect(p, result); \
-        if (s == HPDL_OK && power > 1 && (cudaSetDevice(p->lanes.dev.physical[0]) != cudaSuccess || \
-            cudaMemcpy2DAsync(out, (size_t)ldo * sizeof(T), (const T *)p->buf[0] + (size_t)result * p->n * p->n, row, row, \
-                              (size_t)p->n, cudaMemcpyDeviceToDevice, p->lanes.stream[0]) != cudaSuccess)) s = HPDL_ERR_CUDA; \
-        if (s == HPDL_OK) s = hpdl__cuda_lanes_join(&p->lanes, origin);         \
-        cudaSetDevice(p->lanes.current);                                        \
-        return s;                                                               \
+/* Step i of the squaring plan on every GPU, for its own rows. */
+template <typename T>
+static inline hpdl_status hpdl__cuda_rowpow_step(hpdl_cuda_rowpow *p, hpdl__matpow_step st, hpdl_gemm_algo algo) {
+    size_t slot = (size_t)p->n * (size_t)p->n;
+    int g;
+    for (g = 0; g < p->lanes.dev.count; g++) {
+        T *b = (T *)p->buf[g];
+        size_t off = (size_t)p->rows[g] * (size_t)p->n;
+        hpdl_status s;
+        if (cudaSetDevice(p->lanes.dev.physical[g]) != cudaSuccess) return HPDL_ERR_CUDA;
+        s = hpdl__cuda_multi_gemm<T>(algo, HPDL_NO_TRANS, HPDL_NO_TRANS, p->rows[g + 1] - p->rows[g], p->n, p->n, 1,
+                                     b + st.lhs * slot + off, p->n, b + st.rhs * slot, p->n, 0, b + st.dst * slot + off,
+                                     p->n, p->lanes.stream[g]);
+        if (s != HPDL_OK) return s;
+    }
+    return HPDL_OK;
+}
+/* out = A^power with A and out on GPU 0 (n x n), every GPU computing a
+   row block of each product; ordered after and before `origin`. */
+template <typename T>
+static inline hpdl_status hpdl__cuda_rowpow_run(hpdl_cuda_rowpow *p, int power, const T *A, int lda, T *out, int ldo,
+                                                hpdl_gemm_algo algo, cudaStream_t origin) {
+    hpdl__matpow_plan plan;
+    size_t row = (size_t)p->n * sizeof(T);
+    int i, result = HPDL__MP_INPUT;
+    hpdl_status s;
+    if (!p || p->elem_bytes != sizeof(T) || !p->lanes.dev.count) return HPDL_ERR_INVALID;
+    s = hpdl__matpow_check(p->n, power, A, lda, out, ldo, sizeof(T));
+    if (s != HPDL_OK) return s;
+    hpdl__matpow_plan_init(&plan, power, 0);
+    s = hpdl__cuda_lanes_fork(&p->lanes, origin);
+    if (s == HPDL_OK && power <= 1)
+        s = hpdl__cuda_matpow_any<T>(0, p->n, power, A, lda, out, ldo, algo, NULL, 0, p->lanes.stream[0]);
+    if (s == HPDL_OK && power > 1 &&
+        cudaMemcpy2DAsync(p->buf[0], row, A, (size_t)lda * sizeof(T), row, (size_t)p->n,
+                          cudaMemcpyDeviceToDevice, p->lanes.stream[0]) != cudaSuccess) s = HPDL_ERR_CUDA;
+    if (s == HPDL_OK && power > 1) s = hpdl__cuda_rowpow_broadcast(p);
+    for (i = 0; i < plan.count && s == HPDL_OK; i++) {
+        hpdl__matpow_step st = hpdl__matpow_plan_step(&plan, i);
+        s = hpdl__cuda_rowpow_step<T>(p, st, algo);
+        if (s == HPDL_OK && st.lhs == st.rhs && i < plan.count - 1) s = hpdl__cuda_rowpow_gather(p, st.dst);
+        result = st.dst;
+    }
+    if (s == HPDL_OK && power > 1) s = hpdl__cuda_rowpow_collect(p, result);
+    if (s == HPDL_OK && power > 1 && (cudaSetDevice(p->lanes.dev.physical[0]) != cudaSuccess ||
+        cudaMemcpy2DAsync(out, (size_t)ldo * sizeof(T), (const T *)p->buf[0] + (size_t)result * p->n * p->n, row, row,
+                          (size_t)p->n, cudaMemcpyDeviceToDevice, p->lanes.stream[0]) != cudaSuccess)) s = HPDL_ERR_CUDA;
+    if (s == HPDL_OK) s = hpdl__cuda_lanes_join(&p->lanes, origin);
+    cudaSetDevice(p->lanes.current);
+    return s;
+}
+
+/* The typed names of the matrix-power family, each a call of the templates
+   above (T: the storage type; the sums in ACC, rounding by LOAD/STORE as the
+   CPU twin does, are the templates' hpdl__elem<T>).
+   hpdl_cuda_matpow_ws_<t>: out = A^power (n x n, row-major) on the current
+   device, ordered on stream; ws: hpdl_cuda_matpow_workspace_bytes(n,
+   sizeof(T)) of device memory (unused for power <= 1); out must not overlap
+   A. hpdl_cuda_matpow_<t>: the same, the workspace allocated and freed on
+   the stream. _naive: power - 1 products, the baseline the squaring is
+   measured against. powsum / sum_of_powers / rowpow: see their sections. */
+#define HPDL_DEFINE_CUDA_MATPOW(SUFFIX, T, ACC, LOAD, STORE)                                                        \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_matpow_ws_##SUFFIX(int n, int power, const T *A, int lda, T *out, int ldo,  \
+                                                           hpdl_gemm_algo algo, T *ws, cudaStream_t stream) {     \
+        return hpdl__cuda_matpow_any<T>(0, n, power, A, lda, out, ldo, algo, ws, 0, stream);                       \
+    }                                                                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_matpow_##SUFFIX(int n, int power, const T *A, int lda, T *out, int ldo,     \
+                                                        hpdl_gemm_algo algo, cudaStream_t stream) {               \
+        return hpdl__cuda_matpow_any<T>(0, n, power, A, lda, out, ldo, algo, (T *)NULL, 1, stream);                \
+    }                                                                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_matpow_naive_ws_##SUFFIX(int n, int power, const T *A, int lda, T *out,   \
+                                                                 int ldo, hpdl_gemm_algo algo, T *ws,             \
+                                                                 cudaStream_t stream) {                           \
+        return hpdl__cuda_matpow_any<T>(1, n, power, A, lda, out, ldo, algo, ws, 0, stream);                       \
+    }                                                                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_matpow_naive_##SUFFIX(int n, int power, const T *A, int lda, T *out,      \
+                                                              int ldo, hpdl_gemm_algo algo, cudaStream_t stream) { \
+        return hpdl__cuda_matpow_any<T>(1, n, power, A, lda, out, ldo, algo, (T *)NULL, 1, stream);                \
+    }                                                                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_powsum_create_##SUFFIX(hpdl_cuda_powsum *p, int k, int n, int power,       \
+                                                               int n_gpus, int allow_virtual) {                   \
+        return hpdl__cuda_powsum_create(p, k, n, power, n_gpus, allow_virtual, sizeof(T));                         \
+    }                                                                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_powsum_upload_##SUFFIX(hpdl_cuda_powsum *p, const T *const *host_mats) {  \
+        if (!p || p->elem_bytes != sizeof(T)) return HPDL_ERR_INVALID;                                            \
+        return hpdl__cuda_powsum_upload(p, (const void *const *)host_mats);                                       \
+    }                                                                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_powsum_download_##SUFFIX(hpdl_cuda_powsum *p, T *host_out) {              \
+        if (!p || p->elem_bytes != sizeof(T)) return HPDL_ERR_INVALID;                                            \
+        return hpdl__cuda_powsum_download(p, host_out);                                                           \
+    }                                                                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_powsum_run_##SUFFIX(hpdl_cuda_powsum *p, int naive, hpdl_gemm_algo algo,  \
+                                                            cudaStream_t origin) {                                \
+        return hpdl__cuda_powsum_run<T>(p, naive, algo, origin);                                                  \
+    }                                                                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_sum_of_powers_##SUFFIX(int k, const T *const *host_mats, int n, int power, \
+                                                               int n_gpus, T *host_out, hpdl_gemm_algo algo) {    \
+        return hpdl__cuda_sum_of_powers<T>(k, host_mats, n, power, n_gpus, host_out, algo);                       \
+    }                                                                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_rowpow_create_##SUFFIX(hpdl_cuda_rowpow *p, int n, int n_gpus,            \
+                                                               int allow_virtual) {                               \
+        return hpdl__cuda_rowpow_create(p, n, n_gpus, allow_virtual, sizeof(T));                                  \
+    }                                                                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_rowpow_run_##SUFFIX(hpdl_cuda_rowpow *p, int power, const T *A, int lda,  \
+                                                            T *out, int ldo, hpdl_gemm_algo algo,                 \
+                                                            cudaStream_t origin) {                                \
+        return hpdl__cuda_rowpow_run<T>(p, power, A, lda, out, ldo, algo, origin);                                \
     }
 
-/* hpdl_f16/bf16 have the bits of __half/__nv_bfloat16; the elementwise
-   kernels use the same host+device load/store adapters as the CPU code. */
 HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_CUDA_MATPOW)
 
 /* ------------------------------------------------------------------------ */
@@ -7016,7 +7147,7 @@ HPDL_CUDA_API void hpdl__dl_mark(hpdl_cuda_deep_linear *m, int g) {
 
 HPDL_CUDA_API hpdl_status hpdl__dl_gemm(hpdl_cuda_deep_linear *m, int g, hpdl_transpose ta, hpdl_transpose tb, int M, int K,
                                    float alpha, const float *A, const float *B, float beta, float *C) {
-    return hpdl__cuda_multi_gemm_f32(m->algo, ta, tb, M, m->dim, K, alpha, A, m->dim, B, m->dim, beta, C, m->dim,
+    return hpdl__cuda_multi_gemm<float>(m->algo, ta, tb, M, m->dim, K, alpha, A, m->dim, B, m->dim, beta, C, m->dim,
                                    m->lanes.stream[g]);
 }
 
