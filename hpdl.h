@@ -35,6 +35,180 @@
    clock_gettime(CLOCK_MONOTONIC) where libc declares it (hpdl.h asks for it
    when included first), else C11 timespec_get, else gettimeofday.
 
+   CONTENTS (search for the section's banner)
+       section                        GPU kernels (hpdl_cuda.cuh)   test                          notes
+       Status codes ... CSV output    checks, buffers, timers       tests/test_core.c             -
+       Vectors                        VECTOR ADD                    tests/test_kernels.c          notes/vecadd.md
+       GEMM                           GEMM (ladder, Hopper rungs)   tests/test_kernels.c          notes/gemm.md
+       Convolution                    Convolution                   tests/test_conv.c             -
+       Matrix power                   SEVERAL GPUS                  tests/test_kernels.c          notes/multi.md
+       Activations, Softmax           MLP TRAINING                  tests/test_mlp.c              -
+       Command-line numbers           -                             tests/test_robust.c           -
+       MLP                            MLP TRAINING                  tests/test_mlp.c              notes/mlp.md
+       IDX data sets                  (hpdl_cuda_dataset)           tests/test_idx.c              -
+       Performance models             -                             tests/test_paleo.c            notes/paleo.md
+       Layer -> device placement      SEVERAL GPUS                  tests/test_placement.c        notes/multi.md
+       int8 quantization              INT8 QUANTIZATION             tests/test_quant*.c           notes/quant.md
+       Every GPU kernel's CPU twin has the GPU function's name without
+       "cuda_"; benches are in bench/ under the task's name.
+
+   MAP (every public function; <t> is f32, f64, f16 or bf16 where it
+   exists; scripts/api_map.py check keeps it complete)
+       basics: status, allocation, f16/bf16, RNG, timer, statistics, matrix views, CSV
+         void * hpdl_alloc(count, size)
+         hpdl_bf16 hpdl_bf16_from_f32(f)
+         float hpdl_bf16_to_f32(b)
+         hpdl_status hpdl_csv_commit(c)
+         hpdl_status hpdl_csv_create(c, default_dir, name, header)
+         void hpdl_csv_discard(c)
+         FILE * hpdl_csv_open(default_dir, name)
+         FILE * hpdl_csv_open_with_header(default_dir, name, header)
+         void hpdl_csv_row(f, metric, value, unit, anchor, anchor_value, higher_is_better)
+         hpdl_f16 hpdl_f16_from_f32(f)
+         float hpdl_f16_to_f32(h)
+         hpdl_status hpdl_mat_check_<t>(m)
+         hpdl_mat_<t> hpdl_mat_view_<t>(data, rows, cols, ld)
+         uint64_t hpdl_rng_below(r, n)
+         double hpdl_rng_normal(r)
+         void hpdl_rng_seed(r, seed)
+         void hpdl_rng_shuffle_index(r, idx, n)
+         uint64_t hpdl_rng_u64(r)
+         double hpdl_rng_uniform(r)
+         hpdl_status hpdl_stats_compute(x, n, out)
+         const char * hpdl_status_string(s)
+         double hpdl_time_now()
+       command line
+         hpdl_status hpdl_arg_f64(flag, text, min, max, out)
+         hpdl_status hpdl_arg_i64(flag, text, min, max, out)
+         hpdl_status hpdl_arg_int(flag, text, min, max, out)
+       vector ops
+         hpdl_status hpdl_vec_add_<t>(n, a, b, c)
+         hpdl_status hpdl_vec_axpy_<t>(n, alpha, x, y)
+       GEMM
+         hpdl_status hpdl_gemm_<t>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)
+       convolution, pooling, batch norm
+         hpdl_status hpdl_avgpool2d_backward_<t>(p, yd, dy, xd, dx)
+         hpdl_status hpdl_avgpool2d_forward_<t>(p, xd, x, yd, y)
+         hpdl_status hpdl_batchnorm_backward_<t>(xd, x, dy, gamma, save_mean, save_invstd, dx, dgamma,
+                        dbeta)
+         hpdl_status hpdl_batchnorm_forward_inference_<t>(xd, x, gamma, beta, running_mean, running_var,
+                        eps, y)
+         hpdl_status hpdl_batchnorm_forward_training_<t>(xd, x, gamma, beta, momentum, eps, running_mean,
+                        running_var, y, save_mean, save_invstd)
+         hpdl_status hpdl_conv2d_backward_data_<t>(p, yd, dy, w, xd, dx)
+         hpdl_status hpdl_conv2d_backward_filter_<t>(p, xd, x, yd, dy, dw)
+         hpdl_status hpdl_conv2d_bias_add_<t>(yd, y, bias)
+         hpdl_status hpdl_conv2d_bias_grad_<t>(yd, dy, dbias)
+         hpdl_status hpdl_conv2d_filter_desc(p, x, k, w)
+         hpdl_status hpdl_conv2d_forward_<t>(p, xd, x, w, yd, y)
+         hpdl_status hpdl_conv2d_output_desc(p, x, k, y)
+         hpdl_conv2d_params hpdl_conv2d_params_make(kernel, stride, pad, dilation, groups)
+         int hpdl_conv_output_size(in, kernel, stride, pad, dilation)
+         hpdl_status hpdl_global_avgpool_backward_<t>(xd, dy, dx)
+         hpdl_status hpdl_global_avgpool_forward_<t>(xd, x, y)
+         hpdl_status hpdl_layer_conv2d(l, name, in, out_c, k, stride, pad, groups, bias)
+         hpdl_status hpdl_layer_pool(l, name, kind, in, k, stride, pad, ceil_mode)
+         hpdl_status hpdl_maxpool2d_backward_<t>(p, xd, x, yd, dy, dx)
+         hpdl_status hpdl_maxpool2d_forward_<t>(p, xd, x, yd, y)
+         hpdl_status hpdl_pool2d_output_desc(p, x, y)
+         hpdl_pool2d_params hpdl_pool2d_params_make(kernel, stride, pad)
+         size_t hpdl_tensor4_count(d)
+         hpdl_tensor4 hpdl_tensor4_make(n, c, h, w, layout)
+         size_t hpdl_tensor4_offset(d, n, c, h, w)
+       matrix power
+         hpdl_status hpdl_matpow_<t>(n, power, A, lda, out, ldo)
+       activations, softmax + cross-entropy
+         hpdl_status hpdl_relu_<t>(n, x, y)
+         hpdl_status hpdl_relu_grad_<t>(n, y, dy, dx)
+         hpdl_status hpdl_sigmoid_<t>(n, x, y)
+         hpdl_status hpdl_sigmoid_grad_<t>(n, y, dy, dx)
+         hpdl_status hpdl_softmax_xent_<t>(rows, cols, logits, ld, labels, grad, ldg, loss)
+       MLP
+         hpdl_status hpdl_mlp_accuracy_<t>(m, w, n, X, labels, accuracy)
+         hpdl_status hpdl_mlp_backward_<t>(m, w, batch, X, labels, grad, loss)
+         hpdl_status hpdl_mlp_copy_<t>(dst, src)
+         hpdl_status hpdl_mlp_create_<t>(m, n_widths, widths, act, seed)
+         hpdl_status hpdl_mlp_create_zero_<t>(m, n_widths, widths, act)
+         void hpdl_mlp_destroy_<t>(m)
+         hpdl_status hpdl_mlp_forward_<t>(m, w, batch, X)
+         hpdl_status hpdl_mlp_parse_widths(hidden, in, out, widths, n_widths)
+         hpdl_status hpdl_mlp_sgd_<t>(m, grad, lr, l2)
+         hpdl_status hpdl_mlp_train_step_<t>(m, w, grad, batch, X, labels, lr, l2, loss)
+         hpdl_status hpdl_mlp_work_create_<t>(w, m, max_batch)
+         void hpdl_mlp_work_destroy_<t>(w)
+         hpdl_status hpdl_quant_mlp_accuracy(q, mode, w, n, X, labels, accuracy)
+         hpdl_status hpdl_quant_mlp_build(q, m, n, X, pct)
+         hpdl_status hpdl_quant_mlp_forward(q, mode, w, batch, X)
+         void hpdl_quant_mlp_free(q)
+         hpdl_status hpdl_quant_mlp_layer_output(q, l, out)
+         hpdl_status hpdl_quant_mlp_work_create(w, q, max_batch)
+         void hpdl_quant_mlp_work_destroy(w)
+       int8 quantization
+         hpdl_status hpdl_quant_bias_f32(bias, n, input_scale, weight, per_channel, out)
+         void hpdl_quant_calib_free(c)
+         hpdl_status hpdl_quant_calib_init(c, bins)
+         hpdl_status hpdl_quant_calib_minmax(c, min, max)
+         hpdl_status hpdl_quant_calib_observe_f32(c, x, n)
+         hpdl_status hpdl_quant_calib_percentile(c, pct, lo, hi)
+         hpdl_status hpdl_quant_dequantize_i8(q, n, p, x)
+         hpdl_status hpdl_quant_gemm_i8(M, N, K, A, lda, za, B, ldb, zb, C, ldc)
+         hpdl_status hpdl_quant_gemm_requant_i32(M, N, K, A, lda, za, B, ldb, zb, o, C, ldc)
+         hpdl_status hpdl_quant_gemm_requant_i8(M, N, K, A, lda, za, B, ldb, zb, o, C, ldc)
+         hpdl_status hpdl_quant_hist_add_f32(h, x, n)
+         void hpdl_quant_hist_free(h)
+         hpdl_status hpdl_quant_hist_init(h, bins, lo, hi)
+         hpdl_status hpdl_quant_hist_write_csv(h, path)
+         hpdl_status hpdl_quant_layer_multipliers(input_scale, weight, n, output_scale, m0, shift)
+         const char * hpdl_quant_mode_name(mode)
+         hpdl_status hpdl_quant_multiplier(real, m0, shift)
+         hpdl_status hpdl_quant_params_f32(x, n, symmetric, out)
+         hpdl_status hpdl_quant_params_from_range(min, max, symmetric, out)
+         hpdl_status hpdl_quant_params_per_channel_f32(w, rows, cols, ld, axis, symmetric, out)
+         hpdl_status hpdl_quant_quantize_channels_f32(w, rows, cols, ld, axis, p, q, ldq)
+         hpdl_status hpdl_quant_quantize_f32(x, n, p, q)
+         hpdl_status hpdl_quant_requantize(acc, m0, shift, zero_point, out)
+         int32_t hpdl_quant_rounding_divide_by_pot(x, e)
+         int32_t hpdl_quant_sat_rounding_doubling_high_mul(a, b)
+       data
+         void hpdl_dataset_free(d)
+         hpdl_status hpdl_dataset_normalize(d, mean, std)
+         hpdl_status hpdl_dataset_shuffle(d, seed)
+         hpdl_status hpdl_idx_load(images_path, labels_path, out)
+         hpdl_status hpdl_idx_load_dir(dir, train, out)
+       performance models: FLOPs, PALEO, roofline, allreduce cost
+         hpdl_status hpdl_cost_allreduce_one_to_all(n, p, alpha, beta, out)
+         hpdl_status hpdl_cost_allreduce_ring(n, p, alpha, beta, out)
+         hpdl_status hpdl_cost_allreduce_tree(n, p, alpha, beta, out)
+         hpdl_status hpdl_cost_allreduce_utilisation(n, p, seconds, link_bw, out)
+         hpdl_status hpdl_layer_add(l, name, a, b)
+         hpdl_status hpdl_layer_concat(l, name, n, in)
+         hpdl_status hpdl_layer_elementwise(l, name, kind, in)
+         hpdl_status hpdl_layer_fc(l, name, in, out_features, bias)
+         const char * hpdl_layer_kind_name(kind)
+         hpdl_status hpdl_net_alexnet(net, storage, capacity)
+         void hpdl_net_free(net)
+         hpdl_status hpdl_net_googlenet(net, storage, capacity)
+         hpdl_status hpdl_net_print_table(f, net)
+         hpdl_status hpdl_net_resnet50(net, storage, capacity)
+         hpdl_status hpdl_net_summarize(net, out)
+         hpdl_status hpdl_net_vgg16(net, storage, capacity)
+         hpdl_status hpdl_net_vgg19(net, storage, capacity)
+         hpdl_status hpdl_paleo_device(id, out)
+         hpdl_status hpdl_paleo_device_custom(name, peak_f32, peak_f64, mem_bw, out)
+         hpdl_status hpdl_paleo_estimate(flops, bytes, peak_flops, mem_bw, ppp, out)
+         hpdl_status hpdl_paleo_layer_time(l, batch, dev, prec, ppp, out)
+         hpdl_status hpdl_paleo_net_time(net, batch, dev, prec, ppp, out)
+         hpdl_status hpdl_paleo_ppp_from_measured(flops, seconds, peak_flops, ppp)
+         hpdl_status hpdl_paleo_print_comparison(f, n, phase, predicted_s, measured_s)
+         hpdl_status hpdl_roofline_attainable(ai, peak_flops, mem_bw, out)
+         hpdl_status hpdl_roofline_combined(ai, peak_flops, pci_bw, mpi_bw, out)
+         hpdl_status hpdl_roofline_ridge(peak_flops, mem_bw, out)
+         hpdl_shape hpdl_shape_make(c, h, w)
+       placement
+         hpdl_status hpdl_place_balanced(n_layers, cost, n_devices, first)
+         hpdl_status hpdl_place_even(n_layers, n_devices, first)
+         hpdl_status hpdl_place_from_map(n_layers, device_of_layer, n_devices, first)
+
    CHANGELOG
        2026-11-22  v0.1.0  status codes, allocation hooks, f16/bf16, RNG, timer,
                            statistics, matrix views, CSV output; CPU reference

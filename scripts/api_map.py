@@ -82,7 +82,10 @@ def public_api(pp):
     names = {d[2] for d in defs}
     api = {h: {} for h in HEADERS}
     for header, ret, name, params in defs:
-        api[header].setdefault(generic_name(name, names), (ret, params))
+        generic = generic_name(name, names)
+        if generic.endswith("_<t>"):  # hpdl_mat_f32 hpdl_mat_view_f32(...) -> hpdl_mat_<t> ...
+            ret = re.sub(r"_(%s)\b" % "|".join(TYPES), "_<t>", ret)
+        api[header].setdefault(generic, (ret, params))
     return api
 
 
