@@ -301,6 +301,7 @@ static inline int MPI_Comm_split_type(MPI_Comm c, int type, int key, MPI_Info in
     (void)type; (void)key; (void)info; *out = c; return MPI_SUCCESS;
 }
 static inline int MPI_Comm_free(MPI_Comm *c) { *c = MPI_COMM_NULL; return MPI_SUCCESS; }
+static inline int MPI_Comm_dup(MPI_Comm c, MPI_Comm *out) { *out = c; return MPI_SUCCESS; }
 static inline int MPI_Abort(MPI_Comm c, int code) { (void)c; exit(code); }
 static inline int MPI_Barrier(MPI_Comm c) { (void)c; return MPI_SUCCESS; }
 static inline double MPI_Wtime(void) { return hpdl_time_now(); }
@@ -322,6 +323,12 @@ static inline int MPI_Allgatherv(const void *send, int scount, MPI_Datatype st, 
     (void)rcounts; (void)c;
     if (send != MPI_IN_PLACE && scount > 0)
         memmove((char *)recv + (size_t)displs[0] * (size_t)rt, send, (size_t)scount * (size_t)st);
+    return MPI_SUCCESS;
+}
+static inline int MPI_Allgather(const void *send, int scount, MPI_Datatype st, void *recv, int rcount,
+                                MPI_Datatype rt, MPI_Comm c) {
+    (void)rcount; (void)rt; (void)c;
+    if (send != MPI_IN_PLACE && scount > 0) memmove(recv, send, (size_t)scount * (size_t)st);
     return MPI_SUCCESS;
 }
 static inline int MPI_Sendrecv(const void *sb, int sn, MPI_Datatype st, int dest, int stag, void *rb, int rn,
@@ -1352,6 +1359,7 @@ HPDL_MPI_API hpdl_status hpdl__mpi_allreduce_nccl(void *buf, int64_t count, hpdl
 #endif
 #define HPDL__IPC_MAX_BLOCKS 128
 #define HPDL__IPC_THREADS 512
+#define HPDL__IPC_UNROLL 4 /* packs in flight per thread: hide the latency of NVLink loads */
 #define HPDL__IPC_PHASES 2
 #define HPDL__IPC_FLAG_BYTES ((size_t)HPDL__IPC_PHASES * HPDL__IPC_MAX_BLOCKS * HPDL_MPI_IPC_MAX_RANKS * 4)
 
@@ -1364,8 +1372,8 @@ typedef struct hpdl_mpi_ipc {
     size_t max_bytes; /* staging buffer size: larger calls go in pieces of it */
     uint32_t seq;     /* calls made so far */
     char *region[HPDL_MPI_IPC_MAX_RANKS]; /* every rank's region as mapped here */
-    cudaStream_t last_stream;             /* where the last call ran */
-    cudaEvent_t switched;                 /* orders calls across a change of stream */
+    cudaStream_t last_stream;             /* where the last call ran (compared, never used) */
+    cudaEvent_t last_done;                /* recorded after each call: a call on another stream waits for it */
 } hpdl_mpi_ipc;
 
 /* Why a context cannot be made; agreed across ranks (largest reason wins). */
@@ -1500,12 +1508,12 @@ HPDL_MPI_API hpdl_status hpdl__mpi_ipc_create(hpdl_mpi_ipc *ctx, size_t max_byte
         made.max_bytes = max_bytes & ~(size_t)15;
         made.last_stream = hpdl__mpi_settings_get()->stream;
         code = hpdl__mpi_ipc_map(&made);
-        if (code == HPDL__IPC_OK && cudaEventCreateWithFlags(&made.switched, cudaEventDisableTiming) != cudaSuccess)
+        if (code == HPDL__IPC_OK && cudaEventCreateWithFlags(&made.last_done, cudaEventDisableTiming) != cudaSuccess)
             code = HPDL__IPC_NO_MEMORY;
         code = hpdl__mpi_ipc_agree(code, comm);
         if (code != HPDL__IPC_OK) {
             hpdl__mpi_ipc_unmap(&made);
-            if (made.switched) cudaEventDestroy(made.switched);
+            if (made.last_done) cudaEventDestroy(made.last_done);
             MPI_Comm_free(&made.comm);
         }
     }
@@ -1526,9 +1534,9 @@ HPDL_MPI_API hpdl_status hpdl_mpi_ipc_create(hpdl_mpi_ipc *ctx, size_t max_bytes
 /* Collective: waits for this rank's calls, then frees the context. */
 HPDL_MPI_API void hpdl_mpi_ipc_destroy(hpdl_mpi_ipc *ctx) {
     if (!ctx || !ctx->region[ctx->rank]) return;
-    cudaStreamSynchronize(ctx->last_stream); /* earlier streams: ordered before it */
+    cudaEventSynchronize(ctx->last_done); /* the calls before it are ordered before it */
     hpdl__mpi_ipc_unmap(ctx);
-    cudaEventDestroy(ctx->switched);
+    cudaEventDestroy(ctx->last_done);
     MPI_Comm_free(&ctx->comm);
     memset(ctx, 0, sizeof *ctx);
 }
@@ -1652,30 +1660,41 @@ static __device__ __forceinline__ void hpdl__ipc_store_buf(T *buf, int64_t u, co
     for (i = 0; i < N && first + i < a.count; i++) buf[first + i] = ((const T *)&p)[i];
 }
 
-/* Pack u summed over every rank's staging buffer, in rank order. All loads
-   are issued before the first add, so the peers' latencies overlap. __ldcg
-   reads through L2 only: the staging buffers change between calls. */
+/* A thread's packs of one step: u, u + blockDim.x, ... (HPDL__IPC_UNROLL of
+   them), those below end. Each step issues all its loads before the first
+   use, so several of them are in flight at once. __ldcg reads through L2
+   only: the staging buffers change between calls. */
+#define HPDL__IPC_STEP(j, u, end) \
+    for (j = 0; j < HPDL__IPC_UNROLL; j++) if ((u) + (int64_t)j * blockDim.x < (end))
+
+/* This step's packs summed over every rank's staging buffer, in rank order
+   (so every rank gets the same bits). */
 template <typename T>
-static __device__ __forceinline__ hpdl__ipc_pack hpdl__ipc_sum(const hpdl__ipc_args &a, int64_t u) {
+static __device__ __forceinline__ void hpdl__ipc_sum(const hpdl__ipc_args &a, int64_t u, int64_t end,
+                                                     hpdl__ipc_pack *out) {
     typedef typename hpdl__acc<T>::type A;
     enum { N = 16 / sizeof(T) };
-    hpdl__ipc_pack in[HPDL_MPI_IPC_MAX_RANKS], out;
-    A acc[N];
-    int r, i;
+    A acc[HPDL__IPC_UNROLL][N];
+    int r, i, j;
 #pragma unroll
-    for (r = 0; r < HPDL_MPI_IPC_MAX_RANKS; r++)
-        if (r < a.size) in[r] = __ldcg(hpdl__ipc_staging(a, r) + u);
+    for (j = 0; j < HPDL__IPC_UNROLL; j++)
 #pragma unroll
-    for (i = 0; i < N; i++) acc[i] = (A)0;
+        for (i = 0; i < N; i++) acc[j][i] = (A)0;
+    for (r = 0; r < a.size; r++) {
+        const hpdl__ipc_pack *src = hpdl__ipc_staging(a, r);
+        hpdl__ipc_pack in[HPDL__IPC_UNROLL];
 #pragma unroll
-    for (r = 0; r < HPDL_MPI_IPC_MAX_RANKS; r++)
-        if (r < a.size) {
+        HPDL__IPC_STEP(j, u, end) in[j] = __ldcg(src + u + (int64_t)j * blockDim.x);
 #pragma unroll
-            for (i = 0; i < N; i++) acc[i] += hpdl__ipc_cvt<T>::acc(((const T *)&in[r])[i]);
+        HPDL__IPC_STEP(j, u, end) {
+#pragma unroll
+            for (i = 0; i < N; i++) acc[j][i] += hpdl__ipc_cvt<T>::acc(((const T *)&in[j])[i]);
         }
+    }
 #pragma unroll
-    for (i = 0; i < N; i++) ((T *)&out)[i] = hpdl__ipc_cvt<T>::store(acc[i]);
-    return out;
+    for (j = 0; j < HPDL__IPC_UNROLL; j++)
+#pragma unroll
+        for (i = 0; i < N; i++) ((T *)&out[j])[i] = hpdl__ipc_cvt<T>::store(acc[j][i]);
 }
 
 /* This block's packs [*begin, *end): its part, the same on every rank. */
@@ -1691,43 +1710,76 @@ static __device__ __forceinline__ void hpdl__ipc_block_part(const hpdl__ipc_args
 template <typename T>
 static __device__ __forceinline__ void hpdl__ipc_publish(const hpdl__ipc_args &a, const T *buf, int64_t begin,
                                                          int64_t end) {
-    hpdl__ipc_pack *mine = hpdl__ipc_staging(a, a.rank);
+    hpdl__ipc_pack *mine = hpdl__ipc_staging(a, a.rank), p[HPDL__IPC_UNROLL];
     int64_t u;
-    for (u = begin + threadIdx.x; u < end; u += blockDim.x) mine[u] = hpdl__ipc_load_buf(buf, u, a);
+    int j;
+    for (u = begin + threadIdx.x; u < end; u += HPDL__IPC_UNROLL * blockDim.x) {
+#pragma unroll
+        HPDL__IPC_STEP(j, u, end) p[j] = hpdl__ipc_load_buf(buf, u + (int64_t)j * blockDim.x, a);
+#pragma unroll
+        HPDL__IPC_STEP(j, u, end) mine[u + (int64_t)j * blockDim.x] = p[j];
+    }
     hpdl__ipc_meet(a, 0);
+}
+
+/* Sums packs [from, to) of every rank into buf (and into this rank's
+   staging buffer when `keep`: the two-shot's reduced segment). */
+template <typename T>
+static __device__ __forceinline__ void hpdl__ipc_reduce(const hpdl__ipc_args &a, T *buf, int64_t from, int64_t to,
+                                                        int keep) {
+    hpdl__ipc_pack *mine = hpdl__ipc_staging(a, a.rank), s[HPDL__IPC_UNROLL];
+    int64_t u;
+    int j;
+    for (u = from + threadIdx.x; u < to; u += HPDL__IPC_UNROLL * blockDim.x) {
+        hpdl__ipc_sum<T>(a, u, to, s);
+#pragma unroll
+        HPDL__IPC_STEP(j, u, to) {
+            if (keep) mine[u + (int64_t)j * blockDim.x] = s[j];
+            hpdl__ipc_store_buf(buf, u + (int64_t)j * blockDim.x, a, s[j]);
+        }
+    }
 }
 
 template <typename T>
 static __global__ void __launch_bounds__(HPDL__IPC_THREADS) hpdl__ipc_oneshot_kernel(hpdl__ipc_args a, T *buf) {
-    int64_t begin, end, u;
+    int64_t begin, end;
     hpdl__ipc_block_part<T>(a, &begin, &end);
     hpdl__ipc_publish(a, buf, begin, end);
-    for (u = begin + threadIdx.x; u < end; u += blockDim.x) hpdl__ipc_store_buf(buf, u, a, hpdl__ipc_sum<T>(a, u));
+    hpdl__ipc_reduce(a, buf, begin, end, 0);
+}
+
+/* Copies packs [from, to) of rank r's staging buffer into buf. */
+template <typename T>
+static __device__ __forceinline__ void hpdl__ipc_gather(const hpdl__ipc_args &a, T *buf, int r, int64_t from,
+                                                        int64_t to) {
+    const hpdl__ipc_pack *src = hpdl__ipc_staging(a, r);
+    hpdl__ipc_pack p[HPDL__IPC_UNROLL];
+    int64_t u;
+    int j;
+    for (u = from + threadIdx.x; u < to; u += HPDL__IPC_UNROLL * blockDim.x) {
+#pragma unroll
+        HPDL__IPC_STEP(j, u, to) p[j] = __ldcg(src + u + (int64_t)j * blockDim.x);
+#pragma unroll
+        HPDL__IPC_STEP(j, u, to) hpdl__ipc_store_buf(buf, u + (int64_t)j * blockDim.x, a, p[j]);
+    }
 }
 
 template <typename T>
 static __global__ void __launch_bounds__(HPDL__IPC_THREADS) hpdl__ipc_twoshot_kernel(hpdl__ipc_args a, T *buf) {
-    hpdl__ipc_pack *mine = hpdl__ipc_staging(a, a.rank);
-    int64_t begin, end, u;
+    int64_t begin, end, len;
     int r;
     hpdl__ipc_block_part<T>(a, &begin, &end);
+    len = end - begin;
     hpdl__ipc_publish(a, buf, begin, end);
-    /* reduce-scatter: segment `rank` of the part, into our staging buffer
-       (only we read that segment of it in this phase) and into buf */
-    for (u = begin + hpdl__ipc_split(end - begin, a.rank, a.size) + threadIdx.x;
-         u < begin + hpdl__ipc_split(end - begin, a.rank + 1, a.size); u += blockDim.x) {
-        hpdl__ipc_pack s = hpdl__ipc_sum<T>(a, u);
-        mine[u] = s;
-        hpdl__ipc_store_buf(buf, u, a, s);
-    }
+    /* reduce-scatter: segment `rank` of the part, kept in our staging buffer
+       (no peer reads that segment of it in this phase) and written to buf */
+    hpdl__ipc_reduce(a, buf, begin + hpdl__ipc_split(len, a.rank, a.size),
+                     begin + hpdl__ipc_split(len, a.rank + 1, a.size), 1);
     hpdl__ipc_meet(a, 1);
     /* all-gather: every peer's reduced segment */
-    for (r = 0; r < a.size; r++) {
-        if (r == a.rank) continue;
-        for (u = begin + hpdl__ipc_split(end - begin, r, a.size) + threadIdx.x;
-             u < begin + hpdl__ipc_split(end - begin, r + 1, a.size); u += blockDim.x)
-            hpdl__ipc_store_buf(buf, u, a, __ldcg(hpdl__ipc_staging(a, r) + u));
-    }
+    for (r = 0; r < a.size; r++)
+        if (r != a.rank)
+            hpdl__ipc_gather(a, buf, r, begin + hpdl__ipc_split(len, r, a.size), begin + hpdl__ipc_split(len, r + 1, a.size));
 }
 
 /* ---- host side ---- */
@@ -1738,11 +1790,11 @@ HPDL_MPI_API hpdl_allreduce_algo hpdl__mpi_ipc_pick(size_t bytes, int size) {
     return size <= 2 || bytes <= HPDL_MPI_IPC_ONESHOT_BYTES ? HPDL_ALLREDUCE_IPC_ONESHOT : HPDL_ALLREDUCE_IPC_TWOSHOT;
 }
 
-/* A call on another stream than the last waits for the last one's work. */
+/* A call on another stream than the last waits for the last one's work.
+   (An event, not the old stream: the caller may have destroyed that.) */
 HPDL_MPI_API hpdl_status hpdl__mpi_ipc_order(hpdl_mpi_ipc *c, cudaStream_t stream) {
     if (stream == c->last_stream) return HPDL_OK;
-    HPDL_CUDA_TRY(cudaEventRecord(c->switched, c->last_stream));
-    HPDL_CUDA_TRY(cudaStreamWaitEvent(stream, c->switched, 0));
+    HPDL_CUDA_TRY(cudaStreamWaitEvent(stream, c->last_done, 0));
     c->last_stream = stream;
     return HPDL_OK;
 }
@@ -1788,6 +1840,7 @@ HPDL_MPI_API hpdl_status hpdl__mpi_ipc_run(hpdl_mpi_ipc *c, void *buf, int64_t c
     for (off = 0; off < count && s == HPDL_OK; off += piece)
         s = hpdl__mpi_ipc_launch(c, (char *)buf + (size_t)off * es, count - off < piece ? count - off : piece, t,
                                  algo == HPDL_ALLREDUCE_IPC_TWOSHOT, stream);
+    if (s == HPDL_OK) HPDL_CUDA_TRY(cudaEventRecord(c->last_done, stream));
     return s;
 }
 
@@ -1851,11 +1904,13 @@ HPDL_MPI_API hpdl_status hpdl__mpi_ipc_cached(MPI_Comm comm, int verbose, hpdl_m
     return cache[slot].status;
 }
 
+/* Collective (hpdl_mpi_finalize); after MPI_Finalize only forgets them. */
 HPDL_MPI_API void hpdl__mpi_ipc_release(void) {
     hpdl__mpi_ipc_entry *cache = hpdl__mpi_ipc_cache();
-    int i;
+    int i, finalised = 0;
+    MPI_Finalized(&finalised);
     for (i = 0; i < HPDL__MPI_IPC_CACHE; i++) {
-        if (cache[i].used && cache[i].status == HPDL_OK) hpdl_mpi_ipc_destroy(&cache[i].ctx);
+        if (cache[i].used && cache[i].status == HPDL_OK && !finalised) hpdl_mpi_ipc_destroy(&cache[i].ctx);
         memset(&cache[i], 0, sizeof cache[i]);
     }
 }
@@ -2074,9 +2129,13 @@ HPDL_MPI_API hpdl_status hpdl_mpi_bcast(void *buf, int64_t count, hpdl_mpi_dtype
         return hpdl_mpi_bcast(buf, count, DTYPE, root, comm);                  \
     }
 
+/* hpdl_mpi_allreduce_avg_f32 hpdl_mpi_allreduce_f32 hpdl_mpi_bcast_f32 */
 HPDL_DEFINE_MPI_COLLECTIVES(f32, float, HPDL_MPI_F32)
+/* hpdl_mpi_allreduce_avg_f64 hpdl_mpi_allreduce_f64 hpdl_mpi_bcast_f64 */
 HPDL_DEFINE_MPI_COLLECTIVES(f64, double, HPDL_MPI_F64)
+/* hpdl_mpi_allreduce_avg_f16 hpdl_mpi_allreduce_f16 hpdl_mpi_bcast_f16 */
 HPDL_DEFINE_MPI_COLLECTIVES(f16, hpdl_f16, HPDL_MPI_F16)
+/* hpdl_mpi_allreduce_avg_bf16 hpdl_mpi_allreduce_bf16 hpdl_mpi_bcast_bf16 */
 HPDL_DEFINE_MPI_COLLECTIVES(bf16, hpdl_bf16, HPDL_MPI_BF16)
 
 /* ======================================================================== */
@@ -2857,7 +2916,9 @@ HPDL_MPI_API hpdl_status hpdl__dp_finish_stats(hpdl_mpi_dp_stats *out, const dou
         return status;                                                                                                \
     }
 
+/* hpdl_mpi_dp_create_f32 hpdl_mpi_dp_destroy_f32 hpdl_mpi_dp_epoch_f32 */
 HPDL_DEFINE_MPI_DP(f32, float, HPDL_MPI_F32)
+/* hpdl_mpi_dp_create_f64 hpdl_mpi_dp_destroy_f64 hpdl_mpi_dp_epoch_f64 */
 HPDL_DEFINE_MPI_DP(f64, double, HPDL_MPI_F64)
 
 /* Roofline inputs on CPU ranks: P_flops from a 256^3 f32 GEMM, P_mpi from
@@ -3224,7 +3285,9 @@ static inline hpdl_status hpdl__dp_cuda_epoch(D *dp, M *g, hpdl_cuda_dataset *da
         hpdl__dp_cuda_destroy<hpdl_mpi_dp_cuda_##SUFFIX, hpdl_cuda_mlp_##SUFFIX>(dp);                           \
     }
 
+/* hpdl_mpi_dp_cuda_create_f32 hpdl_mpi_dp_cuda_destroy_f32 hpdl_mpi_dp_cuda_epoch_f32 */
 HPDL_DEFINE_MPI_DP_CUDA(f32, float, HPDL_MPI_F32)
+/* hpdl_mpi_dp_cuda_create_f64 hpdl_mpi_dp_cuda_destroy_f64 hpdl_mpi_dp_cuda_epoch_f64 */
 HPDL_DEFINE_MPI_DP_CUDA(f64, double, HPDL_MPI_F64)
 
 /* Roofline inputs on a GPU rank: P_flops from a 4096^3 f32 cuBLAS GEMM,
@@ -3780,6 +3843,7 @@ HPDL_MPI_API hpdl_status hpdl__tp_finish_stats(hpdl_mpi_tp_stats *st, const doub
     }
 
 HPDL_DEFINE_MPI_TP(f32, float, HPDL_MPI_F32)
+/* hpdl_mpi_tp_create_f64 hpdl_mpi_tp_destroy_f64 hpdl_mpi_tp_epoch_f64 hpdl_mpi_tp_gather_f64 */
 HPDL_DEFINE_MPI_TP(f64, double, HPDL_MPI_F64)
 
 #endif /* HPDL_MPI_H */
