@@ -571,9 +571,13 @@ HPDL_API hpdl_status hpdl__check_matrix(const void *data, int rows, int cols, in
     return HPDL_OK;
 }
 
+/* hpdl_mat_view_f32 hpdl_mat_check_f32 */
 HPDL_DEFINE_MATRIX(f32, float)
+/* hpdl_mat_view_f64 hpdl_mat_check_f64 */
 HPDL_DEFINE_MATRIX(f64, double)
+/* hpdl_mat_view_f16 hpdl_mat_check_f16 */
 HPDL_DEFINE_MATRIX(f16, hpdl_f16)
+/* hpdl_mat_view_bf16 hpdl_mat_check_bf16 */
 HPDL_DEFINE_MATRIX(bf16, hpdl_bf16)
 
 /* ------------------------------------------------------------------------ */
@@ -777,6 +781,8 @@ static inline double hpdl__sigmoid(double x) {
         return HPDL_OK;                                                        \
     }
 
+/* hpdl_vec_add_f32 hpdl_vec_axpy_f32 hpdl_vec_add_f64 hpdl_vec_axpy_f64 hpdl_vec_add_f16
+   hpdl_vec_axpy_f16 hpdl_vec_add_bf16 hpdl_vec_axpy_bf16 */
 HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_VEC)
 
 /* ------------------------------------------------------------------------ */
@@ -910,6 +916,7 @@ HPDL__DEFINE_GEMM_CORE(double)
                                           hpdl__gemm_pack_##SUFFIX, hpdl__gemm_store_##SUFFIX); \
     }
 
+/* hpdl_gemm_f32 hpdl_gemm_f64 hpdl_gemm_f16 hpdl_gemm_bf16 */
 HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_GEMM)
 
 /* ------------------------------------------------------------------------ */
@@ -1625,6 +1632,27 @@ static inline hpdl_status hpdl__batchnorm_backward(const hpdl__elem_type *t, con
                                         dgamma, dbeta);                        \
     }
 
+/* hpdl_conv2d_forward_f32 hpdl_conv2d_backward_data_f32 hpdl_conv2d_backward_filter_f32
+   hpdl_conv2d_bias_add_f32 hpdl_conv2d_bias_grad_f32 hpdl_maxpool2d_forward_f32
+   hpdl_maxpool2d_backward_f32 hpdl_avgpool2d_forward_f32 hpdl_avgpool2d_backward_f32
+   hpdl_global_avgpool_forward_f32 hpdl_global_avgpool_backward_f32
+   hpdl_batchnorm_forward_training_f32 hpdl_batchnorm_forward_inference_f32
+   hpdl_batchnorm_backward_f32 hpdl_conv2d_forward_f64 hpdl_conv2d_backward_data_f64
+   hpdl_conv2d_backward_filter_f64 hpdl_conv2d_bias_add_f64 hpdl_conv2d_bias_grad_f64
+   hpdl_maxpool2d_forward_f64 hpdl_maxpool2d_backward_f64 hpdl_avgpool2d_forward_f64
+   hpdl_avgpool2d_backward_f64 hpdl_global_avgpool_forward_f64 hpdl_global_avgpool_backward_f64
+   hpdl_batchnorm_forward_training_f64 hpdl_batchnorm_forward_inference_f64
+   hpdl_batchnorm_backward_f64 hpdl_conv2d_forward_f16 hpdl_conv2d_backward_data_f16
+   hpdl_conv2d_backward_filter_f16 hpdl_conv2d_bias_add_f16 hpdl_conv2d_bias_grad_f16
+   hpdl_maxpool2d_forward_f16 hpdl_maxpool2d_backward_f16 hpdl_avgpool2d_forward_f16
+   hpdl_avgpool2d_backward_f16 hpdl_global_avgpool_forward_f16 hpdl_global_avgpool_backward_f16
+   hpdl_batchnorm_forward_training_f16 hpdl_batchnorm_forward_inference_f16
+   hpdl_batchnorm_backward_f16 hpdl_conv2d_forward_bf16 hpdl_conv2d_backward_data_bf16
+   hpdl_conv2d_backward_filter_bf16 hpdl_conv2d_bias_add_bf16 hpdl_conv2d_bias_grad_bf16
+   hpdl_maxpool2d_forward_bf16 hpdl_maxpool2d_backward_bf16 hpdl_avgpool2d_forward_bf16
+   hpdl_avgpool2d_backward_bf16 hpdl_global_avgpool_forward_bf16 hpdl_global_avgpool_backward_bf16
+   hpdl_batchnorm_forward_training_bf16 hpdl_batchnorm_forward_inference_bf16
+   hpdl_batchnorm_backward_bf16 */
 HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_CONV)
 
 /* ------------------------------------------------------------------------ */
@@ -1682,6 +1710,7 @@ HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_CONV)
         return st;                                                             \
     }
 
+/* hpdl_matpow_f32 hpdl_matpow_f64 hpdl_matpow_f16 hpdl_matpow_bf16 */
 HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_MATPOW)
 
 /* ------------------------------------------------------------------------ */
@@ -1722,6 +1751,10 @@ HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_MATPOW)
         return HPDL_OK;                                                        \
     }
 
+/* hpdl_relu_f32 hpdl_relu_grad_f32 hpdl_sigmoid_f32 hpdl_sigmoid_grad_f32 hpdl_relu_f64
+   hpdl_relu_grad_f64 hpdl_sigmoid_f64 hpdl_sigmoid_grad_f64 hpdl_relu_f16 hpdl_relu_grad_f16
+   hpdl_sigmoid_f16 hpdl_sigmoid_grad_f16 hpdl_relu_bf16 hpdl_relu_grad_bf16 hpdl_sigmoid_bf16
+   hpdl_sigmoid_grad_bf16 */
 HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_ACTIVATIONS)
 
 /* ------------------------------------------------------------------------ */
@@ -1758,6 +1791,7 @@ HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_ACTIVATIONS)
         return HPDL_OK;                                                        \
     }
 
+/* hpdl_softmax_xent_f32 hpdl_softmax_xent_f64 hpdl_softmax_xent_f16 hpdl_softmax_xent_bf16 */
 HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_SOFTMAX_XENT)
 
 /* ------------------------------------------------------------------------ */
@@ -1968,6 +2002,11 @@ static inline int hpdl__hyper_ok(double lr, double l2) {
         return ok ? HPDL_OK : HPDL_ERR_NUMERIC;                                \
     }
 
+/* hpdl_mlp_destroy_f32 hpdl_mlp_create_zero_f32 hpdl_mlp_create_f32 hpdl_mlp_copy_f32
+   hpdl_mlp_sgd_f32 hpdl_mlp_destroy_f64 hpdl_mlp_create_zero_f64 hpdl_mlp_create_f64
+   hpdl_mlp_copy_f64 hpdl_mlp_sgd_f64 hpdl_mlp_destroy_f16 hpdl_mlp_create_zero_f16
+   hpdl_mlp_create_f16 hpdl_mlp_copy_f16 hpdl_mlp_sgd_f16 hpdl_mlp_destroy_bf16
+   hpdl_mlp_create_zero_bf16 hpdl_mlp_create_bf16 hpdl_mlp_copy_bf16 hpdl_mlp_sgd_bf16 */
 HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_MLP_MODEL)
 
 /* Training: workspace, forward, backward, train step, accuracy.
@@ -2129,6 +2168,13 @@ HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_MLP_MODEL)
         return st;                                                             \
     }
 
+/* hpdl_mlp_work_destroy_f32 hpdl_mlp_work_create_f32 hpdl_mlp_forward_f32 hpdl_mlp_backward_f32
+   hpdl_mlp_train_step_f32 hpdl_mlp_accuracy_f32 hpdl_mlp_work_destroy_f64 hpdl_mlp_work_create_f64
+   hpdl_mlp_forward_f64 hpdl_mlp_backward_f64 hpdl_mlp_train_step_f64 hpdl_mlp_accuracy_f64
+   hpdl_mlp_work_destroy_f16 hpdl_mlp_work_create_f16 hpdl_mlp_forward_f16 hpdl_mlp_backward_f16
+   hpdl_mlp_train_step_f16 hpdl_mlp_accuracy_f16 hpdl_mlp_work_destroy_bf16
+   hpdl_mlp_work_create_bf16 hpdl_mlp_forward_bf16 hpdl_mlp_backward_bf16 hpdl_mlp_train_step_bf16
+   hpdl_mlp_accuracy_bf16 */
 HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_MLP_TRAIN)
 
 /* ------------------------------------------------------------------------ */

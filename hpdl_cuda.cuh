@@ -762,8 +762,11 @@ static inline hpdl_status hpdl_cuda_vec_add(hpdl_vecadd_config cfg, int64_t n, c
     }
 
 HPDL_DEFINE_CUDA_VECADD(f32, float, float, float, HPDL_LOAD_SELF, HPDL_STORE_F32)
+/* hpdl_cuda_vec_add_f64 */
 HPDL_DEFINE_CUDA_VECADD(f64, double, double, double, HPDL_LOAD_SELF, HPDL_STORE_F64)
+/* hpdl_cuda_vec_add_f16 */
 HPDL_DEFINE_CUDA_VECADD(f16, hpdl_f16, __half, float, __half2float, __float2half_rn)
+/* hpdl_cuda_vec_add_bf16 */
 HPDL_DEFINE_CUDA_VECADD(bf16, hpdl_bf16, __nv_bfloat16, float, __bfloat162float, __float2bfloat16_rn)
 
 /* ------------------------------------------------------------------------ */
@@ -3326,8 +3329,11 @@ static inline hpdl_status hpdl_cuda_gemm(hpdl_transpose ta, hpdl_transpose tb, i
     }
 
 HPDL_DEFINE_CUDA_GEMM(f32, float, float)
+/* hpdl_cuda_gemm_algo_f64 hpdl_cuda_gemm_f64 */
 HPDL_DEFINE_CUDA_GEMM(f64, double, double)
+/* hpdl_cuda_gemm_algo_f16 hpdl_cuda_gemm_f16 */
 HPDL_DEFINE_CUDA_GEMM(f16, hpdl_f16, float)
+/* hpdl_cuda_gemm_algo_bf16 hpdl_cuda_gemm_bf16 */
 HPDL_DEFINE_CUDA_GEMM(bf16, hpdl_bf16, float)
 
 /* ------------------------------------------------------------------------ */
@@ -3680,21 +3686,52 @@ static __device__ __forceinline__ int hpdl__conv_mma_pos(int t, int stride, int 
     return t < size ? t : -1;
 }
 
+/* Where this thread's next K tile starts: the tap (r, s) and channel c of
+   its chunk column in the source tile; for backward-data's filter tile,
+   the tap rs and output channel kk of its first row. Tiles are loaded in K
+   order, so each moves the cursor on by BK (no divisions per tile). */
+struct hpdl__conv_mma_cursor {
+    int r, s, c, rs, kk;
+    template <typename T> __device__ __forceinline__ void init(const hpdl__conv_mma_args<T> &a, int col, int row) {
+        int tap = col / a.inner;
+        c = col - tap * a.inner;
+        r = tap / a.kernel_w;
+        s = tap - r * a.kernel_w;
+        rs = row / a.inner;
+        kk = row - rs * a.inner;
+    }
+    /* source: the vector gather uses (r, s, c); filter: backward-data uses (rs, kk) */
+    template <typename T>
+    __device__ __forceinline__ void next(const hpdl__conv_mma_args<T> &a, int bk, bool source, bool filter) {
+        if (source)
+            for (c += bk; c >= a.inner; c -= a.inner)
+                if (++s == a.kernel_w) { s = 0; r++; }
+        if (filter)
+            for (kk += bk; kk >= a.inner; kk -= a.inner) rs++;
+    }
+};
+
 /* K tile k0.. of the source rows into a stage (BM x BK, K-contiguous). VEC:
-   one 16-byte cp.async per chunk, whose 8 channels share one tap (inner %
-   8 == 0); else element by element (any channel count), plain loads and
-   shared stores. */
+   one 16-byte cp.async per chunk, whose 8 channels share the cursor's tap
+   (inner % 8 == 0); else element by element (any channel count), plain
+   loads and shared stores. */
 template <typename SH, bool VEC, typename T>
 static __device__ __forceinline__ void hpdl__conv_mma_gather(const hpdl__conv_mma_args<T> &a,
-                                                             const hpdl__conv_mma_rows<SH> &rows, int c_base, T *s,
-                                                             int k0) {
+                                                             const hpdl__conv_mma_rows<SH> &rows,
+                                                             const hpdl__conv_mma_cursor &at, int c_base, T *s, int k0) {
     typedef hpdl__gemm_swizzle<SH::BM, SH::BK> L;
     typedef hpdl__conv_mma_rows<SH> R;
     const int col = (int)threadIdx.x % R::CPR * 8, row = (int)threadIdx.x / R::CPR;
 #pragma unroll
     for (int j = 0; j < (VEC ? 1 : 8); j++) {
-        int k = k0 + col + j, rs = k / a.inner, c = k - rs * a.inner, r = rs / a.kernel_w;
-        int dh = r * a.tap_h, dw = (rs - r * a.kernel_w) * a.tap_w;
+        int k = k0 + col + j, r = at.r, tap_s = at.s, c = at.c;
+        if (!VEC) { /* this element's own tap and channel */
+            int tap = k / a.inner;
+            c = k - tap * a.inner;
+            r = tap / a.kernel_w;
+            tap_s = tap - r * a.kernel_w;
+        }
+        const int dh = r * a.tap_h, dw = tap_s * a.tap_w;
 #pragma unroll
         for (int i = 0; i < R::ROWS; i++) {
             int ih = hpdl__conv_mma_pos(rows.h0[i] + dh, a.src_stride_h, a.src_h);
@@ -3713,13 +3750,12 @@ static __device__ __forceinline__ void hpdl__conv_mma_gather(const hpdl__conv_mm
    (rs, kk) is W[kk, rs, n0..] of this group. 16 bytes per chunk where W's
    rows allow it (w_vec) and the chunk is inside N, else element by element. */
 template <typename SH, typename T>
-static __device__ __forceinline__ void hpdl__conv_mma_filter_rows(const hpdl__conv_mma_args<T> &a, const T *w, T *s,
-                                                                  int k0, int n0) {
+static __device__ __forceinline__ void hpdl__conv_mma_filter_rows(const hpdl__conv_mma_args<T> &a, const T *w,
+                                                                  const hpdl__conv_mma_cursor &at, T *s, int n0) {
     typedef hpdl__gemm_swizzle<SH::BK, SH::BN> L;
     enum { CPR = SH::BN / 8, ROWS = SH::BK * CPR / SH::THREADS, ROW_STEP = SH::THREADS / CPR };
     const int col = (int)threadIdx.x % CPR * 8, row = (int)threadIdx.x / CPR, c = n0 + col;
-    const int k_per_group = a.K / a.taps;
-    int k = k0 + row, rs = k / k_per_group, kk = k - rs * k_per_group;
+    int rs = at.rs, kk = at.kk;
 #pragma unroll
     for (int i = 0; i < ROWS; i++) {
         const T *src = w + ((size_t)kk * a.taps + rs) * a.N + c;
@@ -3731,24 +3767,40 @@ static __device__ __forceinline__ void hpdl__conv_mma_filter_rows(const hpdl__co
 #pragma unroll
             for (int j = 0; j < 8; j++) dst[j] = in && c + j < a.N ? src[j] : T(0.0f);
         }
-        for (kk += ROW_STEP; kk >= k_per_group; kk -= k_per_group) rs++; /* the row ROW_STEP further down K */
+        for (kk += ROW_STEP; kk >= a.inner; kk -= a.inner) rs++; /* the row ROW_STEP further down K */
     }
 }
 
-/* K tile k of both operands into stage st (one cp.async group, committed by the caller). */
+/* The forward filter tile: W's rows (K-contiguous) as the GEMM loads an
+   operand: by the GEMM's tile copier (addresses worked out once) where the
+   block's tiles are whole and aligned, else with hpdl__gemm_stage's checks. */
+template <typename SH, typename T> struct hpdl__conv_mma_filter {
+    hpdl__gemm_operand<T> w;
+    hpdl__tile_copier<T, SH::BN, SH::BK, SH::THREADS, true> copier;
+    bool whole;
+    __device__ __forceinline__ void init(const hpdl__conv_mma_args<T> &a, int grp, int n0) {
+        hpdl__gemm_operand<T> wo = {a.w + (size_t)grp * a.N * a.K, a.K, 1, a.w_vec};
+        w = wo;
+        whole = a.w_vec && n0 + SH::BN <= a.N && a.K % SH::BK == 0;
+        if (whole) copier.init(w, n0);
+    }
+    __device__ __forceinline__ void load(T *s, int k0, int n0, int N, int K) {
+        if (whole) copier.copy(s, w.ld);
+        else hpdl__gemm_stage<T, SH::BN, SH::BK, SH::THREADS, hpdl__gemm_swizzle, true, false>(s, w, n0, k0, N, K);
+    }
+};
+
+/* K tile k of both operands into stage st (one cp.async group, committed
+   by the caller); the cursor moves on to tile k+1. */
 template <typename SH, bool VEC, bool DATA, typename T>
 static __device__ __forceinline__ void hpdl__conv_mma_load(const hpdl__conv_mma_args<T> &a,
-                                                           const hpdl__conv_mma_rows<SH> &rows, int grp, T *sa, T *sb,
-                                                           int st, int k, int n0) {
-    const T *w = DATA ? a.w + (size_t)grp * a.K * a.N : a.w + (size_t)grp * a.N * a.K;
-    hpdl__conv_mma_gather<SH, VEC>(a, rows, grp * a.inner, sa + st * SH::BM * SH::BK, k * SH::BK);
-    if (DATA) {
-        hpdl__conv_mma_filter_rows<SH>(a, w, sb + st * SH::BN * SH::BK, k * SH::BK, n0);
-    } else {
-        hpdl__gemm_operand<T> wo = {w, a.K, 1, a.w_vec};
-        hpdl__gemm_stage<T, SH::BN, SH::BK, SH::THREADS, hpdl__gemm_swizzle, true, false>(sb + st * SH::BN * SH::BK, wo, n0,
-                                                                                         k * SH::BK, a.N, a.K);
-    }
+                                                           const hpdl__conv_mma_rows<SH> &rows,
+                                                           hpdl__conv_mma_cursor &at, hpdl__conv_mma_filter<SH, T> &f,
+                                                           int grp, T *sa, T *sb, int st, int k, int n0) {
+    hpdl__conv_mma_gather<SH, VEC>(a, rows, at, grp * a.inner, sa + st * SH::BM * SH::BK, k * SH::BK);
+    if (DATA) hpdl__conv_mma_filter_rows<SH>(a, a.w + (size_t)grp * a.K * a.N, at, sb + st * SH::BN * SH::BK, n0);
+    else f.load(sb + st * SH::BN * SH::BK, k * SH::BK, n0, a.N, a.K);
+    at.next(a, SH::BK, VEC, DATA);
 }
 
 /* Block tile (blockIdx.y: pixels, blockIdx.x: channels) of group blockIdx.z:
@@ -3764,22 +3816,26 @@ __global__ void __launch_bounds__(SH::THREADS, 2) hpdl__conv_mma(hpdl__conv_mma_
     const int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32;
     const int wm = warp / SH::WARPS_N * SH::WM, wn = warp % SH::WARPS_N * SH::WN;
     hpdl__conv_mma_rows<SH> rows;
+    hpdl__conv_mma_cursor at;
+    hpdl__conv_mma_filter<SH, T> filter;
     hpdl__mma_lanes<SH, true, !DATA> lanes;
     float acc[MI][NJ][4];
     unsigned af[MI][4], bf[NJ][2];
     rows.init(a, m0);
+    at.init(a, (int)threadIdx.x % (BK / 8) * 8, (int)threadIdx.x / (BN / 8));
+    if (!DATA) filter.init(a, grp, n0);
     lanes.init(wm, wn, lane);
     for (int i = 0; i < MI; i++)
         for (int j = 0; j < NJ; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
     for (int st = 0; st < S - 1; st++) { /* the pipeline's first S-1 tiles */
-        if (st < KT) hpdl__conv_mma_load<SH, VEC, DATA>(a, rows, grp, sa, sb, st, st, n0);
+        if (st < KT) hpdl__conv_mma_load<SH, VEC, DATA>(a, rows, at, filter, grp, sa, sb, st, st, n0);
         hpdl__cp_async_commit();
     }
     for (int kt = 0; kt < KT; kt++) {
         const int next = kt + S - 1, st = kt % S;
         hpdl__cp_async_wait<S - 2>(); /* tile kt has landed (this thread's copies) ... */
         __syncthreads();              /* ... everyone's, and every warp is done with tile kt-1's stage */
-        if (next < KT) hpdl__conv_mma_load<SH, VEC, DATA>(a, rows, grp, sa, sb, next % S, next, n0);
+        if (next < KT) hpdl__conv_mma_load<SH, VEC, DATA>(a, rows, at, filter, grp, sa, sb, next % S, next, n0);
         hpdl__cp_async_commit();
 #pragma unroll
         for (int ks = 0; ks < KS; ks++) {
@@ -4238,9 +4294,21 @@ static inline hpdl_status hpdl_cuda_conv2d_backward_filter(const hpdl_conv2d_par
         return hpdl_cuda_conv2d_backward_filter(p, xd, x, yd, dy, dw, stream);                                    \
     }
 
+/* hpdl_cuda_conv2d_forward_algo_f32 hpdl_cuda_conv2d_backward_data_algo_f32
+   hpdl_cuda_conv2d_backward_filter_algo_f32 hpdl_cuda_conv2d_forward_f32
+   hpdl_cuda_conv2d_backward_data_f32 hpdl_cuda_conv2d_backward_filter_f32 */
 HPDL_DEFINE_CUDA_CONV(f32, float)
+/* hpdl_cuda_conv2d_forward_algo_f64 hpdl_cuda_conv2d_backward_data_algo_f64
+   hpdl_cuda_conv2d_backward_filter_algo_f64 hpdl_cuda_conv2d_forward_f64
+   hpdl_cuda_conv2d_backward_data_f64 hpdl_cuda_conv2d_backward_filter_f64 */
 HPDL_DEFINE_CUDA_CONV(f64, double)
+/* hpdl_cuda_conv2d_forward_algo_f16 hpdl_cuda_conv2d_backward_data_algo_f16
+   hpdl_cuda_conv2d_backward_filter_algo_f16 hpdl_cuda_conv2d_forward_f16
+   hpdl_cuda_conv2d_backward_data_f16 hpdl_cuda_conv2d_backward_filter_f16 */
 HPDL_DEFINE_CUDA_CONV(f16, hpdl_f16)
+/* hpdl_cuda_conv2d_forward_algo_bf16 hpdl_cuda_conv2d_backward_data_algo_bf16
+   hpdl_cuda_conv2d_backward_filter_algo_bf16 hpdl_cuda_conv2d_forward_bf16
+   hpdl_cuda_conv2d_backward_data_bf16 hpdl_cuda_conv2d_backward_filter_bf16 */
 HPDL_DEFINE_CUDA_CONV(bf16, hpdl_bf16)
 
 /* ---- bias, pooling, batch normalization ------------------------------------------ */
@@ -4664,9 +4732,29 @@ static inline hpdl_status hpdl_cuda_batchnorm_backward(const hpdl_tensor4 *xd, c
         return hpdl_cuda_batchnorm_backward(xd, x, dy, gamma, save_mean, save_invstd, dx, dgamma, dbeta, stream); \
     }
 
+/* hpdl_cuda_conv2d_bias_add_f32 hpdl_cuda_conv2d_bias_grad_f32 hpdl_cuda_maxpool2d_forward_f32
+   hpdl_cuda_maxpool2d_backward_f32 hpdl_cuda_avgpool2d_forward_f32 hpdl_cuda_avgpool2d_backward_f32
+   hpdl_cuda_global_avgpool_forward_f32 hpdl_cuda_global_avgpool_backward_f32
+   hpdl_cuda_batchnorm_forward_training_f32 hpdl_cuda_batchnorm_forward_inference_f32
+   hpdl_cuda_batchnorm_backward_f32 */
 HPDL_DEFINE_CUDA_CONV_LAYERS(f32, float, float)
+/* hpdl_cuda_conv2d_bias_add_f64 hpdl_cuda_conv2d_bias_grad_f64 hpdl_cuda_maxpool2d_forward_f64
+   hpdl_cuda_maxpool2d_backward_f64 hpdl_cuda_avgpool2d_forward_f64 hpdl_cuda_avgpool2d_backward_f64
+   hpdl_cuda_global_avgpool_forward_f64 hpdl_cuda_global_avgpool_backward_f64
+   hpdl_cuda_batchnorm_forward_training_f64 hpdl_cuda_batchnorm_forward_inference_f64
+   hpdl_cuda_batchnorm_backward_f64 */
 HPDL_DEFINE_CUDA_CONV_LAYERS(f64, double, double)
+/* hpdl_cuda_conv2d_bias_add_f16 hpdl_cuda_conv2d_bias_grad_f16 hpdl_cuda_maxpool2d_forward_f16
+   hpdl_cuda_maxpool2d_backward_f16 hpdl_cuda_avgpool2d_forward_f16 hpdl_cuda_avgpool2d_backward_f16
+   hpdl_cuda_global_avgpool_forward_f16 hpdl_cuda_global_avgpool_backward_f16
+   hpdl_cuda_batchnorm_forward_training_f16 hpdl_cuda_batchnorm_forward_inference_f16
+   hpdl_cuda_batchnorm_backward_f16 */
 HPDL_DEFINE_CUDA_CONV_LAYERS(f16, hpdl_f16, float)
+/* hpdl_cuda_conv2d_bias_add_bf16 hpdl_cuda_conv2d_bias_grad_bf16 hpdl_cuda_maxpool2d_forward_bf16
+   hpdl_cuda_maxpool2d_backward_bf16 hpdl_cuda_avgpool2d_forward_bf16
+   hpdl_cuda_avgpool2d_backward_bf16 hpdl_cuda_global_avgpool_forward_bf16
+   hpdl_cuda_global_avgpool_backward_bf16 hpdl_cuda_batchnorm_forward_training_bf16
+   hpdl_cuda_batchnorm_forward_inference_bf16 hpdl_cuda_batchnorm_backward_bf16 */
 HPDL_DEFINE_CUDA_CONV_LAYERS(bf16, hpdl_bf16, float)
 /* ======================================================================== */
 /* MLP TRAINING                                                             */
@@ -5997,8 +6085,17 @@ template <typename M> static inline hpdl_status hpdl_cuda_mlp_scaler(M *g, doubl
         return hpdl_cuda_mlp_scaler(g, scale, skipped_steps);                                                     \
     }
 
+/* hpdl_cuda_mlp_create_f32 hpdl_cuda_mlp_destroy_f32 hpdl_cuda_mlp_upload_f32
+   hpdl_cuda_mlp_download_f32 hpdl_cuda_mlp_train_step_f32 hpdl_cuda_mlp_train_epoch_f32
+   hpdl_cuda_mlp_evaluate_f32 hpdl_cuda_mlp_accuracy_f32 hpdl_cuda_mlp_scaler_f32 */
 HPDL_DEFINE_CUDA_MLP(f32, float, float, float, f32)
+/* hpdl_cuda_mlp_create_f64 hpdl_cuda_mlp_destroy_f64 hpdl_cuda_mlp_upload_f64
+   hpdl_cuda_mlp_download_f64 hpdl_cuda_mlp_train_step_f64 hpdl_cuda_mlp_train_epoch_f64
+   hpdl_cuda_mlp_evaluate_f64 hpdl_cuda_mlp_accuracy_f64 hpdl_cuda_mlp_scaler_f64 */
 HPDL_DEFINE_CUDA_MLP(f64, double, double, double, f64)
+/* hpdl_cuda_mlp_create_f16 hpdl_cuda_mlp_destroy_f16 hpdl_cuda_mlp_upload_f16
+   hpdl_cuda_mlp_download_f16 hpdl_cuda_mlp_train_step_f16 hpdl_cuda_mlp_train_epoch_f16
+   hpdl_cuda_mlp_evaluate_f16 hpdl_cuda_mlp_accuracy_f16 hpdl_cuda_mlp_scaler_f16 */
 HPDL_DEFINE_CUDA_MLP(f16, float, hpdl_f16, __half, f32)
 
 /* Softmax + cross-entropy + gradient on the device, the twin of
@@ -6019,7 +6116,9 @@ HPDL_DEFINE_CUDA_MLP(f16, float, hpdl_f16, __half, f32)
         return HPDL_OK;                                                                                           \
     }
 
+/* hpdl_cuda_softmax_xent_f32 */
 HPDL_DEFINE_CUDA_SOFTMAX_XENT(f32, float)
+/* hpdl_cuda_softmax_xent_f64 */
 HPDL_DEFINE_CUDA_SOFTMAX_XENT(f64, double)
 /* ======================================================================== */
 /* SEVERAL GPUS: device sets, transfers, matrix powers, model parallelism   */
@@ -6867,6 +6966,21 @@ static inline hpdl_status hpdl__cuda_rowpow_run(hpdl_cuda_rowpow *p, int power, 
         return hpdl__cuda_rowpow_run<T>(p, power, A, lda, out, ldo, algo, origin);                                \
     }
 
+/* hpdl_cuda_matpow_ws_f32 hpdl_cuda_matpow_f32 hpdl_cuda_matpow_naive_ws_f32
+   hpdl_cuda_matpow_naive_f32 hpdl_cuda_powsum_create_f32 hpdl_cuda_powsum_upload_f32
+   hpdl_cuda_powsum_download_f32 hpdl_cuda_powsum_run_f32 hpdl_cuda_sum_of_powers_f32
+   hpdl_cuda_rowpow_create_f32 hpdl_cuda_rowpow_run_f32 hpdl_cuda_matpow_ws_f64 hpdl_cuda_matpow_f64
+   hpdl_cuda_matpow_naive_ws_f64 hpdl_cuda_matpow_naive_f64 hpdl_cuda_powsum_create_f64
+   hpdl_cuda_powsum_upload_f64 hpdl_cuda_powsum_download_f64 hpdl_cuda_powsum_run_f64
+   hpdl_cuda_sum_of_powers_f64 hpdl_cuda_rowpow_create_f64 hpdl_cuda_rowpow_run_f64
+   hpdl_cuda_matpow_ws_f16 hpdl_cuda_matpow_f16 hpdl_cuda_matpow_naive_ws_f16
+   hpdl_cuda_matpow_naive_f16 hpdl_cuda_powsum_create_f16 hpdl_cuda_powsum_upload_f16
+   hpdl_cuda_powsum_download_f16 hpdl_cuda_powsum_run_f16 hpdl_cuda_sum_of_powers_f16
+   hpdl_cuda_rowpow_create_f16 hpdl_cuda_rowpow_run_f16 hpdl_cuda_matpow_ws_bf16
+   hpdl_cuda_matpow_bf16 hpdl_cuda_matpow_naive_ws_bf16 hpdl_cuda_matpow_naive_bf16
+   hpdl_cuda_powsum_create_bf16 hpdl_cuda_powsum_upload_bf16 hpdl_cuda_powsum_download_bf16
+   hpdl_cuda_powsum_run_bf16 hpdl_cuda_sum_of_powers_bf16 hpdl_cuda_rowpow_create_bf16
+   hpdl_cuda_rowpow_run_bf16 */
 HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_CUDA_MATPOW)
 
 /* ------------------------------------------------------------------------ */

@@ -6,8 +6,11 @@
                                        (what the MAP at the top of each header
                                        shows)
     scripts/api_map.py check           every public function is named in the
-                                       MAP of the header that defines it; prints
-                                       "N passed, N failed, N skipped"
+                                       MAP of the header that defines it, and
+                                       every name made by a macro is spelled
+                                       out somewhere in its header (so grep
+                                       finds it); prints "N passed, N failed,
+                                       N skipped"
 
 Public means a function hpdl_<name> (one underscore) defined static inline,
 directly or through a macro. The headers are preprocessed together, as a
@@ -52,19 +55,31 @@ def parameters(text, start):
     return text[start:i - 1]
 
 
+MARKER_LINE = re.compile(r'^#\s*(\d+)\s+"([^"]+)"', re.M)
+
+
+def source_line(pp, marks, pos):
+    """(header, line) that the preprocessed text at pos came from."""
+    i = max((k for k, (mpos, _, _) in enumerate(marks) if mpos < pos), default=-1)
+    if i < 0:
+        return "", 0
+    mpos, line, header = marks[i]
+    return header, line + pp.count("\n", pp.index("\n", mpos) + 1, pos)
+
+
 def definitions(pp):
-    """(header, return type, name, parameter names) of each public definition."""
-    marks = [(m.start(), os.path.basename(m.group(1))) for m in MARKER.finditer(pp)]
+    """(header, return type, name, parameter names, source line) of each public definition."""
+    marks = [(m.start(), int(m.group(1)), os.path.basename(m.group(2))) for m in MARKER_LINE.finditer(pp)]
     out = []
     for m in DEFINITION.finditer(pp):
-        header = next((f for pos, f in reversed(marks) if pos < m.start()), "")
+        header, line = source_line(pp, marks, m.start())
         if header not in HEADERS:
             continue
         params = " ".join(parameters(pp, m.end()).split())
         names = [re.findall(r"\w+", p.split("=")[0])[-1] for p in params.split(",") if re.search(r"\w", p)]
         if names == ["void"]:
             names = []
-        out.append((header, " ".join(m.group(1).split()), m.group(2), names))
+        out.append((header, " ".join(m.group(1).split()), m.group(2), names, line))
     return out
 
 
@@ -81,7 +96,7 @@ def public_api(pp):
     defs = definitions(pp)
     names = {d[2] for d in defs}
     api = {h: {} for h in HEADERS}
-    for header, ret, name, params in defs:
+    for header, ret, name, params, _ in defs:
         generic = generic_name(name, names)
         if generic.endswith("_<t>"):  # hpdl_mat_f32 hpdl_mat_view_f32(...) -> hpdl_mat_<t> ...
             ret = re.sub(r"_(%s)\b" % "|".join(TYPES), "_<t>", ret)
@@ -105,13 +120,18 @@ def cmd_list(header):
 def cmd_check():
     pp, with_cuda = preprocess()
     passed = failed = 0
+    defs = definitions(pp)
     for header, funcs in public_api(pp).items():
-        block = map_block(header)
+        block, text = map_block(header), open(header).read()
         missing = [n for n in sorted(funcs) if not re.search(r"\b%s\(" % re.escape(n), block)]
         for n in missing:
             print("%s: %s is not in the MAP at the top" % (header, n))
         print("%s: %d public functions, %d missing from its MAP" % (header, len(funcs), len(missing)))
-        passed, failed = passed + (not missing), failed + bool(missing)
+        # a name made by ## is found by grep only where a comment spells it out
+        unnamed = sorted({d[2] for d in defs if d[0] == header and not re.search(r"\b%s\b" % d[2], text)})
+        for n in unnamed:
+            print("%s: %s is made by a macro and named nowhere (list it above the macro's use)" % (header, n))
+        passed, failed = passed + (not missing and not unnamed), failed + bool(missing or unnamed)
     skipped = 0 if with_cuda else 1
     if not with_cuda:
         print("no nvcc: hpdl_cuda.cuh and the CUDA parts of hpdl_mpi.h were not read")
