@@ -1,4 +1,4 @@
-/* hpdl.h - v0.1.0 - high-performance deep learning kernels, portable C99 part.
+/* hpdl.h - v0.2.0 - high-performance deep learning kernels, portable C99 part.
 
    hpdl is three headers: hpdl.h (this one: portable C99, libc only),
    hpdl_cuda.cuh (CUDA kernels, built on this one) and hpdl_mpi.h (MPI and
@@ -216,11 +216,14 @@
                            activations, softmax + cross-entropy, MLP training),
                            IDX loader; PALEO/roofline/collective cost models;
                            layer placement; int8 quantization and quantized MLP.
-       2026-11-26          convolution: 4-D tensors (NCHW, NHWC), conv2d forward,
+       2026-11-26  v0.2.0  one version for the three headers (HPDL_VERSION_MAJOR,
+                           _MINOR, _PATCH in hpdl.h); a map of every public
+                           function at the top of each header;
+                           convolution: 4-D tensors (NCHW, NHWC), conv2d forward,
                            backward-data and backward-filter (stride, padding,
                            dilation, groups), bias, max/average/global pooling,
                            batch normalization; hpdl_conv_output_size.
-       2026-11-26          hpdl_time_now reads the wall clock whatever the
+                           hpdl_time_now reads the wall clock whatever the
                            include order (it fell back to processor time).
 */
 #ifndef HPDL_H
@@ -232,6 +235,7 @@
 
 #include <errno.h>
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -247,7 +251,11 @@
 #define HPDL__TIME_GETTIMEOFDAY
 #endif
 
-#define HPDL_VERSION "0.1.0"
+/* One version for hpdl.h, hpdl_cuda.cuh and hpdl_mpi.h (each names it on its first line). */
+#define HPDL_VERSION_MAJOR 0
+#define HPDL_VERSION_MINOR 2
+#define HPDL_VERSION_PATCH 0
+#define HPDL_VERSION "0.2.0"
 
 /* ------------------------------------------------------------------------ */
 /* Linkage, restrict, host/device                                            */
@@ -702,8 +710,6 @@ HPDL_API void hpdl_csv_discard(hpdl_csv_file *c) {
    ACC_T must be one token (float, double, or a typedef) because the shared
    GEMM core is named after it (hpdl__gemm_blocked_float, ..._double). To add
    a type, instantiate every family for it, as HPDL_FOR_EACH_FLOAT_TYPE does. */
-
-#include <limits.h>
 
 /* Instantiates a family for the four standard types. */
 #define HPDL_FOR_EACH_FLOAT_TYPE(DEFINE)                                      \
@@ -2449,7 +2455,6 @@ HPDL_API hpdl_status hpdl_dataset_normalize(hpdl_dataset *d, float mean, float s
 /* Performance models, placement, quantization                               */
 /* ======================================================================== */
 /* Performance models, placement, quantization. */
-#include <limits.h>
 /* ------------------------------------------------------------------------ */
 /* Performance models: layer FLOPs, networks, PALEO, roofline, collectives   */
 /* ------------------------------------------------------------------------ */

@@ -1,4 +1,4 @@
-/* hpdl_cuda.cuh - v0.1.6 - high-performance deep learning kernels, CUDA part.
+/* hpdl_cuda.cuh - v0.2.0 - high-performance deep learning kernels, CUDA part.
 
    Built on hpdl.h (included here). Every GPU kernel has a CPU twin of the
    same name in hpdl.h that the tests compare it against.
@@ -232,9 +232,15 @@
                            folded into the first wgmma); f16/bf16 tiles with a
                            tile after them hold three of their four output
                            chunks until the next tile's first k-steps.
-       2026-11-26          check macros say "no CUDA GPU (or no driver)" for the
+       2026-11-26  v0.2.0  one version for the three headers (HPDL_VERSION_MAJOR,
+                           _MINOR, _PATCH in hpdl.h); a map of every public
+                           function at the top of each header;
+                           every function a template compiled only where
+                           called (HPDL_LAZY); type-generic C++ front ends
+                           hpdl_cuda_gemm, _gemm_algo, _vec_add, _mlp_*;
+                           check macros say "no CUDA GPU (or no driver)" for the
                            errors of a machine without one (HPDL_CUDA_NO_GPU).
-       2026-11-26          convolution: tensor-core rung for f16/bf16 NHWC forward
+                           convolution: tensor-core rung for f16/bf16 NHWC forward
                            (HPDL_CONV_MMA, AUTO's choice there); cuDNN backend
                            (HPDL_CONV_CUDNN, with HPDL_HAVE_CUDNN).
 */
@@ -243,7 +249,12 @@
 
 #include "hpdl.h"
 
+#include <dlfcn.h>   /* NVML loaded at run time */
+#include <pthread.h> /* the NVML sampler's thread */
+
 #include <cublas_v2.h>
+#include <cuda.h> /* CUtensorMap and its enums (types only: the driver call is fetched at run time) */
+#include <cudaTypedefs.h>
 #ifdef HPDL_HAVE_CUDNN
 #include <cudnn.h>
 #endif
@@ -1381,9 +1392,6 @@ template <int N> static __device__ __forceinline__ void hpdl__cp_async_wait(void
 /* ---- the copy engine (TMA, sm_90a): mbarriers, tensor maps ------------ */
 /* The Hopper rungs (below) are built on these, and on sm_90a the mma rung
    takes its tiles through them too. */
-
-#include <cuda.h> /* CUtensorMap and its enums (types only: the driver call is fetched at run time) */
-#include <cudaTypedefs.h>
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define HPDL__SM90A 1
@@ -4791,9 +4799,6 @@ HPDL_DEFINE_CUDA_CONV_LAYERS(bf16, hpdl_bf16, float)
    the previous chunk. Shuffling is a device permutation (a Feistel
    bijection of [0, n), keyed by seed and epoch): no image moves host->device
    per epoch in the resident case. */
-
-#include <dlfcn.h>
-#include <pthread.h>
 
 #define HPDL_CUDA_MLP_GRAPHS 4        /* graphs cached per model (batch sizes) */
 #define HPDL_CUDA_MLP_SCALE_INIT 65536.0f

@@ -1,4 +1,4 @@
-/* hpdl_mpi.h - v0.1.0 - high-performance deep learning kernels, MPI part.
+/* hpdl_mpi.h - v0.2.0 - high-performance deep learning kernels, MPI part.
 
    Data parallelism over MPI: start-up and GPU choice, in-place allreduce
    (MPI_Allreduce, a hand-written ring, NCCL), a bucketed non-blocking
@@ -202,7 +202,11 @@
                            (hpdl_mpi_set_bucket_priority); GPU data-parallel
                            driver: next epoch's shuffle drawn during this one,
                            CTA cap / priority / halving dW blocks in its config.
-       2026-11-26  v0.1.2  NVLink allreduce through CUDA IPC: one-shot and
+       2026-11-26  v0.2.0  one version for the three headers (HPDL_VERSION_MAJOR,
+                           _MINOR, _PATCH in hpdl.h); a map of every public
+                           function at the top of each header;
+                           under nvcc every function compiled only where called;
+                           NVLink allreduce through CUDA IPC: one-shot and
                            two-shot kernels with per-block flags, contexts
                            (hpdl_mpi_ipc_create), HPDL_ALLREDUCE_IPC_ONESHOT,
                            _IPC_TWOSHOT and _AUTO.
