@@ -14,7 +14,9 @@
        --data DIR         IDX files [data/fashion-mnist]
        --hidden A[,B...]  hidden layer widths [512]
        --batch B          rows per rank per step [128]     --epochs E  [5]
-       --algo A           nccl | mpi | ring | bucket (bucket: NCCL buckets started during
+       --algo A           nccl | mpi | ring | ipc | auto | bucket (ipc: the NVLink one-shot
+                          allreduce through CUDA IPC, GPUs of one node; auto: IPC for small
+                          messages, else NCCL; bucket: NCCL buckets started during
                           backward on GPUs, MPI_Iallreduce buckets on CPU ranks) [nccl on GPUs, mpi on CPUs]
        --overlap          bucketed reduction with the chosen --algo
        --bucket-kb K      bucket size [1024]       --pieces K  first layer's dW in K blocks (overlap) [4]
@@ -44,7 +46,7 @@ typedef struct options {
 static void usage(void) {
     if (hpdl_mpi_rank() == 0)
         fprintf(stderr, "usage: mlp_train_dp [--data DIR] [--hidden 512[,256...]] [--batch B] [--epochs E]\n"
-                        "       [--algo nccl|mpi|ring|bucket] [--overlap] [--bucket-kb K] [--pieces K] [--lr X] [--l2 X]\n"
+                        "       [--algo nccl|mpi|ring|ipc|auto|bucket] [--overlap] [--bucket-kb K] [--pieces K] [--lr X] [--l2 X]\n"
                         "       [--lr-scale] [--lr-ref-batch R] [--warmup E] [--precision f32|f64] [--seed S] [--no-check]\n");
     MPI_Finalize();
     exit(2);
@@ -59,6 +61,8 @@ static void set_algo(options *o, int gpu) {
     } else if (!strcmp(a, "nccl")) o->cfg.algo = HPDL_ALLREDUCE_NCCL;
     else if (!strcmp(a, "mpi")) o->cfg.algo = HPDL_ALLREDUCE_MPI;
     else if (!strcmp(a, "ring")) o->cfg.algo = HPDL_ALLREDUCE_RING;
+    else if (!strcmp(a, "ipc")) o->cfg.algo = HPDL_ALLREDUCE_IPC_ONESHOT; /* GPUs of one node */
+    else if (!strcmp(a, "auto")) o->cfg.algo = HPDL_ALLREDUCE_AUTO;
     else usage();
 }
 
