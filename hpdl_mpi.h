@@ -76,9 +76,10 @@
        rank, the reason on stderr), sums in f32 for f16/bf16, the same bits on
        every rank; the context behind them is made on first use per
        communicator (collective) and freed by hpdl_mpi_finalize, or made
-       explicitly with hpdl_mpi_ipc_create. HPDL_ALLREDUCE_AUTO takes IPC up
-       to HPDL_MPI_IPC_AUTO_BYTES where it can, else NCCL, else MPI (f32,
-       f64) or RING (f16, bf16); on host buffers MPI or RING.
+       explicitly with hpdl_mpi_ipc_create (not inside CUDA graph capture).
+       HPDL_ALLREDUCE_AUTO takes IPC up to HPDL_MPI_IPC_AUTO_BYTES where it
+       can (at any size without NCCL), else NCCL, else MPI (f32, f64) or RING
+       (f16, bf16); on host buffers MPI or RING.
        Device buffers (nvcc builds, found with cudaPointerGetAttributes): work
        queued on the hpdl stream (hpdl_mpi_set_stream; default: the legacy
        default stream 0) is finished before a collective reads the buffer.
@@ -1356,7 +1357,8 @@ HPDL_MPI_API hpdl_status hpdl__mpi_allreduce_nccl(void *buf, int64_t count, hpdl
    can thus be one call ahead and write seq+1 before we read seq: a block
    waits for "at least seq" (wrap-around safe), not "equal". The same
    reasoning needs one rank's calls to run one after another: a call on
-   another stream than the last waits for the last. */
+   another stream than the last waits for the last. The call number is a
+   kernel argument, so these calls cannot be captured in a CUDA graph. */
 
 #ifndef HPDL_MPI_IPC_MAX_RANKS
 #define HPDL_MPI_IPC_MAX_RANKS 8 /* GPUs of one node */
@@ -1951,13 +1953,14 @@ HPDL_MPI_API hpdl_status hpdl__mpi_supported(hpdl_mpi_dtype t, hpdl_allreduce_al
 }
 
 /* The algorithm that runs a call of `algo`: AUTO picks one, the others stand
-   for themselves. AUTO on device buffers: IPC up to the threshold when the
-   ranks share a node with peer access, else NCCL; otherwise MPI_Allreduce
-   (f32, f64) or the ring (f16, bf16). Collective on first use per
-   communicator for device buffers (the IPC context is made then, and an
-   explicit IPC algorithm gets HPDL_ERR_UNSUPPORTED on every rank when it
-   cannot be); every rank resolves alike, as the size, the ranks and the
-   threshold (HPDL_MPI_IPC_AUTO_BYTES) are the same everywhere. */
+   for themselves. AUTO on device buffers: IPC up to the threshold (at any
+   size without NCCL) when the ranks share a node with peer access, else
+   NCCL; otherwise MPI_Allreduce (f32, f64) or the ring (f16, bf16).
+   Collective on first use per communicator for device buffers (the IPC
+   context is made then, and an explicit IPC algorithm gets
+   HPDL_ERR_UNSUPPORTED on every rank when it cannot be); every rank
+   resolves alike, as the size, the ranks and the threshold
+   (HPDL_MPI_IPC_AUTO_BYTES) are the same everywhere. */
 HPDL_MPI_API hpdl_status hpdl__mpi_resolve(hpdl_allreduce_algo *algo, size_t bytes, hpdl_mpi_dtype t, int on_device,
                                            MPI_Comm comm) {
     MPI_Datatype type;
@@ -1965,11 +1968,13 @@ HPDL_MPI_API hpdl_status hpdl__mpi_resolve(hpdl_allreduce_algo *algo, size_t byt
     hpdl_mpi_ipc *ipc;
     if (on_device && hpdl__mpi_algo_is_ipc(*algo)) return hpdl__mpi_ipc_cached(comm, 1, &ipc);
     if (on_device && *algo == HPDL_ALLREDUCE_AUTO) {
-        if (bytes <= hpdl__mpi_settings_get()->ipc_auto_bytes && hpdl__mpi_ipc_cached(comm, 0, &ipc) == HPDL_OK) {
+        int nccl = hpdl__mpi_supported(t, HPDL_ALLREDUCE_NCCL, on_device) == HPDL_OK;
+        if ((bytes <= hpdl__mpi_settings_get()->ipc_auto_bytes || !nccl) &&
+            hpdl__mpi_ipc_cached(comm, 0, &ipc) == HPDL_OK) {
             *algo = hpdl__mpi_ipc_pick(bytes, ipc->size);
             return HPDL_OK;
         }
-        if (hpdl__mpi_supported(t, HPDL_ALLREDUCE_NCCL, on_device) == HPDL_OK) {
+        if (nccl) {
             *algo = HPDL_ALLREDUCE_NCCL;
             return HPDL_OK;
         }

@@ -298,8 +298,8 @@ MPI_TEST(test_bad_arguments) {
     hpdl_mpi_ipc_destroy(&ctx);
 }
 
-/* AUTO above its threshold (HPDL_MPI_IPC_AUTO_BYTES) leaves IPC for NCCL or
-   MPI, and is still exact. */
+/* AUTO above its threshold (HPDL_MPI_IPC_AUTO_BYTES) leaves IPC for NCCL
+   (stays with IPC in a build without NCCL), and is still exact. */
 MPI_TEST(test_auto_above_threshold) {
     int64_t n = (int64_t)(HPDL_MPI_IPC_AUTO_BYTES / sizeof(float)) + 5;
     float *d;
