@@ -437,7 +437,9 @@ typedef enum hpdl_allreduce_algo {
 } hpdl_allreduce_algo;
 
 HPDL_MPI_API int hpdl__mpi_dtype_valid(hpdl_mpi_dtype t) { return t >= HPDL_MPI_F32 && t <= HPDL_MPI_BF16; }
-HPDL_MPI_API int hpdl__mpi_algo_valid(hpdl_allreduce_algo a) { return a >= HPDL_ALLREDUCE_MPI && a <= HPDL_ALLREDUCE_AUTO; }
+HPDL_MPI_API int hpdl__mpi_algo_valid(hpdl_allreduce_algo a) {
+    return a >= HPDL_ALLREDUCE_MPI && a <= HPDL_ALLREDUCE_AUTO;
+}
 HPDL_MPI_API int hpdl__mpi_algo_is_ipc(hpdl_allreduce_algo a) {
     return a == HPDL_ALLREDUCE_IPC_ONESHOT || a == HPDL_ALLREDUCE_IPC_TWOSHOT;
 }
@@ -733,7 +735,8 @@ HPDL_MPI_API int hpdl__mpi_first_mismatch(const int64_t *extremes, int nfields) 
 HPDL_MPI_API void hpdl__mpi_report_mismatch(const char *fn, const int64_t *mine, const int64_t *extremes, MPI_Comm comm) {
     static const char *const names[HPDL__MPI_NFIELDS] = {
         "operation (1 allreduce, 2 bcast, 3 bucketer)", "count", "type (0 f32, 1 f64, 2 f16, 3 bf16)",
-        "algorithm (0 mpi, 1 ring, 2 nccl, 3 ipc one-shot, 4 ipc two-shot, 5 auto)", "root / tensor count", "buffer on device", "local status"};
+        "algorithm (0 mpi, 1 ring, 2 nccl, 3 ipc one-shot, 4 ipc two-shot, 5 auto)", "root / tensor count",
+        "buffer on device", "local status"};
     int i, rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
@@ -1348,9 +1351,9 @@ HPDL_MPI_API hpdl_status hpdl__mpi_allreduce_nccl(void *buf, int64_t count, hpdl
    ld.acquire.sys: what the peer's block wrote before its release (its part
    of the staging buffer) is visible after our acquire. Only block b of each
    rank meets block b of the others: no grid-wide barrier. The grid is small
-   (at most `blocks`, fewer than the SMs) so all blocks of every rank's
-   kernel are resident together and a spinning block never waits for one
-   that cannot start.
+   (at most `blocks`, and at most one block per SM) so all blocks of every
+   rank's kernel can be resident together: a spinning block never waits for
+   one that cannot start.
    No meeting at the end: call seq+1 uses the other staging buffer, and
    before call seq+2 overwrites this one, every peer has met us in seq+1,
    so its kernel of call seq (which read our buffer) had finished. A peer
@@ -1658,7 +1661,8 @@ static __device__ __forceinline__ hpdl__ipc_pack hpdl__ipc_load_buf(const T *buf
 }
 
 template <typename T>
-static __device__ __forceinline__ void hpdl__ipc_store_buf(T *buf, int64_t u, const hpdl__ipc_args &a, hpdl__ipc_pack p) {
+static __device__ __forceinline__ void hpdl__ipc_store_buf(T *buf, int64_t u, const hpdl__ipc_args &a,
+                                                           hpdl__ipc_pack p) {
     enum { N = 16 / sizeof(T) };
     int64_t first = u * N;
     int i;
@@ -1785,7 +1789,8 @@ static __global__ void __launch_bounds__(HPDL__IPC_THREADS) hpdl__ipc_twoshot_ke
     /* all-gather: every peer's reduced segment */
     for (r = 0; r < a.size; r++)
         if (r != a.rank)
-            hpdl__ipc_gather(a, buf, r, begin + hpdl__ipc_split(len, r, a.size), begin + hpdl__ipc_split(len, r + 1, a.size));
+            hpdl__ipc_gather(a, buf, r, begin + hpdl__ipc_split(len, r, a.size),
+                             begin + hpdl__ipc_split(len, r + 1, a.size));
 }
 
 /* ---- host side ---- */
@@ -2059,8 +2064,8 @@ HPDL_MPI_API hpdl_status hpdl__mpi_allreduce_sum(void *buf, int64_t count, hpdl_
     if (p == 1 || count == 0) return HPDL_OK;
     s = hpdl__mpi_resolve(used, (size_t)count * hpdl_mpi_dtype_size(t), t, (int)call.on_device, comm);
     if (s != HPDL_OK) return s; /* IPC refused: the same on every rank */
-    return hpdl__mpi_finish("hpdl_mpi_allreduce", hpdl__mpi_allreduce_run(buf, count, t, *used, (int)call.on_device, comm),
-                            comm);
+    s = hpdl__mpi_allreduce_run(buf, count, t, *used, (int)call.on_device, comm);
+    return hpdl__mpi_finish("hpdl_mpi_allreduce", s, comm);
 }
 
 /* In-place sum of buf[0..count) over the ranks of comm (see SEMANTICS). */
