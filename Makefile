@@ -90,7 +90,7 @@ CHECK_OBJS := $(addprefix $(B)/clang/,$(addsuffix .o,$(CPU_TESTS))) \
 GPU_BINS   := $(if $(HAVE_NVCC),$(addprefix $(B)/gpu/,$(GPU_TESTS)) $(EX_CU) $(BENCH_CU) $(ARCH_CHECKS))
 MPI_BINS    = $(if $(HAVE_MPI),$(addprefix $(B)/mpi/,$(MPI_TESTS)))
 
-.PHONY: all test check fuzz bench examples data plots install clean help features deps
+.PHONY: all test check fuzz bench examples data plots install clean help features deps course
 .DEFAULT_GOAL := all
 
 all: features $(CPU_BINS) $(CHECK_OBJS) $(EX_C) $(BENCH_C) $(GPU_BINS) $(MPI_BINS) $(if $(HAVE_FUZZER),$(FUZZ_BINS))
@@ -202,7 +202,7 @@ MPI_RUNS  = $(if $(HAVE_MPI),--phase "MPI tests (1..4 ranks)" \
             $(foreach t,$(MPI_TESTS),$(foreach n,1 2 3 4,"$(MPI_RUN) -np $(n) $(B)/mpi/$(t)")))
 GPU_RUNS  = $(if $(HAVE_NVCC),--phase "GPU tests$(if $(HAVE_GPU),, (skipped: no GPU))" $(addprefix $(B)/gpu/,$(GPU_TESTS)))
 DOC_RUNS  = --phase "README programs, charts, header maps" tests/readme.sh "scripts/plots.sh --check" \
-            "scripts/api_map.py check"
+            "scripts/api_map.py check" "scripts/course.py --check"
 timed     = t=$$SECONDS; $(1) && echo "-- build: $$((SECONDS - t)) s"
 test: deps
 	@echo "make test: build everything (nvcc takes most of the time), then CPU tests, sanitizers,"
@@ -243,6 +243,10 @@ data:
 plots:
 	@scripts/plots.sh $(RESULTS)
 
+# The tables of docs/course/*.md, from the committed CSVs under bench/results/.
+course:
+	@scripts/course.py
+
 install:
 	install -d $(DESTDIR)$(PREFIX)/include
 	install -m 644 hpdl.h hpdl_cuda.cuh hpdl_mpi.h $(DESTDIR)$(PREFIX)/include
@@ -260,5 +264,6 @@ help:
 	@echo "make examples   build the examples"
 	@echo "make data       put Fashion-MNIST IDX files in data/fashion-mnist (MNIST_DIR=... for your own)"
 	@echo "make plots      draw the charts of results/<gpu>/ (RESULTS=bench/results/h200: a published folder)"
+	@echo "make course     regenerate the tables of docs/course/*.md from bench/results/*/*.csv"
 	@echo "make install PREFIX=/usr/local   copy the three headers"
 	@echo "make clean      remove build/"
