@@ -69,6 +69,12 @@ done
 if command -v gnuplot >/dev/null && [ -f "$OUT/allreduce_all.csv" ]; then
     gnuplot -e "dir='$OUT'" bench/plots/allreduce.gp && echo "charts: $OUT/allreduce_busbw.png $OUT/allreduce_time.png"
 fi
-[ -f "$OUT/allreduce.csv" ] && { echo "== $OUT/allreduce.csv"; cat "$OUT/allreduce.csv"; }
+if [ -f "$OUT/allreduce.csv" ]; then
+    echo "== $OUT/allreduce.csv"
+    cat "$OUT/allreduce.csv"
+    echo "== IPC busbw over nccl_direct's (the aim: at least 1.5 at 1, 4 and 8 MiB)"
+    awk -F, '$1 ~ /^hpdl_(ipc|auto)/ { printf "  %-28s %8.1f GB/s   nccl %8.1f GB/s   %.2fx %s\n", $1, $2, $5, $6,
+        ($6 >= 1.5 ? "" : "(below 1.5)") }' "$OUT/allreduce.csv"
+fi
 echo "== test exit $test_rc, bench exit $bench_rc"
 [ $test_rc -eq 0 ] && [ $bench_rc -eq 0 ]
