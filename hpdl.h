@@ -225,6 +225,15 @@
                            batch normalization; hpdl_conv_output_size.
                            hpdl_time_now reads the wall clock whatever the
                            include order (it fell back to processor time).
+                           Bad input: training steps return HPDL_ERR_NUMERIC
+                           and keep the model when a loss or update is not
+                           finite; the quantized MLP's workspace must match
+                           the model; strict flag numbers (hpdl_arg_int/_i64/
+                           _f64) and width lists; IDX files capped at
+                           HPDL_IDX_MAX_ITEMS; CSV files written whole
+                           (hpdl_csv_create/_commit/_discard), names inside
+                           their folder; hpdl_quant_mlp_layer_output returns a
+                           status; defined results at edge values.
 */
 #ifndef HPDL_H
 #define HPDL_H
