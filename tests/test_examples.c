@@ -1,0 +1,98 @@
+/* The examples on bad input, run with system() from the repository root
+   (where make test runs, after building them; skipped when an example is
+   not built). examples/mlp_train_tp used to hard-code 784 inputs (a valid
+   set of 2x2 images read past its buffers), train on with a learning rate
+   of 1e30 and exit 0, and read --seed abc as 0. */
+#include "hpdl.h"
+#include "tests/hpdl_test.h"
+
+#define WORK "build/test_examples"
+#define TP "build/examples/mlp_train_tp"
+
+static int exists(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (f) fclose(f);
+    return f != NULL;
+}
+
+static void put_be32(FILE *f, uint32_t v) {
+    unsigned char b[4];
+    b[0] = (unsigned char)(v >> 24); b[1] = (unsigned char)(v >> 16); b[2] = (unsigned char)(v >> 8); b[3] = (unsigned char)v;
+    fwrite(b, 1, 4, f);
+}
+
+/* WORK/<stem>-images-idx3-ubyte and -labels-idx1-ubyte: n images of 2x2. */
+static void write_tiny_set(const char *stem, int n) {
+    char path[256];
+    FILE *f;
+    int i;
+    snprintf(path, sizeof path, WORK "/%s-images-idx3-ubyte", stem);
+    if (!(f = fopen(path, "wb"))) exit(EXIT_FAILURE);
+    put_be32(f, HPDL_IDX_IMAGES_MAGIC); put_be32(f, (uint32_t)n); put_be32(f, 2); put_be32(f, 2);
+    for (i = 0; i < 4 * n; i++) fputc((i * 53) % 256, f);
+    fclose(f);
+    snprintf(path, sizeof path, WORK "/%s-labels-idx1-ubyte", stem);
+    if (!(f = fopen(path, "wb"))) exit(EXIT_FAILURE);
+    put_be32(f, HPDL_IDX_LABELS_MAGIC); put_be32(f, (uint32_t)n);
+    for (i = 0; i < n; i++) fputc(i % 10, f);
+    fclose(f);
+}
+
+/* Runs the example with these flags; its exit status (-1: did not run),
+   stderr in WORK/err. */
+static int run_tp(const char *flags) {
+    char cmd[512];
+    int rc;
+    snprintf(cmd, sizeof cmd, TP " --data " WORK " %s >/dev/null 2>" WORK "/err", flags);
+    rc = system(cmd);
+    if (rc == -1) return -1;
+    return rc & 0x7f ? 128 + (rc & 0x7f) : rc >> 8 & 0xff; /* POSIX wait status: a signal, else the exit code */
+}
+
+static int err_says(const char *needle) {
+    char line[1024];
+    int found = 0;
+    FILE *f = fopen(WORK "/err", "r");
+    if (!f) return 0;
+    while (!found && fgets(line, sizeof line, f)) found = strstr(line, needle) != NULL;
+    fclose(f);
+    return found;
+}
+
+static int ready(void) {
+    if (!exists(TP)) return 0;
+    if (system("mkdir -p " WORK) != 0) return 0;
+    write_tiny_set("train", 200);
+    write_tiny_set("t10k", 50);
+    return 1;
+}
+
+static void tp_takes_its_input_width_from_the_data(void) {
+    if (!ready()) HPDL_SKIP(TP " not built (make examples)");
+    HPDL_EXPECT(run_tp("--hidden 8 --epochs 1 --dp-epochs 1") == 0);
+}
+
+static void tp_stops_when_training_diverges(void) {
+    if (!ready()) HPDL_SKIP(TP " not built (make examples)");
+    HPDL_EXPECT(run_tp("--hidden 8 --epochs 3 --dp-epochs 0 --lr 1e30") == 1);
+    HPDL_EXPECT(err_says("diverged"));
+}
+
+static void tp_refuses_malformed_numbers(void) {
+    if (!ready()) HPDL_SKIP(TP " not built (make examples)");
+    HPDL_EXPECT(run_tp("--seed abc") == 2);
+    HPDL_EXPECT(err_says("--seed"));
+    HPDL_EXPECT(run_tp("--hidden 16abc") == 2);
+    HPDL_EXPECT(err_says("--hidden"));
+    HPDL_EXPECT(run_tp("--lr fast") == 2);
+    HPDL_EXPECT(err_says("--lr"));
+}
+
+int main(int argc, char **argv) {
+    static const hpdl_test tests[] = {
+        HPDL_TEST(tp_takes_its_input_width_from_the_data),
+        HPDL_TEST(tp_stops_when_training_diverges),
+        HPDL_TEST(tp_refuses_malformed_numbers),
+    };
+    return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
+}
