@@ -3963,12 +3963,12 @@ template <typename T> struct hpdl__conv_mma_16bit {
 template <> struct hpdl__conv_mma_type<__half> : hpdl__conv_mma_16bit<__half> {};
 template <> struct hpdl__conv_mma_type<__nv_bfloat16> : hpdl__conv_mma_16bit<__nv_bfloat16> {};
 
-/* The tensor-core rung where it applies (f16/bf16 forward and
-   backward-data, x and y NHWC), else HPDL_ERR_UNSUPPORTED. a, b, out as
-   hpdl__cuda_conv2d takes them: (x, w, y) or (w, dy, dx). */
+/* The rung's arguments for one pass, where it applies (f16/bf16 forward
+   and backward-data, x and y NHWC), else HPDL_ERR_UNSUPPORTED. a_, b_,
+   out as hpdl__cuda_conv2d takes them: (x, w, y) or (w, dy, dx). */
 template <typename T>
-static inline hpdl_status hpdl__conv_launch_mma(const hpdl__conv_geom &g, hpdl__conv_pass pass, const T *a_, const T *b_,
-                                                T *out, cudaStream_t stream) {
+static inline hpdl_status hpdl__conv_mma_make_args(const hpdl__conv_geom &g, hpdl__conv_pass pass, const T *a_,
+                                                   const T *b_, T *out, hpdl__conv_mma_args<T> *args) {
     const bool data = pass == HPDL__CONV_INPUT_GRAD;
     const hpdl_tensor4 &src = data ? g.y : g.x, &dst = data ? g.x : g.y;
     hpdl__conv_mma_args<T> a;
@@ -3995,7 +3995,18 @@ static inline hpdl_status hpdl__conv_launch_mma(const hpdl__conv_geom &g, hpdl__
     a.inner = data ? g.k_per_group : g.c_per_group;
     a.src_vec = a.inner % 8 == 0 && hpdl__gemm_aligned(a.src, src.c, 8, sizeof(T));
     a.w_vec = hpdl__gemm_aligned(a.w, data ? a.N : a.K, 8, sizeof(T));
-    return hpdl__conv_mma_type<T>::launch(a, data, g.p.groups, stream);
+    *args = a;
+    return HPDL_OK;
+}
+
+/* The tensor-core rung where it applies, else HPDL_ERR_UNSUPPORTED. */
+template <typename T>
+static inline hpdl_status hpdl__conv_launch_mma(const hpdl__conv_geom &g, hpdl__conv_pass pass, const T *a, const T *b,
+                                                T *out, cudaStream_t stream) {
+    hpdl__conv_mma_args<T> args;
+    hpdl_status s = hpdl__conv_mma_make_args(g, pass, a, b, out, &args);
+    if (s != HPDL_OK) return s;
+    return hpdl__conv_mma_type<T>::launch(args, pass == HPDL__CONV_INPUT_GRAD, g.p.groups, stream);
 }
 
 /* ---- cuDNN backend ------------------------------------------------------------------ */

@@ -15,8 +15,10 @@
    the geometric mean over the ResNet-50 3x3 layers) and conv_all.csv (every
    row) into $HPDL_RESULTS (default: the current folder).
 
-   usage: conv [--quick] [--type f32|f16|bf16] [--pass forward|backward-data|backward-filter]
-       --quick  three layers (conv3_x 3x3, a 1x1, the stem), fewer runs */
+   usage: conv [--quick | --tune] [--type f32|f16|bf16] [--pass forward|backward-data|backward-filter]
+       --quick  three layers (conv3_x 3x3, a 1x1, the stem), fewer runs
+       --tune   the mma rung's tile shapes on the ResNet-50 layers (f16
+                forward and backward-data), each timed in turns with cuDNN */
 #include "hpdl_cuda.cuh"
 
 typedef struct layer {
@@ -49,7 +51,7 @@ enum { N_RUNGS = sizeof k_rungs / sizeof k_rungs[0] };
 enum { FORWARD, BACKWARD_DATA, BACKWARD_FILTER, N_PASSES };
 static const char *const k_pass_names[] = {"forward", "backward-data", "backward-filter"};
 
-typedef struct bench_opts { int quick; const char *only_type, *only_pass; } bench_opts;
+typedef struct bench_opts { int quick, tune; const char *only_type, *only_pass; } bench_opts;
 
 /* Random values in [-1, 1] from a hash of the index (no zeros in practice). */
 static __device__ float bench_value(size_t i, unsigned seed) {
@@ -298,8 +300,71 @@ static void bench_type(bench_out *o, const bench_opts *opt, const char *type, hp
     }
 }
 
+/* ---- --tune: the mma rung's tile shapes ------------------------------------------- */
+
+typedef hpdl_status (*tune_fn)(const hpdl__conv_mma_args<__half> &a, cudaStream_t s);
+template <typename SH, bool DATA> static hpdl_status tune_shape(const hpdl__conv_mma_args<__half> &a, cudaStream_t s) {
+    return hpdl__conv_mma_launch_shape<__half, SH, DATA>(a, 1, s);
+}
+struct tune_ctx { tune_fn fn; hpdl__conv_mma_args<__half> a; };
+static void tune_run(void *ctx, cudaStream_t s) { ((tune_ctx *)ctx)->fn(((tune_ctx *)ctx)->a, s); }
+
+/* One layer and pass (f16): every shape, checked against cuDNN, then all
+   timed in turns with it. */
+template <bool DATA> static void tune_layer(const layer *l, hpdl_cuda_l2_flusher *fl) {
+    typedef hpdl__tc_shape<128, 128, 32, 4, 64, 64> wide32;
+    typedef hpdl__tc_shape<64, 128, 64, 4, 32, 64> short64;
+    static const struct { const char *name; tune_fn fn; } shapes[] = {
+        {"128x128x64 s3 (wide)", tune_shape<hpdl__conv_mma_shape, DATA>},
+        {"128x64x64 s4 (narrow)", tune_shape<hpdl__conv_mma_narrow_shape, DATA>},
+        {"128x128x32 s4", tune_shape<wide32, DATA>},
+        {"64x128x64 s4", tune_shape<short64, DATA>}};
+    enum { N = sizeof shapes / sizeof shapes[0] };
+    const int pass = DATA ? BACKWARD_DATA : FORWARD;
+    bench_data<__half> d;
+    hpdl__conv_geom g;
+    tune_ctx c[N];
+    bench_call<__half> cudnn;
+    hpdl_cuda_work_fn runs[N + 1];
+    void *ctxs[N + 1];
+    double ms[N + 1], err[N], flops;
+    bench_data_create(&d, l, HPDL_NHWC);
+    flops = 2.0 * l->n * l->k * d.yd.h * d.yd.w * l->c * l->kernel * l->kernel;
+    cudnn.algo = HPDL_CONV_CUDNN; cudnn.pass = pass; cudnn.d = &d; cudnn.out = d.ref;
+    HPDL_CHECK(call(&cudnn, 0));
+    HPDL_CHECK(hpdl__conv_geom_make(&d.p, &d.xd, &d.yd, d.x, d.w, d.out, &g));
+    runs[0] = bench_run<__half>;
+    ctxs[0] = &cudnn;
+    for (int i = 0; i < N; i++) {
+        c[i].fn = shapes[i].fn;
+        HPDL_CHECK(DATA ? hpdl__conv_mma_make_args<__half>(g, HPDL__CONV_INPUT_GRAD, d.w, d.y, d.out, &c[i].a)
+                        : hpdl__conv_mma_make_args<__half>(g, HPDL__CONV_FORWARD, d.x, d.w, d.out, &c[i].a));
+        HPDL_CHECK(hpdl_cuda_poison(d.out, out_count(&d, pass) * sizeof(__half)));
+        HPDL_CHECK(c[i].fn(c[i].a, 0));
+        HPDL_CUDA_CHECK(cudaDeviceSynchronize());
+        err[i] = rel_error(&d, out_count(&d, pass));
+        runs[i + 1] = tune_run;
+        ctxs[i + 1] = &c[i];
+    }
+    HPDL_CHECK(hpdl_cuda_time_interleaved_ms(N + 1, runs, ctxs, 0, 2, 20, fl, ms));
+    for (int i = 0; i < N; i++)
+        printf("tune %-24s %-13s %-22s %8.3f ms %8.2f TFLOP/s  ratio %.3f  err %.1e%s\n", l->name, k_pass_names[pass],
+               shapes[i].name, ms[i + 1], flops / (ms[i + 1] * 1e-3) / 1e12, ms[0] / ms[i + 1], err[i],
+               err[i] <= bench_tol("f16") ? "" : "  WRONG");
+    fflush(stdout);
+    bench_data_destroy(&d);
+}
+
+static void tune_all(hpdl_cuda_l2_flusher *fl) {
+    for (int i = 0; i < N_LAYERS; i++) {
+        if (strncmp(k_layers[i].name, "r50_conv", 8) != 0) continue;
+        tune_layer<false>(&k_layers[i], fl);
+        tune_layer<true>(&k_layers[i], fl);
+    }
+}
+
 int main(int argc, char **argv) {
-    const char *usage = "usage: %s [--quick] [--type f32|f16|bf16] [--pass forward|backward-data|backward-filter]\n";
+    const char *usage = "usage: %s [--quick | --tune] [--type f32|f16|bf16] [--pass forward|backward-data|backward-filter]\n";
     bench_opts opt;
     bench_out o;
     hpdl_cuda_device_info info;
@@ -308,6 +373,7 @@ int main(int argc, char **argv) {
     memset(&o, 0, sizeof o);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) opt.quick = 1;
+        else if (strcmp(argv[i], "--tune") == 0) opt.tune = 1;
         else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) opt.only_type = argv[++i];
         else if (strcmp(argv[i], "--pass") == 0 && i + 1 < argc) opt.only_pass = argv[++i];
         else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) { printf(usage, argv[0]); return 0; }
@@ -320,6 +386,7 @@ int main(int argc, char **argv) {
 #endif
     HPDL_CHECK(hpdl_cuda_device_query(0, &info));
     HPDL_CHECK(hpdl_cuda_l2_flusher_create(&fl));
+    if (opt.tune) { tune_all(&fl); hpdl_cuda_l2_flusher_destroy(&fl); return 0; }
     printf("conv on %s (%d SMs, sm_%d%d): random inputs in [-1, 1], stride/pad as in the networks, no bias\n", info.name,
            info.sm_count, info.cc_major, info.cc_minor);
     printf("f32 NCHW (TF32 off), f16/bf16 NHWC (f32 sums); each rung checked against cuDNN (max|err|/max|ref|) before "

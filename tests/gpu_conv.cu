@@ -86,11 +86,11 @@ static hpdl_status cpu_pass(int pass, const hpdl_conv2d_params *p, const hpdl_te
 }
 
 /* Where a rung may answer HPDL_ERR_UNSUPPORTED: the mma rung outside f16/bf16
-   forward in NHWC, cuDNN for f64 (it has no algorithm for some of these
-   shapes). Everywhere else it must run. */
+   forward and backward-data in NHWC, cuDNN for f64 (it has no algorithm for
+   some of these shapes). Everywhere else it must run. */
 template <typename T> static int may_refuse(hpdl_conv_algo algo, hpdl_layout layout, int pass) {
     int half = sizeof(T) == 2;
-    if (algo == HPDL_CONV_MMA) return !(half && layout == HPDL_NHWC && pass == FORWARD);
+    if (algo == HPDL_CONV_MMA) return !(half && layout == HPDL_NHWC && pass != BACKWARD_FILTER);
     if (algo == HPDL_CONV_CUDNN) return sizeof(T) == 8;
     return 0;
 }
