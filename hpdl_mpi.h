@@ -115,6 +115,9 @@
        HPDL_MPI_IPC_BLOCKS    IPC kernels' grid limit (64; at most 128 and the
                               SM count); the environment variable overrides it
        HPDL_MPI_IPC_MAX_RANKS most GPUs an IPC context joins (8)
+       HPDL_MPI_NO_IPC        leaves the IPC kernels out (about 1 s of nvcc
+                              per program that calls an allreduce); IPC is
+                              then HPDL_ERR_UNSUPPORTED and AUTO takes NCCL
        Open MPI's C++ bindings are skipped (OMPI_SKIP_MPICXX), so C++ and nvcc
        builds link with the C library alone.
 
@@ -1498,6 +1501,10 @@ HPDL_MPI_API hpdl_status hpdl__mpi_ipc_create(hpdl_mpi_ipc *ctx, size_t max_byte
     const char *env = getenv("HPDL_MPI_IPC_BLOCKS");
     int code, device = 0, sms = 0, blocks = env ? atoi(env) : HPDL_MPI_IPC_BLOCKS;
     if (comm == MPI_COMM_NULL) return HPDL_ERR_INVALID; /* nobody to agree with */
+#ifdef HPDL_MPI_NO_IPC
+    if (verbose && hpdl_mpi_rank() == 0) fprintf(stderr, "hpdl_mpi_ipc_create: unsupported: built with HPDL_MPI_NO_IPC\n");
+    return HPDL_ERR_UNSUPPORTED; /* on every rank: no kernels to run */
+#endif
     memset(&made, 0, sizeof made);
     /* one block per SM at most, so all blocks are resident together */
     if (cudaGetDevice(&device) == cudaSuccess &&
@@ -1750,13 +1757,6 @@ static __device__ __forceinline__ void hpdl__ipc_reduce(const hpdl__ipc_args &a,
     }
 }
 
-template <typename T>
-static __global__ void __launch_bounds__(HPDL__IPC_THREADS) hpdl__ipc_oneshot_kernel(hpdl__ipc_args a, T *buf) {
-    int64_t begin, end;
-    hpdl__ipc_block_part<T>(a, &begin, &end);
-    hpdl__ipc_publish(a, buf, begin, end);
-    hpdl__ipc_reduce(a, buf, begin, end, 0);
-}
 
 /* Copies packs [from, to) of rank r's staging buffer into buf. */
 template <typename T>
@@ -1774,13 +1774,19 @@ static __device__ __forceinline__ void hpdl__ipc_gather(const hpdl__ipc_args &a,
     }
 }
 
+/* One-shot, or two-shot when `twoshot` (one kernel for both: half the
+   kernels to compile in every program that calls an allreduce). */
 template <typename T>
-static __global__ void __launch_bounds__(HPDL__IPC_THREADS) hpdl__ipc_twoshot_kernel(hpdl__ipc_args a, T *buf) {
+static __global__ void __launch_bounds__(HPDL__IPC_THREADS) hpdl__ipc_kernel(hpdl__ipc_args a, T *buf, int twoshot) {
     int64_t begin, end, len;
     int r;
     hpdl__ipc_block_part<T>(a, &begin, &end);
     len = end - begin;
     hpdl__ipc_publish(a, buf, begin, end);
+    if (!twoshot) {
+        hpdl__ipc_reduce(a, buf, begin, end, 0);
+        return;
+    }
     /* reduce-scatter: segment `rank` of the part, kept in our staging buffer
        (no peer reads that segment of it in this phase) and written to buf */
     hpdl__ipc_reduce(a, buf, begin + hpdl__ipc_split(len, a.rank, a.size),
@@ -1825,18 +1831,21 @@ HPDL_MPI_API hpdl_status hpdl__mpi_ipc_launch(hpdl_mpi_ipc *c, void *buf, int64_
     a.rank = c->rank;
     a.size = c->size;
     a.buf_aligned = ((uintptr_t)buf & 15) == 0;
-#define HPDL__IPC_LAUNCH(T)                                                                                  \
-    (twoshot ? hpdl__ipc_twoshot_kernel<T><<<blocks, HPDL__IPC_THREADS, 0, stream>>>(a, (T *)buf)           \
-             : hpdl__ipc_oneshot_kernel<T><<<blocks, HPDL__IPC_THREADS, 0, stream>>>(a, (T *)buf))
+#ifdef HPDL_MPI_NO_IPC
+    (void)a; (void)buf; (void)t; (void)twoshot; (void)stream; (void)blocks;
+    return HPDL_ERR_UNSUPPORTED; /* not reached: no context is made */
+#else
     switch (t) {
-    case HPDL_MPI_F32: HPDL__IPC_LAUNCH(float); break;
-    case HPDL_MPI_F64: HPDL__IPC_LAUNCH(double); break;
-    case HPDL_MPI_F16: HPDL__IPC_LAUNCH(__half); break;
-    case HPDL_MPI_BF16: HPDL__IPC_LAUNCH(__nv_bfloat16); break;
+    case HPDL_MPI_F32: hpdl__ipc_kernel<<<blocks, HPDL__IPC_THREADS, 0, stream>>>(a, (float *)buf, twoshot); break;
+    case HPDL_MPI_F64: hpdl__ipc_kernel<<<blocks, HPDL__IPC_THREADS, 0, stream>>>(a, (double *)buf, twoshot); break;
+    case HPDL_MPI_F16: hpdl__ipc_kernel<<<blocks, HPDL__IPC_THREADS, 0, stream>>>(a, (__half *)buf, twoshot); break;
+    case HPDL_MPI_BF16:
+        hpdl__ipc_kernel<<<blocks, HPDL__IPC_THREADS, 0, stream>>>(a, (__nv_bfloat16 *)buf, twoshot);
+        break;
     }
-#undef HPDL__IPC_LAUNCH
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
+#endif
 }
 
 /* The allreduce on an agreed call: pieces of max_bytes, one kernel each, on
