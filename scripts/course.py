@@ -239,7 +239,7 @@ def caption(path, doc_dir):
     date = csv_date(path)
     when = ", committed %s" % date if date else ""
     link = os.path.relpath(os.path.join(ROOT, path), doc_dir).replace(os.sep, "/")
-    return "<sub>Generated from [`%s`](%s): %s%s.</sub>" % (path, link, where, when)
+    return "<sub>From [`%s`](%s): %s%s.</sub>" % (path, link, where, when)
 
 
 def counts_block(text):
