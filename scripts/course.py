@@ -31,7 +31,7 @@ from the <!-- status: run|fewer|explained|missing --> marker each question carri
     scripts/course.py --show DOC ID   print the commands of one question
                                  (e.g. --show ece-gy9143-hw5 A-Q3.2)
 
-The date in each table's note is the date of the last commit that touched the
+The date in each table's note is the (author) date of the last commit that touched the
 CSV (today's date, UTC, while the CSV has uncommitted changes). In a shallow
 clone that date is unknown, so --check then compares the tables without it.
 Python 3 standard library only.
@@ -92,15 +92,24 @@ def dates_known():
     return not _shallow
 
 
+_dates = {}
+
+
 def csv_date(path):
     """Date of the last commit touching path, or today (UTC) if it has changes."""
+    if path not in _dates:
+        _dates[path] = _csv_date(path)
+    return _dates[path]
+
+
+def _csv_date(path):
     if not dates_known():
         return None
     dirty = git("status", "--porcelain", "--", path)
     if dirty is None:
         return None
     if dirty == "":
-        d = git("log", "-1", "--format=%cs", "--", path)
+        d = git("log", "-1", "--format=%as", "--", path)
         if d:
             return d
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
