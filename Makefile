@@ -201,7 +201,7 @@ FUZZ_RUNS = --phase "fuzz targets ($(FUZZ_TEST_SECONDS) s each)" "$(FUZZ_CMD)"
 MPI_RUNS  = $(if $(HAVE_MPI),--phase "MPI tests (1..4 ranks)" \
             $(foreach t,$(MPI_TESTS),$(foreach n,1 2 3 4,"$(MPI_RUN) -np $(n) $(B)/mpi/$(t)")))
 GPU_RUNS  = $(if $(HAVE_NVCC),--phase "GPU tests$(if $(HAVE_GPU),, (skipped: no GPU))" $(addprefix $(B)/gpu/,$(GPU_TESTS)))
-DOC_RUNS  = --phase "README programs, charts, header maps" tests/readme.sh "scripts/plots.sh --check" \
+DOC_RUNS  = --phase "README programs, charts, header maps, course docs" tests/readme.sh "scripts/plots.sh --check" \
             "scripts/api_map.py check" "scripts/course.py --check"
 timed     = t=$$SECONDS; $(1) && echo "-- build: $$((SECONDS - t)) s"
 test: deps
