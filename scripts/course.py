@@ -365,7 +365,7 @@ def show(doc, qid):
     if start is None:
         print("no heading starting with %r in %s" % (qid, os.path.relpath(path, ROOT)), file=sys.stderr)
         return 2
-    lines = lines[start:end]
+    before, lines = lines[:start], lines[start:end]
     print(lines[0])
     inside, shown = False, 0
     for l in lines[1:]:
@@ -381,8 +381,27 @@ def show(doc, qid):
             print(l)
             shown += 1
     if not shown:
-        print("(no command: a written answer, see the doc)")
+        status = STATUS_RE.search("\n".join(lines))
+        shared = last_commands(before)
+        if status and status.group(1) in ("run", "fewer") and shared:
+            print("(the commands this part of the doc shares, given above the question:)")
+            print("\n".join(shared))
+        else:
+            print("(no command: a written answer, see the doc)")
     return 0
+
+
+def last_commands(lines):
+    """The last ```sh block in lines, as a list of lines (empty if none)."""
+    block, inside, last = [], False, []
+    for l in lines:
+        if not inside and l.strip() in ("```sh", "```bash"):
+            inside, block = True, []
+        elif inside and l.startswith("```"):
+            inside, last = False, block
+        elif inside:
+            block.append(l)
+    return last
 
 
 def main(argv):
