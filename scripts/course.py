@@ -140,7 +140,7 @@ def keyed(text, what):
     out = {}
     if not text:
         return out
-    for item in text.split(","):
+    for item in re.split(r",(?=[A-Za-z_*][A-Za-z0-9_]*:)", text):
         if ":" not in item:
             raise DocError("%s item without ':': %r" % (what, item))
         col, val = item.split(":", 1)
