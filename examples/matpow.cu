@@ -21,12 +21,18 @@ static double time_sum(hpdl_cuda_powsum *plan) {
 }
 
 int main(int argc, char **argv) {
-    int n = argc > 1 ? atoi(argv[1]) : 10000, power = argc > 2 ? atoi(argv[2]) : 10, gpus, run, j;
-    size_t i, nn = (size_t)n * n;
+    int n = 10000, power = 10, gpus, run, j;
+    size_t i, nn;
     float *mats[2], *result[2];
-    double seconds[2], diff = 0.0, norm = 0.0, scale = sqrt(3.0 / n);
+    double seconds[2], diff = 0.0, norm = 0.0, scale;
     hpdl_rng rng;
-    if (n < 1 || power < 0) { fprintf(stderr, "usage: %s [N] [n]\n", argv[0]); return EXIT_FAILURE; }
+    if (argc > 3 || (argc > 1 && hpdl_arg_int("N", argv[1], 1, 1 << 16, &n) != HPDL_OK) ||
+        (argc > 2 && hpdl_arg_int("n", argv[2], 0, 1 << 20, &power) != HPDL_OK)) {
+        fprintf(stderr, "usage: %s [N] [n]\n", argv[0]);
+        return EXIT_FAILURE;
+    }
+    nn = (size_t)n * n;
+    scale = sqrt(3.0 / n);
     if (!hpdl_cuda_available()) { printf("no GPU\n"); return 0; }
     HPDL_CHECK(hpdl_cuda_devices_print(stdout));
     gpus = hpdl_cuda_device_count() < 2 ? 1 : 2; /* one matrix per GPU */

@@ -27,10 +27,16 @@ static double time_steps(hpdl_cuda_deep_linear *m, int micro, int steps) {
 }
 
 int main(int argc, char **argv) {
-    int depth = argc > 1 ? atoi(argv[1]) : 8, dim = argc > 2 ? atoi(argv[2]) : 4096;
-    int batch = argc > 3 ? atoi(argv[3]) : 512, pipe_m = argc > 4 ? atoi(argv[4]) : 8;
+    int depth = 8, dim = 4096, batch = 512, pipe_m = 8;
     int gpus, first[HPDL_CUDA_MAX_DEVICES + 1], g, k, micro[3];
     hpdl_cuda_deep_linear model;
+    if (argc > 5 || (argc > 1 && hpdl_arg_int("DEPTH", argv[1], 1, 1 << 16, &depth) != HPDL_OK) ||
+        (argc > 2 && hpdl_arg_int("DIM", argv[2], 1, 1 << 16, &dim) != HPDL_OK) ||
+        (argc > 3 && hpdl_arg_int("batch", argv[3], 1, 1 << 20, &batch) != HPDL_OK) ||
+        (argc > 4 && hpdl_arg_int("m", argv[4], 1, batch, &pipe_m) != HPDL_OK)) {
+        fprintf(stderr, "usage: %s [DEPTH [DIM [batch [m]]]]\n", argv[0]);
+        return 2;
+    }
     if (!hpdl_cuda_available()) { printf("no GPU\n"); return 0; }
     HPDL_CHECK(hpdl_cuda_devices_print(stdout));
     gpus = hpdl_cuda_device_count();

@@ -13,9 +13,10 @@
 #include "hpdl_cuda.cuh"
 
 int main(int argc, char **argv) {
-    int64_t n = argc > 1 ? atoll(argv[1]) : 10000000;
-    hpdl_vecadd_config config = argc > 2 ? (hpdl_vecadd_config)atoi(argv[2]) : HPDL_VECADD_MANY_BLOCKS;
-    size_t bytes = (size_t)n * sizeof(float);
+    int64_t n = 10000000;
+    int which = HPDL_VECADD_MANY_BLOCKS;
+    hpdl_vecadd_config config;
+    size_t bytes;
     float *a, *b, *c, *expected;       /* host (CPU) memory */
     float *d_a, *d_b, *d_c;            /* device (GPU) memory */
     hpdl_cuda_timer timer;
@@ -23,10 +24,13 @@ int main(int argc, char **argv) {
     int64_t i, wrong = 0;
     float kernel_ms;
 
-    if (n < 1 || (int)config < 0 || (int)config >= HPDL_VECADD_CONFIG_COUNT) {
+    if (argc > 3 || (argc > 1 && hpdl_arg_i64("n", argv[1], 1, (int64_t)1 << 40, &n) != HPDL_OK) ||
+        (argc > 2 && hpdl_arg_int("config", argv[2], 0, HPDL_VECADD_CONFIG_COUNT - 1, &which) != HPDL_OK)) {
         fprintf(stderr, "usage: %s [n >= 1 [config 0..3]]\n", argv[0]);
         return 2;
     }
+    config = (hpdl_vecadd_config)which;
+    bytes = (size_t)n * sizeof(float);
     if (!hpdl_cuda_available()) {
         printf("vecadd: no CUDA GPU found, nothing to run\n");
         return 0;
