@@ -227,8 +227,13 @@ int main(int argc, char **argv) {
     FILE *detail = NULL;
     setenv("NCCL_NVLS_ENABLE", "0", 1); /* NVLink multicast stays off (shared hosts) */
     for (i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc) max_bytes = atoll(argv[++i]);
-        else if (!strcmp(argv[i], "--factor") && i + 1 < argc) factor = atoi(argv[++i]);
+        if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc) {
+            if (hpdl_arg_i64(argv[i], argv[i + 1], 1, (int64_t)1 << 40, &max_bytes) != HPDL_OK) return 2;
+            i++;
+        } else if (!strcmp(argv[i], "--factor") && i + 1 < argc) {
+            if (hpdl_arg_int(argv[i], argv[i + 1], 2, 4, &factor) != HPDL_OK) return 2;
+            i++;
+        }
         else if (!strcmp(argv[i], "--no-check")) checks = 0;
         else if (!strcmp(argv[i], "--ipc-only")) ipc_only = 1;
     }

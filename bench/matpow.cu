@@ -344,12 +344,16 @@ static void csv_rows(FILE *f, int all_gpus, double sec[N_MODES][2][2], const tor
 }
 
 int main(int argc, char **argv) {
-    int n = argc > 1 ? atoi(argv[1]) : 10000, power = argc > 2 ? atoi(argv[2]) : 10, all_gpus, m, ok;
+    int n = 10000, power = 10, all_gpus, m, ok;
     double sec[N_MODES][2][2], row_sec[2] = {0, 0}, moved = 0.0;
     torch_times tt;
     inputs in;
     FILE *csv;
-    if (n < 2 || power < 2) { fprintf(stderr, "usage: %s [N >= 2] [n >= 2]\n", argv[0]); return EXIT_FAILURE; }
+    if (argc > 3 || (argc > 1 && hpdl_arg_int("N", argv[1], 2, 1 << 16, &n) != HPDL_OK) ||
+        (argc > 2 && hpdl_arg_int("n", argv[2], 2, 1 << 20, &power) != HPDL_OK)) {
+        fprintf(stderr, "usage: %s [N >= 2] [n >= 2]\n", argv[0]);
+        return 2;
+    }
     if (!hpdl_cuda_available()) { printf("matpow: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n"); return 1; }
     HPDL_CHECK(hpdl_cuda_devices_print(stdout));
     all_gpus = hpdl_cuda_device_count();

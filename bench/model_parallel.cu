@@ -26,20 +26,26 @@ typedef struct options {
     int depth[MAX_LIST], n_depth, micro[MAX_LIST], n_micro, dim, batch, gpus, virtual_devices;
 } options;
 
-static int parse_list(const char *s, int *out) {
+/* "8,16,24" into out: the count, or 0 (hpdl_arg_int says why) for an
+   item that is not an integer in [1, 2^20], or more than MAX_LIST items. */
+static int parse_list(const char *flag, const char *s, int *out) {
+    char item[32];
     int n = 0;
-    while (s && *s && n < MAX_LIST) {
-        out[n++] = atoi(s);
-        s = strchr(s, ',');
-        if (s) s++;
+    for (;;) {
+        size_t len = strcspn(s, ",");
+        if (len >= sizeof item || n == MAX_LIST) return 0;
+        memcpy(item, s, len);
+        item[len] = '\0';
+        if (hpdl_arg_int(flag, item, 1, 1 << 20, &out[n++]) != HPDL_OK) return 0;
+        if (!s[len]) return n;
+        s += len + 1;
     }
-    return n;
 }
 
 static void parse(int argc, char **argv, options *o) {
-    int i;
-    o->n_depth = parse_list("8", o->depth);
-    o->n_micro = parse_list("1,2,4,8,16", o->micro);
+    int i, ok;
+    o->n_depth = parse_list("--depth", "8", o->depth);
+    o->n_micro = parse_list("--micro", "1,2,4,8,16", o->micro);
     o->dim = 4096;
     o->batch = 512;
     o->gpus = hpdl_cuda_device_count();
@@ -48,12 +54,14 @@ static void parse(int argc, char **argv, options *o) {
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "--virtual")) { o->virtual_devices = 1; continue; }
         if (!value) { fprintf(stderr, "model_parallel: %s needs a value\n", argv[i]); exit(EXIT_FAILURE); }
-        if (!strcmp(argv[i], "--depth")) o->n_depth = parse_list(value, o->depth);
-        else if (!strcmp(argv[i], "--micro")) o->n_micro = parse_list(value, o->micro);
-        else if (!strcmp(argv[i], "--dim")) o->dim = atoi(value);
-        else if (!strcmp(argv[i], "--batch")) o->batch = atoi(value);
-        else if (!strcmp(argv[i], "--gpus")) o->gpus = atoi(value);
+        if (!strcmp(argv[i], "--depth")) ok = (o->n_depth = parse_list(argv[i], value, o->depth)) > 0;
+        else if (!strcmp(argv[i], "--micro")) ok = (o->n_micro = parse_list(argv[i], value, o->micro)) > 0;
+        else if (!strcmp(argv[i], "--dim")) ok = hpdl_arg_int(argv[i], value, 1, 1 << 16, &o->dim) == HPDL_OK;
+        else if (!strcmp(argv[i], "--batch")) ok = hpdl_arg_int(argv[i], value, 1, 1 << 20, &o->batch) == HPDL_OK;
+        else if (!strcmp(argv[i], "--gpus"))
+            ok = hpdl_arg_int(argv[i], value, 1, HPDL_CUDA_MAX_DEVICES, &o->gpus) == HPDL_OK;
         else { fprintf(stderr, "model_parallel: unknown option %s\n", argv[i]); exit(EXIT_FAILURE); }
+        if (!ok) exit(EXIT_FAILURE);
         i++;
     }
 }

@@ -479,12 +479,16 @@ static FILE *open_detail(const char *dir, const char *name, const char *header) 
 int main(int argc, char **argv) {
     static const int sizes[4] = {1024, 2048, 4096, 8192};
     static const int fashion[3] = {784, 256, 10}, wide[4] = {784, 4096, 4096, 10};
-    int max_size = argc > 1 ? atoi(argv[1]) : 8192, i, ok, lt_ok;
+    int max_size = 8192, i, ok, lt_ok;
     hpdl_cuda_device_info info;
     hpdl_cuda_l2_flusher fl;
     char slug[128], dir[512];
     const char *env = getenv("HPDL_RESULTS");
     FILE *headline, *gemm_csv, *mlp_csv;
+    if (argc > 2 || (argc > 1 && hpdl_arg_int("max size", argv[1], 1, 1 << 16, &max_size) != HPDL_OK)) {
+        fprintf(stderr, "usage: %s [max GEMM size]\n", argv[0]);
+        return 2;
+    }
     if (!hpdl_cuda_available()) {
         printf("quantize: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n");
         return 1;

@@ -29,7 +29,7 @@ int main(int argc, char **argv) {
     if (argc > 3 || (argc > 1 && hpdl_arg_int("N", argv[1], 1, 1 << 16, &n) != HPDL_OK) ||
         (argc > 2 && hpdl_arg_int("n", argv[2], 0, 1 << 20, &power) != HPDL_OK)) {
         fprintf(stderr, "usage: %s [N] [n]\n", argv[0]);
-        return EXIT_FAILURE;
+        return 2;
     }
     nn = (size_t)n * n;
     scale = sqrt(3.0 / n);
