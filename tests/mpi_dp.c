@@ -363,6 +363,29 @@ MPI_TEST(test_epoch_bad_arguments_leave_model) {
     hpdl_mlp_destroy_f64(&before);
 }
 
+/* NaN inputs on rank 0 only used to train every rank on (status OK, weights
+   NaN): the reduced gradient is NaN on every rank, so every rank refuses
+   the first step with HPDL_ERR_NUMERIC and keeps its model. */
+MPI_TEST(test_epoch_nan_on_one_rank_stops_every_rank_unchanged) {
+    static double X[N_SAMPLES * N_IN];
+    static int32_t y[N_SAMPLES];
+    hpdl_mpi_dp_config c = small_config(HPDL_ALLREDUCE_RING, 0);
+    hpdl_mlp_f64 m, before;
+    hpdl_mpi_dp_f64 dp;
+    int i;
+    make_data(X, y);
+    if (hpdl_mpi_rank() == 0)
+        for (i = 0; i < N_SAMPLES; i++) X[i * N_IN + 2] = NAN;
+    HPDL_EXPECT(hpdl_mlp_create_f64(&m, N_WIDTHS, WIDTHS, HPDL_ACT_RELU, 5) == HPDL_OK);
+    HPDL_EXPECT(hpdl_mlp_create_f64(&before, N_WIDTHS, WIDTHS, HPDL_ACT_RELU, 5) == HPDL_OK);
+    HPDL_EXPECT(hpdl_mpi_dp_create_f64(&dp, &m, N_SAMPLES, &c) == HPDL_OK);
+    HPDL_EXPECT(hpdl_mpi_dp_epoch_f64(&dp, X, y, 0, NULL) == HPDL_ERR_NUMERIC);
+    HPDL_EXPECT(max_rel_diff(&m, &before) == 0.0);
+    hpdl_mpi_dp_destroy_f64(&dp);
+    hpdl_mlp_destroy_f64(&m);
+    hpdl_mlp_destroy_f64(&before);
+}
+
 MPI_TEST(test_roofline_inputs_cpu) {
     hpdl_mpi_dp_roofline r;
     memset(&r, 0, sizeof r);
@@ -385,6 +408,7 @@ int main(int argc, char **argv) {
         HPDL_TEST(test_lr_linear_scaling_and_warmup),
         HPDL_TEST(test_create_bad_arguments),
         HPDL_TEST(test_epoch_bad_arguments_leave_model),
+        HPDL_TEST(test_epoch_nan_on_one_rank_stops_every_rank_unchanged),
         HPDL_TEST(test_roofline_inputs_cpu),
     };
     return hpdl_test_mpi_main(argc, argv, tests, HPDL_COUNT(tests));
