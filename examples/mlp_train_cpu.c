@@ -12,6 +12,10 @@ int main(void) {
     int64_t i;
     HPDL_CHECK(hpdl_idx_load_dir("data/fashion-mnist", 1, &train));
     HPDL_CHECK(hpdl_idx_load_dir("data/fashion-mnist", 0, &test));
+    if (train.rows * train.cols != widths[0] || test.rows * test.cols != widths[0]) {
+        fprintf(stderr, "expected images of %d pixels\n", widths[0]); /* the model's input width */
+        return 1;
+    }
     HPDL_CHECK(hpdl_dataset_shuffle(&train, 1)); /* the files are sorted by label */
     HPDL_CHECK(hpdl_mlp_create_f32(&model, 3, widths, HPDL_ACT_RELU, 42));
     HPDL_CHECK(hpdl_mlp_create_zero_f32(&grad, 3, widths, HPDL_ACT_RELU));
@@ -20,7 +24,7 @@ int main(void) {
     for (epoch = 1; epoch <= 3; epoch++) {
         double loss = 0, sum = 0, acc = 0;
         for (i = 0; i + batch <= train.n; i += batch) {
-            HPDL_CHECK(hpdl_mlp_train_step_f32(&model, &work, &grad, batch, train.images + i * 784,
+            HPDL_CHECK(hpdl_mlp_train_step_f32(&model, &work, &grad, batch, train.images + i * widths[0],
                                                train.labels + i, 0.05f, 0.0f, &loss));
             sum += loss;
         }
