@@ -24,7 +24,7 @@
        VECTOR ADD              hpdl_vec_add_<t>         tests/gpu_vecadd.cu  bench/vecadd.cu  notes/vecadd.md
        GEMM: the ladder        hpdl_gemm_<t>            tests/gpu_gemm.cu    bench/gemm.cu    notes/gemm.md
        GEMM: Hopper rungs      hpdl_gemm_<t>            tests/gpu_gemm.cu    bench/gemm.cu    notes/gemm.md
-       Convolution             hpdl_conv2d_*_<t>        tests/gpu_conv.cu    bench/conv.cu    -
+       Convolution             hpdl_conv2d_*_<t>        tests/gpu_conv.cu    bench/conv.cu    notes/conv.md
        MLP TRAINING            hpdl_mlp_*_<t>           tests/gpu_mlp.cu     bench/mlp.cu     notes/mlp.md
        SEVERAL GPUS            hpdl_matpow_<t>          tests/gpu_matpow.cu, bench/matpow.cu, notes/multi.md
                                                         gpu_model_parallel.cu bench/model_parallel.cu
@@ -240,9 +240,9 @@
                            hpdl_cuda_gemm, _gemm_algo, _vec_add, _mlp_*;
                            check macros say "no CUDA GPU (or no driver)" for the
                            errors of a machine without one (HPDL_CUDA_NO_GPU).
-                           convolution: tensor-core rung for f16/bf16 NHWC forward
-                           (HPDL_CONV_MMA, AUTO's choice there); cuDNN backend
-                           (HPDL_CONV_CUDNN, with HPDL_HAVE_CUDNN).
+                           convolution: tensor-core rung for f16/bf16 NHWC, all
+                           three passes (HPDL_CONV_MMA, AUTO's choice there);
+                           cuDNN backend (HPDL_CONV_CUDNN, with HPDL_HAVE_CUDNN).
 */
 #ifndef HPDL_CUDA_CUH
 #define HPDL_CUDA_CUH
@@ -3364,12 +3364,14 @@ HPDL_DEFINE_CUDA_GEMM(bf16, hpdl_bf16, float)
          backward-filter  dW[k, (c,r,s)] = sum over pixels of dY[pixel, k] * X~[pixel, (c,r,s)]
        (X~ and dY~ read the element a tap reaches, or zero in the padding or
        between strides), one GEMM per group (blockIdx.z).
-     MMA            forward and backward-data for f16/bf16 with x and y in NHWC:
-                    their GEMMs on tensor cores (mma.sync m16n8k16, f32 sums),
-                    the gathered operand (x or dy) by cp.async 16 bytes along
-                    the channels where channels/groups % 8 == 0, element by
-                    element otherwise (any C: the 3-channel stem);
-                    HPDL_ERR_UNSUPPORTED for other types, layouts and backward-filter
+     MMA            f16/bf16 with x and y in NHWC: the three GEMMs on tensor
+                    cores (mma.sync m16n8k16, f32 sums), the gathered operand
+                    by cp.async 16 bytes along the channels where
+                    channels/groups % 8 == 0, element by element otherwise
+                    (forward and backward-data: any C, the 3-channel stem too);
+                    backward-filter split along the pixels, the blocks adding
+                    into an f32 copy of dW (needs C/groups % 8 == 0);
+                    HPDL_ERR_UNSUPPORTED for other types, layouts and channel counts
      CUDNN          cuDNN's fastest algorithm for the shape, found once by
                     cudnnFind*AlgorithmEx and remembered (tensor-op math for
                     f16/bf16; f32 without TF32); built with HPDL_HAVE_CUDNN
@@ -3383,7 +3385,7 @@ typedef enum hpdl_conv_algo {
     HPDL_CONV_AUTO = 0,
     HPDL_CONV_DIRECT,
     HPDL_CONV_IMPLICIT_GEMM,
-    HPDL_CONV_MMA,  /* f16/bf16 forward, backward-data, NHWC: tensor cores; HPDL_ERR_UNSUPPORTED elsewhere */
+    HPDL_CONV_MMA,  /* f16/bf16, NHWC: tensor cores; HPDL_ERR_UNSUPPORTED elsewhere */
     HPDL_CONV_CUDNN /* the vendor library (HPDL_HAVE_CUDNN; else HPDL_ERR_UNSUPPORTED) */
 } hpdl_conv_algo;
 
@@ -3811,39 +3813,27 @@ static __device__ __forceinline__ void hpdl__conv_mma_load(const hpdl__conv_mma_
     at.next(a, SH::BK, VEC, DATA);
 }
 
-/* Block tile (blockIdx.y: pixels, blockIdx.x: channels) of group blockIdx.z:
-   S-stage pipeline, one barrier per K tile; fragments and the epilogue are
-   the mma GEMM rung's (hpdl__mma_frags, hpdl__mma_store). DATA: backward-data. */
-template <typename T, typename SH, bool VEC, bool DATA>
-__global__ void __launch_bounds__(SH::THREADS, 2) hpdl__conv_mma(hpdl__conv_mma_args<T> a) {
-#ifdef HPDL__GEMM_SM80
+/* The pipeline of the rung's kernels: K tiles kt0..kt1-1 through S stages,
+   one barrier per tile, then mma.sync on it (acc += A B, fragments by the
+   mma GEMM rung's hpdl__mma_frags). load(st, kt) issues tile kt's copies
+   into stage st (tiles come in K order). */
+template <typename SH, bool AK, bool BKC, typename T, typename LOADER>
+static __device__ __forceinline__ void hpdl__conv_mma_mainloop(LOADER &load, const T *sa, const T *sb, int kt0, int kt1,
+                                                               const hpdl__mma_lanes<SH, AK, BKC> &lanes,
+                                                               float (&acc)[SH::WM / 16][SH::WN / 8][4]) {
     enum { BM = SH::BM, BN = SH::BN, BK = SH::BK, S = SH::S, MI = SH::WM / 16, NJ = SH::WN / 8, KS = BK / 16 };
-    extern __shared__ uint4 hpdl__conv_smem[];
-    T *sa = (T *)hpdl__conv_smem, *sb = sa + S * BM * BK;
-    const int grp = blockIdx.z, m0 = blockIdx.y * BM, n0 = blockIdx.x * BN, KT = (a.K + BK - 1) / BK;
-    const int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32;
-    const int wm = warp / SH::WARPS_N * SH::WM, wn = warp % SH::WARPS_N * SH::WN;
-    hpdl__conv_mma_rows<SH> rows;
-    hpdl__conv_mma_cursor at;
-    hpdl__conv_mma_filter<SH, T> filter;
-    hpdl__mma_lanes<SH, true, !DATA> lanes;
-    float acc[MI][NJ][4];
     unsigned af[MI][4], bf[NJ][2];
-    rows.init(a, m0);
-    at.init(a, (int)threadIdx.x % (BK / 8) * 8, (int)threadIdx.x / (BN / 8));
-    if (!DATA) filter.init(a, grp, n0);
-    lanes.init(wm, wn, lane);
     for (int i = 0; i < MI; i++)
         for (int j = 0; j < NJ; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
     for (int st = 0; st < S - 1; st++) { /* the pipeline's first S-1 tiles */
-        if (st < KT) hpdl__conv_mma_load<SH, VEC, DATA>(a, rows, at, filter, grp, sa, sb, st, st, n0);
+        if (kt0 + st < kt1) load(st, kt0 + st);
         hpdl__cp_async_commit();
     }
-    for (int kt = 0; kt < KT; kt++) {
-        const int next = kt + S - 1, st = kt % S;
+    for (int kt = kt0; kt < kt1; kt++) {
+        const int next = kt + S - 1, st = (kt - kt0) % S;
         hpdl__cp_async_wait<S - 2>(); /* tile kt has landed (this thread's copies) ... */
         __syncthreads();              /* ... everyone's, and every warp is done with tile kt-1's stage */
-        if (next < KT) hpdl__conv_mma_load<SH, VEC, DATA>(a, rows, at, filter, grp, sa, sb, next % S, next, n0);
+        if (next < kt1) load((next - kt0) % S, next);
         hpdl__cp_async_commit();
 #pragma unroll
         for (int ks = 0; ks < KS; ks++) {
@@ -3855,6 +3845,42 @@ __global__ void __launch_bounds__(SH::THREADS, 2) hpdl__conv_mma(hpdl__conv_mma_
         }
     }
     hpdl__cp_async_wait<0>();
+}
+
+/* Forward and backward-data tiles for the mainloop. */
+template <typename SH, bool VEC, bool DATA, typename T> struct hpdl__conv_mma_loader {
+    const hpdl__conv_mma_args<T> &a;
+    const hpdl__conv_mma_rows<SH> &rows;
+    hpdl__conv_mma_cursor &at;
+    hpdl__conv_mma_filter<SH, T> &filter;
+    T *sa, *sb;
+    int grp, n0;
+    __device__ __forceinline__ void operator()(int st, int k) {
+        hpdl__conv_mma_load<SH, VEC, DATA>(a, rows, at, filter, grp, sa, sb, st, k, n0);
+    }
+};
+
+/* Block tile (blockIdx.y: pixels, blockIdx.x: channels) of group blockIdx.z;
+   the epilogue is the mma GEMM rung's (hpdl__mma_store). DATA: backward-data. */
+template <typename T, typename SH, bool VEC, bool DATA>
+__global__ void __launch_bounds__(SH::THREADS, 2) hpdl__conv_mma(hpdl__conv_mma_args<T> a) {
+#ifdef HPDL__GEMM_SM80
+    extern __shared__ uint4 hpdl__conv_smem[];
+    T *sa = (T *)hpdl__conv_smem, *sb = sa + SH::S * SH::BM * SH::BK;
+    const int grp = blockIdx.z, m0 = blockIdx.y * SH::BM, n0 = blockIdx.x * SH::BN;
+    const int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32;
+    const int wm = warp / SH::WARPS_N * SH::WM, wn = warp % SH::WARPS_N * SH::WN;
+    hpdl__conv_mma_rows<SH> rows;
+    hpdl__conv_mma_cursor at;
+    hpdl__conv_mma_filter<SH, T> filter;
+    hpdl__mma_lanes<SH, true, !DATA> lanes;
+    float acc[SH::WM / 16][SH::WN / 8][4];
+    rows.init(a, m0);
+    at.init(a, (int)threadIdx.x % (SH::BK / 8) * 8, (int)threadIdx.x / (SH::BN / 8));
+    if (!DATA) filter.init(a, grp, n0);
+    lanes.init(wm, wn, lane);
+    hpdl__conv_mma_loader<SH, VEC, DATA, T> load = {a, rows, at, filter, sa, sb, grp, n0};
+    hpdl__conv_mma_mainloop<SH>(load, sa, sb, 0, (a.K + SH::BK - 1) / SH::BK, lanes, acc);
     hpdl__gemm_args<T, float> out;
     out.C = a.out + grp * a.N;
     out.ldc = a.out_c;
@@ -3865,6 +3891,118 @@ __global__ void __launch_bounds__(SH::THREADS, 2) hpdl__conv_mma(hpdl__conv_mma_
 #else
     (void)a; /* host pass, or a GPU without mma.sync: the launcher never starts it */
 #endif
+}
+
+/* ---- backward-filter on tensor cores ---- */
+
+/* dW[k, (r,s,c)] = sum over pixels of dY[pixel, k] * X~[pixel, (r,s,c)]: a
+   GEMM whose K (N*P*Q pixels) is long and whose M x N (the filter) is
+   small, so the pixels are split among blocks (split-K) and each block adds
+   its partial sums into an f32 copy of dW with atomics; a last pass rounds
+   it to T. dY's tile is a plain operand (pixels x channels, channels
+   contiguous); X's tile is gathered per pixel, 16 bytes along C (C/groups %
+   8 == 0), each thread's column (tap, channel) fixed for the whole kernel. */
+template <typename T> struct hpdl__conv_wgrad_args {
+    const T *x, *dy;
+    float *dw; /* f32 sums, KRSC */
+    int x_h, x_w, x_c, y_h, y_w, y_c;
+    int kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+    int M, N, K, c_per_group, images; /* one group: output channels, taps x channels, pixels (N*P*Q) */
+    int tiles_per_split, dy_vec;
+};
+
+/* The pixels of this thread's rows of X's tile (n, oh, ow), moved on by BK
+   pixels per tile with carries (no divisions per tile). */
+template <typename SH> struct hpdl__conv_wgrad_rows {
+    enum { CPR = SH::BN / 8, ROWS = SH::BK * CPR / SH::THREADS, ROW_STEP = SH::THREADS / CPR };
+    int n[ROWS], oh[ROWS], ow[ROWS];
+    int dq, dp, dn; /* BK pixels as (images, rows, columns) */
+    template <typename T> __device__ __forceinline__ void init(const hpdl__conv_wgrad_args<T> &a, int k0) {
+        dq = SH::BK % a.y_w;
+        dp = SH::BK / a.y_w % a.y_h;
+        dn = SH::BK / (a.y_w * a.y_h);
+#pragma unroll
+        for (int i = 0; i < ROWS; i++)
+            hpdl__split3(k0 + (int)threadIdx.x / CPR + i * ROW_STEP, a.y_h, a.y_w, &n[i], &oh[i], &ow[i]);
+    }
+    template <typename T> __device__ __forceinline__ void next(const hpdl__conv_wgrad_args<T> &a) {
+#pragma unroll
+        for (int i = 0; i < ROWS; i++) {
+            ow[i] += dq;
+            oh[i] += dp;
+            n[i] += dn;
+            if (ow[i] >= a.y_w) { ow[i] -= a.y_w; oh[i]++; }
+            if (oh[i] >= a.y_h) { oh[i] -= a.y_h; n[i]++; }
+        }
+    }
+};
+
+/* Split-K tiles for the mainloop: dY's rows (stored BK x BM) and X's gathered rows (BK x BN). */
+template <typename SH, typename T> struct hpdl__conv_wgrad_loader {
+    const hpdl__conv_wgrad_args<T> &a;
+    hpdl__conv_wgrad_rows<SH> &rows;
+    T *sa, *sb;
+    int grp, m0, n0, dh, dw, c; /* this thread's column of X's tile: tap offsets and channel; c < 0 outside N */
+    __device__ __forceinline__ void operator()(int st, int k) {
+        typedef hpdl__gemm_swizzle<SH::BK, SH::BN> L;
+        typedef hpdl__conv_wgrad_rows<SH> R;
+        const int col = (int)threadIdx.x % R::CPR * 8, row = (int)threadIdx.x / R::CPR;
+        hpdl__gemm_operand<T> dy = {a.dy + grp * a.M, a.y_c, 0, a.dy_vec};
+        hpdl__gemm_stage<T, SH::BM, SH::BK, SH::THREADS, hpdl__gemm_swizzle, false, false>(sa + st * SH::BM * SH::BK, dy,
+                                                                                          m0, k * SH::BK, a.M, a.K);
+#pragma unroll
+        for (int i = 0; i < R::ROWS; i++) {
+            int ih = rows.oh[i] * a.stride_h - a.pad_h + dh, iw = rows.ow[i] * a.stride_w - a.pad_w + dw;
+            bool in = c >= 0 && rows.n[i] < a.images && ih >= 0 && ih < a.x_h && iw >= 0 && iw < a.x_w;
+            const T *src = a.x + (in ? (((size_t)rows.n[i] * a.x_h + ih) * a.x_w + iw) * a.x_c + c : 0);
+            hpdl__cp_async16_zfill(sb + st * SH::BN * SH::BK + L::at(row + i * R::ROW_STEP, col), src, in);
+        }
+        rows.next(a);
+    }
+};
+
+/* Filter tile (blockIdx.y: output channels, blockIdx.x: (tap, channel)) of
+   split blockIdx.z % splits, group blockIdx.z / splits. */
+template <typename T, typename SH>
+__global__ void __launch_bounds__(SH::THREADS, 2) hpdl__conv_mma_wgrad(hpdl__conv_wgrad_args<T> a, int splits) {
+#ifdef HPDL__GEMM_SM80
+    extern __shared__ uint4 hpdl__conv_smem[];
+    T *sa = (T *)hpdl__conv_smem, *sb = sa + SH::S * SH::BM * SH::BK;
+    const int grp = blockIdx.z / splits, split = blockIdx.z % splits, m0 = blockIdx.y * SH::BM, n0 = blockIdx.x * SH::BN;
+    const int KT = (a.K + SH::BK - 1) / SH::BK, kt0 = split * a.tiles_per_split;
+    const int kt1 = kt0 + a.tiles_per_split < KT ? kt0 + a.tiles_per_split : KT;
+    const int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32;
+    const int wm = warp / SH::WARPS_N * SH::WM, wn = warp % SH::WARPS_N * SH::WN;
+    const int col = n0 + (int)threadIdx.x % (SH::BN / 8) * 8, tap = col / a.c_per_group, r = tap / a.kernel_w;
+    hpdl__conv_wgrad_rows<SH> rows;
+    hpdl__mma_lanes<SH, false, false> lanes;
+    float acc[SH::WM / 16][SH::WN / 8][4];
+    if (kt0 >= kt1) return;
+    rows.init(a, kt0 * SH::BK);
+    lanes.init(wm, wn, lane);
+    hpdl__conv_wgrad_loader<SH, T> load = {a, rows, sa, sb, grp, m0, n0, r * a.dilation_h,
+                                           (tap - r * a.kernel_w) * a.dilation_w,
+                                           col < a.N ? grp * a.c_per_group + col - tap * a.c_per_group : -1};
+    hpdl__conv_mma_mainloop<SH>(load, sa, sb, kt0, kt1, lanes, acc);
+    float *out = a.dw + (size_t)grp * a.M * a.N;
+#pragma unroll
+    for (int i = 0; i < SH::WM / 16; i++)
+#pragma unroll
+        for (int j = 0; j < SH::WN / 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) { /* fragment element e: row +8 for e >= 2, column +1 for odd e */
+                int m = m0 + wm + i * 16 + lane / 4 + e / 2 * 8, n = n0 + wn + j * 8 + lane % 4 * 2 + e % 2;
+                if (m < a.M && n < a.N) atomicAdd(out + (size_t)m * a.N + n, acc[i][j][e]);
+            }
+#else
+    (void)a; (void)splits;
+#endif
+}
+
+/* The f32 sums rounded to T. */
+template <typename T> __global__ void hpdl__conv_round(const float *from, T *to, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        hpdl__gemm_put(to + i, from[i]);
 }
 
 /* ---- launchers ------------------------------------------------------------------ */
@@ -3927,6 +4065,7 @@ static inline hpdl_status hpdl__conv_launch_direct(const hpdl__conv_geom &g, hpd
    channels, so that half of each tile is not idle. */
 typedef hpdl__tc_shape<128, 128, 64, 3, 64, 64> hpdl__conv_mma_shape;
 typedef hpdl__tc_shape<128, 64, 64, 4, 64, 32> hpdl__conv_mma_narrow_shape;
+typedef hpdl__tc_shape<64, 128, 64, 4, 32, 64> hpdl__conv_mma_short_shape; /* backward-filter, K <= 64 */
 
 template <typename T, typename SH, bool DATA>
 static inline hpdl_status hpdl__conv_mma_launch_shape(const hpdl__conv_mma_args<T> &a, int groups, cudaStream_t stream) {
@@ -3947,9 +4086,60 @@ static inline hpdl_status hpdl__conv_mma_launch_shape(const hpdl__conv_mma_args<
     return HPDL_OK;
 }
 
+/* One f32 buffer per device for the backward-filter sums, grown on demand
+   and kept for the life of the program (not thread-safe on growth). */
+HPDL_LAZY hpdl_status hpdl__conv_workspace(size_t bytes, float **out) {
+    static float *buffers[64];
+    static size_t sizes[64];
+    int device = 0;
+    HPDL_CUDA_TRY(cudaGetDevice(&device));
+    if (device < 0 || device >= 64) return HPDL_ERR_UNSUPPORTED;
+    if (sizes[device] < bytes) {
+        cudaFree(buffers[device]);
+        sizes[device] = 0;
+        if (cudaMalloc(&buffers[device], bytes) != cudaSuccess) { cudaGetLastError(); buffers[device] = NULL; return HPDL_ERR_NOMEM; }
+        sizes[device] = bytes;
+    }
+    *out = buffers[device];
+    return HPDL_OK;
+}
+
+/* Backward-filter: zeroed sums, the split-K kernel (about 8 blocks per SM
+   in all, at least 8 K tiles each), then the rounding pass into dw. */
+template <typename T, typename SH>
+static inline hpdl_status hpdl__conv_mma_wgrad_launch(hpdl__conv_wgrad_args<T> a, int groups, T *dw, cudaStream_t stream) {
+    enum { STAGES = SH::S * (SH::BM + SH::BN) * SH::BK * (int)sizeof(T) };
+    void (*kernel)(hpdl__conv_wgrad_args<T>, int) = hpdl__conv_mma_wgrad<T, SH>;
+    const int tiles_n = (a.N + SH::BN - 1) / SH::BN, tiles_m = (a.M + SH::BM - 1) / SH::BM, KT = (a.K + SH::BK - 1) / SH::BK;
+    const size_t count = (size_t)groups * a.M * a.N;
+    int device = 0, sms = 0, most = KT / 8 > 1 ? KT / 8 : 1, splits;
+    cudaFuncAttributes fa;
+    hpdl_status s;
+    HPDL_CUDA_TRY(cudaGetDevice(&device));
+    HPDL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    splits = (8 * sms + tiles_n * tiles_m * groups - 1) / (tiles_n * tiles_m * groups);
+    splits = splits < 1 ? 1 : splits > most ? most : splits;
+    a.tiles_per_split = (KT + splits - 1) / splits;
+    splits = (KT + a.tiles_per_split - 1) / a.tiles_per_split;
+    if (tiles_m > 65535 || (int64_t)groups * splits > 65535) return HPDL_ERR_UNSUPPORTED;
+    if (cudaFuncGetAttributes(&fa, (const void *)kernel) != cudaSuccess || fa.ptxVersion < 80 ||
+        cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, STAGES) != cudaSuccess) {
+        cudaGetLastError();
+        return HPDL_ERR_UNSUPPORTED;
+    }
+    if ((s = hpdl__conv_workspace(count * sizeof(float), &a.dw)) != HPDL_OK) return s;
+    HPDL_CUDA_TRY(cudaMemsetAsync(a.dw, 0, count * sizeof(float), stream));
+    kernel<<<dim3((unsigned)tiles_n, (unsigned)tiles_m, (unsigned)(groups * splits)), SH::THREADS, STAGES, stream>>>(a, splits);
+    HPDL_CUDA_TRY_LAUNCH();
+    hpdl__conv_round<<<(unsigned)((count + 255) / 256 < 65536 ? (count + 255) / 256 : 65536), 256, 0, stream>>>(a.dw, dw, count);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
 /* Which types have the rung: f16 and bf16 (mma.sync m16n8k16). */
 template <typename T> struct hpdl__conv_mma_type {
     static hpdl_status launch(const hpdl__conv_mma_args<T> &, bool, int, cudaStream_t) { return HPDL_ERR_UNSUPPORTED; }
+    static hpdl_status wgrad(const hpdl__conv_wgrad_args<T> &, int, T *, cudaStream_t) { return HPDL_ERR_UNSUPPORTED; }
 };
 template <typename T> struct hpdl__conv_mma_16bit {
     static hpdl_status launch(const hpdl__conv_mma_args<T> &a, bool data, int groups, cudaStream_t stream) {
@@ -3958,6 +4148,10 @@ template <typename T> struct hpdl__conv_mma_16bit {
                              : hpdl__conv_mma_launch_shape<T, hpdl__conv_mma_shape, true>(a, groups, stream);
         return a.N <= 64 ? hpdl__conv_mma_launch_shape<T, hpdl__conv_mma_narrow_shape, false>(a, groups, stream)
                          : hpdl__conv_mma_launch_shape<T, hpdl__conv_mma_shape, false>(a, groups, stream);
+    }
+    static hpdl_status wgrad(const hpdl__conv_wgrad_args<T> &a, int groups, T *dw, cudaStream_t stream) {
+        return a.M <= 64 ? hpdl__conv_mma_wgrad_launch<T, hpdl__conv_mma_short_shape>(a, groups, dw, stream)
+                         : hpdl__conv_mma_wgrad_launch<T, hpdl__conv_mma_shape>(a, groups, dw, stream);
     }
 };
 template <> struct hpdl__conv_mma_type<__half> : hpdl__conv_mma_16bit<__half> {};
@@ -3999,11 +4193,39 @@ static inline hpdl_status hpdl__conv_mma_make_args(const hpdl__conv_geom &g, hpd
     return HPDL_OK;
 }
 
+/* Backward-filter on tensor cores where x and dy are NHWC and x's
+   channels allow 16-byte gathers (C/groups % 8 == 0), else HPDL_ERR_UNSUPPORTED. */
+template <typename T>
+static inline hpdl_status hpdl__conv_mma_wgrad(const hpdl__conv_geom &g, const T *x, const T *dy, T *dw,
+                                               cudaStream_t stream) {
+    hpdl__conv_wgrad_args<T> a;
+    int64_t m, n, k;
+    if (g.x.layout != HPDL_NHWC || g.y.layout != HPDL_NHWC || g.c_per_group % 8 != 0 ||
+        !hpdl__gemm_aligned(x, g.x.c, 8, sizeof(T)))
+        return HPDL_ERR_UNSUPPORTED;
+    hpdl__conv_gemm_shape(g, HPDL__CONV_FILTER_GRAD, &m, &n, &k);
+    if (n > INT_MAX || k > INT_MAX) return HPDL_ERR_UNSUPPORTED;
+    a.x = x; a.dy = dy; a.dw = NULL;
+    a.x_h = g.x.h; a.x_w = g.x.w; a.x_c = g.x.c;
+    a.y_h = g.y.h; a.y_w = g.y.w; a.y_c = g.y.c;
+    a.kernel_w = g.p.kernel_w;
+    a.stride_h = g.p.stride_h; a.stride_w = g.p.stride_w;
+    a.pad_h = g.p.pad_h; a.pad_w = g.p.pad_w;
+    a.dilation_h = g.p.dilation_h; a.dilation_w = g.p.dilation_w;
+    a.M = (int)m; a.N = (int)n; a.K = (int)k;
+    a.c_per_group = g.c_per_group;
+    a.images = g.y.n;
+    a.tiles_per_split = 0;
+    a.dy_vec = g.k_per_group % 8 == 0 && hpdl__gemm_aligned(dy, g.y.c, 8, sizeof(T));
+    return hpdl__conv_mma_type<T>::wgrad(a, g.p.groups, dw, stream);
+}
+
 /* The tensor-core rung where it applies, else HPDL_ERR_UNSUPPORTED. */
 template <typename T>
 static inline hpdl_status hpdl__conv_launch_mma(const hpdl__conv_geom &g, hpdl__conv_pass pass, const T *a, const T *b,
                                                 T *out, cudaStream_t stream) {
     hpdl__conv_mma_args<T> args;
+    if (pass == HPDL__CONV_FILTER_GRAD) return hpdl__conv_mma_wgrad(g, a, b, out, stream);
     hpdl_status s = hpdl__conv_mma_make_args(g, pass, a, b, out, &args);
     if (s != HPDL_OK) return s;
     return hpdl__conv_mma_type<T>::launch(args, pass == HPDL__CONV_INPUT_GRAD, g.p.groups, stream);
@@ -4102,10 +4324,11 @@ template <typename T> static inline hpdl_status hpdl__cudnn_descs_make(const hpd
 }
 
 /* A remembered choice: the shape (geometry, pass, type, device) and the
-   algorithm cudnnFind*AlgorithmEx ranked first, with its workspace. */
+   algorithm cudnnFind*AlgorithmEx ranked first, with its workspace and the
+   math mode it was timed with (it runs with that mode). */
 struct hpdl__cudnn_plan {
     hpdl__conv_geom g;
-    int pass, type, device, algo;
+    int pass, type, device, algo, math;
     size_t workspace;
 };
 
@@ -4127,7 +4350,7 @@ HPDL_LAZY hpdl__cudnn_plan *hpdl__cudnn_plan_find(const hpdl__cudnn_plan *key, h
 /* cuDNN's ranking of its algorithms for one pass, run on the caller's
    buffers (the output is written): the first that ran, or -1. */
 HPDL_LAZY int hpdl__cudnn_find(cudnnHandle_t h, const hpdl__cudnn_descs &d, hpdl__conv_pass pass, const void *a,
-                               const void *b, void *out, void *ws, size_t ws_bytes, size_t *need) {
+                               const void *b, void *out, void *ws, size_t ws_bytes, size_t *need, int *math) {
     int n = 0;
     cudnnStatus_t st;
     if (pass == HPDL__CONV_FORWARD) {
@@ -4135,20 +4358,32 @@ HPDL_LAZY int hpdl__cudnn_find(cudnnHandle_t h, const hpdl__cudnn_descs &d, hpdl
         st = cudnnFindConvolutionForwardAlgorithmEx(h, d.x, a, d.w, b, d.conv, d.y, out,
                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ws, ws_bytes);
         for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < n; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS) { *need = perf[i].memory; return (int)perf[i].algo; }
+            if (perf[i].status == CUDNN_STATUS_SUCCESS) {
+                *need = perf[i].memory;
+                *math = (int)perf[i].mathType;
+                return (int)perf[i].algo;
+            }
     } else if (pass == HPDL__CONV_INPUT_GRAD) {
         cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
         st = cudnnFindConvolutionBackwardDataAlgorithmEx(h, d.w, a, d.y, b, d.conv, d.x, out,
                                                          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws, ws_bytes);
         for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < n; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS) { *need = perf[i].memory; return (int)perf[i].algo; }
+            if (perf[i].status == CUDNN_STATUS_SUCCESS) {
+                *need = perf[i].memory;
+                *math = (int)perf[i].mathType;
+                return (int)perf[i].algo;
+            }
     } else {
         cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
         st = cudnnFindConvolutionBackwardFilterAlgorithmEx(h, d.x, a, d.y, b, d.conv, d.w, out,
                                                            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws,
                                                            ws_bytes);
         for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < n; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS) { *need = perf[i].memory; return (int)perf[i].algo; }
+            if (perf[i].status == CUDNN_STATUS_SUCCESS) {
+                *need = perf[i].memory;
+                *math = (int)perf[i].mathType;
+                return (int)perf[i].algo;
+            }
     }
     return -1;
 }
@@ -4189,12 +4424,13 @@ static inline hpdl_status hpdl__conv_cudnn(const hpdl__conv_geom &g, hpdl__conv_
     HPDL_CUDA_TRY(cudaGetDevice(&key.device));
     plan = hpdl__cudnn_plan_find(&key, &fresh);
     if (!plan) {
-        key.algo = hpdl__cudnn_find(h, d, pass, a, b, out, ws, ws_bytes, &key.workspace);
+        key.algo = hpdl__cudnn_find(h, d, pass, a, b, out, ws, ws_bytes, &key.workspace, &key.math);
         *fresh = key;
         plan = fresh;
     }
     cudnnStatus_t st = plan->algo < 0 ? CUDNN_STATUS_NOT_SUPPORTED
-                                      : hpdl__cudnn_run<T>(h, d, pass, plan->algo, a, b, out, ws, plan->workspace);
+                                      : cudnnSetConvolutionMathType(d.conv, (cudnnMathType_t)plan->math);
+    if (st == CUDNN_STATUS_SUCCESS) st = hpdl__cudnn_run<T>(h, d, pass, plan->algo, a, b, out, ws, plan->workspace);
     hpdl__cudnn_descs_destroy(&d);
     if (st == CUDNN_STATUS_NOT_SUPPORTED || st == CUDNN_STATUS_BAD_PARAM) return HPDL_ERR_UNSUPPORTED;
     return st == CUDNN_STATUS_SUCCESS ? HPDL_OK : HPDL_ERR_CUDA;

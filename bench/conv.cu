@@ -9,7 +9,10 @@
    Each rung is first checked against cuDNN's output on the same random
    inputs (max|err| / max|ref|), then timed in turns with cuDNN's fastest
    algorithm for that layer (found once by cudnnFind*AlgorithmEx): median
-   of event-timed runs, L2 flushed before each. TFLOP/s counts the direct
+   of event-timed runs, L2 flushed before each. The cudnn row is cuDNN
+   timed alone, where the host's time for its descriptors can show (layers
+   under ~0.1 ms); the ratios, and the anchor in the CSVs, come from cuDNN
+   timed in turns with the rung, whose run hides that time. TFLOP/s counts the direct
    convolution's 2 N K P Q C R S / groups flops whatever the algorithm.
    Writes conv.csv (headline: the best rung per layer, type and pass, and
    the geometric mean over the ResNet-50 3x3 layers) and conv_all.csv (every
