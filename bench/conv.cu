@@ -366,6 +366,15 @@ static void tune_all(hpdl_cuda_l2_flusher *fl) {
     }
 }
 
+/* cuDNN is the anchor: without it there is nothing to measure against. */
+static int built_with_cudnn(void) {
+#ifdef HPDL_HAVE_CUDNN
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 int main(int argc, char **argv) {
     const char *usage = "usage: %s [--quick | --tune] [--type f32|f16|bf16] [--pass forward|backward-data|backward-filter]\n";
     bench_opts opt;
@@ -383,10 +392,10 @@ int main(int argc, char **argv) {
         else { fprintf(stderr, usage, argv[0]); return 2; }
     }
     if (!hpdl_cuda_available()) { printf("conv: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n"); return 1; }
-#ifndef HPDL_HAVE_CUDNN
-    printf("conv: skipped, built without cuDNN (the anchor; the Makefile adds it when it finds cudnn.h); nothing measured\n");
-    return 1;
-#endif
+    if (!built_with_cudnn()) {
+        printf("conv: skipped, built without cuDNN (the anchor; the Makefile adds it when it finds cudnn.h); nothing measured\n");
+        return 1;
+    }
     HPDL_CHECK(hpdl_cuda_device_query(0, &info));
     HPDL_CHECK(hpdl_cuda_l2_flusher_create(&fl));
     if (opt.tune) { tune_all(&fl); hpdl_cuda_l2_flusher_destroy(&fl); return 0; }
