@@ -31,7 +31,7 @@ TARGETS="build/gpu/gpu_mpi_ipc build/bench/allreduce"
 nccl=$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null)
 if [ -f "$CUDA_HOME/include/nccl.h" ] || [ -f /usr/include/nccl.h ] || [ -z "$nccl" ] ||
     [ ! -f "$nccl/include/nccl.h" ]; then
-    make --no-print-directory -j 2 $TARGETS || exit 1
+    make --no-print-directory -j "$(nproc)" $TARGETS || exit 1
 else
     # NCCL only as PyTorch's wheel: the Makefile's flags, with its paths
     echo "gpu_ipc: NCCL from $nccl"
