@@ -1909,88 +1909,43 @@ static inline int hpdl__hyper_ok(double lr, double l2) {
     return lr >= 0 && l2 >= 0 && lr <= DBL_MAX && l2 <= DBL_MAX;
 }
 
-/* Model: weights, biases, create (seeded), copy, SGD update. */
-#define HPDL_DEFINE_MLP_MODEL(SUFFIX, T, ACC_T, LOAD, STORE)                   \
-    typedef struct hpdl_mlp_##SUFFIX {                                         \
-        int n_layers;                             /* weight layers = widths - 1 */ \
-        int widths[HPDL_MLP_MAX_LAYERS + 1];                                   \
-        hpdl_activation act;                      /* hidden layers; output: softmax */ \
-        T *W[HPDL_MLP_MAX_LAYERS];                /* widths[l] x widths[l+1]: Y = X·W + b */ \
-        T *b[HPDL_MLP_MAX_LAYERS];                /* widths[l+1] */            \
-    } hpdl_mlp_##SUFFIX;                                                       \
-    HPDL_API void hpdl_mlp_destroy_##SUFFIX(hpdl_mlp_##SUFFIX *m) {            \
-        int l;                                                                 \
-        if (!m) return;                                                        \
-        for (l = 0; l < HPDL_MLP_MAX_LAYERS; l++) { HPDL_FREE(m->W[l]); HPDL_FREE(m->b[l]); } \
-        memset(m, 0, sizeof *m);                                               \
-    }                                                                          \
-    /* A usable model: sane widths and activation, every array allocated. */   \
-    static inline int hpdl__mlp_ok_##SUFFIX(const hpdl_mlp_##SUFFIX *m) {      \
-        int l;                                                                 \
-        if (!m || !hpdl__mlp_widths_ok(m->n_layers + 1, m->widths) || !hpdl__activation_ok(m->act)) return 0; \
-        for (l = 0; l < m->n_layers; l++)                                      \
-            if (!m->W[l] || !m->b[l]) return 0;                                \
-        return 1;                                                              \
-    }                                                                          \
-    /* Zero-filled model of the given (already validated) shape into *m. */    \
-    static inline hpdl_status hpdl__mlp_alloc_##SUFFIX(hpdl_mlp_##SUFFIX *m, int n_widths, const int *widths, \
-                                                       hpdl_activation act) { \
-        int l;                                                                 \
-        memset(m, 0, sizeof *m);                                               \
-        m->n_layers = n_widths - 1;                                            \
-        m->act = act;                                                          \
-        memcpy(m->widths, widths, (size_t)n_widths * sizeof *widths);          \
-        for (l = 0; l < m->n_layers; l++) {                                    \
-            size_t nw = (size_t)widths[l] * (size_t)widths[l + 1];             \
-            m->W[l] = (T *)hpdl_alloc(nw, sizeof(T));                          \
-            m->b[l] = (T *)hpdl_alloc((size_t)widths[l + 1], sizeof(T));       \
-            if (!m->W[l] || !m->b[l]) { hpdl_mlp_destroy_##SUFFIX(m); return HPDL_ERR_NOMEM; } \
-            memset(m->W[l], 0, nw * sizeof(T)); /* all-zero bits: +0 in every type */ \
-            memset(m->b[l], 0, (size_t)widths[l + 1] * sizeof(T));             \
-        }                                                                      \
-        return HPDL_OK;                                                        \
-    }                                                                          \
-    HPDL_API hpdl_status hpdl_mlp_create_zero_##SUFFIX(hpdl_mlp_##SUFFIX *m, int n_widths, const int *widths, \
-                                                       hpdl_activation act) { \
-        hpdl_mlp_##SUFFIX made;                                                \
-        hpdl_status st;                                                        \
-        if (!m || !hpdl__mlp_widths_ok(n_widths, widths) || !hpdl__activation_ok(act)) return HPDL_ERR_INVALID; \
-        st = hpdl__mlp_alloc_##SUFFIX(&made, n_widths, widths, act);           \
-        if (st == HPDL_OK) *m = made;                                          \
-        return st;                                                             \
-    }                                                                          \
-    /* He (ReLU: sqrt(2/in)) or Xavier-like (sigmoid: sqrt(1/in)) normal weights, \
-       drawn from one generator, layer by layer in row-major order; b = 0. */  \
-    HPDL_API hpdl_status hpdl_mlp_create_##SUFFIX(hpdl_mlp_##SUFFIX *m, int n_widths, const int *widths, \
-                                                  hpdl_activation act, uint64_t seed) { \
-        hpdl_status st = hpdl_mlp_create_zero_##SUFFIX(m, n_widths, widths, act); \
-        hpdl_rng rng;                                                          \
-        int l;                                                                 \
+/* The MLP's logic is written once, in the ordinary functions hpdl__mlp_*_any
+   below. They see a model as hpdl__mlp_any, the fields of hpdl_mlp_<t> with
+   untyped buffers, and do their arithmetic through the type's table of
+   numeric primitives (hpdl__mlp_ops), each of which covers a whole layer or
+   row, so the indirect calls never sit in an inner loop. The macros only
+   declare the typed structs, convert them to these views and call. */
+typedef struct hpdl__mlp_any {
+    int n_layers;
+    int widths[HPDL_MLP_MAX_LAYERS + 1];
+    hpdl_activation act;
+    void *W[HPDL_MLP_MAX_LAYERS];
+    void *b[HPDL_MLP_MAX_LAYERS];
+} hpdl__mlp_any;
+
+typedef struct hpdl__mlp_ops {
+    size_t size; /* bytes per element */
+    /* w[0..n) = scale * standard normal draws, in order */
+    void (*fill_normal)(size_t n, void *w, double scale, hpdl_rng *rng);
+    /* w -= lr*(g + l2*w); see hpdl__sgd_update_<t> */
+    int (*sgd_update)(size_t n, void *w, const void *g, double lr, double l2, int write);
+} hpdl__mlp_ops;
+
+/* The typed primitives and the table, hpdl__mlp_ops_<t>(). */
+#define HPDL__DEFINE_MLP_OPS(SUFFIX, T, ACC_T, LOAD, STORE)                   \
+    static inline void hpdl__fill_normal_##SUFFIX(size_t n, void *w_buf, double scale, hpdl_rng *rng) { \
+        T *w = (T *)w_buf;                                                     \
         size_t i;                                                              \
-        if (st != HPDL_OK) return st;                                          \
-        hpdl_rng_seed(&rng, seed);                                             \
-        for (l = 0; l < m->n_layers; l++) {                                    \
-            double scale = sqrt((act == HPDL_ACT_RELU ? 2.0 : 1.0) / widths[l]); \
-            for (i = 0; i < (size_t)widths[l] * (size_t)widths[l + 1]; i++)    \
-                m->W[l][i] = STORE(scale * hpdl_rng_normal(&rng));             \
-        }                                                                      \
-        return HPDL_OK;                                                        \
+        for (i = 0; i < n; i++) w[i] = STORE(scale * hpdl_rng_normal(rng));    \
     }                                                                          \
-    HPDL_API hpdl_status hpdl_mlp_copy_##SUFFIX(hpdl_mlp_##SUFFIX *dst, const hpdl_mlp_##SUFFIX *src) { \
-        int l;                                                                 \
-        if (!hpdl__mlp_ok_##SUFFIX(dst) || !hpdl__mlp_ok_##SUFFIX(src) ||      \
-            !hpdl__same_widths(dst->n_layers, dst->widths, src->n_layers, src->widths)) \
-            return HPDL_ERR_INVALID;                                           \
-        dst->act = src->act;                                                   \
-        for (l = 0; l < src->n_layers; l++) {                                  \
-            memcpy(dst->W[l], src->W[l], (size_t)src->widths[l] * src->widths[l + 1] * sizeof(T)); \
-            memcpy(dst->b[l], src->b[l], (size_t)src->widths[l + 1] * sizeof(T)); \
-        }                                                                      \
-        return HPDL_OK;                                                        \
-    }                                                                          \
-    /* w -= lr*(g + l2*w) over n elements; with write 0 only checks that    \
-       every new value (as stored in T) is finite. */                          \
-    static inline int hpdl__sgd_update_##SUFFIX(size_t n, T *w, const T *g, ACC_T lr, ACC_T l2, int write) { \
+    /* w -= lr*(g + l2*w) over n elements, in ACC_T (lr and l2 are ACC_T     \
+       values); with write 0 only checks that every new value (as stored in  \
+       T) is finite. */                                                        \
+    static inline int hpdl__sgd_update_##SUFFIX(size_t n, void *w_buf, const void *g_buf, double lr_in, \
+                                                double l2_in, int write) {     \
+        T *w = (T *)w_buf;                                                     \
+        const T *g = (const T *)g_buf;                                         \
+        ACC_T lr = (ACC_T)lr_in, l2 = (ACC_T)l2_in;                            \
         size_t i;                                                              \
         for (i = 0; i < n; i++) {                                              \
             ACC_T v = (ACC_T)LOAD(w[i]);                                       \
@@ -2000,21 +1955,160 @@ static inline int hpdl__hyper_ok(double lr, double l2) {
         }                                                                      \
         return 1;                                                              \
     }                                                                          \
-    /* W -= lr*(dW + l2*W); b -= lr*db (biases are not regularised).           \
-       HPDL_ERR_NUMERIC, nothing changed, if a new value would not be finite   \
-       (a NaN or infinite gradient, or a step that overflows). */              \
+    static inline const hpdl__mlp_ops *hpdl__mlp_ops_##SUFFIX(void) {         \
+        static const hpdl__mlp_ops ops = {sizeof(T), hpdl__fill_normal_##SUFFIX, hpdl__sgd_update_##SUFFIX}; \
+        return &ops;                                                           \
+    }
+
+HPDL_FOR_EACH_FLOAT_TYPE(HPDL__DEFINE_MLP_OPS)
+
+/* A usable model: sane widths and activation, every array allocated. */
+static inline int hpdl__mlp_ok_any(const hpdl__mlp_any *m) {
+    int l;
+    if (!m || !hpdl__mlp_widths_ok(m->n_layers + 1, m->widths) || !hpdl__activation_ok(m->act)) return 0;
+    for (l = 0; l < m->n_layers; l++)
+        if (!m->W[l] || !m->b[l]) return 0;
+    return 1;
+}
+
+/* Frees every buffer (all HPDL_MLP_MAX_LAYERS slots) and zeroes *m. */
+static inline void hpdl__mlp_free_any(hpdl__mlp_any *m) {
+    int l;
+    for (l = 0; l < HPDL_MLP_MAX_LAYERS; l++) { HPDL_FREE(m->W[l]); HPDL_FREE(m->b[l]); }
+    memset(m, 0, sizeof *m);
+}
+
+/* Zero-filled model of the given shape into *made; on error nothing is
+   left allocated. */
+static inline hpdl_status hpdl__mlp_create_zero_any(hpdl__mlp_any *made, int n_widths, const int *widths,
+                                                   hpdl_activation act, const hpdl__mlp_ops *ops) {
+    int l;
+    if (!hpdl__mlp_widths_ok(n_widths, widths) || !hpdl__activation_ok(act)) return HPDL_ERR_INVALID;
+    memset(made, 0, sizeof *made);
+    made->n_layers = n_widths - 1;
+    made->act = act;
+    memcpy(made->widths, widths, (size_t)n_widths * sizeof *widths);
+    for (l = 0; l < made->n_layers; l++) {
+        size_t nw = (size_t)widths[l] * (size_t)widths[l + 1];
+        made->W[l] = hpdl_alloc(nw, ops->size);
+        made->b[l] = hpdl_alloc((size_t)widths[l + 1], ops->size);
+        if (!made->W[l] || !made->b[l]) { hpdl__mlp_free_any(made); return HPDL_ERR_NOMEM; }
+        memset(made->W[l], 0, nw * ops->size); /* all-zero bits: +0 in every type */
+        memset(made->b[l], 0, (size_t)widths[l + 1] * ops->size);
+    }
+    return HPDL_OK;
+}
+
+/* He (ReLU: sqrt(2/in)) or Xavier-like (sigmoid: sqrt(1/in)) normal weights,
+   drawn from one generator, layer by layer in row-major order; b = 0. */
+static inline hpdl_status hpdl__mlp_create_any(hpdl__mlp_any *made, int n_widths, const int *widths,
+                                              hpdl_activation act, uint64_t seed, const hpdl__mlp_ops *ops) {
+    hpdl_status st = hpdl__mlp_create_zero_any(made, n_widths, widths, act, ops);
+    hpdl_rng rng;
+    int l;
+    if (st != HPDL_OK) return st;
+    hpdl_rng_seed(&rng, seed);
+    for (l = 0; l < made->n_layers; l++)
+        ops->fill_normal((size_t)widths[l] * (size_t)widths[l + 1], made->W[l],
+                         sqrt((act == HPDL_ACT_RELU ? 2.0 : 1.0) / widths[l]), &rng);
+    return HPDL_OK;
+}
+
+/* dst's weights, biases and activation from src, of the same shape. */
+static inline hpdl_status hpdl__mlp_copy_any(hpdl__mlp_any *dst, const hpdl__mlp_any *src, const hpdl__mlp_ops *ops) {
+    int l;
+    if (!hpdl__mlp_ok_any(dst) || !hpdl__mlp_ok_any(src) ||
+        !hpdl__same_widths(dst->n_layers, dst->widths, src->n_layers, src->widths))
+        return HPDL_ERR_INVALID;
+    dst->act = src->act;
+    for (l = 0; l < src->n_layers; l++) {
+        memcpy(dst->W[l], src->W[l], (size_t)src->widths[l] * src->widths[l + 1] * ops->size);
+        memcpy(dst->b[l], src->b[l], (size_t)src->widths[l + 1] * ops->size);
+    }
+    return HPDL_OK;
+}
+
+/* W -= lr*(dW + l2*W); b -= lr*db (biases are not regularised).
+   HPDL_ERR_NUMERIC, nothing changed, if a new value would not be finite
+   (a NaN or infinite gradient, or a step that overflows): a first pass
+   checks every layer, a second writes. */
+static inline hpdl_status hpdl__mlp_sgd_any(hpdl__mlp_any *m, const hpdl__mlp_any *grad, double lr, double l2,
+                                           const hpdl__mlp_ops *ops) {
+    int l, write, ok = 1;
+    if (!hpdl__mlp_ok_any(m) || !hpdl__mlp_ok_any(grad) || !hpdl__hyper_ok(lr, l2) ||
+        !hpdl__same_widths(m->n_layers, m->widths, grad->n_layers, grad->widths))
+        return HPDL_ERR_INVALID;
+    for (write = 0; write < 2 && ok; write++)
+        for (l = 0; l < m->n_layers && ok; l++)
+            ok = ops->sgd_update((size_t)m->widths[l] * m->widths[l + 1], m->W[l], grad->W[l], lr, l2, write) &&
+                 ops->sgd_update((size_t)m->widths[l + 1], m->b[l], grad->b[l], lr, 0, write);
+    return ok ? HPDL_OK : HPDL_ERR_NUMERIC;
+}
+
+/* Model: the typed struct, its conversions to and from hpdl__mlp_any, and
+   the public functions, each a call of the hpdl__mlp_*_any above. */
+#define HPDL_DEFINE_MLP_MODEL(SUFFIX, T, ACC_T, LOAD, STORE)                   \
+    typedef struct hpdl_mlp_##SUFFIX {                                         \
+        int n_layers;                             /* weight layers = widths - 1 */ \
+        int widths[HPDL_MLP_MAX_LAYERS + 1];                                   \
+        hpdl_activation act;                      /* hidden layers; output: softmax */ \
+        T *W[HPDL_MLP_MAX_LAYERS];                /* widths[l] x widths[l+1]: Y = X·W + b */ \
+        T *b[HPDL_MLP_MAX_LAYERS];                /* widths[l+1] */            \
+    } hpdl_mlp_##SUFFIX;                                                       \
+    /* *view mirrors *m and is returned; NULL for a NULL m. */                 \
+    static inline hpdl__mlp_any *hpdl__mlp_view_##SUFFIX(const hpdl_mlp_##SUFFIX *m, hpdl__mlp_any *view) { \
+        int l;                                                                 \
+        if (!m) return NULL;                                                   \
+        view->n_layers = m->n_layers;                                          \
+        memcpy(view->widths, m->widths, sizeof view->widths);                  \
+        view->act = m->act;                                                    \
+        for (l = 0; l < HPDL_MLP_MAX_LAYERS; l++) { view->W[l] = m->W[l]; view->b[l] = m->b[l]; } \
+        return view;                                                           \
+    }                                                                          \
+    /* When st is HPDL_OK, *m becomes *view; returns st. */                    \
+    static inline hpdl_status hpdl__mlp_take_##SUFFIX(hpdl_status st, const hpdl__mlp_any *view, hpdl_mlp_##SUFFIX *m) { \
+        int l;                                                                 \
+        if (st != HPDL_OK) return st;                                          \
+        memset(m, 0, sizeof *m);                                               \
+        m->n_layers = view->n_layers;                                          \
+        memcpy(m->widths, view->widths, sizeof m->widths);                     \
+        m->act = view->act;                                                    \
+        for (l = 0; l < HPDL_MLP_MAX_LAYERS; l++) { m->W[l] = (T *)view->W[l]; m->b[l] = (T *)view->b[l]; } \
+        return st;                                                             \
+    }                                                                          \
+    static inline int hpdl__mlp_ok_##SUFFIX(const hpdl_mlp_##SUFFIX *m) {      \
+        hpdl__mlp_any v;                                                       \
+        return hpdl__mlp_ok_any(hpdl__mlp_view_##SUFFIX(m, &v));               \
+    }                                                                          \
+    HPDL_API void hpdl_mlp_destroy_##SUFFIX(hpdl_mlp_##SUFFIX *m) {            \
+        hpdl__mlp_any v;                                                       \
+        if (hpdl__mlp_view_##SUFFIX(m, &v)) { hpdl__mlp_free_any(&v); hpdl__mlp_take_##SUFFIX(HPDL_OK, &v, m); } \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_mlp_create_zero_##SUFFIX(hpdl_mlp_##SUFFIX *m, int n_widths, const int *widths, \
+                                                       hpdl_activation act) { \
+        hpdl__mlp_any v;                                                       \
+        if (!m) return HPDL_ERR_INVALID;                                       \
+        return hpdl__mlp_take_##SUFFIX(hpdl__mlp_create_zero_any(&v, n_widths, widths, act, hpdl__mlp_ops_##SUFFIX()), \
+                                       &v, m);                                 \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_mlp_create_##SUFFIX(hpdl_mlp_##SUFFIX *m, int n_widths, const int *widths, \
+                                                  hpdl_activation act, uint64_t seed) { \
+        hpdl__mlp_any v;                                                       \
+        if (!m) return HPDL_ERR_INVALID;                                       \
+        return hpdl__mlp_take_##SUFFIX(hpdl__mlp_create_any(&v, n_widths, widths, act, seed, hpdl__mlp_ops_##SUFFIX()), \
+                                       &v, m);                                 \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_mlp_copy_##SUFFIX(hpdl_mlp_##SUFFIX *dst, const hpdl_mlp_##SUFFIX *src) { \
+        hpdl__mlp_any d, s;                                                    \
+        hpdl_status st = hpdl__mlp_copy_any(hpdl__mlp_view_##SUFFIX(dst, &d), hpdl__mlp_view_##SUFFIX(src, &s), \
+                                            hpdl__mlp_ops_##SUFFIX());         \
+        return hpdl__mlp_take_##SUFFIX(st, &d, dst);                           \
+    }                                                                          \
     HPDL_API hpdl_status hpdl_mlp_sgd_##SUFFIX(hpdl_mlp_##SUFFIX *m, const hpdl_mlp_##SUFFIX *grad, ACC_T lr, \
                                                ACC_T l2) {                     \
-        int l, write, ok = 1;                                                  \
-        if (!hpdl__mlp_ok_##SUFFIX(m) || !hpdl__mlp_ok_##SUFFIX(grad) || !hpdl__hyper_ok(lr, l2) || \
-            !hpdl__same_widths(m->n_layers, m->widths, grad->n_layers, grad->widths)) \
-            return HPDL_ERR_INVALID;                                           \
-        for (write = 0; write < 2 && ok; write++) /* pass 0 checks, pass 1 writes */ \
-            for (l = 0; l < m->n_layers && ok; l++)                            \
-                ok = hpdl__sgd_update_##SUFFIX((size_t)m->widths[l] * m->widths[l + 1], m->W[l], grad->W[l], lr, l2, \
-                                               write) &&                       \
-                     hpdl__sgd_update_##SUFFIX((size_t)m->widths[l + 1], m->b[l], grad->b[l], lr, 0, write); \
-        return ok ? HPDL_OK : HPDL_ERR_NUMERIC;                                \
+        hpdl__mlp_any v, g;                                                    \
+        return hpdl__mlp_sgd_any(hpdl__mlp_view_##SUFFIX(m, &v), hpdl__mlp_view_##SUFFIX(grad, &g), lr, l2, \
+                                 hpdl__mlp_ops_##SUFFIX());                    \
     }
 
 /* hpdl_mlp_destroy_f32 hpdl_mlp_create_zero_f32 hpdl_mlp_create_f32 hpdl_mlp_copy_f32
