@@ -1914,7 +1914,10 @@ static inline int hpdl__hyper_ok(double lr, double l2) {
    untyped buffers, and do their arithmetic through the type's table of
    numeric primitives (hpdl__mlp_ops), each of which covers a whole layer or
    row, so the indirect calls never sit in an inner loop. The macros only
-   declare the typed structs, convert them to these views and call. */
+   declare the typed structs, convert them to these views and call.
+   A view is a byte copy of the typed struct: the members are the same in the
+   same order, and T * and void * have one representation on every platform
+   hpdl supports (the size check after each typed struct guards the layout). */
 typedef struct hpdl__mlp_any {
     int n_layers;
     int widths[HPDL_MLP_MAX_LAYERS + 1];
@@ -1929,6 +1932,20 @@ typedef struct hpdl__mlp_ops {
     void (*fill_normal)(size_t n, void *w, double scale, hpdl_rng *rng);
     /* w -= lr*(g + l2*w); see hpdl__sgd_update_<t> */
     int (*sgd_update)(size_t n, void *w, const void *g, double lr, double l2, int write);
+    /* C = op(A)·op(B), alpha 1 and beta 0 */
+    hpdl_status (*gemm)(hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K, const void *A, int lda,
+                        const void *B, int ldb, void *C, int ldc);
+    /* y = act(y + b), b added to each of the rows; hidden 0: no activation */
+    hpdl_status (*bias_act)(int rows, int cols, void *y, const void *b, int hidden, hpdl_activation act);
+    /* delta *= act'(y), from the activation's output y */
+    hpdl_status (*act_grad)(int64_t n, const void *y, void *delta, hpdl_activation act);
+    /* hpdl_softmax_xent_<t> on packed rows */
+    hpdl_status (*softmax_xent)(int rows, int cols, const void *logits, const int32_t *labels, void *grad,
+                                double *loss);
+    /* db[c] = sum over rows of d[r][c] */
+    void (*column_sums)(int rows, int cols, const void *d, void *db);
+    /* how many rows' largest logit is at their label */
+    int64_t (*argmax_hits)(int rows, int cols, const void *logits, const int32_t *labels);
 } hpdl__mlp_ops;
 
 /* The typed primitives and the table, hpdl__mlp_ops_<t>(). */
@@ -1955,8 +1972,58 @@ typedef struct hpdl__mlp_ops {
         }                                                                      \
         return 1;                                                              \
     }                                                                          \
+    static inline hpdl_status hpdl__mlp_gemm_##SUFFIX(hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K, \
+                                                      const void *A, int lda, const void *B, int ldb, void *C, \
+                                                      int ldc) {               \
+        return hpdl_gemm_##SUFFIX(ta, tb, M, N, K, 1, (const T *)A, lda, (const T *)B, ldb, 0, (T *)C, ldc); \
+    }                                                                          \
+    static inline hpdl_status hpdl__mlp_bias_act_##SUFFIX(int rows, int cols, void *y_buf, const void *b, \
+                                                          int hidden, hpdl_activation act) { \
+        T *y = (T *)y_buf;                                                     \
+        int64_t n = (int64_t)rows * cols;                                      \
+        int r;                                                                 \
+        for (r = 0; r < rows; r++)                                             \
+            hpdl_vec_add_##SUFFIX(cols, y + (size_t)r * cols, (const T *)b, y + (size_t)r * cols); \
+        if (!hidden) return HPDL_OK;                                           \
+        return act == HPDL_ACT_RELU ? hpdl_relu_##SUFFIX(n, y, y) : hpdl_sigmoid_##SUFFIX(n, y, y); \
+    }                                                                          \
+    static inline hpdl_status hpdl__mlp_act_grad_##SUFFIX(int64_t n, const void *y_buf, void *delta_buf, \
+                                                          hpdl_activation act) { \
+        const T *y = (const T *)y_buf;                                         \
+        T *delta = (T *)delta_buf;                                             \
+        return act == HPDL_ACT_RELU ? hpdl_relu_grad_##SUFFIX(n, y, delta, delta) \
+                                    : hpdl_sigmoid_grad_##SUFFIX(n, y, delta, delta); \
+    }                                                                          \
+    static inline hpdl_status hpdl__mlp_xent_##SUFFIX(int rows, int cols, const void *logits, const int32_t *labels, \
+                                                      void *grad, double *loss) { \
+        return hpdl_softmax_xent_##SUFFIX(rows, cols, (const T *)logits, cols, labels, (T *)grad, cols, loss); \
+    }                                                                          \
+    static inline void hpdl__column_sums_##SUFFIX(int rows, int cols, const void *d_buf, void *db_buf) { \
+        const T *d = (const T *)d_buf;                                         \
+        T *db = (T *)db_buf;                                                   \
+        int r, c;                                                              \
+        for (c = 0; c < cols; c++) {                                           \
+            ACC_T s = 0;                                                       \
+            for (r = 0; r < rows; r++) s += (ACC_T)LOAD(d[(size_t)r * cols + c]); \
+            db[c] = STORE(s);                                                  \
+        }                                                                      \
+    }                                                                          \
+    /* First on ties. */                                                       \
+    static inline int64_t hpdl__argmax_hits_##SUFFIX(int rows, int cols, const void *logits, const int32_t *labels) { \
+        int64_t hits = 0;                                                      \
+        int r, c, best;                                                        \
+        for (r = 0; r < rows; r++) {                                           \
+            const T *x = (const T *)logits + (size_t)r * cols;                 \
+            for (c = 1, best = 0; c < cols; c++) best = LOAD(x[c]) > LOAD(x[best]) ? c : best; \
+            hits += best == labels[r];                                         \
+        }                                                                      \
+        return hits;                                                           \
+    }                                                                          \
     static inline const hpdl__mlp_ops *hpdl__mlp_ops_##SUFFIX(void) {         \
-        static const hpdl__mlp_ops ops = {sizeof(T), hpdl__fill_normal_##SUFFIX, hpdl__sgd_update_##SUFFIX}; \
+        static const hpdl__mlp_ops ops = {sizeof(T), hpdl__fill_normal_##SUFFIX, hpdl__sgd_update_##SUFFIX, \
+                                          hpdl__mlp_gemm_##SUFFIX, hpdl__mlp_bias_act_##SUFFIX, \
+                                          hpdl__mlp_act_grad_##SUFFIX, hpdl__mlp_xent_##SUFFIX, \
+                                          hpdl__column_sums_##SUFFIX, hpdl__argmax_hits_##SUFFIX}; \
         return &ops;                                                           \
     }
 
@@ -2055,25 +2122,17 @@ static inline hpdl_status hpdl__mlp_sgd_any(hpdl__mlp_any *m, const hpdl__mlp_an
         T *W[HPDL_MLP_MAX_LAYERS];                /* widths[l] x widths[l+1]: Y = X·W + b */ \
         T *b[HPDL_MLP_MAX_LAYERS];                /* widths[l+1] */            \
     } hpdl_mlp_##SUFFIX;                                                       \
+    typedef char hpdl__mlp_layout_check_##SUFFIX[sizeof(hpdl_mlp_##SUFFIX) == sizeof(hpdl__mlp_any) ? 1 : -1]; \
     /* *view mirrors *m and is returned; NULL for a NULL m. */                 \
     static inline hpdl__mlp_any *hpdl__mlp_view_##SUFFIX(const hpdl_mlp_##SUFFIX *m, hpdl__mlp_any *view) { \
-        int l;                                                                 \
         if (!m) return NULL;                                                   \
-        view->n_layers = m->n_layers;                                          \
-        memcpy(view->widths, m->widths, sizeof view->widths);                  \
-        view->act = m->act;                                                    \
-        for (l = 0; l < HPDL_MLP_MAX_LAYERS; l++) { view->W[l] = m->W[l]; view->b[l] = m->b[l]; } \
+        memcpy(view, m, sizeof *view);                                         \
         return view;                                                           \
     }                                                                          \
     /* When st is HPDL_OK, *m becomes *view; returns st. */                    \
-    static inline hpdl_status hpdl__mlp_take_##SUFFIX(hpdl_status st, const hpdl__mlp_any *view, hpdl_mlp_##SUFFIX *m) { \
-        int l;                                                                 \
-        if (st != HPDL_OK) return st;                                          \
-        memset(m, 0, sizeof *m);                                               \
-        m->n_layers = view->n_layers;                                          \
-        memcpy(m->widths, view->widths, sizeof m->widths);                     \
-        m->act = view->act;                                                    \
-        for (l = 0; l < HPDL_MLP_MAX_LAYERS; l++) { m->W[l] = (T *)view->W[l]; m->b[l] = (T *)view->b[l]; } \
+    static inline hpdl_status hpdl__mlp_take_##SUFFIX(hpdl_status st, const hpdl__mlp_any *view, \
+                                                      hpdl_mlp_##SUFFIX *m) { \
+        if (st == HPDL_OK) memcpy(m, view, sizeof *m);                         \
         return st;                                                             \
     }                                                                          \
     static inline int hpdl__mlp_ok_##SUFFIX(const hpdl_mlp_##SUFFIX *m) {      \
@@ -2095,8 +2154,8 @@ static inline hpdl_status hpdl__mlp_sgd_any(hpdl__mlp_any *m, const hpdl__mlp_an
                                                   hpdl_activation act, uint64_t seed) { \
         hpdl__mlp_any v;                                                       \
         if (!m) return HPDL_ERR_INVALID;                                       \
-        return hpdl__mlp_take_##SUFFIX(hpdl__mlp_create_any(&v, n_widths, widths, act, seed, hpdl__mlp_ops_##SUFFIX()), \
-                                       &v, m);                                 \
+        return hpdl__mlp_take_##SUFFIX(                                        \
+            hpdl__mlp_create_any(&v, n_widths, widths, act, seed, hpdl__mlp_ops_##SUFFIX()), &v, m); \
     }                                                                          \
     HPDL_API hpdl_status hpdl_mlp_copy_##SUFFIX(hpdl_mlp_##SUFFIX *dst, const hpdl_mlp_##SUFFIX *src) { \
         hpdl__mlp_any d, s;                                                    \
@@ -2121,7 +2180,140 @@ HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_MLP_MODEL)
 /* Training: workspace, forward, backward, train step, accuracy.
    act[l] (l >= 1) holds layer l's output for the batch, act[n_layers] the
    logits; act[0] stays NULL (the input X is read in place). delta[l] holds
-   d(loss)/d(pre-activation of layer l), same shapes. */
+   d(loss)/d(pre-activation of layer l), same shapes. hpdl__mlp_work_any is
+   hpdl_mlp_work_<t> with untyped buffers, a view as hpdl__mlp_any is for the
+   model. */
+typedef struct hpdl__mlp_work_any {
+    int max_batch;
+    void *act[HPDL_MLP_MAX_LAYERS + 1];
+    void *delta[HPDL_MLP_MAX_LAYERS + 1];
+    int n_layers;
+    int widths[HPDL_MLP_MAX_LAYERS + 1];
+} hpdl__mlp_work_any;
+
+/* Frees every buffer and zeroes *w. */
+static inline void hpdl__mlp_work_free_any(hpdl__mlp_work_any *w) {
+    int l;
+    for (l = 0; l <= HPDL_MLP_MAX_LAYERS; l++) { HPDL_FREE(w->act[l]); HPDL_FREE(w->delta[l]); }
+    memset(w, 0, sizeof *w);
+}
+
+/* Activations and deltas for up to max_batch rows of model m. */
+static inline hpdl_status hpdl__mlp_work_create_any(hpdl__mlp_work_any *made, const hpdl__mlp_any *m, int max_batch,
+                                                   const hpdl__mlp_ops *ops) {
+    int l;
+    if (!hpdl__mlp_ok_any(m) || max_batch < 1) return HPDL_ERR_INVALID;
+    memset(made, 0, sizeof *made);
+    made->max_batch = max_batch;
+    made->n_layers = m->n_layers;
+    memcpy(made->widths, m->widths, sizeof made->widths);
+    for (l = 1; l <= m->n_layers; l++) {
+        made->act[l] = hpdl_alloc((size_t)max_batch * m->widths[l], ops->size);
+        made->delta[l] = hpdl_alloc((size_t)max_batch * m->widths[l], ops->size);
+        if (!made->act[l] || !made->delta[l]) { hpdl__mlp_work_free_any(made); return HPDL_ERR_NOMEM; }
+    }
+    return HPDL_OK;
+}
+
+/* Model, workspace made for it, batch in [1, max_batch], input given. */
+static inline int hpdl__mlp_run_ok_any(const hpdl__mlp_any *m, const hpdl__mlp_work_any *w, int batch, const void *X) {
+    int l;
+    if (!hpdl__mlp_ok_any(m) || !w || !X || batch < 1 || batch > w->max_batch ||
+        !hpdl__same_widths(m->n_layers, m->widths, w->n_layers, w->widths))
+        return 0;
+    for (l = 1; l <= m->n_layers; l++)
+        if (!w->act[l] || !w->delta[l]) return 0;
+    return 1;
+}
+
+/* Logits of the batch into w->act[n_layers] (batch x widths[n_layers]):
+   each layer out = in·W + b, then the activation when hidden. */
+static inline hpdl_status hpdl__mlp_forward_any(const hpdl__mlp_any *m, hpdl__mlp_work_any *w, int batch,
+                                               const void *X, const hpdl__mlp_ops *ops) {
+    hpdl_status st = HPDL_OK;
+    int l;
+    if (!hpdl__mlp_run_ok_any(m, w, batch, X)) return HPDL_ERR_INVALID;
+    for (l = 0; st == HPDL_OK && l < m->n_layers; l++) {
+        int n_in = m->widths[l], n_out = m->widths[l + 1];
+        st = ops->gemm(HPDL_NO_TRANS, HPDL_NO_TRANS, batch, n_out, n_in, l ? w->act[l] : X, n_in, m->W[l], n_out,
+                       w->act[l + 1], n_out);
+        if (st == HPDL_OK) st = ops->bias_act(batch, n_out, w->act[l + 1], m->b[l], l < m->n_layers - 1, m->act);
+    }
+    return st;
+}
+
+/* Layer l's gradients (input `in`) from delta[l+1]; then delta[l] when l is
+   hidden. */
+static inline hpdl_status hpdl__mlp_layer_back_any(const hpdl__mlp_any *m, hpdl__mlp_work_any *w, int l, int batch,
+                                                  const void *in, hpdl__mlp_any *grad, const hpdl__mlp_ops *ops) {
+    int n_in = m->widths[l], n_out = m->widths[l + 1];
+    hpdl_status st = ops->gemm(HPDL_TRANS, HPDL_NO_TRANS, n_in, n_out, batch, in, n_in, w->delta[l + 1], n_out,
+                               grad->W[l], n_out);
+    ops->column_sums(batch, n_out, w->delta[l + 1], grad->b[l]);
+    if (st != HPDL_OK || l == 0) return st;
+    st = ops->gemm(HPDL_NO_TRANS, HPDL_TRANS, batch, n_in, n_out, w->delta[l + 1], n_out, m->W[l], n_out,
+                   w->delta[l], n_in);
+    if (st != HPDL_OK) return st;
+    return ops->act_grad((int64_t)batch * n_in, w->act[l], w->delta[l], m->act);
+}
+
+/* grad = d(mean cross-entropy)/d(parameters), no L2; loss may be NULL. */
+static inline hpdl_status hpdl__mlp_backward_any(const hpdl__mlp_any *m, hpdl__mlp_work_any *w, int batch,
+                                                const void *X, const int32_t *labels, hpdl__mlp_any *grad,
+                                                double *loss, const hpdl__mlp_ops *ops) {
+    int L, l;
+    double batch_loss = 0.0;
+    hpdl_status st;
+    if (!hpdl__mlp_run_ok_any(m, w, batch, X) || !hpdl__mlp_ok_any(grad) ||
+        !hpdl__same_widths(m->n_layers, m->widths, grad->n_layers, grad->widths) ||
+        !hpdl__labels_ok(batch, labels, m->widths[m->n_layers]))
+        return HPDL_ERR_INVALID;
+    L = m->n_layers;
+    st = hpdl__mlp_forward_any(m, w, batch, X, ops);
+    if (st == HPDL_OK) st = ops->softmax_xent(batch, m->widths[L], w->act[L], labels, w->delta[L], &batch_loss);
+    for (l = L - 1; st == HPDL_OK && l >= 0; l--)
+        st = hpdl__mlp_layer_back_any(m, w, l, batch, l ? w->act[l] : X, grad, ops);
+    if (st == HPDL_OK && loss) *loss = batch_loss;
+    return st;
+}
+
+/* One SGD step on a batch. A loss that is not finite (a NaN input, or
+   weights that have diverged) or a step that would make a weight non-finite
+   returns HPDL_ERR_NUMERIC and leaves m as it was; *loss still gets the
+   loss, to report. */
+static inline hpdl_status hpdl__mlp_train_step_any(hpdl__mlp_any *m, hpdl__mlp_work_any *w, hpdl__mlp_any *grad,
+                                                  int batch, const void *X, const int32_t *labels, double lr,
+                                                  double l2, double *loss, const hpdl__mlp_ops *ops) {
+    hpdl_status st;
+    double batch_loss;
+    if (!hpdl__hyper_ok(lr, l2)) return HPDL_ERR_INVALID;
+    st = hpdl__mlp_backward_any(m, w, batch, X, labels, grad, &batch_loss, ops);
+    if (st != HPDL_OK) return st;
+    if (loss) *loss = batch_loss;
+    if (!(fabs(batch_loss) <= DBL_MAX)) return HPDL_ERR_NUMERIC;
+    return hpdl__mlp_sgd_any(m, grad, lr, l2, ops);
+}
+
+/* Fraction of the n rows of X classified as their label, in chunks of
+   w->max_batch. */
+static inline hpdl_status hpdl__mlp_accuracy_any(const hpdl__mlp_any *m, hpdl__mlp_work_any *w, int64_t n,
+                                                const void *X, const int32_t *labels, double *accuracy,
+                                                const hpdl__mlp_ops *ops) {
+    int64_t i0, hits = 0;
+    hpdl_status st = HPDL_OK;
+    if (n < 1 || !accuracy || !hpdl__mlp_run_ok_any(m, w, 1, X) || !hpdl__labels_ok(n, labels, m->widths[m->n_layers]))
+        return HPDL_ERR_INVALID;
+    for (i0 = 0; st == HPDL_OK && i0 < n; i0 += w->max_batch) {
+        int batch = (int)(n - i0 < w->max_batch ? n - i0 : w->max_batch);
+        st = hpdl__mlp_forward_any(m, w, batch, (const char *)X + (size_t)i0 * m->widths[0] * ops->size, ops);
+        if (st == HPDL_OK) hits += ops->argmax_hits(batch, m->widths[m->n_layers], w->act[m->n_layers], labels + i0);
+    }
+    if (st == HPDL_OK) *accuracy = (double)hits / (double)n;
+    return st;
+}
+
+/* The typed workspace, its conversions to and from hpdl__mlp_work_any, and
+   the public functions, each a call of the hpdl__mlp_*_any above. */
 #define HPDL_DEFINE_MLP_TRAIN(SUFFIX, T, ACC_T, LOAD, STORE)                   \
     typedef struct hpdl_mlp_work_##SUFFIX {                                    \
         int max_batch;                                                         \
@@ -2130,151 +2322,75 @@ HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_MLP_MODEL)
         int n_layers;                             /* shape it was made for */  \
         int widths[HPDL_MLP_MAX_LAYERS + 1];                                   \
     } hpdl_mlp_work_##SUFFIX;                                                  \
+    typedef char hpdl__mlp_work_layout_check_##SUFFIX                          \
+        [sizeof(hpdl_mlp_work_##SUFFIX) == sizeof(hpdl__mlp_work_any) ? 1 : -1]; \
+    /* *view mirrors *w and is returned; NULL for a NULL w. */                 \
+    static inline hpdl__mlp_work_any *hpdl__mlp_work_view_##SUFFIX(const hpdl_mlp_work_##SUFFIX *w, \
+                                                                   hpdl__mlp_work_any *view) { \
+        if (!w) return NULL;                                                   \
+        memcpy(view, w, sizeof *view);                                         \
+        return view;                                                           \
+    }                                                                          \
+    /* When st is HPDL_OK, *w becomes *view; returns st. */                    \
+    static inline hpdl_status hpdl__mlp_work_take_##SUFFIX(hpdl_status st, const hpdl__mlp_work_any *view, \
+                                                           hpdl_mlp_work_##SUFFIX *w) { \
+        if (st == HPDL_OK) memcpy(w, view, sizeof *w);                         \
+        return st;                                                             \
+    }                                                                          \
     HPDL_API void hpdl_mlp_work_destroy_##SUFFIX(hpdl_mlp_work_##SUFFIX *w) {  \
-        int l;                                                                 \
-        if (!w) return;                                                        \
-        for (l = 0; l <= HPDL_MLP_MAX_LAYERS; l++) { HPDL_FREE(w->act[l]); HPDL_FREE(w->delta[l]); } \
-        memset(w, 0, sizeof *w);                                               \
+        hpdl__mlp_work_any v;                                                  \
+        if (hpdl__mlp_work_view_##SUFFIX(w, &v)) {                             \
+            hpdl__mlp_work_free_any(&v);                                       \
+            hpdl__mlp_work_take_##SUFFIX(HPDL_OK, &v, w);                      \
+        }                                                                      \
     }                                                                          \
     HPDL_API hpdl_status hpdl_mlp_work_create_##SUFFIX(hpdl_mlp_work_##SUFFIX *w, const hpdl_mlp_##SUFFIX *m, \
                                                        int max_batch) {       \
-        hpdl_mlp_work_##SUFFIX made;                                           \
-        int l;                                                                 \
-        if (!w || !hpdl__mlp_ok_##SUFFIX(m) || max_batch < 1) return HPDL_ERR_INVALID; \
-        memset(&made, 0, sizeof made);                                         \
-        made.max_batch = max_batch;                                            \
-        made.n_layers = m->n_layers;                                           \
-        memcpy(made.widths, m->widths, sizeof made.widths);                    \
-        for (l = 1; l <= m->n_layers; l++) {                                   \
-            made.act[l] = (T *)hpdl_alloc((size_t)max_batch * m->widths[l], sizeof(T)); \
-            made.delta[l] = (T *)hpdl_alloc((size_t)max_batch * m->widths[l], sizeof(T)); \
-            if (!made.act[l] || !made.delta[l]) { hpdl_mlp_work_destroy_##SUFFIX(&made); return HPDL_ERR_NOMEM; } \
-        }                                                                      \
-        *w = made;                                                             \
-        return HPDL_OK;                                                        \
+        hpdl__mlp_any mv;                                                      \
+        hpdl__mlp_work_any v;                                                  \
+        if (!w) return HPDL_ERR_INVALID;                                       \
+        return hpdl__mlp_work_take_##SUFFIX(hpdl__mlp_work_create_any(&v, hpdl__mlp_view_##SUFFIX(m, &mv), max_batch, \
+                                                                      hpdl__mlp_ops_##SUFFIX()), &v, w); \
     }                                                                          \
-    /* Model, workspace made for it, batch in [1, max_batch], input given. */  \
-    static inline int hpdl__mlp_run_ok_##SUFFIX(const hpdl_mlp_##SUFFIX *m, const hpdl_mlp_work_##SUFFIX *w, \
-                                                int batch, const T *X) {       \
-        int l;                                                                 \
-        if (!hpdl__mlp_ok_##SUFFIX(m) || !w || !X || batch < 1 || batch > w->max_batch || \
-            !hpdl__same_widths(m->n_layers, m->widths, w->n_layers, w->widths)) \
-            return 0;                                                          \
-        for (l = 1; l <= m->n_layers; l++)                                     \
-            if (!w->act[l] || !w->delta[l]) return 0;                          \
-        return 1;                                                              \
-    }                                                                          \
-    /* out = in·W + b, then the activation when hidden. */                     \
-    static inline hpdl_status hpdl__mlp_layer_##SUFFIX(const hpdl_mlp_##SUFFIX *m, int l, int batch, const T *in, \
-                                                       T *out) {              \
-        int n_in = m->widths[l], n_out = m->widths[l + 1], r;                  \
-        int64_t n = (int64_t)batch * n_out;                                    \
-        hpdl_status st = hpdl_gemm_##SUFFIX(HPDL_NO_TRANS, HPDL_NO_TRANS, batch, n_out, n_in, 1, in, n_in, \
-                                            m->W[l], n_out, 0, out, n_out);    \
-        for (r = 0; st == HPDL_OK && r < batch; r++)                           \
-            hpdl_vec_add_##SUFFIX(n_out, out + (size_t)r * n_out, m->b[l], out + (size_t)r * n_out); \
-        if (st != HPDL_OK || l == m->n_layers - 1) return st;                  \
-        return m->act == HPDL_ACT_RELU ? hpdl_relu_##SUFFIX(n, out, out) : hpdl_sigmoid_##SUFFIX(n, out, out); \
-    }                                                                          \
-    /* Logits of the batch into w->act[n_layers] (batch x widths[n_layers]). */ \
     HPDL_API hpdl_status hpdl_mlp_forward_##SUFFIX(const hpdl_mlp_##SUFFIX *m, hpdl_mlp_work_##SUFFIX *w, \
                                                    int batch, const T *X) {    \
-        hpdl_status st = HPDL_OK;                                              \
-        int l;                                                                 \
-        if (!hpdl__mlp_run_ok_##SUFFIX(m, w, batch, X)) return HPDL_ERR_INVALID; \
-        for (l = 0; st == HPDL_OK && l < m->n_layers; l++)                     \
-            st = hpdl__mlp_layer_##SUFFIX(m, l, batch, l ? w->act[l] : X, w->act[l + 1]); \
-        return st;                                                             \
+        hpdl__mlp_any mv;                                                      \
+        hpdl__mlp_work_any wv;                                                 \
+        return hpdl__mlp_forward_any(hpdl__mlp_view_##SUFFIX(m, &mv), hpdl__mlp_work_view_##SUFFIX(w, &wv), batch, X, \
+                                     hpdl__mlp_ops_##SUFFIX());                \
     }                                                                          \
-    /* db[c] = sum over rows of d[r][c] */                                     \
-    static inline void hpdl__column_sums_##SUFFIX(int rows, int cols, const T *d, T *db) { \
-        int r, c;                                                              \
-        for (c = 0; c < cols; c++) {                                           \
-            ACC_T s = 0;                                                       \
-            for (r = 0; r < rows; r++) s += (ACC_T)LOAD(d[(size_t)r * cols + c]); \
-            db[c] = STORE(s);                                                  \
-        }                                                                      \
-    }                                                                          \
-    /* Layer l's gradients from delta[l+1]; then delta[l] when l is hidden. */ \
+    /* Used by the MPI data-parallel driver. */                                \
     static inline hpdl_status hpdl__mlp_layer_back_##SUFFIX(const hpdl_mlp_##SUFFIX *m, hpdl_mlp_work_##SUFFIX *w, \
                                                             int l, int batch, const T *in, hpdl_mlp_##SUFFIX *grad) { \
-        int n_in = m->widths[l], n_out = m->widths[l + 1];                     \
-        int64_t n = (int64_t)batch * n_in;                                     \
-        hpdl_status st = hpdl_gemm_##SUFFIX(HPDL_TRANS, HPDL_NO_TRANS, n_in, n_out, batch, 1, in, n_in, \
-                                            w->delta[l + 1], n_out, 0, grad->W[l], n_out); \
-        hpdl__column_sums_##SUFFIX(batch, n_out, w->delta[l + 1], grad->b[l]); \
-        if (st != HPDL_OK || l == 0) return st;                                \
-        st = hpdl_gemm_##SUFFIX(HPDL_NO_TRANS, HPDL_TRANS, batch, n_in, n_out, 1, w->delta[l + 1], n_out, \
-                                m->W[l], n_out, 0, w->delta[l], n_in);         \
-        if (st != HPDL_OK) return st;                                          \
-        return m->act == HPDL_ACT_RELU ? hpdl_relu_grad_##SUFFIX(n, w->act[l], w->delta[l], w->delta[l]) \
-                                       : hpdl_sigmoid_grad_##SUFFIX(n, w->act[l], w->delta[l], w->delta[l]); \
+        hpdl__mlp_any mv, gv;                                                  \
+        hpdl__mlp_work_any wv;                                                 \
+        return hpdl__mlp_layer_back_any(hpdl__mlp_view_##SUFFIX(m, &mv), hpdl__mlp_work_view_##SUFFIX(w, &wv), l, \
+                                        batch, in, hpdl__mlp_view_##SUFFIX(grad, &gv), hpdl__mlp_ops_##SUFFIX()); \
     }                                                                          \
-    /* grad = d(mean cross-entropy)/d(parameters), no L2; loss may be NULL. */ \
     HPDL_API hpdl_status hpdl_mlp_backward_##SUFFIX(const hpdl_mlp_##SUFFIX *m, hpdl_mlp_work_##SUFFIX *w, \
                                                     int batch, const T *X, const int32_t *labels, \
                                                     hpdl_mlp_##SUFFIX *grad, double *loss) { \
-        int L, l;                                                              \
-        double batch_loss = 0.0;                                               \
-        hpdl_status st;                                                        \
-        if (!hpdl__mlp_run_ok_##SUFFIX(m, w, batch, X) || !hpdl__mlp_ok_##SUFFIX(grad) || \
-            !hpdl__same_widths(m->n_layers, m->widths, grad->n_layers, grad->widths) || \
-            !hpdl__labels_ok(batch, labels, m->widths[m->n_layers]))           \
-            return HPDL_ERR_INVALID;                                           \
-        L = m->n_layers;                                                       \
-        st = hpdl_mlp_forward_##SUFFIX(m, w, batch, X);                        \
-        if (st == HPDL_OK)                                                     \
-            st = hpdl_softmax_xent_##SUFFIX(batch, m->widths[L], w->act[L], m->widths[L], labels, w->delta[L], \
-                                            m->widths[L], &batch_loss);        \
-        for (l = L - 1; st == HPDL_OK && l >= 0; l--)                          \
-            st = hpdl__mlp_layer_back_##SUFFIX(m, w, l, batch, l ? w->act[l] : X, grad); \
-        if (st == HPDL_OK && loss) *loss = batch_loss;                         \
-        return st;                                                             \
+        hpdl__mlp_any mv, gv;                                                  \
+        hpdl__mlp_work_any wv;                                                 \
+        return hpdl__mlp_backward_any(hpdl__mlp_view_##SUFFIX(m, &mv), hpdl__mlp_work_view_##SUFFIX(w, &wv), batch, \
+                                      X, labels, hpdl__mlp_view_##SUFFIX(grad, &gv), loss, hpdl__mlp_ops_##SUFFIX()); \
     }                                                                          \
-    /* One SGD step on a batch. A loss that is not finite (a NaN input, or  \
-       weights that have diverged) or a step that would make a weight        \
-       non-finite returns HPDL_ERR_NUMERIC and leaves m as it was; *loss     \
-       still gets the loss, to report. */                                    \
     HPDL_API hpdl_status hpdl_mlp_train_step_##SUFFIX(hpdl_mlp_##SUFFIX *m, hpdl_mlp_work_##SUFFIX *w, \
                                                       hpdl_mlp_##SUFFIX *grad, int batch, const T *X, \
                                                       const int32_t *labels, ACC_T lr, ACC_T l2, double *loss) { \
-        hpdl_status st;                                                        \
-        double batch_loss;                                                     \
-        if (!hpdl__hyper_ok(lr, l2)) return HPDL_ERR_INVALID;                  \
-        st = hpdl_mlp_backward_##SUFFIX(m, w, batch, X, labels, grad, &batch_loss); \
-        if (st != HPDL_OK) return st;                                          \
-        if (loss) *loss = batch_loss;                                          \
-        if (!(fabs(batch_loss) <= DBL_MAX)) return HPDL_ERR_NUMERIC;           \
-        return hpdl_mlp_sgd_##SUFFIX(m, grad, lr, l2);                         \
+        hpdl__mlp_any mv, gv;                                                  \
+        hpdl__mlp_work_any wv;                                                 \
+        return hpdl__mlp_train_step_any(hpdl__mlp_view_##SUFFIX(m, &mv), hpdl__mlp_work_view_##SUFFIX(w, &wv), \
+                                        hpdl__mlp_view_##SUFFIX(grad, &gv), batch, X, labels, lr, l2, loss, \
+                                        hpdl__mlp_ops_##SUFFIX());             \
     }                                                                          \
-    /* How many rows' largest logit (first on ties) is at their label. */     \
-    static inline int64_t hpdl__argmax_hits_##SUFFIX(int rows, int cols, const T *logits, const int32_t *labels) { \
-        int64_t hits = 0;                                                      \
-        int r, c, best;                                                        \
-        for (r = 0; r < rows; r++) {                                           \
-            const T *x = logits + (size_t)r * cols;                            \
-            for (c = 1, best = 0; c < cols; c++) best = LOAD(x[c]) > LOAD(x[best]) ? c : best; \
-            hits += best == labels[r];                                         \
-        }                                                                      \
-        return hits;                                                           \
-    }                                                                          \
-    /* Fraction of the n rows of X classified as their label, in chunks of w->max_batch. */ \
     HPDL_API hpdl_status hpdl_mlp_accuracy_##SUFFIX(const hpdl_mlp_##SUFFIX *m, hpdl_mlp_work_##SUFFIX *w, \
                                                     int64_t n, const T *X, const int32_t *labels, \
                                                     double *accuracy) {        \
-        int64_t i0, hits = 0;                                                  \
-        hpdl_status st = HPDL_OK;                                              \
-        if (n < 1 || !accuracy || !hpdl__mlp_run_ok_##SUFFIX(m, w, 1, X) ||    \
-            !hpdl__labels_ok(n, labels, m->widths[m->n_layers]))               \
-            return HPDL_ERR_INVALID;                                           \
-        for (i0 = 0; st == HPDL_OK && i0 < n; i0 += w->max_batch) {            \
-            int batch = (int)(n - i0 < w->max_batch ? n - i0 : w->max_batch);  \
-            st = hpdl_mlp_forward_##SUFFIX(m, w, batch, X + (size_t)i0 * m->widths[0]); \
-            if (st == HPDL_OK)                                                 \
-                hits += hpdl__argmax_hits_##SUFFIX(batch, m->widths[m->n_layers], w->act[m->n_layers], labels + i0); \
-        }                                                                      \
-        if (st == HPDL_OK) *accuracy = (double)hits / (double)n;               \
-        return st;                                                             \
+        hpdl__mlp_any mv;                                                      \
+        hpdl__mlp_work_any wv;                                                 \
+        return hpdl__mlp_accuracy_any(hpdl__mlp_view_##SUFFIX(m, &mv), hpdl__mlp_work_view_##SUFFIX(w, &wv), n, X, \
+                                      labels, accuracy, hpdl__mlp_ops_##SUFFIX()); \
     }
 
 /* hpdl_mlp_work_destroy_f32 hpdl_mlp_work_create_f32 hpdl_mlp_forward_f32 hpdl_mlp_backward_f32
