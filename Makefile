@@ -93,7 +93,7 @@ MPI_BINS    = $(if $(HAVE_MPI),$(addprefix $(B)/mpi/,$(MPI_TESTS)))
 .PHONY: all test check fuzz bench examples data plots install clean help features deps course
 .DEFAULT_GOAL := all
 
-all: features $(CPU_BINS) $(CHECK_OBJS) $(EX_C) $(BENCH_C) $(GPU_BINS) $(MPI_BINS) $(if $(HAVE_FUZZER),$(FUZZ_BINS))
+all: features $(CPU_BINS) $(CHECK_OBJS) $(EX_C) $(BENCH_C) $(GPU_BINS) $(MPI_BINS)
 
 features:
 	@echo "hpdl features: $(call mark,$(HAVE_NVCC)) nvcc  $(call mark,$(HAVE_GPU)) GPU$(if $(GPU_CC), (sm_$(GPU_CC)))  $(call mark,$(HAVE_MPI)) mpicc  $(call mark,$(HAVE_NCCL)) NCCL  $(call mark,$(HAVE_CUDNN)) cuDNN  $(call mark,$(HAVE_PLOT)) gnuplot"
@@ -186,6 +186,10 @@ FUZZ_CMD           = $(call fuzz_cmd,$(FUZZ_TEST_SECONDS))
 $(B)/fuzz/%: tests/fuzz/%.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZFLAGS) $< -o $@ -lm
+
+# Here, not on the line above: make reads a rule's prerequisites where the
+# rule stands, and the fuzz variables are only defined just above.
+all: $(if $(HAVE_FUZZER),$(FUZZ_BINS))
 
 fuzz:
 	@$(if $(HAVE_FUZZER),$(MAKE) --no-print-directory $(FUZZ_BINS) &&) $(call fuzz_cmd,$(FUZZ_SECONDS))
