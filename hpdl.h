@@ -1946,6 +1946,10 @@ typedef struct hpdl__mlp_ops {
     void (*column_sums)(int rows, int cols, const void *d, void *db);
     /* how many rows' largest logit is at their label */
     int64_t (*argmax_hits)(int rows, int cols, const void *logits, const int32_t *labels);
+    /* x rounded to the accumulation type, as a typed ACC_T argument is */
+    double (*to_acc)(double x);
+    /* x[0..n) *= s, in double, stored as T */
+    void (*scale)(size_t n, void *x, double s);
 } hpdl__mlp_ops;
 
 /* The typed primitives and the table, hpdl__mlp_ops_<t>(). */
@@ -2019,11 +2023,18 @@ typedef struct hpdl__mlp_ops {
         }                                                                      \
         return hits;                                                           \
     }                                                                          \
+    static inline double hpdl__to_acc_##SUFFIX(double x) { return (ACC_T)x; }  \
+    static inline void hpdl__scale_##SUFFIX(size_t n, void *x_buf, double s) {  \
+        T *x = (T *)x_buf;                                                     \
+        size_t i;                                                              \
+        for (i = 0; i < n; i++) x[i] = STORE((double)LOAD(x[i]) * s);          \
+    }                                                                          \
     static inline const hpdl__mlp_ops *hpdl__mlp_ops_##SUFFIX(void) {         \
         static const hpdl__mlp_ops ops = {sizeof(T), hpdl__fill_normal_##SUFFIX, hpdl__sgd_update_##SUFFIX, \
                                           hpdl__mlp_gemm_##SUFFIX, hpdl__mlp_bias_act_##SUFFIX, \
                                           hpdl__mlp_act_grad_##SUFFIX, hpdl__mlp_xent_##SUFFIX, \
-                                          hpdl__column_sums_##SUFFIX, hpdl__argmax_hits_##SUFFIX}; \
+                                          hpdl__column_sums_##SUFFIX, hpdl__argmax_hits_##SUFFIX, \
+                                          hpdl__to_acc_##SUFFIX, hpdl__scale_##SUFFIX}; \
         return &ops;                                                           \
     }
 

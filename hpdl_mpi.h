@@ -2731,9 +2731,255 @@ HPDL_MPI_API hpdl_status hpdl__dp_finish_stats(hpdl_mpi_dp_stats *out, const dou
 /* CPU ranks                                                                 */
 /* ======================================================================== */
 
+/* hpdl_mpi_dp_<s> as the type-independent functions below see it: the same
+   members in the same order with untyped buffers, a byte copy of the typed
+   struct (as hpdl__mlp_any is of hpdl_mlp_<s>). */
+typedef struct hpdl__mpi_dp_any {
+    hpdl_mpi_dp_config cfg;
+    int rank, size;
+    void *model;                /* the caller's hpdl_mlp_<s>, not owned */
+    hpdl__mlp_any grad;         /* views of flat */
+    void *flat;
+    int64_t n_grad;
+    hpdl__mlp_work_any work;
+    hpdl_mpi_dp_plan plan;
+    hpdl_mpi_bucketer bucketer; /* overlap only; tensor 2l = W[l], 2l+1 = b[l] */
+    void *X;                    /* the step's rows */
+    int32_t *y;
+    double ready_s;             /* time inside bucketer_ready this step */
+    hpdl_mpi_dtype dtype;       /* the element type, for MPI */
+    const hpdl__mlp_ops *ops;   /* and its numeric primitives */
+} hpdl__mpi_dp_any;
+
+/* *view mirrors the hpdl_mlp_<s> at model; NULL for a NULL model. */
+HPDL_MPI_API hpdl__mlp_any *hpdl__dp_model_view(const void *model, hpdl__mlp_any *view) {
+    if (!model) return NULL;
+    memcpy(view, model, sizeof *view);
+    return view;
+}
+
+/* Frees all that create made and zeroes *dp. */
+HPDL_MPI_API void hpdl__mpi_dp_free_any(hpdl__mpi_dp_any *dp) {
+    hpdl_mpi_bucketer_destroy(&dp->bucketer);
+    hpdl__mlp_work_free_any(&dp->work);
+    hpdl_mpi_dp_plan_destroy(&dp->plan);
+    HPDL_FREE(dp->flat);
+    HPDL_FREE(dp->X);
+    HPDL_FREE(dp->y);
+    memset(dp, 0, sizeof *dp);
+}
+
+/* Points the gradient model's arrays into flat: [W0 b0 W1 b1 ...]. */
+HPDL_MPI_API void hpdl__dp_grad_views(hpdl__mpi_dp_any *dp) {
+    char *p = (char *)dp->flat;
+    int l;
+    for (l = 0; l < dp->grad.n_layers; l++) {
+        dp->grad.W[l] = p;
+        p += (size_t)dp->grad.widths[l] * dp->grad.widths[l + 1] * dp->ops->size;
+        dp->grad.b[l] = p;
+        p += (size_t)dp->grad.widths[l + 1] * dp->ops->size;
+    }
+}
+
+/* Plan, workspace, flat gradient and the step's rows for model m. */
+HPDL_MPI_API hpdl_status hpdl__dp_alloc(hpdl__mpi_dp_any *dp, const hpdl__mlp_any *m, int64_t n) {
+    size_t size = dp->ops->size;
+    int l;
+    hpdl_status s = hpdl_mpi_dp_plan_create(&dp->plan, n, dp->cfg.batch, dp->rank, dp->size);
+    if (s == HPDL_OK) s = hpdl__mlp_work_create_any(&dp->work, m, dp->cfg.batch, dp->ops);
+    if (s != HPDL_OK) return s;
+    dp->grad.n_layers = m->n_layers;
+    dp->grad.act = m->act;
+    memcpy(dp->grad.widths, m->widths, sizeof m->widths);
+    for (l = 0; l < m->n_layers; l++) dp->n_grad += (int64_t)(m->widths[l] + 1) * m->widths[l + 1];
+    dp->flat = hpdl_alloc((size_t)dp->n_grad, size);
+    dp->X = hpdl_alloc((size_t)dp->cfg.batch * m->widths[0], size);
+    dp->y = (int32_t *)hpdl_alloc((size_t)dp->cfg.batch, sizeof(int32_t));
+    if (!dp->flat || !dp->X || !dp->y) return HPDL_ERR_NOMEM;
+    hpdl__dp_grad_views(dp);
+    return HPDL_OK;
+}
+
+/* Parameters from rank 0 to all, layer by layer. */
+HPDL_MPI_API hpdl_status hpdl__dp_bcast_model(const hpdl__mlp_any *m, hpdl_mpi_dtype dtype, MPI_Comm comm) {
+    int l;
+    hpdl_status s = HPDL_OK;
+    for (l = 0; s == HPDL_OK && l < m->n_layers; l++) {
+        s = hpdl_mpi_bcast(m->W[l], (int64_t)m->widths[l] * m->widths[l + 1], dtype, 0, comm);
+        if (s == HPDL_OK) s = hpdl_mpi_bcast(m->b[l], m->widths[l + 1], dtype, 0, comm);
+    }
+    return s;
+}
+
+/* One bucketer over the gradient's tensors, W[l] as 2l and b[l] as 2l+1. */
+HPDL_MPI_API hpdl_status hpdl__dp_bucketer(hpdl__mpi_dp_any *dp) {
+    void *tensors[2 * HPDL_MLP_MAX_LAYERS];
+    int64_t counts[2 * HPDL_MLP_MAX_LAYERS];
+    int l;
+    for (l = 0; l < dp->grad.n_layers; l++) {
+        tensors[2 * l] = dp->grad.W[l];
+        counts[2 * l] = (int64_t)dp->grad.widths[l] * dp->grad.widths[l + 1];
+        tensors[2 * l + 1] = dp->grad.b[l];
+        counts[2 * l + 1] = dp->grad.widths[l + 1];
+    }
+    return hpdl_mpi_bucketer_create(&dp->bucketer, tensors, counts, 2 * dp->grad.n_layers, dp->dtype,
+                                    dp->cfg.bucket_bytes ? dp->cfg.bucket_bytes : HPDL_MPI_DP_BUCKET_BYTES, 0,
+                                    dp->cfg.algo, dp->cfg.comm);
+}
+
+/* Collective. Trains the hpdl_mlp_<s> at model (kept by the caller) on
+   n_train samples per epoch; rank 0's parameters are copied to every rank
+   first. A bad argument on any rank (have_dp 0: no place for the result)
+   gives every rank HPDL_ERR_INVALID; on an error nothing stays allocated. */
+HPDL_MPI_API hpdl_status hpdl__mpi_dp_create_any(hpdl__mpi_dp_any *made, int have_dp, void *model, int64_t n_train,
+                                                 const hpdl_mpi_dp_config *cfg, hpdl_mpi_dtype dtype,
+                                                 const hpdl__mlp_ops *ops) {
+    hpdl__mlp_any m;
+    hpdl_status s = HPDL_OK;
+    if (!cfg || cfg->comm == MPI_COMM_NULL) return HPDL_ERR_INVALID; /* nobody to agree with */
+    if (!have_dp || !hpdl__mlp_ok_any(hpdl__dp_model_view(model, &m)) || !hpdl__dp_config_ok(cfg) || n_train < 1 ||
+        n_train > INT32_MAX)
+        s = HPDL_ERR_INVALID;
+    else if (hpdl__mpi_algo_device_only(cfg->algo))
+        s = HPDL_ERR_UNSUPPORTED; /* host buffers */
+    s = hpdl__dp_agree(s, cfg->comm);
+    if (s != HPDL_OK) return s;
+    memset(made, 0, sizeof *made);
+    made->cfg = *cfg;
+    made->model = model;
+    made->dtype = dtype;
+    made->ops = ops;
+    MPI_Comm_rank(cfg->comm, &made->rank);
+    MPI_Comm_size(cfg->comm, &made->size);
+    s = hpdl__dp_agree(hpdl__dp_alloc(made, &m, n_train), cfg->comm);
+    if (s == HPDL_OK) s = hpdl__dp_bcast_model(&m, dtype, cfg->comm);
+    if (s == HPDL_OK && cfg->overlap) s = hpdl__dp_bucketer(made);
+    if (s != HPDL_OK) hpdl__mpi_dp_free_any(made);
+    return s;
+}
+
+HPDL_MPI_API hpdl_status hpdl__dp_ready(hpdl__mpi_dp_any *dp, int tensor) {
+    double t0 = hpdl_time_now();
+    hpdl_status s = hpdl_mpi_bucketer_ready(&dp->bucketer, tensor);
+    dp->ready_s += hpdl_time_now() - t0;
+    return s;
+}
+
+/* hpdl_mlp_backward_<s> on model m, layer by layer so that each layer's
+   gradient can go to the bucketer as soon as it exists (mark). */
+HPDL_MPI_API hpdl_status hpdl__dp_backward(hpdl__mpi_dp_any *dp, const hpdl__mlp_any *m, int rows, int mark,
+                                           double *loss, int64_t *hits) {
+    hpdl__mlp_work_any *w = &dp->work;
+    int L = m->n_layers, classes = m->widths[L], l;
+    hpdl_status s = hpdl__mlp_forward_any(m, w, rows, dp->X, dp->ops);
+    if (s != HPDL_OK) return s;
+    *hits = dp->ops->argmax_hits(rows, classes, w->act[L], dp->y);
+    s = dp->ops->softmax_xent(rows, classes, w->act[L], dp->y, w->delta[L], loss);
+    for (l = L - 1; s == HPDL_OK && l >= 0; l--) {
+        s = hpdl__mlp_layer_back_any(m, w, l, rows, l ? w->act[l] : dp->X, &dp->grad, dp->ops);
+        if (s == HPDL_OK && mark) s = hpdl__dp_ready(dp, 2 * l + 1);
+        if (s == HPDL_OK && mark) s = hpdl__dp_ready(dp, 2 * l);
+    }
+    return s;
+}
+
+/* This rank's gradient for a step: backward on its rows, weighted for a
+   short last step; zeros when it has no rows. */
+HPDL_MPI_API hpdl_status hpdl__dp_local_grad(hpdl__mpi_dp_any *dp, const hpdl__mlp_any *m, int rows, int global_rows,
+                                             double *loss, int64_t *hits) {
+    double weight = hpdl__dp_grad_weight(rows, global_rows, dp->size);
+    hpdl_status s;
+    *loss = 0.0;
+    *hits = 0;
+    if (rows == 0) { memset(dp->flat, 0, (size_t)dp->n_grad * dp->ops->size); return HPDL_OK; }
+    s = hpdl__dp_backward(dp, m, rows, dp->cfg.overlap && weight == 1.0, loss, hits);
+    if (s == HPDL_OK && weight != 1.0) dp->ops->scale((size_t)dp->n_grad, dp->flat, weight);
+    return s;
+}
+
+/* One step on the rows already in dp->X / dp->y. times[1] += compute,
+   times[2] += communication. */
+HPDL_MPI_API hpdl_status hpdl__dp_step(hpdl__mpi_dp_any *dp, hpdl__mlp_any *m, int rows, int global_rows, double lr,
+                                       double *loss, int64_t *hits, double *times) {
+    double t0 = hpdl_time_now(), t1, t2;
+    int P = dp->size;
+    hpdl_status s;
+    dp->ready_s = 0.0;
+    s = hpdl__dp_local_grad(dp, m, rows, global_rows, loss, hits);
+    t1 = hpdl_time_now();
+    if (s == HPDL_OK)
+        s = dp->cfg.overlap ? hpdl_mpi_bucketer_wait(&dp->bucketer)
+                            : hpdl_mpi_allreduce(dp->flat, dp->n_grad, dp->dtype, dp->cfg.algo, dp->cfg.comm);
+    t2 = hpdl_time_now();
+    /* the summed gradient is P times the mean: lr / P, l2 * P, each rounded
+       to the element type as a typed call would */
+    if (s == HPDL_OK)
+        s = hpdl__mlp_sgd_any(m, &dp->grad, dp->ops->to_acc(lr / P), dp->ops->to_acc(dp->cfg.l2 * P), dp->ops);
+    times[1] += (t1 - t0 - dp->ready_s) + (hpdl_time_now() - t2);
+    times[2] += (t2 - t1) + dp->ready_s;
+    return s;
+}
+
+/* Copies this rank's rows of step `first` (plan order) of X and labels
+   into dp->X and dp->y. */
+HPDL_MPI_API void hpdl__dp_gather(hpdl__mpi_dp_any *dp, int64_t first, int rows, int in, const void *X,
+                                  const int32_t *labels) {
+    size_t row_bytes = (size_t)in * dp->ops->size;
+    int i;
+    for (i = 0; i < rows; i++) {
+        int32_t r = dp->plan.order[first + i];
+        memcpy((char *)dp->X + (size_t)i * row_bytes, (const char *)X + (size_t)r * row_bytes, row_bytes);
+        dp->y[i] = labels[r];
+    }
+}
+
+/* Collective: one epoch (index `epoch`, from 0: it keys the shuffle and
+   the lr schedule) over X (n_train x widths[0]) and labels, the same data
+   on every rank. out (optional) gets the epoch's stats. */
+HPDL_MPI_API hpdl_status hpdl__mpi_dp_epoch_any(hpdl__mpi_dp_any *dp, const void *X, const int32_t *labels, int epoch,
+                                                hpdl_mpi_dp_stats *out) {
+    hpdl_mpi_dp_stats st;
+    hpdl__mlp_any m;
+    double local[3] = {0, 0, 0}, times[4] = {0, 0, 0, 0}, t0, lr = 0;
+    int64_t s, first = 0;
+    int rows = 0, global_rows = 1;
+    hpdl_status status = HPDL_OK;
+    if (!dp->flat) return HPDL_ERR_INVALID;
+    hpdl__dp_model_view(dp->model, &m);
+    if (!X || epoch < 0 || !hpdl__labels_ok(dp->plan.n, labels, m.widths[m.n_layers])) status = HPDL_ERR_INVALID;
+    status = hpdl__dp_agree(status, dp->cfg.comm);
+    if (status != HPDL_OK) return status;
+    memset(&st, 0, sizeof st);
+    t0 = hpdl_time_now();
+    hpdl_mpi_dp_plan_epoch(&dp->plan, dp->cfg.seed, epoch);
+    for (s = 0; status == HPDL_OK && s < dp->plan.steps; s++) {
+        double loss;
+        int64_t hits;
+        status = hpdl_mpi_dp_plan_step(&dp->plan, s, &first, &rows, &global_rows);
+        if (status == HPDL_OK)
+            status = hpdl_mpi_dp_lr(&dp->cfg, dp->size, epoch + (double)s / (double)dp->plan.steps, &lr);
+        if (status != HPDL_OK) break;
+        if (s == 0) st.lr_first = lr;
+        hpdl__dp_gather(dp, first, rows, m.widths[0], X, labels);
+        status = hpdl__dp_step(dp, &m, rows, global_rows, lr, &loss, &hits, times);
+        local[0] += loss * rows;
+        local[1] += (double)hits;
+        local[2] += rows;
+    }
+    st.lr_last = lr;
+    times[0] = hpdl_time_now() - t0;
+    times[3] = times[2];
+    if (status == HPDL_OK)
+        status = hpdl__dp_finish_stats(&st, local, times, dp->plan.steps, (double)dp->n_grad * dp->ops->size, dp->size,
+                                       dp->cfg.comm);
+    if (status == HPDL_OK && out) *out = st;
+    return status;
+}
+
 /* hpdl_mpi_dp_<s>: trains a hpdl_mlp_<s> in place. The gradient model's
    arrays are views of one flat buffer [W0 b0 W1 b1 ...], so one allreduce
-   (or one bucketer) covers them all. */
+   (or one bucketer) covers them all. The struct mirrors hpdl__mpi_dp_any;
+   each function is a call of the hpdl__mpi_dp_*_any above. */
 #define HPDL_DEFINE_MPI_DP(SUFFIX, T, DTYPE)                                                                          \
     typedef struct hpdl_mpi_dp_##SUFFIX {                                                                             \
         hpdl_mpi_dp_config cfg;                                                                                       \
@@ -2748,195 +2994,36 @@ HPDL_MPI_API hpdl_status hpdl__dp_finish_stats(hpdl_mpi_dp_stats *out, const dou
         T *X;                       /* the step's rows */                                                             \
         int32_t *y;                                                                                                   \
         double ready_s;             /* time inside bucketer_ready this step */                                        \
+        hpdl_mpi_dtype dtype;                                                                                         \
+        const hpdl__mlp_ops *ops;                                                                                     \
     } hpdl_mpi_dp_##SUFFIX;                                                                                           \
-    HPDL_MPI_API void hpdl_mpi_dp_destroy_##SUFFIX(hpdl_mpi_dp_##SUFFIX *dp) {                                            \
+    typedef char hpdl__mpi_dp_layout_check_##SUFFIX                                                                  \
+        [sizeof(hpdl_mpi_dp_##SUFFIX) == sizeof(hpdl__mpi_dp_any) ? 1 : -1];                                          \
+    HPDL_MPI_API void hpdl_mpi_dp_destroy_##SUFFIX(hpdl_mpi_dp_##SUFFIX *dp) {                                        \
+        hpdl__mpi_dp_any v;                                                                                           \
         if (!dp) return;                                                                                              \
-        hpdl_mpi_bucketer_destroy(&dp->bucketer);                                                                     \
-        hpdl_mlp_work_destroy_##SUFFIX(&dp->work);                                                                    \
-        hpdl_mpi_dp_plan_destroy(&dp->plan);                                                                          \
-        HPDL_FREE(dp->flat); HPDL_FREE(dp->X); HPDL_FREE(dp->y);                                                      \
+        memcpy(&v, dp, sizeof v);                                                                                     \
+        hpdl__mpi_dp_free_any(&v);                                                                                    \
         memset(dp, 0, sizeof *dp);                                                                                    \
     }                                                                                                                 \
-    static inline void hpdl__dp_grad_views_##SUFFIX(hpdl_mpi_dp_##SUFFIX *dp) {                                       \
-        T *p = dp->flat;                                                                                              \
-        int l;                                                                                                        \
-        for (l = 0; l < dp->grad.n_layers; l++) {                                                                     \
-            dp->grad.W[l] = p;                                                                                        \
-            p += (size_t)dp->grad.widths[l] * dp->grad.widths[l + 1];                                                 \
-            dp->grad.b[l] = p;                                                                                        \
-            p += dp->grad.widths[l + 1];                                                                              \
-        }                                                                                                             \
-    }                                                                                                                 \
-    static inline hpdl_status hpdl__dp_alloc_##SUFFIX(hpdl_mpi_dp_##SUFFIX *dp, int64_t n) {                          \
-        const hpdl_mlp_##SUFFIX *m = dp->model;                                                                       \
-        int l;                                                                                                        \
-        hpdl_status s = hpdl_mpi_dp_plan_create(&dp->plan, n, dp->cfg.batch, dp->rank, dp->size);                     \
-        if (s == HPDL_OK) s = hpdl_mlp_work_create_##SUFFIX(&dp->work, m, dp->cfg.batch);                             \
-        if (s != HPDL_OK) return s;                                                                                   \
-        dp->grad.n_layers = m->n_layers;                                                                              \
-        dp->grad.act = m->act;                                                                                        \
-        memcpy(dp->grad.widths, m->widths, sizeof m->widths);                                                         \
-        for (l = 0; l < m->n_layers; l++) dp->n_grad += (int64_t)(m->widths[l] + 1) * m->widths[l + 1];              \
-        dp->flat = (T *)hpdl_alloc((size_t)dp->n_grad, sizeof(T));                                                    \
-        dp->X = (T *)hpdl_alloc((size_t)dp->cfg.batch * m->widths[0], sizeof(T));                                     \
-        dp->y = (int32_t *)hpdl_alloc((size_t)dp->cfg.batch, sizeof(int32_t));                                        \
-        if (!dp->flat || !dp->X || !dp->y) return HPDL_ERR_NOMEM;                                                     \
-        hpdl__dp_grad_views_##SUFFIX(dp);                                                                             \
-        return HPDL_OK;                                                                                               \
-    }                                                                                                                 \
-    /* Parameters from rank 0 to all, layer by layer. */                                                              \
-    static inline hpdl_status hpdl__dp_bcast_model_##SUFFIX(hpdl_mlp_##SUFFIX *m, MPI_Comm comm) {                    \
-        int l;                                                                                                        \
-        hpdl_status s = HPDL_OK;                                                                                      \
-        for (l = 0; s == HPDL_OK && l < m->n_layers; l++) {                                                           \
-            s = hpdl_mpi_bcast(m->W[l], (int64_t)m->widths[l] * m->widths[l + 1], DTYPE, 0, comm);                    \
-            if (s == HPDL_OK) s = hpdl_mpi_bcast(m->b[l], m->widths[l + 1], DTYPE, 0, comm);                          \
-        }                                                                                                             \
+    /* *dp is written only on success. */                                                                             \
+    HPDL_MPI_API hpdl_status hpdl_mpi_dp_create_##SUFFIX(hpdl_mpi_dp_##SUFFIX *dp, hpdl_mlp_##SUFFIX *model,          \
+                                                         int64_t n_train, const hpdl_mpi_dp_config *cfg) {            \
+        hpdl__mpi_dp_any made;                                                                                        \
+        hpdl_status s = hpdl__mpi_dp_create_any(&made, dp != NULL, model, n_train, cfg, DTYPE,                        \
+                                                hpdl__mlp_ops_##SUFFIX());                                            \
+        if (s == HPDL_OK) memcpy(dp, &made, sizeof *dp);                                                              \
         return s;                                                                                                     \
     }                                                                                                                 \
-    static inline hpdl_status hpdl__dp_bucketer_##SUFFIX(hpdl_mpi_dp_##SUFFIX *dp) {                                  \
-        void *tensors[2 * HPDL_MLP_MAX_LAYERS];                                                                       \
-        int64_t counts[2 * HPDL_MLP_MAX_LAYERS];                                                                      \
-        int l;                                                                                                        \
-        for (l = 0; l < dp->grad.n_layers; l++) {                                                                     \
-            tensors[2 * l] = dp->grad.W[l];                                                                           \
-            counts[2 * l] = (int64_t)dp->grad.widths[l] * dp->grad.widths[l + 1];                                     \
-            tensors[2 * l + 1] = dp->grad.b[l];                                                                       \
-            counts[2 * l + 1] = dp->grad.widths[l + 1];                                                               \
-        }                                                                                                             \
-        return hpdl_mpi_bucketer_create(&dp->bucketer, tensors, counts, 2 * dp->grad.n_layers, DTYPE,                 \
-                                        dp->cfg.bucket_bytes ? dp->cfg.bucket_bytes : HPDL_MPI_DP_BUCKET_BYTES, 0,    \
-                                        dp->cfg.algo, dp->cfg.comm);                                                  \
-    }                                                                                                                 \
-    /* Collective. Trains *model (kept by the caller) on n_train samples per  \
-       epoch; rank 0's parameters are copied to every rank first. A bad      \
-       argument on any rank gives every rank HPDL_ERR_INVALID; *dp is       \
-       written only on success. */                                                                                    \
-    HPDL_MPI_API hpdl_status hpdl_mpi_dp_create_##SUFFIX(hpdl_mpi_dp_##SUFFIX *dp, hpdl_mlp_##SUFFIX *model,              \
-                                                     int64_t n_train, const hpdl_mpi_dp_config *cfg) {                \
-        hpdl_mpi_dp_##SUFFIX made;                                                                                    \
-        hpdl_status s = HPDL_OK;                                                                                      \
-        if (!cfg || cfg->comm == MPI_COMM_NULL) return HPDL_ERR_INVALID; /* nobody to agree with */                   \
-        if (!dp || !hpdl__mlp_ok_##SUFFIX(model) || !hpdl__dp_config_ok(cfg) || n_train < 1 || n_train > INT32_MAX)   \
-            s = HPDL_ERR_INVALID;                                                                                     \
-        else if (hpdl__mpi_algo_device_only(cfg->algo))                                                               \
-            s = HPDL_ERR_UNSUPPORTED; /* host buffers */                                                              \
-        s = hpdl__dp_agree(s, cfg->comm);                                                                             \
-        if (s != HPDL_OK) return s;                                                                                   \
-        memset(&made, 0, sizeof made);                                                                                \
-        made.cfg = *cfg;                                                                                              \
-        made.model = model;                                                                                           \
-        MPI_Comm_rank(cfg->comm, &made.rank);                                                                         \
-        MPI_Comm_size(cfg->comm, &made.size);                                                                         \
-        s = hpdl__dp_agree(hpdl__dp_alloc_##SUFFIX(&made, n_train), cfg->comm);                                       \
-        if (s == HPDL_OK) s = hpdl__dp_bcast_model_##SUFFIX(model, cfg->comm);                                        \
-        if (s == HPDL_OK && cfg->overlap) s = hpdl__dp_bucketer_##SUFFIX(&made);                                      \
-        if (s != HPDL_OK) { hpdl_mpi_dp_destroy_##SUFFIX(&made); return s; }                                          \
-        *dp = made;                                                                                                   \
-        return HPDL_OK;                                                                                               \
-    }                                                                                                                 \
-    static inline hpdl_status hpdl__dp_ready_##SUFFIX(hpdl_mpi_dp_##SUFFIX *dp, int tensor) {                         \
-        double t0 = hpdl_time_now();                                                                                  \
-        hpdl_status s = hpdl_mpi_bucketer_ready(&dp->bucketer, tensor);                                               \
-        dp->ready_s += hpdl_time_now() - t0;                                                                          \
-        return s;                                                                                                     \
-    }                                                                                                                 \
-    /* hpdl_mlp_backward_<s>, layer by layer so that each layer's gradient   \
-       can go to the bucketer as soon as it exists (mark). */                                                         \
-    static inline hpdl_status hpdl__dp_backward_##SUFFIX(hpdl_mpi_dp_##SUFFIX *dp, int rows, int mark, double *loss,  \
-                                                         int64_t *hits) {                                             \
-        hpdl_mlp_##SUFFIX *m = dp->model;                                                                             \
-        hpdl_mlp_work_##SUFFIX *w = &dp->work;                                                                        \
-        int L = m->n_layers, classes = m->widths[L], l;                                                               \
-        hpdl_status s = hpdl_mlp_forward_##SUFFIX(m, w, rows, dp->X);                                                 \
-        if (s != HPDL_OK) return s;                                                                                   \
-        *hits = hpdl__argmax_hits_##SUFFIX(rows, classes, w->act[L], dp->y);                                          \
-        s = hpdl_softmax_xent_##SUFFIX(rows, classes, w->act[L], classes, dp->y, w->delta[L], classes, loss);         \
-        for (l = L - 1; s == HPDL_OK && l >= 0; l--) {                                                                \
-            s = hpdl__mlp_layer_back_##SUFFIX(m, w, l, rows, l ? w->act[l] : dp->X, &dp->grad);                       \
-            if (s == HPDL_OK && mark) s = hpdl__dp_ready_##SUFFIX(dp, 2 * l + 1);                                     \
-            if (s == HPDL_OK && mark) s = hpdl__dp_ready_##SUFFIX(dp, 2 * l);                                         \
-        }                                                                                                             \
-        return s;                                                                                                     \
-    }                                                                                                                 \
-    /* This rank's gradient for a step: backward on its rows, weighted for a \
-       short last step; zeros when it has no rows. */                                                                 \
-    static inline hpdl_status hpdl__dp_local_grad_##SUFFIX(hpdl_mpi_dp_##SUFFIX *dp, int rows, int global_rows,       \
-                                                           double *loss, int64_t *hits) {                             \
-        double weight = hpdl__dp_grad_weight(rows, global_rows, dp->size);                                            \
-        int64_t i;                                                                                                    \
+    HPDL_MPI_API hpdl_status hpdl_mpi_dp_epoch_##SUFFIX(hpdl_mpi_dp_##SUFFIX *dp, const T *X, const int32_t *labels,  \
+                                                        int epoch, hpdl_mpi_dp_stats *out) {                          \
+        hpdl__mpi_dp_any v;                                                                                           \
         hpdl_status s;                                                                                                \
-        *loss = 0.0;                                                                                                  \
-        *hits = 0;                                                                                                    \
-        if (rows == 0) { memset(dp->flat, 0, (size_t)dp->n_grad * sizeof(T)); return HPDL_OK; }                       \
-        s = hpdl__dp_backward_##SUFFIX(dp, rows, dp->cfg.overlap && weight == 1.0, loss, hits);                       \
-        for (i = 0; s == HPDL_OK && weight != 1.0 && i < dp->n_grad; i++) dp->flat[i] = (T)(dp->flat[i] * weight);    \
+        if (!dp) return HPDL_ERR_INVALID;                                                                             \
+        memcpy(&v, dp, sizeof v);                                                                                     \
+        s = hpdl__mpi_dp_epoch_any(&v, X, labels, epoch, out);                                                        \
+        memcpy(dp, &v, sizeof *dp); /* the plan and bucketer keep their state */                                      \
         return s;                                                                                                     \
-    }                                                                                                                 \
-    /* One step on the rows already in dp->X / dp->y. times[1] += compute,   \
-       times[2] += communication. */                                                                                  \
-    static inline hpdl_status hpdl__dp_step_##SUFFIX(hpdl_mpi_dp_##SUFFIX *dp, int rows, int global_rows, double lr,  \
-                                                     double *loss, int64_t *hits, double *times) {                    \
-        double t0 = hpdl_time_now(), t1, t2;                                                                          \
-        int P = dp->size;                                                                                             \
-        hpdl_status s;                                                                                                \
-        dp->ready_s = 0.0;                                                                                            \
-        s = hpdl__dp_local_grad_##SUFFIX(dp, rows, global_rows, loss, hits);                                          \
-        t1 = hpdl_time_now();                                                                                         \
-        if (s == HPDL_OK)                                                                                             \
-            s = dp->cfg.overlap ? hpdl_mpi_bucketer_wait(&dp->bucketer)                                               \
-                                : hpdl_mpi_allreduce(dp->flat, dp->n_grad, DTYPE, dp->cfg.algo, dp->cfg.comm);        \
-        t2 = hpdl_time_now();                                                                                         \
-        if (s == HPDL_OK) s = hpdl_mlp_sgd_##SUFFIX(dp->model, &dp->grad, (T)(lr / P), (T)(dp->cfg.l2 * P));          \
-        times[1] += (t1 - t0 - dp->ready_s) + (hpdl_time_now() - t2);                                                 \
-        times[2] += (t2 - t1) + dp->ready_s;                                                                          \
-        return s;                                                                                                     \
-    }                                                                                                                 \
-    /* Collective: one epoch (index `epoch`, from 0: it keys the shuffle and \
-       the lr schedule) over X (n_train x widths[0]) and labels, the same    \
-       data on every rank. out (optional) gets the epoch's stats. */                                                  \
-    HPDL_MPI_API hpdl_status hpdl_mpi_dp_epoch_##SUFFIX(hpdl_mpi_dp_##SUFFIX *dp, const T *X, const int32_t *labels,      \
-                                                    int epoch, hpdl_mpi_dp_stats *out) {                              \
-        hpdl_mpi_dp_stats st;                                                                                         \
-        double local[3] = {0, 0, 0}, times[4] = {0, 0, 0, 0}, t0, lr = 0;                                             \
-        int64_t s, first = 0, i;                                                                                      \
-        int rows = 0, global_rows = 1, in;                                                                            \
-        hpdl_status status = HPDL_OK;                                                                                 \
-        if (!dp || !dp->flat) return HPDL_ERR_INVALID;                                                                \
-        in = dp->model->widths[0];                                                                                    \
-        if (!X || epoch < 0 || !hpdl__labels_ok(dp->plan.n, labels, dp->model->widths[dp->model->n_layers]))          \
-            status = HPDL_ERR_INVALID;                                                                                \
-        status = hpdl__dp_agree(status, dp->cfg.comm);                                                                \
-        if (status != HPDL_OK) return status;                                                                         \
-        memset(&st, 0, sizeof st);                                                                                    \
-        t0 = hpdl_time_now();                                                                                         \
-        hpdl_mpi_dp_plan_epoch(&dp->plan, dp->cfg.seed, epoch);                                                       \
-        for (s = 0; status == HPDL_OK && s < dp->plan.steps; s++) {                                                   \
-            double loss;                                                                                              \
-            int64_t hits;                                                                                             \
-            status = hpdl_mpi_dp_plan_step(&dp->plan, s, &first, &rows, &global_rows);                                \
-            if (status == HPDL_OK)                                                                                    \
-                status = hpdl_mpi_dp_lr(&dp->cfg, dp->size, epoch + (double)s / (double)dp->plan.steps, &lr);         \
-            if (status != HPDL_OK) break;                                                                             \
-            if (s == 0) st.lr_first = lr;                                                                             \
-            for (i = 0; i < rows; i++) {                                                                              \
-                int32_t r = dp->plan.order[first + i];                                                                \
-                memcpy(dp->X + (size_t)i * in, X + (size_t)r * in, (size_t)in * sizeof(T));                           \
-                dp->y[i] = labels[r];                                                                                 \
-            }                                                                                                         \
-            status = hpdl__dp_step_##SUFFIX(dp, rows, global_rows, lr, &loss, &hits, times);                          \
-            local[0] += loss * rows;                                                                                  \
-            local[1] += (double)hits;                                                                                 \
-            local[2] += rows;                                                                                         \
-        }                                                                                                             \
-        st.lr_last = lr;                                                                                              \
-        times[0] = hpdl_time_now() - t0;                                                                              \
-        times[3] = times[2];                                                                                          \
-        if (status == HPDL_OK)                                                                                        \
-            status = hpdl__dp_finish_stats(&st, local, times, dp->plan.steps, (double)dp->n_grad * sizeof(T),         \
-                                           dp->size, dp->cfg.comm);                                                   \
-        if (status == HPDL_OK && out) *out = st;                                                                      \
-        return status;                                                                                                \
     }
 
 /* hpdl_mpi_dp_create_f32 hpdl_mpi_dp_destroy_f32 hpdl_mpi_dp_epoch_f32 */
@@ -3645,12 +3732,13 @@ HPDL_MPI_API hpdl_status hpdl__tp_finish_stats(hpdl_mpi_tp_stats *st, const doub
        lives only as long as this call; then each rank keeps its slice. */                                            \
     static inline hpdl_status hpdl__tp_load_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp, const hpdl_mlp_##SUFFIX *model) {      \
         hpdl_mlp_##SUFFIX full;                                                                                       \
+        hpdl__mlp_any view;                                                                                           \
         hpdl_status s;                                                                                                \
         memset(&full, 0, sizeof full); /* destroyable even if creating it fails */                                    \
         s = hpdl_mlp_create_zero_##SUFFIX(&full, 3, model->widths, model->act);                                       \
         if (s == HPDL_OK) s = hpdl_mlp_copy_##SUFFIX(&full, model);                                                   \
         s = hpdl__dp_agree(s, tp->cfg.comm);                                                                          \
-        if (s == HPDL_OK) s = hpdl__dp_bcast_model_##SUFFIX(&full, tp->cfg.comm);                                     \
+        if (s == HPDL_OK) s = hpdl__dp_bcast_model(hpdl__mlp_view_##SUFFIX(&full, &view), DTYPE, tp->cfg.comm);     \
         if (s == HPDL_OK) {                                                                                           \
             hpdl__tp_slice_get(&tp->shape, tp->shape.h0, tp->shape.h, full.W[0], full.b[0], full.W[1], tp->params,    \
                                sizeof(T));                                                                            \
