@@ -831,14 +831,68 @@ static inline hpdl_status hpdl__gemm_check(hpdl_transpose ta, hpdl_transpose tb,
     return hpdl__check_matrix(C, M, N, ldc);
 }
 
-/* The compute core, one per accumulation type. pack copies op(X)[r0.., c0..]
+/* The blocked GEMM's loops are written once, in hpdl__gemm_blocked. What
+   depends on the types comes in a hpdl__gemm_kernels: pack and store (per
+   storage type, from HPDL_DEFINE_GEMM) and the tile product (per
+   accumulation type, from HPDL__DEFINE_GEMM_CORE), each called once per
+   block. Buffers of the accumulation type are untyped there, and alpha and
+   beta point to accumulation-type values. pack copies op(X)[r0.., c0..]
    (rows x cols) into dst (row stride ldd, zero-padded); store writes
-   C[r0.., c0..] = alpha*acc + beta*C (acc NULL: zero; beta 0: C not read). */
+   C[r0.., c0..] = alpha*acc + beta*C (acc NULL: zero; beta 0: C not read);
+   tile adds Ap (mc x kc) * Bp (kc x ncp) to acc (mc x ncp). */
+typedef void (*hpdl__gemm_pack_fn)(const void *X, int ld, hpdl_transpose t, int r0, int c0, int rows, int cols,
+                                   void *dst, int ldd);
+typedef void (*hpdl__gemm_store_fn)(void *C, int ldc, int r0, int c0, int rows, int cols, const void *acc, int ldacc,
+                                    const void *alpha, const void *beta);
+typedef void (*hpdl__gemm_tile_fn)(int mc, int kc, int ncp, const void *Ap, const void *Bp, void *acc);
+
+typedef struct hpdl__gemm_kernels {
+    size_t acc_size; /* bytes of the accumulation type */
+    hpdl__gemm_tile_fn tile;
+    hpdl__gemm_pack_fn pack;
+    hpdl__gemm_store_fn store;
+} hpdl__gemm_kernels;
+
+/* Blocks over i (MC), j (NC) and k (KC); arguments already validated.
+   alpha_zero says alpha == 0, when (as in BLAS) A and B are not read. */
+static inline hpdl_status hpdl__gemm_blocked(const hpdl__gemm_kernels *kern, hpdl_transpose ta, hpdl_transpose tb,
+                                             int M, int N, int K, const void *alpha, int alpha_zero, const void *A,
+                                             int lda, const void *B, int ldb, const void *beta, void *C, int ldc) {
+    size_t size = kern->acc_size;
+    int mcap = hpdl__min_int(M, HPDL__GEMM_MC), kcap = hpdl__min_int(K, HPDL__GEMM_KC);
+    int ncap = hpdl__round_up(hpdl__min_int(N, HPDL__GEMM_NC), HPDL__GEMM_LANES);
+    int i0, j0, p0;
+    char *Ap, *Bp, *acc;
+    if (M == 0 || N == 0) return HPDL_OK;
+    if (K == 0 || alpha_zero) {
+        kern->store(C, ldc, 0, 0, M, N, NULL, 0, alpha, beta);
+        return HPDL_OK;
+    }
+    Ap = (char *)hpdl_alloc((size_t)mcap * kcap + (size_t)kcap * ncap + (size_t)mcap * ncap, size);
+    if (!Ap) return HPDL_ERR_NOMEM;
+    Bp = Ap + (size_t)mcap * kcap * size;
+    acc = Bp + (size_t)kcap * ncap * size;
+    for (i0 = 0; i0 < M; i0 += HPDL__GEMM_MC) {
+        int mc = hpdl__min_int(M - i0, HPDL__GEMM_MC);
+        for (j0 = 0; j0 < N; j0 += HPDL__GEMM_NC) {
+            int nc = hpdl__min_int(N - j0, HPDL__GEMM_NC), ncp = hpdl__round_up(nc, HPDL__GEMM_LANES);
+            memset(acc, 0, (size_t)mc * ncp * size);
+            for (p0 = 0; p0 < K; p0 += HPDL__GEMM_KC) {
+                int kc = hpdl__min_int(K - p0, HPDL__GEMM_KC);
+                kern->pack(A, lda, ta, i0, p0, mc, kc, Ap, kc);
+                kern->pack(B, ldb, tb, p0, j0, kc, nc, Bp, ncp);
+                kern->tile(mc, kc, ncp, Ap, Bp, acc);
+            }
+            kern->store(C, ldc, i0, j0, mc, nc, acc, ncp, alpha, beta);
+        }
+    }
+    HPDL_FREE(Ap);
+    return HPDL_OK;
+}
+
+/* The compute core, one per accumulation type: the tile product and
+   hpdl__gemm_blocked_<ACC>, which runs hpdl__gemm_blocked with it. */
 #define HPDL__DEFINE_GEMM_CORE(ACC)                                            \
-    typedef void (*hpdl__gemm_pack_##ACC)(const void *X, int ld, hpdl_transpose t, int r0, int c0, \
-                                          int rows, int cols, ACC *dst, int ldd); \
-    typedef void (*hpdl__gemm_store_##ACC)(void *C, int ldc, int r0, int c0, int rows, int cols, \
-                                           const ACC *acc, int ldacc, ACC alpha, ACC beta); \
     static inline void hpdl__gemm_row4_##ACC(int ncp, ACC *HPDL_RESTRICT c, const ACC *HPDL_RESTRICT b, \
                                              size_t ldb, const ACC *a) {       \
         int j0, j;                                                             \
@@ -852,48 +906,26 @@ static inline hpdl_status hpdl__gemm_check(hpdl_transpose ta, hpdl_transpose tb,
             for (j = j0; j < j0 + HPDL__GEMM_LANES; j++) c[j] += a * b[j];     \
     }                                                                          \
     /* acc (mc x ncp) += Ap (mc x kc) * Bp (kc x ncp), four k at a time. */    \
-    static inline void hpdl__gemm_tile_##ACC(int mc, int kc, int ncp, const ACC *Ap, const ACC *Bp, ACC *acc) { \
+    static inline void hpdl__gemm_tile_##ACC(int mc, int kc, int ncp, const void *Ap_buf, const void *Bp_buf, \
+                                             void *acc_buf) {                  \
+        const ACC *Ap = (const ACC *)Ap_buf, *Bp = (const ACC *)Bp_buf;        \
         int i, p;                                                              \
         for (i = 0; i < mc; i++) {                                             \
             const ACC *a = Ap + (size_t)i * (size_t)kc;                        \
-            ACC *c = acc + (size_t)i * (size_t)ncp;                            \
+            ACC *c = (ACC *)acc_buf + (size_t)i * (size_t)ncp;                 \
             for (p = 0; p + 4 <= kc; p += 4) hpdl__gemm_row4_##ACC(ncp, c, Bp + (size_t)p * ncp, (size_t)ncp, a + p); \
             for (; p < kc; p++) hpdl__gemm_row1_##ACC(ncp, c, Bp + (size_t)p * ncp, a[p]); \
         }                                                                      \
     }                                                                          \
-    /* Blocks over i (MC), j (NC) and k (KC); arguments already validated. */  \
     static inline hpdl_status hpdl__gemm_blocked_##ACC(hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K, \
             ACC alpha, const void *A, int lda, const void *B, int ldb, ACC beta, void *C, int ldc, \
-            hpdl__gemm_pack_##ACC pack, hpdl__gemm_store_##ACC store) {        \
-        int mcap = hpdl__min_int(M, HPDL__GEMM_MC), kcap = hpdl__min_int(K, HPDL__GEMM_KC); \
-        int ncap = hpdl__round_up(hpdl__min_int(N, HPDL__GEMM_NC), HPDL__GEMM_LANES); \
-        int i0, j0, p0;                                                        \
-        ACC *Ap, *Bp, *acc;                                                    \
-        if (M == 0 || N == 0) return HPDL_OK;                                  \
-        if (K == 0 || alpha == 0) { /* BLAS: A and B are not read */          \
-            store(C, ldc, 0, 0, M, N, NULL, 0, alpha, beta);                   \
-            return HPDL_OK;                                                    \
-        }                                                                      \
-        Ap = (ACC *)hpdl_alloc((size_t)mcap * kcap + (size_t)kcap * ncap + (size_t)mcap * ncap, sizeof(ACC)); \
-        if (!Ap) return HPDL_ERR_NOMEM;                                        \
-        Bp = Ap + (size_t)mcap * kcap;                                         \
-        acc = Bp + (size_t)kcap * ncap;                                        \
-        for (i0 = 0; i0 < M; i0 += HPDL__GEMM_MC) {                            \
-            int mc = hpdl__min_int(M - i0, HPDL__GEMM_MC);                     \
-            for (j0 = 0; j0 < N; j0 += HPDL__GEMM_NC) {                        \
-                int nc = hpdl__min_int(N - j0, HPDL__GEMM_NC), ncp = hpdl__round_up(nc, HPDL__GEMM_LANES); \
-                memset(acc, 0, (size_t)mc * ncp * sizeof(ACC));                \
-                for (p0 = 0; p0 < K; p0 += HPDL__GEMM_KC) {                    \
-                    int kc = hpdl__min_int(K - p0, HPDL__GEMM_KC);             \
-                    pack(A, lda, ta, i0, p0, mc, kc, Ap, kc);                  \
-                    pack(B, ldb, tb, p0, j0, kc, nc, Bp, ncp);                 \
-                    hpdl__gemm_tile_##ACC(mc, kc, ncp, Ap, Bp, acc);           \
-                }                                                              \
-                store(C, ldc, i0, j0, mc, nc, acc, ncp, alpha, beta);          \
-            }                                                                  \
-        }                                                                      \
-        HPDL_FREE(Ap);                                                         \
-        return HPDL_OK;                                                        \
+            hpdl__gemm_pack_fn pack, hpdl__gemm_store_fn store) {              \
+        hpdl__gemm_kernels kern;                                               \
+        kern.acc_size = sizeof(ACC);                                           \
+        kern.tile = hpdl__gemm_tile_##ACC;                                     \
+        kern.pack = pack;                                                      \
+        kern.store = store;                                                    \
+        return hpdl__gemm_blocked(&kern, ta, tb, M, N, K, &alpha, alpha == 0, A, lda, B, ldb, &beta, C, ldc); \
     }
 
 HPDL__DEFINE_GEMM_CORE(float)
@@ -902,17 +934,20 @@ HPDL__DEFINE_GEMM_CORE(double)
 /* The typed part of GEMM: packing (LOAD), storing (STORE), validation. */
 #define HPDL_DEFINE_GEMM(SUFFIX, T, ACC_T, LOAD, STORE)                        \
     static inline void hpdl__gemm_pack_##SUFFIX(const void *X, int ld, hpdl_transpose t, int r0, int c0, \
-                                                int rows, int cols, ACC_T *dst, int ldd) { \
+                                                int rows, int cols, void *dst, int ldd) { \
         const T *x = (const T *)X;                                             \
         int r, c;                                                              \
         for (r = 0; r < rows; r++) {                                           \
-            ACC_T *d = dst + (size_t)r * (size_t)ldd;                          \
+            ACC_T *d = (ACC_T *)dst + (size_t)r * (size_t)ldd;                 \
             for (c = 0; c < cols; c++) d[c] = (ACC_T)LOAD(x[hpdl__op_offset(t, ld, r0 + r, c0 + c)]); \
             for (; c < ldd; c++) d[c] = 0;                                     \
         }                                                                      \
     }                                                                          \
     static inline void hpdl__gemm_store_##SUFFIX(void *C, int ldc, int r0, int c0, int rows, int cols, \
-                                                 const ACC_T *acc, int ldacc, ACC_T alpha, ACC_T beta) { \
+                                                 const void *acc_buf, int ldacc, const void *alpha_p, \
+                                                 const void *beta_p) {         \
+        const ACC_T *acc = (const ACC_T *)acc_buf;                             \
+        ACC_T alpha = *(const ACC_T *)alpha_p, beta = *(const ACC_T *)beta_p;  \
         int r, c;                                                              \
         for (r = 0; r < rows; r++) {                                           \
             T *y = (T *)C + (size_t)(r0 + r) * (size_t)ldc + c0;               \
