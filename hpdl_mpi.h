@@ -3676,16 +3676,301 @@ HPDL_MPI_API hpdl_status hpdl__tp_finish_stats(hpdl_mpi_tp_stats *st, const doub
     return HPDL_OK;
 }
 
+/* hpdl_mpi_tp_<s> as the type-independent functions below see it: the same
+   members in the same order with untyped buffers, a byte copy of the typed
+   struct (as hpdl__mlp_any is of hpdl_mlp_<s>). */
+typedef struct hpdl__mpi_tp_any {
+    hpdl_mpi_tp_config cfg;
+    int rank, size;
+    hpdl_mpi_tp_shape shape;
+    void *params, *W0, *b0, *W1, *b1; /* in x h, h, h x classes, classes (replicated): views of params */
+    void *grads, *dW0, *db0, *dW1, *db1;
+    void *X;                          /* the step's rows, batch x in */
+    int32_t *y;
+    void *A, *dA;                     /* hidden slice and its gradient, batch x h */
+    void *Z, *dZ;                     /* logits (the allreduce buffer) and their gradient, batch x classes */
+    hpdl_mpi_dp_plan plan;            /* rank 0 of 1: the serial batch order, the same on every rank */
+    int64_t allreduces;               /* this epoch's count, and its bytes */
+    double reduced_bytes, largest_bytes;
+    hpdl_mpi_dtype dtype;             /* the element type, for MPI */
+    const hpdl__mlp_ops *ops;         /* and its numeric primitives */
+} hpdl__mpi_tp_any;
+
+/* Frees all that create made and zeroes *tp. */
+HPDL_MPI_API void hpdl__mpi_tp_free_any(hpdl__mpi_tp_any *tp) {
+    HPDL_FREE(tp->params); HPDL_FREE(tp->grads); HPDL_FREE(tp->X); HPDL_FREE(tp->y);
+    HPDL_FREE(tp->A); HPDL_FREE(tp->dA); HPDL_FREE(tp->Z); HPDL_FREE(tp->dZ);
+    hpdl_mpi_dp_plan_destroy(&tp->plan);
+    memset(tp, 0, sizeof *tp);
+}
+
+/* W0, b0, W1, b1 inside one array p = [W0 | b0 | W1 | b1] of elements of
+   `size` bytes. */
+HPDL_MPI_API void hpdl__tp_views(const hpdl_mpi_tp_shape *sh, void *p, size_t size, void **W0, void **b0, void **W1,
+                                 void **b1) {
+    *W0 = p;
+    *b0 = (char *)*W0 + (size_t)sh->in * sh->h * size;
+    *W1 = (char *)*b0 + (size_t)sh->h * size;
+    *b1 = (char *)*W1 + (size_t)sh->h * sh->classes * size;
+}
+
+/* The plan, the slice's parameters and gradients, and the step's buffers. */
+HPDL_MPI_API hpdl_status hpdl__tp_alloc(hpdl__mpi_tp_any *tp, int64_t n) {
+    const hpdl_mpi_tp_shape *sh = &tp->shape;
+    size_t size = tp->ops->size;
+    size_t b = (size_t)tp->cfg.batch, np = (size_t)hpdl__tp_slice_count(sh, sh->h) + sh->classes;
+    hpdl_status s = hpdl_mpi_dp_plan_create(&tp->plan, n, tp->cfg.batch, 0, 1);
+    if (s != HPDL_OK) return s;
+    tp->params = hpdl_alloc(np, size);
+    tp->grads = hpdl_alloc(np, size);
+    tp->X = hpdl_alloc(b * sh->in, size);
+    tp->y = (int32_t *)hpdl_alloc(b, sizeof(int32_t));
+    tp->A = hpdl_alloc(b * sh->h, size);
+    tp->dA = hpdl_alloc(b * sh->h, size);
+    tp->Z = hpdl_alloc(b * sh->classes, size);
+    tp->dZ = hpdl_alloc(b * sh->classes, size);
+    if (!tp->params || !tp->grads || !tp->X || !tp->y || !tp->A || !tp->dA || !tp->Z || !tp->dZ)
+        return HPDL_ERR_NOMEM;
+    hpdl__tp_views(sh, tp->params, size, &tp->W0, &tp->b0, &tp->W1, &tp->b1);
+    hpdl__tp_views(sh, tp->grads, size, &tp->dW0, &tp->db0, &tp->dW1, &tp->db1);
+    return HPDL_OK;
+}
+
+/* Collective: rank 0's parameters, via a full copy on every rank that
+   lives only as long as this call; then each rank keeps its slice. */
+HPDL_MPI_API hpdl_status hpdl__tp_load(hpdl__mpi_tp_any *tp, const hpdl__mlp_any *model) {
+    size_t size = tp->ops->size;
+    hpdl__mlp_any full;
+    hpdl_status s;
+    memset(&full, 0, sizeof full); /* freeable even if creating it fails */
+    s = hpdl__mlp_create_zero_any(&full, 3, model->widths, model->act, tp->ops);
+    if (s == HPDL_OK) s = hpdl__mlp_copy_any(&full, model, tp->ops);
+    s = hpdl__dp_agree(s, tp->cfg.comm);
+    if (s == HPDL_OK) s = hpdl__dp_bcast_model(&full, tp->dtype, tp->cfg.comm);
+    if (s == HPDL_OK) {
+        hpdl__tp_slice_get(&tp->shape, tp->shape.h0, tp->shape.h, full.W[0], full.b[0], full.W[1], tp->params, size);
+        memcpy(tp->b1, full.b[1], (size_t)tp->shape.classes * size);
+    }
+    hpdl__mlp_free_any(&full);
+    return s;
+}
+
+/* Collective. Splits rank 0's model (in -> hidden -> classes; every rank
+   passes one of that shape, none is modified; NULL: no model) over the
+   ranks of cfg->comm for training on n_train samples per epoch. The config
+   must be the same on every rank. A bad argument on any rank (have_tp 0: no
+   place for the result) gives every rank HPDL_ERR_INVALID (a deeper MLP or
+   NCCL: HPDL_ERR_UNSUPPORTED); on an error nothing stays allocated. */
+HPDL_MPI_API hpdl_status hpdl__mpi_tp_create_any(hpdl__mpi_tp_any *made, int have_tp, const hpdl__mlp_any *model,
+                                                 int64_t n_train, const hpdl_mpi_tp_config *cfg, hpdl_mpi_dtype dtype,
+                                                 const hpdl__mlp_ops *ops) {
+    int64_t v[11];
+    hpdl_status s = HPDL_OK;
+    int ok;
+    if (!cfg || cfg->comm == MPI_COMM_NULL) return HPDL_ERR_INVALID; /* nobody to agree with */
+    ok = have_tp && hpdl__mlp_ok_any(model) && hpdl__tp_config_ok(cfg) && n_train >= 1 && n_train <= INT32_MAX;
+    if (!ok) s = HPDL_ERR_INVALID;
+    else if (model->n_layers != 2 || hpdl__mpi_algo_device_only(cfg->algo)) s = HPDL_ERR_UNSUPPORTED;
+    memset(v, 0, sizeof v);
+    if (ok) { /* what every rank must agree on */
+        v[0] = model->n_layers; v[1] = model->widths[0]; v[2] = model->widths[1]; v[3] = model->widths[2];
+        v[4] = model->act; v[5] = cfg->batch; v[6] = cfg->algo; v[7] = n_train;
+        v[8] = (int64_t)cfg->seed; v[9] = hpdl__tp_bits(cfg->lr); v[10] = hpdl__tp_bits(cfg->l2);
+    }
+    s = hpdl__tp_agree(s, v, 11, cfg->comm);
+    if (s != HPDL_OK) return s;
+    memset(made, 0, sizeof *made);
+    made->cfg = *cfg;
+    made->dtype = dtype;
+    made->ops = ops;
+    MPI_Comm_rank(cfg->comm, &made->rank);
+    MPI_Comm_size(cfg->comm, &made->size);
+    made->shape.in = model->widths[0];
+    made->shape.hidden = model->widths[1];
+    made->shape.classes = model->widths[2];
+    made->shape.act = model->act;
+    hpdl__tp_units(made->shape.hidden, made->rank, made->size, &made->shape.h0, &made->shape.h);
+    s = hpdl__dp_agree(hpdl__tp_alloc(made, n_train), cfg->comm);
+    if (s == HPDL_OK) s = hpdl__tp_load(made, model);
+    if (s != HPDL_OK) hpdl__mpi_tp_free_any(made);
+    return s;
+}
+
+/* Z = this rank's partial logits A·W1[r, :] for the rows in tp->X: zeros
+   when it owns no hidden unit, so that it still joins the sum. */
+HPDL_MPI_API hpdl_status hpdl__tp_forward(hpdl__mpi_tp_any *tp, int rows) {
+    const hpdl_mpi_tp_shape *sh = &tp->shape;
+    const hpdl__mlp_ops *ops = tp->ops;
+    int h = sh->h;
+    hpdl_status s;
+    if (h == 0) { memset(tp->Z, 0, (size_t)rows * sh->classes * ops->size); return HPDL_OK; }
+    s = ops->gemm(HPDL_NO_TRANS, HPDL_NO_TRANS, rows, h, sh->in, tp->X, sh->in, tp->W0, h, tp->A, h);
+    if (s == HPDL_OK) s = ops->bias_act(rows, h, tp->A, tp->b0, 1, sh->act);
+    if (s == HPDL_OK)
+        s = ops->gemm(HPDL_NO_TRANS, HPDL_NO_TRANS, rows, sh->classes, h, tp->A, h, tp->W1, sh->classes, tp->Z,
+                      sh->classes);
+    return s;
+}
+
+/* After the allreduce: logits = Z + b1, then the loss, dZ and hits,
+   identical on every rank. */
+HPDL_MPI_API hpdl_status hpdl__tp_loss(hpdl__mpi_tp_any *tp, int rows, double *loss, int64_t *hits) {
+    int C = tp->shape.classes;
+    tp->ops->bias_act(rows, C, tp->Z, tp->b1, 0, tp->shape.act); /* no activation: cannot fail */
+    *hits = tp->ops->argmax_hits(rows, C, tp->Z, tp->y);
+    return tp->ops->softmax_xent(rows, C, tp->Z, tp->y, tp->dZ, loss);
+}
+
+/* The slice's gradients from dZ; no communication (see above). */
+HPDL_MPI_API hpdl_status hpdl__tp_backward(hpdl__mpi_tp_any *tp, int rows) {
+    const hpdl_mpi_tp_shape *sh = &tp->shape;
+    const hpdl__mlp_ops *ops = tp->ops;
+    int h = sh->h, C = sh->classes;
+    hpdl_status s;
+    ops->column_sums(rows, C, tp->dZ, tp->db1);
+    if (h == 0) return HPDL_OK;
+    s = ops->gemm(HPDL_TRANS, HPDL_NO_TRANS, h, C, rows, tp->A, h, tp->dZ, C, tp->dW1, C);
+    if (s == HPDL_OK) s = ops->gemm(HPDL_NO_TRANS, HPDL_TRANS, rows, h, C, tp->dZ, C, tp->W1, C, tp->dA, h);
+    if (s == HPDL_OK) s = ops->act_grad((int64_t)rows * h, tp->A, tp->dA, sh->act);
+    if (s == HPDL_OK) s = ops->gemm(HPDL_TRANS, HPDL_NO_TRANS, sh->in, h, rows, tp->X, sh->in, tp->dA, h, tp->dW0, h);
+    if (s == HPDL_OK) ops->column_sums(rows, h, tp->dA, tp->db0);
+    return s;
+}
+
+/* hpdl_mlp_sgd_<s> on the slice: weights with l2, biases without; lr and
+   l2 rounded to the element type first, as the typed call would. */
+HPDL_MPI_API void hpdl__tp_update(hpdl__mpi_tp_any *tp) {
+    const hpdl_mpi_tp_shape *sh = &tp->shape;
+    const hpdl__mlp_ops *ops = tp->ops;
+    double lr = ops->to_acc(tp->cfg.lr), l2 = ops->to_acc(tp->cfg.l2);
+    ops->sgd_update((size_t)sh->in * sh->h, tp->W0, tp->dW0, lr, l2, 1);
+    ops->sgd_update((size_t)sh->h, tp->b0, tp->db0, lr, 0, 1);
+    ops->sgd_update((size_t)sh->h * sh->classes, tp->W1, tp->dW1, lr, l2, 1);
+    ops->sgd_update((size_t)sh->classes, tp->b1, tp->db1, lr, 0, 1);
+}
+
+/* One step on the rows in tp->X / tp->y. times[1] += compute,
+   times[2] += communication. */
+HPDL_MPI_API hpdl_status hpdl__tp_step(hpdl__mpi_tp_any *tp, int rows, double *loss, int64_t *hits, double *times) {
+    int64_t count = (int64_t)rows * tp->shape.classes;
+    double bytes = (double)count * tp->ops->size, t0 = hpdl_time_now(), t1, t2;
+    hpdl_status s = hpdl__tp_forward(tp, rows);
+    t1 = hpdl_time_now();
+    if (s == HPDL_OK) {
+        s = hpdl__tp_allreduce(tp->Z, count, tp->dtype, &tp->cfg, tp->size);
+        tp->allreduces++;
+        tp->reduced_bytes += bytes;
+        if (bytes > tp->largest_bytes) tp->largest_bytes = bytes;
+    }
+    t2 = hpdl_time_now();
+    if (s == HPDL_OK) s = hpdl__tp_loss(tp, rows, loss, hits);
+    /* The loss is the same on every rank, so all stop at the same step,
+       before updating, without another message. (A slice update that
+       overflows on one rank shows up as a non-finite loss one step later.) */
+    if (s == HPDL_OK && !(fabs(*loss) <= DBL_MAX)) s = HPDL_ERR_NUMERIC;
+    if (s == HPDL_OK) s = hpdl__tp_backward(tp, rows);
+    if (s == HPDL_OK) hpdl__tp_update(tp);
+    times[1] += (t1 - t0) + (hpdl_time_now() - t2);
+    times[2] += t2 - t1;
+    return s;
+}
+
+/* Collective: one epoch (index `epoch`, from 0: it keys the shuffle) over
+   X (n_train x in) and labels, the same data on every rank: the serial
+   trainer's steps of cfg.batch rows, the last one short. out (optional)
+   gets the epoch's stats. */
+HPDL_MPI_API hpdl_status hpdl__mpi_tp_epoch_any(hpdl__mpi_tp_any *tp, const void *X, const int32_t *labels, int epoch,
+                                                hpdl_mpi_tp_stats *out) {
+    hpdl_mpi_tp_stats st;
+    double loss_sum = 0, times[3] = {0, 0, 0}, t0;
+    int64_t s, first = 0, hits_sum = 0, i, e = epoch;
+    int rows = 0, global_rows = 0;
+    size_t row_bytes;
+    hpdl_status status = HPDL_OK;
+    if (!tp->params) return HPDL_ERR_INVALID;
+    row_bytes = (size_t)tp->shape.in * tp->ops->size;
+    if (!X || epoch < 0 || !hpdl__labels_ok(tp->plan.n, labels, tp->shape.classes)) status = HPDL_ERR_INVALID;
+    status = hpdl__tp_agree(status, &e, 1, tp->cfg.comm);
+    if (status != HPDL_OK) return status;
+    memset(&st, 0, sizeof st);
+    tp->allreduces = 0;
+    tp->reduced_bytes = tp->largest_bytes = 0;
+    t0 = hpdl_time_now();
+    hpdl_mpi_dp_plan_epoch(&tp->plan, tp->cfg.seed, epoch);
+    for (s = 0; status == HPDL_OK && s < tp->plan.steps; s++) {
+        double loss = 0;
+        int64_t hits = 0;
+        double g0 = hpdl_time_now();
+        hpdl_mpi_dp_plan_step(&tp->plan, s, &first, &rows, &global_rows);
+        for (i = 0; i < rows; i++) {
+            int32_t r = tp->plan.order[first + i];
+            memcpy((char *)tp->X + (size_t)i * row_bytes, (const char *)X + (size_t)r * row_bytes, row_bytes);
+            tp->y[i] = labels[r];
+        }
+        times[1] += hpdl_time_now() - g0;
+        status = hpdl__tp_step(tp, rows, &loss, &hits, times);
+        loss_sum += loss * rows;
+        hits_sum += hits;
+    }
+    times[0] = hpdl_time_now() - t0;
+    st.steps = tp->plan.steps;
+    st.samples = tp->plan.n;
+    st.loss = loss_sum / (double)tp->plan.n;
+    st.accuracy = (double)hits_sum / (double)tp->plan.n;
+    st.allreduces = tp->allreduces;
+    st.step_bytes = tp->largest_bytes;
+    st.epoch_bytes = tp->reduced_bytes;
+    st.dp_grad_bytes = hpdl__tp_dp_grad_bytes(&tp->shape, tp->ops->size);
+    if (status == HPDL_OK) status = hpdl__tp_finish_stats(&st, times, tp->size, tp->cfg.comm);
+    if (status == HPDL_OK && out) *out = st;
+    return status;
+}
+
+/* Collective: the whole model into *out on every rank (out: a model of the
+   same widths, NULL: none), by one allgather of the slices. A bad argument
+   on any rank gives every rank HPDL_ERR_INVALID and *out is left as it was. */
+HPDL_MPI_API hpdl_status hpdl__mpi_tp_gather_any(const hpdl__mpi_tp_any *tp, hpdl__mlp_any *out) {
+    const hpdl_mpi_tp_shape *sh = &tp->shape;
+    size_t size = tp->ops->size;
+    hpdl_status s = HPDL_OK;
+    int widths[3];
+    void *all = NULL;
+    int *counts = NULL, *displs = NULL;
+    widths[0] = sh->in; widths[1] = sh->hidden; widths[2] = sh->classes;
+    if (!hpdl__mlp_ok_any(out) || !hpdl__same_widths(out->n_layers, out->widths, 2, widths))
+        s = HPDL_ERR_INVALID;
+    else if (hpdl__tp_slice_count(sh, sh->hidden) > INT_MAX)
+        s = HPDL_ERR_UNSUPPORTED; /* MPI counts are int */
+    else {
+        all = hpdl_alloc((size_t)hpdl__tp_slice_count(sh, sh->hidden), size);
+        counts = (int *)hpdl_alloc((size_t)tp->size, sizeof(int));
+        displs = (int *)hpdl_alloc((size_t)tp->size, sizeof(int));
+        if (!all || !counts || !displs) s = HPDL_ERR_NOMEM;
+    }
+    s = hpdl__dp_agree(s, tp->cfg.comm);
+    if (s == HPDL_OK)
+        s = hpdl__tp_allgather(sh, tp->params, all, tp->dtype, counts, displs, tp->rank, tp->size, tp->cfg.comm);
+    if (s == HPDL_OK) {
+        hpdl__tp_unpack(sh, all, out->W[0], out->b[0], out->W[1], tp->size, size);
+        memcpy(out->b[1], tp->b1, (size_t)sh->classes * size);
+        out->act = sh->act;
+    }
+    HPDL_FREE(all); HPDL_FREE(counts); HPDL_FREE(displs);
+    return s;
+}
+
 /* hpdl_mpi_tp_<s>: this rank's slice of a hpdl_mlp_<s> with one hidden
    layer, its gradients and the step's buffers. params and grads are laid
    out [W0 | b0 | W1 | b1] so that the first hpdl__tp_slice_count elements
-   are what hpdl_mpi_tp_gather_<s> sends. */
+   are what hpdl_mpi_tp_gather_<s> sends. The struct mirrors
+   hpdl__mpi_tp_any; each function is a call of the hpdl__mpi_tp_*_any
+   above. */
 #define HPDL_DEFINE_MPI_TP(SUFFIX, T, DTYPE)                                                                          \
     typedef struct hpdl_mpi_tp_##SUFFIX {                                                                             \
         hpdl_mpi_tp_config cfg;                                                                                       \
         int rank, size;                                                                                               \
         hpdl_mpi_tp_shape shape;                                                                                      \
-        T *params, *W0, *b0, *W1, *b1; /* in x h, h, h x classes, classes (replicated): views of params */           \
+        T *params, *W0, *b0, *W1, *b1; /* in x h, h, h x classes, classes (replicated): views of params */            \
         T *grads, *dW0, *db0, *dW1, *db1;                                                                             \
         T *X;                          /* the step's rows, batch x in */                                              \
         int32_t *y;                                                                                                   \
@@ -3694,265 +3979,47 @@ HPDL_MPI_API hpdl_status hpdl__tp_finish_stats(hpdl_mpi_tp_stats *st, const doub
         hpdl_mpi_dp_plan plan;         /* rank 0 of 1: the serial batch order, the same on every rank */              \
         int64_t allreduces;            /* this epoch's count, and its bytes */                                        \
         double reduced_bytes, largest_bytes;                                                                          \
+        hpdl_mpi_dtype dtype;                                                                                         \
+        const hpdl__mlp_ops *ops;                                                                                     \
     } hpdl_mpi_tp_##SUFFIX;                                                                                           \
-    HPDL_MPI_API void hpdl_mpi_tp_destroy_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp) {                                            \
+    typedef char hpdl__mpi_tp_layout_check_##SUFFIX                                                                  \
+        [sizeof(hpdl_mpi_tp_##SUFFIX) == sizeof(hpdl__mpi_tp_any) ? 1 : -1];                                          \
+    HPDL_MPI_API void hpdl_mpi_tp_destroy_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp) {                                        \
+        hpdl__mpi_tp_any v;                                                                                           \
         if (!tp) return;                                                                                              \
-        HPDL_FREE(tp->params); HPDL_FREE(tp->grads); HPDL_FREE(tp->X); HPDL_FREE(tp->y);                              \
-        HPDL_FREE(tp->A); HPDL_FREE(tp->dA); HPDL_FREE(tp->Z); HPDL_FREE(tp->dZ);                                     \
-        hpdl_mpi_dp_plan_destroy(&tp->plan);                                                                          \
+        memcpy(&v, tp, sizeof v);                                                                                     \
+        hpdl__mpi_tp_free_any(&v);                                                                                    \
         memset(tp, 0, sizeof *tp);                                                                                    \
     }                                                                                                                 \
-    /* W0, b0, W1, b1 inside one array [W0 | b0 | W1 | b1]. */                                                        \
-    static inline void hpdl__tp_views_##SUFFIX(const hpdl_mpi_tp_shape *sh, T *p, T **W0, T **b0, T **W1, T **b1) {   \
-        *W0 = p;                                                                                                      \
-        *b0 = *W0 + (size_t)sh->in * sh->h;                                                                           \
-        *W1 = *b0 + sh->h;                                                                                            \
-        *b1 = *W1 + (size_t)sh->h * sh->classes;                                                                      \
+    /* *tp is written only on success. */                                                                             \
+    HPDL_MPI_API hpdl_status hpdl_mpi_tp_create_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp, const hpdl_mlp_##SUFFIX *model,    \
+                                                         int64_t n_train, const hpdl_mpi_tp_config *cfg) {            \
+        hpdl__mpi_tp_any made;                                                                                        \
+        hpdl__mlp_any m;                                                                                              \
+        hpdl_status s = hpdl__mpi_tp_create_any(&made, tp != NULL, hpdl__mlp_view_##SUFFIX(model, &m), n_train, cfg,  \
+                                                DTYPE, hpdl__mlp_ops_##SUFFIX());                                     \
+        if (s == HPDL_OK) memcpy(tp, &made, sizeof *tp);                                                              \
+        return s;                                                                                                     \
     }                                                                                                                 \
-    static inline hpdl_status hpdl__tp_alloc_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp, int64_t n) {                          \
-        const hpdl_mpi_tp_shape *sh = &tp->shape;                                                                     \
-        size_t b = (size_t)tp->cfg.batch, np = (size_t)hpdl__tp_slice_count(sh, sh->h) + sh->classes;                 \
-        hpdl_status s = hpdl_mpi_dp_plan_create(&tp->plan, n, tp->cfg.batch, 0, 1);                                   \
-        if (s != HPDL_OK) return s;                                                                                   \
-        tp->params = (T *)hpdl_alloc(np, sizeof(T));                                                                  \
-        tp->grads = (T *)hpdl_alloc(np, sizeof(T));                                                                   \
-        tp->X = (T *)hpdl_alloc(b * sh->in, sizeof(T));                                                               \
-        tp->y = (int32_t *)hpdl_alloc(b, sizeof(int32_t));                                                            \
-        tp->A = (T *)hpdl_alloc(b * sh->h, sizeof(T));                                                                \
-        tp->dA = (T *)hpdl_alloc(b * sh->h, sizeof(T));                                                               \
-        tp->Z = (T *)hpdl_alloc(b * sh->classes, sizeof(T));                                                          \
-        tp->dZ = (T *)hpdl_alloc(b * sh->classes, sizeof(T));                                                         \
-        if (!tp->params || !tp->grads || !tp->X || !tp->y || !tp->A || !tp->dA || !tp->Z || !tp->dZ)                  \
-            return HPDL_ERR_NOMEM;                                                                                    \
-        hpdl__tp_views_##SUFFIX(sh, tp->params, &tp->W0, &tp->b0, &tp->W1, &tp->b1);                                  \
-        hpdl__tp_views_##SUFFIX(sh, tp->grads, &tp->dW0, &tp->db0, &tp->dW1, &tp->db1);                               \
-        return HPDL_OK;                                                                                               \
-    }                                                                                                                 \
-    /* Collective: rank 0's parameters, via a full copy on every rank that   \
-       lives only as long as this call; then each rank keeps its slice. */                                            \
-    static inline hpdl_status hpdl__tp_load_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp, const hpdl_mlp_##SUFFIX *model) {      \
-        hpdl_mlp_##SUFFIX full;                                                                                       \
-        hpdl__mlp_any view;                                                                                           \
+    HPDL_MPI_API hpdl_status hpdl_mpi_tp_epoch_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp, const T *X, const int32_t *labels,  \
+                                                        int epoch, hpdl_mpi_tp_stats *out) {                          \
+        hpdl__mpi_tp_any v;                                                                                           \
         hpdl_status s;                                                                                                \
-        memset(&full, 0, sizeof full); /* destroyable even if creating it fails */                                    \
-        s = hpdl_mlp_create_zero_##SUFFIX(&full, 3, model->widths, model->act);                                       \
-        if (s == HPDL_OK) s = hpdl_mlp_copy_##SUFFIX(&full, model);                                                   \
-        s = hpdl__dp_agree(s, tp->cfg.comm);                                                                          \
-        if (s == HPDL_OK) s = hpdl__dp_bcast_model(hpdl__mlp_view_##SUFFIX(&full, &view), DTYPE, tp->cfg.comm);     \
-        if (s == HPDL_OK) {                                                                                           \
-            hpdl__tp_slice_get(&tp->shape, tp->shape.h0, tp->shape.h, full.W[0], full.b[0], full.W[1], tp->params,    \
-                               sizeof(T));                                                                            \
-            memcpy(tp->b1, full.b[1], (size_t)tp->shape.classes * sizeof(T));                                         \
-        }                                                                                                             \
-        hpdl_mlp_destroy_##SUFFIX(&full);                                                                             \
+        if (!tp) return HPDL_ERR_INVALID;                                                                             \
+        memcpy(&v, tp, sizeof v);                                                                                     \
+        s = hpdl__mpi_tp_epoch_any(&v, X, labels, epoch, out);                                                        \
+        memcpy(tp, &v, sizeof *tp); /* the plan and counters keep their state */                                      \
         return s;                                                                                                     \
     }                                                                                                                 \
-    /* Collective. Splits rank 0's *model (in -> hidden -> classes; every    \
-       rank passes one of that shape, none is modified) over the ranks of    \
-       cfg->comm for training on n_train samples per epoch. The config must  \
-       be the same on every rank. A bad argument on any rank gives every     \
-       rank HPDL_ERR_INVALID (a deeper MLP or NCCL: HPDL_ERR_UNSUPPORTED);   \
-       *tp is written only on success. */                                                                             \
-    HPDL_MPI_API hpdl_status hpdl_mpi_tp_create_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp, const hpdl_mlp_##SUFFIX *model,        \
-                                                     int64_t n_train, const hpdl_mpi_tp_config *cfg) {                \
-        hpdl_mpi_tp_##SUFFIX made;                                                                                    \
-        int64_t v[11];                                                                                                \
-        hpdl_status s = HPDL_OK;                                                                                      \
-        int ok;                                                                                                       \
-        if (!cfg || cfg->comm == MPI_COMM_NULL) return HPDL_ERR_INVALID; /* nobody to agree with */                   \
-        ok = tp && hpdl__mlp_ok_##SUFFIX(model) && hpdl__tp_config_ok(cfg) && n_train >= 1 && n_train <= INT32_MAX;   \
-        if (!ok) s = HPDL_ERR_INVALID;                                                                                \
-        else if (model->n_layers != 2 || hpdl__mpi_algo_device_only(cfg->algo)) s = HPDL_ERR_UNSUPPORTED;             \
-        memset(v, 0, sizeof v);                                                                                       \
-        if (ok) {                                                                                                     \
-            v[0] = model->n_layers; v[1] = model->widths[0]; v[2] = model->widths[1]; v[3] = model->widths[2];        \
-            v[4] = model->act; v[5] = cfg->batch; v[6] = cfg->algo; v[7] = n_train;                                   \
-            v[8] = (int64_t)cfg->seed; v[9] = hpdl__tp_bits(cfg->lr); v[10] = hpdl__tp_bits(cfg->l2);                \
-        }                                                                                                             \
-        s = hpdl__tp_agree(s, v, 11, cfg->comm);                                                                      \
-        if (s != HPDL_OK) return s;                                                                                   \
-        memset(&made, 0, sizeof made);                                                                                \
-        made.cfg = *cfg;                                                                                              \
-        MPI_Comm_rank(cfg->comm, &made.rank);                                                                         \
-        MPI_Comm_size(cfg->comm, &made.size);                                                                         \
-        made.shape.in = model->widths[0];                                                                             \
-        made.shape.hidden = model->widths[1];                                                                         \
-        made.shape.classes = model->widths[2];                                                                        \
-        made.shape.act = model->act;                                                                                  \
-        hpdl__tp_units(made.shape.hidden, made.rank, made.size, &made.shape.h0, &made.shape.h);                       \
-        s = hpdl__dp_agree(hpdl__tp_alloc_##SUFFIX(&made, n_train), cfg->comm);                                       \
-        if (s == HPDL_OK) s = hpdl__tp_load_##SUFFIX(&made, model);                                                   \
-        if (s != HPDL_OK) { hpdl_mpi_tp_destroy_##SUFFIX(&made); return s; }                                          \
-        *tp = made;                                                                                                   \
-        return HPDL_OK;                                                                                               \
-    }                                                                                                                 \
-    /* Z = this rank's partial logits A·W1[r, :] for the rows in tp->X: zeros \
-       when it owns no hidden unit, so that it still joins the sum. */                                                \
-    static inline hpdl_status hpdl__tp_forward_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp, int rows) {                         \
-        const hpdl_mpi_tp_shape *sh = &tp->shape;                                                                     \
-        int h = sh->h, r;                                                                                             \
-        hpdl_status s;                                                                                                \
-        if (h == 0) { memset(tp->Z, 0, (size_t)rows * sh->classes * sizeof(T)); return HPDL_OK; }                     \
-        s = hpdl_gemm_##SUFFIX(HPDL_NO_TRANS, HPDL_NO_TRANS, rows, h, sh->in, 1, tp->X, sh->in, tp->W0, h, 0, tp->A,  \
-                               h);                                                                                    \
-        for (r = 0; s == HPDL_OK && r < rows; r++)                                                                    \
-            hpdl_vec_add_##SUFFIX(h, tp->A + (size_t)r * h, tp->b0, tp->A + (size_t)r * h);                           \
-        if (s == HPDL_OK)                                                                                             \
-            s = sh->act == HPDL_ACT_RELU ? hpdl_relu_##SUFFIX((int64_t)rows * h, tp->A, tp->A)                        \
-                                         : hpdl_sigmoid_##SUFFIX((int64_t)rows * h, tp->A, tp->A);                    \
-        if (s == HPDL_OK)                                                                                             \
-            s = hpdl_gemm_##SUFFIX(HPDL_NO_TRANS, HPDL_NO_TRANS, rows, sh->classes, h, 1, tp->A, h, tp->W1,           \
-                                   sh->classes, 0, tp->Z, sh->classes);                                               \
-        return s;                                                                                                     \
-    }                                                                                                                 \
-    /* After the allreduce: logits = Z + b1, then the loss, dZ and hits,     \
-       identical on every rank. */                                                                                    \
-    static inline hpdl_status hpdl__tp_loss_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp, int rows, double *loss,              \
-                                                     int64_t *hits) {                                                 \
-        int C = tp->shape.classes, r;                                                                                 \
-        for (r = 0; r < rows; r++) hpdl_vec_add_##SUFFIX(C, tp->Z + (size_t)r * C, tp->b1, tp->Z + (size_t)r * C);    \
-        *hits = hpdl__argmax_hits_##SUFFIX(rows, C, tp->Z, tp->y);                                                    \
-        return hpdl_softmax_xent_##SUFFIX(rows, C, tp->Z, C, tp->y, tp->dZ, C, loss);                                 \
-    }                                                                                                                 \
-    /* The slice's gradients from dZ; no communication (see above). */                                                \
-    static inline hpdl_status hpdl__tp_backward_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp, int rows) {                        \
-        const hpdl_mpi_tp_shape *sh = &tp->shape;                                                                     \
-        int h = sh->h, C = sh->classes;                                                                               \
-        int64_t n = (int64_t)rows * h;                                                                                \
-        hpdl_status s;                                                                                                \
-        hpdl__column_sums_##SUFFIX(rows, C, tp->dZ, tp->db1);                                                         \
-        if (h == 0) return HPDL_OK;                                                                                   \
-        s = hpdl_gemm_##SUFFIX(HPDL_TRANS, HPDL_NO_TRANS, h, C, rows, 1, tp->A, h, tp->dZ, C, 0, tp->dW1, C);         \
-        if (s == HPDL_OK)                                                                                             \
-            s = hpdl_gemm_##SUFFIX(HPDL_NO_TRANS, HPDL_TRANS, rows, h, C, 1, tp->dZ, C, tp->W1, C, 0, tp->dA, h);     \
-        if (s == HPDL_OK)                                                                                             \
-            s = sh->act == HPDL_ACT_RELU ? hpdl_relu_grad_##SUFFIX(n, tp->A, tp->dA, tp->dA)                          \
-                                         : hpdl_sigmoid_grad_##SUFFIX(n, tp->A, tp->dA, tp->dA);                      \
-        if (s == HPDL_OK)                                                                                             \
-            s = hpdl_gemm_##SUFFIX(HPDL_TRANS, HPDL_NO_TRANS, sh->in, h, rows, 1, tp->X, sh->in, tp->dA, h, 0,        \
-                                   tp->dW0, h);                                                                       \
-        if (s == HPDL_OK) hpdl__column_sums_##SUFFIX(rows, h, tp->dA, tp->db0);                                       \
-        return s;                                                                                                     \
-    }                                                                                                                 \
-    /* hpdl_mlp_sgd_<s> on the slice: weights with l2, biases without. */                                           \
-    static inline void hpdl__tp_update_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp) {                                           \
-        const hpdl_mpi_tp_shape *sh = &tp->shape;                                                                     \
-        T lr = (T)tp->cfg.lr, l2 = (T)tp->cfg.l2;                                                                     \
-        hpdl__sgd_update_##SUFFIX((size_t)sh->in * sh->h, tp->W0, tp->dW0, lr, l2, 1);                                \
-        hpdl__sgd_update_##SUFFIX((size_t)sh->h, tp->b0, tp->db0, lr, 0, 1);                                          \
-        hpdl__sgd_update_##SUFFIX((size_t)sh->h * sh->classes, tp->W1, tp->dW1, lr, l2, 1);                           \
-        hpdl__sgd_update_##SUFFIX((size_t)sh->classes, tp->b1, tp->db1, lr, 0, 1);                                    \
-    }                                                                                                                 \
-    /* One step on the rows in tp->X / tp->y. times[1] += compute,           \
-       times[2] += communication. */                                                                                  \
-    static inline hpdl_status hpdl__tp_step_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp, int rows, double *loss, int64_t *hits, \
-                                                     double *times) {                                                 \
-        int64_t count = (int64_t)rows * tp->shape.classes;                                                            \
-        double t0 = hpdl_time_now(), t1, t2;                                                                          \
-        hpdl_status s = hpdl__tp_forward_##SUFFIX(tp, rows);                                                          \
-        t1 = hpdl_time_now();                                                                                         \
-        if (s == HPDL_OK) {                                                                                           \
-            s = hpdl__tp_allreduce(tp->Z, count, DTYPE, &tp->cfg, tp->size);                                          \
-            tp->allreduces++;                                                                                         \
-            tp->reduced_bytes += (double)count * sizeof(T);                                                           \
-            if ((double)count * sizeof(T) > tp->largest_bytes) tp->largest_bytes = (double)count * sizeof(T);         \
-        }                                                                                                             \
-        t2 = hpdl_time_now();                                                                                         \
-        if (s == HPDL_OK) s = hpdl__tp_loss_##SUFFIX(tp, rows, loss, hits);                                           \
-        /* The loss is the same on every rank, so all stop at the same step, \
-           before updating, without another message. (A slice update that    \
-           overflows on one rank shows up as a non-finite loss one step later.) */                                   \
-        if (s == HPDL_OK && !(fabs(*loss) <= DBL_MAX)) s = HPDL_ERR_NUMERIC;                                          \
-        if (s == HPDL_OK) s = hpdl__tp_backward_##SUFFIX(tp, rows);                                                   \
-        if (s == HPDL_OK) hpdl__tp_update_##SUFFIX(tp);                                                               \
-        times[1] += (t1 - t0) + (hpdl_time_now() - t2);                                                               \
-        times[2] += t2 - t1;                                                                                          \
-        return s;                                                                                                     \
-    }                                                                                                                 \
-    /* Collective: one epoch (index `epoch`, from 0: it keys the shuffle)    \
-       over X (n_train x in) and labels, the same data on every rank: the    \
-       serial trainer's steps of cfg.batch rows, the last one short. out     \
-       (optional) gets the epoch's stats. */                                                                          \
-    HPDL_MPI_API hpdl_status hpdl_mpi_tp_epoch_##SUFFIX(hpdl_mpi_tp_##SUFFIX *tp, const T *X, const int32_t *labels,      \
-                                                    int epoch, hpdl_mpi_tp_stats *out) {                              \
-        hpdl_mpi_tp_stats st;                                                                                         \
-        double loss_sum = 0, times[3] = {0, 0, 0}, t0;                                                                \
-        int64_t s, first = 0, hits_sum = 0, i, e = epoch;                                                             \
-        int rows = 0, global_rows = 0, in;                                                                            \
-        hpdl_status status = HPDL_OK;                                                                                 \
-        if (!tp || !tp->params) return HPDL_ERR_INVALID;                                                              \
-        in = tp->shape.in;                                                                                            \
-        if (!X || epoch < 0 || !hpdl__labels_ok(tp->plan.n, labels, tp->shape.classes)) status = HPDL_ERR_INVALID;    \
-        status = hpdl__tp_agree(status, &e, 1, tp->cfg.comm);                                                         \
-        if (status != HPDL_OK) return status;                                                                         \
-        memset(&st, 0, sizeof st);                                                                                    \
-        tp->allreduces = 0;                                                                                           \
-        tp->reduced_bytes = tp->largest_bytes = 0;                                                                    \
-        t0 = hpdl_time_now();                                                                                         \
-        hpdl_mpi_dp_plan_epoch(&tp->plan, tp->cfg.seed, epoch);                                                       \
-        for (s = 0; status == HPDL_OK && s < tp->plan.steps; s++) {                                                   \
-            double loss = 0;                                                                                          \
-            int64_t hits = 0;                                                                                         \
-            double g0 = hpdl_time_now();                                                                              \
-            hpdl_mpi_dp_plan_step(&tp->plan, s, &first, &rows, &global_rows);                                         \
-            for (i = 0; i < rows; i++) {                                                                              \
-                int32_t r = tp->plan.order[first + i];                                                                \
-                memcpy(tp->X + (size_t)i * in, X + (size_t)r * in, (size_t)in * sizeof(T));                           \
-                tp->y[i] = labels[r];                                                                                 \
-            }                                                                                                         \
-            times[1] += hpdl_time_now() - g0;                                                                         \
-            status = hpdl__tp_step_##SUFFIX(tp, rows, &loss, &hits, times);                                           \
-            loss_sum += loss * rows;                                                                                  \
-            hits_sum += hits;                                                                                         \
-        }                                                                                                             \
-        times[0] = hpdl_time_now() - t0;                                                                              \
-        st.steps = tp->plan.steps;                                                                                    \
-        st.samples = tp->plan.n;                                                                                      \
-        st.loss = loss_sum / (double)tp->plan.n;                                                                      \
-        st.accuracy = (double)hits_sum / (double)tp->plan.n;                                                          \
-        st.allreduces = tp->allreduces;                                                                               \
-        st.step_bytes = tp->largest_bytes;                                                                            \
-        st.epoch_bytes = tp->reduced_bytes;                                                                           \
-        st.dp_grad_bytes = hpdl__tp_dp_grad_bytes(&tp->shape, sizeof(T));                                             \
-        if (status == HPDL_OK) status = hpdl__tp_finish_stats(&st, times, tp->size, tp->cfg.comm);                    \
-        if (status == HPDL_OK && out) *out = st;                                                                      \
-        return status;                                                                                                \
-    }                                                                                                                 \
-    /* Collective: the whole model into *out on every rank (out: a model of  \
-       the same widths, e.g. from hpdl_mlp_create_zero_<s>), by one          \
-       allgather of the slices. A bad argument on any rank gives every rank  \
-       HPDL_ERR_INVALID and *out is left as it was. */                                                                \
-    HPDL_MPI_API hpdl_status hpdl_mpi_tp_gather_##SUFFIX(const hpdl_mpi_tp_##SUFFIX *tp, hpdl_mlp_##SUFFIX *out) {        \
-        const hpdl_mpi_tp_shape *sh;                                                                                  \
-        hpdl_status s = HPDL_OK;                                                                                      \
-        int widths[3];                                                                                                \
-        T *all = NULL;                                                                                                \
-        int *counts = NULL, *displs = NULL;                                                                           \
+    HPDL_MPI_API hpdl_status hpdl_mpi_tp_gather_##SUFFIX(const hpdl_mpi_tp_##SUFFIX *tp, hpdl_mlp_##SUFFIX *out) {    \
+        hpdl__mpi_tp_any v;                                                                                           \
+        hpdl__mlp_any o;                                                                                              \
         if (!tp || !tp->params) return HPDL_ERR_INVALID; /* nobody to agree with */                                   \
-        sh = &tp->shape;                                                                                              \
-        widths[0] = sh->in; widths[1] = sh->hidden; widths[2] = sh->classes;                                          \
-        if (!hpdl__mlp_ok_##SUFFIX(out) || !hpdl__same_widths(out->n_layers, out->widths, 2, widths))                 \
-            s = HPDL_ERR_INVALID;                                                                                     \
-        else if (hpdl__tp_slice_count(sh, sh->hidden) > INT_MAX)                                                      \
-            s = HPDL_ERR_UNSUPPORTED; /* MPI counts are int */                                                        \
-        else {                                                                                                        \
-            all = (T *)hpdl_alloc((size_t)hpdl__tp_slice_count(sh, sh->hidden), sizeof(T));                           \
-            counts = (int *)hpdl_alloc((size_t)tp->size, sizeof(int));                                                \
-            displs = (int *)hpdl_alloc((size_t)tp->size, sizeof(int));                                                \
-            if (!all || !counts || !displs) s = HPDL_ERR_NOMEM;                                                       \
-        }                                                                                                             \
-        s = hpdl__dp_agree(s, tp->cfg.comm);                                                                          \
-        if (s == HPDL_OK)                                                                                             \
-            s = hpdl__tp_allgather(sh, tp->params, all, DTYPE, counts, displs, tp->rank, tp->size, tp->cfg.comm);     \
-        if (s == HPDL_OK) {                                                                                           \
-            hpdl__tp_unpack(sh, all, out->W[0], out->b[0], out->W[1], tp->size, sizeof(T));                           \
-            memcpy(out->b[1], tp->b1, (size_t)sh->classes * sizeof(T));                                               \
-            out->act = sh->act;                                                                                       \
-        }                                                                                                             \
-        HPDL_FREE(all); HPDL_FREE(counts); HPDL_FREE(displs);                                                         \
-        return s;                                                                                                     \
+        memcpy(&v, tp, sizeof v);                                                                                     \
+        return hpdl__mlp_take_##SUFFIX(hpdl__mpi_tp_gather_any(&v, hpdl__mlp_view_##SUFFIX(out, &o)), &o, out);       \
     }
 
+/* hpdl_mpi_tp_create_f32 hpdl_mpi_tp_destroy_f32 hpdl_mpi_tp_epoch_f32 hpdl_mpi_tp_gather_f32 */
 HPDL_DEFINE_MPI_TP(f32, float, HPDL_MPI_F32)
 /* hpdl_mpi_tp_create_f64 hpdl_mpi_tp_destroy_f64 hpdl_mpi_tp_epoch_f64 hpdl_mpi_tp_gather_f64 */
 HPDL_DEFINE_MPI_TP(f64, double, HPDL_MPI_F64)
