@@ -234,6 +234,10 @@
                            (hpdl_csv_create/_commit/_discard), names inside
                            their folder; hpdl_quant_mlp_layer_output returns a
                            status; defined results at edge values.
+                           The MLP and the GEMM core's logic in ordinary
+                           functions (hpdl__mlp_*_any, hpdl__gemm_blocked);
+                           their macros only declare the typed structs and
+                           one-call functions.
 */
 #ifndef HPDL_H
 #define HPDL_H

@@ -213,7 +213,9 @@
                            NVLink allreduce through CUDA IPC: one-shot and
                            two-shot kernels with per-block flags, contexts
                            (hpdl_mpi_ipc_create), HPDL_ALLREDUCE_IPC_ONESHOT,
-                           _IPC_TWOSHOT and _AUTO.
+                           _IPC_TWOSHOT and _AUTO. The CPU data- and
+                           tensor-parallel drivers' logic in ordinary
+                           functions (hpdl__mpi_dp_*_any, hpdl__mpi_tp_*_any).
 */
 #ifndef HPDL_MPI_H
 #define HPDL_MPI_H
