@@ -123,18 +123,29 @@
          hpdl_status hpdl_sigmoid_<t>(n, x, y)
          hpdl_status hpdl_sigmoid_grad_<t>(n, y, dy, dx)
          hpdl_status hpdl_softmax_xent_<t>(rows, cols, logits, ld, labels, grad, ldg, loss)
-       MLP
+       MLP (the forms without <t>: C++ overloads on the model's type)
+         hpdl_status hpdl_mlp_accuracy(m, w, n, X, labels, accuracy)
          hpdl_status hpdl_mlp_accuracy_<t>(m, w, n, X, labels, accuracy)
+         hpdl_status hpdl_mlp_backward(m, w, batch, X, labels, grad, loss)
          hpdl_status hpdl_mlp_backward_<t>(m, w, batch, X, labels, grad, loss)
+         hpdl_status hpdl_mlp_copy(dst, src)
          hpdl_status hpdl_mlp_copy_<t>(dst, src)
+         hpdl_status hpdl_mlp_create(m, n_widths, widths, act, seed)
          hpdl_status hpdl_mlp_create_<t>(m, n_widths, widths, act, seed)
+         hpdl_status hpdl_mlp_create_zero(m, n_widths, widths, act)
          hpdl_status hpdl_mlp_create_zero_<t>(m, n_widths, widths, act)
+         void hpdl_mlp_destroy(m)
          void hpdl_mlp_destroy_<t>(m)
+         hpdl_status hpdl_mlp_forward(m, w, batch, X)
          hpdl_status hpdl_mlp_forward_<t>(m, w, batch, X)
          hpdl_status hpdl_mlp_parse_widths(hidden, in, out, widths, n_widths)
+         hpdl_status hpdl_mlp_sgd(m, grad, lr, l2)
          hpdl_status hpdl_mlp_sgd_<t>(m, grad, lr, l2)
+         hpdl_status hpdl_mlp_train_step(m, w, grad, batch, X, labels, lr, l2, loss)
          hpdl_status hpdl_mlp_train_step_<t>(m, w, grad, batch, X, labels, lr, l2, loss)
+         hpdl_status hpdl_mlp_work_create(w, m, max_batch)
          hpdl_status hpdl_mlp_work_create_<t>(w, m, max_batch)
+         void hpdl_mlp_work_destroy(w)
          void hpdl_mlp_work_destroy_<t>(w)
          hpdl_status hpdl_quant_mlp_accuracy(q, mode, w, n, X, labels, accuracy)
          hpdl_status hpdl_quant_mlp_build(q, m, n, X, pct)
@@ -2451,6 +2462,55 @@ static inline hpdl_status hpdl__mlp_accuracy_any(const hpdl__mlp_any *m, hpdl__m
    hpdl_mlp_work_create_bf16 hpdl_mlp_forward_bf16 hpdl_mlp_backward_bf16 hpdl_mlp_train_step_bf16
    hpdl_mlp_accuracy_bf16 */
 HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_MLP_TRAIN)
+
+#ifdef __cplusplus
+/* C++ only: the MLP functions overloaded on the model's type, so that code
+   written once for every precision (a template over hpdl_mlp_<t>) calls
+   hpdl_mlp_create(&m, ...) without naming the suffix. */
+#define HPDL__DEFINE_MLP_OVERLOADS(SUFFIX, T, ACC_T, LOAD, STORE)              \
+    HPDL_API hpdl_status hpdl_mlp_create(hpdl_mlp_##SUFFIX *m, int n_widths, const int *widths, \
+                                         hpdl_activation act, uint64_t seed) { \
+        return hpdl_mlp_create_##SUFFIX(m, n_widths, widths, act, seed);       \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_mlp_create_zero(hpdl_mlp_##SUFFIX *m, int n_widths, const int *widths, \
+                                              hpdl_activation act) {           \
+        return hpdl_mlp_create_zero_##SUFFIX(m, n_widths, widths, act);        \
+    }                                                                          \
+    HPDL_API void hpdl_mlp_destroy(hpdl_mlp_##SUFFIX *m) { hpdl_mlp_destroy_##SUFFIX(m); } \
+    HPDL_API hpdl_status hpdl_mlp_copy(hpdl_mlp_##SUFFIX *dst, const hpdl_mlp_##SUFFIX *src) { \
+        return hpdl_mlp_copy_##SUFFIX(dst, src);                               \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_mlp_sgd(hpdl_mlp_##SUFFIX *m, const hpdl_mlp_##SUFFIX *grad, ACC_T lr, ACC_T l2) { \
+        return hpdl_mlp_sgd_##SUFFIX(m, grad, lr, l2);                         \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_mlp_work_create(hpdl_mlp_work_##SUFFIX *w, const hpdl_mlp_##SUFFIX *m, int max_batch) { \
+        return hpdl_mlp_work_create_##SUFFIX(w, m, max_batch);                 \
+    }                                                                          \
+    HPDL_API void hpdl_mlp_work_destroy(hpdl_mlp_work_##SUFFIX *w) { hpdl_mlp_work_destroy_##SUFFIX(w); } \
+    HPDL_API hpdl_status hpdl_mlp_forward(const hpdl_mlp_##SUFFIX *m, hpdl_mlp_work_##SUFFIX *w, int batch, \
+                                          const T *X) {                        \
+        return hpdl_mlp_forward_##SUFFIX(m, w, batch, X);                      \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_mlp_backward(const hpdl_mlp_##SUFFIX *m, hpdl_mlp_work_##SUFFIX *w, int batch, \
+                                           const T *X, const int32_t *labels, hpdl_mlp_##SUFFIX *grad, \
+                                           double *loss) {                     \
+        return hpdl_mlp_backward_##SUFFIX(m, w, batch, X, labels, grad, loss); \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_mlp_train_step(hpdl_mlp_##SUFFIX *m, hpdl_mlp_work_##SUFFIX *w, \
+                                             hpdl_mlp_##SUFFIX *grad, int batch, const T *X, \
+                                             const int32_t *labels, ACC_T lr, ACC_T l2, double *loss) { \
+        return hpdl_mlp_train_step_##SUFFIX(m, w, grad, batch, X, labels, lr, l2, loss); \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_mlp_accuracy(const hpdl_mlp_##SUFFIX *m, hpdl_mlp_work_##SUFFIX *w, int64_t n, \
+                                           const T *X, const int32_t *labels, double *accuracy) { \
+        return hpdl_mlp_accuracy_##SUFFIX(m, w, n, X, labels, accuracy);       \
+    }
+
+/* hpdl_mlp_create hpdl_mlp_create_zero hpdl_mlp_destroy hpdl_mlp_copy hpdl_mlp_sgd
+   hpdl_mlp_work_create hpdl_mlp_work_destroy hpdl_mlp_forward hpdl_mlp_backward
+   hpdl_mlp_train_step hpdl_mlp_accuracy, one overload per type */
+HPDL_FOR_EACH_FLOAT_TYPE(HPDL__DEFINE_MLP_OVERLOADS)
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* IDX data sets (MNIST, Fashion-MNIST)                                      */

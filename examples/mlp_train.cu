@@ -98,62 +98,53 @@ static options parse_args(int argc, char **argv) {
     return o;
 }
 
-/* Each precision: the CPU twin (for --check and the initial weights), the
-   GPU model and the --check tolerance. f16 is mixed precision with f32
-   master weights, so its twin is the f32 CPU model. */
-#define PRECISION(NAME, SUFFIX, CPU, T, TOL)                                                              \
-    struct NAME {                                                                                         \
-        typedef T elem;                                                                                   \
-        typedef hpdl_mlp_##CPU cpu;                                                                       \
-        typedef hpdl_mlp_work_##CPU work;                                                                 \
-        typedef hpdl_cuda_mlp_##SUFFIX gpu;                                                               \
-        static const char *name() { return #SUFFIX; }                                                     \
-        static double tol() { return TOL; }                                                               \
-        static hpdl_status create(cpu *m, const options *o, uint64_t seed) {                              \
-            return hpdl_mlp_create_##CPU(m, o->n_widths, o->widths, o->act, seed);                        \
-        }                                                                                                 \
-        static void destroy(cpu *m) { hpdl_mlp_destroy_##CPU(m); }                                        \
-        static hpdl_status copy(cpu *d, const cpu *s) { /* a new model equal to s */                      \
-            hpdl_status st = hpdl_mlp_create_zero_##CPU(d, s->n_layers + 1, s->widths, s->act);           \
-            return st == HPDL_OK ? hpdl_mlp_copy_##CPU(d, s) : st;                                        \
-        }                                                                                                 \
-        static hpdl_status zero(cpu *m, const options *o) {                                               \
-            return hpdl_mlp_create_zero_##CPU(m, o->n_widths, o->widths, o->act);                         \
-        }                                                                                                 \
-        static hpdl_status work_create(work *w, const cpu *m, int b) {                                    \
-            return hpdl_mlp_work_create_##CPU(w, m, b);                                                   \
-        }                                                                                                 \
-        static void work_destroy(work *w) { hpdl_mlp_work_destroy_##CPU(w); }                             \
-        static hpdl_status cpu_step(cpu *m, work *w, cpu *g, int b, const T *X, const int32_t *y,         \
-                                    const options *o, double *loss) {                                     \
-            return hpdl_mlp_train_step_##CPU(m, w, g, b, X, y, o->lr, o->l2, loss);                       \
-        }                                                                                                 \
-        static hpdl_status gpu_create(gpu *g, const cpu *m, int b, const options *o) {                    \
-            hpdl_status s = hpdl_cuda_mlp_create_##SUFFIX(g, m, b);                                       \
-            if (s == HPDL_OK && o->algo >= 0) g->algo = (hpdl_gemm_algo)o->algo;                          \
-            return s;                                                                                     \
-        }                                                                                                 \
-        static int64_t skipped(gpu *g) {                                                                  \
-            int64_t n = 0;                                                                                \
-            HPDL_CHECK(hpdl_cuda_mlp_scaler_##SUFFIX(g, NULL, &n));                                       \
-            return n;                                                                                     \
-        }                                                                                                 \
-        static void gpu_destroy(gpu *g) { hpdl_cuda_mlp_destroy_##SUFFIX(g); }                            \
-        static hpdl_status download(const gpu *g, cpu *m) { return hpdl_cuda_mlp_download_##SUFFIX(g, m); } \
-        static hpdl_status gpu_step(gpu *g, int b, const T *X, const int32_t *y, const options *o, double *loss) { \
-            return hpdl_cuda_mlp_train_step_##SUFFIX(g, b, X, y, o->lr, o->l2, loss);                     \
-        }                                                                                                 \
-        static hpdl_status epoch(gpu *g, hpdl_cuda_dataset *d, const options *o, uint64_t seed,           \
-                                 hpdl_cuda_mlp_stats *st) {                                               \
-            return hpdl_cuda_mlp_train_epoch_##SUFFIX(g, d, o->batch, o->lr, o->l2, seed, st);            \
-        }                                                                                                 \
-        static hpdl_status evaluate(gpu *g, hpdl_cuda_dataset *d, hpdl_cuda_mlp_stats *st) {              \
-            return hpdl_cuda_mlp_evaluate_##SUFFIX(g, d, st);                                             \
-        }                                                                                                 \
-    };
-PRECISION(prec_f32, f32, f32, float, 1e-5)
-PRECISION(prec_f64, f64, f64, double, 1e-12)
-PRECISION(prec_f16, f16, f32, float, 3e-2) /* f16 products; biases start at 0, so their relative error is the gradients (~1e-2) */
+/* Each precision: the data's element type, the CPU twin (for --check and
+   the initial weights), its workspace, the GPU model and the --check
+   tolerance. f16 is mixed precision with f32 master weights, so its twin is
+   the f32 CPU model. The hpdl_mlp_* and hpdl_cuda_mlp_* calls below take
+   their type from the models'. */
+template <class T, class CPU, class WORK, class GPU>
+struct precision {
+    typedef T elem;
+    typedef CPU cpu;
+    typedef WORK work;
+    typedef GPU gpu;
+};
+struct prec_f32 : precision<float, hpdl_mlp_f32, hpdl_mlp_work_f32, hpdl_cuda_mlp_f32> {
+    static const char *name() { return "f32"; }
+    static double tol() { return 1e-5; }
+};
+struct prec_f64 : precision<double, hpdl_mlp_f64, hpdl_mlp_work_f64, hpdl_cuda_mlp_f64> {
+    static const char *name() { return "f64"; }
+    static double tol() { return 1e-12; }
+};
+struct prec_f16 : precision<float, hpdl_mlp_f32, hpdl_mlp_work_f32, hpdl_cuda_mlp_f16> {
+    static const char *name() { return "f16"; }
+    static double tol() { return 3e-2; } /* f16 products; biases start at 0, so their relative error is the gradients (~1e-2) */
+};
+
+/* A new model equal to s. */
+template <class M>
+static hpdl_status copy_model(M *d, const M *s) {
+    hpdl_status st = hpdl_mlp_create_zero(d, s->n_layers + 1, s->widths, s->act);
+    return st == HPDL_OK ? hpdl_mlp_copy(d, s) : st;
+}
+
+/* The GPU model of m, with --gemm's algorithm when given. */
+template <class G, class M>
+static hpdl_status gpu_create(G *g, const M *m, int batch, const options *o) {
+    hpdl_status s = hpdl_cuda_mlp_create(g, m, batch);
+    if (s == HPDL_OK && o->algo >= 0) g->algo = (hpdl_gemm_algo)o->algo;
+    return s;
+}
+
+/* Steps the mixed-precision loss scaler has skipped so far (0 otherwise). */
+template <class G>
+static int64_t skipped(G *g) {
+    int64_t n = 0;
+    HPDL_CHECK(hpdl_cuda_mlp_scaler(g, NULL, &n));
+    return n;
+}
 
 /* ||a - b||_F / ||b||_F of one weight matrix. */
 template <class T>
@@ -183,11 +174,11 @@ static int run_check(const options *o, const hpdl_dataset *train) {
     int s, l, fail = 0;
     if (!X) { fprintf(stderr, "out of memory\n"); return 1; }
     for (i = 0; i < (int64_t)n * in; i++) X[i] = (T)train->images[i];
-    HPDL_CHECK(P::create(&m, o, o->seed));
-    HPDL_CHECK(P::copy(&got, &m));
-    HPDL_CHECK(P::zero(&grad, o));
-    HPDL_CHECK(P::work_create(&w, &m, batch));
-    HPDL_CHECK(P::gpu_create(&g, &m, batch, o));
+    HPDL_CHECK(hpdl_mlp_create(&m, o->n_widths, o->widths, o->act, o->seed));
+    HPDL_CHECK(copy_model(&got, &m));
+    HPDL_CHECK(hpdl_mlp_create_zero(&grad, o->n_widths, o->widths, o->act));
+    HPDL_CHECK(hpdl_mlp_work_create(&w, &m, batch));
+    HPDL_CHECK(gpu_create(&g, &m, batch, o));
     HPDL_CUDA_CHECK(cudaMalloc((void **)&dX, (size_t)n * in * sizeof(T)));
     HPDL_CUDA_CHECK(cudaMalloc((void **)&dy, (size_t)n * sizeof(int32_t)));
     HPDL_CUDA_CHECK(cudaMemcpy(dX, X, (size_t)n * in * sizeof(T), cudaMemcpyHostToDevice));
@@ -196,16 +187,16 @@ static int run_check(const options *o, const hpdl_dataset *train) {
     for (s = 0; s < steps; s++) {
         size_t r0 = (size_t)(s * batch) % (size_t)(n - batch + 1);
         double lc = 0.0, lg = 0.0; /* the CPU step writes its loss */
-        int64_t skipped_before = P::skipped(&g);
-        HPDL_CHECK(P::gpu_step(&g, batch, dX + r0 * in, dy + r0, o, &lg));
-        if (P::skipped(&g) != skipped_before) { /* mixed precision overflowed: the scaler skipped it */
+        int64_t skipped_before = skipped(&g);
+        HPDL_CHECK(hpdl_cuda_mlp_train_step(&g, batch, dX + r0 * in, dy + r0, o->lr, o->l2, &lg));
+        if (skipped(&g) != skipped_before) { /* mixed precision overflowed: the scaler skipped it */
             printf("  step %d  gpu skipped the step (loss-scale overflow); so does the cpu\n", s);
             continue;
         }
-        HPDL_CHECK(P::cpu_step(&m, &w, &grad, batch, X + r0 * in, train->labels + r0, o, &lc));
+        HPDL_CHECK(hpdl_mlp_train_step(&m, &w, &grad, batch, X + r0 * in, train->labels + r0, o->lr, o->l2, &lc));
         printf("  step %d  loss cpu %.10f  gpu %.10f\n", s, lc, lg);
     }
-    HPDL_CHECK(P::download(&g, &got));
+    HPDL_CHECK(hpdl_cuda_mlp_download(&g, &got));
     for (l = 0; l < m.n_layers; l++) {
         double dw = rel_frobenius(got.W[l], m.W[l], (int64_t)m.widths[l] * m.widths[l + 1]);
         double db = rel_frobenius(got.b[l], m.b[l], m.widths[l + 1]);
@@ -215,11 +206,11 @@ static int run_check(const options *o, const hpdl_dataset *train) {
                db, bad ? "FAIL" : "ok");
     }
     printf("check %s (tolerance %.0e)\n", fail ? "FAILED" : "passed", P::tol());
-    P::gpu_destroy(&g);
-    P::work_destroy(&w);
-    P::destroy(&m);
-    P::destroy(&grad);
-    P::destroy(&got);
+    hpdl_cuda_mlp_destroy(&g);
+    hpdl_mlp_work_destroy(&w);
+    hpdl_mlp_destroy(&m);
+    hpdl_mlp_destroy(&grad);
+    hpdl_mlp_destroy(&got);
     cudaFree(dX);
     cudaFree(dy);
     HPDL_FREE(X);
@@ -236,14 +227,14 @@ static double train_run(const options *o, int run, uint64_t seed, hpdl_cuda_data
     typename P::gpu g;
     double t_start = hpdl_time_now(), hit_time = -1.0;
     int e;
-    HPDL_CHECK(P::create(&m, o, seed));
-    HPDL_CHECK(P::gpu_create(&g, &m, o->batch > 1000 ? o->batch : 1000, o));
+    HPDL_CHECK(hpdl_mlp_create(&m, o->n_widths, o->widths, o->act, seed));
+    HPDL_CHECK(gpu_create(&g, &m, o->batch > 1000 ? o->batch : 1000, o));
     for (e = 1; e <= o->epochs; e++) {
         hpdl_cuda_mlp_stats tr, te;
         double t0 = hpdl_time_now(), ms;
         hpdl_status s;
         memset(&tr, 0, sizeof tr); /* read below when the epoch fails */
-        s = P::epoch(&g, train, o, seed, &tr);
+        s = hpdl_cuda_mlp_train_epoch(&g, train, o->batch, o->lr, o->l2, seed, &tr);
         if (s == HPDL_ERR_NUMERIC || (s == HPDL_OK && !(fabs(tr.loss) <= DBL_MAX))) { /* f16: the loss tells */
             fprintf(stderr, "mlp_train: training diverged in epoch %d (loss %g, %lld steps not applied): "
                             "try a smaller --lr\n", e, tr.loss, (long long)tr.nonfinite_steps);
@@ -251,7 +242,7 @@ static double train_run(const options *o, int run, uint64_t seed, hpdl_cuda_data
         }
         HPDL_CHECK(s);
         ms = 1e3 * (hpdl_time_now() - t0);
-        HPDL_CHECK(P::evaluate(&g, test, &te));
+        HPDL_CHECK(hpdl_cuda_mlp_evaluate(&g, test, &te));
         printf("run %d epoch %2d/%d  loss %.4f  train %.2f%%  test %.2f%% (loss %.4f)  %8.1f ms  %10.0f samples/s",
                run, e, o->epochs, tr.loss, 100 * tr.accuracy, 100 * te.accuracy, te.loss, ms, tr.samples / (ms * 1e-3));
         if (!strcmp(P::name(), "f16")) printf("  scale %g skipped %lld", tr.loss_scale, (long long)tr.skipped_steps);
@@ -263,8 +254,8 @@ static double train_run(const options *o, int run, uint64_t seed, hpdl_cuda_data
         *final_acc = te.accuracy;
         if (o->target > 0.0 && te.accuracy >= o->target) { hit_time = hpdl_time_now() - t_start; break; }
     }
-    P::gpu_destroy(&g);
-    P::destroy(&m);
+    hpdl_cuda_mlp_destroy(&g);
+    hpdl_mlp_destroy(&m);
     return hit_time;
 }
 
