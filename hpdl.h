@@ -1976,6 +1976,7 @@ typedef struct hpdl__mlp_any {
     void *b[HPDL_MLP_MAX_LAYERS];
 } hpdl__mlp_any;
 
+/* One element type's numeric primitives for the MLP code. */
 typedef struct hpdl__mlp_ops {
     size_t size; /* bytes per element */
     /* w[0..n) = scale * standard normal draws, in order */

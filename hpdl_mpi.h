@@ -2860,6 +2860,8 @@ HPDL_MPI_API hpdl_status hpdl__mpi_dp_create_any(hpdl__mpi_dp_any *made, int hav
     return s;
 }
 
+/* Hands a finished gradient tensor to the bucketer, timing it as
+   communication. */
 HPDL_MPI_API hpdl_status hpdl__dp_ready(hpdl__mpi_dp_any *dp, int tensor) {
     double t0 = hpdl_time_now();
     hpdl_status s = hpdl_mpi_bucketer_ready(&dp->bucketer, tensor);
