@@ -90,13 +90,15 @@ CPU_BINS   := $(addprefix $(B)/cpu/,$(CPU_TESTS)) $(addprefix $(B)/asan/,$(CPU_T
 CHECK_OBJS := $(addprefix $(B)/clang/,$(addsuffix .o,$(CPU_TESTS))) \
               $(addprefix $(B)/cxx/,$(addsuffix .o,$(CPU_TESTS))) \
               $(B)/cpu/two_units $(B)/cxx/two_units
-GPU_BINS   := $(if $(HAVE_NVCC),$(addprefix $(B)/gpu/,$(GPU_TESTS)) $(EX_CU) $(BENCH_CU) $(ARCH_CHECKS))
+GPU_BINS   := $(if $(HAVE_NVCC),$(ARCH_CHECKS) $(addprefix $(B)/gpu/,$(GPU_TESTS)) $(EX_CU) $(BENCH_CU))
 MPI_BINS    = $(if $(HAVE_MPI),$(addprefix $(B)/mpi/,$(MPI_TESTS)))
 
 .PHONY: all test check fuzz bench examples data plots install clean help features deps course
 .DEFAULT_GOAL := all
 
-all: features $(CPU_BINS) $(CHECK_OBJS) $(EX_C) $(BENCH_C) $(GPU_BINS) $(MPI_BINS)
+# The longest jobs first (the two all-headers checks, ~2 min each here), so
+# that make -j never ends with one of them running alone.
+all: features $(GPU_BINS) $(CPU_BINS) $(CHECK_OBJS) $(EX_C) $(BENCH_C) $(MPI_BINS)
 
 features:
 	@echo "hpdl features: $(call mark,$(HAVE_NVCC)) nvcc  $(call mark,$(HAVE_GPU)) GPU$(if $(GPU_CC), (sm_$(GPU_CC)))  $(call mark,$(HAVE_MPI)) mpicc  $(call mark,$(HAVE_NCCL)) NCCL  $(call mark,$(HAVE_CUDNN)) cuDNN  $(call mark,$(HAVE_PLOT)) gnuplot"
