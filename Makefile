@@ -38,9 +38,9 @@ HAVE_PLOT   = $(shell command -v gnuplot >/dev/null 2>&1 && echo 1)
 mark        = $(if $(1),✓,✗)
 
 # Build for the GPU present. Without one, nothing runs device code, so every
-# program is compiled to unoptimised Hopper PTX (-Xcicc -O0: it checks that
-# the program compiles and links, and lets its GPU tests skip; no ptxas; 4-8x
-# less nvcc time than -O3 PTX, e.g. bench/gemm.cu 92 -> 12 s here), and
+# program is compiled to unoptimised Hopper PTX and host code (-Xcicc -O0,
+# -O0: it checks that the program compiles and links, and lets its GPU tests
+# skip; no ptxas; 4-9x less nvcc time, e.g. bench/gemm.cu 92 -> 10 s here), and
 # tests/all_headers.cu to optimised machine code for Hopper (sm_90a) and
 # Ampere (sm_80). A program builds only the kernels it calls (HPDL_LAZY in
 # hpdl_cuda.cuh: including the header costs ~3 s, a call of the f16 GEMM
@@ -53,6 +53,7 @@ else ifneq ($(GPU_CC),)
 NVARCH := -gencode arch=compute_$(GPU_CC),code=sm_$(GPU_CC)
 else
 NVARCH := -gencode arch=compute_90a,code=compute_90a -Xcicc -O0
+NVOPT  := -O0
 ARCH_CHECKS := $(B)/check/sm80_all_headers.o $(B)/check/sm90a_all_headers.o
 endif
 
@@ -60,8 +61,9 @@ WARN      := -Wall -Wextra -Werror
 CFLAGS_C  := -std=c99 -pedantic $(WARN) -O2 -march=native -I.
 CXXFLAGS  := -x c++ -std=c++11 $(WARN) -O2 -I.
 SANFLAGS  := -std=c99 -pedantic $(WARN) -O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer -I.
-NVCOMMON  := -O3 -std=c++17 -I. -Xcompiler -Wall,-Wextra -lineinfo
-NVFLAGS   := $(NVCOMMON) $(NVARCH)
+NVOPT     ?= -O3
+NVCOMMON  := -std=c++17 -I. -Xcompiler -Wall,-Wextra -lineinfo
+NVFLAGS   := $(NVCOMMON) $(NVOPT) $(NVARCH)
 SM80_ARCH := -gencode arch=compute_80,code=sm_80
 NVLIBS    := -lcublas -lcublasLt -Xlinker -rpath=$(CUDA_HOME)/lib64
 ifeq ($(HAVE_NCCL),1)
@@ -164,10 +166,10 @@ $(B)/check/api.inc: $(HEADERS) scripts/api_names.sh
 	    | sed 's/.*/    HPDL_INSTANTIATE(&)/' > $@.tmp && mv $@.tmp $@
 
 $(B)/check/sm80_all_headers.o: tests/all_headers.cu $(B)/check/api.inc $(HEADERS)
-	$(NVCC) $(NVCOMMON) $(SM80_ARCH) -I$(B)/check $(CHECK_DEFS) -c $< -o $@
+	$(NVCC) $(NVCOMMON) -O3 $(SM80_ARCH) -I$(B)/check $(CHECK_DEFS) -c $< -o $@
 
 $(B)/check/sm90a_all_headers.o: tests/all_headers.cu $(B)/check/api.inc $(HEADERS)
-	$(NVCC) $(NVCOMMON) -gencode arch=compute_90a,code=sm_90a -I$(B)/check $(CHECK_DEFS) -c $< -o $@
+	$(NVCC) $(NVCOMMON) -O3 -gencode arch=compute_90a,code=sm_90a -I$(B)/check $(CHECK_DEFS) -c $< -o $@
 
 $(B)/mpi/%: tests/%.c $(HEADERS)
 	@mkdir -p $(@D)
