@@ -158,18 +158,23 @@ $(B)/bench/%: bench/%.cu $(HEADERS)
 	$(nvcc_build)
 
 # The compile check instantiates every public function of the CUDA and MPI
-# headers (tests/all_headers.cu includes this list).
+# headers: tests/all_headers.cu includes their list, api.inc, which each
+# check writes for itself into its own folder first (a shared list made by
+# a rule of its own would let make -j start the checks last, not first).
 CHECK_DEFS = $(if $(HAVE_MPI),-DHPDL_HAVE_MPI $(MPI_CFLAGS)) $(if $(HAVE_NCCL),-DHPDL_USE_NCCL)
-$(B)/check/api.inc: $(HEADERS) scripts/api_names.sh
-	@mkdir -p $(@D)
+define api_list
+	@mkdir -p $(1)
 	set -o pipefail; echo '#include "hpdl_mpi.h"' | $(NVCC) -E -x cu -std=c++17 -I. $(CHECK_DEFS) - | scripts/api_names.sh \
-	    | sed 's/.*/    HPDL_INSTANTIATE(&)/' > $@.tmp && mv $@.tmp $@
+	    | sed 's/.*/    HPDL_INSTANTIATE(&)/' > $(1)/api.inc
+endef
 
-$(B)/check/sm80_all_headers.o: tests/all_headers.cu $(B)/check/api.inc $(HEADERS)
-	$(NVCC) $(NVCOMMON) -O3 $(SM80_ARCH) -I$(B)/check $(CHECK_DEFS) -c $< -o $@
+$(B)/check/sm80_all_headers.o: tests/all_headers.cu $(HEADERS) scripts/api_names.sh
+	$(call api_list,$(B)/check/sm80)
+	$(NVCC) $(NVCOMMON) -O3 $(SM80_ARCH) -I$(B)/check/sm80 $(CHECK_DEFS) -c $< -o $@
 
-$(B)/check/sm90a_all_headers.o: tests/all_headers.cu $(B)/check/api.inc $(HEADERS)
-	$(NVCC) $(NVCOMMON) -O3 -gencode arch=compute_90a,code=sm_90a -I$(B)/check $(CHECK_DEFS) -c $< -o $@
+$(B)/check/sm90a_all_headers.o: tests/all_headers.cu $(HEADERS) scripts/api_names.sh
+	$(call api_list,$(B)/check/sm90a)
+	$(NVCC) $(NVCOMMON) -O3 -gencode arch=compute_90a,code=sm_90a -I$(B)/check/sm90a $(CHECK_DEFS) -c $< -o $@
 
 $(B)/mpi/%: tests/%.c $(HEADERS)
 	@mkdir -p $(@D)
