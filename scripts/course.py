@@ -2,7 +2,7 @@
 """scripts/course.py - the tables of docs/course/*.md, generated from the committed CSVs.
 
 A course doc (docs/course/*.md) never holds a hand-typed figure, nor does the
-Results section of README.md. Each table sits between two
+docs/results.md. Each table sits between two
 marker comments, and this script writes what is between them:
 
     <!-- table: bench/results/h200-x2/allreduce.csv cols=metric,value,ratio -->
@@ -298,8 +298,8 @@ def strip_caption(block):
 
 
 def docs():
-    """The course docs, and the README, whose Results section is generated the same way."""
-    return sorted(glob.glob(os.path.join(DOCS, "*.md"))) + [os.path.join(ROOT, "README.md")]
+    """The course docs, and docs/results.md, whose tables are generated the same way."""
+    return sorted(glob.glob(os.path.join(DOCS, "*.md"))) + [os.path.join(ROOT, "docs", "results.md")]
 
 
 def run(check):
