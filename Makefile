@@ -253,7 +253,10 @@ endif
 
 examples: $(EX_C) $(EX_CU)
 
+# CIFAR-10 only when CIFAR_DIR names a copy (folder or .tar.gz); first, so a
+# machine without Fashion-MNIST still gets it.
 data:
+	@$(if $(CIFAR_DIR),CIFAR_DIR='$(CIFAR_DIR)' scripts/data.sh --cifar10 data/cifar-10)
 	@scripts/data.sh data/fashion-mnist
 
 plots:
@@ -278,7 +281,8 @@ help:
 	@echo "make fuzz       run each libFuzzer target (tests/fuzz/) for FUZZ_SECONDS [60]; make test runs them 5 s"
 	@echo "make bench      run every bench on this machine's GPU; CSVs and charts go to results/<gpu>/"
 	@echo "make examples   build the examples"
-	@echo "make data       put Fashion-MNIST IDX files in data/fashion-mnist (MNIST_DIR=... for your own)"
+	@echo "make data       put Fashion-MNIST IDX files in data/fashion-mnist (MNIST_DIR=... for your own);"
+	@echo "                CIFAR_DIR=... (cifar-10-batches-bin or its .tar.gz) adds data/cifar-10"
 	@echo "make plots      draw the charts of results/<gpu>/ (RESULTS=bench/results/h200: a published folder)"
 	@echo "make course     regenerate the tables of docs/course/*.md from bench/results/*/*.csv"
 	@echo "make install PREFIX=/usr/local   copy the three headers"

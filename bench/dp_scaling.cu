@@ -448,6 +448,11 @@ int main(int argc, char **argv) {
 #endif
     HPDL_MPI_CHECK_STATUS(hpdl_idx_load_dir(data, 1, &train_set));
     HPDL_MPI_CHECK_STATUS(hpdl_idx_load_dir(data, 0, &test_set));
+    if (train_set.channels != 1 || hpdl_dataset_features(&train_set) != 784 || hpdl_dataset_features(&test_set) != 784) {
+        if (g_rank == 0) fprintf(stderr, "dp_scaling: %s: expected one-channel 28x28 images (MNIST format)\n", data);
+        hpdl_mpi_finalize();
+        return 1;
+    }
     HPDL_MPI_CHECK_STATUS(hpdl_dataset_normalize(&train_set, 0.2860f, 0.3530f));
     HPDL_MPI_CHECK_STATUS(hpdl_dataset_normalize(&test_set, 0.2860f, 0.3530f));
     validate(&train_set);

@@ -147,7 +147,7 @@ static void epoch_order(int64_t *perm, int64_t n, uint64_t seed) {
    epochs, one CSV row per epoch: "key,epoch,loss,train_acc,test_acc,last". */
 static void train(const options *o, const hpdl_dataset *train_set, const hpdl_dataset *test, int hidden, double lr,
                   int twin, FILE *csv, const char *sweep, const char *key) {
-    const int dim = train_set->rows * train_set->cols;
+    const int dim = (int)hpdl_dataset_features(train_set);
     int widths[3];
     hpdl_mlp_f32 m, g;
     hpdl_mlp_work_f32 w;

@@ -328,10 +328,10 @@ int main(int argc, char **argv) {
     HPDL_CHECK(hpdl_cuda_device_query(o.device, &info));
     HPDL_CHECK(hpdl_idx_load_dir(o.data, 1, &train));
     HPDL_CHECK(hpdl_idx_load_dir(o.data, 0, &test));
-    if (test.rows != train.rows || test.cols != train.cols ||
-        hpdl_mlp_parse_widths(o.hidden, train.rows * train.cols, 10, o.widths, &o.n_widths) != HPDL_OK) {
-        fprintf(stderr, "mlp_train: training images %dx%d, test images %dx%d: they must match\n", train.rows,
-                train.cols, test.rows, test.cols);
+    if (test.channels != train.channels || test.rows != train.rows || test.cols != train.cols ||
+        hpdl_mlp_parse_widths(o.hidden, (int)hpdl_dataset_features(&train), 10, o.widths, &o.n_widths) != HPDL_OK) {
+        fprintf(stderr, "mlp_train: training images %dx%dx%d, test images %dx%dx%d: they must match\n", train.channels,
+                train.rows, train.cols, test.channels, test.rows, test.cols);
         return 1;
     }
     HPDL_CHECK(hpdl_dataset_normalize(&train, FASHION_MEAN, FASHION_STD));

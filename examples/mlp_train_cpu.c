@@ -12,8 +12,9 @@ int main(void) {
     int64_t i;
     HPDL_CHECK(hpdl_idx_load_dir("data/fashion-mnist", 1, &train));
     HPDL_CHECK(hpdl_idx_load_dir("data/fashion-mnist", 0, &test));
-    if (train.rows * train.cols != widths[0] || test.rows * test.cols != widths[0]) {
-        fprintf(stderr, "expected images of %d pixels\n", widths[0]); /* the model's input width */
+    if (train.channels != 1 || hpdl_dataset_features(&train) != widths[0] ||
+        hpdl_dataset_features(&test) != widths[0]) {
+        fprintf(stderr, "expected one-channel images of %d pixels\n", widths[0]); /* the model's input width */
         return 1;
     }
     HPDL_CHECK(hpdl_dataset_shuffle(&train, 1)); /* the files are sorted by label */

@@ -214,11 +214,11 @@ int main(int argc, char **argv) {
     hpdl_mpi_set_checks(o.check);
     HPDL_MPI_CHECK_STATUS(hpdl_idx_load_dir(o.data, 1, &train));
     HPDL_MPI_CHECK_STATUS(hpdl_idx_load_dir(o.data, 0, &test));
-    if (test.rows != train.rows || test.cols != train.cols ||
-        hpdl_mlp_parse_widths(o.hidden, train.rows * train.cols, 10, o.widths, &o.n_widths) != HPDL_OK) {
+    if (test.channels != train.channels || test.rows != train.rows || test.cols != train.cols ||
+        hpdl_mlp_parse_widths(o.hidden, (int)hpdl_dataset_features(&train), 10, o.widths, &o.n_widths) != HPDL_OK) {
         if (hpdl_mpi_rank() == 0)
-            fprintf(stderr, "mlp_train_dp: training images %dx%d, test images %dx%d: they must match\n", train.rows,
-                    train.cols, test.rows, test.cols);
+            fprintf(stderr, "mlp_train_dp: training images %dx%dx%d, test images %dx%dx%d: they must match\n",
+                    train.channels, train.rows, train.cols, test.channels, test.rows, test.cols);
         MPI_Finalize();
         return 1;
     }

@@ -182,14 +182,14 @@ int main(int argc, char **argv) {
     o = parse_args(argc, argv);
     HPDL_MPI_CHECK_STATUS(hpdl_idx_load_dir(o.data, 1, &train));
     HPDL_MPI_CHECK_STATUS(hpdl_idx_load_dir(o.data, 0, &test));
-    if (test.rows != train.rows || test.cols != train.cols) {
+    if (test.channels != train.channels || test.rows != train.rows || test.cols != train.cols) {
         if (hpdl_mpi_rank() == 0)
-            fprintf(stderr, "mlp_train_tp: training images are %dx%d but test images %dx%d\n", train.rows, train.cols,
-                    test.rows, test.cols);
+            fprintf(stderr, "mlp_train_tp: training images are %dx%dx%d but test images %dx%dx%d\n", train.channels,
+                    train.rows, train.cols, test.channels, test.rows, test.cols);
         MPI_Finalize();
         return 1;
     }
-    o.widths[0] = train.rows * train.cols; /* the input width comes from the data */
+    o.widths[0] = (int)hpdl_dataset_features(&train); /* the input width comes from the data */
     HPDL_MPI_CHECK_STATUS(hpdl_dataset_normalize(&train, FASHION_MEAN, FASHION_STD));
     HPDL_MPI_CHECK_STATUS(hpdl_dataset_normalize(&test, FASHION_MEAN, FASHION_STD));
     HPDL_MPI_CHECK_STATUS(hpdl_mlp_create_f32(&init, 3, o.widths, HPDL_ACT_RELU, o.cfg.seed));

@@ -81,7 +81,7 @@ static options parse_args(int argc, char **argv) {
 static void train_cpu(const options *o, hpdl_mlp_f32 *m, const hpdl_dataset *train) {
     hpdl_mlp_work_f32 w;
     hpdl_mlp_f32 grad;
-    int dim = train->rows * train->cols, e;
+    int dim = (int)hpdl_dataset_features(train), e;
     HPDL_CHECK(hpdl_mlp_create_zero_f32(&grad, m->n_layers + 1, m->widths, m->act));
     HPDL_CHECK(hpdl_mlp_work_create_f32(&w, m, o->batch));
     for (e = 1; e <= o->epochs; e++) {
@@ -225,15 +225,15 @@ int main(int argc, char **argv) {
     results_dir(&o, dir, sizeof dir);
     HPDL_CHECK(hpdl_idx_load_dir(o.data, 1, &train));
     HPDL_CHECK(hpdl_idx_load_dir(o.data, 0, &test));
-    if (test.rows != train.rows || test.cols != train.cols) { /* the input width comes from the data */
-        fprintf(stderr, "quantize: training images %dx%d, test images %dx%d: they must match\n", train.rows, train.cols,
-                test.rows, test.cols);
+    if (test.channels != train.channels || test.rows != train.rows || test.cols != train.cols) {
+        fprintf(stderr, "quantize: training images %dx%dx%d, test images %dx%dx%d: they must match\n", train.channels,
+                train.rows, train.cols, test.channels, test.rows, test.cols); /* the input width comes from the data */
         return 1;
     }
     HPDL_CHECK(hpdl_dataset_normalize(&train, FASHION_MEAN, FASHION_STD));
     HPDL_CHECK(hpdl_dataset_normalize(&test, FASHION_MEAN, FASHION_STD));
     HPDL_CHECK(hpdl_dataset_shuffle(&train, o.seed)); /* the files are sorted by label */
-    dim = train.rows * train.cols; /* fits: hpdl_idx_load caps a file at HPDL_IDX_MAX_ITEMS (2^30) */
+    dim = (int)hpdl_dataset_features(&train); /* fits: the loaders cap a data set at HPDL_IDX_MAX_ITEMS (2^30) */
     widths[0] = dim; widths[1] = o.hidden; widths[2] = classes;
     if (o.calib > train.n) o.calib = (int)train.n;
     printf("quantize: MLP %d-%d-%d (relu), %d epochs, batch %d, lr %g; calibration on %d training rows (%s)\n", dim,

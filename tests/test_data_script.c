@@ -1,6 +1,6 @@
 /* scripts/data.sh on bad sources: a corrupt .gz used to pass ("IDX files
    ready", exit 0) and leave a .tmp behind. Now the script fails, names the
-   file and leaves nothing partial. Runs the script with system(), from the
+   file and leaves nothing partial; so does its CIFAR-10 part (--cifar10). Runs the script with system(), from the
    repository root (where make test runs); skipped elsewhere. */
 #include "hpdl.h"
 #include "tests/hpdl_test.h"
@@ -81,11 +81,112 @@ static void good_sources_are_copied(void) {
     system("rm -rf " WORK);
 }
 
+/* ---- CIFAR-10 (scripts/data.sh --cifar10) ---------------------------------------------- */
+
+static const char *cifar_files[6] = {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
+                                     "data_batch_4.bin", "data_batch_5.bin", "test_batch.bin"};
+
+/* WORK/src/cifar-10-batches-bin/ with the six files, one record each
+   (label i), data_batch_3.bin cut to `cut_3` bytes when non-zero; the
+   file numbered `leave_out` (0..5) is missing, none when -1. */
+static void write_cifar_source(size_t cut_3, int leave_out) {
+    static char record[3073];
+    char path[256];
+    int i;
+    HPDL_EXPECT(system("mkdir -p " WORK "/src/cifar-10-batches-bin") == 0);
+    for (i = 0; i < 6; i++) {
+        if (i == leave_out) continue;
+        memset(record, 17 * i, sizeof record);
+        record[0] = (char)i;
+        snprintf(path, sizeof path, WORK "/src/cifar-10-batches-bin/%s", cifar_files[i]);
+        write_bytes(path, record, i == 2 && cut_3 ? cut_3 : sizeof record);
+    }
+}
+
+/* Runs data.sh --cifar10 from `src` into WORK/dst/cifar; as run_data_sh. */
+static int run_cifar_sh(const char *src) {
+    char cmd[512];
+    int rc;
+    snprintf(cmd, sizeof cmd, "CIFAR_DIR=%s scripts/data.sh --cifar10 " WORK "/dst/cifar 2>" WORK "/err >/dev/null", src);
+    rc = system(cmd);
+    return rc == -1 ? -1 : rc != 0;
+}
+
+/* Nothing of the six in WORK/dst/cifar, and no scratch folder beside it. */
+static int cifar_nothing_written(void) {
+    char path[256];
+    int i, any = 0;
+    for (i = 0; i < 6; i++) {
+        snprintf(path, sizeof path, WORK "/dst/cifar/%s", cifar_files[i]);
+        any |= exists(path);
+    }
+    return !any && system("ls -d " WORK "/dst/cifar.tmp.* >/dev/null 2>&1") != 0;
+}
+
+/* A folder, the folder above it and a .tar.gz all work, and the loader reads the result. */
+static void cifar_sources_are_copied(void) {
+    static const char *sources[3] = {WORK "/src", WORK "/src/cifar-10-batches-bin", WORK "/cifar-10-binary.tar.gz"};
+    hpdl_dataset d;
+    int k, i;
+    if (!fresh_work_dir()) HPDL_SKIP("not run from the repository root");
+    write_cifar_source(0, -1);
+    HPDL_EXPECT(system("tar -czf " WORK "/cifar-10-binary.tar.gz -C " WORK "/src cifar-10-batches-bin") == 0);
+    for (k = 0; k < 3; k++) {
+        HPDL_EXPECT(system("rm -rf " WORK "/dst/cifar") == 0);
+        HPDL_EXPECT(run_cifar_sh(sources[k]) == 0);
+        HPDL_EXPECT(hpdl_cifar10_load_dir(WORK "/dst/cifar", 1, &d) == HPDL_OK);
+        HPDL_EXPECT(d.n == 5 && d.channels == 3);
+        for (i = 0; i < 5 && i < d.n; i++) HPDL_EXPECT(d.labels[i] == i);
+        hpdl_dataset_free(&d);
+        HPDL_EXPECT(hpdl_cifar10_load_dir(WORK "/dst/cifar", 0, &d) == HPDL_OK);
+        HPDL_EXPECT(d.n == 1 && d.labels[0] == 5);
+        hpdl_dataset_free(&d);
+    }
+    system("rm -rf " WORK);
+}
+
+/* A file that is not a whole number of records: named, nothing written (folder and archive). */
+static void cifar_truncated_file_fails_and_leaves_nothing(void) {
+    if (!fresh_work_dir()) HPDL_SKIP("not run from the repository root");
+    write_cifar_source(3000, -1);
+    HPDL_EXPECT(system("tar -czf " WORK "/cifar.tar.gz -C " WORK "/src cifar-10-batches-bin") == 0);
+    HPDL_EXPECT(run_cifar_sh(WORK "/src") == 1);
+    HPDL_EXPECT(error_says("data_batch_3.bin: 3000 bytes"));
+    HPDL_EXPECT(cifar_nothing_written());
+    HPDL_EXPECT(run_cifar_sh(WORK "/cifar.tar.gz") == 1);
+    HPDL_EXPECT(error_says("cifar.tar.gz: cifar-10-batches-bin/data_batch_3.bin: 3000 bytes"));
+    HPDL_EXPECT(cifar_nothing_written());
+}
+
+/* A missing file, a cut archive, no CIFAR_DIR: each named, nothing written. */
+static void cifar_bad_sources_fail_and_leave_nothing(void) {
+    if (!fresh_work_dir()) HPDL_SKIP("not run from the repository root");
+    write_cifar_source(0, 5);
+    HPDL_EXPECT(run_cifar_sh(WORK "/src") == 1);
+    HPDL_EXPECT(error_says("no " WORK "/src/cifar-10-batches-bin/test_batch.bin"));
+    HPDL_EXPECT(cifar_nothing_written());
+    write_cifar_source(0, -1);
+    HPDL_EXPECT(system("tar -czf " WORK "/whole.tar.gz -C " WORK "/src cifar-10-batches-bin && head -c "
+                       "$(($(wc -c < " WORK "/whole.tar.gz) / 2)) " WORK "/whole.tar.gz > " WORK "/cut.tar.gz") == 0);
+    HPDL_EXPECT(run_cifar_sh(WORK "/cut.tar.gz") == 1);
+    HPDL_EXPECT(error_says("cannot unpack " WORK "/cut.tar.gz"));
+    HPDL_EXPECT(cifar_nothing_written());
+    HPDL_EXPECT(run_cifar_sh("") == 1);
+    HPDL_EXPECT(error_says("set CIFAR_DIR"));
+    HPDL_EXPECT(run_cifar_sh(WORK "/no-such-copy") == 1);
+    HPDL_EXPECT(error_says("no-such-copy: no such file or folder"));
+    HPDL_EXPECT(cifar_nothing_written());
+    system("rm -rf " WORK);
+}
+
 int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
         HPDL_TEST(corrupt_gz_fails_and_leaves_nothing),
         HPDL_TEST(truncated_gz_fails_and_leaves_nothing),
         HPDL_TEST(good_sources_are_copied),
+        HPDL_TEST(cifar_sources_are_copied),
+        HPDL_TEST(cifar_truncated_file_fails_and_leaves_nothing),
+        HPDL_TEST(cifar_bad_sources_fail_and_leave_nothing),
     };
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }

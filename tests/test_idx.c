@@ -134,7 +134,7 @@ static void real_split(int train, int64_t n) {
     int c, bad_labels = 0;
     const char *images = train ? DATA_DIR "/train-images-idx3-ubyte" : DATA_DIR "/t10k-images-idx3-ubyte";
     HPDL_EXPECT(hpdl_idx_load_dir(DATA_DIR, train, &d) == HPDL_OK);
-    HPDL_EXPECT(d.n == n && d.rows == 28 && d.cols == 28 && d.images && d.labels);
+    HPDL_EXPECT(d.n == n && d.channels == 1 && d.rows == 28 && d.cols == 28 && d.images && d.labels);
     if (d.n != n || d.rows != 28 || d.cols != 28) return;
     for (i = 0; i < n; i++) {
         if (d.labels[i] < 0 || d.labels[i] > 9) bad_labels++;
@@ -188,7 +188,8 @@ static void small_valid_loads(void) {
     memset(&d, 0, sizeof d);
     write_small("ok-images", "ok-labels");
     HPDL_EXPECT(hpdl_idx_load(tmp_path("ok-images"), tmp_path("ok-labels"), &d) == HPDL_OK);
-    HPDL_EXPECT(d.n == N_SMALL && d.rows == ROWS_SMALL && d.cols == COLS_SMALL);
+    HPDL_EXPECT(d.n == N_SMALL && d.channels == 1 && d.rows == ROWS_SMALL && d.cols == COLS_SMALL);
+    HPDL_EXPECT(hpdl_dataset_features(&d) == ROWS_SMALL * COLS_SMALL);
     if (d.n != N_SMALL) return;
     for (i = 0; i < PIX_SMALL; i++) HPDL_EXPECT(d.images[i] == small_pixels[i] / 255.0f);
     for (i = 0; i < N_SMALL; i++) HPDL_EXPECT(d.labels[i] == small_labels[i]);
@@ -296,7 +297,7 @@ enum { N_SYN = 1000, ROWS_SYN = 3, COLS_SYN = 5, DIM_SYN = ROWS_SYN * COLS_SYN }
 /* Image i holds i*DIM + k at pixel k; label i % 10 (so each row tells where it came from). */
 static void make_synthetic(hpdl_dataset *d) {
     int i, k;
-    d->n = N_SYN; d->rows = ROWS_SYN; d->cols = COLS_SYN;
+    d->n = N_SYN; d->channels = 1; d->rows = ROWS_SYN; d->cols = COLS_SYN;
     d->images = (float *)hpdl_alloc(N_SYN * DIM_SYN, sizeof(float));
     d->labels = (int32_t *)hpdl_alloc(N_SYN, sizeof(int32_t));
     if (!d->images || !d->labels) exit(1);

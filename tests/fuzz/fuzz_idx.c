@@ -36,8 +36,8 @@ static void remove_files(void) {
 
 static void check_dataset(const hpdl_dataset *d) {
     int64_t i, pixels;
-    if (d->n < 1 || d->rows < 1 || d->cols < 1 || !d->images || !d->labels) abort();
-    pixels = d->n * d->rows * d->cols;
+    if (d->n < 1 || d->channels != 1 || d->rows < 1 || d->cols < 1 || !d->images || !d->labels) abort();
+    pixels = d->n * hpdl_dataset_features(d);
     for (i = 0; i < pixels; i++)
         if (!(d->images[i] >= 0.0f && d->images[i] <= 1.0f)) abort();
     for (i = 0; i < d->n; i++)
