@@ -45,9 +45,12 @@
        Activations, Softmax           MLP TRAINING                  tests/test_mlp.c              -
        Command-line numbers           -                             tests/test_robust.c           -
        MLP                            MLP TRAINING                  tests/test_mlp.c              notes/mlp.md
-       IDX data sets                  (hpdl_cuda_dataset)           tests/test_idx.c              -
+       Optimisers, schedules          OPTIMISERS                    tests/test_optim.c            -
+       IDX data sets                  (hpdl_cuda_dataset)           tests/test_idx.c, test_cifar.c -
+       Checkpoints                    -                             tests/test_checkpoint.c       notes/checkpoint.md
        Performance models             -                             tests/test_paleo.c            notes/paleo.md
        Layer -> device placement      SEVERAL GPUS                  tests/test_placement.c        notes/multi.md
+       CNN (networks as data)         CNN TRAINING                  tests/test_cnn.c              -
        int8 quantization              INT8 QUANTIZATION             tests/test_quant*.c           notes/quant.md
        Every GPU kernel's CPU twin has the GPU function's name without
        "cuda_"; benches are in bench/ under the task's name.
@@ -154,6 +157,14 @@
          hpdl_status hpdl_quant_mlp_layer_output(q, l, out)
          hpdl_status hpdl_quant_mlp_work_create(w, q, max_batch)
          void hpdl_quant_mlp_work_destroy(w)
+       optimisers, schedules (the forms without <t>: C++ overloads on the parameters' type)
+         hpdl_status hpdl_adamw(n, w, grad, m, v, step, lr, beta1, beta2, eps, weight_decay)
+         hpdl_status hpdl_adamw_<t>(n, w, grad, m, v, step, lr, beta1, beta2, eps, weight_decay)
+         double hpdl_lr_at(s, step)
+         hpdl_status hpdl_lr_parse(text, base_lr, total_steps, out)
+         hpdl_status hpdl_lr_schedule_check(s)
+         hpdl_status hpdl_sgd_momentum(n, w, grad, velocity, lr, momentum, weight_decay, nesterov)
+         hpdl_status hpdl_sgd_momentum_<t>(n, w, grad, velocity, lr, momentum, weight_decay, nesterov)
        int8 quantization
          hpdl_status hpdl_quant_bias_f32(bias, n, input_scale, weight, per_channel, out)
          void hpdl_quant_calib_free(c)
@@ -181,11 +192,18 @@
          int32_t hpdl_quant_rounding_divide_by_pot(x, e)
          int32_t hpdl_quant_sat_rounding_doubling_high_mul(a, b)
        data
+         hpdl_status hpdl_cifar10_load(n_files, paths, out)
+         hpdl_status hpdl_cifar10_load_dir(dir, train, out)
+         int64_t hpdl_dataset_features(d)
          void hpdl_dataset_free(d)
          hpdl_status hpdl_dataset_normalize(d, mean, std)
          hpdl_status hpdl_dataset_shuffle(d, seed)
          hpdl_status hpdl_idx_load(images_path, labels_path, out)
          hpdl_status hpdl_idx_load_dir(dir, train, out)
+       checkpoints
+         hpdl_status hpdl_ckpt_load(path, model, n, entries)
+         hpdl_status hpdl_ckpt_save(path, model, n, entries)
+         size_t hpdl_dtype_size(t)
        performance models: FLOPs, PALEO, roofline, allreduce cost
          hpdl_status hpdl_cost_allreduce_one_to_all(n, p, alpha, beta, out)
          hpdl_status hpdl_cost_allreduce_ring(n, p, alpha, beta, out)
@@ -215,6 +233,29 @@
          hpdl_status hpdl_roofline_combined(ai, peak_flops, pci_bw, mpi_bw, out)
          hpdl_status hpdl_roofline_ridge(peak_flops, mem_bw, out)
          hpdl_shape hpdl_shape_make(c, h, w)
+       CNN: networks as data (backends: CPU here, GPU in hpdl_cuda.cuh)
+         hpdl_status hpdl_cnn_accuracy(r, n, X, labels, accuracy)
+         hpdl_cnn_layer hpdl_cnn_add(input, other)
+         hpdl_cnn_optimizer hpdl_cnn_adamw(lr, weight_decay)
+         const hpdl_cnn_backend * hpdl_cnn_backend_cpu_<t>()
+         hpdl_status hpdl_cnn_backward(r, batch, X, labels)
+         hpdl_cnn_layer hpdl_cnn_conv(out_channels, kernel, stride, pad, bias)
+         hpdl_status hpdl_cnn_define(net, n_layers, layers, input, layout)
+         hpdl_status hpdl_cnn_forward(r, batch, X, training)
+         hpdl_status hpdl_cnn_get_params(r, params, state)
+         hpdl_status hpdl_cnn_init(net, seed, params, state)
+         hpdl_cnn_layer hpdl_cnn_linear(out_features)
+         hpdl_status hpdl_cnn_loss(r, loss)
+         hpdl_cnn_layer hpdl_cnn_pool(op, kernel, stride, pad)
+         hpdl_status hpdl_cnn_resnet18(net, input, classes, layout)
+         hpdl_status hpdl_cnn_run_create(r, net, be, max_batch, opt)
+         void hpdl_cnn_run_destroy(r)
+         hpdl_status hpdl_cnn_set_params(r, params, state)
+         hpdl_cnn_optimizer hpdl_cnn_sgd(lr, momentum, weight_decay)
+         hpdl_cnn_layer hpdl_cnn_simple(op)
+         hpdl_status hpdl_cnn_small(net, input, classes, layout)
+         hpdl_status hpdl_cnn_train_step(r, batch, X, labels)
+         hpdl_status hpdl_cnn_update(r)
        placement
          hpdl_status hpdl_place_balanced(n_layers, cost, n_devices, first)
          hpdl_status hpdl_place_even(n_layers, n_devices, first)
@@ -249,6 +290,15 @@
                            functions (hpdl__mlp_*_any, hpdl__gemm_blocked);
                            their macros only declare the typed structs and
                            one-call functions.
+                           Optimisers and schedules: SGD with momentum
+                           (Nesterov, weight decay) and AdamW as PyTorch
+                           computes them (hpdl_sgd_momentum_<t>, hpdl_adamw_<t>,
+                           f32/f64, GPU twins in hpdl_cuda.cuh); learning-rate
+                           schedules (constant, step, cosine, linear warm-up:
+                           hpdl_lr_at, hpdl_lr_parse, hpdl_lr_schedule_check).
+                           Checkpoints written whole (hpdl_ckpt_save/_load, HPDL_ERR_MISMATCH).
+                           CIFAR-10 loader (hpdl_cifar10_load, _load_dir);
+                           hpdl_dataset.channels, hpdl_dataset_features.
 */
 #ifndef HPDL_H
 #define HPDL_H
@@ -319,7 +369,8 @@ typedef enum hpdl_status {
     HPDL_ERR_MPI,         /* an MPI call failed */
     HPDL_ERR_NCCL,        /* an NCCL call failed */
     HPDL_ERR_UNSUPPORTED, /* valid request that this build or device cannot do */
-    HPDL_ERR_NUMERIC      /* a result is not finite (NaN or inf) */
+    HPDL_ERR_NUMERIC,     /* a result is not finite (NaN or inf) */
+    HPDL_ERR_MISMATCH     /* a valid checkpoint of another model */
 } hpdl_status;
 
 HPDL_API const char *hpdl_status_string(hpdl_status s) {
@@ -334,6 +385,7 @@ HPDL_API const char *hpdl_status_string(hpdl_status s) {
     case HPDL_ERR_NCCL: return "NCCL error";
     case HPDL_ERR_UNSUPPORTED: return "unsupported";
     case HPDL_ERR_NUMERIC: return "non-finite value";
+    case HPDL_ERR_MISMATCH: return "checkpoint of another model";
     }
     return "unknown status";
 }
@@ -2514,7 +2566,251 @@ HPDL_FOR_EACH_FLOAT_TYPE(HPDL__DEFINE_MLP_OVERLOADS)
 #endif
 
 /* ------------------------------------------------------------------------ */
-/* IDX data sets (MNIST, Fashion-MNIST)                                      */
+/* Optimisers and learning-rate schedules                                    */
+/* ------------------------------------------------------------------------ */
+
+/* One optimiser step over n parameters, in place, as PyTorch computes it:
+   hpdl_sgd_momentum_<t> is torch.optim.SGD (dampening 0), hpdl_adamw_<t> is
+   torch.optim.AdamW. Arithmetic is in double; w and the state are stored in
+   T and read back as stored, as the GPU twins (hpdl_cuda_sgd_momentum_<t>,
+   hpdl_cuda_adamw_<t>) do. The state (velocity; m, v) starts at zero.
+
+   The gradients are not checked: a NaN or inf in grad spreads into w and the
+   state, so check them first (hpdl_cuda_flag_nonfinite_<t> on the GPU) and
+   skip the step when one is not finite. HPDL_ERR_INVALID, nothing written,
+   for n < 0, a NULL pointer when n > 0, or a hyper-parameter out of range or
+   not finite; n == 0 does nothing. The arrays must not overlap. */
+
+/* x is finite and in [lo, hi] (false for NaN and, with finite bounds, inf). */
+static inline int hpdl__finite_in(double x, double lo, double hi) { return x >= lo && x <= hi; }
+
+/* lr, momentum and weight decay finite and >= 0; Nesterov needs momentum > 0
+   (PyTorch refuses it without). */
+static inline int hpdl__sgd_params_ok(double lr, double momentum, double weight_decay, int nesterov) {
+    return hpdl__finite_in(lr, 0, DBL_MAX) && hpdl__finite_in(momentum, 0, DBL_MAX) &&
+           hpdl__finite_in(weight_decay, 0, DBL_MAX) && (!nesterov || momentum > 0);
+}
+
+/* step >= 1, lr and weight decay finite and >= 0, betas in [0, 1), eps finite and > 0. */
+static inline int hpdl__adamw_params_ok(int64_t step, double lr, double beta1, double beta2, double eps,
+                                        double weight_decay) {
+    return step >= 1 && hpdl__finite_in(lr, 0, DBL_MAX) && hpdl__finite_in(weight_decay, 0, DBL_MAX) &&
+           beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1 && eps > 0 && eps <= DBL_MAX;
+}
+
+/* SGD's new weight, given g = grad + weight_decay*w and the new velocity
+   v = momentum*v + g (v starts at 0, so the first step sets v = g, as PyTorch's
+   first step does). Nesterov looks ahead along the velocity. */
+static inline double hpdl__sgd_weight(double w, double g, double velocity, double lr, double momentum,
+                                      int nesterov) {
+    return w - lr * (nesterov ? g + momentum * velocity : velocity);
+}
+
+/* Exponential moving average: beta*avg + (1 - beta)*x (AdamW's m and v). */
+static inline double hpdl__ema(double avg, double x, double beta) { return beta * avg + (1 - beta) * x; }
+
+/* AdamW's constants for one step t. */
+typedef struct hpdl__adamw_coef {
+    double beta1, beta2, eps;
+    double decay;     /* 1 - lr*weight_decay: the decoupled weight decay */
+    double step_size; /* lr / (1 - beta1^t) */
+    double bc2_sqrt;  /* sqrt(1 - beta2^t) */
+} hpdl__adamw_coef;
+
+static inline hpdl__adamw_coef hpdl__adamw_coef_make(int64_t step, double lr, double beta1, double beta2, double eps,
+                                                     double weight_decay) {
+    hpdl__adamw_coef c;
+    c.beta1 = beta1;
+    c.beta2 = beta2;
+    c.eps = eps;
+    c.decay = 1 - lr * weight_decay;
+    c.step_size = lr / (1 - pow(beta1, (double)step));
+    c.bc2_sqrt = sqrt(1 - pow(beta2, (double)step));
+    return c;
+}
+
+/* AdamW's new weight from the new moments: w*(1 - lr*wd) - lr*m_hat/(sqrt(v_hat) + eps),
+   in PyTorch's order of operations: (lr/bc1) * m / (sqrt(v)/sqrt(bc2) + eps). */
+static inline double hpdl__adamw_weight(const hpdl__adamw_coef *c, double w, double m, double v) {
+    return w * c->decay - c->step_size * m / (sqrt(v) / c->bc2_sqrt + c->eps);
+}
+
+#define HPDL_DEFINE_OPTIM(SUFFIX, T)                                           \
+    HPDL_API hpdl_status hpdl_sgd_momentum_##SUFFIX(int64_t n, T *w, const T *grad, T *velocity, double lr, \
+                                                    double momentum, double weight_decay, int nesterov) { \
+        int64_t i;                                                             \
+        if (!hpdl__vec_args_ok(n, w, grad, velocity) || !hpdl__sgd_params_ok(lr, momentum, weight_decay, nesterov)) \
+            return HPDL_ERR_INVALID;                                           \
+        for (i = 0; i < n; i++) {                                              \
+            double g = (double)grad[i] + weight_decay * (double)w[i];          \
+            velocity[i] = (T)(momentum * (double)velocity[i] + g);             \
+            w[i] = (T)hpdl__sgd_weight(w[i], g, velocity[i], lr, momentum, nesterov); \
+        }                                                                      \
+        return HPDL_OK;                                                        \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_adamw_##SUFFIX(int64_t n, T *w, const T *grad, T *m, T *v, int64_t step, double lr, \
+                                             double beta1, double beta2, double eps, double weight_decay) { \
+        hpdl__adamw_coef c;                                                    \
+        int64_t i;                                                             \
+        if (!hpdl__vec_args_ok(n, w, grad, m) || !hpdl__vec_args_ok(n, v, v, v) || \
+            !hpdl__adamw_params_ok(step, lr, beta1, beta2, eps, weight_decay)) \
+            return HPDL_ERR_INVALID;                                           \
+        c = hpdl__adamw_coef_make(step, lr, beta1, beta2, eps, weight_decay);  \
+        for (i = 0; i < n; i++) {                                              \
+            double g = (double)grad[i];                                        \
+            m[i] = (T)hpdl__ema(m[i], g, beta1);                               \
+            v[i] = (T)hpdl__ema(v[i], g * g, beta2);                           \
+            w[i] = (T)hpdl__adamw_weight(&c, w[i], m[i], v[i]);                \
+        }                                                                      \
+        return HPDL_OK;                                                        \
+    }
+
+/* hpdl_sgd_momentum_f32 hpdl_adamw_f32 */
+HPDL_DEFINE_OPTIM(f32, float)
+/* hpdl_sgd_momentum_f64 hpdl_adamw_f64 */
+HPDL_DEFINE_OPTIM(f64, double)
+
+#ifdef __cplusplus
+/* C++ only: the optimisers overloaded on the parameters' type. */
+#define HPDL__DEFINE_OPTIM_OVERLOADS(SUFFIX, T)                                \
+    HPDL_API hpdl_status hpdl_sgd_momentum(int64_t n, T *w, const T *grad, T *velocity, double lr, double momentum, \
+                                           double weight_decay, int nesterov) { \
+        return hpdl_sgd_momentum_##SUFFIX(n, w, grad, velocity, lr, momentum, weight_decay, nesterov); \
+    }                                                                          \
+    HPDL_API hpdl_status hpdl_adamw(int64_t n, T *w, const T *grad, T *m, T *v, int64_t step, double lr, \
+                                    double beta1, double beta2, double eps, double weight_decay) { \
+        return hpdl_adamw_##SUFFIX(n, w, grad, m, v, step, lr, beta1, beta2, eps, weight_decay); \
+    }
+
+/* hpdl_sgd_momentum hpdl_adamw, one overload for float and one for double */
+HPDL__DEFINE_OPTIM_OVERLOADS(f32, float)
+HPDL__DEFINE_OPTIM_OVERLOADS(f64, double)
+#endif
+
+/* Learning-rate schedules, evaluated at the 0-based step t:
+     warm-up (every kind, when warmup_steps > 0): for t < warmup_steps,
+       lr = base_lr * (t + 1) / warmup_steps, rising linearly to base_lr at
+       t = warmup_steps - 1; then, with s = t - warmup_steps:
+     HPDL_LR_CONSTANT  base_lr
+     HPDL_LR_STEP      base_lr * gamma^floor(s / step_size) (PyTorch's StepLR)
+     HPDL_LR_COSINE    min_lr + (base_lr - min_lr) * (1 + cos(pi s / D)) / 2,
+                       D = total_steps - warmup_steps, and min_lr from s = D on
+                       (PyTorch's CosineAnnealingLR with T_max = D).
+   Fields that a kind does not use are not read. */
+typedef enum hpdl_lr_kind { HPDL_LR_CONSTANT = 0, HPDL_LR_STEP, HPDL_LR_COSINE } hpdl_lr_kind;
+
+typedef struct hpdl_lr_schedule {
+    hpdl_lr_kind kind;
+    double base_lr;       /* finite, >= 0 */
+    int64_t warmup_steps; /* >= 0 */
+    int64_t total_steps;  /* cosine: warm-up and decay together, > warmup_steps */
+    int64_t step_size;    /* step: >= 1 */
+    double gamma;         /* step: in [0, 1] */
+    double min_lr;        /* cosine: in [0, base_lr] */
+} hpdl_lr_schedule;
+
+/* What is wrong with s, or NULL when it is valid. */
+static inline const char *hpdl__lr_schedule_problem(const hpdl_lr_schedule *s) {
+    if (!s) return "no schedule";
+    if (!hpdl__finite_in(s->base_lr, 0, DBL_MAX)) return "the base learning rate is not a finite number >= 0";
+    if (s->warmup_steps < 0) return "negative warm-up";
+    switch (s->kind) {
+    case HPDL_LR_CONSTANT: return NULL;
+    case HPDL_LR_STEP:
+        if (s->step_size < 1) return "step size below 1";
+        return hpdl__finite_in(s->gamma, 0, 1) ? NULL : "gamma outside [0, 1]";
+    case HPDL_LR_COSINE:
+        if (s->total_steps <= s->warmup_steps) return "no more total steps than warm-up steps";
+        return hpdl__finite_in(s->min_lr, 0, s->base_lr) ? NULL : "min_lr outside [0, base_lr]";
+    }
+    return "unknown kind";
+}
+
+/* HPDL_OK, or HPDL_ERR_INVALID for a NULL s or a field out of its range. */
+HPDL_API hpdl_status hpdl_lr_schedule_check(const hpdl_lr_schedule *s) {
+    return hpdl__lr_schedule_problem(s) ? HPDL_ERR_INVALID : HPDL_OK;
+}
+
+/* Cosine decay, s steps after warm-up. */
+static inline double hpdl__lr_cosine(const hpdl_lr_schedule *s, int64_t since_warmup) {
+    int64_t decay_steps = s->total_steps - s->warmup_steps;
+    double t = (double)since_warmup / (double)decay_steps;
+    if (since_warmup >= decay_steps) return s->min_lr;
+    return s->min_lr + (s->base_lr - s->min_lr) * 0.5 * (1 + cos(3.14159265358979323846 * t));
+}
+
+/* The learning rate at 0-based step `step`; NaN for step < 0 or an invalid s. */
+HPDL_API double hpdl_lr_at(const hpdl_lr_schedule *s, int64_t step) {
+    int64_t since_warmup;
+    if (step < 0 || hpdl_lr_schedule_check(s) != HPDL_OK) return NAN;
+    if (step < s->warmup_steps) return s->base_lr * (double)(step + 1) / (double)s->warmup_steps;
+    since_warmup = step - s->warmup_steps;
+    if (s->kind == HPDL_LR_STEP) return s->base_lr * pow(s->gamma, (double)(since_warmup / s->step_size));
+    if (s->kind == HPDL_LR_COSINE) return hpdl__lr_cosine(s, since_warmup);
+    return s->base_lr;
+}
+
+#define HPDL__LR_FORMS "constant, step:N:GAMMA or cosine, each with an optional :warmup=N"
+
+static inline hpdl_status hpdl__lr_refuse(const char *text, const char *why) {
+    fprintf(stderr, "hpdl: learning-rate schedule '%s': %s (expected " HPDL__LR_FORMS ")\n", text ? text : "(null)",
+            why);
+    return HPDL_ERR_INVALID;
+}
+
+/* Cuts buf at each ':' into fields; returns their count, or max + 1 when
+   there are more than max. */
+static inline int hpdl__split_fields(char *buf, char **field, int max) {
+    int n = 0;
+    for (;;) {
+        if (n == max) return max + 1;
+        field[n++] = buf;
+        buf = strchr(buf, ':');
+        if (!buf) return n;
+        *buf++ = '\0';
+    }
+}
+
+/* A schedule from a command line's words, for base_lr over total_steps:
+   "constant", "step:N:GAMMA" (lr times GAMMA every N steps, GAMMA in [0, 1]),
+   "cosine" (from base_lr down to 0 at total_steps), each optionally followed
+   by ":warmup=N" (e.g. "cosine:warmup=500"). Strict: anything else, or a
+   schedule that hpdl_lr_schedule_check refuses, is HPDL_ERR_INVALID with
+   *out untouched and one line on stderr. */
+HPDL_API hpdl_status hpdl_lr_parse(const char *text, double base_lr, int64_t total_steps, hpdl_lr_schedule *out) {
+    char buf[128], *field[4];
+    hpdl_lr_schedule s;
+    int n, used = 1;
+    if (!out || !text || strlen(text) >= sizeof buf) return hpdl__lr_refuse(text, "not a schedule");
+    memcpy(buf, text, strlen(text) + 1);
+    n = hpdl__split_fields(buf, field, 4);
+    memset(&s, 0, sizeof s);
+    s.base_lr = base_lr;
+    s.total_steps = total_steps;
+    if (strcmp(field[0], "constant") == 0) s.kind = HPDL_LR_CONSTANT;
+    else if (strcmp(field[0], "cosine") == 0) s.kind = HPDL_LR_COSINE;
+    else if (strcmp(field[0], "step") == 0 && n >= 3) {
+        s.kind = HPDL_LR_STEP;
+        used = 3;
+        if (hpdl_arg_i64("learning-rate schedule step size", field[1], 1, INT64_MAX, &s.step_size) != HPDL_OK ||
+            hpdl_arg_f64("learning-rate schedule gamma", field[2], 0, 1, &s.gamma) != HPDL_OK)
+            return HPDL_ERR_INVALID;
+    } else return hpdl__lr_refuse(text, strcmp(field[0], "step") == 0 ? "step needs :N:GAMMA" : "unknown kind");
+    if (n == used + 1 && strncmp(field[used], "warmup=", 7) == 0) {
+        if (hpdl_arg_i64("learning-rate schedule warm-up", field[used] + 7, 0, INT64_MAX, &s.warmup_steps) != HPDL_OK)
+            return HPDL_ERR_INVALID;
+    } else if (n != used) return hpdl__lr_refuse(text, "unexpected fields");
+    if (hpdl__lr_schedule_problem(&s)) {
+        fprintf(stderr, "hpdl: learning-rate schedule '%s' from %g over %lld steps: %s\n", text, base_lr,
+                (long long)total_steps, hpdl__lr_schedule_problem(&s));
+        return HPDL_ERR_INVALID;
+    }
+    *out = s;
+    return HPDL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* IDX data sets (MNIST, Fashion-MNIST), CIFAR-10                           */
 /* ------------------------------------------------------------------------ */
 
 /* IDX: big-endian magic (2051 images: n, rows, cols; 2049 labels: n), then
@@ -2525,7 +2821,9 @@ HPDL_FOR_EACH_FLOAT_TYPE(HPDL__DEFINE_MLP_OVERLOADS)
 /* The most items (pixels, or labels) one IDX file may hold: each becomes a
    4-byte float or int32, so a file's size bounds what is allocated, and
    this bounds the file. 2^30 pixels is 4 GiB of floats (Fashion-MNIST's
-   training set is 47 million). Define it before including hpdl.h to raise it. */
+   training set is 47 million). It also caps the pixels of the CIFAR-10 files
+   loaded together (the training set is 154 million). Define it before
+   including hpdl.h to raise it. */
 #ifndef HPDL_IDX_MAX_ITEMS
 #define HPDL_IDX_MAX_ITEMS (1ull << 30)
 #endif
@@ -2533,9 +2831,15 @@ HPDL_FOR_EACH_FLOAT_TYPE(HPDL__DEFINE_MLP_OVERLOADS)
 typedef struct hpdl_dataset {
     int64_t n;
     int rows, cols;
-    float *images;   /* n x rows*cols, scaled to [0, 1] */
+    int channels;    /* 1 for IDX sets, 3 (red, green, blue) for CIFAR-10 */
+    float *images;   /* n x channels*rows*cols, scaled to [0, 1]; per image channel by channel (CHW) */
     int32_t *labels; /* n */
 } hpdl_dataset;
+
+/* Floats per image: channels * rows * cols (0 for NULL). */
+HPDL_API int64_t hpdl_dataset_features(const hpdl_dataset *d) {
+    return d ? (int64_t)d->channels * d->rows * d->cols : 0;
+}
 
 HPDL_API void hpdl_dataset_free(hpdl_dataset *d) {
     if (!d) return;
@@ -2643,6 +2947,7 @@ static inline hpdl_status hpdl__idx_read_both(FILE *fi, const char *images_path,
     d->n = dims[0];
     d->rows = (int)dims[1];
     d->cols = (int)dims[2];
+    d->channels = 1;
     d->images = (float *)hpdl_alloc((size_t)pixels, sizeof(float));
     d->labels = (int32_t *)hpdl_alloc((size_t)d->n, sizeof(int32_t));
     if (!d->images || !d->labels) {
@@ -2724,14 +3029,152 @@ HPDL_API hpdl_status hpdl_idx_load_dir(const char *dir, int train, hpdl_dataset 
     return st == HPDL_OK ? hpdl_idx_load(images, labels, out) : st;
 }
 
+/* CIFAR-10, binary version: a file is a run of records, each 1 label byte
+   (0..9) and 32x32 red, then green, then blue bytes (rows top to bottom).
+   The files have no header, so a size that is not a whole number of records
+   is the only sign of a truncated or foreign file. */
+#define HPDL_CIFAR10_SIDE 32
+#define HPDL_CIFAR10_PIXELS (3 * HPDL_CIFAR10_SIDE * HPDL_CIFAR10_SIDE)
+#define HPDL_CIFAR10_RECORD (1 + HPDL_CIFAR10_PIXELS)
+
+/* The number of records of a CIFAR-10 file, from its size. */
+static inline hpdl_status hpdl__cifar10_count(const char *path, int64_t *records) {
+    FILE *f = fopen(path, "rb");
+    long size;
+    int first;
+    if (!f) {
+        fprintf(stderr, "hpdl: %s: cannot open CIFAR-10 file: %s\n", path, strerror(errno));
+        return HPDL_ERR_IO;
+    }
+    first = getc(f);
+    if (first == EOF && ferror(f)) { /* a directory opens, then fails to read */
+        fprintf(stderr, "hpdl: %s: cannot read CIFAR-10 file: %s\n", path, strerror(errno));
+        fclose(f);
+        return HPDL_ERR_IO;
+    }
+    if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0) {
+        fprintf(stderr, "hpdl: %s: cannot seek: %s\n", path, strerror(errno));
+        fclose(f);
+        return HPDL_ERR_IO;
+    }
+    fclose(f);
+    if (size == 0 || size % HPDL_CIFAR10_RECORD != 0) {
+        fprintf(stderr, "hpdl: %s: %s: expected a positive multiple of %d bytes (records), found %ld\n", path,
+                size == 0 ? "empty" : "truncated record", HPDL_CIFAR10_RECORD, size);
+        return HPDL_ERR_FORMAT;
+    }
+    *records = size / HPDL_CIFAR10_RECORD;
+    return HPDL_OK;
+}
+
+/* Reads the records of one file (counted before) into images and labels. */
+static inline hpdl_status hpdl__cifar10_read(const char *path, int64_t records, float *images, int32_t *labels) {
+    unsigned char rec[HPDL_CIFAR10_RECORD];
+    hpdl_status st = HPDL_OK;
+    int64_t r;
+    int k;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "hpdl: %s: cannot open CIFAR-10 file: %s\n", path, strerror(errno));
+        return HPDL_ERR_IO;
+    }
+    for (r = 0; r < records && st == HPDL_OK; r++) {
+        if (fread(rec, 1, sizeof rec, f) != sizeof rec) {
+            fprintf(stderr, "hpdl: %s: read failed at record %lld: %s\n", path, (long long)r,
+                    ferror(f) ? strerror(errno) : "end of file (did the file change?)");
+            st = HPDL_ERR_IO;
+        } else if (rec[0] > 9) {
+            fprintf(stderr, "hpdl: %s: bad label in record %lld: expected 0..9, found %u\n", path, (long long)r,
+                    (unsigned)rec[0]);
+            st = HPDL_ERR_FORMAT;
+        } else {
+            labels[r] = rec[0];
+            for (k = 0; k < HPDL_CIFAR10_PIXELS; k++) images[r * HPDL_CIFAR10_PIXELS + k] = (float)rec[1 + k] / 255.0f;
+        }
+    }
+    fclose(f);
+    return st;
+}
+
+/* Counts the records of every file (counts[i]) and checks the total
+   against HPDL_IDX_MAX_ITEMS pixels. */
+static inline hpdl_status hpdl__cifar10_count_all(int n_files, const char *const *paths, int64_t *counts,
+                                                  int64_t *total) {
+    hpdl_status st;
+    int i;
+    *total = 0;
+    for (i = 0; i < n_files; i++) {
+        st = hpdl__cifar10_count(paths[i], &counts[i]);
+        if (st != HPDL_OK) return st;
+        *total += counts[i];
+        if ((uint64_t)*total * HPDL_CIFAR10_PIXELS > HPDL_IDX_MAX_ITEMS) {
+            fprintf(stderr, "hpdl: %s: %lld images in all, more than HPDL_IDX_MAX_ITEMS (%llu pixels; define it to "
+                    "raise the limit)\n", paths[i], (long long)*total, (unsigned long long)HPDL_IDX_MAX_ITEMS);
+            return HPDL_ERR_FORMAT;
+        }
+    }
+    return HPDL_OK;
+}
+
+/* Loads CIFAR-10 binary files, one after the other, into one data set of
+   3x32x32 images (channels 3, CHW); *out is written only on success. */
+HPDL_API hpdl_status hpdl_cifar10_load(int n_files, const char *const *paths, hpdl_dataset *out) {
+    int64_t *counts, total = 0, done = 0;
+    hpdl_dataset d;
+    hpdl_status st;
+    int i;
+    if (n_files < 1 || !paths || !out) return HPDL_ERR_INVALID;
+    for (i = 0; i < n_files; i++)
+        if (!paths[i]) return HPDL_ERR_INVALID;
+    counts = (int64_t *)hpdl_alloc((size_t)n_files, sizeof *counts);
+    if (!counts) return HPDL_ERR_NOMEM;
+    st = hpdl__cifar10_count_all(n_files, paths, counts, &total);
+    memset(&d, 0, sizeof d);
+    if (st == HPDL_OK) {
+        d.n = total;
+        d.channels = 3;
+        d.rows = d.cols = HPDL_CIFAR10_SIDE;
+        d.images = (float *)hpdl_alloc((size_t)total * HPDL_CIFAR10_PIXELS, sizeof(float));
+        d.labels = (int32_t *)hpdl_alloc((size_t)total, sizeof(int32_t));
+        if (!d.images || !d.labels) st = HPDL_ERR_NOMEM;
+    }
+    for (i = 0; i < n_files && st == HPDL_OK; i++) {
+        st = hpdl__cifar10_read(paths[i], counts[i], d.images + done * HPDL_CIFAR10_PIXELS, d.labels + done);
+        done += counts[i];
+    }
+    HPDL_FREE(counts);
+    if (st == HPDL_OK) *out = d;
+    else hpdl_dataset_free(&d);
+    return st;
+}
+
+/* Loads dir/data_batch_1.bin .. data_batch_5.bin (train != 0: 50000 images)
+   or dir/test_batch.bin (10000), the names of the CIFAR-10 binary version. */
+HPDL_API hpdl_status hpdl_cifar10_load_dir(const char *dir, int train, hpdl_dataset *out) {
+    char names[5][4096];
+    const char *paths[5];
+    int i, n_files = train ? 5 : 1;
+    if (!dir || !out) return HPDL_ERR_INVALID;
+    for (i = 0; i < n_files; i++) {
+        int len = train ? snprintf(names[i], sizeof names[i], "%s/data_batch_%d.bin", dir, i + 1)
+                        : snprintf(names[i], sizeof names[i], "%s/test_batch.bin", dir);
+        if (len < 0 || (size_t)len >= sizeof names[i]) {
+            fprintf(stderr, "hpdl: %s: folder name too long\n", dir);
+            return HPDL_ERR_INVALID;
+        }
+        paths[i] = names[i];
+    }
+    return hpdl_cifar10_load(n_files, paths, out);
+}
+
 static inline int hpdl__dataset_ok(const hpdl_dataset *d) {
-    return d && d->n > 0 && d->rows > 0 && d->cols > 0 && d->images && d->labels;
+    return d && d->n > 0 && d->channels > 0 && d->rows > 0 && d->cols > 0 && d->images && d->labels;
 }
 
 /* Puts row perm[i] at row i for every i, following the permutation's cycles
    with one spare row; perm is consumed (entries set to -1 once placed). */
 static inline void hpdl__apply_permutation(hpdl_dataset *d, int32_t *perm, float *spare) {
-    size_t dim = (size_t)d->rows * (size_t)d->cols;
+    size_t dim = (size_t)hpdl_dataset_features(d);
     int64_t start;
     for (start = 0; start < d->n; start++) {
         int64_t i = start;
@@ -2760,7 +3203,7 @@ HPDL_API hpdl_status hpdl_dataset_shuffle(hpdl_dataset *d, uint64_t seed) {
     int64_t i;
     if (!hpdl__dataset_ok(d) || d->n > INT32_MAX) return HPDL_ERR_INVALID;
     perm = (int32_t *)hpdl_alloc((size_t)d->n, sizeof *perm);
-    spare = (float *)hpdl_alloc((size_t)d->rows * (size_t)d->cols, sizeof *spare);
+    spare = (float *)hpdl_alloc((size_t)hpdl_dataset_features(d), sizeof *spare);
     if (!perm || !spare) { HPDL_FREE(perm); HPDL_FREE(spare); return HPDL_ERR_NOMEM; }
     for (i = 0; i < d->n; i++) perm[i] = (int32_t)i;
     hpdl_rng_seed(&rng, seed);
@@ -2776,9 +3219,727 @@ HPDL_API hpdl_status hpdl_dataset_normalize(hpdl_dataset *d, float mean, float s
     size_t i, n;
     if (!hpdl__dataset_ok(d) || !(std > 0) || std > FLT_MAX || !(mean >= -FLT_MAX && mean <= FLT_MAX))
         return HPDL_ERR_INVALID;
-    n = (size_t)d->n * (size_t)d->rows * (size_t)d->cols;
+    n = (size_t)d->n * (size_t)hpdl_dataset_features(d);
     for (i = 0; i < n; i++) d->images[i] = (d->images[i] - mean) / std;
     return HPDL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Checkpoints: a trained model's tensors (parameters, optimiser state)      */
+/* ------------------------------------------------------------------------ */
+
+/* A checkpoint file holds named tensors and a string naming the model they
+   belong to ("cnn small 1x28x28 f32"). Every number is little-endian,
+   whatever the host, written byte by byte (never a struct at once):
+
+       size      field
+       8         magic "HPDLCKPT"
+       4         u32 version, 1
+       4         u32 model length L, 0..255
+       L         model bytes (no NUL)
+       4         u32 tensor count N
+       N times:
+         4       u32 name length K, 1..63
+         K       name bytes (no NUL; unique in the file)
+         4       u32 dtype (hpdl_dtype: 1 f32, 2 f64, 3 f16, 4 bf16, 5 i32, 6 i64, 7 i8)
+         4       u32 rank R, 0..4 (0: a scalar, one element)
+         8*R     i64 dims, each >= 0
+         8       u64 byte count = product(dims) * hpdl_dtype_size(dtype)
+         count   the elements, each little-endian
+       8         u64 FNV-1a 64 of every byte before it
+
+   The checksum is there to detect corruption (a flipped or lost byte, a
+   copy cut short), not tampering: anyone can recompute it. It catches
+   every change of one byte for certain (each FNV-1a step is a bijection of
+   the running hash) and other random damage with probability 1 - 2^-64.
+   notes/checkpoint.md has the same table with offsets.
+
+   hpdl_ckpt_save writes a new file <path>.tmp.<pid>.<k> beside path,
+   flushes it to disk (fsync where POSIX has it) and renames it over path,
+   so a crash leaves the old checkpoint or the new one, never half of one.
+   hpdl_ckpt_load reads the whole file into memory and checks it (format,
+   checksum, then that it is the caller's model: model string, and each
+   tensor's name, dtype and shape in order) before it copies anything, so a
+   refused file leaves every entry's data as it was. Each refusal prints one
+   line on stderr saying why. */
+typedef enum hpdl_dtype {
+    HPDL_DTYPE_F32 = 1,
+    HPDL_DTYPE_F64 = 2,
+    HPDL_DTYPE_F16 = 3,
+    HPDL_DTYPE_BF16 = 4,
+    HPDL_DTYPE_I32 = 5,
+    HPDL_DTYPE_I64 = 6,
+    HPDL_DTYPE_I8 = 7
+} hpdl_dtype;
+
+/* One tensor of a checkpoint. data holds product(dims) elements (NULL is
+   fine when that is 0): save reads it, load fills it. */
+typedef struct hpdl_ckpt_entry {
+    const char *name; /* unique within the file, 1..63 bytes */
+    hpdl_dtype dtype;
+    int rank;         /* 0..4 (0: a scalar) */
+    int64_t dims[4];
+    void *data;
+} hpdl_ckpt_entry;
+
+#define HPDL_CKPT_VERSION 1u
+#define HPDL_CKPT_MAX_NAME 63
+#define HPDL_CKPT_MAX_MODEL 255
+#define HPDL_CKPT_MAX_RANK 4
+/* The largest checkpoint file save writes and load reads (load holds the
+   file in memory once, and a file's size bounds what it allocates). Define it before including hpdl.h to change it. */
+#ifndef HPDL_CKPT_MAX_BYTES
+#define HPDL_CKPT_MAX_BYTES (1ull << 40)
+#endif
+
+/* POSIX: the temporary file is created with open(O_EXCL), written with
+   write() and made durable with fsync() before the rename. Elsewhere
+   (plain C99) it is written with stdio, and fclose is all there is. */
+#if defined(__unix__) || defined(__APPLE__)
+#include <fcntl.h>
+#include <unistd.h>
+#define HPDL__CKPT_POSIX 1
+#endif
+
+/* Bytes of one element of a dtype code; 0 for an unknown code. */
+static inline size_t hpdl__dtype_bytes(uint64_t code) {
+    switch (code) {
+    case HPDL_DTYPE_F32: case HPDL_DTYPE_I32: return 4;
+    case HPDL_DTYPE_F64: case HPDL_DTYPE_I64: return 8;
+    case HPDL_DTYPE_F16: case HPDL_DTYPE_BF16: return 2;
+    case HPDL_DTYPE_I8: return 1;
+    default: return 0;
+    }
+}
+
+HPDL_API size_t hpdl_dtype_size(hpdl_dtype t) {
+    return hpdl__dtype_bytes((uint64_t)(int64_t)t);
+}
+
+static inline const char *hpdl__dtype_name(uint64_t code) {
+    static const char *const names[8] = {"?", "f32", "f64", "f16", "bf16", "i32", "i64", "i8"};
+    return code < 8 ? names[code] : "?";
+}
+
+static inline void hpdl__le_store(unsigned char *p, uint64_t v, int bytes) {
+    int i;
+    for (i = 0; i < bytes; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline uint64_t hpdl__le_load(const unsigned char *p, int bytes) {
+    uint64_t v = 0;
+    int i;
+    for (i = bytes - 1; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+/* Two's complement without implementation-defined conversions. */
+static inline int64_t hpdl__i64_from_u64(uint64_t v) {
+    return v <= (uint64_t)INT64_MAX ? (int64_t)v : -(int64_t)(~v) - 1;
+}
+
+#define HPDL__FNV64_OFFSET 0xcbf29ce484222325ull
+#define HPDL__FNV64_PRIME 0x100000001b3ull
+
+static inline uint64_t hpdl__fnv1a64(uint64_t h, const unsigned char *p, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++) h = (h ^ p[i]) * HPDL__FNV64_PRIME;
+    return h;
+}
+
+static inline int hpdl__host_little_endian(void) {
+    const uint16_t one = 1;
+    unsigned char first;
+    memcpy(&first, &one, 1);
+    return first == 1;
+}
+
+/* Copies bytes of elem-byte elements, reversing each element's bytes when
+   swap is set: the file's little-endian order <-> a big-endian host's. */
+static inline void hpdl__ckpt_copy_elements(unsigned char *dst, const unsigned char *src, size_t bytes, size_t elem,
+                                            int swap) {
+    size_t i, k;
+    if (bytes == 0) return;
+    if (!swap || elem == 1) { memcpy(dst, src, bytes); return; }
+    for (i = 0; i + elem <= bytes; i += elem)
+        for (k = 0; k < elem; k++) dst[i + k] = src[i + elem - 1 - k];
+}
+
+/* strlen, but looks at no more than max bytes (returns max if no NUL). */
+static inline size_t hpdl__strlen_max(const char *s, size_t max) {
+    size_t n = 0;
+    while (n < max && s[n]) n++;
+    return n;
+}
+
+/* s[0..len) fit for a message: bytes outside printable ASCII become '?'. */
+static inline const char *hpdl__printable(char *out, size_t size, const unsigned char *s, size_t len) {
+    size_t i;
+    if (len >= size) len = size - 1;
+    for (i = 0; i < len; i++) out[i] = s[i] >= 0x20 && s[i] < 0x7f ? (char)s[i] : '?';
+    out[len] = '\0';
+    return out;
+}
+
+/* "f32[784,100]" ("i64[]" for a scalar) into out. */
+static inline const char *hpdl__ckpt_shape_text(char *out, size_t size, uint64_t dtype, uint64_t rank,
+                                                const int64_t *dims) {
+    size_t used;
+    uint64_t d;
+    if (dtype < 8 && dtype > 0) snprintf(out, size, "%s[", hpdl__dtype_name(dtype));
+    else snprintf(out, size, "dtype %llu[", (unsigned long long)dtype);
+    for (d = 0; d < rank && d < HPDL_CKPT_MAX_RANK; d++) {
+        used = strlen(out);
+        snprintf(out + used, size - used, d ? ",%lld" : "%lld", (long long)dims[d]);
+    }
+    used = strlen(out);
+    snprintf(out + used, size - used, "]");
+    return out;
+}
+
+/* Why a tensor of this dtype and shape cannot be in a checkpoint, or NULL
+   when it can; then *bytes is its size. */
+static inline const char *hpdl__ckpt_shape_problem(uint64_t dtype, int64_t rank, const int64_t *dims,
+                                                   uint64_t *bytes) {
+    uint64_t total = hpdl__dtype_bytes(dtype);
+    int64_t d;
+    if (total == 0) return "unknown dtype";
+    if (rank < 0 || rank > HPDL_CKPT_MAX_RANK) return "rank outside 0..4";
+    for (d = 0; d < rank; d++)
+        if (dims[d] < 0) return "negative dimension";
+    for (d = 0; d < rank; d++) {
+        if (dims[d] > 0 && total > HPDL_CKPT_MAX_BYTES / (uint64_t)dims[d])
+            return "more bytes than HPDL_CKPT_MAX_BYTES";
+        total *= (uint64_t)dims[d];
+    }
+    if (total > HPDL_CKPT_MAX_BYTES || (uint64_t)(size_t)total != total) return "more bytes than HPDL_CKPT_MAX_BYTES";
+    *bytes = total;
+    return NULL;
+}
+
+/* A tensor name as the duplicate check sees it (not NUL-terminated in a file). */
+typedef struct hpdl__ckpt_name {
+    const char *p;
+    size_t len;
+} hpdl__ckpt_name;
+
+static inline int hpdl__ckpt_name_cmp(const void *a, const void *b) {
+    const hpdl__ckpt_name *x = (const hpdl__ckpt_name *)a, *y = (const hpdl__ckpt_name *)b;
+    int c = memcmp(x->p, y->p, x->len < y->len ? x->len : y->len);
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* A name that appears twice in names[0..n) (sorted in place), or NULL.
+   Sorting keeps a file of many tensors at n log n, not n^2. */
+static inline const hpdl__ckpt_name *hpdl__ckpt_duplicate(hpdl__ckpt_name *names, size_t n) {
+    size_t i;
+    if (n < 2) return NULL;
+    qsort(names, n, sizeof *names, hpdl__ckpt_name_cmp);
+    for (i = 1; i < n; i++)
+        if (hpdl__ckpt_name_cmp(&names[i - 1], &names[i]) == 0) return &names[i];
+    return NULL;
+}
+
+/* ---- checks of the caller's entries (save and load) ---------------------- */
+
+static inline hpdl_status hpdl__ckpt_check_entry(const char *op, int i, const hpdl_ckpt_entry *e, uint64_t *bytes) {
+    char name[HPDL_CKPT_MAX_NAME + 2];
+    size_t len = e->name ? hpdl__strlen_max(e->name, HPDL_CKPT_MAX_NAME + 1) : 0;
+    const char *why = NULL;
+    if (len < 1 || len > HPDL_CKPT_MAX_NAME) why = "name of 1..63 bytes expected";
+    if (!why) why = hpdl__ckpt_shape_problem((uint64_t)(int64_t)e->dtype, e->rank, e->dims, bytes);
+    if (!why && *bytes > 0 && !e->data) why = "no data";
+    if (!why) return HPDL_OK;
+    fprintf(stderr, "hpdl: checkpoint %s: tensor %d ('%s'): %s\n", op, i,
+            e->name ? hpdl__printable(name, sizeof name, (const unsigned char *)e->name, len) : "(null)", why);
+    return HPDL_ERR_INVALID;
+}
+
+/* Names unique among the entries (HPDL_ERR_INVALID, printed, if not). */
+static inline hpdl_status hpdl__ckpt_check_unique(const char *op, int n, const hpdl_ckpt_entry *entries) {
+    hpdl__ckpt_name *names;
+    const hpdl__ckpt_name *dup;
+    char name[HPDL_CKPT_MAX_NAME + 1];
+    int i;
+    if (n < 2) return HPDL_OK;
+    names = (hpdl__ckpt_name *)hpdl_alloc((size_t)n, sizeof *names);
+    if (!names) return HPDL_ERR_NOMEM;
+    for (i = 0; i < n; i++) {
+        names[i].p = entries[i].name;
+        names[i].len = strlen(entries[i].name);
+    }
+    dup = hpdl__ckpt_duplicate(names, (size_t)n);
+    if (dup) fprintf(stderr, "hpdl: checkpoint %s: tensor name '%s' appears twice\n", op,
+                     hpdl__printable(name, sizeof name, (const unsigned char *)dup->p, dup->len));
+    HPDL_FREE(names);
+    return dup ? HPDL_ERR_INVALID : HPDL_OK;
+}
+
+/* What save and load both take: a path, a model string of at most 255
+   bytes, n >= 0 valid entries with unique names, at most
+   HPDL_CKPT_MAX_BYTES in all. */
+static inline hpdl_status hpdl__ckpt_check_args(const char *op, const char *path, const char *model, int n,
+                                                const hpdl_ckpt_entry *entries) {
+    uint64_t bytes, total;
+    hpdl_status st;
+    int i;
+    if (!path || !model || n < 0 || (n > 0 && !entries)) {
+        fprintf(stderr, "hpdl: checkpoint %s: path, model and entries must be set, n >= 0 (n = %d)\n", op, n);
+        return HPDL_ERR_INVALID;
+    }
+    if (hpdl__strlen_max(model, HPDL_CKPT_MAX_MODEL + 1) > HPDL_CKPT_MAX_MODEL) {
+        fprintf(stderr, "hpdl: checkpoint %s: model string longer than %d bytes\n", op, HPDL_CKPT_MAX_MODEL);
+        return HPDL_ERR_INVALID;
+    }
+    total = 8 + 4 + 4 + strlen(model) + 4 + 8; /* magic, version, model, count, checksum */
+    for (i = 0; i < n; i++) {
+        st = hpdl__ckpt_check_entry(op, i, &entries[i], &bytes);
+        if (st != HPDL_OK) return st;
+        total += 4 + strlen(entries[i].name) + 4 + 4 + 8 * (uint64_t)entries[i].rank + 8 + bytes;
+        if (total > HPDL_CKPT_MAX_BYTES) { /* so that what save writes, load reads */
+            fprintf(stderr, "hpdl: checkpoint %s: a file of more than HPDL_CKPT_MAX_BYTES\n", op);
+            return HPDL_ERR_INVALID;
+        }
+    }
+    return hpdl__ckpt_check_unique(op, n, entries);
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+/* The temporary file being written, through a buffer; hash is the FNV-1a
+   of every byte put so far, error the first write's errno (-1: unknown). */
+typedef struct hpdl__ckpt_writer {
+#ifdef HPDL__CKPT_POSIX
+    int fd;
+#else
+    FILE *f;
+#endif
+    uint64_t hash;
+    int error;
+    size_t used;
+    unsigned char buf[16384];
+} hpdl__ckpt_writer;
+
+static inline void hpdl__ckpt_flush(hpdl__ckpt_writer *w) {
+    const unsigned char *p = w->buf;
+    size_t n = w->used;
+    w->used = 0;
+    if (w->error) return;
+#ifdef HPDL__CKPT_POSIX
+    while (n > 0) {
+        ssize_t k = write(w->fd, p, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) { w->error = k < 0 ? errno : -1; return; }
+        p += k;
+        n -= (size_t)k;
+    }
+#else
+    errno = 0;
+    if (n > 0 && fwrite(p, 1, n, w->f) != n) w->error = errno ? errno : -1;
+#endif
+}
+
+static inline void hpdl__ckpt_put(hpdl__ckpt_writer *w, const unsigned char *p, size_t n) {
+    w->hash = hpdl__fnv1a64(w->hash, p, n);
+    while (n > 0) {
+        size_t k = sizeof w->buf - w->used < n ? sizeof w->buf - w->used : n;
+        memcpy(w->buf + w->used, p, k);
+        w->used += k;
+        p += k;
+        n -= k;
+        if (w->used == sizeof w->buf) hpdl__ckpt_flush(w);
+    }
+}
+
+static inline void hpdl__ckpt_put_uint(hpdl__ckpt_writer *w, uint64_t v, int bytes) {
+    unsigned char b[8];
+    hpdl__le_store(b, v, bytes);
+    hpdl__ckpt_put(w, b, (size_t)bytes);
+}
+
+/* A tensor's elements in little-endian order: as they are on a
+   little-endian host; swapped through a small buffer on a big-endian one. */
+static inline void hpdl__ckpt_put_data(hpdl__ckpt_writer *w, const void *data, size_t bytes, size_t elem) {
+    unsigned char chunk[4096]; /* a multiple of every element size */
+    const unsigned char *p = (const unsigned char *)data;
+    size_t done, k;
+    if (hpdl__host_little_endian()) { hpdl__ckpt_put(w, p, bytes); return; }
+    for (done = 0; done < bytes; done += k) {
+        k = bytes - done < sizeof chunk ? bytes - done : sizeof chunk;
+        hpdl__ckpt_copy_elements(chunk, p + done, k, elem, 1);
+        hpdl__ckpt_put(w, chunk, k);
+    }
+}
+
+/* The whole file, as the table above the types says (arguments checked). */
+static inline void hpdl__ckpt_write_all(hpdl__ckpt_writer *w, const char *model, int n, const hpdl_ckpt_entry *entries) {
+    size_t model_len = strlen(model);
+    uint64_t bytes = 0;
+    int i, d;
+    hpdl__ckpt_put(w, (const unsigned char *)"HPDLCKPT", 8);
+    hpdl__ckpt_put_uint(w, HPDL_CKPT_VERSION, 4);
+    hpdl__ckpt_put_uint(w, model_len, 4);
+    hpdl__ckpt_put(w, (const unsigned char *)model, model_len);
+    hpdl__ckpt_put_uint(w, (uint64_t)n, 4);
+    for (i = 0; i < n; i++) {
+        const hpdl_ckpt_entry *e = &entries[i];
+        size_t name_len = strlen(e->name);
+        hpdl__ckpt_shape_problem((uint64_t)e->dtype, e->rank, e->dims, &bytes); /* checked: sets bytes */
+        hpdl__ckpt_put_uint(w, name_len, 4);
+        hpdl__ckpt_put(w, (const unsigned char *)e->name, name_len);
+        hpdl__ckpt_put_uint(w, (uint64_t)e->dtype, 4);
+        hpdl__ckpt_put_uint(w, (uint64_t)e->rank, 4);
+        for (d = 0; d < e->rank; d++) hpdl__ckpt_put_uint(w, (uint64_t)e->dims[d], 8);
+        hpdl__ckpt_put_uint(w, bytes, 8);
+        hpdl__ckpt_put_data(w, e->data, (size_t)bytes, hpdl_dtype_size(e->dtype));
+    }
+    hpdl__ckpt_put_uint(w, w->hash, 8);
+    hpdl__ckpt_flush(w);
+}
+
+/* A tag for temporary names that no other live process uses. */
+static inline long hpdl__process_tag(void) {
+#ifdef HPDL__CKPT_POSIX
+    return (long)getpid();
+#else
+    return (long)time(NULL);
+#endif
+}
+
+/* Creates a new file tmp = <path>.tmp.<pid>.<k> for w; HPDL_ERR_IO (printed) if it cannot. */
+static inline hpdl_status hpdl__ckpt_create_temp(const char *path, char *tmp, size_t size, hpdl__ckpt_writer *w) {
+    static unsigned long next; /* per translation unit: O_EXCL settles a clash */
+    int attempt;
+    w->hash = HPDL__FNV64_OFFSET;
+    w->error = 0;
+    w->used = 0;
+    for (attempt = 0; attempt < 100; attempt++) {
+        snprintf(tmp, size, "%s.tmp.%ld.%lu", path, hpdl__process_tag(), next++); /* fits: checked by the caller */
+#ifdef HPDL__CKPT_POSIX
+        w->fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+        if (w->fd >= 0) return HPDL_OK;
+        if (errno != EEXIST) break;
+#else
+        w->f = fopen(tmp, "wb");
+        if (w->f) return HPDL_OK;
+        break;
+#endif
+    }
+    fprintf(stderr, "hpdl: %s: cannot create %s: %s\n", path, tmp, strerror(errno));
+    return HPDL_ERR_IO;
+}
+
+/* Closes the temporary file, on disk (fsync) before its new name points at
+   it, and renames it over path. On any error: HPDL_ERR_IO, the temporary
+   file removed, path as it was. */
+static inline hpdl_status hpdl__ckpt_commit(hpdl__ckpt_writer *w, const char *tmp, const char *path) {
+    int error = w->error;
+#ifdef HPDL__CKPT_POSIX
+    if (!error && fsync(w->fd) != 0) error = errno;
+    if (close(w->fd) != 0 && !error) error = errno;
+#else
+    errno = 0;
+    if (fclose(w->f) != 0 && !error) error = errno ? errno : -1;
+#endif
+#ifdef _WIN32
+    if (!error) remove(path); /* rename does not replace a file there: not atomic on Windows */
+#endif
+    errno = 0;
+    if (!error && rename(tmp, path) != 0) error = errno ? errno : -1;
+    if (!error) return HPDL_OK;
+    fprintf(stderr, "hpdl: %s: cannot write checkpoint: %s\n", path, error > 0 ? strerror(error) : "write error");
+    remove(tmp);
+    return HPDL_ERR_IO;
+}
+
+/* Writes entries[0..n) and the model string to path, whole or not at all:
+   HPDL_ERR_INVALID (nothing written) for a bad argument, HPDL_ERR_IO with
+   the old file at path left as it was when the file cannot be written. */
+HPDL_API hpdl_status hpdl_ckpt_save(const char *path, const char *model, int n, const hpdl_ckpt_entry *entries) {
+    char tmp[4096 + 64];
+    hpdl__ckpt_writer w;
+    hpdl_status st = hpdl__ckpt_check_args("save", path, model, n, entries);
+    if (st != HPDL_OK) return st;
+    if (strlen(path) > 4096) {
+        fprintf(stderr, "hpdl: checkpoint save: path longer than 4096 bytes\n");
+        return HPDL_ERR_INVALID;
+    }
+    st = hpdl__ckpt_create_temp(path, tmp, sizeof tmp, &w);
+    if (st != HPDL_OK) return st;
+    hpdl__ckpt_write_all(&w, model, n, entries);
+    return hpdl__ckpt_commit(&w, tmp, path);
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+/* A tensor as the file describes it; name and data point into the file's bytes. */
+typedef struct hpdl__ckpt_tensor {
+    const unsigned char *name, *data;
+    uint64_t name_len, dtype, rank, bytes;
+    int64_t dims[HPDL_CKPT_MAX_RANK];
+} hpdl__ckpt_tensor;
+
+typedef struct hpdl__ckpt_file {
+    const unsigned char *model;
+    uint64_t model_len, count;
+    hpdl__ckpt_tensor *tensors; /* count of them */
+} hpdl__ckpt_file;
+
+/* Bytes not yet parsed, and the file they came from (for messages). */
+typedef struct hpdl__ckpt_reader {
+    const unsigned char *p;
+    size_t left, len;
+    const char *path;
+} hpdl__ckpt_reader;
+
+static inline int hpdl__ckpt_take(hpdl__ckpt_reader *r, uint64_t n, const unsigned char **out) {
+    if (n > r->left) return 0;
+    *out = r->p;
+    r->p += n;
+    r->left -= (size_t)n;
+    return 1;
+}
+
+static inline int hpdl__ckpt_take_uint(hpdl__ckpt_reader *r, int bytes, uint64_t *v) {
+    const unsigned char *p;
+    if (!hpdl__ckpt_take(r, (uint64_t)bytes, &p)) return 0;
+    *v = hpdl__le_load(p, bytes);
+    return 1;
+}
+
+/* Prints why the file is not a valid checkpoint; HPDL_ERR_FORMAT. */
+static inline hpdl_status hpdl__ckpt_bad(const hpdl__ckpt_reader *r, const char *what, const char *detail) {
+    fprintf(stderr, "hpdl: %s: bad checkpoint: %s%s\n", r->path, what, detail ? detail : "");
+    return HPDL_ERR_FORMAT;
+}
+
+static inline hpdl_status hpdl__ckpt_truncated(const hpdl__ckpt_reader *r, const char *where) {
+    char detail[96];
+    snprintf(detail, sizeof detail, " (the file ends at %llu bytes)", (unsigned long long)r->len);
+    fprintf(stderr, "hpdl: %s: bad checkpoint: truncated in %s%s\n", r->path, where, detail);
+    return HPDL_ERR_FORMAT;
+}
+
+/* Magic, version, model string and tensor count. */
+static inline hpdl_status hpdl__ckpt_parse_header(hpdl__ckpt_reader *r, hpdl__ckpt_file *file) {
+    const unsigned char *magic;
+    char found[16];
+    uint64_t version;
+    size_t have = r->left < 8 ? r->left : 8;
+    if (memcmp(r->p, "HPDLCKPT", have) != 0)
+        return hpdl__ckpt_bad(r, "expected magic HPDLCKPT, found ", hpdl__printable(found, sizeof found, r->p, have));
+    if (!hpdl__ckpt_take(r, 8, &magic)) return hpdl__ckpt_truncated(r, "the magic");
+    if (!hpdl__ckpt_take_uint(r, 4, &version)) return hpdl__ckpt_truncated(r, "the version");
+    if (version != HPDL_CKPT_VERSION) {
+        snprintf(found, sizeof found, "%llu", (unsigned long long)version);
+        return hpdl__ckpt_bad(r, "unknown version (this reader knows 1): ", found);
+    }
+    if (!hpdl__ckpt_take_uint(r, 4, &file->model_len)) return hpdl__ckpt_truncated(r, "the model length");
+    if (file->model_len > HPDL_CKPT_MAX_MODEL) return hpdl__ckpt_bad(r, "model string longer than 255 bytes", NULL);
+    if (!hpdl__ckpt_take(r, file->model_len, &file->model)) return hpdl__ckpt_truncated(r, "the model string");
+    if (memchr(file->model, 0, (size_t)file->model_len)) return hpdl__ckpt_bad(r, "NUL byte in the model string", NULL);
+    if (!hpdl__ckpt_take_uint(r, 4, &file->count)) return hpdl__ckpt_truncated(r, "the tensor count");
+    /* Each tensor takes at least 21 bytes: a count the file cannot hold is refused before it is allocated. */
+    if (file->count > r->left / 21) return hpdl__ckpt_truncated(r, "the tensors (too many for the file)");
+    return HPDL_OK;
+}
+
+/* Prints what is wrong with tensor i of the file; HPDL_ERR_FORMAT. */
+static inline hpdl_status hpdl__ckpt_bad_tensor(const hpdl__ckpt_reader *r, uint64_t i, const hpdl__ckpt_tensor *t,
+                                                const char *why) {
+    char where[256], name[HPDL_CKPT_MAX_NAME + 1], shape[128];
+    snprintf(where, sizeof where, "tensor %llu ('%s', %s): ", (unsigned long long)i,
+             hpdl__printable(name, sizeof name, t->name, (size_t)t->name_len),
+             hpdl__ckpt_shape_text(shape, sizeof shape, t->dtype, t->rank, t->dims));
+    return hpdl__ckpt_bad(r, where, why);
+}
+
+static inline hpdl_status hpdl__ckpt_parse_tensor(hpdl__ckpt_reader *r, uint64_t i, hpdl__ckpt_tensor *t) {
+    uint64_t v, bytes = 0, d;
+    const char *why;
+    memset(t, 0, sizeof *t);
+    t->name = (const unsigned char *)"";
+    if (!hpdl__ckpt_take_uint(r, 4, &v)) return hpdl__ckpt_truncated(r, "a tensor's name length");
+    if (v < 1 || v > HPDL_CKPT_MAX_NAME) return hpdl__ckpt_bad_tensor(r, i, t, "name length outside 1..63");
+    t->name_len = v;
+    if (!hpdl__ckpt_take(r, t->name_len, &t->name)) return hpdl__ckpt_truncated(r, "a tensor's name");
+    if (memchr(t->name, 0, (size_t)t->name_len)) return hpdl__ckpt_bad_tensor(r, i, t, "NUL byte in the name");
+    if (!hpdl__ckpt_take_uint(r, 4, &t->dtype) || !hpdl__ckpt_take_uint(r, 4, &t->rank))
+        return hpdl__ckpt_truncated(r, "a tensor's dtype and rank");
+    if (t->rank > HPDL_CKPT_MAX_RANK) return hpdl__ckpt_bad_tensor(r, i, t, "rank outside 0..4");
+    for (d = 0; d < t->rank; d++) {
+        if (!hpdl__ckpt_take_uint(r, 8, &v)) return hpdl__ckpt_truncated(r, "a tensor's dimensions");
+        t->dims[d] = hpdl__i64_from_u64(v);
+    }
+    why = hpdl__ckpt_shape_problem(t->dtype, (int64_t)t->rank, t->dims, &bytes);
+    if (why) return hpdl__ckpt_bad_tensor(r, i, t, why);
+    if (!hpdl__ckpt_take_uint(r, 8, &t->bytes)) return hpdl__ckpt_truncated(r, "a tensor's byte count");
+    if (t->bytes != bytes) return hpdl__ckpt_bad_tensor(r, i, t, "byte count not product(dims) * dtype size");
+    if (!hpdl__ckpt_take(r, t->bytes, &t->data)) return hpdl__ckpt_truncated(r, "a tensor's data");
+    return HPDL_OK;
+}
+
+/* After the tensors: exactly the checksum, and it matches. */
+static inline hpdl_status hpdl__ckpt_parse_checksum(hpdl__ckpt_reader *r, const unsigned char *start) {
+    uint64_t stored, computed;
+    char detail[80];
+    if (r->left > 8) {
+        snprintf(detail, sizeof detail, "%llu", (unsigned long long)(r->left - 8));
+        return hpdl__ckpt_bad(r, "trailing bytes after the checksum: ", detail);
+    }
+    computed = hpdl__fnv1a64(HPDL__FNV64_OFFSET, start, (size_t)(r->p - start));
+    if (!hpdl__ckpt_take_uint(r, 8, &stored)) return hpdl__ckpt_truncated(r, "the checksum");
+    if (stored == computed) return HPDL_OK;
+    snprintf(detail, sizeof detail, "stored %016llx, computed %016llx", (unsigned long long)stored,
+             (unsigned long long)computed);
+    return hpdl__ckpt_bad(r, "checksum mismatch (the file is corrupted): ", detail);
+}
+
+/* Names unique within the file (HPDL_ERR_FORMAT, printed, if not). */
+static inline hpdl_status hpdl__ckpt_file_unique(const hpdl__ckpt_reader *r, const hpdl__ckpt_file *file) {
+    hpdl__ckpt_name *names;
+    const hpdl__ckpt_name *dup;
+    char name[HPDL_CKPT_MAX_NAME + 1];
+    uint64_t i;
+    if (file->count < 2) return HPDL_OK;
+    names = (hpdl__ckpt_name *)hpdl_alloc((size_t)file->count, sizeof *names);
+    if (!names) return HPDL_ERR_NOMEM;
+    for (i = 0; i < file->count; i++) {
+        names[i].p = (const char *)file->tensors[i].name;
+        names[i].len = (size_t)file->tensors[i].name_len;
+    }
+    dup = hpdl__ckpt_duplicate(names, (size_t)file->count);
+    if (dup) hpdl__ckpt_bad(r, "tensor name appears twice: ",
+                            hpdl__printable(name, sizeof name, (const unsigned char *)dup->p, dup->len));
+    HPDL_FREE(names);
+    return dup ? HPDL_ERR_FORMAT : HPDL_OK;
+}
+
+/* Parses and checks buf[0..len) whole; file->tensors is allocated (the
+   caller frees it, also on error). */
+static inline hpdl_status hpdl__ckpt_parse(const unsigned char *buf, size_t len, const char *path,
+                                           hpdl__ckpt_file *file) {
+    hpdl__ckpt_reader r;
+    hpdl_status st;
+    uint64_t i;
+    r.p = buf;
+    r.left = r.len = len;
+    r.path = path;
+    file->tensors = NULL;
+    st = hpdl__ckpt_parse_header(&r, file);
+    if (st != HPDL_OK) return st;
+    file->tensors = (hpdl__ckpt_tensor *)hpdl_alloc((size_t)file->count, sizeof *file->tensors);
+    if (!file->tensors) return HPDL_ERR_NOMEM;
+    for (i = 0; i < file->count; i++) {
+        st = hpdl__ckpt_parse_tensor(&r, i, &file->tensors[i]);
+        if (st != HPDL_OK) return st;
+    }
+    st = hpdl__ckpt_parse_checksum(&r, buf);
+    return st == HPDL_OK ? hpdl__ckpt_file_unique(&r, file) : st;
+}
+
+/* Reads path whole into a new buffer *buf of *len bytes. */
+static inline hpdl_status hpdl__ckpt_read_file(const char *path, unsigned char **buf, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    long size = -1;
+    if (!f) {
+        fprintf(stderr, "hpdl: %s: cannot open checkpoint: %s\n", path, strerror(errno));
+        return HPDL_ERR_IO;
+    }
+    (void)fgetc(f); /* a folder opens, then fails to read */
+    if (ferror(f) || fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fprintf(stderr, "hpdl: %s: cannot read checkpoint: %s\n", path, strerror(errno));
+        fclose(f);
+        return HPDL_ERR_IO;
+    }
+    if ((unsigned long long)size > HPDL_CKPT_MAX_BYTES) {
+        fprintf(stderr, "hpdl: %s: bad checkpoint: %lld bytes, more than HPDL_CKPT_MAX_BYTES\n", path, (long long)size);
+        fclose(f);
+        return HPDL_ERR_FORMAT;
+    }
+    *buf = (unsigned char *)hpdl_alloc((size_t)size + 1, 1);
+    *len = *buf ? fread(*buf, 1, (size_t)size + 1, f) : 0; /* one byte more: a file that grew shows */
+    if (*buf && !ferror(f) && *len == (size_t)size) { fclose(f); return HPDL_OK; }
+    fprintf(stderr, "hpdl: %s: cannot read checkpoint: %s\n", path,
+            !*buf ? "out of memory" : ferror(f) ? strerror(errno) : "the file changed while it was read");
+    fclose(f);
+    if (!*buf) return HPDL_ERR_NOMEM;
+    HPDL_FREE(*buf);
+    *buf = NULL;
+    return HPDL_ERR_IO;
+}
+
+/* Prints how the file differs from the caller's model; HPDL_ERR_MISMATCH. */
+static inline hpdl_status hpdl__ckpt_other_model(const char *path, const char *what) {
+    fprintf(stderr, "hpdl: %s: checkpoint of another model: %s\n", path, what);
+    return HPDL_ERR_MISMATCH;
+}
+
+/* Tensor i of the file against entry e: name, dtype and shape. */
+static inline hpdl_status hpdl__ckpt_match_tensor(const char *path, int i, const hpdl__ckpt_tensor *t,
+                                                  const hpdl_ckpt_entry *e) {
+    char what[400], name[HPDL_CKPT_MAX_NAME + 1], expected[128], found[128];
+    int d, same = t->dtype == (uint64_t)(int64_t)e->dtype && t->rank == (uint64_t)e->rank;
+    size_t len = strlen(e->name);
+    hpdl__printable(name, sizeof name, t->name, (size_t)t->name_len);
+    if (t->name_len != len || memcmp(t->name, e->name, len) != 0) {
+        snprintf(what, sizeof what, "tensor %d: expected name '%s', found '%s'", i, e->name, name);
+        return hpdl__ckpt_other_model(path, what);
+    }
+    for (d = 0; same && d < e->rank; d++) same = t->dims[d] == e->dims[d];
+    if (same) return HPDL_OK;
+    snprintf(what, sizeof what, "tensor %d ('%s'): expected %s, found %s", i, name,
+             hpdl__ckpt_shape_text(expected, sizeof expected, (uint64_t)(int64_t)e->dtype, (uint64_t)e->rank, e->dims),
+             hpdl__ckpt_shape_text(found, sizeof found, t->dtype, t->rank, t->dims));
+    return hpdl__ckpt_other_model(path, what);
+}
+
+/* The file holds the caller's model: same model string and tensor count,
+   and each tensor's name, dtype and shape, in order. */
+static inline hpdl_status hpdl__ckpt_match(const hpdl__ckpt_file *file, const char *path, const char *model, int n,
+                                           const hpdl_ckpt_entry *entries) {
+    char what[700], found[HPDL_CKPT_MAX_MODEL + 1];
+    size_t len = strlen(model);
+    hpdl_status st;
+    int i;
+    if (file->model_len != len || memcmp(file->model, model, len) != 0) {
+        snprintf(what, sizeof what, "expected model '%s', found '%s'", model,
+                 hpdl__printable(found, sizeof found, file->model, (size_t)file->model_len));
+        return hpdl__ckpt_other_model(path, what);
+    }
+    if (file->count != (uint64_t)n) {
+        snprintf(what, sizeof what, "expected %d tensors, found %llu", n, (unsigned long long)file->count);
+        return hpdl__ckpt_other_model(path, what);
+    }
+    for (i = 0; i < n; i++) {
+        st = hpdl__ckpt_match_tensor(path, i, &file->tensors[i], &entries[i]);
+        if (st != HPDL_OK) return st;
+    }
+    return HPDL_OK;
+}
+
+/* Fills entries[0..n) from path, a checkpoint of the same model. Refused,
+   with no entry's data written: HPDL_ERR_INVALID (bad argument), _IO (no
+   such file, unreadable), _FORMAT (not a valid checkpoint: magic, version,
+   truncated, trailing bytes, checksum, impossible header), _MISMATCH (a
+   valid checkpoint of another model), _NOMEM. */
+HPDL_API hpdl_status hpdl_ckpt_load(const char *path, const char *model, int n, const hpdl_ckpt_entry *entries) {
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    hpdl__ckpt_file file;
+    hpdl_status st = hpdl__ckpt_check_args("load", path, model, n, entries);
+    int i;
+    if (st != HPDL_OK) return st;
+    st = hpdl__ckpt_read_file(path, &buf, &len);
+    if (st != HPDL_OK) return st;
+    st = hpdl__ckpt_parse(buf, len, path, &file);
+    if (st == HPDL_OK) st = hpdl__ckpt_match(&file, path, model, n, entries);
+    for (i = 0; st == HPDL_OK && i < n; i++) /* checked whole: now copy */
+        hpdl__ckpt_copy_elements((unsigned char *)entries[i].data, file.tensors[i].data, (size_t)file.tensors[i].bytes,
+                                 hpdl_dtype_size(entries[i].dtype), !hpdl__host_little_endian());
+    HPDL_FREE(file.tensors);
+    HPDL_FREE(buf);
+    return st;
 }
 
 /* ======================================================================== */
@@ -4557,5 +5718,997 @@ HPDL_API hpdl_status hpdl_quant_mlp_accuracy(const hpdl_quant_mlp *q, hpdl_quant
     if (st == HPDL_OK) *accuracy = (double)hits / (double)n;
     return st;
 }
+
+/* ------------------------------------------------------------------------ */
+/* CNN: convolutional networks as data, trained on any backend              */
+/* ------------------------------------------------------------------------ */
+/* A network is an array of layers (hpdl_cnn_layer), each reading the output
+   of an earlier layer (or the image), so residual blocks are layers too: an
+   ADD layer sums two earlier outputs. hpdl_cnn_define checks the array and
+   plans it: every layer's output shape, where its parameters sit in ONE flat
+   parameter array (so the optimiser is one call over all of them), and
+   where batch norm keeps its running statistics (a flat "state" array).
+
+   The walk over the layers (forward, backward, update) is written once,
+   below, against hpdl_cnn_backend: a table of the layer kernels and memory
+   operations of one element type on one device. hpdl.h gives the CPU
+   backends (f32, f64: the reference); hpdl_cuda.cuh gives the GPU one, so
+   the CPU twin and the GPU run the same schedule of the same kernels.
+
+   Conventions: images of one batch are packed (N x C x H x W, in the
+   network's layout); a LINEAR layer reads its input flattened in that
+   layout (C*H*W features per image, the order of memory) and writes N x
+   out_features; the last layer's output is the logits, N x classes; the
+   loss is softmax cross-entropy averaged over the batch. Parameters:
+   a conv's weight K x C x R x S (in the network's layout) then its bias K;
+   batch norm's gamma C then beta C; a linear layer's weight out x in (row
+   major) then its bias out. Initialisation (hpdl_cnn_init): weights
+   Kaiming-normal, sqrt(2 / fan_in), biases and beta 0, gamma 1, running
+   mean 0 and variance 1. */
+
+#define HPDL_CNN_MAX_LAYERS 96
+#define HPDL_CNN_PREVIOUS (-2) /* a layer's input: the layer before it */
+#define HPDL_CNN_IMAGE (-1)    /* a layer's input: the network's input */
+
+typedef enum hpdl_cnn_op {
+    HPDL_CNN_CONV = 0,        /* conv2d, square kernel, optional bias */
+    HPDL_CNN_BATCHNORM,       /* per channel; batch statistics in training */
+    HPDL_CNN_RELU,
+    HPDL_CNN_MAXPOOL,
+    HPDL_CNN_AVGPOOL,
+    HPDL_CNN_GLOBAL_AVGPOOL,  /* C x H x W -> C x 1 x 1 */
+    HPDL_CNN_LINEAR,          /* fully connected on the flattened input */
+    HPDL_CNN_ADD              /* input + output of layer `other` (residual) */
+} hpdl_cnn_op;
+
+typedef struct hpdl_cnn_layer {
+    hpdl_cnn_op op;
+    int input;               /* an earlier layer, HPDL_CNN_PREVIOUS or HPDL_CNN_IMAGE */
+    int other;               /* ADD: the earlier layer added to the input */
+    int channels;            /* CONV: output channels; LINEAR: output features */
+    int kernel, stride, pad; /* CONV and the pools */
+    int bias;                /* CONV: 1 adds a bias (LINEAR always has one) */
+} hpdl_cnn_layer;
+
+/* A checked, planned network: the layers with their inputs resolved to
+   indices, and where everything goes. No memory of its own. */
+typedef struct hpdl_cnn {
+    int n_layers, classes;
+    hpdl_layout layout;
+    hpdl_shape input;                         /* one image */
+    hpdl_cnn_layer layer[HPDL_CNN_MAX_LAYERS];
+    hpdl_shape out[HPDL_CNN_MAX_LAYERS];      /* each layer's output, one image */
+    int64_t weight_at[HPDL_CNN_MAX_LAYERS];   /* flat parameter offsets, -1: none */
+    int64_t bias_at[HPDL_CNN_MAX_LAYERS];     /* bias, or batch norm's beta */
+    int64_t state_at[HPDL_CNN_MAX_LAYERS];    /* batch norm: running mean, then variance */
+    int64_t param_count, state_count;
+    int64_t largest;                          /* most elements of one layer's output, one image */
+} hpdl_cnn;
+
+/* ---- layers ---------------------------------------------------------------- */
+
+static inline hpdl_cnn_layer hpdl__cnn_layer(hpdl_cnn_op op) {
+    hpdl_cnn_layer l;
+    memset(&l, 0, sizeof l);
+    l.op = op;
+    l.input = HPDL_CNN_PREVIOUS;
+    l.other = -1;
+    return l;
+}
+
+HPDL_API hpdl_cnn_layer hpdl_cnn_conv(int out_channels, int kernel, int stride, int pad, int bias) {
+    hpdl_cnn_layer l = hpdl__cnn_layer(HPDL_CNN_CONV);
+    l.channels = out_channels; l.kernel = kernel; l.stride = stride; l.pad = pad; l.bias = bias;
+    return l;
+}
+
+/* Batch norm, ReLU and global average pooling take nothing but their input. */
+HPDL_API hpdl_cnn_layer hpdl_cnn_simple(hpdl_cnn_op op) { return hpdl__cnn_layer(op); }
+
+/* op: HPDL_CNN_MAXPOOL or HPDL_CNN_AVGPOOL. */
+HPDL_API hpdl_cnn_layer hpdl_cnn_pool(hpdl_cnn_op op, int kernel, int stride, int pad) {
+    hpdl_cnn_layer l = hpdl__cnn_layer(op);
+    l.kernel = kernel; l.stride = stride; l.pad = pad;
+    return l;
+}
+
+HPDL_API hpdl_cnn_layer hpdl_cnn_linear(int out_features) {
+    hpdl_cnn_layer l = hpdl__cnn_layer(HPDL_CNN_LINEAR);
+    l.channels = out_features;
+    return l;
+}
+
+/* The output of layer `input` plus that of layer `other`. */
+HPDL_API hpdl_cnn_layer hpdl_cnn_add(int input, int other) {
+    hpdl_cnn_layer l = hpdl__cnn_layer(HPDL_CNN_ADD);
+    l.input = input; l.other = other;
+    return l;
+}
+
+/* ---- planning ---------------------------------------------------------------- */
+
+static inline int hpdl__shape_equal(hpdl_shape a, hpdl_shape b) { return a.c == b.c && a.h == b.h && a.w == b.w; }
+
+static inline int64_t hpdl__shape_count(hpdl_shape s) { return (int64_t)s.c * s.h * s.w; }
+
+static inline hpdl_tensor4 hpdl__cnn_tensor(const hpdl_cnn *net, int batch, hpdl_shape s) {
+    return hpdl_tensor4_make(batch, s.c, s.h, s.w, net->layout);
+}
+
+/* The shape layer i reads (the image's for HPDL_CNN_IMAGE). */
+static inline hpdl_shape hpdl__cnn_in_shape(const hpdl_cnn *net, int i) {
+    int from = net->layer[i].input;
+    return from == HPDL_CNN_IMAGE ? net->input : net->out[from];
+}
+
+/* Output shape of layer i from its input's; c = 0 when the layer cannot
+   take that input. Reserves its parameters and state. */
+static inline hpdl_shape hpdl__cnn_plan_layer(hpdl_cnn *net, int i) {
+    const hpdl_cnn_layer *l = &net->layer[i];
+    hpdl_shape in = hpdl__cnn_in_shape(net, i), none = {0, 0, 0};
+    int64_t features = hpdl__shape_count(in);
+    switch (l->op) {
+    case HPDL_CNN_CONV: {
+        int oh = hpdl_conv_output_size(in.h, l->kernel, l->stride, l->pad, 1);
+        int ow = hpdl_conv_output_size(in.w, l->kernel, l->stride, l->pad, 1);
+        if (l->channels < 1 || oh < 1 || ow < 1) return none;
+        net->weight_at[i] = net->param_count;
+        net->param_count += (int64_t)l->channels * in.c * l->kernel * l->kernel;
+        if (l->bias) { net->bias_at[i] = net->param_count; net->param_count += l->channels; }
+        return hpdl_shape_make(l->channels, oh, ow);
+    }
+    case HPDL_CNN_BATCHNORM:
+        net->weight_at[i] = net->param_count;
+        net->bias_at[i] = net->param_count + in.c;
+        net->param_count += 2 * (int64_t)in.c;
+        net->state_at[i] = net->state_count;
+        net->state_count += 2 * (int64_t)in.c;
+        return in;
+    case HPDL_CNN_RELU: return in;
+    case HPDL_CNN_MAXPOOL:
+    case HPDL_CNN_AVGPOOL: {
+        hpdl_pool2d_params p = hpdl_pool2d_params_make(l->kernel, l->stride, l->pad);
+        hpdl_tensor4 x = hpdl__cnn_tensor(net, 1, in), y;
+        if (hpdl_pool2d_output_desc(&p, &x, &y) != HPDL_OK) return none;
+        return hpdl_shape_make(y.c, y.h, y.w);
+    }
+    case HPDL_CNN_GLOBAL_AVGPOOL: return hpdl_shape_make(in.c, 1, 1);
+    case HPDL_CNN_LINEAR:
+        if (l->channels < 1 || features > INT_MAX) return none;
+        net->weight_at[i] = net->param_count;
+        net->param_count += (int64_t)l->channels * features;
+        net->bias_at[i] = net->param_count;
+        net->param_count += l->channels;
+        return hpdl_shape_make(l->channels, 1, 1);
+    case HPDL_CNN_ADD:
+        return hpdl__shape_equal(in, net->out[l->other]) ? in : none;
+    }
+    return none;
+}
+
+/* Inputs refer to earlier layers; every layer but the last is read. */
+static inline int hpdl__cnn_links_ok(hpdl_cnn *net) {
+    int i, read[HPDL_CNN_MAX_LAYERS] = {0};
+    for (i = 0; i < net->n_layers; i++) {
+        hpdl_cnn_layer *l = &net->layer[i];
+        if (l->input == HPDL_CNN_PREVIOUS) l->input = i - 1;
+        if (l->input < HPDL_CNN_IMAGE || l->input >= i) return 0;
+        if (l->op == HPDL_CNN_ADD && (l->other < 0 || l->other >= i)) return 0;
+        if (l->input >= 0) read[l->input] = 1;
+        if (l->op == HPDL_CNN_ADD) read[l->other] = 1;
+    }
+    for (i = 0; i + 1 < net->n_layers; i++)
+        if (!read[i]) return 0;
+    return 1;
+}
+
+/* Checks and plans `layers` for images of shape `input`. INVALID (with a
+   line on stderr naming the layer) for a layer that refers forward, cannot
+   take its input's shape, is never read, or a last layer that is not
+   classes x 1 x 1. */
+HPDL_API hpdl_status hpdl_cnn_define(hpdl_cnn *net, int n_layers, const hpdl_cnn_layer *layers, hpdl_shape input,
+                                     hpdl_layout layout) {
+    hpdl_cnn plan;
+    int i;
+    if (!net || !layers || n_layers < 1 || n_layers > HPDL_CNN_MAX_LAYERS || input.c < 1 || input.h < 1 ||
+        input.w < 1 || (layout != HPDL_NCHW && layout != HPDL_NHWC))
+        return HPDL_ERR_INVALID;
+    memset(&plan, 0, sizeof plan);
+    plan.n_layers = n_layers;
+    plan.layout = layout;
+    plan.input = input;
+    plan.largest = hpdl__shape_count(input);
+    memcpy(plan.layer, layers, (size_t)n_layers * sizeof *layers);
+    if (!hpdl__cnn_links_ok(&plan)) {
+        fprintf(stderr, "hpdl_cnn_define: a layer reads a later layer, or an output is never read\n");
+        return HPDL_ERR_INVALID;
+    }
+    for (i = 0; i < n_layers; i++) {
+        plan.weight_at[i] = plan.bias_at[i] = plan.state_at[i] = -1;
+        plan.out[i] = hpdl__cnn_plan_layer(&plan, i);
+        if (plan.out[i].c < 1) {
+            fprintf(stderr, "hpdl_cnn_define: layer %d cannot take its input's shape\n", i);
+            return HPDL_ERR_INVALID;
+        }
+        if (hpdl__shape_count(plan.out[i]) > plan.largest) plan.largest = hpdl__shape_count(plan.out[i]);
+    }
+    if (plan.out[n_layers - 1].h != 1 || plan.out[n_layers - 1].w != 1) {
+        fprintf(stderr, "hpdl_cnn_define: the last layer must give one value per class (C x 1 x 1)\n");
+        return HPDL_ERR_INVALID;
+    }
+    plan.classes = plan.out[n_layers - 1].c;
+    *net = plan;
+    return HPDL_OK;
+}
+
+/* The quantization lab's CNN (LeNet-5's shape): conv 5x5 -> 6, ReLU,
+   max-pool 2, conv 5x5 -> 16, ReLU, max-pool 2, linear 120, ReLU,
+   linear 84, ReLU, linear classes; sized from the input (3x32x32 gives
+   the 400 features of the lab's model, 1x28x28 gives 256). */
+HPDL_API hpdl_status hpdl_cnn_small(hpdl_cnn *net, hpdl_shape input, int classes, hpdl_layout layout) {
+    hpdl_cnn_layer l[11];
+    l[0] = hpdl_cnn_conv(6, 5, 1, 0, 1);
+    l[1] = hpdl_cnn_simple(HPDL_CNN_RELU);
+    l[2] = hpdl_cnn_pool(HPDL_CNN_MAXPOOL, 2, 2, 0);
+    l[3] = hpdl_cnn_conv(16, 5, 1, 0, 1);
+    l[4] = hpdl_cnn_simple(HPDL_CNN_RELU);
+    l[5] = hpdl_cnn_pool(HPDL_CNN_MAXPOOL, 2, 2, 0);
+    l[6] = hpdl_cnn_linear(120);
+    l[7] = hpdl_cnn_simple(HPDL_CNN_RELU);
+    l[8] = hpdl_cnn_linear(84);
+    l[9] = hpdl_cnn_simple(HPDL_CNN_RELU);
+    l[10] = hpdl_cnn_linear(classes);
+    return hpdl_cnn_define(net, 11, l, input, layout);
+}
+
+/* Appends conv (no bias) + batch norm reading layer `from`; returns the
+   index of the batch norm. */
+static inline int hpdl__cnn_conv_bn(hpdl_cnn_layer *l, int *n, int from, int channels, int kernel, int stride) {
+    l[*n] = hpdl_cnn_conv(channels, kernel, stride, kernel / 2, 0);
+    l[*n].input = from;
+    l[*n + 1] = hpdl_cnn_simple(HPDL_CNN_BATCHNORM);
+    *n += 2;
+    return *n - 1;
+}
+
+/* A basic block: two 3x3 conv + batch norm, the first with `stride`, a
+   ReLU between; the shortcut is the input, or a 1x1 conv + batch norm
+   when the shape changes; ReLU after the sum. Returns the last layer. */
+static inline int hpdl__cnn_basic_block(hpdl_cnn_layer *l, int *n, int from, int in_channels, int channels,
+                                        int stride) {
+    int main_path, shortcut = from;
+    main_path = hpdl__cnn_conv_bn(l, n, from, channels, 3, stride);
+    l[(*n)++] = hpdl_cnn_simple(HPDL_CNN_RELU);
+    main_path = hpdl__cnn_conv_bn(l, n, *n - 1, channels, 3, 1);
+    if (stride != 1 || in_channels != channels) shortcut = hpdl__cnn_conv_bn(l, n, from, channels, 1, stride);
+    l[(*n)++] = hpdl_cnn_add(main_path, shortcut);
+    l[(*n)++] = hpdl_cnn_simple(HPDL_CNN_RELU);
+    return *n - 1;
+}
+
+/* ResNet-18 for small images (He et al. 2016, the CIFAR form): a 3x3
+   stem conv -> 64 + batch norm + ReLU, no max-pool; stages of [2, 2, 2, 2]
+   basic blocks at 64, 128, 256, 512 channels, each stage after the first
+   starting with stride 2; global average pooling; linear classes. For
+   3x32x32 or 1x28x28 inputs (any size the strides fit). */
+HPDL_API hpdl_status hpdl_cnn_resnet18(hpdl_cnn *net, hpdl_shape input, int classes, hpdl_layout layout) {
+    hpdl_cnn_layer l[HPDL_CNN_MAX_LAYERS];
+    int n = 0, last, stage, block, channels = 64, in_channels = 64;
+    hpdl__cnn_conv_bn(l, &n, HPDL_CNN_IMAGE, 64, 3, 1);
+    l[n++] = hpdl_cnn_simple(HPDL_CNN_RELU);
+    last = n - 1;
+    for (stage = 0; stage < 4; stage++, channels *= 2)
+        for (block = 0; block < 2; block++) {
+            last = hpdl__cnn_basic_block(l, &n, last, in_channels, channels, stage > 0 && block == 0 ? 2 : 1);
+            in_channels = channels;
+        }
+    l[n++] = hpdl_cnn_simple(HPDL_CNN_GLOBAL_AVGPOOL);
+    l[n++] = hpdl_cnn_linear(classes);
+    return hpdl_cnn_define(net, n, l, input, layout);
+}
+
+/* Fan-in of layer i's weight: what one output sums over. */
+static inline int64_t hpdl__cnn_fan_in(const hpdl_cnn *net, int i) {
+    hpdl_shape in = hpdl__cnn_in_shape(net, i);
+    const hpdl_cnn_layer *l = &net->layer[i];
+    return l->op == HPDL_CNN_CONV ? (int64_t)in.c * l->kernel * l->kernel : hpdl__shape_count(in);
+}
+
+/* Fresh parameters (param_count values) and state (state_count values),
+   in double so that every backend starts from the same numbers. */
+HPDL_API hpdl_status hpdl_cnn_init(const hpdl_cnn *net, uint64_t seed, double *params, double *state) {
+    hpdl_rng rng;
+    int i;
+    int64_t j;
+    if (!net || net->n_layers < 1 || !params || (net->state_count && !state)) return HPDL_ERR_INVALID;
+    hpdl_rng_seed(&rng, seed);
+    memset(params, 0, (size_t)net->param_count * sizeof *params);
+    for (i = 0; i < net->n_layers; i++) {
+        const hpdl_cnn_layer *l = &net->layer[i];
+        if (l->op == HPDL_CNN_CONV || l->op == HPDL_CNN_LINEAR) {
+            double std = sqrt(2.0 / (double)hpdl__cnn_fan_in(net, i));
+            int64_t count = hpdl__cnn_fan_in(net, i) * l->channels;
+            for (j = 0; j < count; j++) params[net->weight_at[i] + j] = std * hpdl_rng_normal(&rng);
+        } else if (l->op == HPDL_CNN_BATCHNORM) {
+            int c = net->out[i].c;
+            for (j = 0; j < c; j++) {
+                params[net->weight_at[i] + j] = 1.0;
+                state[net->state_at[i] + j] = 0.0;
+                state[net->state_at[i] + c + j] = 1.0;
+            }
+        }
+    }
+    return HPDL_OK;
+}
+
+/* ---- backends ------------------------------------------------------------- */
+
+/* One element type on one device: where a network's tensors live and the
+   kernels that work on them. Every operation is issued in order on `ctx`
+   (the CPU runs it at once; the GPU backend queues it on its stream, so a
+   whole training step can be captured into a CUDA graph). Parameters,
+   gradients, batch-norm statistics and optimiser state are of the same
+   type as the activations (f32 or f64). */
+typedef struct hpdl_cnn_backend {
+    const char *name;
+    size_t elem_size; /* 4: float, 8: double */
+    void *ctx;
+    /* memory: zeroed allocation, release, copies within the device and to
+       and from host memory */
+    void *(*alloc)(void *ctx, size_t bytes);
+    void (*release)(void *ctx, void *p);
+    hpdl_status (*zero)(void *ctx, void *p, size_t bytes);
+    hpdl_status (*copy)(void *ctx, void *dst, const void *src, size_t bytes);
+    hpdl_status (*upload)(void *ctx, void *dst, const void *host_src, size_t bytes);
+    hpdl_status (*download)(void *ctx, void *host_dst, const void *src, size_t bytes);
+    /* the layers: the signatures of hpdl_conv2d_* etc. with ctx first */
+    hpdl_status (*conv_forward)(void *ctx, const hpdl_conv2d_params *p, const hpdl_tensor4 *xd, const void *x,
+                                const void *w, const hpdl_tensor4 *yd, void *y);
+    hpdl_status (*conv_backward_data)(void *ctx, const hpdl_conv2d_params *p, const hpdl_tensor4 *yd,
+                                      const void *dy, const void *w, const hpdl_tensor4 *xd, void *dx);
+    hpdl_status (*conv_backward_filter)(void *ctx, const hpdl_conv2d_params *p, const hpdl_tensor4 *xd,
+                                        const void *x, const hpdl_tensor4 *yd, const void *dy, void *dw);
+    hpdl_status (*bias_add)(void *ctx, const hpdl_tensor4 *yd, void *y, const void *bias);
+    hpdl_status (*bias_grad)(void *ctx, const hpdl_tensor4 *yd, const void *dy, void *dbias);
+    hpdl_status (*bn_forward_training)(void *ctx, const hpdl_tensor4 *xd, const void *x, const void *gamma,
+                                       const void *beta, double momentum, double eps, void *running_mean,
+                                       void *running_var, void *y, void *save_mean, void *save_invstd);
+    hpdl_status (*bn_forward_inference)(void *ctx, const hpdl_tensor4 *xd, const void *x, const void *gamma,
+                                        const void *beta, const void *running_mean, const void *running_var,
+                                        double eps, void *y);
+    hpdl_status (*bn_backward)(void *ctx, const hpdl_tensor4 *xd, const void *x, const void *dy, const void *gamma,
+                               const void *save_mean, const void *save_invstd, void *dx, void *dgamma, void *dbeta);
+    /* max = 1: max pooling, 0: average pooling (x is ignored backward) */
+    hpdl_status (*pool_forward)(void *ctx, int max, const hpdl_pool2d_params *p, const hpdl_tensor4 *xd,
+                                const void *x, const hpdl_tensor4 *yd, void *y);
+    hpdl_status (*pool_backward)(void *ctx, int max, const hpdl_pool2d_params *p, const hpdl_tensor4 *xd,
+                                 const void *x, const hpdl_tensor4 *yd, const void *dy, void *dx);
+    hpdl_status (*global_avgpool_forward)(void *ctx, const hpdl_tensor4 *xd, const void *x, void *y);
+    hpdl_status (*global_avgpool_backward)(void *ctx, const hpdl_tensor4 *xd, const void *dy, void *dx);
+    hpdl_status (*relu)(void *ctx, int64_t n, const void *x, void *y);
+    hpdl_status (*relu_grad)(void *ctx, int64_t n, const void *y, const void *dy, void *dx);
+    hpdl_status (*add)(void *ctx, int64_t n, const void *a, const void *b, void *c); /* c = a + b */
+    /* C = op(A) op(B), row-major */
+    hpdl_status (*gemm)(void *ctx, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K, const void *A,
+                        int lda, const void *B, int ldb, void *C, int ldc);
+    /* grad = (softmax(logits) - onehot)/rows; *loss (device memory) = mean loss */
+    hpdl_status (*softmax_xent)(void *ctx, int rows, int cols, const void *logits, const int32_t *labels,
+                                void *grad, double *loss);
+    /* *hits (host) = rows whose largest logit is at their label */
+    hpdl_status (*argmax_hits)(void *ctx, int rows, int cols, const void *logits, const int32_t *labels,
+                               int64_t *hits);
+    /* Before an update: when the loss or one of the n gradients is not
+       finite, marks the step bad and puts the n_state batch-norm values
+       back as they were before its forward pass (state_before). The CPU
+       says so at once (*bad = 1); the GPU sets a flag on the device that its
+       optimiser kernels read, and *bad stays 0. */
+    hpdl_status (*check_step)(void *ctx, int64_t n, const void *grads, const double *loss, int64_t n_state,
+                              void *state, const void *state_before, int *bad);
+    /* The optimisers of hpdl_sgd_momentum_<t> / hpdl_adamw_<t>; the GPU
+       backend takes lr and the step from device memory instead (its own
+       table of the schedule and count of steps, so a graph replays them). */
+    hpdl_status (*sgd)(void *ctx, int64_t n, void *w, const void *g, void *velocity, double lr, double momentum,
+                       double weight_decay, int nesterov);
+    hpdl_status (*adamw)(void *ctx, int64_t n, void *w, const void *g, void *m, void *v, int64_t step, double lr,
+                         double beta1, double beta2, double eps, double weight_decay);
+} hpdl_cnn_backend;
+
+typedef enum hpdl_cnn_optimizer_kind { HPDL_CNN_SGD = 0, HPDL_CNN_ADAMW } hpdl_cnn_optimizer_kind;
+
+typedef struct hpdl_cnn_optimizer {
+    hpdl_cnn_optimizer_kind kind;
+    hpdl_lr_schedule schedule; /* the learning rate at each step (hpdl_lr_at) */
+    double momentum;           /* SGD */
+    int nesterov;              /* SGD */
+    double beta1, beta2, eps;  /* AdamW */
+    double weight_decay;       /* both: on every parameter, as PyTorch's default */
+    double bn_momentum, bn_eps;
+} hpdl_cnn_optimizer;
+
+/* SGD with momentum (PyTorch's usual 0.9, 5e-4) at a constant learning
+   rate (set .schedule for another); batch norm's momentum 0.1 and eps 1e-5
+   as PyTorch's defaults. */
+HPDL_API hpdl_cnn_optimizer hpdl_cnn_sgd(double lr, double momentum, double weight_decay) {
+    hpdl_cnn_optimizer o;
+    memset(&o, 0, sizeof o);
+    o.kind = HPDL_CNN_SGD;
+    o.schedule.kind = HPDL_LR_CONSTANT;
+    o.schedule.base_lr = lr;
+    o.momentum = momentum;
+    o.weight_decay = weight_decay;
+    o.bn_momentum = 0.1;
+    o.bn_eps = 1e-5;
+    return o;
+}
+
+/* AdamW with betas (0.9, 0.999) and eps 1e-8, PyTorch's defaults. */
+HPDL_API hpdl_cnn_optimizer hpdl_cnn_adamw(double lr, double weight_decay) {
+    hpdl_cnn_optimizer o = hpdl_cnn_sgd(lr, 0.0, weight_decay);
+    o.kind = HPDL_CNN_ADAMW;
+    o.beta1 = 0.9;
+    o.beta2 = 0.999;
+    o.eps = 1e-8;
+    return o;
+}
+
+/* ---- a network's memory on a backend ---------------------------------------- */
+
+/* Everything one network needs to train on one backend, for batches of up
+   to max_batch images: the flat parameters, gradients, state and optimiser
+   moments, and per layer its output (act) and d(loss)/d(output) (dact). */
+typedef struct hpdl_cnn_run {
+    const hpdl_cnn *net;
+    const hpdl_cnn_backend *be;
+    hpdl_cnn_optimizer opt;
+    int max_batch;
+    int64_t steps; /* optimiser steps taken (AdamW's bias correction) */
+    void *params, *grads, *state, *state_before, *moment1, *moment2;
+    void *act[HPDL_CNN_MAX_LAYERS], *dact[HPDL_CNN_MAX_LAYERS];
+    void *save_mean[HPDL_CNN_MAX_LAYERS], *save_invstd[HPDL_CNN_MAX_LAYERS];
+    void *scratch; /* a gradient on its way to being added into one already written */
+    double *loss;  /* backend memory: the last training batch's mean loss */
+} hpdl_cnn_run;
+
+HPDL_API void hpdl_cnn_run_destroy(hpdl_cnn_run *r) {
+    int i;
+    void **flat[7];
+    if (!r || !r->be) return;
+    flat[0] = &r->params; flat[1] = &r->grads; flat[2] = &r->state; flat[3] = &r->state_before;
+    flat[4] = &r->moment1; flat[5] = &r->moment2; flat[6] = &r->scratch;
+    for (i = 0; i < 7; i++) r->be->release(r->be->ctx, *flat[i]);
+    for (i = 0; i < HPDL_CNN_MAX_LAYERS; i++) {
+        r->be->release(r->be->ctx, r->act[i]);
+        r->be->release(r->be->ctx, r->dact[i]);
+        r->be->release(r->be->ctx, r->save_mean[i]);
+        r->be->release(r->be->ctx, r->save_invstd[i]);
+    }
+    r->be->release(r->be->ctx, r->loss);
+    memset(r, 0, sizeof *r);
+}
+
+static inline int hpdl__cnn_optimizer_ok(const hpdl_cnn_optimizer *o) {
+    int bn = o->bn_momentum >= 0 && o->bn_momentum <= 1 && o->bn_eps > 0 && o->weight_decay >= 0 &&
+             hpdl_lr_schedule_check(&o->schedule) == HPDL_OK;
+    if (o->kind == HPDL_CNN_SGD) return bn && o->momentum >= 0 && o->momentum < 1;
+    return bn && o->kind == HPDL_CNN_ADAMW && o->beta1 >= 0 && o->beta1 < 1 && o->beta2 >= 0 && o->beta2 < 1 &&
+           o->eps > 0;
+}
+
+/* Allocates every per-layer buffer of layer i for max_batch images. */
+static inline int hpdl__cnn_alloc_layer(hpdl_cnn_run *r, int i) {
+    const hpdl_cnn_backend *be = r->be;
+    size_t bytes = (size_t)r->max_batch * (size_t)hpdl__shape_count(r->net->out[i]) * be->elem_size;
+    r->act[i] = be->alloc(be->ctx, bytes);
+    r->dact[i] = be->alloc(be->ctx, bytes);
+    if (r->net->layer[i].op == HPDL_CNN_BATCHNORM) {
+        r->save_mean[i] = be->alloc(be->ctx, (size_t)r->net->out[i].c * be->elem_size);
+        r->save_invstd[i] = be->alloc(be->ctx, (size_t)r->net->out[i].c * be->elem_size);
+        if (!r->save_mean[i] || !r->save_invstd[i]) return 0;
+    }
+    return r->act[i] && r->dact[i];
+}
+
+/* Memory for `net` on backend `be`; parameters zero until
+   hpdl_cnn_set_params. `net` and `be` must outlive the run. */
+HPDL_API hpdl_status hpdl_cnn_run_create(hpdl_cnn_run *r, const hpdl_cnn *net, const hpdl_cnn_backend *be,
+                                         int max_batch, const hpdl_cnn_optimizer *opt) {
+    size_t flat, state;
+    int i, ok;
+    if (!r || !net || net->n_layers < 1 || !be || !opt || max_batch < 1 || !hpdl__cnn_optimizer_ok(opt) ||
+        (double)max_batch * (double)net->largest > (double)INT_MAX)
+        return HPDL_ERR_INVALID;
+    memset(r, 0, sizeof *r);
+    r->net = net; r->be = be; r->opt = *opt; r->max_batch = max_batch;
+    flat = (size_t)net->param_count * be->elem_size;
+    state = (size_t)(net->state_count ? net->state_count : 1) * be->elem_size;
+    r->params = be->alloc(be->ctx, flat);
+    r->grads = be->alloc(be->ctx, flat);
+    r->moment1 = be->alloc(be->ctx, flat);
+    r->moment2 = opt->kind == HPDL_CNN_ADAMW ? be->alloc(be->ctx, flat) : NULL;
+    r->state = be->alloc(be->ctx, state);
+    r->state_before = be->alloc(be->ctx, state);
+    r->scratch = be->alloc(be->ctx, (size_t)max_batch * (size_t)net->largest * be->elem_size);
+    r->loss = (double *)be->alloc(be->ctx, sizeof(double));
+    ok = r->params && r->grads && r->moment1 && (r->moment2 || opt->kind != HPDL_CNN_ADAMW) && r->state && r->state_before &&
+         r->scratch && r->loss;
+    for (i = 0; ok && i < net->n_layers; i++) ok = hpdl__cnn_alloc_layer(r, i);
+    if (!ok) { hpdl_cnn_run_destroy(r); return HPDL_ERR_NOMEM; }
+    return HPDL_OK;
+}
+
+/* Converts n doubles to the backend's type into `host` (elem_size bytes
+   each), or back. */
+static inline void hpdl__cnn_from_double(size_t elem_size, int64_t n, const double *src, void *host) {
+    int64_t i;
+    for (i = 0; i < n; i++)
+        if (elem_size == sizeof(float)) ((float *)host)[i] = (float)src[i];
+        else ((double *)host)[i] = src[i];
+}
+
+static inline void hpdl__cnn_to_double(size_t elem_size, int64_t n, const void *host, double *dst) {
+    int64_t i;
+    for (i = 0; i < n; i++) dst[i] = elem_size == sizeof(float) ? (double)((const float *)host)[i] : ((const double *)host)[i];
+}
+
+/* Copies n doubles into backend buffer dst (converted), or back. */
+static inline hpdl_status hpdl__cnn_put(const hpdl_cnn_backend *be, void *dst, int64_t n, const double *src) {
+    void *host = hpdl_alloc((size_t)(n ? n : 1), be->elem_size);
+    hpdl_status s;
+    if (!host) return HPDL_ERR_NOMEM;
+    hpdl__cnn_from_double(be->elem_size, n, src, host);
+    s = be->upload(be->ctx, dst, host, (size_t)n * be->elem_size);
+    HPDL_FREE(host);
+    return s;
+}
+
+static inline hpdl_status hpdl__cnn_get(const hpdl_cnn_backend *be, const void *src, int64_t n, double *dst) {
+    void *host = hpdl_alloc((size_t)(n ? n : 1), be->elem_size);
+    hpdl_status s;
+    if (!host) return HPDL_ERR_NOMEM;
+    s = be->download(be->ctx, host, src, (size_t)n * be->elem_size);
+    if (s == HPDL_OK) hpdl__cnn_to_double(be->elem_size, n, host, dst);
+    HPDL_FREE(host);
+    return s;
+}
+
+/* Sets the parameters and batch-norm state (hpdl_cnn_init's arrays, or a
+   checkpoint's) and clears the optimiser's moments and step count. */
+HPDL_API hpdl_status hpdl_cnn_set_params(hpdl_cnn_run *r, const double *params, const double *state) {
+    const hpdl_cnn_backend *be;
+    size_t flat;
+    hpdl_status s;
+    if (!r || !r->be || !params || (r->net->state_count && !state)) return HPDL_ERR_INVALID;
+    be = r->be;
+    flat = (size_t)r->net->param_count * be->elem_size;
+    s = hpdl__cnn_put(be, r->params, r->net->param_count, params);
+    if (s == HPDL_OK && r->net->state_count) s = hpdl__cnn_put(be, r->state, r->net->state_count, state);
+    if (s == HPDL_OK) s = be->zero(be->ctx, r->moment1, flat);
+    if (s == HPDL_OK && r->moment2) s = be->zero(be->ctx, r->moment2, flat);
+    r->steps = 0;
+    return s;
+}
+
+/* The parameters and batch-norm state, as doubles (state may be NULL). */
+HPDL_API hpdl_status hpdl_cnn_get_params(const hpdl_cnn_run *r, double *params, double *state) {
+    hpdl_status s;
+    if (!r || !r->be || !params) return HPDL_ERR_INVALID;
+    s = hpdl__cnn_get(r->be, r->params, r->net->param_count, params);
+    if (s == HPDL_OK && state && r->net->state_count) s = hpdl__cnn_get(r->be, r->state, r->net->state_count, state);
+    return s;
+}
+
+/* ---- the walk: forward, backward, update ------------------------------------ */
+
+static inline void *hpdl__cnn_at(const hpdl_cnn_run *r, void *base, int64_t offset) {
+    return offset < 0 ? NULL : (char *)base + (size_t)offset * r->be->elem_size;
+}
+
+static inline const void *hpdl__cnn_input(const hpdl_cnn_run *r, int i, const void *X) {
+    int from = r->net->layer[i].input;
+    return from == HPDL_CNN_IMAGE ? X : r->act[from];
+}
+
+static inline hpdl_conv2d_params hpdl__cnn_conv_params(const hpdl_cnn_layer *l) {
+    return hpdl_conv2d_params_make(l->kernel, l->stride, l->pad, 1, 1);
+}
+
+/* A linear layer as a GEMM: y (batch x out) = x (batch x in) W^T. */
+static inline hpdl_status hpdl__cnn_linear_forward(hpdl_cnn_run *r, int i, int batch, const void *x,
+                                                   const hpdl_tensor4 *yd) {
+    const hpdl_cnn_backend *be = r->be;
+    int in = (int)hpdl__shape_count(hpdl__cnn_in_shape(r->net, i)), out = r->net->layer[i].channels;
+    hpdl_status s = be->gemm(be->ctx, HPDL_NO_TRANS, HPDL_TRANS, batch, out, in, x, in,
+                             hpdl__cnn_at(r, r->params, r->net->weight_at[i]), in, r->act[i], out);
+    return s == HPDL_OK ? be->bias_add(be->ctx, yd, r->act[i], hpdl__cnn_at(r, r->params, r->net->bias_at[i])) : s;
+}
+
+static inline hpdl_status hpdl__cnn_forward_layer(hpdl_cnn_run *r, int i, int batch, const void *X, int training) {
+    const hpdl_cnn *net = r->net;
+    const hpdl_cnn_layer *l = &net->layer[i];
+    const hpdl_cnn_backend *be = r->be;
+    hpdl_tensor4 xd = hpdl__cnn_tensor(net, batch, hpdl__cnn_in_shape(net, i));
+    hpdl_tensor4 yd = hpdl__cnn_tensor(net, batch, net->out[i]);
+    const void *x = hpdl__cnn_input(r, i, X), *w = hpdl__cnn_at(r, r->params, net->weight_at[i]);
+    const void *b = hpdl__cnn_at(r, r->params, net->bias_at[i]);
+    void *y = r->act[i], *mean = hpdl__cnn_at(r, r->state, net->state_at[i]);
+    hpdl_conv2d_params cp = hpdl__cnn_conv_params(l);
+    hpdl_pool2d_params pp = hpdl_pool2d_params_make(l->kernel, l->stride, l->pad);
+    hpdl_status s;
+    switch (l->op) {
+    case HPDL_CNN_CONV:
+        s = be->conv_forward(be->ctx, &cp, &xd, x, w, &yd, y);
+        return s == HPDL_OK && l->bias ? be->bias_add(be->ctx, &yd, y, b) : s;
+    case HPDL_CNN_BATCHNORM:
+        if (!training)
+            return be->bn_forward_inference(be->ctx, &xd, x, w, b, mean, hpdl__cnn_at(r, mean, yd.c), r->opt.bn_eps, y);
+        return be->bn_forward_training(be->ctx, &xd, x, w, b, r->opt.bn_momentum, r->opt.bn_eps, mean,
+                                       hpdl__cnn_at(r, mean, yd.c), y, r->save_mean[i], r->save_invstd[i]);
+    case HPDL_CNN_RELU: return be->relu(be->ctx, (int64_t)hpdl_tensor4_count(&yd), x, y);
+    case HPDL_CNN_MAXPOOL:
+    case HPDL_CNN_AVGPOOL: return be->pool_forward(be->ctx, l->op == HPDL_CNN_MAXPOOL, &pp, &xd, x, &yd, y);
+    case HPDL_CNN_GLOBAL_AVGPOOL: return be->global_avgpool_forward(be->ctx, &xd, x, y);
+    case HPDL_CNN_LINEAR: return hpdl__cnn_linear_forward(r, i, batch, x, &yd);
+    case HPDL_CNN_ADD: return be->add(be->ctx, (int64_t)hpdl_tensor4_count(&yd), x, r->act[l->other], y);
+    }
+    return HPDL_ERR_INVALID;
+}
+
+static inline int hpdl__cnn_batch_ok(const hpdl_cnn_run *r, int batch, const void *X) {
+    return r && r->be && X && batch >= 1 && batch <= r->max_batch;
+}
+
+/* Runs the network on `batch` images X (backend memory, the network's
+   layout); the logits are then in r->act[r->net->n_layers - 1]. training:
+   batch norm uses and updates batch statistics (a backward pass may
+   follow); otherwise it uses the running statistics. */
+HPDL_API hpdl_status hpdl_cnn_forward(hpdl_cnn_run *r, int batch, const void *X, int training) {
+    hpdl_status s = HPDL_OK;
+    int i;
+    if (!hpdl__cnn_batch_ok(r, batch, X)) return HPDL_ERR_INVALID;
+    if (training && r->net->state_count)
+        s = r->be->copy(r->be->ctx, r->state_before, r->state, (size_t)r->net->state_count * r->be->elem_size);
+    for (i = 0; s == HPDL_OK && i < r->net->n_layers; i++) s = hpdl__cnn_forward_layer(r, i, batch, X, training);
+    return s;
+}
+
+/* Where the gradient for layer j's output goes: straight into dact[j] from
+   its first reader (in backward order), into scratch from the others,
+   then added (hpdl__cnn_grad_done). NULL for the image: no one needs it. */
+static inline void *hpdl__cnn_grad_dest(hpdl_cnn_run *r, int j, const int *written) {
+    if (j == HPDL_CNN_IMAGE) return NULL;
+    return written[j] ? r->scratch : r->dact[j];
+}
+
+static inline hpdl_status hpdl__cnn_grad_done(hpdl_cnn_run *r, int j, int batch, int *written) {
+    hpdl_status s = HPDL_OK;
+    if (j == HPDL_CNN_IMAGE) return HPDL_OK;
+    if (written[j]) {
+        int64_t n = (int64_t)batch * hpdl__shape_count(r->net->out[j]);
+        s = r->be->add(r->be->ctx, n, r->dact[j], r->scratch, r->dact[j]);
+    }
+    written[j] = 1;
+    return s;
+}
+
+/* dy of a residual sum flows unchanged into both its operands. */
+static inline hpdl_status hpdl__cnn_route(hpdl_cnn_run *r, int j, int batch, const void *dy, int *written) {
+    size_t bytes = (size_t)batch * (size_t)hpdl__shape_count(r->net->out[j]) * r->be->elem_size;
+    hpdl_status s = r->be->copy(r->be->ctx, hpdl__cnn_grad_dest(r, j, written), dy, bytes);
+    return s == HPDL_OK ? hpdl__cnn_grad_done(r, j, batch, written) : s;
+}
+
+static inline hpdl_status hpdl__cnn_linear_backward(hpdl_cnn_run *r, int i, int batch, const void *x, void *dx,
+                                                    const hpdl_tensor4 *yd) {
+    const hpdl_cnn_backend *be = r->be;
+    int in = (int)hpdl__shape_count(hpdl__cnn_in_shape(r->net, i)), out = r->net->layer[i].channels;
+    const void *dy = r->dact[i];
+    hpdl_status s = be->gemm(be->ctx, HPDL_TRANS, HPDL_NO_TRANS, out, in, batch, dy, out, x, in,
+                             hpdl__cnn_at(r, r->grads, r->net->weight_at[i]), in);
+    if (s == HPDL_OK) s = be->bias_grad(be->ctx, yd, dy, hpdl__cnn_at(r, r->grads, r->net->bias_at[i]));
+    if (s == HPDL_OK && dx)
+        s = be->gemm(be->ctx, HPDL_NO_TRANS, HPDL_NO_TRANS, batch, in, out, dy, out,
+                     hpdl__cnn_at(r, r->params, r->net->weight_at[i]), in, dx, in);
+    return s;
+}
+
+static inline hpdl_status hpdl__cnn_conv_backward(hpdl_cnn_run *r, int i, const hpdl_tensor4 *xd, const void *x,
+                                                  void *dx, const hpdl_tensor4 *yd) {
+    const hpdl_cnn_backend *be = r->be;
+    const hpdl_cnn_layer *l = &r->net->layer[i];
+    hpdl_conv2d_params cp = hpdl__cnn_conv_params(l);
+    const void *dy = r->dact[i];
+    hpdl_status s = be->conv_backward_filter(be->ctx, &cp, xd, x, yd, dy, hpdl__cnn_at(r, r->grads, r->net->weight_at[i]));
+    if (s == HPDL_OK && l->bias) s = be->bias_grad(be->ctx, yd, dy, hpdl__cnn_at(r, r->grads, r->net->bias_at[i]));
+    if (s == HPDL_OK && dx)
+        s = be->conv_backward_data(be->ctx, &cp, yd, dy, hpdl__cnn_at(r, r->params, r->net->weight_at[i]), xd, dx);
+    return s;
+}
+
+/* Layer i's share of the backward pass: its parameters' gradients, and its
+   input's gradient (into dx; NULL when its input is the image). */
+static inline hpdl_status hpdl__cnn_backward_layer(hpdl_cnn_run *r, int i, int batch, const void *X, void *dx) {
+    const hpdl_cnn *net = r->net;
+    const hpdl_cnn_layer *l = &net->layer[i];
+    const hpdl_cnn_backend *be = r->be;
+    hpdl_tensor4 xd = hpdl__cnn_tensor(net, batch, hpdl__cnn_in_shape(net, i));
+    hpdl_tensor4 yd = hpdl__cnn_tensor(net, batch, net->out[i]);
+    hpdl_pool2d_params pp = hpdl_pool2d_params_make(l->kernel, l->stride, l->pad);
+    const void *x = hpdl__cnn_input(r, i, X), *dy = r->dact[i];
+    switch (l->op) {
+    case HPDL_CNN_CONV: return hpdl__cnn_conv_backward(r, i, &xd, x, dx, &yd);
+    case HPDL_CNN_BATCHNORM:
+        return be->bn_backward(be->ctx, &xd, x, dy, hpdl__cnn_at(r, r->params, net->weight_at[i]), r->save_mean[i],
+                               r->save_invstd[i], dx ? dx : r->scratch, hpdl__cnn_at(r, r->grads, net->weight_at[i]),
+                               hpdl__cnn_at(r, r->grads, net->bias_at[i]));
+    case HPDL_CNN_RELU: return dx ? be->relu_grad(be->ctx, (int64_t)hpdl_tensor4_count(&yd), r->act[i], dy, dx) : HPDL_OK;
+    case HPDL_CNN_MAXPOOL:
+    case HPDL_CNN_AVGPOOL:
+        return dx ? be->pool_backward(be->ctx, l->op == HPDL_CNN_MAXPOOL, &pp, &xd, x, &yd, dy, dx) : HPDL_OK;
+    case HPDL_CNN_GLOBAL_AVGPOOL: return dx ? be->global_avgpool_backward(be->ctx, &xd, dy, dx) : HPDL_OK;
+    case HPDL_CNN_LINEAR: return hpdl__cnn_linear_backward(r, i, batch, x, dx, &yd);
+    case HPDL_CNN_ADD: return HPDL_OK; /* hpdl__cnn_route does it */
+    }
+    return HPDL_ERR_INVALID;
+}
+
+/* After hpdl_cnn_forward(training) of the same batch: the mean softmax
+   cross-entropy loss against labels (backend memory) into r->loss, and
+   every parameter's gradient into r->grads. */
+HPDL_API hpdl_status hpdl_cnn_backward(hpdl_cnn_run *r, int batch, const void *X, const int32_t *labels) {
+    int written[HPDL_CNN_MAX_LAYERS] = {0}, i, last;
+    hpdl_status s;
+    if (!hpdl__cnn_batch_ok(r, batch, X) || !labels) return HPDL_ERR_INVALID;
+    last = r->net->n_layers - 1;
+    s = r->be->softmax_xent(r->be->ctx, batch, r->net->classes, r->act[last], labels, r->dact[last], r->loss);
+    for (i = last; s == HPDL_OK && i >= 0; i--) {
+        const hpdl_cnn_layer *l = &r->net->layer[i];
+        if (l->op == HPDL_CNN_ADD) {
+            s = hpdl__cnn_route(r, l->input, batch, r->dact[i], written);
+            if (s == HPDL_OK) s = hpdl__cnn_route(r, l->other, batch, r->dact[i], written);
+            continue;
+        }
+        s = hpdl__cnn_backward_layer(r, i, batch, X, hpdl__cnn_grad_dest(r, l->input, written));
+        if (s == HPDL_OK) s = hpdl__cnn_grad_done(r, l->input, batch, written);
+    }
+    return s;
+}
+
+/* One optimiser step over every parameter, at the schedule's learning
+   rate for this step, unless the loss or a gradient is not finite: then
+   HPDL_ERR_NUMERIC (at once on the CPU; the GPU skips the step on the
+   device and counts it), the parameters, moments and batch-norm
+   statistics as before the step. */
+HPDL_API hpdl_status hpdl_cnn_update(hpdl_cnn_run *r) {
+    const hpdl_cnn_backend *be;
+    int bad = 0;
+    int64_t n;
+    double lr;
+    hpdl_status s;
+    if (!r || !r->be) return HPDL_ERR_INVALID;
+    be = r->be;
+    lr = hpdl_lr_at(&r->opt.schedule, r->steps);
+    n = r->net->param_count;
+    s = be->check_step(be->ctx, n, r->grads, r->loss, r->net->state_count, r->state, r->state_before, &bad);
+    if (s != HPDL_OK) return s;
+    if (bad) return HPDL_ERR_NUMERIC;
+    r->steps++;
+    if (r->opt.kind == HPDL_CNN_SGD)
+        return be->sgd(be->ctx, n, r->params, r->grads, r->moment1, lr, r->opt.momentum, r->opt.weight_decay,
+                       r->opt.nesterov);
+    return be->adamw(be->ctx, n, r->params, r->grads, r->moment1, r->moment2, r->steps, lr, r->opt.beta1,
+                     r->opt.beta2, r->opt.eps, r->opt.weight_decay);
+}
+
+/* Forward (training), backward and update on one batch. */
+HPDL_API hpdl_status hpdl_cnn_train_step(hpdl_cnn_run *r, int batch, const void *X, const int32_t *labels) {
+    hpdl_status s = hpdl_cnn_forward(r, batch, X, 1);
+    if (s == HPDL_OK) s = hpdl_cnn_backward(r, batch, X, labels);
+    return s == HPDL_OK ? hpdl_cnn_update(r) : s;
+}
+
+/* The last training batch's mean loss (waits for the device). */
+HPDL_API hpdl_status hpdl_cnn_loss(const hpdl_cnn_run *r, double *loss) {
+    if (!r || !r->be || !loss) return HPDL_ERR_INVALID;
+    return r->be->download(r->be->ctx, loss, r->loss, sizeof *loss);
+}
+
+/* Fraction of n images (X, labels in backend memory) whose largest logit
+   is at their label, in batches of max_batch, batch norm in inference. */
+HPDL_API hpdl_status hpdl_cnn_accuracy(hpdl_cnn_run *r, int64_t n, const void *X, const int32_t *labels,
+                                       double *accuracy) {
+    int64_t i0, hits = 0, features;
+    hpdl_status s = HPDL_OK;
+    if (!r || !r->be || !X || !labels || n < 1 || !accuracy) return HPDL_ERR_INVALID;
+    features = hpdl__shape_count(r->net->input);
+    for (i0 = 0; s == HPDL_OK && i0 < n; i0 += r->max_batch) {
+        int batch = (int)(n - i0 < r->max_batch ? n - i0 : r->max_batch);
+        int64_t batch_hits = 0;
+        s = hpdl_cnn_forward(r, batch, (const char *)X + (size_t)(i0 * features) * r->be->elem_size, 0);
+        if (s == HPDL_OK)
+            s = r->be->argmax_hits(r->be->ctx, batch, r->net->classes, r->act[r->net->n_layers - 1], labels + i0,
+                                   &batch_hits);
+        hits += batch_hits;
+    }
+    if (s == HPDL_OK) *accuracy = (double)hits / (double)n;
+    return s;
+}
+
+/* ---- the CPU backends: hpdl.h's kernels, f32 and f64 ------------------------- */
+
+static inline void *hpdl__cnn_cpu_alloc(void *ctx, size_t bytes) {
+    (void)ctx;
+    return hpdl_alloc(bytes ? bytes : 1, 1);
+}
+static inline void hpdl__cnn_cpu_release(void *ctx, void *p) { (void)ctx; HPDL_FREE(p); }
+static inline hpdl_status hpdl__cnn_cpu_zero(void *ctx, void *p, size_t bytes) {
+    (void)ctx;
+    if (bytes) memset(p, 0, bytes);
+    return HPDL_OK;
+}
+/* copy, upload and download are all memcpy on the CPU */
+static inline hpdl_status hpdl__cnn_cpu_copy(void *ctx, void *dst, const void *src, size_t bytes) {
+    (void)ctx;
+    if (bytes && dst != src) memcpy(dst, src, bytes);
+    return HPDL_OK;
+}
+
+static inline int hpdl__cnn_cpu_finite(size_t elem_size, int64_t n, const void *x) {
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        double v = elem_size == sizeof(float) ? (double)((const float *)x)[i] : ((const double *)x)[i];
+        if (!(v - v == 0.0)) return 0; /* NaN or inf */
+    }
+    return 1;
+}
+
+/* One CPU backend per type: each operation is the typed function of
+   hpdl.h with the pointers cast back. */
+#define HPDL_DEFINE_CNN_CPU(SUFFIX, T)                                                                             \
+    static inline hpdl_status hpdl__cnn_conv_fwd_##SUFFIX(void *ctx, const hpdl_conv2d_params *p,                 \
+                                                          const hpdl_tensor4 *xd, const void *x, const void *w,   \
+                                                          const hpdl_tensor4 *yd, void *y) {                      \
+        (void)ctx;                                                                                                \
+        return hpdl_conv2d_forward_##SUFFIX(p, xd, (const T *)x, (const T *)w, yd, (T *)y);                       \
+    }                                                                                                             \
+    static inline hpdl_status hpdl__cnn_conv_bwd_data_##SUFFIX(void *ctx, const hpdl_conv2d_params *p,            \
+                                                               const hpdl_tensor4 *yd, const void *dy,            \
+                                                               const void *w, const hpdl_tensor4 *xd, void *dx) { \
+        (void)ctx;                                                                                                \
+        return hpdl_conv2d_backward_data_##SUFFIX(p, yd, (const T *)dy, (const T *)w, xd, (T *)dx);               \
+    }                                                                                                             \
+    static inline hpdl_status hpdl__cnn_conv_bwd_filter_##SUFFIX(void *ctx, const hpdl_conv2d_params *p,          \
+                                                                 const hpdl_tensor4 *xd, const void *x,           \
+                                                                 const hpdl_tensor4 *yd, const void *dy, void *dw) { \
+        (void)ctx;                                                                                                \
+        return hpdl_conv2d_backward_filter_##SUFFIX(p, xd, (const T *)x, yd, (const T *)dy, (T *)dw);             \
+    }                                                                                                             \
+    static inline hpdl_status hpdl__cnn_bias_add_##SUFFIX(void *ctx, const hpdl_tensor4 *yd, void *y,             \
+                                                          const void *bias) {                                     \
+        (void)ctx;                                                                                                \
+        return hpdl_conv2d_bias_add_##SUFFIX(yd, (T *)y, (const T *)bias);                                        \
+    }                                                                                                             \
+    static inline hpdl_status hpdl__cnn_bias_grad_##SUFFIX(void *ctx, const hpdl_tensor4 *yd, const void *dy,     \
+                                                           void *db) {                                            \
+        (void)ctx;                                                                                                \
+        return hpdl_conv2d_bias_grad_##SUFFIX(yd, (const T *)dy, (T *)db);                                        \
+    }                                                                                                             \
+    static inline hpdl_status hpdl__cnn_bn_train_##SUFFIX(void *ctx, const hpdl_tensor4 *xd, const void *x,       \
+                                                          const void *gamma, const void *beta, double momentum,   \
+                                                          double eps, void *rm, void *rv, void *y, void *sm,      \
+                                                          void *si) {                                             \
+        (void)ctx;                                                                                                \
+        return hpdl_batchnorm_forward_training_##SUFFIX(xd, (const T *)x, (const T *)gamma, (const T *)beta,      \
+                                                        momentum, eps, (T *)rm, (T *)rv, (T *)y, (T *)sm, (T *)si); \
+    }                                                                                                             \
+    static inline hpdl_status hpdl__cnn_bn_infer_##SUFFIX(void *ctx, const hpdl_tensor4 *xd, const void *x,       \
+                                                          const void *gamma, const void *beta, const void *rm,    \
+                                                          const void *rv, double eps, void *y) {                  \
+        (void)ctx;                                                                                                \
+        return hpdl_batchnorm_forward_inference_##SUFFIX(xd, (const T *)x, (const T *)gamma, (const T *)beta,     \
+                                                         (const T *)rm, (const T *)rv, eps, (T *)y);              \
+    }                                                                                                             \
+    static inline hpdl_status hpdl__cnn_bn_bwd_##SUFFIX(void *ctx, const hpdl_tensor4 *xd, const void *x,         \
+                                                        const void *dy, const void *gamma, const void *sm,        \
+                                                        const void *si, void *dx, void *dgamma, void *dbeta) {    \
+        (void)ctx;                                                                                                \
+        return hpdl_batchnorm_backward_##SUFFIX(xd, (const T *)x, (const T *)dy, (const T *)gamma, (const T *)sm, \
+                                                (const T *)si, (T *)dx, (T *)dgamma, (T *)dbeta);                 \
+    }                                                                                                             \
+    static inline hpdl_status hpdl__cnn_pool_fwd_##SUFFIX(void *ctx, int max, const hpdl_pool2d_params *p,        \
+                                                          const hpdl_tensor4 *xd, const void *x,                  \
+                                                          const hpdl_tensor4 *yd, void *y) {                      \
+        (void)ctx;                                                                                                \
+        return max ? hpdl_maxpool2d_forward_##SUFFIX(p, xd, (const T *)x, yd, (T *)y)                             \
+                   : hpdl_avgpool2d_forward_##SUFFIX(p, xd, (const T *)x, yd, (T *)y);                            \
+    }                                                                                                             \
+    static inline hpdl_status hpdl__cnn_pool_bwd_##SUFFIX(void *ctx, int max, const hpdl_pool2d_params *p,        \
+                                                          const hpdl_tensor4 *xd, const void *x,                  \
+                                                          const hpdl_tensor4 *yd, const void *dy, void *dx) {     \
+        (void)ctx;                                                                                                \
+        return max ? hpdl_maxpool2d_backward_##SUFFIX(p, xd, (const T *)x, yd, (const T *)dy, (T *)dx)            \
+                   : hpdl_avgpool2d_backward_##SUFFIX(p, yd, (const T *)dy, xd, (T *)dx);                         \
+    }                                                                                                             \
+    static inline hpdl_status hpdl__cnn_gap_fwd_##SUFFIX(void *ctx, const hpdl_tensor4 *xd, const void *x,        \
+                                                         void *y) {                                               \
+        (void)ctx;                                                                                                \
+        return hpdl_global_avgpool_forward_##SUFFIX(xd, (const T *)x, (T *)y);                                    \
+    }                                                                                                             \
+    static inline hpdl_status hpdl__cnn_gap_bwd_##SUFFIX(void *ctx, const hpdl_tensor4 *xd, const void *dy,       \
+                                                         void *dx) {                                              \
+        (void)ctx;                                                                                                \
+        return hpdl_global_avgpool_backward_##SUFFIX(xd, (const T *)dy, (T *)dx);                                 \
+    }                                                                                                             \
+    static inline hpdl_status hpdl__cnn_relu_##SUFFIX(void *ctx, int64_t n, const void *x, void *y) {             \
+        (void)ctx;                                                                                                \
+        return hpdl_relu_##SUFFIX(n, (const T *)x, (T *)y);                                                       \
+    }                                                                                                             \
+    static inline hpdl_status hpdl__cnn_relu_grad_##SUFFIX(void *ctx, int64_t n, const void *y, const void *dy,   \
+                                                           void *dx) {                                            \
+        (void)ctx;                                                                                                \
+        return hpdl_relu_grad_##SUFFIX(n, (const T *)y, (const T *)dy, (T *)dx);                                  \
+    }                                                                                                             \
+    static inline hpdl_status hpdl__cnn_add_##SUFFIX(void *ctx, int64_t n, const void *a, const void *b,          \
+                                                     void *c) {                                                   \
+        (void)ctx;                                                                                                \
+        return hpdl_vec_add_##SUFFIX(n, (const T *)a, (const T *)b, (T *)c);                                      \
+    }                                                                                                             \
+    static inline hpdl_status hpdl__cnn_gemm_##SUFFIX(void *ctx, hpdl_transpose ta, hpdl_transpose tb, int M,     \
+                                                      int N, int K, const void *A, int lda, const void *B,        \
+                                                      int ldb, void *C, int ldc) {                                \
+        (void)ctx;                                                                                                \
+        return hpdl_gemm_##SUFFIX(ta, tb, M, N, K, 1, (const T *)A, lda, (const T *)B, ldb, 0, (T *)C, ldc);      \
+    }                                                                                                             \
+    static inline hpdl_status hpdl__cnn_xent_##SUFFIX(void *ctx, int rows, int cols, const void *logits,          \
+                                                      const int32_t *labels, void *grad, double *loss) {          \
+        (void)ctx;                                                                                                \
+        return hpdl_softmax_xent_##SUFFIX(rows, cols, (const T *)logits, cols, labels, (T *)grad, cols, loss);    \
+    }                                                                                                             \
+    static inline hpdl_status hpdl__cnn_hits_##SUFFIX(void *ctx, int rows, int cols, const void *logits,          \
+                                                      const int32_t *labels, int64_t *hits) {                     \
+        int r, c, best;                                                                                           \
+        (void)ctx;                                                                                                \
+        for (*hits = 0, r = 0; r < rows; r++) {                                                                   \
+            const T *x = (const T *)logits + (size_t)r * cols;                                                    \
+            for (c = 1, best = 0; c < cols; c++) best = x[c] > x[best] ? c : best;                               \
+            *hits += best == labels[r];                                                                           \
+        }                                                                                                         \
+        return HPDL_OK;                                                                                           \
+    }                                                                                                             \
+    static inline hpdl_status hpdl__cnn_check_##SUFFIX(void *ctx, int64_t n, const void *grads,                  \
+                                                       const double *loss, int64_t n_state, void *state,          \
+                                                       const void *state_before, int *bad) {                     \
+        (void)ctx;                                                                                                \
+        *bad = !(*loss - *loss == 0.0) || !hpdl__cnn_cpu_finite(sizeof(T), n, grads);                             \
+        if (*bad && n_state) memcpy(state, state_before, (size_t)n_state * sizeof(T));                            \
+        return HPDL_OK;                                                                                           \
+    }                                                                                                             \
+    static inline hpdl_status hpdl__cnn_sgd_##SUFFIX(void *ctx, int64_t n, void *w, const void *g, void *v,       \
+                                                     double lr, double momentum, double wd, int nesterov) {       \
+        (void)ctx;                                                                                                \
+        return hpdl_sgd_momentum_##SUFFIX(n, (T *)w, (const T *)g, (T *)v, lr, momentum, wd, nesterov);           \
+    }                                                                                                             \
+    static inline hpdl_status hpdl__cnn_adamw_##SUFFIX(void *ctx, int64_t n, void *w, const void *g, void *m,     \
+                                                       void *v, int64_t step, double lr, double b1, double b2,    \
+                                                       double eps, double wd) {                                   \
+        (void)ctx;                                                                                                \
+        return hpdl_adamw_##SUFFIX(n, (T *)w, (const T *)g, (T *)m, (T *)v, step, lr, b1, b2, eps, wd);           \
+    }                                                                                                             \
+    HPDL_API const hpdl_cnn_backend *hpdl_cnn_backend_cpu_##SUFFIX(void) {                                        \
+        static const hpdl_cnn_backend be = {                                                                      \
+            "cpu " #SUFFIX, sizeof(T), NULL, hpdl__cnn_cpu_alloc, hpdl__cnn_cpu_release, hpdl__cnn_cpu_zero,      \
+            hpdl__cnn_cpu_copy, hpdl__cnn_cpu_copy, hpdl__cnn_cpu_copy, hpdl__cnn_conv_fwd_##SUFFIX,              \
+            hpdl__cnn_conv_bwd_data_##SUFFIX, hpdl__cnn_conv_bwd_filter_##SUFFIX, hpdl__cnn_bias_add_##SUFFIX,    \
+            hpdl__cnn_bias_grad_##SUFFIX, hpdl__cnn_bn_train_##SUFFIX, hpdl__cnn_bn_infer_##SUFFIX,               \
+            hpdl__cnn_bn_bwd_##SUFFIX, hpdl__cnn_pool_fwd_##SUFFIX, hpdl__cnn_pool_bwd_##SUFFIX,                  \
+            hpdl__cnn_gap_fwd_##SUFFIX, hpdl__cnn_gap_bwd_##SUFFIX, hpdl__cnn_relu_##SUFFIX,                      \
+            hpdl__cnn_relu_grad_##SUFFIX, hpdl__cnn_add_##SUFFIX, hpdl__cnn_gemm_##SUFFIX,                        \
+            hpdl__cnn_xent_##SUFFIX, hpdl__cnn_hits_##SUFFIX, hpdl__cnn_check_##SUFFIX, hpdl__cnn_sgd_##SUFFIX,   \
+            hpdl__cnn_adamw_##SUFFIX};                                                                            \
+        return &be;                                                                                               \
+    }
+
+/* hpdl_cnn_backend_cpu_f32 hpdl_cnn_backend_cpu_f64 */
+HPDL_DEFINE_CNN_CPU(f32, float)
+HPDL_DEFINE_CNN_CPU(f64, double)
 
 #endif /* HPDL_H */

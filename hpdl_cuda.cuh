@@ -25,10 +25,13 @@
        GEMM: the ladder        hpdl_gemm_<t>            tests/gpu_gemm.cu    bench/gemm.cu    notes/gemm.md
        GEMM: Hopper rungs      hpdl_gemm_<t>            tests/gpu_gemm.cu    bench/gemm.cu    notes/gemm.md
        Convolution             hpdl_conv2d_*_<t>        tests/gpu_conv.cu    bench/conv.cu    notes/conv.md
+       OPTIMISERS              hpdl_sgd_momentum_<t>,   tests/gpu_optim.cu   -                -
+                               hpdl_adamw_<t>
        MLP TRAINING            hpdl_mlp_*_<t>           tests/gpu_mlp.cu     bench/mlp.cu     notes/mlp.md
        SEVERAL GPUS            hpdl_matpow_<t>          tests/gpu_matpow.cu, bench/matpow.cu, notes/multi.md
                                                         gpu_model_parallel.cu bench/model_parallel.cu
        INT8 QUANTIZATION       hpdl_quant_*             tests/gpu_quant.cu   bench/quantize.cu notes/quant.md
+       CNN TRAINING            hpdl_cnn_* (CPU backends) tests/gpu_cnn.cu    bench/cnn.cu     notes/cnn.md
 
    OPTIONS
        HPDL_NO_NVTX            compile the NVTX ranges out (no nvtx3 header needed)
@@ -123,6 +126,16 @@
          hpdl_status hpdl_cuda_maxpool2d_backward_<t>(p, xd, x, yd, dy, dx, stream)
          hpdl_status hpdl_cuda_maxpool2d_forward(p, xd, x, yd, y, stream)
          hpdl_status hpdl_cuda_maxpool2d_forward_<t>(p, xd, x, yd, y, stream)
+       optimisers
+         hpdl_status hpdl_cuda_adamw(n, w, grad, m, v, d_step, beta1, beta2, eps, weight_decay, stream)
+         hpdl_status hpdl_cuda_adamw_<t>(n, w, grad, m, v, d_step, beta1, beta2, eps, weight_decay, stream)
+         hpdl_status hpdl_cuda_flag_nonfinite(n, x, d_flag, stream)
+         hpdl_status hpdl_cuda_flag_nonfinite_<t>(n, x, d_flag, stream)
+         hpdl_status hpdl_cuda_sgd_momentum(n, w, grad, velocity, d_step, momentum, weight_decay, nesterov,
+                        stream)
+         hpdl_status hpdl_cuda_sgd_momentum_<t>(n, w, grad, velocity, d_step, momentum, weight_decay,
+                        nesterov, stream)
+         hpdl_status hpdl_optim_step_make(lr, beta1, beta2, step, out)
        MLP training
          hpdl_status hpdl_cuda_dataset_create(d, src, placement)
          void hpdl_cuda_dataset_destroy(d)
@@ -185,6 +198,15 @@
          void hpdl_cuda_rowpow_destroy(p)
          hpdl_status hpdl_cuda_rowpow_run_<t>(p, power, A, lda, out, ldo, algo, origin)
          hpdl_status hpdl_cuda_sum_of_powers_<t>(k, host_mats, n, power, n_gpus, host_out, algo)
+       CNN training (the GPU backend of hpdl_cnn; <t> is f32 or f64)
+         hpdl_status hpdl_cuda_cnn_create(g, conv_algo, stream)
+         hpdl_status hpdl_cuda_cnn_create_<t>(g, conv_algo, stream)
+         void hpdl_cuda_cnn_destroy(g)
+         hpdl_status hpdl_cuda_cnn_results(g, loss_sum, skipped)
+         hpdl_status hpdl_cuda_cnn_train_batch(g, r, batch, X, labels)
+         hpdl_status hpdl_cuda_cnn_train_batch_<t>(g, r, batch, X, labels)
+         hpdl_status hpdl_cuda_cnn_train_epoch(g, r, n, X, labels, seed)
+         hpdl_status hpdl_cuda_cnn_train_epoch_<t>(g, r, n, X, labels, seed)
        int8 quantization
          hpdl_status hpdl_cuda_quant_gemm_i8(algo, M, N, K, A, lda, za, B, ldb, zb, C, ldc, stream)
          hpdl_status hpdl_cuda_quant_gemm_nt_i8(algo, M, N, K, A, lda, za, Bt, ldb, zb, C, ldc, stream)
@@ -243,6 +265,10 @@
                            convolution: tensor-core rung for f16/bf16 NHWC, all
                            three passes (HPDL_CONV_MMA, AUTO's choice there);
                            cuDNN backend (HPDL_CONV_CUDNN, with HPDL_HAVE_CUDNN).
+                           optimisers: SGD with momentum and AdamW on device
+                           arrays, per-step lr and skip read from device memory
+                           (hpdl_optim_step), so a captured step replays;
+                           hpdl_cuda_flag_nonfinite_<t> for gradient checks.
 */
 #ifndef HPDL_CUDA_CUH
 #define HPDL_CUDA_CUH
@@ -5013,6 +5039,207 @@ HPDL_DEFINE_CUDA_CONV_LAYERS(f16, hpdl_f16, float)
    hpdl_cuda_batchnorm_forward_inference_bf16 hpdl_cuda_batchnorm_backward_bf16 */
 HPDL_DEFINE_CUDA_CONV_LAYERS(bf16, hpdl_bf16, float)
 /* ======================================================================== */
+/* OPTIMISERS                                                               */
+/* ======================================================================== */
+/* SGD with momentum and AdamW over device arrays, and a finiteness check for
+   gradients (CPU twins: hpdl_sgd_momentum_<t>, hpdl_adamw_<t> in hpdl.h;
+   test: tests/gpu_optim.cu).
+
+   A training step replayed from a CUDA graph replays the same kernel
+   arguments, so what changes from step to step (the learning rate, AdamW's
+   bias corrections, whether to skip the step) is read from device memory: an
+   hpdl_optim_step that the host uploads before each replay, or that a kernel
+   writes. When its skip is non-zero the optimiser kernels write nothing: a
+   step whose gradients are not finite or an AMP step whose loss scale
+   overflowed leaves the weights and the state as they were, without a round
+   trip to the host. hpdl_cuda_flag_nonfinite_<t> can raise skip itself:
+   give it &d_step->skip as its flag, before the optimiser on the stream.
+
+   The update is computed in the parameters' type (f32 in float, as
+   PyTorch's kernels do; f64 in double, matching the CPU twin to rounding);
+   the per-step values and the hyper-parameters come in double. A plain
+   grid-stride loop: the update is memory-bound. */
+
+/* Per-step values that the optimiser kernels read from device memory. */
+typedef struct hpdl_optim_step {
+    double lr;
+    double bias_correction1, bias_correction2; /* AdamW at step t: 1 - beta1^t, 1 - beta2^t */
+    int skip;                                  /* non-zero: the optimiser kernels write nothing */
+} hpdl_optim_step;
+
+/* Host: *out for step t >= 1, with lr and betas in the ranges of
+   hpdl_adamw_<t> (SGD reads only lr; pass betas of 0), skip = 0.
+   HPDL_ERR_INVALID, *out untouched, otherwise. */
+HPDL_CUDA_API hpdl_status hpdl_optim_step_make(double lr, double beta1, double beta2, int64_t step,
+                                               hpdl_optim_step *out) {
+    if (!out || !hpdl__adamw_params_ok(step, lr, beta1, beta2, 1, 0)) return HPDL_ERR_INVALID;
+    memset(out, 0, sizeof *out);
+    out->lr = lr;
+    out->bias_correction1 = 1 - pow(beta1, (double)step); /* as hpdl__adamw_coef_make computes them */
+    out->bias_correction2 = 1 - pow(beta2, (double)step);
+    return HPDL_OK;
+}
+
+/* The parameter types of the optimisers (master weights): float and double. */
+template <typename T> struct hpdl__is_master_type { enum { value = 0 }; };
+template <> struct hpdl__is_master_type<float> { enum { value = 1 }; };
+template <> struct hpdl__is_master_type<double> { enum { value = 1 }; };
+
+/* The bits of an element type and its exponent mask: an element whose
+   exponent bits are all ones is inf or NaN (no float compare, so fast-math
+   flags cannot hide a NaN). */
+template <typename T> struct hpdl__float_bits;
+template <> struct hpdl__float_bits<float> { typedef uint32_t type; static const uint32_t exponent = 0x7f800000u; };
+template <> struct hpdl__float_bits<double> {
+    typedef uint64_t type;
+    static const uint64_t exponent = 0x7ff0000000000000ull;
+};
+template <> struct hpdl__float_bits<__half> { typedef uint16_t type; static const uint16_t exponent = 0x7c00u; };
+template <> struct hpdl__float_bits<__nv_bfloat16> { typedef uint16_t type; static const uint16_t exponent = 0x7f80u; };
+
+/* SGD with momentum, as hpdl_sgd_momentum_<t>. */
+template <typename T>
+__global__ void hpdl__sgd_momentum_kernel(int64_t n, T *HPDL_RESTRICT w, const T *HPDL_RESTRICT grad,
+                                          T *HPDL_RESTRICT velocity, const hpdl_optim_step *step, T momentum,
+                                          T weight_decay, int nesterov) {
+    if (step->skip) return;
+    const T lr = (T)step->lr;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        T wi = w[i], g = grad[i] + weight_decay * wi;
+        T v = momentum * velocity[i] + g;
+        velocity[i] = v;
+        w[i] = wi - lr * (nesterov ? g + momentum * v : v);
+    }
+}
+
+/* AdamW's hyper-parameters as the kernel takes them; 1 - beta is worked out
+   in double on the host, as the CPU twin does. */
+template <typename T> struct hpdl__adamw_args {
+    T beta1, one_minus_beta1, beta2, one_minus_beta2, eps;
+    double weight_decay;
+};
+
+/* AdamW, as hpdl_adamw_<t>. */
+template <typename T>
+__global__ void hpdl__adamw_kernel(int64_t n, T *HPDL_RESTRICT w, const T *HPDL_RESTRICT grad, T *HPDL_RESTRICT m,
+                                   T *HPDL_RESTRICT v, const hpdl_optim_step *step, hpdl__adamw_args<T> a) {
+    if (step->skip) return;
+    const T decay = (T)(1 - step->lr * a.weight_decay);
+    const T step_size = (T)(step->lr / step->bias_correction1);
+    const T bc2_sqrt = (T)sqrt(step->bias_correction2);
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        T g = grad[i];
+        T mi = a.beta1 * m[i] + a.one_minus_beta1 * g;
+        T vi = a.beta2 * v[i] + a.one_minus_beta2 * (g * g);
+        m[i] = mi;
+        v[i] = vi;
+        w[i] = w[i] * decay - step_size * mi / (sqrt(vi) / bc2_sqrt + a.eps);
+    }
+}
+
+/* Sets *flag = 1 when an element of x (as bits U) is inf or NaN. */
+template <typename U, U EXPONENT>
+__global__ void hpdl__flag_nonfinite_kernel(int64_t n, const U *HPDL_RESTRICT x, int *flag) {
+    int found = 0;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        found |= (x[i] & EXPONENT) == EXPONENT;
+    if (found) *flag = 1; /* every writer writes 1: no atomics needed */
+}
+
+/* n >= 0, and every pointer set unless n == 0. */
+HPDL_CUDA_API int hpdl__optim_args_ok(int64_t n, const void *a, const void *b, const void *c, const void *d,
+                                      const void *e) {
+    return n >= 0 && (n == 0 || (a && b && c && d && e));
+}
+
+/* The type-generic front ends (C++), for float or double parameters: one
+   step on device arrays, asynchronously on `stream`, reading lr, the bias
+   corrections and skip from d_step (device memory). Hyper-parameters as
+   for the CPU twin; HPDL_ERR_INVALID, nothing launched, otherwise or for
+   n < 0 or a NULL pointer when n > 0. The arrays must not overlap. */
+template <typename T>
+static inline hpdl_status hpdl_cuda_sgd_momentum(int64_t n, T *w, const T *grad, T *velocity,
+                                                 const hpdl_optim_step *d_step, double momentum, double weight_decay,
+                                                 int nesterov, cudaStream_t stream = 0) {
+    static_assert(hpdl__is_master_type<T>::value, "hpdl: the optimisers take float or double parameters");
+    if (!hpdl__optim_args_ok(n, w, grad, velocity, velocity, d_step) ||
+        !hpdl__sgd_params_ok(0, momentum, weight_decay, nesterov))
+        return HPDL_ERR_INVALID;
+    if (n == 0) return HPDL_OK;
+    hpdl__sgd_momentum_kernel<T><<<hpdl__elementwise_blocks((size_t)n), 256, 0, stream>>>(
+        n, w, grad, velocity, d_step, (T)momentum, (T)weight_decay, nesterov ? 1 : 0);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+template <typename T>
+static inline hpdl_status hpdl_cuda_adamw(int64_t n, T *w, const T *grad, T *m, T *v, const hpdl_optim_step *d_step,
+                                          double beta1, double beta2, double eps, double weight_decay,
+                                          cudaStream_t stream = 0) {
+    static_assert(hpdl__is_master_type<T>::value, "hpdl: the optimisers take float or double parameters");
+    hpdl__adamw_args<T> a;
+    if (!hpdl__optim_args_ok(n, w, grad, m, v, d_step) || !hpdl__adamw_params_ok(1, 0, beta1, beta2, eps, weight_decay))
+        return HPDL_ERR_INVALID;
+    if (n == 0) return HPDL_OK;
+    a.beta1 = (T)beta1;
+    a.one_minus_beta1 = (T)(1 - beta1);
+    a.beta2 = (T)beta2;
+    a.one_minus_beta2 = (T)(1 - beta2);
+    a.eps = (T)eps;
+    a.weight_decay = weight_decay;
+    hpdl__adamw_kernel<T><<<hpdl__elementwise_blocks((size_t)n), 256, 0, stream>>>(n, w, grad, m, v, d_step, a);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* Sets *d_flag = 1 (and never clears it) when any of x[0..n) is NaN or inf;
+   for float, double, hpdl_f16 or __half, hpdl_bf16 or __nv_bfloat16. Clear
+   the flag before the first check; several checks can share one flag. */
+template <typename T>
+static inline hpdl_status hpdl_cuda_flag_nonfinite(int64_t n, const T *x, int *d_flag, cudaStream_t stream = 0) {
+    typedef hpdl__float_bits<typename hpdl__dev<T>::type> B;
+    typedef typename B::type U;
+    if (!hpdl__optim_args_ok(n, x, x, x, x, d_flag)) return HPDL_ERR_INVALID;
+    if (n == 0) return HPDL_OK;
+    hpdl__flag_nonfinite_kernel<U, B::exponent>
+        <<<hpdl__elementwise_blocks((size_t)n), 256, 0, stream>>>(n, (const U *)x, d_flag);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+#define HPDL_DEFINE_CUDA_OPTIM(SUFFIX, T)                                                                   \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_sgd_momentum_##SUFFIX(int64_t n, T *w, const T *grad, T *velocity,  \
+                                                              const hpdl_optim_step *d_step, double momentum, \
+                                                              double weight_decay, int nesterov,          \
+                                                              cudaStream_t stream) {                       \
+        return hpdl_cuda_sgd_momentum(n, w, grad, velocity, d_step, momentum, weight_decay, nesterov, stream); \
+    }                                                                                                       \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_adamw_##SUFFIX(int64_t n, T *w, const T *grad, T *m, T *v,          \
+                                                       const hpdl_optim_step *d_step, double beta1, double beta2, \
+                                                       double eps, double weight_decay, cudaStream_t stream) { \
+        return hpdl_cuda_adamw(n, w, grad, m, v, d_step, beta1, beta2, eps, weight_decay, stream);         \
+    }
+
+#define HPDL_DEFINE_CUDA_FLAG_NONFINITE(SUFFIX, T)                                                          \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_flag_nonfinite_##SUFFIX(int64_t n, const T *x, int *d_flag,         \
+                                                                cudaStream_t stream) {                      \
+        return hpdl_cuda_flag_nonfinite(n, x, d_flag, stream);                                             \
+    }
+
+/* hpdl_cuda_sgd_momentum_f32 hpdl_cuda_adamw_f32 */
+HPDL_DEFINE_CUDA_OPTIM(f32, float)
+/* hpdl_cuda_sgd_momentum_f64 hpdl_cuda_adamw_f64 */
+HPDL_DEFINE_CUDA_OPTIM(f64, double)
+/* hpdl_cuda_flag_nonfinite_f32 */
+HPDL_DEFINE_CUDA_FLAG_NONFINITE(f32, float)
+/* hpdl_cuda_flag_nonfinite_f64 */
+HPDL_DEFINE_CUDA_FLAG_NONFINITE(f64, double)
+/* hpdl_cuda_flag_nonfinite_f16 */
+HPDL_DEFINE_CUDA_FLAG_NONFINITE(f16, hpdl_f16)
+/* hpdl_cuda_flag_nonfinite_bf16 */
+HPDL_DEFINE_CUDA_FLAG_NONFINITE(bf16, hpdl_bf16)
+
+/* ======================================================================== */
 /* MLP TRAINING                                                             */
 /* ======================================================================== */
 /* hpdl_cuda_mlp_<s> mirrors the CPU hpdl_mlp_<s> (same widths, same row-major
@@ -5578,11 +5805,12 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_dataset_upload(hpdl_cuda_dataset *d, int64_t
     return s;
 }
 
-/* The same from a loaded hpdl_dataset (features = rows x cols). */
+/* The same from a loaded hpdl_dataset (features = channels x rows x cols). */
 HPDL_CUDA_API hpdl_status hpdl_cuda_dataset_create(hpdl_cuda_dataset *d, const hpdl_dataset *src,
                                               hpdl_data_placement placement) {
-    if (!src) return HPDL_ERR_INVALID;
-    return hpdl_cuda_dataset_upload(d, src->n, src->rows * src->cols, src->images, src->n, src->labels, placement, 0);
+    int64_t features = hpdl_dataset_features(src);
+    if (!src || features > INT_MAX) return HPDL_ERR_INVALID;
+    return hpdl_cuda_dataset_upload(d, src->n, (int)features, src->images, src->n, src->labels, placement, 0);
 }
 
 /* Draws the next epoch's permutation into d->perm (device), and into
@@ -8607,5 +8835,562 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_quant_mlp_accuracy(hpdl_cuda_quant_mlp *g, i
     *accuracy = (double)hits / (double)n;
     return HPDL_OK;
 }
+
+/* ======================================================================== */
+/* CNN TRAINING: the GPU backend of hpdl_cnn, CUDA graphs                   */
+/* ======================================================================== */
+/* hpdl.h walks a network's layers (hpdl_cnn_forward/_backward/_update)
+   through a table of kernels, hpdl_cnn_backend. This is the GPU's table:
+   every entry queues hpdl_cuda_* kernels on one stream and never waits for
+   the device, so a whole training step can be captured into a CUDA graph
+   and replayed (hpdl_cuda_cnn_train_batch, _train_epoch).
+
+   What changes from step to step lives in device memory, so a replayed
+   graph sees it: the batch (copied or gathered into staging buffers before
+   each replay), the learning rate (a table of the schedule, indexed by a
+   step counter the graph itself advances), and whether the step is
+   skipped (a flag the finite check raises; the optimiser then writes
+   nothing, and batch norm's statistics are put back). Parameters and
+   activations are f32 or f64 (mixed precision is not in this backend).
+   Test: tests/gpu_cnn.cu; bench: bench/cnn.cu; example: examples/cnn_train.cu. */
+
+#define HPDL_CUDA_CNN_GRAPHS 2 /* graphs kept: the full batch and an epoch's last, shorter one */
+
+typedef struct hpdl_cuda_cnn {
+    hpdl_cnn_backend be;      /* the table; be.ctx points at this struct */
+    cudaStream_t stream;
+    hpdl_conv_algo conv_algo; /* for every convolution (HPDL_CONV_AUTO by default) */
+    hpdl_optim_step *d_step;  /* this step's learning rate, bias corrections, skip */
+    double *d_lr_table;       /* the schedule, one entry per step (the last repeats) */
+    int64_t lr_table_len;
+    unsigned long long *d_counts; /* [0] steps taken, [1] steps skipped, [2] argmax hits */
+    double *d_loss_sum;       /* training loss summed over an epoch's steps */
+    void *x_stage;            /* the batch a captured step reads */
+    int32_t *labels_stage;
+    int32_t *d_order;         /* an epoch's shuffled image order */
+    int64_t order_len;
+    int use_graphs;
+    struct { cudaGraphExec_t exec; int batch; } graphs[HPDL_CUDA_CNN_GRAPHS];
+    int next_graph;
+} hpdl_cuda_cnn;
+
+/* ---- kernels of the table --------------------------------------------------- */
+
+template <typename T> __global__ void hpdl__cnn_relu_kernel(int64_t n, const T *x, T *y) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = x[i] > T(0) ? x[i] : T(0);
+}
+
+/* dx = dy where the ReLU's output y was positive. */
+template <typename T> __global__ void hpdl__cnn_relu_grad_kernel(int64_t n, const T *y, const T *dy, T *dx) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        dx[i] = y[i] > T(0) ? dy[i] : T(0);
+}
+
+template <typename T> __global__ void hpdl__cnn_add_kernel(int64_t n, const T *a, const T *b, T *c) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        c[i] = a[i] + b[i];
+}
+
+/* One thread per row: a hit when the largest logit (first on ties) is at the label. */
+template <typename T>
+__global__ void hpdl__cnn_hits_kernel(int rows, int cols, const T *logits, const int32_t *labels,
+                                      unsigned long long *hits) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    const T *x = logits + (size_t)r * cols;
+    int best = 0;
+    for (int c = 1; c < cols; c++) best = x[c] > x[best] ? c : best;
+    if (best == labels[r]) atomicAdd(hits, 1ull);
+}
+
+/* After the gradients' finite check: a non-finite loss skips the step too;
+   a skipped step puts batch norm's statistics back and is counted. */
+template <typename T>
+__global__ void hpdl__cnn_after_check_kernel(const double *loss, hpdl_optim_step *step, int64_t n_state, T *state,
+                                             const T *state_before, unsigned long long *counts) {
+    int skip = step->skip || !isfinite(*loss);
+    if (!skip) return;
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        step->skip = 1;
+        counts[1]++;
+    }
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n_state; i += (int64_t)gridDim.x * blockDim.x)
+        state[i] = state_before[i];
+}
+
+/* This step's learning rate and AdamW bias corrections, from the step
+   counter: from the schedule's table when there is one, else from the
+   values the host passed (a step run eagerly). */
+template <int lazy = 0>
+__global__ void hpdl__cnn_step_scalars_kernel(hpdl_optim_step *step, const double *lr_table, int64_t table_len,
+                                                     double lr, double beta1, double beta2,
+                                                     unsigned long long *counts) {
+    if (step->skip) return;
+    unsigned long long t = ++counts[0];
+    int64_t at = (int64_t)t - 1 < table_len ? (int64_t)t - 1 : table_len - 1;
+    step->lr = lr_table ? lr_table[at] : lr;
+    step->bias_correction1 = 1.0 - pow(beta1, (double)t);
+    step->bias_correction2 = 1.0 - pow(beta2, (double)t);
+}
+
+template <int lazy = 0> __global__ void hpdl__cnn_add_loss_kernel(double *sum, const double *loss) { *sum += *loss; }
+
+/* ---- the table's entries ----------------------------------------------------- */
+
+static inline hpdl_cuda_cnn *hpdl__gcnn(void *ctx) { return (hpdl_cuda_cnn *)ctx; }
+
+template <int lazy = 0> void *hpdl__gcnn_alloc(void *ctx, size_t bytes) {
+    void *p = NULL;
+    if (hpdl_cuda_alloc(&p, bytes ? bytes : 16) != HPDL_OK) return NULL;
+    if (cudaMemsetAsync(p, 0, bytes ? bytes : 16, hpdl__gcnn(ctx)->stream) != cudaSuccess ||
+        cudaStreamSynchronize(hpdl__gcnn(ctx)->stream) != cudaSuccess) {
+        cudaGetLastError();
+        cudaFree(p);
+        return NULL;
+    }
+    return p;
+}
+template <int lazy = 0> void hpdl__gcnn_release(void *ctx, void *p) { (void)ctx; if (p) cudaFree(p); }
+template <int lazy = 0> hpdl_status hpdl__gcnn_zero(void *ctx, void *p, size_t bytes) {
+    HPDL_CUDA_TRY(cudaMemsetAsync(p, 0, bytes, hpdl__gcnn(ctx)->stream));
+    return HPDL_OK;
+}
+template <cudaMemcpyKind KIND> hpdl_status hpdl__gcnn_copy(void *ctx, void *dst, const void *src, size_t bytes) {
+    if (bytes == 0 || dst == src) return HPDL_OK;
+    HPDL_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, KIND, hpdl__gcnn(ctx)->stream));
+    /* host memory must be readable or filled when the call returns */
+    if (KIND != cudaMemcpyDeviceToDevice) HPDL_CUDA_TRY(cudaStreamSynchronize(hpdl__gcnn(ctx)->stream));
+    return HPDL_OK;
+}
+
+template <typename T>
+hpdl_status hpdl__gcnn_conv_fwd(void *ctx, const hpdl_conv2d_params *p, const hpdl_tensor4 *xd, const void *x,
+                                const void *w, const hpdl_tensor4 *yd, void *y) {
+    hpdl_cuda_cnn *g = hpdl__gcnn(ctx);
+    return hpdl_cuda_conv2d_forward_algo<T>(g->conv_algo, p, xd, (const T *)x, (const T *)w, yd, (T *)y, g->stream);
+}
+template <typename T>
+hpdl_status hpdl__gcnn_conv_bwd_data(void *ctx, const hpdl_conv2d_params *p, const hpdl_tensor4 *yd, const void *dy,
+                                     const void *w, const hpdl_tensor4 *xd, void *dx) {
+    hpdl_cuda_cnn *g = hpdl__gcnn(ctx);
+    return hpdl_cuda_conv2d_backward_data_algo<T>(g->conv_algo, p, yd, (const T *)dy, (const T *)w, xd, (T *)dx,
+                                                  g->stream);
+}
+template <typename T>
+hpdl_status hpdl__gcnn_conv_bwd_filter(void *ctx, const hpdl_conv2d_params *p, const hpdl_tensor4 *xd, const void *x,
+                                       const hpdl_tensor4 *yd, const void *dy, void *dw) {
+    hpdl_cuda_cnn *g = hpdl__gcnn(ctx);
+    return hpdl_cuda_conv2d_backward_filter_algo<T>(g->conv_algo, p, xd, (const T *)x, yd, (const T *)dy, (T *)dw,
+                                                    g->stream);
+}
+template <typename T> hpdl_status hpdl__gcnn_bias_add(void *ctx, const hpdl_tensor4 *yd, void *y, const void *b) {
+    return hpdl_cuda_conv2d_bias_add<T>(yd, (T *)y, (const T *)b, hpdl__gcnn(ctx)->stream);
+}
+template <typename T> hpdl_status hpdl__gcnn_bias_grad(void *ctx, const hpdl_tensor4 *yd, const void *dy, void *db) {
+    return hpdl_cuda_conv2d_bias_grad<T>(yd, (const T *)dy, (T *)db, hpdl__gcnn(ctx)->stream);
+}
+template <typename T>
+hpdl_status hpdl__gcnn_bn_train(void *ctx, const hpdl_tensor4 *xd, const void *x, const void *gamma, const void *beta,
+                                double momentum, double eps, void *rm, void *rv, void *y, void *sm, void *si) {
+    return hpdl_cuda_batchnorm_forward_training<T>(xd, (const T *)x, (const T *)gamma, (const T *)beta, momentum, eps,
+                                                   (T *)rm, (T *)rv, (T *)y, (T *)sm, (T *)si, hpdl__gcnn(ctx)->stream);
+}
+template <typename T>
+hpdl_status hpdl__gcnn_bn_infer(void *ctx, const hpdl_tensor4 *xd, const void *x, const void *gamma, const void *beta,
+                                const void *rm, const void *rv, double eps, void *y) {
+    return hpdl_cuda_batchnorm_forward_inference<T>(xd, (const T *)x, (const T *)gamma, (const T *)beta,
+                                                    (const T *)rm, (const T *)rv, eps, (T *)y, hpdl__gcnn(ctx)->stream);
+}
+template <typename T>
+hpdl_status hpdl__gcnn_bn_bwd(void *ctx, const hpdl_tensor4 *xd, const void *x, const void *dy, const void *gamma,
+                              const void *sm, const void *si, void *dx, void *dgamma, void *dbeta) {
+    return hpdl_cuda_batchnorm_backward<T>(xd, (const T *)x, (const T *)dy, (const T *)gamma, (const T *)sm,
+                                           (const T *)si, (T *)dx, (T *)dgamma, (T *)dbeta, hpdl__gcnn(ctx)->stream);
+}
+template <typename T>
+hpdl_status hpdl__gcnn_pool_fwd(void *ctx, int max, const hpdl_pool2d_params *p, const hpdl_tensor4 *xd,
+                                const void *x, const hpdl_tensor4 *yd, void *y) {
+    cudaStream_t s = hpdl__gcnn(ctx)->stream;
+    return max ? hpdl_cuda_maxpool2d_forward<T>(p, xd, (const T *)x, yd, (T *)y, s)
+               : hpdl_cuda_avgpool2d_forward<T>(p, xd, (const T *)x, yd, (T *)y, s);
+}
+template <typename T>
+hpdl_status hpdl__gcnn_pool_bwd(void *ctx, int max, const hpdl_pool2d_params *p, const hpdl_tensor4 *xd,
+                                const void *x, const hpdl_tensor4 *yd, const void *dy, void *dx) {
+    cudaStream_t s = hpdl__gcnn(ctx)->stream;
+    return max ? hpdl_cuda_maxpool2d_backward<T>(p, xd, (const T *)x, yd, (const T *)dy, (T *)dx, s)
+               : hpdl_cuda_avgpool2d_backward<T>(p, yd, (const T *)dy, xd, (T *)dx, s);
+}
+template <typename T> hpdl_status hpdl__gcnn_gap_fwd(void *ctx, const hpdl_tensor4 *xd, const void *x, void *y) {
+    return hpdl_cuda_global_avgpool_forward<T>(xd, (const T *)x, (T *)y, hpdl__gcnn(ctx)->stream);
+}
+template <typename T> hpdl_status hpdl__gcnn_gap_bwd(void *ctx, const hpdl_tensor4 *xd, const void *dy, void *dx) {
+    return hpdl_cuda_global_avgpool_backward<T>(xd, (const T *)dy, (T *)dx, hpdl__gcnn(ctx)->stream);
+}
+template <typename T> hpdl_status hpdl__gcnn_relu(void *ctx, int64_t n, const void *x, void *y) {
+    hpdl__cnn_relu_kernel<T><<<hpdl__elementwise_blocks((size_t)n), 256, 0, hpdl__gcnn(ctx)->stream>>>(
+        n, (const T *)x, (T *)y);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+template <typename T> hpdl_status hpdl__gcnn_relu_grad(void *ctx, int64_t n, const void *y, const void *dy, void *dx) {
+    hpdl__cnn_relu_grad_kernel<T><<<hpdl__elementwise_blocks((size_t)n), 256, 0, hpdl__gcnn(ctx)->stream>>>(
+        n, (const T *)y, (const T *)dy, (T *)dx);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+template <typename T> hpdl_status hpdl__gcnn_add(void *ctx, int64_t n, const void *a, const void *b, void *c) {
+    hpdl__cnn_add_kernel<T><<<hpdl__elementwise_blocks((size_t)n), 256, 0, hpdl__gcnn(ctx)->stream>>>(
+        n, (const T *)a, (const T *)b, (T *)c);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+template <typename T>
+hpdl_status hpdl__gcnn_gemm(void *ctx, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K, const void *A,
+                            int lda, const void *B, int ldb, void *C, int ldc) {
+    return hpdl_cuda_gemm_algo<T>(HPDL_GEMM_AUTO, ta, tb, M, N, K, (T)1, (const T *)A, lda, (const T *)B, ldb, (T)0,
+                                  (T *)C, ldc, hpdl__gcnn(ctx)->stream);
+}
+/* The typed softmax launchers, picked by type. */
+template <int lazy = 0>
+hpdl_status hpdl__gcnn_xent_typed(int rows, int cols, const float *l, const int32_t *y, float *g, double *loss,
+                                  cudaStream_t s) {
+    return hpdl_cuda_softmax_xent_f32(rows, cols, l, cols, y, g, cols, loss, s);
+}
+template <int lazy = 0>
+hpdl_status hpdl__gcnn_xent_typed(int rows, int cols, const double *l, const int32_t *y, double *g, double *loss,
+                                  cudaStream_t s) {
+    return hpdl_cuda_softmax_xent_f64(rows, cols, l, cols, y, g, cols, loss, s);
+}
+template <typename T>
+hpdl_status hpdl__gcnn_xent(void *ctx, int rows, int cols, const void *logits, const int32_t *labels, void *grad,
+                            double *loss) {
+    return hpdl__gcnn_xent_typed(rows, cols, (const T *)logits, labels, (T *)grad, loss, hpdl__gcnn(ctx)->stream);
+}
+template <typename T>
+hpdl_status hpdl__gcnn_hits(void *ctx, int rows, int cols, const void *logits, const int32_t *labels, int64_t *hits) {
+    hpdl_cuda_cnn *g = hpdl__gcnn(ctx);
+    unsigned long long count = 0;
+    HPDL_CUDA_TRY(cudaMemsetAsync(g->d_counts + 2, 0, sizeof count, g->stream));
+    hpdl__cnn_hits_kernel<T><<<(rows + 255) / 256, 256, 0, g->stream>>>(rows, cols, (const T *)logits, labels,
+                                                                         g->d_counts + 2);
+    HPDL_CUDA_TRY_LAUNCH();
+    HPDL_CUDA_TRY(cudaMemcpyAsync(&count, g->d_counts + 2, sizeof count, cudaMemcpyDeviceToHost, g->stream));
+    HPDL_CUDA_TRY(cudaStreamSynchronize(g->stream));
+    *hits = (int64_t)count;
+    return HPDL_OK;
+}
+template <typename T>
+hpdl_status hpdl__gcnn_check(void *ctx, int64_t n, const void *grads, const double *loss, int64_t n_state, void *state,
+                             const void *state_before, int *bad) {
+    hpdl_cuda_cnn *g = hpdl__gcnn(ctx);
+    hpdl_status s;
+    *bad = 0;
+    HPDL_CUDA_TRY(cudaMemsetAsync(&g->d_step->skip, 0, sizeof(int), g->stream));
+    if ((s = hpdl_cuda_flag_nonfinite<T>(n, (const T *)grads, &g->d_step->skip, g->stream)) != HPDL_OK) return s;
+    hpdl__cnn_after_check_kernel<T><<<hpdl__elementwise_blocks((size_t)(n_state ? n_state : 1)), 256, 0, g->stream>>>(
+        loss, g->d_step, n_state, (T *)state, (const T *)state_before, g->d_counts);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+template <int lazy = 0>
+hpdl_status hpdl__gcnn_scalars(hpdl_cuda_cnn *g, double lr, double beta1, double beta2) {
+    hpdl__cnn_step_scalars_kernel<><<<1, 1, 0, g->stream>>>(g->d_step, g->d_lr_table, g->lr_table_len, lr, beta1, beta2,
+                                                          g->d_counts);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+template <typename T>
+hpdl_status hpdl__gcnn_sgd(void *ctx, int64_t n, void *w, const void *grad, void *v, double lr, double momentum,
+                           double wd, int nesterov) {
+    hpdl_cuda_cnn *g = hpdl__gcnn(ctx);
+    hpdl_status s = hpdl__gcnn_scalars(g, lr, 0.0, 0.0);
+    return s == HPDL_OK ? hpdl_cuda_sgd_momentum<T>(n, (T *)w, (const T *)grad, (T *)v, g->d_step, momentum, wd,
+                                                    nesterov, g->stream)
+                        : s;
+}
+template <typename T>
+hpdl_status hpdl__gcnn_adamw(void *ctx, int64_t n, void *w, const void *grad, void *m, void *v, int64_t step, double lr,
+                             double b1, double b2, double eps, double wd) {
+    hpdl_cuda_cnn *g = hpdl__gcnn(ctx);
+    hpdl_status s = hpdl__gcnn_scalars(g, lr, b1, b2);
+    (void)step; /* the device counts the steps it took */
+    return s == HPDL_OK ? hpdl_cuda_adamw<T>(n, (T *)w, (const T *)grad, (T *)m, (T *)v, g->d_step, b1, b2, eps, wd,
+                                             g->stream)
+                        : s;
+}
+
+template <typename T> void hpdl__gcnn_fill_table(hpdl_cnn_backend *be) {
+    be->alloc = hpdl__gcnn_alloc<>;
+    be->release = hpdl__gcnn_release<>;
+    be->zero = hpdl__gcnn_zero<>;
+    be->copy = hpdl__gcnn_copy<cudaMemcpyDeviceToDevice>;
+    be->upload = hpdl__gcnn_copy<cudaMemcpyHostToDevice>;
+    be->download = hpdl__gcnn_copy<cudaMemcpyDeviceToHost>;
+    be->conv_forward = hpdl__gcnn_conv_fwd<T>;
+    be->conv_backward_data = hpdl__gcnn_conv_bwd_data<T>;
+    be->conv_backward_filter = hpdl__gcnn_conv_bwd_filter<T>;
+    be->bias_add = hpdl__gcnn_bias_add<T>;
+    be->bias_grad = hpdl__gcnn_bias_grad<T>;
+    be->bn_forward_training = hpdl__gcnn_bn_train<T>;
+    be->bn_forward_inference = hpdl__gcnn_bn_infer<T>;
+    be->bn_backward = hpdl__gcnn_bn_bwd<T>;
+    be->pool_forward = hpdl__gcnn_pool_fwd<T>;
+    be->pool_backward = hpdl__gcnn_pool_bwd<T>;
+    be->global_avgpool_forward = hpdl__gcnn_gap_fwd<T>;
+    be->global_avgpool_backward = hpdl__gcnn_gap_bwd<T>;
+    be->relu = hpdl__gcnn_relu<T>;
+    be->relu_grad = hpdl__gcnn_relu_grad<T>;
+    be->add = hpdl__gcnn_add<T>;
+    be->gemm = hpdl__gcnn_gemm<T>;
+    be->softmax_xent = hpdl__gcnn_xent<T>;
+    be->argmax_hits = hpdl__gcnn_hits<T>;
+    be->check_step = hpdl__gcnn_check<T>;
+    be->sgd = hpdl__gcnn_sgd<T>;
+    be->adamw = hpdl__gcnn_adamw<T>;
+}
+
+/* ---- public: the backend, and training driven by graphs ------------------------ */
+
+HPDL_CUDA_API void hpdl_cuda_cnn_destroy(hpdl_cuda_cnn *g) {
+    int k;
+    if (!g) return;
+    for (k = 0; k < HPDL_CUDA_CNN_GRAPHS; k++)
+        if (g->graphs[k].exec) cudaGraphExecDestroy(g->graphs[k].exec);
+    cudaFree(g->d_step);
+    cudaFree(g->d_lr_table);
+    cudaFree(g->d_counts);
+    cudaFree(g->d_loss_sum);
+    cudaFree(g->x_stage);
+    cudaFree(g->labels_stage);
+    cudaFree(g->d_order);
+    memset(g, 0, sizeof *g);
+}
+
+/* A GPU backend of element type T (float or double) on `stream`; every
+   convolution with `conv_algo`. Pass &g->be to hpdl_cnn_run_create. */
+template <typename T>
+static inline hpdl_status hpdl_cuda_cnn_create(hpdl_cuda_cnn *g, hpdl_conv_algo conv_algo, cudaStream_t stream = 0) {
+    static_assert(hpdl__is_master_type<T>::value, "hpdl: the CNN backend takes float or double");
+    if (!g) return HPDL_ERR_INVALID;
+    memset(g, 0, sizeof *g);
+    g->stream = stream;
+    g->conv_algo = conv_algo;
+    g->use_graphs = 1;
+    g->be.name = sizeof(T) == 4 ? "cuda f32" : "cuda f64";
+    g->be.elem_size = sizeof(T);
+    g->be.ctx = g;
+    hpdl__gcnn_fill_table<T>(&g->be);
+    g->d_step = (hpdl_optim_step *)hpdl__gcnn_alloc(g, sizeof(hpdl_optim_step));
+    g->d_counts = (unsigned long long *)hpdl__gcnn_alloc(g, 3 * sizeof(unsigned long long));
+    g->d_loss_sum = (double *)hpdl__gcnn_alloc(g, sizeof(double));
+    if (!g->d_step || !g->d_counts || !g->d_loss_sum) { hpdl_cuda_cnn_destroy(g); return HPDL_ERR_NOMEM; }
+    return HPDL_OK;
+}
+
+/* hpdl_cuda_cnn_create_f32 hpdl_cuda_cnn_create_f64 */
+HPDL_CUDA_API hpdl_status hpdl_cuda_cnn_create_f32(hpdl_cuda_cnn *g, hpdl_conv_algo conv_algo, cudaStream_t stream) {
+    return hpdl_cuda_cnn_create<float>(g, conv_algo, stream);
+}
+HPDL_CUDA_API hpdl_status hpdl_cuda_cnn_create_f64(hpdl_cuda_cnn *g, hpdl_conv_algo conv_algo, cudaStream_t stream) {
+    return hpdl_cuda_cnn_create<double>(g, conv_algo, stream);
+}
+
+/* The schedule as a table on the device, one entry per step up to its
+   total_steps (the last entry repeats after). A step schedule without
+   total_steps would stop decaying: refused. */
+HPDL_CUDA_API hpdl_status hpdl__gcnn_upload_schedule(hpdl_cuda_cnn *g, const hpdl_lr_schedule *s) {
+    int64_t len = s->kind == HPDL_LR_CONSTANT && s->warmup_steps == 0 ? 1 : s->total_steps, t;
+    double *table;
+    hpdl_status st;
+    if (len < 1) {
+        fprintf(stderr, "hpdl_cuda_cnn: a warm-up or step schedule needs total_steps on the GPU\n");
+        return HPDL_ERR_INVALID;
+    }
+    if (!(table = (double *)hpdl_alloc((size_t)len, sizeof *table))) return HPDL_ERR_NOMEM;
+    for (t = 0; t < len; t++) table[t] = hpdl_lr_at(s, t);
+    cudaFree(g->d_lr_table);
+    g->d_lr_table = (double *)hpdl__gcnn_alloc(g, (size_t)len * sizeof *table);
+    st = g->d_lr_table ? hpdl__gcnn_copy<cudaMemcpyHostToDevice>(g, g->d_lr_table, table, (size_t)len * sizeof *table)
+                       : HPDL_ERR_NOMEM;
+    g->lr_table_len = st == HPDL_OK ? len : 0;
+    HPDL_FREE(table);
+    return st;
+}
+
+/* Staging buffers for batches of up to r->max_batch, and the schedule's
+   table, made on the first training call. */
+HPDL_CUDA_API hpdl_status hpdl__gcnn_prepare(hpdl_cuda_cnn *g, hpdl_cnn_run *r) {
+    size_t features = (size_t)r->net->input.c * r->net->input.h * r->net->input.w;
+    if (r->be != &g->be) return HPDL_ERR_INVALID;
+    if (g->x_stage) return HPDL_OK;
+    g->x_stage = hpdl__gcnn_alloc(g, (size_t)r->max_batch * features * g->be.elem_size);
+    g->labels_stage = (int32_t *)hpdl__gcnn_alloc(g, (size_t)r->max_batch * sizeof(int32_t));
+    if (!g->x_stage || !g->labels_stage) return HPDL_ERR_NOMEM;
+    return hpdl__gcnn_upload_schedule(g, &r->opt.schedule);
+}
+
+/* One step on the staged batch, and its loss added to the epoch's sum. */
+HPDL_CUDA_API hpdl_status hpdl__gcnn_step(hpdl_cuda_cnn *g, hpdl_cnn_run *r, int batch) {
+    hpdl_status s = hpdl_cnn_train_step(r, batch, g->x_stage, g->labels_stage);
+    if (s != HPDL_OK) return s;
+    hpdl__cnn_add_loss_kernel<><<<1, 1, 0, g->stream>>>(g->d_loss_sum, r->loss);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* Records the step for this batch size into a graph; a capture that fails
+   turns graphs off (steps then run eagerly: slower, still correct). */
+HPDL_CUDA_API void hpdl__gcnn_capture(hpdl_cuda_cnn *g, hpdl_cnn_run *r, int batch) {
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    int64_t steps = r->steps; /* capturing issues a step's host bookkeeping without running it */
+    hpdl_status s;
+    if (cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+        cudaGetLastError();
+        g->use_graphs = 0;
+        return;
+    }
+    s = hpdl__gcnn_step(g, r, batch);
+    r->steps = steps;
+    if (cudaStreamEndCapture(g->stream, &graph) != cudaSuccess || s != HPDL_OK ||
+        cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
+        cudaGetLastError();
+        g->use_graphs = 0;
+    } else {
+        int k = g->next_graph;
+        if (g->graphs[k].exec) cudaGraphExecDestroy(g->graphs[k].exec);
+        g->graphs[k].exec = exec;
+        g->graphs[k].batch = batch;
+        g->next_graph = (k + 1) % HPDL_CUDA_CNN_GRAPHS;
+    }
+    if (graph) cudaGraphDestroy(graph);
+}
+
+/* Replays this batch size's graph; the first time, runs the step eagerly
+   (which also sizes the convolutions' workspaces, which a capture cannot
+   allocate) and captures it for the next. */
+HPDL_CUDA_API hpdl_status hpdl__gcnn_run_step(hpdl_cuda_cnn *g, hpdl_cnn_run *r, int batch) {
+    int k;
+    hpdl_status s;
+    if (g->use_graphs)
+        for (k = 0; k < HPDL_CUDA_CNN_GRAPHS; k++)
+            if (g->graphs[k].exec && g->graphs[k].batch == batch) {
+                HPDL_CUDA_TRY(cudaGraphLaunch(g->graphs[k].exec, g->stream));
+                r->steps++;
+                return HPDL_OK;
+            }
+    s = hpdl__gcnn_step(g, r, batch);
+    if (s == HPDL_OK && g->use_graphs) hpdl__gcnn_capture(g, r, batch);
+    return s;
+}
+
+/* One training step on `batch` images X and labels (device memory, any
+   address: they are copied into the staging buffers the graph reads).
+   Asynchronous: the loss and the skip count come from
+   hpdl_cuda_cnn_results. */
+template <typename T>
+static inline hpdl_status hpdl_cuda_cnn_train_batch(hpdl_cuda_cnn *g, hpdl_cnn_run *r, int batch, const T *X,
+                                                    const int32_t *labels) {
+    size_t features;
+    hpdl_status s;
+    if (!g || !r || !X || !labels || batch < 1 || batch > r->max_batch || sizeof(T) != g->be.elem_size)
+        return HPDL_ERR_INVALID;
+    if ((s = hpdl__gcnn_prepare(g, r)) != HPDL_OK) return s;
+    features = (size_t)r->net->input.c * r->net->input.h * r->net->input.w;
+    HPDL_CUDA_TRY(cudaMemcpyAsync(g->x_stage, X, (size_t)batch * features * sizeof(T), cudaMemcpyDeviceToDevice,
+                                  g->stream));
+    HPDL_CUDA_TRY(cudaMemcpyAsync(g->labels_stage, labels, (size_t)batch * sizeof(int32_t), cudaMemcpyDeviceToDevice,
+                                  g->stream));
+    return hpdl__gcnn_run_step(g, r, batch);
+}
+
+/* Copies images order[i0 .. i0+rows) of X (and their labels) into the stage. */
+template <typename T>
+__global__ void hpdl__cnn_gather_kernel(int rows, int64_t features, const int32_t *order, const T *X,
+                                        const int32_t *labels, T *x_stage, int32_t *labels_stage) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows * features;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t row = i / features, src = order[row];
+        x_stage[i] = X[src * features + i % features];
+        if (i % features == 0) labels_stage[row] = labels[src];
+    }
+}
+
+/* An epoch's order: 0..n-1 shuffled with `seed` (hpdl_rng_shuffle_index). */
+HPDL_CUDA_API hpdl_status hpdl__gcnn_upload_order(hpdl_cuda_cnn *g, int64_t n, uint64_t seed) {
+    hpdl_rng rng;
+    int32_t *order;
+    int64_t i;
+    hpdl_status s;
+    if (n > INT32_MAX) return HPDL_ERR_UNSUPPORTED;
+    if (!(order = (int32_t *)hpdl_alloc((size_t)n, sizeof *order))) return HPDL_ERR_NOMEM;
+    for (i = 0; i < n; i++) order[i] = (int32_t)i;
+    hpdl_rng_seed(&rng, seed);
+    hpdl_rng_shuffle_index(&rng, order, n);
+    if (g->order_len < n) {
+        cudaFree(g->d_order);
+        g->d_order = (int32_t *)hpdl__gcnn_alloc(g, (size_t)n * sizeof *order);
+        g->order_len = g->d_order ? n : 0;
+    }
+    s = g->d_order ? hpdl__gcnn_copy<cudaMemcpyHostToDevice>(g, g->d_order, order, (size_t)n * sizeof *order)
+                   : HPDL_ERR_NOMEM;
+    HPDL_FREE(order);
+    return s;
+}
+
+/* One epoch over n images X and labels (device memory, resident) in a
+   fresh order from `seed`, batches of r->max_batch (the last one shorter).
+   Asynchronous; hpdl_cuda_cnn_results gives the mean loss. */
+template <typename T>
+static inline hpdl_status hpdl_cuda_cnn_train_epoch(hpdl_cuda_cnn *g, hpdl_cnn_run *r, int64_t n, const T *X,
+                                                    const int32_t *labels, uint64_t seed) {
+    int64_t i0, features;
+    hpdl_status s;
+    if (!g || !r || !X || !labels || n < 1 || sizeof(T) != g->be.elem_size) return HPDL_ERR_INVALID;
+    if ((s = hpdl__gcnn_prepare(g, r)) != HPDL_OK || (s = hpdl__gcnn_upload_order(g, n, seed)) != HPDL_OK) return s;
+    HPDL_CUDA_TRY(cudaMemsetAsync(g->d_loss_sum, 0, sizeof(double), g->stream));
+    features = (int64_t)r->net->input.c * r->net->input.h * r->net->input.w;
+    for (i0 = 0; s == HPDL_OK && i0 < n; i0 += r->max_batch) {
+        int rows = (int)(n - i0 < r->max_batch ? n - i0 : r->max_batch);
+        if (rows < 2 && r->net->state_count) break; /* batch norm needs two values per channel */
+        hpdl__cnn_gather_kernel<T><<<hpdl__elementwise_blocks((size_t)(rows * features)), 256, 0, g->stream>>>(
+            rows, features, g->d_order + i0, X, labels, (T *)g->x_stage, g->labels_stage);
+        HPDL_CUDA_TRY_LAUNCH();
+        s = hpdl__gcnn_run_step(g, r, rows);
+    }
+    return s;
+}
+
+/* Waits for the device; *loss_sum: the training losses summed since the
+   last epoch started (divide by its steps), *skipped: steps skipped so far
+   because the loss or a gradient was not finite. Either may be NULL. */
+HPDL_CUDA_API hpdl_status hpdl_cuda_cnn_results(hpdl_cuda_cnn *g, double *loss_sum, int64_t *skipped) {
+    unsigned long long counts[3];
+    double sum = 0;
+    if (!g) return HPDL_ERR_INVALID;
+    HPDL_CUDA_TRY(cudaMemcpyAsync(counts, g->d_counts, sizeof counts, cudaMemcpyDeviceToHost, g->stream));
+    HPDL_CUDA_TRY(cudaMemcpyAsync(&sum, g->d_loss_sum, sizeof sum, cudaMemcpyDeviceToHost, g->stream));
+    HPDL_CUDA_TRY(cudaStreamSynchronize(g->stream));
+    if (loss_sum) *loss_sum = sum;
+    if (skipped) *skipped = (int64_t)counts[1];
+    return HPDL_OK;
+}
+
+/* hpdl_cuda_cnn_train_batch_f32 hpdl_cuda_cnn_train_epoch_f32 hpdl_cuda_cnn_train_batch_f64
+   hpdl_cuda_cnn_train_epoch_f64 */
+#define HPDL_DEFINE_CUDA_CNN(SUFFIX, T)                                                                            \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_cnn_train_batch_##SUFFIX(hpdl_cuda_cnn *g, hpdl_cnn_run *r, int batch,     \
+                                                                 const T *X, const int32_t *labels) {             \
+        return hpdl_cuda_cnn_train_batch<T>(g, r, batch, X, labels);                                              \
+    }                                                                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_cnn_train_epoch_##SUFFIX(hpdl_cuda_cnn *g, hpdl_cnn_run *r, int64_t n,     \
+                                                                 const T *X, const int32_t *labels,               \
+                                                                 uint64_t seed) {                                 \
+        return hpdl_cuda_cnn_train_epoch<T>(g, r, n, X, labels, seed);                                            \
+    }
+HPDL_DEFINE_CUDA_CNN(f32, float)
+HPDL_DEFINE_CUDA_CNN(f64, double)
 
 #endif /* HPDL_CUDA_CUH */

@@ -1,0 +1,223 @@
+/* Tests of the GPU CNN backend: a few training steps on the GPU against the
+   CPU twin from the same weights (a network with every layer kind in both
+   layouts, the course's small CNN, ResNet-18 on small images), f64 to
+   1e-12 and f32 to 1e-5; epochs replayed from CUDA graphs equal to eager
+   steps and lowering the loss; a non-finite step skipped on the device. */
+#include "hpdl_cuda.cuh"
+#include "tests/hpdl_test.h"
+
+#include <vector>
+
+/* A network with every layer kind on 2 x 6 x 6 images, 3 classes. */
+static hpdl_status every_kind(hpdl_cnn *net, hpdl_layout layout) {
+    hpdl_cnn_layer l[13];
+    l[0] = hpdl_cnn_conv(4, 3, 1, 1, 1);
+    l[1] = hpdl_cnn_simple(HPDL_CNN_BATCHNORM);
+    l[2] = hpdl_cnn_simple(HPDL_CNN_RELU);
+    l[3] = hpdl_cnn_conv(4, 3, 1, 1, 0);
+    l[4] = hpdl_cnn_simple(HPDL_CNN_BATCHNORM);
+    l[5] = hpdl_cnn_add(4, 2);
+    l[6] = hpdl_cnn_simple(HPDL_CNN_RELU);
+    l[7] = hpdl_cnn_pool(HPDL_CNN_MAXPOOL, 2, 2, 0);
+    l[8] = hpdl_cnn_pool(HPDL_CNN_AVGPOOL, 2, 1, 0);
+    l[9] = hpdl_cnn_conv(5, 1, 1, 0, 1);
+    l[10] = hpdl_cnn_simple(HPDL_CNN_GLOBAL_AVGPOOL);
+    l[11] = hpdl_cnn_linear(6);
+    l[12] = hpdl_cnn_linear(3);
+    return hpdl_cnn_define(net, 13, l, hpdl_shape_make(2, 6, 6), layout);
+}
+
+template <typename T> static std::vector<T> converted(const std::vector<double> &x) {
+    return std::vector<T>(x.begin(), x.end());
+}
+
+template <typename T> static T *to_device(const std::vector<T> &x) {
+    void *d = NULL;
+    HPDL_CUDA_CHECK(cudaMalloc(&d, x.size() * sizeof(T) + 1));
+    HPDL_CUDA_CHECK(cudaMemcpy(d, x.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return (T *)d;
+}
+
+/* Images in [-1, 1] and labels in [0, classes) for `batch` images. */
+static void random_batch(const hpdl_cnn *net, int batch, uint64_t seed, std::vector<double> *X,
+                         std::vector<int32_t> *labels) {
+    hpdl_rng rng;
+    hpdl_rng_seed(&rng, seed);
+    X->resize((size_t)batch * net->input.c * net->input.h * net->input.w);
+    for (double &v : *X) v = 2 * hpdl_rng_uniform(&rng) - 1;
+    labels->resize(batch);
+    for (int i = 0; i < batch; i++) (*labels)[i] = (int32_t)hpdl_rng_below(&rng, net->classes);
+}
+
+/* `steps` SGD steps of net on CPU and GPU in type T from the same weights:
+   the largest difference of the parameters, relative to max(1, |cpu|). */
+template <typename T>
+static double cpu_gpu_difference(const hpdl_cnn *net, int batch, int steps, const hpdl_cnn_backend *cpu) {
+    std::vector<double> params(net->param_count), state(net->state_count + 1), X, got(net->param_count),
+        want(net->param_count);
+    std::vector<int32_t> labels;
+    hpdl_cnn_optimizer opt = hpdl_cnn_sgd(0.05, 0.9, 5e-4);
+    hpdl_cnn_run on_cpu, on_gpu;
+    hpdl_cuda_cnn g;
+    double worst = 0;
+    random_batch(net, batch, 3, &X, &labels);
+    std::vector<T> Xt = converted<T>(X);
+    T *dX = to_device(Xt);
+    int32_t *dlabels = to_device(labels);
+    HPDL_EXPECT(hpdl_cnn_init(net, 5, params.data(), state.data()) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cuda_cnn_create<T>(&g, HPDL_CONV_AUTO) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_run_create(&on_cpu, net, cpu, batch, &opt) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_run_create(&on_gpu, net, &g.be, batch, &opt) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_set_params(&on_cpu, params.data(), state.data()) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_set_params(&on_gpu, params.data(), state.data()) == HPDL_OK);
+    for (int s = 0; s < steps; s++) {
+        HPDL_EXPECT(hpdl_cnn_train_step(&on_cpu, batch, Xt.data(), labels.data()) == HPDL_OK);
+        HPDL_EXPECT(hpdl_cuda_cnn_train_batch<T>(&g, &on_gpu, batch, dX, dlabels) == HPDL_OK);
+    }
+    HPDL_EXPECT(hpdl_cnn_get_params(&on_cpu, want.data(), NULL) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_get_params(&on_gpu, got.data(), NULL) == HPDL_OK);
+    for (int64_t k = 0; k < net->param_count; k++) {
+        double e = fabs(got[k] - want[k]) / (fabs(want[k]) > 1 ? fabs(want[k]) : 1);
+        if (!(e <= worst)) worst = e;
+    }
+    hpdl_cnn_run_destroy(&on_cpu);
+    hpdl_cnn_run_destroy(&on_gpu);
+    hpdl_cuda_cnn_destroy(&g);
+    cudaFree(dX);
+    cudaFree(dlabels);
+    return worst;
+}
+
+static void every_kind_matches_cpu(void) {
+    hpdl_cnn net;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    for (int layout = 0; layout < 2; layout++) {
+        HPDL_EXPECT(every_kind(&net, (hpdl_layout)layout) == HPDL_OK);
+        HPDL_EXPECT_NEAR(cpu_gpu_difference<double>(&net, 4, 3, hpdl_cnn_backend_cpu_f64()), 0, 1e-12);
+        HPDL_EXPECT_NEAR(cpu_gpu_difference<float>(&net, 4, 3, hpdl_cnn_backend_cpu_f32()), 0, 1e-5);
+    }
+}
+
+static void small_cnn_matches_cpu(void) {
+    hpdl_cnn net;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    HPDL_EXPECT(hpdl_cnn_small(&net, hpdl_shape_make(1, 28, 28), 10, HPDL_NHWC) == HPDL_OK);
+    HPDL_EXPECT_NEAR(cpu_gpu_difference<double>(&net, 8, 3, hpdl_cnn_backend_cpu_f64()), 0, 1e-12);
+    HPDL_EXPECT_NEAR(cpu_gpu_difference<float>(&net, 8, 3, hpdl_cnn_backend_cpu_f32()), 0, 1e-5);
+}
+
+/* ResNet-18 on 16x16 images: every block kind, small enough for the CPU
+   (not 8x8: its last stage would normalise 2 values per channel, whose
+   input gradient is pure rounding noise). */
+static void resnet18_matches_cpu(void) {
+    hpdl_cnn net;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    HPDL_EXPECT(hpdl_cnn_resnet18(&net, hpdl_shape_make(3, 16, 16), 10, HPDL_NHWC) == HPDL_OK);
+    HPDL_EXPECT_NEAR(cpu_gpu_difference<double>(&net, 2, 2, hpdl_cnn_backend_cpu_f64()), 0, 1e-12);
+    HPDL_EXPECT_NEAR(cpu_gpu_difference<float>(&net, 2, 2, hpdl_cnn_backend_cpu_f32()), 0, 1e-5);
+}
+
+/* Labels a linear rule can tell apart: class = which third of the image
+   has the largest sum. */
+static void separable_set(const hpdl_cnn *net, int n, std::vector<float> *X, std::vector<int32_t> *labels) {
+    std::vector<double> Xd;
+    std::vector<int32_t> ignored;
+    int features = net->input.c * net->input.h * net->input.w, third = features / 3;
+    random_batch(net, n, 9, &Xd, &ignored);
+    X->assign(Xd.begin(), Xd.end());
+    labels->resize(n);
+    for (int i = 0; i < n; i++) {
+        double sums[3] = {0, 0, 0};
+        for (int f = 0; f < 3 * third; f++) sums[f / third] += (*X)[(size_t)i * features + f];
+        (*labels)[i] = sums[1] > sums[0] ? (sums[2] > sums[1] ? 2 : 1) : (sums[2] > sums[0] ? 2 : 0);
+    }
+}
+
+/* Epochs from graphs give the parameters eager steps give, and learn. */
+static void graph_epochs(void) {
+    hpdl_cnn net;
+    hpdl_cuda_cnn g[2];
+    hpdl_cnn_run r[2];
+    std::vector<float> X;
+    std::vector<int32_t> labels;
+    const int n = 1000;
+    double first = 0, last = 0, acc = 0, worst = 0;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    HPDL_EXPECT(hpdl_cnn_small(&net, hpdl_shape_make(3, 16, 16), 3, HPDL_NHWC) == HPDL_OK);
+    separable_set(&net, n, &X, &labels);
+    float *dX = to_device(X);
+    int32_t *dlabels = to_device(labels);
+    std::vector<double> params(net.param_count), got(net.param_count), want(net.param_count);
+    hpdl_cnn_optimizer opt = hpdl_cnn_sgd(0.02, 0.9, 5e-4);
+    HPDL_EXPECT(hpdl_cnn_init(&net, 1, params.data(), NULL) == HPDL_OK);
+    for (int k = 0; k < 2; k++) {
+        HPDL_EXPECT(hpdl_cuda_cnn_create<float>(&g[k], HPDL_CONV_AUTO) == HPDL_OK);
+        g[k].use_graphs = k; /* g[0] eager, g[1] graphs */
+        HPDL_EXPECT(hpdl_cnn_run_create(&r[k], &net, &g[k].be, 64, &opt) == HPDL_OK);
+        HPDL_EXPECT(hpdl_cnn_set_params(&r[k], params.data(), NULL) == HPDL_OK);
+    }
+    for (int epoch = 0; epoch < 8; epoch++)
+        for (int k = 0; k < 2; k++) {
+            HPDL_EXPECT(hpdl_cuda_cnn_train_epoch<float>(&g[k], &r[k], n, dX, dlabels, 100 + epoch) == HPDL_OK);
+            if (k == 1) HPDL_EXPECT(hpdl_cuda_cnn_results(&g[k], epoch == 0 ? &first : &last, NULL) == HPDL_OK);
+        }
+    HPDL_EXPECT(hpdl_cnn_get_params(&r[0], want.data(), NULL) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_get_params(&r[1], got.data(), NULL) == HPDL_OK);
+    for (int64_t k = 0; k < net.param_count; k++) worst = fmax(worst, fabs(got[k] - want[k]));
+    HPDL_EXPECT_NEAR(worst, 0, 1e-6);
+    HPDL_EXPECT(r[1].steps == 8 * 16);
+    HPDL_EXPECT(last < 0.8 * first); /* 1.02 -> 0.74 on the CPU twin */
+    HPDL_EXPECT(hpdl_cnn_accuracy(&r[1], n, dX, dlabels, &acc) == HPDL_OK);
+    HPDL_EXPECT(acc > 0.7);            /* 0.77 on the CPU twin */
+    for (int k = 0; k < 2; k++) { hpdl_cnn_run_destroy(&r[k]); hpdl_cuda_cnn_destroy(&g[k]); }
+    cudaFree(dX);
+    cudaFree(dlabels);
+}
+
+/* A NaN pixel: the step is skipped on the device and counted; parameters
+   and batch-norm statistics are unchanged; the next good step runs. */
+static void nonfinite_step_skipped(void) {
+    hpdl_cnn net;
+    hpdl_cuda_cnn g;
+    hpdl_cnn_run r;
+    std::vector<double> X, params, state, p0, s0, p1, s1;
+    std::vector<int32_t> labels;
+    int64_t skipped = -1;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    HPDL_EXPECT(every_kind(&net, HPDL_NHWC) == HPDL_OK);
+    params.resize(net.param_count); p0 = p1 = params;
+    state.resize(net.state_count); s0 = s1 = state;
+    random_batch(&net, 4, 2, &X, &labels);
+    std::vector<float> Xf(X.begin(), X.end());
+    Xf[7] = NAN;
+    float *dX = to_device(Xf);
+    int32_t *dlabels = to_device(labels);
+    hpdl_cnn_optimizer opt = hpdl_cnn_adamw(0.01, 0.01);
+    HPDL_EXPECT(hpdl_cnn_init(&net, 1, params.data(), state.data()) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cuda_cnn_create<float>(&g, HPDL_CONV_AUTO) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_run_create(&r, &net, &g.be, 4, &opt) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_set_params(&r, params.data(), state.data()) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_get_params(&r, p0.data(), s0.data()) == HPDL_OK);
+    for (int s = 0; s < 3; s++) HPDL_EXPECT(hpdl_cuda_cnn_train_batch<float>(&g, &r, 4, dX, dlabels) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cuda_cnn_results(&g, NULL, &skipped) == HPDL_OK);
+    HPDL_EXPECT(skipped == 3);
+    HPDL_EXPECT(hpdl_cnn_get_params(&r, p1.data(), s1.data()) == HPDL_OK);
+    HPDL_EXPECT(p0 == p1 && s0 == s1);
+    Xf[7] = 0.25f;
+    HPDL_CUDA_CHECK(cudaMemcpy(dX, Xf.data(), Xf.size() * sizeof(float), cudaMemcpyHostToDevice));
+    HPDL_EXPECT(hpdl_cuda_cnn_train_batch<float>(&g, &r, 4, dX, dlabels) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_get_params(&r, p1.data(), s1.data()) == HPDL_OK);
+    HPDL_EXPECT(p0 != p1 && s0 != s1);
+    hpdl_cnn_run_destroy(&r);
+    hpdl_cuda_cnn_destroy(&g);
+    cudaFree(dX);
+    cudaFree(dlabels);
+}
+
+int main(int argc, char **argv) {
+    static const hpdl_test tests[] = {
+        HPDL_TEST(every_kind_matches_cpu), HPDL_TEST(small_cnn_matches_cpu), HPDL_TEST(resnet18_matches_cpu),
+        HPDL_TEST(graph_epochs),           HPDL_TEST(nonfinite_step_skipped),
+    };
+    return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
+}

@@ -1,0 +1,272 @@
+/* Tests of CNNs as data on the CPU backends: planning (shapes, parameter
+   counts of the course's networks, refusals), gradients of a network with
+   every layer kind (residual sums included) against finite differences in
+   f64, f32 against f64, training that lowers the loss with SGD and AdamW,
+   a non-finite step refused with the model untouched. */
+#include "hpdl.h"
+#include "tests/hpdl_test.h"
+
+static double *doubles(size_t n) {
+    double *x = (double *)hpdl_alloc(n ? n : 1, sizeof(double));
+    if (!x) { fprintf(stderr, "out of memory\n"); exit(1); }
+    return x;
+}
+
+static double *random_doubles(hpdl_rng *rng, size_t n, double lo, double hi) {
+    double *x = doubles(n);
+    size_t i;
+    for (i = 0; i < n; i++) x[i] = lo + (hi - lo) * hpdl_rng_uniform(rng);
+    return x;
+}
+
+static float *to_floats(const double *x, size_t n) {
+    float *f = (float *)hpdl_alloc(n ? n : 1, sizeof(float));
+    size_t i;
+    if (!f) { fprintf(stderr, "out of memory\n"); exit(1); }
+    for (i = 0; i < n; i++) f[i] = (float)x[i];
+    return f;
+}
+
+/* A network with every layer kind on 2 x 6 x 6 images, 3 classes:
+   conv(bias) -> bn -> relu -> [conv -> bn] + shortcut -> relu -> maxpool
+   -> avgpool -> conv -> global avgpool -> linear -> linear. */
+static hpdl_status every_kind(hpdl_cnn *net, hpdl_layout layout) {
+    hpdl_cnn_layer l[13];
+    l[0] = hpdl_cnn_conv(4, 3, 1, 1, 1);
+    l[1] = hpdl_cnn_simple(HPDL_CNN_BATCHNORM);
+    l[2] = hpdl_cnn_simple(HPDL_CNN_RELU);
+    l[3] = hpdl_cnn_conv(4, 3, 1, 1, 0);
+    l[4] = hpdl_cnn_simple(HPDL_CNN_BATCHNORM);
+    l[5] = hpdl_cnn_add(4, 2);
+    l[6] = hpdl_cnn_simple(HPDL_CNN_RELU);
+    l[7] = hpdl_cnn_pool(HPDL_CNN_MAXPOOL, 2, 2, 0);
+    l[8] = hpdl_cnn_pool(HPDL_CNN_AVGPOOL, 2, 1, 0);
+    l[9] = hpdl_cnn_conv(5, 1, 1, 0, 1);
+    l[10] = hpdl_cnn_simple(HPDL_CNN_GLOBAL_AVGPOOL);
+    l[11] = hpdl_cnn_linear(6);
+    l[12] = hpdl_cnn_linear(3);
+    return hpdl_cnn_define(net, 13, l, hpdl_shape_make(2, 6, 6), layout);
+}
+
+static void course_networks(void) {
+    hpdl_cnn net;
+    HPDL_EXPECT(hpdl_cnn_small(&net, hpdl_shape_make(3, 32, 32), 10, HPDL_NCHW) == HPDL_OK);
+    /* the lab's model: 456 + 2416 + 48120 + 10164 + 850 parameters */
+    HPDL_EXPECT(net.param_count == 62006);
+    HPDL_EXPECT(net.out[5].c == 16 && net.out[5].h == 5 && net.out[5].w == 5);
+    HPDL_EXPECT(hpdl_cnn_small(&net, hpdl_shape_make(1, 28, 28), 10, HPDL_NHWC) == HPDL_OK);
+    HPDL_EXPECT(net.param_count == 44426 && net.classes == 10);
+    /* torchvision-style ResNet-18 with the CIFAR stem: 11,173,962 parameters */
+    HPDL_EXPECT(hpdl_cnn_resnet18(&net, hpdl_shape_make(3, 32, 32), 10, HPDL_NHWC) == HPDL_OK);
+    HPDL_EXPECT(net.param_count == 11173962);
+    HPDL_EXPECT(net.out[net.n_layers - 3].c == 512 && net.out[net.n_layers - 3].h == 4);
+    HPDL_EXPECT(hpdl_cnn_resnet18(&net, hpdl_shape_make(1, 28, 28), 10, HPDL_NCHW) == HPDL_OK);
+    HPDL_EXPECT(net.out[net.n_layers - 3].h == 4 && net.classes == 10);
+}
+
+static void define_refuses(void) {
+    hpdl_cnn net, before;
+    hpdl_cnn_layer l[3];
+    memset(&net, 0x5a, sizeof net);
+    before = net;
+    l[0] = hpdl_cnn_conv(4, 3, 1, 0, 1);
+    l[1] = hpdl_cnn_add(0, 2); /* reads a later layer */
+    l[2] = hpdl_cnn_linear(3);
+    HPDL_EXPECT(hpdl_cnn_define(&net, 3, l, hpdl_shape_make(1, 5, 5), HPDL_NCHW) == HPDL_ERR_INVALID);
+    l[1] = hpdl_cnn_conv(4, 7, 1, 0, 1); /* kernel larger than the 3x3 input */
+    HPDL_EXPECT(hpdl_cnn_define(&net, 3, l, hpdl_shape_make(1, 5, 5), HPDL_NCHW) == HPDL_ERR_INVALID);
+    l[1] = hpdl_cnn_simple(HPDL_CNN_RELU);
+    l[2] = hpdl_cnn_simple(HPDL_CNN_RELU); /* the last output is 4 x 3 x 3, not classes x 1 x 1 */
+    HPDL_EXPECT(hpdl_cnn_define(&net, 3, l, hpdl_shape_make(1, 5, 5), HPDL_NCHW) == HPDL_ERR_INVALID);
+    l[2] = hpdl_cnn_linear(3);
+    l[2].input = 0; /* layer 1's output is never read */
+    HPDL_EXPECT(hpdl_cnn_define(&net, 3, l, hpdl_shape_make(1, 5, 5), HPDL_NCHW) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cnn_define(&net, 0, l, hpdl_shape_make(1, 5, 5), HPDL_NCHW) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cnn_define(&net, 3, l, hpdl_shape_make(0, 5, 5), HPDL_NCHW) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(memcmp(&net, &before, sizeof net) == 0);
+    l[2].input = HPDL_CNN_PREVIOUS;
+    HPDL_EXPECT(hpdl_cnn_define(&net, 3, l, hpdl_shape_make(1, 5, 5), HPDL_NCHW) == HPDL_OK);
+}
+
+typedef struct fixture {
+    hpdl_cnn net;
+    hpdl_cnn_run run;
+    double *params, *state, *X;
+    int32_t labels[4];
+    int batch;
+} fixture;
+
+static void fixture_make(fixture *f, hpdl_layout layout, const hpdl_cnn_backend *be, hpdl_cnn_optimizer opt) {
+    hpdl_rng rng;
+    int i;
+    hpdl_rng_seed(&rng, 7);
+    f->batch = 4;
+    HPDL_EXPECT(every_kind(&f->net, layout) == HPDL_OK);
+    f->params = doubles((size_t)f->net.param_count);
+    f->state = doubles((size_t)f->net.state_count);
+    HPDL_EXPECT(hpdl_cnn_init(&f->net, 11, f->params, f->state) == HPDL_OK);
+    f->X = random_doubles(&rng, (size_t)f->batch * 72, -1, 1);
+    for (i = 0; i < f->batch; i++) f->labels[i] = i % 3;
+    HPDL_EXPECT(hpdl_cnn_run_create(&f->run, &f->net, be, f->batch, &opt) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_set_params(&f->run, f->params, f->state) == HPDL_OK);
+}
+
+static void fixture_free(fixture *f) {
+    hpdl_cnn_run_destroy(&f->run);
+    HPDL_FREE(f->params);
+    HPDL_FREE(f->state);
+    HPDL_FREE(f->X);
+}
+
+/* Loss of the f64 run at parameters p. */
+static double loss_at(fixture *f, const double *p) {
+    double loss = NAN;
+    HPDL_EXPECT(hpdl_cnn_set_params(&f->run, p, f->state) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_forward(&f->run, f->batch, f->X, 1) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_backward(&f->run, f->batch, f->X, f->labels) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_loss(&f->run, &loss) == HPDL_OK);
+    return loss;
+}
+
+/* Every parameter's gradient against a central difference of the loss. */
+static void gradients_by_finite_differences(hpdl_layout layout) {
+    fixture f;
+    double *grad, *p, worst = 0;
+    int64_t k, n;
+    fixture_make(&f, layout, hpdl_cnn_backend_cpu_f64(), hpdl_cnn_sgd(0.05, 0.9, 0));
+    n = f.net.param_count;
+    grad = doubles((size_t)n);
+    p = doubles((size_t)n);
+    memcpy(p, f.params, (size_t)n * sizeof *p);
+    loss_at(&f, p);
+    memcpy(grad, f.run.grads, (size_t)n * sizeof *grad);
+    for (k = 0; k < n; k++) {
+        const double h = 1e-5;
+        double up, down, numeric, scale;
+        p[k] = f.params[k] + h;
+        up = loss_at(&f, p);
+        p[k] = f.params[k] - h;
+        down = loss_at(&f, p);
+        p[k] = f.params[k];
+        numeric = (up - down) / (2 * h);
+        scale = fabs(numeric) > 1e-3 ? fabs(numeric) : 1e-3;
+        if (fabs(numeric - grad[k]) / scale > worst) worst = fabs(numeric - grad[k]) / scale;
+    }
+    HPDL_EXPECT_NEAR(worst, 0, 1e-5);
+    HPDL_FREE(grad);
+    HPDL_FREE(p);
+    fixture_free(&f);
+}
+
+static void gradients_nchw(void) { gradients_by_finite_differences(HPDL_NCHW); }
+static void gradients_nhwc(void) { gradients_by_finite_differences(HPDL_NHWC); }
+
+/* Three SGD steps in f32 and f64 from the same start agree to f32 rounding. */
+static void f32_matches_f64(void) {
+    fixture d, s;
+    double *pd, *ps, worst = 0;
+    float *X32;
+    int step;
+    int64_t k;
+    fixture_make(&d, HPDL_NHWC, hpdl_cnn_backend_cpu_f64(), hpdl_cnn_sgd(0.05, 0.9, 5e-4));
+    fixture_make(&s, HPDL_NHWC, hpdl_cnn_backend_cpu_f32(), hpdl_cnn_sgd(0.05, 0.9, 5e-4));
+    X32 = to_floats(d.X, (size_t)d.batch * 72);
+    for (step = 0; step < 3; step++) {
+        HPDL_EXPECT(hpdl_cnn_train_step(&d.run, d.batch, d.X, d.labels) == HPDL_OK);
+        HPDL_EXPECT(hpdl_cnn_train_step(&s.run, s.batch, X32, s.labels) == HPDL_OK);
+    }
+    pd = doubles((size_t)d.net.param_count);
+    ps = doubles((size_t)d.net.param_count);
+    HPDL_EXPECT(hpdl_cnn_get_params(&d.run, pd, NULL) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_get_params(&s.run, ps, NULL) == HPDL_OK);
+    for (k = 0; k < d.net.param_count; k++)
+        if (fabs(pd[k] - ps[k]) > worst) worst = fabs(pd[k] - ps[k]);
+    HPDL_EXPECT_NEAR(worst, 0, 1e-4);
+    HPDL_EXPECT(worst > 0); /* the two really ran in different precisions */
+    HPDL_FREE(pd);
+    HPDL_FREE(ps);
+    HPDL_FREE(X32);
+    fixture_free(&d);
+    fixture_free(&s);
+}
+
+/* Repeated steps on one batch drive its loss down; accuracy reaches 1. */
+static void training_lowers_loss(hpdl_cnn_optimizer opt) {
+    fixture f;
+    double first = 0, last = 0, acc = 0;
+    int step;
+    fixture_make(&f, HPDL_NCHW, hpdl_cnn_backend_cpu_f64(), opt);
+    for (step = 0; step < 60; step++) {
+        HPDL_EXPECT(hpdl_cnn_train_step(&f.run, f.batch, f.X, f.labels) == HPDL_OK);
+        HPDL_EXPECT(hpdl_cnn_loss(&f.run, step == 0 ? &first : &last) == HPDL_OK);
+    }
+    HPDL_EXPECT(f.run.steps == 60);
+    HPDL_EXPECT(last < 0.2 * first);
+    HPDL_EXPECT(hpdl_cnn_accuracy(&f.run, f.batch, f.X, f.labels, &acc) == HPDL_OK);
+    HPDL_EXPECT_NEAR(acc, 1.0, 0);
+    fixture_free(&f);
+}
+
+static void sgd_trains(void) { training_lowers_loss(hpdl_cnn_sgd(0.05, 0.9, 1e-4)); }
+static void adamw_trains(void) { training_lowers_loss(hpdl_cnn_adamw(0.01, 1e-4)); }
+
+/* A NaN pixel: HPDL_ERR_NUMERIC, parameters, moments and batch-norm
+   statistics exactly as before the step. */
+static void nonfinite_step_refused(void) {
+    fixture f;
+    double *p0, *s0, *p1, *s1;
+    size_t np, ns;
+    fixture_make(&f, HPDL_NCHW, hpdl_cnn_backend_cpu_f64(), hpdl_cnn_sgd(0.05, 0.9, 0));
+    np = (size_t)f.net.param_count;
+    ns = (size_t)f.net.state_count;
+    HPDL_EXPECT(hpdl_cnn_train_step(&f.run, f.batch, f.X, f.labels) == HPDL_OK);
+    p0 = doubles(np); s0 = doubles(ns); p1 = doubles(np); s1 = doubles(ns);
+    HPDL_EXPECT(hpdl_cnn_get_params(&f.run, p0, s0) == HPDL_OK);
+    f.X[5] = NAN;
+    HPDL_EXPECT(hpdl_cnn_train_step(&f.run, f.batch, f.X, f.labels) == HPDL_ERR_NUMERIC);
+    HPDL_EXPECT(hpdl_cnn_get_params(&f.run, p1, s1) == HPDL_OK);
+    HPDL_EXPECT(memcmp(p0, p1, np * sizeof *p0) == 0);
+    HPDL_EXPECT(memcmp(s0, s1, ns * sizeof *s0) == 0);
+    HPDL_EXPECT(f.run.steps == 1);
+    f.X[5] = 0.5; /* training goes on; a huge learning rate ruins the next step */
+    f.run.opt.schedule.base_lr = 1e300;
+    HPDL_EXPECT(hpdl_cnn_train_step(&f.run, f.batch, f.X, f.labels) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_train_step(&f.run, f.batch, f.X, f.labels) == HPDL_ERR_NUMERIC);
+    HPDL_FREE(p0); HPDL_FREE(s0); HPDL_FREE(p1); HPDL_FREE(s1);
+    fixture_free(&f);
+}
+
+static void run_refuses(void) {
+    hpdl_cnn net;
+    hpdl_cnn_run run;
+    hpdl_cnn_optimizer bad = hpdl_cnn_sgd(0.05, 1.5, 0);
+    double x[72] = {0};
+    int32_t labels[4] = {0};
+    HPDL_EXPECT(every_kind(&net, HPDL_NCHW) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_run_create(&run, &net, hpdl_cnn_backend_cpu_f64(), 4, &bad) == HPDL_ERR_INVALID);
+    bad = hpdl_cnn_sgd(0.05, 0.9, 0);
+    HPDL_EXPECT(hpdl_cnn_run_create(&run, &net, hpdl_cnn_backend_cpu_f64(), 0, &bad) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cnn_run_create(&run, &net, NULL, 4, &bad) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cnn_run_create(&run, &net, hpdl_cnn_backend_cpu_f64(), 4, &bad) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_forward(&run, 5, x, 1) == HPDL_ERR_INVALID); /* above max_batch */
+    HPDL_EXPECT(hpdl_cnn_forward(&run, 1, NULL, 1) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cnn_backward(&run, 1, x, NULL) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cnn_update(NULL) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cnn_accuracy(&run, 0, x, labels, NULL) == HPDL_ERR_INVALID);
+    hpdl_cnn_run_destroy(&run);
+}
+
+int main(int argc, char **argv) {
+    static const hpdl_test tests[] = {
+        HPDL_TEST(course_networks),
+        HPDL_TEST(define_refuses),
+        HPDL_TEST(gradients_nchw),
+        HPDL_TEST(gradients_nhwc),
+        HPDL_TEST(f32_matches_f64),
+        HPDL_TEST(sgd_trains),
+        HPDL_TEST(adamw_trains),
+        HPDL_TEST(nonfinite_step_refused),
+        HPDL_TEST(run_refuses),
+    };
+    return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
+}
