@@ -246,6 +246,7 @@
          hpdl_status hpdl_cnn_init(net, seed, params, state)
          hpdl_cnn_layer hpdl_cnn_linear(out_features)
          hpdl_status hpdl_cnn_loss(r, loss)
+         double hpdl_cnn_param_difference(net, a, b, layer)
          hpdl_cnn_layer hpdl_cnn_pool(op, kernel, stride, pad)
          hpdl_status hpdl_cnn_resnet18(net, input, classes, layout)
          hpdl_status hpdl_cnn_run_create(r, net, be, max_batch, opt)
@@ -6014,6 +6015,52 @@ static inline int64_t hpdl__cnn_fan_in(const hpdl_cnn *net, int i) {
     return l->op == HPDL_CNN_CONV ? (int64_t)in.c * l->kernel * l->kernel : hpdl__shape_count(in);
 }
 
+/* Layer i's weight count (conv: K*C*R*S, batch norm: C (gamma), linear:
+   out*in) and bias count (conv with bias: K, batch norm: C (beta), linear:
+   out); 0 for layers without them. */
+static inline int64_t hpdl__cnn_weight_count(const hpdl_cnn *net, int i) {
+    const hpdl_cnn_layer *l = &net->layer[i];
+    if (l->op == HPDL_CNN_CONV || l->op == HPDL_CNN_LINEAR) return hpdl__cnn_fan_in(net, i) * l->channels;
+    return l->op == HPDL_CNN_BATCHNORM ? net->out[i].c : 0;
+}
+
+static inline int64_t hpdl__cnn_bias_count(const hpdl_cnn *net, int i) {
+    return net->bias_at[i] < 0 ? 0 : net->out[i].c;
+}
+
+/* ||a - b|| / ||b|| over n values (||a - b|| when b is all zero). */
+static inline double hpdl__rel_frobenius(const double *a, const double *b, int64_t n) {
+    double diff = 0, norm = 0;
+    int64_t j;
+    for (j = 0; j < n; j++) {
+        diff += (a[j] - b[j]) * (a[j] - b[j]);
+        norm += b[j] * b[j];
+    }
+    return norm > 0 ? sqrt(diff / norm) : sqrt(diff);
+}
+
+/* How far parameters a are from b (two flat arrays of net): the largest,
+   over every layer's weight and bias tensors, of the relative Frobenius
+   difference (the measure of the MLP's CPU/GPU check); *layer (may be
+   NULL) the layer where it is. NaN anywhere gives NaN. */
+HPDL_API double hpdl_cnn_param_difference(const hpdl_cnn *net, const double *a, const double *b, int *layer) {
+    double worst = 0;
+    int i;
+    if (layer) *layer = -1;
+    for (i = 0; i < net->n_layers; i++) {
+        double dw = hpdl__rel_frobenius(a + (net->weight_at[i] < 0 ? 0 : net->weight_at[i]),
+                                        b + (net->weight_at[i] < 0 ? 0 : net->weight_at[i]), hpdl__cnn_weight_count(net, i));
+        double db = hpdl__rel_frobenius(a + (net->bias_at[i] < 0 ? 0 : net->bias_at[i]),
+                                        b + (net->bias_at[i] < 0 ? 0 : net->bias_at[i]), hpdl__cnn_bias_count(net, i));
+        double d = dw != dw || db != db ? NAN : dw > db ? dw : db;
+        if (!(d <= worst)) {
+            worst = d;
+            if (layer) *layer = i;
+        }
+    }
+    return worst;
+}
+
 /* Fresh parameters (param_count values) and state (state_count values),
    in double so that every backend starts from the same numbers. */
 HPDL_API hpdl_status hpdl_cnn_init(const hpdl_cnn *net, uint64_t seed, double *params, double *state) {
@@ -6027,8 +6074,7 @@ HPDL_API hpdl_status hpdl_cnn_init(const hpdl_cnn *net, uint64_t seed, double *p
         const hpdl_cnn_layer *l = &net->layer[i];
         if (l->op == HPDL_CNN_CONV || l->op == HPDL_CNN_LINEAR) {
             double std = sqrt(2.0 / (double)hpdl__cnn_fan_in(net, i));
-            int64_t count = hpdl__cnn_fan_in(net, i) * l->channels;
-            for (j = 0; j < count; j++) params[net->weight_at[i] + j] = std * hpdl_rng_normal(&rng);
+            for (j = 0; j < hpdl__cnn_weight_count(net, i); j++) params[net->weight_at[i] + j] = std * hpdl_rng_normal(&rng);
         } else if (l->op == HPDL_CNN_BATCHNORM) {
             int c = net->out[i].c;
             for (j = 0; j < c; j++) {

@@ -3517,7 +3517,9 @@ __global__ void hpdl__conv2d_backward_filter_direct(hpdl__conv_geom g, const T *
    GEMM index packs tensor coordinates, the first one slowest:
    pixel = (n, h, w), tap = (channel, r, s). */
 struct hpdl__conv_gemm_dims {
-    int m, n, k; /* the GEMM of one group */
+    int m, n, k;       /* the GEMM of one group */
+    int splits;        /* blocks sharing one C tile, each summing k_per_split of k (backward-filter) */
+    int k_per_split;   /* a multiple of HPDL__CONV_BK */
 };
 
 static __device__ __forceinline__ void hpdl__split3(int i, int b, int c, int *x0, int *x1, int *x2) {
@@ -3594,6 +3596,14 @@ template <typename T, typename ACC> struct hpdl__conv_backward_data_view {
 };
 
 /* backward-filter: m = output channel in the group, n = (c, r, s), k = output pixel. */
+/* A split's partial sum into dw: atomics for float and double; the 2-byte
+   types never split (their launch keeps one split), so a store suffices. */
+static __device__ __forceinline__ void hpdl__conv_atomic_add(float *at, float v) { atomicAdd(at, v); }
+static __device__ __forceinline__ void hpdl__conv_atomic_add(double *at, double v) { atomicAdd(at, v); }
+template <typename T, typename ACC> static __device__ __forceinline__ void hpdl__conv_atomic_add(T *at, ACC v) {
+    hpdl__gemm_put(at, v);
+}
+
 template <typename T, typename ACC> struct hpdl__conv_backward_filter_view {
     hpdl__conv_geom g;
     hpdl__conv_gemm_dims d;
@@ -3616,7 +3626,9 @@ template <typename T, typename ACC> struct hpdl__conv_backward_filter_view {
         int c, r, s;
         if (m >= d.m || n >= d.n) return;
         hpdl__split3(n, g.p.kernel_h, g.p.kernel_w, &c, &r, &s);
-        hpdl__gemm_put(dw + hpdl_tensor4_offset(&g.w, grp * g.k_per_group + m, c, r, s), v);
+        T *at = dw + hpdl_tensor4_offset(&g.w, grp * g.k_per_group + m, c, r, s);
+        if (d.splits > 1) hpdl__conv_atomic_add(at, v); /* split-K: float and double only (see the launch) */
+        else hpdl__gemm_put(at, v);
     }
 };
 
@@ -3625,20 +3637,23 @@ template <typename T, typename ACC> struct hpdl__conv_backward_filter_view {
 #define HPDL__CONV_BK 16      /* K step through shared memory */
 #define HPDL__CONV_THREADS 256 /* 16 x 16 threads, 4 x 4 outputs each */
 
-/* C tile (blockIdx.x, blockIdx.y) of group blockIdx.z. Thread (tx, ty) owns
-   rows ty + 16*i and columns tx + 16*j, so a warp reads shared memory
-   without bank conflicts. Gathered operands are converted to ACC on the way
-   into shared memory. */
+/* C tile (blockIdx.x, blockIdx.y) of group blockIdx.z / splits, over the
+   K range of split blockIdx.z % splits. Thread (tx, ty) owns rows ty + 16*i
+   and columns tx + 16*j, so a warp reads shared memory without bank
+   conflicts. Gathered operands are converted to ACC on the way into shared
+   memory. */
 template <typename ACC, typename View>
 __global__ void __launch_bounds__(HPDL__CONV_THREADS) hpdl__conv_implicit_gemm(View v) {
     __shared__ ACC As[HPDL__CONV_BK][HPDL__CONV_BM];
     __shared__ ACC Bs[HPDL__CONV_BK][HPDL__CONV_BN];
-    const int grp = blockIdx.z, m0 = blockIdx.x * HPDL__CONV_BM, n0 = blockIdx.y * HPDL__CONV_BN;
+    const int grp = blockIdx.z / v.d.splits, m0 = blockIdx.x * HPDL__CONV_BM, n0 = blockIdx.y * HPDL__CONV_BN;
+    const int k_begin = (blockIdx.z % v.d.splits) * v.d.k_per_split;
+    const int k_end = v.d.k - k_begin < v.d.k_per_split ? v.d.k : k_begin + v.d.k_per_split;
     const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
     ACC acc[4][4];
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 4; j++) acc[i][j] = (ACC)0;
-    for (int k0 = 0; k0 < v.d.k; k0 += HPDL__CONV_BK) {
+    for (int k0 = k_begin; k0 < k_end; k0 += HPDL__CONV_BK) {
         for (int e = tid; e < HPDL__CONV_BK * HPDL__CONV_BM; e += HPDL__CONV_THREADS)
             As[e / HPDL__CONV_BM][e % HPDL__CONV_BM] = v.a(grp, m0 + e % HPDL__CONV_BM, k0 + e / HPDL__CONV_BM);
         for (int e = tid; e < HPDL__CONV_BK * HPDL__CONV_BN; e += HPDL__CONV_THREADS)
@@ -4047,6 +4062,29 @@ HPDL_CUDA_API void hpdl__conv_gemm_shape(const hpdl__conv_geom &g, hpdl__conv_pa
     }
 }
 
+/* Backward-filter sums over every output pixel of the batch (K = N*OH*OW)
+   into a small C (filters x taps): its few tiles would leave most SMs idle
+   while each block walks all of K. Split K so the grid has about two
+   blocks per SM, each split at least 8 K steps long; the splits add into a
+   zeroed dw with atomics (float and double only). */
+template <int lazy = 0>
+static inline hpdl_status hpdl__conv_split_k(hpdl__conv_gemm_dims *d, dim3 *grid, int groups, void *out, size_t bytes,
+                                             cudaStream_t stream) {
+    int device = 0, sms = 0;
+    int64_t tiles = (int64_t)grid->x * grid->y * groups, k_steps = (d->k + HPDL__CONV_BK - 1) / HPDL__CONV_BK, splits;
+    HPDL_CUDA_TRY(cudaGetDevice(&device));
+    HPDL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    splits = (2 * (int64_t)sms + tiles - 1) / tiles;
+    if (splits > k_steps / 8) splits = k_steps / 8;
+    if (splits * groups > 65535) splits = 65535 / groups;
+    if (splits < 2) return HPDL_OK;
+    d->k_per_split = (int)((k_steps + splits - 1) / splits) * HPDL__CONV_BK;
+    d->splits = (d->k + d->k_per_split - 1) / d->k_per_split;
+    grid->z = (unsigned)(groups * d->splits);
+    HPDL_CUDA_TRY(cudaMemsetAsync(out, 0, bytes, stream));
+    return HPDL_OK;
+}
+
 template <typename T, typename ACC>
 static inline hpdl_status hpdl__conv_launch_implicit_gemm(const hpdl__conv_geom &g, hpdl__conv_pass pass,
                                                           const T *a, const T *b, T *out, cudaStream_t stream) {
@@ -4055,8 +4093,14 @@ static inline hpdl_status hpdl__conv_launch_implicit_gemm(const hpdl__conv_geom 
     hpdl__conv_gemm_shape(g, pass, &m, &n, &k);
     if (m > INT_MAX || n > 65535LL * HPDL__CONV_BN || k > INT_MAX || g.p.groups > 65535) return HPDL_ERR_UNSUPPORTED;
     d.m = (int)m; d.n = (int)n; d.k = (int)k;
+    d.splits = 1;
+    d.k_per_split = (int)k;
     dim3 grid((unsigned)((m + HPDL__CONV_BM - 1) / HPDL__CONV_BM), (unsigned)((n + HPDL__CONV_BN - 1) / HPDL__CONV_BN),
               (unsigned)g.p.groups);
+    if (pass == HPDL__CONV_FILTER_GRAD && sizeof(T) >= sizeof(float)) {
+        hpdl_status s = hpdl__conv_split_k(&d, &grid, g.p.groups, out, hpdl_tensor4_count(&g.w) * sizeof(T), stream);
+        if (s != HPDL_OK) return s;
+    }
     if (pass == HPDL__CONV_FORWARD) {
         hpdl__conv_forward_view<T, ACC> v = {g, d, a, b, out};
         hpdl__conv_implicit_gemm<ACC><<<grid, HPDL__CONV_THREADS, 0, stream>>>(v);
@@ -4071,12 +4115,61 @@ static inline hpdl_status hpdl__conv_launch_implicit_gemm(const hpdl__conv_geom 
     return HPDL_OK;
 }
 
+/* Backward-filter with the batch's pixels split among threads: thread i
+   takes weight i % W and every S-th pixel from i / W, adding its sum into
+   dw (zeroed), so a filter of a few hundred weights still fills the GPU.
+   float and double (atomics). */
+template <typename T, typename ACC>
+__global__ void hpdl__conv2d_backward_filter_split(hpdl__conv_geom g, const T *x, const T *dy, T *dw, int64_t weights,
+                                                   int64_t splits) {
+    const int64_t pixels = (int64_t)g.y.n * g.y.h * g.y.w;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < weights * splits;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int k, c, r, s;
+        hpdl__tensor4_coords(g.w, (size_t)(i % weights), &k, &c, &r, &s);
+        int cx = k / g.k_per_group * g.c_per_group + c;
+        ACC acc = 0;
+        for (int64_t p = i / weights; p < pixels; p += splits) {
+            int n, oh, ow;
+            hpdl__split3((int)p, g.y.h, g.y.w, &n, &oh, &ow);
+            int ih = hpdl__tap_input(oh, g.p.stride_h, g.p.pad_h, r, g.p.dilation_h);
+            int iw = hpdl__tap_input(ow, g.p.stride_w, g.p.pad_w, s, g.p.dilation_w);
+            if (ih < 0 || ih >= g.x.h || iw < 0 || iw >= g.x.w) continue;
+            acc += (ACC)hpdl__gemm_acc(dy[hpdl_tensor4_offset(&g.y, n, k, oh, ow)]) *
+                   (ACC)hpdl__gemm_acc(x[hpdl_tensor4_offset(&g.x, n, cx, ih, iw)]);
+        }
+        hpdl__conv_atomic_add(dw + (i % weights), acc);
+    }
+}
+
+/* About 8 threads' worth of work per SM thread slot: splits of the pixels
+   so weights x splits fills the GPU, each split at least 16 pixels. */
+template <typename T, typename ACC>
+static inline hpdl_status hpdl__conv_launch_filter_split(const hpdl__conv_geom &g, const T *x, const T *dy, T *dw,
+                                                         cudaStream_t stream) {
+    int device = 0, sms = 0;
+    int64_t weights = (int64_t)hpdl_tensor4_count(&g.w), pixels = (int64_t)g.y.n * g.y.h * g.y.w, splits, blocks;
+    HPDL_CUDA_TRY(cudaGetDevice(&device));
+    HPDL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    splits = (int64_t)sms * 2048 / weights;
+    splits = splits > pixels / 16 ? pixels / 16 : splits;
+    splits = splits < 1 ? 1 : splits;
+    blocks = (weights * splits + 255) / 256;
+    HPDL_CUDA_TRY(cudaMemsetAsync(dw, 0, (size_t)weights * sizeof(T), stream));
+    hpdl__conv2d_backward_filter_split<T, ACC>
+        <<<(unsigned)(blocks < (1 << 20) ? blocks : (1 << 20)), 256, 0, stream>>>(g, x, dy, dw, weights, splits);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
 template <typename T, typename ACC>
 static inline hpdl_status hpdl__conv_launch_direct(const hpdl__conv_geom &g, hpdl__conv_pass pass, const T *a,
                                                    const T *b, T *out, cudaStream_t stream) {
     const hpdl_tensor4 *od = pass == HPDL__CONV_FORWARD ? &g.y : pass == HPDL__CONV_INPUT_GRAD ? &g.x : &g.w;
     size_t total = hpdl_tensor4_count(od), blocks = (total + 255) / 256;
     unsigned grid = (unsigned)(blocks < (1u << 20) ? blocks : (1u << 20)); /* the loops stride over the rest */
+    if (pass == HPDL__CONV_FILTER_GRAD && sizeof(T) >= sizeof(float) && (int64_t)g.y.n * g.y.h * g.y.w <= INT_MAX)
+        return hpdl__conv_launch_filter_split<T, ACC>(g, a, b, out, stream);
     if (pass == HPDL__CONV_FORWARD)
         hpdl__conv2d_forward_direct<T, ACC><<<grid, 256, 0, stream>>>(g, a, b, out, total);
     else if (pass == HPDL__CONV_INPUT_GRAD)
@@ -4473,6 +4566,237 @@ static inline hpdl_status hpdl__conv_cudnn(const hpdl__conv_geom &, hpdl__conv_p
 /* One pass on the device. a, b, out as the CPU twin's helpers take them:
    forward (x, w, y), backward-data (w, dy, dx), backward-filter (x, dy, dw).
    Arguments are checked by the CPU twin's rules before anything runs. */
+/* ---- few channels: the first layers of small CNNs ----------------------------
+   With 3 -> 6 -> 16 channels a GEMM tile is mostly padding and a thread per
+   output element recomputes every index. These kernels give a thread one
+   pixel and up to 8 of its channels (in registers, fewer when the batch is
+   small, so there are threads enough), with the whole filter in shared
+   memory (groups == 1, at most 32 channels, float and double):
+     forward        thread = output pixel: y[., k] for its k
+     backward-data  thread = input pixel: dx[., c] for its c
+     backward-filter  a block stages 16 pixels at a time (their dy row and
+                    their input patch, im2col-style) and each thread keeps a
+                    few filter weights' sums, added into dw (zeroed) at the
+                    end: a small GEMM per block, split over the batch. */
+#define HPDL__FC_MAX 32          /* most channels on the registers' side (forward: K, backward-data: C) */
+#define HPDL__FC_PIXELS 16       /* fewest pixels a backward-filter block stages at once */
+#define HPDL__FC_WEIGHTS 16      /* most filter weights a backward-filter thread sums */
+#define HPDL__FC_SMEM (48 * 1024)
+
+/* Elements between channels c and c + 1 of one pixel: 1 in NHWC, H*W in NCHW. */
+static __device__ __forceinline__ size_t hpdl__channel_stride(const hpdl_tensor4 &d) {
+    return d.layout == HPDL_NHWC ? 1 : (size_t)d.h * d.w;
+}
+
+/* Copies the filter into shared memory as ws[(((a * R) + r) * S + s) * B + b],
+   (a, b) = (c, k) for the forward pass and (k, c) for backward-data, so the
+   innermost loop over b reads consecutive words. */
+template <typename T, typename ACC>
+static __device__ void hpdl__fc_stage_filter(const hpdl__conv_geom &g, const T *w, ACC *ws, int k_inner) {
+    const int K = g.w.n, C = g.w.c, R = g.w.h, S = g.w.w;
+    for (int e = threadIdx.x; e < K * C * R * S; e += blockDim.x) {
+        int k, c, r, s;
+        hpdl__tensor4_coords(g.w, (size_t)e, &k, &c, &r, &s);
+        int a = k_inner ? c : k, b = k_inner ? k : c, B = k_inner ? K : C;
+        ws[((a * R + r) * S + s) * B + b] = (ACC)hpdl__gemm_acc(w[e]);
+    }
+    __syncthreads();
+}
+
+/* Thread t: output pixel t / chunks and its KPT output channels from
+   (t % chunks) * KPT, chunks = ceil(K / KPT): neighbouring threads share a
+   pixel's inputs, and a small batch still has enough threads. */
+template <typename T, typename ACC, int KPT>
+__global__ void hpdl__fc_forward(hpdl__conv_geom g, const T *x, const T *w, T *y) {
+    extern __shared__ unsigned char hpdl__fc_smem[];
+    ACC *ws = (ACC *)hpdl__fc_smem;
+    const int K = g.y.c, C = g.x.c, R = g.p.kernel_h, S = g.p.kernel_w, chunks = (K + KPT - 1) / KPT;
+    const int64_t work = (int64_t)g.y.n * g.y.h * g.y.w * chunks;
+    const size_t cs = hpdl__channel_stride(g.x);
+    hpdl__fc_stage_filter<T, ACC>(g, w, ws, 1);
+    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < work; t += (int64_t)gridDim.x * blockDim.x) {
+        int n, oh, ow, k0 = (int)(t % chunks) * KPT;
+        ACC acc[KPT];
+        hpdl__split3((int)(t / chunks), g.y.h, g.y.w, &n, &oh, &ow);
+        for (int k = 0; k < KPT; k++) acc[k] = 0;
+        for (int r = 0; r < R; r++) {
+            int ih = hpdl__tap_input(oh, g.p.stride_h, g.p.pad_h, r, g.p.dilation_h);
+            if (ih < 0 || ih >= g.x.h) continue;
+            for (int s = 0; s < S; s++) {
+                int iw = hpdl__tap_input(ow, g.p.stride_w, g.p.pad_w, s, g.p.dilation_w);
+                if (iw < 0 || iw >= g.x.w) continue;
+                const T *xp = x + hpdl_tensor4_offset(&g.x, n, 0, ih, iw);
+                for (int c = 0; c < C; c++) {
+                    ACC xv = (ACC)hpdl__gemm_acc(xp[c * cs]);
+                    const ACC *wr = ws + ((c * R + r) * S + s) * K + k0;
+#pragma unroll
+                    for (int k = 0; k < KPT; k++)
+                        if (k0 + k < K) acc[k] += xv * wr[k];
+                }
+            }
+        }
+        T *yp = y + hpdl_tensor4_offset(&g.y, n, 0, oh, ow);
+        for (int k = 0; k < KPT && k0 + k < K; k++) hpdl__gemm_put(yp + (k0 + k) * hpdl__channel_stride(g.y), acc[k]);
+    }
+}
+
+/* Thread t: input pixel t / chunks and its CPT input channels, as above. */
+template <typename T, typename ACC, int CPT>
+__global__ void hpdl__fc_backward_data(hpdl__conv_geom g, const T *w, const T *dy, T *dx) {
+    extern __shared__ unsigned char hpdl__fc_smem[];
+    ACC *ws = (ACC *)hpdl__fc_smem;
+    const int K = g.y.c, C = g.x.c, R = g.p.kernel_h, S = g.p.kernel_w, chunks = (C + CPT - 1) / CPT;
+    const int64_t work = (int64_t)g.x.n * g.x.h * g.x.w * chunks;
+    const size_t ks = hpdl__channel_stride(g.y);
+    hpdl__fc_stage_filter<T, ACC>(g, w, ws, 0);
+    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < work; t += (int64_t)gridDim.x * blockDim.x) {
+        int n, ih, iw, oh, ow, c0 = (int)(t % chunks) * CPT;
+        ACC acc[CPT];
+        hpdl__split3((int)(t / chunks), g.x.h, g.x.w, &n, &ih, &iw);
+        for (int c = 0; c < CPT; c++) acc[c] = 0;
+        for (int r = 0; r < R; r++) {
+            if (!hpdl__tap_output(ih, g.p.stride_h, g.p.pad_h, r, g.p.dilation_h, g.y.h, &oh)) continue;
+            for (int s = 0; s < S; s++) {
+                if (!hpdl__tap_output(iw, g.p.stride_w, g.p.pad_w, s, g.p.dilation_w, g.y.w, &ow)) continue;
+                const T *dyp = dy + hpdl_tensor4_offset(&g.y, n, 0, oh, ow);
+                for (int k = 0; k < K; k++) {
+                    ACC dv = (ACC)hpdl__gemm_acc(dyp[k * ks]);
+                    const ACC *wr = ws + ((k * R + r) * S + s) * C + c0;
+#pragma unroll
+                    for (int c = 0; c < CPT; c++)
+                        if (c0 + c < C) acc[c] += dv * wr[c];
+                }
+            }
+        }
+        T *dxp = dx + hpdl_tensor4_offset(&g.x, n, 0, ih, iw);
+        for (int c = 0; c < CPT && c0 + c < C; c++) hpdl__gemm_put(dxp + (c0 + c) * hpdl__channel_stride(g.x), acc[c]);
+    }
+}
+
+/* Stages pixels [p0, p0 + P) of the batch: dys[i][k] their gradients,
+   xs[i][(c*R + r)*S + s] their input patches (0 in the padding). */
+template <typename T, typename ACC>
+static __device__ void hpdl__fc_stage_pixels(const hpdl__conv_geom &g, const T *x, const T *dy, int64_t p0, int P,
+                                             int64_t pixels, ACC *dys, ACC *xs) {
+    const int K = g.y.c, C = g.x.c, R = g.p.kernel_h, S = g.p.kernel_w, taps = C * R * S;
+    for (int e = threadIdx.x; e < P * (K + taps); e += blockDim.x) {
+        int i = e / (K + taps), j = e % (K + taps), n, oh, ow;
+        int64_t p = p0 + i;
+        ACC v = 0;
+        if (p < pixels) {
+            hpdl__split3((int)p, g.y.h, g.y.w, &n, &oh, &ow);
+            if (j < K) {
+                v = (ACC)hpdl__gemm_acc(dy[hpdl_tensor4_offset(&g.y, n, j, oh, ow)]);
+            } else {
+                int c, r, s;
+                hpdl__split3(j - K, R, S, &c, &r, &s);
+                int ih = hpdl__tap_input(oh, g.p.stride_h, g.p.pad_h, r, g.p.dilation_h);
+                int iw = hpdl__tap_input(ow, g.p.stride_w, g.p.pad_w, s, g.p.dilation_w);
+                if (ih >= 0 && ih < g.x.h && iw >= 0 && iw < g.x.w)
+                    v = (ACC)hpdl__gemm_acc(x[hpdl_tensor4_offset(&g.x, n, c, ih, iw)]);
+            }
+        }
+        if (j < K) dys[i * K + j] = v;
+        else xs[i * taps + (j - K)] = v;
+    }
+}
+
+template <typename T, typename ACC>
+__global__ void hpdl__fc_backward_filter(hpdl__conv_geom g, const T *x, const T *dy, T *dw, int P) {
+    extern __shared__ unsigned char hpdl__fc_smem[];
+    const int K = g.y.c, C = g.x.c, R = g.p.kernel_h, S = g.p.kernel_w, taps = C * R * S;
+    const int64_t pixels = (int64_t)g.y.n * g.y.h * g.y.w;
+    ACC *dys = (ACC *)hpdl__fc_smem, *xs = dys + P * K;
+    ACC acc[HPDL__FC_WEIGHTS];
+    for (int u = 0; u < HPDL__FC_WEIGHTS; u++) acc[u] = 0;
+    for (int64_t p0 = (int64_t)blockIdx.x * P; p0 < pixels; p0 += (int64_t)gridDim.x * P) {
+        hpdl__fc_stage_pixels<T, ACC>(g, x, dy, p0, P, pixels, dys, xs);
+        __syncthreads();
+#pragma unroll
+        for (int u = 0; u < HPDL__FC_WEIGHTS; u++) {
+            int e = threadIdx.x + u * blockDim.x; /* weight (k, tap) = (e / taps, e % taps) */
+            if (e < K * taps) {
+                const ACC *d = dys + e / taps, *xp = xs + e % taps;
+                for (int i = 0; i < P; i++) acc[u] += d[i * K] * xp[i * taps];
+            }
+        }
+        __syncthreads();
+    }
+    for (int u = 0; u < HPDL__FC_WEIGHTS; u++) {
+        int e = threadIdx.x + u * blockDim.x, c, r, s;
+        if (e >= K * taps) break;
+        hpdl__split3(e % taps, R, S, &c, &r, &s);
+        hpdl__conv_atomic_add(dw + hpdl_tensor4_offset(&g.w, e / taps, c, r, s), acc[u]);
+    }
+}
+
+/* The few-channel kernels when they apply (groups 1, at most HPDL__FC_MAX
+   channels on the registers' side, the filter or the staged pixels within
+   HPDL__FC_SMEM, float or double, pixel counts within int);
+   HPDL_ERR_UNSUPPORTED otherwise. */
+/* float or double: the backward-filter sums arrive by atomics (a call, not
+   a constant condition, so the 2-byte types' instantiations do not warn). */
+static inline int hpdl__fc_type_ok(size_t bytes) { return bytes >= sizeof(float); }
+
+template <typename T, typename ACC>
+static inline hpdl_status hpdl__conv_launch_few_channels(const hpdl__conv_geom &g, hpdl__conv_pass pass, const T *a,
+                                                         const T *b, T *out, cudaStream_t stream) {
+    const int K = g.y.c, C = g.x.c, taps = C * g.p.kernel_h * g.p.kernel_w;
+    const size_t filter_bytes = (size_t)K * taps * sizeof(ACC);
+    int P = HPDL__FC_PIXELS; /* pixels staged at once: the most that fit, up to 8x the minimum */
+    while (P < 8 * HPDL__FC_PIXELS && (size_t)2 * P * (K + taps) * sizeof(ACC) <= HPDL__FC_SMEM) P *= 2;
+    const size_t stage_bytes = (size_t)P * (K + taps) * sizeof(ACC);
+    const int64_t pixels = (int64_t)g.x.n * (g.x.h > g.y.h ? g.x.h : g.y.h) * (g.x.w > g.y.w ? g.x.w : g.y.w);
+    int device = 0, sms = 0;
+    if (!hpdl__fc_type_ok(sizeof(T)) || g.p.groups != 1 || pixels > INT_MAX) return HPDL_ERR_UNSUPPORTED;
+    HPDL_CUDA_TRY(cudaGetDevice(&device));
+    HPDL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    if (pass == HPDL__CONV_FILTER_GRAD) {
+        if (stage_bytes > HPDL__FC_SMEM || (int64_t)K * taps > 256 * HPDL__FC_WEIGHTS) return HPDL_ERR_UNSUPPORTED;
+        HPDL_CUDA_TRY(cudaMemsetAsync(out, 0, hpdl_tensor4_count(&g.w) * sizeof(T), stream));
+        /* every block has pixels: an idle block would still add its zeros */
+        int64_t filled = ((int64_t)g.y.n * g.y.h * g.y.w + P - 1) / P;
+        hpdl__fc_backward_filter<T, ACC>
+            <<<(unsigned)(filled < 2 * sms ? filled : 2 * sms), 256, stage_bytes, stream>>>(g, a, b, out, P);
+    } else {
+        int wide = pass == HPDL__CONV_FORWARD ? K : C; /* the channels on the registers' side */
+        const hpdl_tensor4 &od = pass == HPDL__CONV_FORWARD ? g.y : g.x;
+        const int64_t out_pixels = (int64_t)od.n * od.h * od.w;
+        /* the most channels a thread keeps (8, 4, 2 or 1) while the grid
+           still has twice the threads the GPU holds at once */
+        int per = 8;
+        while (per > 1 && out_pixels * ((wide + per - 1) / per) < (int64_t)sms * 2048 * 2) per /= 2;
+        int64_t blocks = (out_pixels * ((wide + per - 1) / per) + 127) / 128;
+        unsigned grid = (unsigned)(blocks < 16 * sms ? blocks : 16 * sms);
+        if (filter_bytes > HPDL__FC_SMEM || wide > HPDL__FC_MAX) return HPDL_ERR_UNSUPPORTED;
+        if (pass == HPDL__CONV_FORWARD) {
+            void (*kernel)(hpdl__conv_geom, const T *, const T *, T *) =
+                per == 8 ? hpdl__fc_forward<T, ACC, 8> : per == 4 ? hpdl__fc_forward<T, ACC, 4>
+                : per == 2 ? hpdl__fc_forward<T, ACC, 2> : hpdl__fc_forward<T, ACC, 1>;
+            kernel<<<grid, 128, filter_bytes, stream>>>(g, a, b, out);
+        } else {
+            void (*kernel)(hpdl__conv_geom, const T *, const T *, T *) =
+                per == 8 ? hpdl__fc_backward_data<T, ACC, 8> : per == 4 ? hpdl__fc_backward_data<T, ACC, 4>
+                : per == 2 ? hpdl__fc_backward_data<T, ACC, 2> : hpdl__fc_backward_data<T, ACC, 1>;
+            kernel<<<grid, 128, filter_bytes, stream>>>(g, a, b, out);
+        }
+    }
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* AUTO's choice for the CUDA-core rungs: the implicit GEMM's 64 x 64 tile
+   is mostly padding when the GEMM has few columns (forward: output
+   channels, backward-data: input channels) or few rows (backward-filter:
+   filters), as in the first layers of small CNNs (3 -> 6 -> 16 channels);
+   direct convolution (for backward-filter, split over the batch) does no
+   wasted work there: the few-channel kernels below, else the direct rung. */
+HPDL_CUDA_API int hpdl__conv_few_channels(const hpdl__conv_geom &g, hpdl__conv_pass pass) {
+    int64_t m, n, k;
+    hpdl__conv_gemm_shape(g, pass, &m, &n, &k);
+    return pass == HPDL__CONV_FILTER_GRAD ? m < 32 : n < 32;
+}
+
 template <typename T>
 static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass pass, const hpdl_conv2d_params *p,
                                             const hpdl_tensor4 *xd, const hpdl_tensor4 *yd, const T *a, const T *b,
@@ -4486,6 +4810,11 @@ static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass
     if (algo == HPDL_CONV_AUTO || algo == HPDL_CONV_MMA) {
         hpdl_status s = hpdl__conv_launch_mma<D>(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
         if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_CONV_MMA) return s;
+    }
+    if (algo == HPDL_CONV_AUTO && hpdl__conv_few_channels(g, pass)) {
+        hpdl_status s = hpdl__conv_launch_few_channels<D, ACC>(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
+        if (s != HPDL_ERR_UNSUPPORTED) return s;
+        return hpdl__conv_launch_direct<D, ACC>(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
     }
     if (algo != HPDL_CONV_DIRECT) {
         hpdl_status s = hpdl__conv_launch_implicit_gemm<D, ACC>(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
@@ -4648,6 +4977,19 @@ template <typename T, typename ACC>
 __global__ void hpdl__bias_grad_kernel(hpdl_tensor4 yd, const T *dy, T *dbias) {
     ACC sum = hpdl__channel_sum_dev<ACC>(yd, dy, blockIdx.x);
     if (threadIdx.x == 0) hpdl__gemm_put(dbias + blockIdx.x, sum);
+}
+
+/* The same with gridDim.y blocks per channel, each summing every
+   gridDim.y-th stretch of 256 values and adding into dbias (zeroed): a few
+   channels over a large batch no longer leave the GPU idle. */
+template <typename T, typename ACC>
+__global__ void hpdl__bias_grad_split_kernel(hpdl_tensor4 yd, const T *dy, T *dbias) {
+    size_t count = (size_t)yd.n * yd.h * yd.w;
+    ACC acc = 0;
+    for (size_t j = blockIdx.y * (size_t)blockDim.x + threadIdx.x; j < count; j += (size_t)gridDim.y * blockDim.x)
+        acc += (ACC)hpdl__gemm_acc(dy[hpdl__channel_offset(yd, blockIdx.x, j)]);
+    acc = hpdl__block_sum(acc);
+    if (threadIdx.x == 0) hpdl__conv_atomic_add(dbias + blockIdx.x, acc);
 }
 
 /* The window's largest element (the first on ties), as the CPU twin picks it. */
@@ -4848,8 +5190,17 @@ static inline hpdl_status hpdl_cuda_conv2d_bias_grad(const hpdl_tensor4 *yd, con
                                                      cudaStream_t stream = 0) {
     typedef typename hpdl__dev<T>::type D;
     if (!hpdl__tensor4_valid(yd) || !dy || !dbias) return HPDL_ERR_INVALID;
-    hpdl__bias_grad_kernel<D, typename hpdl__acc<T>::type>
-        <<<yd->c, HPDL__CHANNEL_THREADS, 0, stream>>>(*yd, (const D *)dy, (D *)dbias);
+    size_t per_channel = (size_t)yd->n * yd->h * yd->w;
+    unsigned splits = (unsigned)(per_channel / (16 * HPDL__CHANNEL_THREADS)); /* 16+ values a thread */
+    splits = splits > 256 ? 256 : splits;
+    if (sizeof(D) >= sizeof(float) && splits > 1) {
+        HPDL_CUDA_TRY(cudaMemsetAsync(dbias, 0, (size_t)yd->c * sizeof(D), stream));
+        hpdl__bias_grad_split_kernel<D, typename hpdl__acc<T>::type>
+            <<<dim3((unsigned)yd->c, splits), HPDL__CHANNEL_THREADS, 0, stream>>>(*yd, (const D *)dy, (D *)dbias);
+    } else {
+        hpdl__bias_grad_kernel<D, typename hpdl__acc<T>::type>
+            <<<yd->c, HPDL__CHANNEL_THREADS, 0, stream>>>(*yd, (const D *)dy, (D *)dbias);
+    }
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
 }
@@ -9049,8 +9400,11 @@ template <typename T> hpdl_status hpdl__gcnn_add(void *ctx, int64_t n, const voi
 template <typename T>
 hpdl_status hpdl__gcnn_gemm(void *ctx, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K, const void *A,
                             int lda, const void *B, int ldb, void *C, int ldc) {
-    return hpdl_cuda_gemm_algo<T>(HPDL_GEMM_AUTO, ta, tb, M, N, K, (T)1, (const T *)A, lda, (const T *)B, ldb, (T)0,
-                                  (T *)C, ldc, hpdl__gcnn(ctx)->stream);
+    /* a linear layer's few hundred outputs would be one block of the
+       warp-tiled rung: 32 x 32 shared-memory tiles spread them over more SMs */
+    hpdl_gemm_algo algo = (int64_t)M * N <= 256 * 256 ? HPDL_GEMM_SMEM : HPDL_GEMM_AUTO;
+    return hpdl_cuda_gemm_algo<T>(algo, ta, tb, M, N, K, (T)1, (const T *)A, lda, (const T *)B, ldb, (T)0, (T *)C, ldc,
+                                  hpdl__gcnn(ctx)->stream);
 }
 /* The typed softmax launchers, picked by type. */
 template <int lazy = 0>

@@ -1,5 +1,6 @@
 /* Per-layer comparison of CPU and GPU activations and gradients (f64) of
-   ResNet-18 on 8x8 images: finds the first layer where they part. */
+   ResNet-18 on HWxHW images (layers HW), or of tests/gpu_cnn.cu's network
+   with every layer kind (layers kinds): finds the first layer where they part. */
 #include "hpdl_cuda.cuh"
 #include <vector>
 static double diff(const void *cpu, const void *gpu_dev, size_t n) {
@@ -11,9 +12,20 @@ static double diff(const void *cpu, const void *gpu_dev, size_t n) {
 }
 int main(int argc, char **argv) {
     hpdl_cnn net;
-    int hw = argc > 1 ? atoi(argv[1]) : 8, batch = 2;
-    hpdl_cnn_resnet18(&net, hpdl_shape_make(3, hw, hw), 10, HPDL_NHWC);
-    std::vector<double> p(net.param_count), s(net.state_count), X((size_t)batch * 3 * hw * hw);
+    int kinds = argc > 1 && !strcmp(argv[1], "kinds"), hw = kinds ? 6 : argc > 1 ? atoi(argv[1]) : 8, batch = 2;
+    if (kinds) {
+        hpdl_cnn_layer l[13];
+        l[0] = hpdl_cnn_conv(4, 3, 1, 1, 1); l[1] = hpdl_cnn_simple(HPDL_CNN_BATCHNORM);
+        l[2] = hpdl_cnn_simple(HPDL_CNN_RELU); l[3] = hpdl_cnn_conv(4, 3, 1, 1, 0);
+        l[4] = hpdl_cnn_simple(HPDL_CNN_BATCHNORM); l[5] = hpdl_cnn_add(4, 2);
+        l[6] = hpdl_cnn_simple(HPDL_CNN_RELU); l[7] = hpdl_cnn_pool(HPDL_CNN_MAXPOOL, 2, 2, 0);
+        l[8] = hpdl_cnn_pool(HPDL_CNN_AVGPOOL, 2, 1, 0); l[9] = hpdl_cnn_conv(5, 1, 1, 0, 1);
+        l[10] = hpdl_cnn_simple(HPDL_CNN_GLOBAL_AVGPOOL); l[11] = hpdl_cnn_linear(6); l[12] = hpdl_cnn_linear(3);
+        hpdl_cnn_define(&net, 13, l, hpdl_shape_make(2, 6, 6), HPDL_NHWC);
+    } else {
+        hpdl_cnn_resnet18(&net, hpdl_shape_make(3, hw, hw), 10, HPDL_NHWC);
+    }
+    std::vector<double> p(net.param_count), s(net.state_count), X((size_t)batch * net.input.c * hw * hw);
     std::vector<int32_t> y = {1, 2};
     hpdl_rng rng; hpdl_rng_seed(&rng, 3);
     for (auto &v : X) v = 2 * hpdl_rng_uniform(&rng) - 1;
@@ -35,8 +47,11 @@ int main(int argc, char **argv) {
         printf("layer %2d op %d in %2d  %3dx%2dx%2d  act %.3g  dact %.3g", i, net.layer[i].op, net.layer[i].input,
                net.out[i].c, net.out[i].h, net.out[i].w, diff(c.act[i], d.act[i], n), diff(c.dact[i], d.dact[i], n));
         if (net.weight_at[i] >= 0) {
-            int64_t count = (net.bias_at[i] >= 0 ? net.bias_at[i] : (i + 1 < net.n_layers && net.weight_at[i+1] >= 0 ? net.weight_at[i + 1] : net.param_count)) - net.weight_at[i];
-            printf("  dW %.3g", diff((double *)c.grads + net.weight_at[i], (double *)d.grads + net.weight_at[i], (size_t)count));
+            int64_t next = net.param_count; /* the next layer's parameters start there */
+            for (int j = i + 1; j < net.n_layers; j++)
+                if (net.weight_at[j] >= 0) { next = net.weight_at[j]; break; }
+            int64_t count = next - net.weight_at[i];
+            printf("  dW+db %.3g", diff((double *)c.grads + net.weight_at[i], (double *)d.grads + net.weight_at[i], (size_t)count));
         }
         printf("\n");
     }

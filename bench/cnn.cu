@@ -1,0 +1,226 @@
+/* bench/cnn - epoch time of CNN training: the course's small CNN and
+   ResNet-18 on 50,000 synthetic 3x32x32 images resident on the GPU, batch
+   32 and 128, SGD with momentum, against PyTorch eager in the same run.
+
+   Variants (hpdl_cnn on the GPU backend, f32, NHWC, one CUDA graph replay
+   per step; device shuffle and gather, forward, loss, backward, finite
+   check, update):
+       f32 graph   every convolution on hpdl's own rungs (HPDL_CONV_AUTO)
+       f32 eager   the same, launched kernel by kernel (what graphs save)
+       f32 cudnn   the same walk with cuDNN's convolutions (HPDL_CONV_CUDNN):
+                   where the time goes when the convolutions are the vendor's
+   Anchor: bench/pytorch/cnn.py (the same networks, SGD, epoch; f32 without
+   TF32, and AMP with channels-last), skipped with a message without torch.
+   hpdl has no mixed-precision CNN path yet: its f32 is compared with both.
+
+   First a check: a few steps on the GPU against the CPU twin from the same
+   weights (small CNN 3x32x32, batch 8, f32: every parameter tensor within
+   1e-5 relative Frobenius difference; ResNet-18 on 16x16, batch 2, in f64,
+   within 1e-12: in f32 its 20 batch norms amplify the two sides' different
+   rounding beyond 1e-5, notes/cnn.md), else the bench stops.
+   Timing: wall clock around whole epochs (after a warm-up epoch that
+   captures the graphs), the device synchronised; ResNet-18's variants
+   train RESNET_STEPS steps and are scaled to the 50,000-image epoch (its
+   f32 convolutions on hpdl's rungs take tens of seconds an epoch).
+
+   Output: a table; <HPDL_RESULTS>/cnn.csv (epoch ms per net, batch and
+   variant; anchor PyTorch eager f32 or AMP, ratio = anchor/value).
+
+   build: make build/bench/cnn    run: HPDL_RESULTS=dir build/bench/cnn */
+#include "hpdl_cuda.cuh"
+
+#include <vector>
+
+#define N_IMAGES 50000
+#define RESNET_STEPS 30
+#define TORCH_SCRIPT "bench/pytorch/cnn.py"
+
+static const char *nets[] = {"small", "resnet18"};
+static const int batches[] = {32, 128};
+enum { V_GRAPH, V_EAGER, V_CUDNN, V_COUNT };
+static const char *variant_name[V_COUNT] = {"f32_graph", "f32_eager", "f32_cudnn"};
+
+typedef struct results {
+    double ms[2][2][V_COUNT];
+    double torch_ms[2][2][2]; /* [net][batch][amp]; 0: not measured */
+} results;
+
+static hpdl_status make_net(int net, hpdl_shape shape, hpdl_cnn *out) {
+    return net == 0 ? hpdl_cnn_small(out, shape, 10, HPDL_NHWC) : hpdl_cnn_resnet18(out, shape, 10, HPDL_NHWC);
+}
+
+/* ---- check ------------------------------------------------------------------- */
+
+/* Largest relative Frobenius difference of a parameter tensor after
+   `steps` SGD steps on the CPU twin and the GPU from the same weights. */
+template <typename T> static double cpu_gpu_difference(const hpdl_cnn *net, int batch, int steps) {
+    size_t features = (size_t)net->input.c * net->input.h * net->input.w;
+    std::vector<double> params(net->param_count), state(net->state_count + 1), cpu(net->param_count),
+        gpu(net->param_count);
+    std::vector<T> X(batch * features);
+    std::vector<int32_t> labels(batch);
+    hpdl_cnn_optimizer opt = hpdl_cnn_sgd(0.05, 0.9, 5e-4);
+    hpdl_cnn_run c, d;
+    hpdl_cuda_cnn g;
+    hpdl_rng rng;
+    T *dX;
+    int32_t *dlabels;
+    double worst = 0;
+    hpdl_rng_seed(&rng, 7);
+    for (T &v : X) v = (T)(2 * hpdl_rng_uniform(&rng) - 1);
+    for (int32_t &l : labels) l = (int32_t)hpdl_rng_below(&rng, 10);
+    HPDL_CUDA_CHECK(cudaMalloc(&dX, X.size() * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc(&dlabels, labels.size() * sizeof(int32_t)));
+    HPDL_CUDA_CHECK(cudaMemcpy(dX, X.data(), X.size() * sizeof(T), cudaMemcpyHostToDevice));
+    HPDL_CUDA_CHECK(cudaMemcpy(dlabels, labels.data(), labels.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+    HPDL_CHECK(hpdl_cnn_init(net, 1, params.data(), state.data()));
+    HPDL_CHECK(hpdl_cuda_cnn_create<T>(&g, HPDL_CONV_AUTO, 0));
+    HPDL_CHECK(hpdl_cnn_run_create(&c, net, sizeof(T) == 8 ? hpdl_cnn_backend_cpu_f64() : hpdl_cnn_backend_cpu_f32(),
+                                   batch, &opt));
+    HPDL_CHECK(hpdl_cnn_run_create(&d, net, &g.be, batch, &opt));
+    HPDL_CHECK(hpdl_cnn_set_params(&c, params.data(), state.data()));
+    HPDL_CHECK(hpdl_cnn_set_params(&d, params.data(), state.data()));
+    for (int s = 0; s < steps; s++) {
+        HPDL_CHECK(hpdl_cnn_train_step(&c, batch, X.data(), labels.data()));
+        HPDL_CHECK(hpdl_cuda_cnn_train_batch<T>(&g, &d, batch, dX, dlabels));
+    }
+    HPDL_CHECK(hpdl_cnn_get_params(&c, cpu.data(), NULL));
+    HPDL_CHECK(hpdl_cnn_get_params(&d, gpu.data(), NULL));
+    worst = hpdl_cnn_param_difference(net, gpu.data(), cpu.data(), NULL);
+    hpdl_cnn_run_destroy(&c);
+    hpdl_cnn_run_destroy(&d);
+    hpdl_cuda_cnn_destroy(&g);
+    cudaFree(dX);
+    cudaFree(dlabels);
+    return worst;
+}
+
+static void check_or_stop(void) {
+    hpdl_cnn small, resnet;
+    HPDL_CHECK(make_net(0, hpdl_shape_make(3, 32, 32), &small));
+    HPDL_CHECK(make_net(1, hpdl_shape_make(3, 16, 16), &resnet));
+    double e_small = cpu_gpu_difference<float>(&small, 8, 3), e_resnet = cpu_gpu_difference<double>(&resnet, 2, 2);
+    printf("check: GPU vs CPU twin, largest relative Frobenius difference of a parameter tensor: small CNN f32 "
+           "%.2g (limit 1e-5), ResNet-18 f64 %.2g (limit 1e-12)\n", e_small, e_resnet);
+    if (!(e_small <= 1e-5 && e_resnet <= 1e-12)) {
+        printf("check FAILED: nothing timed\n");
+        exit(1);
+    }
+}
+
+/* ---- timing -------------------------------------------------------------------- */
+
+/* ms of one 50,000-image epoch of `net` at `batch` in variant v: a warm-up
+   epoch (or step run) captures the graphs, then one timed. */
+static double time_variant(int net_index, int batch, int v, const float *dX, const int32_t *dlabels) {
+    hpdl_cnn net;
+    hpdl_cnn_run r;
+    hpdl_cuda_cnn g;
+    hpdl_cnn_optimizer opt = hpdl_cnn_sgd(0.01, 0.9, 5e-4);
+    int64_t n = net_index == 0 ? N_IMAGES : (int64_t)RESNET_STEPS * batch;
+    std::vector<double> params, state;
+    double t0, ms;
+    HPDL_CHECK(make_net(net_index, hpdl_shape_make(3, 32, 32), &net));
+    params.resize(net.param_count);
+    state.resize(net.state_count + 1);
+    HPDL_CHECK(hpdl_cnn_init(&net, 1, params.data(), state.data()));
+    HPDL_CHECK(hpdl_cuda_cnn_create_f32(&g, v == V_CUDNN ? HPDL_CONV_CUDNN : HPDL_CONV_AUTO, 0));
+    g.use_graphs = v != V_EAGER;
+    HPDL_CHECK(hpdl_cnn_run_create(&r, &net, &g.be, batch, &opt));
+    HPDL_CHECK(hpdl_cnn_set_params(&r, params.data(), state.data()));
+    HPDL_CHECK(hpdl_cuda_cnn_train_epoch_f32(&g, &r, net_index == 0 ? n : 4 * batch, dX, dlabels, 1));
+    HPDL_CHECK(hpdl_cuda_cnn_results(&g, NULL, NULL));
+    t0 = hpdl_time_now();
+    HPDL_CHECK(hpdl_cuda_cnn_train_epoch_f32(&g, &r, n, dX, dlabels, 2));
+    HPDL_CHECK(hpdl_cuda_cnn_results(&g, NULL, NULL));
+    ms = 1e3 * (hpdl_time_now() - t0) * (double)N_IMAGES / (double)n;
+    hpdl_cnn_run_destroy(&r);
+    hpdl_cuda_cnn_destroy(&g);
+    return ms;
+}
+
+/* ---- PyTorch anchor -------------------------------------------------------------- */
+
+static void run_torch(results *r) {
+    char line[512];
+    FILE *p = popen("python3 " TORCH_SCRIPT " --net small,resnet18 --batch 32,128 --amp 0,1 2>&1", "r");
+    if (!p) { printf("pytorch: cannot run python3 (%s)\n", strerror(errno)); return; }
+    while (fgets(line, sizeof line, p)) {
+        char name[32];
+        int b, amp;
+        double ms;
+        if (sscanf(line, "pytorch_cnn net %31s batch %d amp %d epoch_ms %lf", name, &b, &amp, &ms) == 4) {
+            for (int n = 0; n < 2; n++)
+                for (int k = 0; k < 2; k++)
+                    if (!strcmp(name, nets[n]) && b == batches[k] && (amp == 0 || amp == 1)) r->torch_ms[n][k][amp] = ms;
+        } else {
+            printf("  %s", line); /* the script's own words: versions, or why it skipped */
+        }
+    }
+    pclose(p);
+}
+
+/* ---- output ------------------------------------------------------------------------ */
+
+static void write_csv(const results *r) {
+    FILE *f = hpdl_csv_open(".", "cnn");
+    char metric[128];
+    if (!f) return;
+    for (int n = 0; n < 2; n++)
+        for (int b = 0; b < 2; b++)
+            for (int v = 0; v < V_COUNT; v++)
+                for (int amp = 0; amp < 2; amp++) {
+                    snprintf(metric, sizeof metric, "epoch_ms_%s_b%d_%s", nets[n], batches[b], variant_name[v]);
+                    hpdl_csv_row(f, metric, r->ms[n][b][v], "ms", amp ? "pytorch_eager_amp" : "pytorch_eager_f32",
+                                 r->torch_ms[n][b][amp], 0);
+                }
+    fclose(f);
+}
+
+static void print_table(const results *r) {
+    printf("\n%-9s %5s | %10s %10s %10s | %10s %10s | %8s %8s\n", "net", "batch", "f32 graph", "f32 eager",
+           "f32 cudnn", "torch f32", "torch amp", "x f32", "x amp");
+    for (int n = 0; n < 2; n++)
+        for (int b = 0; b < 2; b++) {
+            double g = r->ms[n][b][V_GRAPH], t32 = r->torch_ms[n][b][0], t16 = r->torch_ms[n][b][1];
+            printf("%-9s %5d | %10.1f %10.1f %10.1f | %10.1f %10.1f | %7.2fx %7.2fx\n", nets[n], batches[b], g,
+                   r->ms[n][b][V_EAGER], r->ms[n][b][V_CUDNN], t32, t16, t32 / g, t16 / g);
+        }
+    printf("(ms per 50,000-image epoch; x = PyTorch eager / hpdl f32 graph; ResNet-18's hpdl columns scaled from %d "
+           "steps)\n", RESNET_STEPS);
+}
+
+int main(void) {
+    static results r;
+    hpdl_cuda_device_info info;
+    hpdl_rng rng;
+    float *dX;
+    int32_t *dlabels;
+    if (!hpdl_cuda_available()) { printf("cnn: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n"); return 1; }
+    HPDL_CHECK(hpdl_cuda_device_query(0, &info));
+    printf("cnn bench on %s: small CNN and ResNet-18, %d synthetic 3x32x32 images resident, SGD momentum 0.9\n",
+           info.name, N_IMAGES);
+    check_or_stop();
+    std::vector<float> X((size_t)N_IMAGES * 3 * 32 * 32);
+    std::vector<int32_t> labels(N_IMAGES);
+    hpdl_rng_seed(&rng, 2026);
+    for (float &v : X) v = (float)hpdl_rng_normal(&rng);
+    for (int32_t &l : labels) l = (int32_t)hpdl_rng_below(&rng, 10);
+    HPDL_CUDA_CHECK(cudaMalloc(&dX, X.size() * sizeof(float)));
+    HPDL_CUDA_CHECK(cudaMalloc(&dlabels, labels.size() * sizeof(int32_t)));
+    HPDL_CUDA_CHECK(cudaMemcpy(dX, X.data(), X.size() * sizeof(float), cudaMemcpyHostToDevice));
+    HPDL_CUDA_CHECK(cudaMemcpy(dlabels, labels.data(), labels.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+    for (int n = 0; n < 2; n++)
+        for (int b = 0; b < 2; b++)
+            for (int v = 0; v < V_COUNT; v++) {
+                r.ms[n][b][v] = time_variant(n, batches[b], v, dX, dlabels);
+                printf("  %-9s batch %4d %-10s %10.1f ms/epoch\n", nets[n], batches[b], variant_name[v], r.ms[n][b][v]);
+                fflush(stdout);
+            }
+    run_torch(&r);
+    print_table(&r);
+    write_csv(&r);
+    cudaFree(dX);
+    cudaFree(dlabels);
+    return 0;
+}

@@ -1,0 +1,297 @@
+/* cnn_train: trains the course's CNNs (the quantization lab's small CNN,
+   ResNet-18) on Fashion-MNIST or CIFAR-10 on the GPU: hpdl_cnn's layer walk
+   on the GPU backend, one CUDA graph replay per step, the data resident.
+
+       make data && make build/examples/cnn_train
+       build/examples/cnn_train --net small --epochs 10
+       build/examples/cnn_train --net resnet18 --batch 128 --epochs 15 --schedule cosine
+       build/examples/cnn_train --net resnet18 --check       # CPU twin vs GPU, same steps
+       build/examples/cnn_train --save run.ckpt ... / --load run.ckpt ...
+
+   Flags (defaults in brackets):
+       --net N            small | resnet18 [small]
+       --data DIR         IDX files (Fashion-MNIST) or CIFAR-10's .bin files [data/fashion-mnist]
+       --epochs E [10]    --batch B [128]    --lr X [0.05]    --seed S [1]
+       --optimizer O      sgd (momentum 0.9) | adamw [sgd]   --wd X  weight decay [5e-4]
+       --schedule S       constant | cosine | step:N:GAMMA, each with :warmup=N [cosine]
+       --precision P      f32 | f64 [f32]
+       --layout L         nhwc | nchw [nhwc]
+       --check            a few steps on the CPU twin and the GPU from the same weights;
+                          exit 1 when a parameter tensor differs by more than 1e-12 (f64) /
+                          1e-5 (f32) in relative Frobenius norm (the MLP's check)
+       --save FILE        checkpoint after every epoch (parameters, batch-norm state,
+                          optimiser state; written whole, see notes/checkpoint.md)
+       --load FILE        start from a checkpoint of the same network and precision
+       --device D [0] */
+#include "hpdl_cuda.cuh"
+
+#include <vector>
+
+typedef struct options {
+    const char *net, *data, *optimizer, *schedule, *precision, *layout, *save, *load;
+    int epochs, batch, device, check;
+    double lr, wd;
+    int64_t seed;
+} options;
+
+static void usage(void) {
+    fprintf(stderr, "usage: cnn_train [--net small|resnet18] [--data DIR] [--epochs E] [--batch B] [--lr X]\n"
+                    "                 [--optimizer sgd|adamw] [--wd X] [--schedule S] [--precision f32|f64]\n"
+                    "                 [--layout nhwc|nchw] [--seed S] [--check] [--save FILE] [--load FILE]\n"
+                    "                 [--device D]\n");
+    exit(2);
+}
+
+static options parse_args(int argc, char **argv) {
+    options o = {"small", "data/fashion-mnist", "sgd", "cosine", "f32", "nhwc", NULL, NULL, 10, 128, 0, 0,
+                 0.05, 5e-4, 1};
+    int bad = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "--check")) { o.check = 1; continue; }
+        if (i + 1 >= argc) usage();
+        v = argv[++i];
+        if (!strcmp(a, "--net")) o.net = v;
+        else if (!strcmp(a, "--data")) o.data = v;
+        else if (!strcmp(a, "--epochs")) bad |= hpdl_arg_int(a, v, 1, 1 << 20, &o.epochs);
+        else if (!strcmp(a, "--batch")) bad |= hpdl_arg_int(a, v, 2, 1 << 16, &o.batch);
+        else if (!strcmp(a, "--lr")) bad |= hpdl_arg_f64(a, v, 0, 1e6, &o.lr);
+        else if (!strcmp(a, "--wd")) bad |= hpdl_arg_f64(a, v, 0, 1, &o.wd);
+        else if (!strcmp(a, "--optimizer")) o.optimizer = v;
+        else if (!strcmp(a, "--schedule")) o.schedule = v;
+        else if (!strcmp(a, "--precision")) o.precision = v;
+        else if (!strcmp(a, "--layout")) o.layout = v;
+        else if (!strcmp(a, "--seed")) bad |= hpdl_arg_i64(a, v, 0, INT64_MAX, &o.seed);
+        else if (!strcmp(a, "--save")) o.save = v;
+        else if (!strcmp(a, "--load")) o.load = v;
+        else if (!strcmp(a, "--device")) bad |= hpdl_arg_int(a, v, 0, 1 << 16, &o.device);
+        else usage();
+    }
+    if (bad || (strcmp(o.net, "small") && strcmp(o.net, "resnet18")) ||
+        (strcmp(o.optimizer, "sgd") && strcmp(o.optimizer, "adamw")) ||
+        (strcmp(o.precision, "f32") && strcmp(o.precision, "f64")) ||
+        (strcmp(o.layout, "nhwc") && strcmp(o.layout, "nchw")))
+        usage();
+    return o;
+}
+
+/* CIFAR-10 when DIR holds its batches, else IDX files. */
+static void load_data(const char *dir, hpdl_dataset *train, hpdl_dataset *test) {
+    char probe[4096];
+    FILE *f;
+    snprintf(probe, sizeof probe, "%s/data_batch_1.bin", dir);
+    int cifar = (f = fopen(probe, "rb")) != NULL;
+    if (f) fclose(f);
+    if ((cifar ? hpdl_cifar10_load_dir(dir, 1, train) : hpdl_idx_load_dir(dir, 1, train)) != HPDL_OK ||
+        (cifar ? hpdl_cifar10_load_dir(dir, 0, test) : hpdl_idx_load_dir(dir, 0, test)) != HPDL_OK) {
+        fprintf(stderr, "cnn_train: cannot load the data in %s (make data, or make data CIFAR_DIR=...)\n", dir);
+        exit(1);
+    }
+    if (hpdl_dataset_features(train) != hpdl_dataset_features(test) || train->channels != test->channels) {
+        fprintf(stderr, "cnn_train: training and test images differ in shape\n");
+        exit(1);
+    }
+}
+
+/* Images standardised with the training set's mean and std, in the
+   network's layout and element type (datasets are CHW floats). */
+template <typename T>
+static std::vector<T> prepared(const hpdl_dataset *d, double mean, double std, hpdl_layout layout) {
+    int64_t features = hpdl_dataset_features(d), plane = (int64_t)d->rows * d->cols;
+    std::vector<T> out((size_t)(d->n * features));
+    for (int64_t i = 0; i < d->n; i++)
+        for (int64_t c = 0; c < d->channels; c++)
+            for (int64_t p = 0; p < plane; p++) {
+                int64_t to = layout == HPDL_NHWC ? p * d->channels + c : c * plane + p;
+                out[(size_t)(i * features + to)] = (T)((d->images[i * features + c * plane + p] - mean) / std);
+            }
+    return out;
+}
+
+static void mean_std(const hpdl_dataset *d, double *mean, double *std) {
+    int64_t n = d->n * hpdl_dataset_features(d);
+    double sum = 0, sq = 0;
+    for (int64_t i = 0; i < n; i++) { sum += d->images[i]; sq += (double)d->images[i] * d->images[i]; }
+    *mean = sum / (double)n;
+    *std = sqrt(sq / (double)n - *mean * *mean);
+}
+
+template <typename T> static T *upload(const std::vector<T> &x) {
+    T *d = NULL;
+    HPDL_CUDA_CHECK(cudaMalloc(&d, x.size() * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMemcpy(d, x.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return d;
+}
+
+/* What a checkpoint names: the network, its input and layout, the type. */
+static void model_name(const options *o, const hpdl_cnn *net, char *out, size_t size) {
+    snprintf(out, size, "cnn %s %dx%dx%d %s %s", o->net, net->input.c, net->input.h, net->input.w, o->layout,
+             o->precision);
+}
+
+/* The checkpoint's tensors over host buffers: parameters, batch-norm
+   state, the optimiser's moments and its step count. */
+struct checkpoint {
+    std::vector<char> params, state, m1, m2;
+    int64_t steps;
+    std::vector<hpdl_ckpt_entry> entries;
+    checkpoint(const hpdl_cnn_run *r) : steps(0) {
+        size_t e = r->be->elem_size;
+        hpdl_dtype t = e == 4 ? HPDL_DTYPE_F32 : HPDL_DTYPE_F64;
+        params.resize(r->net->param_count * e);
+        state.resize((r->net->state_count ? r->net->state_count : 1) * e);
+        m1.resize(params.size());
+        m2.resize(r->moment2 ? params.size() : 0);
+        add("params", t, r->net->param_count, params.data());
+        add("bn_state", t, r->net->state_count, state.data());
+        add("moment1", t, r->net->param_count, m1.data());
+        if (r->moment2) add("moment2", t, r->net->param_count, m2.data());
+        hpdl_ckpt_entry s = {"steps", HPDL_DTYPE_I64, 0, {0, 0, 0, 0}, &steps};
+        entries.push_back(s);
+    }
+    void add(const char *name, hpdl_dtype t, int64_t n, void *data) {
+        hpdl_ckpt_entry e = {name, t, 1, {n, 0, 0, 0}, data};
+        entries.push_back(e);
+    }
+    /* device <-> host for each buffer of the run */
+    void move(hpdl_cnn_run *r, int to_device) {
+        void *dev[4] = {r->params, r->state, r->moment1, r->moment2};
+        for (int k = 0; k < 4; k++) {
+            size_t bytes = (size_t)entries[k].dims[0] * r->be->elem_size;
+            if (!dev[k] || !bytes) continue;
+            HPDL_CHECK(to_device ? r->be->upload(r->be->ctx, dev[k], entries[k].data, bytes)
+                                 : r->be->download(r->be->ctx, entries[k].data, dev[k], bytes));
+        }
+    }
+};
+
+static void save(const options *o, hpdl_cnn_run *r, const char *model) {
+    checkpoint ck(r);
+    ck.move(r, 0);
+    ck.steps = r->steps;
+    HPDL_CHECK(hpdl_ckpt_save(o->save, model, (int)ck.entries.size(), ck.entries.data()));
+}
+
+static void load(const options *o, hpdl_cnn_run *r, hpdl_cuda_cnn *g, const char *model) {
+    checkpoint ck(r);
+    if (hpdl_ckpt_load(o->load, model, (int)ck.entries.size(), ck.entries.data()) != HPDL_OK) {
+        fprintf(stderr, "cnn_train: cannot start from %s\n", o->load);
+        exit(1);
+    }
+    ck.move(r, 1);
+    r->steps = ck.steps;
+    /* the GPU counts its steps (the schedule's position) on the device */
+    unsigned long long steps = (unsigned long long)ck.steps;
+    HPDL_CUDA_CHECK(cudaMemcpy(g->d_counts, &steps, sizeof steps, cudaMemcpyHostToDevice));
+    printf("resumed from %s at step %lld\n", o->load, (long long)ck.steps);
+}
+
+static hpdl_cnn_optimizer make_optimizer(const options *o, int64_t total_steps) {
+    hpdl_cnn_optimizer opt = !strcmp(o->optimizer, "sgd") ? hpdl_cnn_sgd(o->lr, 0.9, o->wd) : hpdl_cnn_adamw(o->lr, o->wd);
+    if (hpdl_lr_parse(o->schedule, o->lr, total_steps, &opt.schedule) != HPDL_OK) exit(2);
+    return opt;
+}
+
+/* --check: a few steps on the CPU twin and the GPU from the same weights. */
+template <typename T>
+static int check(const options *o, const hpdl_cnn *net, const std::vector<T> &X, const hpdl_dataset *train) {
+    const int batch = !strcmp(o->net, "resnet18") ? 2 : 8, steps = 3;
+    const double tol = sizeof(T) == 8 ? 1e-12 : 1e-5;
+    std::vector<double> params(net->param_count), state(net->state_count + 1), cpu(net->param_count),
+        gpu(net->param_count);
+    hpdl_cnn_optimizer opt = make_optimizer(o, steps);
+    hpdl_cnn_run on_cpu, on_gpu;
+    hpdl_cuda_cnn g;
+    double worst = 0;
+    T *dX = upload(std::vector<T>(X.begin(), X.begin() + batch * hpdl_dataset_features(train)));
+    int32_t *dlabels = upload(std::vector<int32_t>(train->labels, train->labels + batch));
+    HPDL_CHECK(hpdl_cnn_init(net, (uint64_t)o->seed, params.data(), state.data()));
+    HPDL_CHECK(hpdl_cuda_cnn_create<T>(&g, HPDL_CONV_AUTO));
+    HPDL_CHECK(hpdl_cnn_run_create(&on_cpu, net, sizeof(T) == 8 ? hpdl_cnn_backend_cpu_f64() : hpdl_cnn_backend_cpu_f32(),
+                                   batch, &opt));
+    HPDL_CHECK(hpdl_cnn_run_create(&on_gpu, net, &g.be, batch, &opt));
+    HPDL_CHECK(hpdl_cnn_set_params(&on_cpu, params.data(), state.data()));
+    HPDL_CHECK(hpdl_cnn_set_params(&on_gpu, params.data(), state.data()));
+    for (int s = 0; s < steps; s++) {
+        HPDL_CHECK(hpdl_cnn_train_step(&on_cpu, batch, X.data(), train->labels));
+        HPDL_CHECK(hpdl_cuda_cnn_train_batch<T>(&g, &on_gpu, batch, dX, dlabels));
+    }
+    HPDL_CHECK(hpdl_cnn_get_params(&on_cpu, cpu.data(), NULL));
+    HPDL_CHECK(hpdl_cnn_get_params(&on_gpu, gpu.data(), NULL));
+    int layer = -1;
+    worst = hpdl_cnn_param_difference(net, gpu.data(), cpu.data(), &layer);
+    printf("check %s %s: %d steps of %d images, %lld parameters; largest relative Frobenius difference of a "
+           "parameter tensor %.3g (layer %d; tolerance %g): %s\n",
+           o->net, o->precision, steps, batch, (long long)net->param_count, worst, layer, tol,
+           worst <= tol ? "ok" : "FAILED");
+    hpdl_cnn_run_destroy(&on_cpu);
+    hpdl_cnn_run_destroy(&on_gpu);
+    hpdl_cuda_cnn_destroy(&g);
+    return worst <= tol ? 0 : 1;
+}
+
+template <typename T> static int run(const options *o, const hpdl_dataset *train, const hpdl_dataset *test) {
+    hpdl_layout layout = !strcmp(o->layout, "nhwc") ? HPDL_NHWC : HPDL_NCHW;
+    hpdl_shape shape = hpdl_shape_make(train->channels, train->rows, train->cols);
+    hpdl_cnn net;
+    double mean, std;
+    char model[256];
+    if ((!strcmp(o->net, "small") ? hpdl_cnn_small(&net, shape, 10, layout) : hpdl_cnn_resnet18(&net, shape, 10, layout)) !=
+        HPDL_OK)
+        return 1;
+    mean_std(train, &mean, &std);
+    std::vector<T> Xtrain = prepared<T>(train, mean, std, layout), Xtest = prepared<T>(test, mean, std, layout);
+    if (o->check) return check<T>(o, &net, Xtrain, train);
+
+    int64_t steps_per_epoch = (train->n + o->batch - 1) / o->batch;
+    hpdl_cnn_optimizer opt = make_optimizer(o, steps_per_epoch * o->epochs);
+    hpdl_cuda_cnn g;
+    hpdl_cnn_run r;
+    std::vector<double> params(net.param_count), state(net.state_count + 1);
+    T *dtrain = upload(Xtrain), *dtest = upload(Xtest);
+    int32_t *ltrain = upload(std::vector<int32_t>(train->labels, train->labels + train->n));
+    int32_t *ltest = upload(std::vector<int32_t>(test->labels, test->labels + test->n));
+    model_name(o, &net, model, sizeof model);
+    HPDL_CHECK(hpdl_cnn_init(&net, (uint64_t)o->seed, params.data(), state.data()));
+    HPDL_CHECK(hpdl_cuda_cnn_create<T>(&g, HPDL_CONV_AUTO));
+    HPDL_CHECK(hpdl_cnn_run_create(&r, &net, &g.be, o->batch, &opt));
+    HPDL_CHECK(hpdl_cnn_set_params(&r, params.data(), state.data()));
+    if (o->load) load(o, &r, &g, model);
+    printf("%s: %d layers, %lld parameters, %lld training and %lld test images of %dx%dx%d, batch %d, %s %s\n",
+           o->net, net.n_layers, (long long)net.param_count, (long long)train->n, (long long)test->n, shape.c,
+           shape.h, shape.w, o->batch, o->precision, o->layout);
+    for (int epoch = 1; epoch <= o->epochs; epoch++) {
+        double loss_sum = 0, train_acc = 0, test_acc = 0, t0 = hpdl_time_now(), ms;
+        int64_t skipped = 0;
+        HPDL_CHECK(hpdl_cuda_cnn_train_epoch<T>(&g, &r, train->n, dtrain, ltrain, (uint64_t)o->seed * 1000 + epoch));
+        HPDL_CHECK(hpdl_cuda_cnn_results(&g, &loss_sum, &skipped));
+        ms = 1e3 * (hpdl_time_now() - t0);
+        HPDL_CHECK(hpdl_cnn_accuracy(&r, train->n, dtrain, ltrain, &train_acc));
+        HPDL_CHECK(hpdl_cnn_accuracy(&r, test->n, dtest, ltest, &test_acc));
+        printf("epoch %3d  loss %.4f  train_acc %.4f  test_acc %.4f  ms %.1f  images/s %.0f%s\n", epoch,
+               loss_sum / (double)steps_per_epoch, train_acc, test_acc, ms, 1e3 * (double)train->n / ms,
+               skipped ? "  (steps skipped: loss or gradient not finite)" : "");
+        fflush(stdout);
+        if (o->save) save(o, &r, model);
+    }
+    hpdl_cnn_run_destroy(&r);
+    hpdl_cuda_cnn_destroy(&g);
+    cudaFree(dtrain); cudaFree(dtest); cudaFree(ltrain); cudaFree(ltest);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    options o = parse_args(argc, argv);
+    hpdl_dataset train, test;
+    int rc;
+    if (!hpdl_cuda_available()) {
+        fprintf(stderr, "cnn_train: no CUDA GPU\n");
+        return 1;
+    }
+    HPDL_CUDA_CHECK(cudaSetDevice(o.device));
+    load_data(o.data, &train, &test);
+    rc = !strcmp(o.precision, "f64") ? run<double>(&o, &train, &test) : run<float>(&o, &train, &test);
+    hpdl_dataset_free(&train);
+    hpdl_dataset_free(&test);
+    return rc;
+}
