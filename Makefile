@@ -78,7 +78,7 @@ MPI_CFLAGS  = $(shell mpicc --showme:compile 2>/dev/null)
 MPI_LDFLAGS = $(shell mpicc --showme:link 2>/dev/null)
 
 # ---- sources ----------------------------------------------------------------
-HEADERS    := hpdl.h hpdl_cuda.cuh hpdl_mpi.h tests/hpdl_test.h
+HEADERS    := hpdl.h hpdl_cuda.cuh hpdl_mpi.h $(wildcard tests/*.h tests/fuzz/*.h)
 CPU_TESTS  := $(patsubst tests/%.c,%,$(wildcard tests/test_*.c))
 GPU_TESTS  := $(patsubst tests/%.cu,%,$(wildcard tests/gpu_*.cu))
 MPI_TESTS  := $(patsubst tests/%.c,%,$(wildcard tests/mpi_*.c))

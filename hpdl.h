@@ -1,4 +1,4 @@
-/* hpdl.h - v0.2.0 - high-performance deep learning kernels, portable C99 part.
+/* hpdl.h - v0.3.0 - high-performance deep learning kernels, portable C99 part.
 
    hpdl is three headers: hpdl.h (this one: portable C99, libc only),
    hpdl_cuda.cuh (CUDA kernels, built on this one) and hpdl_mpi.h (MPI and
@@ -291,15 +291,21 @@
                            functions (hpdl__mlp_*_any, hpdl__gemm_blocked);
                            their macros only declare the typed structs and
                            one-call functions.
+       2026-11-26  v0.3.0  CNNs as data (hpdl_cnn_*): layers that name their
+                           input, residual sums, the course's small CNN and
+                           ResNet-18, one flat parameter array, one walk over
+                           the layers against a backend table (CPU f32/f64
+                           here, GPU in hpdl_cuda.cuh); hpdl_cnn_param_difference.
                            Optimisers and schedules: SGD with momentum
                            (Nesterov, weight decay) and AdamW as PyTorch
                            computes them (hpdl_sgd_momentum_<t>, hpdl_adamw_<t>,
                            f32/f64, GPU twins in hpdl_cuda.cuh); learning-rate
                            schedules (constant, step, cosine, linear warm-up:
                            hpdl_lr_at, hpdl_lr_parse, hpdl_lr_schedule_check).
-                           Checkpoints written whole (hpdl_ckpt_save/_load, HPDL_ERR_MISMATCH).
-                           CIFAR-10 loader (hpdl_cifar10_load, _load_dir);
-                           hpdl_dataset.channels, hpdl_dataset_features.
+                           Checkpoints written whole (hpdl_ckpt_save/_load,
+                           HPDL_ERR_MISMATCH). CIFAR-10 loader
+                           (hpdl_cifar10_load, _load_dir); hpdl_dataset.channels,
+                           hpdl_dataset_features.
 */
 #ifndef HPDL_H
 #define HPDL_H
@@ -328,9 +334,9 @@
 
 /* One version for hpdl.h, hpdl_cuda.cuh and hpdl_mpi.h (each names it on its first line). */
 #define HPDL_VERSION_MAJOR 0
-#define HPDL_VERSION_MINOR 2
+#define HPDL_VERSION_MINOR 3
 #define HPDL_VERSION_PATCH 0
-#define HPDL_VERSION "0.2.0"
+#define HPDL_VERSION "0.3.0"
 
 /* ------------------------------------------------------------------------ */
 /* Linkage, restrict, host/device                                            */

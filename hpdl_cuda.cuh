@@ -1,4 +1,4 @@
-/* hpdl_cuda.cuh - v0.2.0 - high-performance deep learning kernels, CUDA part.
+/* hpdl_cuda.cuh - v0.3.0 - high-performance deep learning kernels, CUDA part.
 
    Built on hpdl.h (included here). Every GPU kernel has a CPU twin of the
    same name in hpdl.h that the tests compare it against.
@@ -265,10 +265,15 @@
                            convolution: tensor-core rung for f16/bf16 NHWC, all
                            three passes (HPDL_CONV_MMA, AUTO's choice there);
                            cuDNN backend (HPDL_CONV_CUDNN, with HPDL_HAVE_CUDNN).
-                           optimisers: SGD with momentum and AdamW on device
+       2026-11-26  v0.3.0  optimisers: SGD with momentum and AdamW on device
                            arrays, per-step lr and skip read from device memory
                            (hpdl_optim_step), so a captured step replays;
                            hpdl_cuda_flag_nonfinite_<t> for gradient checks.
+                           CNN training: the GPU backend of hpdl_cnn
+                           (hpdl_cuda_cnn_*, f32/f64), steps replayed from CUDA
+                           graphs. Convolution: few-channel kernels for small
+                           CNNs' first layers (AUTO's choice there), split-K
+                           backward-filter, bias gradients split over blocks.
 */
 #ifndef HPDL_CUDA_CUH
 #define HPDL_CUDA_CUH
@@ -9210,6 +9215,7 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_quant_mlp_accuracy(hpdl_cuda_quant_mlp *g, i
 typedef struct hpdl_cuda_cnn {
     hpdl_cnn_backend be;      /* the table; be.ctx points at this struct */
     cudaStream_t stream;
+    int owns_stream;          /* made by hpdl_cuda_cnn_create: the default stream cannot be captured */
     hpdl_conv_algo conv_algo; /* for every convolution (HPDL_CONV_AUTO by default) */
     hpdl_optim_step *d_step;  /* this step's learning rate, bias corrections, skip */
     double *d_lr_table;       /* the schedule, one entry per step (the last repeats) */
@@ -9519,16 +9525,24 @@ HPDL_CUDA_API void hpdl_cuda_cnn_destroy(hpdl_cuda_cnn *g) {
     cudaFree(g->x_stage);
     cudaFree(g->labels_stage);
     cudaFree(g->d_order);
+    if (g->owns_stream) cudaStreamDestroy(g->stream);
     memset(g, 0, sizeof *g);
 }
 
 /* A GPU backend of element type T (float or double) on `stream`; every
-   convolution with `conv_algo`. Pass &g->be to hpdl_cnn_run_create. */
+   convolution with `conv_algo`. Pass &g->be to hpdl_cnn_run_create. For
+   stream 0 it makes a stream of its own (blocking, so it still waits for
+   work on the default stream), because the legacy default stream cannot
+   be captured into a graph. */
 template <typename T>
 static inline hpdl_status hpdl_cuda_cnn_create(hpdl_cuda_cnn *g, hpdl_conv_algo conv_algo, cudaStream_t stream = 0) {
     static_assert(hpdl__is_master_type<T>::value, "hpdl: the CNN backend takes float or double");
     if (!g) return HPDL_ERR_INVALID;
     memset(g, 0, sizeof *g);
+    if (!stream) {
+        HPDL_CUDA_TRY(cudaStreamCreate(&stream));
+        g->owns_stream = 1;
+    }
     g->stream = stream;
     g->conv_algo = conv_algo;
     g->use_graphs = 1;

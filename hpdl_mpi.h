@@ -1,4 +1,4 @@
-/* hpdl_mpi.h - v0.2.0 - high-performance deep learning kernels, MPI part.
+/* hpdl_mpi.h - v0.3.0 - high-performance deep learning kernels, MPI part.
 
    Data parallelism over MPI: start-up and GPU choice, in-place allreduce
    (MPI_Allreduce, a hand-written ring, NCCL), a bucketed non-blocking

@@ -26,7 +26,8 @@
    Output: a table; <HPDL_RESULTS>/cnn.csv (epoch ms per net, batch and
    variant; anchor PyTorch eager f32 or AMP, ratio = anchor/value).
 
-   build: make build/bench/cnn    run: HPDL_RESULTS=dir build/bench/cnn */
+   build: make build/bench/cnn    run: HPDL_RESULTS=dir build/bench/cnn [small|resnet18]
+   (a network's name times that network only) */
 #include "hpdl_cuda.cuh"
 
 #include <vector>
@@ -141,9 +142,11 @@ static double time_variant(int net_index, int batch, int v, const float *dX, con
 
 /* ---- PyTorch anchor -------------------------------------------------------------- */
 
-static void run_torch(results *r) {
+static void run_torch(results *r, const char *only) {
     char line[512];
-    FILE *p = popen("python3 " TORCH_SCRIPT " --net small,resnet18 --batch 32,128 --amp 0,1 2>&1", "r");
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "python3 " TORCH_SCRIPT " --net %s --batch 32,128 --amp 0,1 2>&1", only ? only : "small,resnet18");
+    FILE *p = popen(cmd, "r");
     if (!p) { printf("pytorch: cannot run python3 (%s)\n", strerror(errno)); return; }
     while (fgets(line, sizeof line, p)) {
         char name[32];
@@ -170,6 +173,7 @@ static void write_csv(const results *r) {
         for (int b = 0; b < 2; b++)
             for (int v = 0; v < V_COUNT; v++)
                 for (int amp = 0; amp < 2; amp++) {
+                    if (r->ms[n][b][v] == 0) continue; /* not timed in this run */
                     snprintf(metric, sizeof metric, "epoch_ms_%s_b%d_%s", nets[n], batches[b], variant_name[v]);
                     hpdl_csv_row(f, metric, r->ms[n][b][v], "ms", amp ? "pytorch_eager_amp" : "pytorch_eager_f32",
                                  r->torch_ms[n][b][amp], 0);
@@ -183,6 +187,7 @@ static void print_table(const results *r) {
     for (int n = 0; n < 2; n++)
         for (int b = 0; b < 2; b++) {
             double g = r->ms[n][b][V_GRAPH], t32 = r->torch_ms[n][b][0], t16 = r->torch_ms[n][b][1];
+            if (g == 0) continue; /* not timed in this run */
             printf("%-9s %5d | %10.1f %10.1f %10.1f | %10.1f %10.1f | %7.2fx %7.2fx\n", nets[n], batches[b], g,
                    r->ms[n][b][V_EAGER], r->ms[n][b][V_CUDNN], t32, t16, t32 / g, t16 / g);
         }
@@ -190,8 +195,9 @@ static void print_table(const results *r) {
            "steps)\n", RESNET_STEPS);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     static results r;
+    const char *only = argc > 1 ? argv[1] : NULL;
     hpdl_cuda_device_info info;
     hpdl_rng rng;
     float *dX;
@@ -213,11 +219,12 @@ int main(void) {
     for (int n = 0; n < 2; n++)
         for (int b = 0; b < 2; b++)
             for (int v = 0; v < V_COUNT; v++) {
+                if (only && strcmp(only, nets[n])) continue;
                 r.ms[n][b][v] = time_variant(n, batches[b], v, dX, dlabels);
                 printf("  %-9s batch %4d %-10s %10.1f ms/epoch\n", nets[n], batches[b], variant_name[v], r.ms[n][b][v]);
                 fflush(stdout);
             }
-    run_torch(&r);
+    run_torch(&r, only);
     print_table(&r);
     write_csv(&r);
     cudaFree(dX);

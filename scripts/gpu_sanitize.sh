@@ -28,12 +28,14 @@ export NCCL_NVLS_ENABLE=0 # NVLink multicast stays off: it can take a shared hos
 # Test-name filters for racecheck and synccheck, one run per word; "" = all.
 declare -A RACE_FILTERS=(
     [gpu_checks]=""
+    [gpu_cnn]="every_kind small_cnn"
     [gpu_conv]="conv_f32 layers_f16"
     [gpu_gemm]="gemm_f32 gemm_f16 hopper_small"
     [gpu_matpow]="f64_powers"
     [gpu_mlp]="softmax_xent_f32 agreement_f32"
     [gpu_model_parallel]="single_device"
     [gpu_mpi_ipc]="exact_sums_f32"
+    [gpu_optim]=""
     [gpu_quant]="gemm_i8_exact gemm_requant_exact"
     [gpu_vecadd]="vecadd_f16"
 )

@@ -5,29 +5,10 @@
    steps and lowering the loss; a non-finite step skipped on the device. */
 #include "hpdl_cuda.cuh"
 #include "tests/hpdl_test.h"
+#include "tests/cnn_every_kind.h"
 
 #include <vector>
 
-/* A network with every layer kind on 2 x 6 x 6 images, 3 classes. The
-   first conv has no bias: batch norm follows, so a bias's gradient would be
-   zero and the two sides would compare their rounding noise. */
-static hpdl_status every_kind(hpdl_cnn *net, hpdl_layout layout) {
-    hpdl_cnn_layer l[13];
-    l[0] = hpdl_cnn_conv(4, 3, 1, 1, 0);
-    l[1] = hpdl_cnn_simple(HPDL_CNN_BATCHNORM);
-    l[2] = hpdl_cnn_simple(HPDL_CNN_RELU);
-    l[3] = hpdl_cnn_conv(4, 3, 1, 1, 0);
-    l[4] = hpdl_cnn_simple(HPDL_CNN_BATCHNORM);
-    l[5] = hpdl_cnn_add(4, 2);
-    l[6] = hpdl_cnn_simple(HPDL_CNN_RELU);
-    l[7] = hpdl_cnn_pool(HPDL_CNN_MAXPOOL, 2, 2, 0);
-    l[8] = hpdl_cnn_pool(HPDL_CNN_AVGPOOL, 2, 1, 0);
-    l[9] = hpdl_cnn_conv(5, 1, 1, 0, 1);
-    l[10] = hpdl_cnn_simple(HPDL_CNN_GLOBAL_AVGPOOL);
-    l[11] = hpdl_cnn_linear(6);
-    l[12] = hpdl_cnn_linear(3);
-    return hpdl_cnn_define(net, 13, l, hpdl_shape_make(2, 6, 6), layout);
-}
 
 template <typename T> static std::vector<T> converted(const std::vector<double> &x) {
     return std::vector<T>(x.begin(), x.end());
@@ -91,7 +72,7 @@ static void every_kind_matches_cpu(void) {
     hpdl_cnn net;
     if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
     for (int layout = 0; layout < 2; layout++) {
-        HPDL_EXPECT(every_kind(&net, (hpdl_layout)layout) == HPDL_OK);
+        HPDL_EXPECT(every_kind(&net, (hpdl_layout)layout, 0) == HPDL_OK);
         HPDL_EXPECT_NEAR(cpu_gpu_difference<double>(&net, 4, 3, hpdl_cnn_backend_cpu_f64()), 0, 1e-12);
         HPDL_EXPECT_NEAR(cpu_gpu_difference<float>(&net, 4, 3, hpdl_cnn_backend_cpu_f32()), 0, 1e-5);
     }
@@ -187,7 +168,7 @@ static void nonfinite_step_skipped(void) {
     std::vector<int32_t> labels;
     int64_t skipped = -1;
     if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
-    HPDL_EXPECT(every_kind(&net, HPDL_NHWC) == HPDL_OK);
+    HPDL_EXPECT(every_kind(&net, HPDL_NHWC, 0) == HPDL_OK);
     params.resize(net.param_count); p0 = p1 = params;
     state.resize(net.state_count); s0 = s1 = state;
     random_batch(&net, 4, 2, &X, &labels);

@@ -5,6 +5,7 @@
    a non-finite step refused with the model untouched. */
 #include "hpdl.h"
 #include "tests/hpdl_test.h"
+#include "tests/cnn_every_kind.h"
 
 static double *doubles(size_t n) {
     double *x = (double *)hpdl_alloc(n ? n : 1, sizeof(double));
@@ -27,26 +28,6 @@ static float *to_floats(const double *x, size_t n) {
     return f;
 }
 
-/* A network with every layer kind on 2 x 6 x 6 images, 3 classes:
-   conv(bias) -> bn -> relu -> [conv -> bn] + shortcut -> relu -> maxpool
-   -> avgpool -> conv -> global avgpool -> linear -> linear. */
-static hpdl_status every_kind(hpdl_cnn *net, hpdl_layout layout) {
-    hpdl_cnn_layer l[13];
-    l[0] = hpdl_cnn_conv(4, 3, 1, 1, 1);
-    l[1] = hpdl_cnn_simple(HPDL_CNN_BATCHNORM);
-    l[2] = hpdl_cnn_simple(HPDL_CNN_RELU);
-    l[3] = hpdl_cnn_conv(4, 3, 1, 1, 0);
-    l[4] = hpdl_cnn_simple(HPDL_CNN_BATCHNORM);
-    l[5] = hpdl_cnn_add(4, 2);
-    l[6] = hpdl_cnn_simple(HPDL_CNN_RELU);
-    l[7] = hpdl_cnn_pool(HPDL_CNN_MAXPOOL, 2, 2, 0);
-    l[8] = hpdl_cnn_pool(HPDL_CNN_AVGPOOL, 2, 1, 0);
-    l[9] = hpdl_cnn_conv(5, 1, 1, 0, 1);
-    l[10] = hpdl_cnn_simple(HPDL_CNN_GLOBAL_AVGPOOL);
-    l[11] = hpdl_cnn_linear(6);
-    l[12] = hpdl_cnn_linear(3);
-    return hpdl_cnn_define(net, 13, l, hpdl_shape_make(2, 6, 6), layout);
-}
 
 static void course_networks(void) {
     hpdl_cnn net;
@@ -101,7 +82,7 @@ static void fixture_make(fixture *f, hpdl_layout layout, const hpdl_cnn_backend 
     int i;
     hpdl_rng_seed(&rng, 7);
     f->batch = 4;
-    HPDL_EXPECT(every_kind(&f->net, layout) == HPDL_OK);
+    HPDL_EXPECT(every_kind(&f->net, layout, 1) == HPDL_OK);
     f->params = doubles((size_t)f->net.param_count);
     f->state = doubles((size_t)f->net.state_count);
     HPDL_EXPECT(hpdl_cnn_init(&f->net, 11, f->params, f->state) == HPDL_OK);
@@ -242,7 +223,7 @@ static void run_refuses(void) {
     hpdl_cnn_optimizer bad = hpdl_cnn_sgd(0.05, 1.5, 0);
     double x[72] = {0};
     int32_t labels[4] = {0};
-    HPDL_EXPECT(every_kind(&net, HPDL_NCHW) == HPDL_OK);
+    HPDL_EXPECT(every_kind(&net, HPDL_NCHW, 1) == HPDL_OK);
     HPDL_EXPECT(hpdl_cnn_run_create(&run, &net, hpdl_cnn_backend_cpu_f64(), 4, &bad) == HPDL_ERR_INVALID);
     bad = hpdl_cnn_sgd(0.05, 0.9, 0);
     HPDL_EXPECT(hpdl_cnn_run_create(&run, &net, hpdl_cnn_backend_cpu_f64(), 0, &bad) == HPDL_ERR_INVALID);
