@@ -1,5 +1,24 @@
 /* hpdl.h - v0.3.0 - high-performance deep learning kernels, portable C99 part.
 
+   SPDX-License-Identifier: MIT
+   Copyright (c) 2026 the hpdl authors
+
+   Permission is hereby granted, free of charge, to any person obtaining a
+   copy of this software and associated documentation files (the
+   "Software"), to deal in the Software without restriction, including
+   without limitation the rights to use, copy, modify, merge, publish,
+   distribute, sublicense, and/or sell copies of the Software, and to permit
+   persons to whom the Software is furnished to do so, subject to the
+   following conditions: The above copyright notice and this permission
+   notice shall be included in all copies or substantial portions of the
+   Software. THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND,
+   EXPRESS OR IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF
+   MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN
+   NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM,
+   DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR
+   OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE
+   USE OR OTHER DEALINGS IN THE SOFTWARE.
+
    hpdl is three headers: hpdl.h (this one: portable C99, libc only),
    hpdl_cuda.cuh (CUDA kernels, built on this one) and hpdl_mpi.h (MPI and
    NCCL helpers). Copy them next to your code and include what you need.
@@ -67,6 +86,7 @@
          FILE * hpdl_csv_open(default_dir, name)
          FILE * hpdl_csv_open_with_header(default_dir, name, header)
          void hpdl_csv_row(f, metric, value, unit, anchor, anchor_value, higher_is_better)
+         void hpdl_csv_set_dir(dir)
          hpdl_f16 hpdl_f16_from_f32(f)
          float hpdl_f16_to_f32(h)
          hpdl_status hpdl_mat_check_<t>(m)
@@ -84,6 +104,15 @@
          hpdl_status hpdl_arg_f64(flag, text, min, max, out)
          hpdl_status hpdl_arg_i64(flag, text, min, max, out)
          hpdl_status hpdl_arg_int(flag, text, min, max, out)
+         hpdl_cli_option hpdl_cli_choice(name, short_name, value, choices, help)
+         hpdl_cli_option hpdl_cli_f64(name, short_name, value, min, max, help)
+         hpdl_cli_option hpdl_cli_flag(name, short_name, on, help)
+         hpdl_cli_option hpdl_cli_i64(name, short_name, value, min, max, help)
+         hpdl_cli_option hpdl_cli_int(name, short_name, value, min, max, help)
+         void hpdl_cli_parse(argc, argv, program, summary, opt, n)
+         hpdl_cli_option hpdl_cli_positional(o)
+         int hpdl_cli_scan(argc, argv, program, summary, opt, n, out)
+         hpdl_cli_option hpdl_cli_string(name, short_name, value, meta, help)
        vector ops
          hpdl_status hpdl_vec_add_<t>(n, a, b, c)
          hpdl_status hpdl_vec_axpy_<t>(n, alpha, x, y)
@@ -263,49 +292,7 @@
          hpdl_status hpdl_place_from_map(n_layers, device_of_layer, n_devices, first)
 
    CHANGELOG
-       2026-11-22  v0.1.0  status codes, allocation hooks, f16/bf16, RNG, timer,
-                           statistics, matrix views, CSV output; CPU reference
-                           kernels (vector ops, blocked GEMM, matrix power,
-                           activations, softmax + cross-entropy, MLP training),
-                           IDX loader; PALEO/roofline/collective cost models;
-                           layer placement; int8 quantization and quantized MLP.
-       2026-11-26  v0.2.0  one version for the three headers (HPDL_VERSION_MAJOR,
-                           _MINOR, _PATCH in hpdl.h); a map of every public
-                           function at the top of each header;
-                           convolution: 4-D tensors (NCHW, NHWC), conv2d forward,
-                           backward-data and backward-filter (stride, padding,
-                           dilation, groups), bias, max/average/global pooling,
-                           batch normalization; hpdl_conv_output_size.
-                           hpdl_time_now reads the wall clock whatever the
-                           include order (it fell back to processor time).
-                           Bad input: training steps return HPDL_ERR_NUMERIC
-                           and keep the model when a loss or update is not
-                           finite; the quantized MLP's workspace must match
-                           the model; strict flag numbers (hpdl_arg_int/_i64/
-                           _f64) and width lists; IDX files capped at
-                           HPDL_IDX_MAX_ITEMS; CSV files written whole
-                           (hpdl_csv_create/_commit/_discard), names inside
-                           their folder; hpdl_quant_mlp_layer_output returns a
-                           status; defined results at edge values.
-                           The MLP and the GEMM core's logic in ordinary
-                           functions (hpdl__mlp_*_any, hpdl__gemm_blocked);
-                           their macros only declare the typed structs and
-                           one-call functions.
-       2026-11-26  v0.3.0  CNNs as data (hpdl_cnn_*): layers that name their
-                           input, residual sums, the course's small CNN and
-                           ResNet-18, one flat parameter array, one walk over
-                           the layers against a backend table (CPU f32/f64
-                           here, GPU in hpdl_cuda.cuh); hpdl_cnn_param_difference.
-                           Optimisers and schedules: SGD with momentum
-                           (Nesterov, weight decay) and AdamW as PyTorch
-                           computes them (hpdl_sgd_momentum_<t>, hpdl_adamw_<t>,
-                           f32/f64, GPU twins in hpdl_cuda.cuh); learning-rate
-                           schedules (constant, step, cosine, linear warm-up:
-                           hpdl_lr_at, hpdl_lr_parse, hpdl_lr_schedule_check).
-                           Checkpoints written whole (hpdl_ckpt_save/_load,
-                           HPDL_ERR_MISMATCH). CIFAR-10 loader
-                           (hpdl_cifar10_load, _load_dir); hpdl_dataset.channels,
-                           hpdl_dataset_features.
+       CHANGELOG.md; this version: v0.3.0 (2026-11-26): CNNs as data, optimisers, checkpoints, CIFAR-10 loader
 */
 #ifndef HPDL_H
 #define HPDL_H
@@ -680,12 +667,26 @@ static inline int hpdl__plain_name(const char *name) {
     return name && *name && !strchr(name, '/') && strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
 }
 
-/* <dir>/<name>.csv into path; dir from HPDL_RESULTS when set, else
-   default_dir, else ".". 0 (with a message) for a name that is not plain or
-   a path that does not fit. */
+/* The folder set by hpdl_csv_set_dir (a program's --output), or NULL. */
+static inline const char **hpdl__csv_dir_slot(void) {
+    static const char *dir = NULL;
+    return &dir;
+}
+
+/* Where this program's CSV files go, before HPDL_RESULTS: a program's
+   --output DIR. NULL or "" goes back to HPDL_RESULTS, else the default. The
+   text is not copied (argv's lives long enough). */
+HPDL_API void hpdl_csv_set_dir(const char *dir) {
+    *hpdl__csv_dir_slot() = dir && *dir ? dir : NULL;
+}
+
+/* <dir>/<name>.csv into path; dir from hpdl_csv_set_dir, else HPDL_RESULTS
+   when set, else default_dir, else ".". 0 (with a message) for a name that
+   is not plain or a path that does not fit. */
 static inline int hpdl__csv_path(const char *default_dir, const char *name, char *path, size_t size) {
-    const char *dir = getenv("HPDL_RESULTS");
+    const char *dir = *hpdl__csv_dir_slot();
     int n;
+    if (!dir) dir = getenv("HPDL_RESULTS");
     if (!dir || !*dir) dir = default_dir ? default_dir : ".";
     if (!hpdl__plain_name(name)) {
         fprintf(stderr, "hpdl: CSV name '%s' is not a plain file name\n", name ? name : "(null)");
@@ -700,8 +701,9 @@ static inline int hpdl__csv_path(const char *default_dir, const char *name, char
 }
 
 /* Opens <dir>/<name>.csv for writing and writes `header` as its first line.
-   dir comes from the environment variable HPDL_RESULTS when set (make bench
-   sets it to results/<gpu>), else the given default. NULL for a name
+   dir is hpdl_csv_set_dir's (a program's --output), else the environment
+   variable HPDL_RESULTS when set (make bench sets it to results/<gpu>),
+   else the given default. NULL for a name
    with '/' or "..", or a path too long. The caller fcloses it; the file is
    written in place, so hpdl_csv_create/_commit are the checked way. */
 HPDL_API FILE *hpdl_csv_open_with_header(const char *default_dir, const char *name, const char *header) {
@@ -1960,6 +1962,289 @@ HPDL_API hpdl_status hpdl_arg_f64(const char *flag, const char *text, double min
     if (*end || !(fabs(v) <= DBL_MAX) || !(v >= min && v <= max)) return hpdl__arg_refuse(flag, text, what);
     *out = v;
     return HPDL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Command line: one table of flags per program                             */
+/* ------------------------------------------------------------------------ */
+
+/* Every example and bench describes its flags in a table and calls
+   hpdl_cli_parse once, before it touches a GPU or MPI:
+
+       int batch = 32; double lr = 0.05; const char *precision = "f32";
+       hpdl_cli_option opts[3];
+       opts[0] = hpdl_cli_int("batch", 'b', &batch, 1, 1 << 20, "mini-batch");
+       opts[1] = hpdl_cli_f64("lr", 0, &lr, 0, 10, "learning rate");
+       opts[2] = hpdl_cli_choice("precision", 0, &precision, "f32|f64", "element type");
+       hpdl_cli_parse(argc, argv, "prog", "What prog does, in one line.", opts, 3);
+
+   The variables hold the defaults, which --help prints. Accepted:
+   --name value, --name=value, -s value (short name), bare words for
+   positional options (hpdl_cli_positional), -h/--help (usage to stdout,
+   exit 0) and --version ("<program> hpdl <HPDL_VERSION>", exit 0). A number
+   that is not strict or out of range (hpdl_arg_*) exits 2 with one line
+   that names the flag; an unknown flag, a missing value or an unknown
+   choice exits 2 with the usage line on stderr. */
+typedef enum hpdl_cli_kind {
+    HPDL_CLI_FLAG,   /* no value: sets *(int *)value to 1 */
+    HPDL_CLI_INT,    /* int in [min, max] */
+    HPDL_CLI_I64,    /* int64_t in [min, max] */
+    HPDL_CLI_F64,    /* finite double in [min, max] */
+    HPDL_CLI_STRING, /* const char *: any text */
+    HPDL_CLI_CHOICE  /* const char *: one word of `choices` ("f32|f64") */
+} hpdl_cli_kind;
+
+typedef struct hpdl_cli_option {
+    const char *name;    /* long name without the dashes: "batch" for --batch */
+    char short_name;     /* 'b' for -b, or 0 */
+    hpdl_cli_kind kind;
+    void *value;         /* int *, int64_t *, double * or const char **, holding the default */
+    double min, max;     /* range of INT, I64, F64 */
+    const char *choices; /* CHOICE: the words, '|' between them */
+    const char *meta;    /* the value's name in the help: "DIR" */
+    const char *help;    /* one line */
+    int positional;      /* also the next bare word, in table order */
+} hpdl_cli_option;
+
+/* hpdl_cli_parse's return when the program goes on. */
+#define HPDL_CLI_RUN (-1)
+
+static inline hpdl_cli_option hpdl__cli_make(const char *name, char short_name, hpdl_cli_kind kind,
+                                             void *value, const char *meta, const char *help) {
+    hpdl_cli_option o;
+    memset(&o, 0, sizeof o);
+    o.name = name;
+    o.short_name = short_name;
+    o.kind = kind;
+    o.value = value;
+    o.meta = meta;
+    o.help = help;
+    return o;
+}
+
+/* --name sets *on to 1. */
+HPDL_API hpdl_cli_option hpdl_cli_flag(const char *name, char short_name, int *on, const char *help) {
+    return hpdl__cli_make(name, short_name, HPDL_CLI_FLAG, on, NULL, help);
+}
+
+HPDL_API hpdl_cli_option hpdl_cli_int(const char *name, char short_name, int *value, int min, int max,
+                                      const char *help) {
+    hpdl_cli_option o = hpdl__cli_make(name, short_name, HPDL_CLI_INT, value, "N", help);
+    o.min = min;
+    o.max = max;
+    return o;
+}
+
+HPDL_API hpdl_cli_option hpdl_cli_i64(const char *name, char short_name, int64_t *value, int64_t min,
+                                      int64_t max, const char *help) {
+    hpdl_cli_option o = hpdl__cli_make(name, short_name, HPDL_CLI_I64, value, "N", help);
+    o.min = (double)min;
+    o.max = (double)max;
+    return o;
+}
+
+HPDL_API hpdl_cli_option hpdl_cli_f64(const char *name, char short_name, double *value, double min, double max,
+                                      const char *help) {
+    hpdl_cli_option o = hpdl__cli_make(name, short_name, HPDL_CLI_F64, value, "X", help);
+    o.min = min;
+    o.max = max;
+    return o;
+}
+
+/* Any text; meta names it in the help ("DIR", "FILE"). *value may be NULL (none). */
+HPDL_API hpdl_cli_option hpdl_cli_string(const char *name, char short_name, const char **value, const char *meta,
+                                         const char *help) {
+    return hpdl__cli_make(name, short_name, HPDL_CLI_STRING, value, meta ? meta : "TEXT", help);
+}
+
+/* One of the words of choices ("nccl|mpi|ring"); *value points at it. */
+HPDL_API hpdl_cli_option hpdl_cli_choice(const char *name, char short_name, const char **value,
+                                         const char *choices, const char *help) {
+    hpdl_cli_option o = hpdl__cli_make(name, short_name, HPDL_CLI_CHOICE, value, choices, help);
+    o.choices = choices;
+    return o;
+}
+
+/* o, also taken from a bare word: the first positional option of the table
+   from the first bare word, and so on ("model_parallel 6 4096"). */
+HPDL_API hpdl_cli_option hpdl_cli_positional(hpdl_cli_option o) {
+    o.positional = 1;
+    return o;
+}
+
+/* Where word is one of the '|'-separated words of list. */
+static inline int hpdl__cli_in_list(const char *list, const char *word) {
+    size_t n = strlen(word);
+    while (list && *list) {
+        const char *bar = strchr(list, '|');
+        size_t len = bar ? (size_t)(bar - list) : strlen(list);
+        if (len == n && !strncmp(list, word, n)) return 1;
+        list = bar ? bar + 1 : NULL;
+    }
+    return 0;
+}
+
+/* "usage: prog [options] [DEPTH [DIM]]" and a newline. */
+static inline void hpdl__cli_usage_line(FILE *f, const char *program, const hpdl_cli_option *opt, int n) {
+    int i, open = 0;
+    fprintf(f, "usage: %s [options]", program);
+    for (i = 0; i < n; i++)
+        if (opt[i].positional) fprintf(f, " [%s", opt[i].meta), open++;
+    while (open--) fputc(']', f);
+    fputc('\n', f);
+}
+
+/* The default of one option, as --help shows it ("" for none). */
+static inline void hpdl__cli_default(const hpdl_cli_option *o, char *buf, size_t size) {
+    const char *s;
+    buf[0] = '\0';
+    switch (o->kind) {
+    case HPDL_CLI_INT: snprintf(buf, size, " [%d]", *(const int *)o->value); break;
+    case HPDL_CLI_I64: snprintf(buf, size, " [%lld]", (long long)*(const int64_t *)o->value); break;
+    case HPDL_CLI_F64: snprintf(buf, size, " [%g]", *(const double *)o->value); break;
+    case HPDL_CLI_STRING:
+    case HPDL_CLI_CHOICE:
+        s = *(const char *const *)o->value;
+        snprintf(buf, size, " [%s]", s ? s : "none");
+        break;
+    default: break;
+    }
+}
+
+/* One option's line of the help: "  -b, --batch N    mini-batch [32]". */
+static inline void hpdl__cli_help_line(FILE *f, const hpdl_cli_option *o) {
+    char left[128], def[160];
+    if (o->short_name) snprintf(left, sizeof left, "-%c, --%s%s%s", o->short_name, o->name, o->meta ? " " : "",
+                                o->meta ? o->meta : "");
+    else snprintf(left, sizeof left, "    --%s%s%s", o->name, o->meta ? " " : "", o->meta ? o->meta : "");
+    hpdl__cli_default(o, def, sizeof def);
+    if (strlen(left) > 24) fprintf(f, "  %s\n  %-24s", left, "");
+    else fprintf(f, "  %-24s", left);
+    fprintf(f, " %s%s%s\n", o->help ? o->help : "", def, o->positional ? " (or a bare word)" : "");
+}
+
+/* The whole help: usage line, summary, every option with its default. */
+static inline void hpdl__cli_help(FILE *f, const char *program, const char *summary, const hpdl_cli_option *opt,
+                                  int n) {
+    int i;
+    hpdl__cli_usage_line(f, program, opt, n);
+    if (summary && *summary) fprintf(f, "%s\n", summary);
+    fprintf(f, "\noptions (defaults in brackets):\n");
+    for (i = 0; i < n; i++) hpdl__cli_help_line(f, &opt[i]);
+    fprintf(f, "  %-24s this help\n  %-24s the program and hpdl version\n", "-h, --help", "    --version");
+}
+
+/* A bad command line: the reason, the usage line, 2. */
+static inline int hpdl__cli_refuse(const char *program, const hpdl_cli_option *opt, int n, const char *why,
+                                   const char *word) {
+    fprintf(stderr, "%s: %s '%s'\n", program, why, word);
+    hpdl__cli_usage_line(stderr, program, opt, n);
+    fprintf(stderr, "(%s --help lists the options)\n", program);
+    return 2;
+}
+
+/* Stores text into o's variable; 0, or 2 after a message that names the flag. */
+static inline int hpdl__cli_store(const char *program, const hpdl_cli_option *opt, int n, const hpdl_cli_option *o,
+                                  const char *text) {
+    char flag[80];
+    hpdl_status s = HPDL_OK;
+    snprintf(flag, sizeof flag, "--%s", o->name);
+    switch (o->kind) {
+    case HPDL_CLI_INT: s = hpdl_arg_int(flag, text, (int)o->min, (int)o->max, (int *)o->value); break;
+    case HPDL_CLI_I64:
+        s = hpdl_arg_i64(flag, text, o->min <= -9.2e18 ? INT64_MIN : (int64_t)o->min,
+                         o->max >= 9.2e18 ? INT64_MAX : (int64_t)o->max, (int64_t *)o->value);
+        break;
+    case HPDL_CLI_F64: s = hpdl_arg_f64(flag, text, o->min, o->max, (double *)o->value); break;
+    case HPDL_CLI_CHOICE:
+        if (!hpdl__cli_in_list(o->choices, text)) {
+            fprintf(stderr, "%s: %s: '%s' is not one of %s\n", program, flag, text, o->choices);
+            hpdl__cli_usage_line(stderr, program, opt, n);
+            return 2;
+        }
+        *(const char **)o->value = text;
+        break;
+    case HPDL_CLI_STRING: *(const char **)o->value = text; break;
+    case HPDL_CLI_FLAG: *(int *)o->value = 1; break;
+    }
+    return s == HPDL_OK ? 0 : 2;
+}
+
+/* The option that word ("--batch", "--batch=8", "-b") names, or NULL;
+   *inline_value is the text after '=' when there is one. */
+static inline const hpdl_cli_option *hpdl__cli_find(const char *word, const hpdl_cli_option *opt, int n,
+                                                    const char **inline_value) {
+    int i;
+    *inline_value = NULL;
+    if (word[0] == '-' && word[1] == '-') {
+        const char *name = word + 2, *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        for (i = 0; i < n; i++)
+            if (strlen(opt[i].name) == len && !strncmp(opt[i].name, name, len)) {
+                *inline_value = eq ? eq + 1 : NULL;
+                return &opt[i];
+            }
+    } else if (word[0] == '-' && word[1] && !word[2]) {
+        for (i = 0; i < n; i++)
+            if (opt[i].short_name == word[1]) return &opt[i];
+    }
+    return NULL;
+}
+
+/* One flag at argv[*i] (and its value, which moves *i on); 0 or 2. */
+static inline int hpdl__cli_flag(int argc, char **argv, int *i, const char *program, const hpdl_cli_option *opt,
+                                 int n) {
+    const char *value;
+    const hpdl_cli_option *o = hpdl__cli_find(argv[*i], opt, n, &value);
+    if (!o) return hpdl__cli_refuse(program, opt, n, "unknown flag", argv[*i]);
+    if (o->kind == HPDL_CLI_FLAG)
+        return value ? hpdl__cli_refuse(program, opt, n, "takes no value:", argv[*i])
+                     : hpdl__cli_store(program, opt, n, o, "");
+    if (!value) {
+        if (*i + 1 >= argc) return hpdl__cli_refuse(program, opt, n, "missing the value of", argv[*i]);
+        value = argv[++*i];
+    }
+    return hpdl__cli_store(program, opt, n, o, value);
+}
+
+/* The option the next bare word fills (after `used` bare words), or NULL. */
+static inline const hpdl_cli_option *hpdl__cli_positional(const hpdl_cli_option *opt, int n, int used) {
+    int i;
+    for (i = 0; i < n; i++)
+        if (opt[i].positional && used-- == 0) return &opt[i];
+    return NULL;
+}
+
+/* The parse without exiting: HPDL_CLI_RUN when the program goes on, else
+   the status to exit with: 0 after --help or --version (printed to out),
+   2 after a message on stderr. Variables of flags read before a bad one
+   are already set. */
+HPDL_API int hpdl_cli_scan(int argc, char **argv, const char *program, const char *summary,
+                           const hpdl_cli_option *opt, int n, FILE *out) {
+    int i, bare = 0, rc;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { hpdl__cli_help(out, program, summary, opt, n); return 0; }
+        if (!strcmp(a, "--version")) { fprintf(out, "%s hpdl %s\n", program, HPDL_VERSION); return 0; }
+    }
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[0] == '-' && a[1] && !(a[1] >= '0' && a[1] <= '9') && a[1] != '.') {
+            rc = hpdl__cli_flag(argc, argv, &i, program, opt, n);
+        } else {
+            const hpdl_cli_option *o = hpdl__cli_positional(opt, n, bare++);
+            rc = o ? hpdl__cli_store(program, opt, n, o, a) : hpdl__cli_refuse(program, opt, n, "unexpected word", a);
+        }
+        if (rc) return rc;
+    }
+    return HPDL_CLI_RUN;
+}
+
+/* hpdl_cli_scan with the help on stdout, and exit() unless the program goes on. */
+HPDL_API void hpdl_cli_parse(int argc, char **argv, const char *program, const char *summary,
+                             const hpdl_cli_option *opt, int n) {
+    int rc = hpdl_cli_scan(argc, argv, program, summary, opt, n, stdout);
+    if (rc != HPDL_CLI_RUN) exit(rc);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -6219,6 +6504,11 @@ typedef struct hpdl_cnn_run {
     void *save_mean[HPDL_CNN_MAX_LAYERS], *save_invstd[HPDL_CNN_MAX_LAYERS];
     void *scratch; /* a gradient on its way to being added into one already written */
     double *loss;  /* backend memory: the last training batch's mean loss */
+    /* Called (when set) as soon as backward has issued layer `layer`'s
+       parameter gradients, last layer first: a data-parallel driver starts
+       reducing them while backward goes on (hpdl_mpi_cnn in hpdl_mpi.h). */
+    void (*grads_ready)(void *user, int layer);
+    void *grads_ready_user;
 } hpdl_cnn_run;
 
 HPDL_API void hpdl_cnn_run_destroy(hpdl_cnn_run *r) {
@@ -6520,6 +6810,7 @@ HPDL_API hpdl_status hpdl_cnn_backward(hpdl_cnn_run *r, int batch, const void *X
             continue;
         }
         s = hpdl__cnn_backward_layer(r, i, batch, X, hpdl__cnn_grad_dest(r, l->input, written));
+        if (s == HPDL_OK && r->grads_ready && r->net->weight_at[i] >= 0) r->grads_ready(r->grads_ready_user, i);
         if (s == HPDL_OK) s = hpdl__cnn_grad_done(r, l->input, batch, written);
     }
     return s;

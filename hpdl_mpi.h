@@ -1,5 +1,24 @@
 /* hpdl_mpi.h - v0.3.0 - high-performance deep learning kernels, MPI part.
 
+   SPDX-License-Identifier: MIT
+   Copyright (c) 2026 the hpdl authors
+
+   Permission is hereby granted, free of charge, to any person obtaining a
+   copy of this software and associated documentation files (the
+   "Software"), to deal in the Software without restriction, including
+   without limitation the rights to use, copy, modify, merge, publish,
+   distribute, sublicense, and/or sell copies of the Software, and to permit
+   persons to whom the Software is furnished to do so, subject to the
+   following conditions: The above copyright notice and this permission
+   notice shall be included in all copies or substantial portions of the
+   Software. THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND,
+   EXPRESS OR IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF
+   MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN
+   NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM,
+   DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR
+   OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE
+   USE OR OTHER DEALINGS IN THE SOFTWARE.
+
    Data parallelism over MPI: start-up and GPU choice, in-place allreduce
    (MPI_Allreduce, a hand-written ring, NCCL), a bucketed non-blocking
    allreduce for gradients, broadcast, data sharding with per-epoch shuffling,
@@ -130,6 +149,7 @@
        Data sharding and per-epoch shuffling   tests/mpi_dp.c               -
        Data-parallel MLP training              tests/mpi_dp.c               bench/dp_scaling.cu (notes/dp.md)
        Tensor-parallel MLP training            tests/mpi_tp.c               examples/mlp_train_tp.c (notes/tp.md)
+       CNN data parallelism                    tests/mpi_cnn.c              - (notes/cnn.md)
        Under nvcc every function here is a template compiled only where it
        is called, like those of hpdl_cuda.cuh (HPDL_MPI_API).
 
@@ -188,6 +208,10 @@
          hpdl_status hpdl_mpi_dp_plan_step(p, s, first, rows, global_rows)
          hpdl_status hpdl_mpi_dp_roofline_cpu(grad_count, algo, comm, out)
          hpdl_status hpdl_mpi_dp_roofline_cuda(grad_count, algo, comm, out)
+       CNN data parallelism (any hpdl_cnn backend)
+         hpdl_status hpdl_mpi_cnn_create(d, run, algo, bucket_bytes, bn, comm)
+         void hpdl_mpi_cnn_destroy(d)
+         hpdl_status hpdl_mpi_cnn_train_step(d, batch, X, labels)
        tensor-parallel training
          void hpdl_mpi_tp_config_default(c)
          hpdl_status hpdl_mpi_tp_create_<t>(tp, model, n_train, cfg)
@@ -196,26 +220,7 @@
          hpdl_status hpdl_mpi_tp_gather_<t>(tp, out)
 
    CHANGELOG
-       2026-11-22  v0.1.0  init/finalize, local rank -> GPU, checks, allreduce
-                           (MPI, ring, NCCL; host and device buffers; f32, f64,
-                           f16, bf16), bucketer, broadcast, sharding, epoch
-                           permutation, argument agreement, bus bandwidth;
-                           data-parallel and tensor-parallel MLP drivers.
-       2026-11-22  v0.1.1  NCCL CTA cap (hpdl_mpi_set_nccl_max_ctas) and a
-                           high-priority bucketer stream
-                           (hpdl_mpi_set_bucket_priority); GPU data-parallel
-                           driver: next epoch's shuffle drawn during this one,
-                           CTA cap / priority / halving dW blocks in its config.
-       2026-11-26  v0.2.0  one version for the three headers (HPDL_VERSION_MAJOR,
-                           _MINOR, _PATCH in hpdl.h); a map of every public
-                           function at the top of each header;
-                           under nvcc every function compiled only where called;
-                           NVLink allreduce through CUDA IPC: one-shot and
-                           two-shot kernels with per-block flags, contexts
-                           (hpdl_mpi_ipc_create), HPDL_ALLREDUCE_IPC_ONESHOT,
-                           _IPC_TWOSHOT and _AUTO. The CPU data- and
-                           tensor-parallel drivers' logic in ordinary
-                           functions (hpdl__mpi_dp_*_any, hpdl__mpi_tp_*_any).
+       CHANGELOG.md; this version: v0.3.0 (2026-11-26): no change in this header since v0.2.0
 */
 #ifndef HPDL_MPI_H
 #define HPDL_MPI_H
@@ -4027,5 +4032,130 @@ HPDL_MPI_API hpdl_status hpdl__mpi_tp_gather_any(const hpdl__mpi_tp_any *tp, hpd
 HPDL_DEFINE_MPI_TP(f32, float, HPDL_MPI_F32)
 /* hpdl_mpi_tp_create_f64 hpdl_mpi_tp_destroy_f64 hpdl_mpi_tp_epoch_f64 hpdl_mpi_tp_gather_f64 */
 HPDL_DEFINE_MPI_TP(f64, double, HPDL_MPI_F64)
+
+/* ======================================================================== */
+/* CNN data parallelism                                                     */
+/* ======================================================================== */
+/* Data-parallel training of an hpdl_cnn_run (CPU or GPU backend), as
+   PyTorch's DistributedDataParallel does it: every rank holds the whole
+   network and trains on its own part of each global batch; the gradients
+   are averaged over the ranks in buckets that start reducing while backward
+   still runs (hpdl_mpi_bucketer, fed by the run's grads_ready hook), so
+   every rank applies the same update and the replicas stay equal.
+
+   Batch norm: each rank normalises with its own batch's statistics (as DDP
+   does; synchronised batch norm is not here). Its running statistics either
+   stay per rank (HPDL_MPI_BN_LOCAL, DDP with broadcast_buffers=False) or are
+   rank 0's, broadcast before each step (HPDL_MPI_BN_BROADCAST, DDP's
+   default), so evaluation gives the same answer on every rank.
+
+   Every rank passes the same number of images per step (the gradient mean
+   over ranks is then the mean over the global batch); a step whose averaged
+   loss or gradients are not finite returns HPDL_ERR_NUMERIC on every rank
+   with the model unchanged. GPU backends: call hpdl_mpi_set_stream with
+   the backend's stream first, so the reductions queue behind backward.
+   Test: tests/mpi_cnn.c (CPU ranks). */
+
+typedef enum hpdl_mpi_bn_mode { HPDL_MPI_BN_LOCAL = 0, HPDL_MPI_BN_BROADCAST } hpdl_mpi_bn_mode;
+
+typedef struct hpdl_mpi_cnn {
+    hpdl_cnn_run *run;
+    MPI_Comm comm;
+    hpdl_mpi_bn_mode bn;
+    hpdl_mpi_dtype dtype;
+    hpdl_allreduce_algo algo;
+    hpdl_mpi_bucketer buckets;
+    int tensor_of_layer[HPDL_CNN_MAX_LAYERS]; /* a layer's gradient tensor in the bucketer; -1: none */
+    hpdl_status hook_status;                  /* the first failed bucketer_ready of this step */
+} hpdl_mpi_cnn;
+
+/* The bucketer's view of the run: one tensor per layer with parameters
+   (its weights and bias are contiguous in the flat gradient array). */
+HPDL_MPI_API int hpdl__mpi_cnn_tensors(hpdl_mpi_cnn *d, void **tensors, int64_t *counts) {
+    const hpdl_cnn *net = d->run->net;
+    int i, n = 0;
+    for (i = 0; i < net->n_layers; i++) {
+        d->tensor_of_layer[i] = -1;
+        if (net->weight_at[i] < 0) continue;
+        d->tensor_of_layer[i] = n;
+        tensors[n] = (char *)d->run->grads + (size_t)net->weight_at[i] * d->run->be->elem_size;
+        counts[n++] = hpdl__cnn_weight_count(net, i) + hpdl__cnn_bias_count(net, i);
+    }
+    return n;
+}
+
+HPDL_MPI_API void hpdl__mpi_cnn_grads_ready(void *user, int layer) {
+    hpdl_mpi_cnn *d = (hpdl_mpi_cnn *)user;
+    hpdl_status s = hpdl_mpi_bucketer_ready(&d->buckets, d->tensor_of_layer[layer]);
+    if (d->hook_status == HPDL_OK) d->hook_status = s;
+}
+
+/* Rank 0's parameters and batch-norm statistics on every rank. */
+HPDL_MPI_API hpdl_status hpdl__mpi_cnn_share(hpdl_mpi_cnn *d, int params) {
+    hpdl_cnn_run *r = d->run;
+    hpdl_status s = HPDL_OK;
+    if (params) s = hpdl_mpi_bcast(r->params, r->net->param_count, d->dtype, 0, d->comm);
+    if (s == HPDL_OK && r->net->state_count) s = hpdl_mpi_bcast(r->state, r->net->state_count, d->dtype, 0, d->comm);
+    return s;
+}
+
+HPDL_MPI_API void hpdl_mpi_cnn_destroy(hpdl_mpi_cnn *d) {
+    if (!d || !d->run) return;
+    hpdl_mpi_bucketer_destroy(&d->buckets);
+    d->run->grads_ready = NULL;
+    d->run->grads_ready_user = NULL;
+    memset(d, 0, sizeof *d);
+}
+
+/* Collective. Trains `run` (made with hpdl_cnn_run_create, parameters set)
+   over the ranks of comm: copies rank 0's parameters and statistics to every
+   rank and registers the gradients for bucketed averaging with `algo`
+   (bucket_bytes 0: HPDL_MPI_BUCKET_BYTES). d must stay where it is while in
+   use (the run's hook points at it). */
+HPDL_MPI_API hpdl_status hpdl_mpi_cnn_create(hpdl_mpi_cnn *d, hpdl_cnn_run *run, hpdl_allreduce_algo algo,
+                                             size_t bucket_bytes, hpdl_mpi_bn_mode bn, MPI_Comm comm) {
+    void *tensors[HPDL_CNN_MAX_LAYERS];
+    int64_t counts[HPDL_CNN_MAX_LAYERS];
+    int n;
+    hpdl_status s;
+    if (!d || !run || !run->be || comm == MPI_COMM_NULL || (bn != HPDL_MPI_BN_LOCAL && bn != HPDL_MPI_BN_BROADCAST) ||
+        (run->be->elem_size != sizeof(float) && run->be->elem_size != sizeof(double)))
+        return HPDL_ERR_INVALID;
+    memset(d, 0, sizeof *d);
+    d->run = run;
+    d->comm = comm;
+    d->bn = bn;
+    d->algo = algo;
+    d->dtype = run->be->elem_size == sizeof(float) ? HPDL_MPI_F32 : HPDL_MPI_F64;
+    n = hpdl__mpi_cnn_tensors(d, tensors, counts);
+    s = hpdl__mpi_cnn_share(d, 1);
+    if (s == HPDL_OK) s = hpdl_mpi_bucketer_create(&d->buckets, tensors, counts, n, d->dtype, bucket_bytes, 1, algo, comm);
+    if (s != HPDL_OK) { memset(d, 0, sizeof *d); return s; }
+    run->grads_ready = hpdl__mpi_cnn_grads_ready;
+    run->grads_ready_user = d;
+    return HPDL_OK;
+}
+
+/* One data-parallel step on this rank's `batch` images X and labels (the
+   backend's memory; the same batch size on every rank): forward, backward
+   with the gradients averaged over the ranks as they are produced, the
+   mean loss averaged too (hpdl_cnn_loss then gives the global batch's),
+   and the update. */
+HPDL_MPI_API hpdl_status hpdl_mpi_cnn_train_step(hpdl_mpi_cnn *d, int batch, const void *X, const int32_t *labels) {
+    int lo = 0, hi = 0;
+    hpdl_status s = HPDL_OK;
+    if (!d || !d->run) return HPDL_ERR_INVALID;
+    MPI_Allreduce(&batch, &lo, 1, MPI_INT, MPI_MIN, d->comm);
+    MPI_Allreduce(&batch, &hi, 1, MPI_INT, MPI_MAX, d->comm);
+    if (lo != hi) return HPDL_ERR_INVALID; /* the same on every rank */
+    if (d->bn == HPDL_MPI_BN_BROADCAST) s = hpdl__mpi_cnn_share(d, 0);
+    d->hook_status = HPDL_OK;
+    if (s == HPDL_OK) s = hpdl_cnn_forward(d->run, batch, X, 1);
+    if (s == HPDL_OK) s = hpdl_cnn_backward(d->run, batch, X, labels);
+    if (s == HPDL_OK) s = d->hook_status;
+    if (s == HPDL_OK) s = hpdl_mpi_bucketer_wait(&d->buckets);
+    if (s == HPDL_OK) s = hpdl_mpi_allreduce_avg(d->run->loss, 1, HPDL_MPI_F64, d->algo, d->comm);
+    return s == HPDL_OK ? hpdl_cnn_update(d->run) : s;
+}
 
 #endif /* HPDL_MPI_H */
