@@ -2084,12 +2084,18 @@ static inline int hpdl__cli_in_list(const char *list, const char *word) {
     return 0;
 }
 
-/* "usage: prog [options] [DEPTH [DIM]]" and a newline. */
+/* "usage: prog [options] [DEPTH [DIM]]" (positional options by their
+   names in capitals) and a newline. */
 static inline void hpdl__cli_usage_line(FILE *f, const char *program, const hpdl_cli_option *opt, int n) {
     int i, open = 0;
+    const char *c;
     fprintf(f, "usage: %s [options]", program);
-    for (i = 0; i < n; i++)
-        if (opt[i].positional) fprintf(f, " [%s", opt[i].meta), open++;
+    for (i = 0; i < n; i++) {
+        if (!opt[i].positional) continue;
+        fputs(" [", f);
+        for (c = opt[i].name; *c; c++) fputc(*c >= 'a' && *c <= 'z' ? *c - 'a' + 'A' : *c == '-' ? '_' : *c, f);
+        open++;
+    }
     while (open--) fputc(']', f);
     fputc('\n', f);
 }
