@@ -26,6 +26,7 @@
        --sweep-lr X        learning rate of sweep 2 [0.05]
        --epochs E          [10]     --batch B [64]     --seed S [1]
        --output DIR        folder for the CSVs [$HPDL_RESULTS, else the current folder]
+       --help, --version
    Output: a line per epoch, and
        mlp_sweep_lr.csv      lr,epoch,loss,train_acc,test_acc,f32_f64_rel_diff,status
        mlp_sweep_hidden.csv  hidden,epoch,loss,train_acc,test_acc,epoch_s,status */
@@ -45,11 +46,6 @@ typedef struct options {
     int64_t seed;
 } options;
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: mlp_sweep [--data DIR] [--lr X,Y,...] [--hidden H,...] [--sweep-hidden H] [--sweep-lr X]\n"
-               "                 [--epochs E] [--batch B] [--seed S] [--output DIR]\n");
-}
-
 /* A comma-separated list of numbers, each checked like a single flag. */
 static int parse_list(const char *flag, const char *text, double min, double max, double *out, int *n) {
     char buf[256], *item, *rest;
@@ -66,43 +62,39 @@ static int parse_list(const char *flag, const char *text, double min, double max
 }
 
 static options parse_args(int argc, char **argv) {
-    static const double lrs[] = {0.005, 0.02, 0.05, 0.1, 0.2, 0.5};
-    static const int widths[] = {16, 32, 64, 128, 256, 512};
+    const char *lr = "0.005,0.02,0.05,0.1,0.2,0.5", *hidden = "16,32,64,128,256,512";
     double tmp[MAX_LIST];
+    hpdl_cli_option opts[9];
     options o;
-    int i, j, ok = 1;
+    int j, ok;
     memset(&o, 0, sizeof o);
     o.data = "data/fashion-mnist";
     o.output = NULL;
-    o.n_lr = 6;
-    for (j = 0; j < 6; j++) { o.lr[j] = lrs[j]; o.hidden[j] = widths[j]; }
-    o.n_hidden = 6;
     o.sweep_hidden = 128;
     o.sweep_lr = 0.05;
     o.epochs = 10;
     o.batch = 64;
     o.seed = 1;
-    for (i = 1; i < argc && ok; i += 2) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); exit(0); }
-        if (!v) { ok = 0; break; }
-        if (!strcmp(a, "--data")) o.data = v;
-        else if (!strcmp(a, "--output")) o.output = v;
-        else if (!strcmp(a, "--lr")) ok = parse_list(a, v, 1e-6, 100.0, o.lr, &o.n_lr);
-        else if (!strcmp(a, "--hidden")) {
-            ok = parse_list(a, v, 1, 65536, tmp, &o.n_hidden);
-            for (j = 0; ok && j < o.n_hidden; j++) {
-                o.hidden[j] = (int)tmp[j];
-                ok = tmp[j] == (double)o.hidden[j];
-            }
-        } else if (!strcmp(a, "--sweep-hidden")) ok = hpdl_arg_int(a, v, 1, 65536, &o.sweep_hidden) == HPDL_OK;
-        else if (!strcmp(a, "--sweep-lr")) ok = hpdl_arg_f64(a, v, 1e-6, 100.0, &o.sweep_lr) == HPDL_OK;
-        else if (!strcmp(a, "--epochs")) ok = hpdl_arg_int(a, v, 1, 100000, &o.epochs) == HPDL_OK;
-        else if (!strcmp(a, "--batch")) ok = hpdl_arg_int(a, v, 1, 60000, &o.batch) == HPDL_OK;
-        else if (!strcmp(a, "--seed")) ok = hpdl_arg_i64(a, v, 0, INT64_MAX, &o.seed) == HPDL_OK;
-        else ok = 0;
+    opts[0] = hpdl_cli_string("data", 0, &o.data, "DIR", "IDX files");
+    opts[1] = hpdl_cli_string("lr", 0, &lr, "X,Y,...", "learning rates of sweep 1");
+    opts[2] = hpdl_cli_string("hidden", 0, &hidden, "H,...", "hidden widths of sweep 2");
+    opts[3] = hpdl_cli_int("sweep-hidden", 0, &o.sweep_hidden, 1, 65536, "hidden width of sweep 1");
+    opts[4] = hpdl_cli_f64("sweep-lr", 0, &o.sweep_lr, 1e-6, 100.0, "learning rate of sweep 2");
+    opts[5] = hpdl_cli_int("epochs", 0, &o.epochs, 1, 100000, "epochs");
+    opts[6] = hpdl_cli_int("batch", 0, &o.batch, 1, 60000, "mini-batch");
+    opts[7] = hpdl_cli_i64("seed", 0, &o.seed, 0, INT64_MAX, "random seed");
+    opts[8] = hpdl_cli_string("output", 0, &o.output, "DIR", "folder for the CSVs ($HPDL_RESULTS, else .)");
+    hpdl_cli_parse(argc, argv, "mlp_sweep", "Learning-rate and width sweeps of an MLP on Fashion-MNIST, CPU.", opts, 9);
+    ok = parse_list("--lr", lr, 1e-6, 100.0, o.lr, &o.n_lr) && parse_list("--hidden", hidden, 1, 65536, tmp, &o.n_hidden);
+    for (j = 0; ok && j < o.n_hidden; j++) {
+        o.hidden[j] = (int)tmp[j];
+        ok = tmp[j] == (double)o.hidden[j];
     }
-    if (!ok) { usage(stderr); exit(2); }
+    if (!ok) {
+        fprintf(stderr, "mlp_sweep: --lr and --hidden take up to %d numbers with commas between them\n", MAX_LIST);
+        exit(2);
+    }
+    hpdl_csv_set_dir(o.output);
     return o;
 }
 
@@ -224,18 +216,6 @@ static void train(const options *o, const hpdl_dataset *train_set, const hpdl_da
     hpdl_mlp_destroy_f32(&m);
 }
 
-/* DIR/name.csv with --output DIR, else hpdl's rule ($HPDL_RESULTS, else .). */
-static FILE *open_csv(const options *o, const char *name, const char *header) {
-    char path[1024];
-    FILE *f;
-    if (!o->output) return hpdl_csv_open_with_header(".", name, header);
-    snprintf(path, sizeof path, "%s/%s.csv", o->output, name);
-    f = fopen(path, "w");
-    if (!f) { fprintf(stderr, "mlp_sweep: cannot write %s: %s\n", path, strerror(errno)); return NULL; }
-    fprintf(f, "%s\n", header);
-    return f;
-}
-
 int main(int argc, char **argv) {
     options o = parse_args(argc, argv);
     hpdl_dataset train_set, test;
@@ -247,7 +227,7 @@ int main(int argc, char **argv) {
     HPDL_CHECK(hpdl_dataset_normalize(&train_set, FASHION_MEAN, FASHION_STD));
     HPDL_CHECK(hpdl_dataset_normalize(&test, FASHION_MEAN, FASHION_STD));
 
-    csv = open_csv(&o, "mlp_sweep_lr",
+    csv = hpdl_csv_open_with_header(".", "mlp_sweep_lr",
                    "lr,epoch,loss,train_acc,test_acc,f32_f64_rel_diff,status");
     for (k = 0; k < o.n_lr; k++) {
         snprintf(key, sizeof key, "%g", o.lr[k]);
@@ -255,7 +235,7 @@ int main(int argc, char **argv) {
     }
     if (csv) fclose(csv);
 
-    csv = open_csv(&o, "mlp_sweep_hidden",
+    csv = hpdl_csv_open_with_header(".", "mlp_sweep_hidden",
                    "hidden,epoch,loss,train_acc,test_acc,epoch_s,status");
     for (k = 0; k < o.n_hidden; k++) {
         snprintf(key, sizeof key, "%d", o.hidden[k]);

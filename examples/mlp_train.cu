@@ -20,6 +20,7 @@
        --util-csv FILE    NVML GPU/memory utilisation time series [mlp_util.csv]
        --algo NAME        GEMM rung for the products: auto, warptile, mma, cublas, ...
                           [the model's default: cublas for f32/f16, auto for f64]
+       --help, --version
 */
 #include "hpdl_cuda.cuh"
 
@@ -37,25 +38,31 @@ typedef struct options {
     hpdl_activation act;
 } options;
 
-static void usage(void) {
-    fprintf(stderr, "usage: mlp_train [--data DIR] [--hidden 512[,256...]] [--batch B] [--epochs E] [--lr X]\n"
-                    "                 [--l2 X] [--precision f32|f64|f16] [--act relu|sigmoid] [--seed S]\n"
-                    "                 [--device D] [--csv FILE] [--check] [--target-acc A --runs R] [--util-csv FILE]\n");
-    exit(2);
+/* "auto|naive|...|cublas": every GEMM rung's name, for --algo. */
+static const char *algo_names(void) {
+    static char names[256];
+    int a;
+    names[0] = '\0';
+    for (a = HPDL_GEMM_AUTO; a <= HPDL_GEMM_CUBLAS; a++) {
+        if (a > HPDL_GEMM_AUTO) strncat(names, "|", sizeof names - strlen(names) - 1);
+        strncat(names, hpdl_gemm_algo_name((hpdl_gemm_algo)a), sizeof names - strlen(names) - 1);
+    }
+    return names;
 }
 
-static int parse_algo(const char *name) {
+static int algo_index(const char *name) {
     int a;
     for (a = HPDL_GEMM_AUTO; a <= HPDL_GEMM_CUBLAS; a++)
         if (!strcmp(name, hpdl_gemm_algo_name((hpdl_gemm_algo)a))) return a;
-    usage();
     return -1;
 }
 
 static options parse_args(int argc, char **argv) {
     options o;
-    int i, bad = 0; /* any flag's status other than HPDL_OK */
     int64_t seed = 1;
+    const char *act = "relu", *algo = NULL;
+    hpdl_cli_option opts[17];
+    int n = 0;
     memset(&o, 0, sizeof o);
     o.data = "data/fashion-mnist";
     o.util_csv = "mlp_util.csv";
@@ -65,36 +72,33 @@ static options parse_args(int argc, char **argv) {
     o.epochs = 20;
     o.runs = 1;
     o.lr = 0.05;
-    o.act = HPDL_ACT_RELU;
-    o.algo = -1;
-    for (i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--check")) { o.check = 1; continue; }
-        if (!v) usage();
-        i++;
-        if (!strcmp(a, "--data")) o.data = v;
-        else if (!strcmp(a, "--hidden")) o.hidden = v;
-        else if (!strcmp(a, "--batch")) bad |= hpdl_arg_int(a, v, 1, 1 << 20, &o.batch);
-        else if (!strcmp(a, "--epochs")) bad |= hpdl_arg_int(a, v, 1, 1 << 20, &o.epochs);
-        else if (!strcmp(a, "--lr")) bad |= hpdl_arg_f64(a, v, DBL_MIN, DBL_MAX, &o.lr);
-        else if (!strcmp(a, "--l2")) bad |= hpdl_arg_f64(a, v, 0, DBL_MAX, &o.l2);
-        else if (!strcmp(a, "--precision")) o.precision = v;
-        else if (!strcmp(a, "--seed")) bad |= hpdl_arg_i64(a, v, 0, INT64_MAX, &seed);
-        else if (!strcmp(a, "--device")) bad |= hpdl_arg_int(a, v, 0, 1 << 16, &o.device);
-        else if (!strcmp(a, "--csv")) o.csv = v;
-        else if (!strcmp(a, "--util-csv")) o.util_csv = v;
-        else if (!strcmp(a, "--target-acc")) bad |= hpdl_arg_f64(a, v, 0, 1, &o.target);
-        else if (!strcmp(a, "--runs")) bad |= hpdl_arg_int(a, v, 1, 1 << 20, &o.runs);
-        else if (!strcmp(a, "--algo")) o.algo = parse_algo(v);
-        else if (!strcmp(a, "--act")) {
-            if (!strcmp(v, "relu")) o.act = HPDL_ACT_RELU;
-            else if (!strcmp(v, "sigmoid")) o.act = HPDL_ACT_SIGMOID;
-            else usage();
-        } else usage();
-    }
+    opts[n++] = hpdl_cli_string("data", 0, &o.data, "DIR", "IDX files");
+    opts[n++] = hpdl_cli_string("hidden", 0, &o.hidden, "A[,B...]", "hidden layer widths");
+    opts[n++] = hpdl_cli_int("batch", 0, &o.batch, 1, 1 << 20, "mini-batch");
+    opts[n++] = hpdl_cli_int("epochs", 0, &o.epochs, 1, 1 << 20, "epochs (max)");
+    opts[n++] = hpdl_cli_f64("lr", 0, &o.lr, DBL_MIN, DBL_MAX, "learning rate");
+    opts[n++] = hpdl_cli_f64("l2", 0, &o.l2, 0, DBL_MAX, "L2 weight decay");
+    opts[n++] = hpdl_cli_choice("precision", 0, &o.precision, "f32|f64|f16",
+                                "element type (f16: mixed precision, f32 master weights)");
+    opts[n++] = hpdl_cli_choice("act", 0, &act, "relu|sigmoid", "hidden activation");
+    opts[n++] = hpdl_cli_i64("seed", 0, &seed, 0, INT64_MAX, "random seed");
+    opts[n++] = hpdl_cli_int("device", 0, &o.device, 0, 1 << 16, "GPU");
+    opts[n++] = hpdl_cli_string("csv", 0, &o.csv, "FILE", "per-epoch curve (loss, accuracies, time)");
+    opts[n++] = hpdl_cli_flag("check", 0, &o.check, "train a few steps on CPU and GPU, compare, exit 1 if apart");
+    opts[n++] = hpdl_cli_f64("target-acc", 0, &o.target, 0, 1, "stop each run once test accuracy >= this");
+    opts[n++] = hpdl_cli_int("runs", 0, &o.runs, 1, 1 << 20, "runs with seeds S..S+R-1");
+    opts[n++] = hpdl_cli_string("util-csv", 0, &o.util_csv, "FILE", "NVML GPU/memory utilisation time series");
+    opts[n++] = hpdl_cli_choice("algo", 0, &algo, algo_names(),
+                                "GEMM rung for the products (none: cublas for f32/f16, auto for f64)");
+    hpdl_cli_parse(argc, argv, "mlp_train", "Trains an MLP on Fashion-MNIST on the GPU.", opts, n);
     o.seed = (uint64_t)seed;
+    o.act = !strcmp(act, "sigmoid") ? HPDL_ACT_SIGMOID : HPDL_ACT_RELU;
+    o.algo = algo ? algo_index(algo) : -1;
     /* the list is checked here; main parses it again with the data's input width */
-    if (bad || hpdl_mlp_parse_widths(o.hidden, 1, 10, o.widths, &o.n_widths) != HPDL_OK) usage();
+    if (hpdl_mlp_parse_widths(o.hidden, 1, 10, o.widths, &o.n_widths) != HPDL_OK) {
+        fprintf(stderr, "mlp_train: --hidden: '%s' is not a list of widths like 512 or 1024,256\n", o.hidden);
+        exit(2);
+    }
     return o;
 }
 
