@@ -24,6 +24,7 @@
        --lr-scale         linear scaling: lr * P * B / ref   --lr-ref-batch R  [128]
        --warmup E         gradual warm-up over E epochs (Goyal et al.) [0]
        --precision P      f32 | f64 [f32]          --seed S [1]   --no-check (skip argument agreement)
+       --help, --version
    Output (rank 0): the roofline inputs (P_flops, P_pci, P_mpi), then one line per epoch:
        epoch, loss, train acc, test acc, epoch s, compute s, comm s, busbw GB/s, lr. */
 #if defined(__has_include)
@@ -43,15 +44,6 @@ typedef struct options {
     hpdl_mpi_dp_config cfg;
 } options;
 
-static void usage(void) {
-    if (hpdl_mpi_rank() == 0)
-        fprintf(stderr, "usage: mlp_train_dp [--data DIR] [--hidden 512[,256...]] [--batch B] [--epochs E]\n"
-                        "       [--algo nccl|mpi|ring|ipc|auto|bucket] [--overlap] [--bucket-kb K] [--pieces K] [--lr X] [--l2 X]\n"
-                        "       [--lr-scale] [--lr-ref-batch R] [--warmup E] [--precision f32|f64] [--seed S] [--no-check]\n");
-    MPI_Finalize();
-    exit(2);
-}
-
 static void set_algo(options *o, int gpu) {
     const char *a = o->algo;
     if (!a) a = gpu >= 0 ? "nccl" : "mpi";
@@ -62,53 +54,51 @@ static void set_algo(options *o, int gpu) {
     else if (!strcmp(a, "mpi")) o->cfg.algo = HPDL_ALLREDUCE_MPI;
     else if (!strcmp(a, "ring")) o->cfg.algo = HPDL_ALLREDUCE_RING;
     else if (!strcmp(a, "ipc")) o->cfg.algo = HPDL_ALLREDUCE_IPC_ONESHOT; /* GPUs of one node */
-    else if (!strcmp(a, "auto")) o->cfg.algo = HPDL_ALLREDUCE_AUTO;
-    else usage();
+    else o->cfg.algo = HPDL_ALLREDUCE_AUTO; /* "auto": --algo is one of the choices */
 }
 
+/* Parsed before MPI starts, so --help and a bad flag need no mpirun. */
 static options parse_args(int argc, char **argv) {
     options o;
-    int i, bad = 0, kb = 0; /* bad: any flag's status other than HPDL_OK */
-    int64_t seed = 0;
+    int kb, no_check = 0, n = 0;
+    int64_t seed;
+    hpdl_cli_option opts[18];
     memset(&o, 0, sizeof o);
     hpdl_mpi_dp_config_default(&o.cfg);
     seed = (int64_t)o.cfg.seed;
+    kb = (int)((o.cfg.bucket_bytes ? o.cfg.bucket_bytes : HPDL_MPI_DP_BUCKET_BYTES) >> 10);
     o.data = "data/fashion-mnist";
     o.precision = "f32";
     o.hidden = "512";
     o.epochs = 5;
-    o.check = 1;
     o.cfg.batch_ref = 128;
     o.cfg.first_layer_pieces = 4;
-    for (i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--overlap")) { o.cfg.overlap = 1; continue; }
-        if (!strcmp(a, "--lr-scale")) { o.cfg.lr_scale = 1; continue; }
-        if (!strcmp(a, "--no-check")) { o.check = 0; continue; }
-        if (!v) usage();
-        i++;
-        if (!strcmp(a, "--data")) o.data = v;
-        else if (!strcmp(a, "--hidden")) o.hidden = v;
-        else if (!strcmp(a, "--batch")) bad |= hpdl_arg_int(a, v, 1, 1 << 20, &o.cfg.batch);
-        else if (!strcmp(a, "--epochs")) bad |= hpdl_arg_int(a, v, 1, 1 << 20, &o.epochs);
-        else if (!strcmp(a, "--algo")) o.algo = v;
-        else if (!strcmp(a, "--bucket-kb")) {
-            bad |= hpdl_arg_int(a, v, 1, 1 << 20, &kb);
-            o.cfg.bucket_bytes = (size_t)kb << 10;
-        }
-        else if (!strcmp(a, "--pieces")) bad |= hpdl_arg_int(a, v, 1, 1 << 10, &o.cfg.first_layer_pieces);
-        else if (!strcmp(a, "--lr")) bad |= hpdl_arg_f64(a, v, 0, DBL_MAX, &o.cfg.lr);
-        else if (!strcmp(a, "--l2")) bad |= hpdl_arg_f64(a, v, 0, DBL_MAX, &o.cfg.l2);
-        else if (!strcmp(a, "--lr-ref-batch")) bad |= hpdl_arg_int(a, v, 0, 1 << 20, &o.cfg.batch_ref);
-        else if (!strcmp(a, "--warmup")) bad |= hpdl_arg_f64(a, v, 0, 1 << 20, &o.cfg.warmup_epochs);
-        else if (!strcmp(a, "--precision")) o.precision = v;
-        else if (!strcmp(a, "--seed")) bad |= hpdl_arg_i64(a, v, 0, INT64_MAX, &seed);
-        else usage();
-    }
+    opts[n++] = hpdl_cli_string("data", 0, &o.data, "DIR", "IDX files");
+    opts[n++] = hpdl_cli_string("hidden", 0, &o.hidden, "A[,B...]", "hidden layer widths");
+    opts[n++] = hpdl_cli_int("batch", 0, &o.cfg.batch, 1, 1 << 20, "rows per rank per step");
+    opts[n++] = hpdl_cli_int("epochs", 0, &o.epochs, 1, 1 << 20, "epochs");
+    opts[n++] = hpdl_cli_choice("algo", 0, &o.algo, "nccl|mpi|ring|ipc|auto|bucket",
+                                "allreduce (none: nccl on GPUs, mpi on CPUs)");
+    opts[n++] = hpdl_cli_flag("overlap", 0, &o.cfg.overlap, "bucketed reduction with the chosen --algo");
+    opts[n++] = hpdl_cli_int("bucket-kb", 0, &kb, 1, 1 << 20, "bucket size in KiB");
+    opts[n++] = hpdl_cli_int("pieces", 0, &o.cfg.first_layer_pieces, 1, 1 << 10, "first layer's dW in K blocks (overlap)");
+    opts[n++] = hpdl_cli_f64("lr", 0, &o.cfg.lr, 0, DBL_MAX, "reference learning rate");
+    opts[n++] = hpdl_cli_f64("l2", 0, &o.cfg.l2, 0, DBL_MAX, "L2 weight decay");
+    opts[n++] = hpdl_cli_flag("lr-scale", 0, &o.cfg.lr_scale, "linear scaling: lr * P * B / ref");
+    opts[n++] = hpdl_cli_int("lr-ref-batch", 0, &o.cfg.batch_ref, 0, 1 << 20, "reference batch of --lr-scale");
+    opts[n++] = hpdl_cli_f64("warmup", 0, &o.cfg.warmup_epochs, 0, 1 << 20, "gradual warm-up over E epochs");
+    opts[n++] = hpdl_cli_choice("precision", 0, &o.precision, "f32|f64", "element type");
+    opts[n++] = hpdl_cli_i64("seed", 0, &seed, 0, INT64_MAX, "random seed");
+    opts[n++] = hpdl_cli_flag("no-check", 0, &no_check, "skip the check that every rank got the same flags");
+    hpdl_cli_parse(argc, argv, "mlp_train_dp", "Data-parallel MLP training over MPI, one GPU per rank.", opts, n);
     o.cfg.seed = (uint64_t)seed;
+    o.cfg.bucket_bytes = (size_t)kb << 10;
+    o.check = !no_check;
     /* the list is checked here; main parses it again with the data's input width */
-    if (bad || hpdl_mlp_parse_widths(o.hidden, 1, 10, o.widths, &o.n_widths) != HPDL_OK) usage();
-    if (strcmp(o.precision, "f32") && strcmp(o.precision, "f64")) usage();
+    if (hpdl_mlp_parse_widths(o.hidden, 1, 10, o.widths, &o.n_widths) != HPDL_OK) {
+        fprintf(stderr, "mlp_train_dp: --hidden: '%s' is not a list of widths like 512 or 1024,256\n", o.hidden);
+        exit(2);
+    }
     return o;
 }
 
@@ -207,8 +197,8 @@ int main(int argc, char **argv) {
     options o;
     hpdl_dataset train, test;
     int gpu;
-    HPDL_MPI_CHECK_STATUS(hpdl_mpi_init(&argc, &argv));
     o = parse_args(argc, argv);
+    HPDL_MPI_CHECK_STATUS(hpdl_mpi_init(&argc, &argv));
     gpu = hpdl_mpi_select_gpu();
     set_algo(&o, gpu);
     hpdl_mpi_set_checks(o.check);

@@ -18,6 +18,7 @@
        --batch B      rows per step, the same on every rank [128]   --epochs E [3]
        --algo A       mpi | ring [mpi]      --lr X [0.05]   --l2 X [0]   --seed S [1]
        --dp-epochs N  data-parallel epochs for the comparison (0: none) [1]
+       --help, --version
    Output (rank 0): one line per epoch: loss, running train accuracy, test
    accuracy, epoch / compute / communication seconds (slowest rank), bytes
    allreduced per step; then TP against DP. */
@@ -32,53 +33,33 @@ typedef struct options {
     hpdl_mpi_tp_config cfg;
 } options;
 
-static void usage(void) {
-    if (hpdl_mpi_rank() == 0)
-        fprintf(stderr, "usage: mlp_train_tp [--data DIR] [--hidden H] [--batch B] [--epochs E] [--algo mpi|ring]\n"
-                        "       [--lr X] [--l2 X] [--seed S] [--dp-epochs N]\n");
-    MPI_Finalize();
-    exit(2);
-}
-
-/* The value of one flag into o; HPDL_ERR_INVALID for an unknown flag or a
-   malformed number (hpdl_arg_* name the flag). */
-static hpdl_status parse_flag(options *o, const char *a, const char *v) {
-    int64_t seed;
-    hpdl_status s;
-    if (!strcmp(a, "--data")) o->data = v;
-    else if (!strcmp(a, "--hidden")) return hpdl_arg_int(a, v, 1, 1 << 20, &o->widths[1]);
-    else if (!strcmp(a, "--batch")) return hpdl_arg_int(a, v, 1, 1 << 20, &o->cfg.batch);
-    else if (!strcmp(a, "--epochs")) return hpdl_arg_int(a, v, 1, 1 << 20, &o->epochs);
-    else if (!strcmp(a, "--algo")) o->algo = v;
-    else if (!strcmp(a, "--lr")) return hpdl_arg_f64(a, v, 0, DBL_MAX, &o->cfg.lr);
-    else if (!strcmp(a, "--l2")) return hpdl_arg_f64(a, v, 0, DBL_MAX, &o->cfg.l2);
-    else if (!strcmp(a, "--dp-epochs")) return hpdl_arg_int(a, v, 0, 1 << 20, &o->dp_epochs);
-    else if (!strcmp(a, "--seed")) {
-        s = hpdl_arg_i64(a, v, 0, INT64_MAX, &seed);
-        if (s == HPDL_OK) o->cfg.seed = (uint64_t)seed;
-        return s;
-    } else return HPDL_ERR_INVALID;
-    return HPDL_OK;
-}
-
-/* widths[0] is set from the data once it is loaded. */
+/* widths[0] is set from the data once it is loaded. Parsed before MPI
+   starts, so --help and a bad flag need no mpirun. */
 static options parse_args(int argc, char **argv) {
     options o;
-    int i;
+    int64_t seed;
+    hpdl_cli_option opts[9];
     memset(&o, 0, sizeof o);
     hpdl_mpi_tp_config_default(&o.cfg);
+    seed = (int64_t)o.cfg.seed;
     o.data = "data/fashion-mnist";
     o.algo = "mpi";
     o.widths[1] = 512;
     o.widths[2] = 10;
     o.epochs = 3;
     o.dp_epochs = 1;
-    for (i = 1; i + 1 < argc; i += 2)
-        if (parse_flag(&o, argv[i], argv[i + 1]) != HPDL_OK) usage();
-    if (i != argc) usage();
-    if (!strcmp(o.algo, "mpi")) o.cfg.algo = HPDL_ALLREDUCE_MPI;
-    else if (!strcmp(o.algo, "ring")) o.cfg.algo = HPDL_ALLREDUCE_RING;
-    else usage();
+    opts[0] = hpdl_cli_string("data", 0, &o.data, "DIR", "IDX files");
+    opts[1] = hpdl_cli_int("hidden", 0, &o.widths[1], 1, 1 << 20, "hidden units, one hidden layer");
+    opts[2] = hpdl_cli_int("batch", 0, &o.cfg.batch, 1, 1 << 20, "rows per step, the same on every rank");
+    opts[3] = hpdl_cli_int("epochs", 0, &o.epochs, 1, 1 << 20, "tensor-parallel epochs");
+    opts[4] = hpdl_cli_choice("algo", 0, &o.algo, "mpi|ring", "allreduce of the partial logits");
+    opts[5] = hpdl_cli_f64("lr", 0, &o.cfg.lr, 0, DBL_MAX, "learning rate");
+    opts[6] = hpdl_cli_f64("l2", 0, &o.cfg.l2, 0, DBL_MAX, "L2 weight decay");
+    opts[7] = hpdl_cli_i64("seed", 0, &seed, 0, INT64_MAX, "random seed");
+    opts[8] = hpdl_cli_int("dp-epochs", 0, &o.dp_epochs, 0, 1 << 20, "data-parallel epochs for the comparison (0: none)");
+    hpdl_cli_parse(argc, argv, "mlp_train_tp", "Tensor-parallel MLP training over MPI, CPU ranks.", opts, 9);
+    o.cfg.seed = (uint64_t)seed;
+    o.cfg.algo = !strcmp(o.algo, "ring") ? HPDL_ALLREDUCE_RING : HPDL_ALLREDUCE_MPI;
     return o;
 }
 
@@ -178,8 +159,8 @@ int main(int argc, char **argv) {
     hpdl_dataset train, test;
     hpdl_mlp_f32 init;
     double tp_bytes, dp_bytes = 0, params;
-    HPDL_MPI_CHECK_STATUS(hpdl_mpi_init(&argc, &argv));
     o = parse_args(argc, argv);
+    HPDL_MPI_CHECK_STATUS(hpdl_mpi_init(&argc, &argv));
     HPDL_MPI_CHECK_STATUS(hpdl_idx_load_dir(o.data, 1, &train));
     HPDL_MPI_CHECK_STATUS(hpdl_idx_load_dir(o.data, 0, &test));
     if (test.channels != train.channels || test.rows != train.rows || test.cols != train.cols) {
