@@ -1,6 +1,6 @@
 /* examples/matpow: A^n + B^n for N x N matrices on one GPU and on every GPU.
 
-   usage: matpow [N=10000] [n=10]
+   usage: matpow [N=10000] [n=10]      (or --n N --power n; --help, --version)
 
    Each matrix's power is computed by repeated squaring (A^10 = A^8 A^2: 3
    squarings and 1 product instead of 9 products) on its own GPU, and the
@@ -26,11 +26,10 @@ int main(int argc, char **argv) {
     float *mats[2], *result[2];
     double seconds[2], diff = 0.0, norm = 0.0, scale;
     hpdl_rng rng;
-    if (argc > 3 || (argc > 1 && hpdl_arg_int("N", argv[1], 1, 1 << 16, &n) != HPDL_OK) ||
-        (argc > 2 && hpdl_arg_int("n", argv[2], 0, 1 << 20, &power) != HPDL_OK)) {
-        fprintf(stderr, "usage: %s [N] [n]\n", argv[0]);
-        return 2;
-    }
+    hpdl_cli_option opts[2];
+    opts[0] = hpdl_cli_positional(hpdl_cli_int("n", 0, &n, 1, 1 << 16, "matrix size N (N x N)"));
+    opts[1] = hpdl_cli_positional(hpdl_cli_int("power", 0, &power, 0, 1 << 20, "the power n"));
+    hpdl_cli_parse(argc, argv, "matpow", "A^n + B^n for N x N matrices on one GPU and on every GPU.", opts, 2);
     nn = (size_t)n * n;
     scale = sqrt(3.0 / n);
     if (!hpdl_cuda_available()) { printf("no GPU\n"); return 0; }

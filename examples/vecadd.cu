@@ -7,9 +7,10 @@
    The GPU result is checked against the CPU (hpdl_vec_add_f32 in hpdl.h).
 
    build:  make build/examples/vecadd        (or: nvcc -O3 -I. examples/vecadd.cu -o vecadd -lcublas)
-   run:    build/examples/vecadd [n [config]]
+   run:    build/examples/vecadd [n [config]]     (or --n N --config C)
            n: elements (default 10000000); config: 0 one thread, 1 one block,
-           2 many blocks (default), 3 grid-stride. Exit code 1 on a wrong result. */
+           2 many blocks (default), 3 grid-stride. Exit code 1 on a wrong result.
+           --help, --version */
 #include "hpdl_cuda.cuh"
 
 int main(int argc, char **argv) {
@@ -23,12 +24,12 @@ int main(int argc, char **argv) {
     hpdl_rng rng;
     int64_t i, wrong = 0;
     float kernel_ms;
+    hpdl_cli_option opts[2];
 
-    if (argc > 3 || (argc > 1 && hpdl_arg_i64("n", argv[1], 1, (int64_t)1 << 40, &n) != HPDL_OK) ||
-        (argc > 2 && hpdl_arg_int("config", argv[2], 0, HPDL_VECADD_CONFIG_COUNT - 1, &which) != HPDL_OK)) {
-        fprintf(stderr, "usage: %s [n >= 1 [config 0..3]]\n", argv[0]);
-        return 2;
-    }
+    opts[0] = hpdl_cli_positional(hpdl_cli_i64("n", 0, &n, 1, (int64_t)1 << 40, "elements"));
+    opts[1] = hpdl_cli_positional(hpdl_cli_int("config", 0, &which, 0, HPDL_VECADD_CONFIG_COUNT - 1,
+                                               "0 one thread, 1 one block, 2 many blocks, 3 grid-stride"));
+    hpdl_cli_parse(argc, argv, "vecadd", "c = a + b on the GPU, checked against the CPU.", opts, 2);
     config = (hpdl_vecadd_config)which;
     bytes = (size_t)n * sizeof(float);
     if (!hpdl_cuda_available()) {
