@@ -6,6 +6,7 @@
    and 128) and, for comparison, on the other datasheet devices.
 
        make build/examples/paleo && build/examples/paleo [PPP]
+       flags: --ppp X (the same as a bare PPP), --output DIR, --help, --version
 
    PPP ("platform percent of peak", default 1.0) scales both the peak FLOP
    rate and the memory bandwidth. A measured PPP comes from a kernel's
@@ -14,7 +15,7 @@
    phase times print with hpdl_paleo_print_comparison; the GPU part of this
    example feeds both from its own measurements.
 
-   CSVs (into $HPDL_RESULTS, else the current folder): paleo_vgg19.csv, one
+   CSVs (into --output DIR, else $HPDL_RESULTS, else the current folder): paleo_vgg19.csv, one
    row per VGG19 layer (MACs, FLOPs, parameters, share of the FLOPs) and two
    summary rows (the convolutions, the whole network); paleo_estimates.csv,
    every estimate printed below. */
@@ -22,15 +23,16 @@
 
 typedef hpdl_status (*net_builder)(hpdl_net *, hpdl_layer *, int);
 
+/* PPP from the command line (--ppp X or a bare X), and --output. */
 static double parse_ppp(int argc, char **argv) {
-    char *end;
-    double ppp;
-    if (argc < 2) return 1.0;
-    ppp = strtod(argv[1], &end);
-    if (*end || !(ppp > 0.0 && ppp <= 1.0)) {
-        fprintf(stderr, "usage: %s [PPP in (0, 1], default 1.0]\n", argv[0]);
-        exit(EXIT_FAILURE);
-    }
+    double ppp = 1.0;
+    const char *output = NULL;
+    hpdl_cli_option opts[2];
+    opts[0] = hpdl_cli_positional(hpdl_cli_f64("ppp", 0, &ppp, DBL_MIN, 1.0, "platform percent of peak, in (0, 1]"));
+    opts[1] = hpdl_cli_string("output", 0, &output, "DIR", "folder for the CSVs ($HPDL_RESULTS, else .)");
+    hpdl_cli_parse(argc, argv, "paleo", "PALEO FLOPs and inference-time estimates of VGG, GoogLeNet, ResNet-50.",
+                   opts, 2);
+    hpdl_csv_set_dir(output);
     return ppp;
 }
 

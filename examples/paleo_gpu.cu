@@ -1,4 +1,4 @@
-/* paleo_gpu - predict before you measure, on the GPU present (issue 9).
+/* paleo_gpu - predict before you measure, on the GPU present.
 
    1. The device: the datasheet descriptor for an H100 SXM or H200 SXM
       (hpdl_paleo_device), else one estimated from cudaGetDeviceProperties
@@ -40,7 +40,7 @@
 
    build: make build/examples/paleo_gpu
    run:   build/examples/paleo_gpu [--hidden H] [--batch B] [--ranks P]
-              [--alpha-us A] [--busbw-gbs G] [--pcie-gbs G]
+              [--alpha-us A] [--busbw-gbs G] [--pcie-gbs G] [--output DIR]
    Defaults: H 2048, B 3000, P 2; alpha 3.5 us and busbw 130 GB/s (NCCL on
    2 H200, bench/results/h200-x2/allreduce.log; notes/paleo.md explains);
    PCIe 64 GB/s per direction (Gen5 x16, H100/H200 SXM), else by compute
@@ -59,40 +59,26 @@ typedef struct options {
     double alpha_s, busbw, pcie_bw; /* s, bytes/s, bytes/s (0: by device) */
 } options;
 
-static void usage(const char *argv0) {
-    fprintf(stderr, "usage: %s [--hidden H] [--batch B] [--ranks P] [--alpha-us A] [--busbw-gbs G] [--pcie-gbs G]\n",
-            argv0);
-    exit(2);
-}
-
-static double parse_positive(const char *s, const char *argv0) {
-    char *end;
-    double v = strtod(s, &end);
-    if (*end || !(v > 0.0 && v < 1e12)) usage(argv0);
-    return v;
-}
-
 static options parse_options(int argc, char **argv) {
     options o;
-    int i;
+    double alpha_us = 3.5, busbw_gbs = 130, pcie_gbs = 0;
+    const char *output = NULL;
+    hpdl_cli_option opts[7];
     o.hidden = 2048;
     o.batch = 3000;
     o.ranks = 2;
-    o.alpha_s = 3.5e-6;
-    o.busbw = 130e9;
-    o.pcie_bw = 0.0;
-    for (i = 1; i + 1 < argc; i += 2) {
-        double v = parse_positive(argv[i + 1], argv[0]);
-        if (!strcmp(argv[i], "--hidden")) o.hidden = (int)v;
-        else if (!strcmp(argv[i], "--batch")) o.batch = (int)v;
-        else if (!strcmp(argv[i], "--ranks")) o.ranks = (int)v;
-        else if (!strcmp(argv[i], "--alpha-us")) o.alpha_s = v * 1e-6;
-        else if (!strcmp(argv[i], "--busbw-gbs")) o.busbw = v * 1e9;
-        else if (!strcmp(argv[i], "--pcie-gbs")) o.pcie_bw = v * 1e9;
-        else usage(argv[0]);
-    }
-    if (i != argc || o.hidden < 1 || o.batch < 1 || o.ranks < 1 || o.hidden > 1 << 16 || o.batch > 1 << 20)
-        usage(argv[0]);
+    opts[0] = hpdl_cli_int("hidden", 0, &o.hidden, 1, 1 << 16, "hidden units of the MLP 784-H-10");
+    opts[1] = hpdl_cli_int("batch", 0, &o.batch, 1, 1 << 20, "mini-batch");
+    opts[2] = hpdl_cli_int("ranks", 0, &o.ranks, 1, 1 << 20, "GPUs of the allreduce model");
+    opts[3] = hpdl_cli_f64("alpha-us", 0, &alpha_us, DBL_MIN, 1e12, "allreduce latency, microseconds");
+    opts[4] = hpdl_cli_f64("busbw-gbs", 0, &busbw_gbs, DBL_MIN, 1e12, "allreduce bus bandwidth, GB/s");
+    opts[5] = hpdl_cli_f64("pcie-gbs", 0, &pcie_gbs, DBL_MIN, 1e12, "host-to-device bandwidth, GB/s (0: the device's)");
+    opts[6] = hpdl_cli_string("output", 0, &output, "DIR", "folder for paleo_gpu.csv ($HPDL_RESULTS, else .)");
+    hpdl_cli_parse(argc, argv, "paleo_gpu", "PALEO predictions against measurements on the GPU present.", opts, 7);
+    o.alpha_s = alpha_us * 1e-6;
+    o.busbw = busbw_gbs * 1e9;
+    o.pcie_bw = pcie_gbs * 1e9;
+    hpdl_csv_set_dir(output);
     return o;
 }
 

@@ -14,7 +14,7 @@
       mma.sync and dp4a kernels, whose int32 logits must equal the CPU's);
    4. writes weight and activation histograms (quantize_hist_w<l>.csv,
       quantize_hist_a<l>.csv) and the accuracies (quantize_accuracy.csv) to
-      --out, else $HPDL_RESULTS, else results/<gpu or cpu>/.
+      --output, else $HPDL_RESULTS, else results/<gpu or cpu>/.
 
    Flags (defaults in brackets):
        --data DIR     IDX files [data/fashion-mnist]
@@ -23,7 +23,8 @@
        --calib N      calibration rows [2000]   --pct P       activation range:
                       100 = min/max, else that percentile [100]
        --seed S       [1]                       --cpu         train on the CPU even with a GPU
-       --out DIR      results folder */
+       --output DIR   results folder (--out DIR: the same)
+       --help, --version */
 #include "hpdl_cuda.cuh"
 
 #include <sys/stat.h>
@@ -41,38 +42,28 @@ typedef struct options {
     uint64_t seed;
 } options;
 
-static void usage(void) {
-    fprintf(stderr, "usage: quantize [--data DIR] [--hidden H] [--epochs E] [--batch B] [--lr X] [--calib N]\n"
-                    "                [--pct P] [--seed S] [--cpu] [--out DIR]\n");
-    exit(2);
-}
-
 static options parse_args(int argc, char **argv) {
     options o;
-    int i, bad = 0; /* any flag's status other than HPDL_OK */
     int64_t seed = 1;
+    hpdl_cli_option opts[11];
     o.data = "data/fashion-mnist";
     o.out = NULL;
     o.hidden = 256; o.epochs = 5; o.batch = 64; o.calib = 2000; o.cpu = 0;
     o.lr = 0.05; o.pct = 100.0; o.seed = 1;
-    for (i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--cpu")) { o.cpu = 1; continue; }
-        if (!v) usage();
-        if (!strcmp(a, "--data")) o.data = v;
-        else if (!strcmp(a, "--out")) o.out = v;
-        else if (!strcmp(a, "--hidden")) bad |= hpdl_arg_int(a, v, 1, 1 << 20, &o.hidden);
-        else if (!strcmp(a, "--epochs")) bad |= hpdl_arg_int(a, v, 1, 1 << 20, &o.epochs);
-        else if (!strcmp(a, "--batch")) bad |= hpdl_arg_int(a, v, 1, 1 << 20, &o.batch);
-        else if (!strcmp(a, "--calib")) bad |= hpdl_arg_int(a, v, 1, INT32_MAX, &o.calib);
-        else if (!strcmp(a, "--lr")) bad |= hpdl_arg_f64(a, v, DBL_MIN, DBL_MAX, &o.lr);
-        else if (!strcmp(a, "--pct")) bad |= hpdl_arg_f64(a, v, 50, 100, &o.pct);
-        else if (!strcmp(a, "--seed")) bad |= hpdl_arg_i64(a, v, 0, INT64_MAX, &seed);
-        else usage();
-        i++;
-    }
+    opts[0] = hpdl_cli_string("data", 0, &o.data, "DIR", "IDX files");
+    opts[1] = hpdl_cli_int("hidden", 0, &o.hidden, 1, 1 << 20, "hidden width");
+    opts[2] = hpdl_cli_int("epochs", 0, &o.epochs, 1, 1 << 20, "epochs");
+    opts[3] = hpdl_cli_int("batch", 0, &o.batch, 1, 1 << 20, "mini-batch");
+    opts[4] = hpdl_cli_f64("lr", 0, &o.lr, DBL_MIN, DBL_MAX, "learning rate");
+    opts[5] = hpdl_cli_int("calib", 0, &o.calib, 1, INT32_MAX, "calibration rows");
+    opts[6] = hpdl_cli_f64("pct", 0, &o.pct, 50, 100, "activation range: 100 = min/max, else that percentile");
+    opts[7] = hpdl_cli_i64("seed", 0, &seed, 0, INT64_MAX, "random seed");
+    opts[8] = hpdl_cli_flag("cpu", 0, &o.cpu, "train on the CPU even with a GPU");
+    opts[9] = hpdl_cli_string("output", 0, &o.out, "DIR", "results folder (none: $HPDL_RESULTS, else results/<gpu or cpu>)");
+    opts[10] = hpdl_cli_string("out", 0, &o.out, "DIR", "the same as --output");
+    hpdl_cli_parse(argc, argv, "quantize", "Post-training int8 quantization of the Fashion-MNIST MLP.", opts, 11);
     o.seed = (uint64_t)seed;
-    if (bad) usage();
+    hpdl_csv_set_dir(o.out);
     return o;
 }
 
