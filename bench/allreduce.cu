@@ -1,7 +1,7 @@
 /* bench/allreduce.cu - allreduce bandwidth in nccl-tests' layout.
 
-   One rank per GPU. For sizes 4 B .. 1 GiB (factors of 4, or of 2 with
-   --factor 2), f32 sum, in place:
+   One rank per GPU. For sizes 4 B .. 1 GiB (factors of 4: -b, -e, -f
+   change them), f32 sum, in place:
      hpdl_mpi     hpdl_mpi_allreduce_f32(..., HPDL_ALLREDUCE_MPI) on device buffers
                   (CUDA-aware MPI, else staged through pinned host chunks)
      hpdl_ring    the hand-written ring on device buffers (staged, GPU adds)
@@ -27,7 +27,19 @@
    rows with their anchors) and allreduce_all.csv (every row) in
    $HPDL_RESULTS (default: the current folder), rank 0 writes.
 
-   mpirun -np 2 build/bench/allreduce [--max-bytes N] [--factor 2|4] [--ipc-only] [--no-check]
+   mpirun -np 2 build/bench/allreduce [-b 4] [-e 1G] [-f 4] [-n 0] [-w 1] [-c 1] [--ipc-only] [--no-check]
+
+   Flags (nccl-tests' names; defaults in brackets):
+       -b, --min-bytes SIZE   smallest size, bytes, K/M/G suffixes (1024s) [4]
+       -e, --max-bytes SIZE   largest size [1G]
+       -f, --factor F         size step factor [4]
+       -n, --iters N          calls per timed repetition (0: about 2 GiB a repetition, 2 to 50) [0]
+       -w, --warmup N         untimed calls before the repetitions [1]
+       -c, --check 0|1        check every variant's sums first [1]
+       --no-check             no cross-rank argument comparison while timing
+       --ipc-only             nccl_direct and the IPC rows alone
+       --output DIR           folder for the CSVs [$HPDL_RESULTS, else the current folder]
+       --help, --version
    Started as a single process on a machine with several GPUs, it starts
    itself again under `mpirun -np <GPUs>`, so `make bench` measures them all.
    --no-check turns off the cross-rank argument comparison while timing;
@@ -52,6 +64,8 @@ typedef struct bench {
     int rank, size;
     int ipc;      /* the IPC rows can run: one node, peer access */
     int ipc_only; /* --ipc-only: nccl_direct and the IPC rows alone */
+    int iters;    /* -n: calls per repetition (0: by size) */
+    int warmup;   /* -w: untimed calls first */
     float *dev, *host;
     unsigned long long *d_wrong;
     cudaStream_t stream;
@@ -158,7 +172,7 @@ static double time_op(bench *b, int v, int64_t count, int iters) {
     hpdl_stats st;
     int rep, i;
     memset(&st, 0, sizeof st);
-    run_op(b, v, count); /* warm-up */
+    for (i = 0; i < b->warmup; i++) run_op(b, v, count);
     HPDL_CUDA_CHECK(cudaStreamSynchronize(b->stream));
     for (rep = 0; rep < REPS; rep++) {
         double t0, mine;
@@ -217,35 +231,80 @@ static int64_t crossover(const bench *b, const results *r, int v) {
     return last;
 }
 
+/* The command line's settings, parsed before MPI starts (and before the
+   relaunch under mpirun, so --help runs once). */
+typedef struct settings {
+    int64_t min_bytes, max_bytes;
+    int factor, iters, warmup, check, arg_checks, ipc_only;
+} settings;
+
+/* A size like 4, 64K, 128M or 1G (1024s) into *out; exits 2 with a message
+   that names the flag when it is not one in [1, 2^40]. */
+static void parse_bytes(const char *flag, const char *text, int64_t *out) {
+    char digits[32];
+    size_t n = strlen(text);
+    int shift = 0;
+    int64_t v;
+    if (n > 0 && n < sizeof digits) {
+        char last = text[n - 1];
+        shift = last == 'K' || last == 'k' ? 10 : last == 'M' || last == 'm' ? 20 : last == 'G' || last == 'g' ? 30 : 0;
+    }
+    snprintf(digits, sizeof digits, "%.*s", (int)(shift ? n - 1 : n), text);
+    if (n >= sizeof digits || hpdl_arg_i64(flag, digits, 1, (int64_t)1 << 40 >> shift, &v) != HPDL_OK) {
+        fprintf(stderr, "allreduce: %s takes a size in bytes like 4, 64K, 128M or 1G, at most 1024G\n", flag);
+        exit(2);
+    }
+    *out = v << shift;
+}
+
+static settings parse_args(int argc, char **argv) {
+    settings s;
+    const char *min_text = "4", *max_text = "1G", *output = NULL;
+    int no_arg_checks = 0;
+    hpdl_cli_option o[9];
+    memset(&s, 0, sizeof s);
+    s.factor = 4;
+    s.warmup = 1;
+    s.check = 1;
+    o[0] = hpdl_cli_string("min-bytes", 'b', &min_text, "SIZE", "smallest size in bytes, K/M/G suffixes (1024s)");
+    o[1] = hpdl_cli_string("max-bytes", 'e', &max_text, "SIZE", "largest size in bytes");
+    o[2] = hpdl_cli_int("factor", 'f', &s.factor, 2, 1 << 20, "size step factor");
+    o[3] = hpdl_cli_int("iters", 'n', &s.iters, 0, 1 << 20, "calls per timed repetition (0: about 2 GiB, 2 to 50)");
+    o[4] = hpdl_cli_int("warmup", 'w', &s.warmup, 0, 1 << 20, "untimed calls before the repetitions");
+    o[5] = hpdl_cli_int("check", 'c', &s.check, 0, 1, "check every variant's sums first (1) or not (0)");
+    o[6] = hpdl_cli_flag("no-check", 0, &no_arg_checks, "no cross-rank argument comparison while timing");
+    o[7] = hpdl_cli_flag("ipc-only", 0, &s.ipc_only, "nccl_direct and the IPC rows alone");
+    o[8] = hpdl_cli_string("output", 0, &output, "DIR", "folder for the CSVs ($HPDL_RESULTS, else .)");
+    hpdl_cli_parse(argc, argv, "allreduce", "Allreduce bandwidth of hpdl's algorithms against NCCL and MPI.", o, 9);
+    parse_bytes("--min-bytes", min_text, &s.min_bytes);
+    parse_bytes("--max-bytes", max_text, &s.max_bytes);
+    if (s.min_bytes < 4 || s.min_bytes > s.max_bytes) {
+        fprintf(stderr, "allreduce: sizes from --min-bytes %s to --max-bytes %s: one f32 at least, min <= max\n",
+                min_text, max_text);
+        exit(2);
+    }
+    s.arg_checks = !no_arg_checks;
+    hpdl_csv_set_dir(output);
+    return s;
+}
+
 int main(int argc, char **argv) {
     bench b;
     results res;
-    int64_t max_bytes = (int64_t)1 << 30, bytes;
+    settings s = parse_args(argc, argv);
+    int64_t max_bytes = s.max_bytes, bytes;
     long long wrong_total = 0;
-    int v, k, device, i, checks = 1, factor = 4, ipc_only = 0;
+    int v, k, device, checks = s.arg_checks;
     cudaDeviceProp prop;
     FILE *detail = NULL;
     setenv("NCCL_NVLS_ENABLE", "0", 1); /* NVLink multicast stays off (shared hosts) */
-    for (i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc) {
-            if (hpdl_arg_i64(argv[i], argv[i + 1], 1, (int64_t)1 << 40, &max_bytes) != HPDL_OK) return 2;
-            i++;
-        } else if (!strcmp(argv[i], "--factor") && i + 1 < argc) {
-            if (hpdl_arg_int(argv[i], argv[i + 1], 2, 4, &factor) != HPDL_OK) return 2;
-            i++;
-        }
-        else if (!strcmp(argv[i], "--no-check")) checks = 0;
-        else if (!strcmp(argv[i], "--ipc-only")) ipc_only = 1;
-    }
-    if (factor != 2 && factor != 4) {
-        fprintf(stderr, "allreduce: --factor takes 2 or 4\n");
-        return 2;
-    }
     hpdl_mpi_relaunch_per_gpu(argc, argv, "allreduce");
     HPDL_MPI_CHECK_STATUS(hpdl_mpi_init(&argc, &argv));
     memset(&b, 0, sizeof b);
     memset(&res, 0, sizeof res);
-    b.ipc_only = ipc_only;
+    b.ipc_only = s.ipc_only;
+    b.iters = s.iters;
+    b.warmup = s.warmup;
     b.rank = hpdl_mpi_rank();
     b.size = hpdl_mpi_size();
     device = hpdl_mpi_select_gpu();
@@ -265,7 +324,8 @@ int main(int argc, char **argv) {
     HPDL_MPI_CHECK_STATUS(hpdl_mpi_nccl_comm(MPI_COMM_WORLD, &b.nccl));
 #endif
     b.ipc = ipc_possible(b.size);
-    for (bytes = 4; bytes <= max_bytes && res.nsizes < MAX_SIZES; bytes *= factor) res.bytes[res.nsizes++] = bytes;
+    for (bytes = s.min_bytes; bytes <= max_bytes && res.nsizes < MAX_SIZES; bytes *= s.factor)
+        res.bytes[res.nsizes++] = bytes;
     if (b.rank == 0) {
         int nccl_version = 0;
 #ifdef HPDL_MPI_HAVE_NCCL
@@ -292,15 +352,16 @@ int main(int argc, char **argv) {
             bytes = res.bytes[k];
             /* about 2 GiB per repetition, between 2 and 50 calls */
             int iters = (int)(((int64_t)2 << 30) / bytes > 50 ? 50 : ((int64_t)2 << 30) / bytes);
-            long long wrong = validate(&b, v, count);
+            long long wrong = s.check ? validate(&b, v, count) : -1; /* -1: not checked */
             double sec, algbw;
             if (iters < 2) iters = 2;
+            if (b.iters > 0) iters = b.iters;
             hpdl_mpi_set_checks(checks);
             sec = time_op(&b, v, count, iters);
             hpdl_mpi_set_checks(1);
             algbw = hpdl_mpi_algbw((double)bytes, sec) / 1e9;
             res.busbw[v][k] = hpdl_mpi_busbw((double)bytes, sec, b.size) / 1e9;
-            wrong_total += wrong;
+            if (wrong > 0) wrong_total += wrong;
             if (b.rank == 0) {
                 double ratio = vs_nccl(&b, &res, v, k);
                 printf("  %12lld %12lld %6s %11.2f %12.3f %12.3f %8lld %8.2f\n", (long long)bytes, (long long)count,
