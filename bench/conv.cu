@@ -16,12 +16,14 @@
    convolution's 2 N K P Q C R S / groups flops whatever the algorithm.
    Writes conv.csv (headline: the best rung per layer, type and pass, and
    the geometric mean over the ResNet-50 3x3 layers) and conv_all.csv (every
-   row) into $HPDL_RESULTS (default: the current folder).
+   row) into --output DIR, else $HPDL_RESULTS, else the current folder.
 
-   usage: conv [--quick | --tune] [--type f32|f16|bf16] [--pass forward|backward-data|backward-filter]
+   usage: conv [--quick | --tune] [--precision f32|f16|bf16] [--pass forward|backward-data|backward-filter]
        --quick  three layers (conv3_x 3x3, a 1x1, the stem), fewer runs
        --tune   the mma rung's tile shapes on the ResNet-50 layers (f16
-                forward and backward-data), each timed in turns with cuDNN */
+                forward and backward-data), each timed in turns with cuDNN
+       --precision P  one type only (--type P: the same)   --pass P  one pass only
+       --output DIR   folder for the CSVs      --help, --version */
 #include "hpdl_cuda.cuh"
 
 typedef struct layer {
@@ -376,21 +378,22 @@ static int built_with_cudnn(void) {
 }
 
 int main(int argc, char **argv) {
-    const char *usage = "usage: %s [--quick | --tune] [--type f32|f16|bf16] [--pass forward|backward-data|backward-filter]\n";
     bench_opts opt;
     bench_out o;
     hpdl_cuda_device_info info;
     hpdl_cuda_l2_flusher fl;
+    const char *output = NULL;
+    hpdl_cli_option opts[6];
     memset(&opt, 0, sizeof opt);
     memset(&o, 0, sizeof o);
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) opt.quick = 1;
-        else if (strcmp(argv[i], "--tune") == 0) opt.tune = 1;
-        else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) opt.only_type = argv[++i];
-        else if (strcmp(argv[i], "--pass") == 0 && i + 1 < argc) opt.only_pass = argv[++i];
-        else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) { printf(usage, argv[0]); return 0; }
-        else { fprintf(stderr, usage, argv[0]); return 2; }
-    }
+    opts[0] = hpdl_cli_flag("quick", 0, &opt.quick, "three layers (conv3_x 3x3, a 1x1, the stem), fewer runs");
+    opts[1] = hpdl_cli_flag("tune", 0, &opt.tune, "the mma rung's tile shapes on the ResNet-50 layers");
+    opts[2] = hpdl_cli_choice("precision", 0, &opt.only_type, "f32|f16|bf16", "one type only (none: all)");
+    opts[3] = hpdl_cli_choice("type", 0, &opt.only_type, "f32|f16|bf16", "the same as --precision");
+    opts[4] = hpdl_cli_choice("pass", 0, &opt.only_pass, "forward|backward-data|backward-filter", "one pass only (none: all)");
+    opts[5] = hpdl_cli_string("output", 0, &output, "DIR", "folder for the CSVs ($HPDL_RESULTS, else .)");
+    hpdl_cli_parse(argc, argv, "conv", "Every rung of the convolution ladder against cuDNN.", opts, 6);
+    hpdl_csv_set_dir(output);
     if (!hpdl_cuda_available()) { printf("conv: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n"); return 1; }
     if (!built_with_cudnn()) {
         printf("conv: skipped, built without cuDNN (the anchor; the Makefile adds it when it finds cudnn.h); nothing measured\n");
