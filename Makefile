@@ -95,7 +95,7 @@ CHECK_OBJS := $(addprefix $(B)/clang/,$(addsuffix .o,$(CPU_TESTS))) \
 GPU_BINS   := $(if $(HAVE_NVCC),$(ARCH_CHECKS) $(addprefix $(B)/gpu/,$(GPU_TESTS)) $(EX_CU) $(BENCH_CU))
 MPI_BINS    = $(if $(HAVE_MPI),$(addprefix $(B)/mpi/,$(MPI_TESTS)))
 
-.PHONY: all test check fuzz bench examples data plots install clean help features deps course
+.PHONY: all test check fuzz bench examples data plots install uninstall clean help features deps course
 .DEFAULT_GOAL := all
 
 # The longest jobs first (the two all-headers checks, ~2 min each here), so
@@ -217,12 +217,14 @@ FUZZ_RUNS = --phase "fuzz targets ($(FUZZ_TEST_SECONDS) s each)" "$(FUZZ_CMD)"
 MPI_RUNS  = $(if $(HAVE_MPI),--phase "MPI tests (1..4 ranks)" \
             $(foreach t,$(MPI_TESTS),$(foreach n,1 2 3 4,"$(MPI_RUN) -np $(n) $(B)/mpi/$(t)")))
 GPU_RUNS  = $(if $(HAVE_NVCC),--phase "GPU tests$(if $(HAVE_GPU),, (skipped: no GPU))" $(addprefix $(B)/gpu/,$(GPU_TESTS)))
-DOC_RUNS  = --phase "README programs, charts, header maps, course docs" tests/readme.sh "scripts/plots.sh --check" \
-            "scripts/api_map.py check" "scripts/course.py --check"
+DOC_RUNS  = --phase "README programs, charts, header maps, course docs, version, install" tests/readme.sh \
+            "scripts/plots.sh --check" "scripts/api_map.py check" "scripts/course.py --check" tests/version.sh tests/install.sh
 timed     = t=$$SECONDS; $(1) && echo "-- build: $$((SECONDS - t)) s"
-test: deps
-	@echo "make test: build everything (nvcc takes most of the time), then CPU tests, sanitizers,"
-	@echo "MPI tests, GPU tests, README programs and charts; make check: the CPU, sanitizer and MPI tests only"
+test:
+	@echo "make test: install what is missing (scripts/deps.sh; NO_DEPS=1 skips it), build everything (nvcc takes"
+	@echo "most of the time), then CPU tests, sanitizers, MPI tests, GPU tests, README programs and charts,"
+	@echo "version and install checks; make check: the CPU, sanitizer and MPI tests only"
+	@scripts/deps.sh
 	@$(call timed,$(MAKE) --no-print-directory -j$(shell nproc) data all)
 	@scripts/run_tests.sh $(CPU_RUNS) $(SAN_RUNS) $(FUZZ_RUNS) $(MPI_RUNS) $(GPU_RUNS) $(DOC_RUNS)
 
@@ -266,9 +268,30 @@ plots:
 course:
 	@scripts/course.py
 
+# make install PREFIX=/usr/local DESTDIR=: the headers in include/hpdl/,
+# pkg-config files (hpdl, hpdl-cuda, hpdl-cudnn, hpdl-mpi) in lib/pkgconfig/
+# and a CMake package (hpdl::hpdl, hpdl::cuda, hpdl::cudnn, hpdl::mpi) in
+# lib/cmake/hpdl/, filled in from packaging/*.in. make uninstall removes them
+# and the folders they leave empty. tests/install.sh tries both.
+VERSION    := $(shell sed -n 's/^.define HPDL_VERSION "\(.*\)"$$/\1/p' hpdl.h)
+INST_INC   := $(DESTDIR)$(PREFIX)/include/hpdl
+INST_PC    := $(DESTDIR)$(PREFIX)/lib/pkgconfig
+INST_CMAKE := $(DESTDIR)$(PREFIX)/lib/cmake/hpdl
+PC_FILES   := hpdl.pc hpdl-cuda.pc hpdl-cudnn.pc hpdl-mpi.pc
+CMAKE_FILES := hpdlConfig.cmake hpdlConfigVersion.cmake
+FILL       := sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
+              -e 's|@MAJOR@|$(word 1,$(subst ., ,$(VERSION)))|g' -e 's|@MINOR@|$(word 2,$(subst ., ,$(VERSION)))|g'
 install:
-	install -d $(DESTDIR)$(PREFIX)/include
-	install -m 644 hpdl.h hpdl_cuda.cuh hpdl_mpi.h $(DESTDIR)$(PREFIX)/include
+	install -d $(INST_INC) $(INST_PC) $(INST_CMAKE)
+	install -m 644 hpdl.h hpdl_cuda.cuh hpdl_mpi.h $(INST_INC)
+	for f in $(PC_FILES); do $(FILL) packaging/$$f.in > $(INST_PC)/$$f && chmod 644 $(INST_PC)/$$f || exit 1; done
+	for f in $(CMAKE_FILES); do $(FILL) packaging/$$f.in > $(INST_CMAKE)/$$f && chmod 644 $(INST_CMAKE)/$$f || exit 1; done
+
+uninstall:
+	rm -f $(addprefix $(INST_INC)/,hpdl.h hpdl_cuda.cuh hpdl_mpi.h) $(addprefix $(INST_PC)/,$(PC_FILES)) \
+	    $(addprefix $(INST_CMAKE)/,$(CMAKE_FILES))
+	for d in $(INST_INC) $(INST_CMAKE) $(INST_PC) $(DESTDIR)$(PREFIX)/lib/cmake $(DESTDIR)$(PREFIX)/include \
+	    $(DESTDIR)$(PREFIX)/lib; do [ ! -d $$d ] || rmdir --ignore-fail-on-non-empty $$d; done
 
 clean:
 	rm -rf $(B)
@@ -285,5 +308,6 @@ help:
 	@echo "                CIFAR_DIR=... (cifar-10-batches-bin or its .tar.gz) adds data/cifar-10"
 	@echo "make plots      draw the charts of results/<gpu>/ (RESULTS=bench/results/h200: a published folder)"
 	@echo "make course     regenerate the tables of docs/course/*.md from bench/results/*/*.csv"
-	@echo "make install PREFIX=/usr/local   copy the three headers"
+	@echo "make install PREFIX=/usr/local   headers in include/hpdl/, pkg-config and CMake files (DESTDIR=... to stage)"
+	@echo "make uninstall PREFIX=/usr/local remove what make install put"
 	@echo "make clean      remove build/"

@@ -220,7 +220,7 @@
          hpdl_status hpdl_mpi_tp_gather_<t>(tp, out)
 
    CHANGELOG
-       CHANGELOG.md; this version: v0.3.0 (2026-11-26): no change in this header since v0.2.0
+       CHANGELOG.md; this version: v0.3.0 (2026-11-26): as v0.2.0 here (Unreleased: hpdl_mpi_cnn_*)
 */
 #ifndef HPDL_MPI_H
 #define HPDL_MPI_H

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what `make test` / `make bench` need when it is missing and we can
 # (apt-get as root or through password-less sudo); otherwise says what to install.
-# Needed: Open MPI (mpicc, mpirun), the Fashion-MNIST dataset, gnuplot, gzip.
+# Needed: Open MPI (mpicc, mpirun), the Fashion-MNIST dataset, gnuplot, gzip;
+# pkg-config and cmake for tests/install.sh. NO_DEPS=1: install nothing.
 set -u
 missing=()
 command -v mpicc  >/dev/null 2>&1 || missing+=(libopenmpi-dev)
@@ -10,11 +11,17 @@ command -v mpirun >/dev/null 2>&1 || missing+=(openmpi-bin)
     || missing+=(dataset-fashion-mnist)
 command -v gnuplot >/dev/null 2>&1 || missing+=(gnuplot-nox)
 command -v gzip    >/dev/null 2>&1 || missing+=(gzip)
+command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+command -v cmake   >/dev/null 2>&1 || missing+=(cmake)
 [ ${#missing[@]} -eq 0 ] && exit 0
+if [ -n "${NO_DEPS:-}" ]; then
+    echo "deps: NO_DEPS is set: not installing ${missing[*]}; the parts that need them are skipped"
+    exit 0
+fi
 
 if [ "$(id -u)" -eq 0 ]; then sudo=""; elif sudo -n true 2>/dev/null; then sudo="sudo -n"; else sudo=none; fi
 if command -v apt-get >/dev/null 2>&1 && [ "$sudo" != none ]; then
-    echo "deps: installing ${missing[*]}"
+    echo "deps: installing ${missing[*]} with apt-get (NO_DEPS=1 skips this)"
     export DEBIAN_FRONTEND=noninteractive
     $sudo apt-get update -qq >/dev/null 2>&1 || true
     if $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1; then exit 0; fi
