@@ -11,15 +11,16 @@
    TF32 wgmma reads) against cuBLAS with TF32 math, same sizes.
    Writes gemm.csv (headline: the rung per type with the best ratio at 4096),
    gemm_all.csv (every row) and gemm_rungs.csv (TFLOP/s per rung at 4096,
-   for the chart) into $HPDL_RESULTS (default: the current folder).
+   for the chart) into --output DIR, else $HPDL_RESULTS, else the current folder.
 
-   usage: gemm [--quick | --tune | --sustained] [--shape M N K] [--type f32|f64|f16|bf16|tf32]
+   usage: gemm [--quick | --tune | --sustained] [--shape MxNxK] [--precision f32|f64|f16|bf16|tf32]
        --quick  4096^3 only, fewer runs
-       --shape  this M x N x K only, fewer runs
+       --shape  this M x N x K only, fewer runs (e.g. 4224x4096x4096)
        --sustained  cuBLAS and the fast rungs back to back at the GPU's power
                 limit, with NVML's SM clock and power (gemm_sustained.csv)
        --tune   internal tile variants of the fast rungs at 4096^3 NN, against cuBLAS
-       --type   one type only */
+       --precision  one type only (--type: the same)
+       --output DIR  folder for the CSVs     --help, --version */
 #include "hpdl_cuda.cuh"
 
 typedef struct bench_opts { int quick, tune, sustained, shape[3]; const char *only; } bench_opts;
@@ -323,7 +324,7 @@ static int bench_size(bench_out *o, const bench_opts *opt, const char *type, int
 
 template <typename T>
 static int bench_type(bench_out *o, const bench_opts *opt, const char *type, int ti, hpdl_cuda_l2_flusher *fl) {
-    int i, good = 1;
+    int good = 1;
     if (opt->only && strcmp(opt->only, type) != 0) return 1;
     if (opt->shape[0] > 0) return bench_size<T>(o, opt, type, ti, opt->shape[0], opt->shape[1], opt->shape[2], fl);
     for (i = 0; i < (int)(sizeof k_sizes / sizeof k_sizes[0]); i++) {
@@ -570,30 +571,50 @@ static void write_rungs(const bench_out *o) {
     fclose(f);
 }
 
+/* "MxNxK" into shape[3]; 0 (after a message that names --shape) unless
+   three sizes in [1, 65536]. */
+static int parse_shape(const char *text, int *shape) {
+    char part[3][24];
+    const char *p = text;
+    int i;
+    for (i = 0; i < 3; i++) {
+        size_t len = strcspn(p, "x");
+        if (len >= sizeof part[i] || (i < 2 && p[len] != 'x') || (i == 2 && p[len])) {
+            fprintf(stderr, "gemm: --shape: '%s' is not MxNxK\n", text);
+            return 0;
+        }
+        snprintf(part[i], sizeof part[i], "%.*s", (int)len, p);
+        if (hpdl_arg_int("--shape", part[i], 1, 1 << 16, &shape[i]) != HPDL_OK) return 0;
+        p += len + (i < 2);
+    }
+    return 1;
+}
+
+static void parse_args(int argc, char **argv, bench_opts *opt) {
+    const char *shape = NULL, *output = NULL, *types = "f32|f64|f16|bf16|tf32";
+    hpdl_cli_option opts[7];
+    opts[0] = hpdl_cli_flag("quick", 0, &opt->quick, "4096^3 only, fewer runs");
+    opts[1] = hpdl_cli_flag("tune", 0, &opt->tune, "internal tile variants of the fast rungs at 4096^3 NN");
+    opts[2] = hpdl_cli_flag("sustained", 0, &opt->sustained, "cuBLAS and the fast rungs at the GPU's power limit");
+    opts[3] = hpdl_cli_string("shape", 0, &shape, "MxNxK", "this shape only, fewer runs");
+    opts[4] = hpdl_cli_choice("precision", 0, &opt->only, types, "one type only (none: all)");
+    opts[5] = hpdl_cli_choice("type", 0, &opt->only, types, "the same as --precision");
+    opts[6] = hpdl_cli_string("output", 0, &output, "DIR", "folder for the CSVs ($HPDL_RESULTS, else .)");
+    hpdl_cli_parse(argc, argv, "gemm", "Every rung of the GEMM ladder against cuBLAS.", opts, 7);
+    if (shape && !parse_shape(shape, opt->shape)) exit(2);
+    if (shape) opt->quick = 1; /* fewer runs */
+    hpdl_csv_set_dir(output);
+}
+
 int main(int argc, char **argv) {
     bench_opts opt;
     bench_out o;
     hpdl_cuda_device_info info;
     hpdl_cuda_l2_flusher fl;
-    int i, good = 1;
+    int good = 1;
     memset(&opt, 0, sizeof opt);
     memset(&o, 0, sizeof o);
-    for (i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) opt.quick = 1;
-        else if (strcmp(argv[i], "--tune") == 0) opt.tune = 1;
-        else if (strcmp(argv[i], "--sustained") == 0) opt.sustained = 1;
-        else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) opt.only = argv[++i];
-        else if (strcmp(argv[i], "--shape") == 0 && i + 3 < argc && sscanf(argv[i + 1], "%d", &opt.shape[0]) == 1 &&
-                 sscanf(argv[i + 2], "%d", &opt.shape[1]) == 1 && sscanf(argv[i + 3], "%d", &opt.shape[2]) == 1 &&
-                 opt.shape[0] > 0 && opt.shape[1] > 0 && opt.shape[2] > 0) {
-            opt.quick = 1; /* fewer runs */
-            i += 3;
-        } else {
-            fprintf(stderr, "usage: %s [--quick | --tune | --sustained] [--shape M N K] [--type f32|f64|f16|bf16|tf32]\n",
-                    argv[0]);
-            return 2;
-        }
-    }
+    parse_args(argc, argv, &opt);
     if (!hpdl_cuda_available()) { printf("gemm: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n"); return 1; }
     HPDL_CHECK(hpdl_cuda_device_query(0, &info));
     HPDL_CHECK(hpdl_cuda_l2_flusher_create(&fl));
