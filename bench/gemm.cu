@@ -324,7 +324,7 @@ static int bench_size(bench_out *o, const bench_opts *opt, const char *type, int
 
 template <typename T>
 static int bench_type(bench_out *o, const bench_opts *opt, const char *type, int ti, hpdl_cuda_l2_flusher *fl) {
-    int good = 1;
+    int i, good = 1;
     if (opt->only && strcmp(opt->only, type) != 0) return 1;
     if (opt->shape[0] > 0) return bench_size<T>(o, opt, type, ti, opt->shape[0], opt->shape[1], opt->shape[2], fl);
     for (i = 0; i < (int)(sizeof k_sizes / sizeof k_sizes[0]); i++) {
@@ -413,7 +413,7 @@ static int sustained_all(const bench_opts *opt, const hpdl_cuda_device_info *inf
     FILE *csv = hpdl_csv_open_with_header(".", "gemm_sustained",
                                           "metric,value,unit,anchor,anchor_value,ratio,sm_clock_mhz,power_w,"
                                           "power_capped,flop_per_clk_per_sm,samples");
-    int good = 1;
+    int i, good = 1;
     printf("gemm --sustained on %s (%d SMs): each rung back to back for ~1 s (no L2 flush), two rounds in turns;\n"
            "NVML every 5 ms: mean SM clock, power, share of samples held down by the power limit\n",
            info->name, info->sm_count);
