@@ -413,7 +413,7 @@ static int sustained_all(const bench_opts *opt, const hpdl_cuda_device_info *inf
     FILE *csv = hpdl_csv_open_with_header(".", "gemm_sustained",
                                           "metric,value,unit,anchor,anchor_value,ratio,sm_clock_mhz,power_w,"
                                           "power_capped,flop_per_clk_per_sm,samples");
-    int i, good = 1;
+    int good = 1;
     printf("gemm --sustained on %s (%d SMs): each rung back to back for ~1 s (no L2 flush), two rounds in turns;\n"
            "NVML every 5 ms: mean SM clock, power, share of samples held down by the power limit\n",
            info->name, info->sm_count);
