@@ -1,6 +1,6 @@
 /* bench/matpow: A^n + B^n on one GPU and on every GPU (issue 7).
 
-   usage: matpow [N=10000] [n=10]
+   usage: matpow [N=10000] [n=10]      (or --n N --power n; --output DIR; --help, --version)
 
    Each matrix's power is computed on its own GPU (k = 2 matrices over G
    GPUs), by repeated squaring (floor(log2 n) squarings + one product per
@@ -349,11 +349,13 @@ int main(int argc, char **argv) {
     torch_times tt;
     inputs in;
     FILE *csv;
-    if (argc > 3 || (argc > 1 && hpdl_arg_int("N", argv[1], 2, 1 << 16, &n) != HPDL_OK) ||
-        (argc > 2 && hpdl_arg_int("n", argv[2], 2, 1 << 20, &power) != HPDL_OK)) {
-        fprintf(stderr, "usage: %s [N >= 2] [n >= 2]\n", argv[0]);
-        return 2;
-    }
+    const char *output = NULL;
+    hpdl_cli_option opts[3];
+    opts[0] = hpdl_cli_positional(hpdl_cli_int("n", 0, &n, 2, 1 << 16, "matrix size N (N x N)"));
+    opts[1] = hpdl_cli_positional(hpdl_cli_int("power", 0, &power, 2, 1 << 20, "the power n"));
+    opts[2] = hpdl_cli_string("output", 0, &output, "DIR", "folder for matpow.csv ($HPDL_RESULTS, else .)");
+    hpdl_cli_parse(argc, argv, "matpow", "A^n + B^n on one GPU and on every GPU, against cuBLAS and PyTorch.", opts, 3);
+    hpdl_csv_set_dir(output);
     if (!hpdl_cuda_available()) { printf("matpow: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n"); return 1; }
     HPDL_CHECK(hpdl_cuda_devices_print(stdout));
     all_gpus = hpdl_cuda_device_count();

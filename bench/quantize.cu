@@ -4,6 +4,8 @@
    throughput (samples/s) at the test set's size.
 
        make build/bench/quantize && build/bench/quantize [max_size]
+       flags: --max-size N (the same as a bare max_size) [8192], --output DIR
+       [$HPDL_RESULTS, else results/<gpu>], --help, --version
 
    Checks first: each int8 kernel and cuBLASLt against the CPU
    (hpdl_quant_gemm_i8) on small shapes, bit for bit; on the big sizes mma
@@ -483,12 +485,14 @@ int main(int argc, char **argv) {
     hpdl_cuda_device_info info;
     hpdl_cuda_l2_flusher fl;
     char slug[128], dir[512];
-    const char *env = getenv("HPDL_RESULTS");
+    const char *env = getenv("HPDL_RESULTS"), *output = NULL;
     FILE *headline, *gemm_csv, *mlp_csv;
-    if (argc > 2 || (argc > 1 && hpdl_arg_int("max size", argv[1], 1, 1 << 16, &max_size) != HPDL_OK)) {
-        fprintf(stderr, "usage: %s [max GEMM size]\n", argv[0]);
-        return 2;
-    }
+    hpdl_cli_option opts[2];
+    opts[0] = hpdl_cli_positional(hpdl_cli_int("max-size", 0, &max_size, 1, 1 << 16, "largest GEMM size"));
+    opts[1] = hpdl_cli_string("output", 0, &output, "DIR", "folder for the CSVs ($HPDL_RESULTS, else results/<gpu>)");
+    hpdl_cli_parse(argc, argv, "quantize", "int8 GEMMs and the quantized MLP against f16 and cuBLASLt.", opts, 2);
+    hpdl_csv_set_dir(output);
+    if (output) env = output;
     if (!hpdl_cuda_available()) {
         printf("quantize: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n");
         return 1;
