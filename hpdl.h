@@ -76,6 +76,7 @@
 
    MAP (every public function; <t> is f32, f64, f16 or bf16 where it
    exists; scripts/api_map.py check keeps it complete)
+   docs/API.md spells out each name (hpdl_gemm_f32, ...) with its signature and contract.
        basics: status, allocation, f16/bf16, RNG, timer, statistics, matrix views, CSV
          void * hpdl_alloc(count, size)
          hpdl_bf16 hpdl_bf16_from_f32(f)
@@ -263,6 +264,7 @@
          hpdl_status hpdl_roofline_ridge(peak_flops, mem_bw, out)
          hpdl_shape hpdl_shape_make(c, h, w)
        CNN: networks as data (backends: CPU here, GPU in hpdl_cuda.cuh)
+         hpdl_status hpdl_augment_crop_flip(xd, elem_size, x, pad, flip, seed, first_image, y)
          hpdl_status hpdl_cnn_accuracy(r, n, X, labels, accuracy)
          hpdl_cnn_layer hpdl_cnn_add(input, other)
          hpdl_cnn_optimizer hpdl_cnn_adamw(lr, weight_decay)
@@ -270,6 +272,7 @@
          hpdl_status hpdl_cnn_backward(r, batch, X, labels)
          hpdl_cnn_layer hpdl_cnn_conv(out_channels, kernel, stride, pad, bias)
          hpdl_status hpdl_cnn_define(net, n_layers, layers, input, layout)
+         hpdl_status hpdl_cnn_fold_batchnorm(net, params, state, eps, out, out_params, out_state)
          hpdl_status hpdl_cnn_forward(r, batch, X, training)
          hpdl_status hpdl_cnn_get_params(r, params, state)
          hpdl_status hpdl_cnn_init(net, seed, params, state)
@@ -292,7 +295,7 @@
          hpdl_status hpdl_place_from_map(n_layers, device_of_layer, n_devices, first)
 
    CHANGELOG
-       CHANGELOG.md; this version: v0.3.0 (2026-11-26): CNNs as data, optimisers, checkpoints, CIFAR-10 loader
+       CHANGELOG.md; this version: v0.3.0 (2026-11-26): CNNs as data, optimisers, checkpoints, CIFAR-10 loader, CLI parser
 */
 #ifndef HPDL_H
 #define HPDL_H
@@ -6380,6 +6383,153 @@ HPDL_API hpdl_status hpdl_cnn_init(const hpdl_cnn *net, uint64_t seed, double *p
                 state[net->state_at[i] + c + j] = 1.0;
             }
         }
+    }
+    return HPDL_OK;
+}
+
+/* ---- batch norm folded into convolutions (inference) -------------------------- */
+
+/* How many layers read layer i's output. */
+static inline int hpdl__cnn_readers(const hpdl_cnn *net, int i) {
+    int j, n = 0;
+    for (j = 0; j < net->n_layers; j++)
+        n += (net->layer[j].input == i) + (net->layer[j].op == HPDL_CNN_ADD && net->layer[j].other == i);
+    return n;
+}
+
+/* Layer i is a batch norm that can go into the convolution it reads. */
+static inline int hpdl__cnn_foldable(const hpdl_cnn *net, int i) {
+    int j = net->layer[i].input;
+    return net->layer[i].op == HPDL_CNN_BATCHNORM && j >= 0 && net->layer[j].op == HPDL_CNN_CONV &&
+           hpdl__cnn_readers(net, j) == 1;
+}
+
+/* The batch norm folded into layer i, or -1 (its only reader, so unique). */
+static inline int hpdl__cnn_folded_into(const hpdl_cnn *net, int i) {
+    int b;
+    for (b = i + 1; b < net->n_layers; b++)
+        if (net->layer[b].input == i && hpdl__cnn_foldable(net, b)) return b;
+    return -1;
+}
+
+/* The folded layer list: folded batch norms dropped, their convolutions
+   given a bias, every reference renumbered (a reader of a folded batch
+   norm reads its convolution). kept[k]: the old index of new layer k. */
+static inline int hpdl__cnn_fold_layers(const hpdl_cnn *net, hpdl_cnn_layer *out, int *kept) {
+    int map[HPDL_CNN_MAX_LAYERS], i, n = 0;
+    for (i = 0; i < net->n_layers; i++) {
+        if (hpdl__cnn_foldable(net, i)) { map[i] = map[net->layer[i].input]; continue; }
+        out[n] = net->layer[i];
+        if (out[n].input >= 0) out[n].input = map[out[n].input];
+        if (out[n].op == HPDL_CNN_ADD) out[n].other = map[out[n].other];
+        if (out[n].op == HPDL_CNN_CONV && hpdl__cnn_folded_into(net, i) >= 0) out[n].bias = 1;
+        kept[n] = i;
+        map[i] = n++;
+    }
+    return n;
+}
+
+/* Copies old layer i's parameters into new layer k's; when batch norm b
+   (an old index, or -1) follows, scales each output channel's weights by
+   gamma/sqrt(var + eps) and makes the bias (b_old - mean)*that + beta. */
+static inline void hpdl__cnn_fold_params(const hpdl_cnn *net, const double *params, const double *state, int i,
+                                         int b, double eps, const hpdl_cnn *out, int k, double *out_params) {
+    int64_t nw = hpdl__cnn_weight_count(net, i), per = nw / (net->out[i].c ? net->out[i].c : 1), j;
+    int c;
+    if (net->weight_at[i] < 0) return;
+    memcpy(out_params + out->weight_at[k], params + net->weight_at[i], (size_t)nw * sizeof *params);
+    if (net->bias_at[i] >= 0)
+        memcpy(out_params + out->bias_at[k], params + net->bias_at[i],
+               (size_t)hpdl__cnn_bias_count(net, i) * sizeof *params);
+    if (b < 0) return;
+    for (c = 0; c < net->out[i].c; c++) { /* a filter's weights are contiguous in both layouts */
+        double scale = params[net->weight_at[b] + c] / sqrt(state[net->state_at[b] + net->out[b].c + c] + eps);
+        double bias = net->bias_at[i] >= 0 ? params[net->bias_at[i] + c] : 0.0;
+        for (j = 0; j < per; j++) out_params[out->weight_at[k] + c * per + j] *= scale;
+        out_params[out->bias_at[k] + c] = (bias - state[net->state_at[b] + c]) * scale + params[net->bias_at[b] + c];
+    }
+}
+
+/* The network as inference sees it, with every batch norm that directly
+   follows a convolution (its only reader) folded into that convolution's
+   weights and bias (Jacob et al. 2018; what int8 inference starts from):
+   the same logits in inference mode, fewer layers. *out gets the folded
+   network; with out_params non-NULL, its out->param_count parameters, and
+   out_state (when out->state_count > 0) the batch norms left unfolded.
+   Call once with out_params NULL to learn the sizes. eps: the batch norms'
+   (hpdl_cnn_optimizer.bn_eps). */
+HPDL_API hpdl_status hpdl_cnn_fold_batchnorm(const hpdl_cnn *net, const double *params, const double *state,
+                                             double eps, hpdl_cnn *out, double *out_params, double *out_state) {
+    hpdl_cnn_layer layers[HPDL_CNN_MAX_LAYERS];
+    hpdl_cnn made;
+    int kept[HPDL_CNN_MAX_LAYERS], n, k;
+    hpdl_status s;
+    if (!net || net->n_layers < 1 || !out || !(eps > 0) || (out_params && (!params || (net->state_count && !state))))
+        return HPDL_ERR_INVALID;
+    n = hpdl__cnn_fold_layers(net, layers, kept);
+    if ((s = hpdl_cnn_define(&made, n, layers, net->input, net->layout)) != HPDL_OK) return s;
+    if (out_params) {
+        if (made.state_count && !out_state) return HPDL_ERR_INVALID;
+        for (k = 0; k < n; k++) {
+            int i = kept[k];
+            hpdl__cnn_fold_params(net, params, state, i, hpdl__cnn_folded_into(net, i), eps, &made, k, out_params);
+            if (made.state_at[k] >= 0)
+                memcpy(out_state + made.state_at[k], state + net->state_at[i], 2 * (size_t)net->out[i].c * sizeof *state);
+        }
+    }
+    *out = made;
+    return HPDL_OK;
+}
+
+/* ---- augmentation: random crop with zero padding, horizontal flip ---------- */
+
+/* Image `image`'s draw for seed: a shift (dy, dx) in [-pad, pad]^2 and, when
+   flip, a mirror with probability 1/2. A hash of (seed, image), not a
+   stream of draws, so the CPU and GPU pick the same and any batch can be
+   redone alone. Host and device. */
+HPDL_HD static inline void hpdl__augment_draw(uint64_t seed, int64_t image, int pad, int flip, int *dy, int *dx,
+                                              int *mirror) {
+    uint64_t z = seed + 0x9e3779b97f4a7c15ull * ((uint64_t)image + 1); /* splitmix64's finaliser */
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    *dy = (int)((z & 0xffff) % (uint64_t)(2 * pad + 1)) - pad;
+    *dx = (int)(((z >> 16) & 0xffff) % (uint64_t)(2 * pad + 1)) - pad;
+    *mirror = flip && ((z >> 32) & 1);
+}
+
+/* Where output pixel (h, w) of an augmented image reads: the crop shifted
+   by (dy, dx), then mirrored; 0 (and *src untouched) in the zero padding. */
+HPDL_HD static inline int hpdl__augment_source(const hpdl_tensor4 *d, int h, int w, int dy, int dx, int mirror,
+                                               int *sh, int *sw) {
+    int cw = mirror ? d->w - 1 - w : w;
+    *sh = h + dy;
+    *sw = cw + dx;
+    return *sh >= 0 && *sh < d->h && *sw >= 0 && *sw < d->w;
+}
+
+/* y = x with each image i cropped at a random shift of up to pad pixels
+   from the zero-padded image and, when flip, mirrored left-right half the
+   time (torchvision's RandomCrop(size, padding=pad) then
+   RandomHorizontalFlip); image i of x is image first_image + i for the
+   draw. y must not overlap x. elem_size 4 (float) or 8 (double). */
+HPDL_API hpdl_status hpdl_augment_crop_flip(const hpdl_tensor4 *xd, size_t elem_size, const void *x, int pad, int flip,
+                                            uint64_t seed, int64_t first_image, void *y) {
+    int n, c, h, w, dy, dx, mirror, sh, sw;
+    if (!hpdl__tensor4_valid(xd) || !x || !y || pad < 0 || pad > 4096 || (elem_size != 4 && elem_size != 8) ||
+        first_image < 0)
+        return HPDL_ERR_INVALID;
+    for (n = 0; n < xd->n; n++) {
+        hpdl__augment_draw(seed, first_image + n, pad, flip, &dy, &dx, &mirror);
+        for (c = 0; c < xd->c; c++)
+            for (h = 0; h < xd->h; h++)
+                for (w = 0; w < xd->w; w++) {
+                    char *to = (char *)y + hpdl_tensor4_offset(xd, n, c, h, w) * elem_size;
+                    if (hpdl__augment_source(xd, h, w, dy, dx, mirror, &sh, &sw))
+                        memcpy(to, (const char *)x + hpdl_tensor4_offset(xd, n, c, sh, sw) * elem_size, elem_size);
+                    else
+                        memset(to, 0, elem_size);
+                }
     }
     return HPDL_OK;
 }

@@ -1,5 +1,24 @@
 /* hpdl_cuda.cuh - v0.3.0 - high-performance deep learning kernels, CUDA part.
 
+   SPDX-License-Identifier: MIT
+   Copyright (c) 2026 the hpdl authors
+
+   Permission is hereby granted, free of charge, to any person obtaining a
+   copy of this software and associated documentation files (the
+   "Software"), to deal in the Software without restriction, including
+   without limitation the rights to use, copy, modify, merge, publish,
+   distribute, sublicense, and/or sell copies of the Software, and to permit
+   persons to whom the Software is furnished to do so, subject to the
+   following conditions: The above copyright notice and this permission
+   notice shall be included in all copies or substantial portions of the
+   Software. THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND,
+   EXPRESS OR IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF
+   MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN
+   NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM,
+   DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR
+   OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE
+   USE OR OTHER DEALINGS IN THE SOFTWARE.
+
    Built on hpdl.h (included here). Every GPU kernel has a CPU twin of the
    same name in hpdl.h that the tests compare it against.
 
@@ -50,6 +69,7 @@
        pick the type from the pointers' element type or the model's type.
 
    MAP (every public function; scripts/api_map.py check keeps it complete)
+   docs/API.md spells out each name (hpdl_cuda_gemm_f32, ...) with its signature and contract.
        checks, devices, buffers, timers
          hpdl_status hpdl_cuda_alloc(ptr, bytes)
          hpdl_status hpdl_cuda_alloc_managed(ptr, bytes)
@@ -199,6 +219,7 @@
          hpdl_status hpdl_cuda_rowpow_run_<t>(p, power, A, lda, out, ldo, algo, origin)
          hpdl_status hpdl_cuda_sum_of_powers_<t>(k, host_mats, n, power, n_gpus, host_out, algo)
        CNN training (the GPU backend of hpdl_cnn; <t> is f32 or f64)
+         hpdl_status hpdl_cuda_augment_crop_flip(xd, elem_size, x, pad, flip, seed, first_image, y, stream)
          hpdl_status hpdl_cuda_cnn_create(g, conv_algo, stream)
          hpdl_status hpdl_cuda_cnn_create_<t>(g, conv_algo, stream)
          void hpdl_cuda_cnn_destroy(g)
@@ -227,53 +248,7 @@
          const char * hpdl_quant_algo_name(a)
 
    CHANGELOG
-       2026-11-22  v0.1.0  check macros, buffers, event timer, NVTX, device query,
-                           bench timing helpers; vector add, GEMM ladder with cuBLAS
-                           backend, MLP training, multi-GPU helpers, int8 GEMM.
-       2026-11-24  v0.1.1  Hopper GEMM epilogue by TMA stores (f16/bf16, beta = 0);
-                           AUTO takes the cluster rung for large f16/bf16 products;
-                           int8 wgmma epilogue loads per-column terms once;
-                           deep linear model: textbook naive schedule (HPDL_DL_NAIVE).
-       2026-11-24  v0.1.2  mma.sync rung: cp.async and ldmatrix addresses worked out
-                           once per thread (hpdl__tile_copier, hpdl__mma_lanes); the
-                           128x128 tile for every f16/bf16 size; warptile rung: chunk
-                           addresses once per thread (hpdl__simt_chunk).
-       2026-11-24  v0.1.3  mma.sync rung: 128x128x64 tiles in 3 stages, unrolled over
-                           the stages; on sm_90a its tiles come by TMA with per-stage
-                           full/empty mbarriers; MN-major operand tiles in 64-column
-                           panels (hpdl__gemm_swizzle<ROWS, COLS>).
-       2026-11-24  v0.1.4  NVML sampler also reads the SM clock, the power draw and
-                           power-limit throttling (hpdl_nvml_sampler_finish,
-                           hpdl_nvml_stats; three more CSV columns).
-       2026-11-25  v0.1.5  mma.sync rung: output through shared memory in whole rows;
-                           its warps take turns at asking the copy engine for tiles.
-                           Hopper GEMM: stmatrix epilogue in 64x64 TMA boxes issued
-                           by two threads, tile groups of 16 rows, the next work
-                           item worked out while the tensor cores run.
-       2026-11-25  v0.1.6  Hopper GEMM: each item's first k-step peeled (zeroing
-                           folded into the first wgmma); f16/bf16 tiles with a
-                           tile after them hold three of their four output
-                           chunks until the next tile's first k-steps.
-       2026-11-26  v0.2.0  one version for the three headers (HPDL_VERSION_MAJOR,
-                           _MINOR, _PATCH in hpdl.h); a map of every public
-                           function at the top of each header;
-                           every function a template compiled only where
-                           called (HPDL_LAZY); type-generic C++ front ends
-                           hpdl_cuda_gemm, _gemm_algo, _vec_add, _mlp_*;
-                           check macros say "no CUDA GPU (or no driver)" for the
-                           errors of a machine without one (HPDL_CUDA_NO_GPU).
-                           convolution: tensor-core rung for f16/bf16 NHWC, all
-                           three passes (HPDL_CONV_MMA, AUTO's choice there);
-                           cuDNN backend (HPDL_CONV_CUDNN, with HPDL_HAVE_CUDNN).
-       2026-11-26  v0.3.0  optimisers: SGD with momentum and AdamW on device
-                           arrays, per-step lr and skip read from device memory
-                           (hpdl_optim_step), so a captured step replays;
-                           hpdl_cuda_flag_nonfinite_<t> for gradient checks.
-                           CNN training: the GPU backend of hpdl_cnn
-                           (hpdl_cuda_cnn_*, f32/f64), steps replayed from CUDA
-                           graphs. Convolution: few-channel kernels for small
-                           CNNs' first layers (AUTO's choice there), split-K
-                           backward-filter, bias gradients split over blocks.
+       CHANGELOG.md; this version: v0.3.0 (2026-11-26): GPU optimisers, CNN training by CUDA graphs, convolution
 */
 #ifndef HPDL_CUDA_CUH
 #define HPDL_CUDA_CUH
@@ -9223,6 +9198,9 @@ typedef struct hpdl_cuda_cnn {
     unsigned long long *d_counts; /* [0] steps taken, [1] steps skipped, [2] argmax hits */
     double *d_loss_sum;       /* training loss summed over an epoch's steps */
     void *x_stage;            /* the batch a captured step reads */
+    void *x_gather;           /* the batch before augmentation (when augment_pad or augment_flip) */
+    int augment_pad;          /* epochs: random crops shifted up to this many pixels (0: none) */
+    int augment_flip;         /* epochs: mirror half the images left-right */
     int32_t *labels_stage;
     int32_t *d_order;         /* an epoch's shuffled image order */
     int64_t order_len;
@@ -9523,6 +9501,7 @@ HPDL_CUDA_API void hpdl_cuda_cnn_destroy(hpdl_cuda_cnn *g) {
     cudaFree(g->d_counts);
     cudaFree(g->d_loss_sum);
     cudaFree(g->x_stage);
+    cudaFree(g->x_gather);
     cudaFree(g->labels_stage);
     cudaFree(g->d_order);
     if (g->owns_stream) cudaStreamDestroy(g->stream);
@@ -9594,8 +9573,9 @@ HPDL_CUDA_API hpdl_status hpdl__gcnn_prepare(hpdl_cuda_cnn *g, hpdl_cnn_run *r) 
     if (r->be != &g->be) return HPDL_ERR_INVALID;
     if (g->x_stage) return HPDL_OK;
     g->x_stage = hpdl__gcnn_alloc(g, (size_t)r->max_batch * features * g->be.elem_size);
+    g->x_gather = hpdl__gcnn_alloc(g, (size_t)r->max_batch * features * g->be.elem_size);
     g->labels_stage = (int32_t *)hpdl__gcnn_alloc(g, (size_t)r->max_batch * sizeof(int32_t));
-    if (!g->x_stage || !g->labels_stage) return HPDL_ERR_NOMEM;
+    if (!g->x_stage || !g->x_gather || !g->labels_stage) return HPDL_ERR_NOMEM;
     return hpdl__gcnn_upload_schedule(g, &r->opt.schedule);
 }
 
@@ -9674,6 +9654,38 @@ static inline hpdl_status hpdl_cuda_cnn_train_batch(hpdl_cuda_cnn *g, hpdl_cnn_r
     return hpdl__gcnn_run_step(g, r, batch);
 }
 
+/* One thread per output element: hpdl_augment_crop_flip's draw and source. */
+template <typename U>
+__global__ void hpdl__augment_kernel(hpdl_tensor4 d, size_t total, const U *x, int pad, int flip, uint64_t seed,
+                                     int64_t first, U *y) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        int n, c, h, w, dy, dx, mirror, sh, sw;
+        hpdl__tensor4_coords(d, i, &n, &c, &h, &w);
+        hpdl__augment_draw(seed, first + n, pad, flip, &dy, &dx, &mirror);
+        y[i] = hpdl__augment_source(&d, h, w, dy, dx, mirror, &sh, &sw) ? x[hpdl_tensor4_offset(&d, n, c, sh, sw)] : U(0);
+    }
+}
+
+/* The GPU twin of hpdl_augment_crop_flip (device buffers, on `stream`):
+   the same draws, so the same images, bit for bit. */
+HPDL_CUDA_API hpdl_status hpdl_cuda_augment_crop_flip(const hpdl_tensor4 *xd, size_t elem_size, const void *x, int pad,
+                                                      int flip, uint64_t seed, int64_t first_image, void *y,
+                                                      cudaStream_t stream) {
+    if (!hpdl__tensor4_valid(xd) || !x || !y || pad < 0 || pad > 4096 || (elem_size != 4 && elem_size != 8) ||
+        first_image < 0)
+        return HPDL_ERR_INVALID;
+    size_t total = hpdl_tensor4_count(xd);
+    unsigned blocks = hpdl__elementwise_blocks(total);
+    if (elem_size == 4)
+        hpdl__augment_kernel<float><<<blocks, 256, 0, stream>>>(*xd, total, (const float *)x, pad, flip, seed,
+                                                                first_image, (float *)y);
+    else
+        hpdl__augment_kernel<double><<<blocks, 256, 0, stream>>>(*xd, total, (const double *)x, pad, flip, seed,
+                                                                 first_image, (double *)y);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
 /* Copies images order[i0 .. i0+rows) of X (and their labels) into the stage. */
 template <typename T>
 __global__ void hpdl__cnn_gather_kernel(int rows, int64_t features, const int32_t *order, const T *X,
@@ -9709,7 +9721,9 @@ HPDL_CUDA_API hpdl_status hpdl__gcnn_upload_order(hpdl_cuda_cnn *g, int64_t n, u
 }
 
 /* One epoch over n images X and labels (device memory, resident) in a
-   fresh order from `seed`, batches of r->max_batch (the last one shorter).
+   fresh order from `seed`, batches of r->max_batch (the last one shorter),
+   augmented when g->augment_pad or g->augment_flip is set (the draws from
+   seed and each image's place in the epoch).
    Asynchronous; hpdl_cuda_cnn_results gives the mean loss. */
 template <typename T>
 static inline hpdl_status hpdl_cuda_cnn_train_epoch(hpdl_cuda_cnn *g, hpdl_cnn_run *r, int64_t n, const T *X,
@@ -9722,11 +9736,17 @@ static inline hpdl_status hpdl_cuda_cnn_train_epoch(hpdl_cuda_cnn *g, hpdl_cnn_r
     features = (int64_t)r->net->input.c * r->net->input.h * r->net->input.w;
     for (i0 = 0; s == HPDL_OK && i0 < n; i0 += r->max_batch) {
         int rows = (int)(n - i0 < r->max_batch ? n - i0 : r->max_batch);
+        int augment = g->augment_pad > 0 || g->augment_flip;
         if (rows < 2 && r->net->state_count) break; /* batch norm needs two values per channel */
         hpdl__cnn_gather_kernel<T><<<hpdl__elementwise_blocks((size_t)(rows * features)), 256, 0, g->stream>>>(
-            rows, features, g->d_order + i0, X, labels, (T *)g->x_stage, g->labels_stage);
+            rows, features, g->d_order + i0, X, labels, (T *)(augment ? g->x_gather : g->x_stage), g->labels_stage);
         HPDL_CUDA_TRY_LAUNCH();
-        s = hpdl__gcnn_run_step(g, r, rows);
+        if (augment) {
+            hpdl_tensor4 d = hpdl__cnn_tensor(r->net, rows, r->net->input);
+            s = hpdl_cuda_augment_crop_flip(&d, sizeof(T), g->x_gather, g->augment_pad, g->augment_flip, seed, i0,
+                                            g->x_stage, g->stream);
+        }
+        if (s == HPDL_OK) s = hpdl__gcnn_run_step(g, r, rows);
     }
     return s;
 }

@@ -154,6 +154,7 @@
        is called, like those of hpdl_cuda.cuh (HPDL_MPI_API).
 
    MAP (every public function; <t> is f32, f64, f16 or bf16 where it exists)
+   docs/API.md spells out each name (hpdl_mpi_allreduce_f32, ...) with its signature and contract.
        start-up, ranks, GPU choice
          int hpdl_mpi_cuda_aware()
          hpdl_status hpdl_mpi_finalize()
@@ -220,7 +221,7 @@
          hpdl_status hpdl_mpi_tp_gather_<t>(tp, out)
 
    CHANGELOG
-       CHANGELOG.md; this version: v0.3.0 (2026-11-26): as v0.2.0 here (Unreleased: hpdl_mpi_cnn_*)
+       CHANGELOG.md; this version: v0.3.0 (2026-11-26): data-parallel CNN training
 */
 #ifndef HPDL_MPI_H
 #define HPDL_MPI_H

@@ -117,7 +117,9 @@ static void separable_set(const hpdl_cnn *net, int n, std::vector<float> *X, std
     }
 }
 
-/* Epochs from graphs give the parameters eager steps give, and learn. */
+/* Epochs from graphs give the parameters eager steps give, and learn, on
+   mirrored images (flips only: a class is a band of rows in NHWC memory
+   order, which a left-right mirror keeps). */
 static void graph_epochs(void) {
     hpdl_cnn net;
     hpdl_cuda_cnn g[2];
@@ -137,6 +139,7 @@ static void graph_epochs(void) {
     for (int k = 0; k < 2; k++) {
         HPDL_EXPECT(hpdl_cuda_cnn_create<float>(&g[k], HPDL_CONV_AUTO) == HPDL_OK);
         g[k].use_graphs = k; /* g[0] eager, g[1] graphs */
+        g[k].augment_flip = 1; /* the draws are outside the graph: both see the same images */
         HPDL_EXPECT(hpdl_cnn_run_create(&r[k], &net, &g[k].be, 64, &opt) == HPDL_OK);
         HPDL_EXPECT(hpdl_cnn_set_params(&r[k], params.data(), NULL) == HPDL_OK);
     }
@@ -198,10 +201,35 @@ static void nonfinite_step_skipped(void) {
     cudaFree(dlabels);
 }
 
+/* The GPU's augmentation is the CPU twin's, bit for bit (both layouts and types). */
+template <typename T> static void augment_matches_cpu_as(hpdl_layout layout) {
+    hpdl_tensor4 d = hpdl_tensor4_make(37, 3, 9, 7, layout);
+    std::vector<T> x(hpdl_tensor4_count(&d)), want(x.size()), got(x.size());
+    hpdl_rng rng;
+    void *dx = NULL, *dy = NULL;
+    hpdl_rng_seed(&rng, 8);
+    for (T &v : x) v = (T)hpdl_rng_uniform(&rng);
+    HPDL_EXPECT(hpdl_augment_crop_flip(&d, sizeof(T), x.data(), 3, 1, 42, 1000, want.data()) == HPDL_OK);
+    HPDL_CUDA_CHECK(cudaMalloc(&dx, x.size() * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc(&dy, x.size() * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMemcpy(dx, x.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice));
+    HPDL_EXPECT(hpdl_cuda_augment_crop_flip(&d, sizeof(T), dx, 3, 1, 42, 1000, dy, 0) == HPDL_OK);
+    HPDL_CUDA_CHECK(cudaMemcpy(got.data(), dy, x.size() * sizeof(T), cudaMemcpyDeviceToHost));
+    HPDL_EXPECT(memcmp(got.data(), want.data(), x.size() * sizeof(T)) == 0);
+    cudaFree(dx);
+    cudaFree(dy);
+}
+
+static void augment_matches_cpu(void) {
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    augment_matches_cpu_as<float>(HPDL_NHWC);
+    augment_matches_cpu_as<double>(HPDL_NCHW);
+}
+
 int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
         HPDL_TEST(every_kind_matches_cpu), HPDL_TEST(small_cnn_matches_cpu), HPDL_TEST(resnet18_matches_cpu),
-        HPDL_TEST(graph_epochs),           HPDL_TEST(nonfinite_step_skipped),
+        HPDL_TEST(graph_epochs),           HPDL_TEST(nonfinite_step_skipped), HPDL_TEST(augment_matches_cpu),
     };
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }

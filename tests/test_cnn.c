@@ -2,7 +2,9 @@
    counts of the course's networks, refusals), gradients of a network with
    every layer kind (residual sums included) against finite differences in
    f64, f32 against f64, training that lowers the loss with SGD and AdamW,
-   a non-finite step refused with the model untouched. */
+   a non-finite step refused with the model untouched; batch norm folded into
+   convolutions keeps the inference logits; augmentation (random crop with
+   zero padding, horizontal flip) against a direct shift. */
 #include "hpdl.h"
 #include "tests/hpdl_test.h"
 #include "tests/cnn_every_kind.h"
@@ -237,6 +239,151 @@ static void run_refuses(void) {
     hpdl_cnn_run_destroy(&run);
 }
 
+/* ---- batch norm folded into convolutions ------------------------------------ */
+
+/* Inference logits of net with params/state on batch X (f64 CPU run). */
+static void inference_logits(const hpdl_cnn *net, const double *params, const double *state, int batch,
+                             const double *X, double *logits) {
+    hpdl_cnn_run r;
+    hpdl_cnn_optimizer opt = hpdl_cnn_sgd(0.1, 0.9, 0);
+    HPDL_EXPECT(hpdl_cnn_run_create(&r, net, hpdl_cnn_backend_cpu_f64(), batch, &opt) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_set_params(&r, params, state) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_forward(&r, batch, X, 0) == HPDL_OK);
+    memcpy(logits, r.act[net->n_layers - 1], (size_t)batch * net->classes * sizeof *logits);
+    hpdl_cnn_run_destroy(&r);
+}
+
+/* Folding gives the same inference logits with fewer layers: a network
+   with every kind (its first batch norm follows a conv with a bias) and
+   ResNet-18 (20 batch norms, all after convolutions), after a few training
+   steps so the statistics are not the initial ones. */
+static void fold_keeps_logits(const hpdl_cnn *net, int batch, int expect_layers) {
+    hpdl_cnn folded;
+    hpdl_cnn_run r;
+    hpdl_cnn_optimizer opt = hpdl_cnn_sgd(0.05, 0.9, 0);
+    hpdl_rng rng;
+    int64_t features = (int64_t)net->input.c * net->input.h * net->input.w, i;
+    double *X = doubles((size_t)(batch * features)), *p = doubles((size_t)net->param_count);
+    double *st = doubles((size_t)net->state_count + 1), *want = doubles((size_t)batch * net->classes);
+    double *got = doubles((size_t)batch * net->classes), *fp, *fs, worst = 0;
+    int32_t labels[8] = {0, 1, 2, 0, 1, 2, 0, 1};
+    hpdl_rng_seed(&rng, 12);
+    for (i = 0; i < batch * features; i++) X[i] = 2 * hpdl_rng_uniform(&rng) - 1;
+    HPDL_EXPECT(hpdl_cnn_init(net, 2, p, st) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_run_create(&r, net, hpdl_cnn_backend_cpu_f64(), batch, &opt) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_set_params(&r, p, st) == HPDL_OK);
+    for (i = 0; i < 3; i++) HPDL_EXPECT(hpdl_cnn_train_step(&r, batch, X, labels) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_get_params(&r, p, st) == HPDL_OK);
+    hpdl_cnn_run_destroy(&r);
+    HPDL_EXPECT(hpdl_cnn_fold_batchnorm(net, p, st, 1e-5, &folded, NULL, NULL) == HPDL_OK);
+    HPDL_EXPECT(folded.n_layers == expect_layers && folded.state_count == 0);
+    fp = doubles((size_t)folded.param_count);
+    fs = doubles(1);
+    HPDL_EXPECT(hpdl_cnn_fold_batchnorm(net, p, st, 1e-5, &folded, fp, fs) == HPDL_OK);
+    inference_logits(net, p, st, batch, X, want);
+    inference_logits(&folded, fp, fs, batch, X, got);
+    for (i = 0; i < batch * net->classes; i++) worst = fmax(worst, fabs(got[i] - want[i]) / fmax(1, fabs(want[i])));
+    HPDL_EXPECT_NEAR(worst, 0, 1e-12);
+    HPDL_FREE(X); HPDL_FREE(p); HPDL_FREE(st); HPDL_FREE(want); HPDL_FREE(got); HPDL_FREE(fp); HPDL_FREE(fs);
+}
+
+static void fold_every_kind(void) {
+    hpdl_cnn net;
+    HPDL_EXPECT(every_kind(&net, HPDL_NHWC, 1) == HPDL_OK);
+    fold_keeps_logits(&net, 4, 11); /* both batch norms follow a conv */
+    HPDL_EXPECT(every_kind(&net, HPDL_NCHW, 0) == HPDL_OK);
+    fold_keeps_logits(&net, 4, 11);
+}
+
+static void fold_resnet18(void) {
+    hpdl_cnn net;
+    HPDL_EXPECT(hpdl_cnn_resnet18(&net, hpdl_shape_make(1, 8, 8), 3, HPDL_NHWC) == HPDL_OK);
+    fold_keeps_logits(&net, 4, net.n_layers - 20);
+}
+
+static void fold_refuses(void) {
+    hpdl_cnn net, out;
+    double p[1];
+    HPDL_EXPECT(every_kind(&net, HPDL_NCHW, 0) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_fold_batchnorm(&net, NULL, NULL, 1e-5, &out, p, NULL) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cnn_fold_batchnorm(&net, p, p, 0, &out, NULL, NULL) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cnn_fold_batchnorm(NULL, p, p, 1e-5, &out, NULL, NULL) == HPDL_ERR_INVALID);
+}
+
+/* ---- augmentation ---------------------------------------------------------- */
+
+/* Image n of x (c x h x w floats, NCHW) shifted by (dy, dx) with zeros
+   shifted in, and mirrored afterwards when mirror: written out directly. */
+static void shifted(const float *x, int c, int h, int w, int dy, int dx, int mirror, float *out) {
+    int k, i, j;
+    for (k = 0; k < c; k++)
+        for (i = 0; i < h; i++)
+            for (j = 0; j < w; j++) {
+                int sj = (mirror ? w - 1 - j : j) + dx, si = i + dy;
+                out[(k * h + i) * w + j] = si >= 0 && si < h && sj >= 0 && sj < w ? x[(k * h + si) * w + sj] : 0.0f;
+            }
+}
+
+enum { AUG_N = 1000, AUG_C = 2, AUG_H = 5, AUG_W = 6, AUG_PAD = 2 }; /* 20 draws of each of the 50 choices expected */
+
+/* Every augmented image is its original under exactly one of the 25
+   shifts (and a mirror or not); every shift and both mirrors occur. */
+static void augment_draws_every_shift(void) {
+    static float x[AUG_N * AUG_C * AUG_H * AUG_W], y[AUG_N * AUG_C * AUG_H * AUG_W];
+    float want[AUG_C * AUG_H * AUG_W];
+    int seen[2][2 * AUG_PAD + 1][2 * AUG_PAD + 1] = {{{0}}}, n, dy, dx, m, all = 1;
+    const int size = AUG_C * AUG_H * AUG_W;
+    hpdl_tensor4 d = hpdl_tensor4_make(AUG_N, AUG_C, AUG_H, AUG_W, HPDL_NCHW);
+    hpdl_rng rng;
+    hpdl_rng_seed(&rng, 4);
+    for (n = 0; n < AUG_N * size; n++) x[n] = (float)(1 + hpdl_rng_uniform(&rng)); /* no zeros */
+    HPDL_EXPECT(hpdl_augment_crop_flip(&d, sizeof(float), x, AUG_PAD, 1, 77, 0, y) == HPDL_OK);
+    for (n = 0; n < AUG_N; n++) {
+        int matches = 0;
+        for (m = 0; m < 2; m++)
+            for (dy = -AUG_PAD; dy <= AUG_PAD; dy++)
+                for (dx = -AUG_PAD; dx <= AUG_PAD; dx++) {
+                    shifted(x + n * size, AUG_C, AUG_H, AUG_W, dy, dx, m, want);
+                    if (!memcmp(want, y + n * size, sizeof want)) { matches++; seen[m][dy + AUG_PAD][dx + AUG_PAD]++; }
+                }
+        HPDL_EXPECT(matches == 1);
+    }
+    for (m = 0; m < 2; m++)
+        for (dy = 0; dy <= 2 * AUG_PAD; dy++)
+            for (dx = 0; dx <= 2 * AUG_PAD; dx++) all &= seen[m][dy][dx] > 0;
+    HPDL_EXPECT(all);
+}
+
+/* pad 0 without flip copies; a batch starting at image k draws as images
+   k.. of a larger batch; the same seed repeats, another seed differs. */
+static void augment_is_reproducible(void) {
+    static float x[AUG_N * 60], y[AUG_N * 60], part[10 * 60], again[AUG_N * 60];
+    hpdl_tensor4 d = hpdl_tensor4_make(AUG_N, AUG_C, AUG_H, AUG_W, HPDL_NHWC);
+    hpdl_tensor4 ten = hpdl_tensor4_make(10, AUG_C, AUG_H, AUG_W, HPDL_NHWC);
+    int i;
+    for (i = 0; i < AUG_N * 60; i++) x[i] = (float)(i % 97) + 1;
+    HPDL_EXPECT(hpdl_augment_crop_flip(&d, sizeof(float), x, 0, 0, 5, 0, y) == HPDL_OK);
+    HPDL_EXPECT(memcmp(x, y, sizeof x) == 0);
+    HPDL_EXPECT(hpdl_augment_crop_flip(&d, sizeof(float), x, 3, 1, 5, 0, y) == HPDL_OK);
+    HPDL_EXPECT(hpdl_augment_crop_flip(&ten, sizeof(float), x + 100 * 60, 3, 1, 5, 100, part) == HPDL_OK);
+    HPDL_EXPECT(memcmp(part, y + 100 * 60, sizeof part) == 0);
+    HPDL_EXPECT(hpdl_augment_crop_flip(&d, sizeof(float), x, 3, 1, 5, 0, again) == HPDL_OK);
+    HPDL_EXPECT(memcmp(again, y, sizeof y) == 0);
+    HPDL_EXPECT(hpdl_augment_crop_flip(&d, sizeof(float), x, 3, 1, 6, 0, again) == HPDL_OK);
+    HPDL_EXPECT(memcmp(again, y, sizeof y) != 0);
+}
+
+static void augment_refuses(void) {
+    float x[60] = {0}, y[60];
+    hpdl_tensor4 d = hpdl_tensor4_make(1, AUG_C, AUG_H, AUG_W, HPDL_NCHW);
+    memset(y, 0x5a, sizeof y);
+    HPDL_EXPECT(hpdl_augment_crop_flip(&d, sizeof(float), x, -1, 1, 1, 0, y) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_augment_crop_flip(&d, 2, x, 1, 1, 1, 0, y) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_augment_crop_flip(&d, sizeof(float), NULL, 1, 1, 1, 0, y) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_augment_crop_flip(&d, sizeof(float), x, 1, 1, 1, -1, y) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(((unsigned char *)y)[0] == 0x5a);
+}
+
 int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
         HPDL_TEST(course_networks),
@@ -248,6 +395,12 @@ int main(int argc, char **argv) {
         HPDL_TEST(adamw_trains),
         HPDL_TEST(nonfinite_step_refused),
         HPDL_TEST(run_refuses),
+        HPDL_TEST(fold_every_kind),
+        HPDL_TEST(fold_resnet18),
+        HPDL_TEST(fold_refuses),
+        HPDL_TEST(augment_draws_every_shift),
+        HPDL_TEST(augment_is_reproducible),
+        HPDL_TEST(augment_refuses),
     };
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }
