@@ -1,8 +1,9 @@
 /* bench/model_parallel: the deep linear model over GPUs, naive and
-   pipelined (issue 8).
+   pipelined.
 
    usage: model_parallel [--depth 8[,24,...]] [--dim 4096] [--batch 512]
-                         [--micro 1,2,4,8,16] [--gpus G] [--virtual]
+                         [--micro 1,2,4,8,16] [--gpus G (0: all)] [--virtual]
+                         [--output DIR] [--help] [--version]
 
    For each depth: the model on 1 GPU, then on G = 2 .. all GPUs (layers
    split evenly, hpdl_place_even): naive model parallelism (one device busy
@@ -43,27 +44,24 @@ static int parse_list(const char *flag, const char *s, int *out) {
 }
 
 static void parse(int argc, char **argv, options *o) {
-    int i, ok;
-    o->n_depth = parse_list("--depth", "8", o->depth);
-    o->n_micro = parse_list("--micro", "1,2,4,8,16", o->micro);
+    const char *depth = "8", *micro = "1,2,4,8,16", *output = NULL;
+    hpdl_cli_option opts[7];
     o->dim = 4096;
     o->batch = 512;
-    o->gpus = hpdl_cuda_device_count();
+    o->gpus = 0;
     o->virtual_devices = 0;
-    for (i = 1; i < argc; i++) {
-        const char *value = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(argv[i], "--virtual")) { o->virtual_devices = 1; continue; }
-        if (!value) { fprintf(stderr, "model_parallel: %s needs a value\n", argv[i]); exit(EXIT_FAILURE); }
-        if (!strcmp(argv[i], "--depth")) ok = (o->n_depth = parse_list(argv[i], value, o->depth)) > 0;
-        else if (!strcmp(argv[i], "--micro")) ok = (o->n_micro = parse_list(argv[i], value, o->micro)) > 0;
-        else if (!strcmp(argv[i], "--dim")) ok = hpdl_arg_int(argv[i], value, 1, 1 << 16, &o->dim) == HPDL_OK;
-        else if (!strcmp(argv[i], "--batch")) ok = hpdl_arg_int(argv[i], value, 1, 1 << 20, &o->batch) == HPDL_OK;
-        else if (!strcmp(argv[i], "--gpus"))
-            ok = hpdl_arg_int(argv[i], value, 1, HPDL_CUDA_MAX_DEVICES, &o->gpus) == HPDL_OK;
-        else { fprintf(stderr, "model_parallel: unknown option %s\n", argv[i]); exit(EXIT_FAILURE); }
-        if (!ok) exit(EXIT_FAILURE);
-        i++;
-    }
+    opts[0] = hpdl_cli_string("depth", 0, &depth, "D[,D...]", "depths (linear layers)");
+    opts[1] = hpdl_cli_int("dim", 0, &o->dim, 1, 1 << 16, "width of every layer");
+    opts[2] = hpdl_cli_int("batch", 0, &o->batch, 1, 1 << 20, "rows per step");
+    opts[3] = hpdl_cli_string("micro", 0, &micro, "M[,M...]", "micro-batch counts of the pipeline");
+    opts[4] = hpdl_cli_int("gpus", 0, &o->gpus, 0, HPDL_CUDA_MAX_DEVICES, "GPUs (0: all)");
+    opts[5] = hpdl_cli_flag("virtual", 0, &o->virtual_devices, "more devices than GPUs: device d on GPU d % visible");
+    opts[6] = hpdl_cli_string("output", 0, &output, "DIR", "folder for model_parallel.csv ($HPDL_RESULTS, else .)");
+    hpdl_cli_parse(argc, argv, "model_parallel", "The deep linear model over GPUs, naive and pipelined.", opts, 7);
+    o->n_depth = parse_list("--depth", depth, o->depth);
+    o->n_micro = parse_list("--micro", micro, o->micro);
+    if (!o->n_depth || !o->n_micro) exit(2);
+    hpdl_csv_set_dir(output);
 }
 
 static const float LR = 1e-4f;
@@ -280,8 +278,9 @@ int main(int argc, char **argv) {
     options o;
     FILE *csv;
     int d, ok = 1;
-    if (!hpdl_cuda_available()) { printf("model_parallel: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n"); return 1; }
     parse(argc, argv, &o);
+    if (!hpdl_cuda_available()) { printf("model_parallel: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n"); return 1; }
+    if (o.gpus == 0) o.gpus = hpdl_cuda_device_count();
     if (o.gpus < 1 || (o.gpus > hpdl_cuda_device_count() && !o.virtual_devices) || o.dim < 1 || o.batch < 1) {
         fprintf(stderr, "model_parallel: bad --gpus/--dim/--batch (GPUs visible: %d)\n", hpdl_cuda_device_count());
         return EXIT_FAILURE;

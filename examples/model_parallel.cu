@@ -3,7 +3,7 @@
    with one micro-batch and with m.
 
    usage: model_parallel [DEPTH=8] [DIM=4096] [batch=512] [m=8]
-          (or --depth --dim --batch --micro-batches; --help, --version)
+          (or --depth --dim --batch --micro; --help, --version)
 
    The layers are split evenly (hpdl_place_even); activations cross to the
    next GPU forward and gradients cross back, peer to peer where the GPUs
@@ -35,10 +35,10 @@ int main(int argc, char **argv) {
     opts[0] = hpdl_cli_positional(hpdl_cli_int("depth", 0, &depth, 1, 1 << 16, "linear layers"));
     opts[1] = hpdl_cli_positional(hpdl_cli_int("dim", 0, &dim, 1, 1 << 16, "width of every layer"));
     opts[2] = hpdl_cli_positional(hpdl_cli_int("batch", 0, &batch, 1, 1 << 20, "rows per step"));
-    opts[3] = hpdl_cli_positional(hpdl_cli_int("micro-batches", 0, &pipe_m, 1, 1 << 20, "m, micro-batches of the pipeline"));
+    opts[3] = hpdl_cli_positional(hpdl_cli_int("micro", 0, &pipe_m, 1, 1 << 20, "m, micro-batches of the pipeline"));
     hpdl_cli_parse(argc, argv, "model_parallel", "Linear layers split over every GPU, naive and pipelined.", opts, 4);
     if (pipe_m > batch) {
-        fprintf(stderr, "model_parallel: --micro-batches %d is more than --batch %d\n", pipe_m, batch);
+        fprintf(stderr, "model_parallel: --micro %d is more than --batch %d\n", pipe_m, batch);
         return 2;
     }
     if (!hpdl_cuda_available()) { printf("no GPU\n"); return 0; }
