@@ -218,7 +218,7 @@ MPI_RUNS  = $(if $(HAVE_MPI),--phase "MPI tests (1..4 ranks)" \
             $(foreach t,$(MPI_TESTS),$(foreach n,1 2 3 4,"$(MPI_RUN) -np $(n) $(B)/mpi/$(t)")))
 GPU_RUNS  = $(if $(HAVE_NVCC),--phase "GPU tests$(if $(HAVE_GPU),, (skipped: no GPU))" $(addprefix $(B)/gpu/,$(GPU_TESTS)))
 DOC_RUNS  = --phase "README programs, charts, header maps, course docs, version, install" tests/readme.sh \
-            "scripts/plots.sh --check" "scripts/api_map.py check" "scripts/course.py --check" tests/version.sh tests/install.sh
+            "scripts/plots.sh --check" "scripts/api_map.py check" "scripts/api_doc.py --check" "scripts/course.py --check" tests/version.sh tests/install.sh
 timed     = t=$$SECONDS; $(1) && echo "-- build: $$((SECONDS - t)) s"
 test:
 	@echo "make test: install what is missing (scripts/deps.sh; NO_DEPS=1 skips it), build everything (nvcc takes"
