@@ -22,7 +22,7 @@
    step) against the CPU driver on the same ranks, same start: weights within
    1e-9 relative, and all ranks' weights identical after training.
 
-   Output: tables; <HPDL_RESULTS>/dp_scaling.csv (headlines: per-GPU samples/s
+   Output: tables; <--output DIR, else HPDL_RESULTS, else .>/dp_scaling.csv (headlines: per-GPU samples/s
    on P GPUs vs 1 GPU at H=2048, b=3000 and 512, overlap on and off: ratio =
    weak-scaling efficiency), dp_scaling_all.csv, dp_scaling_acc.csv.
 
@@ -39,6 +39,7 @@
 
    mpirun -np 2 build/bench/dp_scaling [--data DIR] [--quick | --focus] [--reps N]
                                        [--pieces 4,2,1] [--halve 1,0] [--ctas 8,0] [--prio 1,0]
+                                       [--output DIR] [--help] [--version]
    Started alone on a machine with several GPUs, it re-runs itself under
    `mpirun -np <GPUs>`. */
 #if defined(__has_include)
@@ -312,7 +313,7 @@ static void tables(const hpdl_dataset *train_set, hpdl_cuda_dataset *dtrain, hpd
     for (b = 32; b <= train_set->n / g_size && nb < MAX_B - 2; b *= 4) batches[nb++] = b;
     batches[nb++] = 3000;
     if (batches[nb - 2] != train_set->n / g_size) batches[nb++] = (int)(train_set->n / g_size);
-    if (quick) { /* the issue's two headline batches and one small one */
+    if (quick) { /* the two headline batches and one small one */
         nb = 0;
         batches[nb++] = 128; batches[nb++] = 512; batches[nb++] = 3000;
     }
@@ -409,27 +410,36 @@ static void tables(const hpdl_dataset *train_set, hpdl_cuda_dataset *dtrain, hpd
     }
 }
 
+/* The command line, before MPI starts (and before the relaunch under
+   mpirun, so --help runs once); the lists go into g_pieces .. g_prio. */
+static void parse_args(int argc, char **argv, const char **data, int *quick, int *focus_only, int *reps) {
+    const char *pieces = "4,2,1", *halve = "1,0", *ctas = "8,0", *prio = "1,0", *output = NULL;
+    hpdl_cli_option o[9];
+    o[0] = hpdl_cli_string("data", 0, data, "DIR", "IDX files");
+    o[1] = hpdl_cli_flag("quick", 0, quick, "H=2048 only, batches 128, 512 and 3000");
+    o[2] = hpdl_cli_flag("focus", 0, focus_only, "only H=2048 at b=512 and 3000, every overlap setting");
+    o[3] = hpdl_cli_int("reps", 0, reps, 0, 60, "timed epochs (0: 3, or 10 with --focus)");
+    o[4] = hpdl_cli_string("pieces", 0, &pieces, "K,...", "first layer's dW row blocks");
+    o[5] = hpdl_cli_string("halve", 0, &halve, "0|1,...", "1: each block half the previous");
+    o[6] = hpdl_cli_string("ctas", 0, &ctas, "C,...", "NCCL CTA cap (0: NCCL's)");
+    o[7] = hpdl_cli_string("prio", 0, &prio, "0|1,...", "1: highest-priority reduction stream");
+    o[8] = hpdl_cli_string("output", 0, &output, "DIR", "folder for the CSVs ($HPDL_RESULTS, else .)");
+    hpdl_cli_parse(argc, argv, "dp_scaling", "Data-parallel MLP training, 1 GPU against all: the course's tables.", o, 9);
+    g_pieces = parse_list(pieces, 1, HPDL_MPI_DP_MAX_PIECES);
+    g_halve = parse_list(halve, 0, 1);
+    g_ctas = parse_list(ctas, 0, 64);
+    g_prio = parse_list(prio, 0, 1);
+    hpdl_csv_set_dir(output);
+}
+
 int main(int argc, char **argv) {
     const char *data = "data/fashion-mnist";
-    int quick = 0, focus_only = 0, reps = 0, i, gpu;
+    int quick = 0, focus_only = 0, reps = 0, gpu;
     hpdl_dataset train_set, test_set;
     hpdl_cuda_dataset dtrain, dtest;
     MPI_Comm solo;
     setenv("NCCL_NVLS_ENABLE", "0", 1);
-    for (i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
-        else if (!strcmp(argv[i], "--quick")) quick = 1;
-        else if (!strcmp(argv[i], "--focus")) focus_only = 1;
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = parse_list(argv[++i], 1, 60).v[0];
-        else if (!strcmp(argv[i], "--pieces") && i + 1 < argc) g_pieces = parse_list(argv[++i], 1, HPDL_MPI_DP_MAX_PIECES);
-        else if (!strcmp(argv[i], "--halve") && i + 1 < argc) g_halve = parse_list(argv[++i], 0, 1);
-        else if (!strcmp(argv[i], "--ctas") && i + 1 < argc) g_ctas = parse_list(argv[++i], 0, 64);
-        else if (!strcmp(argv[i], "--prio") && i + 1 < argc) g_prio = parse_list(argv[++i], 0, 1);
-        else {
-            fprintf(stderr, "dp_scaling: unknown argument '%s' (see the top of bench/dp_scaling.cu)\n", argv[i]);
-            return 2;
-        }
-    }
+    parse_args(argc, argv, &data, &quick, &focus_only, &reps);
     if (!reps) reps = focus_only ? 10 : REPS;
     hpdl_mpi_relaunch_per_gpu(argc, argv, "dp_scaling");
     HPDL_MPI_CHECK_STATUS(hpdl_mpi_init(&argc, &argv));
