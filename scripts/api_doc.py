@@ -14,6 +14,7 @@ Sections come from each header's MAP, options from its OPTIONS part.
 import difflib
 import os
 import re
+import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -214,7 +215,7 @@ def render(reader):
         this file is the same whether or not nvcc is installed; where nvcc is, `--check` also holds every
         name, return type and parameter name to the preprocessed headers.""".split()), ""]
     all_names = {n for funcs in reader.funcs.values() for n in funcs}
-    order = {t: i for i, t in enumerate(api_map.TYPES)}
+    by_type = lambda n: {t: i for i, t in enumerate(api_map.TYPES)}.get(n.rsplit("_", 1)[-1], -1)  # f32 first
     missing, body = {}, []
     note = lambda name, sig=None: reader.notes.get((name, sig)) or reader.notes.get(name) or ("?", 0, None)
 
@@ -235,7 +236,7 @@ def render(reader):
         sections = map_sections(h)
         sections.append(("not in the MAP yet", sorted(set(generic) - {n for _, ns in sections for n in ns})))
         for heading, names in sections:
-            variants = [n for g in names for n in sorted(generic.pop(g, []), key=lambda n: order.get(n[-4:].strip("_"), -1))]
+            variants = [n for g in names for n in sorted(generic.pop(g, []), key=by_type)]
             entries = [entry("`%s`" % sig, note(name, sig)) for name in variants for sig in funcs[name]]
             body += ["", "### " + escape(heading), ""] + entries if entries else []
         body += ["", "### Types", ""] if types else []
@@ -256,7 +257,7 @@ def comparable(h, sig):
 
 def cross_check(reader):
     """The names, return types and parameter names that the preprocessor sees
-    (nvcc -E of the three headers) against those read here; None without nvcc."""
+    (nvcc -E of the three headers, with MPI where mpicc is) against those read here; None without nvcc."""
     pp, with_cuda = api_map.preprocess()
     if not with_cuda:
         return print("no nvcc: the signatures were not compared with the preprocessed headers")
@@ -265,7 +266,8 @@ def cross_check(reader):
     for side, diff in (("preprocessed headers", theirs - ours), ("text read by scripts/api_doc.py", ours - theirs)):
         for h, name, ret, params in sorted(diff):
             print("%s: only in the %s: %s %s(%s)" % (h, side, ret, name, ", ".join(params)))
-    return theirs == ours
+    # without mpicc, the MPI-only parts are not compiled: a name read here may be missing there
+    return theirs == ours if shutil.which("mpicc") else theirs <= ours
 
 
 def main(argv):
