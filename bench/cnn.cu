@@ -27,7 +27,9 @@
    variant; anchor PyTorch eager f32 or AMP, ratio = anchor/value).
 
    build: make build/bench/cnn    run: HPDL_RESULTS=dir build/bench/cnn [small|resnet18]
-   (a network's name times that network only) */
+   (a network's name times that network only; --net N is the same)
+   flags: --net small|resnet18, --seed S (synthetic images) [2026], --output DIR
+   (before HPDL_RESULTS), --help, --version */
 #include "hpdl_cuda.cuh"
 
 #include <vector>
@@ -197,11 +199,18 @@ static void print_table(const results *r) {
 
 int main(int argc, char **argv) {
     static results r;
-    const char *only = argc > 1 ? argv[1] : NULL;
+    const char *only = NULL, *output = NULL;
+    int64_t seed = 2026;
     hpdl_cuda_device_info info;
     hpdl_rng rng;
     float *dX;
     int32_t *dlabels;
+    hpdl_cli_option opts[3];
+    opts[0] = hpdl_cli_positional(hpdl_cli_choice("net", 0, &only, "small|resnet18", "one network only (none: both)"));
+    opts[1] = hpdl_cli_i64("seed", 0, &seed, 0, INT64_MAX, "seed of the synthetic images");
+    opts[2] = hpdl_cli_string("output", 0, &output, "DIR", "folder for cnn.csv ($HPDL_RESULTS, else .)");
+    hpdl_cli_parse(argc, argv, "cnn", "CNN training epochs on the GPU against PyTorch eager.", opts, 3);
+    hpdl_csv_set_dir(output);
     if (!hpdl_cuda_available()) { printf("cnn: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n"); return 1; }
     HPDL_CHECK(hpdl_cuda_device_query(0, &info));
     printf("cnn bench on %s: small CNN and ResNet-18, %d synthetic 3x32x32 images resident, SGD momentum 0.9\n",
@@ -209,7 +218,7 @@ int main(int argc, char **argv) {
     check_or_stop();
     std::vector<float> X((size_t)N_IMAGES * 3 * 32 * 32);
     std::vector<int32_t> labels(N_IMAGES);
-    hpdl_rng_seed(&rng, 2026);
+    hpdl_rng_seed(&rng, (uint64_t)seed);
     for (float &v : X) v = (float)hpdl_rng_normal(&rng);
     for (int32_t &l : labels) l = (int32_t)hpdl_rng_below(&rng, 10);
     HPDL_CUDA_CHECK(cudaMalloc(&dX, X.size() * sizeof(float)));

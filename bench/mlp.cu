@@ -24,7 +24,8 @@
    H=512, batch 32 and 3000, anchor PyTorch eager, ratio = anchor/value) and
    mlp_detail.csv (every variant per H and batch).
 
-   build: make build/bench/mlp    run: HPDL_RESULTS=dir build/bench/mlp */
+   build: make build/bench/mlp    run: HPDL_RESULTS=dir build/bench/mlp
+   flags: --seed S (synthetic data) [2026], --output DIR (before HPDL_RESULTS), --help, --version */
 #include "hpdl_cuda.cuh"
 
 #define N_TRAIN 60000
@@ -227,7 +228,7 @@ static void print_table(const results *r) {
     printf("(epoch times in ms; x = PyTorch eager time / hpdl time, f32 graph and f16 graph)\n");
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     static results r;
     hpdl_cuda_device_info info;
     hpdl_cuda_dataset data;
@@ -238,12 +239,19 @@ int main(void) {
     hpdl_rng rng;
     int64_t i;
     int h, b, v;
+    int64_t seed = 2026;
+    const char *output = NULL;
+    hpdl_cli_option opts[2];
+    opts[0] = hpdl_cli_i64("seed", 0, &seed, 0, INT64_MAX, "seed of the synthetic data");
+    opts[1] = hpdl_cli_string("output", 0, &output, "DIR", "folder for the CSVs ($HPDL_RESULTS, else .)");
+    hpdl_cli_parse(argc, argv, "mlp", "MLP training epochs on the GPU against PyTorch eager.", opts, 2);
+    hpdl_csv_set_dir(output);
     if (!hpdl_cuda_available()) { printf("mlp: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n"); return 1; }
     if (!images || !labels) { fprintf(stderr, "mlp bench: out of memory\n"); return 1; }
     HPDL_CHECK(hpdl_cuda_device_query(0, &info));
     hpdl_cuda_device_slug(info.name, slug, sizeof slug);
     printf("mlp bench on %s: 784-H-10 ReLU, SGD lr %g, %d random samples resident on the GPU\n", info.name, LR, N_TRAIN);
-    hpdl_rng_seed(&rng, 2026);
+    hpdl_rng_seed(&rng, (uint64_t)seed);
     for (i = 0; i < (int64_t)N_TRAIN * N_FEATURES; i++) images[i] = (float)hpdl_rng_uniform(&rng);
     for (i = 0; i < N_TRAIN; i++) labels[i] = (int32_t)hpdl_rng_below(&rng, N_CLASSES);
     for (h = 0; h < NH; h++) check_f32(hiddens[h], images, labels);

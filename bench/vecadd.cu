@@ -14,7 +14,8 @@
    D2D copy) and vecadd_times.csv (config,memory,K_million,kernel_ms,total_ms)
    for bench/plots/vecadd.gp.
 
-   build: make build/bench/vecadd    run: HPDL_RESULTS=dir build/bench/vecadd */
+   build: make build/bench/vecadd    run: HPDL_RESULTS=dir build/bench/vecadd
+   flags: --seed S (random inputs) [2026], --output DIR (before HPDL_RESULTS), --help, --version */
 #include "hpdl_cuda.cuh"
 
 #define NK 5
@@ -414,7 +415,7 @@ static void write_headline_csv(const results *R) {
     fclose(f);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     static results R;
     static buffers B;
     hpdl_cuda_device_info info;
@@ -424,7 +425,14 @@ int main(void) {
     int k, cfg, mem, managed_ok;
     int64_t max_n = k_million[NK - 1] * 1000000;
     double gs_gbs;
+    int64_t seed = 2026;
+    const char *output = NULL;
+    hpdl_cli_option opts[2];
 
+    opts[0] = hpdl_cli_i64("seed", 0, &seed, 0, INT64_MAX, "seed of the random inputs");
+    opts[1] = hpdl_cli_string("output", 0, &output, "DIR", "folder for the CSVs ($HPDL_RESULTS, else .)");
+    hpdl_cli_parse(argc, argv, "vecadd", "Vector add: launch configurations and memory kinds against a D2D copy.", opts, 2);
+    hpdl_csv_set_dir(output);
     if (!hpdl_cuda_available()) {
         printf("vecadd: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n");
         return 1;
@@ -438,7 +446,7 @@ int main(void) {
             R.kernel_ms[cfg][k] = NAN;
             for (mem = 0; mem < MEM_KINDS; mem++) R.total_ms[cfg][mem][k] = NAN;
         }
-    hpdl_rng_seed(&rng, 2026);
+    hpdl_rng_seed(&rng, (uint64_t)seed);
     buffers_create(&B, max_n, &rng);
     HPDL_CHECK(hpdl_cuda_l2_flusher_create(&flush));
     pf = hpdl_cuda_prefetch(B.ma, (size_t)max_n * sizeof(float), cudaCpuDeviceId, 0);
