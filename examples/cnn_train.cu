@@ -22,7 +22,7 @@
        --save FILE        checkpoint after every epoch (parameters, batch-norm state,
                           optimiser state; written whole, see notes/checkpoint.md)
        --load FILE        start from a checkpoint of the same network and precision
-       --device D [0] */
+       --device D [0]     --help, --version */
 #include "hpdl_cuda.cuh"
 
 #include <vector>
@@ -34,44 +34,31 @@ typedef struct options {
     int64_t seed;
 } options;
 
-static void usage(void) {
-    fprintf(stderr, "usage: cnn_train [--net small|resnet18] [--data DIR] [--epochs E] [--batch B] [--lr X]\n"
-                    "                 [--optimizer sgd|adamw] [--wd X] [--schedule S] [--precision f32|f64]\n"
-                    "                 [--layout nhwc|nchw] [--seed S] [--check] [--save FILE] [--load FILE]\n"
-                    "                 [--device D]\n");
-    exit(2);
-}
-
 static options parse_args(int argc, char **argv) {
     options o = {"small", "data/fashion-mnist", "sgd", "cosine", "f32", "nhwc", NULL, NULL, 10, 128, 0, 0,
                  0.05, 5e-4, 1};
-    int bad = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "--check")) { o.check = 1; continue; }
-        if (i + 1 >= argc) usage();
-        v = argv[++i];
-        if (!strcmp(a, "--net")) o.net = v;
-        else if (!strcmp(a, "--data")) o.data = v;
-        else if (!strcmp(a, "--epochs")) bad |= hpdl_arg_int(a, v, 1, 1 << 20, &o.epochs);
-        else if (!strcmp(a, "--batch")) bad |= hpdl_arg_int(a, v, 2, 1 << 16, &o.batch);
-        else if (!strcmp(a, "--lr")) bad |= hpdl_arg_f64(a, v, 0, 1e6, &o.lr);
-        else if (!strcmp(a, "--wd")) bad |= hpdl_arg_f64(a, v, 0, 1, &o.wd);
-        else if (!strcmp(a, "--optimizer")) o.optimizer = v;
-        else if (!strcmp(a, "--schedule")) o.schedule = v;
-        else if (!strcmp(a, "--precision")) o.precision = v;
-        else if (!strcmp(a, "--layout")) o.layout = v;
-        else if (!strcmp(a, "--seed")) bad |= hpdl_arg_i64(a, v, 0, INT64_MAX, &o.seed);
-        else if (!strcmp(a, "--save")) o.save = v;
-        else if (!strcmp(a, "--load")) o.load = v;
-        else if (!strcmp(a, "--device")) bad |= hpdl_arg_int(a, v, 0, 1 << 16, &o.device);
-        else usage();
-    }
-    if (bad || (strcmp(o.net, "small") && strcmp(o.net, "resnet18")) ||
-        (strcmp(o.optimizer, "sgd") && strcmp(o.optimizer, "adamw")) ||
-        (strcmp(o.precision, "f32") && strcmp(o.precision, "f64")) ||
-        (strcmp(o.layout, "nhwc") && strcmp(o.layout, "nchw")))
-        usage();
+    hpdl_lr_schedule syntax;
+    hpdl_cli_option opts[15];
+    int n = 0;
+    opts[n++] = hpdl_cli_choice("net", 0, &o.net, "small|resnet18", "network");
+    opts[n++] = hpdl_cli_string("data", 0, &o.data, "DIR", "IDX files (Fashion-MNIST) or CIFAR-10's .bin files");
+    opts[n++] = hpdl_cli_int("epochs", 0, &o.epochs, 1, 1 << 20, "epochs");
+    opts[n++] = hpdl_cli_int("batch", 0, &o.batch, 2, 1 << 16, "mini-batch");
+    opts[n++] = hpdl_cli_f64("lr", 0, &o.lr, 0, 1e6, "learning rate");
+    opts[n++] = hpdl_cli_choice("optimizer", 0, &o.optimizer, "sgd|adamw", "sgd (momentum 0.9) or adamw");
+    opts[n++] = hpdl_cli_f64("wd", 0, &o.wd, 0, 1, "weight decay");
+    opts[n++] = hpdl_cli_string("schedule", 0, &o.schedule, "S",
+                                "constant | cosine | step:N:GAMMA, each with :warmup=N");
+    opts[n++] = hpdl_cli_choice("precision", 0, &o.precision, "f32|f64", "element type");
+    opts[n++] = hpdl_cli_choice("layout", 0, &o.layout, "nhwc|nchw", "activation layout");
+    opts[n++] = hpdl_cli_i64("seed", 0, &o.seed, 0, INT64_MAX, "random seed");
+    opts[n++] = hpdl_cli_flag("check", 0, &o.check, "a few steps on the CPU twin and the GPU; exit 1 if apart");
+    opts[n++] = hpdl_cli_string("save", 0, &o.save, "FILE", "checkpoint after every epoch");
+    opts[n++] = hpdl_cli_string("load", 0, &o.load, "FILE", "start from a checkpoint of the same network and precision");
+    opts[n++] = hpdl_cli_int("device", 0, &o.device, 0, 1 << 16, "GPU");
+    hpdl_cli_parse(argc, argv, "cnn_train", "Trains the course's CNNs on Fashion-MNIST or CIFAR-10 on the GPU.", opts, n);
+    /* the schedule's words now; main checks it again over the real number of steps */
+    if (hpdl_lr_parse(o.schedule, o.lr, (int64_t)1 << 40, &syntax) != HPDL_OK) exit(2);
     return o;
 }
 
