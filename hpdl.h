@@ -276,6 +276,7 @@
          hpdl_status hpdl_cnn_forward(r, batch, X, training)
          hpdl_status hpdl_cnn_get_params(r, params, state)
          hpdl_status hpdl_cnn_init(net, seed, params, state)
+         hpdl_status hpdl_cnn_layer_cost(net, i, batch, elem_size, flops, bytes)
          hpdl_cnn_layer hpdl_cnn_linear(out_features)
          hpdl_status hpdl_cnn_loss(r, loss)
          double hpdl_cnn_param_difference(net, a, b, layer)
@@ -6384,6 +6385,36 @@ HPDL_API hpdl_status hpdl_cnn_init(const hpdl_cnn *net, uint64_t seed, double *p
             }
         }
     }
+    return HPDL_OK;
+}
+
+/* ---- what each layer costs (the performance models' inputs) -------------------- */
+
+/* Forward FLOPs of layer i for `batch` images (a multiply-add counts 2;
+   batch norm in inference 2 per value, ReLU, pooling and sums 1 per value
+   read), and the bytes it must move at least: its input(s), its output
+   and its parameters, elem_size bytes each. What PALEO's per-layer
+   estimate takes (hpdl_paleo_estimate). */
+HPDL_API hpdl_status hpdl_cnn_layer_cost(const hpdl_cnn *net, int i, int batch, size_t elem_size, double *flops,
+                                         double *bytes) {
+    const hpdl_cnn_layer *l;
+    double in, out, params, f = 0;
+    if (!net || i < 0 || i >= net->n_layers || batch < 1 || !elem_size || !flops || !bytes) return HPDL_ERR_INVALID;
+    l = &net->layer[i];
+    in = (double)batch * (double)hpdl__shape_count(hpdl__cnn_in_shape(net, i));
+    out = (double)batch * (double)hpdl__shape_count(net->out[i]);
+    params = (double)(hpdl__cnn_weight_count(net, i) + hpdl__cnn_bias_count(net, i));
+    switch (l->op) {
+    case HPDL_CNN_CONV:
+    case HPDL_CNN_LINEAR: f = 2.0 * out * (double)hpdl__cnn_fan_in(net, i) + (net->bias_at[i] >= 0 ? out : 0); break;
+    case HPDL_CNN_BATCHNORM: f = 2.0 * out; break;
+    case HPDL_CNN_MAXPOOL:
+    case HPDL_CNN_AVGPOOL: f = out * (double)l->kernel * l->kernel; break;
+    case HPDL_CNN_ADD: f = out; in *= 2; break;
+    default: f = in; break; /* ReLU, global average pooling */
+    }
+    *flops = f;
+    *bytes = (in + out + params) * (double)elem_size;
     return HPDL_OK;
 }
 

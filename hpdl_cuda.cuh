@@ -223,6 +223,7 @@
          hpdl_status hpdl_cuda_cnn_create(g, conv_algo, stream)
          hpdl_status hpdl_cuda_cnn_create_<t>(g, conv_algo, stream)
          void hpdl_cuda_cnn_destroy(g)
+         hpdl_status hpdl_cuda_cnn_layer_times(g, r, batch, X, reps, layer_ms, whole_ms)
          hpdl_status hpdl_cuda_cnn_results(g, loss_sum, skipped)
          hpdl_status hpdl_cuda_cnn_train_batch(g, r, batch, X, labels)
          hpdl_status hpdl_cuda_cnn_train_batch_<t>(g, r, batch, X, labels)
@@ -9748,6 +9749,45 @@ static inline hpdl_status hpdl_cuda_cnn_train_epoch(hpdl_cuda_cnn *g, hpdl_cnn_r
         }
         if (s == HPDL_OK) s = hpdl__gcnn_run_step(g, r, rows);
     }
+    return s;
+}
+
+/* The course's question about layer timings: each layer's forward pass
+   (inference) timed alone, `reps` times after one warm-up, median into
+   layer_ms[i] (r->net->n_layers values), and the whole forward pass timed
+   the same way into *whole_ms. The sum of the layers is not the whole:
+   every timed piece pays its own launch and its own cold start, which a
+   pass of back-to-back kernels shares (notes/cnn.md). X: batch images in
+   device memory. Not inside a graph capture. */
+HPDL_CUDA_API hpdl_status hpdl_cuda_cnn_layer_times(hpdl_cuda_cnn *g, hpdl_cnn_run *r, int batch, const void *X,
+                                                    int reps, double *layer_ms, double *whole_ms) {
+    cudaEvent_t start, stop;
+    double *times;
+    hpdl_status s = HPDL_OK;
+    int i, k;
+    if (!g || !r || r->be != &g->be || !X || batch < 1 || batch > r->max_batch || reps < 1 || !layer_ms || !whole_ms)
+        return HPDL_ERR_INVALID;
+    if (!(times = (double *)hpdl_alloc((size_t)reps, sizeof *times))) return HPDL_ERR_NOMEM;
+    HPDL_CUDA_TRY(cudaEventCreate(&start));
+    HPDL_CUDA_TRY(cudaEventCreate(&stop));
+    if ((s = hpdl_cnn_forward(r, batch, X, 0)) == HPDL_OK) /* warm-up: every layer's input exists */
+        for (i = -1; s == HPDL_OK && i < r->net->n_layers; i++) {
+            hpdl_stats st;
+            for (k = 0; s == HPDL_OK && k < reps; k++) {
+                float ms = 0;
+                cudaEventRecord(start, g->stream);
+                s = i < 0 ? hpdl_cnn_forward(r, batch, X, 0) : hpdl__cnn_forward_layer(r, i, batch, X, 0);
+                cudaEventRecord(stop, g->stream);
+                if (cudaEventSynchronize(stop) != cudaSuccess || cudaEventElapsedTime(&ms, start, stop) != cudaSuccess)
+                    s = HPDL_ERR_CUDA;
+                times[k] = ms;
+            }
+            if (s == HPDL_OK) s = hpdl_stats_compute(times, reps, &st);
+            if (s == HPDL_OK) *(i < 0 ? whole_ms : layer_ms + i) = st.median;
+        }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    HPDL_FREE(times);
     return s;
 }
 

@@ -226,10 +226,41 @@ static void augment_matches_cpu(void) {
     augment_matches_cpu_as<double>(HPDL_NCHW);
 }
 
+/* Every layer's forward time and the whole pass's: measured, positive. */
+static void layer_times(void) {
+    hpdl_cnn net;
+    hpdl_cuda_cnn g;
+    hpdl_cnn_run r;
+    std::vector<double> X, params, ms;
+    std::vector<int32_t> labels;
+    double whole = 0;
+    hpdl_cnn_optimizer opt = hpdl_cnn_sgd(0.01, 0.9, 0);
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    HPDL_EXPECT(hpdl_cnn_resnet18(&net, hpdl_shape_make(3, 32, 32), 10, HPDL_NHWC) == HPDL_OK);
+    params.resize(net.param_count);
+    std::vector<double> state(net.state_count);
+    ms.assign(net.n_layers, -1.0);
+    random_batch(&net, 8, 4, &X, &labels);
+    std::vector<float> Xf(X.begin(), X.end());
+    float *dX = to_device(Xf);
+    HPDL_EXPECT(hpdl_cnn_init(&net, 1, params.data(), state.data()) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cuda_cnn_create<float>(&g, HPDL_CONV_AUTO) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_run_create(&r, &net, &g.be, 8, &opt) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_set_params(&r, params.data(), state.data()) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cuda_cnn_layer_times(&g, &r, 8, dX, 3, ms.data(), &whole) == HPDL_OK);
+    for (double t : ms) HPDL_EXPECT(t > 0);
+    HPDL_EXPECT(whole > 0);
+    HPDL_EXPECT(hpdl_cuda_cnn_layer_times(&g, &r, 9, dX, 3, ms.data(), &whole) == HPDL_ERR_INVALID);
+    hpdl_cnn_run_destroy(&r);
+    hpdl_cuda_cnn_destroy(&g);
+    cudaFree(dX);
+}
+
 int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
         HPDL_TEST(every_kind_matches_cpu), HPDL_TEST(small_cnn_matches_cpu), HPDL_TEST(resnet18_matches_cpu),
         HPDL_TEST(graph_epochs),           HPDL_TEST(nonfinite_step_skipped), HPDL_TEST(augment_matches_cpu),
+        HPDL_TEST(layer_times),
     };
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }

@@ -239,6 +239,28 @@ static void run_refuses(void) {
     hpdl_cnn_run_destroy(&run);
 }
 
+/* ---- layer costs ------------------------------------------------------------ */
+
+/* The lab's CNN on one 3x32x32 image, counted by hand. */
+static void layer_costs(void) {
+    hpdl_cnn net;
+    double flops = 0, bytes = 0;
+    HPDL_EXPECT(hpdl_cnn_small(&net, hpdl_shape_make(3, 32, 32), 10, HPDL_NCHW) == HPDL_OK);
+    /* conv 5x5, 3 -> 6, 28x28 out: 2*6*784*75 multiply-adds' FLOPs + 6*784 bias adds */
+    HPDL_EXPECT(hpdl_cnn_layer_cost(&net, 0, 1, 4, &flops, &bytes) == HPDL_OK);
+    HPDL_EXPECT_NEAR(flops, 2.0 * 6 * 784 * 75 + 6 * 784, 0);
+    HPDL_EXPECT_NEAR(bytes, 4.0 * (3 * 1024 + 6 * 784 + 456), 0);
+    /* max-pool 2x2 over 6x28x28 at batch 2: 4 reads per output */
+    HPDL_EXPECT(hpdl_cnn_layer_cost(&net, 2, 2, 4, &flops, &bytes) == HPDL_OK);
+    HPDL_EXPECT_NEAR(flops, 2.0 * 6 * 196 * 4, 0);
+    /* linear 400 -> 120 */
+    HPDL_EXPECT(hpdl_cnn_layer_cost(&net, 6, 1, 8, &flops, &bytes) == HPDL_OK);
+    HPDL_EXPECT_NEAR(flops, 2.0 * 400 * 120 + 120, 0);
+    HPDL_EXPECT_NEAR(bytes, 8.0 * (400 + 120 + 48120), 0);
+    HPDL_EXPECT(hpdl_cnn_layer_cost(&net, 11, 1, 4, &flops, &bytes) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cnn_layer_cost(&net, 0, 0, 4, &flops, &bytes) == HPDL_ERR_INVALID);
+}
+
 /* ---- batch norm folded into convolutions ------------------------------------ */
 
 /* Inference logits of net with params/state on batch X (f64 CPU run). */
@@ -395,6 +417,7 @@ int main(int argc, char **argv) {
         HPDL_TEST(adamw_trains),
         HPDL_TEST(nonfinite_step_refused),
         HPDL_TEST(run_refuses),
+        HPDL_TEST(layer_costs),
         HPDL_TEST(fold_every_kind),
         HPDL_TEST(fold_resnet18),
         HPDL_TEST(fold_refuses),
