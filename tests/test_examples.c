@@ -88,11 +88,88 @@ static void tp_refuses_malformed_numbers(void) {
     HPDL_EXPECT(err_says("--lr"));
 }
 
+/* Every example and bench, and one of its flags with a bad value (a
+   number where it has one, else a word that is not one of its choices):
+   each parses its command line before it touches a GPU or MPI, so the
+   checks below run without either. Programs not built are skipped. */
+static const char *const programs[][2] = {
+    {"build/examples/cnn_train", "--batch 12x"},      {"build/examples/matpow", "--n 12x"},
+    {"build/examples/mlp_sweep", "--batch 12x"},      {"build/examples/mlp_train", "--batch 12x"},
+    {"build/examples/mlp_train_cpu", "--batch 12x"},  {"build/examples/mlp_train_dp", "--batch 12x"},
+    {"build/examples/mlp_train_tp", "--batch 12x"},   {"build/examples/model_parallel", "--batch 12x"},
+    {"build/examples/paleo", "--ppp 12x"},            {"build/examples/paleo_gpu", "--batch 12x"},
+    {"build/examples/quantize", "--batch 12x"},       {"build/examples/vecadd", "--n 12x"},
+    {"build/bench/allreduce", "-n 12x"},              {"build/bench/cnn", "--seed 12x"},
+    {"build/bench/conv", "--precision f8"},           {"build/bench/dp_scaling", "--reps 12x"},
+    {"build/bench/gemm", "--shape 12ax4x4"},          {"build/bench/matpow", "--n 12x"},
+    {"build/bench/mlp", "--seed 12x"},                {"build/bench/model_parallel", "--batch 12x"},
+    {"build/bench/quantize", "--max-size 12x"},       {"build/bench/vecadd", "--seed 12x"},
+    {"bench/compile", "--arch"}, /* a script: no number to get wrong, a missing value instead */
+};
+
+/* WORK/cli-<n>.out and .err: names of this run's own (the C and the
+   sanitizer build of this test may run at once). */
+static char cli_out[128], cli_err[128];
+
+static void name_cli_files(void) {
+    unsigned long n = (unsigned long)(hpdl_time_now() * 1e6) ^ (unsigned long)(size_t)&n;
+    snprintf(cli_out, sizeof cli_out, WORK "/cli-%lx.out", n);
+    snprintf(cli_err, sizeof cli_err, WORK "/cli-%lx.err", n);
+}
+
+/* The exit status of `program flags` (stdout in cli_out, stderr in cli_err). */
+static int run_program(const char *program, const char *flags) {
+    char cmd[512];
+    int rc;
+    snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s", program, flags, cli_out, cli_err);
+    rc = system(cmd);
+    if (rc == -1) return -1;
+    return rc & 0x7f ? 128 + (rc & 0x7f) : rc >> 8 & 0xff;
+}
+
+static int file_says(const char *path, const char *needle) {
+    char line[1024];
+    int found = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    while (!found && fgets(line, sizeof line, f)) found = strstr(line, needle) != NULL;
+    fclose(f);
+    return found;
+}
+
+/* One program against the shared convention; 1 when it keeps it. */
+static int keeps_the_convention(const char *program, const char *bad_value) {
+    int help = run_program(program, "--help") == 0 && file_says(cli_out, "usage");
+    int h = run_program(program, "-h") == 0 && file_says(cli_out, "usage");
+    int version = run_program(program, "--version") == 0 && file_says(cli_out, "hpdl " HPDL_VERSION);
+    int bogus = run_program(program, "--bogus-flag") == 2 && file_says(cli_err, "usage");
+    int bad = run_program(program, bad_value) == 2;
+    if (!(help && h && version && bogus && bad))
+        fprintf(stderr, "    %s: --help %s, -h %s, --version %s, --bogus-flag %s, %s %s\n", program, help ? "ok" : "FAILS",
+                h ? "ok" : "FAILS", version ? "ok" : "FAILS", bogus ? "ok" : "FAILS", bad_value, bad ? "ok" : "FAILS");
+    return help && h && version && bogus && bad;
+}
+
+static void every_program_keeps_the_command_line_convention(void) {
+    int i, built = 0;
+    if (system("mkdir -p " WORK) != 0) HPDL_SKIP("cannot make " WORK);
+    name_cli_files();
+    for (i = 0; i < HPDL_COUNT(programs); i++) {
+        if (!exists(programs[i][0])) continue;
+        built++;
+        HPDL_EXPECT(keeps_the_convention(programs[i][0], programs[i][1]));
+    }
+    remove(cli_out);
+    remove(cli_err);
+    if (!built) HPDL_SKIP("no example or bench built (make)");
+}
+
 int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
         HPDL_TEST(tp_takes_its_input_width_from_the_data),
         HPDL_TEST(tp_stops_when_training_diverges),
         HPDL_TEST(tp_refuses_malformed_numbers),
+        HPDL_TEST(every_program_keeps_the_command_line_convention),
     };
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }
