@@ -62,7 +62,7 @@
        Convolution                    Convolution                   tests/test_conv.c             -
        Matrix power                   SEVERAL GPUS                  tests/test_kernels.c          notes/multi.md
        Activations, Softmax           MLP TRAINING                  tests/test_mlp.c              -
-       Command-line numbers           -                             tests/test_robust.c           -
+       Command line (numbers, flags)  -                             tests/test_robust.c, test_cli.c -
        MLP                            MLP TRAINING                  tests/test_mlp.c              notes/mlp.md
        Optimisers, schedules          OPTIMISERS                    tests/test_optim.c            -
        IDX data sets                  (hpdl_cuda_dataset)           tests/test_idx.c, test_cifar.c -
