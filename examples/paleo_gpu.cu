@@ -20,7 +20,7 @@
         copy            one batch (f32 images + int32 labels) host -> device
                         from pinned memory
         allreduce       the gradients (W and b of both layers, f32) across
-                        --ranks GPUs, ring model only
+                        --gpus GPUs (--ranks: the same), ring model only
       Predicted: GEMM phases FLOPs / (peak f32 * PPP compute) (2*M*N*K each,
       listed with their PALEO memory term), and a second table with PALEO's
       sum compute + memory (bytes / (bandwidth * PPP memory)) per GEMM; copy: PALEO memory term, bytes /
@@ -39,7 +39,7 @@
        mlp_allreduce_ms    value predicted ms, anchor not_measured, ratio 0
 
    build: make build/examples/paleo_gpu
-   run:   build/examples/paleo_gpu [--hidden H] [--batch B] [--ranks P]
+   run:   build/examples/paleo_gpu [--hidden H] [--batch B] [--gpus P]
               [--alpha-us A] [--busbw-gbs G] [--pcie-gbs G] [--output DIR]
    Defaults: H 2048, B 3000, P 2; alpha 3.5 us and busbw 130 GB/s (NCCL on
    2 H200, bench/results/h200-x2/allreduce.log; notes/paleo.md explains);
@@ -63,18 +63,19 @@ static options parse_options(int argc, char **argv) {
     options o;
     double alpha_us = 3.5, busbw_gbs = 130, pcie_gbs = 0;
     const char *output = NULL;
-    hpdl_cli_option opts[7];
+    hpdl_cli_option opts[8];
     o.hidden = 2048;
     o.batch = 3000;
     o.ranks = 2;
     opts[0] = hpdl_cli_int("hidden", 0, &o.hidden, 1, 1 << 16, "hidden units of the MLP 784-H-10");
     opts[1] = hpdl_cli_int("batch", 0, &o.batch, 1, 1 << 20, "mini-batch");
-    opts[2] = hpdl_cli_int("ranks", 0, &o.ranks, 1, 1 << 20, "GPUs of the allreduce model");
+    opts[2] = hpdl_cli_int("gpus", 0, &o.ranks, 1, 1 << 20, "GPUs of the allreduce model");
     opts[3] = hpdl_cli_f64("alpha-us", 0, &alpha_us, DBL_MIN, 1e12, "allreduce latency, microseconds");
     opts[4] = hpdl_cli_f64("busbw-gbs", 0, &busbw_gbs, DBL_MIN, 1e12, "allreduce bus bandwidth, GB/s");
     opts[5] = hpdl_cli_f64("pcie-gbs", 0, &pcie_gbs, DBL_MIN, 1e12, "host-to-device bandwidth, GB/s (0: the device's)");
     opts[6] = hpdl_cli_string("output", 0, &output, "DIR", "folder for paleo_gpu.csv ($HPDL_RESULTS, else .)");
-    hpdl_cli_parse(argc, argv, "paleo_gpu", "PALEO predictions against measurements on the GPU present.", opts, 7);
+    opts[7] = hpdl_cli_int("ranks", 0, &o.ranks, 1, 1 << 20, "the same as --gpus");
+    hpdl_cli_parse(argc, argv, "paleo_gpu", "PALEO predictions against measurements on the GPU present.", opts, 8);
     o.alpha_s = alpha_us * 1e-6;
     o.busbw = busbw_gbs * 1e9;
     o.pcie_bw = pcie_gbs * 1e9;
