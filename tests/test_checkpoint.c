@@ -6,6 +6,7 @@
    temporary folder. */
 #include "hpdl.h"
 #include "tests/hpdl_test.h"
+#include "tests/hpdl_test_files.h"
 #include "tests/fuzz/checkpoint_model.h"
 
 #include <dirent.h>
@@ -18,18 +19,7 @@
 #define CORPUS_DIR "tests/fuzz/corpus/checkpoint"
 enum { POISON = 0xA5 };
 
-static char tmp_dir[64];
-
 /* ---- files in the temporary folder -------------------------------------- */
-
-/* tmp_dir/name, in a rotating set of buffers (a few are alive at once). */
-static const char *tmp_path(const char *name) {
-    static char paths[4][256];
-    static int next;
-    char *p = paths[next++ % 4];
-    snprintf(p, sizeof paths[0], "%s/%s", tmp_dir, name);
-    return p;
-}
 
 static size_t read_file(const char *path, unsigned char *buf, size_t cap) {
     FILE *f = fopen(path, "rb");
@@ -73,30 +63,6 @@ static const char *folder_listing(const char *dir) {
 }
 
 /* ---- stderr capture: each refusal prints one line saying why ------------- */
-
-static char captured[8192];
-static int saved_stderr = -1;
-
-static void capture_stderr(void) {
-    FILE *f = fopen(tmp_path("stderr.txt"), "w");
-    fflush(stderr);
-    saved_stderr = dup(2);
-    if (!f || saved_stderr < 0 || dup2(fileno(f), 2) < 0) { perror("capture"); exit(1); }
-    fclose(f);
-}
-
-static const char *release_stderr(void) {
-    FILE *f;
-    size_t n;
-    fflush(stderr);
-    dup2(saved_stderr, 2);
-    close(saved_stderr);
-    f = fopen(tmp_path("stderr.txt"), "r");
-    n = f ? fread(captured, 1, sizeof captured - 1, f) : 0;
-    captured[n] = '\0';
-    if (f) fclose(f);
-    return captured;
-}
 
 static int count_lines(const char *s) {
     int n = 0;
@@ -503,7 +469,7 @@ static void expect_invalid(const char *model, int n, const hpdl_ckpt_entry *e) {
     release_stderr();
     HPDL_EXPECT(saved == HPDL_ERR_INVALID);
     HPDL_EXPECT(loaded == HPDL_ERR_INVALID);
-    HPDL_EXPECT(count_lines(captured) == 2);
+    HPDL_EXPECT(count_lines(hpdl_test__captured) == 2);
     HPDL_EXPECT(strcmp(folder_listing(tmp_dir), "stderr.txt") == 0);
 }
 
@@ -607,7 +573,7 @@ static void save_into_unwritable_folder_keeps_old_file(void) {
     release_stderr();
     if (st == -1) { remove_folder(dir); HPDL_SKIP("cannot drop write permission here"); }
     HPDL_EXPECT(st == HPDL_ERR_IO);
-    HPDL_EXPECT(strstr(captured, "cannot create") != NULL);
+    HPDL_EXPECT(strstr(hpdl_test__captured, "cannot create") != NULL);
     HPDL_EXPECT(read_file(path, after, sizeof after) == n && memcmp(before, after, n) == 0);
     HPDL_EXPECT(strcmp(folder_listing(dir), "model.ckpt") == 0);
     remove_folder(dir);
@@ -641,7 +607,7 @@ static void save_on_full_disk_keeps_old_file(void) {
     release_stderr();
     signal(SIGXFSZ, SIG_DFL);
     HPDL_EXPECT(st == HPDL_ERR_IO);
-    HPDL_EXPECT(strstr(captured, "cannot write checkpoint") != NULL);
+    HPDL_EXPECT(strstr(hpdl_test__captured, "cannot write checkpoint") != NULL);
     HPDL_EXPECT(read_file(path, after, sizeof after) == n && memcmp(before, after, n) == 0);
     HPDL_EXPECT(strcmp(folder_listing(dir), "model.ckpt") == 0);
     remove_folder(dir);

@@ -5,6 +5,7 @@
 #define HPDL_IDX_MAX_ITEMS (8ull * 3072) /* a 9-image set is over the cap */
 #include "hpdl.h"
 #include "tests/hpdl_test.h"
+#include "tests/hpdl_test_files.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,18 +13,8 @@
 enum { SIDE = 32, PLANE = SIDE * SIDE, PIXELS = 3 * PLANE, RECORD = 1 + PIXELS, MAX_RECORDS = 9 };
 
 static hpdl_rng rng;
-static char tmp_dir[64];
 static char written[32][64]; /* names written under tmp_dir, removed at the end */
 static int n_written;
-
-/* tmp_dir/name, in a rotating set of buffers (a few are alive at once). */
-static const char *tmp_path(const char *name) {
-    static char paths[8][256];
-    static int next;
-    char *p = paths[next++ % 8];
-    if ((size_t)snprintf(p, sizeof paths[0], "%s/%s", tmp_dir, name) >= sizeof paths[0]) exit(1);
-    return p;
-}
 
 static void remember(const char *name) {
     int i;
@@ -62,59 +53,6 @@ static void expect_shape(const hpdl_dataset *d, int64_t n) {
     HPDL_EXPECT(d->n == n && d->channels == 3 && d->rows == SIDE && d->cols == SIDE && d->images && d->labels);
     HPDL_EXPECT(hpdl_dataset_features(d) == PIXELS);
 }
-
-/* ---- stderr capture: the loader's message must name the problem ---------- */
-
-static char captured[4096];
-static int saved_stderr = -1;
-
-static void capture_stderr(void) {
-    FILE *f = fopen(tmp_path("stderr.txt"), "w");
-    fflush(stderr);
-    saved_stderr = dup(2);
-    if (!f || saved_stderr < 0 || dup2(fileno(f), 2) < 0) { perror("capture"); exit(1); }
-    fclose(f);
-    remember("stderr.txt");
-}
-
-/* Restores stderr and returns what was written meanwhile (also shown). */
-static const char *release_stderr(void) {
-    FILE *f;
-    size_t n;
-    fflush(stderr);
-    dup2(saved_stderr, 2);
-    close(saved_stderr);
-    f = fopen(tmp_path("stderr.txt"), "r");
-    n = f ? fread(captured, 1, sizeof captured - 1, f) : 0;
-    captured[n] = '\0';
-    if (f) fclose(f);
-    fprintf(stderr, "    (message) %s", captured);
-    return captured;
-}
-
-/* The call returns want, prints a message containing each of the needles,
-   and leaves the (sentinel-filled) data set untouched. */
-static void expect_load_error(hpdl_status got, hpdl_status want, const hpdl_dataset *out, const char *needle1,
-                              const char *needle2) {
-    hpdl_dataset sentinel;
-    const char *msg = release_stderr();
-    memset(&sentinel, 0x5a, sizeof sentinel);
-    HPDL_EXPECT(got == want);
-    HPDL_EXPECT(strstr(msg, needle1) != NULL);
-    HPDL_EXPECT(strstr(msg, needle2) != NULL);
-    HPDL_EXPECT(memcmp(out, &sentinel, sizeof sentinel) == 0);
-}
-
-/* Runs a load with stderr captured into a sentinel-filled data set `out`. */
-#define LOAD_FAILS(call, want, needle1, needle2)                               \
-    do {                                                                       \
-        hpdl_dataset out;                                                      \
-        hpdl_status got;                                                       \
-        memset(&out, 0x5a, sizeof out);                                        \
-        capture_stderr();                                                      \
-        got = (call);                                                          \
-        expect_load_error(got, want, &out, needle1, needle2);                  \
-    } while (0)
 
 /* Loads the listed files of tmp_dir. */
 static hpdl_status load(int n, const char *name0, const char *name1, hpdl_dataset *out) {
@@ -359,6 +297,7 @@ int main(int argc, char **argv) {
     }
     rc = hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
     for (i = 0; i < n_written; i++) remove(tmp_path(written[i]));
+    remove(tmp_path("stderr.txt")); /* capture_stderr's */
     remove(tmp_dir);
     return rc;
 }

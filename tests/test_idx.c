@@ -3,6 +3,7 @@
    and corrupted; and of shuffle and normalize. */
 #include "hpdl.h"
 #include "tests/hpdl_test.h"
+#include "tests/hpdl_test_files.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,18 +11,8 @@
 #define DATA_DIR "data/fashion-mnist"
 
 static hpdl_rng rng;
-static char tmp_dir[64];
 
 /* ---- files in the temporary folder -------------------------------------- */
-
-/* tmp_dir/name, in a rotating set of buffers (a few are alive at once). */
-static const char *tmp_path(const char *name) {
-    static char paths[4][256];
-    static int next;
-    char *p = paths[next++ % 4];
-    snprintf(p, sizeof paths[0], "%s/%s", tmp_dir, name);
-    return p;
-}
 
 static int mkdir_ok(const char *path) { return mkdir(path, 0700) == 0; }
 
@@ -54,58 +45,6 @@ static void write_small(const char *images, const char *labels) {
     write_idx(images, 2051, small_dims, 3, small_pixels, PIX_SMALL, 0);
     write_idx(labels, 2049, small_dims, 1, small_labels, N_SMALL, 0);
 }
-
-/* ---- stderr capture: the loader's message must name the problem ---------- */
-
-static char captured[4096];
-static int saved_stderr = -1;
-
-static void capture_stderr(void) {
-    FILE *f = fopen(tmp_path("stderr.txt"), "w");
-    fflush(stderr);
-    saved_stderr = dup(2);
-    if (!f || saved_stderr < 0 || dup2(fileno(f), 2) < 0) { perror("capture"); exit(1); }
-    fclose(f);
-}
-
-/* Restores stderr and returns what was written meanwhile (also shown). */
-static const char *release_stderr(void) {
-    FILE *f;
-    size_t n;
-    fflush(stderr);
-    dup2(saved_stderr, 2);
-    close(saved_stderr);
-    f = fopen(tmp_path("stderr.txt"), "r");
-    n = f ? fread(captured, 1, sizeof captured - 1, f) : 0;
-    captured[n] = '\0';
-    if (f) fclose(f);
-    fprintf(stderr, "    (message) %s", captured);
-    return captured;
-}
-
-/* The call returns want, prints a message containing each of the needles,
-   and leaves the (sentinel-filled) data set untouched. */
-static void expect_load_error(hpdl_status got, hpdl_status want, const hpdl_dataset *out, const char *needle1,
-                              const char *needle2) {
-    hpdl_dataset sentinel;
-    const char *msg = release_stderr();
-    memset(&sentinel, 0x5a, sizeof sentinel);
-    HPDL_EXPECT(got == want);
-    HPDL_EXPECT(strstr(msg, needle1) != NULL);
-    HPDL_EXPECT(strstr(msg, needle2) != NULL);
-    HPDL_EXPECT(memcmp(out, &sentinel, sizeof sentinel) == 0);
-}
-
-/* Runs a load with stderr captured into a sentinel-filled data set. */
-#define LOAD_FAILS(call, want, needle1, needle2)                               \
-    do {                                                                       \
-        hpdl_dataset out;                                                      \
-        hpdl_status got;                                                       \
-        memset(&out, 0x5a, sizeof out);                                        \
-        capture_stderr();                                                      \
-        got = (call);                                                          \
-        expect_load_error(got, want, &out, needle1, needle2);                  \
-    } while (0)
 
 /* ---- real Fashion-MNIST ------------------------------------------------- */
 
