@@ -1988,7 +1988,10 @@ HPDL_API hpdl_status hpdl_arg_f64(const char *flag, const char *text, double min
    exit 0) and --version ("<program> hpdl <HPDL_VERSION>", exit 0). A number
    that is not strict or out of range (hpdl_arg_*) exits 2 with one line
    that names the flag; an unknown flag, a missing value or an unknown
-   choice exits 2 with the usage line on stderr. */
+   choice exits 2 with the usage line on stderr. The same things have the
+   same names everywhere (--batch, --hidden, --epochs, --lr, --seed,
+   --precision, --algo, --gpus), and a program that writes CSV files takes
+   --output DIR and hands it to hpdl_csv_set_dir. */
 typedef enum hpdl_cli_kind {
     HPDL_CLI_FLAG,   /* no value: sets *(int *)value to 1 */
     HPDL_CLI_INT,    /* int in [min, max] */
@@ -2010,7 +2013,7 @@ typedef struct hpdl_cli_option {
     int positional;      /* also the next bare word, in table order */
 } hpdl_cli_option;
 
-/* hpdl_cli_parse's return when the program goes on. */
+/* hpdl_cli_scan's return when the program goes on. */
 #define HPDL_CLI_RUN (-1)
 
 static inline hpdl_cli_option hpdl__cli_make(const char *name, char short_name, hpdl_cli_kind kind,
