@@ -2228,13 +2228,28 @@ static inline const hpdl_cli_option *hpdl__cli_positional(const hpdl_cli_option 
     return NULL;
 }
 
+/* 1 when every option has a name and a variable (and a CHOICE its words). */
+static inline int hpdl__cli_table_ok(const hpdl_cli_option *opt, int n) {
+    int i;
+    if (n < 0 || (n > 0 && !opt)) return 0;
+    for (i = 0; i < n; i++)
+        if (!opt[i].name || !opt[i].value || (opt[i].kind == HPDL_CLI_CHOICE && !opt[i].choices)) return 0;
+    return 1;
+}
+
 /* The parse without exiting: HPDL_CLI_RUN when the program goes on, else
    the status to exit with: 0 after --help or --version (printed to out),
-   2 after a message on stderr. Variables of flags read before a bad one
-   are already set. */
+   2 after a message on stderr (also for a NULL argv, program or out, or a
+   table with an option that lacks its name or variable). Variables of
+   flags read before a bad one are already set. */
 HPDL_API int hpdl_cli_scan(int argc, char **argv, const char *program, const char *summary,
                            const hpdl_cli_option *opt, int n, FILE *out) {
     int i, bare = 0, rc;
+    if (argc < 0 || (argc > 0 && !argv) || !program || !out || !hpdl__cli_table_ok(opt, n)) {
+        fprintf(stderr, "hpdl: hpdl_cli_scan: no arguments, program name or output, or an option without its "
+                        "name or variable\n");
+        return 2;
+    }
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { hpdl__cli_help(out, program, summary, opt, n); return 0; }

@@ -140,6 +140,25 @@ static void values_may_start_with_a_dash(void) {
     HPDL_EXPECT(scan(&s, 4, w, NULL, 0) == HPDL_CLI_RUN && !strcmp(s.output, "-") && s.seed == 0);
 }
 
+static void a_bad_table_or_call_exits_2(void) {
+    char *argv[2];
+    int v = 0;
+    hpdl_cli_option o = hpdl_cli_int("n", 0, &v, 0, 9, "a number");
+    argv[0] = (char *)"prog";
+    argv[1] = NULL;
+    HPDL_EXPECT(hpdl_cli_scan(1, argv, "prog", NULL, &o, 1, stdout) == HPDL_CLI_RUN);
+    HPDL_EXPECT(hpdl_cli_scan(1, NULL, "prog", NULL, &o, 1, stdout) == 2);
+    HPDL_EXPECT(hpdl_cli_scan(1, argv, NULL, NULL, &o, 1, stdout) == 2);
+    HPDL_EXPECT(hpdl_cli_scan(1, argv, "prog", NULL, &o, 1, NULL) == 2);
+    HPDL_EXPECT(hpdl_cli_scan(1, argv, "prog", NULL, NULL, 1, stdout) == 2);
+    HPDL_EXPECT(hpdl_cli_scan(1, argv, "prog", NULL, &o, -1, stdout) == 2);
+    o.value = NULL;
+    HPDL_EXPECT(hpdl_cli_scan(1, argv, "prog", NULL, &o, 1, stdout) == 2);
+    o = hpdl_cli_choice("c", 0, (const char **)&argv[1], NULL, "no words");
+    HPDL_EXPECT(hpdl_cli_scan(1, argv, "prog", NULL, &o, 1, stdout) == 2);
+    HPDL_EXPECT(hpdl_cli_scan(1, argv, "prog", NULL, NULL, 0, stdout) == HPDL_CLI_RUN);
+}
+
 static void csv_set_dir_comes_before_the_environment(void) {
     char path[256];
     hpdl_csv_set_dir("build");
@@ -160,6 +179,7 @@ int main(int argc, char **argv) {
         HPDL_TEST(a_missing_value_exits_2),
         HPDL_TEST(a_bad_number_leaves_its_variable),
         HPDL_TEST(values_may_start_with_a_dash),
+        HPDL_TEST(a_bad_table_or_call_exits_2),
         HPDL_TEST(csv_set_dir_comes_before_the_environment),
     };
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
