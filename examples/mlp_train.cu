@@ -20,6 +20,7 @@
        --util-csv FILE    NVML GPU/memory utilisation time series [mlp_util.csv]
        --algo NAME        GEMM rung for the products: auto, warptile, mma, cublas, ...
                           [the model's default: cublas for f32/f16, auto for f64]
+       --output DIR       folder for --csv and --util-csv when they are relative [.]
        --help, --version
 */
 #include "hpdl_cuda.cuh"
@@ -57,10 +58,21 @@ static int algo_index(const char *name) {
     return -1;
 }
 
+/* path inside dir, unless path is absolute or dir NULL; stored in buf. */
+static const char *inside(const char *dir, const char *path, char *buf, size_t size) {
+    if (!dir || !path || path[0] == '/') return path;
+    if (snprintf(buf, size, "%s/%s", dir, path) >= (int)size) {
+        fprintf(stderr, "mlp_train: %s/%s: path too long\n", dir, path);
+        exit(2);
+    }
+    return buf;
+}
+
 static options parse_args(int argc, char **argv) {
+    static char csv_path[1024], util_path[1024];
     options o;
     int64_t seed = 1;
-    const char *act = "relu", *algo = NULL;
+    const char *act = "relu", *algo = NULL, *output = NULL;
     hpdl_cli_option opts[17];
     int n = 0;
     memset(&o, 0, sizeof o);
@@ -90,7 +102,10 @@ static options parse_args(int argc, char **argv) {
     opts[n++] = hpdl_cli_string("util-csv", 0, &o.util_csv, "FILE", "NVML GPU/memory utilisation time series");
     opts[n++] = hpdl_cli_choice("algo", 0, &algo, algo_names(),
                                 "GEMM rung for the products (none: cublas for f32/f16, auto for f64)");
+    opts[n++] = hpdl_cli_string("output", 0, &output, "DIR", "folder for --csv and --util-csv (none: the current one)");
     hpdl_cli_parse(argc, argv, "mlp_train", "Trains an MLP on Fashion-MNIST on the GPU.", opts, n);
+    o.csv = inside(output, o.csv, csv_path, sizeof csv_path);
+    o.util_csv = inside(output, o.util_csv, util_path, sizeof util_path);
     o.seed = (uint64_t)seed;
     o.act = !strcmp(act, "sigmoid") ? HPDL_ACT_SIGMOID : HPDL_ACT_RELU;
     o.algo = algo ? algo_index(algo) : -1;
