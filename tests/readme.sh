@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Builds and runs the README's programs as a reader would: each ```c block
-# after a line "<!-- test: NAME -->" is saved as prog.c (prog.cu for CUDA) in
-# a scratch folder beside copies of the three headers, built with the
-# README's own command and run. The CPU program must also be
+# Builds and runs the README's programs (and docs/usage.md's) as a reader
+# would: each ```c block after a line "<!-- test: NAME -->" is saved as
+# prog.c (prog.cu for CUDA) in a scratch folder beside copies of the three
+# headers, built with the documented command and run. The CPU program must also be
 # examples/mlp_train_cpu.c, word for word. Closing line: N passed, N failed, N skipped.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,12 +13,12 @@ pass() { echo "ok   $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL $1"; [ -n "${2:-}" ] && printf '%s\n' "$2" | tail -n 20 | sed 's/^/    /'; failed=$((failed + 1)); }
 skip() { echo "skip $1"; skipped=$((skipped + 1)); }
 
-# block NAME: the code block after "<!-- test: NAME -->" in README.md.
+# block NAME: the code block after "<!-- test: NAME -->" in README.md or docs/usage.md.
 block() {
     awk -v mark="<!-- test: $1 -->" '
         $0 == mark { armed = 1; next }
         armed && /^```/ { if (inside) exit; inside = 1; next }
-        inside { print }' "$root/README.md"
+        inside { print }' "$root/README.md" "$root/docs/usage.md"
 }
 
 # prepare NAME FILE: a fresh folder with the headers and the block as FILE.
