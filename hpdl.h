@@ -197,6 +197,10 @@
          hpdl_status hpdl_sgd_momentum_<t>(n, w, grad, velocity, lr, momentum, weight_decay, nesterov)
        int8 quantization
          hpdl_status hpdl_quant_bias_f32(bias, n, input_scale, weight, per_channel, out)
+         hpdl_status hpdl_quant_cnn_accuracy(q, n, X, labels, accuracy)
+         hpdl_status hpdl_quant_cnn_build(q, net, params, n, X, pct)
+         void hpdl_quant_cnn_free(q)
+         hpdl_status hpdl_quant_cnn_logits(q, batch, X, logits)
          void hpdl_quant_calib_free(c)
          hpdl_status hpdl_quant_calib_init(c, bins)
          hpdl_status hpdl_quant_calib_minmax(c, min, max)
@@ -7258,5 +7262,290 @@ static inline int hpdl__cnn_cpu_finite(size_t elem_size, int64_t n, const void *
 /* hpdl_cnn_backend_cpu_f32 hpdl_cnn_backend_cpu_f64 */
 HPDL_DEFINE_CNN_CPU(f32, float)
 HPDL_DEFINE_CNN_CPU(f64, double)
+
+/* ---- int8 inference of a CNN: integer-only, as Jacob et al. 2018 ------------------ */
+
+/* A trained network's int8 form, for networks of convolutions, linear
+   layers, ReLU and max pooling one after the other in NHWC (the lab's
+   small CNN; fold batch norms first with hpdl_cnn_fold_batchnorm):
+   weights int8 per output channel (symmetric), every activation int8 with
+   a scale and zero point calibrated on training images, biases int32 at
+   scale s_input * s_weight, each convolution a GEMM over its im2col rows
+   requantised by fixed-point multipliers (hpdl_quant_gemm_requant_i8) with
+   the following ReLU folded into the clamp; max pooling on the int8 values
+   themselves (it commutes with the affine map); int32 logits from the last
+   layer. Nothing in the forward pass is a float but the input's
+   quantisation. */
+typedef struct hpdl_quant_cnn {
+    hpdl_cnn net;
+    hpdl_quant_params act[HPDL_CNN_MAX_LAYERS + 1]; /* [0]: the image; [i + 1]: layer i's output */
+    int8_t *w[HPDL_CNN_MAX_LAYERS];                 /* conv/linear: taps x outputs (the GEMM's B) */
+    hpdl_quant_params *w_params[HPDL_CNN_MAX_LAYERS];
+    int32_t *bias32[HPDL_CNN_MAX_LAYERS], *m0[HPDL_CNN_MAX_LAYERS];
+    int *shift[HPDL_CNN_MAX_LAYERS];
+    int relu_after[HPDL_CNN_MAX_LAYERS];            /* conv/linear i clamps at its output's zero point */
+    double logit_scale;                             /* real value of one int32 logit */
+} hpdl_quant_cnn;
+
+HPDL_API void hpdl_quant_cnn_free(hpdl_quant_cnn *q) {
+    int i;
+    if (!q) return;
+    for (i = 0; i < HPDL_CNN_MAX_LAYERS; i++) {
+        HPDL_FREE(q->w[i]);
+        HPDL_FREE(q->w_params[i]);
+        HPDL_FREE(q->bias32[i]);
+        HPDL_FREE(q->m0[i]);
+        HPDL_FREE(q->shift[i]);
+    }
+    memset(q, 0, sizeof *q);
+}
+
+/* What the integer path handles: NHWC, a chain of conv/linear/ReLU/max
+   pool, no batch norm left, the last layer a conv or linear. */
+static inline int hpdl__quant_cnn_supported(const hpdl_cnn *net) {
+    int i;
+    if (net->layout != HPDL_NHWC || net->state_count) return 0;
+    for (i = 0; i < net->n_layers; i++) {
+        hpdl_cnn_op op = net->layer[i].op;
+        if (net->layer[i].input != i - 1) return 0;
+        if (op != HPDL_CNN_CONV && op != HPDL_CNN_LINEAR && op != HPDL_CNN_RELU && op != HPDL_CNN_MAXPOOL) return 0;
+    }
+    return net->weight_at[net->n_layers - 1] >= 0;
+}
+
+/* Activation ranges over n calibration images (f32 CPU inference): the
+   image's and every layer's output; a ReLU folded into the layer before
+   gives that layer its range, max pooling keeps its input's parameters. */
+static inline hpdl_status hpdl__quant_cnn_calibrate(hpdl_quant_cnn *q, const float *params, int64_t n,
+                                                    const float *X, double pct) {
+    const hpdl_cnn *net = &q->net;
+    hpdl_quant_calib cal[HPDL_CNN_MAX_LAYERS + 1];
+    double *p64 = (double *)hpdl_alloc((size_t)net->param_count, sizeof(double));
+    hpdl_cnn_optimizer opt = hpdl_cnn_sgd(0, 0, 0);
+    hpdl_cnn_run r;
+    int64_t features = hpdl__shape_count(net->input), i0, j;
+    int i, made = 0;
+    hpdl_status st = p64 ? HPDL_OK : HPDL_ERR_NOMEM;
+    memset(&r, 0, sizeof r);
+    for (j = 0; p64 && j < net->param_count; j++) p64[j] = params[j];
+    if (st == HPDL_OK) st = hpdl_cnn_run_create(&r, net, hpdl_cnn_backend_cpu_f32(), 64, &opt);
+    if (st == HPDL_OK) st = hpdl_cnn_set_params(&r, p64, NULL);
+    for (i = 0; st == HPDL_OK && i <= net->n_layers; i++)
+        if ((st = hpdl_quant_calib_init(&cal[i], HPDL_QUANT_CALIB_BINS)) == HPDL_OK) made++;
+    for (i0 = 0; st == HPDL_OK && i0 < n; i0 += 64) {
+        int batch = (int)(n - i0 < 64 ? n - i0 : 64);
+        const float *x = X + i0 * features;
+        st = hpdl_cnn_forward(&r, batch, x, 0);
+        if (st == HPDL_OK) st = hpdl_quant_calib_observe_f32(&cal[0], x, batch * features);
+        for (i = 0; st == HPDL_OK && i < net->n_layers; i++)
+            st = hpdl_quant_calib_observe_f32(&cal[i + 1], (const float *)r.act[i],
+                                              batch * hpdl__shape_count(net->out[i]));
+    }
+    for (i = 0; st == HPDL_OK && i <= net->n_layers; i++) {
+        double lo, hi;
+        st = pct >= 100.0 ? hpdl_quant_calib_minmax(&cal[i], &lo, &hi) : hpdl_quant_calib_percentile(&cal[i], pct, &lo, &hi);
+        if (st == HPDL_OK) st = hpdl_quant_params_from_range(lo, hi, 0, &q->act[i]);
+    }
+    for (i = net->n_layers - 1; st == HPDL_OK && i >= 0; i--) { /* a ReLU's range is its layer's */
+        hpdl_cnn_op op = net->layer[i].op;
+        if (op == HPDL_CNN_RELU && i > 0 && net->weight_at[i - 1] >= 0) {
+            q->act[i] = q->act[i + 1];
+            q->relu_after[i - 1] = 1;
+        }
+    }
+    for (i = 0; st == HPDL_OK && i < net->n_layers; i++)
+        if (net->layer[i].op == HPDL_CNN_MAXPOOL) q->act[i + 1] = q->act[i];
+    for (i = 0; i < made; i++) hpdl_quant_calib_free(&cal[i]);
+    hpdl_cnn_run_destroy(&r);
+    HPDL_FREE(p64);
+    return st;
+}
+
+/* Layer i's int8 weights (per output channel), transposed to taps x
+   outputs, its int32 bias and its requantisation to the next activation
+   (or, last, to int32 logits at logit_scale). */
+static inline hpdl_status hpdl__quant_cnn_layer(hpdl_quant_cnn *q, const float *params, int i) {
+    const hpdl_cnn *net = &q->net;
+    int k, f, outs = net->out[i].c, taps = (int)(hpdl__cnn_weight_count(net, i) / outs);
+    float s_in = q->act[i].scale, s_out;
+    int8_t *rows = (int8_t *)hpdl_alloc((size_t)outs * taps, 1);
+    float *bias = (float *)hpdl_alloc((size_t)outs, sizeof(float));
+    hpdl_status st;
+    q->w[i] = (int8_t *)hpdl_alloc((size_t)outs * taps, 1);
+    q->w_params[i] = (hpdl_quant_params *)hpdl_alloc((size_t)outs, sizeof(hpdl_quant_params));
+    q->bias32[i] = (int32_t *)hpdl_alloc((size_t)outs, sizeof(int32_t));
+    q->m0[i] = (int32_t *)hpdl_alloc((size_t)outs, sizeof(int32_t));
+    q->shift[i] = (int *)hpdl_alloc((size_t)outs, sizeof(int));
+    st = rows && bias && q->w[i] && q->w_params[i] && q->bias32[i] && q->m0[i] && q->shift[i] ? HPDL_OK : HPDL_ERR_NOMEM;
+    if (st == HPDL_OK) st = hpdl_quant_params_per_channel_f32(params + net->weight_at[i], outs, taps, taps, 0, 1, q->w_params[i]);
+    if (st == HPDL_OK)
+        st = hpdl_quant_quantize_channels_f32(params + net->weight_at[i], outs, taps, taps, 0, q->w_params[i], rows, taps);
+    for (k = 0; st == HPDL_OK && k < outs; k++) {
+        for (f = 0; f < taps; f++) q->w[i][(size_t)f * outs + k] = rows[(size_t)k * taps + f];
+        bias[k] = net->bias_at[i] >= 0 ? params[net->bias_at[i] + k] : 0.0f;
+    }
+    if (st == HPDL_OK) st = hpdl_quant_bias_f32(bias, outs, s_in, q->w_params[i], 1, q->bias32[i]);
+    if (i == net->n_layers - 1) {
+        float s_max = 0;
+        for (k = 0; k < outs; k++) s_max = q->w_params[i][k].scale > s_max ? q->w_params[i][k].scale : s_max;
+        s_out = 2.0f * s_in * s_max; /* every multiplier s_in*s_w/s_out in (0, 1/2] */
+        q->logit_scale = s_out;
+    } else {
+        s_out = q->act[i + 1].scale;
+    }
+    if (st == HPDL_OK) st = hpdl_quant_layer_multipliers(s_in, q->w_params[i], outs, s_out, q->m0[i], q->shift[i]);
+    HPDL_FREE(rows);
+    HPDL_FREE(bias);
+    return st;
+}
+
+/* Builds *q from a network (as hpdl__quant_cnn_supported says), its f32
+   parameters (net->param_count) and n calibration images X (the network's
+   layout). pct: 100 for min/max activation ranges, else a percentile in
+   [50, 100). HPDL_ERR_UNSUPPORTED for another kind of network. */
+HPDL_API hpdl_status hpdl_quant_cnn_build(hpdl_quant_cnn *q, const hpdl_cnn *net, const float *params, int64_t n,
+                                          const float *X, double pct) {
+    hpdl_quant_cnn made;
+    hpdl_status st;
+    int i;
+    if (!q || !net || net->n_layers < 1 || !params || n < 1 || !X || !(pct >= 50.0 && pct <= 100.0))
+        return HPDL_ERR_INVALID;
+    if (!hpdl__quant_cnn_supported(net)) return HPDL_ERR_UNSUPPORTED;
+    memset(&made, 0, sizeof made);
+    made.net = *net;
+    st = hpdl__quant_cnn_calibrate(&made, params, n, X, pct);
+    for (i = 0; st == HPDL_OK && i < net->n_layers; i++)
+        if (net->weight_at[i] >= 0) st = hpdl__quant_cnn_layer(&made, params, i);
+    if (st != HPDL_OK) { hpdl_quant_cnn_free(&made); return st; }
+    *q = made;
+    return HPDL_OK;
+}
+
+/* im2col of an int8 NHWC batch for conv layer i: one row per output pixel,
+   its taps in the filter's (r, s, c) order, the input's zero point (a real
+   zero) in the padding. */
+static inline void hpdl__quant_im2col(const hpdl_cnn *net, int i, int batch, const int8_t *x, int32_t zp, int8_t *rows) {
+    const hpdl_cnn_layer *l = &net->layer[i];
+    hpdl_shape in = hpdl__cnn_in_shape(net, i), out = net->out[i];
+    int n, oh, ow, r, s, c;
+    size_t at = 0;
+    for (n = 0; n < batch; n++)
+        for (oh = 0; oh < out.h; oh++)
+            for (ow = 0; ow < out.w; ow++)
+                for (r = 0; r < l->kernel; r++)
+                    for (s = 0; s < l->kernel; s++) {
+                        int ih = oh * l->stride - l->pad + r, iw = ow * l->stride - l->pad + s;
+                        int inside = ih >= 0 && ih < in.h && iw >= 0 && iw < in.w;
+                        const int8_t *px = x + (((size_t)n * in.h + (inside ? ih : 0)) * in.w + (inside ? iw : 0)) * in.c;
+                        for (c = 0; c < in.c; c++) rows[at++] = inside ? px[c] : (int8_t)zp;
+                    }
+}
+
+/* Max pooling of int8 NHWC values (the window's largest). */
+static inline void hpdl__quant_maxpool(const hpdl_cnn *net, int i, int batch, const int8_t *x, int8_t *y) {
+    const hpdl_cnn_layer *l = &net->layer[i];
+    hpdl_shape in = hpdl__cnn_in_shape(net, i), out = net->out[i];
+    int n, oh, ow, c, r, s;
+    for (n = 0; n < batch; n++)
+        for (oh = 0; oh < out.h; oh++)
+            for (ow = 0; ow < out.w; ow++)
+                for (c = 0; c < in.c; c++) {
+                    int best = -129;
+                    for (r = 0; r < l->kernel; r++)
+                        for (s = 0; s < l->kernel; s++) {
+                            int ih = oh * l->stride - l->pad + r, iw = ow * l->stride - l->pad + s;
+                            if (ih < 0 || ih >= in.h || iw < 0 || iw >= in.w) continue;
+                            if (x[(((size_t)n * in.h + ih) * in.w + iw) * in.c + c] > best)
+                                best = x[(((size_t)n * in.h + ih) * in.w + iw) * in.c + c];
+                        }
+                    y[(((size_t)n * out.h + oh) * out.w + ow) * out.c + c] = (int8_t)best;
+                }
+}
+
+/* Layer i (conv or linear) as one GEMM: rows (M x taps int8) times the
+   weights, requantised into y, or into int32 logits when it is the last. */
+static inline hpdl_status hpdl__quant_cnn_gemm(const hpdl_quant_cnn *q, int i, int M, const int8_t *rows, int8_t *y,
+                                               int32_t *logits) {
+    const hpdl_cnn *net = &q->net;
+    int outs = net->out[i].c, taps = (int)(hpdl__cnn_weight_count(net, i) / outs);
+    hpdl_quant_output o;
+    o.bias = q->bias32[i];
+    o.multiplier = q->m0[i];
+    o.shift = q->shift[i];
+    o.per_channel = 1;
+    o.relu = q->relu_after[i];
+    o.zero_point = logits ? 0 : q->act[i + 1].zero_point;
+    if (logits)
+        return hpdl_quant_gemm_requant_i32(M, outs, taps, rows, taps, q->act[i].zero_point, q->w[i], outs, 0, &o, logits,
+                                           outs);
+    return hpdl_quant_gemm_requant_i8(M, outs, taps, rows, taps, q->act[i].zero_point, q->w[i], outs, 0, &o, y, outs);
+}
+
+/* Integer-only forward of `batch` images X (floats, quantised on the way
+   in): logits (batch x classes int32; times q->logit_scale, the real ones). */
+HPDL_API hpdl_status hpdl_quant_cnn_logits(const hpdl_quant_cnn *q, int batch, const float *X, int32_t *logits) {
+    const hpdl_cnn *net;
+    int8_t *a, *b, *rows;
+    int64_t largest;
+    hpdl_status st;
+    int i;
+    if (!q || !q->w[q->net.n_layers - 1] || batch < 1 || !X || !logits) return HPDL_ERR_INVALID;
+    net = &q->net;
+    largest = net->largest;
+    for (i = 0; i < net->n_layers; i++) /* im2col rows: output pixels x taps */
+        if (net->layer[i].op == HPDL_CNN_CONV)
+        {
+            int64_t need = hpdl__shape_count(net->out[i]) / net->out[i].c * (hpdl__cnn_weight_count(net, i) / net->out[i].c);
+            largest = need > largest ? need : largest;
+        }
+    a = (int8_t *)hpdl_alloc((size_t)(batch * net->largest), 1);
+    b = (int8_t *)hpdl_alloc((size_t)(batch * net->largest), 1);
+    rows = (int8_t *)hpdl_alloc((size_t)(batch * largest), 1);
+    st = a && b && rows ? HPDL_OK : HPDL_ERR_NOMEM;
+    if (st == HPDL_OK) st = hpdl_quant_quantize_f32(X, batch * hpdl__shape_count(net->input), q->act[0], a);
+    for (i = 0; st == HPDL_OK && i < net->n_layers; i++) {
+        const hpdl_cnn_layer *l = &net->layer[i];
+        int last = i == net->n_layers - 1;
+        int8_t *t;
+        if (l->op == HPDL_CNN_RELU) {
+            if (!(i > 0 && q->relu_after[i - 1])) { /* a ReLU on its own: clamp at the zero point */
+                int64_t j, count = batch * hpdl__shape_count(net->out[i]);
+                for (j = 0; j < count; j++) a[j] = a[j] < q->act[i].zero_point ? (int8_t)q->act[i].zero_point : a[j];
+            }
+            continue;
+        }
+        if (l->op == HPDL_CNN_MAXPOOL) hpdl__quant_maxpool(net, i, batch, a, b);
+        else if (l->op == HPDL_CNN_LINEAR) st = hpdl__quant_cnn_gemm(q, i, batch, a, b, last ? logits : NULL);
+        else {
+            hpdl__quant_im2col(net, i, batch, a, q->act[i].zero_point, rows);
+            st = hpdl__quant_cnn_gemm(q, i, batch * net->out[i].h * net->out[i].w, rows, b, last ? logits : NULL);
+        }
+        t = a; a = b; b = t;
+    }
+    HPDL_FREE(a);
+    HPDL_FREE(b);
+    HPDL_FREE(rows);
+    return st;
+}
+
+/* Fraction of n images (X, labels) the integer-only network classifies
+   as their label (largest int32 logit, the first on ties). */
+HPDL_API hpdl_status hpdl_quant_cnn_accuracy(const hpdl_quant_cnn *q, int64_t n, const float *X,
+                                             const int32_t *labels, double *accuracy) {
+    int32_t *logits;
+    int64_t i0, hits = 0, features;
+    hpdl_status st = HPDL_OK;
+    if (!q || n < 1 || !X || !labels || !accuracy) return HPDL_ERR_INVALID;
+    features = hpdl__shape_count(q->net.input);
+    if (!(logits = (int32_t *)hpdl_alloc((size_t)64 * q->net.classes, sizeof *logits))) return HPDL_ERR_NOMEM;
+    for (i0 = 0; st == HPDL_OK && i0 < n; i0 += 64) {
+        int batch = (int)(n - i0 < 64 ? n - i0 : 64);
+        st = hpdl_quant_cnn_logits(q, batch, X + i0 * features, logits);
+        if (st == HPDL_OK) hits += hpdl__argmax_hits_i32(batch, q->net.classes, logits, labels + i0);
+    }
+    HPDL_FREE(logits);
+    if (st == HPDL_OK) *accuracy = (double)hits / (double)n;
+    return st;
+}
 
 #endif /* HPDL_H */

@@ -3,7 +3,8 @@
    every layer kind (residual sums included) against finite differences in
    f64, f32 against f64, training that lowers the loss with SGD and AdamW,
    a non-finite step refused with the model untouched; batch norm folded into
-   convolutions keeps the inference logits; augmentation (random crop with
+   convolutions keeps the inference logits; int8 integer-only inference
+   of the lab's CNN against its float twin; augmentation (random crop with
    zero padding, horizontal flip) against a direct shift. */
 #include "hpdl.h"
 #include "tests/hpdl_test.h"
@@ -332,6 +333,82 @@ static void fold_refuses(void) {
     HPDL_EXPECT(hpdl_cnn_fold_batchnorm(NULL, p, p, 1e-5, &out, NULL, NULL) == HPDL_ERR_INVALID);
 }
 
+/* ---- int8 integer-only inference ------------------------------------------- */
+
+enum { Q_TRAIN = 600, Q_TEST = 300, Q_SIDE = 16, Q_FEATURES = Q_SIDE * Q_SIDE };
+
+/* Noise in [-1, 1] with the third of the image (in memory order) named by
+   the class (i % 3) brightened by 0.3: learnable, not trivially (the float
+   network reaches about 0.96). */
+static void banded_images(int n, uint64_t seed, float *X, int32_t *labels) {
+    hpdl_rng rng;
+    int i, f;
+    hpdl_rng_seed(&rng, seed);
+    for (i = 0; i < n; i++) {
+        labels[i] = i % 3;
+        for (f = 0; f < Q_FEATURES; f++)
+            X[i * Q_FEATURES + f] = (float)(2 * hpdl_rng_uniform(&rng) - 1 + 0.3 * (f / (Q_FEATURES / 3 + 1) == i % 3));
+    }
+}
+
+/* The lab's CNN trained in f32 on the CPU, then int8: the integer-only
+   network classifies within 2 points of the float one, and its int32
+   logits times logit_scale are the float logits to within a tenth of
+   their largest magnitude. */
+static void quantized_small_cnn(void) {
+    static float Xtr[Q_TRAIN * Q_FEATURES], Xte[Q_TEST * Q_FEATURES], params32[20000];
+    static int32_t ytr[Q_TRAIN], yte[Q_TEST], ilogits[Q_TEST * 3];
+    hpdl_cnn net;
+    hpdl_cnn_run r;
+    hpdl_quant_cnn q;
+    hpdl_cnn_optimizer opt = hpdl_cnn_sgd(0.02, 0.9, 5e-4);
+    double *p = doubles(20000), acc_float = 0, acc_int = 0, worst = 0, largest = 0;
+    int i, epoch;
+    HPDL_EXPECT(hpdl_cnn_small(&net, hpdl_shape_make(1, Q_SIDE, Q_SIDE), 3, HPDL_NHWC) == HPDL_OK);
+    HPDL_EXPECT(net.param_count <= 20000);
+    banded_images(Q_TRAIN, 1, Xtr, ytr);
+    banded_images(Q_TEST, 2, Xte, yte);
+    HPDL_EXPECT(hpdl_cnn_init(&net, 3, p, NULL) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_run_create(&r, &net, hpdl_cnn_backend_cpu_f32(), 32, &opt) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_set_params(&r, p, NULL) == HPDL_OK);
+    for (epoch = 0; epoch < 3; epoch++)
+        for (i = 0; i + 32 <= Q_TRAIN; i += 32)
+            HPDL_EXPECT(hpdl_cnn_train_step(&r, 32, Xtr + i * Q_FEATURES, ytr + i) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_accuracy(&r, Q_TEST, Xte, yte, &acc_float) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_get_params(&r, p, NULL) == HPDL_OK);
+    for (i = 0; i < net.param_count; i++) params32[i] = (float)p[i];
+    HPDL_EXPECT(hpdl_quant_cnn_build(&q, &net, params32, 200, Xtr, 100.0) == HPDL_OK);
+    HPDL_EXPECT(hpdl_quant_cnn_accuracy(&q, Q_TEST, Xte, yte, &acc_int) == HPDL_OK);
+    HPDL_EXPECT(acc_float > 0.9);
+    HPDL_EXPECT_NEAR(acc_int, acc_float, 0.02);
+    HPDL_EXPECT(hpdl_quant_cnn_logits(&q, 32, Xte, ilogits) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_forward(&r, 32, Xte, 0) == HPDL_OK);
+    for (i = 0; i < 32 * 3; i++) largest = fmax(largest, fabs(((const float *)r.act[net.n_layers - 1])[i]));
+    for (i = 0; i < 32 * 3; i++)
+        worst = fmax(worst, fabs(ilogits[i] * q.logit_scale - ((const float *)r.act[net.n_layers - 1])[i]));
+    HPDL_EXPECT(worst <= 0.1 * largest);
+    fprintf(stderr, "    test accuracy: float %.3f, integer-only %.3f; logits apart by %.3g of at most %.3g\n", acc_float,
+            acc_int, worst, largest);
+    hpdl_quant_cnn_free(&q);
+    hpdl_cnn_run_destroy(&r);
+    HPDL_FREE(p);
+}
+
+static void quantized_cnn_refuses(void) {
+    static float X[4 * 72], params[4096];
+    hpdl_cnn net;
+    hpdl_quant_cnn q;
+    memset(&q, 0x5a, sizeof q);
+    HPDL_EXPECT(every_kind(&net, HPDL_NHWC, 0) == HPDL_OK); /* batch norm and a residual sum */
+    HPDL_EXPECT(hpdl_quant_cnn_build(&q, &net, params, 4, X, 100) == HPDL_ERR_UNSUPPORTED);
+    HPDL_EXPECT(hpdl_cnn_small(&net, hpdl_shape_make(1, Q_SIDE, Q_SIDE), 3, HPDL_NCHW) == HPDL_OK);
+    HPDL_EXPECT(hpdl_quant_cnn_build(&q, &net, params, 4, X, 100) == HPDL_ERR_UNSUPPORTED);
+    HPDL_EXPECT(hpdl_cnn_small(&net, hpdl_shape_make(1, Q_SIDE, Q_SIDE), 3, HPDL_NHWC) == HPDL_OK);
+    HPDL_EXPECT(hpdl_quant_cnn_build(&q, &net, params, 4, X, 40) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_quant_cnn_build(&q, &net, params, 0, X, 100) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(((unsigned char *)&q)[0] == 0x5a);
+}
+
 /* ---- augmentation ---------------------------------------------------------- */
 
 /* Image n of x (c x h x w floats, NCHW) shifted by (dy, dx) with zeros
@@ -421,6 +498,8 @@ int main(int argc, char **argv) {
         HPDL_TEST(fold_every_kind),
         HPDL_TEST(fold_resnet18),
         HPDL_TEST(fold_refuses),
+        HPDL_TEST(quantized_small_cnn),
+        HPDL_TEST(quantized_cnn_refuses),
         HPDL_TEST(augment_draws_every_shift),
         HPDL_TEST(augment_is_reproducible),
         HPDL_TEST(augment_refuses),
