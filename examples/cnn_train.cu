@@ -22,6 +22,8 @@
        --save FILE        checkpoint after every epoch (parameters, batch-norm state,
                           optimiser state; written whole, see notes/checkpoint.md)
        --load FILE        start from a checkpoint of the same network and precision
+       --augment P [0]    random crops of the zero-padded images, up to P pixels off
+       --flip             mirror half the training images left-right (CIFAR-10, not digits)
        --device D [0]     --help, --version */
 #include "hpdl_cuda.cuh"
 
@@ -29,16 +31,16 @@
 
 typedef struct options {
     const char *net, *data, *optimizer, *schedule, *precision, *layout, *save, *load;
-    int epochs, batch, device, check;
+    int epochs, batch, device, check, augment_pad, flip;
     double lr, wd;
     int64_t seed;
 } options;
 
 static options parse_args(int argc, char **argv) {
-    options o = {"small", "data/fashion-mnist", "sgd", "cosine", "f32", "nhwc", NULL, NULL, 10, 128, 0, 0,
+    options o = {"small", "data/fashion-mnist", "sgd", "cosine", "f32", "nhwc", NULL, NULL, 10, 128, 0, 0, 0, 0,
                  0.05, 5e-4, 1};
     hpdl_lr_schedule syntax;
-    hpdl_cli_option opts[15];
+    hpdl_cli_option opts[17];
     int n = 0;
     opts[n++] = hpdl_cli_choice("net", 0, &o.net, "small|resnet18", "network");
     opts[n++] = hpdl_cli_string("data", 0, &o.data, "DIR", "IDX files (Fashion-MNIST) or CIFAR-10's .bin files");
@@ -56,6 +58,8 @@ static options parse_args(int argc, char **argv) {
     opts[n++] = hpdl_cli_string("save", 0, &o.save, "FILE", "checkpoint after every epoch");
     opts[n++] = hpdl_cli_string("load", 0, &o.load, "FILE", "start from a checkpoint of the same network and precision");
     opts[n++] = hpdl_cli_int("device", 0, &o.device, 0, 1 << 16, "GPU");
+    opts[n++] = hpdl_cli_int("augment", 0, &o.augment_pad, 0, 64, "random crops shifted up to this many pixels");
+    opts[n++] = hpdl_cli_flag("flip", 0, &o.flip, "mirror half the training images left-right");
     hpdl_cli_parse(argc, argv, "cnn_train", "Trains the course's CNNs on Fashion-MNIST or CIFAR-10 on the GPU.", opts, n);
     /* the schedule's words now; main checks it again over the real number of steps */
     if (hpdl_lr_parse(o.schedule, o.lr, (int64_t)1 << 40, &syntax) != HPDL_OK) exit(2);
@@ -243,6 +247,8 @@ template <typename T> static int run(const options *o, const hpdl_dataset *train
     HPDL_CHECK(hpdl_cuda_cnn_create<T>(&g, HPDL_CONV_AUTO));
     HPDL_CHECK(hpdl_cnn_run_create(&r, &net, &g.be, o->batch, &opt));
     HPDL_CHECK(hpdl_cnn_set_params(&r, params.data(), state.data()));
+    g.augment_pad = o->augment_pad;
+    g.augment_flip = o->flip;
     if (o->load) load(o, &r, &g, model);
     printf("%s: %d layers, %lld parameters, %lld training and %lld test images of %dx%dx%d, batch %d, %s %s\n",
            o->net, net.n_layers, (long long)net.param_count, (long long)train->n, (long long)test->n, shape.c,
