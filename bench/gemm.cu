@@ -508,7 +508,7 @@ static void tune_type(const char *type, const tune_variant<T, ACC> *vs, int nv, 
 /* The f16/bf16 variants: the mma rung's tiles and copy paths, the Hopper
    kernel's cluster shapes. */
 template <typename T> static void tune_half(const char *type, hpdl_cuda_l2_flusher *fl) {
-    typedef hpdl__tc_shape<128, 128, 32, 4, 64, 64> k32; /* the default until 2026-11-24 (third session) */
+    typedef hpdl__tc_shape<128, 128, 32, 4, 64, 64> k32; /* the default until 2026-11-24 */
     typedef hpdl__tc_shape<128, 128, 64, 2, 64, 64> k64s2;
     typedef hpdl__tc_shape<256, 128, 64, 3, 64, 64> big64;
     static const tune_variant<T, float> vs[] = {

@@ -1,4 +1,4 @@
-/* bench/matpow: A^n + B^n on one GPU and on every GPU (issue 7).
+/* bench/matpow: A^n + B^n on one GPU and on every GPU.
 
    usage: matpow [N=10000] [n=10]      (or --n N --power n; --output DIR; --help, --version)
 
