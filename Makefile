@@ -248,7 +248,8 @@ else
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory -j$(shell nproc) data all
 	@mkdir -p $(RESULTS)
-	@failed=""; for b in $(BENCH_C) $(BENCH_CU); do echo "== $$b"; HPDL_RESULTS=$(RESULTS) $$b || failed+=" $${b##*/}"; done; \
+	@failed=""; commit=$$(git rev-parse --short HEAD 2>/dev/null); \
+	    for b in $(BENCH_C) $(BENCH_CU); do echo "== $$b"; HPDL_RESULTS=$(RESULTS) HPDL_COMMIT=$$commit $$b || failed+=" $${b##*/}"; done; \
 	    $(MAKE) --no-print-directory plots; \
 	    if [ -n "$$failed" ]; then echo "bench: measured nothing or failed:$$failed"; exit 1; fi
 endif

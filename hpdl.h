@@ -82,11 +82,13 @@
          hpdl_bf16 hpdl_bf16_from_f32(f)
          float hpdl_bf16_to_f32(b)
          hpdl_status hpdl_csv_commit(c)
+         hpdl_status hpdl_csv_context_make(argc, argv, device, out, size)
          hpdl_status hpdl_csv_create(c, default_dir, name, header)
          void hpdl_csv_discard(c)
          FILE * hpdl_csv_open(default_dir, name)
          FILE * hpdl_csv_open_with_header(default_dir, name, header)
          void hpdl_csv_row(f, metric, value, unit, anchor, anchor_value, higher_is_better)
+         void hpdl_csv_set_context(text)
          void hpdl_csv_set_dir(dir)
          hpdl_f16 hpdl_f16_from_f32(f)
          float hpdl_f16_to_f32(h)
@@ -688,6 +690,52 @@ HPDL_API void hpdl_csv_set_dir(const char *dir) {
     *hpdl__csv_dir_slot() = dir && *dir ? dir : NULL;
 }
 
+/* The run's context (hpdl_csv_set_context), or NULL. */
+static inline const char **hpdl__csv_context_slot(void) {
+    static const char *context = NULL;
+    return &context;
+}
+
+/* Text that goes beside every CSV written afterwards, as <name>.context
+   (what ran, where and when: hpdl_csv_context_make's lines, or
+   hpdl_cuda_csv_context's with the GPU). NULL stops it. Not copied. */
+HPDL_API void hpdl_csv_set_context(const char *text) { *hpdl__csv_context_slot() = text; }
+
+/* The context lines into out: the UTC date, the commit (the environment's
+   HPDL_COMMIT, which make bench sets; else "unknown"), hpdl's version, the
+   device (any text, e.g. the GPU, driver and CUDA version) and the command
+   line. INVALID for NULL arguments or a size under 2; a text too long for
+   out is cut. */
+HPDL_API hpdl_status hpdl_csv_context_make(int argc, char **argv, const char *device, char *out, size_t size) {
+    char date[32] = "unknown";
+    time_t now = time(NULL);
+    const char *commit = getenv("HPDL_COMMIT");
+    size_t used;
+    int i;
+    if (!out || size < 2 || (argc > 0 && !argv) || !device) return HPDL_ERR_INVALID;
+    if (now != (time_t)-1) strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    snprintf(out, size, "date: %s\ncommit: %s\nhpdl: %s\ndevice: %s\ncommand:", date,
+             commit && *commit ? commit : "unknown", HPDL_VERSION, device);
+    for (i = 0; i < argc && (used = strlen(out)) + 2 < size; i++) snprintf(out + used, size - used, " %s", argv[i]);
+    used = strlen(out);
+    if (used + 1 < size) snprintf(out + used, size - used, "\n");
+    return HPDL_OK;
+}
+
+/* Writes the context (when set) beside the CSV at csv_path: the same path
+   with ".context" for ".csv". Best effort: a failure only says so. */
+static inline void hpdl__csv_write_context(const char *csv_path) {
+    const char *text = *hpdl__csv_context_slot();
+    char path[1040];
+    size_t n = strlen(csv_path);
+    FILE *f;
+    if (!text || n < 4 || n + 5 > sizeof path) return;
+    memcpy(path, csv_path, n - 4);
+    strcpy(path + n - 4, ".context");
+    f = fopen(path, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0) fprintf(stderr, "hpdl: cannot write %s\n", path);
+}
+
 /* <dir>/<name>.csv into path; dir from hpdl_csv_set_dir, else HPDL_RESULTS
    when set, else default_dir, else ".". 0 (with a message) for a name that
    is not plain or a path that does not fit. */
@@ -721,6 +769,7 @@ HPDL_API FILE *hpdl_csv_open_with_header(const char *default_dir, const char *na
     f = fopen(path, "w");
     if (!f) { fprintf(stderr, "hpdl: cannot write %s: %s\n", path, strerror(errno)); return NULL; }
     fprintf(f, "%s\n", header);
+    hpdl__csv_write_context(path);
     return f;
 }
 
@@ -778,7 +827,10 @@ HPDL_API hpdl_status hpdl_csv_commit(hpdl_csv_file *c) {
     failed = ferror(c->f) != 0;
     failed |= fclose(c->f) != 0; /* flushes: a full disk shows up here */
     c->f = NULL;
-    if (!failed && rename(c->tmp, c->path) == 0) return HPDL_OK;
+    if (!failed && rename(c->tmp, c->path) == 0) {
+        hpdl__csv_write_context(c->path);
+        return HPDL_OK;
+    }
     fprintf(stderr, "hpdl: cannot write %s: %s\n", c->path, errno ? strerror(errno) : "write error");
     remove(c->tmp);
     return HPDL_ERR_IO;

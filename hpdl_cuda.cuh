@@ -74,6 +74,7 @@
          hpdl_status hpdl_cuda_alloc(ptr, bytes)
          hpdl_status hpdl_cuda_alloc_managed(ptr, bytes)
          hpdl_status hpdl_cuda_alloc_pinned(ptr, bytes)
+         hpdl_status hpdl_cuda_csv_context(argc, argv, device)
          int hpdl_cuda_available()
          hpdl_status hpdl_cuda_device_query(device, info)
          void hpdl_cuda_device_slug(name, slug, size)
@@ -395,6 +396,25 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_device_query(int device, hpdl_cuda_device_in
     info->l2_bytes = (size_t)p.l2CacheSize;
     info->smem_per_block_optin = p.sharedMemPerBlockOptin;
     info->mem_bandwidth_gbs = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9; /* DDR */
+    return HPDL_OK;
+}
+
+/* A bench's context for every CSV it writes afterwards (hpdl_csv_set_context):
+   hpdl_csv_context_make's lines with the device named: GPU, compute
+   capability, the driver's and the runtime's CUDA versions. */
+HPDL_CUDA_API hpdl_status hpdl_cuda_csv_context(int argc, char **argv, int device) {
+    static char text[4096];
+    char gpu[512];
+    hpdl_cuda_device_info info;
+    int driver = 0, runtime = 0;
+    hpdl_status s;
+    if ((s = hpdl_cuda_device_query(device, &info)) != HPDL_OK) return s;
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    snprintf(gpu, sizeof gpu, "%s (sm_%d%d), driver CUDA %d.%d, runtime CUDA %d.%d", info.name, info.cc_major,
+             info.cc_minor, driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
+    if ((s = hpdl_csv_context_make(argc, argv, gpu, text, sizeof text)) != HPDL_OK) return s;
+    hpdl_csv_set_context(text);
     return HPDL_OK;
 }
 

@@ -313,6 +313,7 @@ int main(int argc, char **argv) {
         hpdl_mpi_finalize();
         return 1;
     }
+    HPDL_CHECK(hpdl_cuda_csv_context(argc, argv, device)); /* beside every CSV: GPU, driver, date, commit, command */
     HPDL_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
     HPDL_CUDA_CHECK(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
     hpdl_mpi_set_stream(b.stream);

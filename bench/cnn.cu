@@ -212,6 +212,7 @@ int main(int argc, char **argv) {
     hpdl_cli_parse(argc, argv, "cnn", "CNN training epochs on the GPU against PyTorch eager.", opts, 3);
     hpdl_csv_set_dir(output);
     if (!hpdl_cuda_available()) { printf("cnn: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n"); return 1; }
+    HPDL_CHECK(hpdl_cuda_csv_context(argc, argv, 0)); /* beside every CSV: GPU, driver, date, commit, command */
     HPDL_CHECK(hpdl_cuda_device_query(0, &info));
     printf("cnn bench on %s: small CNN and ResNet-18, %d synthetic 3x32x32 images resident, SGD momentum 0.9\n",
            info.name, N_IMAGES);

@@ -395,6 +395,7 @@ int main(int argc, char **argv) {
     hpdl_cli_parse(argc, argv, "conv", "Every rung of the convolution ladder against cuDNN.", opts, 6);
     hpdl_csv_set_dir(output);
     if (!hpdl_cuda_available()) { printf("conv: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n"); return 1; }
+    HPDL_CHECK(hpdl_cuda_csv_context(argc, argv, 0)); /* beside every CSV: GPU, driver, date, commit, command */
     if (!built_with_cudnn()) {
         printf("conv: skipped, built without cuDNN (the anchor; the Makefile adds it when it finds cudnn.h); nothing measured\n");
         return 1;

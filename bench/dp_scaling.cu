@@ -451,6 +451,7 @@ int main(int argc, char **argv) {
         hpdl_mpi_finalize();
         return 1;
     }
+    HPDL_CHECK(hpdl_cuda_csv_context(argc, argv, gpu)); /* beside every CSV: GPU, driver, date, commit, command */
 #ifndef HPDL_MPI_HAVE_NCCL
     if (g_rank == 0) printf("dp_scaling: skipped, built without NCCL; nothing measured\n");
     hpdl_mpi_finalize();

@@ -616,6 +616,7 @@ int main(int argc, char **argv) {
     memset(&o, 0, sizeof o);
     parse_args(argc, argv, &opt);
     if (!hpdl_cuda_available()) { printf("gemm: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n"); return 1; }
+    HPDL_CHECK(hpdl_cuda_csv_context(argc, argv, 0)); /* beside every CSV: GPU, driver, date, commit, command */
     HPDL_CHECK(hpdl_cuda_device_query(0, &info));
     HPDL_CHECK(hpdl_cuda_l2_flusher_create(&fl));
     o.gpu = info.name;

@@ -357,6 +357,7 @@ int main(int argc, char **argv) {
     hpdl_cli_parse(argc, argv, "matpow", "A^n + B^n on one GPU and on every GPU, against cuBLAS and PyTorch.", opts, 3);
     hpdl_csv_set_dir(output);
     if (!hpdl_cuda_available()) { printf("matpow: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n"); return 1; }
+    HPDL_CHECK(hpdl_cuda_csv_context(argc, argv, 0)); /* beside every CSV: GPU, driver, date, commit, command */
     HPDL_CHECK(hpdl_cuda_devices_print(stdout));
     all_gpus = hpdl_cuda_device_count();
     if (all_gpus > MAX_MATS) all_gpus = MAX_MATS; /* one matrix per GPU */

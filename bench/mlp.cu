@@ -247,6 +247,7 @@ int main(int argc, char **argv) {
     hpdl_cli_parse(argc, argv, "mlp", "MLP training epochs on the GPU against PyTorch eager.", opts, 2);
     hpdl_csv_set_dir(output);
     if (!hpdl_cuda_available()) { printf("mlp: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n"); return 1; }
+    HPDL_CHECK(hpdl_cuda_csv_context(argc, argv, 0)); /* beside every CSV: GPU, driver, date, commit, command */
     if (!images || !labels) { fprintf(stderr, "mlp bench: out of memory\n"); return 1; }
     HPDL_CHECK(hpdl_cuda_device_query(0, &info));
     hpdl_cuda_device_slug(info.name, slug, sizeof slug);

@@ -280,6 +280,7 @@ int main(int argc, char **argv) {
     int d, ok = 1;
     parse(argc, argv, &o);
     if (!hpdl_cuda_available()) { printf("model_parallel: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n"); return 1; }
+    HPDL_CHECK(hpdl_cuda_csv_context(argc, argv, 0)); /* beside every CSV: GPU, driver, date, commit, command */
     if (o.gpus == 0) o.gpus = hpdl_cuda_device_count();
     if (o.gpus < 1 || (o.gpus > hpdl_cuda_device_count() && !o.virtual_devices) || o.dim < 1 || o.batch < 1) {
         fprintf(stderr, "model_parallel: bad --gpus/--dim/--batch (GPUs visible: %d)\n", hpdl_cuda_device_count());

@@ -497,6 +497,7 @@ int main(int argc, char **argv) {
         printf("quantize: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n");
         return 1;
     }
+    HPDL_CHECK(hpdl_cuda_csv_context(argc, argv, 0)); /* beside every CSV: GPU, driver, date, commit, command */
     HPDL_CHECK(hpdl_cuda_device_query(0, &info));
     hpdl_cuda_device_slug(info.name, slug, sizeof slug);
     if (env && *env) snprintf(dir, sizeof dir, "%s", env);

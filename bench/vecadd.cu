@@ -437,6 +437,7 @@ int main(int argc, char **argv) {
         printf("vecadd: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n");
         return 1;
     }
+    HPDL_CHECK(hpdl_cuda_csv_context(argc, argv, 0)); /* beside every CSV: GPU, driver, date, commit, command */
     HPDL_CHECK(hpdl_cuda_device_query(0, &info));
     printf("vecadd bench on %s (%d SMs, %.1f GiB free); one-thread runs only up to %d M elements, "
            "once each: one GPU thread over 50M+ elements takes minutes\n",

@@ -240,6 +240,35 @@ static void test_csv_rows(void) {
     remove("/tmp/hpdl_test_core.csv");
 }
 
+/* With a context set, each CSV gets <name>.context beside it; without, none. */
+static void test_csv_context(void) {
+    char text[512], line[512];
+    char *argv[] = {(char *)"bench", (char *)"--batch", (char *)"32"};
+    hpdl_csv_file c;
+    FILE *f;
+    int found = 0;
+    HPDL_EXPECT(hpdl_csv_context_make(3, argv, "a test device", text, sizeof text) == HPDL_OK);
+    HPDL_EXPECT(strstr(text, "device: a test device\n") && strstr(text, "command: bench --batch 32\n"));
+    HPDL_EXPECT(strstr(text, "hpdl: " HPDL_VERSION "\n") && strstr(text, "date: 20"));
+    hpdl_csv_set_context(text);
+    HPDL_EXPECT(hpdl_csv_create(&c, "/tmp", "hpdl_test_context", "a,b") == HPDL_OK);
+    HPDL_EXPECT(hpdl_csv_commit(&c) == HPDL_OK);
+    f = fopen("/tmp/hpdl_test_context.context", "r");
+    while (f && fgets(line, sizeof line, f)) found += !strcmp(line, "command: bench --batch 32\n");
+    if (f) fclose(f);
+    HPDL_EXPECT(found == 1);
+    remove("/tmp/hpdl_test_context.context");
+    hpdl_csv_set_context(NULL);
+    HPDL_EXPECT(hpdl_csv_create(&c, "/tmp", "hpdl_test_context", "a,b") == HPDL_OK);
+    HPDL_EXPECT(hpdl_csv_commit(&c) == HPDL_OK);
+    f = fopen("/tmp/hpdl_test_context.context", "r");
+    HPDL_EXPECT(f == NULL);
+    if (f) fclose(f);
+    remove("/tmp/hpdl_test_context.csv");
+    HPDL_EXPECT(hpdl_csv_context_make(3, NULL, "x", text, sizeof text) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_csv_context_make(3, argv, "x", text, 1) == HPDL_ERR_INVALID);
+}
+
 int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
         HPDL_TEST(test_f16_decode_all_patterns),
@@ -256,6 +285,7 @@ int main(int argc, char **argv) {
         HPDL_TEST(test_alloc_refuses_overflow),
         HPDL_TEST(test_matrix_views),
         HPDL_TEST(test_csv_rows),
+        HPDL_TEST(test_csv_context),
     };
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }
