@@ -6172,6 +6172,9 @@ static inline hpdl_cnn_layer hpdl__cnn_layer(hpdl_cnn_op op) {
     return l;
 }
 
+/* A square convolution of the previous layer's output: out_channels
+   filters of kernel x kernel, the same stride and zero padding on both axes,
+   with a bias when bias is 1. */
 HPDL_API hpdl_cnn_layer hpdl_cnn_conv(int out_channels, int kernel, int stride, int pad, int bias) {
     hpdl_cnn_layer l = hpdl__cnn_layer(HPDL_CNN_CONV);
     l.channels = out_channels; l.kernel = kernel; l.stride = stride; l.pad = pad; l.bias = bias;
@@ -6188,6 +6191,7 @@ HPDL_API hpdl_cnn_layer hpdl_cnn_pool(hpdl_cnn_op op, int kernel, int stride, in
     return l;
 }
 
+/* A fully connected layer (with a bias) on the previous output, flattened. */
 HPDL_API hpdl_cnn_layer hpdl_cnn_linear(int out_features) {
     hpdl_cnn_layer l = hpdl__cnn_layer(HPDL_CNN_LINEAR);
     l.channels = out_features;
@@ -6772,6 +6776,7 @@ typedef struct hpdl_cnn_run {
     void *grads_ready_user;
 } hpdl_cnn_run;
 
+/* Frees what hpdl_cnn_run_create made (on its backend); r is zeroed. */
 HPDL_API void hpdl_cnn_run_destroy(hpdl_cnn_run *r) {
     int i;
     void **flat[7];
@@ -7339,6 +7344,7 @@ typedef struct hpdl_quant_cnn {
     double logit_scale;                             /* real value of one int32 logit */
 } hpdl_quant_cnn;
 
+/* Frees what hpdl_quant_cnn_build made; q is zeroed. */
 HPDL_API void hpdl_quant_cnn_free(hpdl_quant_cnn *q) {
     int i;
     if (!q) return;

@@ -9512,6 +9512,8 @@ template <typename T> void hpdl__gcnn_fill_table(hpdl_cnn_backend *be) {
 
 /* ---- public: the backend, and training driven by graphs ------------------------ */
 
+/* Frees the backend's graphs, buffers and own stream; g is zeroed. Destroy
+   the runs made on it first. */
 HPDL_CUDA_API void hpdl_cuda_cnn_destroy(hpdl_cuda_cnn *g) {
     int k;
     if (!g) return;
@@ -9557,10 +9559,11 @@ static inline hpdl_status hpdl_cuda_cnn_create(hpdl_cuda_cnn *g, hpdl_conv_algo 
     return HPDL_OK;
 }
 
-/* hpdl_cuda_cnn_create_f32 hpdl_cuda_cnn_create_f64 */
+/* hpdl_cuda_cnn_create for float parameters and activations. */
 HPDL_CUDA_API hpdl_status hpdl_cuda_cnn_create_f32(hpdl_cuda_cnn *g, hpdl_conv_algo conv_algo, cudaStream_t stream) {
     return hpdl_cuda_cnn_create<float>(g, conv_algo, stream);
 }
+/* The same in double precision (the twin check at 1e-12). */
 HPDL_CUDA_API hpdl_status hpdl_cuda_cnn_create_f64(hpdl_cuda_cnn *g, hpdl_conv_algo conv_algo, cudaStream_t stream) {
     return hpdl_cuda_cnn_create<double>(g, conv_algo, stream);
 }

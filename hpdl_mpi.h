@@ -4100,6 +4100,7 @@ HPDL_MPI_API hpdl_status hpdl__mpi_cnn_share(hpdl_mpi_cnn *d, int params) {
     return s;
 }
 
+/* Collective: frees the buckets and unhooks the run (which stays usable). */
 HPDL_MPI_API void hpdl_mpi_cnn_destroy(hpdl_mpi_cnn *d) {
     if (!d || !d->run) return;
     hpdl_mpi_bucketer_destroy(&d->buckets);
