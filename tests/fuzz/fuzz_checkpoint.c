@@ -14,21 +14,9 @@
 
 #include <unistd.h>
 
+#include "tests/fuzz/fuzz_files.h"
+
 static char input_path[64], saved_path[64];
-
-/* Memory-backed /dev/shm when there is one: /tmp on disk is 20x slower. */
-static const char *fuzz_dir(void) {
-    FILE *f = fopen("/dev/shm/hpdl_fuzz_probe_ckpt", "wb");
-    if (!f) return "/tmp";
-    fclose(f);
-    remove("/dev/shm/hpdl_fuzz_probe_ckpt");
-    return "/dev/shm";
-}
-
-static void write_file(const char *path, const uint8_t *data, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f || (n > 0 && fwrite(data, 1, n, f) != n) || fclose(f) != 0) abort();
-}
 
 /* The file at path holds exactly data[0..n). */
 static int file_equals(const char *path, const uint8_t *data, size_t n) {

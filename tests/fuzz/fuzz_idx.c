@@ -13,21 +13,9 @@
 
 #include <unistd.h>
 
+#include "tests/fuzz/fuzz_files.h"
+
 static char images_path[64], labels_path[64];
-
-/* Memory-backed /dev/shm when there is one: /tmp on disk is 20x slower. */
-static const char *fuzz_dir(void) {
-    FILE *f = fopen("/dev/shm/hpdl_fuzz_probe", "wb");
-    if (!f) return "/tmp";
-    fclose(f);
-    remove("/dev/shm/hpdl_fuzz_probe");
-    return "/dev/shm";
-}
-
-static void write_file(const char *path, const uint8_t *data, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(data, 1, n, f) != n || fclose(f) != 0) abort();
-}
 
 static void remove_files(void) {
     remove(images_path);
