@@ -7274,13 +7274,8 @@ static inline int hpdl__cnn_cpu_finite(size_t elem_size, int64_t n, const void *
     }                                                                                                             \
     static inline hpdl_status hpdl__cnn_hits_##SUFFIX(void *ctx, int rows, int cols, const void *logits,          \
                                                       const int32_t *labels, int64_t *hits) {                     \
-        int r, c, best;                                                                                           \
         (void)ctx;                                                                                                \
-        for (*hits = 0, r = 0; r < rows; r++) {                                                                   \
-            const T *x = (const T *)logits + (size_t)r * cols;                                                    \
-            for (c = 1, best = 0; c < cols; c++) best = x[c] > x[best] ? c : best;                               \
-            *hits += best == labels[r];                                                                           \
-        }                                                                                                         \
+        *hits = hpdl__argmax_hits_##SUFFIX(rows, cols, logits, labels); /* the MLP's count */                     \
         return HPDL_OK;                                                                                           \
     }                                                                                                             \
     static inline hpdl_status hpdl__cnn_check_##SUFFIX(void *ctx, int64_t n, const void *grads,                  \
