@@ -230,6 +230,8 @@
          hpdl_status hpdl_cuda_cnn_train_batch_<t>(g, r, batch, X, labels)
          hpdl_status hpdl_cuda_cnn_train_epoch(g, r, n, X, labels, seed)
          hpdl_status hpdl_cuda_cnn_train_epoch_<t>(g, r, n, X, labels, seed)
+         hpdl_status hpdl_cuda_cnn_twin_difference(net, opt, params, state, batch, X, labels, steps, difference,
+                        layer)
        int8 quantization
          hpdl_status hpdl_cuda_quant_gemm_i8(algo, M, N, K, A, lda, za, B, ldb, zb, C, ldc, stream)
          hpdl_status hpdl_cuda_quant_gemm_nt_i8(algo, M, N, K, A, lda, za, Bt, ldb, zb, C, ldc, stream)
@@ -9772,6 +9774,56 @@ static inline hpdl_status hpdl_cuda_cnn_train_epoch(hpdl_cuda_cnn *g, hpdl_cnn_r
         }
         if (s == HPDL_OK) s = hpdl__gcnn_run_step(g, r, rows);
     }
+    return s;
+}
+
+/* The twin check: `steps` training steps of net from the same parameters
+   and state (hpdl_cnn_init's arrays) on the CPU backend of T and on a fresh
+   GPU backend, on `batch` images X and labels in host memory; *difference:
+   the largest relative Frobenius difference of a parameter tensor after
+   (hpdl_cnn_param_difference), *layer (may be NULL) where it is. */
+template <typename T>
+static inline hpdl_status hpdl_cuda_cnn_twin_difference(const hpdl_cnn *net, const hpdl_cnn_optimizer *opt,
+                                                        const double *params, const double *state, int batch,
+                                                        const T *X, const int32_t *labels, int steps,
+                                                        double *difference, int *layer) {
+    const hpdl_cnn_backend *cpu = sizeof(T) == sizeof(double) ? hpdl_cnn_backend_cpu_f64() : hpdl_cnn_backend_cpu_f32();
+    if (!net || net->n_layers < 1 || !opt || !params || !X || !labels || batch < 1 || steps < 1 || !difference)
+        return HPDL_ERR_INVALID;
+    size_t x_bytes = (size_t)batch * (size_t)hpdl__shape_count(net->input) * sizeof(T);
+    double *got = (double *)hpdl_alloc((size_t)net->param_count, sizeof(double));
+    double *want = (double *)hpdl_alloc((size_t)net->param_count, sizeof(double));
+    T *dX = NULL;
+    int32_t *dlabels = NULL;
+    hpdl_cnn_run on_cpu, on_gpu;
+    hpdl_cuda_cnn g;
+    hpdl_status s = got && want ? HPDL_OK : HPDL_ERR_NOMEM;
+    memset(&on_cpu, 0, sizeof on_cpu);
+    memset(&on_gpu, 0, sizeof on_gpu);
+    memset(&g, 0, sizeof g);
+    if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&dX, x_bytes);
+    if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&dlabels, (size_t)batch * sizeof(int32_t));
+    if (s == HPDL_OK) s = hpdl_cuda_to_device(dX, X, x_bytes, 0);
+    if (s == HPDL_OK) s = hpdl_cuda_to_device(dlabels, labels, (size_t)batch * sizeof(int32_t), 0);
+    if (s == HPDL_OK) s = hpdl_cuda_cnn_create<T>(&g, HPDL_CONV_AUTO);
+    if (s == HPDL_OK) s = hpdl_cnn_run_create(&on_cpu, net, cpu, batch, opt);
+    if (s == HPDL_OK) s = hpdl_cnn_run_create(&on_gpu, net, &g.be, batch, opt);
+    if (s == HPDL_OK) s = hpdl_cnn_set_params(&on_cpu, params, state);
+    if (s == HPDL_OK) s = hpdl_cnn_set_params(&on_gpu, params, state);
+    for (int k = 0; s == HPDL_OK && k < steps; k++) {
+        s = hpdl_cnn_train_step(&on_cpu, batch, X, labels);
+        if (s == HPDL_OK) s = hpdl_cuda_cnn_train_batch<T>(&g, &on_gpu, batch, dX, dlabels);
+    }
+    if (s == HPDL_OK) s = hpdl_cnn_get_params(&on_cpu, want, NULL);
+    if (s == HPDL_OK) s = hpdl_cnn_get_params(&on_gpu, got, NULL);
+    if (s == HPDL_OK) *difference = hpdl_cnn_param_difference(net, got, want, layer);
+    hpdl_cnn_run_destroy(&on_cpu);
+    hpdl_cnn_run_destroy(&on_gpu);
+    hpdl_cuda_cnn_destroy(&g);
+    hpdl_cuda_free(dX);
+    hpdl_cuda_free(dlabels);
+    HPDL_FREE(got);
+    HPDL_FREE(want);
     return s;
 }
 

@@ -57,44 +57,18 @@ static hpdl_status make_net(int net, hpdl_shape shape, hpdl_cnn *out) {
 /* Largest relative Frobenius difference of a parameter tensor after
    `steps` SGD steps on the CPU twin and the GPU from the same weights. */
 template <typename T> static double cpu_gpu_difference(const hpdl_cnn *net, int batch, int steps) {
-    size_t features = (size_t)net->input.c * net->input.h * net->input.w;
-    std::vector<double> params(net->param_count), state(net->state_count + 1), cpu(net->param_count),
-        gpu(net->param_count);
-    std::vector<T> X(batch * features);
+    std::vector<double> params(net->param_count), state(net->state_count + 1);
+    std::vector<T> X((size_t)batch * net->input.c * net->input.h * net->input.w);
     std::vector<int32_t> labels(batch);
     hpdl_cnn_optimizer opt = hpdl_cnn_sgd(0.05, 0.9, 5e-4);
-    hpdl_cnn_run c, d;
-    hpdl_cuda_cnn g;
     hpdl_rng rng;
-    T *dX;
-    int32_t *dlabels;
     double worst = 0;
     hpdl_rng_seed(&rng, 7);
     for (T &v : X) v = (T)(2 * hpdl_rng_uniform(&rng) - 1);
     for (int32_t &l : labels) l = (int32_t)hpdl_rng_below(&rng, 10);
-    HPDL_CUDA_CHECK(cudaMalloc(&dX, X.size() * sizeof(T)));
-    HPDL_CUDA_CHECK(cudaMalloc(&dlabels, labels.size() * sizeof(int32_t)));
-    HPDL_CUDA_CHECK(cudaMemcpy(dX, X.data(), X.size() * sizeof(T), cudaMemcpyHostToDevice));
-    HPDL_CUDA_CHECK(cudaMemcpy(dlabels, labels.data(), labels.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
     HPDL_CHECK(hpdl_cnn_init(net, 1, params.data(), state.data()));
-    HPDL_CHECK(hpdl_cuda_cnn_create<T>(&g, HPDL_CONV_AUTO, 0));
-    HPDL_CHECK(hpdl_cnn_run_create(&c, net, sizeof(T) == 8 ? hpdl_cnn_backend_cpu_f64() : hpdl_cnn_backend_cpu_f32(),
-                                   batch, &opt));
-    HPDL_CHECK(hpdl_cnn_run_create(&d, net, &g.be, batch, &opt));
-    HPDL_CHECK(hpdl_cnn_set_params(&c, params.data(), state.data()));
-    HPDL_CHECK(hpdl_cnn_set_params(&d, params.data(), state.data()));
-    for (int s = 0; s < steps; s++) {
-        HPDL_CHECK(hpdl_cnn_train_step(&c, batch, X.data(), labels.data()));
-        HPDL_CHECK(hpdl_cuda_cnn_train_batch<T>(&g, &d, batch, dX, dlabels));
-    }
-    HPDL_CHECK(hpdl_cnn_get_params(&c, cpu.data(), NULL));
-    HPDL_CHECK(hpdl_cnn_get_params(&d, gpu.data(), NULL));
-    worst = hpdl_cnn_param_difference(net, gpu.data(), cpu.data(), NULL);
-    hpdl_cnn_run_destroy(&c);
-    hpdl_cnn_run_destroy(&d);
-    hpdl_cuda_cnn_destroy(&g);
-    cudaFree(dX);
-    cudaFree(dlabels);
+    HPDL_CHECK(hpdl_cuda_cnn_twin_difference<T>(net, &opt, params.data(), state.data(), batch, X.data(), labels.data(),
+                                                steps, &worst, NULL));
     return worst;
 }
 

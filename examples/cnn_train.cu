@@ -188,36 +188,17 @@ template <typename T>
 static int check(const options *o, const hpdl_cnn *net, const std::vector<T> &X, const hpdl_dataset *train) {
     const int batch = !strcmp(o->net, "resnet18") ? 2 : 8, steps = 3;
     const double tol = sizeof(T) == 8 ? 1e-12 : 1e-5;
-    std::vector<double> params(net->param_count), state(net->state_count + 1), cpu(net->param_count),
-        gpu(net->param_count);
+    std::vector<double> params(net->param_count), state(net->state_count + 1);
     hpdl_cnn_optimizer opt = make_optimizer(o, steps);
-    hpdl_cnn_run on_cpu, on_gpu;
-    hpdl_cuda_cnn g;
     double worst = 0;
-    T *dX = upload(std::vector<T>(X.begin(), X.begin() + batch * hpdl_dataset_features(train)));
-    int32_t *dlabels = upload(std::vector<int32_t>(train->labels, train->labels + batch));
-    HPDL_CHECK(hpdl_cnn_init(net, (uint64_t)o->seed, params.data(), state.data()));
-    HPDL_CHECK(hpdl_cuda_cnn_create<T>(&g, HPDL_CONV_AUTO));
-    HPDL_CHECK(hpdl_cnn_run_create(&on_cpu, net, sizeof(T) == 8 ? hpdl_cnn_backend_cpu_f64() : hpdl_cnn_backend_cpu_f32(),
-                                   batch, &opt));
-    HPDL_CHECK(hpdl_cnn_run_create(&on_gpu, net, &g.be, batch, &opt));
-    HPDL_CHECK(hpdl_cnn_set_params(&on_cpu, params.data(), state.data()));
-    HPDL_CHECK(hpdl_cnn_set_params(&on_gpu, params.data(), state.data()));
-    for (int s = 0; s < steps; s++) {
-        HPDL_CHECK(hpdl_cnn_train_step(&on_cpu, batch, X.data(), train->labels));
-        HPDL_CHECK(hpdl_cuda_cnn_train_batch<T>(&g, &on_gpu, batch, dX, dlabels));
-    }
-    HPDL_CHECK(hpdl_cnn_get_params(&on_cpu, cpu.data(), NULL));
-    HPDL_CHECK(hpdl_cnn_get_params(&on_gpu, gpu.data(), NULL));
     int layer = -1;
-    worst = hpdl_cnn_param_difference(net, gpu.data(), cpu.data(), &layer);
+    HPDL_CHECK(hpdl_cnn_init(net, (uint64_t)o->seed, params.data(), state.data()));
+    HPDL_CHECK(hpdl_cuda_cnn_twin_difference<T>(net, &opt, params.data(), state.data(), batch, X.data(), train->labels,
+                                                steps, &worst, &layer));
     printf("check %s %s: %d steps of %d images, %lld parameters; largest relative Frobenius difference of a "
            "parameter tensor %.3g (layer %d; tolerance %g): %s\n",
            o->net, o->precision, steps, batch, (long long)net->param_count, worst, layer, tol,
            worst <= tol ? "ok" : "FAILED");
-    hpdl_cnn_run_destroy(&on_cpu);
-    hpdl_cnn_run_destroy(&on_gpu);
-    hpdl_cuda_cnn_destroy(&g);
     return worst <= tol ? 0 : 1;
 }
 
