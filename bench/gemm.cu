@@ -139,8 +139,12 @@ static void print_row(bench_out *o, const bench_row *r) {
     char pk[32];
     if (r->peak_share > 0) snprintf(pk, sizeof pk, "%6.1f%%", 100 * r->peak_share);
     else snprintf(pk, sizeof pk, "%7s", "n/a");
-    printf("%-5s %5d %5d %5d  %-16s %10.3f %9.2f %7.3f %s %9.1e  %s\n", r->type, r->M, r->N, r->K, r->rung, r->ms,
-           r->tflops, r->ratio, pk, r->err, r->status);
+    if (strcmp(r->status, "unsupported") == 0 || strcmp(r->status, "skipped") == 0) /* not run: n/a, not zeros */
+        printf("%-5s %5d %5d %5d  %-16s %10s %9s %7s %s %9s  %s\n", r->type, r->M, r->N, r->K, r->rung, "n/a", "n/a",
+               "n/a", pk, "n/a", r->status);
+    else
+        printf("%-5s %5d %5d %5d  %-16s %10.3f %9.2f %7.3f %s %9.1e  %s\n", r->type, r->M, r->N, r->K, r->rung, r->ms,
+               r->tflops, r->ratio, pk, r->err, r->status);
     fflush(stdout);
     if (o->all)
         fprintf(o->all, "gemm_%s_%dx%dx%d_%s,%.6g,TFLOP/s,cublas,%.6g,%.4f,%s,%d,%d,%d,%s,%.6g,%.4f,%.3g,%s\n", r->type, r->M,

@@ -316,8 +316,15 @@ static int bench_size(int n, int use_lt, hpdl_cuda_l2_flusher *fl, FILE *detail,
     res->f16 = tops(n, time_ms(run_f16, &c, n, fl));
     c.falgo = HPDL_GEMM_CUBLAS;
     res->f16_cublas = tops(n, time_ms(run_f16, &c, n, fl));
-    printf("%6d %14.1f %14.1f %14.1f %14.1f %14.1f %14.1f\n", n, res->wgmma, res->mma, res->dp4a, res->lt, res->f16,
-           res->f16_cublas);
+    {   /* a variant that did not run (wgmma off Hopper, no cuBLASLt algorithm) reads n/a, not 0 */
+        double v[6] = {res->wgmma, res->mma, res->dp4a, res->lt, res->f16, res->f16_cublas};
+        int i;
+        printf("%6d", n);
+        for (i = 0; i < 6; i++)
+            if (v[i] > 0) printf(" %14.1f", v[i]);
+            else printf(" %14s", "n/a");
+        printf("\n");
+    }
     if (detail) {
         if (have_wgmma) fprintf(detail, "%d,int8_wgmma,%.6g\n", n, res->wgmma);
         fprintf(detail, "%d,int8_mma,%.6g\n%d,int8_dp4a,%.6g\n", n, res->mma, n, res->dp4a);
@@ -522,7 +529,7 @@ int main(int argc, char **argv) {
         double best = res.wgmma > res.mma ? res.wgmma : res.mma;
         const char *best_name = res.wgmma > res.mma ? "wgmma" : "mma";
         snprintf(metric, sizeof metric, "int8_%s_tops_%d", best_name, sizes[i]);
-        if (lt_ok > 0) hpdl_csv_row(headline, metric, best, "TOPS", "int8_cublaslt", res.lt, 1);
+        if (lt_ok > 0 && res.lt > 0) hpdl_csv_row(headline, metric, best, "TOPS", "int8_cublaslt", res.lt, 1);
         snprintf(metric, sizeof metric, "int8_%s_vs_f16_tops_%d", best_name, sizes[i]);
         hpdl_csv_row(headline, metric, best, "TOPS", "f16_hpdl_auto", res.f16, 1);
         snprintf(metric, sizeof metric, "int8_dp4a_tops_%d", sizes[i]);

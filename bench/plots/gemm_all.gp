@@ -15,10 +15,13 @@
 #   same fewest-bytes model, 4*(5BH + 1598B + 1598H) bytes (1598 = 784+10+10+10+784), so
 #   AI = 2*1598*B*H / (4*(5BH + 1598(B+H))); y = GEMM FLOPs of the epoch / whole epoch time, i.e.
 #   the elementwise kernels, loss, update and gather count as time but not as FLOPs.
+# csv: gemm_all
 if (!exists("dir")) dir = "."
+if (!exists("tagger")) tagger = "scripts/plots.sh --tag"
+tag(f) = system(tagger." ".f)
 set datafile separator ","
 set datafile missing "NaN"
-set terminal pngcairo size 1100,700 noenhanced
+set terminal pngcairo size 1100,780 noenhanced
 set output dir."/roofline.png"
 
 is_h200 = strstrt(dir, "h200") > 0
@@ -34,14 +37,14 @@ mlp_bytes(b, h) = 4.0 * (5.0 * b * h + 1598.0 * (b + h))
 mlp_ai(b, h) = mlp_flops(b, h) / mlp_bytes(b, h)
 mlp_tflops(b, h, ms) = 60000.0 / b * mlp_flops(b, h) / (ms * 1e-3) * 1e-12  # FLOPs per sample x 60000
 
-set title sprintf("Roofline, f32: %s (%.0f TFLOP/s, %.2f TB/s, ridge %.0f FLOP/B) - %s", gpu, peak, bw, ridge, dir)
+set title sprintf("Roofline, f32: %s (%.0f TFLOP/s, %.2f TB/s, ridge %.0f FLOP/B) - %s", gpu, peak, bw, ridge, tag(dir."/gemm_all.csv"))
 set xlabel "arithmetic intensity (FLOP/byte, fewest-bytes model)"
 set ylabel "TFLOP/s"
 set logscale xy
 set xrange [1:5000]
 set yrange [0.1:150]
 set grid xtics ytics mxtics mytics lc rgb "#dddddd"
-set key bottom right box opaque
+set key outside below
 set samples 1000
 set label 1 sprintf("ridge %.0f", ridge) at ridge, peak * 1.25 center
 

@@ -5,7 +5,10 @@
 #   quantize_hist_<x>.png   weight (w<l>) and activation (a<l>) histograms (quantize_hist_<x>.csv)
 # Each chart is drawn only when its CSV is there.
 # Run: gnuplot -e "dir='bench/results/<gpu>'" bench/plots/quantize.gp
+# csv: quantize_gemm quantize_mlp quantize_accuracy quantize_hist_w0
 if (!exists("dir")) dir = "."
+if (!exists("tagger")) tagger = "scripts/plots.sh --tag"
+tag(f) = system(tagger." ".f)
 set datafile separator ","
 set terminal pngcairo size 900,560 font ",10" noenhanced
 set grid
@@ -16,13 +19,14 @@ gemm = dir."/quantize_gemm.csv"
 if (exists_file(gemm)) {
     variants = "int8_mma int8_dp4a int8_cublaslt f16_hpdl_auto f16_cublas"
     set output dir."/quantize_gemm.png"
-    set title "GEMM M = N = K: int8 (int32 accumulation) vs f16 (f32 accumulation)"
+    set title "GEMM M = N = K: int8 (int32 accumulation) vs f16 (f32 accumulation) - ".tag(gemm)
     set logscale x 2
     set xlabel "n"
     set ylabel "TOPS (2n^3 / median time)"
-    set key top left box opaque
+    set key outside right top
     set xrange [768:10922]
-    plot for [i=1:5] gemm using 1:(pick(2, word(variants, i), 3)) with linespoints lw 2 pt 7 title word(variants, i)
+    rows(v) = sprintf("< grep ',%s,' '%s'", v, gemm)   # one variant's rows: one line each
+    plot for [i=1:5] rows(word(variants, i)) using 1:3 with linespoints lw 2 pt (i + 3) title word(variants, i)
     unset logscale x
     unset xrange
 }
@@ -30,7 +34,7 @@ if (exists_file(gemm)) {
 mlp = dir."/quantize_mlp.csv"
 if (exists_file(mlp)) {
     set output dir."/quantize_mlp.png"
-    set title "MLP inference at batch 10000: forward to logits"
+    set title "MLP inference at batch 10000: forward to logits - ".tag(mlp)
     set logscale y
     set ylabel "samples/s"
     set xlabel ""
@@ -46,7 +50,7 @@ if (exists_file(mlp)) {
 acc = dir."/quantize_accuracy.csv"
 if (exists_file(acc)) {
     set output dir."/quantize_accuracy.png"
-    set title "Fashion-MNIST test accuracy through post-training int8 quantization"
+    set title "Fashion-MNIST test accuracy through post-training int8 quantization - ".tag(acc)
     set ylabel "test accuracy (%)"
     set xlabel ""
     set style fill solid 0.7 border -1
@@ -66,7 +70,7 @@ do for [f in hists] {
     name = system("basename ".f." .csv")
     set output dir."/".name.".png"
     is_act = strstrt(name, "_hist_a") > 0
-    set title (is_act ? "activations (input of layer ".name[strlen(name):]."), log counts" : "weights of layer ".name[strlen(name):])
+    set title (is_act ? "activations (input of layer ".name[strlen(name):]."), log counts" : "weights of layer ".name[strlen(name):]) . " - " . tag(f)
     set xlabel "value"
     set ylabel "count"
     if (is_act) { set logscale y } else { unset logscale y }
