@@ -149,7 +149,7 @@
        Data sharding and per-epoch shuffling   tests/mpi_dp.c               -
        Data-parallel MLP training              tests/mpi_dp.c               bench/dp_scaling.cu (notes/dp.md)
        Tensor-parallel MLP training            tests/mpi_tp.c               examples/mlp_train_tp.c (notes/tp.md)
-       CNN data parallelism                    tests/mpi_cnn.c              - (notes/cnn.md)
+       CNN data parallelism                    tests/mpi_cnn.c              bench/cnn_dp.cu (notes/cnn.md)
        Under nvcc every function here is a template compiled only where it
        is called, like those of hpdl_cuda.cuh (HPDL_MPI_API).
 
@@ -2179,7 +2179,8 @@ HPDL_DEFINE_MPI_COLLECTIVES(bf16, hpdl_bf16, HPDL_MPI_BF16)
    reduction starts (buckets start in bucket order on every rank, as MPI and
    NCCL require); wait() finishes them all. How a bucket is reduced:
      host buffers, MPI:     packed into one buffer, MPI_Iallreduce;
-     device buffers, NCCL:  grouped ncclAllReduce on a side stream;
+     device buffers, NCCL:  grouped ncclAllReduce on a side stream (the
+                            mean by ncclAvg where NCCL has it);
      otherwise:             a blocking hpdl_mpi_allreduce per tensor, at once
                             (correct, but without overlap). */
 enum { HPDL__BUCKET_IALLREDUCE, HPDL__BUCKET_NCCL, HPDL__BUCKET_BLOCKING };
@@ -2389,19 +2390,24 @@ HPDL_MPI_API hpdl_status hpdl__mpi_bucketer_launch_iallreduce(hpdl_mpi_bucketer 
 HPDL_MPI_API hpdl_status hpdl__mpi_bucketer_launch_nccl(hpdl_mpi_bucketer *b, int k) {
 #ifdef HPDL_MPI_HAVE_NCCL
     ncclDataType_t type = ncclFloat32; /* set by hpdl__mpi_nccl_type */
-    int i, p = 1;
+    ncclRedOp_t op = ncclSum;
+    int i, p = 1, divide;
     hpdl_status s;
     hpdl__mpi_nccl_type(b->dtype, &type);
     MPI_Comm_size(b->comm, &p);
+    divide = b->average && p > 1;
+#if NCCL_VERSION_CODE >= 21000
+    if (divide) { op = ncclAvg; divide = 0; } /* the mean inside the reduction: no divide kernel per tensor */
+#endif
     /* the side stream starts once backward has written this bucket */
     HPDL_CUDA_TRY(cudaEventRecord(b->produced, hpdl__mpi_settings_get()->stream));
     HPDL_CUDA_TRY(cudaStreamWaitEvent(b->side, b->produced, 0));
     HPDL__NCCL_TRY(ncclGroupStart());
     for (i = b->bound[k + 1]; i < b->bound[k]; i++)
         if (b->counts[i]) HPDL__NCCL_TRY(ncclAllReduce(b->tensors[i], b->tensors[i], (size_t)b->counts[i], type,
-                                                       ncclSum, b->nccl, b->side));
+                                                       op, b->nccl, b->side));
     HPDL__NCCL_TRY(ncclGroupEnd());
-    for (i = b->bound[k + 1]; i < b->bound[k] && b->average && p > 1; i++) {
+    for (i = b->bound[k + 1]; i < b->bound[k] && divide; i++) {
         s = hpdl__mpi_divide_device(b->dtype, b->tensors[i], b->counts[i], p, b->side);
         if (s != HPDL_OK) return s;
     }
@@ -4052,10 +4058,20 @@ HPDL_DEFINE_MPI_TP(f64, double, HPDL_MPI_F64)
 
    Every rank passes the same number of images per step (the gradient mean
    over ranks is then the mean over the global batch); a step whose averaged
-   loss or gradients are not finite returns HPDL_ERR_NUMERIC on every rank
-   with the model unchanged. GPU backends: call hpdl_mpi_set_stream with
-   the backend's stream first, so the reductions queue behind backward.
-   Test: tests/mpi_cnn.c (CPU ranks). */
+   loss or gradients are not finite leaves the model unchanged on every rank
+   (HPDL_ERR_NUMERIC on the CPU; the GPU backend skips it on the device and
+   counts it, as hpdl_cnn_update does).
+
+   GPU backends (hpdl_cuda_cnn, one GPU per rank): call hpdl_mpi_set_stream
+   with the backend's stream before create, and pass HPDL_ALLREDUCE_NCCL:
+   the buckets are then reduced on a side stream while backward goes on,
+   the loss on the backend's stream after them, and rank 0's batch-norm
+   statistics (HPDL_MPI_BN_BROADCAST) arrive by an NCCL broadcast queued
+   before the forward pass, so a step never waits for the device on the
+   host. Steps run eagerly (no CUDA graph: the bucket hand-offs are host
+   calls). Other algorithms work on device buffers too, reducing each
+   tensor when it is ready, with a host wait each.
+   Test: tests/mpi_cnn.c (CPU ranks); bench: bench/cnn_dp.cu (GPUs). */
 
 typedef enum hpdl_mpi_bn_mode { HPDL_MPI_BN_LOCAL = 0, HPDL_MPI_BN_BROADCAST } hpdl_mpi_bn_mode;
 
@@ -4091,12 +4107,30 @@ HPDL_MPI_API void hpdl__mpi_cnn_grads_ready(void *user, int layer) {
     if (d->hook_status == HPDL_OK) d->hook_status = s;
 }
 
-/* Rank 0's parameters and batch-norm statistics on every rank. */
+/* Rank 0's batch-norm statistics on every rank: with NCCL buckets, a
+   broadcast queued on the hpdl stream (no host wait); else hpdl_mpi_bcast. */
+HPDL_MPI_API hpdl_status hpdl__mpi_cnn_bcast_state(hpdl_mpi_cnn *d) {
+    hpdl_cnn_run *r = d->run;
+#ifdef HPDL_MPI_HAVE_NCCL
+    if (d->buckets.mode == HPDL__BUCKET_NCCL) {
+        ncclDataType_t type = ncclFloat32;
+        ncclResult_t e;
+        hpdl__mpi_nccl_type(d->dtype, &type);
+        e = ncclBroadcast(r->state, r->state, (size_t)r->net->state_count, type, 0, d->buckets.nccl,
+                          hpdl__mpi_settings_get()->stream);
+        /* the other ranks are inside the broadcast: a failure here stops them all */
+        return hpdl__mpi_finish("hpdl_mpi_cnn_train_step", e == ncclSuccess ? HPDL_OK : HPDL_ERR_NCCL, d->comm);
+    }
+#endif
+    return hpdl_mpi_bcast(r->state, r->net->state_count, d->dtype, 0, d->comm);
+}
+
+/* Rank 0's parameters (params = 1) and batch-norm statistics on every rank. */
 HPDL_MPI_API hpdl_status hpdl__mpi_cnn_share(hpdl_mpi_cnn *d, int params) {
     hpdl_cnn_run *r = d->run;
     hpdl_status s = HPDL_OK;
     if (params) s = hpdl_mpi_bcast(r->params, r->net->param_count, d->dtype, 0, d->comm);
-    if (s == HPDL_OK && r->net->state_count) s = hpdl_mpi_bcast(r->state, r->net->state_count, d->dtype, 0, d->comm);
+    if (s == HPDL_OK && r->net->state_count) s = hpdl__mpi_cnn_bcast_state(d);
     return s;
 }
 
@@ -4144,12 +4178,13 @@ HPDL_MPI_API hpdl_status hpdl_mpi_cnn_create(hpdl_mpi_cnn *d, hpdl_cnn_run *run,
    mean loss averaged too (hpdl_cnn_loss then gives the global batch's),
    and the update. */
 HPDL_MPI_API hpdl_status hpdl_mpi_cnn_train_step(hpdl_mpi_cnn *d, int batch, const void *X, const int32_t *labels) {
-    int lo = 0, hi = 0;
+    int mine[2], most[2] = {0, 0};
     hpdl_status s = HPDL_OK;
     if (!d || !d->run) return HPDL_ERR_INVALID;
-    MPI_Allreduce(&batch, &lo, 1, MPI_INT, MPI_MIN, d->comm);
-    MPI_Allreduce(&batch, &hi, 1, MPI_INT, MPI_MAX, d->comm);
-    if (lo != hi) return HPDL_ERR_INVALID; /* the same on every rank */
+    mine[0] = batch; /* largest and, negated, smallest batch in one reduction */
+    mine[1] = -batch;
+    MPI_Allreduce(mine, most, 2, MPI_INT, MPI_MAX, d->comm);
+    if (most[0] != -most[1]) return HPDL_ERR_INVALID; /* the same on every rank */
     if (d->bn == HPDL_MPI_BN_BROADCAST) s = hpdl__mpi_cnn_share(d, 0);
     d->hook_status = HPDL_OK;
     if (s == HPDL_OK) s = hpdl_cnn_forward(d->run, batch, X, 1);
