@@ -2529,19 +2529,19 @@ static __device__ __forceinline__ void hpdl__wg_put4(const hpdl__gemm_args<T, fl
     hpdl__gemm_out4(g, m, n, v);
 }
 
-/* Stores a warpgroup's 64 x 256 accumulators at C(m0.., n0..) through buf
+/* Stores a warpgroup's 64 x BN accumulators at C(m0.., n0..) through buf
    (HPDL__WG_EPI_BYTES of shared memory, this warpgroup's own). wgmma's
    layout: warp w holds rows 16w..16w+15; in each 8-column group j a thread
    holds columns 2(lane%4), +1 of rows lane/4 and lane/4 + 8, in
    d[4j..4j+3]. Each warp reads back only the rows it wrote, so a warp
    barrier suffices (the warpgroup's named barriers cost no measurable
    time, f16 4096^3 on an H100: 700.7 TFLOP/s either way). */
-template <typename G, typename ACC>
-static __device__ __forceinline__ void hpdl__wg_store(const G &g, const ACC d[128], int m0, int n0, ACC *buf) {
+template <typename G, typename ACC, int BN = 256>
+static __device__ __forceinline__ void hpdl__wg_store(const G &g, const ACC *d, int m0, int n0, ACC *buf) {
     const int t = (int)threadIdx.x % 128, lane = t % 32, r = t / 32 * 16 + lane / 4, c = lane % 4 * 2;
     int chunk, jj, row;
 #pragma unroll
-    for (chunk = 0; chunk < 256 / HPDL__WG_EPI_COLS; chunk++) {
+    for (chunk = 0; chunk < BN / HPDL__WG_EPI_COLS; chunk++) {
 #pragma unroll
         for (jj = 0; jj < HPDL__WG_EPI_COLS / 8; jj++) {
             int j = chunk * HPDL__WG_EPI_COLS / 8 + jj, col = jj * 8 + c;
@@ -2666,12 +2666,12 @@ static __device__ __forceinline__ void hpdl__wg_pack_chunk(const float d[128], f
 
 /* Chunks FIRST_CHUNK..3 of the output by TMA (the ones before: see
    hpdl__wg_hold). */
-template <typename T, int FIRST_CHUNK = 0>
-static __device__ __forceinline__ void hpdl__wg_store_tma(const CUtensorMap *map_c, float alpha, const float d[128], int m0,
+template <typename T, int FIRST_CHUNK = 0, int BN = 256>
+static __device__ __forceinline__ void hpdl__wg_store_tma(const CUtensorMap *map_c, float alpha, const float *d, int m0,
                                                           int n0, unsigned char *buf) {
     int c;
 #pragma unroll
-    for (c = FIRST_CHUNK; c < 256 / HPDL__WG_TMA_COLS; c++) {
+    for (c = FIRST_CHUNK; c < BN / HPDL__WG_TMA_COLS; c++) {
         unsigned p[16];
         hpdl__wg_pack_chunk<T>(d, alpha, c, p);
         hpdl__wg_put_chunk(map_c, p, c, m0, n0 + c * HPDL__WG_TMA_COLS, buf);
@@ -3402,11 +3402,16 @@ HPDL_DEFINE_CUDA_GEMM(bf16, hpdl_bf16, float)
                     backward-filter split along the pixels, the blocks adding
                     into an f32 copy of dW (needs C/groups % 8 == 0);
                     HPDL_ERR_UNSUPPORTED for other types, layouts and channel counts
+     WGMMA          f16/bf16 in NHWC on Hopper (sm_90a): the implicit GEMM with
+                    its operands brought by the tensor-copy engine (a 4-D box
+                    of input pixels per filter tap, zeros outside the image)
+                    into wgmma, warp-specialised; forward and stride-1
+                    backward-data, one group, channels multiples of 8
      CUDNN          cuDNN's fastest algorithm for the shape, found once by
                     cudnnFind*AlgorithmEx and remembered (tensor-op math for
                     f16/bf16; f32 without TF32); built with HPDL_HAVE_CUDNN
                     (-lcudnn), else HPDL_ERR_UNSUPPORTED
-   AUTO takes MMA where it applies, else IMPLICIT_GEMM, or DIRECT for a GEMM
+   AUTO takes WGMMA, then MMA, where they apply, else IMPLICIT_GEMM, or DIRECT for a GEMM
    too large for its grid (HPDL_ERR_UNSUPPORTED from IMPLICIT_GEMM itself).
    The rungs index with the CPU twin's helpers (hpdl_tensor4_offset,
    hpdl__tap_input, hpdl__tap_output). */
@@ -3415,7 +3420,8 @@ typedef enum hpdl_conv_algo {
     HPDL_CONV_AUTO = 0,
     HPDL_CONV_DIRECT,
     HPDL_CONV_IMPLICIT_GEMM,
-    HPDL_CONV_MMA,  /* f16/bf16, NHWC: tensor cores; HPDL_ERR_UNSUPPORTED elsewhere */
+    HPDL_CONV_MMA,   /* f16/bf16, NHWC: tensor cores; HPDL_ERR_UNSUPPORTED elsewhere */
+    HPDL_CONV_WGMMA, /* f16/bf16, NHWC, Hopper: TMA + wgmma (forward, stride-1 backward-data) */
     HPDL_CONV_CUDNN /* the vendor library (HPDL_HAVE_CUDNN; else HPDL_ERR_UNSUPPORTED) */
 } hpdl_conv_algo;
 
@@ -3425,6 +3431,7 @@ HPDL_CUDA_API const char *hpdl_conv_algo_name(hpdl_conv_algo a) {
     case HPDL_CONV_DIRECT: return "direct";
     case HPDL_CONV_IMPLICIT_GEMM: return "implicit-gemm";
     case HPDL_CONV_MMA: return "mma";
+    case HPDL_CONV_WGMMA: return "wgmma";
     case HPDL_CONV_CUDNN: return "cudnn";
     }
     return "?";
@@ -4354,6 +4361,366 @@ static inline hpdl_status hpdl__conv_launch_mma(const hpdl__conv_geom &g, hpdl__
     return hpdl__conv_mma_type<T>::launch(args, pass == HPDL__CONV_INPUT_GRAD, g.p.groups, stream);
 }
 
+/* ---- wgmma rung (Hopper): implicit GEMM fed by the tensor-copy engine ------------ */
+
+/* Forward, and backward-data at stride 1, for f16/bf16 in NHWC on sm_90a.
+   The GEMM's rows are output pixels, taken 128 at a time as a box of
+   box_w columns x box_h rows x box_n images; its K steps are (filter tap,
+   64 input channels). For each step one 4-D tensor copy brings the box of
+   input pixels that tap reads, shifted by the tap and strided by the
+   convolution's stride (the engine's element strides), with zeros where it
+   falls outside the image (negative and too-large coordinates are filled):
+   the padding costs no code. The filter's tile comes by a 3-D copy of the
+   KRSC array. Backward-data at stride 1 is the forward convolution of dy
+   with the filter turned 180 degrees and transposed: the same kernel
+   reads tap (R-1-r, S-1-s) and takes the filter tile MN-major (wgmma's
+   transpose bit). Warp-specialised as the GEMM's wgmma_ws: one thread of
+   warpgroup 0 copies, warpgroups 1 and 2 multiply 64 rows each. */
+
+/* d (64 x 64 or 64 x 128 f32 accumulators of this warpgroup) += A (64 x
+   16) B (16 x BN), both from shared memory (the 256-wide: hpdl__wgmma_256). */
+#define HPDL__WG_F32(d) HPDL__WG_F8(d, 0), HPDL__WG_F8(d, 8), HPDL__WG_F8(d, 16), HPDL__WG_F8(d, 24)
+#define HPDL__WG_F64(d) HPDL__WG_F32(d), HPDL__WG_F8(d, 32), HPDL__WG_F8(d, 40), HPDL__WG_F8(d, 48), HPDL__WG_F8(d, 56)
+#define HPDL__WG_D32                                                                                           \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                  \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define HPDL__WG_D64                                                                                           \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                  \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                         \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                          \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+template <int TA, int TB> static __device__ __forceinline__ void hpdl__wgmma_64(float *d, uint64_t a, uint64_t b, __half) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " HPDL__WG_D32 ", %32, %33, 1, 1, 1, %34, %35;"
+                 : HPDL__WG_F32(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
+}
+template <int TA, int TB>
+static __device__ __forceinline__ void hpdl__wgmma_64(float *d, uint64_t a, uint64_t b, __nv_bfloat16) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " HPDL__WG_D32 ", %32, %33, 1, 1, 1, %34, %35;"
+                 : HPDL__WG_F32(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
+}
+template <int TA, int TB> static __device__ __forceinline__ void hpdl__wgmma_128(float *d, uint64_t a, uint64_t b, __half) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " HPDL__WG_D64 ", %64, %65, 1, 1, 1, %66, %67;"
+                 : HPDL__WG_F64(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
+}
+template <int TA, int TB>
+static __device__ __forceinline__ void hpdl__wgmma_128(float *d, uint64_t a, uint64_t b, __nv_bfloat16) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " HPDL__WG_D64 ", %64, %65, 1, 1, 1, %66, %67;"
+                 : HPDL__WG_F64(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
+}
+template <int BN, int TB, typename T>
+static __device__ __forceinline__ void hpdl__wgmma_bn(float *d, uint64_t a, uint64_t b) {
+    if (BN == 64) hpdl__wgmma_64<0, TB>(d, a, b, T());
+    else if (BN == 128) hpdl__wgmma_128<0, TB>(d, a, b, T());
+    else hpdl__wgmma_256<0, TB>(d, a, b, T());
+}
+template <int N> static __device__ __forceinline__ void hpdl__wg_fence_accs(float *d) {
+#pragma unroll
+    for (int i = 0; i < N; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+/* One box of a 3-D or 4-D tensor map (coordinates innermost first, signed:
+   outside the tensor the engine writes zeros). */
+static __device__ __forceinline__ void hpdl__tma_load_3d(const CUtensorMap *map, void *dst, uint64_t *bar, int x, int y,
+                                                         int z) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(hpdl__smem_u32(dst)),
+                 "l"(map), "r"(x), "r"(y), "r"(z), "r"(hpdl__smem_u32(bar))
+                 : "memory");
+}
+static __device__ __forceinline__ void hpdl__tma_load_4d(const CUtensorMap *map, void *dst, uint64_t *bar, int x, int y,
+                                                         int z, int w) {
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4, %5}], [%6];" ::"r"(hpdl__smem_u32(dst)),
+                 "l"(map), "r"(x), "r"(y), "r"(z), "r"(w), "r"(hpdl__smem_u32(bar))
+                 : "memory");
+}
+
+/* The rung's arguments: where a tile's pixels are, how a tap shifts them,
+   and the output (hpdl__wg_store's G). */
+template <typename T> struct hpdl__conv_wg_args {
+    T *y;                        /* output, NHWC */
+    int images, rows, cols;      /* output size */
+    int channels;                /* output channels: the GEMM's columns */
+    int vec;                     /* channels % 4 == 0 and y 8-byte aligned: 4 outputs per store */
+    int tma_y;                   /* tiles are runs of 128 pixels of y: stored by the copy engine */
+    int box_w, box_h, box_n;     /* a tile's output pixels, box_w * box_h * box_n <= 128 */
+    int tiles_w, tiles_h, tiles; /* boxes across, down, in all */
+    int kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+    int chunks;                  /* 64-channel slices of the summed channels per tap */
+};
+
+/* The first output pixel (image, row, column) of tile `tile`. */
+template <typename T>
+static __device__ __forceinline__ void hpdl__conv_wg_tile(const hpdl__conv_wg_args<T> &g, int tile, int *n0, int *h0,
+                                                          int *w0) {
+    int rest = tile / g.tiles_w;
+    *w0 = tile % g.tiles_w * g.box_w;
+    *h0 = rest % g.tiles_h * g.box_h;
+    *n0 = rest / g.tiles_h * g.box_n;
+}
+
+template <typename T>
+static __device__ __forceinline__ hpdl__wg_nocols hpdl__wg_cols(const hpdl__conv_wg_args<T> &, int) {
+    return hpdl__wg_nocols();
+}
+
+/* Output channels n..n+3 of row m = 128 * tile + (pixel in the tile's box). */
+template <typename T>
+static __device__ __forceinline__ void hpdl__wg_put4(const hpdl__conv_wg_args<T> &g, hpdl__wg_nocols, int m, int n,
+                                                     const float v[4]) {
+    const int r = m % 128, bw = r % g.box_w, bh = r / g.box_w % g.box_h, bn = r / (g.box_w * g.box_h);
+    int n0, h0, w0, j;
+    hpdl__conv_wg_tile(g, m / 128, &n0, &h0, &w0);
+    if (bn >= g.box_n || n0 + bn >= g.images || h0 + bh >= g.rows || w0 + bw >= g.cols || n >= g.channels) return;
+    T *p = g.y + (((size_t)(n0 + bn) * g.rows + h0 + bh) * g.cols + w0 + bw) * g.channels + n;
+    if (g.vec) {
+        hpdl__gemm_vstore4(p, v);
+        return;
+    }
+    for (j = 0; j < 4 && n + j < g.channels; j++) p[j] = T(v[j]);
+}
+
+/* Stages that fit beside the epilogue's buffers: 4 for BN = 256, 6 for 128, 8 for 64. */
+template <int BN> struct hpdl__conv_wg_shape {
+    enum { BM = 128, A_BYTES = BM * 128, STAGE = (BM + BN) * 128, S = 196608 / STAGE > 8 ? 8 : 196608 / STAGE };
+    static size_t smem() { return (size_t)S * STAGE + 2 * HPDL__WG_EPI_BYTES + 2 * S * 8 + 1024 /* alignment */; }
+};
+
+/* DATA: backward-data (the filter turned and taken MN-major). Persistent:
+   block b takes tiles b, b + grid, ... (tile = pixel box + 64..256 output
+   channels), and its copier runs on into the next tile's stages while the
+   consumers store the last one: the pipeline fills once per block, not
+   once per tile (ResNet-50 conv2_x has 9 k-steps a tile). */
+template <typename T, int BN, bool DATA>
+__global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma(const __grid_constant__ CUtensorMap map_src,
+                                                           const __grid_constant__ CUtensorMap map_w,
+                                                           const __grid_constant__ CUtensorMap map_y,
+                                                           hpdl__conv_wg_args<T> g) {
+#ifdef HPDL__SM90A
+    typedef hpdl__conv_wg_shape<BN> SH;
+    enum { S = SH::S, STAGE = SH::STAGE, A_BYTES = SH::A_BYTES };
+    unsigned char *smem = hpdl__wg_smem_base();
+    float *epi = (float *)(smem + S * STAGE);
+    uint64_t *full = (uint64_t *)(smem + S * STAGE + 2 * HPDL__WG_EPI_BYTES), *empty = full + S;
+    const int wg = (int)threadIdx.x / 128, taps = g.kernel_h * g.kernel_w, KT = taps * g.chunks;
+    const int tiles_n = (g.channels + BN - 1) / BN;
+    int kt, t, it = 0; /* it: stages used so far, over all of this block's tiles */
+    if (threadIdx.x == 0) {
+        for (kt = 0; kt < S; kt++) {
+            hpdl__mbar_init(&full[kt], 1);
+            hpdl__mbar_init(&empty[kt], 2); /* both consumers */
+        }
+        hpdl__mbar_init_fence();
+    }
+    __syncthreads();
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        if (threadIdx.x == 0)
+            for (t = (int)blockIdx.x; t < g.tiles * tiles_n; t += (int)gridDim.x) {
+                int n0, h0, w0, p;
+                const int n_base = t % tiles_n * BN;
+                hpdl__conv_wg_tile(g, t / tiles_n, &n0, &h0, &w0);
+                const int h_in = h0 * g.stride_h - g.pad_h, w_in = w0 * g.stride_w - g.pad_w;
+                const unsigned bytes = 128u * (unsigned)(g.box_w * g.box_h * g.box_n + BN);
+                for (kt = 0; kt < KT; kt++, it++) {
+                    unsigned char *st = smem + it % S * STAGE;
+                    const int tap = kt / g.chunks, c0 = kt % g.chunks * 64, r = tap / g.kernel_w, s = tap % g.kernel_w;
+                    const int filter_tap = DATA ? taps - 1 - tap : tap;
+                    hpdl__mbar_wait(&empty[it % S], (unsigned)(it / S + 1) & 1); /* first pass: free */
+                    hpdl__mbar_expect_bytes(&full[it % S], bytes);
+                    hpdl__tma_load_4d(&map_src, st, &full[it % S], c0, w_in + s * g.dilation_w, h_in + r * g.dilation_h,
+                                      n0);
+                    for (p = 0; p < BN / 64; p++) /* filter map (C, R*S, K): forward sums over C, backward-data over K */
+                        if (DATA)
+                            hpdl__tma_load_3d(&map_w, st + A_BYTES + p * HPDL__WG_PIECE_BYTES, &full[it % S],
+                                              n_base + 64 * p, filter_tap, c0);
+                        else
+                            hpdl__tma_load_3d(&map_w, st + A_BYTES + p * HPDL__WG_PIECE_BYTES, &full[it % S], c0,
+                                              filter_tap, n_base + 64 * p);
+                }
+            }
+    } else {
+        float d[BN / 2];
+        const int row0 = (wg - 1) * 64;
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+        auto k_step = [&]() {
+            const unsigned char *st = smem + it % S * STAGE;
+            hpdl__mbar_wait(&full[it % S], (unsigned)(it / S) & 1);
+            hpdl__wg_fence_accs<BN / 2>(d);
+            hpdl__wg_fence();
+#pragma unroll
+            for (int j = 0; j < 4; j++) /* 64 channels: four k16 steps */
+                hpdl__wgmma_bn<BN, DATA, T>(d, hpdl__wg_step_desc<T, false>(st, row0, j),
+                                            hpdl__wg_step_desc<T, DATA>(st + A_BYTES, 0, j));
+            hpdl__wg_commit();
+            hpdl__wg_fence_accs<BN / 2>(d);
+            hpdl__wg_wait<1>(); /* the previous step's wgmmas are done: its stage can go */
+            if (kt > 0) hpdl__wg_release<1>(&empty[(it - 1) % S]);
+            kt++, it++;
+        };
+        for (t = (int)blockIdx.x; t < g.tiles * tiles_n; t += (int)gridDim.x) {
+#pragma unroll
+            for (kt = 0; kt < BN / 2; kt++) d[kt] = 0.0f;
+            kt = 0;
+            k_step(); /* peeled, as the GEMM's: ptxas folds the zeros into the first wgmma */
+            while (kt < KT) k_step();
+            hpdl__wg_wait<0>();
+            hpdl__wg_release<1>(&empty[(it - 1) % S]);
+            hpdl__wg_fence_accs<BN / 2>(d);
+            if (g.tma_y) /* the tile is 128 consecutive pixels: row m of it is row 128 t + m of y */
+                hpdl__wg_store_tma<T, 0, BN>(&map_y, 1.0f, d, t / tiles_n * 128 + row0, t % tiles_n * BN,
+                                             (unsigned char *)(epi + (wg - 1) * HPDL__WG_EPI_BYTES / 4));
+            else
+                hpdl__wg_store<hpdl__conv_wg_args<T>, float, BN>(g, d, t / tiles_n * 128 + row0, t % tiles_n * BN,
+                                                                  epi + (wg - 1) * HPDL__WG_EPI_BYTES / 4);
+        }
+        hpdl__wg_epilogue_done();
+    }
+#else
+    (void)map_src; (void)map_w; (void)map_y; (void)g; /* no sm_90a code in this pass: never launched */
+#endif
+}
+
+/* The tile's box of output pixels: the fewest tiles of at most 128 pixels
+   (ties: the widest rows, contiguous in memory); a box of w columns spans
+   w * stride input columns, and the engine's boxes stop at 256. */
+static inline void hpdl__conv_wg_box(int cols, int rows, int images, int stride_w, int stride_h, int *box_w,
+                                     int *box_h, int *box_n) {
+    long long best = -1;
+    int w, h;
+    for (w = cols < 128 ? cols : 128; w >= 1; w--)
+        for (h = 1; h <= rows && w * h <= 128; h++) {
+            int n = 128 / (w * h) < images ? 128 / (w * h) : images;
+            long long tiles = (long long)((cols + w - 1) / w) * ((rows + h - 1) / h) * ((images + n - 1) / n);
+            if (w * stride_w > 256 || h * stride_h > 256 || (best >= 0 && tiles >= best)) continue;
+            best = tiles;
+            *box_w = w, *box_h = h, *box_n = n;
+        }
+}
+
+/* Tensor maps: the summed-over tensor (x, or dy) as (C, W, H, N) in boxes
+   of 64 channels x the tile's pixels (strided), the filter as (C, R*S, K)
+   in boxes of 64 x 1 x 64. */
+template <typename T>
+static inline hpdl_status hpdl__conv_wg_maps(const hpdl_tensor4 &src, const T *src_p, const hpdl__conv_geom &geo,
+                                             const T *w, const hpdl__conv_wg_args<T> &g, CUtensorMap *map_src,
+                                             CUtensorMap *map_w) {
+    PFN_cuTensorMapEncodeTiled_v12000 encode = hpdl__tma_encoder();
+    const size_t e = sizeof(T);
+    const int taps = geo.p.kernel_h * geo.p.kernel_w, cin = geo.x.c, kout = geo.y.c;
+    cuuint64_t dims4[4] = {(cuuint64_t)src.c, (cuuint64_t)src.w, (cuuint64_t)src.h, (cuuint64_t)src.n};
+    cuuint64_t strides4[3] = {src.c * e, (cuuint64_t)src.w * src.c * e, (cuuint64_t)src.h * src.w * src.c * e};
+    cuuint32_t box4[4] = {64, (cuuint32_t)(g.box_w * g.stride_w), (cuuint32_t)(g.box_h * g.stride_h), (cuuint32_t)g.box_n};
+    cuuint32_t steps4[4] = {1, (cuuint32_t)g.stride_w, (cuuint32_t)g.stride_h, 1};
+    cuuint64_t dims3[3] = {(cuuint64_t)cin, (cuuint64_t)taps, (cuuint64_t)kout};
+    cuuint64_t strides3[2] = {cin * e, (cuuint64_t)taps * cin * e};
+    cuuint32_t box3[3] = {64, 1, 64}, ones[3] = {1, 1, 1};
+    if (!encode) return HPDL_ERR_UNSUPPORTED;
+    if (encode(map_src, hpdl__wg_type<T>::tma(), 4, (void *)src_p, dims4, strides4, box4, steps4,
+               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS ||
+        encode(map_w, hpdl__wg_type<T>::tma(), 3, (void *)w, dims3, strides3, box3, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
+               CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+        return HPDL_ERR_UNSUPPORTED;
+    return HPDL_OK;
+}
+
+template <typename T, int BN, bool DATA>
+static inline hpdl_status hpdl__conv_wg_launch(const CUtensorMap &map_src, const CUtensorMap &map_w,
+                                               const CUtensorMap &map_y, const hpdl__conv_wg_args<T> &g,
+                                               cudaStream_t stream) {
+    void (*kernel)(const CUtensorMap, const CUtensorMap, const CUtensorMap, hpdl__conv_wg_args<T>) =
+        hpdl__conv_wgmma<T, BN, DATA>;
+    const size_t smem = hpdl__conv_wg_shape<BN>::smem();
+    const long long work = (long long)g.tiles * ((g.channels + BN - 1) / BN);
+    int device = 0, sms = 0;
+    HPDL_CUDA_TRY(cudaGetDevice(&device));
+    HPDL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    if (work > INT_MAX) return HPDL_ERR_UNSUPPORTED;
+    HPDL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    kernel<<<(unsigned)(work < sms ? work : sms), 384, smem, stream>>>(map_src, map_w, map_y, g);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* The rung for f16/bf16 where it applies (forward; backward-data at stride
+   1; one group; x and y NHWC with channel counts that are multiples of 8;
+   16-byte aligned tensors; an sm_90a binary on a Hopper GPU), else
+   HPDL_ERR_UNSUPPORTED. (a, b, out) as hpdl__cuda_conv2d takes them. */
+template <typename T>
+static inline hpdl_status hpdl__conv_wg_run(const hpdl__conv_geom &geo, hpdl__conv_pass pass, const T *a, const T *b,
+                                            T *out, cudaStream_t stream) {
+    const bool data = pass == HPDL__CONV_INPUT_GRAD;
+    hpdl_tensor4 src = data ? geo.y : geo.x, dst = data ? geo.x : geo.y;
+    const T *src_p = data ? b : a, *w = data ? a : b;
+    const hpdl_conv2d_params &p = geo.p;
+    const long long pixels = (long long)dst.n * dst.h * dst.w;
+    hpdl__conv_wg_args<T> g;
+    CUtensorMap map_src, map_w, map_y = CUtensorMap();
+    long long tiles;
+    hpdl_status s;
+    if (pass == HPDL__CONV_FILTER_GRAD || (data && (p.stride_h != 1 || p.stride_w != 1)) || p.groups != 1 ||
+        geo.x.layout != HPDL_NHWC || geo.y.layout != HPDL_NHWC || geo.x.c % 8 != 0 || geo.y.c % 8 != 0 ||
+        p.stride_h > 8 || p.stride_w > 8 || (uintptr_t)a % 16 || (uintptr_t)b % 16 || !hpdl__wg_available())
+        return HPDL_ERR_UNSUPPORTED;
+    if (pixels > INT_MAX) return HPDL_ERR_UNSUPPORTED;
+    if (p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_h == 0 && p.pad_w == 0) {
+        /* a GEMM over the pixels: seen as one image of one row, tiles are runs of 128 pixels */
+        src.w = dst.w = (int)pixels;
+        src.h = dst.h = src.n = dst.n = 1;
+    }
+    hpdl__conv_wg_box(dst.w, dst.h, dst.n, data ? 1 : p.stride_w, data ? 1 : p.stride_h, &g.box_w, &g.box_h, &g.box_n);
+    g.y = out;
+    g.images = dst.n; g.rows = dst.h; g.cols = dst.w; g.channels = dst.c;
+    g.vec = dst.c % 4 == 0 && (uintptr_t)out % 8 == 0;
+    g.tiles_w = (dst.w + g.box_w - 1) / g.box_w;
+    g.tiles_h = (dst.h + g.box_h - 1) / g.box_h;
+    g.kernel_h = p.kernel_h; g.kernel_w = p.kernel_w;
+    g.dilation_h = p.dilation_h; g.dilation_w = p.dilation_w;
+    g.stride_h = data ? 1 : p.stride_h; g.stride_w = data ? 1 : p.stride_w;
+    /* backward-data: dx(h) sums dy(h + pad - r dil), i.e. taps R-1-r at padding dil (R-1) - pad */
+    g.pad_h = data ? p.dilation_h * (p.kernel_h - 1) - p.pad_h : p.pad_h;
+    g.pad_w = data ? p.dilation_w * (p.kernel_w - 1) - p.pad_w : p.pad_w;
+    g.chunks = (src.c + 63) / 64;
+    tiles = (long long)g.tiles_w * g.tiles_h * ((dst.n + g.box_n - 1) / g.box_n);
+    g.tiles = (int)(tiles < INT_MAX ? tiles : INT_MAX);
+    if (tiles >= INT_MAX || (s = hpdl__conv_wg_maps(src, src_p, geo, w, g, &map_src, &map_w)) != HPDL_OK)
+        return HPDL_ERR_UNSUPPORTED;
+    /* tile t = pixels 128 t.. of y when its boxes are whole rows of whole images, or runs of one row */
+    g.tma_y = (dst.n == 1 && dst.h == 1) ||
+              (g.box_w * g.box_h * g.box_n == 128 && g.box_w == dst.w &&
+               (g.box_n == 1 ? dst.h % g.box_h == 0 : g.box_h == dst.h));
+    g.tma_y = g.tma_y && hpdl__wg_map_c(&map_y, out, (int)pixels, dst.c, dst.c) == HPDL_OK;
+    if (dst.c <= 64)
+        return data ? hpdl__conv_wg_launch<T, 64, true>(map_src, map_w, map_y, g, stream)
+                    : hpdl__conv_wg_launch<T, 64, false>(map_src, map_w, map_y, g, stream);
+    if (dst.c <= 128)
+        return data ? hpdl__conv_wg_launch<T, 128, true>(map_src, map_w, map_y, g, stream)
+                    : hpdl__conv_wg_launch<T, 128, false>(map_src, map_w, map_y, g, stream);
+    return data ? hpdl__conv_wg_launch<T, 256, true>(map_src, map_w, map_y, g, stream)
+                : hpdl__conv_wg_launch<T, 256, false>(map_src, map_w, map_y, g, stream);
+}
+
+/* Only f16 and bf16 have this rung. */
+template <typename T> struct hpdl__conv_wg {
+    static hpdl_status run(const hpdl__conv_geom &, hpdl__conv_pass, const T *, const T *, T *, cudaStream_t) {
+        return HPDL_ERR_UNSUPPORTED;
+    }
+};
+template <> struct hpdl__conv_wg<__half> {
+    static hpdl_status run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const __half *a, const __half *b, __half *out,
+                           cudaStream_t stream) {
+        return hpdl__conv_wg_run(g, pass, a, b, out, stream);
+    }
+};
+template <> struct hpdl__conv_wg<__nv_bfloat16> {
+    static hpdl_status run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const __nv_bfloat16 *a,
+                           const __nv_bfloat16 *b, __nv_bfloat16 *out, cudaStream_t stream) {
+        return hpdl__conv_wg_run(g, pass, a, b, out, stream);
+    }
+};
+
 /* ---- cuDNN backend ------------------------------------------------------------------ */
 
 #ifdef HPDL_HAVE_CUDNN
@@ -4810,6 +5177,10 @@ static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass
     if (algo < HPDL_CONV_AUTO || algo > HPDL_CONV_CUDNN) return HPDL_ERR_INVALID;
     if (hpdl__conv_geom_make(p, xd, yd, a, b, out, &g) != HPDL_OK) return HPDL_ERR_INVALID;
     if (algo == HPDL_CONV_CUDNN) return hpdl__conv_cudnn<D>(g, pass, a, b, out, stream);
+    if (algo == HPDL_CONV_AUTO || algo == HPDL_CONV_WGMMA) {
+        hpdl_status s = hpdl__conv_wg<D>::run(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
+        if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_CONV_WGMMA) return s;
+    }
     if (algo == HPDL_CONV_AUTO || algo == HPDL_CONV_MMA) {
         hpdl_status s = hpdl__conv_launch_mma<D>(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
         if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_CONV_MMA) return s;

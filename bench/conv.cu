@@ -18,11 +18,12 @@
    the geometric mean over the ResNet-50 3x3 layers) and conv_all.csv (every
    row) into --output DIR, else $HPDL_RESULTS, else the current folder.
 
-   usage: conv [--quick | --tune] [--precision f32|f16|bf16] [--pass forward|backward-data|backward-filter]
+   usage: conv [--quick | --tune] [--precision f32|f16|bf16] [--pass forward|backward-data|backward-filter] [--rung R]
        --quick  three layers (conv3_x 3x3, a 1x1, the stem), fewer runs
        --tune   the mma rung's tile shapes on the ResNet-50 layers (f16
                 forward and backward-data), each timed in turns with cuDNN
        --precision P  one type only (--type P: the same)   --pass P  one pass only
+       --rung R       one rung only (cuDNN is always timed: the anchor)
        --output DIR   folder for the CSVs      --help, --version */
 #include "hpdl_cuda.cuh"
 
@@ -50,13 +51,13 @@ static const layer k_layers[] = {
 };
 enum { N_LAYERS = sizeof k_layers / sizeof k_layers[0] };
 
-static const hpdl_conv_algo k_rungs[] = {HPDL_CONV_DIRECT, HPDL_CONV_IMPLICIT_GEMM, HPDL_CONV_MMA};
+static const hpdl_conv_algo k_rungs[] = {HPDL_CONV_DIRECT, HPDL_CONV_IMPLICIT_GEMM, HPDL_CONV_MMA, HPDL_CONV_WGMMA};
 enum { N_RUNGS = sizeof k_rungs / sizeof k_rungs[0] };
 
 enum { FORWARD, BACKWARD_DATA, BACKWARD_FILTER, N_PASSES };
 static const char *const k_pass_names[] = {"forward", "backward-data", "backward-filter"};
 
-typedef struct bench_opts { int quick, tune; const char *only_type, *only_pass; } bench_opts;
+typedef struct bench_opts { int quick, tune; const char *only_type, *only_pass, *only_rung; } bench_opts;
 
 /* Random values in [-1, 1] from a hash of the index (no zeros in practice). */
 static __device__ float bench_value(size_t i, unsigned seed) {
@@ -241,6 +242,7 @@ static bench_best bench_pass(bench_out *o, const bench_opts *opt, const layer *l
         double anchor_ms = 0;
         memset(&row, 0, sizeof row);
         row.layer = l->name; row.type = type; row.pass = k_pass_names[pass]; row.rung = hpdl_conv_algo_name(c.algo);
+        if (opt->only_rung && strcmp(opt->only_rung, row.rung) != 0) continue;
         if (c.algo == HPDL_CONV_DIRECT && pass == BACKWARD_FILTER) {
             row.status = "skipped"; /* one thread per weight summing over N*P*Q: minutes on these layers */
             print_row(o, &row);
@@ -383,7 +385,7 @@ int main(int argc, char **argv) {
     hpdl_cuda_device_info info;
     hpdl_cuda_l2_flusher fl;
     const char *output = NULL;
-    hpdl_cli_option opts[6];
+    hpdl_cli_option opts[7];
     memset(&opt, 0, sizeof opt);
     memset(&o, 0, sizeof o);
     opts[0] = hpdl_cli_flag("quick", 0, &opt.quick, "three layers (conv3_x 3x3, a 1x1, the stem), fewer runs");
@@ -392,7 +394,8 @@ int main(int argc, char **argv) {
     opts[3] = hpdl_cli_choice("type", 0, &opt.only_type, "f32|f16|bf16", "the same as --precision");
     opts[4] = hpdl_cli_choice("pass", 0, &opt.only_pass, "forward|backward-data|backward-filter", "one pass only (none: all)");
     opts[5] = hpdl_cli_string("output", 0, &output, "DIR", "folder for the CSVs ($HPDL_RESULTS, else .)");
-    hpdl_cli_parse(argc, argv, "conv", "Every rung of the convolution ladder against cuDNN.", opts, 6);
+    opts[6] = hpdl_cli_choice("rung", 0, &opt.only_rung, "direct|implicit-gemm|mma|wgmma", "one rung only (none: all)");
+    hpdl_cli_parse(argc, argv, "conv", "Every rung of the convolution ladder against cuDNN.", opts, 7);
     hpdl_csv_set_dir(output);
     if (!hpdl_cuda_available()) { printf("conv: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n"); return 1; }
     HPDL_CHECK(hpdl_cuda_csv_context(argc, argv, 0)); /* beside every CSV: GPU, driver, date, commit, command */

@@ -52,9 +52,13 @@ static const conv_case k_cases[] = {
     {"C 64, several tiles each way", 3, 64, 10, 10, 72, 3, 1, 1, 1, 1},
     {"C 72, K 136, dilation 2", 1, 72, 9, 7, 136, 3, 1, 2, 2, 1},
     {"4 groups of 8 channels", 2, 32, 6, 7, 16, 3, 1, 1, 1, 4},
+    /* the wgmma rung's boxes: several small images per tile, a 5x5 stride-2 box of strided pixels */
+    {"C 8, 1x1, five 4x3 images", 5, 8, 4, 3, 8, 1, 1, 0, 1, 1},
+    {"C 24, 5x5 stride 2 pad 2", 2, 24, 11, 13, 40, 5, 2, 2, 1, 1},
 };
 
 static const hpdl_conv_algo k_algos[] = {HPDL_CONV_AUTO, HPDL_CONV_DIRECT, HPDL_CONV_IMPLICIT_GEMM, HPDL_CONV_MMA,
+                                         HPDL_CONV_WGMMA,
 #ifdef HPDL_HAVE_CUDNN
                                          HPDL_CONV_CUDNN
 #endif
@@ -88,13 +92,25 @@ static hpdl_status cpu_pass(int pass, const hpdl_conv2d_params *p, const hpdl_te
     return hpdl_conv2d_backward_filter_f64(p, xd, a, yd, b, out);
 }
 
+/* A Hopper GPU (compute capability 9.0): the wgmma rung's. */
+static int hopper(void) {
+    int device = 0, major = 0;
+    return cudaGetDevice(&device) == cudaSuccess &&
+           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major == 9;
+}
+
 /* Where a rung may answer HPDL_ERR_UNSUPPORTED: the mma rung outside f16/bf16
-   in NHWC, and for backward-filter where C/groups % 8 != 0; cuDNN for f64
+   in NHWC, and for backward-filter where C/groups % 8 != 0; the wgmma rung
+   off Hopper, outside f16/bf16 NHWC, for backward-filter, strided
+   backward-data, groups and channel counts not multiples of 8; cuDNN for f64
    (it has no algorithm for some of these shapes). Everywhere else it must run. */
 template <typename T> static int may_refuse(hpdl_conv_algo algo, const conv_case *cc, hpdl_layout layout, int pass) {
     int half = sizeof(T) == 2;
     if (algo == HPDL_CONV_MMA)
         return !(half && layout == HPDL_NHWC) || (pass == BACKWARD_FILTER && cc->c / cc->groups % 8 != 0);
+    if (algo == HPDL_CONV_WGMMA)
+        return !(half && layout == HPDL_NHWC && hopper()) || pass == BACKWARD_FILTER ||
+               (pass == BACKWARD_DATA && cc->stride != 1) || cc->groups != 1 || cc->c % 8 != 0 || cc->k % 8 != 0;
     if (algo == HPDL_CONV_CUDNN) return sizeof(T) == 8;
     return 0;
 }
