@@ -287,6 +287,7 @@
          hpdl_status hpdl_cnn_loss(r, loss)
          double hpdl_cnn_param_difference(net, a, b, layer)
          hpdl_cnn_layer hpdl_cnn_pool(op, kernel, stride, pad)
+         hpdl_status hpdl_cnn_refresh_work(r)
          hpdl_status hpdl_cnn_resnet18(net, input, classes, layout)
          hpdl_status hpdl_cnn_run_create(r, net, be, max_batch, opt)
          void hpdl_cnn_run_destroy(r)
@@ -6621,12 +6622,13 @@ HPDL_HD static inline int hpdl__augment_source(const hpdl_tensor4 *d, int h, int
    from the zero-padded image and, when flip, mirrored left-right half the
    time (torchvision's RandomCrop(size, padding=pad) then
    RandomHorizontalFlip); image i of x is image first_image + i for the
-   draw. y must not overlap x. elem_size 4 (float) or 8 (double). */
+   draw. y must not overlap x. elem_size 2 (f16, bf16), 4 (float) or 8
+   (double). */
 HPDL_API hpdl_status hpdl_augment_crop_flip(const hpdl_tensor4 *xd, size_t elem_size, const void *x, int pad, int flip,
                                             uint64_t seed, int64_t first_image, void *y) {
     int n, c, h, w, dy, dx, mirror, sh, sw;
-    if (!hpdl__tensor4_valid(xd) || !x || !y || pad < 0 || pad > 4096 || (elem_size != 4 && elem_size != 8) ||
-        first_image < 0)
+    if (!hpdl__tensor4_valid(xd) || !x || !y || pad < 0 || pad > 4096 ||
+        (elem_size != 2 && elem_size != 4 && elem_size != 8) || first_image < 0)
         return HPDL_ERR_INVALID;
     for (n = 0; n < xd->n; n++) {
         hpdl__augment_draw(seed, first_image + n, pad, flip, &dy, &dx, &mirror);
@@ -6648,12 +6650,17 @@ HPDL_API hpdl_status hpdl_augment_crop_flip(const hpdl_tensor4 *xd, size_t elem_
 /* One element type on one device: where a network's tensors live and the
    kernels that work on them. Every operation is issued in order on `ctx`
    (the CPU runs it at once; the GPU backend queues it on its stream, so a
-   whole training step can be captured into a CUDA graph). Parameters,
-   gradients, batch-norm statistics and optimiser state are of the same
-   type as the activations (f32 or f64). */
+   whole training step can be captured into a CUDA graph). Activations and
+   gradients are of the element type (elem_size). The parameters that the
+   optimiser updates, its moments, batch norm's gamma, beta and statistics
+   are of the parameter type (param_size; 0: the element type). Where the two
+   differ (mixed precision: 16-bit elements, f32 parameters) the run keeps a
+   working copy of the parameters in the element type for the layers, which
+   `cast` refreshes from the parameters after each update. */
 typedef struct hpdl_cnn_backend {
     const char *name;
-    size_t elem_size; /* 4: float, 8: double */
+    size_t elem_size;  /* 2: f16/bf16, 4: float, 8: double */
+    size_t param_size; /* 0: elem_size; else 4 or 8 */
     void *ctx;
     /* memory: zeroed allocation, release, copies within the device and to
        and from host memory */
@@ -6672,6 +6679,8 @@ typedef struct hpdl_cnn_backend {
                                         const void *x, const hpdl_tensor4 *yd, const void *dy, void *dw);
     hpdl_status (*bias_add)(void *ctx, const hpdl_tensor4 *yd, void *y, const void *bias);
     hpdl_status (*bias_grad)(void *ctx, const hpdl_tensor4 *yd, const void *dy, void *dbias);
+    /* batch norm: x, y, dy, dx, dgamma, dbeta of the element type; gamma,
+       beta, the running and saved statistics of the parameter type */
     hpdl_status (*bn_forward_training)(void *ctx, const hpdl_tensor4 *xd, const void *x, const void *gamma,
                                        const void *beta, double momentum, double eps, void *running_mean,
                                        void *running_var, void *y, void *save_mean, void *save_invstd);
@@ -6708,11 +6717,15 @@ typedef struct hpdl_cnn_backend {
                               void *state, const void *state_before, int *bad);
     /* The optimisers of hpdl_sgd_momentum_<t> / hpdl_adamw_<t>; the GPU
        backend takes lr and the step from device memory instead (its own
-       table of the schedule and count of steps, so a graph replays them). */
+       table of the schedule and count of steps, so a graph replays them).
+       w and the moments are of the parameter type, g of the element type. */
     hpdl_status (*sgd)(void *ctx, int64_t n, void *w, const void *g, void *velocity, double lr, double momentum,
                        double weight_decay, int nesterov);
     hpdl_status (*adamw)(void *ctx, int64_t n, void *w, const void *g, void *m, void *v, int64_t step, double lr,
                          double beta1, double beta2, double eps, double weight_decay);
+    /* work = params converted to the element type (n values; NULL when
+       param_size is 0) */
+    hpdl_status (*cast)(void *ctx, int64_t n, const void *params, void *work);
 } hpdl_cnn_backend;
 
 typedef enum hpdl_cnn_optimizer_kind { HPDL_CNN_SGD = 0, HPDL_CNN_ADAMW } hpdl_cnn_optimizer_kind;
@@ -6757,7 +6770,9 @@ HPDL_API hpdl_cnn_optimizer hpdl_cnn_adamw(double lr, double weight_decay) {
 
 /* Everything one network needs to train on one backend, for batches of up
    to max_batch images: the flat parameters, gradients, state and optimiser
-   moments, and per layer its output (act) and d(loss)/d(output) (dact). */
+   moments, and per layer its output (act) and d(loss)/d(output) (dact).
+   params, moments and state are of the backend's parameter type, the rest
+   of its element type. */
 typedef struct hpdl_cnn_run {
     const hpdl_cnn *net;
     const hpdl_cnn_backend *be;
@@ -6765,6 +6780,7 @@ typedef struct hpdl_cnn_run {
     int max_batch;
     int64_t steps; /* optimiser steps taken (AdamW's bias correction) */
     void *params, *grads, *state, *state_before, *moment1, *moment2;
+    void *work; /* the parameters the layers read: params itself, or its copy in the element type */
     void *act[HPDL_CNN_MAX_LAYERS], *dact[HPDL_CNN_MAX_LAYERS];
     void *save_mean[HPDL_CNN_MAX_LAYERS], *save_invstd[HPDL_CNN_MAX_LAYERS];
     void *scratch; /* a gradient on its way to being added into one already written */
@@ -6781,6 +6797,7 @@ HPDL_API void hpdl_cnn_run_destroy(hpdl_cnn_run *r) {
     int i;
     void **flat[7];
     if (!r || !r->be) return;
+    if (r->work != r->params) r->be->release(r->be->ctx, r->work);
     flat[0] = &r->params; flat[1] = &r->grads; flat[2] = &r->state; flat[3] = &r->state_before;
     flat[4] = &r->moment1; flat[5] = &r->moment2; flat[6] = &r->scratch;
     for (i = 0; i < 7; i++) r->be->release(r->be->ctx, *flat[i]);
@@ -6802,6 +6819,11 @@ static inline int hpdl__cnn_optimizer_ok(const hpdl_cnn_optimizer *o) {
            o->eps > 0;
 }
 
+/* Bytes of one parameter (and optimiser or batch-norm state) value. */
+static inline size_t hpdl__cnn_param_size(const hpdl_cnn_backend *be) {
+    return be->param_size ? be->param_size : be->elem_size;
+}
+
 /* Allocates every per-layer buffer of layer i for max_batch images. */
 static inline int hpdl__cnn_alloc_layer(hpdl_cnn_run *r, int i) {
     const hpdl_cnn_backend *be = r->be;
@@ -6809,8 +6831,8 @@ static inline int hpdl__cnn_alloc_layer(hpdl_cnn_run *r, int i) {
     r->act[i] = be->alloc(be->ctx, bytes);
     r->dact[i] = be->alloc(be->ctx, bytes);
     if (r->net->layer[i].op == HPDL_CNN_BATCHNORM) {
-        r->save_mean[i] = be->alloc(be->ctx, (size_t)r->net->out[i].c * be->elem_size);
-        r->save_invstd[i] = be->alloc(be->ctx, (size_t)r->net->out[i].c * be->elem_size);
+        r->save_mean[i] = be->alloc(be->ctx, (size_t)r->net->out[i].c * hpdl__cnn_param_size(be));
+        r->save_invstd[i] = be->alloc(be->ctx, (size_t)r->net->out[i].c * hpdl__cnn_param_size(be));
         if (!r->save_mean[i] || !r->save_invstd[i]) return 0;
     }
     return r->act[i] && r->dact[i];
@@ -6820,32 +6842,37 @@ static inline int hpdl__cnn_alloc_layer(hpdl_cnn_run *r, int i) {
    hpdl_cnn_set_params. `net` and `be` must outlive the run. */
 HPDL_API hpdl_status hpdl_cnn_run_create(hpdl_cnn_run *r, const hpdl_cnn *net, const hpdl_cnn_backend *be,
                                          int max_batch, const hpdl_cnn_optimizer *opt) {
-    size_t flat, state;
+    size_t flat, state, count;
     int i, ok;
     if (!r || !net || net->n_layers < 1 || !be || !opt || max_batch < 1 || !hpdl__cnn_optimizer_ok(opt) ||
         (double)max_batch * (double)net->largest > (double)INT_MAX)
         return HPDL_ERR_INVALID;
+    if ((hpdl__cnn_param_size(be) != 4 && hpdl__cnn_param_size(be) != 8) ||
+        (hpdl__cnn_param_size(be) != be->elem_size && !be->cast))
+        return HPDL_ERR_INVALID;
     memset(r, 0, sizeof *r);
     r->net = net; r->be = be; r->opt = *opt; r->max_batch = max_batch;
-    flat = (size_t)net->param_count * be->elem_size;
-    state = (size_t)(net->state_count ? net->state_count : 1) * be->elem_size;
+    count = (size_t)net->param_count;
+    flat = count * hpdl__cnn_param_size(be);
+    state = (size_t)(net->state_count ? net->state_count : 1) * hpdl__cnn_param_size(be);
     r->params = be->alloc(be->ctx, flat);
-    r->grads = be->alloc(be->ctx, flat);
+    r->work = hpdl__cnn_param_size(be) == be->elem_size ? r->params : be->alloc(be->ctx, count * be->elem_size);
+    r->grads = be->alloc(be->ctx, count * be->elem_size);
     r->moment1 = be->alloc(be->ctx, flat);
     r->moment2 = opt->kind == HPDL_CNN_ADAMW ? be->alloc(be->ctx, flat) : NULL;
     r->state = be->alloc(be->ctx, state);
     r->state_before = be->alloc(be->ctx, state);
     r->scratch = be->alloc(be->ctx, (size_t)max_batch * (size_t)net->largest * be->elem_size);
     r->loss = (double *)be->alloc(be->ctx, sizeof(double));
-    ok = r->params && r->grads && r->moment1 && (r->moment2 || opt->kind != HPDL_CNN_ADAMW) && r->state && r->state_before &&
-         r->scratch && r->loss;
+    ok = r->params && r->work && r->grads && r->moment1 && (r->moment2 || opt->kind != HPDL_CNN_ADAMW) && r->state &&
+         r->state_before && r->scratch && r->loss;
     for (i = 0; ok && i < net->n_layers; i++) ok = hpdl__cnn_alloc_layer(r, i);
     if (!ok) { hpdl_cnn_run_destroy(r); return HPDL_ERR_NOMEM; }
     return HPDL_OK;
 }
 
-/* Converts n doubles to the backend's type into `host` (elem_size bytes
-   each), or back. */
+/* Converts n doubles to float or double (elem_size bytes each) into
+   `host`, or back. */
 static inline void hpdl__cnn_from_double(size_t elem_size, int64_t n, const double *src, void *host) {
     int64_t i;
     for (i = 0; i < n; i++)
@@ -6858,25 +6885,35 @@ static inline void hpdl__cnn_to_double(size_t elem_size, int64_t n, const void *
     for (i = 0; i < n; i++) dst[i] = elem_size == sizeof(float) ? (double)((const float *)host)[i] : ((const double *)host)[i];
 }
 
-/* Copies n doubles into backend buffer dst (converted), or back. */
+/* Copies n doubles into backend buffer dst of the parameter type
+   (converted), or back. */
 static inline hpdl_status hpdl__cnn_put(const hpdl_cnn_backend *be, void *dst, int64_t n, const double *src) {
-    void *host = hpdl_alloc((size_t)(n ? n : 1), be->elem_size);
+    size_t size = hpdl__cnn_param_size(be);
+    void *host = hpdl_alloc((size_t)(n ? n : 1), size);
     hpdl_status s;
     if (!host) return HPDL_ERR_NOMEM;
-    hpdl__cnn_from_double(be->elem_size, n, src, host);
-    s = be->upload(be->ctx, dst, host, (size_t)n * be->elem_size);
+    hpdl__cnn_from_double(size, n, src, host);
+    s = be->upload(be->ctx, dst, host, (size_t)n * size);
     HPDL_FREE(host);
     return s;
 }
 
 static inline hpdl_status hpdl__cnn_get(const hpdl_cnn_backend *be, const void *src, int64_t n, double *dst) {
-    void *host = hpdl_alloc((size_t)(n ? n : 1), be->elem_size);
+    size_t size = hpdl__cnn_param_size(be);
+    void *host = hpdl_alloc((size_t)(n ? n : 1), size);
     hpdl_status s;
     if (!host) return HPDL_ERR_NOMEM;
-    s = be->download(be->ctx, host, src, (size_t)n * be->elem_size);
-    if (s == HPDL_OK) hpdl__cnn_to_double(be->elem_size, n, host, dst);
+    s = be->download(be->ctx, host, src, (size_t)n * size);
+    if (s == HPDL_OK) hpdl__cnn_to_double(size, n, host, dst);
     HPDL_FREE(host);
     return s;
+}
+
+/* After r->params changed (an update, or a checkpoint written into it):
+   the layers' working copy from it, where the run keeps one. */
+HPDL_API hpdl_status hpdl_cnn_refresh_work(hpdl_cnn_run *r) {
+    if (!r || !r->be) return HPDL_ERR_INVALID;
+    return r->work == r->params ? HPDL_OK : r->be->cast(r->be->ctx, r->net->param_count, r->params, r->work);
 }
 
 /* Sets the parameters and batch-norm state (hpdl_cnn_init's arrays, or a
@@ -6887,8 +6924,9 @@ HPDL_API hpdl_status hpdl_cnn_set_params(hpdl_cnn_run *r, const double *params, 
     hpdl_status s;
     if (!r || !r->be || !params || (r->net->state_count && !state)) return HPDL_ERR_INVALID;
     be = r->be;
-    flat = (size_t)r->net->param_count * be->elem_size;
+    flat = (size_t)r->net->param_count * hpdl__cnn_param_size(be);
     s = hpdl__cnn_put(be, r->params, r->net->param_count, params);
+    if (s == HPDL_OK) s = hpdl_cnn_refresh_work(r);
     if (s == HPDL_OK && r->net->state_count) s = hpdl__cnn_put(be, r->state, r->net->state_count, state);
     if (s == HPDL_OK) s = be->zero(be->ctx, r->moment1, flat);
     if (s == HPDL_OK && r->moment2) s = be->zero(be->ctx, r->moment2, flat);
@@ -6896,7 +6934,8 @@ HPDL_API hpdl_status hpdl_cnn_set_params(hpdl_cnn_run *r, const double *params, 
     return s;
 }
 
-/* The parameters and batch-norm state, as doubles (state may be NULL). */
+/* The parameters (the optimiser's, in the parameter type) and batch-norm
+   state, as doubles (state may be NULL). */
 HPDL_API hpdl_status hpdl_cnn_get_params(const hpdl_cnn_run *r, double *params, double *state) {
     hpdl_status s;
     if (!r || !r->be || !params) return HPDL_ERR_INVALID;
@@ -6907,8 +6946,14 @@ HPDL_API hpdl_status hpdl_cnn_get_params(const hpdl_cnn_run *r, double *params, 
 
 /* ---- the walk: forward, backward, update ------------------------------------ */
 
+/* Element `offset` of a buffer of the element type (work, grads), or of
+   the parameter type (params, state); NULL for offset -1. */
 static inline void *hpdl__cnn_at(const hpdl_cnn_run *r, void *base, int64_t offset) {
     return offset < 0 ? NULL : (char *)base + (size_t)offset * r->be->elem_size;
+}
+
+static inline void *hpdl__cnn_param_at(const hpdl_cnn_run *r, void *base, int64_t offset) {
+    return offset < 0 ? NULL : (char *)base + (size_t)offset * hpdl__cnn_param_size(r->be);
 }
 
 static inline const void *hpdl__cnn_input(const hpdl_cnn_run *r, int i, const void *X) {
@@ -6926,8 +6971,8 @@ static inline hpdl_status hpdl__cnn_linear_forward(hpdl_cnn_run *r, int i, int b
     const hpdl_cnn_backend *be = r->be;
     int in = (int)hpdl__shape_count(hpdl__cnn_in_shape(r->net, i)), out = r->net->layer[i].channels;
     hpdl_status s = be->gemm(be->ctx, HPDL_NO_TRANS, HPDL_TRANS, batch, out, in, x, in,
-                             hpdl__cnn_at(r, r->params, r->net->weight_at[i]), in, r->act[i], out);
-    return s == HPDL_OK ? be->bias_add(be->ctx, yd, r->act[i], hpdl__cnn_at(r, r->params, r->net->bias_at[i])) : s;
+                             hpdl__cnn_at(r, r->work, r->net->weight_at[i]), in, r->act[i], out);
+    return s == HPDL_OK ? be->bias_add(be->ctx, yd, r->act[i], hpdl__cnn_at(r, r->work, r->net->bias_at[i])) : s;
 }
 
 static inline hpdl_status hpdl__cnn_forward_layer(hpdl_cnn_run *r, int i, int batch, const void *X, int training) {
@@ -6936,9 +6981,11 @@ static inline hpdl_status hpdl__cnn_forward_layer(hpdl_cnn_run *r, int i, int ba
     const hpdl_cnn_backend *be = r->be;
     hpdl_tensor4 xd = hpdl__cnn_tensor(net, batch, hpdl__cnn_in_shape(net, i));
     hpdl_tensor4 yd = hpdl__cnn_tensor(net, batch, net->out[i]);
-    const void *x = hpdl__cnn_input(r, i, X), *w = hpdl__cnn_at(r, r->params, net->weight_at[i]);
-    const void *b = hpdl__cnn_at(r, r->params, net->bias_at[i]);
-    void *y = r->act[i], *mean = hpdl__cnn_at(r, r->state, net->state_at[i]);
+    const void *x = hpdl__cnn_input(r, i, X), *w = hpdl__cnn_at(r, r->work, net->weight_at[i]);
+    const void *b = hpdl__cnn_at(r, r->work, net->bias_at[i]);
+    const void *gamma = hpdl__cnn_param_at(r, r->params, net->weight_at[i]);
+    const void *beta = hpdl__cnn_param_at(r, r->params, net->bias_at[i]);
+    void *y = r->act[i], *mean = hpdl__cnn_param_at(r, r->state, net->state_at[i]);
     hpdl_conv2d_params cp = hpdl__cnn_conv_params(l);
     hpdl_pool2d_params pp = hpdl_pool2d_params_make(l->kernel, l->stride, l->pad);
     hpdl_status s;
@@ -6948,9 +6995,10 @@ static inline hpdl_status hpdl__cnn_forward_layer(hpdl_cnn_run *r, int i, int ba
         return s == HPDL_OK && l->bias ? be->bias_add(be->ctx, &yd, y, b) : s;
     case HPDL_CNN_BATCHNORM:
         if (!training)
-            return be->bn_forward_inference(be->ctx, &xd, x, w, b, mean, hpdl__cnn_at(r, mean, yd.c), r->opt.bn_eps, y);
-        return be->bn_forward_training(be->ctx, &xd, x, w, b, r->opt.bn_momentum, r->opt.bn_eps, mean,
-                                       hpdl__cnn_at(r, mean, yd.c), y, r->save_mean[i], r->save_invstd[i]);
+            return be->bn_forward_inference(be->ctx, &xd, x, gamma, beta, mean, hpdl__cnn_param_at(r, mean, yd.c),
+                                            r->opt.bn_eps, y);
+        return be->bn_forward_training(be->ctx, &xd, x, gamma, beta, r->opt.bn_momentum, r->opt.bn_eps, mean,
+                                       hpdl__cnn_param_at(r, mean, yd.c), y, r->save_mean[i], r->save_invstd[i]);
     case HPDL_CNN_RELU: return be->relu(be->ctx, (int64_t)hpdl_tensor4_count(&yd), x, y);
     case HPDL_CNN_MAXPOOL:
     case HPDL_CNN_AVGPOOL: return be->pool_forward(be->ctx, l->op == HPDL_CNN_MAXPOOL, &pp, &xd, x, &yd, y);
@@ -6974,7 +7022,8 @@ HPDL_API hpdl_status hpdl_cnn_forward(hpdl_cnn_run *r, int batch, const void *X,
     int i;
     if (!hpdl__cnn_batch_ok(r, batch, X)) return HPDL_ERR_INVALID;
     if (training && r->net->state_count)
-        s = r->be->copy(r->be->ctx, r->state_before, r->state, (size_t)r->net->state_count * r->be->elem_size);
+        s = r->be->copy(r->be->ctx, r->state_before, r->state,
+                        (size_t)r->net->state_count * hpdl__cnn_param_size(r->be));
     for (i = 0; s == HPDL_OK && i < r->net->n_layers; i++) s = hpdl__cnn_forward_layer(r, i, batch, X, training);
     return s;
 }
@@ -7015,7 +7064,7 @@ static inline hpdl_status hpdl__cnn_linear_backward(hpdl_cnn_run *r, int i, int 
     if (s == HPDL_OK) s = be->bias_grad(be->ctx, yd, dy, hpdl__cnn_at(r, r->grads, r->net->bias_at[i]));
     if (s == HPDL_OK && dx)
         s = be->gemm(be->ctx, HPDL_NO_TRANS, HPDL_NO_TRANS, batch, in, out, dy, out,
-                     hpdl__cnn_at(r, r->params, r->net->weight_at[i]), in, dx, in);
+                     hpdl__cnn_at(r, r->work, r->net->weight_at[i]), in, dx, in);
     return s;
 }
 
@@ -7028,7 +7077,7 @@ static inline hpdl_status hpdl__cnn_conv_backward(hpdl_cnn_run *r, int i, const 
     hpdl_status s = be->conv_backward_filter(be->ctx, &cp, xd, x, yd, dy, hpdl__cnn_at(r, r->grads, r->net->weight_at[i]));
     if (s == HPDL_OK && l->bias) s = be->bias_grad(be->ctx, yd, dy, hpdl__cnn_at(r, r->grads, r->net->bias_at[i]));
     if (s == HPDL_OK && dx)
-        s = be->conv_backward_data(be->ctx, &cp, yd, dy, hpdl__cnn_at(r, r->params, r->net->weight_at[i]), xd, dx);
+        s = be->conv_backward_data(be->ctx, &cp, yd, dy, hpdl__cnn_at(r, r->work, r->net->weight_at[i]), xd, dx);
     return s;
 }
 
@@ -7045,9 +7094,9 @@ static inline hpdl_status hpdl__cnn_backward_layer(hpdl_cnn_run *r, int i, int b
     switch (l->op) {
     case HPDL_CNN_CONV: return hpdl__cnn_conv_backward(r, i, &xd, x, dx, &yd);
     case HPDL_CNN_BATCHNORM:
-        return be->bn_backward(be->ctx, &xd, x, dy, hpdl__cnn_at(r, r->params, net->weight_at[i]), r->save_mean[i],
-                               r->save_invstd[i], dx ? dx : r->scratch, hpdl__cnn_at(r, r->grads, net->weight_at[i]),
-                               hpdl__cnn_at(r, r->grads, net->bias_at[i]));
+        return be->bn_backward(be->ctx, &xd, x, dy, hpdl__cnn_param_at(r, r->params, net->weight_at[i]),
+                               r->save_mean[i], r->save_invstd[i], dx ? dx : r->scratch,
+                               hpdl__cnn_at(r, r->grads, net->weight_at[i]), hpdl__cnn_at(r, r->grads, net->bias_at[i]));
     case HPDL_CNN_RELU: return dx ? be->relu_grad(be->ctx, (int64_t)hpdl_tensor4_count(&yd), r->act[i], dy, dx) : HPDL_OK;
     case HPDL_CNN_MAXPOOL:
     case HPDL_CNN_AVGPOOL:
@@ -7086,7 +7135,8 @@ HPDL_API hpdl_status hpdl_cnn_backward(hpdl_cnn_run *r, int batch, const void *X
    rate for this step, unless the loss or a gradient is not finite: then
    HPDL_ERR_NUMERIC (at once on the CPU; the GPU skips the step on the
    device and counts it), the parameters, moments and batch-norm
-   statistics as before the step. */
+   statistics as before the step. Then the layers' working copy of the
+   parameters, where there is one. */
 HPDL_API hpdl_status hpdl_cnn_update(hpdl_cnn_run *r) {
     const hpdl_cnn_backend *be;
     int bad = 0;
@@ -7102,10 +7152,12 @@ HPDL_API hpdl_status hpdl_cnn_update(hpdl_cnn_run *r) {
     if (bad) return HPDL_ERR_NUMERIC;
     r->steps++;
     if (r->opt.kind == HPDL_CNN_SGD)
-        return be->sgd(be->ctx, n, r->params, r->grads, r->moment1, lr, r->opt.momentum, r->opt.weight_decay,
-                       r->opt.nesterov);
-    return be->adamw(be->ctx, n, r->params, r->grads, r->moment1, r->moment2, r->steps, lr, r->opt.beta1,
-                     r->opt.beta2, r->opt.eps, r->opt.weight_decay);
+        s = be->sgd(be->ctx, n, r->params, r->grads, r->moment1, lr, r->opt.momentum, r->opt.weight_decay,
+                    r->opt.nesterov);
+    else
+        s = be->adamw(be->ctx, n, r->params, r->grads, r->moment1, r->moment2, r->steps, lr, r->opt.beta1,
+                      r->opt.beta2, r->opt.eps, r->opt.weight_decay);
+    return s == HPDL_OK ? hpdl_cnn_refresh_work(r) : s;
 }
 
 /* Forward (training), backward and update on one batch. */
@@ -7299,15 +7351,16 @@ static inline int hpdl__cnn_cpu_finite(size_t elem_size, int64_t n, const void *
     }                                                                                                             \
     HPDL_API const hpdl_cnn_backend *hpdl_cnn_backend_cpu_##SUFFIX(void) {                                        \
         static const hpdl_cnn_backend be = {                                                                      \
-            "cpu " #SUFFIX, sizeof(T), NULL, hpdl__cnn_cpu_alloc, hpdl__cnn_cpu_release, hpdl__cnn_cpu_zero,      \
-            hpdl__cnn_cpu_copy, hpdl__cnn_cpu_copy, hpdl__cnn_cpu_copy, hpdl__cnn_conv_fwd_##SUFFIX,              \
+            "cpu " #SUFFIX, sizeof(T), 0, NULL, hpdl__cnn_cpu_alloc, hpdl__cnn_cpu_release,                       \
+            hpdl__cnn_cpu_zero, hpdl__cnn_cpu_copy, hpdl__cnn_cpu_copy, hpdl__cnn_cpu_copy,                       \
+            hpdl__cnn_conv_fwd_##SUFFIX,                                                                          \
             hpdl__cnn_conv_bwd_data_##SUFFIX, hpdl__cnn_conv_bwd_filter_##SUFFIX, hpdl__cnn_bias_add_##SUFFIX,    \
             hpdl__cnn_bias_grad_##SUFFIX, hpdl__cnn_bn_train_##SUFFIX, hpdl__cnn_bn_infer_##SUFFIX,               \
             hpdl__cnn_bn_bwd_##SUFFIX, hpdl__cnn_pool_fwd_##SUFFIX, hpdl__cnn_pool_bwd_##SUFFIX,                  \
             hpdl__cnn_gap_fwd_##SUFFIX, hpdl__cnn_gap_bwd_##SUFFIX, hpdl__cnn_relu_##SUFFIX,                      \
             hpdl__cnn_relu_grad_##SUFFIX, hpdl__cnn_add_##SUFFIX, hpdl__cnn_gemm_##SUFFIX,                        \
             hpdl__cnn_xent_##SUFFIX, hpdl__cnn_hits_##SUFFIX, hpdl__cnn_check_##SUFFIX, hpdl__cnn_sgd_##SUFFIX,   \
-            hpdl__cnn_adamw_##SUFFIX};                                                                            \
+            hpdl__cnn_adamw_##SUFFIX, NULL};                                                                      \
         return &be;                                                                                               \
     }
 

@@ -219,13 +219,17 @@
          void hpdl_cuda_rowpow_destroy(p)
          hpdl_status hpdl_cuda_rowpow_run_<t>(p, power, A, lda, out, ldo, algo, origin)
          hpdl_status hpdl_cuda_sum_of_powers_<t>(k, host_mats, n, power, n_gpus, host_out, algo)
-       CNN training (the GPU backend of hpdl_cnn; <t> is f32 or f64)
+       CNN training (the GPU backend of hpdl_cnn; <t> is f32, f64, or f16 and bf16: mixed precision)
          hpdl_status hpdl_cuda_augment_crop_flip(xd, elem_size, x, pad, flip, seed, first_image, y, stream)
          hpdl_status hpdl_cuda_cnn_create(g, conv_algo, stream)
          hpdl_status hpdl_cuda_cnn_create_<t>(g, conv_algo, stream)
          void hpdl_cuda_cnn_destroy(g)
          hpdl_status hpdl_cuda_cnn_layer_times(g, r, batch, X, reps, layer_ms, whole_ms)
+         hpdl_status hpdl_cuda_cnn_loss_scale(g, scale)
+         hpdl_status hpdl_cuda_cnn_mixed_difference(net, opt, params, state, batch, X, labels, steps,
+                        loss_difference, param_difference)
          hpdl_status hpdl_cuda_cnn_results(g, loss_sum, skipped)
+         hpdl_status hpdl_cuda_cnn_set_loss_scale(g, scale)
          hpdl_status hpdl_cuda_cnn_train_batch(g, r, batch, X, labels)
          hpdl_status hpdl_cuda_cnn_train_batch_<t>(g, r, batch, X, labels)
          hpdl_status hpdl_cuda_cnn_train_epoch(g, r, n, X, labels, seed)
@@ -6047,6 +6051,7 @@ template <> struct hpdl__is_half<__half> { enum { value = 1 }; };
 __device__ __forceinline__ float hpdl__ld(float x) { return x; }
 __device__ __forceinline__ double hpdl__ld(double x) { return x; }
 __device__ __forceinline__ float hpdl__ld(__half x) { return __half2float(x); }
+__device__ __forceinline__ float hpdl__ld(__nv_bfloat16 x) { return __bfloat162float(x); }
 
 template <typename T> __device__ __forceinline__ T hpdl__st(double v) { return (T)v; }
 template <> __device__ __forceinline__ float hpdl__st<float>(double v) { return (float)v; }
@@ -6054,6 +6059,7 @@ template <> __device__ __forceinline__ __half hpdl__st<__half>(double v) { retur
 __device__ __forceinline__ void hpdl__st_to(float *p, float v) { *p = v; }
 __device__ __forceinline__ void hpdl__st_to(double *p, double v) { *p = v; }
 __device__ __forceinline__ void hpdl__st_to(__half *p, float v) { *p = __float2half_rn(v); }
+__device__ __forceinline__ void hpdl__st_to(__nv_bfloat16 *p, float v) { *p = __float2bfloat16_rn(v); }
 
 __device__ __forceinline__ int hpdl__finite(float v) { return isfinite(v); }
 __device__ __forceinline__ int hpdl__finite(double v) { return isfinite(v); }
@@ -9575,8 +9581,23 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_quant_mlp_accuracy(hpdl_cuda_quant_mlp *g, i
    each replay), the learning rate (a table of the schedule, indexed by a
    step counter the graph itself advances), and whether the step is
    skipped (a flag the finite check raises; the optimiser then writes
-   nothing, and batch norm's statistics are put back). Parameters and
-   activations are f32 or f64 (mixed precision is not in this backend).
+   nothing, and batch norm's statistics are put back).
+
+   Precisions: f32 and f64 (everything in that type), and f16 or bf16,
+   mixed precision in the style of PyTorch AMP and of the MLP's:
+     - activations, their gradients and the parameters' gradients in 16
+       bits, and a 16-bit working copy of the parameters that convolutions
+       (tensor cores: NHWC only) and linear layers read; the master
+       parameters and the optimiser's moments in f32 (the backend's
+       param_size), and batch norm's parameters and statistics too: its
+       kernels compute in f32 and read gamma and beta from the master;
+     - loss scaling: the loss gradient is multiplied by S (device memory,
+       2^16 at first); the finite check of the 16-bit gradients skips the
+       step; the optimiser unscales (x 1/S) into the master; then S halves
+       after a skipped step and doubles after
+       HPDL_CUDA_MLP_SCALE_GROWTH_INTERVAL clean ones (the MLP's scaler
+       state and rule), and the working copy is cast from the master. All on
+       the device, so graphs replay it.
    Test: tests/gpu_cnn.cu; bench: bench/cnn.cu; example: examples/cnn_train.cu. */
 
 #define HPDL_CUDA_CNN_GRAPHS 2 /* graphs kept: the full batch and an epoch's last, shorter one */
@@ -9601,6 +9622,9 @@ typedef struct hpdl_cuda_cnn {
     int use_graphs;
     struct { cudaGraphExec_t exec; int batch; } graphs[HPDL_CUDA_CNN_GRAPHS];
     int next_graph;
+    hpdl__mlp_state *d_scaler; /* mixed precision: the loss scale S and its clean steps (S = 1 otherwise) */
+    float *bn_grads;           /* mixed precision: a batch norm's f32 dgamma, dbeta before their cast */
+    int64_t bn_grads_len;
 } hpdl_cuda_cnn;
 
 /* ---- kernels of the table --------------------------------------------------- */
@@ -9665,6 +9689,56 @@ __global__ void hpdl__cnn_step_scalars_kernel(hpdl_optim_step *step, const doubl
 
 template <int lazy = 0> __global__ void hpdl__cnn_add_loss_kernel(double *sum, const double *loss) { *sum += *loss; }
 
+/* Mixed precision: hpdl__sgd_momentum_kernel's update of the f32 master
+   from 16-bit gradients G scaled by the loss scale S (unscaled here). */
+template <typename G>
+__global__ void hpdl__cnn_amp_sgd_kernel(int64_t n, float *HPDL_RESTRICT w, const G *HPDL_RESTRICT grad,
+                                         float *HPDL_RESTRICT velocity, const hpdl_optim_step *step,
+                                         const hpdl__mlp_state *scaler, float momentum, float weight_decay,
+                                         int nesterov) {
+    if (step->skip) return;
+    const float lr = (float)step->lr, inv = 1.0f / scaler->loss_scale;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        float wi = w[i], g = hpdl__ld(grad[i]) * inv + weight_decay * wi;
+        float v = momentum * velocity[i] + g;
+        velocity[i] = v;
+        w[i] = wi - lr * (nesterov ? g + momentum * v : v);
+    }
+}
+
+/* Mixed precision: hpdl__adamw_kernel's update, likewise. */
+template <typename G>
+__global__ void hpdl__cnn_amp_adamw_kernel(int64_t n, float *HPDL_RESTRICT w, const G *HPDL_RESTRICT grad,
+                                           float *HPDL_RESTRICT m, float *HPDL_RESTRICT v, const hpdl_optim_step *step,
+                                           const hpdl__mlp_state *scaler, hpdl__adamw_args<float> a) {
+    if (step->skip) return;
+    const float decay = (float)(1 - step->lr * a.weight_decay);
+    const float step_size = (float)(step->lr / step->bias_correction1);
+    const float bc2_sqrt = (float)sqrt(step->bias_correction2), inv = 1.0f / scaler->loss_scale;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        float g = hpdl__ld(grad[i]) * inv;
+        float mi = a.beta1 * m[i] + a.one_minus_beta1 * g;
+        float vi = a.beta2 * v[i] + a.one_minus_beta2 * (g * g);
+        m[i] = mi;
+        v[i] = vi;
+        w[i] = w[i] * decay - step_size * mi / (sqrtf(vi) / bc2_sqrt + a.eps);
+    }
+}
+
+/* After the optimiser: the MLP's scaler rule (hpdl__mlp_scaler_update) on
+   this step's skip flag. One thread. */
+template <int lazy = 0> __global__ void hpdl__cnn_scaler_kernel(const hpdl_optim_step *step, hpdl__mlp_state *scaler) {
+    scaler->found_inf = step->skip;
+    hpdl__mlp_scaler_update(scaler);
+}
+
+/* A batch norm's f32 dgamma, dbeta (f[0..c), f[c..2c)) into the 16-bit
+   gradients. */
+template <typename G> __global__ void hpdl__cnn_bn_grads_kernel(int c, const float *f, G *dgamma, G *dbeta) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < 2 * c) hpdl__st_to(i < c ? dgamma + i : dbeta + i - c, f[i]);
+}
+
 /* ---- the table's entries ----------------------------------------------------- */
 
 static inline hpdl_cuda_cnn *hpdl__gcnn(void *ctx) { return (hpdl_cuda_cnn *)ctx; }
@@ -9719,23 +9793,47 @@ template <typename T> hpdl_status hpdl__gcnn_bias_add(void *ctx, const hpdl_tens
 template <typename T> hpdl_status hpdl__gcnn_bias_grad(void *ctx, const hpdl_tensor4 *yd, const void *dy, void *db) {
     return hpdl_cuda_conv2d_bias_grad<T>(yd, (const T *)dy, (T *)db, hpdl__gcnn(ctx)->stream);
 }
-template <typename T>
+/* Batch norm's parameters and statistics are of type P (f32 for 16-bit T). */
+template <typename T, typename P = typename hpdl__acc<T>::type>
 hpdl_status hpdl__gcnn_bn_train(void *ctx, const hpdl_tensor4 *xd, const void *x, const void *gamma, const void *beta,
                                 double momentum, double eps, void *rm, void *rv, void *y, void *sm, void *si) {
-    return hpdl_cuda_batchnorm_forward_training<T>(xd, (const T *)x, (const T *)gamma, (const T *)beta, momentum, eps,
-                                                   (T *)rm, (T *)rv, (T *)y, (T *)sm, (T *)si, hpdl__gcnn(ctx)->stream);
+    return hpdl_cuda_batchnorm_forward_training<T>(xd, (const T *)x, (const P *)gamma, (const P *)beta, momentum, eps,
+                                                   (P *)rm, (P *)rv, (T *)y, (P *)sm, (P *)si, hpdl__gcnn(ctx)->stream);
 }
-template <typename T>
+template <typename T, typename P = typename hpdl__acc<T>::type>
 hpdl_status hpdl__gcnn_bn_infer(void *ctx, const hpdl_tensor4 *xd, const void *x, const void *gamma, const void *beta,
                                 const void *rm, const void *rv, double eps, void *y) {
-    return hpdl_cuda_batchnorm_forward_inference<T>(xd, (const T *)x, (const T *)gamma, (const T *)beta,
-                                                    (const T *)rm, (const T *)rv, eps, (T *)y, hpdl__gcnn(ctx)->stream);
+    return hpdl_cuda_batchnorm_forward_inference<T>(xd, (const T *)x, (const P *)gamma, (const P *)beta,
+                                                    (const P *)rm, (const P *)rv, eps, (T *)y, hpdl__gcnn(ctx)->stream);
 }
 template <typename T>
 hpdl_status hpdl__gcnn_bn_bwd(void *ctx, const hpdl_tensor4 *xd, const void *x, const void *dy, const void *gamma,
                               const void *sm, const void *si, void *dx, void *dgamma, void *dbeta) {
     return hpdl_cuda_batchnorm_backward<T>(xd, (const T *)x, (const T *)dy, (const T *)gamma, (const T *)sm,
                                            (const T *)si, (T *)dx, (T *)dgamma, (T *)dbeta, hpdl__gcnn(ctx)->stream);
+}
+/* Mixed precision: dgamma and dbeta in f32 (as the kernel computes them)
+   into g->bn_grads, then cast to the 16-bit gradients. The buffer grows in
+   the first, eager step; a capture finds it large enough. */
+template <typename T>
+hpdl_status hpdl__gcnn_amp_bn_bwd(void *ctx, const hpdl_tensor4 *xd, const void *x, const void *dy, const void *gamma,
+                                  const void *sm, const void *si, void *dx, void *dgamma, void *dbeta) {
+    hpdl_cuda_cnn *g = hpdl__gcnn(ctx);
+    hpdl_status s;
+    if (!hpdl__tensor4_valid(xd) || !dgamma || !dbeta) return HPDL_ERR_INVALID;
+    if (2 * (int64_t)xd->c > g->bn_grads_len) {
+        cudaFree(g->bn_grads);
+        g->bn_grads = (float *)hpdl__gcnn_alloc(g, 2 * (size_t)xd->c * sizeof(float));
+        g->bn_grads_len = g->bn_grads ? 2 * (int64_t)xd->c : 0;
+        if (!g->bn_grads) return HPDL_ERR_NOMEM;
+    }
+    s = hpdl_cuda_batchnorm_backward<T>(xd, (const T *)x, (const T *)dy, (const float *)gamma, (const float *)sm,
+                                        (const float *)si, (T *)dx, g->bn_grads, g->bn_grads + xd->c, g->stream);
+    if (s != HPDL_OK) return s;
+    hpdl__cnn_bn_grads_kernel<T><<<(2 * xd->c + 255) / 256, 256, 0, g->stream>>>(xd->c, g->bn_grads, (T *)dgamma,
+                                                                                (T *)dbeta);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
 }
 template <typename T>
 hpdl_status hpdl__gcnn_pool_fwd(void *ctx, int max, const hpdl_pool2d_params *p, const hpdl_tensor4 *xd,
@@ -9781,7 +9879,7 @@ hpdl_status hpdl__gcnn_gemm(void *ctx, hpdl_transpose ta, hpdl_transpose tb, int
     /* a linear layer's few hundred outputs would be one block of the
        warp-tiled rung: 32 x 32 shared-memory tiles spread them over more SMs */
     hpdl_gemm_algo algo = (int64_t)M * N <= 256 * 256 ? HPDL_GEMM_SMEM : HPDL_GEMM_AUTO;
-    return hpdl_cuda_gemm_algo<T>(algo, ta, tb, M, N, K, (T)1, (const T *)A, lda, (const T *)B, ldb, (T)0, (T *)C, ldc,
+    return hpdl_cuda_gemm_algo<T>(algo, ta, tb, M, N, K, 1, (const T *)A, lda, (const T *)B, ldb, 0, (T *)C, ldc,
                                   hpdl__gcnn(ctx)->stream);
 }
 /* The typed softmax launchers, picked by type. */
@@ -9799,6 +9897,21 @@ template <typename T>
 hpdl_status hpdl__gcnn_xent(void *ctx, int rows, int cols, const void *logits, const int32_t *labels, void *grad,
                             double *loss) {
     return hpdl__gcnn_xent_typed(rows, cols, (const T *)logits, labels, (T *)grad, loss, hpdl__gcnn(ctx)->stream);
+}
+/* Mixed precision: the same from 16-bit logits (f32 sums), the gradient
+   times the loss scale S (the MLP's loss kernel). */
+template <typename T>
+hpdl_status hpdl__gcnn_amp_xent(void *ctx, int rows, int cols, const void *logits, const int32_t *labels, void *grad,
+                                double *loss) {
+    hpdl_cuda_cnn *g = hpdl__gcnn(ctx);
+    if (rows <= 0 || cols <= 0 || !logits || !labels || !grad || !loss) return HPDL_ERR_INVALID;
+    HPDL_CUDA_TRY(cudaMemsetAsync(loss, 0, sizeof(double), g->stream));
+    hpdl__mlp_xent_kernel<<<(rows + 7) / 8, 256, 0, g->stream>>>(rows, cols, (const T *)logits, cols, (const float *)NULL,
+                                                                 labels, (T *)grad, cols, 1.0 / rows,
+                                                                 &g->d_scaler->loss_scale, 1.0 / rows, loss,
+                                                                 (unsigned long long *)NULL, (T *)NULL);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
 }
 template <typename T>
 hpdl_status hpdl__gcnn_hits(void *ctx, int rows, int cols, const void *logits, const int32_t *labels, int64_t *hits) {
@@ -9821,8 +9934,9 @@ hpdl_status hpdl__gcnn_check(void *ctx, int64_t n, const void *grads, const doub
     *bad = 0;
     HPDL_CUDA_TRY(cudaMemsetAsync(&g->d_step->skip, 0, sizeof(int), g->stream));
     if ((s = hpdl_cuda_flag_nonfinite<T>(n, (const T *)grads, &g->d_step->skip, g->stream)) != HPDL_OK) return s;
-    hpdl__cnn_after_check_kernel<T><<<hpdl__elementwise_blocks((size_t)(n_state ? n_state : 1)), 256, 0, g->stream>>>(
-        loss, g->d_step, n_state, (T *)state, (const T *)state_before, g->d_counts);
+    typedef typename hpdl__acc<T>::type P; /* batch norm's statistics */
+    hpdl__cnn_after_check_kernel<P><<<hpdl__elementwise_blocks((size_t)(n_state ? n_state : 1)), 256, 0, g->stream>>>(
+        loss, g->d_step, n_state, (P *)state, (const P *)state_before, g->d_counts);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
 }
@@ -9852,8 +9966,61 @@ hpdl_status hpdl__gcnn_adamw(void *ctx, int64_t n, void *w, const void *grad, vo
                                              g->stream)
                         : s;
 }
+/* Mixed precision, after the update: the loss scale's rule. */
+template <int lazy = 0> hpdl_status hpdl__gcnn_scale_update(hpdl_cuda_cnn *g) {
+    hpdl__cnn_scaler_kernel<><<<1, 1, 0, g->stream>>>(g->d_step, g->d_scaler);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+template <typename T>
+hpdl_status hpdl__gcnn_amp_sgd(void *ctx, int64_t n, void *w, const void *grad, void *v, double lr, double momentum,
+                               double wd, int nesterov) {
+    hpdl_cuda_cnn *g = hpdl__gcnn(ctx);
+    hpdl_status s;
+    if (!hpdl__optim_args_ok(n, w, grad, v, v, g->d_step) || !hpdl__sgd_params_ok(0, momentum, wd, nesterov))
+        return HPDL_ERR_INVALID;
+    if ((s = hpdl__gcnn_scalars(g, lr, 0.0, 0.0)) != HPDL_OK) return s;
+    if (n > 0)
+        hpdl__cnn_amp_sgd_kernel<T><<<hpdl__elementwise_blocks((size_t)n), 256, 0, g->stream>>>(
+            n, (float *)w, (const T *)grad, (float *)v, g->d_step, g->d_scaler, (float)momentum, (float)wd,
+            nesterov ? 1 : 0);
+    HPDL_CUDA_TRY_LAUNCH();
+    return hpdl__gcnn_scale_update(g);
+}
+template <typename T>
+hpdl_status hpdl__gcnn_amp_adamw(void *ctx, int64_t n, void *w, const void *grad, void *m, void *v, int64_t step,
+                                 double lr, double b1, double b2, double eps, double wd) {
+    hpdl_cuda_cnn *g = hpdl__gcnn(ctx);
+    hpdl__adamw_args<float> a;
+    hpdl_status s;
+    (void)step; /* the device counts the steps it took */
+    if (!hpdl__optim_args_ok(n, w, grad, m, v, g->d_step) || !hpdl__adamw_params_ok(1, 0, b1, b2, eps, wd))
+        return HPDL_ERR_INVALID;
+    if ((s = hpdl__gcnn_scalars(g, lr, b1, b2)) != HPDL_OK) return s;
+    a.beta1 = (float)b1;
+    a.one_minus_beta1 = (float)(1 - b1);
+    a.beta2 = (float)b2;
+    a.one_minus_beta2 = (float)(1 - b2);
+    a.eps = (float)eps;
+    a.weight_decay = wd;
+    if (n > 0)
+        hpdl__cnn_amp_adamw_kernel<T><<<hpdl__elementwise_blocks((size_t)n), 256, 0, g->stream>>>(
+            n, (float *)w, (const T *)grad, (float *)m, (float *)v, g->d_step, g->d_scaler, a);
+    HPDL_CUDA_TRY_LAUNCH();
+    return hpdl__gcnn_scale_update(g);
+}
+/* Mixed precision: the working copy from the f32 master. */
+template <typename T> hpdl_status hpdl__gcnn_cast(void *ctx, int64_t n, const void *params, void *work) {
+    if (n < 0 || !params || !work) return HPDL_ERR_INVALID;
+    if (n == 0) return HPDL_OK;
+    hpdl__mlp_convert_kernel<T, float><<<hpdl__grid_for(n, 256), 256, 0, hpdl__gcnn(ctx)->stream>>>(
+        n, (const float *)params, (T *)work);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
 
-template <typename T> void hpdl__gcnn_fill_table(hpdl_cnn_backend *be) {
+/* The entries of every precision: memory and the layers. */
+template <typename T> void hpdl__gcnn_fill_layers(hpdl_cnn_backend *be) {
     be->alloc = hpdl__gcnn_alloc<>;
     be->release = hpdl__gcnn_release<>;
     be->zero = hpdl__gcnn_zero<>;
@@ -9867,7 +10034,6 @@ template <typename T> void hpdl__gcnn_fill_table(hpdl_cnn_backend *be) {
     be->bias_grad = hpdl__gcnn_bias_grad<T>;
     be->bn_forward_training = hpdl__gcnn_bn_train<T>;
     be->bn_forward_inference = hpdl__gcnn_bn_infer<T>;
-    be->bn_backward = hpdl__gcnn_bn_bwd<T>;
     be->pool_forward = hpdl__gcnn_pool_fwd<T>;
     be->pool_backward = hpdl__gcnn_pool_bwd<T>;
     be->global_avgpool_forward = hpdl__gcnn_gap_fwd<T>;
@@ -9876,12 +10042,33 @@ template <typename T> void hpdl__gcnn_fill_table(hpdl_cnn_backend *be) {
     be->relu_grad = hpdl__gcnn_relu_grad<T>;
     be->add = hpdl__gcnn_add<T>;
     be->gemm = hpdl__gcnn_gemm<T>;
-    be->softmax_xent = hpdl__gcnn_xent<T>;
     be->argmax_hits = hpdl__gcnn_hits<T>;
     be->check_step = hpdl__gcnn_check<T>;
-    be->sgd = hpdl__gcnn_sgd<T>;
-    be->adamw = hpdl__gcnn_adamw<T>;
 }
+
+/* The whole table of T: float or double, everything in T ... */
+template <typename T, bool MIXED = sizeof(T) == 2> struct hpdl__gcnn_table {
+    static void fill(hpdl_cnn_backend *be) {
+        hpdl__gcnn_fill_layers<T>(be);
+        be->bn_backward = hpdl__gcnn_bn_bwd<T>;
+        be->softmax_xent = hpdl__gcnn_xent<T>;
+        be->sgd = hpdl__gcnn_sgd<T>;
+        be->adamw = hpdl__gcnn_adamw<T>;
+    }
+};
+
+/* ... or 16-bit T, mixed precision, with f32 parameters. */
+template <typename T> struct hpdl__gcnn_table<T, true> {
+    static void fill(hpdl_cnn_backend *be) {
+        hpdl__gcnn_fill_layers<T>(be);
+        be->param_size = sizeof(float);
+        be->bn_backward = hpdl__gcnn_amp_bn_bwd<T>;
+        be->softmax_xent = hpdl__gcnn_amp_xent<T>;
+        be->sgd = hpdl__gcnn_amp_sgd<T>;
+        be->adamw = hpdl__gcnn_amp_adamw<T>;
+        be->cast = hpdl__gcnn_cast<T>;
+    }
+};
 
 /* ---- public: the backend, and training driven by graphs ------------------------ */
 
@@ -9900,18 +10087,42 @@ HPDL_CUDA_API void hpdl_cuda_cnn_destroy(hpdl_cuda_cnn *g) {
     cudaFree(g->x_gather);
     cudaFree(g->labels_stage);
     cudaFree(g->d_order);
+    cudaFree(g->d_scaler);
+    cudaFree(g->bn_grads);
     if (g->owns_stream) cudaStreamDestroy(g->stream);
     memset(g, 0, sizeof *g);
 }
 
-/* A GPU backend of element type T (float or double) on `stream`; every
-   convolution with `conv_algo`. Pass &g->be to hpdl_cnn_run_create. For
-   stream 0 it makes a stream of its own (blocking, so it still waits for
-   work on the default stream), because the legacy default stream cannot
-   be captured into a graph. */
+/* Sets the loss scale S (mixed precision; a positive finite float) and
+   restarts the count of clean steps to its next doubling. On the stream. */
+HPDL_CUDA_API hpdl_status hpdl_cuda_cnn_set_loss_scale(hpdl_cuda_cnn *g, double scale) {
+    if (!g || !g->be.param_size || !(scale > 0 && scale <= 3.4e38)) return HPDL_ERR_INVALID;
+    hpdl__mlp_scaler_init_kernel<<<1, 1, 0, g->stream>>>(g->d_scaler, (float)scale);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* Waits for the device; *scale: the loss scale S now (1 in f32 and f64). */
+HPDL_CUDA_API hpdl_status hpdl_cuda_cnn_loss_scale(hpdl_cuda_cnn *g, double *scale) {
+    float s = 0;
+    if (!g || !scale) return HPDL_ERR_INVALID;
+    HPDL_CUDA_TRY(cudaMemcpyAsync(&s, &g->d_scaler->loss_scale, sizeof s, cudaMemcpyDeviceToHost, g->stream));
+    HPDL_CUDA_TRY(cudaStreamSynchronize(g->stream));
+    *scale = s;
+    return HPDL_OK;
+}
+
+/* A GPU backend of element type T on `stream`; every convolution with
+   `conv_algo`. Pass &g->be to hpdl_cnn_run_create. T: float or double
+   (everything in T), or mixed precision: __half / hpdl_f16 or
+   __nv_bfloat16 / hpdl_bf16 activations and gradients with f32 parameters
+   and loss scaling (networks in NHWC). For stream 0 it makes a stream of
+   its own (blocking, so it still waits for work on the default stream),
+   because the legacy default stream cannot be captured into a graph. */
 template <typename T>
 static inline hpdl_status hpdl_cuda_cnn_create(hpdl_cuda_cnn *g, hpdl_conv_algo conv_algo, cudaStream_t stream = 0) {
-    static_assert(hpdl__is_master_type<T>::value, "hpdl: the CNN backend takes float or double");
+    typedef typename hpdl__dev<T>::type D;
+    static_assert(hpdl__is_float_type<D>::value, "hpdl: the CNN backend takes float, double, f16 or bf16");
     if (!g) return HPDL_ERR_INVALID;
     memset(g, 0, sizeof *g);
     if (!stream) {
@@ -9921,14 +10132,19 @@ static inline hpdl_status hpdl_cuda_cnn_create(hpdl_cuda_cnn *g, hpdl_conv_algo 
     g->stream = stream;
     g->conv_algo = conv_algo;
     g->use_graphs = 1;
-    g->be.name = sizeof(T) == 4 ? "cuda f32" : "cuda f64";
-    g->be.elem_size = sizeof(T);
+    g->be.name = sizeof(D) == 8   ? "cuda f64"
+                 : sizeof(D) == 4 ? "cuda f32"
+                 : hpdl__is_half<D>::value ? "cuda f16 (f32 parameters)" : "cuda bf16 (f32 parameters)";
+    g->be.elem_size = sizeof(D);
     g->be.ctx = g;
-    hpdl__gcnn_fill_table<T>(&g->be);
+    hpdl__gcnn_table<D>::fill(&g->be);
     g->d_step = (hpdl_optim_step *)hpdl__gcnn_alloc(g, sizeof(hpdl_optim_step));
     g->d_counts = (unsigned long long *)hpdl__gcnn_alloc(g, 3 * sizeof(unsigned long long));
     g->d_loss_sum = (double *)hpdl__gcnn_alloc(g, sizeof(double));
-    if (!g->d_step || !g->d_counts || !g->d_loss_sum) { hpdl_cuda_cnn_destroy(g); return HPDL_ERR_NOMEM; }
+    g->d_scaler = (hpdl__mlp_state *)hpdl__gcnn_alloc(g, sizeof(hpdl__mlp_state));
+    if (!g->d_step || !g->d_counts || !g->d_loss_sum || !g->d_scaler) { hpdl_cuda_cnn_destroy(g); return HPDL_ERR_NOMEM; }
+    hpdl__mlp_scaler_init_kernel<<<1, 1, 0, g->stream>>>(g->d_scaler, g->be.param_size ? HPDL_CUDA_MLP_SCALE_INIT : 1.0f);
+    HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
 }
 
@@ -9939,6 +10155,14 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_cnn_create_f32(hpdl_cuda_cnn *g, hpdl_conv_a
 /* The same in double precision (the twin check at 1e-12). */
 HPDL_CUDA_API hpdl_status hpdl_cuda_cnn_create_f64(hpdl_cuda_cnn *g, hpdl_conv_algo conv_algo, cudaStream_t stream) {
     return hpdl_cuda_cnn_create<double>(g, conv_algo, stream);
+}
+/* Mixed precision: f16 activations and gradients, f32 parameters. */
+HPDL_CUDA_API hpdl_status hpdl_cuda_cnn_create_f16(hpdl_cuda_cnn *g, hpdl_conv_algo conv_algo, cudaStream_t stream) {
+    return hpdl_cuda_cnn_create<__half>(g, conv_algo, stream);
+}
+/* Mixed precision: bf16 activations and gradients, f32 parameters. */
+HPDL_CUDA_API hpdl_status hpdl_cuda_cnn_create_bf16(hpdl_cuda_cnn *g, hpdl_conv_algo conv_algo, cudaStream_t stream) {
+    return hpdl_cuda_cnn_create<__nv_bfloat16>(g, conv_algo, stream);
 }
 
 /* The schedule as a table on the device, one entry per step up to its
@@ -9968,6 +10192,10 @@ HPDL_CUDA_API hpdl_status hpdl__gcnn_upload_schedule(hpdl_cuda_cnn *g, const hpd
 HPDL_CUDA_API hpdl_status hpdl__gcnn_prepare(hpdl_cuda_cnn *g, hpdl_cnn_run *r) {
     size_t features = (size_t)r->net->input.c * r->net->input.h * r->net->input.w;
     if (r->be != &g->be) return HPDL_ERR_INVALID;
+    if (g->be.param_size && r->net->layout != HPDL_NHWC) {
+        fprintf(stderr, "hpdl_cuda_cnn: mixed precision needs an NHWC network (the tensor-core convolutions)\n");
+        return HPDL_ERR_UNSUPPORTED;
+    }
     if (g->x_stage) return HPDL_OK;
     g->x_stage = hpdl__gcnn_alloc(g, (size_t)r->max_batch * features * g->be.elem_size);
     g->x_gather = hpdl__gcnn_alloc(g, (size_t)r->max_batch * features * g->be.elem_size);
@@ -10064,16 +10292,20 @@ __global__ void hpdl__augment_kernel(hpdl_tensor4 d, size_t total, const U *x, i
 }
 
 /* The GPU twin of hpdl_augment_crop_flip (device buffers, on `stream`):
-   the same draws, so the same images, bit for bit. */
+   the same draws, so the same images, bit for bit. 16-bit elements are
+   moved as their bits. */
 HPDL_CUDA_API hpdl_status hpdl_cuda_augment_crop_flip(const hpdl_tensor4 *xd, size_t elem_size, const void *x, int pad,
                                                       int flip, uint64_t seed, int64_t first_image, void *y,
                                                       cudaStream_t stream) {
-    if (!hpdl__tensor4_valid(xd) || !x || !y || pad < 0 || pad > 4096 || (elem_size != 4 && elem_size != 8) ||
-        first_image < 0)
+    if (!hpdl__tensor4_valid(xd) || !x || !y || pad < 0 || pad > 4096 ||
+        (elem_size != 2 && elem_size != 4 && elem_size != 8) || first_image < 0)
         return HPDL_ERR_INVALID;
     size_t total = hpdl_tensor4_count(xd);
     unsigned blocks = hpdl__elementwise_blocks(total);
-    if (elem_size == 4)
+    if (elem_size == 2)
+        hpdl__augment_kernel<uint16_t><<<blocks, 256, 0, stream>>>(*xd, total, (const uint16_t *)x, pad, flip, seed,
+                                                                   first_image, (uint16_t *)y);
+    else if (elem_size == 4)
         hpdl__augment_kernel<float><<<blocks, 256, 0, stream>>>(*xd, total, (const float *)x, pad, flip, seed,
                                                                 first_image, (float *)y);
     else
@@ -10158,6 +10390,7 @@ static inline hpdl_status hpdl_cuda_cnn_twin_difference(const hpdl_cnn *net, con
                                                         const double *params, const double *state, int batch,
                                                         const T *X, const int32_t *labels, int steps,
                                                         double *difference, int *layer) {
+    static_assert(hpdl__is_master_type<T>::value, "hpdl: the CPU twin runs float or double");
     const hpdl_cnn_backend *cpu = sizeof(T) == sizeof(double) ? hpdl_cnn_backend_cpu_f64() : hpdl_cnn_backend_cpu_f32();
     if (!net || net->n_layers < 1 || !opt || !params || !X || !labels || batch < 1 || steps < 1 || !difference)
         return HPDL_ERR_INVALID;
@@ -10252,6 +10485,82 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_cnn_results(hpdl_cuda_cnn *g, double *loss_s
     return HPDL_OK;
 }
 
+/* A fresh GPU backend of T and a run of net on it for batches of up to
+   `batch`, from these parameters and state. */
+template <typename T>
+static inline hpdl_status hpdl__gcnn_start(hpdl_cuda_cnn *g, hpdl_cnn_run *r, const hpdl_cnn *net,
+                                           const hpdl_cnn_optimizer *opt, int batch, const double *params,
+                                           const double *state) {
+    hpdl_status s = hpdl_cuda_cnn_create<T>(g, HPDL_CONV_AUTO);
+    if (s == HPDL_OK) s = hpdl_cnn_run_create(r, net, &g->be, batch, opt);
+    return s == HPDL_OK ? hpdl_cnn_set_params(r, params, state) : s;
+}
+
+/* The mixed-precision check: `steps` training steps of net from the same
+   parameters and state (hpdl_cnn_init's arrays) on two fresh GPU
+   backends, f32 and mixed precision with T (f16 or bf16), on `batch`
+   images X (f32) and labels in host memory. *loss_difference: the largest
+   relative difference of a step's loss; *param_difference (may be NULL):
+   the largest relative Frobenius difference of a parameter tensor after.
+   The mixed run's loss scale starts at 2^10, not 2^16: the scaler's first
+   overflows would skip steps and put the two runs steps apart, and this
+   check is about the arithmetic. A step skipped all the same:
+   HPDL_ERR_NUMERIC. */
+template <typename T>
+static inline hpdl_status hpdl_cuda_cnn_mixed_difference(const hpdl_cnn *net, const hpdl_cnn_optimizer *opt,
+                                                         const double *params, const double *state, int batch,
+                                                         const float *X, const int32_t *labels, int steps,
+                                                         double *loss_difference, double *param_difference) {
+    typedef typename hpdl__dev<T>::type D;
+    static_assert(sizeof(D) == 2 && hpdl__is_float_type<D>::value, "hpdl: the mixed-precision check runs f16 or bf16");
+    if (!net || net->n_layers < 1 || !opt || !params || !X || !labels || batch < 1 || steps < 1 || !loss_difference)
+        return HPDL_ERR_INVALID;
+    int64_t count = (int64_t)batch * hpdl__shape_count(net->input), skipped = 0;
+    double *got = (double *)hpdl_alloc((size_t)net->param_count, sizeof(double));
+    double *want = (double *)hpdl_alloc((size_t)net->param_count, sizeof(double));
+    float *dX = NULL;
+    D *dX16 = NULL;
+    int32_t *dlabels = NULL;
+    hpdl_cnn_run r32, r16;
+    hpdl_cuda_cnn g32, g16;
+    hpdl_status s = got && want ? HPDL_OK : HPDL_ERR_NOMEM;
+    memset(&r32, 0, sizeof r32); memset(&r16, 0, sizeof r16);
+    memset(&g32, 0, sizeof g32); memset(&g16, 0, sizeof g16);
+    if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&dX, (size_t)count * sizeof(float));
+    if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&dX16, (size_t)count * sizeof(D));
+    if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&dlabels, (size_t)batch * sizeof(int32_t));
+    if (s == HPDL_OK) s = hpdl_cuda_to_device(dX, X, (size_t)count * sizeof(float), 0);
+    if (s == HPDL_OK) s = hpdl_cuda_to_device(dlabels, labels, (size_t)batch * sizeof(int32_t), 0);
+    if (s == HPDL_OK) {
+        hpdl__mlp_convert_kernel<D, float><<<hpdl__grid_for(count, 256), 256>>>(count, dX, dX16);
+        s = cudaGetLastError() == cudaSuccess ? HPDL_OK : HPDL_ERR_CUDA;
+    }
+    if (s == HPDL_OK) s = hpdl__gcnn_start<float>(&g32, &r32, net, opt, batch, params, state);
+    if (s == HPDL_OK) s = hpdl__gcnn_start<D>(&g16, &r16, net, opt, batch, params, state);
+    if (s == HPDL_OK) s = hpdl_cuda_cnn_set_loss_scale(&g16, 1024.0);
+    *loss_difference = 0;
+    for (int k = 0; s == HPDL_OK && k < steps; k++) {
+        double l32 = 0, l16 = 0, d;
+        s = hpdl_cuda_cnn_train_batch<float>(&g32, &r32, batch, dX, dlabels);
+        if (s == HPDL_OK) s = hpdl_cuda_cnn_train_batch<D>(&g16, &r16, batch, dX16, dlabels);
+        if (s == HPDL_OK) s = hpdl_cnn_loss(&r32, &l32);
+        if (s == HPDL_OK) s = hpdl_cnn_loss(&r16, &l16);
+        d = fabs(l16 - l32) / fabs(l32);
+        if (s == HPDL_OK && !(d <= *loss_difference)) *loss_difference = d; /* NaN stays */
+    }
+    if (s == HPDL_OK) s = hpdl_cuda_cnn_results(&g16, NULL, &skipped);
+    if (s == HPDL_OK && skipped) s = HPDL_ERR_NUMERIC;
+    if (s == HPDL_OK && param_difference) s = hpdl_cnn_get_params(&r32, want, NULL);
+    if (s == HPDL_OK && param_difference) s = hpdl_cnn_get_params(&r16, got, NULL);
+    if (s == HPDL_OK && param_difference) *param_difference = hpdl_cnn_param_difference(net, got, want, NULL);
+    hpdl_cnn_run_destroy(&r32); hpdl_cnn_run_destroy(&r16);
+    hpdl_cuda_cnn_destroy(&g32); hpdl_cuda_cnn_destroy(&g16);
+    hpdl_cuda_free(dX); hpdl_cuda_free(dX16); hpdl_cuda_free(dlabels);
+    HPDL_FREE(got);
+    HPDL_FREE(want);
+    return s;
+}
+
 /* hpdl_cuda_cnn_train_batch_f32 hpdl_cuda_cnn_train_epoch_f32 hpdl_cuda_cnn_train_batch_f64
    hpdl_cuda_cnn_train_epoch_f64 */
 #define HPDL_DEFINE_CUDA_CNN(SUFFIX, T)                                                                            \
@@ -10266,5 +10575,9 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_cnn_results(hpdl_cuda_cnn *g, double *loss_s
     }
 HPDL_DEFINE_CUDA_CNN(f32, float)
 HPDL_DEFINE_CUDA_CNN(f64, double)
+/* hpdl_cuda_cnn_train_batch_f16 hpdl_cuda_cnn_train_epoch_f16 hpdl_cuda_cnn_train_batch_bf16
+   hpdl_cuda_cnn_train_epoch_bf16 */
+HPDL_DEFINE_CUDA_CNN(f16, hpdl_f16)
+HPDL_DEFINE_CUDA_CNN(bf16, hpdl_bf16)
 
 #endif /* HPDL_CUDA_CUH */

@@ -9,15 +9,23 @@
        f32 eager   the same, launched kernel by kernel (what graphs save)
        f32 cudnn   the same walk with cuDNN's convolutions (HPDL_CONV_CUDNN):
                    where the time goes when the convolutions are the vendor's
+       f16 graph   mixed precision: f16 activations and gradients, f32
+                   master parameters, loss scaling (graphs, HPDL_CONV_AUTO)
+       bf16 graph  the same in bf16
    Anchor: bench/pytorch/cnn.py (the same networks, SGD, epoch; f32 without
-   TF32, and AMP with channels-last), skipped with a message without torch.
-   hpdl has no mixed-precision CNN path yet: its f32 is compared with both.
+   TF32, and AMP: autocast f16 + GradScaler, channels-last), skipped with a
+   message without torch. Every variant's CSV row is written against both;
+   the table's ratios compare like with like: PyTorch f32 / hpdl f32 graph,
+   PyTorch AMP / hpdl f16 graph.
 
    First a check: a few steps on the GPU against the CPU twin from the same
    weights (small CNN 3x32x32, batch 8, f32: every parameter tensor within
    1e-5 relative Frobenius difference; ResNet-18 on 16x16, batch 2, in f64,
    within 1e-12: in f32 its 20 batch norms amplify the two sides' different
-   rounding beyond 1e-5, notes/cnn.md), else the bench stops.
+   rounding beyond 1e-5, notes/cnn.md), and mixed precision against f32 on
+   the GPU (both nets, batch 32, 3 steps: each step's loss within 1e-2 in
+   f16 and 8e-2 in bf16, relative; tests/gpu_cnn.cu says why), else the
+   bench stops.
    Timing: wall clock around whole epochs (after a warm-up epoch that
    captures the graphs), the device synchronised; ResNet-18's variants
    train RESNET_STEPS steps and are scaled to the 50,000-image epoch (its
@@ -40,8 +48,15 @@
 
 static const char *nets[] = {"small", "resnet18"};
 static const int batches[] = {32, 128};
-enum { V_GRAPH, V_EAGER, V_CUDNN, V_COUNT };
-static const char *variant_name[V_COUNT] = {"f32_graph", "f32_eager", "f32_cudnn"};
+enum { V_GRAPH, V_EAGER, V_CUDNN, V_F16, V_BF16, V_COUNT };
+static const char *variant_name[V_COUNT] = {"f32_graph", "f32_eager", "f32_cudnn", "f16_graph", "bf16_graph"};
+
+/* The synthetic images on the device in each element type. */
+typedef struct images {
+    const float *f32;
+    const hpdl_f16 *f16;
+    const hpdl_bf16 *bf16;
+} images;
 
 typedef struct results {
     double ms[2][2][V_COUNT];
@@ -72,14 +87,39 @@ template <typename T> static double cpu_gpu_difference(const hpdl_cnn *net, int 
     return worst;
 }
 
+/* Largest relative difference of a step's loss, mixed precision in H
+   against f32 on the GPU, 3 SGD steps of 32 images from the same weights. */
+template <typename H> static double mixed_difference(const hpdl_cnn *net) {
+    const int batch = 32;
+    std::vector<double> params(net->param_count), state(net->state_count + 1);
+    std::vector<float> X((size_t)batch * net->input.c * net->input.h * net->input.w);
+    std::vector<int32_t> labels(batch);
+    hpdl_cnn_optimizer opt = hpdl_cnn_sgd(0.05, 0.9, 5e-4);
+    hpdl_rng rng;
+    double loss = 0;
+    hpdl_rng_seed(&rng, 7);
+    for (float &v : X) v = (float)(2 * hpdl_rng_uniform(&rng) - 1);
+    for (int32_t &l : labels) l = (int32_t)hpdl_rng_below(&rng, 10);
+    HPDL_CHECK(hpdl_cnn_init(net, 1, params.data(), state.data()));
+    HPDL_CHECK(hpdl_cuda_cnn_mixed_difference<H>(net, &opt, params.data(), state.data(), batch, X.data(),
+                                                 labels.data(), 3, &loss, NULL));
+    return loss;
+}
+
 static void check_or_stop(void) {
     hpdl_cnn small, resnet;
     HPDL_CHECK(make_net(0, hpdl_shape_make(3, 32, 32), &small));
     HPDL_CHECK(make_net(1, hpdl_shape_make(3, 16, 16), &resnet));
     double e_small = cpu_gpu_difference<float>(&small, 8, 3), e_resnet = cpu_gpu_difference<double>(&resnet, 2, 2);
+    double m[2][2] = {{mixed_difference<hpdl_f16>(&small), mixed_difference<hpdl_bf16>(&small)},
+                      {mixed_difference<hpdl_f16>(&resnet), mixed_difference<hpdl_bf16>(&resnet)}};
     printf("check: GPU vs CPU twin, largest relative Frobenius difference of a parameter tensor: small CNN f32 "
            "%.2g (limit 1e-5), ResNet-18 f64 %.2g (limit 1e-12)\n", e_small, e_resnet);
-    if (!(e_small <= 1e-5 && e_resnet <= 1e-12)) {
+    printf("check: mixed precision vs f32 on the GPU, largest relative difference of a step's loss: small CNN f16 "
+           "%.2g, bf16 %.2g; ResNet-18 f16 %.2g, bf16 %.2g (limits 1e-2 f16, 8e-2 bf16)\n", m[0][0], m[0][1],
+           m[1][0], m[1][1]);
+    if (!(e_small <= 1e-5 && e_resnet <= 1e-12 && m[0][0] <= 1e-2 && m[1][0] <= 1e-2 && m[0][1] <= 8e-2 &&
+          m[1][1] <= 8e-2)) {
         printf("check FAILED: nothing timed\n");
         exit(1);
     }
@@ -87,9 +127,35 @@ static void check_or_stop(void) {
 
 /* ---- timing -------------------------------------------------------------------- */
 
+template <typename T> static const T *upload(const std::vector<T> &x) {
+    T *d = NULL;
+    HPDL_CUDA_CHECK(cudaMalloc(&d, x.size() * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMemcpy(d, x.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return d;
+}
+
+template <typename H> static std::vector<H> converted(const std::vector<float> &x, H (*to)(float)) {
+    std::vector<H> out(x.size());
+    for (size_t i = 0; i < x.size(); i++) out[i] = to(x[i]);
+    return out;
+}
+
+static hpdl_status create_variant(hpdl_cuda_cnn *g, int v) {
+    if (v == V_F16) return hpdl_cuda_cnn_create_f16(g, HPDL_CONV_AUTO, 0);
+    if (v == V_BF16) return hpdl_cuda_cnn_create_bf16(g, HPDL_CONV_AUTO, 0);
+    return hpdl_cuda_cnn_create_f32(g, v == V_CUDNN ? HPDL_CONV_CUDNN : HPDL_CONV_AUTO, 0);
+}
+
+static hpdl_status epoch_variant(hpdl_cuda_cnn *g, hpdl_cnn_run *r, int v, int64_t n, const images *X,
+                                 const int32_t *labels, uint64_t seed) {
+    if (v == V_F16) return hpdl_cuda_cnn_train_epoch_f16(g, r, n, X->f16, labels, seed);
+    if (v == V_BF16) return hpdl_cuda_cnn_train_epoch_bf16(g, r, n, X->bf16, labels, seed);
+    return hpdl_cuda_cnn_train_epoch_f32(g, r, n, X->f32, labels, seed);
+}
+
 /* ms of one 50,000-image epoch of `net` at `batch` in variant v: a warm-up
    epoch (or step run) captures the graphs, then one timed. */
-static double time_variant(int net_index, int batch, int v, const float *dX, const int32_t *dlabels) {
+static double time_variant(int net_index, int batch, int v, const images *X, const int32_t *dlabels) {
     hpdl_cnn net;
     hpdl_cnn_run r;
     hpdl_cuda_cnn g;
@@ -101,14 +167,14 @@ static double time_variant(int net_index, int batch, int v, const float *dX, con
     params.resize(net.param_count);
     state.resize(net.state_count + 1);
     HPDL_CHECK(hpdl_cnn_init(&net, 1, params.data(), state.data()));
-    HPDL_CHECK(hpdl_cuda_cnn_create_f32(&g, v == V_CUDNN ? HPDL_CONV_CUDNN : HPDL_CONV_AUTO, 0));
+    HPDL_CHECK(create_variant(&g, v));
     g.use_graphs = v != V_EAGER;
     HPDL_CHECK(hpdl_cnn_run_create(&r, &net, &g.be, batch, &opt));
     HPDL_CHECK(hpdl_cnn_set_params(&r, params.data(), state.data()));
-    HPDL_CHECK(hpdl_cuda_cnn_train_epoch_f32(&g, &r, net_index == 0 ? n : 4 * batch, dX, dlabels, 1));
+    HPDL_CHECK(epoch_variant(&g, &r, v, net_index == 0 ? n : 4 * batch, X, dlabels, 1));
     HPDL_CHECK(hpdl_cuda_cnn_results(&g, NULL, NULL));
     t0 = hpdl_time_now();
-    HPDL_CHECK(hpdl_cuda_cnn_train_epoch_f32(&g, &r, n, dX, dlabels, 2));
+    HPDL_CHECK(epoch_variant(&g, &r, v, n, X, dlabels, 2));
     HPDL_CHECK(hpdl_cuda_cnn_results(&g, NULL, NULL));
     ms = 1e3 * (hpdl_time_now() - t0) * (double)N_IMAGES / (double)n;
     hpdl_cnn_run_destroy(&r);
@@ -158,17 +224,18 @@ static void write_csv(const results *r) {
 }
 
 static void print_table(const results *r) {
-    printf("\n%-9s %5s | %10s %10s %10s | %10s %10s | %8s %8s\n", "net", "batch", "f32 graph", "f32 eager",
-           "f32 cudnn", "torch f32", "torch amp", "x f32", "x amp");
+    printf("\n%-9s %5s | %10s %10s %10s %10s %10s | %10s %10s | %8s %8s\n", "net", "batch", "f32 graph", "f32 eager",
+           "f32 cudnn", "f16 graph", "bf16 graph", "torch f32", "torch amp", "x f32", "x amp");
     for (int n = 0; n < 2; n++)
         for (int b = 0; b < 2; b++) {
-            double g = r->ms[n][b][V_GRAPH], t32 = r->torch_ms[n][b][0], t16 = r->torch_ms[n][b][1];
-            if (g == 0) continue; /* not timed in this run */
-            printf("%-9s %5d | %10.1f %10.1f %10.1f | %10.1f %10.1f | %7.2fx %7.2fx\n", nets[n], batches[b], g,
-                   r->ms[n][b][V_EAGER], r->ms[n][b][V_CUDNN], t32, t16, t32 / g, t16 / g);
+            const double *ms = r->ms[n][b], t32 = r->torch_ms[n][b][0], t16 = r->torch_ms[n][b][1];
+            if (ms[V_GRAPH] == 0) continue; /* not timed in this run */
+            printf("%-9s %5d | %10.1f %10.1f %10.1f %10.1f %10.1f | %10.1f %10.1f | %7.2fx %7.2fx\n", nets[n],
+                   batches[b], ms[V_GRAPH], ms[V_EAGER], ms[V_CUDNN], ms[V_F16], ms[V_BF16], t32, t16,
+                   t32 / ms[V_GRAPH], t16 / ms[V_F16]);
         }
-    printf("(ms per 50,000-image epoch; x = PyTorch eager / hpdl f32 graph; ResNet-18's hpdl columns scaled from %d "
-           "steps)\n", RESNET_STEPS);
+    printf("(ms per 50,000-image epoch; x f32 = PyTorch eager f32 / hpdl f32 graph, x amp = PyTorch eager AMP / "
+           "hpdl f16 graph; ResNet-18's hpdl columns scaled from %d steps)\n", RESNET_STEPS);
 }
 
 int main(int argc, char **argv) {
@@ -177,7 +244,7 @@ int main(int argc, char **argv) {
     int64_t seed = 2026;
     hpdl_cuda_device_info info;
     hpdl_rng rng;
-    float *dX;
+    images dX;
     int32_t *dlabels;
     hpdl_cli_option opts[3];
     opts[0] = hpdl_cli_positional(hpdl_cli_choice("net", 0, &only, "small|resnet18", "one network only (none: both)"));
@@ -196,22 +263,25 @@ int main(int argc, char **argv) {
     hpdl_rng_seed(&rng, (uint64_t)seed);
     for (float &v : X) v = (float)hpdl_rng_normal(&rng);
     for (int32_t &l : labels) l = (int32_t)hpdl_rng_below(&rng, 10);
-    HPDL_CUDA_CHECK(cudaMalloc(&dX, X.size() * sizeof(float)));
+    dX.f32 = upload(X);
+    dX.f16 = upload(converted<hpdl_f16>(X, hpdl_f16_from_f32));
+    dX.bf16 = upload(converted<hpdl_bf16>(X, hpdl_bf16_from_f32));
     HPDL_CUDA_CHECK(cudaMalloc(&dlabels, labels.size() * sizeof(int32_t)));
-    HPDL_CUDA_CHECK(cudaMemcpy(dX, X.data(), X.size() * sizeof(float), cudaMemcpyHostToDevice));
     HPDL_CUDA_CHECK(cudaMemcpy(dlabels, labels.data(), labels.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
     for (int n = 0; n < 2; n++)
         for (int b = 0; b < 2; b++)
             for (int v = 0; v < V_COUNT; v++) {
                 if (only && strcmp(only, nets[n])) continue;
-                r.ms[n][b][v] = time_variant(n, batches[b], v, dX, dlabels);
+                r.ms[n][b][v] = time_variant(n, batches[b], v, &dX, dlabels);
                 printf("  %-9s batch %4d %-10s %10.1f ms/epoch\n", nets[n], batches[b], variant_name[v], r.ms[n][b][v]);
                 fflush(stdout);
             }
     run_torch(&r, only);
     print_table(&r);
     write_csv(&r);
-    cudaFree(dX);
+    cudaFree((void *)dX.f32);
+    cudaFree((void *)dX.f16);
+    cudaFree((void *)dX.bf16);
     cudaFree(dlabels);
     return 0;
 }

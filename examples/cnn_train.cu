@@ -6,6 +6,7 @@
        build/examples/cnn_train --net small --epochs 10
        build/examples/cnn_train --net resnet18 --batch 128 --epochs 15 --schedule cosine
        build/examples/cnn_train --net resnet18 --check       # CPU twin vs GPU, same steps
+       build/examples/cnn_train --net resnet18 --precision bf16   # mixed precision (NHWC)
        build/examples/cnn_train --save run.ckpt ... / --load run.ckpt ...
 
    Flags (defaults in brackets):
@@ -14,11 +15,15 @@
        --epochs E [10]    --batch B [128]    --lr X [0.05]    --seed S [1]
        --optimizer O      sgd (momentum 0.9) | adamw [sgd]   --wd X  weight decay [5e-4]
        --schedule S       constant | cosine | step:N:GAMMA, each with :warmup=N [cosine]
-       --precision P      f32 | f64 [f32]
+       --precision P      f32 | f64 | f16 | bf16 [f32]; f16 and bf16: mixed precision
+                          (16-bit activations and gradients, f32 parameters, loss
+                          scaling), NHWC only
        --layout L         nhwc | nchw [nhwc]
        --check            a few steps on the CPU twin and the GPU from the same weights;
                           exit 1 when a parameter tensor differs by more than 1e-12 (f64) /
-                          1e-5 (f32) in relative Frobenius norm (the MLP's check)
+                          1e-5 (f32) in relative Frobenius norm (the MLP's check). f16 and
+                          bf16: against the GPU in f32, exit 1 when a step's loss differs
+                          by more than 1e-2 / 8e-2 (relative; tests/gpu_cnn.cu says why)
        --save FILE        checkpoint after every epoch (parameters, batch-norm state,
                           optimiser state; written whole, see notes/checkpoint.md)
        --load FILE        start from a checkpoint of the same network and precision
@@ -51,7 +56,8 @@ static options parse_args(int argc, char **argv) {
     opts[n++] = hpdl_cli_f64("wd", 0, &o.wd, 0, 1, "weight decay");
     opts[n++] = hpdl_cli_string("schedule", 0, &o.schedule, "S",
                                 "constant | cosine | step:N:GAMMA, each with :warmup=N");
-    opts[n++] = hpdl_cli_choice("precision", 0, &o.precision, "f32|f64", "element type");
+    opts[n++] = hpdl_cli_choice("precision", 0, &o.precision, "f32|f64|f16|bf16",
+                                "element type (f16, bf16: mixed precision)");
     opts[n++] = hpdl_cli_choice("layout", 0, &o.layout, "nhwc|nchw", "activation layout");
     opts[n++] = hpdl_cli_i64("seed", 0, &o.seed, 0, INT64_MAX, "random seed");
     opts[n++] = hpdl_cli_flag("check", 0, &o.check, "a few steps on the CPU twin and the GPU; exit 1 if apart");
@@ -63,6 +69,11 @@ static options parse_args(int argc, char **argv) {
     hpdl_cli_parse(argc, argv, "cnn_train", "Trains the course's CNNs on Fashion-MNIST or CIFAR-10 on the GPU.", opts, n);
     /* the schedule's words now; main checks it again over the real number of steps */
     if (hpdl_lr_parse(o.schedule, o.lr, (int64_t)1 << 40, &syntax) != HPDL_OK) exit(2);
+    if ((!strcmp(o.precision, "f16") || !strcmp(o.precision, "bf16")) && strcmp(o.layout, "nhwc")) {
+        fprintf(stderr, "cnn_train: --precision %s needs --layout nhwc (mixed precision runs its convolutions on "
+                        "tensor cores, which read NHWC)\n", o.precision);
+        exit(2);
+    }
     return o;
 }
 
@@ -84,6 +95,11 @@ static void load_data(const char *dir, hpdl_dataset *train, hpdl_dataset *test) 
     }
 }
 
+/* A value in the element type. */
+template <typename T> static T element(double v) { return (T)v; }
+template <> hpdl_f16 element<hpdl_f16>(double v) { return hpdl_f16_from_f32((float)v); }
+template <> hpdl_bf16 element<hpdl_bf16>(double v) { return hpdl_bf16_from_f32((float)v); }
+
 /* Images standardised with the training set's mean and std, in the
    network's layout and element type (datasets are CHW floats). */
 template <typename T>
@@ -94,7 +110,7 @@ static std::vector<T> prepared(const hpdl_dataset *d, double mean, double std, h
         for (int64_t c = 0; c < d->channels; c++)
             for (int64_t p = 0; p < plane; p++) {
                 int64_t to = layout == HPDL_NHWC ? p * d->channels + c : c * plane + p;
-                out[(size_t)(i * features + to)] = (T)((d->images[i * features + c * plane + p] - mean) / std);
+                out[(size_t)(i * features + to)] = element<T>((d->images[i * features + c * plane + p] - mean) / std);
             }
     return out;
 }
@@ -121,13 +137,16 @@ static void model_name(const options *o, const hpdl_cnn *net, char *out, size_t 
 }
 
 /* The checkpoint's tensors over host buffers: parameters, batch-norm
-   state, the optimiser's moments and its step count. */
+   state, the optimiser's moments and its step count, all of the backend's
+   parameter type (f32 under mixed precision: its master parameters). */
+static size_t param_size(const hpdl_cnn_run *r) { return r->be->param_size ? r->be->param_size : r->be->elem_size; }
+
 struct checkpoint {
     std::vector<char> params, state, m1, m2;
     int64_t steps;
     std::vector<hpdl_ckpt_entry> entries;
     checkpoint(const hpdl_cnn_run *r) : steps(0) {
-        size_t e = r->be->elem_size;
+        size_t e = param_size(r);
         hpdl_dtype t = e == 4 ? HPDL_DTYPE_F32 : HPDL_DTYPE_F64;
         params.resize(r->net->param_count * e);
         state.resize((r->net->state_count ? r->net->state_count : 1) * e);
@@ -148,7 +167,7 @@ struct checkpoint {
     void move(hpdl_cnn_run *r, int to_device) {
         void *dev[4] = {r->params, r->state, r->moment1, r->moment2};
         for (int k = 0; k < 4; k++) {
-            size_t bytes = (size_t)entries[k].dims[0] * r->be->elem_size;
+            size_t bytes = (size_t)entries[k].dims[0] * param_size(r);
             if (!dev[k] || !bytes) continue;
             HPDL_CHECK(to_device ? r->be->upload(r->be->ctx, dev[k], entries[k].data, bytes)
                                  : r->be->download(r->be->ctx, entries[k].data, dev[k], bytes));
@@ -170,6 +189,7 @@ static void load(const options *o, hpdl_cnn_run *r, hpdl_cuda_cnn *g, const char
         exit(1);
     }
     ck.move(r, 1);
+    HPDL_CHECK(hpdl_cnn_refresh_work(r)); /* mixed precision: the 16-bit copy the layers read */
     r->steps = ck.steps;
     /* the GPU counts its steps (the schedule's position) on the device */
     unsigned long long steps = (unsigned long long)ck.steps;
@@ -202,6 +222,24 @@ static int check(const options *o, const hpdl_cnn *net, const std::vector<T> &X,
     return worst <= tol ? 0 : 1;
 }
 
+/* --check in f16 or bf16: a few steps in mixed precision and in f32 on the
+   GPU from the same weights (X: f32 images). */
+template <typename H>
+static int check_mixed(const options *o, const hpdl_cnn *net, const std::vector<float> &X, const hpdl_dataset *train) {
+    const int batch = 32, steps = 3;
+    const double tol = !strcmp(o->precision, "f16") ? 1e-2 : 8e-2;
+    std::vector<double> params(net->param_count), state(net->state_count + 1);
+    hpdl_cnn_optimizer opt = make_optimizer(o, steps);
+    double loss = 0, param = 0;
+    HPDL_CHECK(hpdl_cnn_init(net, (uint64_t)o->seed, params.data(), state.data()));
+    HPDL_CHECK(hpdl_cuda_cnn_mixed_difference<H>(net, &opt, params.data(), state.data(), batch, X.data(),
+                                                 train->labels, steps, &loss, &param));
+    printf("check %s %s: %d steps of %d images against f32 on the GPU; largest relative difference of a step's "
+           "loss %.3g (tolerance %g), of a parameter tensor after %.3g: %s\n",
+           o->net, o->precision, steps, batch, loss, tol, param, loss <= tol ? "ok" : "FAILED");
+    return loss <= tol ? 0 : 1;
+}
+
 template <typename T> static int run(const options *o, const hpdl_dataset *train, const hpdl_dataset *test) {
     hpdl_layout layout = !strcmp(o->layout, "nhwc") ? HPDL_NHWC : HPDL_NCHW;
     hpdl_shape shape = hpdl_shape_make(train->channels, train->rows, train->cols);
@@ -212,8 +250,13 @@ template <typename T> static int run(const options *o, const hpdl_dataset *train
         HPDL_OK)
         return 1;
     mean_std(train, &mean, &std);
+    if constexpr (sizeof(T) == 2) {
+        if (o->check) return check_mixed<T>(o, &net, prepared<float>(train, mean, std, layout), train);
+    }
     std::vector<T> Xtrain = prepared<T>(train, mean, std, layout), Xtest = prepared<T>(test, mean, std, layout);
-    if (o->check) return check<T>(o, &net, Xtrain, train);
+    if constexpr (sizeof(T) > 2) {
+        if (o->check) return check<T>(o, &net, Xtrain, train);
+    }
 
     int64_t steps_per_epoch = (train->n + o->batch - 1) / o->batch;
     hpdl_cnn_optimizer opt = make_optimizer(o, steps_per_epoch * o->epochs);
@@ -235,16 +278,21 @@ template <typename T> static int run(const options *o, const hpdl_dataset *train
            o->net, net.n_layers, (long long)net.param_count, (long long)train->n, (long long)test->n, shape.c,
            shape.h, shape.w, o->batch, o->precision, o->layout);
     for (int epoch = 1; epoch <= o->epochs; epoch++) {
-        double loss_sum = 0, train_acc = 0, test_acc = 0, t0 = hpdl_time_now(), ms;
+        double loss_sum = 0, train_acc = 0, test_acc = 0, t0 = hpdl_time_now(), ms, scale = 1;
         int64_t skipped = 0;
+        char note[128] = "";
         HPDL_CHECK(hpdl_cuda_cnn_train_epoch<T>(&g, &r, train->n, dtrain, ltrain, (uint64_t)o->seed * 1000 + epoch));
         HPDL_CHECK(hpdl_cuda_cnn_results(&g, &loss_sum, &skipped));
         ms = 1e3 * (hpdl_time_now() - t0);
         HPDL_CHECK(hpdl_cnn_accuracy(&r, train->n, dtrain, ltrain, &train_acc));
         HPDL_CHECK(hpdl_cnn_accuracy(&r, test->n, dtest, ltest, &test_acc));
+        HPDL_CHECK(hpdl_cuda_cnn_loss_scale(&g, &scale));
+        if (sizeof(T) == 2) /* mixed precision: the scaler skips a step when it overflows */
+            snprintf(note, sizeof note, "  loss_scale %g  skipped %lld", scale, (long long)skipped);
+        else if (skipped)
+            snprintf(note, sizeof note, "  (steps skipped: loss or gradient not finite)");
         printf("epoch %3d  loss %.4f  train_acc %.4f  test_acc %.4f  ms %.1f  images/s %.0f%s\n", epoch,
-               loss_sum / (double)steps_per_epoch, train_acc, test_acc, ms, 1e3 * (double)train->n / ms,
-               skipped ? "  (steps skipped: loss or gradient not finite)" : "");
+               loss_sum / (double)steps_per_epoch, train_acc, test_acc, ms, 1e3 * (double)train->n / ms, note);
         fflush(stdout);
         if (o->save) save(o, &r, model);
     }
@@ -264,7 +312,10 @@ int main(int argc, char **argv) {
     }
     HPDL_CUDA_CHECK(cudaSetDevice(o.device));
     load_data(o.data, &train, &test);
-    rc = !strcmp(o.precision, "f64") ? run<double>(&o, &train, &test) : run<float>(&o, &train, &test);
+    if (!strcmp(o.precision, "f64")) rc = run<double>(&o, &train, &test);
+    else if (!strcmp(o.precision, "f16")) rc = run<hpdl_f16>(&o, &train, &test);
+    else if (!strcmp(o.precision, "bf16")) rc = run<hpdl_bf16>(&o, &train, &test);
+    else rc = run<float>(&o, &train, &test);
     hpdl_dataset_free(&train);
     hpdl_dataset_free(&test);
     return rc;

@@ -2,11 +2,14 @@
    CPU twin from the same weights (a network with every layer kind in both
    layouts, the course's small CNN, ResNet-18), every parameter tensor
    within 1e-12 (f64) and 1e-5 (f32) relative Frobenius difference; epochs replayed from CUDA graphs equal to eager
-   steps and lowering the loss; a non-finite step skipped on the device. */
+   steps and lowering the loss; a non-finite step skipped on the device;
+   mixed precision (f16, bf16) against f32 from the same weights, learning
+   over epochs, and its loss scale halving on overflow. */
 #include "hpdl_cuda.cuh"
 #include "tests/hpdl_test.h"
 #include "tests/cnn_every_kind.h"
 
+#include <type_traits>
 #include <vector>
 
 
@@ -182,6 +185,187 @@ static void nonfinite_step_skipped(void) {
     cudaFree(dlabels);
 }
 
+/* ---- mixed precision ------------------------------------------------------ */
+
+static hpdl_f16 to_16bit(float v, const hpdl_f16 *) { return hpdl_f16_from_f32(v); }
+static hpdl_bf16 to_16bit(float v, const hpdl_bf16 *) { return hpdl_bf16_from_f32(v); }
+
+template <typename H> static std::vector<H> converted_16bit(const std::vector<float> &x) {
+    std::vector<H> out(x.size());
+    for (size_t i = 0; i < x.size(); i++) out[i] = to_16bit(x[i], (const H *)NULL);
+    return out;
+}
+
+/* Mixed precision tracks f32: `steps` SGD steps on one batch from the same
+   weights, each step's loss within tol (relative). A step's loss depends on
+   about ten roundings to the 16-bit type (the input, each weight tensor,
+   each stored activation), each off by at most the unit roundoff u (f16
+   2^-11, bf16 2^-8); with f32 sums their effect on logits and loss of
+   order 1 is a few u, and a few steps carry it along: tolerance 20 u,
+   f16 1e-2 and bf16 8e-2. A working copy left stale, or gradients not
+   unscaled, are off by far more: the f32 loss falls by tens of percent
+   over these steps on a batch it memorises. */
+template <typename H>
+static void mixed_tracks_f32(const char *name, const hpdl_cnn *net, int batch, int steps, double tol) {
+    std::vector<double> params(net->param_count), state(net->state_count + 1), X;
+    std::vector<int32_t> labels;
+    hpdl_cnn_optimizer opt = hpdl_cnn_sgd(0.05, 0.9, 5e-4);
+    double loss = -1, param = -1;
+    random_batch(net, batch, 3, &X, &labels);
+    std::vector<float> Xf(X.begin(), X.end());
+    HPDL_EXPECT(hpdl_cnn_init(net, 5, params.data(), state.data()) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cuda_cnn_mixed_difference<H>(net, &opt, params.data(), state.data(), batch, Xf.data(),
+                                                  labels.data(), steps, &loss, &param) == HPDL_OK);
+    fprintf(stderr, "    %s vs f32, %d steps: loss %.3g (tolerance %g), parameters %.3g\n", name, steps, loss, tol,
+            param);
+    HPDL_EXPECT_NEAR(loss, 0, tol);
+}
+
+static void mixed_matches_f32(void) {
+    hpdl_cnn small, kinds;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    HPDL_EXPECT(hpdl_cnn_small(&small, hpdl_shape_make(1, 28, 28), 10, HPDL_NHWC) == HPDL_OK);
+    HPDL_EXPECT(every_kind(&kinds, HPDL_NHWC, 0) == HPDL_OK); /* batch norm, residual, pools */
+    mixed_tracks_f32<hpdl_f16>("small CNN f16", &small, 16, 4, 1e-2);
+    mixed_tracks_f32<hpdl_bf16>("small CNN bf16", &small, 16, 4, 8e-2);
+    mixed_tracks_f32<hpdl_f16>("every kind f16", &kinds, 16, 4, 1e-2);
+    mixed_tracks_f32<hpdl_bf16>("every kind bf16", &kinds, 16, 4, 8e-2);
+}
+
+/* graph_epochs in mixed precision: epochs from graphs (augmented, with
+   the scaler's first skipped steps) learn the separable set. */
+template <typename H> static void mixed_epochs_learn_as(void) {
+    hpdl_cnn net;
+    hpdl_cuda_cnn g;
+    hpdl_cnn_run r;
+    std::vector<float> X;
+    std::vector<int32_t> labels;
+    const int n = 1000;
+    double first = 0, last = 0, acc = 0;
+    HPDL_EXPECT(hpdl_cnn_small(&net, hpdl_shape_make(3, 16, 16), 3, HPDL_NHWC) == HPDL_OK);
+    separable_set(&net, n, &X, &labels);
+    H *dX = to_device(converted_16bit<H>(X));
+    int32_t *dlabels = to_device(labels);
+    std::vector<double> params(net.param_count);
+    hpdl_cnn_optimizer opt = hpdl_cnn_sgd(0.02, 0.9, 5e-4);
+    HPDL_EXPECT(hpdl_cnn_init(&net, 1, params.data(), NULL) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cuda_cnn_create<H>(&g, HPDL_CONV_AUTO) == HPDL_OK);
+    g.augment_flip = 1;
+    HPDL_EXPECT(hpdl_cnn_run_create(&r, &net, &g.be, 64, &opt) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_set_params(&r, params.data(), NULL) == HPDL_OK);
+    for (int epoch = 0; epoch < 8; epoch++) {
+        HPDL_EXPECT(hpdl_cuda_cnn_train_epoch<H>(&g, &r, n, dX, dlabels, 100 + epoch) == HPDL_OK);
+        HPDL_EXPECT(hpdl_cuda_cnn_results(&g, epoch == 0 ? &first : &last, NULL) == HPDL_OK);
+    }
+    HPDL_EXPECT(last < 0.5 * first);
+    HPDL_EXPECT(hpdl_cnn_accuracy(&r, n, dX, dlabels, &acc) == HPDL_OK);
+    HPDL_EXPECT(acc > 0.9);
+    hpdl_cnn_run_destroy(&r);
+    hpdl_cuda_cnn_destroy(&g);
+    cudaFree(dX);
+    cudaFree(dlabels);
+}
+
+static void mixed_epochs_learn(void) {
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    mixed_epochs_learn_as<hpdl_f16>();
+    mixed_epochs_learn_as<hpdl_bf16>();
+}
+
+/* An overflow skips the step: f16 with a loss scale past its range (the
+   loss gradient itself is inf), bf16 with an inf pixel. Each skipped step,
+   eager then replayed from its graph, leaves the master parameters and
+   the batch-norm statistics as they were and halves the scale; a clean
+   step then trains and keeps it. */
+template <typename H> static void overflow_skipped_as(void) {
+    hpdl_cnn net;
+    hpdl_cuda_cnn g;
+    hpdl_cnn_run r;
+    std::vector<double> X, params, state, p0, s0, p1, s1;
+    std::vector<int32_t> labels;
+    const int f16 = std::is_same<H, hpdl_f16>::value;
+    const double start = f16 ? 1e30 : 65536.0; /* f16's largest value is 65504 */
+    double scale = 0;
+    int64_t skipped = -1;
+    HPDL_EXPECT(every_kind(&net, HPDL_NHWC, 0) == HPDL_OK);
+    params.resize(net.param_count); p0 = p1 = params;
+    state.resize(net.state_count); s0 = s1 = state;
+    random_batch(&net, 8, 2, &X, &labels);
+    std::vector<float> Xf(X.begin(), X.end());
+    if (!f16) Xf[5] = INFINITY;
+    H *dX = to_device(converted_16bit<H>(Xf));
+    int32_t *dlabels = to_device(labels);
+    hpdl_cnn_optimizer opt = hpdl_cnn_adamw(0.01, 0.01);
+    HPDL_EXPECT(hpdl_cnn_init(&net, 1, params.data(), state.data()) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cuda_cnn_create<H>(&g, HPDL_CONV_AUTO) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_run_create(&r, &net, &g.be, 8, &opt) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_set_params(&r, params.data(), state.data()) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cuda_cnn_set_loss_scale(&g, start) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_get_params(&r, p0.data(), s0.data()) == HPDL_OK);
+    for (int s = 0; s < 2; s++) HPDL_EXPECT(hpdl_cuda_cnn_train_batch<H>(&g, &r, 8, dX, dlabels) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cuda_cnn_results(&g, NULL, &skipped) == HPDL_OK);
+    HPDL_EXPECT(skipped == 2);
+    HPDL_EXPECT(hpdl_cuda_cnn_loss_scale(&g, &scale) == HPDL_OK);
+    HPDL_EXPECT(scale == (double)(float)(start / 4));
+    HPDL_EXPECT(hpdl_cnn_get_params(&r, p1.data(), s1.data()) == HPDL_OK);
+    HPDL_EXPECT(p0 == p1 && s0 == s1);
+    if (f16) {
+        HPDL_EXPECT(hpdl_cuda_cnn_set_loss_scale(&g, 1024.0) == HPDL_OK);
+    } else {
+        Xf[5] = 0.25f;
+        std::vector<H> clean = converted_16bit<H>(Xf);
+        HPDL_CUDA_CHECK(cudaMemcpy(dX, clean.data(), clean.size() * sizeof(H), cudaMemcpyHostToDevice));
+    }
+    HPDL_EXPECT(hpdl_cuda_cnn_loss_scale(&g, &scale) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cuda_cnn_train_batch<H>(&g, &r, 8, dX, dlabels) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cuda_cnn_results(&g, NULL, &skipped) == HPDL_OK);
+    HPDL_EXPECT(skipped == 2);
+    double after = 0;
+    HPDL_EXPECT(hpdl_cuda_cnn_loss_scale(&g, &after) == HPDL_OK);
+    HPDL_EXPECT(after == scale);
+    HPDL_EXPECT(hpdl_cnn_get_params(&r, p1.data(), s1.data()) == HPDL_OK);
+    HPDL_EXPECT(p0 != p1 && s0 != s1);
+    hpdl_cnn_run_destroy(&r);
+    hpdl_cuda_cnn_destroy(&g);
+    cudaFree(dX);
+    cudaFree(dlabels);
+}
+
+static void mixed_overflow_skipped(void) {
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    overflow_skipped_as<hpdl_f16>();
+    overflow_skipped_as<hpdl_bf16>();
+}
+
+/* Mixed precision wants NHWC (the tensor-core convolutions); f32 and f64
+   have no loss scale to set. */
+static void mixed_refuses(void) {
+    hpdl_cnn net;
+    hpdl_cuda_cnn g;
+    hpdl_cnn_run r;
+    std::vector<double> params;
+    hpdl_cnn_optimizer opt = hpdl_cnn_sgd(0.01, 0.9, 0);
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    HPDL_EXPECT(hpdl_cnn_small(&net, hpdl_shape_make(1, 28, 28), 10, HPDL_NCHW) == HPDL_OK);
+    params.resize(net.param_count);
+    std::vector<hpdl_bf16> X(2 * 28 * 28, hpdl_bf16_from_f32(0.5f));
+    std::vector<int32_t> labels(2, 1);
+    hpdl_bf16 *dX = to_device(X);
+    int32_t *dlabels = to_device(labels);
+    HPDL_EXPECT(hpdl_cnn_init(&net, 1, params.data(), NULL) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cuda_cnn_create_bf16(&g, HPDL_CONV_AUTO, 0) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_run_create(&r, &net, &g.be, 2, &opt) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_set_params(&r, params.data(), NULL) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cuda_cnn_train_batch_bf16(&g, &r, 2, dX, dlabels) == HPDL_ERR_UNSUPPORTED);
+    hpdl_cnn_run_destroy(&r);
+    hpdl_cuda_cnn_destroy(&g);
+    HPDL_EXPECT(hpdl_cuda_cnn_create_f32(&g, HPDL_CONV_AUTO, 0) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cuda_cnn_set_loss_scale(&g, 1024.0) == HPDL_ERR_INVALID);
+    hpdl_cuda_cnn_destroy(&g);
+    cudaFree(dX);
+    cudaFree(dlabels);
+}
+
 /* The GPU's augmentation is the CPU twin's, bit for bit (both layouts and types). */
 template <typename T> static void augment_matches_cpu_as(hpdl_layout layout) {
     hpdl_tensor4 d = hpdl_tensor4_make(37, 3, 9, 7, layout);
@@ -241,7 +425,8 @@ int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
         HPDL_TEST(every_kind_matches_cpu), HPDL_TEST(small_cnn_matches_cpu), HPDL_TEST(resnet18_matches_cpu),
         HPDL_TEST(graph_epochs),           HPDL_TEST(nonfinite_step_skipped), HPDL_TEST(augment_matches_cpu),
-        HPDL_TEST(layer_times),
+        HPDL_TEST(layer_times),            HPDL_TEST(mixed_matches_f32),      HPDL_TEST(mixed_epochs_learn),
+        HPDL_TEST(mixed_overflow_skipped), HPDL_TEST(mixed_refuses),
     };
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }

@@ -223,6 +223,7 @@ static void nonfinite_step_refused(void) {
 static void run_refuses(void) {
     hpdl_cnn net;
     hpdl_cnn_run run;
+    hpdl_cnn_backend odd;
     hpdl_cnn_optimizer bad = hpdl_cnn_sgd(0.05, 1.5, 0);
     double x[72] = {0};
     int32_t labels[4] = {0};
@@ -231,6 +232,11 @@ static void run_refuses(void) {
     bad = hpdl_cnn_sgd(0.05, 0.9, 0);
     HPDL_EXPECT(hpdl_cnn_run_create(&run, &net, hpdl_cnn_backend_cpu_f64(), 0, &bad) == HPDL_ERR_INVALID);
     HPDL_EXPECT(hpdl_cnn_run_create(&run, &net, NULL, 4, &bad) == HPDL_ERR_INVALID);
+    odd = *hpdl_cnn_backend_cpu_f64();
+    odd.param_size = 4; /* parameters of another type, and no cast to the working copy */
+    HPDL_EXPECT(hpdl_cnn_run_create(&run, &net, &odd, 4, &bad) == HPDL_ERR_INVALID);
+    odd.param_size = 2; /* only float or double parameters */
+    HPDL_EXPECT(hpdl_cnn_run_create(&run, &net, &odd, 4, &bad) == HPDL_ERR_INVALID);
     HPDL_EXPECT(hpdl_cnn_run_create(&run, &net, hpdl_cnn_backend_cpu_f64(), 4, &bad) == HPDL_OK);
     HPDL_EXPECT(hpdl_cnn_forward(&run, 5, x, 1) == HPDL_ERR_INVALID); /* above max_batch */
     HPDL_EXPECT(hpdl_cnn_forward(&run, 1, NULL, 1) == HPDL_ERR_INVALID);
@@ -477,7 +483,7 @@ static void augment_refuses(void) {
     hpdl_tensor4 d = hpdl_tensor4_make(1, AUG_C, AUG_H, AUG_W, HPDL_NCHW);
     memset(y, 0x5a, sizeof y);
     HPDL_EXPECT(hpdl_augment_crop_flip(&d, sizeof(float), x, -1, 1, 1, 0, y) == HPDL_ERR_INVALID);
-    HPDL_EXPECT(hpdl_augment_crop_flip(&d, 2, x, 1, 1, 1, 0, y) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_augment_crop_flip(&d, 3, x, 1, 1, 1, 0, y) == HPDL_ERR_INVALID);
     HPDL_EXPECT(hpdl_augment_crop_flip(&d, sizeof(float), NULL, 1, 1, 1, 0, y) == HPDL_ERR_INVALID);
     HPDL_EXPECT(hpdl_augment_crop_flip(&d, sizeof(float), x, 1, 1, 1, -1, y) == HPDL_ERR_INVALID);
     HPDL_EXPECT(((unsigned char *)y)[0] == 0x5a);
