@@ -59,13 +59,19 @@ make --no-print-directory -j"$(nproc)" "${names[@]/#/build/gpu/}" > "$OUT/build.
 
 # run_tool BINARY TOOL LOG: the binary under the tool, once per filter word
 # (racecheck, synccheck) or once over all tests (memcheck), into LOG.
+# NCCL's communicator setup asks cudaFuncGetAttributes about kernels it has
+# no image for on this GPU and handles the error itself (2 x H200, NCCL
+# 2.28: 8 reports of cudaErrorNoKernelImageForDevice from ncclCommInitRank
+# in gpu_mpi_ipc, no memory errors): the binaries that reach NCCL run with
+# API-error reports off. hpdl checks every API call it makes itself.
 run_tool() {
-    local name=$1 tool=$2 log=$3 filter filters
+    local name=$1 tool=$2 log=$3 filter filters api=()
     filters=("")
+    [ "$name" = gpu_mpi_ipc ] && api=(--report-api-errors no)
     if [ "$tool" != memcheck ] && [ -n "${RACE_FILTERS[$name]:-}" ]; then read -r -a filters <<< "${RACE_FILTERS[$name]}"; fi
     for filter in "${filters[@]}"; do
         echo "=== $tool build/gpu/$name ${filter:-(all tests)}"
-        timeout "$LIMIT" "$SANITIZER" --tool "$tool" --target-processes all "build/gpu/$name" ${filter:+"$filter"} 2>&1
+        timeout "$LIMIT" "$SANITIZER" --tool "$tool" --target-processes all "${api[@]}" "build/gpu/$name" ${filter:+"$filter"} 2>&1
         echo "=== exit $?"
     done > "$log"
     echo "${#filters[@]}"
