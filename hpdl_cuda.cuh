@@ -5171,6 +5171,46 @@ HPDL_CUDA_API int hpdl__conv_few_channels(const hpdl__conv_geom &g, hpdl__conv_p
     return pass == HPDL__CONV_FILTER_GRAD ? m < 32 : n < 32;
 }
 
+template <typename S, typename D> __global__ void hpdl__conv_cast_kernel(size_t n, const S *in, D *out) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        hpdl__gemm_put(out + i, hpdl__gemm_acc(in[i]));
+}
+
+template <typename S, typename D> static inline hpdl_status hpdl__conv_cast(size_t n, const S *in, D *out, cudaStream_t stream) {
+    const size_t blocks = (n + 255) / 256; /* the loop strides over what a capped grid leaves */
+    hpdl__conv_cast_kernel<S, D><<<(unsigned)(blocks < (1u << 20) ? blocks : (1u << 20)), 256, 0, stream>>>(n, in, out);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+template <typename T>
+static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass pass, const hpdl_conv2d_params *p,
+                                            const hpdl_tensor4 *xd, const hpdl_tensor4 *yd, const T *a, const T *b,
+                                            T *out, cudaStream_t stream);
+
+/* 16-bit backward-filter where the tensor-core rungs do not apply (channels
+   not a multiple of 8: the stems, the small CNN): the f32 kernels (the
+   few-channel one, the split-K implicit GEMM: their partial sums arrive by
+   f32 atomics) on f32 copies of x and dy, dw rounded back. The copies cost
+   two element-wise passes; without them AUTO fell to the direct rung, one
+   thread per weight over every pixel (ResNet-18's stem: most of a step). */
+template <typename D>
+static inline hpdl_status hpdl__conv_wgrad_in_f32(const hpdl__conv_geom &g, const D *x, const D *dy, D *dw,
+                                                  cudaStream_t stream) {
+    const size_t nx = hpdl_tensor4_count(&g.x), ny = hpdl_tensor4_count(&g.y), nw = hpdl_tensor4_count(&g.w);
+    float *x32, *dy32, *dw32;
+    hpdl_status s;
+    HPDL_CUDA_TRY(cudaMallocAsync((void **)&x32, (nx + ny + nw) * sizeof(float), stream));
+    dy32 = x32 + nx;
+    dw32 = dy32 + ny;
+    if ((s = hpdl__conv_cast(nx, x, x32, stream)) == HPDL_OK && (s = hpdl__conv_cast(ny, dy, dy32, stream)) == HPDL_OK &&
+        (s = hpdl__cuda_conv2d<float>(HPDL_CONV_AUTO, HPDL__CONV_FILTER_GRAD, &g.p, &g.x, &g.y, x32, dy32, dw32,
+                                      stream)) == HPDL_OK)
+        s = hpdl__conv_cast(nw, (const float *)dw32, dw, stream);
+    if (cudaFreeAsync(x32, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
+    return s;
+}
+
 template <typename T>
 static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass pass, const hpdl_conv2d_params *p,
                                             const hpdl_tensor4 *xd, const hpdl_tensor4 *yd, const T *a, const T *b,
@@ -5189,6 +5229,8 @@ static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass
         hpdl_status s = hpdl__conv_launch_mma<D>(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
         if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_CONV_MMA) return s;
     }
+    if (algo == HPDL_CONV_AUTO && pass == HPDL__CONV_FILTER_GRAD && sizeof(D) == 2)
+        return hpdl__conv_wgrad_in_f32<D>(g, (const D *)a, (const D *)b, (D *)out, stream);
     if (algo == HPDL_CONV_AUTO && hpdl__conv_few_channels(g, pass)) {
         hpdl_status s = hpdl__conv_launch_few_channels<D, ACC>(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
         if (s != HPDL_ERR_UNSUPPORTED) return s;
@@ -5522,6 +5564,166 @@ HPDL_CUDA_API unsigned hpdl__elementwise_blocks(size_t total) {
     return (unsigned)(blocks < (1u << 20) ? blocks : (1u << 20)); /* the loops stride over the rest */
 }
 
+/* Batch norm in NHWC for f32/f16/bf16. A channel's values are C apart in
+   memory, so the one-block-per-channel kernels above read a 32-byte sector
+   per value and keep only C blocks busy (ResNet-18's first layers: 64).
+   Here a warp reads 32 neighbouring channels of one pixel (coalesced), the
+   blocks split the pixels, each thread sums its channel over its pixels in
+   double (forward: x and x^2; backward: dy and dy (x - mean)), and the
+   blocks add their sums into 2C doubles with atomics; one thread per
+   channel then turns the sums into the statistics and the per-channel
+   coefficients of an element-wise pass: y = a (x - mean) + beta, or
+   dx = a dy + b (x - mean) + k.
+   (f64 keeps the two-pass kernels above: it is the checking type, and
+   E[x^2] - mean^2 would cost it digits.) */
+enum { HPDL__BN_CHANNELS = 32, HPDL__BN_PIXELS = 8, HPDL__BN_BLOCKS = 1024 };
+
+template <typename T, typename ACC>
+__global__ void __launch_bounds__(256) hpdl__bn_nhwc_sums(int64_t pixels, int C, const T *x, const T *dy,
+                                                          const ACC *mean, double *sums) {
+    __shared__ double part[2][HPDL__BN_PIXELS][HPDL__BN_CHANNELS];
+    const int lane = (int)threadIdx.x % HPDL__BN_CHANNELS, row = (int)threadIdx.x / HPDL__BN_CHANNELS;
+    const int c = (int)blockIdx.x * HPDL__BN_CHANNELS + lane;
+    double s0 = 0, s1 = 0;
+    if (c < C) {
+        const double m = dy ? (double)mean[c] : 0.0;
+        for (int64_t p = (int64_t)blockIdx.y * HPDL__BN_PIXELS + row; p < pixels; p += (int64_t)gridDim.y * HPDL__BN_PIXELS) {
+            const double v = hpdl__gemm_acc(x[p * C + c]);
+            if (dy) {
+                const double g = hpdl__gemm_acc(dy[p * C + c]);
+                s0 += g, s1 += g * (v - m);
+            } else {
+                s0 += v, s1 += v * v;
+            }
+        }
+    }
+    part[0][row][lane] = s0, part[1][row][lane] = s1;
+    __syncthreads();
+    if (row == 0 && c < C) {
+        for (int r = 1; r < HPDL__BN_PIXELS; r++) s0 += part[0][r][lane], s1 += part[1][r][lane];
+        atomicAdd(&sums[c], s0);
+        atomicAdd(&sums[C + c], s1);
+    }
+}
+
+/* Forward: statistics, running averages, and the coefficients of
+   hpdl__bn_nhwc_forward_apply (coef: 3C, a = gamma invstd, mean, beta). */
+template <typename ACC>
+__global__ void hpdl__bn_nhwc_forward_stats(int C, double count, const double *sums, const ACC *gamma, const ACC *beta,
+                                            double momentum, double eps, ACC *running_mean, ACC *running_var,
+                                            ACC *save_mean, ACC *save_invstd, ACC *coef) {
+    const int c = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (c >= C) return;
+    const double mean = sums[c] / count, var = fmax(sums[C + c] / count - mean * mean, 0.0);
+    const double invstd = 1.0 / sqrt(var + eps);
+    coef[c] = (ACC)((double)gamma[c] * invstd);
+    coef[C + c] = (ACC)mean;
+    coef[2 * C + c] = beta[c];
+    running_mean[c] = (ACC)((1.0 - momentum) * running_mean[c] + momentum * mean);
+    running_var[c] = (ACC)((1.0 - momentum) * running_var[c] + momentum * var * count / (count - 1.0));
+    if (save_mean) save_mean[c] = (ACC)mean;
+    if (save_invstd) save_invstd[c] = (ACC)invstd;
+}
+
+/* Backward: dgamma = sum dy xhat, dbeta = sum dy, and the coefficients of
+   hpdl__bn_nhwc_backward_apply (coef: 4C, a = gamma invstd, b = -a invstd
+   dgamma / m, mean, k = -a dbeta / m). */
+template <typename ACC>
+__global__ void hpdl__bn_nhwc_backward_stats(int C, double count, const double *sums, const ACC *gamma,
+                                             const ACC *save_mean, const ACC *save_invstd, ACC *dgamma, ACC *dbeta,
+                                             ACC *coef) {
+    const int c = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (c >= C) return;
+    const double invstd = save_invstd[c], sum_dy = sums[c], sum_dy_xhat = sums[C + c] * invstd;
+    const double a = (double)gamma[c] * invstd, b = -a * invstd * sum_dy_xhat / count;
+    coef[c] = (ACC)a;
+    coef[C + c] = (ACC)b;
+    coef[2 * C + c] = save_mean[c];
+    coef[3 * C + c] = (ACC)(-a * sum_dy / count);
+    dgamma[c] = (ACC)sum_dy_xhat;
+    dbeta[c] = (ACC)sum_dy;
+}
+
+/* y = a (x - mean) + beta, element-wise (coef: a, mean, beta). */
+template <typename T, typename ACC>
+__global__ void hpdl__bn_nhwc_forward_apply(size_t total, int C, const T *x, const ACC *coef, T *y) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        const int c = (int)(i % C);
+        hpdl__gemm_put(y + i, coef[c] * ((ACC)hpdl__gemm_acc(x[i]) - coef[C + c]) + coef[2 * C + c]);
+    }
+}
+
+/* dx = a dy + b (x - mean) + k, element-wise (coef: a, b, mean, k). */
+template <typename T, typename ACC>
+__global__ void hpdl__bn_nhwc_backward_apply(size_t total, int C, const T *dy, const T *x, const ACC *coef, T *dx) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        const int c = (int)(i % C);
+        hpdl__gemm_put(dx + i, coef[c] * (ACC)hpdl__gemm_acc(dy[i]) +
+                                   coef[C + c] * ((ACC)hpdl__gemm_acc(x[i]) - coef[2 * C + c]) + coef[3 * C + c]);
+    }
+}
+
+/* The sums' grid: 32 channels a block across, pixel slices down, about
+   HPDL__BN_BLOCKS blocks in all. */
+static inline dim3 hpdl__bn_nhwc_grid(int64_t pixels, int C) {
+    const int across = (C + HPDL__BN_CHANNELS - 1) / HPDL__BN_CHANNELS;
+    int64_t down = HPDL__BN_BLOCKS / across, most = (pixels + HPDL__BN_PIXELS - 1) / HPDL__BN_PIXELS;
+    down = down < 1 ? 1 : down > most ? most : down;
+    return dim3((unsigned)across, (unsigned)(down < 65535 ? down : 65535));
+}
+
+/* Scratch of the NHWC passes: 2C sums (zeroed) and 4C coefficients, stream-ordered. */
+template <typename ACC>
+static inline hpdl_status hpdl__bn_nhwc_scratch(int C, double **sums, ACC **coef, cudaStream_t stream) {
+    const size_t bytes = 2 * (size_t)C * sizeof(double) + 4 * (size_t)C * sizeof(ACC);
+    HPDL_CUDA_TRY(cudaMallocAsync((void **)sums, bytes, stream));
+    *coef = (ACC *)(*sums + 2 * (size_t)C);
+    HPDL_CUDA_TRY(cudaMemsetAsync(*sums, 0, 2 * (size_t)C * sizeof(double), stream));
+    return HPDL_OK;
+}
+
+template <typename T, typename ACC>
+static inline hpdl_status hpdl__bn_nhwc_forward(const hpdl_tensor4 *xd, const T *x, const ACC *gamma, const ACC *beta,
+                                                double momentum, double eps, ACC *running_mean, ACC *running_var, T *y,
+                                                ACC *save_mean, ACC *save_invstd, cudaStream_t stream) {
+    const int64_t pixels = (int64_t)xd->n * xd->h * xd->w;
+    const int C = xd->c;
+    double *sums;
+    ACC *coef;
+    hpdl_status s = hpdl__bn_nhwc_scratch(C, &sums, &coef, stream);
+    if (s != HPDL_OK) return s;
+    hpdl__bn_nhwc_sums<T, ACC><<<hpdl__bn_nhwc_grid(pixels, C), 256, 0, stream>>>(pixels, C, x, (const T *)NULL,
+                                                                                   (const ACC *)NULL, sums);
+    hpdl__bn_nhwc_forward_stats<ACC><<<(C + 255) / 256, 256, 0, stream>>>(C, (double)pixels, sums, gamma, beta, momentum,
+                                                                          eps, running_mean, running_var, save_mean,
+                                                                          save_invstd, coef);
+    hpdl__bn_nhwc_forward_apply<T, ACC><<<hpdl__elementwise_blocks((size_t)pixels * C), 256, 0, stream>>>(
+        (size_t)pixels * C, C, x, coef, y);
+    HPDL_CUDA_TRY_LAUNCH();
+    HPDL_CUDA_TRY(cudaFreeAsync(sums, stream));
+    return HPDL_OK;
+}
+
+template <typename T, typename ACC>
+static inline hpdl_status hpdl__bn_nhwc_backward(const hpdl_tensor4 *xd, const T *x, const T *dy, const ACC *gamma,
+                                                 const ACC *save_mean, const ACC *save_invstd, T *dx, ACC *dgamma,
+                                                 ACC *dbeta, cudaStream_t stream) {
+    const int64_t pixels = (int64_t)xd->n * xd->h * xd->w;
+    const int C = xd->c;
+    double *sums;
+    ACC *coef;
+    hpdl_status s = hpdl__bn_nhwc_scratch(C, &sums, &coef, stream);
+    if (s != HPDL_OK) return s;
+    hpdl__bn_nhwc_sums<T, ACC><<<hpdl__bn_nhwc_grid(pixels, C), 256, 0, stream>>>(pixels, C, x, dy, save_mean, sums);
+    hpdl__bn_nhwc_backward_stats<ACC><<<(C + 255) / 256, 256, 0, stream>>>(C, (double)pixels, sums, gamma, save_mean,
+                                                                           save_invstd, dgamma, dbeta, coef);
+    hpdl__bn_nhwc_backward_apply<T, ACC><<<hpdl__elementwise_blocks((size_t)pixels * C), 256, 0, stream>>>(
+        (size_t)pixels * C, C, dy, x, coef, dx);
+    HPDL_CUDA_TRY_LAUNCH();
+    HPDL_CUDA_TRY(cudaFreeAsync(sums, stream));
+    return HPDL_OK;
+}
+
 /* The private launchers, after the CPU twin's checks. D: the CUDA element type. */
 template <typename T>
 static inline hpdl_status hpdl__cuda_pool_forward(int is_max, const hpdl_pool2d_params *p, const hpdl_tensor4 *xd,
@@ -5643,6 +5845,9 @@ static inline hpdl_status hpdl_cuda_batchnorm_forward_training(
     if (!hpdl__tensor4_valid(xd) || !x || !gamma || !beta || !running_mean || !running_var || !y ||
         !(momentum >= 0.0 && momentum <= 1.0) || !hpdl__bn_eps_ok(eps) || (double)xd->n * xd->h * xd->w < 2)
         return HPDL_ERR_INVALID;
+    if (xd->layout == HPDL_NHWC && sizeof(D) < sizeof(double))
+        return hpdl__bn_nhwc_forward<D>(xd, (const D *)x, gamma, beta, momentum, eps, running_mean, running_var, (D *)y,
+                                        save_mean, save_invstd, stream);
     hpdl__batchnorm_training_kernel<D, typename hpdl__acc<T>::type><<<xd->c, HPDL__CHANNEL_THREADS, 0, stream>>>(
         *xd, (const D *)x, gamma, beta, momentum, eps, running_mean, running_var, (D *)y, save_mean, save_invstd);
     HPDL_CUDA_TRY_LAUNCH();
@@ -5676,6 +5881,9 @@ static inline hpdl_status hpdl_cuda_batchnorm_backward(const hpdl_tensor4 *xd, c
     typedef typename hpdl__dev<T>::type D;
     if (!hpdl__tensor4_valid(xd) || !x || !dy || !gamma || !save_mean || !save_invstd || !dx || !dgamma || !dbeta)
         return HPDL_ERR_INVALID;
+    if (xd->layout == HPDL_NHWC && sizeof(D) < sizeof(double))
+        return hpdl__bn_nhwc_backward<D>(xd, (const D *)x, (const D *)dy, gamma, save_mean, save_invstd, (D *)dx, dgamma,
+                                         dbeta, stream);
     hpdl__batchnorm_backward_kernel<D, typename hpdl__acc<T>::type><<<xd->c, HPDL__CHANNEL_THREADS, 0, stream>>>(
         *xd, (const D *)x, (const D *)dy, gamma, save_mean, save_invstd, (D *)dx, dgamma, dbeta);
     HPDL_CUDA_TRY_LAUNCH();
