@@ -65,7 +65,8 @@ NVOPT     ?= -O3
 NVCOMMON  := -std=c++17 -I. -Xcompiler -Wall,-Wextra -lineinfo
 NVFLAGS   := $(NVCOMMON) $(NVOPT) $(NVARCH)
 SM80_ARCH := -gencode arch=compute_80,code=sm_80
-NVLIBS    := -lcublas -lcublasLt -Xlinker -rpath=$(CUDA_HOME)/lib64
+# -ldl: the NVML sampler's dlopen (part of libc from glibc 2.34, a library before)
+NVLIBS    := -lcublas -lcublasLt -ldl -Xlinker -rpath=$(CUDA_HOME)/lib64
 ifeq ($(HAVE_NCCL),1)
 NVLIBS    += -lnccl
 endif

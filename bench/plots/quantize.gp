@@ -3,6 +3,8 @@
 #   quantize_mlp.png        MLP inference samples/s, int8 vs float, per model (quantize_mlp.csv)
 #   quantize_accuracy.png   test accuracy: float, int8 weights, + activations, integer-only (quantize_accuracy.csv)
 #   quantize_hist_<x>.png   weight (w<l>) and activation (a<l>) histograms (quantize_hist_<x>.csv)
+#   quantize_cnn.png        the small CNN's accuracy through the same steps (quantize_cnn.csv, examples/quantize_cnn)
+#   quantize_cnn_hist_w<l>.png  its weight histograms (quantize_cnn_hist_w<l>.csv)
 # Each chart is drawn only when its CSV is there.
 # Run: gnuplot -e "dir='bench/results/<gpu>'" bench/plots/quantize.gp
 # csv: quantize_gemm quantize_mlp quantize_accuracy quantize_hist_w0
@@ -65,7 +67,25 @@ if (exists_file(acc)) {
     set autoscale y
 }
 
-hists = system("ls ".dir."/quantize_hist_*.csv 2>/dev/null")
+cnn = dir."/quantize_cnn.csv"
+if (exists_file(cnn)) {
+    set output dir."/quantize_cnn.png"
+    set title "Small CNN, Fashion-MNIST test accuracy through int8 quantization - ".tag(cnn)
+    set ylabel "test accuracy (%)"
+    set xlabel ""
+    set style fill solid 0.7 border -1
+    set boxwidth 0.7
+    set xtics rotate by -30
+    stats cnn using (100 * $2) every ::1 nooutput
+    set yrange [STATS_min - 1 : STATS_max + 0.5]
+    unset key
+    plot cnn using 0:(100 * $2):xtic(strcol(1)[17:strlen(strcol(1)) - 9]) every ::1 with boxes lc rgb "#228833", \
+         cnn using 0:(100 * $2):(sprintf("%.2f", 100 * $2)) every ::1 with labels offset 0,0.7
+    set xtics norotate
+    set autoscale y
+}
+
+hists = system("ls ".dir."/quantize_hist_*.csv ".dir."/quantize_cnn_hist_*.csv 2>/dev/null")
 do for [f in hists] {
     name = system("basename ".f." .csv")
     set output dir."/".name.".png"
