@@ -7370,17 +7370,29 @@ HPDL_DEFINE_CNN_CPU(f64, double)
 
 /* ---- int8 inference of a CNN: integer-only, as Jacob et al. 2018 ------------------ */
 
-/* A trained network's int8 form, for networks of convolutions, linear
-   layers, ReLU and max pooling one after the other in NHWC (the lab's
-   small CNN; fold batch norms first with hpdl_cnn_fold_batchnorm):
+/* A trained network's int8 form, for NHWC networks of convolutions,
+   linear layers, ReLU, max pooling, residual sums and global average
+   pooling (the lab's small CNN, ResNet-18; fold batch norms first with
+   hpdl_cnn_fold_batchnorm):
    weights int8 per output channel (symmetric), every activation int8 with
    a scale and zero point calibrated on training images, biases int32 at
    scale s_input * s_weight, each convolution a GEMM over its im2col rows
    requantised by fixed-point multipliers (hpdl_quant_gemm_requant_i8) with
    the following ReLU folded into the clamp; max pooling on the int8 values
-   themselves (it commutes with the affine map); int32 logits from the last
-   layer. Nothing in the forward pass is a float but the input's
-   quantisation. */
+   themselves (it commutes with the affine map); a residual sum rescales
+   its two inputs to its output's scale and a global average pooling its
+   sums, both by fixed-point multipliers (hpdl_quant_fixed), a ReLU after
+   either folded into its clamp; int32 logits from the last layer.
+   Nothing in the forward pass is a float but the input's quantisation. */
+
+/* A positive real multiplier of any size in integers: x * real is
+   rounding_divide_by_pot(sat_rounding_doubling_high_mul(x * 2^left, m0),
+   shift) (hpdl_quant_multiplier's form once real / 2^left < 1). */
+typedef struct hpdl_quant_fixed {
+    int32_t m0;
+    int shift, left;
+} hpdl_quant_fixed;
+
 typedef struct hpdl_quant_cnn {
     hpdl_cnn net;
     hpdl_quant_params act[HPDL_CNN_MAX_LAYERS + 1]; /* [0]: the image; [i + 1]: layer i's output */
@@ -7388,7 +7400,8 @@ typedef struct hpdl_quant_cnn {
     hpdl_quant_params *w_params[HPDL_CNN_MAX_LAYERS];
     int32_t *bias32[HPDL_CNN_MAX_LAYERS], *m0[HPDL_CNN_MAX_LAYERS];
     int *shift[HPDL_CNN_MAX_LAYERS];
-    int relu_after[HPDL_CNN_MAX_LAYERS];            /* conv/linear i clamps at its output's zero point */
+    int relu_after[HPDL_CNN_MAX_LAYERS];            /* conv/linear/add i clamps at its output's zero point */
+    hpdl_quant_fixed rescale[HPDL_CNN_MAX_LAYERS][2]; /* add: its input's and `other`'s; global pool: [0] */
     double logit_scale;                             /* real value of one int32 logit */
 } hpdl_quant_cnn;
 
@@ -7406,17 +7419,30 @@ HPDL_API void hpdl_quant_cnn_free(hpdl_quant_cnn *q) {
     memset(q, 0, sizeof *q);
 }
 
-/* What the integer path handles: NHWC, a chain of conv/linear/ReLU/max
-   pool, no batch norm left, the last layer a conv or linear. */
+/* What the integer path handles: NHWC, conv/linear/ReLU/max pool/residual
+   sum/global average pool, no batch norm left, the last layer a conv or
+   linear. */
 static inline int hpdl__quant_cnn_supported(const hpdl_cnn *net) {
     int i;
     if (net->layout != HPDL_NHWC || net->state_count) return 0;
     for (i = 0; i < net->n_layers; i++) {
         hpdl_cnn_op op = net->layer[i].op;
-        if (net->layer[i].input != i - 1) return 0;
-        if (op != HPDL_CNN_CONV && op != HPDL_CNN_LINEAR && op != HPDL_CNN_RELU && op != HPDL_CNN_MAXPOOL) return 0;
+        if (op != HPDL_CNN_CONV && op != HPDL_CNN_LINEAR && op != HPDL_CNN_RELU && op != HPDL_CNN_MAXPOOL &&
+            op != HPDL_CNN_ADD && op != HPDL_CNN_GLOBAL_AVGPOOL)
+            return 0;
     }
     return net->weight_at[net->n_layers - 1] >= 0;
+}
+
+/* hpdl_quant_fixed for a real multiplier > 0. */
+static inline hpdl_status hpdl__quant_fixed_make(double real, hpdl_quant_fixed *f) {
+    f->left = 0;
+    while (real >= 1.0 && f->left < 16) real /= 2, f->left++;
+    return hpdl_quant_multiplier(real, &f->m0, &f->shift);
+}
+
+static inline int32_t hpdl__quant_fixed_apply(int32_t x, hpdl_quant_fixed f) {
+    return hpdl_quant_rounding_divide_by_pot(hpdl_quant_sat_rounding_doubling_high_mul(x * (1 << f.left), f.m0), f.shift);
 }
 
 /* Activation ranges over n calibration images (f32 CPU inference): the
@@ -7452,15 +7478,17 @@ static inline hpdl_status hpdl__quant_cnn_calibrate(hpdl_quant_cnn *q, const flo
         st = pct >= 100.0 ? hpdl_quant_calib_minmax(&cal[i], &lo, &hi) : hpdl_quant_calib_percentile(&cal[i], pct, &lo, &hi);
         if (st == HPDL_OK) st = hpdl_quant_params_from_range(lo, hi, 0, &q->act[i]);
     }
-    for (i = net->n_layers - 1; st == HPDL_OK && i >= 0; i--) { /* a ReLU's range is its layer's */
-        hpdl_cnn_op op = net->layer[i].op;
-        if (op == HPDL_CNN_RELU && i > 0 && net->weight_at[i - 1] >= 0) {
-            q->act[i] = q->act[i + 1];
-            q->relu_after[i - 1] = 1;
+    for (i = 0; st == HPDL_OK && i < net->n_layers; i++) {
+        const hpdl_cnn_layer *l = &net->layer[i];
+        int in = l->input;
+        if (l->op == HPDL_CNN_RELU && in >= 0 && hpdl__cnn_readers(net, in) == 1 &&
+            (net->weight_at[in] >= 0 || net->layer[in].op == HPDL_CNN_ADD)) {
+            q->act[in + 1] = q->act[i + 1]; /* the ReLU's range is its producer's, clamped there */
+            q->relu_after[in] = 1;
+        } else if (l->op == HPDL_CNN_RELU || l->op == HPDL_CNN_MAXPOOL) {
+            q->act[i + 1] = q->act[in + 1]; /* the same codes (clamped at the zero point, or pooled) */
         }
     }
-    for (i = 0; st == HPDL_OK && i < net->n_layers; i++)
-        if (net->layer[i].op == HPDL_CNN_MAXPOOL) q->act[i + 1] = q->act[i];
     for (i = 0; i < made; i++) hpdl_quant_calib_free(&cal[i]);
     hpdl_cnn_run_destroy(&r);
     HPDL_FREE(p64);
@@ -7473,7 +7501,7 @@ static inline hpdl_status hpdl__quant_cnn_calibrate(hpdl_quant_cnn *q, const flo
 static inline hpdl_status hpdl__quant_cnn_layer(hpdl_quant_cnn *q, const float *params, int i) {
     const hpdl_cnn *net = &q->net;
     int k, f, outs = net->out[i].c, taps = (int)(hpdl__cnn_weight_count(net, i) / outs);
-    float s_in = q->act[i].scale, s_out;
+    float s_in = q->act[net->layer[i].input + 1].scale, s_out;
     int8_t *rows = (int8_t *)hpdl_alloc((size_t)outs * taps, 1);
     float *bias = (float *)hpdl_alloc((size_t)outs, sizeof(float));
     hpdl_status st;
@@ -7520,8 +7548,19 @@ HPDL_API hpdl_status hpdl_quant_cnn_build(hpdl_quant_cnn *q, const hpdl_cnn *net
     memset(&made, 0, sizeof made);
     made.net = *net;
     st = hpdl__quant_cnn_calibrate(&made, params, n, X, pct);
-    for (i = 0; st == HPDL_OK && i < net->n_layers; i++)
-        if (net->weight_at[i] >= 0) st = hpdl__quant_cnn_layer(&made, params, i);
+    for (i = 0; st == HPDL_OK && i < net->n_layers; i++) {
+        const hpdl_cnn_layer *l = &net->layer[i];
+        double s_out = made.act[i + 1].scale, s_in = made.act[l->input + 1].scale;
+        if (net->weight_at[i] >= 0) {
+            st = hpdl__quant_cnn_layer(&made, params, i);
+        } else if (l->op == HPDL_CNN_ADD) { /* 2^10 (a - za) s_a / s_y: see hpdl__quant_add */
+            st = hpdl__quant_fixed_make(s_in / s_out, &made.rescale[i][0]);
+            if (st == HPDL_OK) st = hpdl__quant_fixed_make(made.act[l->other + 1].scale / s_out, &made.rescale[i][1]);
+        } else if (l->op == HPDL_CNN_GLOBAL_AVGPOOL) {
+            hpdl_shape in = hpdl__cnn_in_shape(net, i);
+            st = hpdl__quant_fixed_make(s_in / (s_out * in.h * in.w), &made.rescale[i][0]);
+        }
+    }
     if (st != HPDL_OK) { hpdl_quant_cnn_free(&made); return st; }
     *q = made;
     return HPDL_OK;
@@ -7582,54 +7621,115 @@ static inline hpdl_status hpdl__quant_cnn_gemm(const hpdl_quant_cnn *q, int i, i
     o.relu = q->relu_after[i];
     o.zero_point = logits ? 0 : q->act[i + 1].zero_point;
     if (logits)
-        return hpdl_quant_gemm_requant_i32(M, outs, taps, rows, taps, q->act[i].zero_point, q->w[i], outs, 0, &o, logits,
-                                           outs);
-    return hpdl_quant_gemm_requant_i8(M, outs, taps, rows, taps, q->act[i].zero_point, q->w[i], outs, 0, &o, y, outs);
+        return hpdl_quant_gemm_requant_i32(M, outs, taps, rows, taps, q->act[net->layer[i].input + 1].zero_point, q->w[i],
+                                           outs, 0, &o, logits, outs);
+    return hpdl_quant_gemm_requant_i8(M, outs, taps, rows, taps, q->act[net->layer[i].input + 1].zero_point, q->w[i],
+                                      outs, 0, &o, y, outs);
+}
+
+/* Residual sum of int8 codes: y = zy + (s_a (a - za) + s_b (b - zb)) / s_y,
+   each term scaled by 2^10 before its fixed-point multiplier so that only
+   the final division by 2^10 rounds; clamped at zy after a folded ReLU. */
+static inline void hpdl__quant_add(const hpdl_quant_cnn *q, int i, int64_t count, const int8_t *a, const int8_t *b,
+                                   int8_t *y) {
+    const hpdl_cnn_layer *l = &q->net.layer[i];
+    const int32_t za = q->act[l->input + 1].zero_point, zb = q->act[l->other + 1].zero_point, zy = q->act[i + 1].zero_point;
+    const int32_t lo = q->relu_after[i] ? zy : HPDL_QUANT_QMIN;
+    int64_t j;
+    for (j = 0; j < count; j++) {
+        int32_t v = hpdl__quant_fixed_apply((a[j] - za) * 1024, q->rescale[i][0]) +
+                    hpdl__quant_fixed_apply((b[j] - zb) * 1024, q->rescale[i][1]);
+        v = hpdl_quant_rounding_divide_by_pot(v, 10) + zy;
+        y[j] = (int8_t)(v < lo ? lo : v > HPDL_QUANT_QMAX ? HPDL_QUANT_QMAX : v);
+    }
+}
+
+/* Global average pooling of int8 NHWC codes: each channel's sum of
+   (x - zx) over the image times s_x / (H W s_y), plus zy. */
+static inline void hpdl__quant_global_avgpool(const hpdl_quant_cnn *q, int i, int batch, const int8_t *x, int8_t *y) {
+    const hpdl_shape in = hpdl__cnn_in_shape(&q->net, i);
+    const int32_t zx = q->act[q->net.layer[i].input + 1].zero_point, zy = q->act[i + 1].zero_point;
+    int n, c, p;
+    for (n = 0; n < batch; n++)
+        for (c = 0; c < in.c; c++) {
+            int32_t sum = 0, v;
+            for (p = 0; p < in.h * in.w; p++) sum += x[((size_t)n * in.h * in.w + p) * in.c + c] - zx;
+            v = hpdl__quant_fixed_apply(sum, q->rescale[i][0]) + zy;
+            y[(size_t)n * in.c + c] = (int8_t)(v < HPDL_QUANT_QMIN ? HPDL_QUANT_QMIN : v > HPDL_QUANT_QMAX ? HPDL_QUANT_QMAX : v);
+        }
+}
+
+/* Layer i of a batch: its output codes into y from its input's (x; b: a
+   sum's other), or the int32 logits when it is the last. rows: im2col
+   scratch. */
+static inline hpdl_status hpdl__quant_cnn_layer_forward(const hpdl_quant_cnn *q, int i, int batch, const int8_t *x,
+                                                        const int8_t *b, int8_t *y, int8_t *rows, int32_t *logits) {
+    const hpdl_cnn *net = &q->net;
+    const hpdl_cnn_layer *l = &net->layer[i];
+    int64_t j, count = batch * hpdl__shape_count(net->out[i]);
+    int32_t *out32 = i == net->n_layers - 1 ? logits : NULL;
+    switch (l->op) {
+    case HPDL_CNN_RELU: /* on its own (not folded): clamp at the zero point, the input's parameters kept */
+        for (j = 0; j < count; j++) y[j] = x[j] < q->act[i + 1].zero_point ? (int8_t)q->act[i + 1].zero_point : x[j];
+        return HPDL_OK;
+    case HPDL_CNN_MAXPOOL: hpdl__quant_maxpool(net, i, batch, x, y); return HPDL_OK;
+    case HPDL_CNN_ADD: hpdl__quant_add(q, i, count, x, b, y); return HPDL_OK;
+    case HPDL_CNN_GLOBAL_AVGPOOL: hpdl__quant_global_avgpool(q, i, batch, x, y); return HPDL_OK;
+    case HPDL_CNN_LINEAR: return hpdl__quant_cnn_gemm(q, i, batch, x, y, out32);
+    default:
+        hpdl__quant_im2col(net, i, batch, x, q->act[l->input + 1].zero_point, rows);
+        return hpdl__quant_cnn_gemm(q, i, batch * net->out[i].h * net->out[i].w, rows, y, out32);
+    }
 }
 
 /* Integer-only forward of `batch` images X (floats, quantised on the way
-   in): logits (batch x classes int32; times q->logit_scale, the real ones). */
+   in): logits (batch x classes int32; times q->logit_scale, the real ones).
+   Each layer's codes are kept until the last layer that reads them; a ReLU
+   folded into its producer passes the producer's codes on as they are. */
 HPDL_API hpdl_status hpdl_quant_cnn_logits(const hpdl_quant_cnn *q, int batch, const float *X, int32_t *logits) {
     const hpdl_cnn *net;
-    int8_t *a, *b, *rows;
-    int64_t largest;
+    int8_t *codes[HPDL_CNN_MAX_LAYERS + 1], *rows = NULL; /* [0]: the image, [i + 1]: layer i's output */
+    int base[HPDL_CNN_MAX_LAYERS + 1], until[HPDL_CNN_MAX_LAYERS + 1]; /* the buffer a slot uses; its last reader */
+    int64_t largest = 1;
     hpdl_status st;
-    int i;
+    int i, k;
     if (!q || !q->w[q->net.n_layers - 1] || batch < 1 || !X || !logits) return HPDL_ERR_INVALID;
     net = &q->net;
-    largest = net->largest;
-    for (i = 0; i < net->n_layers; i++) /* im2col rows: output pixels x taps */
-        if (net->layer[i].op == HPDL_CNN_CONV)
-        {
+    memset(codes, 0, sizeof codes);
+    base[0] = 0;
+    until[0] = -1;
+    for (i = 0; i < net->n_layers; i++) {
+        const hpdl_cnn_layer *l = &net->layer[i];
+        int folded = l->op == HPDL_CNN_RELU && q->relu_after[l->input];
+        base[i + 1] = folded ? base[l->input + 1] : i + 1;
+        until[i + 1] = -1;
+        until[base[l->input + 1]] = i;
+        if (l->op == HPDL_CNN_ADD) until[base[l->other + 1]] = i;
+        if (l->op == HPDL_CNN_CONV) { /* im2col rows: output pixels x taps */
             int64_t need = hpdl__shape_count(net->out[i]) / net->out[i].c * (hpdl__cnn_weight_count(net, i) / net->out[i].c);
             largest = need > largest ? need : largest;
         }
-    a = (int8_t *)hpdl_alloc((size_t)(batch * net->largest), 1);
-    b = (int8_t *)hpdl_alloc((size_t)(batch * net->largest), 1);
+    }
     rows = (int8_t *)hpdl_alloc((size_t)(batch * largest), 1);
-    st = a && b && rows ? HPDL_OK : HPDL_ERR_NOMEM;
-    if (st == HPDL_OK) st = hpdl_quant_quantize_f32(X, batch * hpdl__shape_count(net->input), q->act[0], a);
+    codes[0] = (int8_t *)hpdl_alloc((size_t)(batch * hpdl__shape_count(net->input)), 1);
+    st = rows && codes[0] ? HPDL_OK : HPDL_ERR_NOMEM;
+    if (st == HPDL_OK) st = hpdl_quant_quantize_f32(X, batch * hpdl__shape_count(net->input), q->act[0], codes[0]);
     for (i = 0; st == HPDL_OK && i < net->n_layers; i++) {
         const hpdl_cnn_layer *l = &net->layer[i];
-        int last = i == net->n_layers - 1;
-        int8_t *t;
-        if (l->op == HPDL_CNN_RELU) {
-            if (!(i > 0 && q->relu_after[i - 1])) { /* a ReLU on its own: clamp at the zero point */
-                int64_t j, count = batch * hpdl__shape_count(net->out[i]);
-                for (j = 0; j < count; j++) a[j] = a[j] < q->act[i].zero_point ? (int8_t)q->act[i].zero_point : a[j];
+        const int8_t *x = codes[base[l->input + 1]], *b = l->op == HPDL_CNN_ADD ? codes[base[l->other + 1]] : NULL;
+        if (base[i + 1] == i + 1 && i < net->n_layers - 1) {
+            codes[i + 1] = (int8_t *)hpdl_alloc((size_t)(batch * hpdl__shape_count(net->out[i])), 1);
+            if (!codes[i + 1]) st = HPDL_ERR_NOMEM;
+        }
+        if (st == HPDL_OK && base[i + 1] == i + 1) /* else a folded ReLU: clamped already */
+            st = hpdl__quant_cnn_layer_forward(q, i, batch, x, b, codes[i + 1], rows, logits);
+        for (k = 0; k <= i + 1; k++) /* buffers no later layer reads */
+            if (codes[k] && until[k] <= i) {
+                HPDL_FREE(codes[k]);
+                codes[k] = NULL;
             }
-            continue;
-        }
-        if (l->op == HPDL_CNN_MAXPOOL) hpdl__quant_maxpool(net, i, batch, a, b);
-        else if (l->op == HPDL_CNN_LINEAR) st = hpdl__quant_cnn_gemm(q, i, batch, a, b, last ? logits : NULL);
-        else {
-            hpdl__quant_im2col(net, i, batch, a, q->act[i].zero_point, rows);
-            st = hpdl__quant_cnn_gemm(q, i, batch * net->out[i].h * net->out[i].w, rows, b, last ? logits : NULL);
-        }
-        t = a; a = b; b = t;
     }
-    HPDL_FREE(a);
-    HPDL_FREE(b);
+    for (k = 0; k <= net->n_layers; k++) HPDL_FREE(codes[k]);
     HPDL_FREE(rows);
     return st;
 }

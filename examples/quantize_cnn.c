@@ -1,7 +1,10 @@
 /* quantize_cnn: the quantization lab on its CNN, on the CPU: trains the
    lab's small CNN (conv 5x5 -> 6, pool, conv 5x5 -> 16, pool, 120, 84, 10)
-   on Fashion-MNIST with the CPU backend, then quantizes it a piece at a
-   time and measures test accuracy after each step:
+   on Fashion-MNIST with the CPU backend, or loads a network trained by
+   examples/cnn_train (--load FILE, --net small|resnet18: ResNet-18 is too
+   slow to train on a CPU), folds its batch norms into the convolutions,
+   then quantizes it a piece at a time and measures test accuracy after
+   each step:
 
      float            the trained f32 network
      w8 per tensor    weights rounded to int8 with one symmetric scale per
@@ -25,18 +28,19 @@
 #define HIST_BINS 101
 
 typedef struct options {
-    const char *data, *output;
-    int epochs, batch, calib, train_images;
+    const char *data, *output, *net, *load, *precision, *optimizer;
+    int epochs, batch, calib, train_images, test_images;
     double lr, pct;
     int64_t seed;
 } options;
 
 static options parse_args(int argc, char **argv) {
     options o;
-    hpdl_cli_option opts[9];
+    hpdl_cli_option opts[14];
     o.data = "data/fashion-mnist";
-    o.output = NULL;
-    o.epochs = 3; o.batch = 32; o.calib = 2000; o.train_images = 0;
+    o.output = o.load = NULL;
+    o.net = "small"; o.precision = "f32"; o.optimizer = "sgd";
+    o.epochs = 3; o.batch = 32; o.calib = 2000; o.train_images = o.test_images = 0;
     o.lr = 0.02; o.pct = 99.99; o.seed = 1;
     opts[0] = hpdl_cli_string("data", 0, &o.data, "DIR", "IDX files");
     opts[1] = hpdl_cli_int("epochs", 0, &o.epochs, 1, 1 << 20, "training epochs");
@@ -47,8 +51,13 @@ static options parse_args(int argc, char **argv) {
     opts[6] = hpdl_cli_int("train-images", 0, &o.train_images, 0, INT32_MAX, "train on the first N images (0: all)");
     opts[7] = hpdl_cli_i64("seed", 0, &o.seed, 0, INT64_MAX, "seed of the weights and the shuffles");
     opts[8] = hpdl_cli_string("output", 0, &o.output, "DIR", "folder for the CSVs ($HPDL_RESULTS, else .)");
-    hpdl_cli_parse(argc, argv, "quantize_cnn", "Post-training int8 quantization of the lab's small CNN, step by step.",
-                   opts, 9);
+    opts[9] = hpdl_cli_choice("net", 0, &o.net, "small|resnet18", "network");
+    opts[10] = hpdl_cli_string("load", 0, &o.load, "FILE", "a cnn_train checkpoint of that network (no training)");
+    opts[11] = hpdl_cli_choice("precision", 0, &o.precision, "f32|f16|bf16", "the checkpoint's training precision");
+    opts[12] = hpdl_cli_choice("optimizer", 0, &o.optimizer, "sgd|adamw", "the checkpoint's optimizer");
+    opts[13] = hpdl_cli_int("test-images", 0, &o.test_images, 0, INT32_MAX, "measure on the first N test images (0: all)");
+    hpdl_cli_parse(argc, argv, "quantize_cnn", "Post-training int8 quantization of the lab's CNN, step by step.", opts,
+                   14);
     return o;
 }
 
@@ -67,9 +76,9 @@ static void mean_std(const hpdl_dataset *d, double *mean, double *std) {
     *std = sqrt(sq / (double)n - *mean * *mean);
 }
 
-/* Weights of layer i of a chain (conv or linear): outputs x taps. */
+/* Weights of layer i (conv or linear) are outputs x taps. */
 static int layer_taps(const hpdl_cnn *net, int i) {
-    hpdl_shape in = i ? net->out[i - 1] : net->input;
+    hpdl_shape in = net->layer[i].input == HPDL_CNN_IMAGE ? net->input : net->out[net->layer[i].input];
     const hpdl_cnn_layer *l = &net->layer[i];
     return l->op == HPDL_CNN_CONV ? l->kernel * l->kernel * in.c : in.c * in.h * in.w;
 }
@@ -171,20 +180,76 @@ static void write_weight_stats(const hpdl_cnn *net, const float *p, const char *
     HPDL_CHECK(hpdl_csv_commit(&ranges));
 }
 
+static void *allocate(int64_t n, size_t size) {
+    void *p = hpdl_alloc((size_t)(n > 0 ? n : 1), size);
+    if (!p) { fprintf(stderr, "quantize_cnn: out of memory\n"); exit(1); }
+    return p;
+}
+
+/* The parameters and batch-norm state of a cnn_train checkpoint (written
+   by `cnn_train --net N --save FILE` with the same --precision and
+   --optimizer; f32 master parameters under mixed precision). */
+static void load_checkpoint(const options *o, const hpdl_cnn *net, double *params, double *state) {
+    float *p = (float *)allocate(net->param_count, sizeof *p), *st = (float *)allocate(net->state_count, sizeof *st);
+    float *m1 = (float *)allocate(net->param_count, sizeof *m1), *m2 = (float *)allocate(net->param_count, sizeof *m2);
+    int64_t steps = 0, j;
+    char model[128];
+    hpdl_ckpt_entry e[5] = {{"params", HPDL_DTYPE_F32, 1, {net->param_count, 0, 0, 0}, p},
+                            {"bn_state", HPDL_DTYPE_F32, 1, {net->state_count, 0, 0, 0}, st},
+                            {"moment1", HPDL_DTYPE_F32, 1, {net->param_count, 0, 0, 0}, m1},
+                            {"moment2", HPDL_DTYPE_F32, 1, {net->param_count, 0, 0, 0}, m2},
+                            {"steps", HPDL_DTYPE_I64, 0, {0, 0, 0, 0}, &steps}};
+    const int adamw = !strcmp(o->optimizer, "adamw");
+    if (!adamw) e[3] = e[4];
+    snprintf(model, sizeof model, "cnn %s %dx%dx%d nhwc %s", o->net, net->input.c, net->input.h, net->input.w,
+             o->precision);
+    if (hpdl_ckpt_load(o->load, model, adamw ? 5 : 4, e) != HPDL_OK) {
+        fprintf(stderr, "quantize_cnn: %s is not a checkpoint of '%s' trained with %s\n", o->load, model, o->optimizer);
+        exit(1);
+    }
+    for (j = 0; j < net->param_count; j++) params[j] = p[j];
+    for (j = 0; j < net->state_count; j++) state[j] = st[j];
+    printf("loaded %s (%lld steps)\n", o->load, (long long)steps);
+    free(p); free(st); free(m1); free(m2);
+}
+
+/* Test accuracy through the lab's steps, of the folded network f and its
+   parameters pf (f32). */
+static void measure(const options *o, const hpdl_cnn *f, const float *pf, const hpdl_dataset *train_set,
+                    const hpdl_dataset *test, double acc[5]) {
+    hpdl_cnn_optimizer opt = hpdl_cnn_sgd(0, 0, 0);
+    hpdl_cnn_run r;
+    hpdl_quant_cnn q;
+    float *p = (float *)allocate(f->param_count, sizeof *p);
+    int i, s;
+    HPDL_CHECK(hpdl_cnn_run_create(&r, f, hpdl_cnn_backend_cpu_f32(), 256, &opt));
+    acc[0] = float_accuracy(&r, pf, test);
+    for (s = 1; s <= 2; s++) { /* weights only, computed back in float */
+        memcpy(p, pf, (size_t)f->param_count * sizeof *p);
+        for (i = 0; i < f->n_layers; i++)
+            if (f->weight_at[i] >= 0) fake_quantize(p + f->weight_at[i], f->out[i].c, layer_taps(f, i), s == 2);
+        acc[s] = float_accuracy(&r, p, test);
+    }
+    for (s = 3; s <= 4; s++) { /* integer-only */
+        HPDL_CHECK(hpdl_quant_cnn_build(&q, f, pf, o->calib, train_set->images, s == 3 ? 100.0 : o->pct));
+        HPDL_CHECK(hpdl_quant_cnn_accuracy(&q, test->n, test->images, test->labels, &acc[s]));
+        hpdl_quant_cnn_free(&q);
+    }
+    hpdl_cnn_run_destroy(&r);
+    free(p);
+}
+
 int main(int argc, char **argv) {
     options o = parse_args(argc, argv);
     hpdl_dataset train_set, test;
-    hpdl_cnn net;
-    hpdl_cnn_run r;
-    hpdl_cnn_optimizer opt;
-    hpdl_quant_cnn q;
+    hpdl_cnn net, folded;
     hpdl_csv_file csv;
-    double mean, std, *p64, *state, acc[5];
-    float *trained, *p;
+    double mean, std, *p64, *state, *pf64, acc[5];
+    float *pf;
     static const char *const steps[5] = {"float", "w8_per_tensor", "w8_per_channel", "int8_minmax", "int8_pct"};
     char context[2048];
     int64_t j;
-    int i, s;
+    int s;
     hpdl_csv_set_dir(o.output);
     HPDL_CHECK(hpdl_csv_context_make(argc, argv, "CPU (f32 backend)", context, sizeof context));
     hpdl_csv_set_context(context); /* beside every CSV: date, commit ($HPDL_COMMIT), command */
@@ -192,54 +257,54 @@ int main(int argc, char **argv) {
         fprintf(stderr, "quantize_cnn: cannot load the IDX files in %s (make data)\n", o.data);
         return 1;
     }
+    mean_std(&train_set, &mean, &std); /* cnn_train's standardisation: the whole training set's */
     if (o.train_images && o.train_images < train_set.n) train_set.n = o.train_images;
+    if (o.test_images && o.test_images < test.n) test.n = o.test_images;
     if (o.calib > train_set.n) o.calib = (int)train_set.n;
-    mean_std(&train_set, &mean, &std);
     standardise(&train_set, mean, std);
     standardise(&test, mean, std);
-    HPDL_CHECK(hpdl_cnn_small(&net, hpdl_shape_make(train_set.channels, train_set.rows, train_set.cols), 10, HPDL_NHWC));
-    p64 = (double *)hpdl_alloc((size_t)net.param_count, sizeof *p64);
-    state = (double *)hpdl_alloc(1, sizeof *state);
-    trained = (float *)hpdl_alloc((size_t)net.param_count, sizeof *trained);
-    p = (float *)hpdl_alloc((size_t)net.param_count, sizeof *p);
-    if (!p64 || !state || !trained || !p) { fprintf(stderr, "quantize_cnn: out of memory\n"); return 1; }
-    HPDL_CHECK(hpdl_cnn_init(&net, (uint64_t)o.seed, p64, state));
-    opt = hpdl_cnn_sgd(o.lr, 0.9, 0.0);
-    HPDL_CHECK(hpdl_cnn_run_create(&r, &net, hpdl_cnn_backend_cpu_f32(), o.batch > 256 ? o.batch : 256, &opt));
-    HPDL_CHECK(hpdl_cnn_set_params(&r, p64, NULL));
-    printf("quantize_cnn: small CNN, %lld parameters, %lld training and %lld test images of %dx%dx%d, CPU f32\n",
+    {
+        hpdl_shape shape = hpdl_shape_make(train_set.channels, train_set.rows, train_set.cols);
+        HPDL_CHECK(!strcmp(o.net, "small") ? hpdl_cnn_small(&net, shape, 10, HPDL_NHWC)
+                                           : hpdl_cnn_resnet18(&net, shape, 10, HPDL_NHWC));
+    }
+    p64 = (double *)allocate(net.param_count, sizeof *p64);
+    state = (double *)allocate(net.state_count, sizeof *state);
+    printf("quantize_cnn: %s, %lld parameters, %lld training and %lld test images of %dx%dx%d, CPU f32\n", o.net,
            (long long)net.param_count, (long long)train_set.n, (long long)test.n, train_set.channels, train_set.rows,
            train_set.cols);
-    train(&r, &train_set, &o);
-    HPDL_CHECK(hpdl_cnn_get_params(&r, p64, NULL));
-    for (j = 0; j < net.param_count; j++) trained[j] = (float)p64[j];
-
-    acc[0] = float_accuracy(&r, trained, &test);
-    for (s = 1; s <= 2; s++) { /* weights only, computed back in float */
-        memcpy(p, trained, (size_t)net.param_count * sizeof *p);
-        for (i = 0; i < net.n_layers; i++)
-            if (net.weight_at[i] >= 0) fake_quantize(p + net.weight_at[i], net.out[i].c, layer_taps(&net, i), s == 2);
-        acc[s] = float_accuracy(&r, p, &test);
+    if (o.load) {
+        load_checkpoint(&o, &net, p64, state);
+    } else {
+        hpdl_cnn_optimizer opt = hpdl_cnn_sgd(o.lr, 0.9, 0.0);
+        hpdl_cnn_run r;
+        HPDL_CHECK(hpdl_cnn_init(&net, (uint64_t)o.seed, p64, state));
+        HPDL_CHECK(hpdl_cnn_run_create(&r, &net, hpdl_cnn_backend_cpu_f32(), o.batch, &opt));
+        HPDL_CHECK(hpdl_cnn_set_params(&r, p64, state));
+        train(&r, &train_set, &o);
+        HPDL_CHECK(hpdl_cnn_get_params(&r, p64, state));
+        hpdl_cnn_run_destroy(&r);
     }
-    for (s = 3; s <= 4; s++) { /* integer-only */
-        HPDL_CHECK(hpdl_quant_cnn_build(&q, &net, trained, o.calib, train_set.images, s == 3 ? 100.0 : o.pct));
-        HPDL_CHECK(hpdl_quant_cnn_accuracy(&q, test.n, test.images, test.labels, &acc[s]));
-        hpdl_quant_cnn_free(&q);
-    }
+    /* batch norms into the convolutions (inference: running statistics) */
+    HPDL_CHECK(hpdl_cnn_fold_batchnorm(&net, p64, state, hpdl_cnn_sgd(0, 0, 0).bn_eps, &folded, NULL, NULL));
+    pf64 = (double *)allocate(folded.param_count, sizeof *pf64);
+    pf = (float *)allocate(folded.param_count, sizeof *pf);
+    HPDL_CHECK(hpdl_cnn_fold_batchnorm(&net, p64, state, hpdl_cnn_sgd(0, 0, 0).bn_eps, &folded, pf64, NULL));
+    for (j = 0; j < folded.param_count; j++) pf[j] = (float)pf64[j];
+    measure(&o, &folded, pf, &train_set, &test, acc);
 
     printf("%-16s %9s %9s\n", "step", "accuracy", "vs float");
     HPDL_CHECK(hpdl_csv_create(&csv, ".", "quantize_cnn", "metric,value,unit,anchor,anchor_value,ratio"));
     for (s = 0; s < 5; s++) {
         char metric[64];
         printf("%-16s %8.2f%% %+8.2f\n", steps[s], 100 * acc[s], 100 * (acc[s] - acc[0]));
-        snprintf(metric, sizeof metric, "quant_cnn_small_%s_accuracy", steps[s]);
+        snprintf(metric, sizeof metric, "quant_cnn_%s_%s_accuracy", o.net, steps[s]);
         hpdl_csv_row(csv.f, metric, acc[s], "fraction", "float", acc[0], 1);
     }
     printf("(int8_pct: activation ranges at the %g percentile; int8 rows: integer-only, logits int32)\n", o.pct);
     HPDL_CHECK(hpdl_csv_commit(&csv));
-    write_weight_stats(&net, trained, o.output ? o.output : getenv("HPDL_RESULTS") ? getenv("HPDL_RESULTS") : ".");
-    hpdl_cnn_run_destroy(&r);
-    free(p64); free(state); free(trained); free(p);
+    write_weight_stats(&folded, pf, o.output ? o.output : getenv("HPDL_RESULTS") ? getenv("HPDL_RESULTS") : ".");
+    free(p64); free(state); free(pf64); free(pf);
     hpdl_dataset_free(&train_set);
     hpdl_dataset_free(&test);
     return 0;
