@@ -173,6 +173,7 @@
          void hpdl_mlp_destroy_<t>(m)
          hpdl_status hpdl_mlp_forward(m, w, batch, X)
          hpdl_status hpdl_mlp_forward_<t>(m, w, batch, X)
+         hpdl_status hpdl_mlp_lars_<t>(m, grad, lr, l2, eta)
          hpdl_status hpdl_mlp_parse_widths(hidden, in, out, widths, n_widths)
          hpdl_status hpdl_mlp_sgd(m, grad, lr, l2)
          hpdl_status hpdl_mlp_sgd_<t>(m, grad, lr, l2)
@@ -2430,6 +2431,8 @@ typedef struct hpdl__mlp_ops {
     double (*to_acc)(double x);
     /* x[0..n) *= s, in double, stored as T */
     void (*scale)(size_t n, void *x, double s);
+    /* sqrt(sum of x[i]^2), in double */
+    double (*norm)(size_t n, const void *x);
 } hpdl__mlp_ops;
 
 /* The typed primitives and the table, hpdl__mlp_ops_<t>(). */
@@ -2509,12 +2512,19 @@ typedef struct hpdl__mlp_ops {
         size_t i;                                                              \
         for (i = 0; i < n; i++) x[i] = STORE((double)LOAD(x[i]) * s);          \
     }                                                                          \
+    static inline double hpdl__norm_##SUFFIX(size_t n, const void *x_buf) {    \
+        const T *x = (const T *)x_buf;                                         \
+        double sum = 0;                                                        \
+        size_t i;                                                              \
+        for (i = 0; i < n; i++) sum += (double)LOAD(x[i]) * (double)LOAD(x[i]); \
+        return sqrt(sum);                                                      \
+    }                                                                          \
     static inline const hpdl__mlp_ops *hpdl__mlp_ops_##SUFFIX(void) {         \
         static const hpdl__mlp_ops ops = {sizeof(T), hpdl__fill_normal_##SUFFIX, hpdl__sgd_update_##SUFFIX, \
                                           hpdl__mlp_gemm_##SUFFIX, hpdl__mlp_bias_act_##SUFFIX, \
                                           hpdl__mlp_act_grad_##SUFFIX, hpdl__mlp_xent_##SUFFIX, \
                                           hpdl__column_sums_##SUFFIX, hpdl__argmax_hits_##SUFFIX, \
-                                          hpdl__to_acc_##SUFFIX, hpdl__scale_##SUFFIX}; \
+                                          hpdl__to_acc_##SUFFIX, hpdl__scale_##SUFFIX, hpdl__norm_##SUFFIX}; \
         return &ops;                                                           \
     }
 
@@ -2603,6 +2613,31 @@ static inline hpdl_status hpdl__mlp_sgd_any(hpdl__mlp_any *m, const hpdl__mlp_an
     return ok ? HPDL_OK : HPDL_ERR_NUMERIC;
 }
 
+/* LARS (You, Gitman and Ginsburg 2017): each weight matrix's step scaled
+   by its trust ratio eta ||W|| / (||G|| + l2 ||W||), so that a layer moves
+   by about lr * eta of its own size whatever its gradient's scale; biases
+   take the plain step (lr, no decay). A zero norm gives the ratio 1. */
+static inline hpdl_status hpdl__mlp_lars_any(hpdl__mlp_any *m, const hpdl__mlp_any *grad, double lr, double l2,
+                                            double eta, const hpdl__mlp_ops *ops) {
+    double trust[HPDL_MLP_MAX_LAYERS];
+    int l, write, ok = 1;
+    if (!hpdl__mlp_ok_any(m) || !hpdl__mlp_ok_any(grad) || !hpdl__hyper_ok(lr, l2) || !(eta > 0 && eta < HUGE_VAL) ||
+        !hpdl__same_widths(m->n_layers, m->widths, grad->n_layers, grad->widths))
+        return HPDL_ERR_INVALID;
+    for (l = 0; l < m->n_layers; l++) {
+        size_t n = (size_t)m->widths[l] * m->widths[l + 1];
+        double w = ops->norm(n, m->W[l]), g = ops->norm(n, grad->W[l]);
+        trust[l] = w > 0 && g > 0 ? eta * w / (g + l2 * w) : 1.0;
+        if (!(trust[l] <= DBL_MAX)) return HPDL_ERR_NUMERIC;
+    }
+    for (write = 0; write < 2 && ok; write++) /* check every new value first: all or nothing */
+        for (l = 0; l < m->n_layers && ok; l++)
+            ok = ops->sgd_update((size_t)m->widths[l] * m->widths[l + 1], m->W[l], grad->W[l], lr * trust[l], l2,
+                                 write) &&
+                 ops->sgd_update((size_t)m->widths[l + 1], m->b[l], grad->b[l], lr, 0, write);
+    return ok ? HPDL_OK : HPDL_ERR_NUMERIC;
+}
+
 /* Model: the typed struct, its conversions to and from hpdl__mlp_any, and
    the public functions, each a call of the hpdl__mlp_*_any above. */
 #define HPDL_DEFINE_MLP_MODEL(SUFFIX, T, ACC_T, LOAD, STORE)                   \
@@ -2659,13 +2694,21 @@ static inline hpdl_status hpdl__mlp_sgd_any(hpdl__mlp_any *m, const hpdl__mlp_an
         hpdl__mlp_any v, g;                                                    \
         return hpdl__mlp_sgd_any(hpdl__mlp_view_##SUFFIX(m, &v), hpdl__mlp_view_##SUFFIX(grad, &g), lr, l2, \
                                  hpdl__mlp_ops_##SUFFIX());                    \
+    }                                                                          \
+    /* The LARS step (hpdl__mlp_lars_any): m -= lr * trust * (grad + l2 m)    \
+       per weight matrix; all or nothing, as hpdl_mlp_sgd. */                 \
+    HPDL_API hpdl_status hpdl_mlp_lars_##SUFFIX(hpdl_mlp_##SUFFIX *m, const hpdl_mlp_##SUFFIX *grad, ACC_T lr, \
+                                                ACC_T l2, double eta) {        \
+        hpdl__mlp_any v, g;                                                    \
+        return hpdl__mlp_lars_any(hpdl__mlp_view_##SUFFIX(m, &v), hpdl__mlp_view_##SUFFIX(grad, &g), lr, l2, eta, \
+                                  hpdl__mlp_ops_##SUFFIX());                   \
     }
 
 /* hpdl_mlp_destroy_f32 hpdl_mlp_create_zero_f32 hpdl_mlp_create_f32 hpdl_mlp_copy_f32
-   hpdl_mlp_sgd_f32 hpdl_mlp_destroy_f64 hpdl_mlp_create_zero_f64 hpdl_mlp_create_f64
-   hpdl_mlp_copy_f64 hpdl_mlp_sgd_f64 hpdl_mlp_destroy_f16 hpdl_mlp_create_zero_f16
-   hpdl_mlp_create_f16 hpdl_mlp_copy_f16 hpdl_mlp_sgd_f16 hpdl_mlp_destroy_bf16
-   hpdl_mlp_create_zero_bf16 hpdl_mlp_create_bf16 hpdl_mlp_copy_bf16 hpdl_mlp_sgd_bf16 */
+   hpdl_mlp_sgd_f32 hpdl_mlp_lars_f32 hpdl_mlp_destroy_f64 hpdl_mlp_create_zero_f64 hpdl_mlp_create_f64
+   hpdl_mlp_copy_f64 hpdl_mlp_sgd_f64 hpdl_mlp_lars_f64 hpdl_mlp_destroy_f16 hpdl_mlp_create_zero_f16
+   hpdl_mlp_create_f16 hpdl_mlp_copy_f16 hpdl_mlp_sgd_f16 hpdl_mlp_lars_f16 hpdl_mlp_destroy_bf16
+   hpdl_mlp_create_zero_bf16 hpdl_mlp_create_bf16 hpdl_mlp_copy_bf16 hpdl_mlp_sgd_bf16 hpdl_mlp_lars_bf16 */
 HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_MLP_MODEL)
 
 /* Training: workspace, forward, backward, train step, accuracy.

@@ -97,6 +97,7 @@ static const char *const programs[][2] = {
     {"build/examples/mlp_sweep", "--batch 12x"},      {"build/examples/mlp_train", "--batch 12x"},
     {"build/examples/mlp_train_cpu", "--batch 12x"},  {"build/examples/mlp_train_dp", "--batch 12x"},
     {"build/examples/mlp_train_tp", "--batch 12x"},   {"build/examples/model_parallel", "--batch 12x"},
+    {"build/examples/mlp_large_batch", "--batch 12x"},
     {"build/examples/paleo", "--ppp 12x"},            {"build/examples/paleo_gpu", "--batch 12x"},
     {"build/examples/quantize", "--batch 12x"},       {"build/examples/quantize_cnn", "--batch 12x"},
     {"build/examples/vecadd", "--n 12x"},

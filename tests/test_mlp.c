@@ -115,6 +115,48 @@ static void gradient_case(hpdl_activation act) {
 static void gradients_relu(void) { gradient_case(HPDL_ACT_RELU); }
 static void gradients_sigmoid(void) { gradient_case(HPDL_ACT_SIGMOID); }
 
+/* ||x|| over n values. */
+static double norm2(const double *x, int n) {
+    double sum = 0;
+    int i;
+    for (i = 0; i < n; i++) sum += x[i] * x[i];
+    return sqrt(sum);
+}
+
+/* One LARS step: each weight matrix moves by lr * eta ||W|| / (||G|| + l2
+   ||W||) times (G + l2 W), biases by lr * g; a bad eta or a step that would
+   overflow is refused with the model untouched. */
+static void lars_step(void) {
+    const double lr = 0.5, l2 = 0.1, eta = 0.02;
+    hpdl_mlp_f64 m, before, grad;
+    hpdl_mlp_work_f64 w;
+    double X[BATCH * 7], loss;
+    int32_t labels[BATCH];
+    int l, i;
+    make_small_problem(&m, HPDL_ACT_RELU, X, labels);
+    HPDL_CHECK(hpdl_mlp_create_zero_f64(&before, N_WIDTHS, small_widths, HPDL_ACT_RELU));
+    HPDL_CHECK(hpdl_mlp_create_zero_f64(&grad, N_WIDTHS, small_widths, HPDL_ACT_RELU));
+    HPDL_CHECK(hpdl_mlp_work_create_f64(&w, &m, BATCH));
+    HPDL_EXPECT(hpdl_mlp_backward_f64(&m, &w, BATCH, X, labels, &grad, &loss) == HPDL_OK);
+    HPDL_EXPECT(hpdl_mlp_copy_f64(&before, &m) == HPDL_OK);
+    HPDL_EXPECT(hpdl_mlp_lars_f64(&m, &grad, lr, l2, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_mlp_lars_f64(&m, &grad, lr, l2, INFINITY) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_mlp_lars_f64(&m, &grad, 1e308, l2, 1e308) == HPDL_ERR_NUMERIC);
+    HPDL_EXPECT(memcmp(m.W[0], before.W[0], sizeof(double) * m.widths[0] * m.widths[1]) == 0); /* untouched */
+    HPDL_EXPECT(hpdl_mlp_lars_f64(&m, &grad, lr, l2, eta) == HPDL_OK);
+    for (l = 0; l < m.n_layers; l++) {
+        int n = m.widths[l] * m.widths[l + 1];
+        double nw = norm2(before.W[l], n), trust = eta * nw / (norm2(grad.W[l], n) + l2 * nw);
+        for (i = 0; i < n; i++)
+            HPDL_EXPECT_NEAR(m.W[l][i], before.W[l][i] - lr * trust * (grad.W[l][i] + l2 * before.W[l][i]), 1e-15);
+        for (i = 0; i < m.widths[l + 1]; i++) HPDL_EXPECT_NEAR(m.b[l][i], before.b[l][i] - lr * grad.b[l][i], 1e-15);
+    }
+    hpdl_mlp_work_destroy_f64(&w);
+    hpdl_mlp_destroy_f64(&grad);
+    hpdl_mlp_destroy_f64(&before);
+    hpdl_mlp_destroy_f64(&m);
+}
+
 /* One SGD step with L2: W_new = W - lr*(dW + l2*W) exactly, b_new = b - lr*db,
    and (old - new)/lr is the finite-difference gradient of CE + l2/2*|W|^2
    (for biases: of CE alone). */
@@ -376,7 +418,7 @@ int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
         HPDL_TEST(test_parse_widths),
         HPDL_TEST(forward_matches_naive), HPDL_TEST(gradients_relu), HPDL_TEST(gradients_sigmoid),
-        HPDL_TEST(sgd_step_with_l2), HPDL_TEST(create_reproducible), HPDL_TEST(training_decreases_loss),
+        HPDL_TEST(sgd_step_with_l2), HPDL_TEST(lars_step), HPDL_TEST(create_reproducible), HPDL_TEST(training_decreases_loss),
         HPDL_TEST(accuracy_counts), HPDL_TEST(create_bad_args), HPDL_TEST(training_bad_args),
     };
     hpdl_rng_seed(&rng, 314159);
