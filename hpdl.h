@@ -738,6 +738,30 @@ static inline void hpdl__csv_write_context(const char *csv_path) {
     if (!f || fputs(text, f) < 0 || fclose(f) != 0) fprintf(stderr, "hpdl: cannot write %s\n", path);
 }
 
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/stat.h>
+#endif
+
+/* The folders above a file's path, made where missing (a program's
+   --output DIR need not exist yet); POSIX only: elsewhere they must exist.
+   Failures are left to the fopen that follows to report. */
+static inline void hpdl__make_parent_dirs(const char *path) {
+#if defined(__unix__) || defined(__APPLE__)
+    char dir[1100];
+    size_t i, n = strlen(path);
+    if (n >= sizeof dir) return;
+    memcpy(dir, path, n + 1);
+    for (i = 1; i < n; i++)
+        if (dir[i] == '/') {
+            dir[i] = '\0';
+            mkdir(dir, 0777); /* EEXIST for the folders already there */
+            dir[i] = '/';
+        }
+#else
+    (void)path;
+#endif
+}
+
 /* <dir>/<name>.csv into path; dir from hpdl_csv_set_dir, else HPDL_RESULTS
    when set, else default_dir, else ".". 0 (with a message) for a name that
    is not plain or a path that does not fit. */
@@ -768,6 +792,7 @@ HPDL_API FILE *hpdl_csv_open_with_header(const char *default_dir, const char *na
     char path[1024];
     FILE *f;
     if (!header || !hpdl__csv_path(default_dir, name, path, sizeof path)) return NULL;
+    hpdl__make_parent_dirs(path);
     f = fopen(path, "w");
     if (!f) { fprintf(stderr, "hpdl: cannot write %s: %s\n", path, strerror(errno)); return NULL; }
     fprintf(f, "%s\n", header);
@@ -799,12 +824,14 @@ typedef struct hpdl_csv_file {
     char tmp[1032];     /* path + ".tmp" while it is written */
 } hpdl_csv_file;
 
-/* Like hpdl_csv_open_with_header, into *c; HPDL_ERR_INVALID for a bad name
-   or a path too long, HPDL_ERR_IO when the file cannot be created. */
+/* Like hpdl_csv_open_with_header, into *c (the folder made when missing);
+   HPDL_ERR_INVALID for a bad name or a path too long, HPDL_ERR_IO when the
+   file cannot be created. */
 HPDL_API hpdl_status hpdl_csv_create(hpdl_csv_file *c, const char *default_dir, const char *name, const char *header) {
     hpdl_csv_file made;
     if (!c || !header || !hpdl__csv_path(default_dir, name, made.path, sizeof made.path)) return HPDL_ERR_INVALID;
     snprintf(made.tmp, sizeof made.tmp, "%s.tmp", made.path); /* fits: tmp is 8 bytes longer */
+    hpdl__make_parent_dirs(made.tmp);
     made.f = fopen(made.tmp, "w");
     if (!made.f) {
         fprintf(stderr, "hpdl: cannot write %s: %s\n", made.tmp, strerror(errno));

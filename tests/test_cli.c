@@ -168,6 +168,30 @@ static void csv_set_dir_comes_before_the_environment(void) {
     HPDL_EXPECT(!strcmp(path, getenv("HPDL_RESULTS") && *getenv("HPDL_RESULTS") ? path : "def/x.csv"));
 }
 
+/* --output DIR may name a folder that does not exist yet: the CSV's
+   folders are made (a run once lost its CSVs to a missing folder). */
+static void csv_create_makes_its_folder(void) {
+    char dir[128], path[256];
+    hpdl_csv_file c;
+    FILE *f;
+    unsigned long tag = (unsigned long)(hpdl_time_now() * 1e6) ^ (unsigned long)(size_t)&c; /* this run's own */
+    snprintf(dir, sizeof dir, "build/csv-folder-%lx/a/b", tag);
+    hpdl_csv_set_dir(dir);
+    HPDL_EXPECT(hpdl_csv_create(&c, ".", "made", "x,y") == HPDL_OK);
+    fprintf(c.f, "1,2\n");
+    HPDL_EXPECT(hpdl_csv_commit(&c) == HPDL_OK);
+    hpdl_csv_set_dir(NULL);
+    snprintf(path, sizeof path, "%s/made.csv", dir);
+    HPDL_EXPECT((f = fopen(path, "r")) != NULL);
+    if (f) fclose(f);
+    remove(path);
+    remove(dir); /* the folders, empty again: b, a, then the run's own */
+    *strrchr(dir, '/') = '\0';
+    remove(dir);
+    *strrchr(dir, '/') = '\0';
+    remove(dir);
+}
+
 int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
         HPDL_TEST(no_flags_keep_the_defaults),
@@ -181,6 +205,7 @@ int main(int argc, char **argv) {
         HPDL_TEST(values_may_start_with_a_dash),
         HPDL_TEST(a_bad_table_or_call_exits_2),
         HPDL_TEST(csv_set_dir_comes_before_the_environment),
+        HPDL_TEST(csv_create_makes_its_folder),
     };
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }
