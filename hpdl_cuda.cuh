@@ -966,6 +966,21 @@ static __device__ __forceinline__ void hpdl__gemm_put(float *p, float v) { *p = 
 static __device__ __forceinline__ void hpdl__gemm_put(double *p, double v) { *p = v; }
 static __device__ __forceinline__ void hpdl__gemm_put(__half *p, float v) { *p = __float2half_rn(v); }
 static __device__ __forceinline__ void hpdl__gemm_put(__nv_bfloat16 *p, float v) { *p = __float2bfloat16_rn(v); }
+
+/* Converts n values of T into C (an f16/bf16 copy of f32 values, or back). */
+template <typename C, typename T>
+__global__ void hpdl__convert_kernel(int64_t n, const T *src, C *dst) {
+    int64_t i;
+    for (i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        hpdl__gemm_put(dst + i, (typename hpdl__acc<T>::type)hpdl__gemm_acc(src[i]));
+}
+
+/* Grid for a grid-stride loop: enough blocks to fill the GPU, no more. */
+HPDL_CUDA_API int hpdl__grid_for(int64_t n, int threads) {
+    int64_t blocks = (n + threads - 1) / threads;
+    if (blocks > 4096) blocks = 4096;
+    return blocks < 1 ? 1 : (int)blocks;
+}
 /* Element (o, k) of an operand whose outer size is O, or 0 outside it. */
 template <typename ACC, typename T>
 static __device__ __forceinline__ ACC hpdl__gemm_elem(const hpdl__gemm_operand<T> &x, int o, int k, int O, int K) {
@@ -5171,14 +5186,8 @@ HPDL_CUDA_API int hpdl__conv_few_channels(const hpdl__conv_geom &g, hpdl__conv_p
     return pass == HPDL__CONV_FILTER_GRAD ? m < 32 : n < 32;
 }
 
-template <typename S, typename D> __global__ void hpdl__conv_cast_kernel(size_t n, const S *in, D *out) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        hpdl__gemm_put(out + i, hpdl__gemm_acc(in[i]));
-}
-
 template <typename S, typename D> static inline hpdl_status hpdl__conv_cast(size_t n, const S *in, D *out, cudaStream_t stream) {
-    const size_t blocks = (n + 255) / 256; /* the loop strides over what a capped grid leaves */
-    hpdl__conv_cast_kernel<S, D><<<(unsigned)(blocks < (1u << 20) ? blocks : (1u << 20)), 256, 0, stream>>>(n, in, out);
+    hpdl__convert_kernel<D, S><<<hpdl__grid_for((int64_t)n, 256), 256, 0, stream>>>((int64_t)n, in, out);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
 }
@@ -6585,24 +6594,9 @@ __global__ void hpdl__mlp_sgd_kernel(int64_t n_w, int64_t n, T *P, C *cW, const 
     }
 }
 
-/* Converts n values of T into C (the f16 weight copy after an upload). */
-template <typename C, typename T>
-__global__ void hpdl__mlp_convert_kernel(int64_t n, const T *src, C *dst) {
-    int64_t i;
-    for (i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        hpdl__st_to(dst + i, (typename hpdl__acc<T>::type)src[i]);
-}
-
 /* ------------------------------------------------------------------------ */
 /* Host helpers                                                             */
 /* ------------------------------------------------------------------------ */
-
-/* Grid for a grid-stride loop: enough blocks to fill the GPU, no more. */
-HPDL_CUDA_API int hpdl__grid_for(int64_t n, int threads) {
-    int64_t blocks = (n + threads - 1) / threads;
-    if (blocks > 4096) blocks = 4096;
-    return blocks < 1 ? 1 : (int)blocks;
-}
 
 /* C = A.B in the compute type (the f16 products accumulate in f32). */
 template <typename C>
@@ -7054,7 +7048,7 @@ template <typename T, typename C, typename M, typename CPU> static inline hpdl_s
         HPDL_CUDA_TRY(cudaMemcpyAsync(g->b[l], m->b[l], sizeof(T) * g->widths[l + 1], cudaMemcpyHostToDevice, g->stream));
     }
     if (g->amp) {
-        hpdl__mlp_convert_kernel<C, T><<<hpdl__grid_for(g->n_weights, 256), 256, 0, g->stream>>>(
+        hpdl__convert_kernel<C, T><<<hpdl__grid_for(g->n_weights, 256), 256, 0, g->stream>>>(
             g->n_weights, g->params, (C *)(void *)g->cparams);
         HPDL_CUDA_TRY_LAUNCH();
     }
@@ -10221,7 +10215,7 @@ hpdl_status hpdl__gcnn_amp_adamw(void *ctx, int64_t n, void *w, const void *grad
 template <typename T> hpdl_status hpdl__gcnn_cast(void *ctx, int64_t n, const void *params, void *work) {
     if (n < 0 || !params || !work) return HPDL_ERR_INVALID;
     if (n == 0) return HPDL_OK;
-    hpdl__mlp_convert_kernel<T, float><<<hpdl__grid_for(n, 256), 256, 0, hpdl__gcnn(ctx)->stream>>>(
+    hpdl__convert_kernel<T, float><<<hpdl__grid_for(n, 256), 256, 0, hpdl__gcnn(ctx)->stream>>>(
         n, (const float *)params, (T *)work);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
@@ -10740,7 +10734,7 @@ static inline hpdl_status hpdl_cuda_cnn_mixed_difference(const hpdl_cnn *net, co
     if (s == HPDL_OK) s = hpdl_cuda_to_device(dX, X, (size_t)count * sizeof(float), 0);
     if (s == HPDL_OK) s = hpdl_cuda_to_device(dlabels, labels, (size_t)batch * sizeof(int32_t), 0);
     if (s == HPDL_OK) {
-        hpdl__mlp_convert_kernel<D, float><<<hpdl__grid_for(count, 256), 256>>>(count, dX, dX16);
+        hpdl__convert_kernel<D, float><<<hpdl__grid_for(count, 256), 256>>>(count, dX, dX16);
         s = cudaGetLastError() == cudaSuccess ? HPDL_OK : HPDL_ERR_CUDA;
     }
     if (s == HPDL_OK) s = hpdl__gcnn_start<float>(&g32, &r32, net, opt, batch, params, state);
