@@ -76,6 +76,13 @@ static void mean_std(const hpdl_dataset *d, double *mean, double *std) {
     *std = sqrt(sq / (double)n - *mean * *mean);
 }
 
+/* n elements of `size` bytes (at least one), or the program stops. */
+static void *allocate(int64_t n, size_t size) {
+    void *p = hpdl_alloc((size_t)(n > 0 ? n : 1), size);
+    if (!p) { fprintf(stderr, "quantize_cnn: out of memory\n"); exit(1); }
+    return p;
+}
+
 /* Weights of layer i (conv or linear) are outputs x taps. */
 static int layer_taps(const hpdl_cnn *net, int i) {
     hpdl_shape in = net->layer[i].input == HPDL_CNN_IMAGE ? net->input : net->out[net->layer[i].input];
@@ -86,11 +93,10 @@ static int layer_taps(const hpdl_cnn *net, int i) {
 /* w (outs x taps) rounded to int8 and back: one symmetric scale per
    output channel, or one for the whole tensor. */
 static void fake_quantize(float *w, int outs, int taps, int per_channel) {
-    hpdl_quant_params *p = (hpdl_quant_params *)hpdl_alloc((size_t)outs, sizeof *p);
-    int8_t *q = (int8_t *)hpdl_alloc((size_t)outs * taps, 1);
+    hpdl_quant_params *p = (hpdl_quant_params *)allocate(outs, sizeof *p);
+    int8_t *q = (int8_t *)allocate((int64_t)outs * taps, 1);
     int64_t j;
     int k;
-    if (!p || !q) { fprintf(stderr, "quantize_cnn: out of memory\n"); exit(1); }
     if (per_channel) {
         HPDL_CHECK(hpdl_quant_params_per_channel_f32(w, outs, taps, taps, 0, 1, p));
     } else {
@@ -110,8 +116,7 @@ static void fake_quantize(float *w, int outs, int taps, int per_channel) {
 /* Test accuracy of the float network with parameters p (f32, the run's copy replaced). */
 static double float_accuracy(hpdl_cnn_run *r, const float *p, const hpdl_dataset *test) {
     int64_t j, n = r->net->param_count;
-    double *p64 = (double *)hpdl_alloc((size_t)n, sizeof *p64), acc = 0;
-    if (!p64) { fprintf(stderr, "quantize_cnn: out of memory\n"); exit(1); }
+    double *p64 = (double *)allocate(n, sizeof *p64), acc = 0;
     for (j = 0; j < n; j++) p64[j] = p[j];
     HPDL_CHECK(hpdl_cnn_set_params(r, p64, NULL));
     HPDL_CHECK(hpdl_cnn_accuracy(r, test->n, test->images, test->labels, &acc));
@@ -142,10 +147,9 @@ static int by_value(const void *a, const void *b) {
 
 /* The pct-th percentile of |w| (n values). */
 static double abs_percentile(const float *w, int64_t n, double pct) {
-    float *a = (float *)hpdl_alloc((size_t)n, sizeof *a);
+    float *a = (float *)allocate(n, sizeof *a);
     int64_t j;
     double v;
-    if (!a) { fprintf(stderr, "quantize_cnn: out of memory\n"); exit(1); }
     for (j = 0; j < n; j++) a[j] = fabsf(w[j]);
     qsort(a, (size_t)n, sizeof *a, by_value);
     v = a[(int64_t)(pct / 100.0 * (double)(n - 1))];
@@ -178,12 +182,6 @@ static void write_weight_stats(const hpdl_cnn *net, const float *p, const char *
         hpdl_quant_hist_free(&h);
     }
     HPDL_CHECK(hpdl_csv_commit(&ranges));
-}
-
-static void *allocate(int64_t n, size_t size) {
-    void *p = hpdl_alloc((size_t)(n > 0 ? n : 1), size);
-    if (!p) { fprintf(stderr, "quantize_cnn: out of memory\n"); exit(1); }
-    return p;
 }
 
 /* The parameters and batch-norm state of a cnn_train checkpoint (written
