@@ -4382,7 +4382,7 @@ static inline hpdl_status hpdl__conv_launch_mma(const hpdl__conv_geom &g, hpdl__
 
 /* ---- wgmma rung (Hopper): implicit GEMM fed by the tensor-copy engine ------------ */
 
-/* Forward, and backward-data at stride 1, for f16/bf16 in NHWC on sm_90a.
+/* Forward, backward-data and backward-filter for f16/bf16 in NHWC on sm_90a.
    The GEMM's rows are output pixels, taken 128 at a time as a box of
    box_w columns x box_h rows x box_n images; its K steps are (filter tap,
    64 input channels). For each step one 4-D tensor copy brings the box of
@@ -4392,8 +4392,9 @@ static inline hpdl_status hpdl__conv_launch_mma(const hpdl__conv_geom &g, hpdl__
    the padding costs no code. The filter's tile comes by a 3-D copy of the
    KRSC array. Backward-data at stride 1 is the forward convolution of dy
    with the filter turned 180 degrees and transposed: the same kernel
-   reads tap (R-1-r, S-1-s) and takes the filter tile MN-major (wgmma's
-   transpose bit). Warp-specialised as the GEMM's wgmma_ws: one thread of
+   reads dy moved by -r for tap r and takes the filter tile MN-major
+   (wgmma's transpose bit); at stride s it runs once per phase of dx's
+   pixels (hpdl__conv_wg_run). Warp-specialised as the GEMM's wgmma_ws: one thread of
    warpgroup 0 copies, warpgroups 1 and 2 multiply 64 rows each. */
 
 /* d (64 x 64 or 64 x 128 f32 accumulators of this warpgroup) += A (64 x
@@ -4458,13 +4459,18 @@ static __device__ __forceinline__ void hpdl__tma_load_4d(const CUtensorMap *map,
    and the output (hpdl__wg_store's G). */
 template <typename T> struct hpdl__conv_wg_args {
     T *y;                        /* output, NHWC */
-    int images, rows, cols;      /* output size */
+    int images, rows, cols;      /* the output pixels computed (one phase of dx: see below) */
+    int y_rows, y_cols;          /* y's size */
+    int y_step_h, y_step_w;      /* computed row h is row h * y_step_h + phase_h of y */
+    int phase_h, phase_w;        /* (forward: steps 1, phases 0) */
     int channels;                /* output channels: the GEMM's columns */
     int vec;                     /* channels % 4 == 0 and y 8-byte aligned: 4 outputs per store */
     int tma_y;                   /* tiles are runs of 128 pixels of y: stored by the copy engine */
     int box_w, box_h, box_n;     /* a tile's output pixels, box_w * box_h * box_n <= 128 */
     int tiles_w, tiles_h, tiles; /* boxes across, down, in all */
-    int kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+    int kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+    int taps_h, taps_w;          /* filter rows and columns summed (backward-data: the phase's) */
+    int tap_h0, tap_w0;          /* backward-data: the phase's first filter row and column */
     int chunks;                  /* 64-channel slices of the summed channels per tap */
 };
 
@@ -4491,7 +4497,8 @@ static __device__ __forceinline__ void hpdl__wg_put4(const hpdl__conv_wg_args<T>
     int n0, h0, w0, j;
     hpdl__conv_wg_tile(g, m / 128, &n0, &h0, &w0);
     if (bn >= g.box_n || n0 + bn >= g.images || h0 + bh >= g.rows || w0 + bw >= g.cols || n >= g.channels) return;
-    T *p = g.y + (((size_t)(n0 + bn) * g.rows + h0 + bh) * g.cols + w0 + bw) * g.channels + n;
+    const int row = (h0 + bh) * g.y_step_h + g.phase_h, col = (w0 + bw) * g.y_step_w + g.phase_w;
+    T *p = g.y + (((size_t)(n0 + bn) * g.y_rows + row) * g.y_cols + col) * g.channels + n;
     if (g.vec) {
         hpdl__gemm_vstore4(p, v);
         return;
@@ -4521,7 +4528,7 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma(const __grid_constant
     unsigned char *smem = hpdl__wg_smem_base();
     float *epi = (float *)(smem + S * STAGE);
     uint64_t *full = (uint64_t *)(smem + S * STAGE + 2 * HPDL__WG_EPI_BYTES), *empty = full + S;
-    const int wg = (int)threadIdx.x / 128, taps = g.kernel_h * g.kernel_w, KT = taps * g.chunks;
+    const int wg = (int)threadIdx.x / 128, KT = g.taps_h * g.taps_w * g.chunks;
     const int tiles_n = (g.channels + BN - 1) / BN;
     int kt, t, it = 0; /* it: stages used so far, over all of this block's tiles */
     if (threadIdx.x == 0) {
@@ -4539,16 +4546,24 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma(const __grid_constant
                 int n0, h0, w0, p;
                 const int n_base = t % tiles_n * BN;
                 hpdl__conv_wg_tile(g, t / tiles_n, &n0, &h0, &w0);
-                const int h_in = h0 * g.stride_h - g.pad_h, w_in = w0 * g.stride_w - g.pad_w;
                 const unsigned bytes = 128u * (unsigned)(g.box_w * g.box_h * g.box_n + BN);
                 for (kt = 0; kt < KT; kt++, it++) {
                     unsigned char *st = smem + it % S * STAGE;
-                    const int tap = kt / g.chunks, c0 = kt % g.chunks * 64, r = tap / g.kernel_w, s = tap % g.kernel_w;
-                    const int filter_tap = DATA ? taps - 1 - tap : tap;
+                    const int tap = kt / g.chunks, c0 = kt % g.chunks * 64, j = tap / g.taps_w, i = tap % g.taps_w;
+                    int r, s, h_src, w_src;
+                    if (DATA) { /* dx(h) sums dy((h + pad - r dil) / stride) over the phase's taps r */
+                        r = g.tap_h0 + j * g.stride_h, s = g.tap_w0 + i * g.stride_w;
+                        h_src = h0 + (g.phase_h + g.pad_h - r * g.dilation_h) / g.stride_h;
+                        w_src = w0 + (g.phase_w + g.pad_w - s * g.dilation_w) / g.stride_w;
+                    } else { /* y(h) sums x(h stride - pad + r dil) */
+                        r = j, s = i;
+                        h_src = h0 * g.stride_h - g.pad_h + r * g.dilation_h;
+                        w_src = w0 * g.stride_w - g.pad_w + s * g.dilation_w;
+                    }
+                    const int filter_tap = r * g.kernel_w + s;
                     hpdl__mbar_wait(&empty[it % S], (unsigned)(it / S + 1) & 1); /* first pass: free */
                     hpdl__mbar_expect_bytes(&full[it % S], bytes);
-                    hpdl__tma_load_4d(&map_src, st, &full[it % S], c0, w_in + s * g.dilation_w, h_in + r * g.dilation_h,
-                                      n0);
+                    hpdl__tma_load_4d(&map_src, st, &full[it % S], c0, w_src, h_src, n0);
                     for (p = 0; p < BN / 64; p++) /* filter map (C, R*S, K): forward sums over C, backward-data over K */
                         if (DATA)
                             hpdl__tma_load_3d(&map_w, st + A_BYTES + p * HPDL__WG_PIECE_BYTES, &full[it % S],
@@ -4600,16 +4615,16 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma(const __grid_constant
 #endif
 }
 
-/* The tile's box of output pixels: the fewest tiles of at most 128 pixels
-   (ties: the widest rows, contiguous in memory); a box of w columns spans
-   w * stride input columns, and the engine's boxes stop at 256. */
-static inline void hpdl__conv_wg_box(int cols, int rows, int images, int stride_w, int stride_h, int *box_w,
+/* The tile's box of output pixels: the fewest boxes of at most `most`
+   pixels (ties: the widest rows, contiguous in memory); a box of w columns
+   spans w * stride input columns, and the engine's boxes stop at 256. */
+static inline void hpdl__conv_wg_box(int cols, int rows, int images, int stride_w, int stride_h, int most, int *box_w,
                                      int *box_h, int *box_n) {
     long long best = -1;
     int w, h;
-    for (w = cols < 128 ? cols : 128; w >= 1; w--)
-        for (h = 1; h <= rows && w * h <= 128; h++) {
-            int n = 128 / (w * h) < images ? 128 / (w * h) : images;
+    for (w = cols < most ? cols : most; w >= 1; w--)
+        for (h = 1; h <= rows && w * h <= most; h++) {
+            int n = most / (w * h) < images ? most / (w * h) : images;
             long long tiles = (long long)((cols + w - 1) / w) * ((rows + h - 1) / h) * ((images + n - 1) / n);
             if (w * stride_w > 256 || h * stride_h > 256 || (best >= 0 && tiles >= best)) continue;
             best = tiles;
@@ -4617,27 +4632,40 @@ static inline void hpdl__conv_wg_box(int cols, int rows, int images, int stride_
         }
 }
 
-/* Tensor maps: the summed-over tensor (x, or dy) as (C, W, H, N) in boxes
-   of 64 channels x the tile's pixels (strided), the filter as (C, R*S, K)
-   in boxes of 64 x 1 x 64. */
+/* A 4-D NHWC tensor as (C, W, H, N) in boxes of 64 channels x a box of
+   pixels, every stride_w-th column and stride_h-th row of the box_w *
+   stride_w x box_h * stride_h x box_n it spans. */
+template <typename T>
+static inline hpdl_status hpdl__conv_wg_map4(CUtensorMap *map, const hpdl_tensor4 &t, const T *p, int box_w, int box_h,
+                                             int box_n, int stride_w, int stride_h) {
+    PFN_cuTensorMapEncodeTiled_v12000 encode = hpdl__tma_encoder();
+    const size_t e = sizeof(T);
+    cuuint64_t dims[4] = {(cuuint64_t)t.c, (cuuint64_t)t.w, (cuuint64_t)t.h, (cuuint64_t)t.n};
+    cuuint64_t strides[3] = {t.c * e, (cuuint64_t)t.w * t.c * e, (cuuint64_t)t.h * t.w * t.c * e};
+    cuuint32_t box[4] = {64, (cuuint32_t)(box_w * stride_w), (cuuint32_t)(box_h * stride_h), (cuuint32_t)box_n};
+    cuuint32_t steps[4] = {1, (cuuint32_t)stride_w, (cuuint32_t)stride_h, 1};
+    if (!encode || encode(map, hpdl__wg_type<T>::tma(), 4, (void *)p, dims, strides, box, steps,
+                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+        return HPDL_ERR_UNSUPPORTED;
+    return HPDL_OK;
+}
+
+/* Tensor maps: the summed-over tensor (x, or dy) in boxes of 64 channels x
+   the tile's pixels (strided), the filter as (C, R*S, K) in boxes of 64 x
+   1 x 64. */
 template <typename T>
 static inline hpdl_status hpdl__conv_wg_maps(const hpdl_tensor4 &src, const T *src_p, const hpdl__conv_geom &geo,
-                                             const T *w, const hpdl__conv_wg_args<T> &g, CUtensorMap *map_src,
-                                             CUtensorMap *map_w) {
+                                             const T *w, const hpdl__conv_wg_args<T> &g, int stride_w, int stride_h,
+                                             CUtensorMap *map_src, CUtensorMap *map_w) {
     PFN_cuTensorMapEncodeTiled_v12000 encode = hpdl__tma_encoder();
     const size_t e = sizeof(T);
     const int taps = geo.p.kernel_h * geo.p.kernel_w, cin = geo.x.c, kout = geo.y.c;
-    cuuint64_t dims4[4] = {(cuuint64_t)src.c, (cuuint64_t)src.w, (cuuint64_t)src.h, (cuuint64_t)src.n};
-    cuuint64_t strides4[3] = {src.c * e, (cuuint64_t)src.w * src.c * e, (cuuint64_t)src.h * src.w * src.c * e};
-    cuuint32_t box4[4] = {64, (cuuint32_t)(g.box_w * g.stride_w), (cuuint32_t)(g.box_h * g.stride_h), (cuuint32_t)g.box_n};
-    cuuint32_t steps4[4] = {1, (cuuint32_t)g.stride_w, (cuuint32_t)g.stride_h, 1};
     cuuint64_t dims3[3] = {(cuuint64_t)cin, (cuuint64_t)taps, (cuuint64_t)kout};
     cuuint64_t strides3[2] = {cin * e, (cuuint64_t)taps * cin * e};
     cuuint32_t box3[3] = {64, 1, 64}, ones[3] = {1, 1, 1};
-    if (!encode) return HPDL_ERR_UNSUPPORTED;
-    if (encode(map_src, hpdl__wg_type<T>::tma(), 4, (void *)src_p, dims4, strides4, box4, steps4,
-               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS ||
+    if (!encode ||
+        hpdl__conv_wg_map4(map_src, src, src_p, g.box_w, g.box_h, g.box_n, stride_w, stride_h) != HPDL_OK ||
         encode(map_w, hpdl__wg_type<T>::tma(), 3, (void *)w, dims3, strides3, box3, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
@@ -4663,10 +4691,280 @@ static inline hpdl_status hpdl__conv_wg_launch(const CUtensorMap &map_src, const
     return HPDL_OK;
 }
 
-/* The rung for f16/bf16 where it applies (forward; backward-data at stride
-   1; one group; x and y NHWC with channel counts that are multiples of 8;
-   16-byte aligned tensors; an sm_90a binary on a Hopper GPU), else
-   HPDL_ERR_UNSUPPORTED. (a, b, out) as hpdl__cuda_conv2d takes them. */
+/* Where the rung applies: one group, NHWC with channel counts that are
+   multiples of 8, 16-byte aligned tensors, strides up to 8, an sm_90a
+   binary on a Hopper GPU. */
+static inline bool hpdl__conv_wg_applies(const hpdl__conv_geom &geo, const void *a, const void *b, long long pixels) {
+    return geo.p.groups == 1 && geo.x.layout == HPDL_NHWC && geo.y.layout == HPDL_NHWC && geo.x.c % 8 == 0 &&
+           geo.y.c % 8 == 0 && geo.p.stride_h <= 8 && geo.p.stride_w <= 8 && (uintptr_t)a % 16 == 0 &&
+           (uintptr_t)b % 16 == 0 && pixels <= INT_MAX && hpdl__wg_available();
+}
+
+/* 1x1, stride 1, no padding: a GEMM over the pixels. */
+static inline bool hpdl__conv_is_pointwise(const hpdl_conv2d_params &p) {
+    return p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_h == 0 && p.pad_w == 0;
+}
+
+/* A pointwise convolution's tensors seen as one image of one row: boxes
+   are runs of consecutive pixels, none wasted at the ends of rows. */
+static inline void hpdl__conv_flatten(hpdl_tensor4 *src, hpdl_tensor4 *dst, long long pixels) {
+    src->w = dst->w = (int)pixels;
+    src->h = dst->h = src->n = dst->n = 1;
+}
+
+/* n elements converted, S -> D, on the stream. */
+template <typename S, typename D> static inline hpdl_status hpdl__conv_cast(size_t n, const S *in, D *out, cudaStream_t stream) {
+    hpdl__convert_kernel<D, S><<<hpdl__grid_for((int64_t)n, 256), 256, 0, stream>>>((int64_t)n, in, out);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* ---- backward-filter on the wgmma rung ----
+
+   dw[k][r][s][c] = sum over output pixels of dy[pixel][k] x[pixel moved by
+   tap (r, s)][c]: a GEMM whose rows are output channels k (A: dy, k
+   contiguous, MN-major), whose columns are the (tap, c) pairs (B: that
+   tap's box of x, c contiguous, MN-major) and whose k steps are boxes of at
+   most 64 output pixels, brought by the same 4-D copies as the forward
+   pass. A tile is 128 rows (64 when K <= 64) x 256 columns: four 64-channel
+   pieces, each of one tap (channels padded to 64 per tap). The sum runs
+   over every pixel of the batch (401,408 for ResNet-50's conv2_x at batch
+   128) into a small output (64 x 576 there), so the work is split
+   stream-K: the tiles' k steps laid end to end, each block takes an equal
+   run and, at the end of each tile of its run, adds its sums into an f32
+   copy of dw with atomics; dw is that copy rounded. With K <= 64 both
+   consumers take the same 64 rows and two of each stage's four k16 steps,
+   and add their sums alike. */
+struct hpdl__conv_wgrad_wg_args {
+    float *dw;                               /* f32 sums, K x R x S x C, zeroed */
+    int out_channels, in_channels, taps;     /* K, C, R * S */
+    int chunks;                              /* 64-channel pieces per tap */
+    int kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+    int box_w, box_h, box_n, tiles_w, tiles_h; /* k steps: boxes of output pixels */
+    int tiles_m, steps;                      /* row tiles; k steps per tile */
+    long long work;                          /* tiles x steps */
+};
+
+/* Stages of A (1 or 2 pieces) and B (4 pieces). */
+template <bool SHARED_ROWS> struct hpdl__conv_wgrad_shape {
+    enum { A_PIECES = SHARED_ROWS ? 1 : 2, PIECES = A_PIECES + 4, A_BYTES = A_PIECES * HPDL__WG_PIECE_BYTES,
+           STAGE = PIECES * HPDL__WG_PIECE_BYTES, S = 196608 / STAGE };
+    static size_t smem() { return (size_t)S * STAGE + 2 * S * 8 + 1024 /* alignment */; }
+};
+
+/* The (image, row, column) of the first output pixel of k step `step`. */
+static __device__ __forceinline__ void hpdl__conv_wgrad_box(const hpdl__conv_wgrad_wg_args &g, int step, int *n0,
+                                                            int *h0, int *w0) {
+    int rest = step / g.tiles_w;
+    *w0 = step % g.tiles_w * g.box_w;
+    *h0 = rest % g.tiles_h * g.box_h;
+    *n0 = rest / g.tiles_h * g.box_n;
+}
+
+/* One stage: dy's box (A) and the four (tap, 64 channels) boxes of x (B). */
+template <bool SHARED_ROWS>
+static __device__ __forceinline__ void hpdl__conv_wgrad_copy(const hpdl__conv_wgrad_wg_args &g, const CUtensorMap *map_dy,
+                                                             const CUtensorMap *map_x, unsigned char *st,
+                                                             uint64_t *full, int tile, int step) {
+    typedef hpdl__conv_wgrad_shape<SHARED_ROWS> SH;
+    const int m0 = tile % g.tiles_m * SH::A_PIECES * 64, n_base = tile / g.tiles_m * 256, padded = g.chunks * 64;
+    int n0, h0, w0, p, loads = SH::A_PIECES;
+    hpdl__conv_wgrad_box(g, step, &n0, &h0, &w0);
+    for (p = 0; p < 4; p++) loads += (n_base + 64 * p) / padded < g.taps;
+    hpdl__mbar_expect_bytes(full, 128u * (unsigned)(loads * g.box_w * g.box_h * g.box_n));
+    for (p = 0; p < SH::A_PIECES; p++)
+        hpdl__tma_load_4d(map_dy, st + p * HPDL__WG_PIECE_BYTES, full, m0 + 64 * p, w0, h0, n0);
+    for (p = 0; p < 4; p++) {
+        const int col = n_base + 64 * p, tap = col / padded, r = tap / g.kernel_w, s = tap % g.kernel_w;
+        if (tap < g.taps)
+            hpdl__tma_load_4d(map_x, st + SH::A_BYTES + p * HPDL__WG_PIECE_BYTES, full, col % padded,
+                              w0 * g.stride_w - g.pad_w + s * g.dilation_w, h0 * g.stride_h - g.pad_h + r * g.dilation_h,
+                              n0);
+    }
+}
+
+/* This warpgroup's 64 x 256 sums of tile `tile` added into g.dw (wgmma's
+   accumulator layout: see hpdl__wg_store). */
+template <bool SHARED_ROWS>
+static __device__ __forceinline__ void hpdl__conv_wgrad_flush(const hpdl__conv_wgrad_wg_args &g, const float *d,
+                                                              int tile, int row0) {
+#ifdef HPDL__SM90A
+    const int t = (int)threadIdx.x % 128, lane = t % 32, r = t / 32 * 16 + lane / 4, c = lane % 4 * 2;
+    const int m0 = tile % g.tiles_m * hpdl__conv_wgrad_shape<SHARED_ROWS>::A_PIECES * 64 + row0;
+    const int n_base = tile / g.tiles_m * 256, padded = g.chunks * 64, cols = g.taps * g.in_channels;
+#pragma unroll
+    for (int j = 0; j < 32; j++) {
+        const int n = n_base + 8 * j + c, tap = n / padded, ch = n % padded;
+        if (tap >= g.taps || ch >= g.in_channels) continue; /* ch even, C a multiple of 8: ch + 1 < C */
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            const int m = m0 + r + 8 * half;
+            if (m < g.out_channels)
+                atomicAdd((float2 *)(g.dw + (size_t)m * cols + tap * g.in_channels + ch),
+                          make_float2(d[4 * j + 2 * half], d[4 * j + 2 * half + 1]));
+        }
+    }
+#else
+    (void)g; (void)d; (void)tile; (void)row0;
+#endif
+}
+
+template <typename T, bool SHARED_ROWS>
+__global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma_wgrad(const __grid_constant__ CUtensorMap map_dy,
+                                                                 const __grid_constant__ CUtensorMap map_x,
+                                                                 hpdl__conv_wgrad_wg_args g) {
+#ifdef HPDL__SM90A
+    typedef hpdl__conv_wgrad_shape<SHARED_ROWS> SH;
+    enum { S = SH::S, STAGE = SH::STAGE };
+    unsigned char *smem = hpdl__wg_smem_base();
+    uint64_t *full = (uint64_t *)(smem + S * STAGE), *empty = full + S;
+    const int wg = (int)threadIdx.x / 128, box = g.box_w * g.box_h * g.box_n, tail = (64 - box) * 8;
+    const long long begin = (long long)blockIdx.x * g.work / gridDim.x,
+                    end = (long long)(blockIdx.x + 1) * g.work / gridDim.x;
+    long long i;
+    int it = 0; /* stages used so far */
+    /* Rows past the box are never copied: zero them once in every piece
+       (stale values times zeros could still be NaN). */
+    for (i = threadIdx.x; i < (long long)S * SH::PIECES * tail; i += blockDim.x)
+        ((uint4 *)(smem + i / tail * HPDL__WG_PIECE_BYTES + box * 128))[i % tail] = make_uint4(0, 0, 0, 0);
+    hpdl__fence_async_smem();
+    if (threadIdx.x == 0) {
+        for (int k = 0; k < S; k++) {
+            hpdl__mbar_init(&full[k], 1);
+            hpdl__mbar_init(&empty[k], 2); /* both consumers */
+        }
+        hpdl__mbar_init_fence();
+    }
+    __syncthreads();
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        if (threadIdx.x == 0)
+            for (i = begin; i < end; i++, it++) {
+                hpdl__mbar_wait(&empty[it % S], (unsigned)(it / S + 1) & 1); /* first pass: free */
+                hpdl__conv_wgrad_copy<SHARED_ROWS>(g, &map_dy, &map_x, smem + it % S * STAGE, &full[it % S],
+                                                   (int)(i / g.steps), (int)(i % g.steps));
+            }
+    } else {
+        float d[128];
+        const int row0 = SHARED_ROWS ? 0 : (wg - 1) * 64;
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+        for (i = begin; i < end;) {
+            const int tile = (int)(i / g.steps);
+            const long long tile_end = (tile + 1) * (long long)g.steps < end ? (tile + 1) * (long long)g.steps : end;
+            const long long first = i;
+#pragma unroll
+            for (int k = 0; k < 128; k++) d[k] = 0.0f;
+            for (; i < tile_end; i++, it++) {
+                const unsigned char *st = smem + it % S * STAGE;
+                hpdl__mbar_wait(&full[it % S], (unsigned)(it / S) & 1);
+                hpdl__wg_fence_acc(d);
+                hpdl__wg_fence();
+#pragma unroll
+                for (int j = 0; j < (SHARED_ROWS ? 2 : 4); j++) { /* the stage's 64 pixels: four k16 steps */
+                    const int step = SHARED_ROWS ? (wg - 1) * 2 + j : j;
+                    hpdl__wgmma_256<1, 1>(d, hpdl__wg_step_desc<T, true>(st, row0, step),
+                                          hpdl__wg_step_desc<T, true>(st + SH::A_BYTES, 0, step), T());
+                }
+                hpdl__wg_commit();
+                hpdl__wg_fence_acc(d);
+                hpdl__wg_wait<1>(); /* the previous stage's wgmmas are done: it can go */
+                if (i > first) hpdl__wg_release<1>(&empty[(it - 1) % S]);
+            }
+            hpdl__wg_wait<0>();
+            hpdl__wg_release<1>(&empty[(it - 1) % S]);
+            hpdl__wg_fence_acc(d);
+            hpdl__conv_wgrad_flush<SHARED_ROWS>(g, d, tile, row0);
+        }
+    }
+#else
+    (void)map_dy; (void)map_x; (void)g; /* no sm_90a code in this pass: never launched */
+#endif
+}
+
+template <typename T, bool SHARED_ROWS>
+static inline hpdl_status hpdl__conv_wgrad_launch(const CUtensorMap &map_dy, const CUtensorMap &map_x,
+                                                  const hpdl__conv_wgrad_wg_args &g, cudaStream_t stream) {
+    void (*kernel)(const CUtensorMap, const CUtensorMap, hpdl__conv_wgrad_wg_args) =
+        hpdl__conv_wgmma_wgrad<T, SHARED_ROWS>;
+    const size_t smem = hpdl__conv_wgrad_shape<SHARED_ROWS>::smem();
+    int device = 0, sms = 0;
+    HPDL_CUDA_TRY(cudaGetDevice(&device));
+    HPDL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    HPDL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    kernel<<<(unsigned)(g.work < sms ? g.work : sms), 384, smem, stream>>>(map_dy, map_x, g);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* Backward-filter: x, dy -> dw through f32 sums (see above). The caller
+   checked hpdl__conv_wg_applies. */
+template <typename T>
+static inline hpdl_status hpdl__conv_wg_wgrad(const hpdl__conv_geom &geo, const T *x, const T *dy, T *dw,
+                                              cudaStream_t stream) {
+    const hpdl_conv2d_params &p = geo.p;
+    hpdl_tensor4 xt = geo.x, yt = geo.y;
+    const size_t nw = hpdl_tensor4_count(&geo.w);
+    const bool shared_rows = yt.c <= 64;
+    hpdl__conv_wgrad_wg_args g;
+    CUtensorMap map_dy, map_x;
+    hpdl_status s;
+    long long tiles;
+    if (hpdl__conv_is_pointwise(p)) hpdl__conv_flatten(&xt, &yt, (long long)yt.n * yt.h * yt.w);
+    hpdl__conv_wg_box(yt.w, yt.h, yt.n, p.stride_w, p.stride_h, 64, &g.box_w, &g.box_h, &g.box_n);
+    g.out_channels = yt.c; g.in_channels = xt.c;
+    g.taps = p.kernel_h * p.kernel_w; g.kernel_w = p.kernel_w;
+    g.chunks = (xt.c + 63) / 64;
+    g.stride_h = p.stride_h; g.stride_w = p.stride_w; g.pad_h = p.pad_h; g.pad_w = p.pad_w;
+    g.dilation_h = p.dilation_h; g.dilation_w = p.dilation_w;
+    g.tiles_w = (yt.w + g.box_w - 1) / g.box_w;
+    g.tiles_h = (yt.h + g.box_h - 1) / g.box_h;
+    g.tiles_m = (yt.c + (shared_rows ? 63 : 127)) / (shared_rows ? 64 : 128);
+    tiles = (long long)g.tiles_m * ((g.taps * g.chunks * 64 + 255) / 256);
+    g.steps = g.tiles_w * g.tiles_h * ((yt.n + g.box_n - 1) / g.box_n);
+    g.work = tiles * g.steps;
+    if (tiles > INT_MAX || hpdl__conv_wg_map4(&map_dy, yt, dy, g.box_w, g.box_h, g.box_n, 1, 1) != HPDL_OK ||
+        hpdl__conv_wg_map4(&map_x, xt, x, g.box_w, g.box_h, g.box_n, p.stride_w, p.stride_h) != HPDL_OK)
+        return HPDL_ERR_UNSUPPORTED;
+    HPDL_CUDA_TRY(cudaMallocAsync((void **)&g.dw, nw * sizeof(float), stream));
+    if (cudaMemsetAsync(g.dw, 0, nw * sizeof(float), stream) != cudaSuccess) s = HPDL_ERR_CUDA;
+    else s = shared_rows ? hpdl__conv_wgrad_launch<T, true>(map_dy, map_x, g, stream)
+                         : hpdl__conv_wgrad_launch<T, false>(map_dy, map_x, g, stream);
+    if (s == HPDL_OK) s = hpdl__conv_cast(nw, (const float *)g.dw, dw, stream);
+    if (cudaFreeAsync(g.dw, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
+    return s;
+}
+
+/* One launch over the pixels of y (dx when data) that g's phase computes. */
+template <typename T>
+static inline hpdl_status hpdl__conv_wg_phase(hpdl__conv_wg_args<T> g, bool data, const hpdl_tensor4 &dst,
+                                              const CUtensorMap &map_src, const CUtensorMap &map_w, cudaStream_t stream) {
+    const long long pixels = (long long)dst.n * dst.h * dst.w;
+    CUtensorMap map_y = CUtensorMap();
+    long long tiles;
+    g.rows = (dst.h - g.phase_h + g.y_step_h - 1) / g.y_step_h;
+    g.cols = (dst.w - g.phase_w + g.y_step_w - 1) / g.y_step_w;
+    g.tiles_w = (g.cols + g.box_w - 1) / g.box_w;
+    g.tiles_h = (g.rows + g.box_h - 1) / g.box_h;
+    tiles = (long long)g.tiles_w * g.tiles_h * ((dst.n + g.box_n - 1) / g.box_n);
+    if (tiles >= INT_MAX) return HPDL_ERR_UNSUPPORTED;
+    g.tiles = (int)tiles;
+    /* tile t = pixels 128 t.. of y when its boxes are whole rows of whole images, or runs of one row */
+    g.tma_y = g.y_step_h == 1 && g.y_step_w == 1 &&
+              ((dst.n == 1 && dst.h == 1) || (g.box_w * g.box_h * g.box_n == 128 && g.box_w == dst.w &&
+                                              (g.box_n == 1 ? dst.h % g.box_h == 0 : g.box_h == dst.h)));
+    g.tma_y = g.tma_y && hpdl__wg_map_c(&map_y, g.y, (int)pixels, dst.c, dst.c) == HPDL_OK;
+    if (dst.c <= 64)
+        return data ? hpdl__conv_wg_launch<T, 64, true>(map_src, map_w, map_y, g, stream)
+                    : hpdl__conv_wg_launch<T, 64, false>(map_src, map_w, map_y, g, stream);
+    if (dst.c <= 128)
+        return data ? hpdl__conv_wg_launch<T, 128, true>(map_src, map_w, map_y, g, stream)
+                    : hpdl__conv_wg_launch<T, 128, false>(map_src, map_w, map_y, g, stream);
+    return data ? hpdl__conv_wg_launch<T, 256, true>(map_src, map_w, map_y, g, stream)
+                : hpdl__conv_wg_launch<T, 256, false>(map_src, map_w, map_y, g, stream);
+}
+
+/* The rung for f16/bf16 where it applies (hpdl__conv_wg_applies; backward-
+   data with both stride and dilation excepted), else HPDL_ERR_UNSUPPORTED. (a, b, out) as hpdl__cuda_conv2d takes them. */
 template <typename T>
 static inline hpdl_status hpdl__conv_wg_run(const hpdl__conv_geom &geo, hpdl__conv_pass pass, const T *a, const T *b,
                                             T *out, cudaStream_t stream) {
@@ -4676,49 +4974,49 @@ static inline hpdl_status hpdl__conv_wg_run(const hpdl__conv_geom &geo, hpdl__co
     const hpdl_conv2d_params &p = geo.p;
     const long long pixels = (long long)dst.n * dst.h * dst.w;
     hpdl__conv_wg_args<T> g;
-    CUtensorMap map_src, map_w, map_y = CUtensorMap();
-    long long tiles;
-    hpdl_status s;
-    if (pass == HPDL__CONV_FILTER_GRAD || (data && (p.stride_h != 1 || p.stride_w != 1)) || p.groups != 1 ||
-        geo.x.layout != HPDL_NHWC || geo.y.layout != HPDL_NHWC || geo.x.c % 8 != 0 || geo.y.c % 8 != 0 ||
-        p.stride_h > 8 || p.stride_w > 8 || (uintptr_t)a % 16 || (uintptr_t)b % 16 || !hpdl__wg_available())
+    CUtensorMap map_src, map_w;
+    if ((data && (p.stride_h != 1 || p.stride_w != 1) && (p.dilation_h != 1 || p.dilation_w != 1)) ||
+        !hpdl__conv_wg_applies(geo, a, b, pixels))
         return HPDL_ERR_UNSUPPORTED;
-    if (pixels > INT_MAX) return HPDL_ERR_UNSUPPORTED;
-    if (p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_h == 0 && p.pad_w == 0) {
-        /* a GEMM over the pixels: seen as one image of one row, tiles are runs of 128 pixels */
-        src.w = dst.w = (int)pixels;
-        src.h = dst.h = src.n = dst.n = 1;
-    }
-    hpdl__conv_wg_box(dst.w, dst.h, dst.n, data ? 1 : p.stride_w, data ? 1 : p.stride_h, &g.box_w, &g.box_h, &g.box_n);
+    if (pass == HPDL__CONV_FILTER_GRAD) return hpdl__conv_wg_wgrad(geo, a, b, out, stream);
+    if (hpdl__conv_is_pointwise(p)) hpdl__conv_flatten(&src, &dst, pixels);
     g.y = out;
-    g.images = dst.n; g.rows = dst.h; g.cols = dst.w; g.channels = dst.c;
+    g.images = dst.n; g.y_rows = dst.h; g.y_cols = dst.w; g.channels = dst.c;
     g.vec = dst.c % 4 == 0 && (uintptr_t)out % 8 == 0;
-    g.tiles_w = (dst.w + g.box_w - 1) / g.box_w;
-    g.tiles_h = (dst.h + g.box_h - 1) / g.box_h;
-    g.kernel_h = p.kernel_h; g.kernel_w = p.kernel_w;
+    g.kernel_w = p.kernel_w;
+    g.stride_h = p.stride_h; g.stride_w = p.stride_w;
+    g.pad_h = p.pad_h; g.pad_w = p.pad_w;
     g.dilation_h = p.dilation_h; g.dilation_w = p.dilation_w;
-    g.stride_h = data ? 1 : p.stride_h; g.stride_w = data ? 1 : p.stride_w;
-    /* backward-data: dx(h) sums dy(h + pad - r dil), i.e. taps R-1-r at padding dil (R-1) - pad */
-    g.pad_h = data ? p.dilation_h * (p.kernel_h - 1) - p.pad_h : p.pad_h;
-    g.pad_w = data ? p.dilation_w * (p.kernel_w - 1) - p.pad_w : p.pad_w;
+    g.y_step_h = data ? p.stride_h : 1; g.y_step_w = data ? p.stride_w : 1;
     g.chunks = (src.c + 63) / 64;
-    tiles = (long long)g.tiles_w * g.tiles_h * ((dst.n + g.box_n - 1) / g.box_n);
-    g.tiles = (int)(tiles < INT_MAX ? tiles : INT_MAX);
-    if (tiles >= INT_MAX || (s = hpdl__conv_wg_maps(src, src_p, geo, w, g, &map_src, &map_w)) != HPDL_OK)
+    /* boxes of the largest phase's pixels (backward-data), else of y's */
+    hpdl__conv_wg_box((dst.w + g.y_step_w - 1) / g.y_step_w, (dst.h + g.y_step_h - 1) / g.y_step_h, dst.n,
+                      data ? 1 : p.stride_w, data ? 1 : p.stride_h, 128, &g.box_w, &g.box_h, &g.box_n);
+    if (hpdl__conv_wg_maps(src, src_p, geo, w, g, data ? 1 : p.stride_w, data ? 1 : p.stride_h, &map_src, &map_w) !=
+        HPDL_OK)
         return HPDL_ERR_UNSUPPORTED;
-    /* tile t = pixels 128 t.. of y when its boxes are whole rows of whole images, or runs of one row */
-    g.tma_y = (dst.n == 1 && dst.h == 1) ||
-              (g.box_w * g.box_h * g.box_n == 128 && g.box_w == dst.w &&
-               (g.box_n == 1 ? dst.h % g.box_h == 0 : g.box_h == dst.h));
-    g.tma_y = g.tma_y && hpdl__wg_map_c(&map_y, out, (int)pixels, dst.c, dst.c) == HPDL_OK;
-    if (dst.c <= 64)
-        return data ? hpdl__conv_wg_launch<T, 64, true>(map_src, map_w, map_y, g, stream)
-                    : hpdl__conv_wg_launch<T, 64, false>(map_src, map_w, map_y, g, stream);
-    if (dst.c <= 128)
-        return data ? hpdl__conv_wg_launch<T, 128, true>(map_src, map_w, map_y, g, stream)
-                    : hpdl__conv_wg_launch<T, 128, false>(map_src, map_w, map_y, g, stream);
-    return data ? hpdl__conv_wg_launch<T, 256, true>(map_src, map_w, map_y, g, stream)
-                : hpdl__conv_wg_launch<T, 256, false>(map_src, map_w, map_y, g, stream);
+    if (!data) {
+        g.phase_h = g.phase_w = g.tap_h0 = g.tap_w0 = 0;
+        g.taps_h = p.kernel_h; g.taps_w = p.kernel_w;
+        return hpdl__conv_wg_phase(g, false, dst, map_src, map_w, stream);
+    }
+    /* Backward-data at stride s: dx's rows h with h mod s = phase sum the
+       filter rows r with r = phase + pad (mod s), those alone: one launch
+       per phase (one at stride 1), each a stride-1 convolution of dy over
+       that phase's pixels. A phase without taps is zero. */
+    if (p.kernel_h < p.stride_h || p.kernel_w < p.stride_w)
+        HPDL_CUDA_TRY(cudaMemsetAsync(out, 0, hpdl_tensor4_count(&geo.x) * sizeof(T), stream));
+    for (g.phase_h = 0; g.phase_h < p.stride_h; g.phase_h++)
+        for (g.phase_w = 0; g.phase_w < p.stride_w; g.phase_w++) {
+            g.tap_h0 = (g.phase_h + p.pad_h) % p.stride_h;
+            g.tap_w0 = (g.phase_w + p.pad_w) % p.stride_w;
+            g.taps_h = g.tap_h0 < p.kernel_h ? (p.kernel_h - g.tap_h0 + p.stride_h - 1) / p.stride_h : 0;
+            g.taps_w = g.tap_w0 < p.kernel_w ? (p.kernel_w - g.tap_w0 + p.stride_w - 1) / p.stride_w : 0;
+            if (g.taps_h * g.taps_w == 0) continue;
+            hpdl_status s = hpdl__conv_wg_phase(g, true, dst, map_src, map_w, stream);
+            if (s != HPDL_OK) return s;
+        }
+    return HPDL_OK;
 }
 
 /* Only f16 and bf16 have this rung. */
@@ -5184,12 +5482,6 @@ HPDL_CUDA_API int hpdl__conv_few_channels(const hpdl__conv_geom &g, hpdl__conv_p
     int64_t m, n, k;
     hpdl__conv_gemm_shape(g, pass, &m, &n, &k);
     return pass == HPDL__CONV_FILTER_GRAD ? m < 32 : n < 32;
-}
-
-template <typename S, typename D> static inline hpdl_status hpdl__conv_cast(size_t n, const S *in, D *out, cudaStream_t stream) {
-    hpdl__convert_kernel<D, S><<<hpdl__grid_for((int64_t)n, 256), 256, 0, stream>>>((int64_t)n, in, out);
-    HPDL_CUDA_TRY_LAUNCH();
-    return HPDL_OK;
 }
 
 template <typename T>
