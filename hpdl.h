@@ -7657,16 +7657,15 @@ static inline void hpdl__quant_im2col(const hpdl__conv_geom *g, const int8_t *x,
                     }
 }
 
-/* The checks of an int8 convolution (hpdl_quant_conv2d_i8 and its GPU
-   twin): x and y NHWC with y's shape, one group, zero point and
-   requantisation valid, taps R*S*C within HPDL_QUANT_MAX_K. */
+/* The checks of an int8 convolution's geometry (hpdl_quant_conv2d_i8 and
+   its GPU twin): x and y NHWC with y's shape, one group, zero point valid,
+   taps R*S*C within HPDL_QUANT_MAX_K, pixels within an int. */
 static inline hpdl_status hpdl__quant_conv_geom(const hpdl_conv2d_params *p, const hpdl_tensor4 *xd, const void *x,
-                                                int32_t zx, const void *w, const hpdl_quant_output *o,
-                                                const hpdl_tensor4 *yd, const void *y, hpdl__conv_geom *g) {
+                                                int32_t zx, const void *w, const hpdl_tensor4 *yd, const void *y,
+                                                hpdl__conv_geom *g) {
     if (!xd || hpdl__conv_geom_make(p, xd, yd, x, w, y, g) != HPDL_OK || xd->layout != HPDL_NHWC ||
         yd->layout != HPDL_NHWC || p->groups != 1 || zx < HPDL_QUANT_QMIN || zx > HPDL_QUANT_QMAX ||
-        (int64_t)p->kernel_h * p->kernel_w * xd->c > HPDL_QUANT_MAX_K || !hpdl__quant_output_valid(o, yd->c) ||
-        (int64_t)xd->n * yd->h * yd->w > INT_MAX)
+        (int64_t)p->kernel_h * p->kernel_w * xd->c > HPDL_QUANT_MAX_K || (int64_t)xd->n * yd->h * yd->w > INT_MAX)
         return HPDL_ERR_INVALID;
     return HPDL_OK;
 }
@@ -7682,8 +7681,9 @@ HPDL_API hpdl_status hpdl_quant_conv2d_i8(const hpdl_conv2d_params *p, const hpd
     hpdl__conv_geom g;
     int8_t *rows;
     int M, K;
-    hpdl_status st = hpdl__quant_conv_geom(p, xd, x, zx, w, o, yd, y, &g);
+    hpdl_status st = hpdl__quant_conv_geom(p, xd, x, zx, w, yd, y, &g);
     if (st != HPDL_OK) return st;
+    if (!hpdl__quant_output_valid(o, g.y.c)) return HPDL_ERR_INVALID;
     M = g.x.n * g.y.h * g.y.w;
     K = p->kernel_h * p->kernel_w * g.x.c;
     if (!(rows = (int8_t *)hpdl_alloc((size_t)M * K, 1))) return HPDL_ERR_NOMEM;
