@@ -209,6 +209,7 @@
          hpdl_status hpdl_quant_calib_minmax(c, min, max)
          hpdl_status hpdl_quant_calib_observe_f32(c, x, n)
          hpdl_status hpdl_quant_calib_percentile(c, pct, lo, hi)
+         hpdl_status hpdl_quant_conv2d_i8(p, xd, x, zx, w, o, yd, y)
          hpdl_status hpdl_quant_dequantize_i8(q, n, p, x)
          hpdl_status hpdl_quant_gemm_i8(M, N, K, A, lda, za, B, ldb, zb, C, ldc)
          hpdl_status hpdl_quant_gemm_requant_i32(M, N, K, A, lda, za, B, ldb, zb, o, C, ldc)
@@ -7636,24 +7637,60 @@ HPDL_API hpdl_status hpdl_quant_cnn_build(hpdl_quant_cnn *q, const hpdl_cnn *net
     return HPDL_OK;
 }
 
-/* im2col of an int8 NHWC batch for conv layer i: one row per output pixel,
-   its taps in the filter's (r, s, c) order, the input's zero point (a real
-   zero) in the padding. */
-static inline void hpdl__quant_im2col(const hpdl_cnn *net, int i, int batch, const int8_t *x, int32_t zp, int8_t *rows) {
-    const hpdl_cnn_layer *l = &net->layer[i];
-    hpdl_shape in = hpdl__cnn_in_shape(net, i), out = net->out[i];
+/* im2col of an int8 NHWC batch for a convolution (groups 1): one row per
+   output pixel, its taps in the filter's (r, s, c) order, the input's zero
+   point zp (a real zero) in the padding. */
+static inline void hpdl__quant_im2col(const hpdl__conv_geom *g, const int8_t *x, int32_t zp, int8_t *rows) {
+    const hpdl_conv2d_params *p = &g->p;
     int n, oh, ow, r, s, c;
     size_t at = 0;
-    for (n = 0; n < batch; n++)
-        for (oh = 0; oh < out.h; oh++)
-            for (ow = 0; ow < out.w; ow++)
-                for (r = 0; r < l->kernel; r++)
-                    for (s = 0; s < l->kernel; s++) {
-                        int ih = oh * l->stride - l->pad + r, iw = ow * l->stride - l->pad + s;
-                        int inside = ih >= 0 && ih < in.h && iw >= 0 && iw < in.w;
-                        const int8_t *px = x + (((size_t)n * in.h + (inside ? ih : 0)) * in.w + (inside ? iw : 0)) * in.c;
-                        for (c = 0; c < in.c; c++) rows[at++] = inside ? px[c] : (int8_t)zp;
+    for (n = 0; n < g->x.n; n++)
+        for (oh = 0; oh < g->y.h; oh++)
+            for (ow = 0; ow < g->y.w; ow++)
+                for (r = 0; r < p->kernel_h; r++)
+                    for (s = 0; s < p->kernel_w; s++) {
+                        int ih = hpdl__tap_input(oh, p->stride_h, p->pad_h, r, p->dilation_h);
+                        int iw = hpdl__tap_input(ow, p->stride_w, p->pad_w, s, p->dilation_w);
+                        int inside = ih >= 0 && ih < g->x.h && iw >= 0 && iw < g->x.w;
+                        const int8_t *px = x + (((size_t)n * g->x.h + (inside ? ih : 0)) * g->x.w + (inside ? iw : 0)) * g->x.c;
+                        for (c = 0; c < g->x.c; c++) rows[at++] = inside ? px[c] : (int8_t)zp;
                     }
+}
+
+/* The checks of an int8 convolution's geometry (hpdl_quant_conv2d_i8 and
+   its GPU twin): x and y NHWC with y's shape, one group, zero point valid,
+   taps R*S*C within HPDL_QUANT_MAX_K, pixels within an int. */
+static inline hpdl_status hpdl__quant_conv_geom(const hpdl_conv2d_params *p, const hpdl_tensor4 *xd, const void *x,
+                                                int32_t zx, const void *w, const hpdl_tensor4 *yd, const void *y,
+                                                hpdl__conv_geom *g) {
+    if (!xd || hpdl__conv_geom_make(p, xd, yd, x, w, y, g) != HPDL_OK || xd->layout != HPDL_NHWC ||
+        yd->layout != HPDL_NHWC || p->groups != 1 || zx < HPDL_QUANT_QMIN || zx > HPDL_QUANT_QMAX ||
+        (int64_t)p->kernel_h * p->kernel_w * xd->c > HPDL_QUANT_MAX_K || (int64_t)xd->n * yd->h * yd->w > INT_MAX)
+        return HPDL_ERR_INVALID;
+    return HPDL_OK;
+}
+
+/* y = requantize(conv(x - zx, w) + bias): the integer-only convolution of
+   an int8 NHWC batch x (zero point zx) with int8 weights w stored taps x
+   outputs ((r, s, c) x K, the GEMM's B; symmetric, per output channel
+   when o->per_channel), into int8 NHWC y: im2col (zx in the padding, so
+   padded taps add nothing) and hpdl_quant_gemm_requant_i8. One group. */
+HPDL_API hpdl_status hpdl_quant_conv2d_i8(const hpdl_conv2d_params *p, const hpdl_tensor4 *xd, const int8_t *x,
+                                          int32_t zx, const int8_t *w, const hpdl_quant_output *o,
+                                          const hpdl_tensor4 *yd, int8_t *y) {
+    hpdl__conv_geom g;
+    int8_t *rows;
+    int M, K;
+    hpdl_status st = hpdl__quant_conv_geom(p, xd, x, zx, w, yd, y, &g);
+    if (st != HPDL_OK) return st;
+    if (!hpdl__quant_output_valid(o, g.y.c)) return HPDL_ERR_INVALID;
+    M = g.x.n * g.y.h * g.y.w;
+    K = p->kernel_h * p->kernel_w * g.x.c;
+    if (!(rows = (int8_t *)hpdl_alloc((size_t)M * K, 1))) return HPDL_ERR_NOMEM;
+    hpdl__quant_im2col(&g, x, zx, rows);
+    st = hpdl_quant_gemm_requant_i8(M, g.y.c, K, rows, K, zx, w, g.y.c, 0, o, y, g.y.c);
+    HPDL_FREE(rows);
+    return st;
 }
 
 /* Max pooling of int8 NHWC values (the window's largest). */
@@ -7746,9 +7783,30 @@ static inline hpdl_status hpdl__quant_cnn_layer_forward(const hpdl_quant_cnn *q,
     case HPDL_CNN_ADD: hpdl__quant_add(q, i, count, x, b, y); return HPDL_OK;
     case HPDL_CNN_GLOBAL_AVGPOOL: hpdl__quant_global_avgpool(q, i, batch, x, y); return HPDL_OK;
     case HPDL_CNN_LINEAR: return hpdl__quant_cnn_gemm(q, i, batch, x, y, out32);
-    default:
-        hpdl__quant_im2col(net, i, batch, x, q->act[l->input + 1].zero_point, rows);
-        return hpdl__quant_cnn_gemm(q, i, batch * net->out[i].h * net->out[i].w, rows, y, out32);
+    default: {
+        hpdl__conv_geom g;
+        hpdl_conv2d_params p = hpdl__cnn_conv_params(l);
+        hpdl_shape in = hpdl__cnn_in_shape(net, i), out = net->out[i];
+        hpdl_tensor4 xd = hpdl_tensor4_make(batch, in.c, in.h, in.w, HPDL_NHWC);
+        hpdl_tensor4 yd = hpdl_tensor4_make(batch, out.c, out.h, out.w, HPDL_NHWC);
+        hpdl_status st = hpdl__conv_geom_make(&p, &xd, &yd, x, rows, rows, &g);
+        if (st != HPDL_OK) return st;
+        hpdl__quant_im2col(&g, x, q->act[l->input + 1].zero_point, rows);
+        return hpdl__quant_cnn_gemm(q, i, batch * out.h * out.w, rows, y, out32);
+    }
+    }
+}
+
+/* Where each layer's output codes are: base[i + 1] = i + 1, its own, or
+   for a ReLU folded into its producer the producer's (clamped there);
+   base[0] = 0, the image. */
+static inline void hpdl__quant_cnn_slots(const hpdl_quant_cnn *q, int *base) {
+    int i;
+    base[0] = 0;
+    for (i = 0; i < q->net.n_layers; i++) {
+        const hpdl_cnn_layer *l = &q->net.layer[i];
+        int folded = l->op == HPDL_CNN_RELU && l->input >= 0 && q->relu_after[l->input];
+        base[i + 1] = folded ? base[l->input + 1] : i + 1;
     }
 }
 
@@ -7766,12 +7824,10 @@ HPDL_API hpdl_status hpdl_quant_cnn_logits(const hpdl_quant_cnn *q, int batch, c
     if (!q || !q->w[q->net.n_layers - 1] || batch < 1 || !X || !logits) return HPDL_ERR_INVALID;
     net = &q->net;
     memset(codes, 0, sizeof codes);
-    base[0] = 0;
+    hpdl__quant_cnn_slots(q, base);
     until[0] = -1;
     for (i = 0; i < net->n_layers; i++) {
         const hpdl_cnn_layer *l = &net->layer[i];
-        int folded = l->op == HPDL_CNN_RELU && q->relu_after[l->input];
-        base[i + 1] = folded ? base[l->input + 1] : i + 1;
         until[i + 1] = -1;
         until[base[l->input + 1]] = i;
         if (l->op == HPDL_CNN_ADD) until[base[l->other + 1]] = i;

@@ -237,6 +237,12 @@
          hpdl_status hpdl_cuda_cnn_twin_difference(net, opt, params, state, batch, X, labels, steps, difference,
                         layer)
        int8 quantization
+         hpdl_status hpdl_cuda_quant_cnn_accuracy(g, n, X, labels, accuracy, stream)
+         hpdl_status hpdl_cuda_quant_cnn_create(g, q, max_batch)
+         void hpdl_cuda_quant_cnn_destroy(g)
+         hpdl_status hpdl_cuda_quant_cnn_forward(g, batch, X, stream)
+         hpdl_status hpdl_cuda_quant_cnn_logits(g, batch, X, logits, stream)
+         hpdl_status hpdl_cuda_quant_conv2d_i8(p, xd, x, zx, w, o, yd, y, stream)
          hpdl_status hpdl_cuda_quant_gemm_i8(algo, M, N, K, A, lda, za, B, ldb, zb, C, ldc, stream)
          hpdl_status hpdl_cuda_quant_gemm_nt_i8(algo, M, N, K, A, lda, za, Bt, ldb, zb, C, ldc, stream)
          hpdl_status hpdl_cuda_quant_gemm_requant_i8(algo, M, N, K, A, lda, za, B, ldb, zb, o, C, ldc,
@@ -3741,9 +3747,10 @@ static __device__ __forceinline__ void hpdl__cp_async16_zfill(void *dst, const v
 /* The output pixels whose source rows this thread gathers: each pixel's
    first source position (p * step + offset; far outside when the pixel is
    past M, so every tap misses) and its image's first source row. Worked
-   out once per block; a K tile then only adds the tap's offset. */
-template <typename SH> struct hpdl__conv_mma_rows {
-    enum { CPR = SH::BK / 8, ROWS = SH::BM * CPR / SH::THREADS, ROW_STEP = SH::THREADS / CPR };
+   out once per block; a K tile then only adds the tap's offset. CHUNK:
+   elements per 16-byte chunk (8 for f16/bf16, 16 for the int8 rung). */
+template <typename SH, int CHUNK = 8> struct hpdl__conv_mma_rows {
+    enum { CPR = SH::BK / CHUNK, ROWS = SH::BM * CPR / SH::THREADS, ROW_STEP = SH::THREADS / CPR };
     int h0[ROWS], w0[ROWS], image_row[ROWS];
     template <typename T> __device__ __forceinline__ void init(const hpdl__conv_mma_args<T> &a, int m0) {
 #pragma unroll
@@ -9194,14 +9201,17 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_deep_linear_profile(hpdl_cuda_deep_linear *m
 /* ======================================================================== */
 /* INT8 QUANTIZATION                                                        */
 /* ======================================================================== */
-/* int8 GEMM (tensor cores and dp4a) with fused requantization, and quantized
-   MLP inference (uses the GEMM section's cp.async / ldmatrix helpers and
-   hpdl.h's hpdl_quant_mlp).
+/* int8 GEMM (tensor cores and dp4a) with fused requantization, the int8
+   convolution (implicit GEMM on the same tensor-core pipeline), and
+   quantized MLP and CNN inference (uses the GEMM section's cp.async /
+   ldmatrix helpers, the convolution section's gather, and hpdl.h's
+   hpdl_quant_mlp, hpdl_quant_conv2d_i8 and hpdl_quant_cnn).
 
    Every function computes exactly what its CPU twin in hpdl.h computes, bit
    for bit: hpdl_quant_gemm_i8, hpdl_quant_gemm_requant_i8,
-   hpdl_quant_gemm_requant_i32, hpdl_quant_quantize_f32 and the integer-only
-   hpdl_quant_mlp. Pointers to matrices are device pointers.
+   hpdl_quant_gemm_requant_i32, hpdl_quant_quantize_f32, hpdl_quant_conv2d_i8
+   and the integer-only hpdl_quant_mlp and hpdl_quant_cnn. Pointers to
+   matrices and tensors are device pointers.
 
    LAYOUT. The CPU twins take A (M x K) and B (K x N) row-major. The int8
    tensor-core instruction (mma.sync m16n8k32 .row.col) wants both operands
@@ -9359,14 +9369,15 @@ static __device__ __forceinline__ int hpdl__qswz(int r, int c) { return r * 64 +
 /* Rows r0.. (ROWS of them) and bytes k0..k0+63 of the stored matrix X
    (rows x K, K contiguous) into a swizzled stage: cp.async 16 bytes where
    the chunk lies inside X and vec allows it, byte by byte (zeros outside)
-   where not. */
-template <int ROWS>
+   where not; THREADS threads share the copies. */
+template <int ROWS, int THREADS = 256>
 static __device__ __forceinline__ void hpdl__qgemm_stage(int8_t *s, const int8_t *X, int ld, int r0, int k0, int rows,
                                                          int K, int vec) {
     int i, j;
+    static_assert(ROWS * 4 % THREADS == 0, "whole chunks per thread");
 #pragma unroll
-    for (i = 0; i < ROWS * 4 / 256; i++) {
-        int chunk = (int)threadIdx.x + i * 256, r = chunk >> 2, c = chunk & 3, gr = r0 + r, gk = k0 + c * 16;
+    for (i = 0; i < ROWS * 4 / THREADS; i++) {
+        int chunk = (int)threadIdx.x + i * THREADS, r = chunk >> 2, c = chunk & 3, gr = r0 + r, gk = k0 + c * 16;
         int8_t *dst = s + hpdl__qswz(r, c);
         const int8_t *src = X + (ptrdiff_t)gr * ld + gk;
         if (vec && gr < rows && gk + 16 <= K) {
@@ -9439,28 +9450,23 @@ static __device__ __forceinline__ void hpdl__qgemm_mma_sums(int32_t *rs, int32_t
     cs[t] = csum; /* HPDL__QMMA_BN == 256: one row per thread */
 }
 
-template <typename TC> __global__ void __launch_bounds__(256, 1) hpdl__qgemm_mma(hpdl__qgemm_args g) {
-#ifdef HPDL__GEMM_SM80
-    enum { BM = HPDL__QMMA_BM, BN = HPDL__QMMA_BN, BK = HPDL__QMMA_BK, S = HPDL__QMMA_STAGES };
-    extern __shared__ int4 hpdl__qgemm_smem[];
-    int8_t *sa = (int8_t *)hpdl__qgemm_smem, *sb = sa + S * BM * BK;
-    int32_t *rs = (int32_t *)(sb + S * BN * BK), *cs = rs + BM, rsum = 0, csum = 0;
-    int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32, wm = warp / 4 * 64, wn = warp % 4 * 64;
-    int tm, tn, kt, i, j, KT = (g.K + BK - 1) / BK;
-    int32_t acc[4][8][4];
-    static_assert(BN == 256 && BM * 2 == BN, "hpdl__qgemm_mma_sums assumes these tile sizes");
-    hpdl__gemm_tile_order(&tm, &tn);
-    tm *= BM;
-    tn *= BN;
+/* The int8 tensor-core pipeline: KT tiles of BK = 64 bytes of K through S
+   stages (BM x 64 and BN x 64 bytes, swizzled), one barrier per tile.
+   tiles.load(st, kt) issues tile kt's copies into stage st (tiles come in
+   K order; one cp.async group, committed here); tiles.landed(ta, tb) sees
+   each tile once it is in shared memory; then the warp's 64 x 64 outputs
+   at (wm, wn) take it (hpdl__qgemm_mma_tile). */
+template <int BM, int BN, int S, typename TILES>
+static __device__ __forceinline__ void hpdl__qmma_mainloop(TILES &tiles, const int8_t *sa, const int8_t *sb, int KT, int wm,
+                                                           int wn, int32_t (&acc)[4][8][4]) {
+    enum { BK = HPDL__QMMA_BK };
+    int kt, i, j;
 #pragma unroll
     for (i = 0; i < 4; i++)
 #pragma unroll
         for (j = 0; j < 8; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0;
     for (kt = 0; kt < S - 1; kt++) {
-        if (kt < KT) {
-            hpdl__qgemm_stage<BM>(sa + kt * BM * BK, g.A, g.lda, tm, kt * BK, g.M, g.K, g.avec);
-            hpdl__qgemm_stage<BN>(sb + kt * BN * BK, g.B, g.ldb, tn, kt * BK, g.N, g.K, g.bvec);
-        }
+        if (kt < KT) tiles.load(kt, kt);
         hpdl__cp_async_commit();
     }
     for (kt = 0; kt < KT; kt++) {
@@ -9468,25 +9474,55 @@ template <typename TC> __global__ void __launch_bounds__(256, 1) hpdl__qgemm_mma
         int next = kt + S - 1;
         hpdl__cp_async_wait<S - 2>(); /* tile kt has landed (for this thread) ... */
         __syncthreads();              /* ... for all threads, and stage (kt-1)%S is free */
-        if (next < KT) {
-            hpdl__qgemm_stage<BM>(sa + next % S * BM * BK, g.A, g.lda, tm, next * BK, g.M, g.K, g.avec);
-            hpdl__qgemm_stage<BN>(sb + next % S * BN * BK, g.B, g.ldb, tn, next * BK, g.N, g.K, g.bvec);
-        }
+        if (next < KT) tiles.load(next % S, next);
         hpdl__cp_async_commit();
-        if (g.zb) rsum = hpdl__qgemm_stage_sum<BM>(ta, rsum);
-        if (g.za) csum = hpdl__qgemm_stage_sum<BN>(tb, csum);
+        tiles.landed(ta, tb);
         hpdl__qgemm_mma_tile(ta, tb, wm, wn, acc);
     }
     hpdl__cp_async_wait<0>();
-    hpdl__qgemm_mma_sums(rs, cs, rsum, csum);
+}
+
+/* The GEMM's tiles: A's rows tm.. and Bt's rows tn.., summed as they land
+   where the other operand's zero point needs them. */
+struct hpdl__qgemm_tiles {
+    const hpdl__qgemm_args &g;
+    int8_t *sa, *sb;
+    int tm, tn;
+    int32_t rsum, csum;
+    __device__ __forceinline__ void load(int st, int kt) {
+        hpdl__qgemm_stage<HPDL__QMMA_BM>(sa + st * HPDL__QMMA_BM * HPDL__QMMA_BK, g.A, g.lda, tm, kt * HPDL__QMMA_BK, g.M,
+                                         g.K, g.avec);
+        hpdl__qgemm_stage<HPDL__QMMA_BN>(sb + st * HPDL__QMMA_BN * HPDL__QMMA_BK, g.B, g.ldb, tn, kt * HPDL__QMMA_BK, g.N,
+                                         g.K, g.bvec);
+    }
+    __device__ __forceinline__ void landed(const int8_t *ta, const int8_t *tb) {
+        if (g.zb) rsum = hpdl__qgemm_stage_sum<HPDL__QMMA_BM>(ta, rsum);
+        if (g.za) csum = hpdl__qgemm_stage_sum<HPDL__QMMA_BN>(tb, csum);
+    }
+};
+
+template <typename TC> __global__ void __launch_bounds__(256, 1) hpdl__qgemm_mma(hpdl__qgemm_args g) {
+#ifdef HPDL__GEMM_SM80
+    enum { BM = HPDL__QMMA_BM, BN = HPDL__QMMA_BN, BK = HPDL__QMMA_BK, S = HPDL__QMMA_STAGES };
+    extern __shared__ int4 hpdl__qgemm_smem[];
+    int8_t *sa = (int8_t *)hpdl__qgemm_smem, *sb = sa + S * BM * BK;
+    int32_t *rs = (int32_t *)(sb + S * BN * BK), *cs = rs + BM;
+    int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32, wm = warp / 4 * 64, wn = warp % 4 * 64;
+    int tm, tn, i, j;
+    int32_t acc[4][8][4];
+    static_assert(BN == 256 && BM * 2 == BN, "hpdl__qgemm_mma_sums assumes these tile sizes");
+    hpdl__gemm_tile_order(&tm, &tn);
+    hpdl__qgemm_tiles tiles = {g, sa, sb, tm * BM, tn * BN, 0, 0};
+    hpdl__qmma_mainloop<BM, BN, S>(tiles, sa, sb, (g.K + BK - 1) / BK, wm, wn, acc);
+    hpdl__qgemm_mma_sums(rs, cs, tiles.rsum, tiles.csum);
     __syncthreads();
 #pragma unroll
     for (i = 0; i < 4; i++)
 #pragma unroll
         for (j = 0; j < 8; j++) { /* c0, c1: row lane/4, columns 2(lane%4), +1; c2, c3: 8 rows down */
             int m = wm + i * 16 + lane / 4, n = wn + j * 8 + lane % 4 * 2;
-            hpdl__qgemm_out2<TC>(g, tm + m, tn + n, acc[i][j][0], acc[i][j][1], rs[m], cs[n], cs[n + 1]);
-            hpdl__qgemm_out2<TC>(g, tm + m + 8, tn + n, acc[i][j][2], acc[i][j][3], rs[m + 8], cs[n], cs[n + 1]);
+            hpdl__qgemm_out2<TC>(g, tiles.tm + m, tiles.tn + n, acc[i][j][0], acc[i][j][1], rs[m], cs[n], cs[n + 1]);
+            hpdl__qgemm_out2<TC>(g, tiles.tm + m + 8, tiles.tn + n, acc[i][j][2], acc[i][j][3], rs[m + 8], cs[n], cs[n + 1]);
         }
 #else
     (void)g; /* host pass, or a GPU without mma.sync: the launcher never starts it */
@@ -9932,6 +9968,193 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_quant_gemm_requant_nt_i32(hpdl_quant_algo al
 }
 
 /* ------------------------------------------------------------------------ */
+/* int8 convolution: implicit GEMM on the int8 tensor cores (NHWC)           */
+/* ------------------------------------------------------------------------ */
+/* hpdl_quant_conv2d_i8 on the GPU, bit for bit: the GEMM Y[pixel, k] =
+   sum over (r, s, c) of X~[pixel, (r,s,c)] W[k, (r,s,c)] with the int8
+   GEMM's pipeline, tiles and requantising epilogue (hpdl__qmma_mainloop,
+   hpdl__qgemm_out2), the source rows gathered as the f16 rung gathers them
+   (hpdl__conv_mma_args, _rows, _cursor: 16 channels per 16-byte chunk
+   here). The filter is KRSC (output channels x taps, K contiguous: the
+   tensor-core "Bt" layout).
+   ZERO POINT. A tap in the padding reads the input's zero point zx, as the
+   CPU's im2col does, so it adds (zx - zx) w = 0; the raw products then
+   need one correction per output channel: sum (x - zx) w = sum x w - zx
+   sum w, with sum w the filter row's sum (wsum), the GEMM epilogue's column
+   term. The weights are symmetric (zero point 0): no row term. */
+
+/* Tiles of WARPS_M x WARPS_N warps of 64 x 64 outputs. */
+template <int WARPS_M, int WARPS_N> struct hpdl__qconv_shape {
+    enum { BM = 64 * WARPS_M, BN = 64 * WARPS_N, BK = HPDL__QMMA_BK, S = HPDL__QMMA_STAGES, WN = WARPS_N,
+           THREADS = 32 * WARPS_M * WARPS_N };
+};
+
+/* Source element k (= (r, s, c)) of gathered row i, or zx in the padding
+   and past K: the element-by-element path for any channel count. */
+template <typename SH>
+static __device__ __forceinline__ int8_t hpdl__qconv_element(const hpdl__conv_mma_args<int8_t> &a,
+                                                             const hpdl__conv_mma_rows<SH, 16> &rows, int i, int k,
+                                                             int8_t zx) {
+    int tap = k / a.inner, c = k - tap * a.inner, r = tap / a.kernel_w, s = tap - r * a.kernel_w;
+    int ih = hpdl__conv_mma_pos(rows.h0[i] + r * a.tap_h, 1, a.src_h), iw = hpdl__conv_mma_pos(rows.w0[i] + s * a.tap_w, 1, a.src_w);
+    return k < a.K && ih >= 0 && iw >= 0 ? a.src[((size_t)(rows.image_row[i] + ih) * a.src_w + iw) * a.src_c + c] : zx;
+}
+
+/* K tile k0.. of the block's source rows into a swizzled stage (BM rows of
+   64 bytes). VEC (channels % 16 == 0): the 16 channels of a chunk share the
+   cursor's tap: one cp.async, or 16 bytes of zx stored directly in the
+   padding; else element by element. */
+template <typename SH, bool VEC>
+static __device__ __forceinline__ void hpdl__qconv_gather(const hpdl__conv_mma_args<int8_t> &a,
+                                                          const hpdl__conv_mma_rows<SH, 16> &rows,
+                                                          const hpdl__conv_mma_cursor &at, int8_t zx, int8_t *s, int k0) {
+    typedef hpdl__conv_mma_rows<SH, 16> R;
+    const int chunk = (int)threadIdx.x % R::CPR, row = (int)threadIdx.x / R::CPR, k = k0 + chunk * 16;
+    const int fill = (int)(0x01010101u * (uint8_t)zx);
+#pragma unroll
+    for (int i = 0; i < R::ROWS; i++) {
+        int8_t *dst = s + hpdl__qswz(row + i * R::ROW_STEP, chunk);
+        if (VEC) {
+            int ih = hpdl__conv_mma_pos(rows.h0[i] + at.r * a.tap_h, 1, a.src_h);
+            int iw = hpdl__conv_mma_pos(rows.w0[i] + at.s * a.tap_w, 1, a.src_w);
+            if (k < a.K && ih >= 0 && iw >= 0)
+                hpdl__cp_async16(dst, a.src + ((size_t)(rows.image_row[i] + ih) * a.src_w + iw) * a.src_c + at.c);
+            else
+                *(int4 *)dst = make_int4(fill, fill, fill, fill);
+        } else {
+            int8_t v[16];
+            int4 u;
+#pragma unroll
+            for (int j = 0; j < 16; j++) v[j] = hpdl__qconv_element(a, rows, i, k + j, zx);
+            memcpy(&u, v, sizeof u);
+            *(int4 *)dst = u;
+        }
+    }
+}
+
+/* The convolution's tiles for hpdl__qmma_mainloop: gathered source rows,
+   the filter's rows n0.. as the GEMM loads Bt. */
+template <typename SH, bool VEC> struct hpdl__qconv_tiles {
+    const hpdl__qgemm_args &g;
+    const hpdl__conv_mma_args<int8_t> &a;
+    const hpdl__conv_mma_rows<SH, 16> &rows;
+    hpdl__conv_mma_cursor &at;
+    int8_t *sa, *sb;
+    int n0;
+    __device__ __forceinline__ void load(int st, int kt) {
+        hpdl__qconv_gather<SH, VEC>(a, rows, at, (int8_t)g.za, sa + st * SH::BM * SH::BK, kt * SH::BK);
+        hpdl__qgemm_stage<SH::BN, SH::THREADS>(sb + st * SH::BN * SH::BK, g.B, g.ldb, n0, kt * SH::BK, g.N, g.K, g.bvec);
+        at.next(a, SH::BK, true, false);
+    }
+    __device__ __forceinline__ void landed(const int8_t *, const int8_t *) {}
+};
+
+/* Column n's share of the zero-point correction: the filter row's sum (0 past N). */
+static __device__ __forceinline__ int32_t hpdl__qconv_wsum(const hpdl__qgemm_args &g, const int32_t *wsum, int n) {
+    return n < g.N ? wsum[n] : 0;
+}
+
+/* Block tile (blockIdx: pixels x output channels, grouped order) of the
+   convolution; g: the GEMM (B = the filter, C = y), a: the geometry. */
+template <typename TC, typename SH, bool VEC>
+__global__ void __launch_bounds__(SH::THREADS) hpdl__qconv_mma(hpdl__qgemm_args g, hpdl__conv_mma_args<int8_t> a,
+                                                                const int32_t *wsum) {
+#ifdef HPDL__GEMM_SM80
+    extern __shared__ int4 hpdl__qgemm_smem[];
+    int8_t *sa = (int8_t *)hpdl__qgemm_smem, *sb = sa + SH::S * SH::BM * SH::BK;
+    const int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32, wm = warp / SH::WN * 64, wn = warp % SH::WN * 64;
+    int tm, tn, i, j;
+    int32_t acc[4][8][4];
+    hpdl__conv_mma_rows<SH, 16> rows;
+    hpdl__conv_mma_cursor at;
+    hpdl__gemm_tile_order(&tm, &tn);
+    rows.init(a, tm * SH::BM);
+    at.init(a, (int)threadIdx.x % (SH::BK / 16) * 16, 0);
+    hpdl__qconv_tiles<SH, VEC> tiles = {g, a, rows, at, sa, sb, tn * SH::BN};
+    hpdl__qmma_mainloop<SH::BM, SH::BN, SH::S>(tiles, sa, sb, (g.K + SH::BK - 1) / SH::BK, wm, wn, acc);
+#pragma unroll
+    for (j = 0; j < 8; j++) { /* c0, c1: row lane/4, columns 2(lane%4), +1; c2, c3: 8 rows down */
+        int n = tn * SH::BN + wn + j * 8 + lane % 4 * 2;
+        int32_t cs0 = hpdl__qconv_wsum(g, wsum, n), cs1 = hpdl__qconv_wsum(g, wsum, n + 1);
+#pragma unroll
+        for (i = 0; i < 4; i++) {
+            int m = tm * SH::BM + wm + i * 16 + lane / 4;
+            hpdl__qgemm_out2<TC>(g, m, n, acc[i][j][0], acc[i][j][1], 0, cs0, cs1);
+            hpdl__qgemm_out2<TC>(g, m + 8, n, acc[i][j][2], acc[i][j][3], 0, cs0, cs1);
+        }
+    }
+#else
+    (void)g; (void)a; (void)wsum; /* host pass, or a GPU without mma.sync: the launcher never starts it */
+#endif
+}
+
+template <typename TC, typename SH>
+static inline hpdl_status hpdl__qconv_launch_shape(const hpdl__qgemm_args &g, const hpdl__conv_mma_args<int8_t> &a,
+                                                   const int32_t *wsum, cudaStream_t stream) {
+    const size_t smem = (size_t)SH::S * (SH::BM + SH::BN) * SH::BK;
+    return hpdl__gemm_launch_tc<SH>(a.src_vec ? hpdl__qconv_mma<TC, SH, true> : hpdl__qconv_mma<TC, SH, false>, g, smem,
+                                    stream, a, wsum);
+}
+
+/* The convolution of a checked geometry: x (zero point zx), the filter wt
+   (KRSC, rows ldw bytes apart) with row sums wsum, requantised by o into y
+   (int8, or int32 for logits). 256 x 64 tiles for at most 64 output
+   channels, else 128 x 128. HPDL_ERR_UNSUPPORTED without an sm_80 path. */
+template <typename TC>
+static inline hpdl_status hpdl__qconv_run(const hpdl__conv_geom &geo, const int8_t *x, int32_t zx, const int8_t *wt, int ldw,
+                                          const int32_t *wsum, const hpdl_cuda_quant_output *o, hpdl__qgemm_out_kind kind,
+                                          TC *y, cudaStream_t stream) {
+    hpdl__conv_mma_args<int8_t> a;
+    hpdl__qgemm_args g;
+    hpdl_status s = hpdl__conv_mma_make_args<int8_t>(geo, HPDL__CONV_FORWARD, x, wt, NULL, &a);
+    if (s != HPDL_OK) return s;
+    a.src_vec = a.inner % 16 == 0 && hpdl__gemm_aligned(x, a.src_c, 16, 1);
+    g = hpdl__qgemm_make_args(a.M, a.N, a.K, x, a.K, zx, wt, ldw, 0, o, kind, y, geo.y.c);
+    if (a.M == 0) return HPDL_OK;
+    return a.N <= 64 ? hpdl__qconv_launch_shape<TC, hpdl__qconv_shape<4, 1> >(g, a, wsum, stream)
+                     : hpdl__qconv_launch_shape<TC, hpdl__qconv_shape<2, 2> >(g, a, wsum, stream);
+}
+
+/* Row length of a filter of K taps on the device: 16-byte rows, for cp.async. */
+static inline int hpdl__qconv_ldw(int K) { return (K + 15) / 16 * 16; }
+
+/* wt (N x ldw) = w^T for w taps x outputs (K x N, as the CPU keeps it), and
+   wsum[n] = row n's sum; stream-ordered. */
+HPDL_LAZY hpdl_status hpdl__qconv_filter(int K, int N, const int8_t *w, int8_t *wt, int32_t *wsum, cudaStream_t stream) {
+    hpdl_status s = hpdl_cuda_quant_transpose_i8(K, N, w, N, wt, hpdl__qconv_ldw(K), stream);
+    if (s != HPDL_OK) return s;
+    hpdl__q_row_sums<<<(unsigned)(N + 7) / 8, 256, 0, stream>>>(wt, N, K, hpdl__qconv_ldw(K), wsum);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* y = hpdl_quant_conv2d_i8(p, xd, x, zx, w, o, yd) on the device, bit for
+   bit: x and y NHWC int8, w taps x outputs ((r, s, c) x K, as the CPU
+   takes it; transposed into a stream-ordered temporary with its row sums),
+   o for yd->c channels. HPDL_ERR_UNSUPPORTED without an sm_80 path. */
+HPDL_CUDA_API hpdl_status hpdl_cuda_quant_conv2d_i8(const hpdl_conv2d_params *p, const hpdl_tensor4 *xd, const int8_t *x,
+                                                    int32_t zx, const int8_t *w, const hpdl_cuda_quant_output *o,
+                                                    const hpdl_tensor4 *yd, int8_t *y, cudaStream_t stream) {
+    hpdl__conv_geom g;
+    int8_t *wt = NULL;
+    int32_t *wsum;
+    int K, N;
+    hpdl_status s = hpdl__quant_conv_geom(p, xd, x, zx, w, yd, y, &g);
+    if (s != HPDL_OK || !o || o->n != yd->c || !o->multiplier || !o->shift) return HPDL_ERR_INVALID;
+    K = p->kernel_h * p->kernel_w * xd->c;
+    N = yd->c;
+    if (cudaMallocAsync((void **)&wt, (size_t)N * hpdl__qconv_ldw(K) + (size_t)N * sizeof(int32_t), stream) != cudaSuccess) {
+        cudaGetLastError();
+        return HPDL_ERR_NOMEM;
+    }
+    wsum = (int32_t *)(wt + (size_t)N * hpdl__qconv_ldw(K)); /* N * ldw is a multiple of 16 */
+    s = hpdl__qconv_filter(K, N, w, wt, wsum, stream);
+    if (s == HPDL_OK) s = hpdl__qconv_run<int8_t>(g, x, zx, wt, hpdl__qconv_ldw(K), wsum, o, HPDL__QOUT_REQUANT_I8, y, stream);
+    if (cudaFreeAsync(wt, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
+    return s;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Quantized MLP inference (integer-only, as hpdl_quant_mlp HPDL_QUANT_INTEGER) */
 /* ------------------------------------------------------------------------ */
 
@@ -10051,6 +10274,308 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_quant_mlp_accuracy(hpdl_cuda_quant_mlp *g, i
         if (s == HPDL_OK) {
             hpdl__qargmax_hits<<<(unsigned)(batch + 255) / 256, 256, 0, stream>>>(batch, classes, g->logits, labels + i0,
                                                                                 g->hits);
+            HPDL_CUDA_TRY_LAUNCH();
+        }
+    }
+    if (s != HPDL_OK) return s;
+    HPDL_CUDA_TRY(cudaMemcpyAsync(&hits, g->hits, sizeof hits, cudaMemcpyDeviceToHost, stream));
+    HPDL_CUDA_TRY(cudaStreamSynchronize(stream));
+    *accuracy = (double)hits / (double)n;
+    return HPDL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Quantized CNN inference (integer-only, as hpdl_quant_cnn)                 */
+/* ------------------------------------------------------------------------ */
+/* hpdl_quant_cnn_logits on the GPU, bit for bit: the image quantised as
+   the CPU quantises it (hpdl_cuda_quant_quantize_f32), convolutions by the
+   int8 implicit GEMM above, linear layers by the int8 GEMM
+   (hpdl_cuda_quant_gemm_requant_nt_*), and the kernels below for max
+   pooling, residual sums, global average pooling and an unfolded ReLU,
+   each the CPU loop's arithmetic per element (hpdl__quant_maxpool,
+   hpdl__quant_add, hpdl__quant_global_avgpool). Every layer keeps its own
+   output buffer (max_batch images), so a forward is a fixed sequence of
+   launches on one stream. */
+
+/* hpdl.h's hpdl__quant_fixed_apply, same arithmetic (host and device). */
+HPDL_HD static inline int32_t hpdl__q_fixed(int32_t x, hpdl_quant_fixed f) {
+    return hpdl__q_rdbpot(hpdl__q_srdhm(x * (1 << f.left), f.m0), f.shift);
+}
+
+/* The pooling window's geometry of layer i for the kernels. */
+struct hpdl__qpool_args {
+    int in_h, in_w, c, out_h, out_w, kernel, stride, pad;
+};
+
+/* The largest int8 code in each window (padding skipped), NHWC. */
+__global__ void hpdl__qmaxpool(hpdl__qpool_args p, int64_t count, const int8_t *x, int8_t *y) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count; i += (int64_t)gridDim.x * blockDim.x) {
+        int c = (int)(i % p.c), ow = (int)(i / p.c % p.out_w), oh = (int)(i / p.c / p.out_w % p.out_h);
+        int64_t n = i / p.c / p.out_w / p.out_h;
+        int best = -129;
+        for (int r = 0; r < p.kernel; r++)
+            for (int s = 0; s < p.kernel; s++) {
+                int ih = oh * p.stride - p.pad + r, iw = ow * p.stride - p.pad + s;
+                if (ih < 0 || ih >= p.in_h || iw < 0 || iw >= p.in_w) continue;
+                int v = x[((n * p.in_h + ih) * p.in_w + iw) * p.c + c];
+                best = v > best ? v : best;
+            }
+        y[i] = (int8_t)best;
+    }
+}
+
+/* What a residual sum or a pooling needs of the quantisation. */
+struct hpdl__qsum_args {
+    int32_t za, zb, zy, lo;  /* zero points of the two inputs and the output; the clamp's floor */
+    hpdl_quant_fixed fa, fb; /* rescales to the output's scale */
+};
+
+/* y = clamp(zy + rdbpot(fa(2^10 (a - za)) + fb(2^10 (b - zb)), 10), lo, 127). */
+__global__ void hpdl__qadd(hpdl__qsum_args q, int64_t count, const int8_t *a, const int8_t *b, int8_t *y) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count; i += (int64_t)gridDim.x * blockDim.x) {
+        int32_t v = hpdl__q_fixed((a[i] - q.za) * 1024, q.fa) + hpdl__q_fixed((b[i] - q.zb) * 1024, q.fb);
+        v = hpdl__q_rdbpot(v, 10) + q.zy;
+        y[i] = (int8_t)(v < q.lo ? q.lo : v > HPDL_QUANT_QMAX ? HPDL_QUANT_QMAX : v);
+    }
+}
+
+/* One (image, channel) per thread: fa(sum over the pixels of x - za) + zy. */
+__global__ void hpdl__qglobal_avgpool(hpdl__qsum_args q, int images, int pixels, int c, const int8_t *x, int8_t *y) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i >= (int64_t)images * c) return;
+    const int8_t *px = x + i / c * pixels * c + i % c;
+    int32_t sum = 0, v;
+    for (int p = 0; p < pixels; p++) sum += px[(int64_t)p * c] - q.za;
+    v = hpdl__q_fixed(sum, q.fa) + q.zy;
+    y[i] = (int8_t)(v < HPDL_QUANT_QMIN ? HPDL_QUANT_QMIN : v > HPDL_QUANT_QMAX ? HPDL_QUANT_QMAX : v);
+}
+
+/* A ReLU on its own: codes below the zero point raised to it. */
+__global__ void hpdl__qrelu(int64_t count, int32_t zero_point, const int8_t *x, int8_t *y) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count; i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = x[i] < zero_point ? (int8_t)zero_point : x[i];
+}
+
+/* An integer-only CNN on the device (hpdl_cuda_quant_cnn_create): its
+   layers, quantisation, transposed weights and one code buffer per layer. */
+typedef struct hpdl_cuda_quant_cnn {
+    hpdl_cnn net;
+    int max_batch;
+    hpdl_quant_params act[HPDL_CNN_MAX_LAYERS + 1];
+    int relu_after[HPDL_CNN_MAX_LAYERS];
+    hpdl_quant_fixed rescale[HPDL_CNN_MAX_LAYERS][2];
+    int base[HPDL_CNN_MAX_LAYERS + 1];               /* hpdl__quant_cnn_slots */
+    int8_t *wt[HPDL_CNN_MAX_LAYERS];                 /* conv/linear: outputs x taps (16-byte rows), transposed */
+    int32_t *wsum[HPDL_CNN_MAX_LAYERS];              /* conv: each output channel's weight sum */
+    hpdl_cuda_quant_output out[HPDL_CNN_MAX_LAYERS];
+    int8_t *codes[HPDL_CNN_MAX_LAYERS + 1];          /* [0]: the image; [i + 1]: layer i's output (own slots only) */
+    int32_t *logits;                                 /* max_batch x classes, after a forward */
+    unsigned long long *hits;
+    double logit_scale;                              /* real value of one int32 logit */
+} hpdl_cuda_quant_cnn;
+
+/* Frees what hpdl_cuda_quant_cnn_create made; g is zeroed. */
+HPDL_CUDA_API void hpdl_cuda_quant_cnn_destroy(hpdl_cuda_quant_cnn *g) {
+    int i;
+    if (!g) return;
+    for (i = 0; i < HPDL_CNN_MAX_LAYERS; i++) {
+        hpdl_cuda_free(g->wt[i]);
+        hpdl_cuda_free(g->wsum[i]);
+        hpdl_cuda_quant_output_destroy(&g->out[i]);
+    }
+    for (i = 0; i <= HPDL_CNN_MAX_LAYERS; i++) hpdl_cuda_free(g->codes[i]);
+    hpdl_cuda_free(g->logits);
+    hpdl_cuda_free(g->hits);
+    memset(g, 0, sizeof *g);
+}
+
+/* Layer i's weights (taps x outputs on the host) transposed on the device,
+   their row sums and the requantisation (int32 logits for the last). */
+HPDL_LAZY hpdl_status hpdl__cuda_quant_cnn_weights(hpdl_cuda_quant_cnn *g, const hpdl_quant_cnn *q, int i) {
+    const hpdl_cnn *net = &q->net;
+    int N = net->out[i].c, K = (int)(hpdl__cnn_weight_count(net, i) / N);
+    int8_t *w = NULL;
+    hpdl_quant_output o;
+    hpdl_status s;
+    o.bias = q->bias32[i];
+    o.multiplier = q->m0[i];
+    o.shift = q->shift[i];
+    o.per_channel = 1;
+    o.relu = q->relu_after[i];
+    o.zero_point = i == net->n_layers - 1 ? 0 : q->act[i + 1].zero_point;
+    s = hpdl_cuda_alloc((void **)&w, (size_t)K * N);
+    if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&g->wt[i], (size_t)N * hpdl__qconv_ldw(K));
+    if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&g->wsum[i], (size_t)N * sizeof(int32_t));
+    if (s == HPDL_OK && cudaMemcpy(w, q->w[i], (size_t)K * N, cudaMemcpyHostToDevice) != cudaSuccess) s = HPDL_ERR_CUDA;
+    if (s == HPDL_OK) s = hpdl__qconv_filter(K, N, w, g->wt[i], g->wsum[i], 0);
+    if (s == HPDL_OK && cudaDeviceSynchronize() != cudaSuccess) s = HPDL_ERR_CUDA;
+    hpdl_cuda_free(w);
+    return s == HPDL_OK ? hpdl_cuda_quant_output_create(&g->out[i], &o, N) : s;
+}
+
+/* Uploads an integer-only CNN (q from hpdl_quant_cnn_build) for batches of
+   up to max_batch images. */
+HPDL_CUDA_API hpdl_status hpdl_cuda_quant_cnn_create(hpdl_cuda_quant_cnn *g, const hpdl_quant_cnn *q, int max_batch) {
+    hpdl_cuda_quant_cnn made;
+    const hpdl_cnn *net;
+    int i;
+    hpdl_status s = HPDL_OK;
+    if (!g || !q || q->net.n_layers < 1 || !q->w[q->net.n_layers - 1] || max_batch < 1) return HPDL_ERR_INVALID;
+    net = &q->net;
+    memset(&made, 0, sizeof made);
+    made.net = *net;
+    made.max_batch = max_batch;
+    made.logit_scale = q->logit_scale;
+    memcpy(made.act, q->act, sizeof made.act);
+    memcpy(made.relu_after, q->relu_after, sizeof made.relu_after);
+    memcpy(made.rescale, q->rescale, sizeof made.rescale);
+    hpdl__quant_cnn_slots(q, made.base);
+    s = hpdl_cuda_alloc((void **)&made.codes[0], (size_t)max_batch * hpdl__shape_count(net->input));
+    for (i = 0; s == HPDL_OK && i < net->n_layers; i++) {
+        if (net->weight_at[i] >= 0) s = hpdl__cuda_quant_cnn_weights(&made, q, i);
+        if (s == HPDL_OK && made.base[i + 1] == i + 1 && i < net->n_layers - 1)
+            s = hpdl_cuda_alloc((void **)&made.codes[i + 1], (size_t)max_batch * hpdl__shape_count(net->out[i]));
+    }
+    if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&made.logits, (size_t)max_batch * net->classes * sizeof(int32_t));
+    if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&made.hits, sizeof *made.hits);
+    if (s != HPDL_OK) { hpdl_cuda_quant_cnn_destroy(&made); return s; }
+    *g = made;
+    return HPDL_OK;
+}
+
+/* Blocks for a grid-stride loop over count elements. */
+static inline unsigned hpdl__qblocks(int64_t count) { return (unsigned)(count < 65536 * 256 ? (count + 255) / 256 : 65536); }
+
+/* Conv layer i of a batch: int8 codes, or int32 logits when it is the last. */
+HPDL_LAZY hpdl_status hpdl__cuda_quant_cnn_conv(const hpdl_cuda_quant_cnn *g, int i, int batch, const int8_t *x, void *y,
+                                                cudaStream_t stream) {
+    const hpdl_cnn *net = &g->net;
+    const hpdl_cnn_layer *l = &net->layer[i];
+    hpdl_conv2d_params p = hpdl__cnn_conv_params(l);
+    hpdl_shape in = hpdl__cnn_in_shape(net, i), out = net->out[i];
+    hpdl_tensor4 xd = hpdl_tensor4_make(batch, in.c, in.h, in.w, HPDL_NHWC);
+    hpdl_tensor4 yd = hpdl_tensor4_make(batch, out.c, out.h, out.w, HPDL_NHWC);
+    hpdl__conv_geom geo;
+    int32_t zx = g->act[l->input + 1].zero_point;
+    int K = (int)(hpdl__cnn_weight_count(net, i) / out.c);
+    hpdl_status s = hpdl__quant_conv_geom(&p, &xd, x, zx, g->wt[i], &yd, y, &geo);
+    if (s != HPDL_OK) return s;
+    if (i == net->n_layers - 1)
+        return hpdl__qconv_run<int32_t>(geo, x, zx, g->wt[i], hpdl__qconv_ldw(K), g->wsum[i], &g->out[i],
+                                        HPDL__QOUT_REQUANT_I32, (int32_t *)y, stream);
+    return hpdl__qconv_run<int8_t>(geo, x, zx, g->wt[i], hpdl__qconv_ldw(K), g->wsum[i], &g->out[i], HPDL__QOUT_REQUANT_I8,
+                                   (int8_t *)y, stream);
+}
+
+/* Linear layer i: the int8 GEMM against the transposed weights. */
+HPDL_LAZY hpdl_status hpdl__cuda_quant_cnn_linear(const hpdl_cuda_quant_cnn *g, int i, int batch, const int8_t *x, void *y,
+                                                  cudaStream_t stream) {
+    const hpdl_cnn *net = &g->net;
+    int N = net->out[i].c, K = (int)(hpdl__cnn_weight_count(net, i) / N);
+    int32_t zx = g->act[net->layer[i].input + 1].zero_point;
+    if (i == net->n_layers - 1)
+        return hpdl_cuda_quant_gemm_requant_nt_i32(HPDL_QUANT_AUTO, batch, N, K, x, K, zx, g->wt[i], hpdl__qconv_ldw(K), 0,
+                                                   &g->out[i], (int32_t *)y, N, stream);
+    return hpdl_cuda_quant_gemm_requant_nt_i8(HPDL_QUANT_AUTO, batch, N, K, x, K, zx, g->wt[i], hpdl__qconv_ldw(K), 0,
+                                              &g->out[i], (int8_t *)y, N, stream);
+}
+
+/* The residual sum's or global pooling's quantisation (hpdl__quant_add's,
+   hpdl__quant_global_avgpool's). */
+static inline hpdl__qsum_args hpdl__cuda_quant_cnn_sum_args(const hpdl_cuda_quant_cnn *g, int i) {
+    const hpdl_cnn_layer *l = &g->net.layer[i];
+    hpdl__qsum_args q;
+    q.za = g->act[l->input + 1].zero_point;
+    q.zb = l->op == HPDL_CNN_ADD ? g->act[l->other + 1].zero_point : 0;
+    q.zy = g->act[i + 1].zero_point;
+    q.lo = g->relu_after[i] ? q.zy : HPDL_QUANT_QMIN;
+    q.fa = g->rescale[i][0];
+    q.fb = g->rescale[i][1];
+    return q;
+}
+
+/* Layer i of a batch from its input codes x (b: a sum's other) into y. */
+HPDL_LAZY hpdl_status hpdl__cuda_quant_cnn_layer(const hpdl_cuda_quant_cnn *g, int i, int batch, const int8_t *x,
+                                                 const int8_t *b, void *y, cudaStream_t stream) {
+    const hpdl_cnn *net = &g->net;
+    const hpdl_cnn_layer *l = &net->layer[i];
+    hpdl_shape in = hpdl__cnn_in_shape(net, i), out = net->out[i];
+    int64_t count = (int64_t)batch * hpdl__shape_count(out);
+    switch (l->op) {
+    case HPDL_CNN_CONV: return hpdl__cuda_quant_cnn_conv(g, i, batch, x, y, stream);
+    case HPDL_CNN_LINEAR: return hpdl__cuda_quant_cnn_linear(g, i, batch, x, y, stream);
+    case HPDL_CNN_MAXPOOL: {
+        hpdl__qpool_args p = {in.h, in.w, in.c, out.h, out.w, l->kernel, l->stride, l->pad};
+        hpdl__qmaxpool<<<hpdl__qblocks(count), 256, 0, stream>>>(p, count, x, (int8_t *)y);
+        break;
+    }
+    case HPDL_CNN_ADD:
+        hpdl__qadd<<<hpdl__qblocks(count), 256, 0, stream>>>(hpdl__cuda_quant_cnn_sum_args(g, i), count, x, b, (int8_t *)y);
+        break;
+    case HPDL_CNN_GLOBAL_AVGPOOL:
+        hpdl__qglobal_avgpool<<<(unsigned)((count + 255) / 256), 256, 0, stream>>>(hpdl__cuda_quant_cnn_sum_args(g, i), batch,
+                                                                                 in.h * in.w, in.c, x, (int8_t *)y);
+        break;
+    case HPDL_CNN_RELU:
+        hpdl__qrelu<<<hpdl__qblocks(count), 256, 0, stream>>>(count, g->act[i + 1].zero_point, x, (int8_t *)y);
+        break;
+    default: return HPDL_ERR_UNSUPPORTED;
+    }
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* int32 logits of a batch (X: batch images of floats on the device, the
+   network's NHWC layout) into g->logits (batch x classes), the CPU's
+   hpdl_quant_cnn_logits bit for bit; queued on stream, not waited for. */
+HPDL_CUDA_API hpdl_status hpdl_cuda_quant_cnn_forward(hpdl_cuda_quant_cnn *g, int batch, const float *X, cudaStream_t stream) {
+    const hpdl_cnn *net;
+    int i, features;
+    hpdl_status s;
+    if (!g || !g->logits || !X || batch < 1 || batch > g->max_batch) return HPDL_ERR_INVALID;
+    net = &g->net;
+    features = (int)hpdl__shape_count(net->input);
+    s = hpdl_cuda_quant_quantize_f32(batch, features, X, features, g->act[0], g->codes[0], features, stream);
+    for (i = 0; s == HPDL_OK && i < net->n_layers; i++) {
+        const hpdl_cnn_layer *l = &net->layer[i];
+        const int8_t *b = l->op == HPDL_CNN_ADD ? g->codes[g->base[l->other + 1]] : NULL;
+        if (g->base[i + 1] != i + 1) continue; /* a ReLU folded into its producer */
+        s = hpdl__cuda_quant_cnn_layer(g, i, batch, g->codes[g->base[l->input + 1]], b,
+                                       i == net->n_layers - 1 ? (void *)g->logits : (void *)g->codes[i + 1], stream);
+    }
+    return s;
+}
+
+/* The logits of `batch` images X (device floats) copied to the host
+   (batch x classes int32); waits for the stream. */
+HPDL_CUDA_API hpdl_status hpdl_cuda_quant_cnn_logits(hpdl_cuda_quant_cnn *g, int batch, const float *X, int32_t *logits,
+                                                     cudaStream_t stream) {
+    hpdl_status s;
+    if (!logits) return HPDL_ERR_INVALID;
+    if ((s = hpdl_cuda_quant_cnn_forward(g, batch, X, stream)) != HPDL_OK) return s;
+    HPDL_CUDA_TRY(cudaMemcpyAsync(logits, g->logits, (size_t)batch * g->net.classes * sizeof(int32_t),
+                                  cudaMemcpyDeviceToHost, stream));
+    HPDL_CUDA_TRY(cudaStreamSynchronize(stream));
+    return HPDL_OK;
+}
+
+/* Fraction of n images X (device floats) whose largest logit (the first on
+   ties) is at their label (device int32, each in [0, classes): not checked
+   here); waits for the stream. */
+HPDL_CUDA_API hpdl_status hpdl_cuda_quant_cnn_accuracy(hpdl_cuda_quant_cnn *g, int64_t n, const float *X,
+                                                       const int32_t *labels, double *accuracy, cudaStream_t stream) {
+    unsigned long long hits = 0;
+    int64_t i0, features;
+    hpdl_status s = HPDL_OK;
+    if (!g || !g->hits || !X || !labels || !accuracy || n < 1) return HPDL_ERR_INVALID;
+    features = hpdl__shape_count(g->net.input);
+    HPDL_CUDA_TRY(cudaMemsetAsync(g->hits, 0, sizeof *g->hits, stream));
+    for (i0 = 0; s == HPDL_OK && i0 < n; i0 += g->max_batch) {
+        int batch = (int)(n - i0 < g->max_batch ? n - i0 : g->max_batch);
+        s = hpdl_cuda_quant_cnn_forward(g, batch, X + i0 * features, stream);
+        if (s == HPDL_OK) {
+            hpdl__qargmax_hits<<<(unsigned)(batch + 255) / 256, 256, 0, stream>>>(batch, g->net.classes, g->logits,
+                                                                                labels + i0, g->hits);
             HPDL_CUDA_TRY_LAUNCH();
         }
     }

@@ -1,24 +1,33 @@
 /* bench/quantize: int8 GEMM throughput (TOPS) of hpdl's tensor-core (wgmma on
    Hopper, mma.sync) and dp4a kernels against hpdl's f16 GEMM (AUTO), cuBLAS f16 and cuBLASLt
    int8, at 1024..8192 (M = N = K); then quantized vs float MLP inference
-   throughput (samples/s) at the test set's size.
+   throughput (samples/s) at the test set's size; then quantized CNN
+   inference (images/s, batch 256, 3x32x32: the lab's small CNN and
+   ResNet-18, fresh weights, batch norms folded, calibrated on random
+   images) against hpdl's f16 and f32 inference of the same folded network
+   (the GPU CNN backend's forward, hpdl_cuda_cnn_layer_times) and PyTorch f16
+   eager inference (bench/pytorch/cnn.py --infer; BN layers unfolded there;
+   skipped with its message without torch).
 
        make build/bench/quantize && build/bench/quantize [max_size]
-       flags: --max-size N (the same as a bare max_size) [8192], --output DIR
-       [$HPDL_RESULTS, else results/<gpu>], --help, --version
+       flags: --max-size N (the same as a bare max_size) [8192], --cnn 0|1 (the
+       CNN rows) [1], --output DIR [$HPDL_RESULTS, else results/<gpu>], --help,
+       --version
 
    Checks first: each int8 kernel and cuBLASLt against the CPU
    (hpdl_quant_gemm_i8) on small shapes, bit for bit; on the big sizes mma
    against dp4a, wgmma and cuBLASLt on the device, bit for bit; f16 against mma on
    small integers (exact in f16 with f32 accumulation); the GPU quantized
-   MLP's int32 logits against the CPU's. Timing: warm-up, CUDA events, median,
+   MLP's and CNNs' int32 logits against the CPU's. Timing: warm-up, CUDA events, median,
    L2 flushed before each run. Layout: A row-major M x K, B given N x K (the
    int8 tensor-core layout, "TN" for cuBLASLt); f16 runs A x B with both
    row-major (its usual call).
 
    CSV: quantize.csv (headline: int8 mma TOPS vs cuBLASLt int8 and vs hpdl
-   f16 per size; MLP samples/s vs float), quantize_gemm.csv (size, variant,
-   ms, TOPS), quantize_mlp.csv (model, variant, ms, samples/s). */
+   f16 per size; MLP samples/s vs float; CNN images/s vs hpdl f16, f32 and
+   PyTorch f16), quantize_gemm.csv (size, variant, ms, TOPS),
+   quantize_mlp.csv (model, variant, ms, samples/s or images/s; the CNNs as
+   cnn_<net>). */
 #include "hpdl_cuda.cuh"
 
 #include <cublasLt.h>
@@ -474,6 +483,127 @@ static int bench_mlp(const char *name, int n_widths, const int *widths, int batc
     return ok;
 }
 
+/* ---- CNN inference ------------------------------------------------------------------------- */
+
+#define CNN_BATCH 256
+#define CNN_CHECK_IMAGES 4  /* GPU int8 logits against the CPU's (a plain loop: seconds for ResNet-18) */
+#define CNN_CALIB_IMAGES 16 /* calibration: f32 forward passes on the CPU */
+#define TORCH_SCRIPT "bench/pytorch/cnn.py"
+
+typedef struct quant_cnn_run { hpdl_cuda_quant_cnn *g; const float *X; } quant_cnn_run;
+
+static void quant_cnn_forward(void *ctx, cudaStream_t stream) {
+    quant_cnn_run *q = (quant_cnn_run *)ctx;
+    HPDL_CHECK(hpdl_cuda_quant_cnn_forward(q->g, CNN_BATCH, q->X, stream));
+}
+
+static void to_elem(float v, float *out) { *out = v; }
+static void to_elem(float v, hpdl_f16 *out) { *out = hpdl_f16_from_f32(v); }
+
+/* hpdl's float inference of the folded network on the GPU backend (T: f32,
+   or f16 with f16 images): the whole forward's median time from
+   hpdl_cuda_cnn_layer_times. */
+template <typename T>
+static double float_cnn_ms(const hpdl_cnn *net, const std::vector<double> &params, const std::vector<float> &X) {
+    hpdl_cuda_cnn g;
+    hpdl_cnn_run r;
+    hpdl_cnn_optimizer opt = hpdl_cnn_sgd(0, 0, 0);
+    std::vector<double> layer_ms((size_t)net->n_layers);
+    std::vector<T> x(X.size());
+    double whole = 0;
+    T *dX = NULL;
+    for (size_t i = 0; i < X.size(); i++) to_elem(X[i], &x[i]);
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&dX, x.size() * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMemcpy(dX, x.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice));
+    HPDL_CHECK(hpdl_cuda_cnn_create<T>(&g, HPDL_CONV_AUTO, 0));
+    HPDL_CHECK(hpdl_cnn_run_create(&r, net, &g.be, CNN_BATCH, &opt));
+    HPDL_CHECK(hpdl_cnn_set_params(&r, params.data(), NULL));
+    HPDL_CHECK(hpdl_cuda_cnn_layer_times(&g, &r, CNN_BATCH, dX, 10, layer_ms.data(), &whole));
+    hpdl_cnn_run_destroy(&r);
+    hpdl_cuda_cnn_destroy(&g);
+    hpdl_cuda_free(dX);
+    return whole;
+}
+
+/* PyTorch f16 eager inference (bench/pytorch/cnn.py --infer) of both nets
+   at CNN_BATCH: ms per batch into torch_ms[0] (small), [1] (ResNet-18); 0
+   where it did not run (the script's words are printed). */
+static void torch_cnn_ms(double torch_ms[2]) {
+    char line[512];
+    FILE *p = popen("python3 " TORCH_SCRIPT " --infer --net small,resnet18 --shape 3x32x32 --batch 256 2>&1", "r");
+    torch_ms[0] = torch_ms[1] = 0;
+    if (!p) { printf("  pytorch: cannot run python3 (%s)\n", strerror(errno)); return; }
+    while (fgets(line, sizeof line, p)) {
+        char name[32];
+        int b;
+        double ms;
+        if (sscanf(line, "pytorch_cnn_infer net %31s batch %d ms %lf", name, &b, &ms) == 3 && b == CNN_BATCH)
+            torch_ms[strcmp(name, "small") != 0] = ms;
+        else
+            printf("  %s", line);
+    }
+    pclose(p);
+}
+
+/* One network (3x32x32 images, 10 classes): fresh parameters, batch norms
+   folded, quantized (calibrated on random images); GPU int8 logits checked
+   against the CPU's on CNN_CHECK_IMAGES images; int8, f32 and f16
+   inference timed at CNN_BATCH, against PyTorch f16 (torch_ms, 0: absent). */
+static int bench_cnn(const char *name, const hpdl_cnn *net, double torch_ms, FILE *headline, FILE *detail) {
+    hpdl_rng r;
+    hpdl_cnn folded;
+    hpdl_quant_cnn q;
+    hpdl_cuda_quant_cnn g;
+    quant_cnn_run qr;
+    const int classes = net->classes, features = (int)hpdl__shape_count(net->input);
+    std::vector<double> p((size_t)net->param_count), state((size_t)net->state_count + 1), pf((size_t)net->param_count);
+    std::vector<float> p32((size_t)net->param_count), X((size_t)CNN_BATCH * features);
+    std::vector<int32_t> want((size_t)CNN_CHECK_IMAGES * classes), got(want.size());
+    double ms_q, ms_f32, ms_f16;
+    float *dX;
+    int ok;
+    hpdl_rng_seed(&r, 12);
+    for (size_t i = 0; i < X.size(); i++) X[i] = (float)(2 * hpdl_rng_uniform(&r) - 1);
+    HPDL_CHECK(hpdl_cnn_init(net, 13, p.data(), state.data()));
+    HPDL_CHECK(hpdl_cnn_fold_batchnorm(net, p.data(), state.data(), 1e-5, &folded, pf.data(), NULL));
+    for (int64_t i = 0; i < folded.param_count; i++) p32[i] = (float)pf[i];
+    HPDL_CHECK(hpdl_quant_cnn_build(&q, &folded, p32.data(), CNN_CALIB_IMAGES, X.data(), 100.0));
+    HPDL_CHECK(hpdl_quant_cnn_logits(&q, CNN_CHECK_IMAGES, X.data(), want.data()));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&dX, X.size() * sizeof(float)));
+    HPDL_CUDA_CHECK(cudaMemcpy(dX, X.data(), X.size() * sizeof(float), cudaMemcpyHostToDevice));
+    HPDL_CHECK(hpdl_cuda_quant_cnn_create(&g, &q, CNN_BATCH));
+    HPDL_CHECK(hpdl_cuda_quant_cnn_logits(&g, CNN_CHECK_IMAGES, dX, got.data(), 0));
+    ok = memcmp(got.data(), want.data(), want.size() * sizeof(int32_t)) == 0;
+    qr.g = &g; qr.X = dX;
+    ms_q = time_ms(quant_cnn_forward, &qr, 4096, NULL);
+    ms_f32 = float_cnn_ms<float>(&folded, pf, X);
+    ms_f16 = float_cnn_ms<hpdl_f16>(&folded, pf, X);
+    printf("%-9s batch %d  GPU int8 logits == CPU: %-6s int8 %8.3f ms (%9.0f img/s)  f16 %8.3f ms (%9.0f img/s)  "
+           "f32 %8.3f ms  PyTorch f16 ",
+           name, CNN_BATCH, ok ? "ok" : "FAILED", ms_q, CNN_BATCH / (ms_q * 1e-3), ms_f16, CNN_BATCH / (ms_f16 * 1e-3), ms_f32);
+    if (torch_ms > 0) printf("%8.3f ms (%9.0f img/s)\n", torch_ms, CNN_BATCH / (torch_ms * 1e-3));
+    else printf("not run\n");
+    {
+        char metric[96];
+        snprintf(metric, sizeof metric, "cnn_%s_int8_vs_f16_images_per_s", name);
+        hpdl_csv_row(headline, metric, CNN_BATCH / (ms_q * 1e-3), "images/s", "float_f16_hpdl", CNN_BATCH / (ms_f16 * 1e-3), 1);
+        snprintf(metric, sizeof metric, "cnn_%s_int8_vs_f32_images_per_s", name);
+        hpdl_csv_row(headline, metric, CNN_BATCH / (ms_q * 1e-3), "images/s", "float_f32_hpdl", CNN_BATCH / (ms_f32 * 1e-3), 1);
+        snprintf(metric, sizeof metric, "cnn_%s_int8_vs_torch_f16_images_per_s", name);
+        if (torch_ms > 0)
+            hpdl_csv_row(headline, metric, CNN_BATCH / (ms_q * 1e-3), "images/s", "pytorch_eager_f16", CNN_BATCH / (torch_ms * 1e-3), 1);
+    }
+    if (detail) {
+        fprintf(detail, "cnn_%s,int8,%.6g,%.6g\ncnn_%s,f16,%.6g,%.6g\ncnn_%s,f32,%.6g,%.6g\n", name, ms_q,
+                CNN_BATCH / (ms_q * 1e-3), name, ms_f16, CNN_BATCH / (ms_f16 * 1e-3), name, ms_f32, CNN_BATCH / (ms_f32 * 1e-3));
+        if (torch_ms > 0) fprintf(detail, "cnn_%s,pytorch_f16,%.6g,%.6g\n", name, torch_ms, CNN_BATCH / (torch_ms * 1e-3));
+    }
+    hpdl_cuda_quant_cnn_destroy(&g);
+    hpdl_quant_cnn_free(&q);
+    hpdl_cuda_free(dX);
+    return ok;
+}
+
 /* ---- main ---------------------------------------------------------------------------------- */
 
 static FILE *open_detail(const char *dir, const char *name, const char *header) {
@@ -488,16 +618,17 @@ static FILE *open_detail(const char *dir, const char *name, const char *header) 
 int main(int argc, char **argv) {
     static const int sizes[4] = {1024, 2048, 4096, 8192};
     static const int fashion[3] = {784, 256, 10}, wide[4] = {784, 4096, 4096, 10};
-    int max_size = 8192, i, ok, lt_ok;
+    int max_size = 8192, i, ok, lt_ok, with_cnn = 1;
     hpdl_cuda_device_info info;
     hpdl_cuda_l2_flusher fl;
     char slug[128], dir[512];
     const char *env = getenv("HPDL_RESULTS"), *output = NULL;
     FILE *headline, *gemm_csv, *mlp_csv;
-    hpdl_cli_option opts[2];
+    hpdl_cli_option opts[3];
     opts[0] = hpdl_cli_positional(hpdl_cli_int("max-size", 0, &max_size, 1, 1 << 16, "largest GEMM size"));
     opts[1] = hpdl_cli_string("output", 0, &output, "DIR", "folder for the CSVs ($HPDL_RESULTS, else results/<gpu>)");
-    hpdl_cli_parse(argc, argv, "quantize", "int8 GEMMs and the quantized MLP against f16 and cuBLASLt.", opts, 2);
+    opts[2] = hpdl_cli_int("cnn", 0, &with_cnn, 0, 1, "1: the CNN inference rows too, 0: without them");
+    hpdl_cli_parse(argc, argv, "quantize", "int8 GEMMs, the quantized MLP and CNNs against f16 and cuBLASLt.", opts, 3);
     hpdl_csv_set_dir(output);
     if (output) env = output;
     if (!hpdl_cuda_available()) {
@@ -538,6 +669,16 @@ int main(int argc, char **argv) {
     printf("\nMLP inference (forward to logits), test-set batch\n");
     ok = bench_mlp("784-256-10", 3, fashion, 10000, headline, mlp_csv) && ok;
     ok = bench_mlp("784-4096-4096-10", 4, wide, 10000, headline, mlp_csv) && ok;
+    if (with_cnn) {
+        hpdl_cnn small, resnet;
+        double torch_ms[2];
+        printf("\nCNN inference (forward to logits), 3x32x32 images, batch %d, images/s\n", CNN_BATCH);
+        torch_cnn_ms(torch_ms);
+        HPDL_CHECK(hpdl_cnn_small(&small, hpdl_shape_make(3, 32, 32), 10, HPDL_NHWC));
+        HPDL_CHECK(hpdl_cnn_resnet18(&resnet, hpdl_shape_make(3, 32, 32), 10, HPDL_NHWC));
+        ok = bench_cnn("small", &small, torch_ms[0], headline, mlp_csv) && ok;
+        ok = bench_cnn("resnet18", &resnet, torch_ms[1], headline, mlp_csv) && ok;
+    }
     if (headline) fclose(headline);
     if (gemm_csv) fclose(gemm_csv);
     if (mlp_csv) fclose(mlp_csv);

@@ -1,6 +1,8 @@
 /* GPU tests of the int8 GEMMs (wgmma, mma.sync and dp4a), their fused
-   requantization and the quantized MLP, bit for bit against the CPU twins
-   (hpdl_quant_gemm_i8, hpdl_quant_gemm_requant_i8/_i32, hpdl_quant_mlp). */
+   requantization, the quantized MLP, the int8 convolution and the
+   quantized CNN, bit for bit against the CPU twins (hpdl_quant_gemm_i8,
+   hpdl_quant_gemm_requant_i8/_i32, hpdl_quant_mlp, hpdl_quant_conv2d_i8,
+   hpdl_quant_cnn). */
 #include "hpdl_cuda.cuh"
 #include "tests/hpdl_test.h"
 
@@ -365,11 +367,274 @@ static void test_quant_mlp_matches_cpu(void) {
     hpdl_mlp_destroy_f32(&m);
 }
 
+/* ---- the int8 convolution: GPU == hpdl_quant_conv2d_i8, byte for byte ---------------- */
+
+/* hpdl__q_fixed (residual sums, global pooling) against the CPU's
+   hpdl__quant_fixed_apply, host side: multipliers below and above 1. */
+static void test_fixed_twin(void) {
+    const double reals[] = {1e-6, 0.3, 0.5, 0.999, 1.0, 1.7, 37.5};
+    const int32_t xs[] = {-(1 << 20), -65537, -1025, -1024, -3, -1, 0, 1, 3, 1023, 1024, 65537, 1 << 20};
+    hpdl_rng r;
+    int i, j, bad = 0;
+    hpdl_rng_seed(&r, 71);
+    for (i = 0; i < HPDL_COUNT(reals); i++) {
+        hpdl_quant_fixed f;
+        HPDL_CHECK(hpdl__quant_fixed_make(reals[i], &f));
+        for (j = 0; j < HPDL_COUNT(xs); j++) bad += hpdl__q_fixed(xs[j], f) != hpdl__quant_fixed_apply(xs[j], f);
+        for (j = 0; j < 20000; j++) {
+            int32_t x = (int32_t)hpdl_rng_below(&r, 1 << 22) - (1 << 21); /* 2^10 (a - za) and pixel sums are this small */
+            bad += hpdl__q_fixed(x, f) != hpdl__quant_fixed_apply(x, f);
+        }
+    }
+    HPDL_EXPECT(bad == 0);
+}
+
+/* One convolution on the GPU against the CPU: random codes and weights,
+   per-channel requantisation (make_output), output poisoned first. x_offset
+   shifts x by that many bytes (unaligned rows take the element path). */
+static int conv_case(hpdl_rng *r, int N, int C, int H, int W, int K, int R, int stride, int pad, int dilation, int32_t zx,
+                     int relu, int x_offset) {
+    hpdl_conv2d_params p = hpdl_conv2d_params_make(R, stride, pad, dilation, 1);
+    hpdl_tensor4 xd = hpdl_tensor4_make(N, C, H, W, HPDL_NHWC), yd = xd;
+    std::vector<int8_t> x((size_t)N * H * W * C + x_offset), w((size_t)R * R * C * K);
+    std::vector<int32_t> m0, bias;
+    std::vector<int> shift;
+    hpdl_quant_output o;
+    hpdl_cuda_quant_output d;
+    hpdl_status st;
+    HPDL_CHECK(hpdl_conv2d_output_desc(&p, &xd, K, &yd));
+    size_t ny = (size_t)yd.n * yd.h * yd.w * K;
+    std::vector<int8_t> want(ny, (int8_t)0x5a);
+    fill_i8(r, x);
+    fill_i8(r, w);
+    make_output(r, K, R * R * C, 1, relu, 1, m0, shift, bias, &o);
+    HPDL_CHECK(hpdl_quant_conv2d_i8(&p, &xd, x.data() + x_offset, zx, w.data(), &o, &yd, want.data()));
+    HPDL_CHECK(hpdl_cuda_quant_output_create(&d, &o, K));
+    int8_t *dx = upload(x), *dw = upload(w), *dy = poisoned<int8_t>(ny);
+    st = hpdl_cuda_quant_conv2d_i8(&p, &xd, dx + x_offset, zx, dw, &d, &yd, dy, 0);
+    int bad = st == HPDL_OK ? count_mismatches(download(dy, ny), want) : -1;
+    if (bad)
+        fprintf(stderr, "    conv N%d C%d %dx%d K%d R%d stride %d pad %d dilation %d zx %d relu %d: %s, %d wrong\n", N, C,
+                H, W, K, R, stride, pad, dilation, zx, relu, hpdl_status_string(st), bad);
+    hpdl_cuda_free(dx);
+    hpdl_cuda_free(dw);
+    hpdl_cuda_free(dy);
+    hpdl_cuda_quant_output_destroy(&d);
+    return bad;
+}
+
+static void test_conv_i8_exact(void) {
+    /* N, C, H, W, K, R, stride, pad, dilation, zx, relu, x offset */
+    const int cases[][12] = {
+        {1, 3, 9, 7, 5, 3, 1, 1, 1, -7, 0, 0},      /* the stem: 3 channels, element path */
+        {2, 1, 13, 11, 6, 5, 1, 0, 1, -128, 1, 0},  /* one channel, 5x5 */
+        {3, 16, 8, 10, 11, 3, 2, 1, 1, 5, 1, 0},    /* 16-byte chunks, stride 2 */
+        {2, 32, 9, 9, 70, 3, 1, 1, 1, -3, 0, 0},    /* K over 64: the 128x128 tiles */
+        {1, 48, 5, 6, 130, 1, 1, 0, 1, 127, 1, 0},  /* 1x1, K past 128 */
+        {2, 64, 7, 7, 64, 1, 2, 0, 1, -20, 0, 0},   /* strided 1x1 shortcut */
+        {1, 20, 6, 5, 9, 3, 1, 1, 1, 9, 0, 0},      /* channels not a multiple of 16 */
+        {2, 16, 7, 9, 13, 3, 1, 2, 2, -1, 1, 0},    /* dilation 2, pad 2 */
+        {2, 32, 6, 6, 40, 3, 1, 1, 1, 11, 0, 1},    /* x one byte off: unaligned rows */
+        {5, 64, 12, 12, 128, 3, 1, 1, 1, 3, 1, 0},  /* several K tiles and pixel tiles */
+        {1, 128, 4, 4, 256, 3, 2, 1, 1, -60, 0, 0}, /* deep K (1152), few pixels */
+    };
+    hpdl_rng r;
+    int i, bad = 0;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    hpdl_rng_seed(&r, 81);
+    for (i = 0; i < HPDL_COUNT(cases); i++) {
+        const int *c = cases[i];
+        bad += conv_case(&r, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11]) != 0;
+    }
+    HPDL_EXPECT(bad == 0);
+}
+
+static int64_t floor_half(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
+
+/* Requantisation corner cases through a 1x1 convolution of one channel
+   with weight 1 (so acc = x - zx + bias), multiplier 1/2 and shift 1: the
+   fixed-point multiply halves with ties upwards, the shift halves again
+   with ties away from zero (so 1 -> 1/2 -> 1, -1 -> 0, -3 -> -1 -> -1);
+   negative accumulators; biases that saturate either int8 end or the int32
+   sum. The CPU against this arithmetic written out, the GPU against the CPU. */
+static void test_conv_requant_cases(void) {
+    const int n = 256;
+    const int32_t biases[] = {0, 1, -1, 2, -2, 600, -600, INT32_MAX, INT32_MIN};
+    hpdl_conv2d_params p = hpdl_conv2d_params_make(1, 1, 0, 1, 1);
+    hpdl_tensor4 xd = hpdl_tensor4_make(1, 1, 1, n, HPDL_NHWC), yd = hpdl_tensor4_make(1, 1, 1, n, HPDL_NHWC);
+    std::vector<int8_t> x(n), w(1, 1), want(n);
+    int32_t m0 = 1 << 30;
+    int shift = 1, i, b, bad = 0, zx = 3;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    for (i = 0; i < n; i++) x[i] = (int8_t)(i - 128);
+    int8_t *dx = upload(x), *dw = upload(w), *dy = poisoned<int8_t>(n);
+    for (b = 0; b < HPDL_COUNT(biases); b++) {
+        hpdl_quant_output o = {&biases[b], &m0, &shift, 0, -5, 0};
+        hpdl_cuda_quant_output d;
+        HPDL_CHECK(hpdl_cuda_quant_output_create(&d, &o, 1));
+        HPDL_CHECK(hpdl_quant_conv2d_i8(&p, &xd, x.data(), zx, w.data(), &o, &yd, want.data()));
+        for (i = 0; i < n; i++) {
+            int64_t acc = (int64_t)x[i] - zx + biases[b], h, v;
+            acc = acc > INT32_MAX ? INT32_MAX : acc < INT32_MIN ? INT32_MIN : acc;
+            h = floor_half(acc + 1);                               /* acc / 2, ties upwards */
+            v = (h >= 0 ? (h + 1) / 2 : -((-h + 1) / 2)) - 5;      /* h / 2, ties away from zero */
+            v = v > 127 ? 127 : v < -128 ? -128 : v;
+            bad += want[i] != (int8_t)v;
+        }
+        HPDL_EXPECT(hpdl_cuda_quant_conv2d_i8(&p, &xd, dx, zx, dw, &d, &yd, dy, 0) == HPDL_OK);
+        bad += count_mismatches(download(dy, n), want);
+        hpdl_cuda_quant_output_destroy(&d);
+    }
+    HPDL_EXPECT(bad == 0);
+    hpdl_cuda_free(dx);
+    hpdl_cuda_free(dw);
+    hpdl_cuda_free(dy);
+}
+
+/* Bad arguments: HPDL_ERR_INVALID, y untouched. */
+static void test_conv_bad_args(void) {
+    hpdl_conv2d_params p = hpdl_conv2d_params_make(3, 1, 1, 1, 1);
+    hpdl_tensor4 xd = hpdl_tensor4_make(2, 16, 5, 5, HPDL_NHWC), yd = hpdl_tensor4_make(2, 8, 5, 5, HPDL_NHWC);
+    hpdl_tensor4 nchw = hpdl_tensor4_make(2, 16, 5, 5, HPDL_NCHW), wrong = hpdl_tensor4_make(2, 8, 4, 5, HPDL_NHWC);
+    std::vector<int32_t> m0, bias;
+    std::vector<int> shift;
+    hpdl_quant_output o;
+    hpdl_cuda_quant_output d, d9;
+    hpdl_rng r;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    hpdl_rng_seed(&r, 91);
+    make_output(&r, 9, 144, 1, 0, 1, m0, shift, bias, &o);
+    HPDL_CHECK(hpdl_cuda_quant_output_create(&d, &o, 8));
+    HPDL_CHECK(hpdl_cuda_quant_output_create(&d9, &o, 9));
+    int8_t *dx = poisoned<int8_t>(2 * 16 * 25), *dw = poisoned<int8_t>(144 * 8), *dy = poisoned<int8_t>(2 * 8 * 25);
+    std::vector<int8_t> before = download(dy, 2 * 8 * 25);
+    HPDL_EXPECT(hpdl_cuda_quant_conv2d_i8(&p, &xd, dx, 128, dw, &d, &yd, dy, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_quant_conv2d_i8(&p, &xd, NULL, 0, dw, &d, &yd, dy, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_quant_conv2d_i8(&p, &xd, dx, 0, NULL, &d, &yd, dy, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_quant_conv2d_i8(&p, &xd, dx, 0, dw, NULL, &yd, dy, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_quant_conv2d_i8(&p, &xd, dx, 0, dw, &d9, &yd, dy, 0) == HPDL_ERR_INVALID); /* 9 channels for 8 */
+    HPDL_EXPECT(hpdl_cuda_quant_conv2d_i8(&p, &nchw, dx, 0, dw, &d, &yd, dy, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_quant_conv2d_i8(&p, &xd, dx, 0, dw, &d, &wrong, dy, 0) == HPDL_ERR_INVALID);
+    p.groups = 2;
+    HPDL_EXPECT(hpdl_cuda_quant_conv2d_i8(&p, &xd, dx, 0, dw, &d, &yd, dy, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(count_mismatches(download(dy, 2 * 8 * 25), before) == 0);
+    hpdl_cuda_free(dx);
+    hpdl_cuda_free(dw);
+    hpdl_cuda_free(dy);
+    hpdl_cuda_quant_output_destroy(&d);
+    hpdl_cuda_quant_output_destroy(&d9);
+}
+
+/* ---- the quantized CNN: GPU int32 logits == CPU int32 logits ---------------------------- */
+
+/* Builds q from freshly initialised parameters of net (batch norms folded)
+   calibrated on n images X. */
+static void quant_cnn_from_init(const hpdl_cnn *net, uint64_t seed, int n, const float *X, hpdl_quant_cnn *q) {
+    std::vector<double> p((size_t)net->param_count), state((size_t)net->state_count + 1), pf((size_t)net->param_count);
+    std::vector<float> p32((size_t)net->param_count);
+    hpdl_cnn folded;
+    HPDL_CHECK(hpdl_cnn_init(net, seed, p.data(), state.data()));
+    HPDL_CHECK(hpdl_cnn_fold_batchnorm(net, p.data(), state.data(), 1e-5, &folded, pf.data(), NULL));
+    for (int64_t i = 0; i < folded.param_count; i++) p32[i] = (float)pf[i];
+    HPDL_CHECK(hpdl_quant_cnn_build(q, &folded, p32.data(), n, X, 100.0));
+}
+
+/* The GPU runner on q against hpdl_quant_cnn_logits/_accuracy: batches of
+   max_batch (3, odd) over n images, logits byte for byte. */
+static int quant_cnn_case(const char *name, const hpdl_quant_cnn *q, int n, const std::vector<float> &X) {
+    const int classes = q->net.classes, features = (int)(X.size() / n), max_batch = 3;
+    hpdl_cuda_quant_cnn g;
+    std::vector<int32_t> want((size_t)n * classes), got((size_t)max_batch * classes), labels(n);
+    double cpu_acc = 0, gpu_acc = -1;
+    int i0, bad = 0, i;
+    for (i = 0; i < n; i++) labels[i] = i % classes;
+    HPDL_CHECK(hpdl_quant_cnn_logits(q, n, X.data(), want.data()));
+    HPDL_CHECK(hpdl_quant_cnn_accuracy(q, n, X.data(), labels.data(), &cpu_acc));
+    float *dX = upload(X);
+    int32_t *dl = upload(labels);
+    HPDL_CHECK(hpdl_cuda_quant_cnn_create(&g, q, max_batch));
+    for (i0 = 0; i0 < n; i0 += max_batch) {
+        int batch = n - i0 < max_batch ? n - i0 : max_batch;
+        memset(got.data(), 0x5a, got.size() * sizeof(int32_t));
+        HPDL_EXPECT(hpdl_cuda_quant_cnn_logits(&g, batch, dX + (size_t)i0 * features, got.data(), 0) == HPDL_OK);
+        for (i = 0; i < batch * classes; i++) bad += got[i] != want[(size_t)i0 * classes + i];
+    }
+    HPDL_EXPECT(hpdl_cuda_quant_cnn_accuracy(&g, n, dX, dl, &gpu_acc, 0) == HPDL_OK);
+    HPDL_EXPECT(gpu_acc == cpu_acc);
+    HPDL_EXPECT(hpdl_cuda_quant_cnn_forward(&g, max_batch + 1, dX, 0) == HPDL_ERR_INVALID);
+    fprintf(stderr, "    %s: %d of %d logits differ; accuracy CPU %.3f GPU %.3f\n", name, bad, n * classes, cpu_acc, gpu_acc);
+    hpdl_cuda_quant_cnn_destroy(&g);
+    hpdl_cuda_free(dX);
+    hpdl_cuda_free(dl);
+    return bad;
+}
+
+static void test_quant_cnn_matches_cpu(void) {
+    const int n = 7;
+    hpdl_rng r;
+    hpdl_cnn net;
+    hpdl_quant_cnn q;
+    hpdl_cnn_layer l[12];
+    int k = 0, i;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    hpdl_rng_seed(&r, 101);
+    std::vector<float> X1((size_t)n * 16 * 16), X3((size_t)n * 3 * 10 * 10);
+    for (i = 0; i < (int)X1.size(); i++) X1[i] = (float)(2 * hpdl_rng_uniform(&r) - 1);
+    for (i = 0; i < (int)X3.size(); i++) X3[i] = (float)(2 * hpdl_rng_uniform(&r) - 1);
+    /* the lab's small CNN: 5x5 convolutions, max pooling, linear layers */
+    HPDL_CHECK(hpdl_cnn_small(&net, hpdl_shape_make(1, 16, 16), 10, HPDL_NHWC));
+    quant_cnn_from_init(&net, 102, n, X1.data(), &q);
+    HPDL_EXPECT(quant_cnn_case("small CNN", &q, n, X1) == 0);
+    hpdl_quant_cnn_free(&q);
+    /* residual sums (with and without a folded ReLU; identity and strided
+       1x1 shortcuts), padded max pooling, a ReLU on its own, global pooling */
+    l[k++] = hpdl_cnn_conv(16, 3, 1, 1, 1);
+    l[k++] = hpdl_cnn_simple(HPDL_CNN_RELU); /* 1: folded into the conv */
+    l[k++] = hpdl_cnn_conv(16, 3, 1, 1, 1);
+    l[k++] = hpdl_cnn_add(2, 1);             /* 3: identity shortcut, no ReLU */
+    l[k++] = hpdl_cnn_pool(HPDL_CNN_MAXPOOL, 3, 1, 1);
+    l[k++] = hpdl_cnn_simple(HPDL_CNN_RELU); /* 5: after a pooling: its own kernel */
+    l[k++] = hpdl_cnn_conv(32, 3, 2, 1, 1);
+    l[k] = hpdl_cnn_conv(32, 1, 2, 0, 1);    /* 7: strided 1x1 shortcut from 5 */
+    l[k++].input = 5;
+    l[k++] = hpdl_cnn_add(6, 7);
+    l[k++] = hpdl_cnn_simple(HPDL_CNN_RELU); /* folded into the sum */
+    l[k++] = hpdl_cnn_simple(HPDL_CNN_GLOBAL_AVGPOOL);
+    l[k++] = hpdl_cnn_linear(5);
+    HPDL_CHECK(hpdl_cnn_define(&net, k, l, hpdl_shape_make(3, 10, 10), HPDL_NHWC));
+    quant_cnn_from_init(&net, 103, n, X3.data(), &q);
+    HPDL_EXPECT(quant_cnn_case("residual CNN", &q, n, X3) == 0);
+    hpdl_quant_cnn_free(&q);
+    /* ResNet-18 (CIFAR form) on 3x8x8 images: every stage, batch norms folded */
+    std::vector<float> X8((size_t)n * 3 * 8 * 8, 0.0f);
+    for (i = 0; i < (int)X8.size(); i++) X8[i] = (float)(2 * hpdl_rng_uniform(&r) - 1);
+    HPDL_CHECK(hpdl_cnn_resnet18(&net, hpdl_shape_make(3, 8, 8), 10, HPDL_NHWC));
+    quant_cnn_from_init(&net, 104, n, X8.data(), &q);
+    HPDL_EXPECT(quant_cnn_case("ResNet-18", &q, n, X8) == 0);
+    hpdl_quant_cnn_free(&q);
+}
+
+static void test_quant_cnn_bad_args(void) {
+    hpdl_cuda_quant_cnn g;
+    hpdl_quant_cnn q;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    memset(&q, 0, sizeof q);
+    memset(&g, 0x5a, sizeof g);
+    HPDL_EXPECT(hpdl_cuda_quant_cnn_create(&g, &q, 4) == HPDL_ERR_INVALID); /* not built */
+    HPDL_EXPECT(hpdl_cuda_quant_cnn_create(&g, NULL, 4) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(((unsigned char *)&g)[0] == 0x5a);
+    memset(&g, 0, sizeof g);
+    HPDL_EXPECT(hpdl_cuda_quant_cnn_forward(&g, 1, NULL, 0) == HPDL_ERR_INVALID);
+}
+
 int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
         HPDL_TEST(test_requant_twins),           HPDL_TEST(test_gemm_i8_exact),
         HPDL_TEST(test_gemm_requant_exact),      HPDL_TEST(test_requant_outputs_saturate),
         HPDL_TEST(test_transpose_and_quantize),  HPDL_TEST(test_bad_args),
-        HPDL_TEST(test_quant_mlp_matches_cpu)};
+        HPDL_TEST(test_quant_mlp_matches_cpu),   HPDL_TEST(test_fixed_twin),
+        HPDL_TEST(test_conv_i8_exact),           HPDL_TEST(test_conv_requant_cases),
+        HPDL_TEST(test_conv_bad_args),           HPDL_TEST(test_quant_cnn_matches_cpu),
+        HPDL_TEST(test_quant_cnn_bad_args)};
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }

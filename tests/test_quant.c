@@ -320,6 +320,66 @@ static void test_gemm_requant_vs_double(void) {
     for (i = 0; i < M * N; i++) HPDL_EXPECT(C[i] == (int8_t)0x5a);
 }
 
+/* The int8 convolution against the f64 one on the shifted integers x - zx
+   (padding 0 = a padded zx), plus the bias, requantised by
+   hpdl_quant_requantize: bit for bit, with and without the ReLU clamp, on
+   odd shapes (stride 2, padding, dilation, 1x1, H != W). Bad arguments:
+   HPDL_ERR_INVALID, nothing written. */
+static void test_conv2d_i8_exact(void) {
+    enum { N = 2, C = 5, H = 7, W = 6, K = 11 };
+    const int shapes[][4] = {{3, 1, 1, 1}, {3, 2, 0, 1}, {1, 1, 0, 1}, {5, 2, 2, 1}, {3, 1, 2, 2}}; /* R, stride, pad, dilation */
+    int8_t x[N * H * W * C], w[5 * 5 * C * K], y[N * H * W * K];
+    double xs[N * H * W * C], wk[5 * 5 * C * K], acc[N * H * W * K];
+    int32_t bias[K], m0[K];
+    int shift[K], t, i, k, relu;
+    hpdl_quant_output o;
+    hpdl_rng r;
+    hpdl_rng_seed(&r, 31);
+    fill_i8(&r, x, N * H * W * C);
+    fill_i8(&r, w, 5 * 5 * C * K);
+    for (k = 0; k < K; k++) {
+        bias[k] = (int32_t)hpdl_rng_below(&r, 20001) - 10000;
+        HPDL_EXPECT(hpdl_quant_multiplier(uniform(&r, 1e-4, 2e-3), &m0[k], &shift[k]) == HPDL_OK);
+    }
+    o.bias = bias; o.multiplier = m0; o.shift = shift; o.per_channel = 1; o.zero_point = 4;
+    for (t = 0; t < HPDL_COUNT(shapes); t++)
+        for (relu = 0; relu < 2; relu++) {
+            const int R = shapes[t][0], taps = R * R * C, zx = -7;
+            hpdl_conv2d_params p = hpdl_conv2d_params_make(R, shapes[t][1], shapes[t][2], shapes[t][3], 1);
+            hpdl_tensor4 xd = hpdl_tensor4_make(N, C, H, W, HPDL_NHWC), yd = xd;
+            int bad = 0;
+            HPDL_EXPECT(hpdl_conv2d_output_desc(&p, &xd, K, &yd) == HPDL_OK);
+            for (i = 0; i < N * H * W * C; i++) xs[i] = x[i] - zx;
+            for (k = 0; k < K; k++) /* KRSC from taps x outputs */
+                for (i = 0; i < taps; i++) wk[k * taps + i] = w[i * K + k];
+            HPDL_EXPECT(hpdl_conv2d_forward_f64(&p, &xd, xs, wk, &yd, acc) == HPDL_OK);
+            o.relu = relu;
+            memset(y, 0x5a, sizeof y);
+            HPDL_EXPECT(hpdl_quant_conv2d_i8(&p, &xd, x, zx, w, &o, &yd, y) == HPDL_OK);
+            for (i = 0; i < yd.n * yd.h * yd.w * K; i++) {
+                int8_t want = 0;
+                HPDL_EXPECT(hpdl_quant_requantize((int32_t)acc[i] + bias[i % K], m0[i % K], shift[i % K], 4, &want) == HPDL_OK);
+                if (relu && want < 4) want = 4;
+                bad += y[i] != want;
+            }
+            HPDL_EXPECT(bad == 0);
+        }
+    {
+        hpdl_conv2d_params p = hpdl_conv2d_params_make(3, 1, 1, 1, 1);
+        hpdl_tensor4 xd = hpdl_tensor4_make(N, C, H, W, HPDL_NHWC), yd = hpdl_tensor4_make(N, K, H, W, HPDL_NHWC);
+        hpdl_tensor4 nchw = hpdl_tensor4_make(N, C, H, W, HPDL_NCHW), wrong = hpdl_tensor4_make(N, K, H + 1, W, HPDL_NHWC);
+        memset(y, 0x5a, sizeof y);
+        HPDL_EXPECT(hpdl_quant_conv2d_i8(&p, &xd, x, -129, w, &o, &yd, y) == HPDL_ERR_INVALID);
+        HPDL_EXPECT(hpdl_quant_conv2d_i8(&p, &nchw, x, 0, w, &o, &yd, y) == HPDL_ERR_INVALID);
+        HPDL_EXPECT(hpdl_quant_conv2d_i8(&p, &xd, x, 0, w, &o, &wrong, y) == HPDL_ERR_INVALID);
+        HPDL_EXPECT(hpdl_quant_conv2d_i8(&p, &xd, NULL, 0, w, &o, &yd, y) == HPDL_ERR_INVALID);
+        HPDL_EXPECT(hpdl_quant_conv2d_i8(&p, &xd, x, 0, w, NULL, &yd, y) == HPDL_ERR_INVALID);
+        p.stride_h = 0;
+        HPDL_EXPECT(hpdl_quant_conv2d_i8(&p, &xd, x, 0, w, &o, &yd, y) == HPDL_ERR_INVALID);
+        for (i = 0; i < N * H * W * K; i++) HPDL_EXPECT(y[i] == (int8_t)0x5a);
+    }
+}
+
 /* A whole float layer y = x W + b run integer-only (asymmetric activations,
    per-channel symmetric weights, int32 bias) lands within a few output steps
    of the float result. */
@@ -488,6 +548,7 @@ int main(int argc, char **argv) {
         HPDL_TEST(test_gemm_i8_exact),
         HPDL_TEST(test_gemm_i8_limits_and_errors),
         HPDL_TEST(test_gemm_requant_vs_double),
+        HPDL_TEST(test_conv2d_i8_exact),
         HPDL_TEST(test_quantized_layer_end_to_end),
         HPDL_TEST(test_calibration),
         HPDL_TEST(test_histogram),

@@ -13,6 +13,12 @@ model and images in channels_last.
 
     python3 bench/pytorch/cnn.py --net small,resnet18 --batch 32,128 --amp 0,1
 
+With --infer (the anchor of bench/quantize's CNN rows) it times inference
+instead: model.eval() in float16, channels_last, torch.inference_mode(), one
+forward of a batch of random images, 10 warm-up passes, then the median of 50
+CUDA-event-timed passes, one line per net and batch:
+  pytorch_cnn_infer net resnet18 batch 256 ms 12.345 images_per_s 20736.8
+
 Flags: --net, --batch and --amp take comma lists (every combination is run);
 --shape CxHxW (3x32x32 or 1x28x28), --epochs timed epochs (default 1),
 --images images per epoch (default 50000). After a warm-up of 50 steps (and
@@ -106,6 +112,25 @@ def time_epochs(net, batch, amp, shape, n, epochs):
     return 1e3 * total / epochs
 
 
+def time_inference(net, batch, shape):
+    torch.manual_seed(0)
+    model = (small(*shape) if net == "small" else resnet18(shape[0])).cuda().eval().half()
+    model = model.to(memory_format=torch.channels_last)
+    X = torch.randn(batch, *shape, device="cuda").half().contiguous(memory_format=torch.channels_last)
+    times = []
+    with torch.inference_mode():
+        for _ in range(10):
+            model(X)
+        for _ in range(50):
+            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            model(X)
+            stop.record()
+            stop.synchronize()
+            times.append(start.elapsed_time(stop))
+    return sorted(times)[len(times) // 2]
+
+
 def cpu_model():
     try:
         with open("/proc/cpuinfo") as f:
@@ -122,6 +147,7 @@ def main():
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--images", type=int, default=50000)
     p.add_argument("--amp", default="0,1")
+    p.add_argument("--infer", action="store_true", help="time f16 inference instead of training epochs")
     a = p.parse_args()
     nets, shape = a.net.split(","), tuple(int(v) for v in a.shape.lower().split("x"))
     if any(net not in ("small", "resnet18") for net in nets) or len(shape) != 3:
@@ -136,6 +162,10 @@ def main():
           file=sys.stderr, flush=True)
     for net in nets:
         for b in (int(v) for v in a.batch.split(",")):
+            if a.infer:
+                ms = time_inference(net, b, shape)
+                print(f"pytorch_cnn_infer net {net} batch {b} ms {ms:.3f} images_per_s {b / (ms * 1e-3):.1f}", flush=True)
+                continue
             for amp in (v.strip() == "1" for v in a.amp.split(",")):
                 ms = time_epochs(net, b, amp, shape, a.images, max(1, a.epochs))
                 print(f"pytorch_cnn net {net} batch {b} amp {int(amp)} epoch_ms {ms:.3f} "
