@@ -134,6 +134,9 @@
        HPDL_MPI_IPC_BLOCKS    IPC kernels' grid limit (64; at most 128 and the
                               SM count); the environment variable overrides it
        HPDL_MPI_IPC_MAX_RANKS most GPUs an IPC context joins (8)
+       HPDL_NO_NVTX           no NVTX ranges (nvcc builds mark each collective,
+                              bucket launch and wait, and the phases of a
+                              data- or tensor-parallel step for Nsight Systems)
        HPDL_MPI_NO_IPC        leaves the IPC kernels out (about 1 s of nvcc
                               per program that calls an allreduce); IPC is
                               then HPDL_ERR_UNSUPPORTED and AUTO takes NCCL
@@ -237,6 +240,14 @@
 #include <limits.h>
 #ifdef __CUDACC__
 #include <unistd.h> /* execvp: hpdl_mpi_relaunch_per_gpu */
+#endif
+
+/* NVTX ranges around each collective, bucket and training phase, from
+   hpdl_cuda.cuh under nvcc (nvtx3 is header-only: no library to link);
+   without nvcc, or with HPDL_NO_NVTX, they compile to nothing. */
+#ifndef HPDL_NVTX_PUSH
+#define HPDL_NVTX_PUSH(name) ((void)0)
+#define HPDL_NVTX_POP() ((void)0)
 #endif
 
 #ifndef HPDL_MPI_BUCKET_BYTES
@@ -2089,15 +2100,22 @@ HPDL_MPI_API hpdl_status hpdl__mpi_allreduce_sum(void *buf, int64_t count, hpdl_
 HPDL_MPI_API hpdl_status hpdl_mpi_allreduce(void *buf, int64_t count, hpdl_mpi_dtype t, hpdl_allreduce_algo algo,
                                         MPI_Comm comm) {
     hpdl_allreduce_algo used;
-    return hpdl__mpi_allreduce_sum(buf, count, t, algo, comm, &used);
+    hpdl_status s;
+    HPDL_NVTX_PUSH("allreduce");
+    s = hpdl__mpi_allreduce_sum(buf, count, t, algo, comm, &used);
+    HPDL_NVTX_POP();
+    return s;
 }
 
 /* The mean instead of the sum: what data-parallel training applies. */
 HPDL_MPI_API hpdl_status hpdl_mpi_allreduce_avg(void *buf, int64_t count, hpdl_mpi_dtype t, hpdl_allreduce_algo algo,
                                             MPI_Comm comm) {
     hpdl_allreduce_algo used;
-    hpdl_status s = hpdl__mpi_allreduce_sum(buf, count, t, algo, comm, &used);
+    hpdl_status s;
     int p = 1;
+    HPDL_NVTX_PUSH("allreduce (mean)");
+    s = hpdl__mpi_allreduce_sum(buf, count, t, algo, comm, &used);
+    HPDL_NVTX_POP();
     if (s != HPDL_OK) return s;
     MPI_Comm_size(comm, &p);
     if (p == 1 || count == 0) return HPDL_OK;
@@ -2125,8 +2143,7 @@ HPDL_MPI_API hpdl_status hpdl__mpi_bcast_run(void *buf, size_t bytes, int root, 
     return hpdl__mpi_bcast_host(buf, bytes, root, comm);
 }
 
-/* Copies root's buf[0..count) to every rank (e.g. initial parameters). */
-HPDL_MPI_API hpdl_status hpdl_mpi_bcast(void *buf, int64_t count, hpdl_mpi_dtype t, int root, MPI_Comm comm) {
+HPDL_MPI_API hpdl_status hpdl__mpi_bcast(void *buf, int64_t count, hpdl_mpi_dtype t, int root, MPI_Comm comm) {
     hpdl__mpi_call call;
     hpdl_status s = HPDL_OK;
     int p = 1;
@@ -2146,6 +2163,15 @@ HPDL_MPI_API hpdl_status hpdl_mpi_bcast(void *buf, int64_t count, hpdl_mpi_dtype
     if (s != HPDL_OK || p == 1 || count == 0) return s;
     return hpdl__mpi_finish("hpdl_mpi_bcast", hpdl__mpi_bcast_run(buf, (size_t)count * hpdl_mpi_dtype_size(t), root,
                                                                   (int)call.on_device, comm), comm);
+}
+
+/* Copies root's buf[0..count) to every rank (e.g. initial parameters). */
+HPDL_MPI_API hpdl_status hpdl_mpi_bcast(void *buf, int64_t count, hpdl_mpi_dtype t, int root, MPI_Comm comm) {
+    hpdl_status s;
+    HPDL_NVTX_PUSH("broadcast");
+    s = hpdl__mpi_bcast(buf, count, t, root, comm);
+    HPDL_NVTX_POP();
+    return s;
 }
 
 /* Typed entry points: hpdl_mpi_allreduce_f32(buf, count, algo, comm), ... */
@@ -2432,9 +2458,12 @@ HPDL_MPI_API hpdl_status hpdl__mpi_bucketer_launch_blocking(hpdl_mpi_bucketer *b
 HPDL_MPI_API hpdl_status hpdl__mpi_bucketer_launch_ready(hpdl_mpi_bucketer *b) {
     while (b->next_launch < b->nbuckets && b->pending[b->next_launch] == 0) {
         int k = b->next_launch++;
-        hpdl_status s = b->mode == HPDL__BUCKET_IALLREDUCE ? hpdl__mpi_bucketer_launch_iallreduce(b, k)
-                        : b->mode == HPDL__BUCKET_NCCL     ? hpdl__mpi_bucketer_launch_nccl(b, k)
-                                                           : hpdl__mpi_bucketer_launch_blocking(b, k);
+        hpdl_status s;
+        HPDL_NVTX_PUSH("bucket launch");
+        s = b->mode == HPDL__BUCKET_IALLREDUCE ? hpdl__mpi_bucketer_launch_iallreduce(b, k)
+            : b->mode == HPDL__BUCKET_NCCL     ? hpdl__mpi_bucketer_launch_nccl(b, k)
+                                               : hpdl__mpi_bucketer_launch_blocking(b, k);
+        HPDL_NVTX_POP();
         if (s != HPDL_OK) return s;
     }
     return HPDL_OK;
@@ -2475,17 +2504,19 @@ HPDL_MPI_API hpdl_status hpdl_mpi_bucketer_wait(hpdl_mpi_bucketer *b) {
     int i;
     hpdl_status s = HPDL_OK;
     if (!b) return HPDL_ERR_INVALID;
+    HPDL_NVTX_PUSH("bucket wait");
     for (i = b->ntensors - 1; i >= 0; i--)
         if (!b->is_ready[i]) { b->is_ready[i] = 1; b->pending[b->bucket_of[i]]--; }
     s = hpdl__mpi_bucketer_launch_ready(b);
     if (s == HPDL_OK && b->mode == HPDL__BUCKET_IALLREDUCE) s = hpdl__mpi_bucketer_finish_iallreduce(b);
 #ifdef __CUDACC__
-    if (s == HPDL_OK && b->mode == HPDL__BUCKET_NCCL) {
-        HPDL_CUDA_TRY(cudaEventRecord(b->done, b->side));
-        HPDL_CUDA_TRY(cudaStreamWaitEvent(hpdl__mpi_settings_get()->stream, b->done, 0));
-    }
+    if (s == HPDL_OK && b->mode == HPDL__BUCKET_NCCL &&
+        (cudaEventRecord(b->done, b->side) != cudaSuccess ||
+         cudaStreamWaitEvent(hpdl__mpi_settings_get()->stream, b->done, 0) != cudaSuccess))
+        s = HPDL_ERR_CUDA;
 #endif
     hpdl__mpi_finish("hpdl_mpi_bucketer_wait", s, b->comm);
+    HPDL_NVTX_POP();
     hpdl__mpi_bucketer_reset(b);
     b->wait_seconds += hpdl_time_now() - t0;
     b->steps++;
@@ -2921,16 +2952,22 @@ HPDL_MPI_API hpdl_status hpdl__dp_step(hpdl__mpi_dp_any *dp, hpdl__mlp_any *m, i
     int P = dp->size;
     hpdl_status s;
     dp->ready_s = 0.0;
+    HPDL_NVTX_PUSH("DP local gradient");
     s = hpdl__dp_local_grad(dp, m, rows, global_rows, loss, hits);
+    HPDL_NVTX_POP();
     t1 = hpdl_time_now();
+    HPDL_NVTX_PUSH("DP gradient reduction");
     if (s == HPDL_OK)
         s = dp->cfg.overlap ? hpdl_mpi_bucketer_wait(&dp->bucketer)
                             : hpdl_mpi_allreduce(dp->flat, dp->n_grad, dp->dtype, dp->cfg.algo, dp->cfg.comm);
+    HPDL_NVTX_POP();
     t2 = hpdl_time_now();
     /* the summed gradient is P times the mean: lr / P, l2 * P, each rounded
        to the element type as a typed call would */
+    HPDL_NVTX_PUSH("DP update");
     if (s == HPDL_OK)
         s = hpdl__mlp_sgd_any(m, &dp->grad, dp->ops->to_acc(lr / P), dp->ops->to_acc(dp->cfg.l2 * P), dp->ops);
+    HPDL_NVTX_POP();
     times[1] += (t1 - t0 - dp->ready_s) + (hpdl_time_now() - t2);
     times[2] += (t2 - t1) + dp->ready_s;
     return s;
@@ -3277,8 +3314,11 @@ static inline hpdl_status hpdl__dp_cuda_step(D *dp, M *g, int64_t step, int rows
     dp->span_started = 0;
     HPDL_CUDA_TRY(cudaEventRecord(ev[0], g->stream));
     if (lr_changed) s = hpdl__mlp_begin(g->state, lr / P, dp->cfg.l2 * P, 0, 0, g->stream);
+    HPDL_NVTX_PUSH("DP local gradient");
     if (s == HPDL_OK) s = hpdl__dp_cuda_local_grad<C>(dp, g, rows, global_rows, ev[4]);
+    HPDL_NVTX_POP();
     HPDL_CUDA_TRY(cudaEventRecord(ev[1], g->stream));
+    HPDL_NVTX_PUSH("DP gradient reduction");
     if (s == HPDL_OK && dp->bucketed) {
         if (!dp->span_started) HPDL_CUDA_TRY(cudaEventRecord(ev[4], g->stream));
         s = hpdl_mpi_bucketer_wait(&dp->bucketer);
@@ -3286,8 +3326,11 @@ static inline hpdl_status hpdl__dp_cuda_step(D *dp, M *g, int64_t step, int rows
     } else if (s == HPDL_OK) {
         s = hpdl_mpi_allreduce(g->grads, g->n_params, dp->dtype, dp->cfg.algo, dp->cfg.comm);
     }
+    HPDL_NVTX_POP();
     HPDL_CUDA_TRY(cudaEventRecord(ev[2], g->stream));
+    HPDL_NVTX_PUSH("DP update");
     if (s == HPDL_OK) s = hpdl__cmlp_update<C>(g, rows);
+    HPDL_NVTX_POP();
     HPDL_CUDA_TRY(cudaEventRecord(ev[3], g->stream));
     return s;
 }
@@ -3870,15 +3913,21 @@ HPDL_MPI_API void hpdl__tp_update(hpdl__mpi_tp_any *tp) {
 HPDL_MPI_API hpdl_status hpdl__tp_step(hpdl__mpi_tp_any *tp, int rows, double *loss, int64_t *hits, double *times) {
     int64_t count = (int64_t)rows * tp->shape.classes;
     double bytes = (double)count * tp->ops->size, t0 = hpdl_time_now(), t1, t2;
-    hpdl_status s = hpdl__tp_forward(tp, rows);
+    hpdl_status s;
+    HPDL_NVTX_PUSH("TP forward");
+    s = hpdl__tp_forward(tp, rows);
+    HPDL_NVTX_POP();
     t1 = hpdl_time_now();
+    HPDL_NVTX_PUSH("TP logits allreduce");
     if (s == HPDL_OK) {
         s = hpdl__tp_allreduce(tp->Z, count, tp->dtype, &tp->cfg, tp->size);
         tp->allreduces++;
         tp->reduced_bytes += bytes;
         if (bytes > tp->largest_bytes) tp->largest_bytes = bytes;
     }
+    HPDL_NVTX_POP();
     t2 = hpdl_time_now();
+    HPDL_NVTX_PUSH("TP loss, backward, update");
     if (s == HPDL_OK) s = hpdl__tp_loss(tp, rows, loss, hits);
     /* The loss is the same on every rank, so all stop at the same step,
        before updating, without another message. (A slice update that
@@ -3886,6 +3935,7 @@ HPDL_MPI_API hpdl_status hpdl__tp_step(hpdl__mpi_tp_any *tp, int rows, double *l
     if (s == HPDL_OK && !(fabs(*loss) <= DBL_MAX)) s = HPDL_ERR_NUMERIC;
     if (s == HPDL_OK) s = hpdl__tp_backward(tp, rows);
     if (s == HPDL_OK) hpdl__tp_update(tp);
+    HPDL_NVTX_POP();
     times[1] += (t1 - t0) + (hpdl_time_now() - t2);
     times[2] += t2 - t1;
     return s;
