@@ -4132,6 +4132,8 @@ HPDL_MPI_API hpdl_mlp_f32 hpdl__tp_cuda_host_view(hpdl_mpi_tp_f32 *h) {
     return v;
 }
 
+/* Frees all that create made (the GPU slice, the host driver) and zeroes *tp;
+   restores the hpdl_mpi stream create replaced. */
 HPDL_MPI_API void hpdl_mpi_tp_cuda_destroy_f32(hpdl_mpi_tp_cuda_f32 *tp) {
     int64_t i;
     if (!tp) return;
