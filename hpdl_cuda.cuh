@@ -188,11 +188,14 @@
          void hpdl_nvml_sampler_stop(s, mean_gpu, mean_mem, samples)
        several GPUs
          hpdl_status hpdl_cuda_deep_linear_create(m, depth, dim, batch, first, n_devices, allow_virtual)
+         hpdl_status hpdl_cuda_deep_linear_create_1f1b(m, depth, dim, batch, micro, first, n_devices,
+                        allow_virtual)
          void hpdl_cuda_deep_linear_destroy(m)
          hpdl_status hpdl_cuda_deep_linear_get_batch(m, host_x, host_target)
          hpdl_status hpdl_cuda_deep_linear_get_weights(m, layer, host)
          hpdl_status hpdl_cuda_deep_linear_init(m, seed)
          hpdl_status hpdl_cuda_deep_linear_loss(m, loss)
+         size_t hpdl_cuda_deep_linear_peak_act_bytes(m, g, micro)
          void hpdl_cuda_deep_linear_print_map(m, f)
          hpdl_status hpdl_cuda_deep_linear_profile(m, micro, lr, step_ms, busy_ms)
          hpdl_status hpdl_cuda_deep_linear_random_batch(m, seed)
@@ -8737,7 +8740,7 @@ HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_CUDA_MATPOW)
 
    Each device has its own stream, and events hand activations forward and
    gradients backward (the receiver pulls: a peer copy, or staged through
-   pinned host memory). Two schedules of the same arithmetic:
+   pinned host memory). Three schedules of the same arithmetic:
 
    naive (micro = HPDL_DL_NAIVE): textbook model parallelism, as autograd
    runs it. Forward device by device, then backward device by device, each
@@ -8755,7 +8758,21 @@ HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_CUDA_MATPOW)
    is exact (it is the sum over micro-batches that GPipe accumulates, as one
    product over the whole batch) and keeps those products large. Even m = 1
    overlaps: device G-1's weight gradients run while device G-2 is still in
-   its backward, so "pipelined m = 1" is faster than naive. */
+   its backward, so "pipelined m = 1" is faster than naive. GPipe holds
+   every micro-batch's activations (and dz) until the update: m of them.
+
+   1F1B with m micro-batches (PipeDream-flush, micro = HPDL_DL_1F1B(m), a
+   model made by hpdl_cuda_deep_linear_create_1f1b): stage g runs
+   min(m, G-1-g) warm-up forwards, then one forward and one backward
+   alternately, then the remaining backwards; each backward adds its
+   micro-batch's weight gradients to a buffer (dw = -lr sum h^T dz) and
+   frees its activations, and one update per batch adds dw to W. Same
+   bubble as GPipe, same gradient to rounding, but stage g never holds
+   more than G - g micro-batches' activations (a ring of that many slots)
+   instead of m; the price is a weight-sized gradient buffer and weight
+   gradients taken in products of batch/m rows. Hand-offs are events per
+   micro-batch (forward done, backward done, gradient pulled: the last
+   lets a stage reuse its one outgoing gradient slot). */
 
 __global__ void hpdl__cuda_relu_kernel(long long n, float *x) {
     long long i;
@@ -8808,21 +8825,36 @@ __global__ void hpdl__cuda_fill_uniform_kernel(long long n, float *x, unsigned l
    for the naive schedule instead of GPipe with that many micro-batches. */
 #define HPDL_DL_NAIVE 0
 
+/* The `micro` argument of a 1F1B step with m micro-batches (negative, so
+   that one int names every schedule); only a model made by
+   hpdl_cuda_deep_linear_create_1f1b for m runs it. */
+#define HPDL_DL_1F1B(m) (-(m))
+
 /* How many micro-batch slices a step with this `micro` runs (naive: one). */
-HPDL_CUDA_API int hpdl_cuda_deep_linear_slices(int micro) { return micro == HPDL_DL_NAIVE ? 1 : micro; }
+HPDL_CUDA_API int hpdl_cuda_deep_linear_slices(int micro) {
+    return micro == HPDL_DL_NAIVE ? 1 : micro < 0 ? -micro : micro;
+}
 
 typedef struct hpdl_cuda_deep_linear {
     hpdl__cuda_lanes lanes;                 /* one stream per logical device */
     int depth, dim, batch;
+    int ring;                               /* 1F1B model: its micro-batch count; 0: whole-batch buffers */
     int first[HPDL_CUDA_MAX_DEVICES + 1];   /* device g owns layers [first[g], first[g+1]) */
+    int rows_cap[HPDL_CUDA_MAX_DEVICES];    /* rows of each layer's activations that device g stores */
     hpdl_gemm_algo algo;                    /* HPDL_GEMM_CUBLAS unless changed */
     float *w[HPDL_CUDA_MAX_DEVICES];        /* g: its layers' weights, dim x dim each */
-    float *h[HPDL_CUDA_MAX_DEVICES];        /* g: its input and its layers' outputs, batch x dim each */
+    float *dw[HPDL_CUDA_MAX_DEVICES];       /* 1F1B: -lr x the weight gradients summed over micro-batches */
+    float *x;                               /* the input rows, batch x dim, on device 0 */
+    float *h[HPDL_CUDA_MAX_DEVICES];        /* g: its received input (g > 0) and its layers' outputs */
     float *dz[HPDL_CUDA_MAX_DEVICES];       /* g: loss gradient w.r.t. its layers' pre-activations */
     float *dh_in[HPDL_CUDA_MAX_DEVICES];    /* g: gradient arriving from device g + 1 */
     float *dh[HPDL_CUDA_MAX_DEVICES];       /* g: gradient going down its layers, then to g - 1 */
     float *target, *loss;                   /* on the last device */
     size_t bytes[HPDL_CUDA_MAX_DEVICES];    /* device memory the model holds, per device */
+    size_t act_bytes[HPDL_CUDA_MAX_DEVICES]; /* of which activations and their gradients (h, dz, dh_in, dh) */
+    int live[HPDL_CUDA_MAX_DEVICES];        /* micro-batches whose activations device g holds now */
+    int peak_live[HPDL_CUDA_MAX_DEVICES];   /* and the most it held during the last step */
+    cudaEvent_t *flow[HPDL_CUDA_MAX_DEVICES]; /* 1F1B, per micro-batch: forward done, backward done, gradient pulled */
     hpdl_cuda_xfer_stats fwd, bwd;          /* moves of the last step, each way */
     cudaEvent_t *marks[HPDL_CUDA_MAX_DEVICES]; /* while profiling: busy intervals' ends */
     int n_marks[HPDL_CUDA_MAX_DEVICES];
@@ -8839,16 +8871,46 @@ HPDL_CUDA_API hpdl_status hpdl__placement_check(int n_layers, int n_devices, con
 
 HPDL_CUDA_API int hpdl__dl_layers(const hpdl_cuda_deep_linear *m, int g) { return m->first[g + 1] - m->first[g]; }
 
-HPDL_CUDA_API float *hpdl__dl_act(const hpdl_cuda_deep_linear *m, int g, int s) {
-    return m->h[g] + (size_t)s * m->batch * m->dim;
+/* Where device g stores micro-batch i (of `rows` rows): whole-batch buffers
+   keep every micro-batch at its own rows; a 1F1B model's ring of
+   rows_cap / rows slots reuses a slot once its micro-batch's backward is
+   done (the schedule never holds more, see hpdl__dl_1f1b_op). */
+HPDL_CUDA_API int hpdl__dl_row(const hpdl_cuda_deep_linear *m, int g, int i, int rows) {
+    return (i % (m->rows_cap[g] / rows)) * rows;
 }
 
-HPDL_CUDA_API float *hpdl__dl_dz(const hpdl_cuda_deep_linear *m, int g, int s) {
-    return m->dz[g] + (size_t)s * m->batch * m->dim;
+/* Input (s = 0) or output of device g's layer s - 1 for micro-batch i; on
+   device 0 the input is the data itself. */
+HPDL_CUDA_API float *hpdl__dl_act(const hpdl_cuda_deep_linear *m, int g, int s, int i, int rows) {
+    int k = g == 0 ? s - 1 : s;
+    if (k < 0) return m->x + (size_t)i * rows * m->dim;
+    return m->h[g] + ((size_t)k * m->rows_cap[g] + hpdl__dl_row(m, g, i, rows)) * m->dim;
+}
+
+/* dz of device g's layer s for micro-batch i. A 1F1B model takes each
+   layer's weight gradient as soon as dz is made, so one micro-batch's dz
+   serves every layer in turn. */
+HPDL_CUDA_API float *hpdl__dl_dz(const hpdl_cuda_deep_linear *m, int g, int s, int i, int rows) {
+    if (m->ring) return m->dz[g];
+    return m->dz[g] + ((size_t)s * m->batch + (size_t)i * rows) * m->dim;
+}
+
+/* A gradient in flight (buf: dh_in or dh) for micro-batch i: at its rows, or
+   a 1F1B model's one micro-batch slot. */
+HPDL_CUDA_API float *hpdl__dl_grad(const hpdl_cuda_deep_linear *m, float *buf, int i, int rows) {
+    return m->ring ? buf : buf + (size_t)i * rows * m->dim;
 }
 
 HPDL_CUDA_API float *hpdl__dl_w(const hpdl_cuda_deep_linear *m, int g, int s) {
     return m->w[g] + (size_t)s * m->dim * m->dim;
+}
+
+HPDL_CUDA_API void hpdl__dl_events_free(hpdl_cuda_deep_linear *m, int g) {
+    int k;
+    for (k = 0; m->flow[g] && k < 3 * m->ring; k++)
+        if (m->flow[g][k]) cudaEventDestroy(m->flow[g][k]);
+    HPDL_FREE(m->flow[g]);
+    m->flow[g] = NULL;
 }
 
 HPDL_CUDA_API void hpdl_cuda_deep_linear_destroy(hpdl_cuda_deep_linear *m) {
@@ -8856,52 +8918,80 @@ HPDL_CUDA_API void hpdl_cuda_deep_linear_destroy(hpdl_cuda_deep_linear *m) {
     if (!m) return;
     for (g = 0; g < m->lanes.dev.count; g++) {
         cudaSetDevice(m->lanes.dev.physical[g]);
-        hpdl_cuda_free(m->w[g]); hpdl_cuda_free(m->h[g]); hpdl_cuda_free(m->dz[g]);
+        hpdl__dl_events_free(m, g);
+        hpdl_cuda_free(m->w[g]); hpdl_cuda_free(m->dw[g]); hpdl_cuda_free(m->h[g]); hpdl_cuda_free(m->dz[g]);
         hpdl_cuda_free(m->dh_in[g]); hpdl_cuda_free(m->dh[g]);
-        m->w[g] = m->h[g] = m->dz[g] = m->dh_in[g] = m->dh[g] = NULL;
+        m->w[g] = m->dw[g] = m->h[g] = m->dz[g] = m->dh_in[g] = m->dh[g] = NULL;
     }
     if (m->lanes.dev.count) {
+        cudaSetDevice(m->lanes.dev.physical[0]);
+        hpdl_cuda_free(m->x);
         cudaSetDevice(m->lanes.dev.physical[m->lanes.dev.count - 1]);
         hpdl_cuda_free(m->target); hpdl_cuda_free(m->loss);
     }
-    m->target = m->loss = NULL;
+    m->x = m->target = m->loss = NULL;
     hpdl__cuda_lanes_destroy(&m->lanes);
 }
 
-/* Allocates device g's share (current device set by the caller). */
-HPDL_CUDA_API hpdl_status hpdl__dl_alloc(hpdl_cuda_deep_linear *m, int g) {
-    size_t act = (size_t)m->batch * m->dim * sizeof(float), L = (size_t)hpdl__dl_layers(m, g);
-    hpdl_status s = hpdl_cuda_alloc((void **)&m->w[g], L * m->dim * m->dim * sizeof(float));
-    if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&m->h[g], (L + 1) * act);
-    if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&m->dz[g], L * act);
-    if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&m->dh_in[g], act);
-    if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&m->dh[g], act);
-    m->bytes[g] = L * m->dim * m->dim * sizeof(float) + (2 * L + 3) * act;
-    if (s == HPDL_OK && g == m->lanes.dev.count - 1) {
-        s = hpdl_cuda_alloc((void **)&m->target, act);
-        if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&m->loss, sizeof(float));
-        m->bytes[g] += act;
-    }
+/* One buffer of `count` floats on the current device, counted in *bytes. */
+HPDL_CUDA_API hpdl_status hpdl__dl_buffer(float **p, size_t count, size_t *bytes) {
+    *bytes += count * sizeof(float);
+    return hpdl_cuda_alloc((void **)p, count * sizeof(float));
+}
+
+/* Device g's activation buffers (current device set by the caller): the
+   received input and L outputs of rows_cap rows each; dz of every layer for
+   the whole batch, or (1F1B) of one micro-batch; one gradient each way. */
+HPDL_CUDA_API hpdl_status hpdl__dl_alloc_act(hpdl_cuda_deep_linear *m, int g) {
+    size_t L = (size_t)hpdl__dl_layers(m, g), row = (size_t)m->dim, in = g > 0;
+    size_t grad_rows = m->ring ? (size_t)(m->batch / m->ring) : (size_t)m->batch;
+    hpdl_status s = hpdl__dl_buffer(&m->h[g], (L + in) * m->rows_cap[g] * row, &m->act_bytes[g]);
+    if (s == HPDL_OK) s = hpdl__dl_buffer(&m->dz[g], (m->ring ? 1 : L) * grad_rows * row, &m->act_bytes[g]);
+    if (s == HPDL_OK) s = hpdl__dl_buffer(&m->dh_in[g], grad_rows * row, &m->act_bytes[g]);
+    if (s == HPDL_OK) s = hpdl__dl_buffer(&m->dh[g], grad_rows * row, &m->act_bytes[g]);
     return s;
 }
 
-/* A model of `depth` layers of dim x dim for batches of `batch` rows, placed
-   on n_devices logical devices by `first` (n_devices + 1 entries, e.g. from
-   hpdl_place_even). allow_virtual maps more devices than GPUs onto the GPUs
-   (d % count) so the same code runs on one GPU. Weights are not yet set. */
-HPDL_CUDA_API hpdl_status hpdl_cuda_deep_linear_create(hpdl_cuda_deep_linear *m, int depth, int dim, int batch,
-                                                  const int *first, int n_devices, int allow_virtual) {
+/* Allocates device g's share (current device set by the caller): weights,
+   activations, the data (device 0: input, last device: targets) and, for
+   1F1B, the weight gradients and the hand-off events. */
+HPDL_CUDA_API hpdl_status hpdl__dl_alloc(hpdl_cuda_deep_linear *m, int g) {
+    size_t act = (size_t)m->batch * m->dim, ww = (size_t)hpdl__dl_layers(m, g) * m->dim * m->dim;
+    int k;
+    hpdl_status s = hpdl__dl_buffer(&m->w[g], ww, &m->bytes[g]);
+    if (s == HPDL_OK) s = hpdl__dl_alloc_act(m, g);
+    m->bytes[g] += m->act_bytes[g];
+    if (s == HPDL_OK && g == 0) s = hpdl__dl_buffer(&m->x, act, &m->bytes[g]);
+    if (s == HPDL_OK && g == m->lanes.dev.count - 1) {
+        s = hpdl__dl_buffer(&m->target, act, &m->bytes[g]);
+        if (s == HPDL_OK) s = hpdl__dl_buffer(&m->loss, 1, &m->bytes[g]);
+    }
+    if (s != HPDL_OK || !m->ring) return s;
+    s = hpdl__dl_buffer(&m->dw[g], ww, &m->bytes[g]);
+    m->flow[g] = (cudaEvent_t *)hpdl_alloc((size_t)(3 * m->ring), sizeof(cudaEvent_t));
+    if (s == HPDL_OK && !m->flow[g]) s = HPDL_ERR_NOMEM;
+    if (s == HPDL_OK) memset(m->flow[g], 0, (size_t)(3 * m->ring) * sizeof(cudaEvent_t));
+    for (k = 0; k < 3 * m->ring && s == HPDL_OK; k++)
+        if (cudaEventCreateWithFlags(&m->flow[g][k], cudaEventDisableTiming) != cudaSuccess) s = HPDL_ERR_CUDA;
+    return s;
+}
+
+/* Both creates: ring = 0 (whole-batch buffers) or a 1F1B micro-batch count. */
+HPDL_CUDA_API hpdl_status hpdl__dl_create(hpdl_cuda_deep_linear *m, int depth, int dim, int batch, int ring,
+                                     const int *first, int n_devices, int allow_virtual) {
     hpdl_status s;
     int g;
-    if (!m || depth < 1 || dim < 1 || batch < 1) return HPDL_ERR_INVALID;
+    if (!m || depth < 1 || dim < 1 || batch < 1 || ring < 0 || (ring && batch % ring)) return HPDL_ERR_INVALID;
     s = hpdl__placement_check(depth, n_devices, first);
     if (s != HPDL_OK) return s;
     memset(m, 0, sizeof *m);
     s = hpdl__cuda_lanes_create(&m->lanes, n_devices, allow_virtual);
     if (s != HPDL_OK) return s;
-    m->depth = depth; m->dim = dim; m->batch = batch;
+    m->depth = depth; m->dim = dim; m->batch = batch; m->ring = ring;
     m->algo = HPDL_GEMM_CUBLAS;
     memcpy(m->first, first, (size_t)(n_devices + 1) * sizeof *first);
+    for (g = 0; g < n_devices; g++) /* 1F1B: stage g holds at most G - g micro-batches */
+        m->rows_cap[g] = ring ? (ring < n_devices - g ? ring : n_devices - g) * (batch / ring) : batch;
     for (g = 0; g < n_devices && s == HPDL_OK; g++) {
         if (cudaSetDevice(m->lanes.dev.physical[g]) != cudaSuccess) s = HPDL_ERR_CUDA;
         if (s == HPDL_OK) s = hpdl__dl_alloc(m, g);
@@ -8909,6 +8999,29 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_deep_linear_create(hpdl_cuda_deep_linear *m,
     cudaSetDevice(m->lanes.current);
     if (s != HPDL_OK) hpdl_cuda_deep_linear_destroy(m);
     return s;
+}
+
+/* A model of `depth` layers of dim x dim for batches of `batch` rows, placed
+   on n_devices logical devices by `first` (n_devices + 1 entries, e.g. from
+   hpdl_place_even), for the naive and GPipe schedules: every layer's
+   activations of the whole batch are stored. allow_virtual maps more
+   devices than GPUs onto the GPUs (d % count) so the same code runs on one
+   GPU. Weights are not yet set. */
+HPDL_CUDA_API hpdl_status hpdl_cuda_deep_linear_create(hpdl_cuda_deep_linear *m, int depth, int dim, int batch,
+                                                  const int *first, int n_devices, int allow_virtual) {
+    return hpdl__dl_create(m, depth, dim, batch, 0, first, n_devices, allow_virtual);
+}
+
+/* The same model for the 1F1B schedule with `micro` micro-batches (batch %
+   micro == 0): device g stores min(micro, n_devices - g) micro-batches'
+   activations, one micro-batch's dz and gradients, and a weight-gradient
+   buffer the size of its weights. Runs hpdl_cuda_deep_linear_step with
+   HPDL_DL_1F1B(micro) only. */
+HPDL_CUDA_API hpdl_status hpdl_cuda_deep_linear_create_1f1b(hpdl_cuda_deep_linear *m, int depth, int dim, int batch,
+                                                       int micro, const int *first, int n_devices,
+                                                       int allow_virtual) {
+    if (micro < 1) return HPDL_ERR_INVALID;
+    return hpdl__dl_create(m, depth, dim, batch, micro, first, n_devices, allow_virtual);
 }
 
 HPDL_CUDA_API hpdl_status hpdl__cuda_fill_uniform(float *x, long long n, unsigned long long seed, long long first, float a,
@@ -8946,7 +9059,7 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_deep_linear_random_batch(hpdl_cuda_deep_line
     n = (long long)m->batch * m->dim;
     last = m->lanes.dev.count - 1;
     HPDL_CUDA_TRY(cudaSetDevice(m->lanes.dev.physical[0]));
-    s = hpdl__cuda_fill_uniform(m->h[0], n, seed, 0, 1.0f, m->lanes.stream[0]);
+    s = hpdl__cuda_fill_uniform(m->x, n, seed, 0, 1.0f, m->lanes.stream[0]);
     if (s == HPDL_OK && cudaSetDevice(m->lanes.dev.physical[last]) != cudaSuccess) s = HPDL_ERR_CUDA;
     if (s == HPDL_OK) s = hpdl__cuda_fill_uniform(m->target, n, seed, n, 1.0f, m->lanes.stream[last]);
     if (s == HPDL_OK) s = hpdl__cuda_lanes_sync(&m->lanes);
@@ -8975,7 +9088,7 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_deep_linear_get_batch(hpdl_cuda_deep_linear 
     bytes = (size_t)m->batch * m->dim * sizeof(float);
     s = hpdl__cuda_lanes_sync(&m->lanes);
     if (s != HPDL_OK) return s;
-    if (host_x) HPDL_CUDA_TRY(cudaMemcpy(host_x, m->h[0], bytes, cudaMemcpyDeviceToHost));
+    if (host_x) HPDL_CUDA_TRY(cudaMemcpy(host_x, m->x, bytes, cudaMemcpyDeviceToHost));
     if (host_target) HPDL_CUDA_TRY(cudaMemcpy(host_target, m->target, bytes, cudaMemcpyDeviceToHost));
     return HPDL_OK;
 }
@@ -8990,12 +9103,25 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_deep_linear_loss(hpdl_cuda_deep_linear *m, f
     return HPDL_OK;
 }
 
+/* Bytes of activations device g held at the worst moment of the last step:
+   the micro-batches it held at once (peak_live) times one micro-batch's
+   stored activations, plus the buffers every micro-batch passes through
+   (a 1F1B model's dz and gradient slots; the whole-batch buffers' dz is
+   per micro-batch and counted with it). `micro` as for the step. */
+HPDL_CUDA_API size_t hpdl_cuda_deep_linear_peak_act_bytes(const hpdl_cuda_deep_linear *m, int g, int micro) {
+    size_t rows = (size_t)(m->batch / hpdl_cuda_deep_linear_slices(micro)), row = (size_t)m->dim * sizeof(float);
+    size_t L = (size_t)hpdl__dl_layers(m, g), in = g > 0, held = m->ring ? L + in : 2 * L + in;
+    size_t transit = m->ring ? 3 * rows : 2 * (size_t)m->batch; /* dz, dh_in, dh; or dh_in, dh */
+    return ((size_t)m->peak_live[g] * held * rows + transit) * row;
+}
+
 /* Prints the layer -> GPU map and the memory each device holds. */
 HPDL_CUDA_API void hpdl_cuda_deep_linear_print_map(const hpdl_cuda_deep_linear *m, FILE *f) {
     int g;
     for (g = 0; g < m->lanes.dev.count; g++)
-        fprintf(f, "  device %d (GPU %d): layers %d..%d, %.1f MiB\n", g, m->lanes.dev.physical[g], m->first[g],
-                m->first[g + 1] - 1, m->bytes[g] / 1048576.0);
+        fprintf(f, "  device %d (GPU %d): layers %d..%d, %.1f MiB, of which activations %.1f MiB\n", g,
+                m->lanes.dev.physical[g], m->first[g], m->first[g + 1] - 1, m->bytes[g] / 1048576.0,
+                m->act_bytes[g] / 1048576.0);
 }
 
 /* While profiling, records the start or the end of a busy interval. */
@@ -9009,18 +9135,24 @@ HPDL_CUDA_API hpdl_status hpdl__dl_gemm(hpdl_cuda_deep_linear *m, int g, hpdl_tr
                                    m->lanes.stream[g]);
 }
 
-/* Forward of micro-batch rows [row, row + rows) through device g's layers. */
-HPDL_CUDA_API hpdl_status hpdl__dl_forward(hpdl_cuda_deep_linear *m, int g, int row, int rows) {
-    size_t off = (size_t)row * m->dim, bytes = (size_t)rows * m->dim * sizeof(float);
+/* Device g now holds one more micro-batch's activations. */
+HPDL_CUDA_API void hpdl__dl_hold(hpdl_cuda_deep_linear *m, int g) {
+    if (++m->live[g] > m->peak_live[g]) m->peak_live[g] = m->live[g];
+}
+
+/* Forward of micro-batch i (`rows` rows) through device g's layers. */
+HPDL_CUDA_API hpdl_status hpdl__dl_forward(hpdl_cuda_deep_linear *m, int g, int i, int rows) {
+    size_t bytes = (size_t)rows * m->dim * sizeof(float);
     long long count = (long long)rows * m->dim;
-    int s, last = m->lanes.dev.count - 1;
+    int s, L = hpdl__dl_layers(m, g), last = m->lanes.dev.count - 1;
     hpdl_status st = HPDL_OK;
-    if (g > 0) st = hpdl__cuda_lanes_pull(&m->lanes, g, hpdl__dl_act(m, g, 0) + off, g - 1,
-                                          hpdl__dl_act(m, g - 1, hpdl__dl_layers(m, g - 1)) + off, bytes, &m->fwd);
+    if (g > 0) st = hpdl__cuda_lanes_pull(&m->lanes, g, hpdl__dl_act(m, g, 0, i, rows), g - 1,
+                                          hpdl__dl_act(m, g - 1, hpdl__dl_layers(m, g - 1), i, rows), bytes, &m->fwd);
     hpdl__dl_mark(m, g);
-    for (s = 0; s < hpdl__dl_layers(m, g) && st == HPDL_OK; s++) {
-        float *out = hpdl__dl_act(m, g, s + 1) + off;
-        st = hpdl__dl_gemm(m, g, HPDL_NO_TRANS, HPDL_NO_TRANS, rows, m->dim, 1.0f, hpdl__dl_act(m, g, s) + off,
+    hpdl__dl_hold(m, g);
+    for (s = 0; s < L && st == HPDL_OK; s++) {
+        float *out = hpdl__dl_act(m, g, s + 1, i, rows);
+        st = hpdl__dl_gemm(m, g, HPDL_NO_TRANS, HPDL_NO_TRANS, rows, m->dim, 1.0f, hpdl__dl_act(m, g, s, i, rows),
                            hpdl__dl_w(m, g, s), 0.0f, out);
         if (st == HPDL_OK && m->first[g] + s < m->depth - 1) {
             hpdl__cuda_relu_kernel<<<hpdl__cuda_grid(count), 256, 0, m->lanes.stream[g]>>>(count, out);
@@ -9029,8 +9161,8 @@ HPDL_CUDA_API hpdl_status hpdl__dl_forward(hpdl_cuda_deep_linear *m, int g, int 
     }
     if (st == HPDL_OK && g == last) { /* the loss gradient is the last layer's dz */
         hpdl__cuda_mse_kernel<<<hpdl__cuda_grid(count), 256, 0, m->lanes.stream[g]>>>(
-            count, hpdl__dl_act(m, g, hpdl__dl_layers(m, g)) + off, m->target + off,
-            hpdl__dl_dz(m, g, hpdl__dl_layers(m, g) - 1) + off, 1.0f / (float)m->batch, m->loss);
+            count, hpdl__dl_act(m, g, L, i, rows), m->target + (size_t)i * rows * m->dim,
+            hpdl__dl_dz(m, g, L - 1, i, rows), 1.0f / (float)m->batch, m->loss);
         if (cudaGetLastError() != cudaSuccess) st = HPDL_ERR_CUDA;
     }
     hpdl__dl_mark(m, g);
@@ -9040,48 +9172,67 @@ HPDL_CUDA_API hpdl_status hpdl__dl_forward(hpdl_cuda_deep_linear *m, int g, int 
 /* W -= lr h^T dz over the whole batch for device g's layer s: the weight
    gradient and the SGD update in one product (beta = 1). */
 HPDL_CUDA_API hpdl_status hpdl__dl_update_layer(hpdl_cuda_deep_linear *m, int g, int s, float lr) {
-    return hpdl__dl_gemm(m, g, HPDL_TRANS, HPDL_NO_TRANS, m->dim, m->batch, -lr, hpdl__dl_act(m, g, s),
-                         hpdl__dl_dz(m, g, s), 1.0f, hpdl__dl_w(m, g, s));
+    return hpdl__dl_gemm(m, g, HPDL_TRANS, HPDL_NO_TRANS, m->dim, m->batch, -lr, hpdl__dl_act(m, g, s, 0, m->batch),
+                         hpdl__dl_dz(m, g, s, 0, m->batch), 1.0f, hpdl__dl_w(m, g, s));
 }
 
-/* Backward of micro-batch rows [row, row + rows) through device g's layers,
-   top to bottom: input gradients only, or with `update_now` (naive: the
-   whole batch) each layer's update right after its input gradient, which
-   needs the weights before the update. */
-HPDL_CUDA_API hpdl_status hpdl__dl_backward(hpdl_cuda_deep_linear *m, int g, int row, int rows, int update_now, float lr) {
-    size_t off = (size_t)row * m->dim, bytes = (size_t)rows * m->dim * sizeof(float);
+/* What a backward does with the weight gradients: leave them for the
+   update (GPipe: dz is kept), update each layer right after its input
+   gradient (naive, whole batch), or add micro-batch i's to dw (1F1B: its
+   activations are free afterwards). */
+typedef enum { HPDL__DL_DEFER, HPDL__DL_UPDATE, HPDL__DL_ACCUMULATE } hpdl__dl_wgrad;
+
+/* Backward of micro-batch i through device g's layers, top to bottom; with
+   `pulled` (1F1B), an event recorded once the incoming gradient is copied,
+   after which device g + 1 may overwrite it. */
+HPDL_CUDA_API hpdl_status hpdl__dl_backward(hpdl_cuda_deep_linear *m, int g, int i, int rows, hpdl__dl_wgrad wgrad, float lr,
+                                       cudaEvent_t pulled) {
+    size_t bytes = (size_t)rows * m->dim * sizeof(float);
     long long count = (long long)rows * m->dim;
-    const float *grad = m->dh_in[g] + off;
+    float *grad = hpdl__dl_grad(m, m->dh_in[g], i, rows), *dh = hpdl__dl_grad(m, m->dh[g], i, rows);
     int s;
     hpdl_status st = HPDL_OK;
     if (g < m->lanes.dev.count - 1)
-        st = hpdl__cuda_lanes_pull(&m->lanes, g, m->dh_in[g] + off, g + 1, m->dh[g + 1] + off, bytes, &m->bwd);
+        st = hpdl__cuda_lanes_pull(&m->lanes, g, grad, g + 1, hpdl__dl_grad(m, m->dh[g + 1], i, rows), bytes, &m->bwd);
+    if (st == HPDL_OK && pulled && cudaEventRecord(pulled, m->lanes.stream[g]) != cudaSuccess) st = HPDL_ERR_CUDA;
     hpdl__dl_mark(m, g);
     for (s = hpdl__dl_layers(m, g) - 1; s >= 0 && st == HPDL_OK; s--) {
         int layer = m->first[g] + s;
-        float *dz = hpdl__dl_dz(m, g, s) + off;
+        float *dz = hpdl__dl_dz(m, g, s, i, rows);
         if (layer < m->depth - 1) {
             hpdl__cuda_relu_backward_kernel<<<hpdl__cuda_grid(count), 256, 0, m->lanes.stream[g]>>>(
-                count, grad, hpdl__dl_act(m, g, s + 1) + off, dz);
+                count, grad, hpdl__dl_act(m, g, s + 1, i, rows), dz);
             if (cudaGetLastError() != cudaSuccess) st = HPDL_ERR_CUDA;
         }
+        if (st == HPDL_OK && wgrad == HPDL__DL_ACCUMULATE) /* dw = -lr sum over micro-batches of h^T dz */
+            st = hpdl__dl_gemm(m, g, HPDL_TRANS, HPDL_NO_TRANS, m->dim, rows, -lr, hpdl__dl_act(m, g, s, i, rows), dz,
+                               i == 0 ? 0.0f : 1.0f, m->dw[g] + (size_t)s * m->dim * m->dim);
         if (st == HPDL_OK && layer > 0) { /* the model's input needs no gradient */
-            st = hpdl__dl_gemm(m, g, HPDL_NO_TRANS, HPDL_TRANS, rows, m->dim, 1.0f, dz, hpdl__dl_w(m, g, s), 0.0f,
-                               m->dh[g] + off);
-            grad = m->dh[g] + off;
+            st = hpdl__dl_gemm(m, g, HPDL_NO_TRANS, HPDL_TRANS, rows, m->dim, 1.0f, dz, hpdl__dl_w(m, g, s), 0.0f, dh);
+            grad = dh;
         }
-        if (st == HPDL_OK && update_now) st = hpdl__dl_update_layer(m, g, s, lr);
+        if (st == HPDL_OK && wgrad == HPDL__DL_UPDATE) st = hpdl__dl_update_layer(m, g, s, lr);
     }
+    if (wgrad != HPDL__DL_DEFER) m->live[g]--;
     hpdl__dl_mark(m, g);
     return st;
 }
 
-/* The pipelined schedule's last phase: every layer of device g updated. */
+/* The last phase of the pipelined schedules: every layer of device g
+   updated, by the deferred whole-batch products (GPipe) or by adding the
+   accumulated -lr x gradient (1F1B). */
 HPDL_CUDA_API hpdl_status hpdl__dl_update(hpdl_cuda_deep_linear *m, int g, float lr) {
+    long long per = (long long)m->dim * m->dim;
     int s;
     hpdl_status st = HPDL_OK;
     hpdl__dl_mark(m, g);
-    for (s = 0; s < hpdl__dl_layers(m, g) && st == HPDL_OK; s++) st = hpdl__dl_update_layer(m, g, s, lr);
+    for (s = 0; s < hpdl__dl_layers(m, g) && st == HPDL_OK; s++) {
+        if (!m->ring) { st = hpdl__dl_update_layer(m, g, s, lr); continue; }
+        hpdl__cuda_add_kernel<float><<<hpdl__cuda_grid(per), 256, 0, m->lanes.stream[g]>>>(
+            per, hpdl__dl_w(m, g, s), m->dw[g] + (size_t)s * per);
+        if (cudaGetLastError() != cudaSuccess) st = HPDL_ERR_CUDA;
+    }
+    m->live[g] = 0;
     hpdl__dl_mark(m, g);
     return st;
 }
@@ -9094,7 +9245,7 @@ HPDL_CUDA_API hpdl_status hpdl__dl_forward_all(hpdl_cuda_deep_linear *m, int mic
         for (g = 0; g < G && s == HPDL_OK; g++) {
             if (cudaSetDevice(m->lanes.dev.physical[g]) != cudaSuccess) return HPDL_ERR_CUDA;
             if (g > 0) s = hpdl__cuda_lanes_wait_mark(&m->lanes, g, g - 1);
-            if (s == HPDL_OK) s = hpdl__dl_forward(m, g, i * rows, rows);
+            if (s == HPDL_OK) s = hpdl__dl_forward(m, g, i, rows);
             if (s == HPDL_OK && g < G - 1) s = hpdl__cuda_lanes_mark(&m->lanes, g);
         }
     return s;
@@ -9109,28 +9260,100 @@ HPDL_CUDA_API hpdl_status hpdl__dl_backward_all(hpdl_cuda_deep_linear *m, int mi
         for (g = G - 1; g >= 0 && s == HPDL_OK; g--) {
             if (cudaSetDevice(m->lanes.dev.physical[g]) != cudaSuccess) return HPDL_ERR_CUDA;
             if (g < G - 1) s = hpdl__cuda_lanes_wait_mark(&m->lanes, g, g + 1);
-            if (s == HPDL_OK) s = hpdl__dl_backward(m, g, i * rows, rows, naive, lr);
+            if (s == HPDL_OK)
+                s = hpdl__dl_backward(m, g, i, rows, naive ? HPDL__DL_UPDATE : HPDL__DL_DEFER, lr, NULL);
             if (s == HPDL_OK && g > 0) s = hpdl__cuda_lanes_mark(&m->lanes, g);
         }
     return s;
 }
 
+/* Stage g's k-th operation of 2 m in the 1F1B order (PipeDream-flush):
+   w = min(m, G - 1 - g) warm-up forwards, then forward w + j and backward
+   j alternately, then the last w backwards. Returns the micro-batch; sets
+   *backward. At most w + 1 <= G - g micro-batches are ever held. */
+HPDL_CUDA_API int hpdl__dl_1f1b_op(int g, int G, int m, int k, int *backward) {
+    int w = m < G - 1 - g ? m : G - 1 - g, pairs = m - w;
+    *backward = k >= w && (k >= w + 2 * pairs || (k - w) % 2 == 1);
+    if (k < w) return k;
+    if (k < w + 2 * pairs) return (k - w) % 2 ? (k - w) / 2 : w + (k - w) / 2;
+    return k - w - pairs;
+}
+
+/* Whether stage g's next 1F1B operation may be queued: what it waits for
+   is queued (forward i: stage g - 1's forward i; backward i: stage g + 1's
+   backward i, and stage g - 1's backward i - 1, which pulls the gradient
+   slot that backward i overwrites). done[g][0/1]: forwards / backwards queued. */
+HPDL_CUDA_API int hpdl__dl_1f1b_ready(int g, int G, int i, int backward, int (*done)[2]) {
+    if (!backward) return g == 0 || done[g - 1][0] > i;
+    return (g == G - 1 || done[g + 1][1] > i) && (g == 0 || i == 0 || done[g - 1][1] >= i);
+}
+
+/* Queues stage g's forward or backward of micro-batch i with its waits and
+   its hand-off event (flow: [0, m) forward done, [m, 2m) backward done,
+   [2m, 3m) incoming gradient pulled). */
+HPDL_CUDA_API hpdl_status hpdl__dl_1f1b_issue(hpdl_cuda_deep_linear *m, int g, int i, int backward, float lr) {
+    int G = m->lanes.dev.count, M = m->ring, rows = m->batch / M;
+    cudaStream_t stream = m->lanes.stream[g];
+    hpdl_status s;
+    HPDL_CUDA_TRY(cudaSetDevice(m->lanes.dev.physical[g]));
+    if (!backward) {
+        if (g > 0) HPDL_CUDA_TRY(cudaStreamWaitEvent(stream, m->flow[g - 1][i], 0));
+        s = hpdl__dl_forward(m, g, i, rows);
+        if (s == HPDL_OK) HPDL_CUDA_TRY(cudaEventRecord(m->flow[g][i], stream));
+        return s;
+    }
+    if (g < G - 1) HPDL_CUDA_TRY(cudaStreamWaitEvent(stream, m->flow[g + 1][M + i], 0));
+    if (g > 0 && i > 0) HPDL_CUDA_TRY(cudaStreamWaitEvent(stream, m->flow[g - 1][2 * M + i - 1], 0));
+    s = hpdl__dl_backward(m, g, i, rows, HPDL__DL_ACCUMULATE, lr, m->flow[g][2 * M + i]);
+    if (s == HPDL_OK) HPDL_CUDA_TRY(cudaEventRecord(m->flow[g][M + i], stream));
+    return s;
+}
+
+/* The 1F1B forward and backward phases: each stage's operations in order,
+   queued stage by stage as far as their waits allow. */
+HPDL_CUDA_API hpdl_status hpdl__dl_1f1b_all(hpdl_cuda_deep_linear *m, float lr) {
+    int G = m->lanes.dev.count, M = m->ring, next[HPDL_CUDA_MAX_DEVICES] = {0}, done[HPDL_CUDA_MAX_DEVICES][2];
+    int g, queued = 1, left = 2 * M * G;
+    hpdl_status s = HPDL_OK;
+    memset(done, 0, sizeof done);
+    while (left > 0 && queued && s == HPDL_OK) {
+        queued = 0;
+        for (g = 0; g < G && s == HPDL_OK; g++)
+            while (s == HPDL_OK && next[g] < 2 * M) {
+                int backward, i = hpdl__dl_1f1b_op(g, G, M, next[g], &backward);
+                if (!hpdl__dl_1f1b_ready(g, G, i, backward, done)) break;
+                s = hpdl__dl_1f1b_issue(m, g, i, backward, lr);
+                done[g][backward]++;
+                next[g]++;
+                left--;
+                queued = 1;
+            }
+    }
+    return s != HPDL_OK ? s : left ? HPDL_ERR_INVALID : HPDL_OK; /* left: a cycle of waits, not reachable */
+}
+
 /* One SGD step on the current batch, ordered after and before `origin` (a
-   stream of device 0): micro = HPDL_DL_NAIVE for the naive schedule, else
-   GPipe with `micro` micro-batches (batch % micro == 0; 1 still defers the
-   weight gradients). The moves it made are in m->fwd and m->bwd. */
+   stream of device 0): micro = HPDL_DL_NAIVE for the naive schedule,
+   HPDL_DL_1F1B(m) for 1F1B (a model from _create_1f1b for m), else GPipe
+   with `micro` micro-batches (batch % micro == 0; 1 still defers the
+   weight gradients). The moves it made are in m->fwd and m->bwd, the most
+   micro-batches each device held in m->peak_live. */
 HPDL_CUDA_API hpdl_status hpdl_cuda_deep_linear_step(hpdl_cuda_deep_linear *m, int micro, float lr, cudaStream_t origin) {
     int g, last, naive = micro == HPDL_DL_NAIVE, slices = hpdl_cuda_deep_linear_slices(micro);
     hpdl_status s;
     if (!m || !m->lanes.dev.count || slices < 1 || slices > m->batch || m->batch % slices) return HPDL_ERR_INVALID;
+    if (m->ring ? micro != HPDL_DL_1F1B(m->ring) : micro < 0) return HPDL_ERR_INVALID;
     last = m->lanes.dev.count - 1;
     memset(&m->fwd, 0, sizeof m->fwd);
     memset(&m->bwd, 0, sizeof m->bwd);
+    memset(m->live, 0, sizeof m->live);
+    memset(m->peak_live, 0, sizeof m->peak_live);
     s = hpdl__cuda_lanes_fork(&m->lanes, origin);
     if (s == HPDL_OK && (cudaSetDevice(m->lanes.dev.physical[last]) != cudaSuccess ||
                          cudaMemsetAsync(m->loss, 0, sizeof(float), m->lanes.stream[last]) != cudaSuccess)) s = HPDL_ERR_CUDA;
-    if (s == HPDL_OK) s = hpdl__dl_forward_all(m, slices);
-    if (s == HPDL_OK) s = hpdl__dl_backward_all(m, slices, naive, lr);
+    if (s == HPDL_OK && m->ring) s = hpdl__dl_1f1b_all(m, lr);
+    if (s == HPDL_OK && !m->ring) s = hpdl__dl_forward_all(m, slices);
+    if (s == HPDL_OK && !m->ring) s = hpdl__dl_backward_all(m, slices, naive, lr);
     for (g = 0; g < m->lanes.dev.count && s == HPDL_OK && !naive; g++) {
         if (cudaSetDevice(m->lanes.dev.physical[g]) != cudaSuccess) s = HPDL_ERR_CUDA;
         if (s == HPDL_OK) s = hpdl__dl_update(m, g, lr);
@@ -9189,7 +9412,7 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_deep_linear_profile(hpdl_cuda_deep_linear *m
     cudaEvent_t start = NULL, stop = NULL;
     float ms = 0.0f;
     hpdl_status s;
-    if (!m || !step_ms || !busy_ms || micro < 0) return HPDL_ERR_INVALID;
+    if (!m || !step_ms || !busy_ms) return HPDL_ERR_INVALID;
     per = 2 * (2 * hpdl_cuda_deep_linear_slices(micro) + 1);
     s = hpdl__dl_marks_alloc(m, per);
     if (s == HPDL_OK && (cudaSetDevice(m->lanes.dev.physical[0]) != cudaSuccess || cudaEventCreate(&start) != cudaSuccess ||

@@ -134,6 +134,9 @@
        HPDL_MPI_IPC_BLOCKS    IPC kernels' grid limit (64; at most 128 and the
                               SM count); the environment variable overrides it
        HPDL_MPI_IPC_MAX_RANKS most GPUs an IPC context joins (8)
+       HPDL_NO_NVTX           no NVTX ranges (nvcc builds mark each collective,
+                              bucket launch and wait, and the phases of a
+                              data- or tensor-parallel step for Nsight Systems)
        HPDL_MPI_NO_IPC        leaves the IPC kernels out (about 1 s of nvcc
                               per program that calls an allreduce); IPC is
                               then HPDL_ERR_UNSUPPORTED and AUTO takes NCCL
@@ -219,6 +222,10 @@
          void hpdl_mpi_tp_destroy_<t>(tp)
          hpdl_status hpdl_mpi_tp_epoch_<t>(tp, X, labels, epoch, out)
          hpdl_status hpdl_mpi_tp_gather_<t>(tp, out)
+         hpdl_status hpdl_mpi_tp_cuda_create_f32(tp, model, n_train, cfg)
+         void hpdl_mpi_tp_cuda_destroy_f32(tp)
+         hpdl_status hpdl_mpi_tp_cuda_epoch_f32(tp, data, epoch, out)
+         hpdl_status hpdl_mpi_tp_cuda_gather_f32(tp, out)
 
    CHANGELOG
        CHANGELOG.md; this version: v0.3.0 (2026-11-26): data-parallel CNN training
@@ -237,6 +244,14 @@
 #include <limits.h>
 #ifdef __CUDACC__
 #include <unistd.h> /* execvp: hpdl_mpi_relaunch_per_gpu */
+#endif
+
+/* NVTX ranges around each collective, bucket and training phase, from
+   hpdl_cuda.cuh under nvcc (nvtx3 is header-only: no library to link);
+   without nvcc, or with HPDL_NO_NVTX, they compile to nothing. */
+#ifndef HPDL_NVTX_PUSH
+#define HPDL_NVTX_PUSH(name) ((void)0)
+#define HPDL_NVTX_POP() ((void)0)
 #endif
 
 #ifndef HPDL_MPI_BUCKET_BYTES
@@ -2089,15 +2104,22 @@ HPDL_MPI_API hpdl_status hpdl__mpi_allreduce_sum(void *buf, int64_t count, hpdl_
 HPDL_MPI_API hpdl_status hpdl_mpi_allreduce(void *buf, int64_t count, hpdl_mpi_dtype t, hpdl_allreduce_algo algo,
                                         MPI_Comm comm) {
     hpdl_allreduce_algo used;
-    return hpdl__mpi_allreduce_sum(buf, count, t, algo, comm, &used);
+    hpdl_status s;
+    HPDL_NVTX_PUSH("allreduce");
+    s = hpdl__mpi_allreduce_sum(buf, count, t, algo, comm, &used);
+    HPDL_NVTX_POP();
+    return s;
 }
 
 /* The mean instead of the sum: what data-parallel training applies. */
 HPDL_MPI_API hpdl_status hpdl_mpi_allreduce_avg(void *buf, int64_t count, hpdl_mpi_dtype t, hpdl_allreduce_algo algo,
                                             MPI_Comm comm) {
     hpdl_allreduce_algo used;
-    hpdl_status s = hpdl__mpi_allreduce_sum(buf, count, t, algo, comm, &used);
+    hpdl_status s;
     int p = 1;
+    HPDL_NVTX_PUSH("allreduce (mean)");
+    s = hpdl__mpi_allreduce_sum(buf, count, t, algo, comm, &used);
+    HPDL_NVTX_POP();
     if (s != HPDL_OK) return s;
     MPI_Comm_size(comm, &p);
     if (p == 1 || count == 0) return HPDL_OK;
@@ -2125,8 +2147,7 @@ HPDL_MPI_API hpdl_status hpdl__mpi_bcast_run(void *buf, size_t bytes, int root, 
     return hpdl__mpi_bcast_host(buf, bytes, root, comm);
 }
 
-/* Copies root's buf[0..count) to every rank (e.g. initial parameters). */
-HPDL_MPI_API hpdl_status hpdl_mpi_bcast(void *buf, int64_t count, hpdl_mpi_dtype t, int root, MPI_Comm comm) {
+HPDL_MPI_API hpdl_status hpdl__mpi_bcast(void *buf, int64_t count, hpdl_mpi_dtype t, int root, MPI_Comm comm) {
     hpdl__mpi_call call;
     hpdl_status s = HPDL_OK;
     int p = 1;
@@ -2146,6 +2167,15 @@ HPDL_MPI_API hpdl_status hpdl_mpi_bcast(void *buf, int64_t count, hpdl_mpi_dtype
     if (s != HPDL_OK || p == 1 || count == 0) return s;
     return hpdl__mpi_finish("hpdl_mpi_bcast", hpdl__mpi_bcast_run(buf, (size_t)count * hpdl_mpi_dtype_size(t), root,
                                                                   (int)call.on_device, comm), comm);
+}
+
+/* Copies root's buf[0..count) to every rank (e.g. initial parameters). */
+HPDL_MPI_API hpdl_status hpdl_mpi_bcast(void *buf, int64_t count, hpdl_mpi_dtype t, int root, MPI_Comm comm) {
+    hpdl_status s;
+    HPDL_NVTX_PUSH("broadcast");
+    s = hpdl__mpi_bcast(buf, count, t, root, comm);
+    HPDL_NVTX_POP();
+    return s;
 }
 
 /* Typed entry points: hpdl_mpi_allreduce_f32(buf, count, algo, comm), ... */
@@ -2432,9 +2462,12 @@ HPDL_MPI_API hpdl_status hpdl__mpi_bucketer_launch_blocking(hpdl_mpi_bucketer *b
 HPDL_MPI_API hpdl_status hpdl__mpi_bucketer_launch_ready(hpdl_mpi_bucketer *b) {
     while (b->next_launch < b->nbuckets && b->pending[b->next_launch] == 0) {
         int k = b->next_launch++;
-        hpdl_status s = b->mode == HPDL__BUCKET_IALLREDUCE ? hpdl__mpi_bucketer_launch_iallreduce(b, k)
-                        : b->mode == HPDL__BUCKET_NCCL     ? hpdl__mpi_bucketer_launch_nccl(b, k)
-                                                           : hpdl__mpi_bucketer_launch_blocking(b, k);
+        hpdl_status s;
+        HPDL_NVTX_PUSH("bucket launch");
+        s = b->mode == HPDL__BUCKET_IALLREDUCE ? hpdl__mpi_bucketer_launch_iallreduce(b, k)
+            : b->mode == HPDL__BUCKET_NCCL     ? hpdl__mpi_bucketer_launch_nccl(b, k)
+                                               : hpdl__mpi_bucketer_launch_blocking(b, k);
+        HPDL_NVTX_POP();
         if (s != HPDL_OK) return s;
     }
     return HPDL_OK;
@@ -2475,17 +2508,19 @@ HPDL_MPI_API hpdl_status hpdl_mpi_bucketer_wait(hpdl_mpi_bucketer *b) {
     int i;
     hpdl_status s = HPDL_OK;
     if (!b) return HPDL_ERR_INVALID;
+    HPDL_NVTX_PUSH("bucket wait");
     for (i = b->ntensors - 1; i >= 0; i--)
         if (!b->is_ready[i]) { b->is_ready[i] = 1; b->pending[b->bucket_of[i]]--; }
     s = hpdl__mpi_bucketer_launch_ready(b);
     if (s == HPDL_OK && b->mode == HPDL__BUCKET_IALLREDUCE) s = hpdl__mpi_bucketer_finish_iallreduce(b);
 #ifdef __CUDACC__
-    if (s == HPDL_OK && b->mode == HPDL__BUCKET_NCCL) {
-        HPDL_CUDA_TRY(cudaEventRecord(b->done, b->side));
-        HPDL_CUDA_TRY(cudaStreamWaitEvent(hpdl__mpi_settings_get()->stream, b->done, 0));
-    }
+    if (s == HPDL_OK && b->mode == HPDL__BUCKET_NCCL &&
+        (cudaEventRecord(b->done, b->side) != cudaSuccess ||
+         cudaStreamWaitEvent(hpdl__mpi_settings_get()->stream, b->done, 0) != cudaSuccess))
+        s = HPDL_ERR_CUDA;
 #endif
     hpdl__mpi_finish("hpdl_mpi_bucketer_wait", s, b->comm);
+    HPDL_NVTX_POP();
     hpdl__mpi_bucketer_reset(b);
     b->wait_seconds += hpdl_time_now() - t0;
     b->steps++;
@@ -2921,16 +2956,22 @@ HPDL_MPI_API hpdl_status hpdl__dp_step(hpdl__mpi_dp_any *dp, hpdl__mlp_any *m, i
     int P = dp->size;
     hpdl_status s;
     dp->ready_s = 0.0;
+    HPDL_NVTX_PUSH("DP local gradient");
     s = hpdl__dp_local_grad(dp, m, rows, global_rows, loss, hits);
+    HPDL_NVTX_POP();
     t1 = hpdl_time_now();
+    HPDL_NVTX_PUSH("DP gradient reduction");
     if (s == HPDL_OK)
         s = dp->cfg.overlap ? hpdl_mpi_bucketer_wait(&dp->bucketer)
                             : hpdl_mpi_allreduce(dp->flat, dp->n_grad, dp->dtype, dp->cfg.algo, dp->cfg.comm);
+    HPDL_NVTX_POP();
     t2 = hpdl_time_now();
     /* the summed gradient is P times the mean: lr / P, l2 * P, each rounded
        to the element type as a typed call would */
+    HPDL_NVTX_PUSH("DP update");
     if (s == HPDL_OK)
         s = hpdl__mlp_sgd_any(m, &dp->grad, dp->ops->to_acc(lr / P), dp->ops->to_acc(dp->cfg.l2 * P), dp->ops);
+    HPDL_NVTX_POP();
     times[1] += (t1 - t0 - dp->ready_s) + (hpdl_time_now() - t2);
     times[2] += (t2 - t1) + dp->ready_s;
     return s;
@@ -3277,8 +3318,11 @@ static inline hpdl_status hpdl__dp_cuda_step(D *dp, M *g, int64_t step, int rows
     dp->span_started = 0;
     HPDL_CUDA_TRY(cudaEventRecord(ev[0], g->stream));
     if (lr_changed) s = hpdl__mlp_begin(g->state, lr / P, dp->cfg.l2 * P, 0, 0, g->stream);
+    HPDL_NVTX_PUSH("DP local gradient");
     if (s == HPDL_OK) s = hpdl__dp_cuda_local_grad<C>(dp, g, rows, global_rows, ev[4]);
+    HPDL_NVTX_POP();
     HPDL_CUDA_TRY(cudaEventRecord(ev[1], g->stream));
+    HPDL_NVTX_PUSH("DP gradient reduction");
     if (s == HPDL_OK && dp->bucketed) {
         if (!dp->span_started) HPDL_CUDA_TRY(cudaEventRecord(ev[4], g->stream));
         s = hpdl_mpi_bucketer_wait(&dp->bucketer);
@@ -3286,8 +3330,11 @@ static inline hpdl_status hpdl__dp_cuda_step(D *dp, M *g, int64_t step, int rows
     } else if (s == HPDL_OK) {
         s = hpdl_mpi_allreduce(g->grads, g->n_params, dp->dtype, dp->cfg.algo, dp->cfg.comm);
     }
+    HPDL_NVTX_POP();
     HPDL_CUDA_TRY(cudaEventRecord(ev[2], g->stream));
+    HPDL_NVTX_PUSH("DP update");
     if (s == HPDL_OK) s = hpdl__cmlp_update<C>(g, rows);
+    HPDL_NVTX_POP();
     HPDL_CUDA_TRY(cudaEventRecord(ev[3], g->stream));
     return s;
 }
@@ -3870,15 +3917,21 @@ HPDL_MPI_API void hpdl__tp_update(hpdl__mpi_tp_any *tp) {
 HPDL_MPI_API hpdl_status hpdl__tp_step(hpdl__mpi_tp_any *tp, int rows, double *loss, int64_t *hits, double *times) {
     int64_t count = (int64_t)rows * tp->shape.classes;
     double bytes = (double)count * tp->ops->size, t0 = hpdl_time_now(), t1, t2;
-    hpdl_status s = hpdl__tp_forward(tp, rows);
+    hpdl_status s;
+    HPDL_NVTX_PUSH("TP forward");
+    s = hpdl__tp_forward(tp, rows);
+    HPDL_NVTX_POP();
     t1 = hpdl_time_now();
+    HPDL_NVTX_PUSH("TP logits allreduce");
     if (s == HPDL_OK) {
         s = hpdl__tp_allreduce(tp->Z, count, tp->dtype, &tp->cfg, tp->size);
         tp->allreduces++;
         tp->reduced_bytes += bytes;
         if (bytes > tp->largest_bytes) tp->largest_bytes = bytes;
     }
+    HPDL_NVTX_POP();
     t2 = hpdl_time_now();
+    HPDL_NVTX_PUSH("TP loss, backward, update");
     if (s == HPDL_OK) s = hpdl__tp_loss(tp, rows, loss, hits);
     /* The loss is the same on every rank, so all stop at the same step,
        before updating, without another message. (A slice update that
@@ -3886,6 +3939,7 @@ HPDL_MPI_API hpdl_status hpdl__tp_step(hpdl__mpi_tp_any *tp, int rows, double *l
     if (s == HPDL_OK && !(fabs(*loss) <= DBL_MAX)) s = HPDL_ERR_NUMERIC;
     if (s == HPDL_OK) s = hpdl__tp_backward(tp, rows);
     if (s == HPDL_OK) hpdl__tp_update(tp);
+    HPDL_NVTX_POP();
     times[1] += (t1 - t0) + (hpdl_time_now() - t2);
     times[2] += t2 - t1;
     return s;
@@ -4039,6 +4093,195 @@ HPDL_MPI_API hpdl_status hpdl__mpi_tp_gather_any(const hpdl__mpi_tp_any *tp, hpd
 HPDL_DEFINE_MPI_TP(f32, float, HPDL_MPI_F32)
 /* hpdl_mpi_tp_create_f64 hpdl_mpi_tp_destroy_f64 hpdl_mpi_tp_epoch_f64 hpdl_mpi_tp_gather_f64 */
 HPDL_DEFINE_MPI_TP(f64, double, HPDL_MPI_F64)
+
+#ifdef __CUDACC__
+/* ------------------------------------------------------------------------ */
+/* Tensor-parallel MLP training on GPUs                                      */
+/* ------------------------------------------------------------------------ */
+/* The split above with one rank per GPU (f32). Rank r's slice is a GPU MLP
+   in -> h_r -> classes (hpdl_cuda_mlp_f32): columns of W0 and b0, rows of
+   W1, and the whole b1. Its forward leaves the output bias to the loss
+   kernel, so its logits buffer A[2] holds exactly the partial sum Z_r: the
+   step is the GPU MLP's own (gather, forward, loss, backward, SGD) with one
+   allreduce of batch x classes floats on the model's stream between forward
+   and loss (stream-ordered with NCCL); the loss and D are then the same on
+   every rank and the backward needs no communication. The CPU driver
+   (tp->host, created with MPI as its algorithm) agreed the arguments,
+   broadcast rank 0's model, sliced it and made the batch order (one part,
+   keyed by seed and epoch: the serial order); it keeps the host copy that
+   hpdl_mpi_tp_cuda_gather_f32 refreshes. Every rank needs a hidden unit
+   (hidden >= ranks, else HPDL_ERR_UNSUPPORTED). */
+typedef struct hpdl_mpi_tp_cuda_f32 {
+    hpdl_mpi_tp_f32 host;        /* shape, plan, agreed config; the slice's host copy */
+    hpdl_allreduce_algo algo;    /* of the logits allreduce (device buffers: NCCL, IPC, MPI, AUTO) */
+    hpdl_cuda_mlp_f32 g;         /* the slice on this rank's GPU */
+    int32_t *d_order;            /* the epoch's batch order, on the device */
+    cudaEvent_t *ev;             /* per step: before and after the allreduce */
+    int64_t n_ev;
+    cudaStream_t prev_stream;    /* the hpdl_mpi stream before create, restored by destroy */
+} hpdl_mpi_tp_cuda_f32;
+
+/* The host slice as the CPU model hpdl_cuda_mlp_create / _download take. */
+HPDL_MPI_API hpdl_mlp_f32 hpdl__tp_cuda_host_view(hpdl_mpi_tp_f32 *h) {
+    hpdl_mlp_f32 v;
+    memset(&v, 0, sizeof v);
+    v.n_layers = 2;
+    v.widths[0] = h->shape.in; v.widths[1] = h->shape.h; v.widths[2] = h->shape.classes;
+    v.act = h->shape.act;
+    v.W[0] = h->W0; v.b[0] = h->b0; v.W[1] = h->W1; v.b[1] = h->b1;
+    return v;
+}
+
+/* Frees all that create made (the GPU slice, the host driver) and zeroes *tp;
+   restores the hpdl_mpi stream create replaced. */
+HPDL_MPI_API void hpdl_mpi_tp_cuda_destroy_f32(hpdl_mpi_tp_cuda_f32 *tp) {
+    int64_t i;
+    if (!tp) return;
+    for (i = 0; tp->ev && i < tp->n_ev; i++)
+        if (tp->ev[i]) cudaEventDestroy(tp->ev[i]);
+    HPDL_FREE(tp->ev);
+    hpdl_cuda_free(tp->d_order);
+    if (tp->g.params) { hpdl_cuda_mlp_destroy_f32(&tp->g); hpdl_mpi_set_stream(tp->prev_stream); }
+    hpdl_mpi_tp_destroy_f32(&tp->host);
+    memset(tp, 0, sizeof *tp);
+}
+
+/* The slice on the GPU, the device order and the step events. */
+HPDL_MPI_API hpdl_status hpdl__tp_cuda_alloc(hpdl_mpi_tp_cuda_f32 *tp) {
+    hpdl_mlp_f32 view = hpdl__tp_cuda_host_view(&tp->host);
+    int64_t i;
+    hpdl_status s = hpdl_cuda_mlp_create_f32(&tp->g, &view, tp->host.cfg.batch);
+    if (s != HPDL_OK) return s;
+    tp->prev_stream = hpdl__mpi_settings_get()->stream;
+    hpdl_mpi_set_stream(tp->g.stream); /* the allreduce orders after the forward */
+    s = hpdl_cuda_alloc((void **)&tp->d_order, (size_t)tp->host.plan.n * sizeof(int32_t));
+    if (s != HPDL_OK) return s;
+    tp->n_ev = 2 * tp->host.plan.steps;
+    tp->ev = (cudaEvent_t *)hpdl_alloc((size_t)tp->n_ev, sizeof(cudaEvent_t));
+    if (!tp->ev) return HPDL_ERR_NOMEM;
+    memset(tp->ev, 0, (size_t)tp->n_ev * sizeof(cudaEvent_t));
+    for (i = 0; i < tp->n_ev; i++) HPDL_CUDA_TRY(cudaEventCreate(&tp->ev[i]));
+    return HPDL_OK;
+}
+
+/* Collective. As hpdl_mpi_tp_create_f32 (rank 0's model split over the
+   ranks of cfg->comm), each slice then on this rank's current GPU, for
+   batches of cfg->batch rows; cfg->algo reduces device buffers (NCCL,
+   IPC, MPI, AUTO). Sets the hpdl_mpi stream to the slice's stream. */
+HPDL_MPI_API hpdl_status hpdl_mpi_tp_cuda_create_f32(hpdl_mpi_tp_cuda_f32 *tp, const hpdl_mlp_f32 *model,
+                                                 int64_t n_train, const hpdl_mpi_tp_config *cfg) {
+    hpdl_mpi_tp_cuda_f32 made;
+    hpdl_mpi_tp_config host_cfg;
+    hpdl_status s;
+    if (!cfg) return HPDL_ERR_INVALID;
+    memset(&made, 0, sizeof made);
+    host_cfg = *cfg;
+    host_cfg.algo = HPDL_ALLREDUCE_MPI; /* the host driver only broadcasts and gathers */
+    s = hpdl_mpi_tp_create_f32(tp ? &made.host : NULL, model, n_train, &host_cfg);
+    if (s != HPDL_OK) return s;
+    made.algo = cfg->algo;
+    s = made.host.shape.h < 1 ? HPDL_ERR_UNSUPPORTED : hpdl__tp_cuda_alloc(&made);
+    s = hpdl__dp_agree(s, cfg->comm);
+    if (s != HPDL_OK) { hpdl_mpi_tp_cuda_destroy_f32(&made); return s; }
+    *tp = made;
+    return HPDL_OK;
+}
+
+/* One step of `rows` rows from the feed; the allreduce between events a, b. */
+HPDL_MPI_API hpdl_status hpdl__tp_cuda_step(hpdl_mpi_tp_cuda_f32 *tp, int rows, cudaEvent_t a, cudaEvent_t b) {
+    hpdl_cuda_mlp_f32 *g = &tp->g;
+    hpdl_status s;
+    HPDL_NVTX_PUSH("TP forward");
+    s = hpdl__cmlp_gather<float>(g, rows);
+    if (s == HPDL_OK) s = hpdl__cmlp_forward<float>(g, rows);
+    HPDL_NVTX_POP();
+    HPDL_NVTX_PUSH("TP logits allreduce");
+    if (s == HPDL_OK && cudaEventRecord(a, g->stream) != cudaSuccess) s = HPDL_ERR_CUDA;
+    if (s == HPDL_OK && tp->host.size > 1)
+        s = hpdl_mpi_allreduce(g->A[2], (int64_t)rows * tp->host.shape.classes, HPDL_MPI_F32, tp->algo,
+                               tp->host.cfg.comm);
+    if (s == HPDL_OK && cudaEventRecord(b, g->stream) != cudaSuccess) s = HPDL_ERR_CUDA;
+    HPDL_NVTX_POP();
+    HPDL_NVTX_PUSH("TP loss, backward, update");
+    if (s == HPDL_OK) s = hpdl__cmlp_loss<float>(g, rows, 1);
+    if (s == HPDL_OK) s = hpdl__cmlp_backward<float>(g, rows);
+    if (s == HPDL_OK) s = hpdl__cmlp_update<float>(g, rows);
+    HPDL_NVTX_POP();
+    return s;
+}
+
+/* The epoch's order on the device and the feed pointed at it. */
+HPDL_MPI_API hpdl_status hpdl__tp_cuda_begin(hpdl_mpi_tp_cuda_f32 *tp, hpdl_cuda_dataset *data, int epoch) {
+    hpdl_mpi_tp_f32 *h = &tp->host;
+    hpdl_status s = hpdl_mpi_dp_plan_epoch(&h->plan, h->cfg.seed, epoch);
+    if (s != HPDL_OK) return s;
+    HPDL_CUDA_TRY(cudaMemcpy(tp->d_order, h->plan.order, (size_t)h->plan.n * sizeof(int32_t), cudaMemcpyHostToDevice));
+    s = hpdl__mlp_begin(tp->g.state, h->cfg.lr, h->cfg.l2, 1, 0, tp->g.stream);
+    if (s == HPDL_OK) s = hpdl__mlp_set_feed(tp->g.state, data->images, 0, data->labels, tp->d_order, 0, tp->g.stream);
+    if (s == HPDL_OK) HPDL_CUDA_TRY(cudaStreamSynchronize(tp->g.stream));
+    return s;
+}
+
+/* Collective: one epoch (index `epoch`: it keys the order) over a resident
+   data set of the n_train rows given to create, the same on every rank;
+   the steps of the serial trainer. out (optional): as the CPU driver's,
+   compute_s = epoch_s - comm_s (comm: the allreduces on the stream). */
+HPDL_MPI_API hpdl_status hpdl_mpi_tp_cuda_epoch_f32(hpdl_mpi_tp_cuda_f32 *tp, hpdl_cuda_dataset *data, int epoch,
+                                                hpdl_mpi_tp_stats *out) {
+    hpdl_mpi_tp_f32 *h;
+    hpdl_mpi_tp_stats st;
+    hpdl__mlp_state state;
+    double times[3] = {0, 0, 0}, t0;
+    int64_t s, first = 0, e = epoch;
+    int rows = 0, global_rows = 0;
+    hpdl_status status = HPDL_OK;
+    if (!tp || !tp->g.params) return HPDL_ERR_INVALID;
+    h = &tp->host;
+    if (!hpdl__mlp_data_fits(data, h->shape.in, h->shape.classes) || !data->resident || data->n != h->plan.n ||
+        epoch < 0)
+        status = HPDL_ERR_INVALID;
+    status = hpdl__tp_agree(status, &e, 1, h->cfg.comm);
+    if (status == HPDL_OK) status = hpdl__dp_agree(hpdl__tp_cuda_begin(tp, data, epoch), h->cfg.comm);
+    if (status != HPDL_OK) return status;
+    HPDL__MPI_TRY(MPI_Barrier(h->cfg.comm));
+    t0 = hpdl_time_now();
+    memset(&st, 0, sizeof st);
+    for (s = 0; status == HPDL_OK && s < h->plan.steps; s++) {
+        status = hpdl_mpi_dp_plan_step(&h->plan, s, &first, &rows, &global_rows);
+        if (status == HPDL_OK) status = hpdl__tp_cuda_step(tp, rows, tp->ev[2 * s], tp->ev[2 * s + 1]);
+        st.step_bytes = (double)rows * h->shape.classes * sizeof(float) > st.step_bytes
+                            ? (double)rows * h->shape.classes * sizeof(float) : st.step_bytes;
+        st.epoch_bytes += (double)rows * h->shape.classes * sizeof(float);
+    }
+    if (status == HPDL_OK) status = hpdl__mlp_read_state(tp->g.state, &state, tp->g.stream);
+    times[0] = hpdl_time_now() - t0;
+    if (status != HPDL_OK) return hpdl__mpi_finish("hpdl_mpi_tp_cuda_epoch", status, h->cfg.comm);
+    for (s = 0; s < h->plan.steps; s++) times[2] += hpdl__dp_elapsed(tp->ev[2 * s], tp->ev[2 * s + 1]);
+    times[1] = times[0] - times[2];
+    st.steps = h->plan.steps;
+    st.samples = h->plan.n;
+    st.loss = state.loss_sum / (double)h->plan.n;
+    st.accuracy = (double)state.correct / (double)h->plan.n;
+    st.allreduces = h->size > 1 ? h->plan.steps : 0;
+    st.dp_grad_bytes = hpdl__tp_dp_grad_bytes(&h->shape, sizeof(float));
+    status = hpdl__tp_finish_stats(&st, times, h->size, h->cfg.comm);
+    if (status == HPDL_OK && out) *out = st;
+    /* the loss is the same on every rank: a step it made non-finite was skipped everywhere */
+    if (status == HPDL_OK && state.nonfinite_steps > 0) status = HPDL_ERR_NUMERIC;
+    return status;
+}
+
+/* Collective: the whole model into *out on every rank (as
+   hpdl_mpi_tp_gather_f32, after copying the slice back from the GPU). */
+HPDL_MPI_API hpdl_status hpdl_mpi_tp_cuda_gather_f32(hpdl_mpi_tp_cuda_f32 *tp, hpdl_mlp_f32 *out) {
+    hpdl_mlp_f32 view;
+    hpdl_status s;
+    if (!tp || !tp->g.params) return HPDL_ERR_INVALID;
+    view = hpdl__tp_cuda_host_view(&tp->host);
+    s = hpdl__dp_agree(hpdl_cuda_mlp_download_f32(&tp->g, &view), tp->host.cfg.comm);
+    return s != HPDL_OK ? s : hpdl_mpi_tp_gather_f32(&tp->host, out);
+}
+#endif /* __CUDACC__ */
 
 /* ======================================================================== */
 /* CNN data parallelism                                                     */

@@ -37,7 +37,16 @@
    E against its own 1-GPU run and against the 1-GPU run without overlap.
    Lists are comma-separated; the full tables use their first values.
 
-   mpirun -np 2 build/bench/dp_scaling [--data DIR] [--quick | --focus] [--reps N]
+   --tp: tensor parallelism (hpdl_mpi_tp_cuda_f32: the hidden layer split
+   over the GPUs, one allreduce of the partial logits a step) against data
+   parallelism at the same H (512, 2048) and global batch B (128 .. 60000;
+   DP: B/P rows a GPU), both NCCL without overlap, after a check of the GPU
+   driver against the CPU driver; bytes per step (DP: the parameters, TP:
+   B x 10 logits), the batch where they are equal (the bytes formula's
+   crossover) beside the measured crossover of the epoch times
+   (tp_vs_dp.csv, tp_vs_dp_all.csv).
+
+   mpirun -np 2 build/bench/dp_scaling [--data DIR] [--quick | --focus | --tp] [--reps N]
                                        [--pieces 4,2,1] [--halve 1,0] [--ctas 8,0] [--prio 1,0]
                                        [--output DIR] [--help] [--version]
    Started alone on a machine with several GPUs, it re-runs itself under
@@ -299,6 +308,159 @@ static void focus(const hpdl_dataset *train_set, hpdl_cuda_dataset *dtrain, MPI_
     if (csv) fclose(csv);
 }
 
+
+/* ---- tensor parallelism against data parallelism (--tp) ---------------------------- */
+
+/* Median epoch of tensor-parallel training (hpdl_mpi_tp_cuda_f32, NCCL) of
+   784-hidden-10 at global batch `batch`, every rank on the same rows. */
+static run_result train_tp(int hidden, int batch, const hpdl_dataset *train_set, hpdl_cuda_dataset *dtrain, int reps) {
+    int widths[3] = {784, hidden, N_CLASSES}, e;
+    double t[64], c[64], m[64];
+    hpdl_mlp_f32 m0;
+    hpdl_mpi_tp_config cfg;
+    hpdl_mpi_tp_cuda_f32 tp;
+    hpdl_mpi_tp_stats st;
+    hpdl_stats s;
+    run_result r;
+    memset(&r, 0, sizeof r);
+    hpdl_mpi_tp_config_default(&cfg);
+    cfg.batch = batch;
+    cfg.algo = HPDL_ALLREDUCE_NCCL;
+    cfg.lr = LR;
+    HPDL_MPI_CHECK_STATUS(hpdl_mlp_create_f32(&m0, 3, widths, HPDL_ACT_RELU, 1));
+    HPDL_MPI_CHECK_STATUS(hpdl_mpi_tp_cuda_create_f32(&tp, &m0, train_set->n, &cfg));
+    for (e = 0; e < 1 + reps; e++) {
+        HPDL_MPI_CHECK_STATUS(hpdl_mpi_tp_cuda_epoch_f32(&tp, dtrain, e, &st));
+        if (e < 1) continue;
+        t[e - 1] = st.epoch_s; c[e - 1] = st.compute_s; m[e - 1] = st.comm_s;
+    }
+    hpdl_stats_compute(t, reps, &s); r.epoch_s = s.median;
+    hpdl_stats_compute(c, reps, &s); r.compute_s = s.median;
+    hpdl_stats_compute(m, reps, &s); r.comm_s = s.median;
+    r.grad_bytes = st.step_bytes;
+    r.steps = st.steps;
+    r.loss = st.loss;
+    hpdl_mpi_tp_cuda_destroy_f32(&tp);
+    hpdl_mlp_destroy_f32(&m0);
+    return r;
+}
+
+/* Tensor-parallel training on the GPUs against the CPU driver on the first
+   4096 samples, one epoch from the same start: weights within 1e-4. */
+static void validate_tp(const hpdl_dataset *train_set) {
+    enum { N_VAL = 4096 };
+    int widths[3] = {784, 96, N_CLASSES};
+    hpdl_mlp_f32 m0, from_cpu, from_gpu;
+    hpdl_mpi_tp_config cfg;
+    hpdl_mpi_tp_f32 cpu;
+    hpdl_mpi_tp_cuda_f32 gpu;
+    hpdl_cuda_dataset part;
+    double num = 0, den = 0;
+    int l, i;
+    hpdl_mpi_tp_config_default(&cfg);
+    cfg.batch = 256;
+    cfg.lr = LR;
+    HPDL_MPI_CHECK_STATUS(hpdl_mlp_create_f32(&m0, 3, widths, HPDL_ACT_RELU, 1));
+    HPDL_MPI_CHECK_STATUS(hpdl_mlp_create_zero_f32(&from_cpu, 3, widths, HPDL_ACT_RELU));
+    HPDL_MPI_CHECK_STATUS(hpdl_mlp_create_zero_f32(&from_gpu, 3, widths, HPDL_ACT_RELU));
+    HPDL_MPI_CHECK_STATUS(hpdl_cuda_dataset_upload(&part, N_VAL, 784, train_set->images, N_VAL, train_set->labels,
+                                                   HPDL_DATA_RESIDENT, 0));
+    HPDL_MPI_CHECK_STATUS(hpdl_mpi_tp_create_f32(&cpu, &m0, N_VAL, &cfg));
+    HPDL_MPI_CHECK_STATUS(hpdl_mpi_tp_epoch_f32(&cpu, train_set->images, train_set->labels, 0, NULL));
+    HPDL_MPI_CHECK_STATUS(hpdl_mpi_tp_gather_f32(&cpu, &from_cpu));
+    cfg.algo = HPDL_ALLREDUCE_NCCL;
+    HPDL_MPI_CHECK_STATUS(hpdl_mpi_tp_cuda_create_f32(&gpu, &m0, N_VAL, &cfg));
+    HPDL_MPI_CHECK_STATUS(hpdl_mpi_tp_cuda_epoch_f32(&gpu, &part, 0, NULL));
+    HPDL_MPI_CHECK_STATUS(hpdl_mpi_tp_cuda_gather_f32(&gpu, &from_gpu));
+    for (l = 0; l < 2; l++)
+        for (i = 0; i < widths[l] * widths[l + 1]; i++) {
+            num += pow(from_gpu.W[l][i] - from_cpu.W[l][i], 2);
+            den += pow(from_cpu.W[l][i] - m0.W[l][i], 2); /* against the update: the weights moved */
+        }
+    if (g_rank == 0)
+        printf("validation (tensor parallel): GPU driver vs CPU driver, %d ranks, one epoch of %d samples: "
+               "weights differ by %.2e of the update: %s\n", g_size, N_VAL, sqrt(num / den),
+               sqrt(num / den) < 1e-3 ? "ok" : "FAILED");
+    if (!(sqrt(num / den) < 1e-3)) MPI_Abort(MPI_COMM_WORLD, 1);
+    hpdl_mpi_tp_cuda_destroy_f32(&gpu);
+    hpdl_mpi_tp_destroy_f32(&cpu);
+    hpdl_cuda_dataset_destroy(&part);
+    hpdl_mlp_destroy_f32(&m0); hpdl_mlp_destroy_f32(&from_cpu); hpdl_mlp_destroy_f32(&from_gpu);
+}
+
+/* Bytes each rank hands to the step's allreduce: data parallelism the
+   gradient of every parameter, tensor parallelism the partial logits of
+   the global batch. Equal at batch* = params / classes. */
+static double dp_step_bytes(int hidden) { return 4.0 * (785.0 * hidden + (hidden + 1.0) * N_CLASSES); }
+static double tp_step_bytes(int batch) { return 4.0 * batch * N_CLASSES; }
+
+/* Where the epoch-time ratio DP/TP crosses 1 between two measured global
+   batches (log-linear in the batch); 0 when it does not cross. */
+static double crossing(int b0, double ratio0, int b1, double ratio1) {
+    double f;
+    if ((ratio0 - 1.0) * (ratio1 - 1.0) > 0.0 || ratio0 == ratio1) return 0.0;
+    f = log(ratio0) / (log(ratio0) - log(ratio1));
+    return exp(log((double)b0) + f * (log((double)b1) - log((double)b0)));
+}
+
+/* Same H, same global batch B: data parallelism (B/P rows per GPU, NCCL,
+   no overlap) and tensor parallelism (B rows on every GPU, NCCL) on all P
+   GPUs; bytes per step of each and the crossover batch the bytes formula
+   predicts, beside the one measured. */
+static void tp_table(const hpdl_dataset *train_set, hpdl_cuda_dataset *dtrain, int reps) {
+    static const int hiddens[2] = {512, 2048}, globals[6] = {128, 512, 2048, 8192, 30000, 60000};
+    FILE *csv = NULL, *all = NULL;
+    int h, k;
+    validate_tp(train_set);
+    if (g_rank == 0) {
+        csv = hpdl_csv_open(".", "tp_vs_dp");
+        all = hpdl_csv_open_with_header(".", "tp_vs_dp_all",
+                                        "hidden,global_batch,gpus,dp_epoch_ms,dp_comm_ms,dp_step_bytes,tp_epoch_ms,"
+                                        "tp_comm_ms,tp_step_bytes,dp_over_tp");
+        printf("\nTensor vs data parallelism, %d GPUs, same H and global batch B (DP: B/%d rows a GPU)\n", g_size,
+               g_size);
+        printf("%5s %6s | %9s %9s %10s | %9s %9s %10s | %7s\n", "H", "B", "DP ms", "comm", "bytes/step", "TP ms",
+               "comm", "bytes/step", "DP/TP");
+    }
+    for (h = 0; h < 2; h++) {
+        double ratio[6], measured = 0.0, predicted = dp_step_bytes(hiddens[h]) / (4.0 * N_CLASSES);
+        for (k = 0; k < 6; k++) {
+            hpdl_mpi_dp_config c = bench_config(globals[k] / g_size, 0, MPI_COMM_WORLD);
+            run_result dp = train(hiddens[h], &c, train_set, dtrain, NULL, 1, reps);
+            run_result tp = train_tp(hiddens[h], globals[k], train_set, dtrain, reps);
+            ratio[k] = dp.epoch_s / tp.epoch_s;
+            if (k > 0 && !measured) measured = crossing(globals[k - 1], ratio[k - 1], globals[k], ratio[k]);
+            if (g_rank != 0) continue;
+            printf("%5d %6d | %9.2f %9.2f %10.0f | %9.2f %9.2f %10.0f | %7.3f\n", hiddens[h], globals[k],
+                   1e3 * dp.epoch_s, 1e3 * dp.comm_s, dp_step_bytes(hiddens[h]), 1e3 * tp.epoch_s, 1e3 * tp.comm_s,
+                   tp_step_bytes(globals[k]), ratio[k]);
+            if (all)
+                fprintf(all, "%d,%d,%d,%.4f,%.4f,%.0f,%.4f,%.4f,%.0f,%.4f\n", hiddens[h], globals[k], g_size,
+                        1e3 * dp.epoch_s, 1e3 * dp.comm_s, dp_step_bytes(hiddens[h]), 1e3 * tp.epoch_s,
+                        1e3 * tp.comm_s, tp_step_bytes(globals[k]), ratio[k]);
+            if (csv) {
+                char metric[96], anchor[96];
+                snprintf(metric, sizeof metric, "tp_epoch_time_%dgpu_h%d_b%d", g_size, hiddens[h], globals[k]);
+                snprintf(anchor, sizeof anchor, "dp_epoch_time_%dgpu_h%d_b%d", g_size, hiddens[h], globals[k]);
+                hpdl_csv_row(csv, metric, 1e3 * tp.epoch_s, "ms", anchor, 1e3 * dp.epoch_s, 0);
+            }
+        }
+        if (g_rank != 0) continue;
+        printf("  H %d: bytes per step equal at B = %.0f (TP sends less below); measured epoch-time crossover: ", hiddens[h],
+               predicted);
+        if (measured > 0.0) printf("B = %.0f\n", measured);
+        else printf("none between %d and %d (DP/TP %.3f .. %.3f)\n", globals[0], globals[5], ratio[0], ratio[5]);
+        if (csv) {
+            char metric[96], anchor[96];
+            snprintf(metric, sizeof metric, "crossover_batch_measured_%dgpu_h%d", g_size, hiddens[h]);
+            snprintf(anchor, sizeof anchor, "crossover_batch_bytes_formula_h%d", hiddens[h]);
+            hpdl_csv_row(csv, metric, measured, "rows", anchor, predicted, 1);
+        }
+    }
+    if (csv) fclose(csv);
+    if (all) fclose(all);
+}
+
 /* ---- main ------------------------------------------------------------------------ */
 
 /* ---- the course's tables ------------------------------------------------------------ */
@@ -412,9 +574,10 @@ static void tables(const hpdl_dataset *train_set, hpdl_cuda_dataset *dtrain, hpd
 
 /* The command line, before MPI starts (and before the relaunch under
    mpirun, so --help runs once); the lists go into g_pieces .. g_prio. */
-static void parse_args(int argc, char **argv, const char **data, int *quick, int *focus_only, int *reps) {
+static void parse_args(int argc, char **argv, const char **data, int *quick, int *focus_only, int *tp_only,
+                       int *reps) {
     const char *pieces = "4,2,1", *halve = "1,0", *ctas = "8,0", *prio = "1,0", *output = NULL;
-    hpdl_cli_option o[9];
+    hpdl_cli_option o[10];
     o[0] = hpdl_cli_string("data", 0, data, "DIR", "IDX files");
     o[1] = hpdl_cli_flag("quick", 0, quick, "H=2048 only, batches 128, 512 and 3000");
     o[2] = hpdl_cli_flag("focus", 0, focus_only, "only H=2048 at b=512 and 3000, every overlap setting");
@@ -424,7 +587,8 @@ static void parse_args(int argc, char **argv, const char **data, int *quick, int
     o[6] = hpdl_cli_string("ctas", 0, &ctas, "C,...", "NCCL CTA cap (0: NCCL's)");
     o[7] = hpdl_cli_string("prio", 0, &prio, "0|1,...", "1: highest-priority reduction stream");
     o[8] = hpdl_cli_string("output", 0, &output, "DIR", "folder for the CSVs ($HPDL_RESULTS, else .)");
-    hpdl_cli_parse(argc, argv, "dp_scaling", "Data-parallel MLP training, 1 GPU against all: the course's tables.", o, 9);
+    o[9] = hpdl_cli_flag("tp", 0, tp_only, "only tensor against data parallelism, same H and global batch");
+    hpdl_cli_parse(argc, argv, "dp_scaling", "Data-parallel MLP training, 1 GPU against all: the course's tables.", o, 10);
     g_pieces = parse_list(pieces, 1, HPDL_MPI_DP_MAX_PIECES);
     g_halve = parse_list(halve, 0, 1);
     g_ctas = parse_list(ctas, 0, 64);
@@ -434,12 +598,12 @@ static void parse_args(int argc, char **argv, const char **data, int *quick, int
 
 int main(int argc, char **argv) {
     const char *data = "data/fashion-mnist";
-    int quick = 0, focus_only = 0, reps = 0, gpu;
+    int quick = 0, focus_only = 0, tp_only = 0, reps = 0, gpu;
     hpdl_dataset train_set, test_set;
     hpdl_cuda_dataset dtrain, dtest;
     MPI_Comm solo;
     setenv("NCCL_NVLS_ENABLE", "0", 1);
-    parse_args(argc, argv, &data, &quick, &focus_only, &reps);
+    parse_args(argc, argv, &data, &quick, &focus_only, &tp_only, &reps);
     if (!reps) reps = focus_only ? 10 : REPS;
     hpdl_mpi_relaunch_per_gpu(argc, argv, "dp_scaling");
     HPDL_MPI_CHECK_STATUS(hpdl_mpi_init(&argc, &argv));
@@ -466,12 +630,13 @@ int main(int argc, char **argv) {
     }
     HPDL_MPI_CHECK_STATUS(hpdl_dataset_normalize(&train_set, 0.2860f, 0.3530f));
     HPDL_MPI_CHECK_STATUS(hpdl_dataset_normalize(&test_set, 0.2860f, 0.3530f));
-    validate(&train_set);
+    if (!tp_only) validate(&train_set);
     hpdl_mpi_set_checks(0); /* timing: no cross-rank argument comparison per collective */
     HPDL_MPI_CHECK_STATUS(hpdl_cuda_dataset_create(&dtrain, &train_set, HPDL_DATA_RESIDENT));
     HPDL_MPI_CHECK_STATUS(hpdl_cuda_dataset_create(&dtest, &test_set, HPDL_DATA_RESIDENT));
     MPI_Comm_split(MPI_COMM_WORLD, g_rank == 0 ? 0 : MPI_UNDEFINED, 0, &solo);
     if (focus_only) focus(&train_set, &dtrain, solo, reps);
+    else if (tp_only) tp_table(&train_set, &dtrain, reps);
     else tables(&train_set, &dtrain, &dtest, solo, quick, reps);
     hpdl_cuda_dataset_destroy(&dtrain);
     hpdl_cuda_dataset_destroy(&dtest);

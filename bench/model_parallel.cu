@@ -1,30 +1,37 @@
-/* bench/model_parallel: the deep linear model over GPUs, naive and
-   pipelined.
+/* bench/model_parallel: the deep linear model over GPUs, naive, GPipe and
+   1F1B.
 
    usage: model_parallel [--depth 8[,24,...]] [--dim 4096] [--batch 512]
-                         [--micro 1,2,4,8,16] [--gpus G (0: all)] [--virtual]
+                         [--micro 1,2,4,8,16] [--gpus G (0: all)] [--virtual] [--min-gpus G0]
                          [--output DIR] [--help] [--version]
 
    For each depth: the model on 1 GPU, then on G = 2 .. all GPUs (layers
    split evenly, hpdl_place_even): naive model parallelism (one device busy
    at a time, weight gradients inside the backward), then GPipe with each m
    of --micro (m = 1: one micro-batch, weight gradients deferred, which
-   already overlaps devices). Every run is checked first against the 1-GPU
+   already overlaps devices), then 1F1B with each m (a model made for it:
+   stage g stores min(m, G - g) micro-batches). Every run is checked first against the 1-GPU
    step (check_step says how), and the forward pass makes m (G - 1)
    transfers. Then the step is timed (CUDA events, median, L2 flushed) and
    one step is profiled: each device's busy time, so the measured idle
-   fraction sits beside the GPipe bubble (G-1)/(m+G-1). CSV:
-   model_parallel.csv, headline = pipelined (best m) step time against
-   naive on the same GPUs (ratio = naive / pipelined).
+   fraction sits beside the GPipe bubble (G-1)/(m+G-1). Memory per GPU:
+   the activations the devices on it held at their worst moment (what the
+   schedule kept, hpdl_cuda_deep_linear_peak_act_bytes, summed over the
+   logical devices a GPU runs), and the whole model's memory as
+   cudaMemGetInfo saw it grow when the model was made. CSV:
+   model_parallel.csv, headline = pipelined (best of GPipe and 1F1B, best
+   m) step time against naive on the same GPUs (ratio = naive / pipelined).
 
    --virtual: G may exceed the GPUs visible; logical device d runs on GPU
-   d % visible (the checks mean the same; the times are not multi-GPU). */
+   d % visible (the checks mean the same; the times are not multi-GPU, and
+   such rows are named ..._logical in the CSV). --min-gpus G0: start at
+   G0 devices instead of 2. */
 #include "hpdl_cuda.cuh"
 
 #define MAX_LIST 16
 
 typedef struct options {
-    int depth[MAX_LIST], n_depth, micro[MAX_LIST], n_micro, dim, batch, gpus, virtual_devices;
+    int depth[MAX_LIST], n_depth, micro[MAX_LIST], n_micro, dim, batch, gpus, min_gpus, virtual_devices;
 } options;
 
 /* "8,16,24" into out: the count, or 0 (hpdl_arg_int says why) for an
@@ -45,10 +52,11 @@ static int parse_list(const char *flag, const char *s, int *out) {
 
 static void parse(int argc, char **argv, options *o) {
     const char *depth = "8", *micro = "1,2,4,8,16", *output = NULL;
-    hpdl_cli_option opts[7];
+    hpdl_cli_option opts[8];
     o->dim = 4096;
     o->batch = 512;
     o->gpus = 0;
+    o->min_gpus = 2;
     o->virtual_devices = 0;
     opts[0] = hpdl_cli_string("depth", 0, &depth, "D[,D...]", "depths (linear layers)");
     opts[1] = hpdl_cli_int("dim", 0, &o->dim, 1, 1 << 16, "width of every layer");
@@ -57,7 +65,8 @@ static void parse(int argc, char **argv, options *o) {
     opts[4] = hpdl_cli_int("gpus", 0, &o->gpus, 0, HPDL_CUDA_MAX_DEVICES, "GPUs (0: all)");
     opts[5] = hpdl_cli_flag("virtual", 0, &o->virtual_devices, "more devices than GPUs: device d on GPU d % visible");
     opts[6] = hpdl_cli_string("output", 0, &output, "DIR", "folder for model_parallel.csv ($HPDL_RESULTS, else .)");
-    hpdl_cli_parse(argc, argv, "model_parallel", "The deep linear model over GPUs, naive and pipelined.", opts, 7);
+    opts[7] = hpdl_cli_int("min-gpus", 0, &o->min_gpus, 2, HPDL_CUDA_MAX_DEVICES, "fewest devices to run (default 2)");
+    hpdl_cli_parse(argc, argv, "model_parallel", "The deep linear model over GPUs: naive, GPipe and 1F1B.", opts, 8);
     o->n_depth = parse_list("--depth", depth, o->depth);
     o->n_micro = parse_list("--micro", micro, o->micro);
     if (!o->n_depth || !o->n_micro) exit(2);
@@ -171,7 +180,19 @@ static void run_step(void *ctx, cudaStream_t stream) {
     if (s != HPDL_OK) c->status = s;
 }
 
-typedef struct result { double ms, idle, bubble; long long fwd_transfers, fwd_bytes; } result;
+typedef struct result { double ms, idle, bubble, act_mib; long long fwd_transfers, fwd_bytes; } result;
+
+/* The activations held at the worst moment of the last step, in MiB, on
+   the GPU that held most: a GPU running several logical devices holds the
+   sum of theirs. */
+static double peak_act_mib_per_gpu(const hpdl_cuda_deep_linear *m, int micro) {
+    double per_gpu[HPDL_CUDA_MAX_DEVICES] = {0}, most = 0.0;
+    int g;
+    for (g = 0; g < m->lanes.dev.count; g++)
+        per_gpu[m->lanes.dev.physical[g]] += hpdl_cuda_deep_linear_peak_act_bytes(m, g, micro) / 1048576.0;
+    for (g = 0; g < HPDL_CUDA_MAX_DEVICES; g++) most = per_gpu[g] > most ? per_gpu[g] : most;
+    return most;
+}
 
 /* Times the step (median of 10 after 2 warm-ups) and profiles one. */
 static result measure(hpdl_cuda_deep_linear *m, int micro, hpdl_cuda_l2_flusher *flush) {
@@ -188,38 +209,95 @@ static result measure(hpdl_cuda_deep_linear *m, int micro, hpdl_cuda_l2_flusher 
     for (g = 0; g < G; g++) idle += 1.0 - busy[g] / step_ms;
     r.idle = idle / G;
     r.bubble = (double)(G - 1) / (hpdl_cuda_deep_linear_slices(micro) + G - 1); /* naive: (G-1)/G */
+    r.act_mib = peak_act_mib_per_gpu(m, micro);
     return r;
 }
 
+/* The model's memory on each GPU as cudaMemGetInfo sees it: in use now
+   minus in use before the model was made (before[]). */
+typedef struct gpu_memory { size_t before[HPDL_CUDA_MAX_DEVICES]; double mib[HPDL_CUDA_MAX_DEVICES]; int n; } gpu_memory;
+
+static void memory_before(gpu_memory *mem) {
+    size_t total;
+    int d;
+    mem->n = hpdl_cuda_device_count();
+    for (d = 0; d < mem->n; d++) HPDL_CHECK(hpdl_cuda_mem_in_use(d, &mem->before[d], &total));
+}
+
+static void memory_after(gpu_memory *mem) {
+    size_t used, total;
+    int d;
+    for (d = 0; d < mem->n; d++) {
+        HPDL_CHECK(hpdl_cuda_mem_in_use(d, &used, &total));
+        mem->mib[d] = ((double)used - (double)mem->before[d]) / 1048576.0;
+    }
+}
+
+/* Makes the model for `micro` (a 1F1B model for HPDL_DL_1F1B(m)), its
+   memory per GPU measured. */
+static void make_model(hpdl_cuda_deep_linear *m, const options *o, int depth, const int *first, int G, int micro,
+                       gpu_memory *mem) {
+    memory_before(mem);
+    if (micro < 0)
+        HPDL_CHECK(hpdl_cuda_deep_linear_create_1f1b(m, depth, o->dim, o->batch, -micro, first, G, o->virtual_devices));
+    else
+        HPDL_CHECK(hpdl_cuda_deep_linear_create(m, depth, o->dim, o->batch, first, G, o->virtual_devices));
+    memory_after(mem);
+}
+
+/* The schedule's name: "naive", "gpipe m=4", "1f1b m=4" (sep: " " or "_"). */
+static void schedule_name(int micro, const char *sep, char *out, size_t size) {
+    if (micro == HPDL_DL_NAIVE) snprintf(out, size, "naive");
+    else snprintf(out, size, "%s%sm%s%d", micro < 0 ? "1f1b" : "gpipe", sep, *sep == ' ' ? "=" : "",
+                  hpdl_cuda_deep_linear_slices(micro));
+}
+
 static void print_row(int G, int micro, const result *r, double naive_ms, double one_ms, const check *c,
-                      const hpdl_cuda_deep_linear *m) {
-    int g;
+                      const gpu_memory *mem) {
+    int d;
     char mode[32];
     if (G == 1) snprintf(mode, sizeof mode, "one GPU");
-    else if (micro == HPDL_DL_NAIVE) snprintf(mode, sizeof mode, "naive");
-    else snprintf(mode, sizeof mode, "pipelined m=%d", micro);
-    printf("  %4d  %-15s %8.2f  %7.3f  %7.3f  %6.3f  %6.3f  %9lld  %7.1f  %.0e/%.0e  ", G, mode, r->ms,
+    else schedule_name(micro, " ", mode, sizeof mode);
+    printf("  %4d  %-12s %8.2f  %7.3f  %7.3f  %6.3f  %6.3f  %9lld  %7.1f  %.0e/%.0e  %8.1f  ", G, mode, r->ms,
            naive_ms > 0.0 ? r->ms / naive_ms : 1.0, one_ms / r->ms, r->bubble, r->idle, r->fwd_transfers,
-           r->fwd_bytes / 1048576.0, c->last, c->first);
-    for (g = 0; g < G; g++) printf("%s%.0f", g ? "/" : "", m->bytes[g] / 1048576.0);
+           r->fwd_bytes / 1048576.0, c->last, c->first, r->act_mib);
+    for (d = 0; d < mem->n; d++) printf("%s%.0f", d ? "/" : "", mem->mib[d]);
     printf("\n");
 }
 
-/* One run on G GPUs: checked, timed, a row printed and its CSV rows. */
+/* Where a run's CSV rows and anchors are named: depth, devices, and
+   whether several of them share a GPU. */
+typedef struct run_place { int depth, G, logical; } run_place;
+
+static void run_name(const run_place *p, int micro, char *out, size_t size) {
+    char sched[32];
+    schedule_name(micro, "_", sched, sizeof sched);
+    snprintf(out, size, "%s_d%d_g%d%s", sched, p->depth, p->G, p->logical ? "_logical" : "");
+}
+
+/* One run on G GPUs: checked, timed, a row printed and its CSV rows
+   (memory against GPipe with the same m when gpipe_mib > 0). */
 static result bench_run(hpdl_cuda_deep_linear *m, int micro, const reference *ref, hpdl_cuda_l2_flusher *flush,
-                        double naive_ms, double one_ms, FILE *csv, int *ok) {
-    int depth = m->depth, G = m->lanes.dev.count, slices = hpdl_cuda_deep_linear_slices(micro);
-    char run[32], metric[128], anchor[128];
+                        double naive_ms, double one_ms, double gpipe_mib, const gpu_memory *mem, const run_place *p,
+                        FILE *csv, int *ok) {
+    int depth = m->depth, G = m->lanes.dev.count, slices = hpdl_cuda_deep_linear_slices(micro), d;
+    char run[64], metric[128], anchor[128];
+    double model_mib = 0.0;
     check c;
     result r;
     *ok &= check_run(m, micro, ref, &c);
     r = measure(m, micro, flush);
-    print_row(G, micro, &r, naive_ms, one_ms, &c, m);
+    print_row(G, micro, &r, naive_ms, one_ms, &c, mem);
     snprintf(anchor, sizeof anchor, "single_gpu_d%d_step_time", depth);
-    if (micro == HPDL_DL_NAIVE) snprintf(run, sizeof run, "naive_d%d_g%d", depth, G);
-    else snprintf(run, sizeof run, "pipelined_d%d_g%d_m%d", depth, G, micro);
+    run_name(p, micro, run, sizeof run);
     snprintf(metric, sizeof metric, "%s_step_time", run);
     hpdl_csv_row(csv, metric, r.ms, "ms", anchor, one_ms, 0);
+    snprintf(metric, sizeof metric, "%s_peak_act_mib_per_gpu", run);
+    snprintf(anchor, sizeof anchor, "gpipe_d%d_g%d_m%d_peak_act_mib_per_gpu", depth, G, slices);
+    hpdl_csv_row(csv, metric, r.act_mib, "MiB", gpipe_mib > 0.0 ? anchor : "", gpipe_mib > 0.0 ? gpipe_mib : r.act_mib, 0);
+    for (d = 0; d < mem->n; d++) model_mib = mem->mib[d] > model_mib ? mem->mib[d] : model_mib;
+    snprintf(metric, sizeof metric, "%s_model_mib_per_gpu_memgetinfo", run);
+    hpdl_csv_row(csv, metric, model_mib, "MiB", "", model_mib, 0);
     snprintf(metric, sizeof metric, "%s_fwd_transfers", run);
     hpdl_csv_row(csv, metric, (double)r.fwd_transfers, "count", "expected_m_times_g_minus_1", (double)slices * (G - 1), 1);
     snprintf(metric, sizeof metric, "%s_idle_fraction", run);
@@ -227,47 +305,89 @@ static result bench_run(hpdl_cuda_deep_linear *m, int micro, const reference *re
     return r;
 }
 
-/* One depth: 1 GPU, then G = 2 .. gpus, naive and pipelined. */
+/* The headline: the best pipelined run against naive on the same GPUs. */
+static void headline(const run_place *p, int best_micro, double best_ms, double naive_ms, double one_ms, FILE *csv) {
+    char metric[128], naive_name[128], sched[32];
+    schedule_name(best_micro, "_", sched, sizeof sched);
+    snprintf(metric, sizeof metric, "pipelined_best_d%d_g%d%s_step_time_%s", p->depth, p->G, p->logical ? "_logical" : "",
+             sched);
+    run_name(p, HPDL_DL_NAIVE, naive_name, sizeof naive_name);
+    strcat(naive_name, "_step_time");
+    hpdl_csv_row(csv, metric, best_ms, "ms", naive_name, naive_ms, 0);
+    schedule_name(best_micro, " ", sched, sizeof sched);
+    printf("  -> %d devices: best pipelined (%s) takes %.3f of the naive step (%.2fx faster), %.2fx the 1-GPU speed\n",
+           p->G, sched, best_ms / naive_ms, naive_ms / best_ms, one_ms / best_ms);
+}
+
+/* The fastest pipelined run so far. */
+typedef struct best_run { int micro; double ms; } best_run;
+
+static void keep_best(best_run *b, int micro, double ms) {
+    if (!b->micro || ms < b->ms) { b->micro = micro; b->ms = ms; }
+}
+
+/* G devices: naive and GPipe with each m of --micro on the whole-batch
+   model, then 1F1B with each m, each on a model made for it. */
+static int bench_devices(const options *o, const run_place *p, const reference *ref, double one_ms,
+                         hpdl_cuda_l2_flusher *flush, FILE *csv) {
+    hpdl_cuda_deep_linear m;
+    gpu_memory mem;
+    best_run best = {0, 0.0};
+    double naive_ms, gpipe_mib[MAX_LIST];
+    int first[HPDL_CUDA_MAX_DEVICES + 1], k, ok = 1;
+    HPDL_CHECK(hpdl_place_even(p->depth, p->G, first));
+    make_model(&m, o, p->depth, first, p->G, HPDL_DL_NAIVE, &mem);
+    hpdl_cuda_deep_linear_print_map(&m, stdout);
+    naive_ms = bench_run(&m, HPDL_DL_NAIVE, ref, flush, 0.0, one_ms, 0.0, &mem, p, csv, &ok).ms;
+    for (k = 0; k < o->n_micro; k++) {
+        result r;
+        if (o->batch % o->micro[k]) continue;
+        r = bench_run(&m, o->micro[k], ref, flush, naive_ms, one_ms, 0.0, &mem, p, csv, &ok);
+        gpipe_mib[k] = r.act_mib;
+        keep_best(&best, o->micro[k], r.ms);
+    }
+    hpdl_cuda_deep_linear_destroy(&m);
+    for (k = 0; k < o->n_micro; k++) {
+        int micro = HPDL_DL_1F1B(o->micro[k]);
+        result r;
+        if (o->batch % o->micro[k]) continue;
+        make_model(&m, o, p->depth, first, p->G, micro, &mem);
+        r = bench_run(&m, micro, ref, flush, naive_ms, one_ms, gpipe_mib[k], &mem, p, csv, &ok);
+        keep_best(&best, micro, r.ms);
+        hpdl_cuda_deep_linear_destroy(&m);
+    }
+    if (best.micro) headline(p, best.micro, best.ms, naive_ms, one_ms, csv);
+    return ok;
+}
+
+/* One depth: 1 GPU, then G = min_gpus .. gpus devices. */
 static int bench_depth(const options *o, int depth, FILE *csv) {
     hpdl_cuda_deep_linear m;
     hpdl_cuda_l2_flusher flush;
+    gpu_memory mem;
     reference ref;
-    result one, r;
+    result one;
+    run_place place;
     check exact = {0.0, 0.0, 0.0};
-    int first[HPDL_CUDA_MAX_DEVICES + 1], G, k, ok = 1;
+    int first[2], k, ok = 1;
     printf("\nDEPTH %d, DIM %d, batch %d, f32 (%.1f GFLOP a step)\n", depth, o->dim, o->batch,
            6.0 * depth * o->batch * (double)o->dim * o->dim / 1e9);
     HPDL_CHECK(hpdl_cuda_l2_flusher_create(&flush));
     first[0] = 0; first[1] = depth;
+    memory_before(&mem);
     HPDL_CHECK(hpdl_cuda_deep_linear_create(&m, depth, o->dim, o->batch, first, 1, 0));
+    memory_after(&mem);
     first_step(&m, 1, CHECK_LR, &ref.loss, ref.delta);
     ok &= check_can_fail(&m, &ref);
-    printf("  GPUs  mode             step ms   /naive  speedup  bubble  idle    fwd moves  fwd MiB  check      MiB per GPU\n");
+    printf("  devs  mode          step ms   /naive  speedup  bubble  idle    fwd moves  fwd MiB  check      "
+           "act MiB/GPU  model MiB per GPU (cudaMemGetInfo)\n");
     one = measure(&m, 1, &flush);
-    print_row(1, 1, &one, 0.0, one.ms, &exact, &m);
+    print_row(1, 1, &one, 0.0, one.ms, &exact, &mem);
     hpdl_cuda_deep_linear_destroy(&m);
-    for (G = 2; G <= o->gpus && G <= depth; G++) {
-        double naive_ms, best_ms = 0.0;
-        int best_m = 0;
-        HPDL_CHECK(hpdl_place_even(depth, G, first));
-        HPDL_CHECK(hpdl_cuda_deep_linear_create(&m, depth, o->dim, o->batch, first, G, o->virtual_devices));
-        if (G == o->gpus) hpdl_cuda_deep_linear_print_map(&m, stdout);
-        naive_ms = bench_run(&m, HPDL_DL_NAIVE, &ref, &flush, 0.0, one.ms, csv, &ok).ms;
-        for (k = 0; k < o->n_micro; k++) {
-            int micro = o->micro[k];
-            if (micro < 1 || o->batch % micro) continue;
-            r = bench_run(&m, micro, &ref, &flush, naive_ms, one.ms, csv, &ok);
-            if (!best_m || r.ms < best_ms) { best_ms = r.ms; best_m = micro; }
-        }
-        if (best_m) { /* the headline: pipelined against naive on the same GPUs */
-            char metric[128], naive_name[128];
-            snprintf(metric, sizeof metric, "pipelined_best_d%d_g%d_step_time_m%d", depth, G, best_m);
-            snprintf(naive_name, sizeof naive_name, "naive_d%d_g%d_step_time", depth, G);
-            hpdl_csv_row(csv, metric, best_ms, "ms", naive_name, naive_ms, 0);
-            printf("  -> %d GPUs: pipelined (m = %d) takes %.3f of the naive step (%.2fx faster), %.2fx the 1-GPU speed\n",
-                   G, best_m, best_ms / naive_ms, naive_ms / best_ms, one.ms / best_ms);
-        }
-        hpdl_cuda_deep_linear_destroy(&m);
+    place.depth = depth;
+    for (place.G = o->min_gpus; place.G <= o->gpus && place.G <= depth; place.G++) {
+        place.logical = place.G > hpdl_cuda_device_count();
+        ok &= bench_devices(o, &place, &ref, one.ms, &flush, csv);
     }
     for (k = 0; k < 2; k++) HPDL_FREE(ref.delta[k]);
     hpdl_cuda_l2_flusher_destroy(&flush);
@@ -287,7 +407,9 @@ int main(int argc, char **argv) {
         return EXIT_FAILURE;
     }
     HPDL_CHECK(hpdl_cuda_devices_print(stdout));
-    printf("naive: one device busy at a time; pipelined m: GPipe with m micro-batches, weight gradients deferred\n"
+    printf("naive: one device busy at a time; gpipe m: m micro-batches, weight gradients deferred;\n"
+           "1f1b m: PipeDream-flush, stage g holds at most min(m, G - g) micro-batches; act MiB/GPU: activations\n"
+           "held at the worst moment on the GPU that held most (logical devices on one GPU summed);\n"
            "speedup = 1-GPU step / this step; idle = measured mean fraction of the step a device is not computing;\n"
            "bubble = (G-1)/(m+G-1), naive (G-1)/G; fwd moves/MiB: activations sent forward in one step;\n"
            "check = relative error of the last/first layer's update against the 1-GPU step\n");

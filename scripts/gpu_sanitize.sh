@@ -35,6 +35,7 @@ declare -A RACE_FILTERS=(
     [gpu_mlp]="softmax_xent_f32 agreement_f32"
     [gpu_model_parallel]="single_device"
     [gpu_mpi_ipc]="exact_sums_f32"
+    [gpu_mpi_tp]="matches_cpu_driver"
     [gpu_optim]=""
     [gpu_quant]="gemm_i8_exact gemm_requant_exact"
     [gpu_vecadd]="vecadd_f16"
@@ -67,7 +68,7 @@ make --no-print-directory -j"$(nproc)" "${names[@]/#/build/gpu/}" > "$OUT/build.
 run_tool() {
     local name=$1 tool=$2 log=$3 filter filters api=()
     filters=("")
-    [ "$name" = gpu_mpi_ipc ] && api=(--report-api-errors no)
+    case $name in gpu_mpi_ipc | gpu_mpi_tp) api=(--report-api-errors no) ;; esac
     if [ "$tool" != memcheck ] && [ -n "${RACE_FILTERS[$name]:-}" ]; then read -r -a filters <<< "${RACE_FILTERS[$name]}"; fi
     for filter in "${filters[@]}"; do
         echo "=== $tool build/gpu/$name ${filter:-(all tests)}"

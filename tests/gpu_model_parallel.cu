@@ -1,7 +1,8 @@
 /* GPU tests of the deep linear model split over devices: one SGD step on
-   one device against a CPU f64 reference, then naive and pipelined (m >= 1)
-   steps on G devices against the one-device step; transfer counts
-   against the placement; bad placements and arguments. With one GPU the G
+   one device against a CPU f64 reference, then naive, GPipe (m >= 1) and
+   1F1B steps on G devices against the one-device step; transfer counts
+   against the placement; the micro-batches each device held (1F1B: at
+   most G - g, GPipe: m); bad placements and arguments. With one GPU the G
    devices are "virtual" (logical d on GPU d % count); two-GPU runs skip. */
 #include "hpdl_cuda.cuh"
 #include "tests/hpdl_test.h"
@@ -59,20 +60,27 @@ typedef struct step_result {
     double *delta; /* W_after - W_before, all layers */
     float loss;
     hpdl_cuda_xfer_stats fwd, bwd;
+    int peak_live[HPDL_CUDA_MAX_DEVICES];        /* micro-batches held at once */
+    size_t act_bytes[HPDL_CUDA_MAX_DEVICES];     /* activation buffers allocated */
+    size_t peak_act_bytes[HPDL_CUDA_MAX_DEVICES]; /* and held at the worst moment */
 } step_result;
 
 /* Builds the model on `first` (G devices), takes one step with `micro`
-   micro-batches (HPDL_DL_NAIVE: naive), and returns the weight change and
-   the loss. */
+   (HPDL_DL_NAIVE: naive, HPDL_DL_1F1B(m): a 1F1B model, else GPipe), and
+   returns the weight change, the loss and what the devices held. */
 static step_result run_step(const int *first, int G, int allow_virtual, int micro) {
     const size_t n = (size_t)DEPTH * DIM * DIM;
     float *w0 = (float *)malloc(sizeof(float) * n), *w1 = (float *)malloc(sizeof(float) * n);
     hpdl_cuda_deep_linear m;
     step_result r;
     size_t i;
+    int g;
     memset(&r, 0, sizeof r);
     r.delta = (double *)malloc(sizeof(double) * n);
-    HPDL_CHECK(hpdl_cuda_deep_linear_create(&m, DEPTH, DIM, BATCH, first, G, allow_virtual));
+    if (micro < 0)
+        HPDL_CHECK(hpdl_cuda_deep_linear_create_1f1b(&m, DEPTH, DIM, BATCH, -micro, first, G, allow_virtual));
+    else
+        HPDL_CHECK(hpdl_cuda_deep_linear_create(&m, DEPTH, DIM, BATCH, first, G, allow_virtual));
     HPDL_CHECK(hpdl_cuda_deep_linear_init(&m, 3));
     HPDL_CHECK(hpdl_cuda_deep_linear_random_batch(&m, 4));
     get_all_weights(&m, w0);
@@ -82,6 +90,11 @@ static step_result run_step(const int *first, int G, int allow_virtual, int micr
     for (i = 0; i < n; i++) r.delta[i] = (double)w1[i] - (double)w0[i];
     r.fwd = m.fwd;
     r.bwd = m.bwd;
+    for (g = 0; g < G; g++) {
+        r.peak_live[g] = m.peak_live[g];
+        r.act_bytes[g] = m.act_bytes[g];
+        r.peak_act_bytes[g] = hpdl_cuda_deep_linear_peak_act_bytes(&m, g, micro);
+    }
     hpdl_cuda_deep_linear_destroy(&m);
     free(w0); free(w1);
     return r;
@@ -119,13 +132,22 @@ static void test_single_device_matches_cpu(void) {
     free(wf); free(xf); free(tf); free(w); free(w0); free(delta); free(x); free(t);
 }
 
+/* The most micro-batches device g of G may hold under `micro`. */
+static int expected_live(int micro, int G, int g) {
+    int slices = hpdl_cuda_deep_linear_slices(micro);
+    if (micro >= 0) return slices; /* naive: the batch; GPipe: all m until the update */
+    return slices < G - g ? slices : G - g;
+}
+
 /* Naive and pipelined steps on G devices against the one-device step;
-   G - 1 boundary crossings per micro-batch each way. */
+   G - 1 boundary crossings per micro-batch each way; each device held the
+   micro-batches its schedule allows, and exactly the activation buffers it
+   allocated at its worst moment. */
 static void check_against_single(const int *first, int G, int allow_virtual, int micro) {
     const size_t n = (size_t)DEPTH * DIM * DIM;
     const long long slice_bytes = (long long)BATCH * DIM * (long long)sizeof(float);
     const long long slices = hpdl_cuda_deep_linear_slices(micro);
-    int one[2] = {0, DEPTH};
+    int one[2] = {0, DEPTH}, g;
     step_result ref = run_step(one, 1, 0, 1), r = run_step(first, G, allow_virtual, micro);
     double rel = rel_diff(n, r.delta, ref.delta);
     if (!(rel <= 1e-5)) fprintf(stderr, "    G=%d m=%d: weight updates differ by %.3g\n", G, micro, rel);
@@ -134,6 +156,10 @@ static void check_against_single(const int *first, int G, int allow_virtual, int
     HPDL_EXPECT(r.fwd.transfers == slices * (G - 1));
     HPDL_EXPECT(r.bwd.transfers == slices * (G - 1));
     HPDL_EXPECT(r.fwd.bytes == (G - 1) * slice_bytes && r.bwd.bytes == (G - 1) * slice_bytes);
+    for (g = 0; g < G; g++) {
+        HPDL_EXPECT(r.peak_live[g] == expected_live(micro, G, g));
+        HPDL_EXPECT(r.peak_act_bytes[g] == r.act_bytes[g]);
+    }
     free(ref.delta);
     free(r.delta);
 }
@@ -156,6 +182,34 @@ static void test_virtual_devices_match_single(void) {
     check_against_single(even, DEPTH, 1, 24); /* a layer per device, a row per micro-batch */
 }
 
+/* 1F1B: the same step as GPipe and naive to rounding on every placement,
+   down to one row per micro-batch; with more micro-batches than stages
+   each device holds G - g of them, so less than GPipe's m. */
+static void test_1f1b_matches_gpipe(void) {
+    int even[4], mapped[4], per_layer[DEPTH + 1], one[2] = {0, DEPTH}, g;
+    const int map[DEPTH] = {0, 0, 0, 0, 1, 2};
+    step_result gpipe, onef;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    HPDL_CHECK(hpdl_place_even(DEPTH, 3, even));
+    HPDL_CHECK(hpdl_place_from_map(DEPTH, map, 3, mapped));
+    HPDL_CHECK(hpdl_place_even(DEPTH, DEPTH, per_layer));
+    check_against_single(one, 1, 0, HPDL_DL_1F1B(4));
+    check_against_single(even, 3, 1, HPDL_DL_1F1B(1));
+    check_against_single(even, 3, 1, HPDL_DL_1F1B(2)); /* fewer micro-batches than stages */
+    check_against_single(even, 3, 1, HPDL_DL_1F1B(6));
+    check_against_single(mapped, 3, 1, HPDL_DL_1F1B(8));
+    check_against_single(per_layer, DEPTH, 1, HPDL_DL_1F1B(24));
+    gpipe = run_step(even, 3, 1, 6);
+    onef = run_step(even, 3, 1, HPDL_DL_1F1B(6));
+    HPDL_EXPECT(rel_diff((size_t)DEPTH * DIM * DIM, onef.delta, gpipe.delta) <= 1e-5);
+    for (g = 0; g < 3; g++) {
+        HPDL_EXPECT(onef.peak_live[g] == 3 - g && gpipe.peak_live[g] == 6);
+        HPDL_EXPECT(onef.act_bytes[g] < gpipe.act_bytes[g]);
+    }
+    free(gpipe.delta);
+    free(onef.delta);
+}
+
 static void test_two_gpus_match_single(void) {
     int first[3];
     if (hpdl_cuda_device_count() < 2) HPDL_SKIP("needs 2 GPUs");
@@ -163,6 +217,7 @@ static void test_two_gpus_match_single(void) {
     check_against_single(first, 2, 0, HPDL_DL_NAIVE);
     check_against_single(first, 2, 0, 1);
     check_against_single(first, 2, 0, 8);
+    check_against_single(first, 2, 0, HPDL_DL_1F1B(8));
 }
 
 /* Busy time per device is measured and fits inside the step; naive keeps
@@ -203,8 +258,15 @@ static void test_bad_placement_and_args(void) {
     HPDL_CHECK(hpdl_place_even(DEPTH, 2, first));
     HPDL_CHECK(hpdl_cuda_deep_linear_create(&m, DEPTH, DIM, BATCH, first, 2, 1));
     HPDL_EXPECT(hpdl_cuda_deep_linear_step(&m, 5, LR, 0) == HPDL_ERR_INVALID); /* 24 rows do not split in 5 */
-    HPDL_EXPECT(hpdl_cuda_deep_linear_step(&m, -1, LR, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_deep_linear_step(&m, HPDL_DL_1F1B(4), LR, 0) == HPDL_ERR_INVALID); /* whole-batch model */
     HPDL_EXPECT(hpdl_cuda_deep_linear_get_weights(&m, DEPTH, NULL) == HPDL_ERR_INVALID);
+    hpdl_cuda_deep_linear_destroy(&m);
+    HPDL_EXPECT(hpdl_cuda_deep_linear_create_1f1b(&m, DEPTH, DIM, BATCH, 0, first, 2, 1) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_deep_linear_create_1f1b(&m, DEPTH, DIM, BATCH, 5, first, 2, 1) == HPDL_ERR_INVALID);
+    HPDL_CHECK(hpdl_cuda_deep_linear_create_1f1b(&m, DEPTH, DIM, BATCH, 4, first, 2, 1));
+    HPDL_EXPECT(hpdl_cuda_deep_linear_step(&m, 4, LR, 0) == HPDL_ERR_INVALID);               /* GPipe on a 1F1B model */
+    HPDL_EXPECT(hpdl_cuda_deep_linear_step(&m, HPDL_DL_1F1B(2), LR, 0) == HPDL_ERR_INVALID); /* made for 4 */
+    HPDL_EXPECT(hpdl_cuda_deep_linear_step(&m, HPDL_DL_1F1B(4), LR, 0) == HPDL_OK);
     hpdl_cuda_deep_linear_destroy(&m);
 }
 
@@ -260,6 +322,7 @@ int main(int argc, char **argv) {
         HPDL_TEST(test_device_utilities),
         HPDL_TEST(test_single_device_matches_cpu),
         HPDL_TEST(test_virtual_devices_match_single),
+        HPDL_TEST(test_1f1b_matches_gpipe),
         HPDL_TEST(test_two_gpus_match_single),
         HPDL_TEST(test_profile),
         HPDL_TEST(test_bad_placement_and_args),
