@@ -5888,50 +5888,101 @@ HPDL_CUDA_API unsigned hpdl__elementwise_blocks(size_t total) {
     return (unsigned)(blocks < (1u << 20) ? blocks : (1u << 20)); /* the loops stride over the rest */
 }
 
+/* Element-wise passes out[i] = op(i, a[i], b[i]) that move 16 bytes a
+   thread (8 f16/bf16, 4 f32 or 2 f64 values) where the arrays are 16-byte
+   aligned: with one 2-byte value a thread, a warp moves 64 bytes an
+   instruction, and ResNet-18's 16-bit ReLU, residual sums and batch-norm
+   passes ran at about a third of the memory's speed (H200, 2026-11-26).
+   b may be NULL (op then sees a[i] twice). The tail, and unaligned
+   arrays, go one value a thread. */
+template <typename T> struct __align__(16) hpdl__pack { T v[16 / sizeof(T)]; };
+
+template <typename T, typename OP, bool VEC>
+__global__ void hpdl__elementwise_kernel(int64_t n, const T *a, const T *b, T *out, OP op) {
+    enum { N = VEC ? 16 / sizeof(T) : 1 };
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x, first = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    const int64_t vectors = n / N;
+    if (VEC)
+        for (int64_t p = first; p < vectors; p += stride) {
+            const hpdl__pack<T> x = ((const hpdl__pack<T> *)a)[p], y = b ? ((const hpdl__pack<T> *)b)[p] : x;
+            hpdl__pack<T> r;
+#pragma unroll
+            for (int j = 0; j < N; j++) r.v[j] = op(p * N + j, x.v[j], y.v[j]);
+            ((hpdl__pack<T> *)out)[p] = r;
+        }
+    for (int64_t i = vectors * N + first; i < n; i += stride) out[i] = op(i, a[i], b ? b[i] : a[i]);
+}
+
+template <typename T, typename OP>
+static inline hpdl_status hpdl__elementwise(int64_t n, const T *a, const T *b, T *out, OP op, cudaStream_t stream) {
+    const bool vec = ((uintptr_t)a | (uintptr_t)b | (uintptr_t)out) % 16 == 0;
+    const int64_t per_thread = vec ? 16 / sizeof(T) : 1;
+    const unsigned blocks = hpdl__elementwise_blocks((size_t)((n + per_thread - 1) / per_thread));
+    if (n < 1) return HPDL_OK;
+    if (vec) hpdl__elementwise_kernel<T, OP, true><<<blocks, 256, 0, stream>>>(n, a, b, out, op);
+    else hpdl__elementwise_kernel<T, OP, false><<<blocks, 256, 0, stream>>>(n, a, b, out, op);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
 /* Batch norm in NHWC for f32/f16/bf16. A channel's values are C apart in
    memory, so the one-block-per-channel kernels above read a 32-byte sector
    per value and keep only C blocks busy (ResNet-18's first layers: 64).
-   Here a warp reads 32 neighbouring channels of one pixel (coalesced), the
-   blocks split the pixels, each thread sums its channel over its pixels in
-   double (forward: x and x^2; backward: dy and dy (x - mean)), and the
+   Here neighbouring threads read neighbouring channels of one pixel
+   (coalesced; 16-bit types 8 channels a thread), the blocks split the
+   pixels, each thread sums its channels over its pixels in double (forward: x and x^2; backward: dy and dy (x - mean)), and the
    blocks add their sums into 2C doubles with atomics; one thread per
    channel then turns the sums into the statistics and the per-channel
    coefficients of an element-wise pass: y = a (x - mean) + beta, or
    dx = a dy + b (x - mean) + k.
    (f64 keeps the two-pass kernels above: it is the checking type, and
    E[x^2] - mean^2 would cost it digits.) */
-enum { HPDL__BN_CHANNELS = 32, HPDL__BN_PIXELS = 8, HPDL__BN_BLOCKS = 1024 };
+enum { HPDL__BN_LANES = 32, HPDL__BN_BLOCKS = 1024 };
 
-template <typename T, typename ACC>
-__global__ void __launch_bounds__(256) hpdl__bn_nhwc_sums(int64_t pixels, int C, const T *x, const T *dy,
+/* Sums over pixels of N neighbouring channels a thread (N = 8 for f16/bf16
+   when C % 8 == 0: one 16-byte load per tensor and pixel; else 1): `lanes`
+   threads across a pixel's slab of lanes * N channels, 256 / lanes pixels
+   at a time down the block. */
+template <typename T, typename ACC, int N>
+__global__ void __launch_bounds__(256) hpdl__bn_nhwc_sums(int64_t pixels, int C, int lanes, const T *x, const T *dy,
                                                           const ACC *mean, double *sums) {
-    __shared__ double part[2][HPDL__BN_PIXELS][HPDL__BN_CHANNELS];
-    const int lane = (int)threadIdx.x % HPDL__BN_CHANNELS, row = (int)threadIdx.x / HPDL__BN_CHANNELS;
-    const int c = (int)blockIdx.x * HPDL__BN_CHANNELS + lane;
-    double s0 = 0, s1 = 0;
-    if (c < C) {
-        const double m = dy ? (double)mean[c] : 0.0;
-        for (int64_t p = (int64_t)blockIdx.y * HPDL__BN_PIXELS + row; p < pixels; p += (int64_t)gridDim.y * HPDL__BN_PIXELS) {
-            const double v = hpdl__gemm_acc(x[p * C + c]);
-            if (dy) {
-                const double g = hpdl__gemm_acc(dy[p * C + c]);
-                s0 += g, s1 += g * (v - m);
-            } else {
-                s0 += v, s1 += v * v;
+    __shared__ double part[256][2 * N];
+    const int lane = (int)threadIdx.x % lanes, row = (int)threadIdx.x / lanes, rows = 256 / lanes;
+    const int c0 = ((int)blockIdx.x * lanes + lane) * N;
+    double s0[N], s1[N], m[N];
+#pragma unroll
+    for (int j = 0; j < N; j++) s0[j] = s1[j] = 0, m[j] = dy && c0 + j < C ? (double)mean[c0 + j] : 0.0;
+    if (c0 < C && row < rows)
+        for (int64_t p = (int64_t)blockIdx.y * rows + row; p < pixels; p += (int64_t)gridDim.y * rows) {
+            hpdl__pack<T> v, g;
+            if (N > 1) v = *(const hpdl__pack<T> *)(x + p * C + c0);
+            else v.v[0] = x[p * C + c0];
+            if (dy && N > 1) g = *(const hpdl__pack<T> *)(dy + p * C + c0);
+            else if (dy) g.v[0] = dy[p * C + c0];
+#pragma unroll
+            for (int j = 0; j < N; j++) {
+                const double xv = hpdl__gemm_acc(v.v[j]);
+                if (dy) {
+                    const double gv = hpdl__gemm_acc(g.v[j]);
+                    s0[j] += gv, s1[j] += gv * (xv - m[j]);
+                } else {
+                    s0[j] += xv, s1[j] += xv * xv;
+                }
             }
         }
-    }
-    part[0][row][lane] = s0, part[1][row][lane] = s1;
+#pragma unroll
+    for (int j = 0; j < N; j++) part[threadIdx.x][j] = s0[j], part[threadIdx.x][N + j] = s1[j];
     __syncthreads();
-    if (row == 0 && c < C) {
-        for (int r = 1; r < HPDL__BN_PIXELS; r++) s0 += part[0][r][lane], s1 += part[1][r][lane];
-        atomicAdd(&sums[c], s0);
-        atomicAdd(&sums[C + c], s1);
-    }
+    if (row == 0 && c0 < C)
+        for (int j = 0; j < N && c0 + j < C; j++) {
+            for (int r = 1; r < rows; r++) s0[j] += part[r * lanes + lane][j], s1[j] += part[r * lanes + lane][N + j];
+            atomicAdd(&sums[c0 + j], s0[j]);
+            atomicAdd(&sums[C + c0 + j], s1[j]);
+        }
 }
 
-/* Forward: statistics, running averages, and the coefficients of
-   hpdl__bn_nhwc_forward_apply (coef: 3C, a = gamma invstd, mean, beta). */
+/* Forward: statistics, running averages, and the coefficients of the
+   element-wise pass (coef: 3C, a = gamma invstd, mean, beta). */
 template <typename ACC>
 __global__ void hpdl__bn_nhwc_forward_stats(int C, double count, const double *sums, const ACC *gamma, const ACC *beta,
                                             double momentum, double eps, ACC *running_mean, ACC *running_var,
@@ -5950,7 +6001,7 @@ __global__ void hpdl__bn_nhwc_forward_stats(int C, double count, const double *s
 }
 
 /* Backward: dgamma = sum dy xhat, dbeta = sum dy, and the coefficients of
-   hpdl__bn_nhwc_backward_apply (coef: 4C, a = gamma invstd, b = -a invstd
+   the element-wise pass (coef: 4C, a = gamma invstd, b = -a invstd
    dgamma / m, mean, k = -a dbeta / m). */
 template <typename ACC>
 __global__ void hpdl__bn_nhwc_backward_stats(int C, double count, const double *sums, const ACC *gamma,
@@ -5969,31 +6020,40 @@ __global__ void hpdl__bn_nhwc_backward_stats(int C, double count, const double *
 }
 
 /* y = a (x - mean) + beta, element-wise (coef: a, mean, beta). */
-template <typename T, typename ACC>
-__global__ void hpdl__bn_nhwc_forward_apply(size_t total, int C, const T *x, const ACC *coef, T *y) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+template <typename T, typename ACC> struct hpdl__bn_nhwc_forward_apply {
+    const ACC *coef;
+    int C;
+    __device__ T operator()(int64_t i, T x, T) const {
         const int c = (int)(i % C);
-        hpdl__gemm_put(y + i, coef[c] * ((ACC)hpdl__gemm_acc(x[i]) - coef[C + c]) + coef[2 * C + c]);
+        return T(coef[c] * ((ACC)hpdl__gemm_acc(x) - coef[C + c]) + coef[2 * C + c]);
     }
-}
+};
 
-/* dx = a dy + b (x - mean) + k, element-wise (coef: a, b, mean, k). */
-template <typename T, typename ACC>
-__global__ void hpdl__bn_nhwc_backward_apply(size_t total, int C, const T *dy, const T *x, const ACC *coef, T *dx) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+/* dx = a dy + b (x - mean) + k, element-wise (coef: a, b, mean, k; a = dy, b = x). */
+template <typename T, typename ACC> struct hpdl__bn_nhwc_backward_apply {
+    const ACC *coef;
+    int C;
+    __device__ T operator()(int64_t i, T dy, T x) const {
         const int c = (int)(i % C);
-        hpdl__gemm_put(dx + i, coef[c] * (ACC)hpdl__gemm_acc(dy[i]) +
-                                   coef[C + c] * ((ACC)hpdl__gemm_acc(x[i]) - coef[2 * C + c]) + coef[3 * C + c]);
+        return T(coef[c] * (ACC)hpdl__gemm_acc(dy) + coef[C + c] * ((ACC)hpdl__gemm_acc(x) - coef[2 * C + c]) +
+                 coef[3 * C + c]);
     }
-}
+};
 
-/* The sums' grid: 32 channels a block across, pixel slices down, about
-   HPDL__BN_BLOCKS blocks in all. */
-static inline dim3 hpdl__bn_nhwc_grid(int64_t pixels, int C) {
-    const int across = (C + HPDL__BN_CHANNELS - 1) / HPDL__BN_CHANNELS;
-    int64_t down = HPDL__BN_BLOCKS / across, most = (pixels + HPDL__BN_PIXELS - 1) / HPDL__BN_PIXELS;
+/* The sums over pixels (x alone, or dy and x) into sums: 8 channels a
+   thread where C % 8 == 0 and the tensors are 16-byte aligned; channel
+   slabs across the grid, pixel slices down, about HPDL__BN_BLOCKS blocks. */
+template <typename T, typename ACC>
+static inline void hpdl__bn_nhwc_sums_launch(int64_t pixels, int C, const T *x, const T *dy, const ACC *mean,
+                                             double *sums, cudaStream_t stream) {
+    const bool vec = sizeof(T) == 2 && C % 8 == 0 && ((uintptr_t)x | (uintptr_t)dy) % 16 == 0;
+    const int per = vec ? 8 : 1, groups = (C + per - 1) / per;
+    const int lanes = groups < HPDL__BN_LANES ? groups : HPDL__BN_LANES, across = (groups + lanes - 1) / lanes;
+    int64_t down = HPDL__BN_BLOCKS / across, most = (pixels + 256 / lanes - 1) / (256 / lanes);
     down = down < 1 ? 1 : down > most ? most : down;
-    return dim3((unsigned)across, (unsigned)(down < 65535 ? down : 65535));
+    const dim3 grid((unsigned)across, (unsigned)(down < 65535 ? down : 65535));
+    if (vec) hpdl__bn_nhwc_sums<T, ACC, 8><<<grid, 256, 0, stream>>>(pixels, C, lanes, x, dy, mean, sums);
+    else hpdl__bn_nhwc_sums<T, ACC, 1><<<grid, 256, 0, stream>>>(pixels, C, lanes, x, dy, mean, sums);
 }
 
 /* Scratch of the NHWC passes: 2C sums (zeroed) and 4C coefficients, stream-ordered. */
@@ -6016,16 +6076,14 @@ static inline hpdl_status hpdl__bn_nhwc_forward(const hpdl_tensor4 *xd, const T 
     ACC *coef;
     hpdl_status s = hpdl__bn_nhwc_scratch(C, &sums, &coef, stream);
     if (s != HPDL_OK) return s;
-    hpdl__bn_nhwc_sums<T, ACC><<<hpdl__bn_nhwc_grid(pixels, C), 256, 0, stream>>>(pixels, C, x, (const T *)NULL,
-                                                                                   (const ACC *)NULL, sums);
+    hpdl__bn_nhwc_sums_launch(pixels, C, x, (const T *)NULL, (const ACC *)NULL, sums, stream);
     hpdl__bn_nhwc_forward_stats<ACC><<<(C + 255) / 256, 256, 0, stream>>>(C, (double)pixels, sums, gamma, beta, momentum,
                                                                           eps, running_mean, running_var, save_mean,
                                                                           save_invstd, coef);
-    hpdl__bn_nhwc_forward_apply<T, ACC><<<hpdl__elementwise_blocks((size_t)pixels * C), 256, 0, stream>>>(
-        (size_t)pixels * C, C, x, coef, y);
-    HPDL_CUDA_TRY_LAUNCH();
-    HPDL_CUDA_TRY(cudaFreeAsync(sums, stream));
-    return HPDL_OK;
+    const hpdl__bn_nhwc_forward_apply<T, ACC> apply = {coef, C};
+    s = hpdl__elementwise(pixels * C, x, (const T *)NULL, y, apply, stream);
+    if (cudaFreeAsync(sums, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
+    return s;
 }
 
 template <typename T, typename ACC>
@@ -6038,14 +6096,13 @@ static inline hpdl_status hpdl__bn_nhwc_backward(const hpdl_tensor4 *xd, const T
     ACC *coef;
     hpdl_status s = hpdl__bn_nhwc_scratch(C, &sums, &coef, stream);
     if (s != HPDL_OK) return s;
-    hpdl__bn_nhwc_sums<T, ACC><<<hpdl__bn_nhwc_grid(pixels, C), 256, 0, stream>>>(pixels, C, x, dy, save_mean, sums);
+    hpdl__bn_nhwc_sums_launch(pixels, C, x, dy, save_mean, sums, stream);
     hpdl__bn_nhwc_backward_stats<ACC><<<(C + 255) / 256, 256, 0, stream>>>(C, (double)pixels, sums, gamma, save_mean,
                                                                            save_invstd, dgamma, dbeta, coef);
-    hpdl__bn_nhwc_backward_apply<T, ACC><<<hpdl__elementwise_blocks((size_t)pixels * C), 256, 0, stream>>>(
-        (size_t)pixels * C, C, dy, x, coef, dx);
-    HPDL_CUDA_TRY_LAUNCH();
-    HPDL_CUDA_TRY(cudaFreeAsync(sums, stream));
-    return HPDL_OK;
+    const hpdl__bn_nhwc_backward_apply<T, ACC> apply = {coef, C};
+    s = hpdl__elementwise(pixels * C, dy, x, dx, apply, stream);
+    if (cudaFreeAsync(sums, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
+    return s;
 }
 
 /* The private launchers, after the CPU twin's checks. D: the CUDA element type. */
@@ -10884,21 +10941,17 @@ typedef struct hpdl_cuda_cnn {
 
 /* ---- kernels of the table --------------------------------------------------- */
 
-template <typename T> __global__ void hpdl__cnn_relu_kernel(int64_t n, const T *x, T *y) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        y[i] = x[i] > T(0) ? x[i] : T(0);
-}
-
-/* dx = dy where the ReLU's output y was positive. */
-template <typename T> __global__ void hpdl__cnn_relu_grad_kernel(int64_t n, const T *y, const T *dy, T *dx) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        dx[i] = y[i] > T(0) ? dy[i] : T(0);
-}
-
-template <typename T> __global__ void hpdl__cnn_add_kernel(int64_t n, const T *a, const T *b, T *c) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        c[i] = a[i] + b[i];
-}
+/* The element-wise layers, as hpdl__elementwise's operations. */
+struct hpdl__cnn_relu_op {
+    template <typename T> __device__ T operator()(int64_t, T x, T) const { return x > T(0) ? x : T(0); }
+};
+/* dx = dy where the ReLU's output y was positive (a = y, b = dy). */
+struct hpdl__cnn_relu_grad_op {
+    template <typename T> __device__ T operator()(int64_t, T y, T dy) const { return y > T(0) ? dy : T(0); }
+};
+struct hpdl__cnn_add_op {
+    template <typename T> __device__ T operator()(int64_t, T a, T b) const { return a + b; }
+};
 
 /* One thread per row: a hit when the largest logit (first on ties) is at the label. */
 template <typename T>
@@ -11111,22 +11164,13 @@ template <typename T> hpdl_status hpdl__gcnn_gap_bwd(void *ctx, const hpdl_tenso
     return hpdl_cuda_global_avgpool_backward<T>(xd, (const T *)dy, (T *)dx, hpdl__gcnn(ctx)->stream);
 }
 template <typename T> hpdl_status hpdl__gcnn_relu(void *ctx, int64_t n, const void *x, void *y) {
-    hpdl__cnn_relu_kernel<T><<<hpdl__elementwise_blocks((size_t)n), 256, 0, hpdl__gcnn(ctx)->stream>>>(
-        n, (const T *)x, (T *)y);
-    HPDL_CUDA_TRY_LAUNCH();
-    return HPDL_OK;
+    return hpdl__elementwise(n, (const T *)x, (const T *)NULL, (T *)y, hpdl__cnn_relu_op(), hpdl__gcnn(ctx)->stream);
 }
 template <typename T> hpdl_status hpdl__gcnn_relu_grad(void *ctx, int64_t n, const void *y, const void *dy, void *dx) {
-    hpdl__cnn_relu_grad_kernel<T><<<hpdl__elementwise_blocks((size_t)n), 256, 0, hpdl__gcnn(ctx)->stream>>>(
-        n, (const T *)y, (const T *)dy, (T *)dx);
-    HPDL_CUDA_TRY_LAUNCH();
-    return HPDL_OK;
+    return hpdl__elementwise(n, (const T *)y, (const T *)dy, (T *)dx, hpdl__cnn_relu_grad_op(), hpdl__gcnn(ctx)->stream);
 }
 template <typename T> hpdl_status hpdl__gcnn_add(void *ctx, int64_t n, const void *a, const void *b, void *c) {
-    hpdl__cnn_add_kernel<T><<<hpdl__elementwise_blocks((size_t)n), 256, 0, hpdl__gcnn(ctx)->stream>>>(
-        n, (const T *)a, (const T *)b, (T *)c);
-    HPDL_CUDA_TRY_LAUNCH();
-    return HPDL_OK;
+    return hpdl__elementwise(n, (const T *)a, (const T *)b, (T *)c, hpdl__cnn_add_op(), hpdl__gcnn(ctx)->stream);
 }
 template <typename T>
 hpdl_status hpdl__gcnn_gemm(void *ctx, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K, const void *A,
