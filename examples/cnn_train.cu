@@ -335,6 +335,7 @@ static hpdl_tta_run train_run(const options *o, const hpdl_cnn *net, const resid
 /* The NVML sampler's means, when it ran. */
 static void print_utilisation(hpdl_nvml_sampler *sampler, const char *csv) {
     hpdl_nvml_stats st;
+    memset(&st, 0, sizeof st); /* finish writes nothing for a sampler that did not start */
     hpdl_nvml_sampler_finish(sampler, &st);
     printf("nvml: mean GPU utilisation %.1f %%, memory-controller utilisation %.1f %%, SM clock %.0f MHz, "
            "power %.0f W, power-capped %.0f %% of samples (%lld samples every 100 ms, %s)\n",
