@@ -39,6 +39,8 @@
                           mean, std and coefficient of variation over the runs that
                           reached A); exit 1 when a run did not
        --runs R [1]       runs with seeds S..S+R-1, each from fresh weights
+       --time-limit S     stop a run after the first epoch that ends S seconds or more
+                          after the run began (evaluation included) [0: none]
        --util-csv FILE    NVML samples every 100 ms while training (GPU and memory-
                           controller utilisation, SM clock, power); prints their means
        --eager            steps launched kernel by kernel, no CUDA graph replays
@@ -51,15 +53,15 @@
 typedef struct options {
     const char *net, *data, *optimizer, *schedule, *precision, *layout, *save, *load, *util_csv, *output;
     int epochs, batch, device, check, augment_pad, flip, runs, eager;
-    double lr, wd, target; /* target: 0 for none */
+    double lr, wd, target, time_limit; /* target, time_limit: 0 for none */
     int64_t seed;
 } options;
 
 static options parse_args(int argc, char **argv) {
     options o = {"small", "data/fashion-mnist", "sgd", "cosine", "f32", "nhwc", NULL, NULL, NULL, NULL,
-                 10, 128, 0, 0, 0, 0, 1, 0, 0.05, 5e-4, 0, 1};
+                 10, 128, 0, 0, 0, 0, 1, 0, 0.05, 5e-4, 0, 0, 1};
     hpdl_lr_schedule syntax;
-    hpdl_cli_option opts[22];
+    hpdl_cli_option opts[23];
     int n = 0;
     opts[n++] = hpdl_cli_choice("net", 0, &o.net, "small|resnet18", "network");
     opts[n++] = hpdl_cli_string("data", 0, &o.data, "DIR", "IDX files (Fashion-MNIST) or CIFAR-10's .bin files");
@@ -82,6 +84,7 @@ static options parse_args(int argc, char **argv) {
     opts[n++] = hpdl_cli_flag("flip", 0, &o.flip, "mirror half the training images left-right");
     opts[n++] = hpdl_cli_f64("target-acc", 0, &o.target, 0, 1, "stop each run once test accuracy >= this");
     opts[n++] = hpdl_cli_int("runs", 0, &o.runs, 1, 1 << 20, "runs with seeds S..S+R-1");
+    opts[n++] = hpdl_cli_f64("time-limit", 0, &o.time_limit, 0, 1e9, "stop a run after the epoch that ends this many seconds in");
     opts[n++] = hpdl_cli_string("util-csv", 0, &o.util_csv, "FILE", "NVML utilisation time series while training");
     opts[n++] = hpdl_cli_flag("eager", 0, &o.eager, "launch each step kernel by kernel (no CUDA graphs)");
     opts[n++] = hpdl_cli_string("output", 0, &o.output, "DIR", "folder for cnn_tta.csv");
@@ -279,7 +282,8 @@ template <typename T> struct resident {
 };
 
 /* One training run from fresh weights of `seed` (or --load), up to
-   --epochs or the first epoch that reaches --target-acc. Its seconds: the
+   --epochs, the first epoch that reaches --target-acc or the first that
+   ends after --time-limit. Its seconds: the
    epochs' training time, each from its first launch to its last step done
    (hpdl_cuda_cnn_results waits for the device); the accuracies after each
    epoch are not counted. */
@@ -292,6 +296,7 @@ static hpdl_tta_run train_run(const options *o, const hpdl_cnn *net, const resid
     hpdl_cuda_cnn g;
     hpdl_cnn_run r;
     std::vector<double> params(net->param_count), state(net->state_count + 1);
+    double start = hpdl_time_now();
     HPDL_CHECK(hpdl_cnn_init(net, seed, params.data(), state.data()));
     HPDL_CHECK(hpdl_cuda_cnn_create<T>(&g, HPDL_CONV_AUTO));
     HPDL_CHECK(hpdl_cnn_run_create(&r, net, &g.be, o->batch, &opt));
@@ -326,6 +331,7 @@ static hpdl_tta_run train_run(const options *o, const hpdl_cnn *net, const resid
             result.reached = 1;
             break;
         }
+        if (o->time_limit > 0 && hpdl_time_now() - start >= o->time_limit) break;
     }
     hpdl_cnn_run_destroy(&r);
     hpdl_cuda_cnn_destroy(&g);

@@ -167,8 +167,9 @@ static void every_program_keeps_the_command_line_convention(void) {
 }
 
 /* cnn_train's time-to-accuracy and utilisation flags are checked before
-   it looks for a GPU: a target above 1, no runs, several runs that would
-   share one checkpoint, each a usage error naming the flag. */
+   it looks for a GPU: a target above 1, no runs, a negative time limit,
+   several runs that would share one checkpoint, each a usage error naming
+   the flag. */
 #define CNN "build/examples/cnn_train"
 
 static void cnn_train_checks_its_study_flags(void) {
@@ -178,6 +179,7 @@ static void cnn_train_checks_its_study_flags(void) {
     HPDL_EXPECT(run_program(CNN, "--target-acc 1.5") == 2 && file_says(cli_err, "--target-acc"));
     HPDL_EXPECT(run_program(CNN, "--target-acc 0.9x") == 2 && file_says(cli_err, "--target-acc"));
     HPDL_EXPECT(run_program(CNN, "--runs 0") == 2 && file_says(cli_err, "--runs"));
+    HPDL_EXPECT(run_program(CNN, "--time-limit -5") == 2 && file_says(cli_err, "--time-limit"));
     HPDL_EXPECT(run_program(CNN, "--runs 2 --save " WORK "/never.ckpt") == 2 && file_says(cli_err, "--save"));
     HPDL_EXPECT(run_program(CNN, "--util-csv") == 2 && file_says(cli_err, "usage"));
     HPDL_EXPECT(run_program(CNN, "--help") == 0 && file_says(cli_out, "--target-acc") && file_says(cli_out, "--eager") &&

@@ -2,9 +2,11 @@
 # The CNN measurements of 2026-11-26 on one GPU (H200 or H100), from the repository root:
 #   MODE=quick (default), < 9 minutes: build cnn_train and paleo_gpu (in parallel), then
 #     1. time to 90 % of the small CNN on Fashion-MNIST, 5 seeds     scripts/gpu_cnn_tta.sh
-#     2. NVML utilisation, eager then CUDA graphs, 20 epochs each      scripts/gpu_cnn_util.sh --quick
+#     2. NVML utilisation, eager then CUDA graphs, 15 s each           scripts/gpu_cnn_util.sh --quick
 #     3. the CNNs' layers against PALEO (and paleo_gpu's other parts)  build/examples/paleo_gpu
-#   MODE=util: the real utilisation series, >= 3 minutes each (about 7.5 minutes with the build)
+#   MODE=util: the real utilisation series, over 3 minutes each: ~6.5 minutes, plus ~3 minutes of
+#     build unless cnn_train is already built on the machine; else run it twice, MODES=eager
+#     then MODES=graphs (each call's results.tar.gz then holds one series).
 # Needs Fashion-MNIST's four .gz files in .gz/ (or data/fashion-mnist already there).
 # Output, 2 files: $OUT/device.log (everything, CSVs included) and $OUT/results.tar.gz (the folder
 # <gpu>/ with the CSVs and their .context files, for bench/results/<gpu>/).
@@ -33,12 +35,12 @@ if [ "$MODE" = quick ]; then
     stamp "1. time to accuracy"
     timeout 150 scripts/gpu_cnn_tta.sh "$DIR"
     stamp "2. utilisation (quick)"
-    timeout 90 scripts/gpu_cnn_util.sh --quick "$DIR"
+    timeout 120 scripts/gpu_cnn_util.sh --quick "$DIR"
     stamp "3. layers against PALEO"
     timeout 120 build/examples/paleo_gpu --output "$DIR"
 else
-    stamp "2. utilisation (>= 3 minutes each)"
-    timeout 480 scripts/gpu_cnn_util.sh "$DIR"
+    stamp "2. utilisation (over 3 minutes each: ${MODES:-eager graphs})"
+    timeout 500 scripts/gpu_cnn_util.sh "$DIR"
 fi
 stamp "results"
 for f in "$DIR"/cnn_tta.csv "$DIR"/cnn_layers.csv; do [ -f "$f" ] && { echo "-- ${f##*/}"; cat "$f"; }; done
