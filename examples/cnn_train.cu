@@ -283,10 +283,9 @@ template <typename T> struct resident {
 
 /* One training run from fresh weights of `seed` (or --load), up to
    --epochs, the first epoch that reaches --target-acc or the first that
-   ends after --time-limit. Its seconds: the
-   epochs' training time, each from its first launch to its last step done
-   (hpdl_cuda_cnn_results waits for the device); the accuracies after each
-   epoch are not counted. */
+   ends after --time-limit. Its seconds: the epochs' training time, each
+   from its first launch to its last step done (hpdl_cuda_cnn_results
+   waits for the device); the accuracies after each epoch are not counted. */
 template <typename T>
 static hpdl_tta_run train_run(const options *o, const hpdl_cnn *net, const resident<T> *d, uint64_t seed,
                               const char *model) {
@@ -364,10 +363,12 @@ static int report_tta(const options *o, const std::vector<hpdl_tta_run> &runs) {
                "(min %.3f, max %.3f)\n",
                e.mean, e.stddev, 100 * e.cv, s.mean, s.stddev, 100 * s.cv, s.min, s.max);
     if (hpdl_csv_create(&csv, ".", "cnn_tta", HPDL_TTA_CSV_HEADER) == HPDL_OK) {
-        if (hpdl_tta_csv_rows(csv.f, runs.data(), (int)runs.size()) == HPDL_OK && hpdl_csv_commit(&csv) == HPDL_OK)
-            printf("wrote %s\n", csv.path);
-        else
+        if (hpdl_tta_csv_rows(csv.f, runs.data(), (int)runs.size()) != HPDL_OK) {
+            fprintf(stderr, "cnn_train: cannot write %s\n", csv.path);
             hpdl_csv_discard(&csv);
+        } else if (hpdl_csv_commit(&csv) == HPDL_OK) {
+            printf("wrote %s\n", csv.path);
+        }
     }
     return reached < (int)runs.size();
 }
