@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The CNN measurements of 2026-11-26 on one GPU (H200 or H100), from the repository root:
-#   MODE=quick (default), < 9 minutes: build cnn_train and paleo_gpu (in parallel), then
+#   MODE=quick (default), < 9 minutes: build cnn_train, paleo_gpu and gpu_mlp (in parallel), run
+#   gpu_mlp's two NVML sampler tests, then
 #     1. time to 90 % of the small CNN on Fashion-MNIST, 5 seeds     scripts/gpu_cnn_tta.sh
 #     2. NVML utilisation, eager then CUDA graphs, 15 s each           scripts/gpu_cnn_util.sh --quick
 #     3. the CNNs' layers against PALEO (and paleo_gpu's other parts)  build/examples/paleo_gpu
@@ -28,10 +29,12 @@ stamp "data"
 [ -s data/fashion-mnist/t10k-labels-idx1-ubyte ] || MNIST_DIR=.gz scripts/data.sh data/fashion-mnist || exit 1
 stamp "build"
 targets=build/examples/cnn_train
-[ "$MODE" = quick ] && targets="$targets build/examples/paleo_gpu"
+[ "$MODE" = quick ] && targets="$targets build/examples/paleo_gpu build/gpu/gpu_mlp"
 timeout 420 make -j16 --no-print-directory $targets || { stamp "build failed"; exit 1; }
 stamp "built"
 if [ "$MODE" = quick ]; then
+    stamp "0. the NVML sampler's tests (its CSV's folder and .context)"
+    timeout 60 build/gpu/gpu_mlp nvml_sampler
     stamp "1. time to accuracy"
     timeout 150 scripts/gpu_cnn_tta.sh "$DIR"
     stamp "2. utilisation (quick)"
