@@ -15,7 +15,7 @@ set -u
 OUT=${OUT:-/tmp/cnn-tta-out}
 MODE=${MODE:-quick}
 mkdir -p "$OUT" || exit 1
-exec > "$OUT/device.log" 2>&1
+exec > >(tee "$OUT/device.log") 2>&1
 start=$SECONDS
 stamp() { echo "== $1 ($((SECONDS - start)) s)"; }
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
@@ -24,7 +24,7 @@ work=$(mktemp -d)
 DIR=$work/$slug
 mkdir -p "$DIR"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv
-export HPDL_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+export HPDL_COMMIT=${HPDL_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 stamp "data"
 [ -s data/fashion-mnist/t10k-labels-idx1-ubyte ] || MNIST_DIR=.gz scripts/data.sh data/fashion-mnist || exit 1
 stamp "build"
