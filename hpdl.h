@@ -77,7 +77,7 @@
    MAP (every public function; <t> is f32, f64, f16 or bf16 where it
    exists; scripts/api_map.py check keeps it complete)
    docs/API.md spells out each name (hpdl_gemm_f32, ...) with its signature and contract.
-       basics: status, allocation, f16/bf16, RNG, timer, statistics, matrix views, CSV
+       basics: status, allocation, f16/bf16, RNG, timer, statistics, time to accuracy, matrix views, CSV
          void * hpdl_alloc(count, size)
          hpdl_bf16 hpdl_bf16_from_f32(f)
          float hpdl_bf16_to_f32(b)
@@ -103,6 +103,8 @@
          hpdl_status hpdl_stats_compute(x, n, out)
          const char * hpdl_status_string(s)
          double hpdl_time_now()
+         hpdl_status hpdl_tta_csv_rows(f, runs, n)
+         hpdl_status hpdl_tta_summary(runs, n, reached, epochs, seconds)
        command line
          hpdl_status hpdl_arg_f64(flag, text, min, max, out)
          hpdl_status hpdl_arg_i64(flag, text, min, max, out)
@@ -636,6 +638,69 @@ HPDL_API hpdl_status hpdl_stats_compute(const double *x, int64_t n, hpdl_stats *
     out->max = sorted[n - 1];
     HPDL_FREE(sorted);
     return HPDL_OK;
+}
+
+/* Time to accuracy over seeds: one training run each, stopped at the first
+   epoch whose test accuracy reached the target. */
+typedef struct hpdl_tta_run {
+    uint64_t seed;
+    int reached;     /* 1: the target was reached */
+    int epochs;      /* epochs trained (to the target when reached) */
+    double seconds;  /* training time of those epochs, evaluation excluded */
+    double accuracy; /* test accuracy after the last epoch */
+} hpdl_tta_run;
+
+#define HPDL_TTA_CSV_HEADER "run,seed,reached,epochs,seconds,test_acc"
+
+/* Epochs and seconds of the runs that reached the target, summarised
+   (hpdl_stats_compute: sample standard deviation, cv = std / mean);
+   *reached counts them (0: both stats zero). INVALID for NULL pointers or
+   n < 1. */
+HPDL_API hpdl_status hpdl_tta_summary(const hpdl_tta_run *runs, int n, int *reached, hpdl_stats *epochs,
+                                      hpdl_stats *seconds) {
+    double *e, *s;
+    int i, k = 0;
+    hpdl_status st;
+    if (!runs || n < 1 || !reached || !epochs || !seconds) return HPDL_ERR_INVALID;
+    e = (double *)hpdl_alloc((size_t)n, sizeof *e);
+    s = (double *)hpdl_alloc((size_t)n, sizeof *s);
+    st = e && s ? HPDL_OK : HPDL_ERR_NOMEM;
+    for (i = 0; st == HPDL_OK && i < n; i++)
+        if (runs[i].reached) {
+            e[k] = runs[i].epochs;
+            s[k++] = runs[i].seconds;
+        }
+    if (st == HPDL_OK) *reached = k;
+    if (st == HPDL_OK && k == 0) {
+        memset(epochs, 0, sizeof *epochs);
+        memset(seconds, 0, sizeof *seconds);
+    }
+    if (st == HPDL_OK && k > 0) st = hpdl_stats_compute(e, k, epochs);
+    if (st == HPDL_OK && k > 0) st = hpdl_stats_compute(s, k, seconds);
+    HPDL_FREE(e);
+    HPDL_FREE(s);
+    return st;
+}
+
+/* The rows under HPDL_TTA_CSV_HEADER: one per run (run = its index), then
+   "mean", "std" and "cv" rows over the runs that reached the target
+   (reached = their count; epochs and seconds summarised, test_acc empty).
+   Without any such run the three rows are left out. */
+HPDL_API hpdl_status hpdl_tta_csv_rows(FILE *f, const hpdl_tta_run *runs, int n) {
+    hpdl_stats e, s;
+    int i, reached = 0;
+    hpdl_status st;
+    if (!f || !runs || n < 1) return HPDL_ERR_INVALID;
+    if ((st = hpdl_tta_summary(runs, n, &reached, &e, &s)) != HPDL_OK) return st;
+    for (i = 0; i < n; i++)
+        fprintf(f, "%d,%llu,%d,%d,%.4f,%.4f\n", i, (unsigned long long)runs[i].seed, runs[i].reached, runs[i].epochs,
+                runs[i].seconds, runs[i].accuracy);
+    if (reached > 0) {
+        fprintf(f, "mean,,%d,%.4f,%.4f,\n", reached, e.mean, s.mean);
+        fprintf(f, "std,,%d,%.4f,%.4f,\n", reached, e.stddev, s.stddev);
+        fprintf(f, "cv,,%d,%.4f,%.4f,\n", reached, e.cv, s.cv);
+    }
+    return ferror(f) ? HPDL_ERR_IO : HPDL_OK;
 }
 
 /* ------------------------------------------------------------------------ */

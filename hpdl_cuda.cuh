@@ -7243,8 +7243,9 @@ HPDL_CUDA_API void *hpdl__nvml_thread(void *arg) {
 
 /* Starts sampling CUDA device `device` every period_ms: GPU and memory-
    controller utilisation, SM clock, power draw, power-limit throttling;
-   into csv_path (NULL: averages only). Returns HPDL_ERR_UNSUPPORTED when
-   libnvidia-ml.so.1 or the device is not found. */
+   into csv_path (NULL: averages only; its folder made when missing, the
+   run's context beside it as for every CSV: hpdl_csv_set_context). Returns
+   HPDL_ERR_UNSUPPORTED when libnvidia-ml.so.1 or the device is not found. */
 HPDL_CUDA_API hpdl_status hpdl_nvml_sampler_start(hpdl_nvml_sampler *s, int device, int period_ms, const char *csv_path) {
     char bus[64];
     hpdl__nvml_init_fn init;
@@ -7267,9 +7268,11 @@ HPDL_CUDA_API hpdl_status hpdl_nvml_sampler_start(hpdl_nvml_sampler *s, int devi
     if (!init || !s->shutdown || !by_bus || !s->get_util || init() != 0) { dlclose(s->lib); s->lib = NULL; return HPDL_ERR_UNSUPPORTED; }
     if (by_bus(bus, &s->device) != 0) { s->shutdown(); dlclose(s->lib); s->lib = NULL; return HPDL_ERR_UNSUPPORTED; }
     if (csv_path) {
+        hpdl__make_parent_dirs(csv_path);
         s->csv = fopen(csv_path, "w");
         if (!s->csv) { s->shutdown(); dlclose(s->lib); s->lib = NULL; return HPDL_ERR_IO; }
         fprintf(s->csv, "t_s,gpu_util_pct,mem_util_pct,mem_used_mib,sm_clock_mhz,power_w,power_capped\n");
+        hpdl__csv_write_context(csv_path);
     }
     s->period_ms = period_ms;
     s->t0 = hpdl_time_now();

@@ -8,6 +8,9 @@
        build/examples/cnn_train --net resnet18 --check       # CPU twin vs GPU, same steps
        build/examples/cnn_train --net resnet18 --precision bf16   # mixed precision (NHWC)
        build/examples/cnn_train --save run.ckpt ... / --load run.ckpt ...
+       build/examples/cnn_train --batch 32 --lr 0.02 --epochs 20 --target-acc 0.9 --runs 5
+                                                             # time to accuracy over 5 seeds
+       build/examples/cnn_train --util-csv util.csv ...      # NVML utilisation meanwhile
 
    Flags (defaults in brackets):
        --net N            small | resnet18 [small]
@@ -29,23 +32,36 @@
        --load FILE        start from a checkpoint of the same network and precision
        --augment P [0]    random crops of the zero-padded images, up to P pixels off
        --flip             mirror half the training images left-right (CIFAR-10, not digits)
+       --target-acc A     stop each run after the first epoch whose test accuracy >= A;
+                          its time to accuracy is the training time of its epochs (each
+                          from its first launch to its last step done on the device),
+                          evaluation excluded. Writes cnn_tta.csv (a row per run, then
+                          mean, std and coefficient of variation over the runs that
+                          reached A); exit 1 when a run did not
+       --runs R [1]       runs with seeds S..S+R-1, each from fresh weights
+       --time-limit S     stop a run after the first epoch that ends S seconds or more
+                          after the run began (evaluation included) [0: none]
+       --util-csv FILE    NVML samples every 100 ms while training (GPU and memory-
+                          controller utilisation, SM clock, power); prints their means
+       --eager            steps launched kernel by kernel, no CUDA graph replays
+       --output DIR       folder for cnn_tta.csv [$HPDL_RESULTS, else .]
        --device D [0]     --help, --version */
 #include "hpdl_cuda.cuh"
 
 #include <vector>
 
 typedef struct options {
-    const char *net, *data, *optimizer, *schedule, *precision, *layout, *save, *load;
-    int epochs, batch, device, check, augment_pad, flip;
-    double lr, wd;
+    const char *net, *data, *optimizer, *schedule, *precision, *layout, *save, *load, *util_csv, *output;
+    int epochs, batch, device, check, augment_pad, flip, runs, eager;
+    double lr, wd, target, time_limit; /* target, time_limit: 0 for none */
     int64_t seed;
 } options;
 
 static options parse_args(int argc, char **argv) {
-    options o = {"small", "data/fashion-mnist", "sgd", "cosine", "f32", "nhwc", NULL, NULL, 10, 128, 0, 0, 0, 0,
-                 0.05, 5e-4, 1};
+    options o = {"small", "data/fashion-mnist", "sgd", "cosine", "f32", "nhwc", NULL, NULL, NULL, NULL,
+                 10, 128, 0, 0, 0, 0, 1, 0, 0.05, 5e-4, 0, 0, 1};
     hpdl_lr_schedule syntax;
-    hpdl_cli_option opts[17];
+    hpdl_cli_option opts[23];
     int n = 0;
     opts[n++] = hpdl_cli_choice("net", 0, &o.net, "small|resnet18", "network");
     opts[n++] = hpdl_cli_string("data", 0, &o.data, "DIR", "IDX files (Fashion-MNIST) or CIFAR-10's .bin files");
@@ -66,7 +82,18 @@ static options parse_args(int argc, char **argv) {
     opts[n++] = hpdl_cli_int("device", 0, &o.device, 0, 1 << 16, "GPU");
     opts[n++] = hpdl_cli_int("augment", 0, &o.augment_pad, 0, 64, "random crops shifted up to this many pixels");
     opts[n++] = hpdl_cli_flag("flip", 0, &o.flip, "mirror half the training images left-right");
+    opts[n++] = hpdl_cli_f64("target-acc", 0, &o.target, 0, 1, "stop each run once test accuracy >= this");
+    opts[n++] = hpdl_cli_int("runs", 0, &o.runs, 1, 1 << 20, "runs with seeds S..S+R-1");
+    opts[n++] = hpdl_cli_f64("time-limit", 0, &o.time_limit, 0, 1e9, "stop a run after the epoch that ends this many seconds in");
+    opts[n++] = hpdl_cli_string("util-csv", 0, &o.util_csv, "FILE", "NVML utilisation time series while training");
+    opts[n++] = hpdl_cli_flag("eager", 0, &o.eager, "launch each step kernel by kernel (no CUDA graphs)");
+    opts[n++] = hpdl_cli_string("output", 0, &o.output, "DIR", "folder for cnn_tta.csv");
     hpdl_cli_parse(argc, argv, "cnn_train", "Trains the course's CNNs on Fashion-MNIST or CIFAR-10 on the GPU.", opts, n);
+    hpdl_csv_set_dir(o.output);
+    if (o.runs > 1 && (o.save || o.load)) {
+        fprintf(stderr, "cnn_train: --runs %d trains from fresh weights each time: no --save or --load\n", o.runs);
+        exit(2);
+    }
     /* the schedule's words now; main checks it again over the real number of steps */
     if (hpdl_lr_parse(o.schedule, o.lr, (int64_t)1 << 40, &syntax) != HPDL_OK) exit(2);
     if ((!strcmp(o.precision, "f16") || !strcmp(o.precision, "bf16")) && strcmp(o.layout, "nhwc")) {
@@ -240,10 +267,119 @@ static int check_mixed(const options *o, const hpdl_cnn *net, const std::vector<
     return loss <= tol ? 0 : 1;
 }
 
+/* The data on the device, in the network's layout and element type. */
+template <typename T> struct resident {
+    T *x_train, *x_test;
+    int32_t *y_train, *y_test;
+    int64_t n_train, n_test;
+    resident(const std::vector<T> &xtrain, const std::vector<T> &xtest, const hpdl_dataset *train,
+             const hpdl_dataset *test)
+        : x_train(upload(xtrain)), x_test(upload(xtest)),
+          y_train(upload(std::vector<int32_t>(train->labels, train->labels + train->n))),
+          y_test(upload(std::vector<int32_t>(test->labels, test->labels + test->n))), n_train(train->n),
+          n_test(test->n) {}
+    ~resident() { cudaFree(x_train); cudaFree(x_test); cudaFree(y_train); cudaFree(y_test); }
+};
+
+/* One training run from fresh weights of `seed` (or --load), up to
+   --epochs, the first epoch that reaches --target-acc or the first that
+   ends after --time-limit. Its seconds: the epochs' training time, each
+   from its first launch to its last step done (hpdl_cuda_cnn_results
+   waits for the device); the accuracies after each epoch are not counted. */
+template <typename T>
+static hpdl_tta_run train_run(const options *o, const hpdl_cnn *net, const resident<T> *d, uint64_t seed,
+                              const char *model) {
+    int64_t steps_per_epoch = (d->n_train + o->batch - 1) / o->batch;
+    hpdl_cnn_optimizer opt = make_optimizer(o, steps_per_epoch * o->epochs);
+    hpdl_tta_run result = {seed, 0, 0, 0.0, 0.0};
+    hpdl_cuda_cnn g;
+    hpdl_cnn_run r;
+    std::vector<double> params(net->param_count), state(net->state_count + 1);
+    double start = hpdl_time_now();
+    HPDL_CHECK(hpdl_cnn_init(net, seed, params.data(), state.data()));
+    HPDL_CHECK(hpdl_cuda_cnn_create<T>(&g, HPDL_CONV_AUTO));
+    HPDL_CHECK(hpdl_cnn_run_create(&r, net, &g.be, o->batch, &opt));
+    HPDL_CHECK(hpdl_cnn_set_params(&r, params.data(), state.data()));
+    g.augment_pad = o->augment_pad;
+    g.augment_flip = o->flip;
+    g.use_graphs = !o->eager;
+    if (o->load) load(o, &r, &g, model);
+    for (int epoch = 1; epoch <= o->epochs; epoch++) {
+        double loss_sum = 0, train_acc = 0, test_acc = 0, t0 = hpdl_time_now(), ms, scale = 1;
+        int64_t skipped = 0;
+        char note[128] = "";
+        HPDL_CHECK(hpdl_cuda_cnn_train_epoch<T>(&g, &r, d->n_train, d->x_train, d->y_train, seed * 1000 + epoch));
+        HPDL_CHECK(hpdl_cuda_cnn_results(&g, &loss_sum, &skipped));
+        ms = 1e3 * (hpdl_time_now() - t0);
+        HPDL_CHECK(hpdl_cnn_accuracy(&r, d->n_train, d->x_train, d->y_train, &train_acc));
+        HPDL_CHECK(hpdl_cnn_accuracy(&r, d->n_test, d->x_test, d->y_test, &test_acc));
+        HPDL_CHECK(hpdl_cuda_cnn_loss_scale(&g, &scale));
+        if (sizeof(T) == 2) /* mixed precision: the scaler skips a step when it overflows */
+            snprintf(note, sizeof note, "  loss_scale %g  skipped %lld", scale, (long long)skipped);
+        else if (skipped)
+            snprintf(note, sizeof note, "  (steps skipped: loss or gradient not finite)");
+        result.epochs = epoch;
+        result.seconds += 1e-3 * ms;
+        result.accuracy = test_acc;
+        printf("epoch %3d  loss %.4f  train_acc %.4f  test_acc %.4f  ms %.1f  images/s %.0f  train_s %.3f%s\n", epoch,
+               loss_sum / (double)steps_per_epoch, train_acc, test_acc, ms, 1e3 * (double)d->n_train / ms,
+               result.seconds, note);
+        fflush(stdout);
+        if (o->save) save(o, &r, model);
+        if (o->target > 0 && test_acc >= o->target) {
+            result.reached = 1;
+            break;
+        }
+        if (o->time_limit > 0 && hpdl_time_now() - start >= o->time_limit) break;
+    }
+    hpdl_cnn_run_destroy(&r);
+    hpdl_cuda_cnn_destroy(&g);
+    return result;
+}
+
+/* The NVML sampler's means, when it ran. */
+static void print_utilisation(hpdl_nvml_sampler *sampler, const char *csv) {
+    hpdl_nvml_stats st;
+    memset(&st, 0, sizeof st); /* finish writes nothing for a sampler that did not start */
+    hpdl_nvml_sampler_finish(sampler, &st);
+    printf("nvml: mean GPU utilisation %.1f %%, memory-controller utilisation %.1f %%, SM clock %.0f MHz, "
+           "power %.0f W, power-capped %.0f %% of samples (%lld samples every 100 ms, %s)\n",
+           st.gpu_util, st.mem_util, st.sm_clock_mhz, st.power_w, 100 * st.power_capped, (long long)st.samples, csv);
+}
+
+/* --target-acc: each run's time to it, their mean, std and CV, and cnn_tta.csv. */
+static int report_tta(const options *o, const std::vector<hpdl_tta_run> &runs) {
+    hpdl_stats e, s;
+    hpdl_csv_file csv;
+    int reached = 0;
+    HPDL_CHECK(hpdl_tta_summary(runs.data(), (int)runs.size(), &reached, &e, &s));
+    printf("time to %.2f %% test accuracy (training only, evaluation excluded): %d of %d runs reached it\n",
+           100 * o->target, reached, (int)runs.size());
+    for (const hpdl_tta_run &t : runs)
+        printf("  seed %llu: %s after %d epochs, %.3f s (test accuracy %.4f)\n", (unsigned long long)t.seed,
+               t.reached ? "reached" : "NOT reached", t.epochs, t.seconds, t.accuracy);
+    if (reached)
+        printf("  epochs: mean %.2f  std %.2f  CV %.1f %%;  seconds: mean %.3f  std %.3f  CV %.1f %%  "
+               "(min %.3f, max %.3f)\n",
+               e.mean, e.stddev, 100 * e.cv, s.mean, s.stddev, 100 * s.cv, s.min, s.max);
+    if (hpdl_csv_create(&csv, ".", "cnn_tta", HPDL_TTA_CSV_HEADER) == HPDL_OK) {
+        if (hpdl_tta_csv_rows(csv.f, runs.data(), (int)runs.size()) != HPDL_OK) {
+            fprintf(stderr, "cnn_train: cannot write %s\n", csv.path);
+            hpdl_csv_discard(&csv);
+        } else if (hpdl_csv_commit(&csv) == HPDL_OK) {
+            printf("wrote %s\n", csv.path);
+        }
+    }
+    return reached < (int)runs.size();
+}
+
 template <typename T> static int run(const options *o, const hpdl_dataset *train, const hpdl_dataset *test) {
     hpdl_layout layout = !strcmp(o->layout, "nhwc") ? HPDL_NHWC : HPDL_NCHW;
     hpdl_shape shape = hpdl_shape_make(train->channels, train->rows, train->cols);
     hpdl_cnn net;
+    hpdl_nvml_sampler sampler;
+    hpdl_status nvml = HPDL_ERR_UNSUPPORTED;
+    std::vector<hpdl_tta_run> runs;
     double mean, std;
     char model[256];
     if ((!strcmp(o->net, "small") ? hpdl_cnn_small(&net, shape, 10, layout) : hpdl_cnn_resnet18(&net, shape, 10, layout)) !=
@@ -257,49 +393,19 @@ template <typename T> static int run(const options *o, const hpdl_dataset *train
     if constexpr (sizeof(T) > 2) {
         if (o->check) return check<T>(o, &net, Xtrain, train);
     }
-
-    int64_t steps_per_epoch = (train->n + o->batch - 1) / o->batch;
-    hpdl_cnn_optimizer opt = make_optimizer(o, steps_per_epoch * o->epochs);
-    hpdl_cuda_cnn g;
-    hpdl_cnn_run r;
-    std::vector<double> params(net.param_count), state(net.state_count + 1);
-    T *dtrain = upload(Xtrain), *dtest = upload(Xtest);
-    int32_t *ltrain = upload(std::vector<int32_t>(train->labels, train->labels + train->n));
-    int32_t *ltest = upload(std::vector<int32_t>(test->labels, test->labels + test->n));
+    resident<T> d(Xtrain, Xtest, train, test);
     model_name(o, &net, model, sizeof model);
-    HPDL_CHECK(hpdl_cnn_init(&net, (uint64_t)o->seed, params.data(), state.data()));
-    HPDL_CHECK(hpdl_cuda_cnn_create<T>(&g, HPDL_CONV_AUTO));
-    HPDL_CHECK(hpdl_cnn_run_create(&r, &net, &g.be, o->batch, &opt));
-    HPDL_CHECK(hpdl_cnn_set_params(&r, params.data(), state.data()));
-    g.augment_pad = o->augment_pad;
-    g.augment_flip = o->flip;
-    if (o->load) load(o, &r, &g, model);
-    printf("%s: %d layers, %lld parameters, %lld training and %lld test images of %dx%dx%d, batch %d, %s %s\n",
+    printf("%s: %d layers, %lld parameters, %lld training and %lld test images of %dx%dx%d, batch %d, %s %s, %s\n",
            o->net, net.n_layers, (long long)net.param_count, (long long)train->n, (long long)test->n, shape.c,
-           shape.h, shape.w, o->batch, o->precision, o->layout);
-    for (int epoch = 1; epoch <= o->epochs; epoch++) {
-        double loss_sum = 0, train_acc = 0, test_acc = 0, t0 = hpdl_time_now(), ms, scale = 1;
-        int64_t skipped = 0;
-        char note[128] = "";
-        HPDL_CHECK(hpdl_cuda_cnn_train_epoch<T>(&g, &r, train->n, dtrain, ltrain, (uint64_t)o->seed * 1000 + epoch));
-        HPDL_CHECK(hpdl_cuda_cnn_results(&g, &loss_sum, &skipped));
-        ms = 1e3 * (hpdl_time_now() - t0);
-        HPDL_CHECK(hpdl_cnn_accuracy(&r, train->n, dtrain, ltrain, &train_acc));
-        HPDL_CHECK(hpdl_cnn_accuracy(&r, test->n, dtest, ltest, &test_acc));
-        HPDL_CHECK(hpdl_cuda_cnn_loss_scale(&g, &scale));
-        if (sizeof(T) == 2) /* mixed precision: the scaler skips a step when it overflows */
-            snprintf(note, sizeof note, "  loss_scale %g  skipped %lld", scale, (long long)skipped);
-        else if (skipped)
-            snprintf(note, sizeof note, "  (steps skipped: loss or gradient not finite)");
-        printf("epoch %3d  loss %.4f  train_acc %.4f  test_acc %.4f  ms %.1f  images/s %.0f%s\n", epoch,
-               loss_sum / (double)steps_per_epoch, train_acc, test_acc, ms, 1e3 * (double)train->n / ms, note);
-        fflush(stdout);
-        if (o->save) save(o, &r, model);
+           shape.h, shape.w, o->batch, o->precision, o->layout, o->eager ? "eager" : "CUDA graphs");
+    if (o->util_csv && (nvml = hpdl_nvml_sampler_start(&sampler, o->device, 100, o->util_csv)) != HPDL_OK)
+        printf("nvml: utilisation not sampled (%s)\n", hpdl_status_string(nvml));
+    for (int k = 0; k < o->runs; k++) {
+        if (o->runs > 1) printf("run %d, seed %lld\n", k, (long long)(o->seed + k));
+        runs.push_back(train_run<T>(o, &net, &d, (uint64_t)(o->seed + k), model));
     }
-    hpdl_cnn_run_destroy(&r);
-    hpdl_cuda_cnn_destroy(&g);
-    cudaFree(dtrain); cudaFree(dtest); cudaFree(ltrain); cudaFree(ltest);
-    return 0;
+    if (nvml == HPDL_OK) print_utilisation(&sampler, o->util_csv);
+    return o->target > 0 ? report_tta(o, runs) : 0;
 }
 
 int main(int argc, char **argv) {
@@ -311,6 +417,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     HPDL_CUDA_CHECK(cudaSetDevice(o.device));
+    HPDL_CHECK(hpdl_cuda_csv_context(argc, argv, o.device));
     load_data(o.data, &train, &test);
     if (!strcmp(o.precision, "f64")) rc = run<double>(&o, &train, &test);
     else if (!strcmp(o.precision, "f16")) rc = run<hpdl_f16>(&o, &train, &test);

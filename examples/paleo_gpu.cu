@@ -28,6 +28,14 @@
       alpha and beta = 1/busbw. Measured: the same GEMMs with
       hpdl_cuda_gemm_f32 and the copy with cudaMemcpyAsync, CUDA events,
       median; the allreduce is not measured here (bench/allreduce does).
+   5. The CNNs' forward pass (inference) layer by layer: the small CNN and
+      ResNet-18 on 3x32x32 images, batch --cnn-batch, f32 NHWC on the GPU
+      backend (hpdl_cuda_cnn, convolutions HPDL_CONV_AUTO). Measured: each
+      layer alone and the whole pass once, median of CNN_REPS after a
+      warm-up (hpdl_cuda_cnn_layer_times; no L2 flush: a layer repeated
+      finds its input in L2 when it fits). Predicted: PALEO per layer,
+      FLOPs / (peak f32 * PPP compute) + bytes / (bandwidth * PPP memory)
+      from hpdl_cnn_layer_cost, and PALEO's network time, their sum.
 
    Output: tables on stdout; <HPDL_RESULTS or .>/paleo_gpu.csv with
        ppp_gemm_f32        value TFLOP/s, anchor datasheet f32 peak, ratio = PPP
@@ -37,11 +45,16 @@
                            model is optimistic); phase: forward, backward, copy_h2d
        mlp_<phase>_ms_vs_paleo_sum   the same against PALEO's compute + memory
        mlp_allreduce_ms    value predicted ms, anchor not_measured, ratio 0
+   and <same folder>/cnn_layers.csv: net,layer,kind,gflop,mbytes,compute_ms,
+       memory_ms,predicted_ms,measured_ms, a row per layer, then "sum" (the
+       layers' measured times summed) and "whole" (the pass measured once);
+       both with PALEO's network prediction
 
    build: make build/examples/paleo_gpu
    run:   build/examples/paleo_gpu [--hidden H] [--batch B] [--gpus P]
-              [--alpha-us A] [--busbw-gbs G] [--pcie-gbs G] [--output DIR]
-   Defaults: H 2048, B 3000, P 2; alpha 3.5 us and busbw 130 GB/s (NCCL on
+              [--alpha-us A] [--busbw-gbs G] [--pcie-gbs G] [--cnn-batch B]
+              [--output DIR]
+   Defaults: H 2048, B 3000, P 2, CNN batch 128; alpha 3.5 us and busbw 130 GB/s (NCCL on
    2 H200, bench/results/h200-x2/allreduce.log; notes/paleo.md explains);
    PCIe 64 GB/s per direction (Gen5 x16, H100/H200 SXM), else by compute
    capability (see default_pcie_gbs). Without a GPU: a message, exit 0. */
@@ -53,9 +66,10 @@
 #define REPS 15
 #define PPP_N 4096
 #define D2D_BYTES ((size_t)1 << 30)
+#define CNN_REPS 20
 
 typedef struct options {
-    int hidden, batch, ranks;
+    int hidden, batch, ranks, cnn_batch;
     double alpha_s, busbw, pcie_bw; /* s, bytes/s, bytes/s (0: by device) */
 } options;
 
@@ -63,10 +77,11 @@ static options parse_options(int argc, char **argv) {
     options o;
     double alpha_us = 3.5, busbw_gbs = 130, pcie_gbs = 0;
     const char *output = NULL;
-    hpdl_cli_option opts[8];
+    hpdl_cli_option opts[9];
     o.hidden = 2048;
     o.batch = 3000;
     o.ranks = 2;
+    o.cnn_batch = 128;
     opts[0] = hpdl_cli_int("hidden", 0, &o.hidden, 1, 1 << 16, "hidden units of the MLP 784-H-10");
     opts[1] = hpdl_cli_int("batch", 0, &o.batch, 1, 1 << 20, "mini-batch");
     opts[2] = hpdl_cli_int("gpus", 0, &o.ranks, 1, 1 << 20, "GPUs of the allreduce model");
@@ -75,7 +90,8 @@ static options parse_options(int argc, char **argv) {
     opts[5] = hpdl_cli_f64("pcie-gbs", 0, &pcie_gbs, DBL_MIN, 1e12, "host-to-device bandwidth, GB/s (0: the device's)");
     opts[6] = hpdl_cli_string("output", 0, &output, "DIR", "folder for paleo_gpu.csv ($HPDL_RESULTS, else .)");
     opts[7] = hpdl_cli_int("ranks", 0, &o.ranks, 1, 1 << 20, "the same as --gpus");
-    hpdl_cli_parse(argc, argv, "paleo_gpu", "PALEO predictions against measurements on the GPU present.", opts, 8);
+    opts[8] = hpdl_cli_int("cnn-batch", 0, &o.cnn_batch, 2, 4096, "images of the CNNs' forward pass");
+    hpdl_cli_parse(argc, argv, "paleo_gpu", "PALEO predictions against measurements on the GPU present.", opts, 9);
     o.alpha_s = alpha_us * 1e-6;
     o.busbw = busbw_gbs * 1e9;
     o.pcie_bw = pcie_gbs * 1e9;
@@ -416,6 +432,115 @@ static void mlp_step(const options *o, const hpdl_device_model *dev, double ppp_
     HPDL_CHECK(hpdl_paleo_print_comparison(stdout, N_PHASES, phase_names, r->paleo, r->measured));
 }
 
+/* ---- 5. the CNNs' layers ---------------------------------------------------------------- */
+
+static const char *cnn_kind(const hpdl_cnn_layer *l) {
+    switch (l->op) {
+    case HPDL_CNN_CONV: return "conv";
+    case HPDL_CNN_BATCHNORM: return "bn";
+    case HPDL_CNN_RELU: return "relu";
+    case HPDL_CNN_MAXPOOL: return "maxpool";
+    case HPDL_CNN_AVGPOOL: return "avgpool";
+    case HPDL_CNN_GLOBAL_AVGPOOL: return "gap";
+    case HPDL_CNN_LINEAR: return "fc";
+    case HPDL_CNN_ADD: return "add";
+    }
+    return "?";
+}
+
+/* "conv3x3/2-128", "fc-10", "bn", ...: what a chart's axis can hold. */
+static void cnn_label(const hpdl_cnn *net, int i, char *out, size_t size) {
+    const hpdl_cnn_layer *l = &net->layer[i];
+    if (l->op == HPDL_CNN_CONV)
+        snprintf(out, size, "conv%dx%d/%d-%d", l->kernel, l->kernel, l->stride, l->channels);
+    else if (l->op == HPDL_CNN_LINEAR)
+        snprintf(out, size, "fc-%d", l->channels);
+    else
+        snprintf(out, size, "%s", cnn_kind(l));
+}
+
+/* Each layer's measured forward time (ms, net->n_layers values) and the
+   whole pass's, on batch random images, from fresh weights. */
+static void cnn_measure(const hpdl_cnn *net, int batch, hpdl_rng *rng, double *layer_ms, double *whole_ms) {
+    const hpdl_cnn_optimizer opt = hpdl_cnn_sgd(0.01, 0.9, 0); /* a run needs one; nothing is trained */
+    double *params = (double *)hpdl_alloc((size_t)net->param_count, sizeof(double));
+    double *state = (double *)hpdl_alloc((size_t)net->state_count + 1, sizeof(double));
+    size_t image = (size_t)net->input.c * net->input.h * net->input.w;
+    float *X = device_random((size_t)batch * image, rng);
+    hpdl_cuda_cnn g;
+    hpdl_cnn_run r;
+    if (!params || !state) { fprintf(stderr, "paleo_gpu: out of host memory\n"); exit(EXIT_FAILURE); }
+    HPDL_CHECK(hpdl_cnn_init(net, 1, params, state));
+    HPDL_CHECK(hpdl_cuda_cnn_create<float>(&g, HPDL_CONV_AUTO));
+    HPDL_CHECK(hpdl_cnn_run_create(&r, net, &g.be, batch, &opt));
+    HPDL_CHECK(hpdl_cnn_set_params(&r, params, state));
+    HPDL_CHECK(hpdl_cuda_cnn_layer_times(&g, &r, batch, X, CNN_REPS, layer_ms, whole_ms));
+    hpdl_cnn_run_destroy(&r);
+    hpdl_cuda_cnn_destroy(&g);
+    hpdl_cuda_free(X);
+    HPDL_FREE(params);
+    HPDL_FREE(state);
+}
+
+/* One network: the table on stdout, its rows into csv (may be NULL). */
+static void cnn_layers(const char *name, const hpdl_cnn *net, int batch, const hpdl_device_model *eff,
+                       double ppp_flops, hpdl_rng *rng, FILE *csv) {
+    double *measured = (double *)hpdl_alloc((size_t)net->n_layers, sizeof(double));
+    double whole = 0, sum_measured = 0, sum_predicted = 0;
+    char label[64];
+    int i;
+    if (!measured) { fprintf(stderr, "paleo_gpu: out of host memory\n"); exit(EXIT_FAILURE); }
+    cnn_measure(net, batch, rng, measured, &whole);
+    printf("\n%s, batch %d, 3x32x32, f32 NHWC: forward pass layer by layer\n\n", name, batch);
+    printf("%3s %-16s %9s %9s %10s %10s %12s %12s %9s\n", "#", "layer", "GFLOP", "MB", "compute ms", "memory ms",
+           "predicted ms", "measured ms", "meas/pred");
+    for (i = 0; i < net->n_layers; i++) {
+        double flops, bytes;
+        hpdl_paleo_time t;
+        HPDL_CHECK(hpdl_cnn_layer_cost(net, i, batch, sizeof(float), &flops, &bytes));
+        HPDL_CHECK(hpdl_paleo_estimate(flops, bytes, eff->peak_f32, eff->mem_bw, ppp_flops, &t));
+        cnn_label(net, i, label, sizeof label);
+        printf("%3d %-16s %9.3f %9.2f %10.4f %10.4f %12.4f %12.4f %9.2f\n", i, label, flops * 1e-9, bytes * 1e-6,
+               1e3 * t.compute_s, 1e3 * t.memory_s, 1e3 * t.sum_s, measured[i], measured[i] / (1e3 * t.sum_s));
+        if (csv)
+            fprintf(csv, "%s,%d,%s,%.6f,%.4f,%.6f,%.6f,%.6f,%.6f\n", name, i, label, flops * 1e-9, bytes * 1e-6,
+                    1e3 * t.compute_s, 1e3 * t.memory_s, 1e3 * t.sum_s, measured[i]);
+        sum_measured += measured[i];
+        sum_predicted += 1e3 * t.sum_s;
+    }
+    printf("%3s %-16s %9s %9s %10s %10s %12.4f %12.4f %9.2f\n", "", "sum of layers", "", "", "", "", sum_predicted,
+           sum_measured, sum_measured / sum_predicted);
+    printf("%3s %-16s %9s %9s %10s %10s %12.4f %12.4f %9.2f\n", "", "whole pass", "", "", "", "", sum_predicted, whole,
+           whole / sum_predicted);
+    printf("sum of the layers alone / whole pass: %.3f (%d layers, %d images)\n", sum_measured / whole,
+           net->n_layers, batch);
+    if (csv) {
+        fprintf(csv, "%s,sum,sum,,,,,%.6f,%.6f\n", name, sum_predicted, sum_measured);
+        fprintf(csv, "%s,whole,whole,,,,,%.6f,%.6f\n", name, sum_predicted, whole);
+    }
+    HPDL_FREE(measured);
+}
+
+/* Section 5 for both networks, into cnn_layers.csv. */
+static void cnn_section(const options *o, const hpdl_device_model *dev, double ppp_flops, double ppp_mem,
+                        hpdl_rng *rng) {
+    const hpdl_shape cifar = hpdl_shape_make(3, 32, 32);
+    hpdl_device_model eff;
+    hpdl_cnn small, resnet;
+    hpdl_csv_file csv;
+    int have_csv = hpdl_csv_create(&csv, ".", "cnn_layers",
+                                   "net,layer,kind,gflop,mbytes,compute_ms,memory_ms,predicted_ms,measured_ms") == HPDL_OK;
+    effective_device(dev, ppp_flops, ppp_mem, &eff);
+    HPDL_CHECK(hpdl_cnn_small(&small, cifar, 10, HPDL_NHWC));
+    HPDL_CHECK(hpdl_cnn_resnet18(&resnet, cifar, 10, HPDL_NHWC));
+    printf("\nCNN layers: measured alone (median of %d) against PALEO, FLOPs / (%.1f TFLOP/s * %.3f) + "
+           "bytes / (%.0f GB/s * %.3f)\n",
+           CNN_REPS, dev->peak_f32 * 1e-12, ppp_flops, dev->mem_bw * 1e-9, ppp_mem);
+    cnn_layers("small", &small, o->cnn_batch, &eff, ppp_flops, rng, have_csv ? csv.f : NULL);
+    cnn_layers("resnet18", &resnet, o->cnn_batch, &eff, ppp_flops, rng, have_csv ? csv.f : NULL);
+    if (have_csv && hpdl_csv_commit(&csv) != HPDL_OK) fprintf(stderr, "paleo_gpu: cnn_layers.csv not written\n");
+}
+
 /* ---- CSV ------------------------------------------------------------------------------ */
 
 static void write_csv(double tflops, double peak_tflops, double gbs, double peak_gbs, const mlp_result *r) {
@@ -450,6 +575,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     HPDL_CHECK(hpdl_cuda_device_query(0, &info));
+    HPDL_CHECK(hpdl_cuda_csv_context(argc, argv, 0));
     pick_device(&info, &dev, &datasheet);
     pcie_bw = o.pcie_bw > 0.0 ? o.pcie_bw : default_pcie_gbs(info.cc_major) * 1e9;
     printf("GPU 0: %s (sm_%d%d, %d SMs) -> descriptor %s (%s): %.1f TFLOP/s f32, %.1f f64, %.0f GB/s; "
@@ -467,6 +593,7 @@ int main(int argc, char **argv) {
     print_network_estimates(&dev, ppp_flops, ppp_mem);
     mlp_step(&o, &dev, ppp_flops, ppp_mem, pcie_bw, &rng, &flush, &r);
     write_csv(tflops, dev.peak_f32 * 1e-12, gbs, dev.mem_bw * 1e-9, &r);
+    cnn_section(&o, &dev, ppp_flops, ppp_mem, &rng);
     hpdl_cuda_l2_flusher_destroy(&flush);
     return 0;
 }

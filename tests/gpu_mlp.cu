@@ -574,6 +574,44 @@ static void test_nvml_sampler(void) {
     HPDL_EXPECT(hpdl_nvml_sampler_start(&s, 0, 0, NULL) == HPDL_ERR_INVALID);
 }
 
+/* With a CSV path the sampler makes the path's missing folder, writes a
+   sample per row under its header, and the run's context beside it. */
+static void test_nvml_sampler_csv(void) {
+    char dir[] = "/tmp/hpdl_nvml_XXXXXX", csv[128], context[128], line[512];
+    hpdl_nvml_sampler s;
+    hpdl_status st;
+    struct timespec nap = {0, 50 * 1000000L};
+    FILE *f;
+    int rows = 0, said = 0;
+    NO_GPU_SKIP();
+    HPDL_EXPECT(mkdtemp(dir) != NULL);
+    snprintf(csv, sizeof csv, "%s/new/util.csv", dir);
+    snprintf(context, sizeof context, "%s/new/util.context", dir);
+    hpdl_csv_set_context("device: the sampler's test\n");
+    st = hpdl_nvml_sampler_start(&s, 0, 5, csv);
+    hpdl_csv_set_context(NULL);
+    if (st == HPDL_ERR_UNSUPPORTED) HPDL_SKIP("libnvidia-ml.so.1 not found");
+    HPDL_EXPECT(st == HPDL_OK);
+    nanosleep(&nap, NULL);
+    hpdl_nvml_sampler_finish(&s, NULL);
+    if ((f = fopen(csv, "r")) != NULL) {
+        HPDL_EXPECT(fgets(line, sizeof line, f) && !strncmp(line, "t_s,gpu_util_pct,mem_util_pct,", 30));
+        while (fgets(line, sizeof line, f)) rows++;
+        fclose(f);
+    }
+    HPDL_EXPECT(rows >= 1);
+    if ((f = fopen(context, "r")) != NULL) {
+        said = fgets(line, sizeof line, f) && !strcmp(line, "device: the sampler's test\n");
+        fclose(f);
+    }
+    HPDL_EXPECT(said);
+    remove(csv);
+    remove(context);
+    snprintf(line, sizeof line, "%s/new", dir);
+    rmdir(line);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
         HPDL_TEST(test_softmax_xent_f64),    HPDL_TEST(test_softmax_xent_f32),
@@ -583,7 +621,7 @@ int main(int argc, char **argv) {
         HPDL_TEST(test_epochs_resident_f32), HPDL_TEST(test_epochs_streamed_f32),
         HPDL_TEST(test_amp),                 HPDL_TEST(test_bad_arguments),
         HPDL_TEST(test_nonfinite_step_not_applied),
-        HPDL_TEST(test_nvml_sampler),
+        HPDL_TEST(test_nvml_sampler),        HPDL_TEST(test_nvml_sampler_csv),
     };
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }

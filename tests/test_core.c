@@ -185,6 +185,60 @@ static void test_stats_bad_input(void) {
     HPDL_EXPECT(s.n == -7);
 }
 
+/* Five seeds, one that missed the target: the summary is over the other four. */
+static void test_tta_summary_and_rows(void) {
+    static const hpdl_tta_run runs[5] = {{1, 1, 15, 7.0, 0.901}, {2, 1, 16, 8.0, 0.903}, {3, 0, 20, 10.0, 0.897},
+                                         {4, 1, 14, 6.0, 0.900}, {5, 1, 15, 9.0, 0.905}};
+    const double mean_s = 7.5, std_s = sqrt(5.0 / 3.0); /* deviations 0.25+0.25+2.25+2.25 = 5, over n-1 = 3 */
+    char line[256];
+    hpdl_stats e, s;
+    int reached = -1;
+    FILE *f = tmpfile();
+    HPDL_EXPECT(hpdl_tta_summary(runs, 5, &reached, &e, &s) == HPDL_OK);
+    HPDL_EXPECT(reached == 4 && e.n == 4 && s.n == 4);
+    HPDL_EXPECT_NEAR(e.mean, 15.0, 1e-15);
+    HPDL_EXPECT_NEAR(s.mean, mean_s, 1e-15);
+    HPDL_EXPECT_NEAR(s.stddev, std_s, 1e-15);
+    HPDL_EXPECT_NEAR(s.cv, std_s / mean_s, 1e-15);
+    HPDL_EXPECT(f != NULL);
+    if (!f) return;
+    HPDL_EXPECT(hpdl_tta_csv_rows(f, runs, 5) == HPDL_OK);
+    rewind(f);
+    HPDL_EXPECT(fgets(line, sizeof line, f) && !strcmp(line, "0,1,1,15,7.0000,0.9010\n"));
+    HPDL_EXPECT(fgets(line, sizeof line, f) && fgets(line, sizeof line, f) && !strcmp(line, "2,3,0,20,10.0000,0.8970\n"));
+    HPDL_EXPECT(fgets(line, sizeof line, f) && fgets(line, sizeof line, f) && fgets(line, sizeof line, f) &&
+                !strcmp(line, "mean,,4,15.0000,7.5000,\n"));
+    HPDL_EXPECT(fgets(line, sizeof line, f) && !strcmp(line, "std,,4,0.8165,1.2910,\n"));
+    HPDL_EXPECT(fgets(line, sizeof line, f) && !strcmp(line, "cv,,4,0.0544,0.1721,\n"));
+    HPDL_EXPECT(!fgets(line, sizeof line, f));
+    fclose(f);
+}
+
+/* No run reached the target: zero stats, no summary rows; bad arguments. */
+static void test_tta_none_reached_and_bad_input(void) {
+    static const hpdl_tta_run missed[2] = {{7, 0, 20, 10.0, 0.88}, {8, 0, 20, 11.0, 0.89}};
+    char line[256];
+    hpdl_stats e, s;
+    int reached = -1, lines = 0;
+    FILE *f = tmpfile();
+    HPDL_EXPECT(hpdl_tta_summary(missed, 2, &reached, &e, &s) == HPDL_OK);
+    HPDL_EXPECT(reached == 0 && e.n == 0 && s.mean == 0.0);
+    HPDL_EXPECT(f != NULL);
+    if (!f) return;
+    HPDL_EXPECT(hpdl_tta_csv_rows(f, missed, 2) == HPDL_OK);
+    rewind(f);
+    while (fgets(line, sizeof line, f)) lines++;
+    HPDL_EXPECT(lines == 2);
+    reached = -1;
+    HPDL_EXPECT(hpdl_tta_summary(NULL, 2, &reached, &e, &s) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_tta_summary(missed, 0, &reached, &e, &s) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_tta_summary(missed, 2, &reached, NULL, &s) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(reached == -1);
+    HPDL_EXPECT(hpdl_tta_csv_rows(NULL, missed, 2) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_tta_csv_rows(f, missed, -1) == HPDL_ERR_INVALID);
+    fclose(f);
+}
+
 /* ---- status, allocation, views, CSV ------------------------------------------ */
 
 /* strcmp(x, y) == 0 without strcmp: g++ -O2 folds strcmp over the unrolled
@@ -281,6 +335,8 @@ int main(int argc, char **argv) {
         HPDL_TEST(test_timer_monotonic),
         HPDL_TEST(test_stats_known_values),
         HPDL_TEST(test_stats_bad_input),
+        HPDL_TEST(test_tta_summary_and_rows),
+        HPDL_TEST(test_tta_none_reached_and_bad_input),
         HPDL_TEST(test_status_strings_distinct),
         HPDL_TEST(test_alloc_refuses_overflow),
         HPDL_TEST(test_matrix_views),

@@ -166,12 +166,36 @@ static void every_program_keeps_the_command_line_convention(void) {
     if (!built) HPDL_SKIP("no example or bench built (make)");
 }
 
+/* cnn_train's time-to-accuracy and utilisation flags are checked before
+   it looks for a GPU: a target above 1, no runs, a negative time limit,
+   several runs that would share one checkpoint, each a usage error naming
+   the flag. */
+#define CNN "build/examples/cnn_train"
+
+static void cnn_train_checks_its_study_flags(void) {
+    if (!exists(CNN)) HPDL_SKIP(CNN " not built (make examples)");
+    if (system("mkdir -p " WORK) != 0) HPDL_SKIP("cannot make " WORK);
+    name_cli_files();
+    HPDL_EXPECT(run_program(CNN, "--target-acc 1.5") == 2 && file_says(cli_err, "--target-acc"));
+    HPDL_EXPECT(run_program(CNN, "--target-acc 0.9x") == 2 && file_says(cli_err, "--target-acc"));
+    HPDL_EXPECT(run_program(CNN, "--runs 0") == 2 && file_says(cli_err, "--runs"));
+    HPDL_EXPECT(run_program(CNN, "--time-limit -5") == 2 && file_says(cli_err, "--time-limit"));
+    HPDL_EXPECT(run_program(CNN, "--runs 2 --save " WORK "/never.ckpt") == 2 && file_says(cli_err, "--save"));
+    HPDL_EXPECT(run_program(CNN, "--util-csv") == 2 && file_says(cli_err, "usage"));
+    HPDL_EXPECT(run_program(CNN, "--help") == 0 && file_says(cli_out, "--target-acc") && file_says(cli_out, "--eager") &&
+                file_says(cli_out, "--util-csv"));
+    HPDL_EXPECT(!exists(WORK "/never.ckpt"));
+    remove(cli_out);
+    remove(cli_err);
+}
+
 int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
         HPDL_TEST(tp_takes_its_input_width_from_the_data),
         HPDL_TEST(tp_stops_when_training_diverges),
         HPDL_TEST(tp_refuses_malformed_numbers),
         HPDL_TEST(every_program_keeps_the_command_line_convention),
+        HPDL_TEST(cnn_train_checks_its_study_flags),
     };
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }
