@@ -236,8 +236,10 @@
          hpdl_status hpdl_cifar10_load_dir(dir, train, out)
          int64_t hpdl_dataset_features(d)
          void hpdl_dataset_free(d)
+         hpdl_status hpdl_dataset_feature_stats(d, mean, std)
          hpdl_status hpdl_dataset_normalize(d, mean, std)
          hpdl_status hpdl_dataset_shuffle(d, seed)
+         hpdl_status hpdl_dataset_standardize(d, mean, std, min_std)
          hpdl_status hpdl_idx_load(images_path, labels_path, out)
          hpdl_status hpdl_idx_load_dir(dir, train, out)
        checkpoints
@@ -3734,6 +3736,60 @@ HPDL_API hpdl_status hpdl_dataset_normalize(hpdl_dataset *d, float mean, float s
         return HPDL_ERR_INVALID;
     n = (size_t)d->n * (size_t)hpdl_dataset_features(d);
     for (i = 0; i < n; i++) d->images[i] = (d->images[i] - mean) / std;
+    return HPDL_OK;
+}
+
+/* Each feature's (pixel's, per channel) mean and population standard
+   deviation over the n examples of d, into mean[f] and std[f] for f below
+   hpdl_dataset_features(d): two passes in double (the mean, then the squared
+   deviations from it), so a large common offset loses nothing. */
+HPDL_API hpdl_status hpdl_dataset_feature_stats(const hpdl_dataset *d, float *mean, float *std) {
+    double *sum, *sq;
+    size_t f, dim;
+    int64_t i;
+    if (!hpdl__dataset_ok(d) || !mean || !std) return HPDL_ERR_INVALID;
+    dim = (size_t)hpdl_dataset_features(d);
+    sum = (double *)hpdl_alloc(dim, sizeof *sum);
+    sq = (double *)hpdl_alloc(dim, sizeof *sq);
+    if (!sum || !sq) { HPDL_FREE(sum); HPDL_FREE(sq); return HPDL_ERR_NOMEM; }
+    memset(sum, 0, dim * sizeof *sum);
+    memset(sq, 0, dim * sizeof *sq);
+    for (i = 0; i < d->n; i++)
+        for (f = 0; f < dim; f++) sum[f] += d->images[(size_t)i * dim + f];
+    for (f = 0; f < dim; f++) sum[f] /= (double)d->n;
+    for (i = 0; i < d->n; i++)
+        for (f = 0; f < dim; f++) {
+            double dev = d->images[(size_t)i * dim + f] - sum[f];
+            sq[f] += dev * dev;
+        }
+    for (f = 0; f < dim; f++) {
+        mean[f] = (float)sum[f];
+        std[f] = (float)sqrt(sq[f] / (double)d->n);
+    }
+    HPDL_FREE(sum);
+    HPDL_FREE(sq);
+    return HPDL_OK;
+}
+
+/* x[f] = (x[f] - mean[f]) / max(std[f], min_std) for every feature f of
+   every example: per-pixel standardisation with the training set's
+   hpdl_dataset_feature_stats, applied to the training and the test set
+   alike. min_std keeps nearly constant pixels (an image's border) from
+   being blown up into noise. Every mean[f] finite, every std[f] >= 0 and
+   finite, min_std > 0 and finite, all checked before anything is written. */
+HPDL_API hpdl_status hpdl_dataset_standardize(hpdl_dataset *d, const float *mean, const float *std, float min_std) {
+    size_t f, dim;
+    int64_t i;
+    if (!hpdl__dataset_ok(d) || !mean || !std || !hpdl__finite_in(min_std, FLT_MIN, FLT_MAX)) return HPDL_ERR_INVALID;
+    dim = (size_t)hpdl_dataset_features(d);
+    for (f = 0; f < dim; f++)
+        if (!hpdl__finite_in(mean[f], -FLT_MAX, FLT_MAX) || !hpdl__finite_in(std[f], 0, FLT_MAX))
+            return HPDL_ERR_INVALID;
+    for (i = 0; i < d->n; i++)
+        for (f = 0; f < dim; f++) {
+            float *x = d->images + (size_t)i * dim + f;
+            *x = (*x - mean[f]) / (std[f] > min_std ? std[f] : min_std);
+        }
     return HPDL_OK;
 }
 

@@ -165,6 +165,8 @@ static void walk_data(void) {
     INVALID(hpdl_dataset_shuffle(&empty, 1));
     INVALID(hpdl_dataset_normalize(&empty, 0.5f, 0.5f));
     INVALID(hpdl_dataset_normalize(NULL, 0.5f, 0.5f));
+    INVALID(hpdl_dataset_feature_stats(&empty, OUT(float), OUT(float)));
+    INVALID(hpdl_dataset_standardize(&empty, OUT(float), OUT(float), 0.1f));
 }
 
 /* ---- layers, networks and performance models ------------------------------------------- */

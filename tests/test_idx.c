@@ -319,13 +319,72 @@ static void normalize(void) {
     hpdl_dataset_free(&d);
 }
 
+/* Per-pixel standardisation: the statistics match a direct computation,
+   the standardised pixels have mean 0 and deviation 1, a constant pixel
+   (std 0) and a nearly constant one are divided by min_std instead, and a
+   bad argument changes nothing. */
+static void standardize(void) {
+    enum { CONSTANT = 3, NARROW = 7 };
+    hpdl_dataset d;
+    float mean[DIM_SYN], std[DIM_SYN], keep[N_SYN * DIM_SYN];
+    const float min_std = 0.05f;
+    int i, k;
+    make_synthetic(&d);
+    for (i = 0; i < N_SYN; i++)
+        for (k = 0; k < DIM_SYN; k++)
+            d.images[i * DIM_SYN + k] = k == CONSTANT ? 0.75f
+                                        : k == NARROW ? 0.5f + 0.01f * (float)hpdl_rng_uniform(&rng)
+                                                      : 100.0f + (float)(k + 1) * (float)hpdl_rng_uniform(&rng);
+    HPDL_EXPECT(hpdl_dataset_feature_stats(&d, mean, std) == HPDL_OK);
+    for (k = 0; k < DIM_SYN; k++) {
+        double m = 0, v = 0;
+        for (i = 0; i < N_SYN; i++) m += d.images[i * DIM_SYN + k];
+        m /= N_SYN;
+        for (i = 0; i < N_SYN; i++) v += (d.images[i * DIM_SYN + k] - m) * (d.images[i * DIM_SYN + k] - m);
+        HPDL_EXPECT_NEAR(mean[k], m, 1e-5 * fabs(m));
+        HPDL_EXPECT_NEAR(std[k], sqrt(v / N_SYN), 1e-5 * sqrt(v / N_SYN) + 1e-12);
+    }
+    HPDL_EXPECT(std[CONSTANT] == 0.0f && std[NARROW] < min_std);
+    memcpy(keep, d.images, sizeof keep);
+    HPDL_EXPECT(hpdl_dataset_standardize(&d, mean, std, min_std) == HPDL_OK);
+    for (k = 0; k < DIM_SYN; k++) {
+        double m = 0, v = 0;
+        for (i = 0; i < N_SYN; i++) m += d.images[i * DIM_SYN + k];
+        m /= N_SYN;
+        for (i = 0; i < N_SYN; i++) v += (d.images[i * DIM_SYN + k] - m) * (d.images[i * DIM_SYN + k] - m);
+        HPDL_EXPECT_NEAR(m, 0.0, 1e-4);
+        if (k != CONSTANT && k != NARROW) HPDL_EXPECT_NEAR(sqrt(v / N_SYN), 1.0, 1e-4);
+    }
+    HPDL_EXPECT(d.images[DIM_SYN + CONSTANT] == 0.0f);
+    HPDL_EXPECT(d.images[DIM_SYN + NARROW] == (keep[DIM_SYN + NARROW] - mean[NARROW]) / min_std);
+    memcpy(keep, d.images, sizeof keep);
+    HPDL_EXPECT(hpdl_dataset_feature_stats(NULL, mean, std) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_dataset_feature_stats(&d, NULL, std) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_dataset_feature_stats(&d, mean, NULL) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_dataset_standardize(NULL, mean, std, min_std) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_dataset_standardize(&d, NULL, std, min_std) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_dataset_standardize(&d, mean, NULL, min_std) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_dataset_standardize(&d, mean, std, 0.0f) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_dataset_standardize(&d, mean, std, NAN) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_dataset_standardize(&d, mean, std, INFINITY) == HPDL_ERR_INVALID);
+    std[DIM_SYN - 1] = -1.0f; /* the last feature: every check must reach it before a write */
+    HPDL_EXPECT(hpdl_dataset_standardize(&d, mean, std, min_std) == HPDL_ERR_INVALID);
+    std[DIM_SYN - 1] = INFINITY;
+    HPDL_EXPECT(hpdl_dataset_standardize(&d, mean, std, min_std) == HPDL_ERR_INVALID);
+    std[DIM_SYN - 1] = 1.0f;
+    mean[DIM_SYN - 1] = NAN;
+    HPDL_EXPECT(hpdl_dataset_standardize(&d, mean, std, min_std) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(memcmp(keep, d.images, sizeof keep) == 0);
+    hpdl_dataset_free(&d);
+}
+
 int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
         HPDL_TEST(fashion_mnist_train), HPDL_TEST(fashion_mnist_test), HPDL_TEST(fashion_mnist_truncated_copy),
         HPDL_TEST(small_valid_loads),   HPDL_TEST(dir_spellings),      HPDL_TEST(bad_magic),
         HPDL_TEST(truncated_files),     HPDL_TEST(count_mismatch),     HPDL_TEST(zero_dimension),
         HPDL_TEST(missing_files),       HPDL_TEST(bad_arguments),      HPDL_TEST(shuffle_keeps_pairs),
-        HPDL_TEST(shuffle_real),        HPDL_TEST(normalize),
+        HPDL_TEST(shuffle_real),        HPDL_TEST(normalize),          HPDL_TEST(standardize),
     };
     static const char *files[] = {"ok-images", "ok-labels", "magic-images", "magic-labels", "cut-images",
                                   "cut-labels", "cut-header", "six-labels", "zero-images", "stderr.txt"};
