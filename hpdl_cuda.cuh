@@ -10478,9 +10478,12 @@ HPDL_LAZY hpdl_status hpdl__qconv_wg_run(const hpdl__conv_geom &geo, const int8_
     const int K = p.kernel_h * p.kernel_w * src.c;
     hpdl__qconv_wg_args g;
     CUtensorMap map_src, map_w, map_y = CUtensorMap();
+    int device = 0, sms = 0, bn;
     if (!wtap || src.c % 16 != 0 || ldw != K || (uintptr_t)x % 16 != 0 || (uintptr_t)wt % 16 != 0 || p.stride_h > 8 ||
         p.stride_w > 8 || !hpdl__wg_available())
         return HPDL_ERR_UNSUPPORTED;
+    HPDL_CUDA_TRY(cudaGetDevice(&device));
+    HPDL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     if (hpdl__conv_is_pointwise(p)) hpdl__conv_flatten(&src, &dst, pixels);
     if (hpdl__conv_wg_setup<int8_t>(geo, false, src, dst, x, wt, (size_t)ldw, y, &g, &map_src, &map_w) != HPDL_OK ||
         hpdl__conv_wg_tiles<int8_t>(&g, dst) != HPDL_OK)
@@ -10490,8 +10493,14 @@ HPDL_LAZY hpdl_status hpdl__qconv_wg_run(const hpdl__conv_geom &geo, const int8_
     g.wtap = wtap;
     g.x_rows = src.h;
     g.x_cols = src.w;
-    if (dst.c <= 64) return hpdl__conv_wg_launch<int8_t, 64, false>(map_src, map_w, map_y, g, stream);
-    if (dst.c <= 128) return hpdl__conv_wg_launch<int8_t, 128, false>(map_src, map_w, map_y, g, stream);
+    /* Tiles as wide as the output channels (up to 256), narrower while the
+       narrower ones still fit in one wave: the deep layers have few pixels
+       (ResNet-18's last stage at batch 256: 32 pixel tiles, which 256-wide
+       column tiles would give 64 of 132 SMs). */
+    bn = dst.c <= 64 ? 64 : dst.c <= 128 ? 128 : 256;
+    while (bn > 64 && 2LL * g.tiles * ((dst.c + bn - 1) / bn) <= sms) bn /= 2;
+    if (bn == 64) return hpdl__conv_wg_launch<int8_t, 64, false>(map_src, map_w, map_y, g, stream);
+    if (bn == 128) return hpdl__conv_wg_launch<int8_t, 128, false>(map_src, map_w, map_y, g, stream);
     return hpdl__conv_wg_launch<int8_t, 256, false>(map_src, map_w, map_y, g, stream);
 }
 

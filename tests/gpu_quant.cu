@@ -466,6 +466,9 @@ static void test_conv_i8_exact(void) {
         {9, 16, 5, 5, 32, 3, 1, 1, 1, -2, 0, 0},     /* boxes of several images */
         {4, 64, 16, 16, 128, 3, 2, 1, 1, -128, 1, 0}, /* a ResNet down-sampling layer */
         {1, 32, 6, 6, 8, 3, 1, 1, 1, 60, 0, 16},     /* x 16 bytes on: aligned, K 8 */
+        /* 72 pixel tiles: more than an H100/H200 takes in one wave, so the tiles stay 256 and 128 wide */
+        {9, 16, 32, 32, 200, 3, 1, 1, 1, -100, 1, 0},
+        {9, 32, 32, 32, 100, 3, 1, 1, 1, 45, 0, 0},
     };
     hpdl_rng r;
     int i, bad = 0;
