@@ -4542,9 +4542,13 @@ static __device__ __forceinline__ void hpdl__wg_put4(const hpdl__conv_wg_args<T>
     for (j = 0; j < 4 && n + j < g.channels; j++) p[j] = T(v[j]);
 }
 
-/* Stages that fit beside the epilogue's buffers: 4 for BN = 256, 6 for 128, 8 for 64. */
-template <int BN> struct hpdl__conv_wg_shape {
-    enum { BM = 128, A_BYTES = BM * 128, STAGE = (BM + BN) * 128, S = 196608 / STAGE > 8 ? 8 : 196608 / STAGE };
+/* A stage: 128 rows of the pixels' channels and BN rows of the filter's,
+   each ROW bytes of one tap's channels (see hpdl__conv_wg_desc). Stages
+   that fit beside the epilogue's buffers: rows of 128 bytes 4 for BN =
+   256, 6 for 128, 8 for 64; rows of 64 bytes 8. */
+template <int BN, int ROW = 128> struct hpdl__conv_wg_shape {
+    enum { BM = 128, A_BYTES = BM * ROW, PIECE = 64 * ROW, STAGE = (BM + BN) * ROW,
+           S = 196608 / STAGE > 8 ? 8 : 196608 / STAGE };
     static size_t smem() { return (size_t)S * STAGE + 2 * HPDL__WG_EPI_BYTES + 2 * S * 8 + 1024 /* alignment */; }
 };
 
@@ -4561,21 +4565,35 @@ static __device__ __forceinline__ void hpdl__conv_wg_epilogue(const hpdl__conv_w
         hpdl__wg_store<hpdl__conv_wg_args<T>, float, BN>(g, d, m0, n0, buf);
 }
 
+/* Descriptor of k step j (32 bytes) of the 64-row slice at row0 of a
+   stage's operand tile whose rows are ROW bytes of one tap's channels:
+   128, swizzled by 128 bytes (hpdl__wg_step_desc; MN: the filter for
+   backward-data), or 64, swizzled by 64 bytes (8-row groups 512 bytes
+   apart; wgmma's swizzle field 2), for int8 convolutions of at most 64
+   input channels, which 128-byte rows would fill half with zeros. */
+template <typename T, int ROW, bool MN>
+static __device__ __forceinline__ uint64_t hpdl__conv_wg_desc(const unsigned char *tile, int row0, int j) {
+    if (ROW == 128) return hpdl__wg_step_desc<T, MN>(tile, row0, j);
+    return (hpdl__wg_desc(tile + row0 * ROW + j * 32, 16, 8 * ROW) & ~(3ull << 62)) | 2ull << 62;
+}
+
 /* DATA: backward-data (the filter turned and taken MN-major). Persistent:
    block b takes tiles b, b + grid, ... (tile = pixel box + 64..256 output
    channels), and its copier runs on into the next tile's stages while the
    consumers store the last one: the pipeline fills once per block, not
    once per tile (ResNet-50 conv2_x has 9 k-steps a tile). G: the
    arguments, hpdl__conv_wg_args<T> or a type built on it with its own
-   hpdl__conv_wg_epilogue (the int8 convolution's); T's accumulators. */
-template <typename T, int BN, bool DATA, typename G>
+   hpdl__conv_wg_epilogue (the int8 convolution's); T's accumulators. ROW:
+   bytes of channels per k step (hpdl__conv_wg_desc). */
+template <typename T, int BN, bool DATA, typename G, int ROW>
 __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma(const __grid_constant__ CUtensorMap map_src,
                                                            const __grid_constant__ CUtensorMap map_w,
                                                            const __grid_constant__ CUtensorMap map_y, G g) {
 #ifdef HPDL__SM90A
-    typedef hpdl__conv_wg_shape<BN> SH;
+    typedef hpdl__conv_wg_shape<BN, ROW> SH;
     typedef typename hpdl__wg_type<T>::acc ACC;
-    enum { S = SH::S, STAGE = SH::STAGE, A_BYTES = SH::A_BYTES, CHANNELS = 128 / sizeof(T) /* per k step */ };
+    enum { S = SH::S, STAGE = SH::STAGE, A_BYTES = SH::A_BYTES, CHANNELS = ROW / sizeof(T) /* per k step */ };
+    static_assert(ROW == 128 || !DATA, "the MN-major filter (backward-data) needs rows of 128 bytes");
     unsigned char *smem = hpdl__wg_smem_base();
     ACC *epi = (ACC *)(smem + S * STAGE);
     uint64_t *full = (uint64_t *)(smem + S * STAGE + 2 * HPDL__WG_EPI_BYTES), *empty = full + S;
@@ -4597,7 +4615,7 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma(const __grid_constant
                 int n0, h0, w0, p;
                 const int n_base = t % tiles_n * BN;
                 hpdl__conv_wg_tile(g, t / tiles_n, &n0, &h0, &w0);
-                const unsigned bytes = 128u * (unsigned)(g.box_w * g.box_h * g.box_n + BN);
+                const unsigned bytes = (unsigned)ROW * (unsigned)(g.box_w * g.box_h * g.box_n + BN);
                 for (kt = 0; kt < KT; kt++, it++) {
                     unsigned char *st = smem + it % S * STAGE;
                     const int tap = kt / g.chunks, c0 = kt % g.chunks * CHANNELS, j = tap / g.taps_w, i = tap % g.taps_w;
@@ -4617,11 +4635,11 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma(const __grid_constant
                     hpdl__tma_load_4d(&map_src, st, &full[it % S], c0, w_src, h_src, n0);
                     for (p = 0; p < BN / 64; p++) /* filter map (C, R*S, K): forward sums over C, backward-data over K */
                         if (DATA)
-                            hpdl__tma_load_3d(&map_w, st + A_BYTES + p * HPDL__WG_PIECE_BYTES, &full[it % S],
-                                              n_base + 64 * p, filter_tap, c0);
+                            hpdl__tma_load_3d(&map_w, st + A_BYTES + p * SH::PIECE, &full[it % S], n_base + 64 * p,
+                                              filter_tap, c0);
                         else
-                            hpdl__tma_load_3d(&map_w, st + A_BYTES + p * HPDL__WG_PIECE_BYTES, &full[it % S], c0,
-                                              filter_tap, n_base + 64 * p);
+                            hpdl__tma_load_3d(&map_w, st + A_BYTES + p * SH::PIECE, &full[it % S], c0, filter_tap,
+                                              n_base + 64 * p);
                 }
             }
     } else {
@@ -4634,9 +4652,9 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma(const __grid_constant
             hpdl__wg_fence_accs<BN / 2>(d);
             hpdl__wg_fence();
 #pragma unroll
-            for (int j = 0; j < 4; j++) /* 128 bytes of channels: four k16 (int8: k32) steps */
-                hpdl__wgmma_bn<BN, DATA, T>(d, hpdl__wg_step_desc<T, false>(st, row0, j),
-                                            hpdl__wg_step_desc<T, DATA>(st + A_BYTES, 0, j));
+            for (int j = 0; j < ROW / 32; j++) /* 32 bytes of channels a step: k16 (f16/bf16) or k32 (int8) */
+                hpdl__wgmma_bn<BN, DATA, T>(d, hpdl__conv_wg_desc<T, ROW, false>(st, row0, j),
+                                            hpdl__conv_wg_desc<T, ROW, DATA>(st + A_BYTES, 0, j));
             hpdl__wg_commit();
             hpdl__wg_fence_accs<BN / 2>(d);
             hpdl__wg_wait<1>(); /* the previous step's wgmmas are done: its stage can go */
@@ -4679,54 +4697,58 @@ static inline void hpdl__conv_wg_box(int cols, int rows, int images, int stride_
         }
 }
 
-/* A 4-D NHWC tensor as (C, W, H, N) in boxes of 128 bytes of channels x a box of
-   pixels, every stride_w-th column and stride_h-th row of the box_w *
-   stride_w x box_h * stride_h x box_n it spans. */
+/* The copy engine's swizzle for rows of `row` bytes (128 or 64). */
+static inline CUtensorMapSwizzle hpdl__conv_wg_swizzle(int row) {
+    return row == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B;
+}
+
+/* A 4-D NHWC tensor as (C, W, H, N) in boxes of `row` bytes of channels x a
+   box of pixels, every stride_w-th column and stride_h-th row of the box_w
+   * stride_w x box_h * stride_h x box_n it spans. */
 template <typename T>
 static inline hpdl_status hpdl__conv_wg_map4(CUtensorMap *map, const hpdl_tensor4 &t, const T *p, int box_w, int box_h,
-                                             int box_n, int stride_w, int stride_h) {
+                                             int box_n, int stride_w, int stride_h, int row = 128) {
     PFN_cuTensorMapEncodeTiled_v12000 encode = hpdl__tma_encoder();
     const size_t e = sizeof(T);
     cuuint64_t dims[4] = {(cuuint64_t)t.c, (cuuint64_t)t.w, (cuuint64_t)t.h, (cuuint64_t)t.n};
     cuuint64_t strides[3] = {t.c * e, (cuuint64_t)t.w * t.c * e, (cuuint64_t)t.h * t.w * t.c * e};
-    cuuint32_t box[4] = {(cuuint32_t)(128 / e), (cuuint32_t)(box_w * stride_w), (cuuint32_t)(box_h * stride_h),
+    cuuint32_t box[4] = {(cuuint32_t)(row / e), (cuuint32_t)(box_w * stride_w), (cuuint32_t)(box_h * stride_h),
                          (cuuint32_t)box_n};
     cuuint32_t steps[4] = {1, (cuuint32_t)stride_w, (cuuint32_t)stride_h, 1};
     if (!encode || encode(map, hpdl__wg_type<T>::tma(), 4, (void *)p, dims, strides, box, steps,
-                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                          CU_TENSOR_MAP_INTERLEAVE_NONE, hpdl__conv_wg_swizzle(row), CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
         return HPDL_ERR_UNSUPPORTED;
     return HPDL_OK;
 }
 
-/* Tensor maps: the summed-over tensor (x, or dy) in boxes of 128 bytes of
-   channels x the tile's pixels (strided), the filter as (C, R*S, K) in
-   boxes of 128 bytes x 1 x 64, its rows ldw elements apart (R*S*C but for
-   the int8 convolution's padded rows). */
+/* Tensor maps: the summed-over tensor (x, or dy) in boxes of `row` bytes
+   of channels x the tile's pixels (strided), the filter as (C, R*S, K) in
+   boxes of `row` bytes x 1 x 64, its rows ldw elements apart. */
 template <typename T>
 static inline hpdl_status hpdl__conv_wg_maps(const hpdl_tensor4 &src, const T *src_p, const hpdl__conv_geom &geo,
-                                             const T *w, size_t ldw, const hpdl__conv_wg_args<T> &g, int stride_w,
-                                             int stride_h, CUtensorMap *map_src, CUtensorMap *map_w) {
+                                             const T *w, size_t ldw, int row, const hpdl__conv_wg_args<T> &g,
+                                             int stride_w, int stride_h, CUtensorMap *map_src, CUtensorMap *map_w) {
     PFN_cuTensorMapEncodeTiled_v12000 encode = hpdl__tma_encoder();
     const size_t e = sizeof(T);
     const int taps = geo.p.kernel_h * geo.p.kernel_w, cin = geo.x.c, kout = geo.y.c;
     cuuint64_t dims3[3] = {(cuuint64_t)cin, (cuuint64_t)taps, (cuuint64_t)kout};
     cuuint64_t strides3[2] = {cin * e, (cuuint64_t)(ldw * e)};
-    cuuint32_t box3[3] = {(cuuint32_t)(128 / e), 1, 64}, ones[3] = {1, 1, 1};
+    cuuint32_t box3[3] = {(cuuint32_t)(row / e), 1, 64}, ones[3] = {1, 1, 1};
     if (!encode ||
-        hpdl__conv_wg_map4(map_src, src, src_p, g.box_w, g.box_h, g.box_n, stride_w, stride_h) != HPDL_OK ||
+        hpdl__conv_wg_map4(map_src, src, src_p, g.box_w, g.box_h, g.box_n, stride_w, stride_h, row) != HPDL_OK ||
         encode(map_w, hpdl__wg_type<T>::tma(), 3, (void *)w, dims3, strides3, box3, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
-               CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+               hpdl__conv_wg_swizzle(row), CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
         return HPDL_ERR_UNSUPPORTED;
     return HPDL_OK;
 }
 
-template <typename T, int BN, bool DATA, typename G>
+template <typename T, int BN, bool DATA, int ROW = 128, typename G>
 static inline hpdl_status hpdl__conv_wg_launch(const CUtensorMap &map_src, const CUtensorMap &map_w,
                                                const CUtensorMap &map_y, const G &g, cudaStream_t stream) {
-    void (*kernel)(const CUtensorMap, const CUtensorMap, const CUtensorMap, G) = hpdl__conv_wgmma<T, BN, DATA, G>;
-    const size_t smem = hpdl__conv_wg_shape<BN>::smem();
+    void (*kernel)(const CUtensorMap, const CUtensorMap, const CUtensorMap, G) = hpdl__conv_wgmma<T, BN, DATA, G, ROW>;
+    const size_t smem = hpdl__conv_wg_shape<BN, ROW>::smem();
     const long long work = (long long)g.tiles * ((g.channels + BN - 1) / BN);
     int device = 0, sms = 0;
     HPDL_CUDA_TRY(cudaGetDevice(&device));
@@ -5031,12 +5053,14 @@ static inline hpdl_status hpdl__conv_wg_phase(hpdl__conv_wg_args<T> g, bool data
 }
 
 /* The arguments but the phase's, and the tensor maps, of a pass that sums
-   over src (x; dy for backward-data) into dst (y; dx) at out: the filter's
-   rows are ldw elements apart. Forward: the one phase, all taps. */
+   over src (x; dy for backward-data) into dst (y; dx) at out, `row` bytes
+   of channels a k step: the filter's rows are ldw elements apart.
+   Forward: the one phase, all taps. */
 template <typename T>
 static inline hpdl_status hpdl__conv_wg_setup(const hpdl__conv_geom &geo, bool data, const hpdl_tensor4 &src,
-                                              const hpdl_tensor4 &dst, const T *src_p, const T *w, size_t ldw, T *out,
-                                              hpdl__conv_wg_args<T> *g, CUtensorMap *map_src, CUtensorMap *map_w) {
+                                              const hpdl_tensor4 &dst, const T *src_p, const T *w, size_t ldw, int row,
+                                              T *out, hpdl__conv_wg_args<T> *g, CUtensorMap *map_src,
+                                              CUtensorMap *map_w) {
     const hpdl_conv2d_params &p = geo.p;
     g->y = out;
     g->images = dst.n; g->y_rows = dst.h; g->y_cols = dst.w; g->channels = dst.c;
@@ -5049,11 +5073,11 @@ static inline hpdl_status hpdl__conv_wg_setup(const hpdl__conv_geom &geo, bool d
     g->y_step_h = data ? p.stride_h : 1; g->y_step_w = data ? p.stride_w : 1;
     g->phase_h = g->phase_w = g->tap_h0 = g->tap_w0 = 0;
     g->taps_h = p.kernel_h; g->taps_w = p.kernel_w;
-    g->chunks = (int)((src.c * sizeof(T) + 127) / 128);
+    g->chunks = (int)((src.c * sizeof(T) + row - 1) / row);
     /* boxes of the largest phase's pixels (backward-data), else of y's */
     hpdl__conv_wg_box((dst.w + g->y_step_w - 1) / g->y_step_w, (dst.h + g->y_step_h - 1) / g->y_step_h, dst.n,
                       data ? 1 : p.stride_w, data ? 1 : p.stride_h, 128, &g->box_w, &g->box_h, &g->box_n);
-    return hpdl__conv_wg_maps(src, src_p, geo, w, ldw, *g, data ? 1 : p.stride_w, data ? 1 : p.stride_h, map_src,
+    return hpdl__conv_wg_maps(src, src_p, geo, w, ldw, row, *g, data ? 1 : p.stride_w, data ? 1 : p.stride_h, map_src,
                               map_w);
 }
 
@@ -5074,7 +5098,7 @@ static inline hpdl_status hpdl__conv_wg_run(const hpdl__conv_geom &geo, hpdl__co
     if (pass == HPDL__CONV_FILTER_GRAD) return hpdl__conv_wg_wgrad(geo, a, b, out, stream);
     if (hpdl__conv_is_pointwise(p)) hpdl__conv_flatten(&src, &dst, pixels);
     if (hpdl__conv_wg_setup(geo, data, src, dst, data ? b : a, data ? a : b, (size_t)p.kernel_h * p.kernel_w * geo.x.c,
-                            out, &g, &map_src, &map_w) != HPDL_OK)
+                            128, out, &g, &map_src, &map_w) != HPDL_OK)
         return HPDL_ERR_UNSUPPORTED;
     if (!data) return hpdl__conv_wg_phase(g, false, dst, map_src, map_w, stream);
     /* Backward-data at stride s: dx's rows h with h mod s = phase sum the
@@ -10465,6 +10489,16 @@ static __device__ __forceinline__ void hpdl__conv_wg_epilogue(const hpdl__qconv_
     hpdl__wg_store<hpdl__qconv_wg_args, int, BN>(g, d, m0, n0, buf);
 }
 
+/* One launch of the int8 kernel with BN-wide column tiles and k steps of
+   `row` bytes of channels. */
+template <int BN>
+static inline hpdl_status hpdl__qconv_wg_launch(int row, const CUtensorMap &map_src, const CUtensorMap &map_w,
+                                                const CUtensorMap &map_y, const hpdl__qconv_wg_args &g,
+                                                cudaStream_t stream) {
+    return row == 64 ? hpdl__conv_wg_launch<int8_t, BN, false, 64>(map_src, map_w, map_y, g, stream)
+                     : hpdl__conv_wg_launch<int8_t, BN, false, 128>(map_src, map_w, map_y, g, stream);
+}
+
 /* The int8 convolution (int8 y) on the wgmma rung where it applies: input
    channels a multiple of 16 (the copy engine's 16-byte strides), filter
    rows unpadded (ldw = K), x and the filter 16-byte aligned, strides up
@@ -10478,6 +10512,7 @@ HPDL_LAZY hpdl_status hpdl__qconv_wg_run(const hpdl__conv_geom &geo, const int8_
     const int K = p.kernel_h * p.kernel_w * src.c;
     hpdl__qconv_wg_args g;
     CUtensorMap map_src, map_w, map_y = CUtensorMap();
+    const int row = src.c <= 64 ? 64 : 128; /* bytes of channels a k step: no more than half of them zeros */
     int device = 0, sms = 0, bn;
     if (!wtap || src.c % 16 != 0 || ldw != K || (uintptr_t)x % 16 != 0 || (uintptr_t)wt % 16 != 0 || p.stride_h > 8 ||
         p.stride_w > 8 || !hpdl__wg_available())
@@ -10485,7 +10520,7 @@ HPDL_LAZY hpdl_status hpdl__qconv_wg_run(const hpdl__conv_geom &geo, const int8_
     HPDL_CUDA_TRY(cudaGetDevice(&device));
     HPDL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     if (hpdl__conv_is_pointwise(p)) hpdl__conv_flatten(&src, &dst, pixels);
-    if (hpdl__conv_wg_setup<int8_t>(geo, false, src, dst, x, wt, (size_t)ldw, y, &g, &map_src, &map_w) != HPDL_OK ||
+    if (hpdl__conv_wg_setup<int8_t>(geo, false, src, dst, x, wt, (size_t)ldw, row, y, &g, &map_src, &map_w) != HPDL_OK ||
         hpdl__conv_wg_tiles<int8_t>(&g, dst) != HPDL_OK)
         return HPDL_ERR_UNSUPPORTED;
     g.q = hpdl__qgemm_make_args((int)pixels, dst.c, K, x, K, zx, wt, ldw, 0, o, HPDL__QOUT_REQUANT_I8, y, dst.c);
@@ -10499,9 +10534,9 @@ HPDL_LAZY hpdl_status hpdl__qconv_wg_run(const hpdl__conv_geom &geo, const int8_
        column tiles would give 64 of 132 SMs). */
     bn = dst.c <= 64 ? 64 : dst.c <= 128 ? 128 : 256;
     while (bn > 64 && 2LL * g.tiles * ((dst.c + bn - 1) / bn) <= sms) bn /= 2;
-    if (bn == 64) return hpdl__conv_wg_launch<int8_t, 64, false>(map_src, map_w, map_y, g, stream);
-    if (bn == 128) return hpdl__conv_wg_launch<int8_t, 128, false>(map_src, map_w, map_y, g, stream);
-    return hpdl__conv_wg_launch<int8_t, 256, false>(map_src, map_w, map_y, g, stream);
+    if (bn == 64) return hpdl__qconv_wg_launch<64>(row, map_src, map_w, map_y, g, stream);
+    if (bn == 128) return hpdl__qconv_wg_launch<128>(row, map_src, map_w, map_y, g, stream);
+    return hpdl__qconv_wg_launch<256>(row, map_src, map_w, map_y, g, stream);
 }
 
 /* int32 outputs (a convolution giving the logits) have no wgmma rung. */
