@@ -4406,7 +4406,9 @@ static inline hpdl_status hpdl__conv_launch_mma(const hpdl__conv_geom &g, hpdl__
    reads dy moved by -r for tap r and takes the filter tile MN-major
    (wgmma's transpose bit); at stride s it runs once per phase of dx's
    pixels (hpdl__conv_wg_run). Warp-specialised as the GEMM's wgmma_ws: one thread of
-   warpgroup 0 copies, warpgroups 1 and 2 multiply 64 rows each. */
+   warpgroup 0 copies, warpgroups 1 and 2 multiply 64 rows each. The int8
+   convolution's forward pass runs the same kernel (INT8 QUANTIZATION:
+   hpdl__qconv_wg_run), 128 or 64 channels a k step. */
 
 /* d (64 x 64 or 64 x 128 accumulators of this warpgroup: f32, or s32 for
    int8) += A (64 x K_STEP) B (K_STEP x BN), both from shared memory (the
@@ -4497,7 +4499,7 @@ template <typename T> struct hpdl__conv_wg_args {
     int kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
     int taps_h, taps_w;          /* filter rows and columns summed (backward-data: the phase's) */
     int tap_h0, tap_w0;          /* backward-data: the phase's first filter row and column */
-    int chunks;                  /* 128-byte slices (64 f16 or 128 int8 channels) of the summed channels per tap */
+    int chunks;                  /* k steps per tap: slices of ROW bytes of the summed channels (hpdl__conv_wg_desc) */
 };
 
 /* The first output pixel (image, row, column) of tile `tile`. */
