@@ -390,12 +390,14 @@ static void test_fixed_twin(void) {
 }
 
 /* The convolution's rungs, and whether one may answer HPDL_ERR_UNSUPPORTED
-   for input channels C and x offset by x_offset bytes: mma without an sm_80
-   path; wgmma off Hopper, or where channels are not a multiple of 16 or x
-   is not 16-byte aligned (on an H100/H200 it must run everywhere else). */
+   for input channels C and x offset by x_offset bytes: mma on a GPU older
+   than sm_80; wgmma off Hopper, or where channels are not a multiple of 16
+   or x is not 16-byte aligned (on an H100/H200 it must run everywhere else). */
 static const hpdl_quant_algo CONV_ALGOS[] = {HPDL_QUANT_MMA, HPDL_QUANT_WGMMA};
 static int conv_may_decline(hpdl_quant_algo a, int C, int x_offset) {
-    return may_decline(a, 0) || (a == HPDL_QUANT_WGMMA && (C % 16 != 0 || x_offset % 16 != 0));
+    cudaDeviceProp p;
+    if (a == HPDL_QUANT_MMA) return cudaGetDeviceProperties(&p, 0) != cudaSuccess || p.major < 8;
+    return may_decline(a, 0) || C % 16 != 0 || x_offset % 16 != 0;
 }
 
 /* One convolution on each rung against the CPU: random codes and weights,
