@@ -457,7 +457,7 @@ static void test_conv_i8_exact(void) {
         {5, 64, 12, 12, 128, 3, 1, 1, 1, 3, 1, 0},  /* several K tiles and pixel tiles */
         {1, 128, 4, 4, 256, 3, 2, 1, 1, -60, 0, 0}, /* deep K (1152), few pixels */
         /* for the wgmma rung: k steps of (tap, 64 or 128 channels), 64/128/256-wide tiles, zeros in the padding */
-        {2, 16, 9, 11, 24, 3, 1, 1, 1, -128, 1, 0},  /* one partial 128-channel step, 24 of 64 columns */
+        {2, 16, 9, 11, 24, 3, 1, 1, 1, -128, 1, 0},  /* one partial 64-channel step, 24 of 64 columns */
         {2, 160, 7, 7, 72, 3, 1, 1, 1, 17, 0, 0},    /* C 160: a whole step and a partial one; K 72 */
         {3, 32, 17, 15, 200, 3, 2, 1, 1, -5, 1, 0},  /* stride 2, K 200 of a 256-wide tile */
         {2, 64, 8, 8, 64, 1, 1, 0, 1, -128, 1, 0},   /* 1x1: the pixels as one row */
