@@ -245,6 +245,7 @@
          void hpdl_cuda_quant_cnn_destroy(g)
          hpdl_status hpdl_cuda_quant_cnn_forward(g, batch, X, stream)
          hpdl_status hpdl_cuda_quant_cnn_logits(g, batch, X, logits, stream)
+         hpdl_status hpdl_cuda_quant_conv2d_algo_i8(algo, p, xd, x, zx, w, o, yd, y, stream)
          hpdl_status hpdl_cuda_quant_conv2d_i8(p, xd, x, zx, w, o, yd, y, stream)
          hpdl_status hpdl_cuda_quant_gemm_i8(algo, M, N, K, A, lda, za, B, ldb, zb, C, ldc, stream)
          hpdl_status hpdl_cuda_quant_gemm_nt_i8(algo, M, N, K, A, lda, za, Bt, ldb, zb, C, ldc, stream)
@@ -4405,10 +4406,13 @@ static inline hpdl_status hpdl__conv_launch_mma(const hpdl__conv_geom &g, hpdl__
    reads dy moved by -r for tap r and takes the filter tile MN-major
    (wgmma's transpose bit); at stride s it runs once per phase of dx's
    pixels (hpdl__conv_wg_run). Warp-specialised as the GEMM's wgmma_ws: one thread of
-   warpgroup 0 copies, warpgroups 1 and 2 multiply 64 rows each. */
+   warpgroup 0 copies, warpgroups 1 and 2 multiply 64 rows each. The int8
+   convolution's forward pass runs the same kernel (INT8 QUANTIZATION:
+   hpdl__qconv_wg_run), 128 or 64 channels a k step. */
 
-/* d (64 x 64 or 64 x 128 f32 accumulators of this warpgroup) += A (64 x
-   16) B (16 x BN), both from shared memory (the 256-wide: hpdl__wgmma_256). */
+/* d (64 x 64 or 64 x 128 accumulators of this warpgroup: f32, or s32 for
+   int8) += A (64 x K_STEP) B (K_STEP x BN), both from shared memory (the
+   256-wide: hpdl__wgmma_256). */
 #define HPDL__WG_F32(d) HPDL__WG_F8(d, 0), HPDL__WG_F8(d, 8), HPDL__WG_F8(d, 16), HPDL__WG_F8(d, 24)
 #define HPDL__WG_F64(d) HPDL__WG_F32(d), HPDL__WG_F8(d, 32), HPDL__WG_F8(d, 40), HPDL__WG_F8(d, 48), HPDL__WG_F8(d, 56)
 #define HPDL__WG_D32                                                                                           \
@@ -4437,8 +4441,18 @@ static __device__ __forceinline__ void hpdl__wgmma_128(float *d, uint64_t a, uin
     asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " HPDL__WG_D64 ", %64, %65, 1, 1, 1, %66, %67;"
                  : HPDL__WG_F64(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
 }
-template <int BN, int TB, typename T>
-static __device__ __forceinline__ void hpdl__wgmma_bn(float *d, uint64_t a, uint64_t b) {
+#define HPDL__WG_R32(d) HPDL__WG_R8(d, 0), HPDL__WG_R8(d, 8), HPDL__WG_R8(d, 16), HPDL__WG_R8(d, 24)
+#define HPDL__WG_R64(d) HPDL__WG_R32(d), HPDL__WG_R8(d, 32), HPDL__WG_R8(d, 40), HPDL__WG_R8(d, 48), HPDL__WG_R8(d, 56)
+template <int TA, int TB> static __device__ __forceinline__ void hpdl__wgmma_64(int *d, uint64_t a, uint64_t b, int8_t) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 " HPDL__WG_D32 ", %32, %33, 1;"
+                 : HPDL__WG_R32(d) : "l"(a), "l"(b));
+}
+template <int TA, int TB> static __device__ __forceinline__ void hpdl__wgmma_128(int *d, uint64_t a, uint64_t b, int8_t) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 " HPDL__WG_D64 ", %64, %65, 1;"
+                 : HPDL__WG_R64(d) : "l"(a), "l"(b));
+}
+template <int BN, int TB, typename T, typename ACC>
+static __device__ __forceinline__ void hpdl__wgmma_bn(ACC *d, uint64_t a, uint64_t b) {
     if (BN == 64) hpdl__wgmma_64<0, TB>(d, a, b, T());
     else if (BN == 128) hpdl__wgmma_128<0, TB>(d, a, b, T());
     else hpdl__wgmma_256<0, TB>(d, a, b, T());
@@ -4446,6 +4460,10 @@ static __device__ __forceinline__ void hpdl__wgmma_bn(float *d, uint64_t a, uint
 template <int N> static __device__ __forceinline__ void hpdl__wg_fence_accs(float *d) {
 #pragma unroll
     for (int i = 0; i < N; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+template <int N> static __device__ __forceinline__ void hpdl__wg_fence_accs(int *d) {
+#pragma unroll
+    for (int i = 0; i < N; i++) asm volatile("" : "+r"(d[i])::"memory");
 }
 
 /* One box of a 3-D or 4-D tensor map (coordinates innermost first, signed:
@@ -4481,7 +4499,7 @@ template <typename T> struct hpdl__conv_wg_args {
     int kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
     int taps_h, taps_w;          /* filter rows and columns summed (backward-data: the phase's) */
     int tap_h0, tap_w0;          /* backward-data: the phase's first filter row and column */
-    int chunks;                  /* 64-channel slices of the summed channels per tap */
+    int chunks;                  /* k steps per tap: slices of ROW bytes of the summed channels (hpdl__conv_wg_desc) */
 };
 
 /* The first output pixel (image, row, column) of tile `tile`. */
@@ -4499,16 +4517,26 @@ static __device__ __forceinline__ hpdl__wg_nocols hpdl__wg_cols(const hpdl__conv
     return hpdl__wg_nocols();
 }
 
-/* Output channels n..n+3 of row m = 128 * tile + (pixel in the tile's box). */
+/* The computed pixel (image, row, column) of row m = 128 * tile + (pixel in
+   the tile's box); false past the box's or the image's end. */
+template <typename T>
+static __device__ __forceinline__ bool hpdl__conv_wg_pixel(const hpdl__conv_wg_args<T> &g, int m, int *image, int *h,
+                                                           int *w) {
+    const int r = m % 128, bw = r % g.box_w, bh = r / g.box_w % g.box_h, bn = r / (g.box_w * g.box_h);
+    int n0, h0, w0;
+    hpdl__conv_wg_tile(g, m / 128, &n0, &h0, &w0);
+    *image = n0 + bn, *h = h0 + bh, *w = w0 + bw;
+    return bn < g.box_n && *image < g.images && *h < g.rows && *w < g.cols;
+}
+
+/* Output channels n..n+3 of row m. */
 template <typename T>
 static __device__ __forceinline__ void hpdl__wg_put4(const hpdl__conv_wg_args<T> &g, hpdl__wg_nocols, int m, int n,
                                                      const float v[4]) {
-    const int r = m % 128, bw = r % g.box_w, bh = r / g.box_w % g.box_h, bn = r / (g.box_w * g.box_h);
-    int n0, h0, w0, j;
-    hpdl__conv_wg_tile(g, m / 128, &n0, &h0, &w0);
-    if (bn >= g.box_n || n0 + bn >= g.images || h0 + bh >= g.rows || w0 + bw >= g.cols || n >= g.channels) return;
-    const int row = (h0 + bh) * g.y_step_h + g.phase_h, col = (w0 + bw) * g.y_step_w + g.phase_w;
-    T *p = g.y + (((size_t)(n0 + bn) * g.y_rows + row) * g.y_cols + col) * g.channels + n;
+    int image, h, w, j;
+    if (!hpdl__conv_wg_pixel(g, m, &image, &h, &w) || n >= g.channels) return;
+    const int row = h * g.y_step_h + g.phase_h, col = w * g.y_step_w + g.phase_w;
+    T *p = g.y + (((size_t)image * g.y_rows + row) * g.y_cols + col) * g.channels + n;
     if (g.vec) {
         hpdl__gemm_vstore4(p, v);
         return;
@@ -4516,27 +4544,60 @@ static __device__ __forceinline__ void hpdl__wg_put4(const hpdl__conv_wg_args<T>
     for (j = 0; j < 4 && n + j < g.channels; j++) p[j] = T(v[j]);
 }
 
-/* Stages that fit beside the epilogue's buffers: 4 for BN = 256, 6 for 128, 8 for 64. */
-template <int BN> struct hpdl__conv_wg_shape {
-    enum { BM = 128, A_BYTES = BM * 128, STAGE = (BM + BN) * 128, S = 196608 / STAGE > 8 ? 8 : 196608 / STAGE };
+/* A stage: 128 rows of the pixels' channels and BN rows of the filter's,
+   each ROW bytes of one tap's channels (see hpdl__conv_wg_desc). Stages
+   that fit beside the epilogue's buffers: rows of 128 bytes 4 for BN =
+   256, 6 for 128, 8 for 64; rows of 64 bytes 8. */
+template <int BN, int ROW = 128> struct hpdl__conv_wg_shape {
+    enum { BM = 128, A_BYTES = BM * ROW, PIECE = 64 * ROW, STAGE = (BM + BN) * ROW,
+           S = 196608 / STAGE > 8 ? 8 : 196608 / STAGE };
     static size_t smem() { return (size_t)S * STAGE + 2 * HPDL__WG_EPI_BYTES + 2 * S * 8 + 1024 /* alignment */; }
 };
+
+/* A consumer's 64 x BN tile of f16/bf16 outputs: by the copy engine when
+   the tile is 128 consecutive pixels of y (row m of it is row 128 t + m),
+   else through hpdl__wg_store. (The int8 convolution's, with its
+   requantisation, is in the int8 section.) */
+template <typename T, int BN>
+static __device__ __forceinline__ void hpdl__conv_wg_epilogue(const hpdl__conv_wg_args<T> &g, const CUtensorMap *map_y,
+                                                              const float *d, int m0, int n0, float *buf) {
+    if (g.tma_y)
+        hpdl__wg_store_tma<T, 0, BN>(map_y, 1.0f, d, m0, n0, (unsigned char *)buf);
+    else
+        hpdl__wg_store<hpdl__conv_wg_args<T>, float, BN>(g, d, m0, n0, buf);
+}
+
+/* Descriptor of k step j (32 bytes) of the 64-row slice at row0 of a
+   stage's operand tile whose rows are ROW bytes of one tap's channels:
+   128, swizzled by 128 bytes (hpdl__wg_step_desc; MN: the filter for
+   backward-data), or 64, swizzled by 64 bytes (8-row groups 512 bytes
+   apart; wgmma's swizzle field 2), for int8 convolutions of at most 64
+   input channels, which 128-byte rows would fill half with zeros. */
+template <typename T, int ROW, bool MN>
+static __device__ __forceinline__ uint64_t hpdl__conv_wg_desc(const unsigned char *tile, int row0, int j) {
+    if (ROW == 128) return hpdl__wg_step_desc<T, MN>(tile, row0, j);
+    return (hpdl__wg_desc(tile + row0 * ROW + j * 32, 16, 8 * ROW) & ~(3ull << 62)) | 2ull << 62;
+}
 
 /* DATA: backward-data (the filter turned and taken MN-major). Persistent:
    block b takes tiles b, b + grid, ... (tile = pixel box + 64..256 output
    channels), and its copier runs on into the next tile's stages while the
    consumers store the last one: the pipeline fills once per block, not
-   once per tile (ResNet-50 conv2_x has 9 k-steps a tile). */
-template <typename T, int BN, bool DATA>
+   once per tile (ResNet-50 conv2_x has 9 k-steps a tile). G: the
+   arguments, hpdl__conv_wg_args<T> or a type built on it with its own
+   hpdl__conv_wg_epilogue (the int8 convolution's); T's accumulators. ROW:
+   bytes of channels per k step (hpdl__conv_wg_desc). */
+template <typename T, int BN, bool DATA, typename G, int ROW>
 __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma(const __grid_constant__ CUtensorMap map_src,
                                                            const __grid_constant__ CUtensorMap map_w,
-                                                           const __grid_constant__ CUtensorMap map_y,
-                                                           hpdl__conv_wg_args<T> g) {
+                                                           const __grid_constant__ CUtensorMap map_y, G g) {
 #ifdef HPDL__SM90A
-    typedef hpdl__conv_wg_shape<BN> SH;
-    enum { S = SH::S, STAGE = SH::STAGE, A_BYTES = SH::A_BYTES };
+    typedef hpdl__conv_wg_shape<BN, ROW> SH;
+    typedef typename hpdl__wg_type<T>::acc ACC;
+    enum { S = SH::S, STAGE = SH::STAGE, A_BYTES = SH::A_BYTES, CHANNELS = ROW / sizeof(T) /* per k step */ };
+    static_assert(ROW == 128 || !DATA, "the MN-major filter (backward-data) needs rows of 128 bytes");
     unsigned char *smem = hpdl__wg_smem_base();
-    float *epi = (float *)(smem + S * STAGE);
+    ACC *epi = (ACC *)(smem + S * STAGE);
     uint64_t *full = (uint64_t *)(smem + S * STAGE + 2 * HPDL__WG_EPI_BYTES), *empty = full + S;
     const int wg = (int)threadIdx.x / 128, KT = g.taps_h * g.taps_w * g.chunks;
     const int tiles_n = (g.channels + BN - 1) / BN;
@@ -4556,10 +4617,10 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma(const __grid_constant
                 int n0, h0, w0, p;
                 const int n_base = t % tiles_n * BN;
                 hpdl__conv_wg_tile(g, t / tiles_n, &n0, &h0, &w0);
-                const unsigned bytes = 128u * (unsigned)(g.box_w * g.box_h * g.box_n + BN);
+                const unsigned bytes = (unsigned)ROW * (unsigned)(g.box_w * g.box_h * g.box_n + BN);
                 for (kt = 0; kt < KT; kt++, it++) {
                     unsigned char *st = smem + it % S * STAGE;
-                    const int tap = kt / g.chunks, c0 = kt % g.chunks * 64, j = tap / g.taps_w, i = tap % g.taps_w;
+                    const int tap = kt / g.chunks, c0 = kt % g.chunks * CHANNELS, j = tap / g.taps_w, i = tap % g.taps_w;
                     int r, s, h_src, w_src;
                     if (DATA) { /* dx(h) sums dy((h + pad - r dil) / stride) over the phase's taps r */
                         r = g.tap_h0 + j * g.stride_h, s = g.tap_w0 + i * g.stride_w;
@@ -4576,15 +4637,15 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma(const __grid_constant
                     hpdl__tma_load_4d(&map_src, st, &full[it % S], c0, w_src, h_src, n0);
                     for (p = 0; p < BN / 64; p++) /* filter map (C, R*S, K): forward sums over C, backward-data over K */
                         if (DATA)
-                            hpdl__tma_load_3d(&map_w, st + A_BYTES + p * HPDL__WG_PIECE_BYTES, &full[it % S],
-                                              n_base + 64 * p, filter_tap, c0);
+                            hpdl__tma_load_3d(&map_w, st + A_BYTES + p * SH::PIECE, &full[it % S], n_base + 64 * p,
+                                              filter_tap, c0);
                         else
-                            hpdl__tma_load_3d(&map_w, st + A_BYTES + p * HPDL__WG_PIECE_BYTES, &full[it % S], c0,
-                                              filter_tap, n_base + 64 * p);
+                            hpdl__tma_load_3d(&map_w, st + A_BYTES + p * SH::PIECE, &full[it % S], c0, filter_tap,
+                                              n_base + 64 * p);
                 }
             }
     } else {
-        float d[BN / 2];
+        ACC d[BN / 2];
         const int row0 = (wg - 1) * 64;
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
         auto k_step = [&]() {
@@ -4593,9 +4654,9 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma(const __grid_constant
             hpdl__wg_fence_accs<BN / 2>(d);
             hpdl__wg_fence();
 #pragma unroll
-            for (int j = 0; j < 4; j++) /* 64 channels: four k16 steps */
-                hpdl__wgmma_bn<BN, DATA, T>(d, hpdl__wg_step_desc<T, false>(st, row0, j),
-                                            hpdl__wg_step_desc<T, DATA>(st + A_BYTES, 0, j));
+            for (int j = 0; j < ROW / 32; j++) /* 32 bytes of channels a step: k16 (f16/bf16) or k32 (int8) */
+                hpdl__wgmma_bn<BN, DATA, T>(d, hpdl__conv_wg_desc<T, ROW, false>(st, row0, j),
+                                            hpdl__conv_wg_desc<T, ROW, DATA>(st + A_BYTES, 0, j));
             hpdl__wg_commit();
             hpdl__wg_fence_accs<BN / 2>(d);
             hpdl__wg_wait<1>(); /* the previous step's wgmmas are done: its stage can go */
@@ -4604,19 +4665,15 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma(const __grid_constant
         };
         for (t = (int)blockIdx.x; t < g.tiles * tiles_n; t += (int)gridDim.x) {
 #pragma unroll
-            for (kt = 0; kt < BN / 2; kt++) d[kt] = 0.0f;
+            for (kt = 0; kt < BN / 2; kt++) d[kt] = 0;
             kt = 0;
             k_step(); /* peeled, as the GEMM's: ptxas folds the zeros into the first wgmma */
             while (kt < KT) k_step();
             hpdl__wg_wait<0>();
             hpdl__wg_release<1>(&empty[(it - 1) % S]);
             hpdl__wg_fence_accs<BN / 2>(d);
-            if (g.tma_y) /* the tile is 128 consecutive pixels: row m of it is row 128 t + m of y */
-                hpdl__wg_store_tma<T, 0, BN>(&map_y, 1.0f, d, t / tiles_n * 128 + row0, t % tiles_n * BN,
-                                             (unsigned char *)(epi + (wg - 1) * HPDL__WG_EPI_BYTES / 4));
-            else
-                hpdl__wg_store<hpdl__conv_wg_args<T>, float, BN>(g, d, t / tiles_n * 128 + row0, t % tiles_n * BN,
-                                                                  epi + (wg - 1) * HPDL__WG_EPI_BYTES / 4);
+            hpdl__conv_wg_epilogue<T, BN>(g, &map_y, d, t / tiles_n * 128 + row0, t % tiles_n * BN,
+                                          epi + (wg - 1) * HPDL__WG_EPI_BYTES / sizeof(ACC));
         }
         hpdl__wg_epilogue_done();
     }
@@ -4642,54 +4699,58 @@ static inline void hpdl__conv_wg_box(int cols, int rows, int images, int stride_
         }
 }
 
-/* A 4-D NHWC tensor as (C, W, H, N) in boxes of 64 channels x a box of
-   pixels, every stride_w-th column and stride_h-th row of the box_w *
-   stride_w x box_h * stride_h x box_n it spans. */
+/* The copy engine's swizzle for rows of `row` bytes (128 or 64). */
+static inline CUtensorMapSwizzle hpdl__conv_wg_swizzle(int row) {
+    return row == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B;
+}
+
+/* A 4-D NHWC tensor as (C, W, H, N) in boxes of `row` bytes of channels x a
+   box of pixels, every stride_w-th column and stride_h-th row of the box_w
+   * stride_w x box_h * stride_h x box_n it spans. */
 template <typename T>
 static inline hpdl_status hpdl__conv_wg_map4(CUtensorMap *map, const hpdl_tensor4 &t, const T *p, int box_w, int box_h,
-                                             int box_n, int stride_w, int stride_h) {
+                                             int box_n, int stride_w, int stride_h, int row = 128) {
     PFN_cuTensorMapEncodeTiled_v12000 encode = hpdl__tma_encoder();
     const size_t e = sizeof(T);
     cuuint64_t dims[4] = {(cuuint64_t)t.c, (cuuint64_t)t.w, (cuuint64_t)t.h, (cuuint64_t)t.n};
     cuuint64_t strides[3] = {t.c * e, (cuuint64_t)t.w * t.c * e, (cuuint64_t)t.h * t.w * t.c * e};
-    cuuint32_t box[4] = {64, (cuuint32_t)(box_w * stride_w), (cuuint32_t)(box_h * stride_h), (cuuint32_t)box_n};
+    cuuint32_t box[4] = {(cuuint32_t)(row / e), (cuuint32_t)(box_w * stride_w), (cuuint32_t)(box_h * stride_h),
+                         (cuuint32_t)box_n};
     cuuint32_t steps[4] = {1, (cuuint32_t)stride_w, (cuuint32_t)stride_h, 1};
     if (!encode || encode(map, hpdl__wg_type<T>::tma(), 4, (void *)p, dims, strides, box, steps,
-                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                          CU_TENSOR_MAP_INTERLEAVE_NONE, hpdl__conv_wg_swizzle(row), CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
         return HPDL_ERR_UNSUPPORTED;
     return HPDL_OK;
 }
 
-/* Tensor maps: the summed-over tensor (x, or dy) in boxes of 64 channels x
-   the tile's pixels (strided), the filter as (C, R*S, K) in boxes of 64 x
-   1 x 64. */
+/* Tensor maps: the summed-over tensor (x, or dy) in boxes of `row` bytes
+   of channels x the tile's pixels (strided), the filter as (C, R*S, K) in
+   boxes of `row` bytes x 1 x 64, its rows ldw elements apart. */
 template <typename T>
 static inline hpdl_status hpdl__conv_wg_maps(const hpdl_tensor4 &src, const T *src_p, const hpdl__conv_geom &geo,
-                                             const T *w, const hpdl__conv_wg_args<T> &g, int stride_w, int stride_h,
-                                             CUtensorMap *map_src, CUtensorMap *map_w) {
+                                             const T *w, size_t ldw, int row, const hpdl__conv_wg_args<T> &g,
+                                             int stride_w, int stride_h, CUtensorMap *map_src, CUtensorMap *map_w) {
     PFN_cuTensorMapEncodeTiled_v12000 encode = hpdl__tma_encoder();
     const size_t e = sizeof(T);
     const int taps = geo.p.kernel_h * geo.p.kernel_w, cin = geo.x.c, kout = geo.y.c;
     cuuint64_t dims3[3] = {(cuuint64_t)cin, (cuuint64_t)taps, (cuuint64_t)kout};
-    cuuint64_t strides3[2] = {cin * e, (cuuint64_t)taps * cin * e};
-    cuuint32_t box3[3] = {64, 1, 64}, ones[3] = {1, 1, 1};
+    cuuint64_t strides3[2] = {cin * e, (cuuint64_t)(ldw * e)};
+    cuuint32_t box3[3] = {(cuuint32_t)(row / e), 1, 64}, ones[3] = {1, 1, 1};
     if (!encode ||
-        hpdl__conv_wg_map4(map_src, src, src_p, g.box_w, g.box_h, g.box_n, stride_w, stride_h) != HPDL_OK ||
+        hpdl__conv_wg_map4(map_src, src, src_p, g.box_w, g.box_h, g.box_n, stride_w, stride_h, row) != HPDL_OK ||
         encode(map_w, hpdl__wg_type<T>::tma(), 3, (void *)w, dims3, strides3, box3, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
-               CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+               hpdl__conv_wg_swizzle(row), CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
         return HPDL_ERR_UNSUPPORTED;
     return HPDL_OK;
 }
 
-template <typename T, int BN, bool DATA>
+template <typename T, int BN, bool DATA, int ROW = 128, typename G>
 static inline hpdl_status hpdl__conv_wg_launch(const CUtensorMap &map_src, const CUtensorMap &map_w,
-                                               const CUtensorMap &map_y, const hpdl__conv_wg_args<T> &g,
-                                               cudaStream_t stream) {
-    void (*kernel)(const CUtensorMap, const CUtensorMap, const CUtensorMap, hpdl__conv_wg_args<T>) =
-        hpdl__conv_wgmma<T, BN, DATA>;
-    const size_t smem = hpdl__conv_wg_shape<BN>::smem();
+                                               const CUtensorMap &map_y, const G &g, cudaStream_t stream) {
+    void (*kernel)(const CUtensorMap, const CUtensorMap, const CUtensorMap, G) = hpdl__conv_wgmma<T, BN, DATA, G, ROW>;
+    const size_t smem = hpdl__conv_wg_shape<BN, ROW>::smem();
     const long long work = (long long)g.tiles * ((g.channels + BN - 1) / BN);
     int device = 0, sms = 0;
     HPDL_CUDA_TRY(cudaGetDevice(&device));
@@ -4957,20 +5018,27 @@ static inline hpdl_status hpdl__conv_wg_wgrad(const hpdl__conv_geom &geo, const 
     return s;
 }
 
+/* The pixels of y (dx when backward-data) that g's phase computes, and
+   their tiles. */
+template <typename T> static inline hpdl_status hpdl__conv_wg_tiles(hpdl__conv_wg_args<T> *g, const hpdl_tensor4 &dst) {
+    long long tiles;
+    g->rows = (dst.h - g->phase_h + g->y_step_h - 1) / g->y_step_h;
+    g->cols = (dst.w - g->phase_w + g->y_step_w - 1) / g->y_step_w;
+    g->tiles_w = (g->cols + g->box_w - 1) / g->box_w;
+    g->tiles_h = (g->rows + g->box_h - 1) / g->box_h;
+    tiles = (long long)g->tiles_w * g->tiles_h * ((dst.n + g->box_n - 1) / g->box_n);
+    if (tiles >= INT_MAX) return HPDL_ERR_UNSUPPORTED;
+    g->tiles = (int)tiles;
+    return HPDL_OK;
+}
+
 /* One launch over the pixels of y (dx when data) that g's phase computes. */
 template <typename T>
 static inline hpdl_status hpdl__conv_wg_phase(hpdl__conv_wg_args<T> g, bool data, const hpdl_tensor4 &dst,
                                               const CUtensorMap &map_src, const CUtensorMap &map_w, cudaStream_t stream) {
     const long long pixels = (long long)dst.n * dst.h * dst.w;
     CUtensorMap map_y = CUtensorMap();
-    long long tiles;
-    g.rows = (dst.h - g.phase_h + g.y_step_h - 1) / g.y_step_h;
-    g.cols = (dst.w - g.phase_w + g.y_step_w - 1) / g.y_step_w;
-    g.tiles_w = (g.cols + g.box_w - 1) / g.box_w;
-    g.tiles_h = (g.rows + g.box_h - 1) / g.box_h;
-    tiles = (long long)g.tiles_w * g.tiles_h * ((dst.n + g.box_n - 1) / g.box_n);
-    if (tiles >= INT_MAX) return HPDL_ERR_UNSUPPORTED;
-    g.tiles = (int)tiles;
+    if (hpdl__conv_wg_tiles(&g, dst) != HPDL_OK) return HPDL_ERR_UNSUPPORTED;
     /* tile t = pixels 128 t.. of y when its boxes are whole rows of whole images, or runs of one row */
     g.tma_y = g.y_step_h == 1 && g.y_step_w == 1 &&
               ((dst.n == 1 && dst.h == 1) || (g.box_w * g.box_h * g.box_n == 128 && g.box_w == dst.w &&
@@ -4986,6 +5054,35 @@ static inline hpdl_status hpdl__conv_wg_phase(hpdl__conv_wg_args<T> g, bool data
                 : hpdl__conv_wg_launch<T, 256, false>(map_src, map_w, map_y, g, stream);
 }
 
+/* The arguments but the phase's, and the tensor maps, of a pass that sums
+   over src (x; dy for backward-data) into dst (y; dx) at out, `row` bytes
+   of channels a k step: the filter's rows are ldw elements apart.
+   Forward: the one phase, all taps. */
+template <typename T>
+static inline hpdl_status hpdl__conv_wg_setup(const hpdl__conv_geom &geo, bool data, const hpdl_tensor4 &src,
+                                              const hpdl_tensor4 &dst, const T *src_p, const T *w, size_t ldw, int row,
+                                              T *out, hpdl__conv_wg_args<T> *g, CUtensorMap *map_src,
+                                              CUtensorMap *map_w) {
+    const hpdl_conv2d_params &p = geo.p;
+    g->y = out;
+    g->images = dst.n; g->y_rows = dst.h; g->y_cols = dst.w; g->channels = dst.c;
+    g->vec = dst.c % 4 == 0 && (uintptr_t)out % 8 == 0;
+    g->tma_y = 0;
+    g->kernel_w = p.kernel_w;
+    g->stride_h = p.stride_h; g->stride_w = p.stride_w;
+    g->pad_h = p.pad_h; g->pad_w = p.pad_w;
+    g->dilation_h = p.dilation_h; g->dilation_w = p.dilation_w;
+    g->y_step_h = data ? p.stride_h : 1; g->y_step_w = data ? p.stride_w : 1;
+    g->phase_h = g->phase_w = g->tap_h0 = g->tap_w0 = 0;
+    g->taps_h = p.kernel_h; g->taps_w = p.kernel_w;
+    g->chunks = (int)((src.c * sizeof(T) + row - 1) / row);
+    /* boxes of the largest phase's pixels (backward-data), else of y's */
+    hpdl__conv_wg_box((dst.w + g->y_step_w - 1) / g->y_step_w, (dst.h + g->y_step_h - 1) / g->y_step_h, dst.n,
+                      data ? 1 : p.stride_w, data ? 1 : p.stride_h, 128, &g->box_w, &g->box_h, &g->box_n);
+    return hpdl__conv_wg_maps(src, src_p, geo, w, ldw, row, *g, data ? 1 : p.stride_w, data ? 1 : p.stride_h, map_src,
+                              map_w);
+}
+
 /* The rung for f16/bf16 where it applies (hpdl__conv_wg_applies; backward-
    data with both stride and dilation excepted), else HPDL_ERR_UNSUPPORTED. (a, b, out) as hpdl__cuda_conv2d takes them. */
 template <typename T>
@@ -4993,7 +5090,6 @@ static inline hpdl_status hpdl__conv_wg_run(const hpdl__conv_geom &geo, hpdl__co
                                             T *out, cudaStream_t stream) {
     const bool data = pass == HPDL__CONV_INPUT_GRAD;
     hpdl_tensor4 src = data ? geo.y : geo.x, dst = data ? geo.x : geo.y;
-    const T *src_p = data ? b : a, *w = data ? a : b;
     const hpdl_conv2d_params &p = geo.p;
     const long long pixels = (long long)dst.n * dst.h * dst.w;
     hpdl__conv_wg_args<T> g;
@@ -5003,26 +5099,10 @@ static inline hpdl_status hpdl__conv_wg_run(const hpdl__conv_geom &geo, hpdl__co
         return HPDL_ERR_UNSUPPORTED;
     if (pass == HPDL__CONV_FILTER_GRAD) return hpdl__conv_wg_wgrad(geo, a, b, out, stream);
     if (hpdl__conv_is_pointwise(p)) hpdl__conv_flatten(&src, &dst, pixels);
-    g.y = out;
-    g.images = dst.n; g.y_rows = dst.h; g.y_cols = dst.w; g.channels = dst.c;
-    g.vec = dst.c % 4 == 0 && (uintptr_t)out % 8 == 0;
-    g.kernel_w = p.kernel_w;
-    g.stride_h = p.stride_h; g.stride_w = p.stride_w;
-    g.pad_h = p.pad_h; g.pad_w = p.pad_w;
-    g.dilation_h = p.dilation_h; g.dilation_w = p.dilation_w;
-    g.y_step_h = data ? p.stride_h : 1; g.y_step_w = data ? p.stride_w : 1;
-    g.chunks = (src.c + 63) / 64;
-    /* boxes of the largest phase's pixels (backward-data), else of y's */
-    hpdl__conv_wg_box((dst.w + g.y_step_w - 1) / g.y_step_w, (dst.h + g.y_step_h - 1) / g.y_step_h, dst.n,
-                      data ? 1 : p.stride_w, data ? 1 : p.stride_h, 128, &g.box_w, &g.box_h, &g.box_n);
-    if (hpdl__conv_wg_maps(src, src_p, geo, w, g, data ? 1 : p.stride_w, data ? 1 : p.stride_h, &map_src, &map_w) !=
-        HPDL_OK)
+    if (hpdl__conv_wg_setup(geo, data, src, dst, data ? b : a, data ? a : b, (size_t)p.kernel_h * p.kernel_w * geo.x.c,
+                            128, out, &g, &map_src, &map_w) != HPDL_OK)
         return HPDL_ERR_UNSUPPORTED;
-    if (!data) {
-        g.phase_h = g.phase_w = g.tap_h0 = g.tap_w0 = 0;
-        g.taps_h = p.kernel_h; g.taps_w = p.kernel_w;
-        return hpdl__conv_wg_phase(g, false, dst, map_src, map_w, stream);
-    }
+    if (!data) return hpdl__conv_wg_phase(g, false, dst, map_src, map_w, stream);
     /* Backward-data at stride s: dx's rows h with h mod s = phase sum the
        filter rows r with r = phase + pad (mod s), those alone: one launch
        per phase (one at stride 1), each a stride-1 convolution of dy over
@@ -5042,21 +5122,23 @@ static inline hpdl_status hpdl__conv_wg_run(const hpdl__conv_geom &geo, hpdl__co
     return HPDL_OK;
 }
 
-/* Only f16 and bf16 have this rung. */
+/* Only f16 and bf16 have this rung. (run is a template so that its
+   kernels are built only where it is called: an explicit specialisation's
+   ordinary member would build them in every file that includes this.) */
 template <typename T> struct hpdl__conv_wg {
     static hpdl_status run(const hpdl__conv_geom &, hpdl__conv_pass, const T *, const T *, T *, cudaStream_t) {
         return HPDL_ERR_UNSUPPORTED;
     }
 };
 template <> struct hpdl__conv_wg<__half> {
-    static hpdl_status run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const __half *a, const __half *b, __half *out,
-                           cudaStream_t stream) {
+    HPDL_LAZY hpdl_status run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const __half *a, const __half *b,
+                              __half *out, cudaStream_t stream) {
         return hpdl__conv_wg_run(g, pass, a, b, out, stream);
     }
 };
 template <> struct hpdl__conv_wg<__nv_bfloat16> {
-    static hpdl_status run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const __nv_bfloat16 *a,
-                           const __nv_bfloat16 *b, __nv_bfloat16 *out, cudaStream_t stream) {
+    HPDL_LAZY hpdl_status run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const __nv_bfloat16 *a,
+                              const __nv_bfloat16 *b, __nv_bfloat16 *out, cudaStream_t stream) {
         return hpdl__conv_wg_run(g, pass, a, b, out, stream);
     }
 };
@@ -9498,7 +9580,8 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_deep_linear_profile(hpdl_cuda_deep_linear *m
 /* INT8 QUANTIZATION                                                        */
 /* ======================================================================== */
 /* int8 GEMM (tensor cores and dp4a) with fused requantization, the int8
-   convolution (implicit GEMM on the same tensor-core pipeline), and
+   convolution (implicit GEMM on the same tensor-core pipeline; on Hopper
+   the f16 convolution's wgmma kernel on int8 operands), and
    quantized MLP and CNN inference (uses the GEMM section's cp.async /
    ldmatrix helpers, the convolution section's gather, and hpdl.h's
    hpdl_quant_mlp, hpdl_quant_conv2d_i8 and hpdl_quant_cnn).
@@ -10277,7 +10360,8 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_quant_gemm_requant_nt_i32(hpdl_quant_algo al
    CPU's im2col does, so it adds (zx - zx) w = 0; the raw products then
    need one correction per output channel: sum (x - zx) w = sum x w - zx
    sum w, with sum w the filter row's sum (wsum), the GEMM epilogue's column
-   term. The weights are symmetric (zero point 0): no row term. */
+   term. The weights are symmetric (zero point 0): no row term. On Hopper
+   the wgmma rung (below) runs it where it applies (HPDL_QUANT_AUTO). */
 
 /* Tiles of WARPS_M x WARPS_N warps of 64 x 64 outputs. */
 template <int WARPS_M, int WARPS_N> struct hpdl__qconv_shape {
@@ -10384,6 +10468,146 @@ __global__ void __launch_bounds__(SH::THREADS) hpdl__qconv_mma(hpdl__qgemm_args 
 #endif
 }
 
+/* ---- the wgmma rung (Hopper, sm_90a) ----
+   The f16/bf16 convolution's kernel (hpdl__conv_wgmma: pixel boxes by 4-D
+   tensor copies per tap, the filter by 3-D copies, warp-specialised,
+   persistent) on int8 operands: a 128-byte swizzled row holds 128
+   channels, so a k step is (tap, 128 input channels), four wgmma k32 steps
+   into s32 accumulators; then the requantising epilogue below.
+   PADDING. The copy engine fills taps outside x with 0, where the CPU (and
+   the mma rung) put zx. Over the taps inside the image the CPU sums
+   (x - zx) w = x w - zx w, so with zeros outside:
+       acc = dot - zx wsum + zx (weights of the taps outside),
+   dot being what the tensor cores summed. The last term is the sum of each
+   output channel's per-tap weight sums (wtap) over the taps that fell
+   outside: nothing for a pixel whose window lies inside x, a few terms on
+   the border. */
+struct hpdl__qconv_wg_args : hpdl__conv_wg_args<int8_t> {
+    hpdl__qgemm_args q;  /* bias, multiplier, shift, output zero point, clamp; q.za = zx */
+    const int32_t *wsum; /* output channel k's weight sum */
+    const int32_t *wtap; /* its sums per tap: wtap[k * taps + r * kernel_w + s] */
+    int x_rows, x_cols;  /* x's size: which taps of a pixel fall outside */
+};
+
+/* Columns n..n+3 (past N: the last): the bias and -zx wsum, the multiplier and shift. */
+static __device__ __forceinline__ hpdl__wg_qcols hpdl__wg_cols(const hpdl__qconv_wg_args &g, int n) {
+    hpdl__wg_qcols c;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int j = n + i < g.channels ? n + i : g.channels - 1;
+        c.add[i] = (g.q.bias ? g.q.bias[j] : 0) - (int64_t)g.q.za * g.wsum[j];
+        c.multiplier[i] = g.q.multiplier[j];
+        c.shift[i] = g.q.shift[j];
+    }
+    return c;
+}
+
+/* zx times the weights of output channels n..n+3 (those below N) on the
+   taps of pixel (h, w) that fall outside x; 0 when its window is inside.
+   (Forward: taps_h is the filter's height.) */
+static __device__ __forceinline__ void hpdl__qconv_wg_outside(const hpdl__qconv_wg_args &g, int h, int w, int n,
+                                                              int64_t fix[4]) {
+    const int h0 = h * g.stride_h - g.pad_h, w0 = w * g.stride_w - g.pad_w, taps = g.taps_h * g.kernel_w;
+    int r, s, i;
+    for (i = 0; i < 4; i++) fix[i] = 0;
+    if (h0 >= 0 && h0 + (g.taps_h - 1) * g.dilation_h < g.x_rows && w0 >= 0 &&
+        w0 + (g.kernel_w - 1) * g.dilation_w < g.x_cols)
+        return;
+    for (r = 0; r < g.taps_h; r++)
+        for (s = 0; s < g.kernel_w; s++) {
+            const int ih = h0 + r * g.dilation_h, iw = w0 + s * g.dilation_w;
+            if (ih >= 0 && ih < g.x_rows && iw >= 0 && iw < g.x_cols) continue;
+            for (i = 0; i < 4 && n + i < g.channels; i++) fix[i] += g.wtap[(size_t)(n + i) * taps + r * g.kernel_w + s];
+        }
+    for (i = 0; i < 4; i++) fix[i] *= g.q.za;
+}
+
+/* y(pixel of row m, n..n+3): the product sums from the epilogue buffer,
+   corrected and requantised (hpdl__qgemm_requant); one 4-byte store when
+   all four are inside and aligned. */
+static __device__ __forceinline__ void hpdl__wg_put4(const hpdl__qconv_wg_args &g, const hpdl__wg_qcols &c, int m, int n,
+                                                     const int *v) {
+    const int4 dot = *(const int4 *)v;
+    const int d[4] = {dot.x, dot.y, dot.z, dot.w};
+    int image, h, w, i;
+    int64_t fix[4];
+    int8_t out[4];
+    if (!hpdl__conv_wg_pixel(g, m, &image, &h, &w) || n >= g.channels) return;
+    int8_t *p = g.y + (((size_t)image * g.y_rows + h) * g.y_cols + w) * g.channels + n;
+    hpdl__qconv_wg_outside(g, h, w, n, fix);
+#pragma unroll
+    for (i = 0; i < 4; i++) out[i] = (int8_t)hpdl__qgemm_requant(g.q, d[i] + c.add[i] + fix[i], c.multiplier[i], c.shift[i]);
+    if (n + 3 < g.channels && (uintptr_t)p % 4 == 0) {
+        hpdl__q_vstore4(p, out);
+        return;
+    }
+    for (i = 0; i < 4 && n + i < g.channels; i++) p[i] = out[i];
+}
+
+/* The kernel's epilogue for the int8 convolution: through hpdl__wg_store. */
+template <typename T, int BN>
+static __device__ __forceinline__ void hpdl__conv_wg_epilogue(const hpdl__qconv_wg_args &g, const CUtensorMap *,
+                                                              const int *d, int m0, int n0, int *buf) {
+    hpdl__wg_store<hpdl__qconv_wg_args, int, BN>(g, d, m0, n0, buf);
+}
+
+/* One launch of the int8 kernel with BN-wide column tiles and k steps of
+   `row` bytes of channels. */
+template <int BN>
+static inline hpdl_status hpdl__qconv_wg_launch(int row, const CUtensorMap &map_src, const CUtensorMap &map_w,
+                                                const CUtensorMap &map_y, const hpdl__qconv_wg_args &g,
+                                                cudaStream_t stream) {
+    return row == 64 ? hpdl__conv_wg_launch<int8_t, BN, false, 64>(map_src, map_w, map_y, g, stream)
+                     : hpdl__conv_wg_launch<int8_t, BN, false, 128>(map_src, map_w, map_y, g, stream);
+}
+
+/* The int8 convolution (int8 y) on the wgmma rung where it applies: input
+   channels a multiple of 16 (the copy engine's 16-byte strides), filter
+   rows unpadded (ldw = K), x and the filter 16-byte aligned, strides up
+   to 8, an sm_90a binary on a Hopper GPU; else HPDL_ERR_UNSUPPORTED. */
+HPDL_LAZY hpdl_status hpdl__qconv_wg_run(const hpdl__conv_geom &geo, const int8_t *x, int32_t zx, const int8_t *wt,
+                                         int ldw, const int32_t *wsum, const int32_t *wtap, const hpdl_cuda_quant_output *o,
+                                         int8_t *y, cudaStream_t stream) {
+    const hpdl_conv2d_params &p = geo.p;
+    hpdl_tensor4 src = geo.x, dst = geo.y;
+    const long long pixels = (long long)dst.n * dst.h * dst.w;
+    const int K = p.kernel_h * p.kernel_w * src.c;
+    hpdl__qconv_wg_args g;
+    CUtensorMap map_src, map_w, map_y = CUtensorMap();
+    const int row = src.c <= 64 ? 64 : 128; /* bytes of channels a k step: no more than half of them zeros */
+    int device = 0, sms = 0, bn;
+    if (!wtap || src.c % 16 != 0 || ldw != K || (uintptr_t)x % 16 != 0 || (uintptr_t)wt % 16 != 0 || p.stride_h > 8 ||
+        p.stride_w > 8 || !hpdl__wg_available())
+        return HPDL_ERR_UNSUPPORTED;
+    HPDL_CUDA_TRY(cudaGetDevice(&device));
+    HPDL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    if (hpdl__conv_is_pointwise(p)) hpdl__conv_flatten(&src, &dst, pixels);
+    if (hpdl__conv_wg_setup<int8_t>(geo, false, src, dst, x, wt, (size_t)ldw, row, y, &g, &map_src, &map_w) != HPDL_OK ||
+        hpdl__conv_wg_tiles<int8_t>(&g, dst) != HPDL_OK)
+        return HPDL_ERR_UNSUPPORTED;
+    g.q = hpdl__qgemm_make_args((int)pixels, dst.c, K, x, K, zx, wt, ldw, 0, o, HPDL__QOUT_REQUANT_I8, y, dst.c);
+    g.wsum = wsum;
+    g.wtap = wtap;
+    g.x_rows = src.h;
+    g.x_cols = src.w;
+    /* Tiles as wide as the output channels (up to 256), narrower while the
+       narrower ones still fit in one wave: the deep layers have few pixels
+       (ResNet-18's last stage at batch 256: 32 pixel tiles, which 256-wide
+       column tiles would give 64 of 132 SMs). */
+    bn = dst.c <= 64 ? 64 : dst.c <= 128 ? 128 : 256;
+    while (bn > 64 && 2LL * g.tiles * ((dst.c + bn - 1) / bn) <= sms) bn /= 2;
+    if (bn == 64) return hpdl__qconv_wg_launch<64>(row, map_src, map_w, map_y, g, stream);
+    if (bn == 128) return hpdl__qconv_wg_launch<128>(row, map_src, map_w, map_y, g, stream);
+    return hpdl__qconv_wg_launch<256>(row, map_src, map_w, map_y, g, stream);
+}
+
+/* int32 outputs (a convolution giving the logits) have no wgmma rung. */
+HPDL_LAZY hpdl_status hpdl__qconv_wg_run(const hpdl__conv_geom &, const int8_t *, int32_t, const int8_t *, int,
+                                         const int32_t *, const int32_t *, const hpdl_cuda_quant_output *, int32_t *,
+                                         cudaStream_t) {
+    return HPDL_ERR_UNSUPPORTED;
+}
+
 template <typename TC, typename SH>
 static inline hpdl_status hpdl__qconv_launch_shape(const hpdl__qgemm_args &g, const hpdl__conv_mma_args<int8_t> &a,
                                                    const int32_t *wsum, cudaStream_t stream) {
@@ -10393,20 +10617,29 @@ static inline hpdl_status hpdl__qconv_launch_shape(const hpdl__qgemm_args &g, co
 }
 
 /* The convolution of a checked geometry: x (zero point zx), the filter wt
-   (KRSC, rows ldw bytes apart) with row sums wsum, requantised by o into y
-   (int8, or int32 for logits). 256 x 64 tiles for at most 64 output
-   channels, else 128 x 128. HPDL_ERR_UNSUPPORTED without an sm_80 path. */
+   (KRSC, rows ldw bytes apart) with row sums wsum and per-tap sums wtap
+   (NULL: no wgmma rung), requantised by o into y (int8, or int32 for
+   logits). algo: HPDL_QUANT_WGMMA (HPDL_ERR_UNSUPPORTED where it does not
+   apply), HPDL_QUANT_MMA, or AUTO (wgmma, else mma). The mma rung: 256 x
+   64 tiles for at most 64 output channels, else 128 x 128;
+   HPDL_ERR_UNSUPPORTED without an sm_80 path. */
 template <typename TC>
-static inline hpdl_status hpdl__qconv_run(const hpdl__conv_geom &geo, const int8_t *x, int32_t zx, const int8_t *wt, int ldw,
-                                          const int32_t *wsum, const hpdl_cuda_quant_output *o, hpdl__qgemm_out_kind kind,
-                                          TC *y, cudaStream_t stream) {
+static inline hpdl_status hpdl__qconv_run(hpdl_quant_algo algo, const hpdl__conv_geom &geo, const int8_t *x, int32_t zx,
+                                          const int8_t *wt, int ldw, const int32_t *wsum, const int32_t *wtap,
+                                          const hpdl_cuda_quant_output *o, hpdl__qgemm_out_kind kind, TC *y,
+                                          cudaStream_t stream) {
     hpdl__conv_mma_args<int8_t> a;
     hpdl__qgemm_args g;
-    hpdl_status s = hpdl__conv_mma_make_args<int8_t>(geo, HPDL__CONV_FORWARD, x, wt, NULL, &a);
-    if (s != HPDL_OK) return s;
+    hpdl_status s;
+    if (hpdl_tensor4_count(&geo.y) == 0) return HPDL_OK;
+    if (algo == HPDL_QUANT_WGMMA || algo == HPDL_QUANT_AUTO) {
+        s = hpdl__qconv_wg_run(geo, x, zx, wt, ldw, wsum, wtap, o, y, stream);
+        if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_QUANT_WGMMA) return s;
+    }
+    if (algo != HPDL_QUANT_AUTO && algo != HPDL_QUANT_MMA) return HPDL_ERR_UNSUPPORTED; /* no dp4a convolution */
+    if ((s = hpdl__conv_mma_make_args<int8_t>(geo, HPDL__CONV_FORWARD, x, wt, NULL, &a)) != HPDL_OK) return s;
     a.src_vec = a.inner % 16 == 0 && hpdl__gemm_aligned(x, a.src_c, 16, 1);
     g = hpdl__qgemm_make_args(a.M, a.N, a.K, x, a.K, zx, wt, ldw, 0, o, kind, y, geo.y.c);
-    if (a.M == 0) return HPDL_OK;
     return a.N <= 64 ? hpdl__qconv_launch_shape<TC, hpdl__qconv_shape<4, 1> >(g, a, wsum, stream)
                      : hpdl__qconv_launch_shape<TC, hpdl__qconv_shape<2, 2> >(g, a, wsum, stream);
 }
@@ -10414,40 +10647,72 @@ static inline hpdl_status hpdl__qconv_run(const hpdl__conv_geom &geo, const int8
 /* Row length of a filter of K taps on the device: 16-byte rows, for cp.async. */
 static inline int hpdl__qconv_ldw(int K) { return (K + 15) / 16 * 16; }
 
-/* wt (N x ldw) = w^T for w taps x outputs (K x N, as the CPU keeps it), and
-   wsum[n] = row n's sum; stream-ordered. */
-HPDL_LAZY hpdl_status hpdl__qconv_filter(int K, int N, const int8_t *w, int8_t *wt, int32_t *wsum, cudaStream_t stream) {
+/* Whether a filter of `taps` taps over C channels has per-tap sums (its
+   rows unpadded, as the wgmma rung needs them). */
+static inline int hpdl__qconv_has_taps(int taps, int C) { return taps * C == hpdl__qconv_ldw(taps * C); }
+
+/* wt (N x ldw) = w^T for w taps x outputs (K = taps * C by N, as the CPU
+   keeps it), wsum[n] = row n's sum and, unless wtap is NULL (it must be
+   where not hpdl__qconv_has_taps), wtap[n * taps + t] = the sum of row
+   n's tap t; stream-ordered. */
+HPDL_LAZY hpdl_status hpdl__qconv_filter(int taps, int C, int N, const int8_t *w, int8_t *wt, int32_t *wsum,
+                                         int32_t *wtap, cudaStream_t stream) {
+    const int K = taps * C;
     hpdl_status s = hpdl_cuda_quant_transpose_i8(K, N, w, N, wt, hpdl__qconv_ldw(K), stream);
     if (s != HPDL_OK) return s;
     hpdl__q_row_sums<<<(unsigned)(N + 7) / 8, 256, 0, stream>>>(wt, N, K, hpdl__qconv_ldw(K), wsum);
+    HPDL_CUDA_TRY_LAUNCH();
+    if (!wtap) return HPDL_OK;
+    hpdl__q_row_sums<<<(unsigned)(((int64_t)N * taps + 7) / 8), 256, 0, stream>>>(wt, N * taps, C, C, wtap);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
 }
 
 /* y = hpdl_quant_conv2d_i8(p, xd, x, zx, w, o, yd) on the device, bit for
-   bit: x and y NHWC int8, w taps x outputs ((r, s, c) x K, as the CPU
-   takes it; transposed into a stream-ordered temporary with its row sums),
-   o for yd->c channels. HPDL_ERR_UNSUPPORTED without an sm_80 path. */
-HPDL_CUDA_API hpdl_status hpdl_cuda_quant_conv2d_i8(const hpdl_conv2d_params *p, const hpdl_tensor4 *xd, const int8_t *x,
-                                                    int32_t zx, const int8_t *w, const hpdl_cuda_quant_output *o,
-                                                    const hpdl_tensor4 *yd, int8_t *y, cudaStream_t stream) {
+   bit, by the rung algo asks for: HPDL_QUANT_WGMMA (Hopper, input
+   channels a multiple of 16, x 16-byte aligned: HPDL_ERR_UNSUPPORTED
+   elsewhere), HPDL_QUANT_MMA (sm_80+), or HPDL_QUANT_AUTO (wgmma where it
+   applies, else mma); there is no dp4a convolution (HPDL_ERR_UNSUPPORTED).
+   x and y NHWC int8, w taps x outputs ((r, s, c) x K, as the CPU takes it;
+   transposed into a stream-ordered temporary with its sums), o for yd->c
+   channels. */
+HPDL_CUDA_API hpdl_status hpdl_cuda_quant_conv2d_algo_i8(hpdl_quant_algo algo, const hpdl_conv2d_params *p,
+                                                         const hpdl_tensor4 *xd, const int8_t *x, int32_t zx,
+                                                         const int8_t *w, const hpdl_cuda_quant_output *o,
+                                                         const hpdl_tensor4 *yd, int8_t *y, cudaStream_t stream) {
     hpdl__conv_geom g;
     int8_t *wt = NULL;
-    int32_t *wsum;
-    int K, N;
+    int32_t *wsum, *wtap;
+    int taps, K, N;
+    size_t wt_bytes;
     hpdl_status s = hpdl__quant_conv_geom(p, xd, x, zx, w, yd, y, &g);
-    if (s != HPDL_OK || !o || o->n != yd->c || !o->multiplier || !o->shift) return HPDL_ERR_INVALID;
-    K = p->kernel_h * p->kernel_w * xd->c;
+    if (s != HPDL_OK || !o || o->n != yd->c || !o->multiplier || !o->shift || (int)algo < (int)HPDL_QUANT_AUTO ||
+        (int)algo > (int)HPDL_QUANT_WGMMA)
+        return HPDL_ERR_INVALID;
+    taps = p->kernel_h * p->kernel_w;
+    K = taps * xd->c;
     N = yd->c;
-    if (cudaMallocAsync((void **)&wt, (size_t)N * hpdl__qconv_ldw(K) + (size_t)N * sizeof(int32_t), stream) != cudaSuccess) {
+    wt_bytes = (size_t)N * hpdl__qconv_ldw(K); /* a multiple of 16: the sums follow, aligned */
+    if (cudaMallocAsync((void **)&wt, wt_bytes + (size_t)N * (1 + taps) * sizeof(int32_t), stream) != cudaSuccess) {
         cudaGetLastError();
         return HPDL_ERR_NOMEM;
     }
-    wsum = (int32_t *)(wt + (size_t)N * hpdl__qconv_ldw(K)); /* N * ldw is a multiple of 16 */
-    s = hpdl__qconv_filter(K, N, w, wt, wsum, stream);
-    if (s == HPDL_OK) s = hpdl__qconv_run<int8_t>(g, x, zx, wt, hpdl__qconv_ldw(K), wsum, o, HPDL__QOUT_REQUANT_I8, y, stream);
+    wsum = (int32_t *)(wt + wt_bytes);
+    wtap = hpdl__qconv_has_taps(taps, xd->c) ? wsum + N : NULL;
+    s = hpdl__qconv_filter(taps, xd->c, N, w, wt, wsum, wtap, stream);
+    if (s == HPDL_OK)
+        s = hpdl__qconv_run<int8_t>(algo, g, x, zx, wt, hpdl__qconv_ldw(K), wsum, wtap, o, HPDL__QOUT_REQUANT_I8, y, stream);
     if (cudaFreeAsync(wt, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
     return s;
+}
+
+/* y = hpdl_quant_conv2d_i8(p, xd, x, zx, w, o, yd) on the device, bit for
+   bit: hpdl_cuda_quant_conv2d_algo_i8 with HPDL_QUANT_AUTO (the wgmma rung
+   where it applies, else mma; HPDL_ERR_UNSUPPORTED without an sm_80 path). */
+HPDL_CUDA_API hpdl_status hpdl_cuda_quant_conv2d_i8(const hpdl_conv2d_params *p, const hpdl_tensor4 *xd, const int8_t *x,
+                                                    int32_t zx, const int8_t *w, const hpdl_cuda_quant_output *o,
+                                                    const hpdl_tensor4 *yd, int8_t *y, cudaStream_t stream) {
+    return hpdl_cuda_quant_conv2d_algo_i8(HPDL_QUANT_AUTO, p, xd, x, zx, w, o, yd, y, stream);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -10663,6 +10928,8 @@ typedef struct hpdl_cuda_quant_cnn {
     int base[HPDL_CNN_MAX_LAYERS + 1];               /* hpdl__quant_cnn_slots */
     int8_t *wt[HPDL_CNN_MAX_LAYERS];                 /* conv/linear: outputs x taps (16-byte rows), transposed */
     int32_t *wsum[HPDL_CNN_MAX_LAYERS];              /* conv: each output channel's weight sum */
+    int32_t *wtap[HPDL_CNN_MAX_LAYERS];              /* conv: ... per tap, where hpdl__qconv_has_taps */
+    hpdl_quant_algo conv_algo;                       /* the convolutions' rung: AUTO when made (MMA to compare) */
     hpdl_cuda_quant_output out[HPDL_CNN_MAX_LAYERS];
     int8_t *codes[HPDL_CNN_MAX_LAYERS + 1];          /* [0]: the image; [i + 1]: layer i's output (own slots only) */
     int32_t *logits;                                 /* max_batch x classes, after a forward */
@@ -10677,6 +10944,7 @@ HPDL_CUDA_API void hpdl_cuda_quant_cnn_destroy(hpdl_cuda_quant_cnn *g) {
     for (i = 0; i < HPDL_CNN_MAX_LAYERS; i++) {
         hpdl_cuda_free(g->wt[i]);
         hpdl_cuda_free(g->wsum[i]);
+        hpdl_cuda_free(g->wtap[i]);
         hpdl_cuda_quant_output_destroy(&g->out[i]);
     }
     for (i = 0; i <= HPDL_CNN_MAX_LAYERS; i++) hpdl_cuda_free(g->codes[i]);
@@ -10686,10 +10954,12 @@ HPDL_CUDA_API void hpdl_cuda_quant_cnn_destroy(hpdl_cuda_quant_cnn *g) {
 }
 
 /* Layer i's weights (taps x outputs on the host) transposed on the device,
-   their row sums and the requantisation (int32 logits for the last). */
+   their sums (per tap too for a convolution the wgmma rung can run) and
+   the requantisation (int32 logits for the last). */
 HPDL_LAZY hpdl_status hpdl__cuda_quant_cnn_weights(hpdl_cuda_quant_cnn *g, const hpdl_quant_cnn *q, int i) {
     const hpdl_cnn *net = &q->net;
     int N = net->out[i].c, K = (int)(hpdl__cnn_weight_count(net, i) / N);
+    int taps = net->layer[i].op == HPDL_CNN_CONV ? net->layer[i].kernel * net->layer[i].kernel : 1;
     int8_t *w = NULL;
     hpdl_quant_output o;
     hpdl_status s;
@@ -10702,8 +10972,10 @@ HPDL_LAZY hpdl_status hpdl__cuda_quant_cnn_weights(hpdl_cuda_quant_cnn *g, const
     s = hpdl_cuda_alloc((void **)&w, (size_t)K * N);
     if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&g->wt[i], (size_t)N * hpdl__qconv_ldw(K));
     if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&g->wsum[i], (size_t)N * sizeof(int32_t));
+    if (s == HPDL_OK && net->layer[i].op == HPDL_CNN_CONV && hpdl__qconv_has_taps(taps, K / taps))
+        s = hpdl_cuda_alloc((void **)&g->wtap[i], (size_t)N * taps * sizeof(int32_t));
     if (s == HPDL_OK && cudaMemcpy(w, q->w[i], (size_t)K * N, cudaMemcpyHostToDevice) != cudaSuccess) s = HPDL_ERR_CUDA;
-    if (s == HPDL_OK) s = hpdl__qconv_filter(K, N, w, g->wt[i], g->wsum[i], 0);
+    if (s == HPDL_OK) s = hpdl__qconv_filter(taps, K / taps, N, w, g->wt[i], g->wsum[i], g->wtap[i], 0);
     if (s == HPDL_OK && cudaDeviceSynchronize() != cudaSuccess) s = HPDL_ERR_CUDA;
     hpdl_cuda_free(w);
     return s == HPDL_OK ? hpdl_cuda_quant_output_create(&g->out[i], &o, N) : s;
@@ -10721,6 +10993,7 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_quant_cnn_create(hpdl_cuda_quant_cnn *g, con
     memset(&made, 0, sizeof made);
     made.net = *net;
     made.max_batch = max_batch;
+    made.conv_algo = HPDL_QUANT_AUTO;
     made.logit_scale = q->logit_scale;
     memcpy(made.act, q->act, sizeof made.act);
     memcpy(made.relu_after, q->relu_after, sizeof made.relu_after);
@@ -10757,10 +11030,10 @@ HPDL_LAZY hpdl_status hpdl__cuda_quant_cnn_conv(const hpdl_cuda_quant_cnn *g, in
     hpdl_status s = hpdl__quant_conv_geom(&p, &xd, x, zx, g->wt[i], &yd, y, &geo);
     if (s != HPDL_OK) return s;
     if (i == net->n_layers - 1)
-        return hpdl__qconv_run<int32_t>(geo, x, zx, g->wt[i], hpdl__qconv_ldw(K), g->wsum[i], &g->out[i],
-                                        HPDL__QOUT_REQUANT_I32, (int32_t *)y, stream);
-    return hpdl__qconv_run<int8_t>(geo, x, zx, g->wt[i], hpdl__qconv_ldw(K), g->wsum[i], &g->out[i], HPDL__QOUT_REQUANT_I8,
-                                   (int8_t *)y, stream);
+        return hpdl__qconv_run<int32_t>(g->conv_algo, geo, x, zx, g->wt[i], hpdl__qconv_ldw(K), g->wsum[i], g->wtap[i],
+                                        &g->out[i], HPDL__QOUT_REQUANT_I32, (int32_t *)y, stream);
+    return hpdl__qconv_run<int8_t>(g->conv_algo, geo, x, zx, g->wt[i], hpdl__qconv_ldw(K), g->wsum[i], g->wtap[i],
+                                   &g->out[i], HPDL__QOUT_REQUANT_I8, (int8_t *)y, stream);
 }
 
 /* Linear layer i: the int8 GEMM against the transposed weights. */

@@ -547,8 +547,9 @@ static void torch_cnn_ms(double torch_ms[2]) {
 
 /* One network (3x32x32 images, 10 classes): fresh parameters, batch norms
    folded, quantized (calibrated on random images); GPU int8 logits checked
-   against the CPU's on CNN_CHECK_IMAGES images; int8, f32 and f16
-   inference timed at CNN_BATCH, against PyTorch f16 (torch_ms, 0: absent). */
+   against the CPU's on CNN_CHECK_IMAGES images; int8 (convolutions by AUTO:
+   wgmma on Hopper; and all on the mma rung), f32 and f16 inference timed
+   at CNN_BATCH, against PyTorch f16 (torch_ms, 0: absent). */
 static int bench_cnn(const char *name, const hpdl_cnn *net, double torch_ms, FILE *headline, FILE *detail) {
     hpdl_rng r;
     hpdl_cnn folded;
@@ -559,7 +560,7 @@ static int bench_cnn(const char *name, const hpdl_cnn *net, double torch_ms, FIL
     std::vector<double> p((size_t)net->param_count), state((size_t)net->state_count + 1), pf((size_t)net->param_count);
     std::vector<float> p32((size_t)net->param_count), X((size_t)CNN_BATCH * features);
     std::vector<int32_t> want((size_t)CNN_CHECK_IMAGES * classes), got(want.size());
-    double ms_q, ms_f32, ms_f16;
+    double ms_q, ms_q_mma, ms_f32, ms_f16;
     float *dX;
     int ok;
     hpdl_rng_seed(&r, 12);
@@ -576,11 +577,15 @@ static int bench_cnn(const char *name, const hpdl_cnn *net, double torch_ms, FIL
     ok = memcmp(got.data(), want.data(), want.size() * sizeof(int32_t)) == 0;
     qr.g = &g; qr.X = dX;
     ms_q = time_ms(quant_cnn_forward, &qr, 4096, NULL);
+    g.conv_algo = HPDL_QUANT_MMA;
+    ms_q_mma = time_ms(quant_cnn_forward, &qr, 4096, NULL);
+    g.conv_algo = HPDL_QUANT_AUTO;
     ms_f32 = float_cnn_ms<float>(&folded, pf, X);
     ms_f16 = float_cnn_ms<hpdl_f16>(&folded, pf, X);
-    printf("%-9s batch %d  GPU int8 logits == CPU: %-6s int8 %8.3f ms (%9.0f img/s)  f16 %8.3f ms (%9.0f img/s)  "
-           "f32 %8.3f ms  PyTorch f16 ",
-           name, CNN_BATCH, ok ? "ok" : "FAILED", ms_q, CNN_BATCH / (ms_q * 1e-3), ms_f16, CNN_BATCH / (ms_f16 * 1e-3), ms_f32);
+    printf("%-9s batch %d  GPU int8 logits == CPU: %-6s int8 %8.3f ms (%9.0f img/s)  int8 mma %8.3f ms  "
+           "f16 %8.3f ms (%9.0f img/s)  f32 %8.3f ms  PyTorch f16 ",
+           name, CNN_BATCH, ok ? "ok" : "FAILED", ms_q, CNN_BATCH / (ms_q * 1e-3), ms_q_mma, ms_f16,
+           CNN_BATCH / (ms_f16 * 1e-3), ms_f32);
     if (torch_ms > 0) printf("%8.3f ms (%9.0f img/s)\n", torch_ms, CNN_BATCH / (torch_ms * 1e-3));
     else printf("not run\n");
     {
@@ -594,8 +599,9 @@ static int bench_cnn(const char *name, const hpdl_cnn *net, double torch_ms, FIL
             hpdl_csv_row(headline, metric, CNN_BATCH / (ms_q * 1e-3), "images/s", "pytorch_eager_f16", CNN_BATCH / (torch_ms * 1e-3), 1);
     }
     if (detail) {
-        fprintf(detail, "cnn_%s,int8,%.6g,%.6g\ncnn_%s,f16,%.6g,%.6g\ncnn_%s,f32,%.6g,%.6g\n", name, ms_q,
-                CNN_BATCH / (ms_q * 1e-3), name, ms_f16, CNN_BATCH / (ms_f16 * 1e-3), name, ms_f32, CNN_BATCH / (ms_f32 * 1e-3));
+        fprintf(detail, "cnn_%s,int8,%.6g,%.6g\ncnn_%s,int8_mma,%.6g,%.6g\ncnn_%s,f16,%.6g,%.6g\ncnn_%s,f32,%.6g,%.6g\n",
+                name, ms_q, CNN_BATCH / (ms_q * 1e-3), name, ms_q_mma, CNN_BATCH / (ms_q_mma * 1e-3), name, ms_f16,
+                CNN_BATCH / (ms_f16 * 1e-3), name, ms_f32, CNN_BATCH / (ms_f32 * 1e-3));
         if (torch_ms > 0) fprintf(detail, "cnn_%s,pytorch_f16,%.6g,%.6g\n", name, torch_ms, CNN_BATCH / (torch_ms * 1e-3));
     }
     hpdl_cuda_quant_cnn_destroy(&g);

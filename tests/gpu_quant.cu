@@ -389,9 +389,21 @@ static void test_fixed_twin(void) {
     HPDL_EXPECT(bad == 0);
 }
 
-/* One convolution on the GPU against the CPU: random codes and weights,
+/* The convolution's rungs, and whether one may answer HPDL_ERR_UNSUPPORTED
+   for input channels C and x offset by x_offset bytes: mma on a GPU older
+   than sm_80; wgmma off Hopper, or where channels are not a multiple of 16
+   or x is not 16-byte aligned (on an H100/H200 it must run everywhere else). */
+static const hpdl_quant_algo CONV_ALGOS[] = {HPDL_QUANT_MMA, HPDL_QUANT_WGMMA};
+static int conv_may_decline(hpdl_quant_algo a, int C, int x_offset) {
+    cudaDeviceProp p;
+    if (a == HPDL_QUANT_MMA) return cudaGetDeviceProperties(&p, 0) != cudaSuccess || p.major < 8;
+    return may_decline(a, 0) || C % 16 != 0 || x_offset % 16 != 0;
+}
+
+/* One convolution on each rung against the CPU: random codes and weights,
    per-channel requantisation (make_output), output poisoned first. x_offset
-   shifts x by that many bytes (unaligned rows take the element path). */
+   shifts x by that many bytes (unaligned rows take the element path). A
+   rung that may decline and does is skipped. */
 static int conv_case(hpdl_rng *r, int N, int C, int H, int W, int K, int R, int stride, int pad, int dilation, int32_t zx,
                      int relu, int x_offset) {
     hpdl_conv2d_params p = hpdl_conv2d_params_make(R, stride, pad, dilation, 1);
@@ -411,11 +423,18 @@ static int conv_case(hpdl_rng *r, int N, int C, int H, int W, int K, int R, int 
     HPDL_CHECK(hpdl_quant_conv2d_i8(&p, &xd, x.data() + x_offset, zx, w.data(), &o, &yd, want.data()));
     HPDL_CHECK(hpdl_cuda_quant_output_create(&d, &o, K));
     int8_t *dx = upload(x), *dw = upload(w), *dy = poisoned<int8_t>(ny);
-    st = hpdl_cuda_quant_conv2d_i8(&p, &xd, dx + x_offset, zx, dw, &d, &yd, dy, 0);
-    int bad = st == HPDL_OK ? count_mismatches(download(dy, ny), want) : -1;
-    if (bad)
-        fprintf(stderr, "    conv N%d C%d %dx%d K%d R%d stride %d pad %d dilation %d zx %d relu %d: %s, %d wrong\n", N, C,
-                H, W, K, R, stride, pad, dilation, zx, relu, hpdl_status_string(st), bad);
+    int bad = 0;
+    for (int a = 0; a < HPDL_COUNT(CONV_ALGOS); a++) {
+        HPDL_CHECK(hpdl_cuda_poison(dy, ny));
+        st = hpdl_cuda_quant_conv2d_algo_i8(CONV_ALGOS[a], &p, &xd, dx + x_offset, zx, dw, &d, &yd, dy, 0);
+        if (st == HPDL_ERR_UNSUPPORTED && conv_may_decline(CONV_ALGOS[a], C, x_offset)) continue;
+        int wrong = st == HPDL_OK ? count_mismatches(download(dy, ny), want) : -1;
+        if (wrong)
+            fprintf(stderr, "    conv %s N%d C%d %dx%d K%d R%d stride %d pad %d dilation %d zx %d relu %d: %s, %d wrong\n",
+                    hpdl_quant_algo_name(CONV_ALGOS[a]), N, C, H, W, K, R, stride, pad, dilation, zx, relu,
+                    hpdl_status_string(st), wrong);
+        bad += wrong != 0;
+    }
     hpdl_cuda_free(dx);
     hpdl_cuda_free(dw);
     hpdl_cuda_free(dy);
@@ -437,6 +456,22 @@ static void test_conv_i8_exact(void) {
         {2, 32, 6, 6, 40, 3, 1, 1, 1, 11, 0, 1},    /* x one byte off: unaligned rows */
         {5, 64, 12, 12, 128, 3, 1, 1, 1, 3, 1, 0},  /* several K tiles and pixel tiles */
         {1, 128, 4, 4, 256, 3, 2, 1, 1, -60, 0, 0}, /* deep K (1152), few pixels */
+        /* for the wgmma rung: k steps of (tap, 64 or 128 channels), 64/128/256-wide tiles, zeros in the padding */
+        {2, 16, 9, 11, 24, 3, 1, 1, 1, -128, 1, 0},  /* one partial 64-channel step, 24 of 64 columns */
+        {2, 160, 7, 7, 72, 3, 1, 1, 1, 17, 0, 0},    /* C 160: a whole step and a partial one; K 72 */
+        {3, 32, 17, 15, 200, 3, 2, 1, 1, -5, 1, 0},  /* stride 2, K 200 of a 256-wide tile */
+        {2, 64, 8, 8, 64, 1, 1, 0, 1, -128, 1, 0},   /* 1x1: the pixels as one row */
+        {1, 128, 10, 10, 320, 3, 1, 1, 1, 100, 0, 0}, /* two column tiles (256 + 64) */
+        {2, 32, 20, 20, 40, 5, 1, 2, 1, -30, 0, 0},  /* 5x5, two taps deep in the padding */
+        {2, 48, 9, 9, 16, 3, 2, 0, 1, 7, 1, 0},      /* stride 2 without padding */
+        {1, 16, 5, 5, 16, 3, 1, 2, 1, 90, 0, 0},     /* pad 2 for a 3x3: whole rows of taps outside */
+        {9, 16, 5, 5, 32, 3, 1, 1, 1, -2, 0, 0},     /* boxes of several images */
+        {4, 64, 16, 16, 128, 3, 2, 1, 1, -128, 1, 0}, /* a ResNet down-sampling layer */
+        {1, 32, 6, 6, 8, 3, 1, 1, 1, 60, 0, 16},     /* x 16 bytes on: aligned, K 8 */
+        /* 72 pixel tiles: more than an H100/H200 takes in one wave, so the tiles stay 256 and 128 wide */
+        {9, 16, 32, 32, 200, 3, 1, 1, 1, -100, 1, 0},
+        {9, 32, 32, 32, 100, 3, 1, 1, 1, 45, 0, 0},
+        {9, 96, 32, 32, 136, 3, 1, 1, 1, -77, 1, 0}, /* ... with k steps of 128 channels */
     };
     hpdl_rng r;
     int i, bad = 0;
@@ -451,22 +486,27 @@ static void test_conv_i8_exact(void) {
 
 static int64_t floor_half(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
 
-/* Requantisation corner cases through a 1x1 convolution of one channel
-   with weight 1 (so acc = x - zx + bias), multiplier 1/2 and shift 1: the
-   fixed-point multiply halves with ties upwards, the shift halves again
-   with ties away from zero (so 1 -> 1/2 -> 1, -1 -> 0, -3 -> -1 -> -1);
-   negative accumulators; biases that saturate either int8 end or the int32
-   sum. The CPU against this arithmetic written out, the GPU against the CPU. */
+/* Requantisation corner cases through a 1x1 convolution whose one output
+   channel has weight 1 on input channel 0 and 0 on the other 15 (so acc
+   = x - zx + bias), multiplier 1/2 and shift 1: the fixed-point multiply
+   halves with ties upwards, the shift halves again with ties away from
+   zero (so 1 -> 1/2 -> 1, -1 -> 0, -3 -> -1 -> -1); negative
+   accumulators; biases that saturate either int8 end or the int32 sum.
+   The CPU against this arithmetic written out, each rung against the CPU. */
 static void test_conv_requant_cases(void) {
-    const int n = 256;
+    const int n = 256, C = 16;
     const int32_t biases[] = {0, 1, -1, 2, -2, 600, -600, INT32_MAX, INT32_MIN};
     hpdl_conv2d_params p = hpdl_conv2d_params_make(1, 1, 0, 1, 1);
-    hpdl_tensor4 xd = hpdl_tensor4_make(1, 1, 1, n, HPDL_NHWC), yd = hpdl_tensor4_make(1, 1, 1, n, HPDL_NHWC);
-    std::vector<int8_t> x(n), w(1, 1), want(n);
+    hpdl_tensor4 xd = hpdl_tensor4_make(1, C, 1, n, HPDL_NHWC), yd = hpdl_tensor4_make(1, 1, 1, n, HPDL_NHWC);
+    std::vector<int8_t> x((size_t)n * C), w(C, 0), want(n);
     int32_t m0 = 1 << 30;
-    int shift = 1, i, b, bad = 0, zx = 3;
+    int shift = 1, i, a, b, bad = 0, zx = 3;
+    hpdl_rng r;
     if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
-    for (i = 0; i < n; i++) x[i] = (int8_t)(i - 128);
+    hpdl_rng_seed(&r, 83);
+    fill_i8(&r, x);
+    w[0] = 1;
+    for (i = 0; i < n; i++) x[(size_t)i * C] = (int8_t)(i - 128);
     int8_t *dx = upload(x), *dw = upload(w), *dy = poisoned<int8_t>(n);
     for (b = 0; b < HPDL_COUNT(biases); b++) {
         hpdl_quant_output o = {&biases[b], &m0, &shift, 0, -5, 0};
@@ -474,15 +514,20 @@ static void test_conv_requant_cases(void) {
         HPDL_CHECK(hpdl_cuda_quant_output_create(&d, &o, 1));
         HPDL_CHECK(hpdl_quant_conv2d_i8(&p, &xd, x.data(), zx, w.data(), &o, &yd, want.data()));
         for (i = 0; i < n; i++) {
-            int64_t acc = (int64_t)x[i] - zx + biases[b], h, v;
+            int64_t acc = (int64_t)x[(size_t)i * C] - zx + biases[b], h, v;
             acc = acc > INT32_MAX ? INT32_MAX : acc < INT32_MIN ? INT32_MIN : acc;
             h = floor_half(acc + 1);                               /* acc / 2, ties upwards */
             v = (h >= 0 ? (h + 1) / 2 : -((-h + 1) / 2)) - 5;      /* h / 2, ties away from zero */
             v = v > 127 ? 127 : v < -128 ? -128 : v;
             bad += want[i] != (int8_t)v;
         }
-        HPDL_EXPECT(hpdl_cuda_quant_conv2d_i8(&p, &xd, dx, zx, dw, &d, &yd, dy, 0) == HPDL_OK);
-        bad += count_mismatches(download(dy, n), want);
+        for (a = 0; a < HPDL_COUNT(CONV_ALGOS); a++) {
+            HPDL_CHECK(hpdl_cuda_poison(dy, n));
+            hpdl_status st = hpdl_cuda_quant_conv2d_algo_i8(CONV_ALGOS[a], &p, &xd, dx, zx, dw, &d, &yd, dy, 0);
+            if (st == HPDL_ERR_UNSUPPORTED && conv_may_decline(CONV_ALGOS[a], C, 0)) continue;
+            HPDL_EXPECT(st == HPDL_OK);
+            bad += count_mismatches(download(dy, n), want);
+        }
         hpdl_cuda_quant_output_destroy(&d);
     }
     HPDL_EXPECT(bad == 0);
@@ -515,6 +560,9 @@ static void test_conv_bad_args(void) {
     HPDL_EXPECT(hpdl_cuda_quant_conv2d_i8(&p, &xd, dx, 0, dw, &d9, &yd, dy, 0) == HPDL_ERR_INVALID); /* 9 channels for 8 */
     HPDL_EXPECT(hpdl_cuda_quant_conv2d_i8(&p, &nchw, dx, 0, dw, &d, &yd, dy, 0) == HPDL_ERR_INVALID);
     HPDL_EXPECT(hpdl_cuda_quant_conv2d_i8(&p, &xd, dx, 0, dw, &d, &wrong, dy, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_quant_conv2d_algo_i8((hpdl_quant_algo)7, &p, &xd, dx, 0, dw, &d, &yd, dy, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_quant_conv2d_algo_i8(HPDL_QUANT_DP4A, &p, &xd, dx, 0, dw, &d, &yd, dy, 0) ==
+                HPDL_ERR_UNSUPPORTED); /* no dp4a convolution */
     p.groups = 2;
     HPDL_EXPECT(hpdl_cuda_quant_conv2d_i8(&p, &xd, dx, 0, dw, &d, &yd, dy, 0) == HPDL_ERR_INVALID);
     HPDL_EXPECT(count_mismatches(download(dy, 2 * 8 * 25), before) == 0);
@@ -540,29 +588,38 @@ static void quant_cnn_from_init(const hpdl_cnn *net, uint64_t seed, int n, const
 }
 
 /* The GPU runner on q against hpdl_quant_cnn_logits/_accuracy: batches of
-   max_batch (3, odd) over n images, logits byte for byte. */
+   max_batch (3, odd) over n images, logits byte for byte, with the
+   convolutions on the mma rung and then on AUTO's (wgmma where it applies). */
 static int quant_cnn_case(const char *name, const hpdl_quant_cnn *q, int n, const std::vector<float> &X) {
     const int classes = q->net.classes, features = (int)(X.size() / n), max_batch = 3;
+    const hpdl_quant_algo algos[] = {HPDL_QUANT_MMA, HPDL_QUANT_AUTO};
     hpdl_cuda_quant_cnn g;
     std::vector<int32_t> want((size_t)n * classes), got((size_t)max_batch * classes), labels(n);
-    double cpu_acc = 0, gpu_acc = -1;
-    int i0, bad = 0, i;
+    double cpu_acc = 0;
+    int i0, bad = 0, i, a;
     for (i = 0; i < n; i++) labels[i] = i % classes;
     HPDL_CHECK(hpdl_quant_cnn_logits(q, n, X.data(), want.data()));
     HPDL_CHECK(hpdl_quant_cnn_accuracy(q, n, X.data(), labels.data(), &cpu_acc));
     float *dX = upload(X);
     int32_t *dl = upload(labels);
     HPDL_CHECK(hpdl_cuda_quant_cnn_create(&g, q, max_batch));
-    for (i0 = 0; i0 < n; i0 += max_batch) {
-        int batch = n - i0 < max_batch ? n - i0 : max_batch;
-        memset(got.data(), 0x5a, got.size() * sizeof(int32_t));
-        HPDL_EXPECT(hpdl_cuda_quant_cnn_logits(&g, batch, dX + (size_t)i0 * features, got.data(), 0) == HPDL_OK);
-        for (i = 0; i < batch * classes; i++) bad += got[i] != want[(size_t)i0 * classes + i];
+    for (a = 0; a < HPDL_COUNT(algos); a++) {
+        double gpu_acc = -1;
+        int differ = 0;
+        g.conv_algo = algos[a];
+        for (i0 = 0; i0 < n; i0 += max_batch) {
+            int batch = n - i0 < max_batch ? n - i0 : max_batch;
+            memset(got.data(), 0x5a, got.size() * sizeof(int32_t));
+            HPDL_EXPECT(hpdl_cuda_quant_cnn_logits(&g, batch, dX + (size_t)i0 * features, got.data(), 0) == HPDL_OK);
+            for (i = 0; i < batch * classes; i++) differ += got[i] != want[(size_t)i0 * classes + i];
+        }
+        HPDL_EXPECT(hpdl_cuda_quant_cnn_accuracy(&g, n, dX, dl, &gpu_acc, 0) == HPDL_OK);
+        HPDL_EXPECT(gpu_acc == cpu_acc);
+        fprintf(stderr, "    %s, convolutions by %s: %d of %d logits differ; accuracy CPU %.3f GPU %.3f\n", name,
+                hpdl_quant_algo_name(algos[a]), differ, n * classes, cpu_acc, gpu_acc);
+        bad += differ;
     }
-    HPDL_EXPECT(hpdl_cuda_quant_cnn_accuracy(&g, n, dX, dl, &gpu_acc, 0) == HPDL_OK);
-    HPDL_EXPECT(gpu_acc == cpu_acc);
     HPDL_EXPECT(hpdl_cuda_quant_cnn_forward(&g, max_batch + 1, dX, 0) == HPDL_ERR_INVALID);
-    fprintf(stderr, "    %s: %d of %d logits differ; accuracy CPU %.3f GPU %.3f\n", name, bad, n * classes, cpu_acc, gpu_acc);
     hpdl_cuda_quant_cnn_destroy(&g);
     hpdl_cuda_free(dX);
     hpdl_cuda_free(dl);
