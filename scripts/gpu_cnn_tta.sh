@@ -11,14 +11,8 @@
 # cnn_train's (1 when a run missed TARGET).
 set -u
 cd "$(dirname "$0")/.." || exit 1
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
-[ -n "$gpu" ] || { echo "gpu_cnn_tta: no GPU (nvidia-smi found none)"; exit 1; }
-slug=$(echo "$gpu" | tr 'A-Z' 'a-z' | sed -e 's/nvidia //' -e 's/[^a-z0-9]\{1,\}/-/g' -e 's/-$//')
-DIR=${1:-results/$slug}
-mkdir -p "$DIR" || exit 1
-[ -x build/examples/cnn_train ] || make --no-print-directory build/examples/cnn_train || exit 1
-[ -s data/fashion-mnist/t10k-labels-idx1-ubyte ] || scripts/data.sh data/fashion-mnist || exit 1
-export HPDL_COMMIT=${HPDL_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}
+NAME=gpu_cnn_tta
+. scripts/cnn_train_setup.sh "$@"
 build/examples/cnn_train --net small --batch 32 --lr 0.02 --epochs "${EPOCHS:-20}" --target-acc "${TARGET:-0.90}" \
     --runs "${RUNS:-5}" --seed 1 --output "$DIR" 2>&1 | tee "$DIR/cnn_tta.log"
 rc=${PIPESTATUS[0]}

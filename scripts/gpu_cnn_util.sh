@@ -14,14 +14,8 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 limit=${LIMIT:-185}
 [ "${1:-}" = --quick ] && { limit=${LIMIT:-15}; shift; }
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
-[ -n "$gpu" ] || { echo "gpu_cnn_util: no GPU (nvidia-smi found none)"; exit 1; }
-slug=$(echo "$gpu" | tr 'A-Z' 'a-z' | sed -e 's/nvidia //' -e 's/[^a-z0-9]\{1,\}/-/g' -e 's/-$//')
-DIR=${1:-results/$slug}
-mkdir -p "$DIR" || exit 1
-[ -x build/examples/cnn_train ] || make --no-print-directory build/examples/cnn_train || exit 1
-[ -s data/fashion-mnist/t10k-labels-idx1-ubyte ] || scripts/data.sh data/fashion-mnist || exit 1
-export HPDL_COMMIT=${HPDL_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}
+NAME=gpu_cnn_util
+. scripts/cnn_train_setup.sh "$@"
 for mode in ${MODES:-eager graphs}; do
     csv=$DIR/cnn_util_$mode.csv
     echo "== small CNN, batch 32, $limit s, $mode"
