@@ -240,6 +240,9 @@ GPU_SLUG := $(shell nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/nul
 # holds the published ones that the README cites.
 RESULTS  ?= results/$(or $(GPU_SLUG),cpu)
 NO_GPU   := no CUDA GPU (or no driver)
+# The benches over MPI (allreduce, dp_scaling, cnn_dp) run with one rank per GPU present.
+NGPU      := $(shell nvidia-smi --list-gpus 2>/dev/null | grep -c '^GPU')
+BENCH_MPI := $(patsubst bench/%.cu,$(B)/bench/%,$(call uses_mpi,$(wildcard bench/*.cu)))
 bench:
 ifeq ($(HAVE_GPU),)
 	@echo "bench: skipped all $(words $(BENCH_CU)) benches, $(NO_GPU); nothing measured"; exit 1
@@ -250,7 +253,10 @@ else
 	@$(MAKE) --no-print-directory -j$(shell nproc) data all
 	@mkdir -p $(RESULTS)
 	@failed=""; commit=$$(git rev-parse --short HEAD 2>/dev/null); \
-	    for b in $(BENCH_C) $(BENCH_CU); do echo "== $$b"; HPDL_RESULTS=$(RESULTS) HPDL_COMMIT=$$commit $$b || failed+=" $${b##*/}"; done; \
+	    for b in $(BENCH_C) $(BENCH_CU); do \
+	        launch=; case " $(BENCH_MPI) " in *" $$b "*) launch="$(MPI_RUN) -np $(NGPU) -x HPDL_RESULTS -x HPDL_COMMIT";; esac; \
+	        echo "== $$launch $$b"; HPDL_RESULTS=$(RESULTS) HPDL_COMMIT=$$commit $$launch $$b || failed+=" $${b##*/}"; \
+	    done; \
 	    $(MAKE) --no-print-directory plots; \
 	    if [ -n "$$failed" ]; then echo "bench: measured nothing or failed:$$failed"; exit 1; fi
 endif
