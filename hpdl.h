@@ -282,6 +282,8 @@
          hpdl_cnn_optimizer hpdl_cnn_adamw(lr, weight_decay)
          const hpdl_cnn_backend * hpdl_cnn_backend_cpu_<t>()
          hpdl_status hpdl_cnn_backward(r, batch, X, labels)
+         int hpdl_cnn_ckpt_entries(net, adamw, dtype, params, state, moment1, moment2, steps, e)
+         hpdl_status hpdl_cnn_ckpt_model(name, net, layout, precision, out, size)
          hpdl_cnn_layer hpdl_cnn_conv(out_channels, kernel, stride, pad, bias)
          hpdl_status hpdl_cnn_define(net, n_layers, layers, input, layout)
          hpdl_status hpdl_cnn_fold_batchnorm(net, params, state, eps, out, out_params, out_state)
@@ -7384,6 +7386,53 @@ HPDL_API hpdl_status hpdl_cnn_accuracy(hpdl_cnn_run *r, int64_t n, const void *X
     }
     if (s == HPDL_OK) *accuracy = (double)hits / (double)n;
     return s;
+}
+
+/* A CNN training checkpoint, as examples/cnn_train writes it (--save) and
+   examples/quantize_cnn reads it (--load), defined once here so the two
+   cannot drift: tensors "params", "bn_state", "moment1", "moment2" (AdamW
+   only) of dtype (the backend's parameter type: F32, the master copy under
+   mixed precision, or F64) over the caller's buffers of net->param_count,
+   net->state_count and param_count values, and the step count "steps".
+   Fills e[0..] and returns how many (4, or 5 with AdamW); 0 on a bad
+   argument (moment2 NULL with AdamW, another dtype). */
+static inline void hpdl__ckpt_entry_set(hpdl_ckpt_entry *e, const char *name, hpdl_dtype dtype, int rank, int64_t n,
+                                        void *data) {
+    e->name = name;
+    e->dtype = dtype;
+    e->rank = rank;
+    e->dims[0] = rank ? n : 0;
+    e->dims[1] = e->dims[2] = e->dims[3] = 0;
+    e->data = data;
+}
+
+HPDL_API int hpdl_cnn_ckpt_entries(const hpdl_cnn *net, int adamw, hpdl_dtype dtype, void *params, void *state,
+                                   void *moment1, void *moment2, int64_t *steps, hpdl_ckpt_entry e[5]) {
+    int n = 0;
+    if (!net || !params || !state || !moment1 || (adamw && !moment2) || !steps || !e ||
+        (dtype != HPDL_DTYPE_F32 && dtype != HPDL_DTYPE_F64))
+        return 0;
+    hpdl__ckpt_entry_set(&e[n++], "params", dtype, 1, net->param_count, params);
+    hpdl__ckpt_entry_set(&e[n++], "bn_state", dtype, 1, net->state_count, state);
+    hpdl__ckpt_entry_set(&e[n++], "moment1", dtype, 1, net->param_count, moment1);
+    if (adamw) hpdl__ckpt_entry_set(&e[n++], "moment2", dtype, 1, net->param_count, moment2);
+    hpdl__ckpt_entry_set(&e[n++], "steps", HPDL_DTYPE_I64, 0, 0, steps);
+    return n;
+}
+
+/* The model string such a checkpoint is checked against:
+   "cnn NAME CxHxW LAYOUT PRECISION" (e.g. "cnn small 1x28x28 nhwc f32"). */
+HPDL_API hpdl_status hpdl_cnn_ckpt_model(const char *name, const hpdl_cnn *net, const char *layout,
+                                         const char *precision, char *out, size_t size) {
+    int len;
+    if (!name || !net || !layout || !precision || !out || size < 1) return HPDL_ERR_INVALID;
+    len = snprintf(out, size, "cnn %s %dx%dx%d %s %s", name, net->input.c, net->input.h, net->input.w, layout,
+                   precision);
+    if (len < 0 || (size_t)len >= size || len > HPDL_CKPT_MAX_MODEL) {
+        out[0] = 0;
+        return HPDL_ERR_INVALID;
+    }
+    return HPDL_OK;
 }
 
 /* ---- the CPU backends: hpdl.h's kernels, f32 and f64 ------------------------- */

@@ -159,36 +159,32 @@ template <typename T> static T *upload(const std::vector<T> &x) {
 
 /* What a checkpoint names: the network, its input and layout, the type. */
 static void model_name(const options *o, const hpdl_cnn *net, char *out, size_t size) {
-    snprintf(out, size, "cnn %s %dx%dx%d %s %s", o->net, net->input.c, net->input.h, net->input.w, o->layout,
-             o->precision);
+    HPDL_CHECK(hpdl_cnn_ckpt_model(o->net, net, o->layout, o->precision, out, size));
 }
 
 /* The checkpoint's tensors over host buffers: parameters, batch-norm
    state, the optimiser's moments and its step count, all of the backend's
-   parameter type (f32 under mixed precision: its master parameters). */
+   parameter type (f32 under mixed precision: its master parameters); the
+   layout is hpdl_cnn_ckpt_entries'. */
 static size_t param_size(const hpdl_cnn_run *r) { return r->be->param_size ? r->be->param_size : r->be->elem_size; }
 
 struct checkpoint {
     std::vector<char> params, state, m1, m2;
     int64_t steps;
-    std::vector<hpdl_ckpt_entry> entries;
+    hpdl_ckpt_entry entries[5];
+    int n;
     checkpoint(const hpdl_cnn_run *r) : steps(0) {
         size_t e = param_size(r);
-        hpdl_dtype t = e == 4 ? HPDL_DTYPE_F32 : HPDL_DTYPE_F64;
         params.resize(r->net->param_count * e);
         state.resize((r->net->state_count ? r->net->state_count : 1) * e);
         m1.resize(params.size());
         m2.resize(r->moment2 ? params.size() : 0);
-        add("params", t, r->net->param_count, params.data());
-        add("bn_state", t, r->net->state_count, state.data());
-        add("moment1", t, r->net->param_count, m1.data());
-        if (r->moment2) add("moment2", t, r->net->param_count, m2.data());
-        hpdl_ckpt_entry s = {"steps", HPDL_DTYPE_I64, 0, {0, 0, 0, 0}, &steps};
-        entries.push_back(s);
-    }
-    void add(const char *name, hpdl_dtype t, int64_t n, void *data) {
-        hpdl_ckpt_entry e = {name, t, 1, {n, 0, 0, 0}, data};
-        entries.push_back(e);
+        n = hpdl_cnn_ckpt_entries(r->net, r->moment2 != NULL, e == 4 ? HPDL_DTYPE_F32 : HPDL_DTYPE_F64, params.data(),
+                                  state.data(), m1.data(), r->moment2 ? m2.data() : NULL, &steps, entries);
+        if (n == 0) {
+            fprintf(stderr, "cnn_train: no checkpoint layout for this run\n");
+            exit(1);
+        }
     }
     /* device <-> host for each buffer of the run */
     void move(hpdl_cnn_run *r, int to_device) {
@@ -206,12 +202,12 @@ static void save(const options *o, hpdl_cnn_run *r, const char *model) {
     checkpoint ck(r);
     ck.move(r, 0);
     ck.steps = r->steps;
-    HPDL_CHECK(hpdl_ckpt_save(o->save, model, (int)ck.entries.size(), ck.entries.data()));
+    HPDL_CHECK(hpdl_ckpt_save(o->save, model, ck.n, ck.entries));
 }
 
 static void load(const options *o, hpdl_cnn_run *r, hpdl_cuda_cnn *g, const char *model) {
     checkpoint ck(r);
-    if (hpdl_ckpt_load(o->load, model, (int)ck.entries.size(), ck.entries.data()) != HPDL_OK) {
+    if (hpdl_ckpt_load(o->load, model, ck.n, ck.entries) != HPDL_OK) {
         fprintf(stderr, "cnn_train: cannot start from %s\n", o->load);
         exit(1);
     }

@@ -191,17 +191,11 @@ static void load_checkpoint(const options *o, const hpdl_cnn *net, double *param
     float *p = (float *)allocate(net->param_count, sizeof *p), *st = (float *)allocate(net->state_count, sizeof *st);
     float *m1 = (float *)allocate(net->param_count, sizeof *m1), *m2 = (float *)allocate(net->param_count, sizeof *m2);
     int64_t steps = 0, j;
-    char model[128];
-    hpdl_ckpt_entry e[5] = {{"params", HPDL_DTYPE_F32, 1, {net->param_count, 0, 0, 0}, p},
-                            {"bn_state", HPDL_DTYPE_F32, 1, {net->state_count, 0, 0, 0}, st},
-                            {"moment1", HPDL_DTYPE_F32, 1, {net->param_count, 0, 0, 0}, m1},
-                            {"moment2", HPDL_DTYPE_F32, 1, {net->param_count, 0, 0, 0}, m2},
-                            {"steps", HPDL_DTYPE_I64, 0, {0, 0, 0, 0}, &steps}};
-    const int adamw = !strcmp(o->optimizer, "adamw");
-    if (!adamw) e[3] = e[4];
-    snprintf(model, sizeof model, "cnn %s %dx%dx%d nhwc %s", o->net, net->input.c, net->input.h, net->input.w,
-             o->precision);
-    if (hpdl_ckpt_load(o->load, model, adamw ? 5 : 4, e) != HPDL_OK) {
+    char model[HPDL_CKPT_MAX_MODEL + 1];
+    hpdl_ckpt_entry e[5];
+    const int n = hpdl_cnn_ckpt_entries(net, !strcmp(o->optimizer, "adamw"), HPDL_DTYPE_F32, p, st, m1, m2, &steps, e);
+    HPDL_CHECK(hpdl_cnn_ckpt_model(o->net, net, "nhwc", o->precision, model, sizeof model));
+    if (n == 0 || hpdl_ckpt_load(o->load, model, n, e) != HPDL_OK) {
         fprintf(stderr, "quantize_cnn: %s is not a checkpoint of '%s' trained with %s\n", o->load, model, o->optimizer);
         exit(1);
     }

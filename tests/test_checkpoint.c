@@ -657,6 +657,56 @@ static void fuzz_seed_corpus_is_current(void) {
     remove(tmp_path("seed.ckpt"));
 }
 
+/* The CNN training checkpoint's layout (hpdl_cnn_ckpt_entries/_model, what
+   cnn_train writes and quantize_cnn reads): a ResNet-18 with AdamW moments
+   round-trips exactly; read as SGD, or under another precision's model
+   string, it is refused with the buffers untouched; bad arguments. */
+static void cnn_checkpoint_layout(void) {
+    hpdl_cnn net;
+    hpdl_ckpt_entry out[5], in[5];
+    float *src, *dst;
+    int64_t steps = 1234, steps_in = 0, i, P, S;
+    char model[HPDL_CKPT_MAX_MODEL + 1], other[HPDL_CKPT_MAX_MODEL + 1];
+    HPDL_CHECK(hpdl_cnn_resnet18(&net, hpdl_shape_make(1, 28, 28), 10, HPDL_NHWC));
+    P = net.param_count, S = net.state_count;
+    src = (float *)malloc((size_t)(3 * P + S) * sizeof *src);
+    dst = (float *)malloc((size_t)(3 * P + S) * sizeof *dst);
+    HPDL_EXPECT(src && dst);
+    for (i = 0; i < 3 * P + S; i++) src[i] = (float)i * 0.5f - 7.0f;
+    memset(dst, POISON, (size_t)(3 * P + S) * sizeof *dst);
+    HPDL_EXPECT(hpdl_cnn_ckpt_model("resnet18", &net, "nhwc", "bf16", model, sizeof model) == HPDL_OK);
+    HPDL_EXPECT(strcmp(model, "cnn resnet18 1x28x28 nhwc bf16") == 0);
+    HPDL_EXPECT(hpdl_cnn_ckpt_entries(&net, 1, HPDL_DTYPE_F32, src, src + P, src + P + S, src + 2 * P + S, &steps,
+                                      out) == 5);
+    HPDL_EXPECT(hpdl_ckpt_save(tmp_path("resnet18.ckpt"), model, 5, out) == HPDL_OK);
+    /* read as an SGD run (no moment2): refused, nothing written */
+    HPDL_EXPECT(hpdl_cnn_ckpt_entries(&net, 0, HPDL_DTYPE_F32, dst, dst + P, dst + P + S, NULL, &steps_in, in) == 4);
+    capture_stderr();
+    HPDL_EXPECT(hpdl_ckpt_load(tmp_path("resnet18.ckpt"), model, 4, in) == HPDL_ERR_MISMATCH);
+    HPDL_EXPECT(strstr(release_stderr(), "expected 4 tensors, found 5") != NULL);
+    /* read under another precision's model string: refused */
+    HPDL_EXPECT(hpdl_cnn_ckpt_model("resnet18", &net, "nhwc", "f32", other, sizeof other) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_ckpt_entries(&net, 1, HPDL_DTYPE_F32, dst, dst + P, dst + P + S, dst + 2 * P + S, &steps_in,
+                                      in) == 5);
+    capture_stderr();
+    HPDL_EXPECT(hpdl_ckpt_load(tmp_path("resnet18.ckpt"), other, 5, in) == HPDL_ERR_MISMATCH);
+    HPDL_EXPECT(strstr(release_stderr(), "found 'cnn resnet18 1x28x28 nhwc bf16'") != NULL);
+    HPDL_EXPECT(steps_in == 0 && ((unsigned char *)dst)[0] == POISON);
+    /* the same layout: every value back */
+    HPDL_EXPECT(hpdl_ckpt_load(tmp_path("resnet18.ckpt"), model, 5, in) == HPDL_OK);
+    HPDL_EXPECT(steps_in == steps && memcmp(src, dst, (size_t)(3 * P + S) * sizeof *src) == 0);
+    /* bad arguments */
+    HPDL_EXPECT(hpdl_cnn_ckpt_entries(&net, 1, HPDL_DTYPE_F32, dst, dst, dst, NULL, &steps_in, in) == 0);
+    HPDL_EXPECT(hpdl_cnn_ckpt_entries(&net, 0, HPDL_DTYPE_I64, dst, dst, dst, NULL, &steps_in, in) == 0);
+    HPDL_EXPECT(hpdl_cnn_ckpt_entries(NULL, 0, HPDL_DTYPE_F32, dst, dst, dst, NULL, &steps_in, in) == 0);
+    HPDL_EXPECT(hpdl_cnn_ckpt_model("resnet18", &net, "nhwc", "f32", other, strlen(model) / 3) == HPDL_ERR_INVALID &&
+                other[0] == 0); /* too short a buffer */
+    HPDL_EXPECT(hpdl_cnn_ckpt_model(NULL, &net, "nhwc", "f32", other, sizeof other) == HPDL_ERR_INVALID);
+    remove(tmp_path("resnet18.ckpt"));
+    free(src);
+    free(dst);
+}
+
 int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
         HPDL_TEST(dtype_sizes),
@@ -676,6 +726,7 @@ int main(int argc, char **argv) {
         HPDL_TEST(save_on_full_disk_keeps_old_file),
         HPDL_TEST(byte_swap_for_big_endian_hosts),
         HPDL_TEST(fuzz_seed_corpus_is_current),
+        HPDL_TEST(cnn_checkpoint_layout),
     };
     int rc;
     strcpy(tmp_dir, "/tmp/hpdl_ckpt_XXXXXX");
