@@ -7421,17 +7421,18 @@ HPDL_API int hpdl_cnn_ckpt_entries(const hpdl_cnn *net, int adamw, hpdl_dtype dt
 }
 
 /* The model string such a checkpoint is checked against:
-   "cnn NAME CxHxW LAYOUT PRECISION" (e.g. "cnn small 1x28x28 nhwc f32"). */
+   "cnn NAME CxHxW LAYOUT PRECISION" (e.g. "cnn small 1x28x28 nhwc f32"),
+   into out (size bytes); HPDL_ERR_INVALID, nothing written, when it does
+   not fit or exceeds HPDL_CKPT_MAX_MODEL. */
 HPDL_API hpdl_status hpdl_cnn_ckpt_model(const char *name, const hpdl_cnn *net, const char *layout,
                                          const char *precision, char *out, size_t size) {
+    char model[HPDL_CKPT_MAX_MODEL + 1];
     int len;
-    if (!name || !net || !layout || !precision || !out || size < 1) return HPDL_ERR_INVALID;
-    len = snprintf(out, size, "cnn %s %dx%dx%d %s %s", name, net->input.c, net->input.h, net->input.w, layout,
-                   precision);
-    if (len < 0 || (size_t)len >= size || len > HPDL_CKPT_MAX_MODEL) {
-        out[0] = 0;
-        return HPDL_ERR_INVALID;
-    }
+    if (!name || !net || !layout || !precision || !out) return HPDL_ERR_INVALID;
+    len = snprintf(model, sizeof model, "cnn %s %dx%dx%d %s %s", name, net->input.c, net->input.h, net->input.w,
+                   layout, precision);
+    if (len < 0 || (size_t)len >= sizeof model || (size_t)len >= size) return HPDL_ERR_INVALID; /* nothing written */
+    memcpy(out, model, (size_t)len + 1);
     return HPDL_OK;
 }
 

@@ -323,11 +323,27 @@ static void walk_flags_and_files(void) {
     INVALID(hpdl_csv_commit(NULL));
 }
 
+/* The CNN checkpoint's layout: a refusal fills no entry and writes no name. */
+static void walk_cnn_checkpoint(void) {
+    hpdl_cnn net;
+    int64_t steps = 0;
+    HPDL_CHECK(hpdl_cnn_small(&net, hpdl_shape_make(1, 28, 28), 10, HPDL_NHWC));
+    INVALID(hpdl_cnn_ckpt_model("small", &net, "nhwc", "f32", OUT(char), 8));
+    INVALID(hpdl_cnn_ckpt_model(NULL, &net, "nhwc", "f32", OUT(char), 64));
+    INVALID(hpdl_cnn_ckpt_model("small", NULL, "nhwc", "f32", OUT(char), 64));
+    INVALID(hpdl_cnn_ckpt_model("small", &net, "nhwc", NULL, OUT(char), 64));
+    poison();
+    HPDL_EXPECT(hpdl_cnn_ckpt_entries(&net, 1, HPDL_DTYPE_F32, out, out, out, NULL, &steps, OUT(hpdl_ckpt_entry)) == 0);
+    HPDL_EXPECT(hpdl_cnn_ckpt_entries(&net, 0, HPDL_DTYPE_F16, out, out, out, NULL, &steps, OUT(hpdl_ckpt_entry)) == 0);
+    HPDL_EXPECT(hpdl_cnn_ckpt_entries(&net, 0, HPDL_DTYPE_F32, NULL, out, out, NULL, &steps, OUT(hpdl_ckpt_entry)) == 0);
+    HPDL_EXPECT(untouched());
+}
+
 int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
         HPDL_TEST(walk_vectors_and_activations), HPDL_TEST(walk_gemm_and_matpow), HPDL_TEST(walk_softmax_xent),
         HPDL_TEST(walk_mlp),  HPDL_TEST(walk_data),  HPDL_TEST(walk_layers_and_models), HPDL_TEST(walk_quant),
-        HPDL_TEST(walk_quant_mlp), HPDL_TEST(walk_flags_and_files),
+        HPDL_TEST(walk_quant_mlp), HPDL_TEST(walk_flags_and_files), HPDL_TEST(walk_cnn_checkpoint),
     };
     fill_inputs();
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));

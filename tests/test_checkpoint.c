@@ -699,8 +699,9 @@ static void cnn_checkpoint_layout(void) {
     HPDL_EXPECT(hpdl_cnn_ckpt_entries(&net, 1, HPDL_DTYPE_F32, dst, dst, dst, NULL, &steps_in, in) == 0);
     HPDL_EXPECT(hpdl_cnn_ckpt_entries(&net, 0, HPDL_DTYPE_I64, dst, dst, dst, NULL, &steps_in, in) == 0);
     HPDL_EXPECT(hpdl_cnn_ckpt_entries(NULL, 0, HPDL_DTYPE_F32, dst, dst, dst, NULL, &steps_in, in) == 0);
+    memset(other, POISON, sizeof other);
     HPDL_EXPECT(hpdl_cnn_ckpt_model("resnet18", &net, "nhwc", "f32", other, strlen(model) / 3) == HPDL_ERR_INVALID &&
-                other[0] == 0); /* too short a buffer */
+                (unsigned char)other[0] == POISON); /* too short a buffer: nothing written */
     HPDL_EXPECT(hpdl_cnn_ckpt_model(NULL, &net, "nhwc", "f32", other, sizeof other) == HPDL_ERR_INVALID);
     remove(tmp_path("resnet18.ckpt"));
     free(src);
