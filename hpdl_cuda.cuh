@@ -4579,6 +4579,20 @@ static __device__ __forceinline__ uint64_t hpdl__conv_wg_desc(const unsigned cha
     return (hpdl__wg_desc(tile + row0 * ROW + j * 32, 16, 8 * ROW) & ~(3ull << 62)) | 2ull << 62;
 }
 
+/* The stages' barriers, made by thread 0 before any copy: full[s] waits for
+   the copier's bytes, empty[s] for both consumers to be done with stage s.
+   Every thread of the block calls it. */
+static __device__ __forceinline__ void hpdl__conv_wg_barriers(uint64_t *full, uint64_t *empty, int stages) {
+    if (threadIdx.x == 0) {
+        for (int k = 0; k < stages; k++) {
+            hpdl__mbar_init(&full[k], 1);
+            hpdl__mbar_init(&empty[k], 2);
+        }
+        hpdl__mbar_init_fence();
+    }
+    __syncthreads();
+}
+
 /* DATA: backward-data (the filter turned and taken MN-major). Persistent:
    block b takes tiles b, b + grid, ... (tile = pixel box + 64..256 output
    channels), and its copier runs on into the next tile's stages while the
@@ -4602,14 +4616,7 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma(const __grid_constant
     const int wg = (int)threadIdx.x / 128, KT = g.taps_h * g.taps_w * g.chunks;
     const int tiles_n = (g.channels + BN - 1) / BN;
     int kt, t, it = 0; /* it: stages used so far, over all of this block's tiles */
-    if (threadIdx.x == 0) {
-        for (kt = 0; kt < S; kt++) {
-            hpdl__mbar_init(&full[kt], 1);
-            hpdl__mbar_init(&empty[kt], 2); /* both consumers */
-        }
-        hpdl__mbar_init_fence();
-    }
-    __syncthreads();
+    hpdl__conv_wg_barriers(full, empty, S);
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (threadIdx.x == 0)
@@ -4816,25 +4823,16 @@ struct hpdl__conv_wgrad_wg_args {
     long long work;                          /* tiles x steps */
 };
 
-/* Stages of A (1 or 2 pieces) and B (4 pieces), each piece PIX pixels x
-   64 channels. */
-template <bool SHARED_ROWS, int PIX> struct hpdl__conv_wgrad_shape {
-    enum { A_PIECES = SHARED_ROWS ? 1 : 2, PIECES = A_PIECES + 4, PIECE = PIX * 128, A_BYTES = A_PIECES * PIECE,
-           STAGE = PIECES * PIECE, S = 196608 / STAGE > 12 ? 12 : 196608 / STAGE };
+/* Stages of A (1 or 2 pieces) and B (4 pieces), each piece 64 pixels x 64
+   channels (HPDL__WG_PIECE_BYTES). 32-pixel k steps, with twice the stages
+   in flight, measured slower: 0.40 of cuDNN's time against 0.54 on
+   ResNet-50's 3x3 layers (f16, H200, 2026-11-26): the copies' count, not
+   their bytes, sets the pace. */
+template <bool SHARED_ROWS> struct hpdl__conv_wgrad_shape {
+    enum { PIX = 64, A_PIECES = SHARED_ROWS ? 1 : 2, PIECES = A_PIECES + 4, A_BYTES = A_PIECES * HPDL__WG_PIECE_BYTES,
+           STAGE = PIECES * HPDL__WG_PIECE_BYTES, S = 196608 / STAGE };
     static size_t smem() { return (size_t)S * STAGE + 2 * S * 8 + 1024 /* alignment */; }
 };
-
-/* Pixels per k step. 32, with twice the stages in flight, measured slower:
-   0.40 of cuDNN's time against 0.54 with 64 on ResNet-50's 3x3 layers (f16,
-   H200, 2026-11-26): the copies' count, not their bytes, sets the pace. */
-enum { HPDL__CONV_WGRAD_PIX = 64 };
-
-/* Descriptor of k16 step j of the 64-row slice at row0 of an MN-major
-   operand stored in pieces of PIECE bytes. */
-template <int PIECE>
-static __device__ __forceinline__ uint64_t hpdl__conv_wgrad_desc(const unsigned char *tile, int row0, int j) {
-    return hpdl__wg_desc(tile + row0 / 64 * PIECE + j * 16 * 128, PIECE, 1024);
-}
 
 /* The (image, row, column) of the first output pixel of k step `step`. */
 static __device__ __forceinline__ void hpdl__conv_wgrad_box(const hpdl__conv_wgrad_wg_args &g, int step, int *n0,
@@ -4846,22 +4844,22 @@ static __device__ __forceinline__ void hpdl__conv_wgrad_box(const hpdl__conv_wgr
 }
 
 /* One stage: dy's box (A) and the four (tap, 64 channels) boxes of x (B). */
-template <bool SHARED_ROWS, int PIX>
+template <bool SHARED_ROWS>
 static __device__ __forceinline__ void hpdl__conv_wgrad_copy(const hpdl__conv_wgrad_wg_args &g, const CUtensorMap *map_dy,
                                                              const CUtensorMap *map_x, unsigned char *st,
                                                              uint64_t *full, int tile, int step) {
-    typedef hpdl__conv_wgrad_shape<SHARED_ROWS, PIX> SH;
+    typedef hpdl__conv_wgrad_shape<SHARED_ROWS> SH;
     const int m0 = tile % g.tiles_m * SH::A_PIECES * 64, n_base = tile / g.tiles_m * 256, padded = g.chunks * 64;
     int n0, h0, w0, p, loads = SH::A_PIECES;
     hpdl__conv_wgrad_box(g, step, &n0, &h0, &w0);
     for (p = 0; p < 4; p++) loads += (n_base + 64 * p) / padded < g.taps;
     hpdl__mbar_expect_bytes(full, 128u * (unsigned)(loads * g.box_w * g.box_h * g.box_n));
     for (p = 0; p < SH::A_PIECES; p++)
-        hpdl__tma_load_4d(map_dy, st + p * SH::PIECE, full, m0 + 64 * p, w0, h0, n0);
+        hpdl__tma_load_4d(map_dy, st + p * HPDL__WG_PIECE_BYTES, full, m0 + 64 * p, w0, h0, n0);
     for (p = 0; p < 4; p++) {
         const int col = n_base + 64 * p, tap = col / padded, r = tap / g.kernel_w, s = tap % g.kernel_w;
         if (tap < g.taps)
-            hpdl__tma_load_4d(map_x, st + SH::A_BYTES + p * SH::PIECE, full, col % padded,
+            hpdl__tma_load_4d(map_x, st + SH::A_BYTES + p * HPDL__WG_PIECE_BYTES, full, col % padded,
                               w0 * g.stride_w - g.pad_w + s * g.dilation_w, h0 * g.stride_h - g.pad_h + r * g.dilation_h,
                               n0);
     }
@@ -4893,16 +4891,16 @@ static __device__ __forceinline__ void hpdl__conv_wgrad_flush(const hpdl__conv_w
 #endif
 }
 
-template <typename T, bool SHARED_ROWS, int PIX>
+template <typename T, bool SHARED_ROWS>
 __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma_wgrad(const __grid_constant__ CUtensorMap map_dy,
                                                                  const __grid_constant__ CUtensorMap map_x,
                                                                  hpdl__conv_wgrad_wg_args g) {
 #ifdef HPDL__SM90A
-    typedef hpdl__conv_wgrad_shape<SHARED_ROWS, PIX> SH;
-    enum { S = SH::S, STAGE = SH::STAGE, STEPS = PIX / 16 /* k16 steps a stage */ };
+    typedef hpdl__conv_wgrad_shape<SHARED_ROWS> SH;
+    enum { S = SH::S, STAGE = SH::STAGE, STEPS = SH::PIX / 16 /* k16 steps a stage */ };
     unsigned char *smem = hpdl__wg_smem_base();
     uint64_t *full = (uint64_t *)(smem + S * STAGE), *empty = full + S;
-    const int wg = (int)threadIdx.x / 128, box = g.box_w * g.box_h * g.box_n, tail = (PIX - box) * 8;
+    const int wg = (int)threadIdx.x / 128, box = g.box_w * g.box_h * g.box_n, tail = (SH::PIX - box) * 8;
     const long long begin = (long long)blockIdx.x * g.work / gridDim.x,
                     end = (long long)(blockIdx.x + 1) * g.work / gridDim.x;
     long long i;
@@ -4910,22 +4908,15 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma_wgrad(const __grid_co
     /* Rows past the box are never copied: zero them once in every piece
        (stale values times zeros could still be NaN). */
     for (i = threadIdx.x; i < (long long)S * SH::PIECES * tail; i += blockDim.x)
-        ((uint4 *)(smem + i / tail * SH::PIECE + box * 128))[i % tail] = make_uint4(0, 0, 0, 0);
+        ((uint4 *)(smem + i / tail * HPDL__WG_PIECE_BYTES + box * 128))[i % tail] = make_uint4(0, 0, 0, 0);
     hpdl__fence_async_smem();
-    if (threadIdx.x == 0) {
-        for (int k = 0; k < S; k++) {
-            hpdl__mbar_init(&full[k], 1);
-            hpdl__mbar_init(&empty[k], 2); /* both consumers */
-        }
-        hpdl__mbar_init_fence();
-    }
-    __syncthreads();
+    hpdl__conv_wg_barriers(full, empty, S);
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (threadIdx.x == 0)
             for (i = begin; i < end; i++, it++) {
                 hpdl__mbar_wait(&empty[it % S], (unsigned)(it / S + 1) & 1); /* first pass: free */
-                hpdl__conv_wgrad_copy<SHARED_ROWS, PIX>(g, &map_dy, &map_x, smem + it % S * STAGE, &full[it % S],
+                hpdl__conv_wgrad_copy<SHARED_ROWS>(g, &map_dy, &map_x, smem + it % S * STAGE, &full[it % S],
                                                    (int)(i / g.steps), (int)(i % g.steps));
             }
     } else {
@@ -4946,8 +4937,8 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma_wgrad(const __grid_co
 #pragma unroll
                 for (int j = 0; j < (SHARED_ROWS ? STEPS / 2 : STEPS); j++) { /* shared rows: half the steps each */
                     const int step = SHARED_ROWS ? (wg - 1) * STEPS / 2 + j : j;
-                    hpdl__wgmma_256<1, 1>(d, hpdl__conv_wgrad_desc<SH::PIECE>(st, row0, step),
-                                          hpdl__conv_wgrad_desc<SH::PIECE>(st + SH::A_BYTES, 0, step), T());
+                    hpdl__wgmma_256<1, 1>(d, hpdl__wg_step_desc<T, true>(st, row0, step),
+                                          hpdl__wg_step_desc<T, true>(st + SH::A_BYTES, 0, step), T());
                 }
                 hpdl__wg_commit();
                 hpdl__wg_fence_acc(d);
@@ -4965,12 +4956,12 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma_wgrad(const __grid_co
 #endif
 }
 
-template <typename T, bool SHARED_ROWS, int PIX>
+template <typename T, bool SHARED_ROWS>
 static inline hpdl_status hpdl__conv_wgrad_launch(const CUtensorMap &map_dy, const CUtensorMap &map_x,
                                                   const hpdl__conv_wgrad_wg_args &g, cudaStream_t stream) {
     void (*kernel)(const CUtensorMap, const CUtensorMap, hpdl__conv_wgrad_wg_args) =
-        hpdl__conv_wgmma_wgrad<T, SHARED_ROWS, PIX>;
-    const size_t smem = hpdl__conv_wgrad_shape<SHARED_ROWS, PIX>::smem();
+        hpdl__conv_wgmma_wgrad<T, SHARED_ROWS>;
+    const size_t smem = hpdl__conv_wgrad_shape<SHARED_ROWS>::smem();
     int device = 0, sms = 0;
     HPDL_CUDA_TRY(cudaGetDevice(&device));
     HPDL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -4994,7 +4985,8 @@ static inline hpdl_status hpdl__conv_wg_wgrad(const hpdl__conv_geom &geo, const 
     hpdl_status s;
     long long tiles;
     if (hpdl__conv_is_pointwise(p)) hpdl__conv_flatten(&xt, &yt, (long long)yt.n * yt.h * yt.w);
-    hpdl__conv_wg_box(yt.w, yt.h, yt.n, p.stride_w, p.stride_h, HPDL__CONV_WGRAD_PIX, &g.box_w, &g.box_h, &g.box_n);
+    hpdl__conv_wg_box(yt.w, yt.h, yt.n, p.stride_w, p.stride_h, hpdl__conv_wgrad_shape<true>::PIX, &g.box_w, &g.box_h,
+                      &g.box_n);
     g.out_channels = yt.c; g.in_channels = xt.c;
     g.taps = p.kernel_h * p.kernel_w; g.kernel_w = p.kernel_w;
     g.chunks = (xt.c + 63) / 64;
@@ -5011,8 +5003,8 @@ static inline hpdl_status hpdl__conv_wg_wgrad(const hpdl__conv_geom &geo, const 
         return HPDL_ERR_UNSUPPORTED;
     HPDL_CUDA_TRY(cudaMallocAsync((void **)&g.dw, nw * sizeof(float), stream));
     if (cudaMemsetAsync(g.dw, 0, nw * sizeof(float), stream) != cudaSuccess) s = HPDL_ERR_CUDA;
-    else s = shared_rows ? hpdl__conv_wgrad_launch<T, true, HPDL__CONV_WGRAD_PIX>(map_dy, map_x, g, stream)
-                         : hpdl__conv_wgrad_launch<T, false, HPDL__CONV_WGRAD_PIX>(map_dy, map_x, g, stream);
+    else s = shared_rows ? hpdl__conv_wgrad_launch<T, true>(map_dy, map_x, g, stream)
+                         : hpdl__conv_wgrad_launch<T, false>(map_dy, map_x, g, stream);
     if (s == HPDL_OK) s = hpdl__conv_cast(nw, (const float *)g.dw, dw, stream);
     if (cudaFreeAsync(g.dw, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
     return s;
