@@ -74,19 +74,29 @@ static hpdl_status make_net(int net, hpdl_shape shape, hpdl_cnn *out) {
 
 /* Largest relative Frobenius difference of a parameter tensor after
    `steps` SGD steps on the CPU twin and the GPU from the same weights. */
+/* The checks' data: images in [-1, 1], labels in 0..9, the network's
+   initial weights, all from fixed seeds. */
+template <typename T> struct check_batch {
+    std::vector<double> params, state;
+    std::vector<T> X;
+    std::vector<int32_t> labels;
+    check_batch(const hpdl_cnn *net, int batch)
+        : params(net->param_count), state(net->state_count + 1),
+          X((size_t)batch * net->input.c * net->input.h * net->input.w), labels(batch) {
+        hpdl_rng rng;
+        hpdl_rng_seed(&rng, 7);
+        for (T &v : X) v = (T)(2 * hpdl_rng_uniform(&rng) - 1);
+        for (int32_t &l : labels) l = (int32_t)hpdl_rng_below(&rng, 10);
+        HPDL_CHECK(hpdl_cnn_init(net, 1, params.data(), state.data()));
+    }
+};
+
 template <typename T> static double cpu_gpu_difference(const hpdl_cnn *net, int batch, int steps) {
-    std::vector<double> params(net->param_count), state(net->state_count + 1);
-    std::vector<T> X((size_t)batch * net->input.c * net->input.h * net->input.w);
-    std::vector<int32_t> labels(batch);
+    check_batch<T> b(net, batch);
     hpdl_cnn_optimizer opt = hpdl_cnn_sgd(0.05, 0.9, 5e-4);
-    hpdl_rng rng;
     double worst = 0;
-    hpdl_rng_seed(&rng, 7);
-    for (T &v : X) v = (T)(2 * hpdl_rng_uniform(&rng) - 1);
-    for (int32_t &l : labels) l = (int32_t)hpdl_rng_below(&rng, 10);
-    HPDL_CHECK(hpdl_cnn_init(net, 1, params.data(), state.data()));
-    HPDL_CHECK(hpdl_cuda_cnn_twin_difference<T>(net, &opt, params.data(), state.data(), batch, X.data(), labels.data(),
-                                                steps, &worst, NULL));
+    HPDL_CHECK(hpdl_cuda_cnn_twin_difference<T>(net, &opt, b.params.data(), b.state.data(), batch, b.X.data(),
+                                                b.labels.data(), steps, &worst, NULL));
     return worst;
 }
 
@@ -94,18 +104,11 @@ template <typename T> static double cpu_gpu_difference(const hpdl_cnn *net, int 
    against f32 on the GPU, 3 SGD steps of 32 images from the same weights. */
 template <typename H> static double mixed_difference(const hpdl_cnn *net) {
     const int batch = 32;
-    std::vector<double> params(net->param_count), state(net->state_count + 1);
-    std::vector<float> X((size_t)batch * net->input.c * net->input.h * net->input.w);
-    std::vector<int32_t> labels(batch);
+    check_batch<float> b(net, batch);
     hpdl_cnn_optimizer opt = hpdl_cnn_sgd(0.05, 0.9, 5e-4);
-    hpdl_rng rng;
     double loss = 0;
-    hpdl_rng_seed(&rng, 7);
-    for (float &v : X) v = (float)(2 * hpdl_rng_uniform(&rng) - 1);
-    for (int32_t &l : labels) l = (int32_t)hpdl_rng_below(&rng, 10);
-    HPDL_CHECK(hpdl_cnn_init(net, 1, params.data(), state.data()));
-    HPDL_CHECK(hpdl_cuda_cnn_mixed_difference<H>(net, &opt, params.data(), state.data(), batch, X.data(),
-                                                 labels.data(), 3, &loss, NULL));
+    HPDL_CHECK(hpdl_cuda_cnn_mixed_difference<H>(net, &opt, b.params.data(), b.state.data(), batch, b.X.data(),
+                                                 b.labels.data(), 3, &loss, NULL));
     return loss;
 }
 
