@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Backward-filter k steps of 64 vs 32 pixels; gpu_conv; the int8 convolution's tests and bench rows.
+# Ran at a15a232, where the pixels per k step were a macro (HPDL__CONV_WGRAD_PIX); the kernel now fixes 64.
 set -u
 O=${OUT:-/tmp/out}; mkdir -p $O build
 exec > >(tee $O/device_pix.log) 2>&1
