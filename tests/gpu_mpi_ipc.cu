@@ -161,7 +161,7 @@ MPI_TEST(test_exact_sums_f16) { exact_sums<__half>(NULL); }
 MPI_TEST(test_exact_sums_bf16) { exact_sums<__nv_bfloat16>(NULL); }
 
 /* Two blocks: each block's part of the larger counts takes many one-shot
-   steps (2048 packs each), the pipeline of pushes, sums and signals. */
+   steps (1024 packs each), the pipeline of pushes, sums and signals. */
 MPI_TEST(test_exact_sums_in_many_steps) {
     hpdl_mpi_ipc ctx;
     NEED_IPC();
@@ -242,7 +242,7 @@ static void back_to_back(size_t bytes, const char *blocks) {
 /* Small pieces (64 KiB) on the full grid. */
 MPI_TEST(test_back_to_back_calls) { back_to_back((size_t)64 << 10, "128"); }
 
-/* One piece per call on three blocks: up to 5 one-shot steps a block, so a
+/* One piece per call on three blocks: up to 9 one-shot steps a block, so a
    rank a call ahead pushes while its peer still sums the call before. */
 MPI_TEST(test_back_to_back_calls_in_steps) { back_to_back((size_t)1 << 20, "3"); }
 
