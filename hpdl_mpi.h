@@ -133,6 +133,8 @@
                               to this size (256 KiB), two-shot above
        HPDL_MPI_IPC_BLOCKS    IPC kernels' grid limit (128; at most 128 and the
                               SM count); the environment variable overrides it
+       HPDL_MPI_IPC_EARLY=0   (environment) IPC kernels without programmatic
+                              dependent launch (on by default for sm_90 code)
        HPDL_MPI_IPC_MAX_RANKS most GPUs an IPC context joins (8)
        HPDL_NO_NVTX           no NVTX ranges (nvcc builds mark each collective,
                               bucket launch and wait, and the phases of a
@@ -1420,6 +1422,7 @@ typedef struct hpdl_mpi_ipc {
     MPI_Comm comm;    /* this context's duplicate of the communicator */
     int rank, size;   /* in comm */
     int blocks;       /* grid size limit, the same on every rank */
+    int early;        /* 1: programmatic dependent launch (sm_90 code), 0: not, -1: not asked yet */
     size_t max_bytes; /* staging buffer size: larger two-shot calls go in pieces of it */
     size_t slot_bytes; /* one peer's slot of it: larger one-shot calls go in pieces of it */
     uint32_t seq;     /* calls made so far */
@@ -1567,6 +1570,7 @@ HPDL_MPI_API hpdl_status hpdl__mpi_ipc_create(hpdl_mpi_ipc *ctx, size_t max_byte
         made.max_bytes = (max_bytes < HPDL__IPC_MAX_STAGING ? max_bytes : HPDL__IPC_MAX_STAGING) & ~(size_t)15;
         made.slot_bytes = (made.max_bytes / peers) & ~(size_t)15;
         made.last_stream = hpdl__mpi_settings_get()->stream;
+        made.early = -1; /* asked at the first launch (hpdl__mpi_ipc_early) */
         code = hpdl__mpi_ipc_map(&made);
         if (code == HPDL__IPC_OK && cudaEventCreateWithFlags(&made.last_done, cudaEventDisableTiming) != cudaSuccess)
             code = HPDL__IPC_NO_MEMORY;
@@ -1903,12 +1907,27 @@ static __device__ __forceinline__ void hpdl__ipc_gather(const hpdl__ipc_args &a,
     }
 }
 
+/* Programmatic dependent launch (sm_90 code; hpdl__mpi_ipc_start asks for
+   it only then): the kernel's blocks may start while the stream's previous
+   kernel ends. Here they wait for that kernel to finish and its writes to
+   be visible (as plain stream order would), then let the next IPC kernel's
+   blocks be placed behind this one's, so its launch overlaps this run. All
+   of this kernel's blocks are resident before that: the next kernel's
+   waiting blocks never keep one of them out. */
+static __device__ __forceinline__ void hpdl__ipc_follow(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 /* One-shot, or two-shot when `twoshot` (one kernel for both: half the
    kernels to compile in every program that calls an allreduce). */
 template <typename T>
 static __global__ void __launch_bounds__(HPDL__IPC_THREADS) hpdl__ipc_kernel(hpdl__ipc_args a, T *buf, int twoshot) {
     int64_t begin, end, len;
     int r;
+    hpdl__ipc_follow();
     hpdl__ipc_block_part<T>(a, &begin, &end);
     if (!twoshot) {
         hpdl__ipc_oneshot(a, buf, begin, end);
@@ -1946,6 +1965,38 @@ HPDL_MPI_API hpdl_status hpdl__mpi_ipc_order(hpdl_mpi_ipc *c, cudaStream_t strea
     return HPDL_OK;
 }
 
+#ifndef HPDL_MPI_NO_IPC
+/* Launches the kernel, with programmatic dependent launch when the context
+   says its code waits for it (hpdl__ipc_follow). */
+template <typename T>
+static hpdl_status hpdl__mpi_ipc_start(const hpdl_mpi_ipc *c, const hpdl__ipc_args &a, T *buf, int twoshot,
+                                       unsigned blocks, cudaStream_t stream) {
+    cudaLaunchConfig_t cfg = cudaLaunchConfig_t();
+    cudaLaunchAttribute early;
+    early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    early.val.programmaticStreamSerializationAllowed = 1;
+    cfg.gridDim = dim3(blocks);
+    cfg.blockDim = dim3(HPDL__IPC_THREADS);
+    cfg.stream = stream;
+    cfg.attrs = &early;
+    cfg.numAttrs = c->early ? 1 : 0;
+    HPDL_CUDA_TRY(cudaLaunchKernelEx(&cfg, hpdl__ipc_kernel<T>, a, buf, twoshot));
+    return HPDL_OK;
+}
+
+/* 1 when the IPC kernels as built wait for their predecessor themselves
+   (compiled from sm_90 PTX: hpdl__ipc_follow), unless HPDL_MPI_IPC_EARLY=0. */
+HPDL_MPI_API int hpdl__mpi_ipc_early(void) {
+    const char *env = getenv("HPDL_MPI_IPC_EARLY");
+    struct cudaFuncAttributes fa;
+    if ((env && !strcmp(env, "0")) || cudaFuncGetAttributes(&fa, hpdl__ipc_kernel<float>) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return fa.ptxVersion >= 90;
+}
+#endif
+
 /* One kernel over count elements of buf (at most a slot, one-shot, or a
    staging buffer, two-shot). */
 HPDL_MPI_API hpdl_status hpdl__mpi_ipc_launch(hpdl_mpi_ipc *c, void *buf, int64_t count, hpdl_mpi_dtype t,
@@ -1967,16 +2018,14 @@ HPDL_MPI_API hpdl_status hpdl__mpi_ipc_launch(hpdl_mpi_ipc *c, void *buf, int64_
     (void)a; (void)buf; (void)t; (void)twoshot; (void)stream; (void)blocks;
     return HPDL_ERR_UNSUPPORTED; /* not reached: no context is made */
 #else
+    if (c->early < 0) c->early = hpdl__mpi_ipc_early();
     switch (t) {
-    case HPDL_MPI_F32: hpdl__ipc_kernel<<<blocks, HPDL__IPC_THREADS, 0, stream>>>(a, (float *)buf, twoshot); break;
-    case HPDL_MPI_F64: hpdl__ipc_kernel<<<blocks, HPDL__IPC_THREADS, 0, stream>>>(a, (double *)buf, twoshot); break;
-    case HPDL_MPI_F16: hpdl__ipc_kernel<<<blocks, HPDL__IPC_THREADS, 0, stream>>>(a, (__half *)buf, twoshot); break;
-    case HPDL_MPI_BF16:
-        hpdl__ipc_kernel<<<blocks, HPDL__IPC_THREADS, 0, stream>>>(a, (__nv_bfloat16 *)buf, twoshot);
-        break;
+    case HPDL_MPI_F32: return hpdl__mpi_ipc_start(c, a, (float *)buf, twoshot, blocks, stream);
+    case HPDL_MPI_F64: return hpdl__mpi_ipc_start(c, a, (double *)buf, twoshot, blocks, stream);
+    case HPDL_MPI_F16: return hpdl__mpi_ipc_start(c, a, (__half *)buf, twoshot, blocks, stream);
+    case HPDL_MPI_BF16: return hpdl__mpi_ipc_start(c, a, (__nv_bfloat16 *)buf, twoshot, blocks, stream);
     }
-    HPDL_CUDA_TRY_LAUNCH();
-    return HPDL_OK;
+    return HPDL_ERR_INVALID; /* not reached: the type was checked */
 #endif
 }
 
