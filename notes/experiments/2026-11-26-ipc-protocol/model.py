@@ -18,7 +18,7 @@ The one-shot slots and the two-shot copy share the same staging memory, as in
 hpdl_mpi.h. Call numbers start just below 2^16, so the marks wrap round
 2^32 during every run.
 
-    python3 model.py      # ok: ... then each mutation caught (a few seconds)
+    python3 model.py      # ok: ... then each mutation caught (about 20 s)
 Mutations it must catch: one staging buffer instead of two, "== mark" instead
 of "at least", the same mark for every step of a call, signalling a step
 before pushing it.
