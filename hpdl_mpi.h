@@ -131,8 +131,10 @@
                               (the same on every rank)
        HPDL_MPI_IPC_ONESHOT_BYTES  AUTO, IPC on more than 2 ranks: one-shot up
                               to this size (256 KiB), two-shot above
-       HPDL_MPI_IPC_BLOCKS    IPC kernels' grid limit (64; at most 128 and the
+       HPDL_MPI_IPC_BLOCKS    IPC kernels' grid limit (128; at most 128 and the
                               SM count); the environment variable overrides it
+       HPDL_MPI_IPC_EARLY=0   (environment) IPC kernels without programmatic
+                              dependent launch (on by default for sm_90 code)
        HPDL_MPI_IPC_MAX_RANKS most GPUs an IPC context joins (8)
        HPDL_NO_NVTX           no NVTX ranges (nvcc builds mark each collective,
                               bucket launch and wait, and the phases of a
@@ -270,7 +272,7 @@
 #define HPDL_MPI_IPC_ONESHOT_BYTES ((size_t)256 << 10)
 #endif
 #ifndef HPDL_MPI_IPC_BLOCKS
-#define HPDL_MPI_IPC_BLOCKS 64
+#define HPDL_MPI_IPC_BLOCKS 128
 #endif
 
 /* No MPI unless asked for or findable. */
@@ -1355,47 +1357,63 @@ HPDL_MPI_API hpdl_status hpdl__mpi_allreduce_nccl(void *buf, int64_t count, hpdl
    (or PCIe peer access), as vLLM's and TensorRT-LLM's custom allreduces do.
    Each block of the grid owns one contiguous part of the buffer, the same
    part on every rank:
-     one-shot  the block copies its part of the caller's buffer into this
-               rank's staging buffer, meets the same block of every peer,
-               then sums that part of all p staging buffers into the
-               caller's buffer: one meeting, (p-1) x bytes read per GPU;
-     two-shot  after the same meeting, rank r sums only segment r of the
-               part (reduce-scatter) and writes it to its staging buffer,
-               meets the peers again, then copies their reduced segments
-               (all-gather): two meetings, 2(p-1)/p x bytes read per GPU.
+     one-shot  the block pushes its part of the caller's buffer into this
+               rank's slot of every peer's staging buffer (16-byte stores
+               over NVLink, posted: no round trip per load) and keeps it in
+               registers; once every peer has pushed, it sums the part from
+               its registers and its own staging buffer (local reads) into
+               the caller's buffer: (p-1) x bytes written per GPU. The part
+               goes in steps of HPDL__IPC_UNROLL packs a thread, pipelined:
+               the block pushes step s, then sums step s-1, then signals s,
+               so NVLink carries step s while step s-1 is summed;
+     two-shot  the block copies its part into its own staging buffer,
+               meets the peers, sums only segment r of the part (rank r,
+               reduce-scatter, reading the peers' staging buffers) and
+               writes it to its staging buffer, meets the peers again, then
+               copies their reduced segments (all-gather): two meetings,
+               2(p-1)/p x bytes read per GPU.
    Sums run in the accumulation type (f32 for f16/bf16) in rank order, so
    every rank gets the same bits.
 
    Region of each rank (one cudaMalloc, shared by IPC):
      flags[phase][block][from]  uint32: rank `from` writes, the owner polls
-     staging[0], staging[1]     max_bytes each: calls with even / odd seq
+     staging[0], staging[1]     max_bytes each: calls with even / odd seq;
+                                one-shot: p-1 slots of slot_bytes, one per
+                                peer that pushes into it; two-shot: this
+                                rank's own copy, read by the peers
 
    Synchronisation. Calls are numbered seq = 1, 2, ... (the same on every
-   rank: calls are collective). A block meets its peers by writing seq into
-   its flag in each peer's region with st.release.sys, then waiting until
-   each peer's flag in its own region has reached seq, read with
-   ld.acquire.sys: what the peer's block wrote before its release (its part
-   of the staging buffer) is visible after our acquire. Only block b of each
-   rank meets block b of the others: no grid-wide barrier. The grid is small
+   rank: calls are collective) and flags hold mark = seq x 2^16 + step. A
+   block signals its peers by writing the mark into its flag in each peer's
+   region with st.release.sys, and waits until each peer's flag in its own
+   region has reached the mark, read with ld.acquire.sys: what the peer's
+   block wrote before its release (its pushed step, or its part of the
+   staging buffer) is visible after our acquire. Only block b of each rank
+   waits for block b of the others: no grid-wide barrier. The grid is small
    (at most `blocks`, and at most one block per SM) so all blocks of every
-   rank's kernel can be resident together: a spinning block never waits for
+   rank's kernel can be resident together: a waiting block never waits for
    one that cannot start.
    No meeting at the end: call seq+1 uses the other staging buffer, and
-   before call seq+2 overwrites this one, every peer has met us in seq+1,
-   so its kernel of call seq (which read our buffer) had finished. A peer
-   can thus be one call ahead and write seq+1 before we read seq: a block
-   waits for "at least seq" (wrap-around safe), not "equal". The same
-   reasoning needs one rank's calls to run one after another: a call on
-   another stream than the last waits for the last. The call number is a
-   kernel argument, so these calls cannot be captured in a CUDA graph. */
+   before call seq+2 writes this one, every peer has signalled us in seq+1,
+   so its kernel of call seq (which read or was pushed into this buffer)
+   had finished. A peer can thus be one call ahead and write seq+1's marks
+   before we read seq's: a block waits for "at least the mark" (wrap-around
+   safe), not "equal". The same reasoning needs one rank's calls to run one
+   after another: a call on another stream than the last waits for the
+   last. The call number is a kernel argument, so these calls cannot be
+   captured in a CUDA graph. */
 
 #ifndef HPDL_MPI_IPC_MAX_RANKS
 #define HPDL_MPI_IPC_MAX_RANKS 8 /* GPUs of one node */
 #endif
 #define HPDL__IPC_MAX_BLOCKS 128
 #define HPDL__IPC_THREADS 512
-#define HPDL__IPC_UNROLL 4 /* packs in flight per thread: hide the latency of NVLink loads */
+/* Packs a thread handles per step: 2 x 512 threads x 128 blocks = 2 MiB a
+   one-shot step, long enough on NVLink (~5.5 us) to hide a step's ack and
+   flag (~2.5 us), short enough that the last step's local sum is small. */
+#define HPDL__IPC_UNROLL 2
 #define HPDL__IPC_PHASES 2
+#define HPDL__IPC_MAX_STAGING ((size_t)512 << 20)
 #define HPDL__IPC_FLAG_BYTES ((size_t)HPDL__IPC_PHASES * HPDL__IPC_MAX_BLOCKS * HPDL_MPI_IPC_MAX_RANKS * 4)
 
 /* A persistent context: made once per communicator (collective), used by
@@ -1404,7 +1422,9 @@ typedef struct hpdl_mpi_ipc {
     MPI_Comm comm;    /* this context's duplicate of the communicator */
     int rank, size;   /* in comm */
     int blocks;       /* grid size limit, the same on every rank */
-    size_t max_bytes; /* staging buffer size: larger calls go in pieces of it */
+    int early;        /* 1: programmatic dependent launch (sm_90 code), 0: not, -1: not asked yet */
+    size_t max_bytes; /* staging buffer size: larger two-shot calls go in pieces of it */
+    size_t slot_bytes; /* one peer's slot of it: larger one-shot calls go in pieces of it */
     uint32_t seq;     /* calls made so far */
     char *region[HPDL_MPI_IPC_MAX_RANKS]; /* every rank's region as mapped here */
     cudaStream_t last_stream;             /* where the last call ran (compared, never used) */
@@ -1516,13 +1536,14 @@ HPDL_MPI_API void hpdl__mpi_ipc_unmap(hpdl_mpi_ipc *c) {
 
 /* Collective over the ranks of comm, one GPU each (the current device), all
    on one node with peer access between every pair. Makes a context whose
-   staging buffers take max_bytes (rounded down to 16 bytes, at least 16);
-   larger calls go in pieces. HPDL_ERR_UNSUPPORTED on every rank, with the
-   reason on rank 0's stderr when `verbose`, where that is not so. */
+   staging buffers take max_bytes (rounded down to 16 bytes, at least 16
+   per peer); larger calls go in pieces (one-shot: of max_bytes / peers).
+   HPDL_ERR_UNSUPPORTED on every rank, with the reason on rank 0's stderr
+   when `verbose`, where that is not so. */
 HPDL_MPI_API hpdl_status hpdl__mpi_ipc_create(hpdl_mpi_ipc *ctx, size_t max_bytes, MPI_Comm comm, int verbose) {
     hpdl_mpi_ipc made;
     const char *env = getenv("HPDL_MPI_IPC_BLOCKS");
-    int code, device = 0, sms = 0, blocks = env ? atoi(env) : HPDL_MPI_IPC_BLOCKS;
+    int code, device = 0, sms = 0, peers, blocks = env ? atoi(env) : HPDL_MPI_IPC_BLOCKS;
     if (comm == MPI_COMM_NULL) return HPDL_ERR_INVALID; /* nobody to agree with */
 #ifdef HPDL_MPI_NO_IPC
     if (verbose && hpdl_mpi_rank() == 0) fprintf(stderr, "hpdl_mpi_ipc_create: unsupported: built with HPDL_MPI_NO_IPC\n");
@@ -1536,7 +1557,8 @@ HPDL_MPI_API hpdl_status hpdl__mpi_ipc_create(hpdl_mpi_ipc *ctx, size_t max_byte
     cudaGetLastError();
     HPDL__MPI_TRY(MPI_Comm_rank(comm, &made.rank));
     HPDL__MPI_TRY(MPI_Comm_size(comm, &made.size));
-    code = !ctx || max_bytes < 16 || blocks < 1 || blocks > HPDL__IPC_MAX_BLOCKS;
+    peers = made.size > 1 ? made.size - 1 : 1;
+    code = !ctx || max_bytes / peers < 16 || blocks < 1 || blocks > HPDL__IPC_MAX_BLOCKS;
     if (hpdl__mpi_ipc_agree(code, comm)) return HPDL_ERR_INVALID;
     code = made.size > HPDL_MPI_IPC_MAX_RANKS ? HPDL__IPC_TOO_MANY : hpdl__mpi_ipc_same_node(comm, made.size);
     if (code == HPDL__IPC_OK) code = hpdl__mpi_ipc_check_peers(comm, made.rank, made.size);
@@ -1544,8 +1566,11 @@ HPDL_MPI_API hpdl_status hpdl__mpi_ipc_create(hpdl_mpi_ipc *ctx, size_t max_byte
     if (code == HPDL__IPC_OK) {
         HPDL__MPI_TRY(MPI_Comm_dup(comm, &made.comm));
         HPDL__MPI_TRY(MPI_Allreduce(&blocks, &made.blocks, 1, MPI_INT, MPI_MIN, comm));
-        made.max_bytes = max_bytes & ~(size_t)15;
+        /* at most 512 MiB: a block's steps in one call stay below 2^16 (hpdl__ipc_mark) */
+        made.max_bytes = (max_bytes < HPDL__IPC_MAX_STAGING ? max_bytes : HPDL__IPC_MAX_STAGING) & ~(size_t)15;
+        made.slot_bytes = (made.max_bytes / peers) & ~(size_t)15;
         made.last_stream = hpdl__mpi_settings_get()->stream;
+        made.early = -1; /* asked at the first launch (hpdl__mpi_ipc_early) */
         code = hpdl__mpi_ipc_map(&made);
         if (code == HPDL__IPC_OK && cudaEventCreateWithFlags(&made.last_done, cudaEventDisableTiming) != cudaSuccess)
             code = HPDL__IPC_NO_MEMORY;
@@ -1589,7 +1614,8 @@ typedef struct hpdl__ipc_args {
     int64_t count;  /* elements of this call */
     int rank, size;
     uint32_t seq;
-    int buf_aligned; /* the caller's buffer allows 16-byte accesses */
+    int64_t slot_packs; /* one-shot: a peer's slot in a staging buffer */
+    int buf_aligned;    /* the caller's buffer allows 16-byte accesses */
 } hpdl__ipc_args;
 
 /* 16 bytes of elements of type T: one vector load or store. */
@@ -1639,6 +1665,12 @@ static __device__ __forceinline__ hpdl__ipc_pack *hpdl__ipc_staging(const hpdl__
     return (hpdl__ipc_pack *)(hpdl__ipc_region(a, rank) + a.staging);
 }
 
+/* One-shot: the slot of rank `from` in rank `to`'s staging buffer (p-1
+   slots: `to` keeps its own packs in registers). */
+static __device__ __forceinline__ hpdl__ipc_pack *hpdl__ipc_slot(const hpdl__ipc_args &a, int to, int from) {
+    return hpdl__ipc_staging(a, to) + (int64_t)(from < to ? from : from - 1) * a.slot_packs;
+}
+
 /* Release store and acquire load at system scope: they order memory between
    GPUs, not only within one (fences of GPU scope would not). */
 static __device__ __forceinline__ void hpdl__ipc_store_release(uint32_t *p, uint32_t v) {
@@ -1661,20 +1693,39 @@ static __device__ __forceinline__ uint32_t hpdl__ipc_load_acquire(const uint32_t
     return v;
 }
 
-/* Block blockIdx.x of every rank meets here (phase 0 or 1; see above).
-   Thread j signals peer j and waits for it. The first __syncthreads puts the
-   whole block's writes before thread j's release; the second puts every
-   thread's later reads after all the acquires. */
-static __device__ __forceinline__ void hpdl__ipc_meet(const hpdl__ipc_args &a, int phase) {
+/* The flag value of step `step` of this call: later calls and later steps
+   of a call give larger values (modulo 2^32; a block has < 2^16 steps). */
+static __device__ __forceinline__ uint32_t hpdl__ipc_mark(const hpdl__ipc_args &a, int step) {
+    return (a.seq << 16) + (uint32_t)step;
+}
+
+/* Tells block blockIdx.x of every peer that this block's writes so far are
+   done: thread j writes `mark` into its flag in peer j's region. The
+   __syncthreads puts the whole block's writes before the release. */
+static __device__ __forceinline__ void hpdl__ipc_signal(const hpdl__ipc_args &a, int phase, uint32_t mark) {
     int peer = (int)threadIdx.x;
     __syncthreads();
+    if (peer < a.size && peer != a.rank)
+        hpdl__ipc_store_release(hpdl__ipc_flag(hpdl__ipc_region(a, peer), phase, blockIdx.x, a.rank), mark);
+}
+
+/* Waits until block blockIdx.x of every peer has signalled at least `mark`:
+   thread j polls peer j's flag in this rank's region (local reads). The
+   __syncthreads puts every thread's later reads after the acquires. */
+static __device__ __forceinline__ void hpdl__ipc_wait(const hpdl__ipc_args &a, int phase, uint32_t mark) {
+    int peer = (int)threadIdx.x;
     if (peer < a.size && peer != a.rank) {
         const uint32_t *mine = hpdl__ipc_flag(hpdl__ipc_region(a, a.rank), phase, blockIdx.x, peer);
-        hpdl__ipc_store_release(hpdl__ipc_flag(hpdl__ipc_region(a, peer), phase, blockIdx.x, a.rank), a.seq);
-        while ((int32_t)(hpdl__ipc_load_acquire(mine) - a.seq) < 0) {
+        while ((int32_t)(hpdl__ipc_load_acquire(mine) - mark) < 0) {
         }
     }
     __syncthreads();
+}
+
+/* Block blockIdx.x of every rank meets here (two-shot: phase 0 or 1). */
+static __device__ __forceinline__ void hpdl__ipc_meet(const hpdl__ipc_args &a, int phase) {
+    hpdl__ipc_signal(a, phase, hpdl__ipc_mark(a, 0));
+    hpdl__ipc_wait(a, phase, hpdl__ipc_mark(a, 0));
 }
 
 /* Pack u of the caller's buffer: one vector access when it is aligned and
@@ -1707,11 +1758,13 @@ static __device__ __forceinline__ void hpdl__ipc_store_buf(T *buf, int64_t u, co
 #define HPDL__IPC_STEP(j, u, end) \
     for (j = 0; j < HPDL__IPC_UNROLL; j++) if ((u) + (int64_t)j * blockDim.x < (end))
 
-/* This step's packs summed over every rank's staging buffer, in rank order
-   (so every rank gets the same bits). */
-template <typename T>
+/* This step's packs summed over every rank in rank order (so every rank
+   gets the same bits). One-shot (PUSHED): this rank's own packs come from
+   own[], each peer's from its slot in this rank's staging buffer; two-shot:
+   every rank's from that rank's staging buffer. */
+template <typename T, bool PUSHED>
 static __device__ __forceinline__ void hpdl__ipc_sum(const hpdl__ipc_args &a, int64_t u, int64_t end,
-                                                     hpdl__ipc_pack *out) {
+                                                     const hpdl__ipc_pack *own, hpdl__ipc_pack *out) {
     typedef typename hpdl__acc<T>::type A;
     enum { N = 16 / sizeof(T) };
     A acc[HPDL__IPC_UNROLL][N];
@@ -1721,10 +1774,15 @@ static __device__ __forceinline__ void hpdl__ipc_sum(const hpdl__ipc_args &a, in
 #pragma unroll
         for (i = 0; i < N; i++) acc[j][i] = (A)0;
     for (r = 0; r < a.size; r++) {
-        const hpdl__ipc_pack *src = hpdl__ipc_staging(a, r);
         hpdl__ipc_pack in[HPDL__IPC_UNROLL];
+        if (PUSHED && r == a.rank) {
 #pragma unroll
-        HPDL__IPC_STEP(j, u, end) in[j] = __ldcg(src + u + (int64_t)j * blockDim.x);
+            for (j = 0; j < HPDL__IPC_UNROLL; j++) in[j] = own[j];
+        } else {
+            const hpdl__ipc_pack *src = PUSHED ? hpdl__ipc_slot(a, a.rank, r) : hpdl__ipc_staging(a, r);
+#pragma unroll
+            HPDL__IPC_STEP(j, u, end) in[j] = __ldcg(src + u + (int64_t)j * blockDim.x);
+        }
 #pragma unroll
         HPDL__IPC_STEP(j, u, end) {
 #pragma unroll
@@ -1745,7 +1803,60 @@ static __device__ __forceinline__ void hpdl__ipc_block_part(const hpdl__ipc_args
     *end = hpdl__ipc_split(packs, blockIdx.x + 1, gridDim.x);
 }
 
-/* Copies this block's part of buf into this rank's staging buffer, then
+/* One-shot, step from pack u: the thread's packs of buf into own[], and
+   each into this rank's slot of every peer's staging buffer (stores over
+   NVLink: they need no answer, so the loop goes on while they travel). */
+template <typename T>
+static __device__ __forceinline__ void hpdl__ipc_push(const hpdl__ipc_args &a, const T *buf, int64_t u, int64_t end,
+                                                      hpdl__ipc_pack *own) {
+    int r, j;
+#pragma unroll
+    HPDL__IPC_STEP(j, u, end) own[j] = hpdl__ipc_load_buf(buf, u + (int64_t)j * blockDim.x, a);
+    for (r = 0; r < a.size; r++) {
+        hpdl__ipc_pack *slot;
+        if (r == a.rank) continue;
+        slot = hpdl__ipc_slot(a, r, a.rank);
+#pragma unroll
+        HPDL__IPC_STEP(j, u, end) slot[u + (int64_t)j * blockDim.x] = own[j];
+    }
+}
+
+/* One-shot, step `step` from pack u: waits until every peer has pushed it,
+   then writes its sum into buf. */
+template <typename T>
+static __device__ __forceinline__ void hpdl__ipc_add_step(const hpdl__ipc_args &a, T *buf, int64_t u, int64_t end,
+                                                          int step, const hpdl__ipc_pack *own) {
+    hpdl__ipc_pack s[HPDL__IPC_UNROLL];
+    int j;
+    hpdl__ipc_wait(a, 0, hpdl__ipc_mark(a, step));
+    hpdl__ipc_sum<T, true>(a, u, end, own, s);
+#pragma unroll
+    HPDL__IPC_STEP(j, u, end) hpdl__ipc_store_buf(buf, u + (int64_t)j * blockDim.x, a, s[j]);
+}
+
+/* One-shot over this block's part [begin, end), in steps of
+   HPDL__IPC_UNROLL packs a thread: step s is pushed, step s-1 summed (its
+   pushes from the peers have arrived meanwhile), then step s signalled.
+   NVLink carries step s while step s-1 is summed; buf's step s is read
+   before step s-1 is written, so no pack is read after it was written. */
+template <typename T>
+static __device__ __forceinline__ void hpdl__ipc_oneshot(const hpdl__ipc_args &a, T *buf, int64_t begin,
+                                                         int64_t end) {
+    const int64_t stride = (int64_t)HPDL__IPC_UNROLL * blockDim.x;
+    hpdl__ipc_pack now[HPDL__IPC_UNROLL], before[HPDL__IPC_UNROLL];
+    int64_t base; /* the step's first pack: the same in every thread, as the barriers need */
+    int s, j;
+    for (s = 0, base = begin; base < end; s++, base += stride) {
+        hpdl__ipc_push(a, buf, base + threadIdx.x, end, now);
+        if (s > 0) hpdl__ipc_add_step(a, buf, base - stride + threadIdx.x, end, s - 1, before);
+        hpdl__ipc_signal(a, 0, hpdl__ipc_mark(a, s));
+#pragma unroll
+        for (j = 0; j < HPDL__IPC_UNROLL; j++) before[j] = now[j];
+    }
+    if (s > 0) hpdl__ipc_add_step(a, buf, base - stride + threadIdx.x, end, s - 1, before);
+}
+
+/* Two-shot: copies this block's part of buf into this rank's staging buffer, then
    meets the peers: afterwards every rank's copy of the part is readable. */
 template <typename T>
 static __device__ __forceinline__ void hpdl__ipc_publish(const hpdl__ipc_args &a, const T *buf, int64_t begin,
@@ -1762,24 +1873,23 @@ static __device__ __forceinline__ void hpdl__ipc_publish(const hpdl__ipc_args &a
     hpdl__ipc_meet(a, 0);
 }
 
-/* Sums packs [from, to) of every rank into buf (and into this rank's
-   staging buffer when `keep`: the two-shot's reduced segment). */
+/* Two-shot: sums packs [from, to) of every rank's staging buffer into buf
+   and into this rank's staging buffer (the reduced segment the peers
+   gather). */
 template <typename T>
-static __device__ __forceinline__ void hpdl__ipc_reduce(const hpdl__ipc_args &a, T *buf, int64_t from, int64_t to,
-                                                        int keep) {
+static __device__ __forceinline__ void hpdl__ipc_reduce(const hpdl__ipc_args &a, T *buf, int64_t from, int64_t to) {
     hpdl__ipc_pack *mine = hpdl__ipc_staging(a, a.rank), s[HPDL__IPC_UNROLL];
     int64_t u;
     int j;
     for (u = from + threadIdx.x; u < to; u += HPDL__IPC_UNROLL * blockDim.x) {
-        hpdl__ipc_sum<T>(a, u, to, s);
+        hpdl__ipc_sum<T, false>(a, u, to, NULL, s);
 #pragma unroll
         HPDL__IPC_STEP(j, u, to) {
-            if (keep) mine[u + (int64_t)j * blockDim.x] = s[j];
+            mine[u + (int64_t)j * blockDim.x] = s[j];
             hpdl__ipc_store_buf(buf, u + (int64_t)j * blockDim.x, a, s[j]);
         }
     }
 }
-
 
 /* Copies packs [from, to) of rank r's staging buffer into buf. */
 template <typename T>
@@ -1797,23 +1907,38 @@ static __device__ __forceinline__ void hpdl__ipc_gather(const hpdl__ipc_args &a,
     }
 }
 
+/* Programmatic dependent launch (sm_90 code; hpdl__mpi_ipc_start asks for
+   it only then): the kernel's blocks may start while the stream's previous
+   kernel ends. Here they wait for that kernel to finish and its writes to
+   be visible (as plain stream order would), then let the next IPC kernel's
+   blocks be placed behind this one's, so its launch overlaps this run. All
+   of this kernel's blocks are resident before that: the next kernel's
+   waiting blocks never keep one of them out. */
+static __device__ __forceinline__ void hpdl__ipc_follow(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 /* One-shot, or two-shot when `twoshot` (one kernel for both: half the
    kernels to compile in every program that calls an allreduce). */
 template <typename T>
 static __global__ void __launch_bounds__(HPDL__IPC_THREADS) hpdl__ipc_kernel(hpdl__ipc_args a, T *buf, int twoshot) {
     int64_t begin, end, len;
     int r;
+    hpdl__ipc_follow();
     hpdl__ipc_block_part<T>(a, &begin, &end);
-    len = end - begin;
-    hpdl__ipc_publish(a, buf, begin, end);
     if (!twoshot) {
-        hpdl__ipc_reduce(a, buf, begin, end, 0);
+        hpdl__ipc_oneshot(a, buf, begin, end);
         return;
     }
+    len = end - begin;
+    hpdl__ipc_publish(a, buf, begin, end);
     /* reduce-scatter: segment `rank` of the part, kept in our staging buffer
        (no peer reads that segment of it in this phase) and written to buf */
     hpdl__ipc_reduce(a, buf, begin + hpdl__ipc_split(len, a.rank, a.size),
-                     begin + hpdl__ipc_split(len, a.rank + 1, a.size), 1);
+                     begin + hpdl__ipc_split(len, a.rank + 1, a.size));
     hpdl__ipc_meet(a, 1);
     /* all-gather: every peer's reduced segment */
     for (r = 0; r < a.size; r++)
@@ -1824,8 +1949,9 @@ static __global__ void __launch_bounds__(HPDL__IPC_THREADS) hpdl__ipc_kernel(hpd
 
 /* ---- host side ---- */
 
-/* One-shot reads (p-1) x bytes per GPU in one meeting, two-shot 2(p-1)/p x
-   bytes in two: the same bytes for two ranks, fewer for more ranks. */
+/* One-shot writes (p-1) x bytes per GPU to its peers, two-shot reads
+   2(p-1)/p x bytes in two meetings: the same bytes for two ranks, fewer
+   for more ranks. */
 HPDL_MPI_API hpdl_allreduce_algo hpdl__mpi_ipc_pick(size_t bytes, int size) {
     return size <= 2 || bytes <= HPDL_MPI_IPC_ONESHOT_BYTES ? HPDL_ALLREDUCE_IPC_ONESHOT : HPDL_ALLREDUCE_IPC_TWOSHOT;
 }
@@ -1839,7 +1965,40 @@ HPDL_MPI_API hpdl_status hpdl__mpi_ipc_order(hpdl_mpi_ipc *c, cudaStream_t strea
     return HPDL_OK;
 }
 
-/* One kernel over count <= max_bytes elements of buf. */
+#ifndef HPDL_MPI_NO_IPC
+/* Launches the kernel, with programmatic dependent launch when the context
+   says its code waits for it (hpdl__ipc_follow). */
+template <typename T>
+static hpdl_status hpdl__mpi_ipc_start(const hpdl_mpi_ipc *c, const hpdl__ipc_args &a, T *buf, int twoshot,
+                                       unsigned blocks, cudaStream_t stream) {
+    cudaLaunchConfig_t cfg = cudaLaunchConfig_t();
+    cudaLaunchAttribute early;
+    early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    early.val.programmaticStreamSerializationAllowed = 1;
+    cfg.gridDim = dim3(blocks);
+    cfg.blockDim = dim3(HPDL__IPC_THREADS);
+    cfg.stream = stream;
+    cfg.attrs = &early;
+    cfg.numAttrs = c->early ? 1 : 0;
+    HPDL_CUDA_TRY(cudaLaunchKernelEx(&cfg, hpdl__ipc_kernel<T>, a, buf, twoshot));
+    return HPDL_OK;
+}
+
+/* 1 when the IPC kernels as built wait for their predecessor themselves
+   (compiled from sm_90 PTX: hpdl__ipc_follow), unless HPDL_MPI_IPC_EARLY=0. */
+HPDL_MPI_API int hpdl__mpi_ipc_early(void) {
+    const char *env = getenv("HPDL_MPI_IPC_EARLY");
+    struct cudaFuncAttributes fa;
+    if ((env && !strcmp(env, "0")) || cudaFuncGetAttributes(&fa, hpdl__ipc_kernel<float>) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return fa.ptxVersion >= 90;
+}
+#endif
+
+/* One kernel over count elements of buf (at most a slot, one-shot, or a
+   staging buffer, two-shot). */
 HPDL_MPI_API hpdl_status hpdl__mpi_ipc_launch(hpdl_mpi_ipc *c, void *buf, int64_t count, hpdl_mpi_dtype t,
                                               int twoshot, cudaStream_t stream) {
     hpdl__ipc_args a;
@@ -1853,33 +2012,34 @@ HPDL_MPI_API hpdl_status hpdl__mpi_ipc_launch(hpdl_mpi_ipc *c, void *buf, int64_
     a.count = count;
     a.rank = c->rank;
     a.size = c->size;
+    a.slot_packs = (int64_t)(c->slot_bytes / 16);
     a.buf_aligned = ((uintptr_t)buf & 15) == 0;
 #ifdef HPDL_MPI_NO_IPC
     (void)a; (void)buf; (void)t; (void)twoshot; (void)stream; (void)blocks;
     return HPDL_ERR_UNSUPPORTED; /* not reached: no context is made */
 #else
+    if (c->early < 0) c->early = hpdl__mpi_ipc_early();
     switch (t) {
-    case HPDL_MPI_F32: hpdl__ipc_kernel<<<blocks, HPDL__IPC_THREADS, 0, stream>>>(a, (float *)buf, twoshot); break;
-    case HPDL_MPI_F64: hpdl__ipc_kernel<<<blocks, HPDL__IPC_THREADS, 0, stream>>>(a, (double *)buf, twoshot); break;
-    case HPDL_MPI_F16: hpdl__ipc_kernel<<<blocks, HPDL__IPC_THREADS, 0, stream>>>(a, (__half *)buf, twoshot); break;
-    case HPDL_MPI_BF16:
-        hpdl__ipc_kernel<<<blocks, HPDL__IPC_THREADS, 0, stream>>>(a, (__nv_bfloat16 *)buf, twoshot);
-        break;
+    case HPDL_MPI_F32: return hpdl__mpi_ipc_start(c, a, (float *)buf, twoshot, blocks, stream);
+    case HPDL_MPI_F64: return hpdl__mpi_ipc_start(c, a, (double *)buf, twoshot, blocks, stream);
+    case HPDL_MPI_F16: return hpdl__mpi_ipc_start(c, a, (__half *)buf, twoshot, blocks, stream);
+    case HPDL_MPI_BF16: return hpdl__mpi_ipc_start(c, a, (__nv_bfloat16 *)buf, twoshot, blocks, stream);
     }
-    HPDL_CUDA_TRY_LAUNCH();
-    return HPDL_OK;
+    return HPDL_ERR_INVALID; /* not reached: the type was checked */
 #endif
 }
 
-/* The allreduce on an agreed call: pieces of max_bytes, one kernel each, on
-   the hpdl stream (stream-ordered, like NCCL). */
+/* The allreduce on an agreed call: pieces of a slot (one-shot) or of a
+   staging buffer (two-shot), one kernel each, on the hpdl stream
+   (stream-ordered, like NCCL). */
 HPDL_MPI_API hpdl_status hpdl__mpi_ipc_run(hpdl_mpi_ipc *c, void *buf, int64_t count, hpdl_mpi_dtype t,
                                            hpdl_allreduce_algo algo) {
     cudaStream_t stream = hpdl__mpi_settings_get()->stream;
     size_t es = hpdl_mpi_dtype_size(t);
-    int64_t piece = (int64_t)(c->max_bytes / es), off;
+    int64_t piece, off;
     hpdl_status s = hpdl__mpi_ipc_order(c, stream);
     if (algo == HPDL_ALLREDUCE_AUTO) algo = hpdl__mpi_ipc_pick((size_t)count * es, c->size);
+    piece = (int64_t)((algo == HPDL_ALLREDUCE_IPC_TWOSHOT ? c->max_bytes : c->slot_bytes) / es);
     for (off = 0; off < count && s == HPDL_OK; off += piece)
         s = hpdl__mpi_ipc_launch(c, (char *)buf + (size_t)off * es, count - off < piece ? count - off : piece, t,
                                  algo == HPDL_ALLREDUCE_IPC_TWOSHOT, stream);

@@ -21,7 +21,9 @@
    sum of every rank's integer inputs, over all ranks), then timed as
    nccl-tests do: a barrier, back-to-back calls, one stream synchronisation,
    the slowest rank's host time, median of 5 repetitions. No L2 flush: the
-   headline sizes (64 MiB, 1 GiB) are larger than L2.
+   headline sizes (64 MiB, 1 GiB) are larger than L2. The host(us) column
+   is the host's time to queue one call (before the synchronisation): near
+   time(us), the host sets the pace.
 
    busbw = algbw * 2(p-1)/p (nccl-tests). Results: allreduce.csv (headline
    rows with their anchors) and allreduce_all.csv (every row) in
@@ -166,30 +168,37 @@ static long long validate(bench *b, int v, int64_t count) {
     return (long long)total;
 }
 
-/* Median over REPS of the slowest rank's time per call, in seconds. */
-static double time_op(bench *b, int v, int64_t count, int iters) {
-    double t[REPS];
+/* Median over REPS of the slowest rank's time per call, in seconds; *host:
+   the same for the host's time to queue the calls (time per call near it:
+   the host, not the GPU, sets the pace). */
+static double time_op(bench *b, int v, int64_t count, int iters, double *host) {
+    double t[REPS], queued[REPS];
     hpdl_stats st;
     int rep, i;
     memset(&st, 0, sizeof st);
     for (i = 0; i < b->warmup; i++) run_op(b, v, count);
     HPDL_CUDA_CHECK(cudaStreamSynchronize(b->stream));
     for (rep = 0; rep < REPS; rep++) {
-        double t0, mine;
+        double t0, mine[2], slowest[2];
         HPDL_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
         t0 = MPI_Wtime();
         for (i = 0; i < iters; i++) run_op(b, v, count);
+        mine[1] = (MPI_Wtime() - t0) / iters;
         HPDL_CUDA_CHECK(cudaStreamSynchronize(b->stream));
-        mine = (MPI_Wtime() - t0) / iters;
-        HPDL_MPI_CHECK(MPI_Allreduce(&mine, &t[rep], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+        mine[0] = (MPI_Wtime() - t0) / iters;
+        HPDL_MPI_CHECK(MPI_Allreduce(mine, slowest, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+        t[rep] = slowest[0];
+        queued[rep] = slowest[1];
     }
+    HPDL_MPI_CHECK_STATUS(hpdl_stats_compute(queued, REPS, &st));
+    *host = st.median;
     HPDL_MPI_CHECK_STATUS(hpdl_stats_compute(t, REPS, &st));
     return st.median;
 }
 
 static FILE *open_detail_csv(void) {
     return hpdl_csv_open_with_header(".", "allreduce_all",
-                                     "variant,bytes,count,type,ranks,time_us,algbw_gbs,busbw_gbs,wrong,vs_nccl");
+                                     "variant,bytes,count,type,ranks,time_us,algbw_gbs,busbw_gbs,wrong,vs_nccl,host_us");
 }
 
 /* The measured sizes and each variant's bus bandwidth at them. */
@@ -346,30 +355,31 @@ int main(int argc, char **argv) {
     for (v = 0; v < V_COUNT; v++) {
         if (!available(&b, v)) continue;
         if (b.rank == 0)
-            printf("#\n# %s\n# %12s %12s %6s %11s %12s %12s %8s %8s\n", variant_names[v], "size(B)", "count", "type",
-                   "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", "vs nccl");
+            printf("#\n# %s\n# %12s %12s %6s %11s %12s %12s %8s %8s %9s\n", variant_names[v], "size(B)", "count", "type",
+                   "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", "vs nccl", "host(us)");
         for (k = 0; k < res.nsizes; k++) {
             int64_t count = res.bytes[k] / 4;
             bytes = res.bytes[k];
             /* about 2 GiB per repetition, between 2 and 50 calls */
             int iters = (int)(((int64_t)2 << 30) / bytes > 50 ? 50 : ((int64_t)2 << 30) / bytes);
             long long wrong = s.check ? validate(&b, v, count) : -1; /* -1: not checked */
-            double sec, algbw;
+            double sec, algbw, host;
             if (iters < 2) iters = 2;
             if (b.iters > 0) iters = b.iters;
             hpdl_mpi_set_checks(checks);
-            sec = time_op(&b, v, count, iters);
+            sec = time_op(&b, v, count, iters, &host);
             hpdl_mpi_set_checks(1);
             algbw = hpdl_mpi_algbw((double)bytes, sec) / 1e9;
             res.busbw[v][k] = hpdl_mpi_busbw((double)bytes, sec, b.size) / 1e9;
             if (wrong > 0) wrong_total += wrong;
             if (b.rank == 0) {
                 double ratio = vs_nccl(&b, &res, v, k);
-                printf("  %12lld %12lld %6s %11.2f %12.3f %12.3f %8lld %8.2f\n", (long long)bytes, (long long)count,
-                       "float", sec * 1e6, algbw, res.busbw[v][k], wrong, ratio);
+                printf("  %12lld %12lld %6s %11.2f %12.3f %12.3f %8lld %8.2f %9.2f\n", (long long)bytes,
+                       (long long)count, "float", sec * 1e6, algbw, res.busbw[v][k], wrong, ratio, host * 1e6);
                 if (detail)
-                    fprintf(detail, "%s,%lld,%lld,float,%d,%.3f,%.4f,%.4f,%lld,%.4f\n", variant_names[v],
-                            (long long)bytes, (long long)count, b.size, sec * 1e6, algbw, res.busbw[v][k], wrong, ratio);
+                    fprintf(detail, "%s,%lld,%lld,float,%d,%.3f,%.4f,%.4f,%lld,%.4f,%.3f\n", variant_names[v],
+                            (long long)bytes, (long long)count, b.size, sec * 1e6, algbw, res.busbw[v][k], wrong, ratio,
+                            host * 1e6);
                 fflush(stdout);
             }
         }

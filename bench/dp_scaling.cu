@@ -46,7 +46,11 @@
    crossover) beside the measured crossover of the epoch times
    (tp_vs_dp.csv, tp_vs_dp_all.csv).
 
-   mpirun -np 2 build/bench/dp_scaling [--data DIR] [--quick | --focus | --tp] [--reps N]
+   --algo ipc | auto: the data-parallel runs (tables, --focus, the check
+   of the GPU driver) reduce with the NVLink one-shot through CUDA IPC or
+   AUTO instead of NCCL (--tp stays NCCL); the CTA cap is NCCL's only.
+
+   mpirun -np 2 build/bench/dp_scaling [--data DIR] [--quick | --focus | --tp] [--reps N] [--algo nccl|ipc|auto]
                                        [--pieces 4,2,1] [--halve 1,0] [--ctas 8,0] [--prio 1,0]
                                        [--output DIR] [--help] [--version]
    Started alone on a machine with several GPUs, it re-runs itself under
@@ -65,6 +69,7 @@
 #define MAX_LIST 6
 
 static int g_rank, g_size;
+static hpdl_allreduce_algo g_algo = HPDL_ALLREDUCE_NCCL; /* --algo: the data-parallel runs' reduction */
 
 /* Overlap settings, from the command line: the full tables use entry 0. */
 typedef struct int_list { int n, v[MAX_LIST]; } int_list;
@@ -99,7 +104,7 @@ static hpdl_mpi_dp_config bench_config(int batch, int overlap, MPI_Comm comm) {
     hpdl_mpi_dp_config c;
     hpdl_mpi_dp_config_default(&c);
     c.batch = batch;
-    c.algo = HPDL_ALLREDUCE_NCCL;
+    c.algo = g_algo;
     c.overlap = overlap;
     c.first_layer_pieces = g_pieces.v[0];
     c.pieces_halving = g_halve.v[0];
@@ -177,7 +182,7 @@ static double rel_diff_f64(const hpdl_mlp_f64 *a, const hpdl_mlp_f64 *b) {
     return s > 0 ? d / s : d;
 }
 
-/* GPU driver (f64, NCCL buckets, first layer in 4 pieces) vs CPU driver. */
+/* GPU driver (f64, buckets reduced with --algo, first layer in 4 pieces) vs CPU driver. */
 static void validate(const hpdl_dataset *train_set) {
     const int n = 500, widths[3] = {784, 128, N_CLASSES};
     double *X = (double *)hpdl_alloc((size_t)n * 784, sizeof(double)), diff, dmax = 0, dmin = 0, sum = 0;
@@ -270,8 +275,9 @@ static void focus(const hpdl_dataset *train_set, hpdl_cuda_dataset *dtrain, MPI_
                                                         "comm_span_ms,eff,eff_vs_no_overlap")
                               : NULL;
     if (g_rank == 0)
-        printf("\nFocus: H 2048, %d GPUs, median of %d epochs; E = T1/(P TP) against the row's own 1-GPU run, "
-               "E0 against the 1-GPU run without overlap; compute: 1 GPU | P GPUs (ms per epoch)\n", g_size, reps);
+        printf("\nFocus: H 2048, %d GPUs, %s, median of %d epochs; E = T1/(P TP) against the row's own 1-GPU run, "
+               "E0 against the 1-GPU run without overlap; compute: 1 GPU | P GPUs (ms per epoch)\n", g_size,
+               hpdl_allreduce_algo_name(g_algo), reps);
     for (k = 0; k < 2; k++) {
         run_result plain1;
         memset(&plain1, 0, sizeof plain1);
@@ -483,10 +489,11 @@ static void tables(const hpdl_dataset *train_set, hpdl_cuda_dataset *dtrain, hpd
     memset(res, 0, sizeof res);
     for (h = 0; h < nh; h++) {
         int64_t params = (int64_t)785 * hiddens[h] + (int64_t)(hiddens[h] + 1) * N_CLASSES;
-        HPDL_MPI_CHECK_STATUS(hpdl_mpi_dp_roofline_cuda(params, HPDL_ALLREDUCE_NCCL, MPI_COMM_WORLD, &roof[h]));
+        HPDL_MPI_CHECK_STATUS(hpdl_mpi_dp_roofline_cuda(params, g_algo, MPI_COMM_WORLD, &roof[h]));
         if (g_rank == 0)
-            printf("H %d: P_flops %.2f TFLOP/s, P_pci %.2f GB/s, P_mpi %.2f GB/s busbw (lone NCCL allreduce of %.2f MB)\n",
-                   hiddens[h], roof[h].p_flops * 1e-12, roof[h].p_pci * 1e-9, roof[h].p_mpi * 1e-9, 4e-6 * params);
+            printf("H %d: P_flops %.2f TFLOP/s, P_pci %.2f GB/s, P_mpi %.2f GB/s busbw (lone %s allreduce of %.2f MB)\n",
+                   hiddens[h], roof[h].p_flops * 1e-12, roof[h].p_pci * 1e-9, roof[h].p_mpi * 1e-9,
+                   hpdl_allreduce_algo_name(g_algo), 4e-6 * params);
         for (k = 0; k < nb; k++)
             for (o = 0; o < 2; o++) {
                 hpdl_mpi_dp_config c1 = bench_config(batches[k], o, solo), cp = bench_config(batches[k], o, MPI_COMM_WORLD);
@@ -576,8 +583,8 @@ static void tables(const hpdl_dataset *train_set, hpdl_cuda_dataset *dtrain, hpd
    mpirun, so --help runs once); the lists go into g_pieces .. g_prio. */
 static void parse_args(int argc, char **argv, const char **data, int *quick, int *focus_only, int *tp_only,
                        int *reps) {
-    const char *pieces = "4,2,1", *halve = "1,0", *ctas = "8,0", *prio = "1,0", *output = NULL;
-    hpdl_cli_option o[10];
+    const char *pieces = "4,2,1", *halve = "1,0", *ctas = "8,0", *prio = "1,0", *output = NULL, *algo = "nccl";
+    hpdl_cli_option o[11];
     o[0] = hpdl_cli_string("data", 0, data, "DIR", "IDX files");
     o[1] = hpdl_cli_flag("quick", 0, quick, "H=2048 only, batches 128, 512 and 3000");
     o[2] = hpdl_cli_flag("focus", 0, focus_only, "only H=2048 at b=512 and 3000, every overlap setting");
@@ -588,7 +595,11 @@ static void parse_args(int argc, char **argv, const char **data, int *quick, int
     o[7] = hpdl_cli_string("prio", 0, &prio, "0|1,...", "1: highest-priority reduction stream");
     o[8] = hpdl_cli_string("output", 0, &output, "DIR", "folder for the CSVs ($HPDL_RESULTS, else .)");
     o[9] = hpdl_cli_flag("tp", 0, tp_only, "only tensor against data parallelism, same H and global batch");
-    hpdl_cli_parse(argc, argv, "dp_scaling", "Data-parallel MLP training, 1 GPU against all: the course's tables.", o, 10);
+    o[10] = hpdl_cli_choice("algo", 0, &algo, "nccl|ipc|auto",
+                            "data parallelism's reduction: NCCL, the NVLink one-shot (CUDA IPC), or AUTO");
+    hpdl_cli_parse(argc, argv, "dp_scaling", "Data-parallel MLP training, 1 GPU against all: the course's tables.", o, 11);
+    g_algo = !strcmp(algo, "ipc") ? HPDL_ALLREDUCE_IPC_ONESHOT
+             : !strcmp(algo, "auto") ? HPDL_ALLREDUCE_AUTO : HPDL_ALLREDUCE_NCCL;
     g_pieces = parse_list(pieces, 1, HPDL_MPI_DP_MAX_PIECES);
     g_halve = parse_list(halve, 0, 1);
     g_ctas = parse_list(ctas, 0, 64);

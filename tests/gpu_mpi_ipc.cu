@@ -117,8 +117,9 @@ template <typename T, typename RUN> static long long reduce_and_count(T *x, int6
 }
 
 /* Every algorithm and count, at an aligned buffer and one element past it
-   (no 16-byte accesses then), through hpdl_mpi_allreduce's own context. */
-template <typename T> static void exact_sums(void) {
+   (no 16-byte accesses then), through hpdl_mpi_allreduce's own context, or
+   through `ctx` when given. */
+template <typename T> static void exact_sums(hpdl_mpi_ipc *ctx) {
     T *d;
     int a, c, offset;
     NEED_IPC();
@@ -127,8 +128,9 @@ template <typename T> static void exact_sums(void) {
         for (c = 0; c < HPDL_COUNT(k_counts); c++)
             for (offset = 0; offset < 2; offset++) {
                 hpdl_allreduce_algo algo = k_algos[a];
-                long long wrong = reduce_and_count(d + offset, k_counts[c], a * 31 + c, [algo](T *x, int64_t n) {
-                    return hpdl_mpi_allreduce(x, n, elem<T>::dtype(), algo, MPI_COMM_WORLD);
+                long long wrong = reduce_and_count(d + offset, k_counts[c], a * 31 + c, [ctx, algo](T *x, int64_t n) {
+                    return ctx ? hpdl_mpi_ipc_allreduce(ctx, x, n, elem<T>::dtype(), algo)
+                               : hpdl_mpi_allreduce(x, n, elem<T>::dtype(), algo, MPI_COMM_WORLD);
                 });
                 if (wrong != 0)
                     fprintf(stderr, "    %s, %s, count %lld, offset %d: %lld wrong\n",
@@ -139,10 +141,37 @@ template <typename T> static void exact_sums(void) {
     HPDL_CUDA_CHECK(cudaFree(d));
 }
 
-MPI_TEST(test_exact_sums_f32) { exact_sums<float>(); }
-MPI_TEST(test_exact_sums_f64) { exact_sums<double>(); }
-MPI_TEST(test_exact_sums_f16) { exact_sums<__half>(); }
-MPI_TEST(test_exact_sums_bf16) { exact_sums<__nv_bfloat16>(); }
+/* A context whose grid is limited to `blocks` (HPDL_MPI_IPC_BLOCKS, read
+   at create), the variable restored after. */
+static hpdl_status create_with_blocks(hpdl_mpi_ipc *ctx, size_t bytes, const char *blocks) {
+    const char *old = getenv("HPDL_MPI_IPC_BLOCKS");
+    char saved[32];
+    hpdl_status s;
+    snprintf(saved, sizeof saved, "%s", old ? old : "");
+    setenv("HPDL_MPI_IPC_BLOCKS", blocks, 1);
+    s = hpdl_mpi_ipc_create(ctx, bytes, MPI_COMM_WORLD);
+    if (old) setenv("HPDL_MPI_IPC_BLOCKS", saved, 1);
+    else unsetenv("HPDL_MPI_IPC_BLOCKS");
+    return s;
+}
+
+MPI_TEST(test_exact_sums_f32) { exact_sums<float>(NULL); }
+MPI_TEST(test_exact_sums_f64) { exact_sums<double>(NULL); }
+MPI_TEST(test_exact_sums_f16) { exact_sums<__half>(NULL); }
+MPI_TEST(test_exact_sums_bf16) { exact_sums<__nv_bfloat16>(NULL); }
+
+/* Two blocks: each block's part of the larger counts takes many one-shot
+   steps (1024 packs each), the pipeline of pushes, sums and signals. */
+MPI_TEST(test_exact_sums_in_many_steps) {
+    hpdl_mpi_ipc ctx;
+    NEED_IPC();
+    HPDL_EXPECT(create_with_blocks(&ctx, (size_t)1 << 20, "2") == HPDL_OK);
+    exact_sums<float>(&ctx);
+    exact_sums<double>(&ctx);
+    exact_sums<__half>(&ctx);
+    exact_sums<__nv_bfloat16>(&ctx);
+    hpdl_mpi_ipc_destroy(&ctx);
+}
 
 /* A context with a 4 KiB staging buffer: larger calls go in many pieces,
    each a kernel with its own sequence number and staging half. */
@@ -165,8 +194,9 @@ MPI_TEST(test_pieces_of_a_small_context) {
 
 /* Hundreds of calls queued with no host synchronisation between them, the
    size (so the grid), the algorithm and the stream changing from call to
-   call: the flags and the two staging halves must keep every call apart. */
-MPI_TEST(test_back_to_back_calls) {
+   call: the flags and the two staging halves must keep every call apart.
+   Through a context of `bytes` with a grid limit of `blocks`. */
+static void back_to_back(size_t bytes, const char *blocks) {
     enum { CALLS = 400, SIZES = 4, STREAMS = 2 };
     static const int64_t counts[SIZES] = {5, 3001, 40000, 100003};
     hpdl_mpi_ipc ctx;
@@ -176,7 +206,7 @@ MPI_TEST(test_back_to_back_calls) {
     long long mine, total = 0;
     int k, s, b, old_checks;
     NEED_IPC();
-    HPDL_EXPECT(hpdl_mpi_ipc_create(&ctx, (size_t)64 << 10, MPI_COMM_WORLD) == HPDL_OK);
+    HPDL_EXPECT(create_with_blocks(&ctx, bytes, blocks) == HPDL_OK);
     HPDL_CUDA_CHECK(cudaMalloc((void **)&d_wrong, sizeof *d_wrong));
     HPDL_CUDA_CHECK(cudaMemset(d_wrong, 0, sizeof *d_wrong));
     for (s = 0; s < STREAMS; s++) { /* each buffer used on one stream only: the test's own kernels stay ordered */
@@ -208,6 +238,13 @@ MPI_TEST(test_back_to_back_calls) {
     cudaFree(d_wrong);
     hpdl_mpi_ipc_destroy(&ctx);
 }
+
+/* Small pieces (64 KiB) on the full grid. */
+MPI_TEST(test_back_to_back_calls) { back_to_back((size_t)64 << 10, "128"); }
+
+/* One piece per call on three blocks: up to 9 one-shot steps a block, so a
+   rank a call ahead pushes while its peer still sums the call before. */
+MPI_TEST(test_back_to_back_calls_in_steps) { back_to_back((size_t)1 << 20, "3"); }
 
 /* Random f32 data: every rank gets the same bits (sums in rank order), close
    to the f64 sum; one-shot and two-shot agree bit for bit. */
@@ -316,7 +353,8 @@ int main(int argc, char **argv) {
         HPDL_TEST(test_bad_arguments),           HPDL_TEST(test_one_rank_context_is_identity),
         HPDL_TEST(test_exact_sums_f32),          HPDL_TEST(test_exact_sums_f64),
         HPDL_TEST(test_exact_sums_f16),          HPDL_TEST(test_exact_sums_bf16),
-        HPDL_TEST(test_pieces_of_a_small_context), HPDL_TEST(test_back_to_back_calls),
+        HPDL_TEST(test_exact_sums_in_many_steps), HPDL_TEST(test_pieces_of_a_small_context),
+        HPDL_TEST(test_back_to_back_calls),      HPDL_TEST(test_back_to_back_calls_in_steps),
         HPDL_TEST(test_same_bits_on_every_rank), HPDL_TEST(test_auto_above_threshold),
     };
     hpdl_mpi_relaunch_per_gpu(argc, argv, "gpu_mpi_ipc");
