@@ -5962,39 +5962,50 @@ HPDL_CUDA_API unsigned hpdl__elementwise_blocks(size_t total) {
     return (unsigned)(blocks < (1u << 20) ? blocks : (1u << 20)); /* the loops stride over the rest */
 }
 
-/* Element-wise passes out[i] = op(i, a[i], b[i]) that move 16 bytes a
-   thread (8 f16/bf16, 4 f32 or 2 f64 values) where the arrays are 16-byte
-   aligned: with one 2-byte value a thread, a warp moves 64 bytes an
-   instruction, and ResNet-18's 16-bit ReLU, residual sums and batch-norm
-   passes ran at about a third of the memory's speed (H200, 2026-11-26).
-   b may be NULL (op then sees a[i] twice). The tail, and unaligned
-   arrays, go one value a thread. */
+/* Element-wise passes out[i] = op(c, a[i], b[i]), c = i mod channels (the
+   channel of NHWC element i; 0 for operations without channels), that
+   move 16 bytes a thread (8 f16/bf16, 4 f32 or 2 f64 values) where the
+   arrays are 16-byte aligned: with one 2-byte value a thread, a warp moves
+   64 bytes an instruction, and ResNet-18's 16-bit ReLU, residual sums and
+   batch-norm passes ran at about a third of the memory's speed (H200,
+   2026-11-26). A thread's channel moves by a fixed step from one pack to
+   its next, so no pack pays a 64-bit division (one per value made the
+   batch-norm passes twice as slow as a ReLU). b may be NULL (op then sees
+   a[i] twice). The tail, unaligned arrays and channel counts that are not
+   multiples of the pack go one value a thread. */
 template <typename T> struct __align__(16) hpdl__pack { T v[16 / sizeof(T)]; };
 
 template <typename T, typename OP, bool VEC>
-__global__ void hpdl__elementwise_kernel(int64_t n, const T *a, const T *b, T *out, OP op) {
+__global__ void hpdl__elementwise_kernel(int64_t n, int channels, const T *a, const T *b, T *out, OP op) {
     enum { N = VEC ? 16 / sizeof(T) : 1 };
     const int64_t stride = (int64_t)gridDim.x * blockDim.x, first = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    const int64_t vectors = n / N;
-    if (VEC)
+    const int64_t vectors = VEC ? n / N : 0;
+    if (VEC) {
+        const int step = (int)(stride * N % channels), lanes = channels > 1 ? N : 1; /* lanes 1: c stays 0 */
+        int c = (int)(first * N % channels);
         for (int64_t p = first; p < vectors; p += stride) {
             const hpdl__pack<T> x = ((const hpdl__pack<T> *)a)[p], y = b ? ((const hpdl__pack<T> *)b)[p] : x;
             hpdl__pack<T> r;
 #pragma unroll
-            for (int j = 0; j < N; j++) r.v[j] = op(p * N + j, x.v[j], y.v[j]);
+            for (int j = 0; j < N; j++) r.v[j] = op(c + j % lanes, x.v[j], y.v[j]);
             ((hpdl__pack<T> *)out)[p] = r;
+            c += step;
+            if (c >= channels) c -= channels;
         }
-    for (int64_t i = vectors * N + first; i < n; i += stride) out[i] = op(i, a[i], b ? b[i] : a[i]);
+    }
+    for (int64_t i = vectors * N + first; i < n; i += stride) out[i] = op((int)(i % channels), a[i], b ? b[i] : a[i]);
 }
 
 template <typename T, typename OP>
-static inline hpdl_status hpdl__elementwise(int64_t n, const T *a, const T *b, T *out, OP op, cudaStream_t stream) {
-    const bool vec = ((uintptr_t)a | (uintptr_t)b | (uintptr_t)out) % 16 == 0;
-    const int64_t per_thread = vec ? 16 / sizeof(T) : 1;
+static inline hpdl_status hpdl__elementwise(int64_t n, int channels, const T *a, const T *b, T *out, OP op,
+                                            cudaStream_t stream) {
+    const int64_t per_pack = 16 / sizeof(T);
+    const bool vec = ((uintptr_t)a | (uintptr_t)b | (uintptr_t)out) % 16 == 0 && (channels == 1 || channels % per_pack == 0);
+    const int64_t per_thread = vec ? per_pack : 1;
     const unsigned blocks = hpdl__elementwise_blocks((size_t)((n + per_thread - 1) / per_thread));
     if (n < 1) return HPDL_OK;
-    if (vec) hpdl__elementwise_kernel<T, OP, true><<<blocks, 256, 0, stream>>>(n, a, b, out, op);
-    else hpdl__elementwise_kernel<T, OP, false><<<blocks, 256, 0, stream>>>(n, a, b, out, op);
+    if (vec) hpdl__elementwise_kernel<T, OP, true><<<blocks, 256, 0, stream>>>(n, channels, a, b, out, op);
+    else hpdl__elementwise_kernel<T, OP, false><<<blocks, 256, 0, stream>>>(n, channels, a, b, out, op);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
 }
@@ -6011,48 +6022,76 @@ static inline hpdl_status hpdl__elementwise(int64_t n, const T *a, const T *b, T
    dx = a dy + b (x - mean) + k.
    (f64 keeps the two-pass kernels above: it is the checking type, and
    E[x^2] - mean^2 would cost it digits.) */
-enum { HPDL__BN_LANES = 32, HPDL__BN_BLOCKS = 1024 };
+enum { HPDL__BN_LANES = 32, HPDL__BN_UNROLL = 4, HPDL__BN_COPIES = 16 };
 
 /* Sums over pixels of N neighbouring channels a thread (N = 8 for f16/bf16
    when C % 8 == 0: one 16-byte load per tensor and pixel; else 1): `lanes`
    threads across a pixel's slab of lanes * N channels, 256 / lanes pixels
-   at a time down the block. */
+   at a time down the block. A thread takes HPDL__BN_UNROLL pixels at once
+   (their loads in flight together) and sums them in float before adding
+   them to its double sums (one conversion per four values). The block
+   then adds its threads' sums in shared memory, all values in parallel,
+   and adds them with one atomic per value into one of HPDL__BN_COPIES
+   copies of the 2C sums (block y mod copies). Atomics on one address
+   follow each other at ~65 ns on an H200: with every block on the same
+   2C addresses they, not the loads, set the pace (1024 blocks: 72 us a
+   call, 264 blocks: 17.5 us; ResNet-18, 2026-11-26). hpdl__bn_sum adds
+   the copies up. */
 template <typename T, typename ACC, int N>
 __global__ void __launch_bounds__(256) hpdl__bn_nhwc_sums(int64_t pixels, int C, int lanes, const T *x, const T *dy,
                                                           const ACC *mean, double *sums) {
-    __shared__ double part[256][2 * N];
+    __shared__ double part[2 * N][256];
     const int lane = (int)threadIdx.x % lanes, row = (int)threadIdx.x / lanes, rows = 256 / lanes;
     const int c0 = ((int)blockIdx.x * lanes + lane) * N;
-    double s0[N], s1[N], m[N];
+    const int64_t stride = (int64_t)gridDim.y * rows;
+    double s0[N], s1[N];
+    float m[N];
 #pragma unroll
-    for (int j = 0; j < N; j++) s0[j] = s1[j] = 0, m[j] = dy && c0 + j < C ? (double)mean[c0 + j] : 0.0;
+    for (int j = 0; j < N; j++) s0[j] = s1[j] = 0, m[j] = dy && c0 + j < C ? (float)mean[c0 + j] : 0.0f;
     if (c0 < C && row < rows)
-        for (int64_t p = (int64_t)blockIdx.y * rows + row; p < pixels; p += (int64_t)gridDim.y * rows) {
-            hpdl__pack<T> v, g;
-            if (N > 1) v = *(const hpdl__pack<T> *)(x + p * C + c0);
-            else v.v[0] = x[p * C + c0];
-            if (dy && N > 1) g = *(const hpdl__pack<T> *)(dy + p * C + c0);
-            else if (dy) g.v[0] = dy[p * C + c0];
+        for (int64_t p = (int64_t)blockIdx.y * rows + row; p < pixels; p += HPDL__BN_UNROLL * stride) {
+            float a0[N], a1[N];
 #pragma unroll
-            for (int j = 0; j < N; j++) {
-                const double xv = hpdl__gemm_acc(v.v[j]);
-                if (dy) {
-                    const double gv = hpdl__gemm_acc(g.v[j]);
-                    s0[j] += gv, s1[j] += gv * (xv - m[j]);
-                } else {
-                    s0[j] += xv, s1[j] += xv * xv;
+            for (int j = 0; j < N; j++) a0[j] = a1[j] = 0;
+#pragma unroll
+            for (int u = 0; u < HPDL__BN_UNROLL; u++) {
+                const int64_t q = p + u * stride;
+                if (q >= pixels) break;
+                hpdl__pack<T> v, g;
+                if (N > 1) v = *(const hpdl__pack<T> *)(x + q * C + c0);
+                else v.v[0] = x[q * C + c0];
+                if (dy && N > 1) g = *(const hpdl__pack<T> *)(dy + q * C + c0);
+                else if (dy) g.v[0] = dy[q * C + c0];
+#pragma unroll
+                for (int j = 0; j < N; j++) {
+                    const float xv = hpdl__gemm_acc(v.v[j]);
+                    if (dy) {
+                        const float gv = hpdl__gemm_acc(g.v[j]);
+                        a0[j] += gv, a1[j] += gv * (xv - m[j]);
+                    } else {
+                        a0[j] += xv, a1[j] += xv * xv;
+                    }
                 }
             }
+#pragma unroll
+            for (int j = 0; j < N; j++) s0[j] += a0[j], s1[j] += a1[j];
         }
 #pragma unroll
-    for (int j = 0; j < N; j++) part[threadIdx.x][j] = s0[j], part[threadIdx.x][N + j] = s1[j];
+    for (int j = 0; j < N; j++) part[j][threadIdx.x] = s0[j], part[N + j][threadIdx.x] = s1[j];
     __syncthreads();
-    if (row == 0 && c0 < C)
-        for (int j = 0; j < N && c0 + j < C; j++) {
-            for (int r = 1; r < rows; r++) s0[j] += part[r * lanes + lane][j], s1[j] += part[r * lanes + lane][N + j];
-            atomicAdd(&sums[c0 + j], s0[j]);
-            atomicAdd(&sums[C + c0 + j], s1[j]);
-        }
+    for (int t = (int)threadIdx.x; t < 2 * N * lanes; t += 256) { /* value v of lane l: summed down the rows */
+        const int l = t % lanes, v = t / lanes, c = ((int)blockIdx.x * lanes + l) * N + v % N;
+        double sum = 0;
+        for (int r = 0; r < rows; r++) sum += part[v][r * lanes + l];
+        if (c < C) atomicAdd(&sums[(size_t)(blockIdx.y % HPDL__BN_COPIES) * 2 * C + (v < N ? 0 : C) + c], sum);
+    }
+}
+
+/* Value v (0 .. 2C-1) of the sums: its copies added. */
+static __device__ __forceinline__ double hpdl__bn_sum(const double *sums, int C, int v) {
+    double total = 0;
+    for (int k = 0; k < HPDL__BN_COPIES; k++) total += sums[(size_t)k * 2 * C + v];
+    return total;
 }
 
 /* Forward: statistics, running averages, and the coefficients of the
@@ -6063,7 +6102,8 @@ __global__ void hpdl__bn_nhwc_forward_stats(int C, double count, const double *s
                                             ACC *save_mean, ACC *save_invstd, ACC *coef) {
     const int c = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     if (c >= C) return;
-    const double mean = sums[c] / count, var = fmax(sums[C + c] / count - mean * mean, 0.0);
+    const double mean = hpdl__bn_sum(sums, C, c) / count;
+    const double var = fmax(hpdl__bn_sum(sums, C, C + c) / count - mean * mean, 0.0);
     const double invstd = 1.0 / sqrt(var + eps);
     coef[c] = (ACC)((double)gamma[c] * invstd);
     coef[C + c] = (ACC)mean;
@@ -6083,7 +6123,8 @@ __global__ void hpdl__bn_nhwc_backward_stats(int C, double count, const double *
                                              ACC *coef) {
     const int c = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     if (c >= C) return;
-    const double invstd = save_invstd[c], sum_dy = sums[c], sum_dy_xhat = sums[C + c] * invstd;
+    const double invstd = save_invstd[c], sum_dy = hpdl__bn_sum(sums, C, c);
+    const double sum_dy_xhat = hpdl__bn_sum(sums, C, C + c) * invstd;
     const double a = (double)gamma[c] * invstd, b = -a * invstd * sum_dy_xhat / count;
     coef[c] = (ACC)a;
     coef[C + c] = (ACC)b;
@@ -6097,8 +6138,7 @@ __global__ void hpdl__bn_nhwc_backward_stats(int C, double count, const double *
 template <typename T, typename ACC> struct hpdl__bn_nhwc_forward_apply {
     const ACC *coef;
     int C;
-    __device__ T operator()(int64_t i, T x, T) const {
-        const int c = (int)(i % C);
+    __device__ T operator()(int c, T x, T) const {
         return T(coef[c] * ((ACC)hpdl__gemm_acc(x) - coef[C + c]) + coef[2 * C + c]);
     }
 };
@@ -6107,8 +6147,7 @@ template <typename T, typename ACC> struct hpdl__bn_nhwc_forward_apply {
 template <typename T, typename ACC> struct hpdl__bn_nhwc_backward_apply {
     const ACC *coef;
     int C;
-    __device__ T operator()(int64_t i, T dy, T x) const {
-        const int c = (int)(i % C);
+    __device__ T operator()(int c, T dy, T x) const {
         return T(coef[c] * (ACC)hpdl__gemm_acc(dy) + coef[C + c] * ((ACC)hpdl__gemm_acc(x) - coef[2 * C + c]) +
                  coef[3 * C + c]);
     }
@@ -6116,27 +6155,33 @@ template <typename T, typename ACC> struct hpdl__bn_nhwc_backward_apply {
 
 /* The sums over pixels (x alone, or dy and x) into sums: 8 channels a
    thread where C % 8 == 0 and the tensors are 16-byte aligned; channel
-   slabs across the grid, pixel slices down, about HPDL__BN_BLOCKS blocks. */
+   slabs across the grid, pixel slices down, two blocks per SM in all. */
 template <typename T, typename ACC>
-static inline void hpdl__bn_nhwc_sums_launch(int64_t pixels, int C, const T *x, const T *dy, const ACC *mean,
-                                             double *sums, cudaStream_t stream) {
+static inline hpdl_status hpdl__bn_nhwc_sums_launch(int64_t pixels, int C, const T *x, const T *dy, const ACC *mean,
+                                                    double *sums, cudaStream_t stream) {
     const bool vec = sizeof(T) == 2 && C % 8 == 0 && ((uintptr_t)x | (uintptr_t)dy) % 16 == 0;
     const int per = vec ? 8 : 1, groups = (C + per - 1) / per;
     const int lanes = groups < HPDL__BN_LANES ? groups : HPDL__BN_LANES, across = (groups + lanes - 1) / lanes;
-    int64_t down = HPDL__BN_BLOCKS / across, most = (pixels + 256 / lanes - 1) / (256 / lanes);
+    int device = 0, sms = 0;
+    HPDL_CUDA_TRY(cudaGetDevice(&device));
+    HPDL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    int64_t down = 2 * sms / across, most = (pixels + 256 / lanes - 1) / (256 / lanes);
     down = down < 1 ? 1 : down > most ? most : down;
     const dim3 grid((unsigned)across, (unsigned)(down < 65535 ? down : 65535));
     if (vec) hpdl__bn_nhwc_sums<T, ACC, 8><<<grid, 256, 0, stream>>>(pixels, C, lanes, x, dy, mean, sums);
     else hpdl__bn_nhwc_sums<T, ACC, 1><<<grid, 256, 0, stream>>>(pixels, C, lanes, x, dy, mean, sums);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
 }
 
-/* Scratch of the NHWC passes: 2C sums (zeroed) and 4C coefficients, stream-ordered. */
+/* Scratch of the NHWC passes: HPDL__BN_COPIES x 2C sums (zeroed) and 4C coefficients, stream-ordered. */
 template <typename ACC>
 static inline hpdl_status hpdl__bn_nhwc_scratch(int C, double **sums, ACC **coef, cudaStream_t stream) {
-    const size_t bytes = 2 * (size_t)C * sizeof(double) + 4 * (size_t)C * sizeof(ACC);
+    const size_t sum_bytes = HPDL__BN_COPIES * 2 * (size_t)C * sizeof(double);
+    const size_t bytes = sum_bytes + 4 * (size_t)C * sizeof(ACC);
     HPDL_CUDA_TRY(cudaMallocAsync((void **)sums, bytes, stream));
-    *coef = (ACC *)(*sums + 2 * (size_t)C);
-    HPDL_CUDA_TRY(cudaMemsetAsync(*sums, 0, 2 * (size_t)C * sizeof(double), stream));
+    *coef = (ACC *)((char *)*sums + sum_bytes);
+    HPDL_CUDA_TRY(cudaMemsetAsync(*sums, 0, sum_bytes, stream));
     return HPDL_OK;
 }
 
@@ -6150,12 +6195,13 @@ static inline hpdl_status hpdl__bn_nhwc_forward(const hpdl_tensor4 *xd, const T 
     ACC *coef;
     hpdl_status s = hpdl__bn_nhwc_scratch(C, &sums, &coef, stream);
     if (s != HPDL_OK) return s;
-    hpdl__bn_nhwc_sums_launch(pixels, C, x, (const T *)NULL, (const ACC *)NULL, sums, stream);
-    hpdl__bn_nhwc_forward_stats<ACC><<<(C + 255) / 256, 256, 0, stream>>>(C, (double)pixels, sums, gamma, beta, momentum,
-                                                                          eps, running_mean, running_var, save_mean,
-                                                                          save_invstd, coef);
-    const hpdl__bn_nhwc_forward_apply<T, ACC> apply = {coef, C};
-    s = hpdl__elementwise(pixels * C, x, (const T *)NULL, y, apply, stream);
+    s = hpdl__bn_nhwc_sums_launch(pixels, C, x, (const T *)NULL, (const ACC *)NULL, sums, stream);
+    if (s == HPDL_OK) {
+        const hpdl__bn_nhwc_forward_apply<T, ACC> apply = {coef, C};
+        hpdl__bn_nhwc_forward_stats<ACC><<<(C + 255) / 256, 256, 0, stream>>>(
+            C, (double)pixels, sums, gamma, beta, momentum, eps, running_mean, running_var, save_mean, save_invstd, coef);
+        s = hpdl__elementwise(pixels * C, C, x, (const T *)NULL, y, apply, stream);
+    }
     if (cudaFreeAsync(sums, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
     return s;
 }
@@ -6170,11 +6216,13 @@ static inline hpdl_status hpdl__bn_nhwc_backward(const hpdl_tensor4 *xd, const T
     ACC *coef;
     hpdl_status s = hpdl__bn_nhwc_scratch(C, &sums, &coef, stream);
     if (s != HPDL_OK) return s;
-    hpdl__bn_nhwc_sums_launch(pixels, C, x, dy, save_mean, sums, stream);
-    hpdl__bn_nhwc_backward_stats<ACC><<<(C + 255) / 256, 256, 0, stream>>>(C, (double)pixels, sums, gamma, save_mean,
-                                                                           save_invstd, dgamma, dbeta, coef);
-    const hpdl__bn_nhwc_backward_apply<T, ACC> apply = {coef, C};
-    s = hpdl__elementwise(pixels * C, dy, x, dx, apply, stream);
+    s = hpdl__bn_nhwc_sums_launch(pixels, C, x, dy, save_mean, sums, stream);
+    if (s == HPDL_OK) {
+        const hpdl__bn_nhwc_backward_apply<T, ACC> apply = {coef, C};
+        hpdl__bn_nhwc_backward_stats<ACC><<<(C + 255) / 256, 256, 0, stream>>>(
+            C, (double)pixels, sums, gamma, save_mean, save_invstd, dgamma, dbeta, coef);
+        s = hpdl__elementwise(pixels * C, C, dy, x, dx, apply, stream);
+    }
     if (cudaFreeAsync(sums, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
     return s;
 }
@@ -11211,14 +11259,14 @@ typedef struct hpdl_cuda_cnn {
 
 /* The element-wise layers, as hpdl__elementwise's operations. */
 struct hpdl__cnn_relu_op {
-    template <typename T> __device__ T operator()(int64_t, T x, T) const { return x > T(0) ? x : T(0); }
+    template <typename T> __device__ T operator()(int, T x, T) const { return x > T(0) ? x : T(0); }
 };
 /* dx = dy where the ReLU's output y was positive (a = y, b = dy). */
 struct hpdl__cnn_relu_grad_op {
-    template <typename T> __device__ T operator()(int64_t, T y, T dy) const { return y > T(0) ? dy : T(0); }
+    template <typename T> __device__ T operator()(int, T y, T dy) const { return y > T(0) ? dy : T(0); }
 };
 struct hpdl__cnn_add_op {
-    template <typename T> __device__ T operator()(int64_t, T a, T b) const { return a + b; }
+    template <typename T> __device__ T operator()(int, T a, T b) const { return a + b; }
 };
 
 /* One thread per row: a hit when the largest logit (first on ties) is at the label. */
@@ -11432,13 +11480,13 @@ template <typename T> hpdl_status hpdl__gcnn_gap_bwd(void *ctx, const hpdl_tenso
     return hpdl_cuda_global_avgpool_backward<T>(xd, (const T *)dy, (T *)dx, hpdl__gcnn(ctx)->stream);
 }
 template <typename T> hpdl_status hpdl__gcnn_relu(void *ctx, int64_t n, const void *x, void *y) {
-    return hpdl__elementwise(n, (const T *)x, (const T *)NULL, (T *)y, hpdl__cnn_relu_op(), hpdl__gcnn(ctx)->stream);
+    return hpdl__elementwise(n, 1, (const T *)x, (const T *)NULL, (T *)y, hpdl__cnn_relu_op(), hpdl__gcnn(ctx)->stream);
 }
 template <typename T> hpdl_status hpdl__gcnn_relu_grad(void *ctx, int64_t n, const void *y, const void *dy, void *dx) {
-    return hpdl__elementwise(n, (const T *)y, (const T *)dy, (T *)dx, hpdl__cnn_relu_grad_op(), hpdl__gcnn(ctx)->stream);
+    return hpdl__elementwise(n, 1, (const T *)y, (const T *)dy, (T *)dx, hpdl__cnn_relu_grad_op(), hpdl__gcnn(ctx)->stream);
 }
 template <typename T> hpdl_status hpdl__gcnn_add(void *ctx, int64_t n, const void *a, const void *b, void *c) {
-    return hpdl__elementwise(n, (const T *)a, (const T *)b, (T *)c, hpdl__cnn_add_op(), hpdl__gcnn(ctx)->stream);
+    return hpdl__elementwise(n, 1, (const T *)a, (const T *)b, (T *)c, hpdl__cnn_add_op(), hpdl__gcnn(ctx)->stream);
 }
 template <typename T>
 hpdl_status hpdl__gcnn_gemm(void *ctx, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K, const void *A,
