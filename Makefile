@@ -85,6 +85,8 @@ GPU_TESTS  := $(patsubst tests/%.cu,%,$(wildcard tests/gpu_*.cu))
 MPI_TESTS  := $(patsubst tests/%.c,%,$(wildcard tests/mpi_*.c))
 EX_C       := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 EX_CU      := $(patsubst examples/%.cu,$(B)/examples/%,$(wildcard examples/*.cu))
+# .c examples with a GPU option (they include hpdl_cuda.cuh behind __CUDACC__)
+EX_C_CUDA  := $(patsubst examples/%.c,%,$(shell grep -l 'hpdl_cuda.cuh' examples/*.c 2>/dev/null))
 BENCH_C    := $(patsubst bench/%.c,$(B)/bench/%,$(wildcard bench/*.c))
 BENCH_CU   := $(patsubst bench/%.cu,$(B)/bench/%,$(wildcard bench/*.cu))
 uses_mpi    = $(shell grep -l 'hpdl_mpi.h' $(1) 2>/dev/null)
@@ -93,7 +95,8 @@ CPU_BINS   := $(addprefix $(B)/cpu/,$(CPU_TESTS)) $(addprefix $(B)/asan/,$(CPU_T
 CHECK_OBJS := $(addprefix $(B)/clang/,$(addsuffix .o,$(CPU_TESTS))) \
               $(addprefix $(B)/cxx/,$(addsuffix .o,$(CPU_TESTS))) \
               $(B)/cpu/two_units $(B)/cxx/two_units
-GPU_BINS   := $(if $(HAVE_NVCC),$(ARCH_CHECKS) $(addprefix $(B)/gpu/,$(GPU_TESTS)) $(EX_CU) $(BENCH_CU))
+GPU_BINS   := $(if $(HAVE_NVCC),$(ARCH_CHECKS) $(addprefix $(B)/gpu/,$(GPU_TESTS)) $(EX_CU) $(BENCH_CU) \
+              $(if $(HAVE_GPU),,$(addprefix $(B)/check/,$(addsuffix _cuda,$(EX_C_CUDA)))))
 MPI_BINS    = $(if $(HAVE_MPI),$(addprefix $(B)/mpi/,$(MPI_TESTS)))
 
 .PHONY: all test check fuzz bench examples data plots install uninstall clean help features deps course
@@ -136,10 +139,20 @@ $(B)/cxx/two_units: tests/two_units/a.c tests/two_units/b.c $(HEADERS)
 	$(CXX) $(CXXFLAGS) tests/two_units/a.c tests/two_units/b.c -o $@ -lm
 
 # A .c example that includes hpdl_mpi.h is built with mpicc when there is one
-# (else it builds as a one-rank program: hpdl_mpi.h's HPDL_NO_MPI).
+# (else it builds as a one-rank program: hpdl_mpi.h's HPDL_NO_MPI). One that
+# includes hpdl_cuda.cuh (behind #ifdef __CUDACC__: a CPU program with a GPU
+# option) is compiled as CUDA by nvcc where there is a GPU to run it, else
+# by the C compiler, and its CUDA build is then compile-checked as
+# $(B)/check/<name>_cuda.
+c_example    = $(if $(and $(HAVE_MPI),$(call uses_mpi,$(1))),mpicc,$(CC)) $(CFLAGS_C) $(1) -o $(2) -lm -pthread
+cuda_example = $(NVCC) -x cu $(NVFLAGS) $(1) -o $(2) $(NVLIBS) -lpthread
 $(B)/examples/%: examples/%.c $(HEADERS)
 	@mkdir -p $(@D)
-	$(if $(and $(HAVE_MPI),$(call uses_mpi,$<)),mpicc,$(CC)) $(CFLAGS_C) $< -o $@ -lm
+	$(if $(and $(HAVE_GPU),$(HAVE_NVCC),$(filter $*,$(EX_C_CUDA))),$(call cuda_example,$<,$@),$(call c_example,$<,$@))
+
+$(B)/check/%_cuda: examples/%.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(call cuda_example,$<,$@)
 
 $(B)/bench/%: bench/%.c $(HEADERS)
 	@mkdir -p $(@D)

@@ -1,6 +1,6 @@
-/* quantize_cnn: the quantization lab on its CNN, on the CPU: trains the
-   lab's small CNN (conv 5x5 -> 6, pool, conv 5x5 -> 16, pool, 120, 84, 10)
-   on Fashion-MNIST with the CPU backend, or loads a network trained by
+/* quantize_cnn: the quantization lab on its CNN: trains the lab's small
+   CNN (conv 5x5 -> 6, pool, conv 5x5 -> 16, pool, 120, 84, 10) on
+   Fashion-MNIST with the CPU backend, or loads a network trained by
    examples/cnn_train (--load FILE, --net small|resnet18: ResNet-18 is too
    slow to train on a CPU), folds its batch norms into the convolutions,
    then quantizes it a piece at a time and measures test accuracy after
@@ -16,31 +16,55 @@
                       at s_input * s_weight, fixed-point requantisation
      int8 pct         the same with activation ranges at the --pct percentile
 
-   Writes quantize_cnn.csv (accuracy per step against float) and one weight
-   histogram per layer, quantize_cnn_hist_w<layer>.csv, with the range each
-   method picks in quantize_cnn_ranges.csv, into --output DIR, else
-   $HPDL_RESULTS, else the current folder.
+   The integer-only logits are computed on the CPU, the test images split
+   over --threads POSIX threads (all cores by default); each int8 step
+   prints a digest of them, equal for equal logits.
+
+   --device N (a CUDA build: make builds this file with nvcc where there is
+   a GPU) runs the float steps and the calibration on GPU N (the CNN's f32
+   GPU backend: ResNet-18 takes about a second an image on the CPU twin),
+   and the integer-only steps on the GPU too (hpdl_cuda_quant_cnn), whose
+   logits must equal the CPU's on every test image: it prints how many do,
+   and exits 1 when one does not (after writing the CSVs).
+
+   Writes quantize_cnn.csv (accuracy per step against float; with --device,
+   the images whose GPU logits equal the CPU's) and one weight histogram per
+   layer, quantize_cnn_hist_w<layer>.csv, with the range each method picks
+   in quantize_cnn_ranges.csv, into --output DIR, else $HPDL_RESULTS, else
+   the current folder.
 
        make data && make build/examples/quantize_cnn && build/examples/quantize_cnn
+       build/examples/cnn_train --net resnet18 --precision bf16 --save r18.ckpt ...
+       build/examples/quantize_cnn --net resnet18 --load r18.ckpt --precision bf16 --device 0
        --help lists the flags. */
 #include "hpdl.h"
+#ifdef __CUDACC__
+#include "hpdl_cuda.cuh"
+#define HAVE_CUDA 1
+#else
+#define HAVE_CUDA 0
+#endif
+#include <pthread.h>
+#include <unistd.h> /* sysconf: the number of cores */
 
 #define HIST_BINS 101
+#define EVAL_BATCH 256 /* images per float forward and per GPU integer-only forward */
 
 typedef struct options {
     const char *data, *output, *net, *load, *precision, *optimizer;
-    int epochs, batch, calib, train_images, test_images;
+    int epochs, batch, calib, train_images, test_images, threads, device;
     double lr, pct;
     int64_t seed;
 } options;
 
 static options parse_args(int argc, char **argv) {
     options o;
-    hpdl_cli_option opts[14];
+    hpdl_cli_option opts[16];
     o.data = "data/fashion-mnist";
     o.output = o.load = NULL;
     o.net = "small"; o.precision = "f32"; o.optimizer = "sgd";
-    o.epochs = 3; o.batch = 32; o.calib = 2000; o.train_images = o.test_images = 0;
+    o.epochs = 3; o.batch = 32; o.calib = 2000; o.train_images = o.test_images = o.threads = 0;
+    o.device = -1;
     o.lr = 0.02; o.pct = 99.99; o.seed = 1;
     opts[0] = hpdl_cli_string("data", 0, &o.data, "DIR", "IDX files");
     opts[1] = hpdl_cli_int("epochs", 0, &o.epochs, 1, 1 << 20, "training epochs");
@@ -56,8 +80,17 @@ static options parse_args(int argc, char **argv) {
     opts[11] = hpdl_cli_choice("precision", 0, &o.precision, "f32|f16|bf16", "the checkpoint's training precision");
     opts[12] = hpdl_cli_choice("optimizer", 0, &o.optimizer, "sgd|adamw", "the checkpoint's optimizer");
     opts[13] = hpdl_cli_int("test-images", 0, &o.test_images, 0, INT32_MAX, "measure on the first N test images (0: all)");
+    opts[14] = hpdl_cli_int("threads", 0, &o.threads, 0, 4096, "CPU threads of the integer-only steps (0: all cores)");
+    opts[15] = hpdl_cli_int("device", 0, &o.device, -1, 1 << 16,
+                            "GPU of the evaluation, checked against the CPU (-1: none; CUDA build only)");
     hpdl_cli_parse(argc, argv, "quantize_cnn", "Post-training int8 quantization of the lab's CNN, step by step.", opts,
-                   14);
+                   16);
+    if (o.device >= 0 && !HAVE_CUDA) {
+        fprintf(stderr, "quantize_cnn: --device needs the CUDA build (this one is C only: make builds it with nvcc "
+                        "where there is a GPU)\n");
+        exit(2);
+    }
+    if (o.threads == 0) o.threads = (int)(sysconf(_SC_NPROCESSORS_ONLN) > 0 ? sysconf(_SC_NPROCESSORS_ONLN) : 1);
     return o;
 }
 
@@ -113,14 +146,184 @@ static void fake_quantize(float *w, int outs, int taps, int per_channel) {
     free(q);
 }
 
+/* Where the evaluation runs: the float steps and the calibration on a CNN
+   backend (the CPU's f32 one, or with --device the GPU's), which holds the
+   test images and labels and the calibration images; the integer-only
+   steps on the CPU, and with --device on the GPU as well. */
+typedef struct evaluator {
+    const hpdl_cnn_backend *be;
+    void *test_x, *test_y, *calib_x; /* in be's memory */
+    int64_t n, calib;
+    int on_gpu;
+#ifdef __CUDACC__
+    hpdl_cuda_cnn gpu;
+#endif
+} evaluator;
+
+/* A copy of `bytes` of host memory in the backend's memory. */
+static void *to_backend(const hpdl_cnn_backend *be, const void *host, size_t bytes) {
+    void *p = be->alloc(be->ctx, bytes);
+    if (!p) { fprintf(stderr, "quantize_cnn: out of memory (%s)\n", be->name); exit(1); }
+    HPDL_CHECK(be->upload(be->ctx, p, host, bytes));
+    return p;
+}
+
+static void evaluator_open(evaluator *ev, const options *o, const hpdl_dataset *train_set, const hpdl_dataset *test) {
+    int64_t features = hpdl_dataset_features(test);
+    memset(ev, 0, sizeof *ev);
+    ev->be = hpdl_cnn_backend_cpu_f32();
+#ifdef __CUDACC__
+    if (o->device >= 0) {
+        HPDL_CHECK(hpdl_cuda_cnn_create_f32(&ev->gpu, HPDL_CONV_AUTO, 0));
+        ev->be = &ev->gpu.be;
+        ev->on_gpu = 1;
+    }
+#endif
+    ev->n = test->n;
+    ev->calib = o->calib;
+    ev->test_x = to_backend(ev->be, test->images, (size_t)(test->n * features) * sizeof(float));
+    ev->test_y = to_backend(ev->be, test->labels, (size_t)test->n * sizeof(int32_t));
+    ev->calib_x = to_backend(ev->be, train_set->images, (size_t)(o->calib * features) * sizeof(float));
+    printf("evaluation: float steps and calibration on %s, integer-only steps on %d CPU threads%s\n", ev->be->name,
+           o->threads, ev->on_gpu ? " and the GPU, compared image by image" : "");
+}
+
+static void evaluator_close(evaluator *ev) {
+    ev->be->release(ev->be->ctx, ev->test_x);
+    ev->be->release(ev->be->ctx, ev->test_y);
+    ev->be->release(ev->be->ctx, ev->calib_x);
+#ifdef __CUDACC__
+    if (ev->on_gpu) hpdl_cuda_cnn_destroy(&ev->gpu);
+#endif
+}
+
 /* Test accuracy of the float network with parameters p (f32, the run's copy replaced). */
-static double float_accuracy(hpdl_cnn_run *r, const float *p, const hpdl_dataset *test) {
+static double float_accuracy(hpdl_cnn_run *r, const float *p, const evaluator *ev) {
     int64_t j, n = r->net->param_count;
     double *p64 = (double *)allocate(n, sizeof *p64), acc = 0;
     for (j = 0; j < n; j++) p64[j] = p[j];
     HPDL_CHECK(hpdl_cnn_set_params(r, p64, NULL));
-    HPDL_CHECK(hpdl_cnn_accuracy(r, test->n, test->images, test->labels, &acc));
+    HPDL_CHECK(hpdl_cnn_accuracy(r, ev->n, ev->test_x, (const int32_t *)ev->test_y, &acc));
     free(p64);
+    return acc;
+}
+
+/* A slice of the images whose integer-only logits one thread computes. */
+typedef struct logits_slice {
+    const hpdl_quant_cnn *q;
+    const float *X; /* the slice's first image */
+    int32_t *logits; /* its first logits */
+    int64_t n, features;
+    hpdl_status status;
+} logits_slice;
+
+static void *slice_logits(void *arg) {
+    logits_slice *s = (logits_slice *)arg;
+    int64_t i0;
+    s->status = HPDL_OK;
+    for (i0 = 0; s->status == HPDL_OK && i0 < s->n; i0 += 64) {
+        int batch = (int)(s->n - i0 < 64 ? s->n - i0 : 64);
+        s->status = hpdl_quant_cnn_logits(s->q, batch, s->X + i0 * s->features, s->logits + i0 * s->q->net.classes);
+    }
+    return NULL;
+}
+
+/* The integer-only logits of n images X on the CPU, the images split into
+   `threads` slices of consecutive images, one POSIX thread each
+   (hpdl_quant_cnn_logits only reads q and has scratch of its own). */
+static void cpu_int8_logits(const hpdl_quant_cnn *q, int64_t n, const float *X, int64_t features, int threads,
+                            int32_t *logits) {
+    logits_slice *s = (logits_slice *)allocate(threads, sizeof *s);
+    pthread_t *t = (pthread_t *)allocate(threads, sizeof *t);
+    int k;
+    for (k = 0; k < threads; k++) {
+        int64_t first = n * k / threads;
+        s[k].q = q;
+        s[k].X = X + first * features;
+        s[k].logits = logits + first * q->net.classes;
+        s[k].n = n * (k + 1) / threads - first;
+        s[k].features = features;
+        if (pthread_create(&t[k], NULL, slice_logits, &s[k]) != 0) {
+            fprintf(stderr, "quantize_cnn: cannot start thread %d of %d\n", k + 1, threads);
+            exit(1);
+        }
+    }
+    for (k = 0; k < threads; k++) pthread_join(t[k], NULL);
+    for (k = 0; k < threads; k++) HPDL_CHECK(s[k].status);
+    free(s);
+    free(t);
+}
+
+/* Fraction of n images whose largest logit (the first on ties) is at their label. */
+static double accuracy_of(const int32_t *logits, const int32_t *labels, int64_t n, int classes) {
+    int64_t i, hits = 0;
+    int c, best;
+    for (i = 0; i < n; i++) {
+        const int32_t *l = logits + i * classes;
+        for (best = 0, c = 1; c < classes; c++) best = l[c] > l[best] ? c : best;
+        hits += best == labels[i];
+    }
+    return (double)hits / (double)n;
+}
+
+/* FNV-1a over the logits' values: equal logits, equal digests (to compare
+   runs with other thread counts, builds or machines). */
+static unsigned long long digest(const int32_t *v, int64_t n) {
+    unsigned long long h = 14695981039346656037ULL;
+    int64_t i;
+    for (i = 0; i < n; i++) h = (h ^ (uint32_t)v[i]) * 1099511628211ULL;
+    return h;
+}
+
+#ifdef __CUDACC__
+/* How many of the n images X (device floats) have integer-only logits on
+   the GPU equal to `cpu`, the CPU's. */
+static int64_t gpu_logits_equal(const hpdl_quant_cnn *q, int64_t n, const float *X, const int32_t *cpu) {
+    const int classes = q->net.classes;
+    const int64_t features = (int64_t)q->net.input.c * q->net.input.h * q->net.input.w;
+    int32_t *gpu = (int32_t *)allocate((int64_t)EVAL_BATCH * classes, sizeof *gpu);
+    hpdl_cuda_quant_cnn g;
+    int64_t i0, equal = 0;
+    int i;
+    HPDL_CHECK(hpdl_cuda_quant_cnn_create(&g, q, EVAL_BATCH));
+    for (i0 = 0; i0 < n; i0 += EVAL_BATCH) {
+        int batch = (int)(n - i0 < EVAL_BATCH ? n - i0 : EVAL_BATCH);
+        HPDL_CHECK(hpdl_cuda_quant_cnn_logits(&g, batch, X + i0 * features, gpu, 0));
+        for (i = 0; i < batch; i++)
+            equal += !memcmp(gpu + (size_t)i * classes, cpu + (size_t)(i0 + i) * classes, (size_t)classes * sizeof *gpu);
+    }
+    hpdl_cuda_quant_cnn_destroy(&g);
+    free(gpu);
+    return equal;
+}
+#endif
+
+/* An integer-only step (activation ranges at the pct percentile, 100:
+   min/max): its test accuracy from the CPU's logits; with --device, *equal
+   is how many images have the same logits on the GPU (else -1). */
+static double integer_step(const options *o, const evaluator *ev, const hpdl_cnn *f, const float *pf,
+                           const hpdl_dataset *test, const char *step, double pct, int64_t *equal) {
+    const int classes = f->classes;
+    int32_t *logits = (int32_t *)allocate(test->n * classes, sizeof *logits);
+    hpdl_quant_cnn q;
+    double t0 = hpdl_time_now(), t1, acc;
+    HPDL_CHECK(hpdl_quant_cnn_build_backend(&q, f, pf, ev->calib, (const float *)ev->calib_x, pct, ev->be));
+    t1 = hpdl_time_now();
+    cpu_int8_logits(&q, test->n, test->images, hpdl_dataset_features(test), o->threads, logits);
+    acc = accuracy_of(logits, test->labels, test->n, classes);
+    printf("%s: calibrated on %lld images in %.1f s; CPU logits of %lld images in %.1f s, digest %016llx\n", step,
+           (long long)ev->calib, t1 - t0, (long long)test->n, hpdl_time_now() - t1,
+           digest(logits, test->n * classes));
+    *equal = -1;
+#ifdef __CUDACC__
+    if (ev->on_gpu) {
+        *equal = gpu_logits_equal(&q, test->n, (const float *)ev->test_x, logits);
+        printf("%s: GPU logits equal to the CPU's on %lld of %lld test images%s\n", step, (long long)*equal,
+               (long long)test->n, *equal == test->n ? "" : "  MISMATCH");
+    }
+#endif
+    hpdl_quant_cnn_free(&q);
+    free(logits);
     return acc;
 }
 
@@ -206,29 +409,46 @@ static void load_checkpoint(const options *o, const hpdl_cnn *net, double *param
 }
 
 /* Test accuracy through the lab's steps, of the folded network f and its
-   parameters pf (f32). */
-static void measure(const options *o, const hpdl_cnn *f, const float *pf, const hpdl_dataset *train_set,
-                    const hpdl_dataset *test, double acc[5]) {
+   parameters pf (f32); equal[k]: images whose GPU logits equal the CPU's in
+   integer-only step k (-1: not on a GPU). */
+static void measure(const options *o, const evaluator *ev, const hpdl_cnn *f, const float *pf,
+                    const hpdl_dataset *test, double acc[5], int64_t equal[2]) {
     hpdl_cnn_optimizer opt = hpdl_cnn_sgd(0, 0, 0);
     hpdl_cnn_run r;
-    hpdl_quant_cnn q;
     float *p = (float *)allocate(f->param_count, sizeof *p);
     int i, s;
-    HPDL_CHECK(hpdl_cnn_run_create(&r, f, hpdl_cnn_backend_cpu_f32(), 256, &opt));
-    acc[0] = float_accuracy(&r, pf, test);
+    HPDL_CHECK(hpdl_cnn_run_create(&r, f, ev->be, EVAL_BATCH, &opt));
+    acc[0] = float_accuracy(&r, pf, ev);
     for (s = 1; s <= 2; s++) { /* weights only, computed back in float */
         memcpy(p, pf, (size_t)f->param_count * sizeof *p);
         for (i = 0; i < f->n_layers; i++)
             if (f->weight_at[i] >= 0) fake_quantize(p + f->weight_at[i], f->out[i].c, layer_taps(f, i), s == 2);
-        acc[s] = float_accuracy(&r, p, test);
-    }
-    for (s = 3; s <= 4; s++) { /* integer-only */
-        HPDL_CHECK(hpdl_quant_cnn_build(&q, f, pf, o->calib, train_set->images, s == 3 ? 100.0 : o->pct));
-        HPDL_CHECK(hpdl_quant_cnn_accuracy(&q, test->n, test->images, test->labels, &acc[s]));
-        hpdl_quant_cnn_free(&q);
+        acc[s] = float_accuracy(&r, p, ev);
     }
     hpdl_cnn_run_destroy(&r);
+    acc[3] = integer_step(o, ev, f, pf, test, "int8_minmax", 100.0, &equal[0]);
+    acc[4] = integer_step(o, ev, f, pf, test, "int8_pct", o->pct, &equal[1]);
     free(p);
+}
+
+/* The machine each CSV's context names; with --device, that GPU chosen. */
+static void choose_device(int argc, char **argv, const options *o) {
+    static char context[2048];
+#ifdef __CUDACC__
+    if (o->device >= 0) {
+        if (!hpdl_cuda_available()) {
+            fprintf(stderr, "quantize_cnn: no CUDA GPU\n");
+            exit(1);
+        }
+        HPDL_CUDA_CHECK(cudaSetDevice(o->device));
+        HPDL_CHECK(hpdl_cuda_csv_context(argc, argv, o->device));
+        return;
+    }
+#else
+    (void)o;
+#endif
+    HPDL_CHECK(hpdl_csv_context_make(argc, argv, "CPU (f32 backend)", context, sizeof context));
+    hpdl_csv_set_context(context); /* beside every CSV: date, commit ($HPDL_COMMIT), command */
 }
 
 int main(int argc, char **argv) {
@@ -236,15 +456,14 @@ int main(int argc, char **argv) {
     hpdl_dataset train_set, test;
     hpdl_cnn net, folded;
     hpdl_csv_file csv;
+    evaluator ev;
     double mean, std, *p64, *state, *pf64, acc[5];
     float *pf;
     static const char *const steps[5] = {"float", "w8_per_tensor", "w8_per_channel", "int8_minmax", "int8_pct"};
-    char context[2048];
-    int64_t j;
-    int s;
+    int64_t j, equal[2];
+    int s, mismatch = 0;
     hpdl_csv_set_dir(o.output);
-    HPDL_CHECK(hpdl_csv_context_make(argc, argv, "CPU (f32 backend)", context, sizeof context));
-    hpdl_csv_set_context(context); /* beside every CSV: date, commit ($HPDL_COMMIT), command */
+    choose_device(argc, argv, &o);
     if (hpdl_idx_load_dir(o.data, 1, &train_set) != HPDL_OK || hpdl_idx_load_dir(o.data, 0, &test) != HPDL_OK) {
         fprintf(stderr, "quantize_cnn: cannot load the IDX files in %s (make data)\n", o.data);
         return 1;
@@ -262,7 +481,7 @@ int main(int argc, char **argv) {
     }
     p64 = (double *)allocate(net.param_count, sizeof *p64);
     state = (double *)allocate(net.state_count, sizeof *state);
-    printf("quantize_cnn: %s, %lld parameters, %lld training and %lld test images of %dx%dx%d, CPU f32\n", o.net,
+    printf("quantize_cnn: %s, %lld parameters, %lld training and %lld test images of %dx%dx%d\n", o.net,
            (long long)net.param_count, (long long)train_set.n, (long long)test.n, train_set.channels, train_set.rows,
            train_set.cols);
     if (o.load) {
@@ -283,7 +502,9 @@ int main(int argc, char **argv) {
     pf = (float *)allocate(folded.param_count, sizeof *pf);
     HPDL_CHECK(hpdl_cnn_fold_batchnorm(&net, p64, state, hpdl_cnn_sgd(0, 0, 0).bn_eps, &folded, pf64, NULL));
     for (j = 0; j < folded.param_count; j++) pf[j] = (float)pf64[j];
-    measure(&o, &folded, pf, &train_set, &test, acc);
+    evaluator_open(&ev, &o, &train_set, &test);
+    measure(&o, &ev, &folded, pf, &test, acc, equal);
+    evaluator_close(&ev);
 
     printf("%-16s %9s %9s\n", "step", "accuracy", "vs float");
     HPDL_CHECK(hpdl_csv_create(&csv, ".", "quantize_cnn", "metric,value,unit,anchor,anchor_value,ratio"));
@@ -294,10 +515,18 @@ int main(int argc, char **argv) {
         hpdl_csv_row(csv.f, metric, acc[s], "fraction", "float", acc[0], 1);
     }
     printf("(int8_pct: activation ranges at the %g percentile; int8 rows: integer-only, logits int32)\n", o.pct);
+    for (s = 0; s < 2; s++) {
+        char metric[80];
+        if (equal[s] < 0) continue;
+        snprintf(metric, sizeof metric, "quant_cnn_%s_%s_gpu_logits_equal", o.net, steps[3 + s]);
+        hpdl_csv_row(csv.f, metric, (double)equal[s], "images", "test_images", (double)test.n, 1);
+        mismatch |= equal[s] != test.n;
+    }
     HPDL_CHECK(hpdl_csv_commit(&csv));
     write_weight_stats(&folded, pf, o.output ? o.output : getenv("HPDL_RESULTS") ? getenv("HPDL_RESULTS") : ".");
     free(p64); free(state); free(pf64); free(pf);
     hpdl_dataset_free(&train_set);
     hpdl_dataset_free(&test);
-    return 0;
+    if (mismatch) fprintf(stderr, "quantize_cnn: GPU integer-only logits differ from the CPU's\n");
+    return mismatch;
 }

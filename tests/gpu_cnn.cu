@@ -4,7 +4,8 @@
    within 1e-12 (f64) and 1e-5 (f32) relative Frobenius difference; epochs replayed from CUDA graphs equal to eager
    steps and lowering the loss; a non-finite step skipped on the device;
    mixed precision (f16, bf16) against f32 from the same weights, learning
-   over epochs, and its loss scale halving on overflow. */
+   over epochs, and its loss scale halving on overflow; int8 calibration
+   on the backend. */
 #include "hpdl_cuda.cuh"
 #include "tests/hpdl_test.h"
 #include "tests/cnn_every_kind.h"
@@ -421,12 +422,54 @@ static void layer_times(void) {
     cudaFree(dX);
 }
 
+/* int8 calibration through the GPU's f32 backend
+   (hpdl_quant_cnn_build_backend): ResNet-18's activation scales within
+   1e-4 of the CPU-calibrated network's (the two f32 forwards round
+   differently), and the network it builds computes its int8 logits on the
+   CPU as the GPU's quantized CNN does (hpdl_cuda_quant_cnn_logits). */
+static void quant_calibration_on_gpu(void) {
+    const int n = 40, classes = 10;
+    hpdl_cnn net, folded;
+    hpdl_cuda_cnn g;
+    hpdl_cuda_quant_cnn gq;
+    hpdl_quant_cnn cpu, gpu;
+    std::vector<double> X, params, state, pf;
+    std::vector<int32_t> labels, want((size_t)n * classes), got((size_t)n * classes);
+    double worst = 0;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    HPDL_EXPECT(hpdl_cnn_resnet18(&net, hpdl_shape_make(1, 12, 12), classes, HPDL_NHWC) == HPDL_OK);
+    params.resize(net.param_count);
+    state.resize(net.state_count);
+    pf.resize(net.param_count);
+    HPDL_EXPECT(hpdl_cnn_init(&net, 7, params.data(), state.data()) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cnn_fold_batchnorm(&net, params.data(), state.data(), 1e-5, &folded, pf.data(), NULL) == HPDL_OK);
+    random_batch(&folded, n, 8, &X, &labels);
+    std::vector<float> Xf(X.begin(), X.end()), p32(pf.begin(), pf.begin() + folded.param_count);
+    float *dX = to_device(Xf);
+    HPDL_EXPECT(hpdl_cuda_cnn_create<float>(&g, HPDL_CONV_AUTO) == HPDL_OK);
+    HPDL_EXPECT(hpdl_quant_cnn_build(&cpu, &folded, p32.data(), n, Xf.data(), 100.0) == HPDL_OK);
+    HPDL_EXPECT(hpdl_quant_cnn_build_backend(&gpu, &folded, p32.data(), n, dX, 100.0, &g.be) == HPDL_OK);
+    for (int i = 0; i <= folded.n_layers; i++)
+        worst = fmax(worst, fabs(gpu.act[i].scale - cpu.act[i].scale) / cpu.act[i].scale);
+    fprintf(stderr, "    activation scales calibrated on the GPU within %.3g of the CPU's\n", worst);
+    HPDL_EXPECT(worst <= 1e-4);
+    HPDL_EXPECT(hpdl_quant_cnn_logits(&gpu, n, Xf.data(), want.data()) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cuda_quant_cnn_create(&gq, &gpu, n) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cuda_quant_cnn_logits(&gq, n, dX, got.data(), 0) == HPDL_OK);
+    HPDL_EXPECT(want == got);
+    hpdl_cuda_quant_cnn_destroy(&gq);
+    hpdl_quant_cnn_free(&cpu);
+    hpdl_quant_cnn_free(&gpu);
+    hpdl_cuda_cnn_destroy(&g);
+    cudaFree(dX);
+}
+
 int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
         HPDL_TEST(every_kind_matches_cpu), HPDL_TEST(small_cnn_matches_cpu), HPDL_TEST(resnet18_matches_cpu),
         HPDL_TEST(graph_epochs),           HPDL_TEST(nonfinite_step_skipped), HPDL_TEST(augment_matches_cpu),
         HPDL_TEST(layer_times),            HPDL_TEST(mixed_matches_f32),      HPDL_TEST(mixed_epochs_learn),
-        HPDL_TEST(mixed_overflow_skipped), HPDL_TEST(mixed_refuses),
+        HPDL_TEST(mixed_overflow_skipped), HPDL_TEST(mixed_refuses),      HPDL_TEST(quant_calibration_on_gpu),
     };
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }

@@ -475,6 +475,49 @@ static void quantized_residual_cnn(void) {
     HPDL_FREE(state);
 }
 
+/* hpdl_quant_cnn_build_backend reads the image and every layer's output
+   through the backend (here the CPU's f32 one with a counting download):
+   a download each per batch of 64 images, and the network built is
+   hpdl_quant_cnn_build's. No backend, or one of doubles: refused. */
+static int downloads;
+
+static hpdl_status counting_download(void *ctx, void *host, const void *src, size_t bytes) {
+    downloads++;
+    return hpdl_cnn_backend_cpu_f32()->download(ctx, host, src, bytes);
+}
+
+static void quantized_cnn_calibrates_through_a_backend(void) {
+    static float X[100 * Q_FEATURES], params32[20000];
+    static int32_t labels[100], want[8 * 3], got[8 * 3];
+    hpdl_cnn net;
+    hpdl_cnn_backend be = *hpdl_cnn_backend_cpu_f32();
+    hpdl_quant_cnn a, b;
+    double *p = doubles(20000);
+    int i;
+    HPDL_EXPECT(hpdl_cnn_small(&net, hpdl_shape_make(1, Q_SIDE, Q_SIDE), 3, HPDL_NHWC) == HPDL_OK);
+    banded_images(100, 4, X, labels);
+    HPDL_EXPECT(hpdl_cnn_init(&net, 6, p, NULL) == HPDL_OK);
+    for (i = 0; i < net.param_count; i++) params32[i] = (float)p[i];
+    be.download = counting_download;
+    HPDL_EXPECT(hpdl_quant_cnn_build(&a, &net, params32, 100, X, 99.9) == HPDL_OK);
+    downloads = 0;
+    HPDL_EXPECT(hpdl_quant_cnn_build_backend(&b, &net, params32, 100, X, 99.9, &be) == HPDL_OK);
+    HPDL_EXPECT(downloads == 2 * (net.n_layers + 1)); /* two batches: 64 and 36 images */
+    for (i = 0; i <= net.n_layers; i++)
+        HPDL_EXPECT(a.act[i].scale == b.act[i].scale && a.act[i].zero_point == b.act[i].zero_point);
+    HPDL_EXPECT(hpdl_quant_cnn_logits(&a, 8, X, want) == HPDL_OK);
+    HPDL_EXPECT(hpdl_quant_cnn_logits(&b, 8, X, got) == HPDL_OK);
+    HPDL_EXPECT(memcmp(want, got, sizeof want) == 0);
+    hpdl_quant_cnn_free(&a);
+    hpdl_quant_cnn_free(&b);
+    memset(&b, 0x5a, sizeof b);
+    HPDL_EXPECT(hpdl_quant_cnn_build_backend(&b, &net, params32, 100, X, 100, NULL) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_quant_cnn_build_backend(&b, &net, params32, 100, X, 100, hpdl_cnn_backend_cpu_f64()) ==
+                HPDL_ERR_INVALID);
+    HPDL_EXPECT(((unsigned char *)&b)[0] == 0x5a);
+    HPDL_FREE(p);
+}
+
 static void quantized_cnn_refuses(void) {
     static float X[4 * 72], params[4096];
     hpdl_cnn net;
@@ -581,6 +624,7 @@ int main(int argc, char **argv) {
         HPDL_TEST(fold_refuses),
         HPDL_TEST(quantized_small_cnn),
         HPDL_TEST(quantized_residual_cnn),
+        HPDL_TEST(quantized_cnn_calibrates_through_a_backend),
         HPDL_TEST(quantized_cnn_refuses),
         HPDL_TEST(augment_draws_every_shift),
         HPDL_TEST(augment_is_reproducible),

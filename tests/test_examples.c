@@ -21,17 +21,17 @@ static void put_be32(FILE *f, uint32_t v) {
     fwrite(b, 1, 4, f);
 }
 
-/* WORK/<stem>-images-idx3-ubyte and -labels-idx1-ubyte: n images of 2x2. */
-static void write_tiny_set(const char *stem, int n) {
+/* DIR/<stem>-images-idx3-ubyte and -labels-idx1-ubyte: n images of side x side. */
+static void write_set(const char *dir, const char *stem, int n, int side) {
     char path[256];
     FILE *f;
     int i;
-    snprintf(path, sizeof path, WORK "/%s-images-idx3-ubyte", stem);
+    snprintf(path, sizeof path, "%s/%s-images-idx3-ubyte", dir, stem);
     if (!(f = fopen(path, "wb"))) exit(EXIT_FAILURE);
-    put_be32(f, HPDL_IDX_IMAGES_MAGIC); put_be32(f, (uint32_t)n); put_be32(f, 2); put_be32(f, 2);
-    for (i = 0; i < 4 * n; i++) fputc((i * 53) % 256, f);
+    put_be32(f, HPDL_IDX_IMAGES_MAGIC); put_be32(f, (uint32_t)n); put_be32(f, (uint32_t)side); put_be32(f, (uint32_t)side);
+    for (i = 0; i < side * side * n; i++) fputc((i * 53) % 256, f);
     fclose(f);
-    snprintf(path, sizeof path, WORK "/%s-labels-idx1-ubyte", stem);
+    snprintf(path, sizeof path, "%s/%s-labels-idx1-ubyte", dir, stem);
     if (!(f = fopen(path, "wb"))) exit(EXIT_FAILURE);
     put_be32(f, HPDL_IDX_LABELS_MAGIC); put_be32(f, (uint32_t)n);
     for (i = 0; i < n; i++) fputc(i % 10, f);
@@ -62,8 +62,8 @@ static int err_says(const char *needle) {
 static int ready(void) {
     if (!exists(TP)) return 0;
     if (system("mkdir -p " WORK) != 0) return 0;
-    write_tiny_set("train", 200);
-    write_tiny_set("t10k", 50);
+    write_set(WORK, "train", 200, 2);
+    write_set(WORK, "t10k", 50, 2);
     return 1;
 }
 
@@ -189,6 +189,89 @@ static void cnn_train_checks_its_study_flags(void) {
     remove(cli_err);
 }
 
+/* quantize_cnn on a ResNet-18 checkpoint as cnn_train --precision bf16
+   writes it (f32 master parameters; fresh weights, 8x8 images, so the CPU
+   twin runs it in seconds): its integer-only logits are the same split
+   over 1 or 3 threads (equal digests), and it refuses a --device it
+   cannot use (a C build: any; a CUDA build: here no GPU or no data). */
+#define QCNN "build/examples/quantize_cnn"
+#define QDIR WORK "/qcnn"
+
+static int write_resnet18_checkpoint(const char *path) {
+    hpdl_cnn net;
+    hpdl_ckpt_entry e[5];
+    char model[HPDL_CKPT_MAX_MODEL + 1];
+    int64_t steps = 7, j;
+    double *p64, *s64;
+    float *p, *state, *m1;
+    hpdl_status st;
+    HPDL_CHECK(hpdl_cnn_resnet18(&net, hpdl_shape_make(1, 8, 8), 10, HPDL_NHWC));
+    p64 = (double *)malloc((size_t)net.param_count * sizeof *p64);
+    s64 = (double *)malloc((size_t)net.state_count * sizeof *s64);
+    p = (float *)malloc((size_t)net.param_count * sizeof *p);
+    m1 = (float *)calloc((size_t)net.param_count, sizeof *m1);
+    state = (float *)malloc((size_t)net.state_count * sizeof *state);
+    if (!p64 || !s64 || !p || !m1 || !state) exit(EXIT_FAILURE);
+    HPDL_CHECK(hpdl_cnn_init(&net, 3, p64, s64));
+    for (j = 0; j < net.param_count; j++) p[j] = (float)p64[j];
+    for (j = 0; j < net.state_count; j++) state[j] = (float)s64[j];
+    HPDL_CHECK(hpdl_cnn_ckpt_model("resnet18", &net, "nhwc", "bf16", model, sizeof model));
+    st = hpdl_ckpt_save(path, model, hpdl_cnn_ckpt_entries(&net, 0, HPDL_DTYPE_F32, p, state, m1, NULL, &steps, e), e);
+    free(p64); free(s64); free(p); free(m1); free(state);
+    return st == HPDL_OK;
+}
+
+/* The digest quantize_cnn printed for `step` in cli_out ("" when none). */
+static const char *digest_of(const char *step, char *out, size_t size) {
+    char line[1024];
+    const char *at;
+    FILE *f = fopen(cli_out, "r");
+    out[0] = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, step, strlen(step)) == 0 && line[strlen(step)] == ':' && (at = strstr(line, "digest ")))
+            snprintf(out, size, "%.16s", at + 7);
+    if (f) fclose(f);
+    return out;
+}
+
+static void quantize_cnn_threads_agree(void) {
+    const char *flags = "--net resnet18 --load " QDIR "/r18.ckpt --precision bf16 --data " QDIR
+                        " --test-images 6 --calib 4 --output " QDIR;
+    char cmd[512], one[2][32], three[2][32];
+    if (!exists(QCNN)) HPDL_SKIP(QCNN " not built (make examples)");
+    if (system("mkdir -p " QDIR) != 0) HPDL_SKIP("cannot make " QDIR);
+    write_set(QDIR, "train", 8, 8);
+    write_set(QDIR, "t10k", 6, 8);
+    HPDL_EXPECT(write_resnet18_checkpoint(QDIR "/r18.ckpt"));
+    name_cli_files();
+    snprintf(cmd, sizeof cmd, "%s --threads 1", flags);
+    HPDL_EXPECT(run_program(QCNN, cmd) == 0);
+    digest_of("int8_minmax", one[0], sizeof one[0]);
+    digest_of("int8_pct", one[1], sizeof one[1]);
+    snprintf(cmd, sizeof cmd, "%s --threads 3", flags);
+    HPDL_EXPECT(run_program(QCNN, cmd) == 0);
+    digest_of("int8_minmax", three[0], sizeof three[0]);
+    digest_of("int8_pct", three[1], sizeof three[1]);
+    HPDL_EXPECT(strlen(one[0]) == 16 && strlen(one[1]) == 16);
+    HPDL_EXPECT(strcmp(one[0], three[0]) == 0 && strcmp(one[1], three[1]) == 0);
+    HPDL_EXPECT(file_says(cli_out, "loaded " QDIR "/r18.ckpt (7 steps)"));
+    HPDL_EXPECT(file_says(QDIR "/quantize_cnn.csv", "quant_cnn_resnet18_int8_pct_accuracy"));
+    remove(cli_out);
+    remove(cli_err);
+}
+
+static void quantize_cnn_refuses_a_device_it_cannot_use(void) {
+    int rc;
+    if (!exists(QCNN)) HPDL_SKIP(QCNN " not built (make examples)");
+    if (system("mkdir -p " WORK) != 0) HPDL_SKIP("cannot make " WORK);
+    name_cli_files();
+    HPDL_EXPECT(run_program(QCNN, "--device -2") == 2 && file_says(cli_err, "--device"));
+    rc = run_program(QCNN, "--device 0 --data " WORK "/no-such-folder");
+    HPDL_EXPECT((rc == 2 && file_says(cli_err, "--device needs the CUDA build")) || rc == 1);
+    remove(cli_out);
+    remove(cli_err);
+}
+
 int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
         HPDL_TEST(tp_takes_its_input_width_from_the_data),
@@ -196,6 +279,8 @@ int main(int argc, char **argv) {
         HPDL_TEST(tp_refuses_malformed_numbers),
         HPDL_TEST(every_program_keeps_the_command_line_convention),
         HPDL_TEST(cnn_train_checks_its_study_flags),
+        HPDL_TEST(quantize_cnn_threads_agree),
+        HPDL_TEST(quantize_cnn_refuses_a_device_it_cannot_use),
     };
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }
