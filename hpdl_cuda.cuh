@@ -2558,27 +2558,36 @@ static __device__ __forceinline__ void hpdl__wg_put4(const hpdl__gemm_args<T, fl
     hpdl__gemm_out4(g, m, n, v);
 }
 
-/* Stores a warpgroup's 64 x BN accumulators at C(m0.., n0..) through buf
-   (HPDL__WG_EPI_BYTES of shared memory, this warpgroup's own). wgmma's
-   layout: warp w holds rows 16w..16w+15; in each 8-column group j a thread
-   holds columns 2(lane%4), +1 of rows lane/4 and lane/4 + 8, in
-   d[4j..4j+3]. Each warp reads back only the rows it wrote, so a warp
-   barrier suffices (the warpgroup's named barriers cost no measurable
-   time, f16 4096^3 on an H100: 700.7 TFLOP/s either way). */
-template <typename G, typename ACC, int BN = 256>
-static __device__ __forceinline__ void hpdl__wg_store(const G &g, const ACC *d, int m0, int n0, ACC *buf) {
+/* Columns 32 chunk..32 chunk + 31 of a warpgroup's accumulators into its
+   64 x 32 buffer. wgmma's layout: warp w holds rows 16w..16w+15; in each
+   8-column group j a thread holds columns 2(lane%4), +1 of rows lane/4 and
+   lane/4 + 8, in d[4j..4j+3]. */
+template <typename ACC>
+static __device__ __forceinline__ void hpdl__wg_buffer_chunk(const ACC *d, int chunk, ACC *buf) {
     const int t = (int)threadIdx.x % 128, lane = t % 32, r = t / 32 * 16 + lane / 4, c = lane % 4 * 2;
-    int chunk, jj, row;
+    int jj;
 #pragma unroll
-    for (chunk = 0; chunk < BN / HPDL__WG_EPI_COLS; chunk++) {
+    for (jj = 0; jj < HPDL__WG_EPI_COLS / 8; jj++) {
+        int j = chunk * HPDL__WG_EPI_COLS / 8 + jj, col = jj * 8 + c;
+        buf[r * HPDL__WG_EPI_LD + col] = d[4 * j];
+        buf[r * HPDL__WG_EPI_LD + col + 1] = d[4 * j + 1];
+        buf[(r + 8) * HPDL__WG_EPI_LD + col] = d[4 * j + 2];
+        buf[(r + 8) * HPDL__WG_EPI_LD + col + 1] = d[4 * j + 3];
+    }
+}
+
+/* Stores a warpgroup's 64 x 256 accumulators at C(m0.., n0..) through buf
+   (HPDL__WG_EPI_BYTES of shared memory, this warpgroup's own), a chunk
+   (hpdl__wg_buffer_chunk) at a time. Each warp reads back only the rows it
+   wrote, so a warp barrier suffices (the warpgroup's named barriers cost
+   no measurable time, f16 4096^3 on an H100: 700.7 TFLOP/s either way). */
+template <typename G, typename ACC>
+static __device__ __forceinline__ void hpdl__wg_store(const G &g, const ACC *d, int m0, int n0, ACC *buf) {
+    const int t = (int)threadIdx.x % 128, lane = t % 32;
+    int chunk, row;
 #pragma unroll
-        for (jj = 0; jj < HPDL__WG_EPI_COLS / 8; jj++) {
-            int j = chunk * HPDL__WG_EPI_COLS / 8 + jj, col = jj * 8 + c;
-            buf[r * HPDL__WG_EPI_LD + col] = d[4 * j];
-            buf[r * HPDL__WG_EPI_LD + col + 1] = d[4 * j + 1];
-            buf[(r + 8) * HPDL__WG_EPI_LD + col] = d[4 * j + 2];
-            buf[(r + 8) * HPDL__WG_EPI_LD + col + 1] = d[4 * j + 3];
-        }
+    for (chunk = 0; chunk < 256 / HPDL__WG_EPI_COLS; chunk++) {
+        hpdl__wg_buffer_chunk(d, chunk, buf);
         __syncwarp();
         { /* lane: four columns (their per-column data loaded once) of rows lane/8, +4, +8, +12 of the warp's 16 */
             const int col = lane % (HPDL__WG_EPI_COLS / 4) * 4, n = n0 + chunk * HPDL__WG_EPI_COLS + col;
@@ -2656,6 +2665,20 @@ static __device__ __forceinline__ int hpdl__wg_swizzle128(int row, int col) {
     return row * 128 + (((byte >> 4) ^ row) & 7) * 16 + (byte & 15);
 }
 
+/* A warpgroup's 64 x 64 chunk of 16-bit outputs (pairs p[i] from
+   accumulators 32c + 2i, +1: wgmma's layout, see hpdl__wg_buffer_chunk)
+   into rows 0..63 of a box swizzled as hpdl__wg_swizzle128 (or rows 64..127
+   when box points 64 rows in: the swizzle repeats every 8 rows). */
+static __device__ __forceinline__ void hpdl__wg_stmatrix_chunk(unsigned char *box, const unsigned p[16]) {
+    const int t = (int)threadIdx.x % 128, lane = t % 32;
+    /* stmatrix: lane gives row lane%8 of matrix lane/8 = (rows 0-7 or 8-15 of the warp's 16) x (group jj or jj+1) */
+    const int row = t / 32 * 16 + lane / 8 % 2 * 8 + lane % 8, next_group = lane / 16;
+    int jj;
+#pragma unroll
+    for (jj = 0; jj < HPDL__WG_TMA_COLS / 8; jj += 2)
+        hpdl__stmatrix_x4(box + hpdl__wg_swizzle128(row, (jj + next_group) * 8), p + 2 * jj);
+}
+
 /* Chunk c of a warpgroup's 64 x 256 output (columns 64c..64c+63, already
    in T: pairs p[i] from accumulators 32c + 2i, +1) to C at (m0, x) through
    buffer c % 2. The buffer's copies are issued (and waited for) by lane 0 of
@@ -2665,16 +2688,11 @@ static __device__ __forceinline__ int hpdl__wg_swizzle128(int row, int col) {
 static __device__ __forceinline__ void hpdl__wg_put_chunk(const CUtensorMap *map_c, const unsigned p[16], int c, int m0, int x,
                                                           unsigned char *buf) {
     enum { BOX_BYTES = HPDL__WG_TMA_ROWS * HPDL__WG_TMA_COLS * 2 };
-    const int t = (int)threadIdx.x % 128, wg = (int)threadIdx.x / 128, lane = t % 32;
-    /* stmatrix: lane gives row lane%8 of matrix lane/8 = (rows 0-7 or 8-15 of the warp's 16) x (group jj or jj+1) */
-    const int row = t / 32 * 16 + lane / 8 % 2 * 8 + lane % 8, next_group = lane / 16, issuer = t == c % 2 * 32;
+    const int t = (int)threadIdx.x % 128, wg = (int)threadIdx.x / 128, issuer = t == c % 2 * 32;
     unsigned char *b = buf + c % 2 * BOX_BYTES;
-    int jj;
     if (issuer) hpdl__tma_wait_read<0>(); /* this buffer's last copy has read it */
     hpdl__wg_bar(wg);
-#pragma unroll
-    for (jj = 0; jj < HPDL__WG_TMA_COLS / 8; jj += 2) /* wgmma's layout, see hpdl__wg_store */
-        hpdl__stmatrix_x4(b + hpdl__wg_swizzle128(row, (jj + next_group) * 8), p + 2 * jj);
+    hpdl__wg_stmatrix_chunk(b, p);
     hpdl__fence_async_smem();
     hpdl__wg_bar(wg);
     if (issuer) hpdl__tma_store(map_c, b, x, m0);
@@ -2695,12 +2713,12 @@ static __device__ __forceinline__ void hpdl__wg_pack_chunk(const float d[128], f
 
 /* Chunks FIRST_CHUNK..3 of the output by TMA (the ones before: see
    hpdl__wg_hold). */
-template <typename T, int FIRST_CHUNK = 0, int BN = 256>
+template <typename T, int FIRST_CHUNK = 0>
 static __device__ __forceinline__ void hpdl__wg_store_tma(const CUtensorMap *map_c, float alpha, const float *d, int m0,
                                                           int n0, unsigned char *buf) {
     int c;
 #pragma unroll
-    for (c = FIRST_CHUNK; c < BN / HPDL__WG_TMA_COLS; c++) {
+    for (c = FIRST_CHUNK; c < 256 / HPDL__WG_TMA_COLS; c++) {
         unsigned p[16];
         hpdl__wg_pack_chunk<T>(d, alpha, c, p);
         hpdl__wg_put_chunk(map_c, p, c, m0, n0 + c * HPDL__WG_TMA_COLS, buf);
@@ -4493,7 +4511,7 @@ template <typename T> struct hpdl__conv_wg_args {
     int phase_h, phase_w;        /* (forward: steps 1, phases 0) */
     int channels;                /* output channels: the GEMM's columns */
     int vec;                     /* channels % 4 == 0 and y 8-byte aligned: 4 outputs per store */
-    int tma_y;                   /* tiles are runs of 128 pixels of y: stored by the copy engine */
+    int tma_y;                   /* f16/bf16, y's steps 1: a tile's box is stored by the copy engine */
     int box_w, box_h, box_n;     /* a tile's output pixels, box_w * box_h * box_n <= 128 */
     int tiles_w, tiles_h, tiles; /* boxes across, down, in all */
     int kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
@@ -4517,31 +4535,134 @@ static __device__ __forceinline__ hpdl__wg_nocols hpdl__wg_cols(const hpdl__conv
     return hpdl__wg_nocols();
 }
 
-/* The computed pixel (image, row, column) of row m = 128 * tile + (pixel in
-   the tile's box); false past the box's or the image's end. */
+/* The element-wise epilogue (hpdl__conv_wg_store) gives each thread four
+   rows of its consumer's 64, the same in every tile: rows first, +4, +8,
+   +12 of the tile, first = 64 (consumer) + 16 (warp) + lane / 8. Their
+   places in a tile's box of pixels (column, row, image: divisions by the
+   box's sides) are found once, before the first tile; a tile then adds
+   its corner (hpdl__conv_wg_pixels). Before, every row of every
+   32-column chunk divided again: ~170 instructions a row, most of a
+   ResNet-18 stage-1 tile's instructions. */
+struct hpdl__conv_wg_rows {
+    int bw[4], bh[4], bn[4];
+};
 template <typename T>
-static __device__ __forceinline__ bool hpdl__conv_wg_pixel(const hpdl__conv_wg_args<T> &g, int m, int *image, int *h,
-                                                           int *w) {
-    const int r = m % 128, bw = r % g.box_w, bh = r / g.box_w % g.box_h, bn = r / (g.box_w * g.box_h);
-    int n0, h0, w0;
-    hpdl__conv_wg_tile(g, m / 128, &n0, &h0, &w0);
-    *image = n0 + bn, *h = h0 + bh, *w = w0 + bw;
-    return bn < g.box_n && *image < g.images && *h < g.rows && *w < g.cols;
+static __device__ __forceinline__ hpdl__conv_wg_rows hpdl__conv_wg_rows_of(const hpdl__conv_wg_args<T> &g, int row0) {
+    const int t = (int)threadIdx.x % 128, first = row0 + t / 32 * 16 + t % 32 / (HPDL__WG_EPI_COLS / 4);
+    hpdl__conv_wg_rows r;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int m = first + 4 * i;
+        r.bw[i] = m % g.box_w, r.bh[i] = m / g.box_w % g.box_h, r.bn[i] = m / (g.box_w * g.box_h);
+    }
+    return r;
 }
 
-/* Output channels n..n+3 of row m. */
+/* A tile's four rows of this thread: where each pixel's outputs start in
+   y, its computed row and column, and which of the four are inside the
+   box and y (bit i). */
+struct hpdl__conv_wg_px {
+    size_t at[4];
+    int h[4], w[4];
+    unsigned inside;
+};
 template <typename T>
-static __device__ __forceinline__ void hpdl__wg_put4(const hpdl__conv_wg_args<T> &g, hpdl__wg_nocols, int m, int n,
-                                                     const float v[4]) {
-    int image, h, w, j;
-    if (!hpdl__conv_wg_pixel(g, m, &image, &h, &w) || n >= g.channels) return;
-    const int row = h * g.y_step_h + g.phase_h, col = w * g.y_step_w + g.phase_w;
-    T *p = g.y + (((size_t)image * g.y_rows + row) * g.y_cols + col) * g.channels + n;
+static __device__ __forceinline__ hpdl__conv_wg_px hpdl__conv_wg_pixels(const hpdl__conv_wg_args<T> &g,
+                                                                        const hpdl__conv_wg_rows &r, int tile) {
+    hpdl__conv_wg_px px;
+    int n0, h0, w0;
+    hpdl__conv_wg_tile(g, tile, &n0, &h0, &w0);
+    px.inside = 0;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int image = n0 + r.bn[i];
+        px.h[i] = h0 + r.bh[i], px.w[i] = w0 + r.bw[i];
+        if (r.bn[i] < g.box_n && image < g.images && px.h[i] < g.rows && px.w[i] < g.cols) px.inside |= 1u << i;
+        px.at[i] = (((size_t)image * g.y_rows + px.h[i] * g.y_step_h + g.phase_h) * g.y_cols + px.w[i] * g.y_step_w +
+                    g.phase_w) * g.channels;
+    }
+    return px;
+}
+
+/* Output channels n..n+3 of the thread's row i (hpdl__conv_wg_store). */
+template <typename T>
+static __device__ __forceinline__ void hpdl__conv_wg_put4(const hpdl__conv_wg_args<T> &g, hpdl__wg_nocols,
+                                                          const hpdl__conv_wg_px &px, int i, int n, const float v[4]) {
+    int j;
+    if (!(px.inside >> i & 1) || n >= g.channels) return;
+    T *p = g.y + px.at[i] + n;
     if (g.vec) {
         hpdl__gemm_vstore4(p, v);
         return;
     }
     for (j = 0; j < 4 && n + j < g.channels; j++) p[j] = T(v[j]);
+}
+
+/* A consumer's 64 x BN outputs element-wise, a 32-column chunk at a time
+   through its buffer (hpdl__wg_store's scheme, with the rows' pixels found
+   once per tile): the int8 convolution's, and the f16/bf16 one's where the
+   copy engine cannot store a box (the phases of strided backward-data). */
+template <typename G, typename ACC, int BN>
+static __device__ __forceinline__ void hpdl__conv_wg_store(const G &g, const hpdl__conv_wg_px &px, const ACC *d, int n0,
+                                                           ACC *buf) {
+    const int t = (int)threadIdx.x % 128, lane = t % 32, first = t / 32 * 16 + lane / (HPDL__WG_EPI_COLS / 4);
+    const int col = lane % (HPDL__WG_EPI_COLS / 4) * 4;
+#pragma unroll
+    for (int chunk = 0; chunk < BN / HPDL__WG_EPI_COLS; chunk++) {
+        const int n = n0 + chunk * HPDL__WG_EPI_COLS + col;
+        hpdl__wg_buffer_chunk(d, chunk, buf);
+        __syncwarp();
+        const auto cols = hpdl__wg_cols(g, n);
+#pragma unroll
+        for (int i = 0; i < 4; i++) hpdl__conv_wg_put4(g, cols, px, i, n, buf + (first + 4 * i) * HPDL__WG_EPI_LD + col);
+        __syncwarp(); /* the warp's rows of the buffer are free for the next chunk */
+    }
+}
+
+/* The consumers' barrier (named barrier 3, both warpgroups). */
+static __device__ __forceinline__ void hpdl__conv_wg_bar_consumers() { asm volatile("bar.sync 3, 256;" ::: "memory"); }
+
+/* One box of a 4-D tensor map from shared memory (the engine clips it at
+   the tensor's edges); committed as this thread's bulk group. */
+static __device__ __forceinline__ void hpdl__tma_store_4d(const CUtensorMap *map, const void *src, int x, int y, int z,
+                                                          int w) {
+    asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%1, %2, %3, %4}], [%5];\n"
+                 "cp.async.bulk.commit_group;" ::"l"(map), "r"(x), "r"(y), "r"(z), "r"(w), "r"(hpdl__smem_u32(src))
+                 : "memory");
+}
+
+/* The f16/bf16 tile (pixel box `tile`, channels n0..n0 + BN - 1) by the
+   copy engine: for each 64 channels both consumers write their 64 rows
+   into one 128-row box buffer (row r = pixel r of the box, 128 bytes,
+   swizzled as the engine reads it), and thread 128 stores it as a 4-D box
+   of y (channels, box_w, box_h, box_n), clipped at y's edges and at the
+   box's own pixels (fewer than 128 where the box is smaller). The two
+   16 KB buffers alternate over the block's chunks (`done`: the tiles this
+   block stored before); one barrier per chunk, before which the storing
+   thread waits until the copy of the chunk before has read the other
+   buffer, the next one written. The consumers go on to the next tile while
+   the engine writes y. Before, a tile that is not 128 consecutive pixels
+   (every 3x3 layer) was stored element-wise at ~190 instructions per
+   thread and row of 4 outputs. */
+template <typename T, int BN>
+static __device__ __forceinline__ void hpdl__conv_wg_store_box(const hpdl__conv_wg_args<T> &g, const CUtensorMap *map_y,
+                                                               const float *d, int tile, int n0, int row0, int done,
+                                                               unsigned char *bufs) {
+    enum { CHUNKS = BN / 64, BOX_BYTES = 128 * 128 };
+    const bool issuer = threadIdx.x == 128;
+    int image0, h0, w0;
+    hpdl__conv_wg_tile(g, tile, &image0, &h0, &w0);
+#pragma unroll
+    for (int c = 0; c < CHUNKS; c++) {
+        unsigned char *box = bufs + (done * CHUNKS + c) % 2 * BOX_BYTES;
+        unsigned p[16];
+        hpdl__wg_pack_chunk<T>(d, 1.0f, c, p);
+        hpdl__wg_stmatrix_chunk(box + row0 * 128, p);
+        hpdl__fence_async_smem();
+        if (issuer) hpdl__tma_wait_read<0>(); /* the chunk before has read the other buffer */
+        hpdl__conv_wg_bar_consumers();
+        if (issuer) hpdl__tma_store_4d(map_y, box, n0 + 64 * c, w0, h0, image0);
+    }
 }
 
 /* A stage: 128 rows of the pixels' channels and BN rows of the filter's,
@@ -4554,17 +4675,20 @@ template <int BN, int ROW = 128> struct hpdl__conv_wg_shape {
     static size_t smem() { return (size_t)S * STAGE + 2 * HPDL__WG_EPI_BYTES + 2 * S * 8 + 1024 /* alignment */; }
 };
 
-/* A consumer's 64 x BN tile of f16/bf16 outputs: by the copy engine when
-   the tile is 128 consecutive pixels of y (row m of it is row 128 t + m),
-   else through hpdl__wg_store. (The int8 convolution's, with its
-   requantisation, is in the int8 section.) */
+/* A consumer's 64 x BN share of tile `tile`'s f16/bf16 outputs (its rows
+   row0.., columns n0..; `done`: tiles this block stored before; epi: the
+   two consumers' 2 x HPDL__WG_EPI_BYTES of shared memory): by the copy
+   engine where it can (hpdl__conv_wg_store_box), else element-wise. (The
+   int8 convolution's, with its requantisation, is in the int8 section.) */
 template <typename T, int BN>
-static __device__ __forceinline__ void hpdl__conv_wg_epilogue(const hpdl__conv_wg_args<T> &g, const CUtensorMap *map_y,
-                                                              const float *d, int m0, int n0, float *buf) {
+static __device__ __forceinline__ void hpdl__conv_wg_epilogue(const hpdl__conv_wg_args<T> &g, const hpdl__conv_wg_rows &rows,
+                                                              const CUtensorMap *map_y, const float *d, int tile, int n0,
+                                                              int row0, int done, unsigned char *epi) {
     if (g.tma_y)
-        hpdl__wg_store_tma<T, 0, BN>(map_y, 1.0f, d, m0, n0, (unsigned char *)buf);
+        hpdl__conv_wg_store_box<T, BN>(g, map_y, d, tile, n0, row0, done, epi);
     else
-        hpdl__wg_store<hpdl__conv_wg_args<T>, float, BN>(g, d, m0, n0, buf);
+        hpdl__conv_wg_store<hpdl__conv_wg_args<T>, float, BN>(g, hpdl__conv_wg_pixels(g, rows, tile), d, n0,
+                                                              (float *)(epi + row0 / 64 * HPDL__WG_EPI_BYTES));
 }
 
 /* Descriptor of k step j (32 bytes) of the 64-row slice at row0 of a
@@ -4610,8 +4734,8 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma(const __grid_constant
     typedef typename hpdl__wg_type<T>::acc ACC;
     enum { S = SH::S, STAGE = SH::STAGE, A_BYTES = SH::A_BYTES, CHANNELS = ROW / sizeof(T) /* per k step */ };
     static_assert(ROW == 128 || !DATA, "the MN-major filter (backward-data) needs rows of 128 bytes");
-    unsigned char *smem = hpdl__wg_smem_base();
-    ACC *epi = (ACC *)(smem + S * STAGE);
+    static_assert(HPDL__WG_EPI_BYTES >= 128 * 128, "the two box buffers of hpdl__conv_wg_store_box");
+    unsigned char *smem = hpdl__wg_smem_base(), *epi = smem + S * STAGE;
     uint64_t *full = (uint64_t *)(smem + S * STAGE + 2 * HPDL__WG_EPI_BYTES), *empty = full + S;
     const int wg = (int)threadIdx.x / 128, KT = g.taps_h * g.taps_w * g.chunks;
     const int tiles_n = (g.channels + BN - 1) / BN;
@@ -4654,6 +4778,7 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma(const __grid_constant
     } else {
         ACC d[BN / 2];
         const int row0 = (wg - 1) * 64;
+        const hpdl__conv_wg_rows rows = hpdl__conv_wg_rows_of(g, row0);
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
         auto k_step = [&]() {
             const unsigned char *st = smem + it % S * STAGE;
@@ -4679,8 +4804,8 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma(const __grid_constant
             hpdl__wg_wait<0>();
             hpdl__wg_release<1>(&empty[(it - 1) % S]);
             hpdl__wg_fence_accs<BN / 2>(d);
-            hpdl__conv_wg_epilogue<T, BN>(g, &map_y, d, t / tiles_n * 128 + row0, t % tiles_n * BN,
-                                          epi + (wg - 1) * HPDL__WG_EPI_BYTES / sizeof(ACC));
+            hpdl__conv_wg_epilogue<T, BN>(g, rows, &map_y, d, t / tiles_n, t % tiles_n * BN, row0,
+                                          t / (int)gridDim.x, epi);
         }
         hpdl__wg_epilogue_done();
     }
@@ -5028,14 +5153,11 @@ template <typename T> static inline hpdl_status hpdl__conv_wg_tiles(hpdl__conv_w
 template <typename T>
 static inline hpdl_status hpdl__conv_wg_phase(hpdl__conv_wg_args<T> g, bool data, const hpdl_tensor4 &dst,
                                               const CUtensorMap &map_src, const CUtensorMap &map_w, cudaStream_t stream) {
-    const long long pixels = (long long)dst.n * dst.h * dst.w;
     CUtensorMap map_y = CUtensorMap();
     if (hpdl__conv_wg_tiles(&g, dst) != HPDL_OK) return HPDL_ERR_UNSUPPORTED;
-    /* tile t = pixels 128 t.. of y when its boxes are whole rows of whole images, or runs of one row */
+    /* y in the tiles' boxes of pixels x 64 channels (hpdl__conv_wg_store_box), unless a phase's pixels are strided */
     g.tma_y = g.y_step_h == 1 && g.y_step_w == 1 &&
-              ((dst.n == 1 && dst.h == 1) || (g.box_w * g.box_h * g.box_n == 128 && g.box_w == dst.w &&
-                                              (g.box_n == 1 ? dst.h % g.box_h == 0 : g.box_h == dst.h)));
-    g.tma_y = g.tma_y && hpdl__wg_map_c(&map_y, g.y, (int)pixels, dst.c, dst.c) == HPDL_OK;
+              hpdl__conv_wg_map4(&map_y, dst, g.y, g.box_w, g.box_h, g.box_n, 1, 1) == HPDL_OK;
     if (dst.c <= 64)
         return data ? hpdl__conv_wg_launch<T, 64, true>(map_src, map_w, map_y, g, stream)
                     : hpdl__conv_wg_launch<T, 64, false>(map_src, map_w, map_y, g, stream);
@@ -9679,12 +9801,18 @@ HPDL_CUDA_API const char *hpdl_quant_algo_name(hpdl_quant_algo a) {
 /* Fixed-point requantization, device twins of hpdl.h's                      */
 /* ------------------------------------------------------------------------ */
 
-/* hpdl_quant_sat_rounding_doubling_high_mul, same arithmetic (host and
-   device, so tests can compare the two on the host as well). */
+/* hpdl_quant_sat_rounding_doubling_high_mul, same results (host and
+   device, so tests can compare the two on the host as well). The CPU adds
+   a nudge of 2^30 (ab >= 0) or 1 - 2^30 and truncates toward zero; for
+   ab < 0 that truncation is the ceiling, ceil((ab + 1 - 2^30) / 2^31) =
+   floor((ab + 2^30) / 2^31), so both signs are one floor, and that floor
+   lies in int32 (|ab| <= 2^62 - 2^31 but for INT32_MIN^2), so it is bits
+   31..62 of v: one funnel shift, where the division took a 64-bit sign
+   fix-up and a branch. */
 HPDL_HD static inline int32_t hpdl__q_srdhm(int32_t a, int32_t b) {
-    int64_t ab = (int64_t)a * b, nudge = ab >= 0 ? ((int64_t)1 << 30) : 1 - ((int64_t)1 << 30);
+    const int64_t v = (int64_t)a * b + ((int64_t)1 << 30);
     if (a == INT32_MIN && b == INT32_MIN) return INT32_MAX;
-    return (int32_t)((ab + nudge) / ((int64_t)1 << 31));
+    return (int32_t)(uint32_t)((uint64_t)v >> 31);
 }
 
 /* hpdl_quant_rounding_divide_by_pot, same arithmetic. */
@@ -10562,33 +10690,35 @@ static __device__ __forceinline__ void hpdl__qconv_wg_outside(const hpdl__qconv_
     for (i = 0; i < 4; i++) fix[i] *= g.q.za;
 }
 
-/* y(pixel of row m, n..n+3): the product sums from the epilogue buffer,
-   corrected and requantised (hpdl__qgemm_requant); one 4-byte store when
-   all four are inside and aligned. */
-static __device__ __forceinline__ void hpdl__wg_put4(const hpdl__qconv_wg_args &g, const hpdl__wg_qcols &c, int m, int n,
-                                                     const int *v) {
+/* y(the thread's row i, n..n+3): the product sums from the epilogue
+   buffer, corrected and requantised (hpdl__qgemm_requant); one 4-byte
+   store when all four are inside and aligned. */
+static __device__ __forceinline__ void hpdl__conv_wg_put4(const hpdl__qconv_wg_args &g, const hpdl__wg_qcols &c,
+                                                          const hpdl__conv_wg_px &px, int i, int n, const int *v) {
     const int4 dot = *(const int4 *)v;
     const int d[4] = {dot.x, dot.y, dot.z, dot.w};
-    int image, h, w, i;
     int64_t fix[4];
     int8_t out[4];
-    if (!hpdl__conv_wg_pixel(g, m, &image, &h, &w) || n >= g.channels) return;
-    int8_t *p = g.y + (((size_t)image * g.y_rows + h) * g.y_cols + w) * g.channels + n;
-    hpdl__qconv_wg_outside(g, h, w, n, fix);
+    if (!(px.inside >> i & 1) || n >= g.channels) return;
+    int8_t *p = g.y + px.at[i] + n;
+    hpdl__qconv_wg_outside(g, px.h[i], px.w[i], n, fix);
 #pragma unroll
-    for (i = 0; i < 4; i++) out[i] = (int8_t)hpdl__qgemm_requant(g.q, d[i] + c.add[i] + fix[i], c.multiplier[i], c.shift[i]);
+    for (int k = 0; k < 4; k++) out[k] = (int8_t)hpdl__qgemm_requant(g.q, d[k] + c.add[k] + fix[k], c.multiplier[k], c.shift[k]);
     if (n + 3 < g.channels && (uintptr_t)p % 4 == 0) {
         hpdl__q_vstore4(p, out);
         return;
     }
-    for (i = 0; i < 4 && n + i < g.channels; i++) p[i] = out[i];
+    for (int k = 0; k < 4 && n + k < g.channels; k++) p[k] = out[k];
 }
 
-/* The kernel's epilogue for the int8 convolution: through hpdl__wg_store. */
+/* The kernel's epilogue for the int8 convolution: element-wise
+   (hpdl__conv_wg_store), in the consumer's own buffer. */
 template <typename T, int BN>
-static __device__ __forceinline__ void hpdl__conv_wg_epilogue(const hpdl__qconv_wg_args &g, const CUtensorMap *,
-                                                              const int *d, int m0, int n0, int *buf) {
-    hpdl__wg_store<hpdl__qconv_wg_args, int, BN>(g, d, m0, n0, buf);
+static __device__ __forceinline__ void hpdl__conv_wg_epilogue(const hpdl__qconv_wg_args &g, const hpdl__conv_wg_rows &rows,
+                                                              const CUtensorMap *, const int *d, int tile, int n0,
+                                                              int row0, int, unsigned char *epi) {
+    hpdl__conv_wg_store<hpdl__qconv_wg_args, int, BN>(g, hpdl__conv_wg_pixels(g, rows, tile), d, n0,
+                                                      (int *)(epi + row0 / 64 * HPDL__WG_EPI_BYTES));
 }
 
 /* One launch of the int8 kernel with BN-wide column tiles and k steps of

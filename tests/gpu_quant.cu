@@ -66,7 +66,9 @@ template <typename T> static int count_mismatches(const std::vector<T> &got, con
 
 static void test_requant_twins(void) {
     hpdl_rng r;
-    const int32_t edges[] = {INT32_MIN, INT32_MIN + 1, -65537, -65536, -3, -2, -1, 0, 1, 2, 3, 65535, INT32_MAX - 1, INT32_MAX};
+    /* with +-2^30 and +-2^15, products a * b at and beside the roundings' ties (ab + 2^30 a multiple of 2^31) */
+    const int32_t edges[] = {INT32_MIN, INT32_MIN + 1, -(1 << 30), -65537, -65536, -(1 << 15), -3, -2, -1, 0,
+                             1, 2, 3, 1 << 15, 65535, 1 << 30, INT32_MAX - 1, INT32_MAX};
     int i, j, e, bad = 0;
     hpdl_rng_seed(&r, 11);
     for (i = 0; i < HPDL_COUNT(edges); i++)
