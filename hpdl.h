@@ -6921,6 +6921,11 @@ typedef struct hpdl_cnn_backend {
     /* work = params converted to the element type (n values; NULL when
        param_size is 0) */
     hpdl_status (*cast)(void *ctx, int64_t n, const void *params, void *work);
+    /* optional (NULL: conv_backward_filter, then bias_grad): a convolution's
+       filter and bias gradients in one pass */
+    hpdl_status (*conv_backward_filter_bias)(void *ctx, const hpdl_conv2d_params *p, const hpdl_tensor4 *xd,
+                                             const void *x, const hpdl_tensor4 *yd, const void *dy, void *dw,
+                                             void *dbias);
 } hpdl_cnn_backend;
 
 typedef enum hpdl_cnn_optimizer_kind { HPDL_CNN_SGD = 0, HPDL_CNN_ADAMW } hpdl_cnn_optimizer_kind;
@@ -7269,8 +7274,14 @@ static inline hpdl_status hpdl__cnn_conv_backward(hpdl_cnn_run *r, int i, const 
     const hpdl_cnn_layer *l = &r->net->layer[i];
     hpdl_conv2d_params cp = hpdl__cnn_conv_params(l);
     const void *dy = r->dact[i];
-    hpdl_status s = be->conv_backward_filter(be->ctx, &cp, xd, x, yd, dy, hpdl__cnn_at(r, r->grads, r->net->weight_at[i]));
-    if (s == HPDL_OK && l->bias) s = be->bias_grad(be->ctx, yd, dy, hpdl__cnn_at(r, r->grads, r->net->bias_at[i]));
+    void *dw = hpdl__cnn_at(r, r->grads, r->net->weight_at[i]), *db = hpdl__cnn_at(r, r->grads, r->net->bias_at[i]);
+    hpdl_status s;
+    if (l->bias && be->conv_backward_filter_bias) {
+        s = be->conv_backward_filter_bias(be->ctx, &cp, xd, x, yd, dy, dw, db);
+    } else {
+        s = be->conv_backward_filter(be->ctx, &cp, xd, x, yd, dy, dw);
+        if (s == HPDL_OK && l->bias) s = be->bias_grad(be->ctx, yd, dy, db);
+    }
     if (s == HPDL_OK && dx)
         s = be->conv_backward_data(be->ctx, &cp, yd, dy, hpdl__cnn_at(r, r->work, r->net->weight_at[i]), xd, dx);
     return s;
@@ -7603,7 +7614,7 @@ static inline int hpdl__cnn_cpu_finite(size_t elem_size, int64_t n, const void *
             hpdl__cnn_gap_fwd_##SUFFIX, hpdl__cnn_gap_bwd_##SUFFIX, hpdl__cnn_relu_##SUFFIX,                      \
             hpdl__cnn_relu_grad_##SUFFIX, hpdl__cnn_add_##SUFFIX, hpdl__cnn_gemm_##SUFFIX,                        \
             hpdl__cnn_xent_##SUFFIX, hpdl__cnn_hits_##SUFFIX, hpdl__cnn_check_##SUFFIX, hpdl__cnn_sgd_##SUFFIX,   \
-            hpdl__cnn_adamw_##SUFFIX, NULL};                                                                      \
+            hpdl__cnn_adamw_##SUFFIX, NULL, NULL};                                                                \
         return &be;                                                                                               \
     }
 

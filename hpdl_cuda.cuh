@@ -2157,6 +2157,79 @@ static inline hpdl__gemm_args<T, ACC> hpdl__gemm_make_args(hpdl_transpose ta, hp
     return g;
 }
 
+/* ---- small GEMMs: a CNN's linear layers ------------------------------------
+   At a batch of 32, a linear layer's GEMM (32 x 120 x 400, its gradients
+   120 x 400 x 32 and 32 x 400 x 120) fills a handful of the 32 x 32 tiles
+   of the smem rung, each walking all of K alone, one k-tile after another.
+   Here a block takes a 16 x 16 tile of C and splits K over 4 slices of 64
+   threads (each thread 2 x 2 outputs over its 16 k of every 64-wide
+   k-tile), the slices' sums added in shared memory at the end: 4x the
+   blocks, a quarter of the steps. The next k-tile is read into registers
+   while the current one is multiplied. */
+#define HPDL__GEMM_SMALL_BK 64 /* k per step: 4 slices of 16 */
+#define HPDL__GEMM_SMALL_LDS 18 /* a k row of 16 outputs, padded (fewer bank conflicts on the stores) */
+
+/* This thread's 4 elements of a 16 x 64 operand tile at (o0, k0), each
+   read along the operand's contiguous dimension; slot i: (o, k) of element
+   threadIdx.x + 256 i. */
+template <typename T, typename ACC>
+static __device__ __forceinline__ void hpdl__gemm_small_load(const hpdl__gemm_operand<T> &x, int o0, int k0, int O,
+                                                             int K, ACC v[4]) {
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        int e = (int)threadIdx.x + 256 * i;
+        int o = x.kcontig ? e / HPDL__GEMM_SMALL_BK : e % 16, k = x.kcontig ? e % HPDL__GEMM_SMALL_BK : e / 16;
+        v[i] = hpdl__gemm_elem<ACC>(x, o0 + o, k0 + k, O, K);
+    }
+}
+
+template <typename T, typename ACC>
+static __device__ __forceinline__ void hpdl__gemm_small_store(const hpdl__gemm_operand<T> &x, ACC *S, const ACC v[4]) {
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        int e = (int)threadIdx.x + 256 * i;
+        int o = x.kcontig ? e / HPDL__GEMM_SMALL_BK : e % 16, k = x.kcontig ? e % HPDL__GEMM_SMALL_BK : e / 16;
+        S[k * HPDL__GEMM_SMALL_LDS + o] = v[i];
+    }
+}
+
+template <typename T, typename ACC> __global__ void __launch_bounds__(256) hpdl__gemm_small(hpdl__gemm_args<T, ACC> g) {
+    __shared__ ACC As[HPDL__GEMM_SMALL_BK * HPDL__GEMM_SMALL_LDS], Bs[HPDL__GEMM_SMALL_BK * HPDL__GEMM_SMALL_LDS];
+    const int m0 = (int)blockIdx.y * 16, n0 = (int)blockIdx.x * 16, slice = (int)threadIdx.x / 64;
+    const int tm = (int)threadIdx.x % 64 / 8 * 2, tn = (int)threadIdx.x % 8 * 2;
+    ACC a_next[4], b_next[4], acc[4] = {0, 0, 0, 0};
+    hpdl__gemm_small_load(g.a, m0, 0, g.M, g.K, a_next);
+    hpdl__gemm_small_load(g.b, n0, 0, g.N, g.K, b_next);
+    for (int k0 = 0; k0 < g.K; k0 += HPDL__GEMM_SMALL_BK) {
+        hpdl__gemm_small_store(g.a, As, a_next);
+        hpdl__gemm_small_store(g.b, Bs, b_next);
+        __syncthreads();
+        if (k0 + HPDL__GEMM_SMALL_BK < g.K) {
+            hpdl__gemm_small_load(g.a, m0, k0 + HPDL__GEMM_SMALL_BK, g.M, g.K, a_next);
+            hpdl__gemm_small_load(g.b, n0, k0 + HPDL__GEMM_SMALL_BK, g.N, g.K, b_next);
+        }
+#pragma unroll
+        for (int k = slice * 16; k < slice * 16 + 16; k++) {
+            const ACC *a = As + k * HPDL__GEMM_SMALL_LDS + tm, *b = Bs + k * HPDL__GEMM_SMALL_LDS + tn;
+            acc[0] += a[0] * b[0];
+            acc[1] += a[0] * b[1];
+            acc[2] += a[1] * b[0];
+            acc[3] += a[1] * b[1];
+        }
+        __syncthreads();
+    }
+    /* slices 1-3 leave their sums in As; slice 0 adds them and writes C */
+    if (slice > 0)
+        for (int i = 0; i < 4; i++) As[((slice - 1) * 64 + threadIdx.x % 64) * 4 + i] = acc[i];
+    __syncthreads();
+    if (slice > 0) return;
+    for (int i = 0; i < 4; i++) {
+        for (int s = 0; s < 3; s++) acc[i] += As[(s * 64 + threadIdx.x) * 4 + i];
+        hpdl__gemm_out(g, m0 + tm + i / 2, n0 + tn + i % 2, acc[i]);
+    }
+}
+
+
 /* One cuBLAS handle per device, made on first use and kept for the life of
    the program (not thread-safe on that first use). */
 HPDL_CUDA_API hpdl_status hpdl__cublas_handle(cublasHandle_t *out) {
@@ -2224,6 +2297,23 @@ HPDL_CUDA_API hpdl_status hpdl__gemm_grid(int cols, int bx, int rows, int by, di
     unsigned gx = (unsigned)((cols + bx - 1) / bx), gy = (unsigned)((rows + by - 1) / by);
     if (gy > 65535u) return HPDL_ERR_UNSUPPORTED;
     *grid = dim3(gx, gy, 1);
+    return HPDL_OK;
+}
+
+/* C = alpha op(A) op(B) + beta C by hpdl__gemm_small, for the CNN's linear
+   layers (any size, meant for small ones); arguments as hpdl_cuda_gemm's. */
+template <typename T, typename ACC>
+static inline hpdl_status hpdl__gemm_run_small(hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K, ACC alpha,
+                                               const T *A, int lda, const T *B, int ldb, ACC beta, T *C, int ldc,
+                                               cudaStream_t stream) {
+    dim3 grid;
+    hpdl_status s;
+    if (hpdl__gemm_check(ta, tb, M, N, K, A, lda, B, ldb, C, ldc) != HPDL_OK) return HPDL_ERR_INVALID;
+    if (M == 0 || N == 0) return HPDL_OK;
+    if ((s = hpdl__gemm_grid(N, 16, M, 16, &grid)) != HPDL_OK) return s;
+    hpdl__gemm_small<<<grid, 256, 0, stream>>>(
+        hpdl__gemm_make_args(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, 4));
+    HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
 }
 
@@ -5473,233 +5563,346 @@ static inline hpdl_status hpdl__conv_cudnn(const hpdl__conv_geom &, hpdl__conv_p
    forward (x, w, y), backward-data (w, dy, dx), backward-filter (x, dy, dw).
    Arguments are checked by the CPU twin's rules before anything runs. */
 /* ---- few channels: the first layers of small CNNs ----------------------------
-   With 3 -> 6 -> 16 channels a GEMM tile is mostly padding and a thread per
-   output element recomputes every index. These kernels give a thread one
-   pixel and up to 8 of its channels (in registers, fewer when the batch is
-   small, so there are threads enough), with the whole filter in shared
-   memory (groups == 1, at most 32 channels, float and double):
-     forward        thread = output pixel: y[., k] for its k
-     backward-data  thread = input pixel: dx[., c] for its c
-     backward-filter  a block stages 16 pixels at a time (their dy row and
-                    their input patch, im2col-style) and each thread keeps a
-                    few filter weights' sums, added into dw (zeroed) at the
-                    end: a small GEMM per block, split over the batch. */
-#define HPDL__FC_MAX 32          /* most channels on the registers' side (forward: K, backward-data: C) */
-#define HPDL__FC_PIXELS 16       /* fewest pixels a backward-filter block stages at once */
-#define HPDL__FC_WEIGHTS 16      /* most filter weights a backward-filter thread sums */
+   With 3 -> 6 -> 16 channels a GEMM tile is mostly padding (the tensor-core
+   rungs also pad channels to multiples of 8), and a thread per output
+   element spends more instructions on indices than on products. These
+   kernels keep the index arithmetic out of the inner loops: 32-bit strides
+   within an image, the filter staged once per block, a tap's position
+   found once for all its channels. Every type (groups == 1), 16-bit values
+   summed in f32:
+     forward, backward-data  (one kernel) thread = output pixel (forward) or
+                    input pixel (backward-data) and KPT of its channels,
+                    the filter in shared memory;
+     backward-filter  stage 1: a block stages P pixels at a time (their dy
+                    rows and their input patches, im2col-style, plus a
+                    column of ones, whose sums are the bias gradient); a
+                    thread keeps a 4 x 4 tile of sums (4 filters x 4 taps,
+                    read as two 4-wide loads per pixel); each block writes
+                    its sums to a workspace row. Stage 2 adds the rows in a
+                    fixed order (deterministic, and no atomics, so 16-bit
+                    dw too). */
+#define HPDL__FC_MAX 32     /* most channels on the registers' side (forward: K, backward-data: C) */
+#define HPDL__FC_THREADS 256 /* backward-filter blocks */
+#define HPDL__FC_ROUNDS 2   /* most 4 x 4 tiles a backward-filter thread keeps */
 #define HPDL__FC_SMEM (48 * 1024)
 
-/* Elements between channels c and c + 1 of one pixel: 1 in NHWC, H*W in NCHW. */
-static __device__ __forceinline__ size_t hpdl__channel_stride(const hpdl_tensor4 &d) {
-    return d.layout == HPDL_NHWC ? 1 : (size_t)d.h * d.w;
+/* A tensor's element strides: between images (64 bits), and between
+   channels, rows and columns within one (32 bits). */
+typedef struct hpdl__fc_strides {
+    int64_t n;
+    int c, h, w;
+} hpdl__fc_strides;
+
+static inline hpdl__fc_strides hpdl__fc_strides_of(const hpdl_tensor4 &d) {
+    hpdl__fc_strides s;
+    s.n = (int64_t)d.c * d.h * d.w;
+    s.c = d.layout == HPDL_NHWC ? 1 : d.h * d.w;
+    s.h = d.layout == HPDL_NHWC ? d.w * d.c : d.w;
+    s.w = d.layout == HPDL_NHWC ? d.c : 1;
+    return s;
 }
 
-/* Copies the filter into shared memory as ws[(((a * R) + r) * S + s) * B + b],
-   (a, b) = (c, k) for the forward pass and (k, c) for backward-data, so the
-   innermost loop over b reads consecutive words. */
+typedef struct hpdl__fc_args {
+    hpdl__conv_geom g;
+    hpdl__fc_strides x, y;
+    int chunks; /* channel chunks per pixel (forward, backward-data); filter quads (backward-filter) */
+    int wide;   /* channels on the registers' side, padded with zeros: a multiple of KPT or of 4 */
+} hpdl__fc_args;
+
+/* Copies the filter into shared memory as ws[((a * R + r) * S + s) * wide + b],
+   (a, b) = (c, k) forward and (k, c) backward-data, zeros for b past the
+   channels: a thread's inner loop reads KPT consecutive words, the same
+   for every thread of the warp on the same tap (a broadcast). */
 template <typename T, typename ACC>
-static __device__ void hpdl__fc_stage_filter(const hpdl__conv_geom &g, const T *w, ACC *ws, int k_inner) {
-    const int K = g.w.n, C = g.w.c, R = g.w.h, S = g.w.w;
-    for (int e = threadIdx.x; e < K * C * R * S; e += blockDim.x) {
-        int k, c, r, s;
-        hpdl__tensor4_coords(g.w, (size_t)e, &k, &c, &r, &s);
-        int a = k_inner ? c : k, b = k_inner ? k : c, B = k_inner ? K : C;
-        ws[((a * R + r) * S + s) * B + b] = (ACC)hpdl__gemm_acc(w[e]);
+static __device__ void hpdl__fc_stage_filter(const hpdl__fc_args &f, const T *w, ACC *ws, int forward) {
+    const int K = f.g.w.n, C = f.g.w.c, RS = f.g.w.h * f.g.w.w, A = forward ? C : K, B = forward ? K : C;
+    const int nhwc = f.g.w.layout == HPDL_NHWC, c_stride = nhwc ? 1 : RS, rs_stride = nhwc ? C : 1;
+    for (int e = threadIdx.x; e < A * RS * f.wide; e += blockDim.x) {
+        int b = e % f.wide, rs = e / f.wide % RS, a = e / f.wide / RS;
+        int k = forward ? b : a, c = forward ? a : b;
+        ws[e] = b < B ? (ACC)hpdl__gemm_acc(w[(size_t)k * C * RS + c * c_stride + rs * rs_stride]) : (ACC)0;
     }
     __syncthreads();
 }
 
-/* Thread t: output pixel t / chunks and its KPT output channels from
-   (t % chunks) * KPT, chunks = ceil(K / KPT): neighbouring threads share a
-   pixel's inputs, and a small batch still has enough threads. */
-template <typename T, typename ACC, int KPT>
-__global__ void hpdl__fc_forward(hpdl__conv_geom g, const T *x, const T *w, T *y) {
-    extern __shared__ unsigned char hpdl__fc_smem[];
-    ACC *ws = (ACC *)hpdl__fc_smem;
-    const int K = g.y.c, C = g.x.c, R = g.p.kernel_h, S = g.p.kernel_w, chunks = (K + KPT - 1) / KPT;
-    const int64_t work = (int64_t)g.y.n * g.y.h * g.y.w * chunks;
-    const size_t cs = hpdl__channel_stride(g.x);
-    hpdl__fc_stage_filter<T, ACC>(g, w, ws, 1);
-    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < work; t += (int64_t)gridDim.x * blockDim.x) {
-        int n, oh, ow, k0 = (int)(t % chunks) * KPT;
-        ACC acc[KPT];
-        hpdl__split3((int)(t / chunks), g.y.h, g.y.w, &n, &oh, &ow);
-        for (int k = 0; k < KPT; k++) acc[k] = 0;
-        for (int r = 0; r < R; r++) {
-            int ih = hpdl__tap_input(oh, g.p.stride_h, g.p.pad_h, r, g.p.dilation_h);
-            if (ih < 0 || ih >= g.x.h) continue;
-            for (int s = 0; s < S; s++) {
-                int iw = hpdl__tap_input(ow, g.p.stride_w, g.p.pad_w, s, g.p.dilation_w);
-                if (iw < 0 || iw >= g.x.w) continue;
-                const T *xp = x + hpdl_tensor4_offset(&g.x, n, 0, ih, iw);
-                for (int c = 0; c < C; c++) {
-                    ACC xv = (ACC)hpdl__gemm_acc(xp[c * cs]);
-                    const ACC *wr = ws + ((c * R + r) * S + s) * K + k0;
-#pragma unroll
-                    for (int k = 0; k < KPT; k++)
-                        if (k0 + k < K) acc[k] += xv * wr[k];
-                }
-            }
-        }
-        T *yp = y + hpdl_tensor4_offset(&g.y, n, 0, oh, ow);
-        for (int k = 0; k < KPT && k0 + k < K; k++) hpdl__gemm_put(yp + (k0 + k) * hpdl__channel_stride(g.y), acc[k]);
-    }
+/* The position of the tensor read through tap r along one axis: forward,
+   the input position output position o reads; backward-data, the output
+   position whose tap r reads input position o. 0 when there is none. */
+static __device__ __forceinline__ int hpdl__fc_source(int forward, int o, int stride, int pad, int r, int dilation,
+                                                      int size, int *i) {
+    if (forward) *i = hpdl__tap_input(o, stride, pad, r, dilation);
+    else if (stride == 1) *i = o + pad - r * dilation; /* hpdl__tap_output without its division */
+    else return hpdl__tap_output(o, stride, pad, r, dilation, size, i);
+    return *i >= 0 && *i < size;
 }
 
-/* Thread t: input pixel t / chunks and its CPT input channels, as above. */
-template <typename T, typename ACC, int CPT>
-__global__ void hpdl__fc_backward_data(hpdl__conv_geom g, const T *w, const T *dy, T *dx) {
-    extern __shared__ unsigned char hpdl__fc_smem[];
+/* Thread t: pixel t / chunks of the tensor written (y forward, dx
+   backward-data) and its KPT channels from (t % chunks) * KPT, summing
+   over the taps and the channels of the tensor read (x, dy). */
+template <typename T, typename ACC, int KPT, int FORWARD>
+__global__ void __launch_bounds__(128) hpdl__fc_direct(hpdl__fc_args f, const T *in, const T *w, T *out) {
+    extern __shared__ uint4 hpdl__fc_smem[];
     ACC *ws = (ACC *)hpdl__fc_smem;
-    const int K = g.y.c, C = g.x.c, R = g.p.kernel_h, S = g.p.kernel_w, chunks = (C + CPT - 1) / CPT;
-    const int64_t work = (int64_t)g.x.n * g.x.h * g.x.w * chunks;
-    const size_t ks = hpdl__channel_stride(g.y);
-    hpdl__fc_stage_filter<T, ACC>(g, w, ws, 0);
-    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < work; t += (int64_t)gridDim.x * blockDim.x) {
-        int n, ih, iw, oh, ow, c0 = (int)(t % chunks) * CPT;
-        ACC acc[CPT];
-        hpdl__split3((int)(t / chunks), g.x.h, g.x.w, &n, &ih, &iw);
-        for (int c = 0; c < CPT; c++) acc[c] = 0;
-        for (int r = 0; r < R; r++) {
-            if (!hpdl__tap_output(ih, g.p.stride_h, g.p.pad_h, r, g.p.dilation_h, g.y.h, &oh)) continue;
-            for (int s = 0; s < S; s++) {
-                if (!hpdl__tap_output(iw, g.p.stride_w, g.p.pad_w, s, g.p.dilation_w, g.y.w, &ow)) continue;
-                const T *dyp = dy + hpdl_tensor4_offset(&g.y, n, 0, oh, ow);
-                for (int k = 0; k < K; k++) {
-                    ACC dv = (ACC)hpdl__gemm_acc(dyp[k * ks]);
-                    const ACC *wr = ws + ((k * R + r) * S + s) * C + c0;
+    const hpdl_conv2d_params &p = f.g.p;
+    const hpdl_tensor4 &id = FORWARD ? f.g.x : f.g.y, &od = FORWARD ? f.g.y : f.g.x;
+    const hpdl__fc_strides &is = FORWARD ? f.x : f.y, &os = FORWARD ? f.y : f.x;
+    hpdl__fc_stage_filter<T, ACC>(f, w, ws, FORWARD);
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= od.n * od.h * od.w * f.chunks) return;
+    const int k0 = t % f.chunks * KPT, pixel = t / f.chunks, ow = pixel % od.w, oh = pixel / od.w % od.h;
+    const int n = pixel / od.w / od.h, RS = p.kernel_h * p.kernel_w;
+    const T *src = in + n * is.n;
+    ACC acc[KPT];
+    for (int k = 0; k < KPT; k++) acc[k] = 0;
+    for (int r = 0; r < p.kernel_h; r++) {
+        int ih, iw;
+        if (!hpdl__fc_source(FORWARD, oh, p.stride_h, p.pad_h, r, p.dilation_h, id.h, &ih)) continue;
+        for (int s = 0; s < p.kernel_w; s++) {
+            if (!hpdl__fc_source(FORWARD, ow, p.stride_w, p.pad_w, s, p.dilation_w, id.w, &iw)) continue;
+            const T *v = src + ih * is.h + iw * is.w;
+            const ACC *wr = ws + (r * p.kernel_w + s) * f.wide + k0;
+            for (int c = 0; c < id.c; c++, wr += RS * f.wide) {
+                ACC vc = (ACC)hpdl__gemm_acc(v[c * is.c]);
 #pragma unroll
-                    for (int c = 0; c < CPT; c++)
-                        if (c0 + c < C) acc[c] += dv * wr[c];
-                }
+                for (int k = 0; k < KPT; k++) acc[k] += vc * wr[k];
             }
         }
-        T *dxp = dx + hpdl_tensor4_offset(&g.x, n, 0, ih, iw);
-        for (int c = 0; c < CPT && c0 + c < C; c++) hpdl__gemm_put(dxp + (c0 + c) * hpdl__channel_stride(g.x), acc[c]);
     }
+    T *dst = out + n * os.n + oh * os.h + ow * os.w;
+    for (int k = 0; k < KPT && k0 + k < od.c; k++) hpdl__gemm_put(dst + (k0 + k) * os.c, acc[k]);
 }
 
-/* Stages pixels [p0, p0 + P) of the batch: dys[i][k] their gradients,
-   xs[i][(c*R + r)*S + s] their input patches (0 in the padding). */
+/* Four consecutive values of shared memory (16-byte aligned) in one or two loads. */
+static __device__ __forceinline__ void hpdl__fc_load4(const float *p, float v[4]) {
+    float4 q = *(const float4 *)p;
+    v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
+}
+static __device__ __forceinline__ void hpdl__fc_load4(const double *p, double v[4]) {
+    double2 a = *(const double2 *)p, b = *(const double2 *)(p + 2);
+    v[0] = a.x; v[1] = a.y; v[2] = b.x; v[3] = b.y;
+}
+
+/* The backward-filter's shared memory: P staged pixels' input patches
+   xs[i][j] (taps4 = taps + 1 rounded up to 4: the taps, the bias's column of
+   ones, zeros) and gradients dys[i][k] (wide = K rounded up to 4, zeros
+   past K), then each tap's offsets within a patch: channel, row, column. */
+template <typename ACC> struct hpdl__fc_stage {
+    ACC *xs, *dys;
+    int *tap_c, *tap_h, *tap_w;
+};
+
+template <typename ACC>
+static __device__ hpdl__fc_stage<ACC> hpdl__fc_stage_make(char *smem, int taps, int P, int taps4, size_t acc_bytes) {
+    hpdl__fc_stage<ACC> st;
+    st.xs = (ACC *)smem;
+    st.dys = st.xs + (size_t)P * taps4;
+    st.tap_c = (int *)(smem + acc_bytes);
+    st.tap_h = st.tap_c + taps;
+    st.tap_w = st.tap_h + taps;
+    return st;
+}
+
+/* Stages pixels [p0, p0 + P) of dy's N*H*W, zeros past the last: a warp per
+   pixel, its lanes over the taps. */
 template <typename T, typename ACC>
-static __device__ void hpdl__fc_stage_pixels(const hpdl__conv_geom &g, const T *x, const T *dy, int64_t p0, int P,
-                                             int64_t pixels, ACC *dys, ACC *xs) {
-    const int K = g.y.c, C = g.x.c, R = g.p.kernel_h, S = g.p.kernel_w, taps = C * R * S;
-    for (int e = threadIdx.x; e < P * (K + taps); e += blockDim.x) {
-        int i = e / (K + taps), j = e % (K + taps), n, oh, ow;
-        int64_t p = p0 + i;
-        ACC v = 0;
-        if (p < pixels) {
-            hpdl__split3((int)p, g.y.h, g.y.w, &n, &oh, &ow);
-            if (j < K) {
-                v = (ACC)hpdl__gemm_acc(dy[hpdl_tensor4_offset(&g.y, n, j, oh, ow)]);
-            } else {
-                int c, r, s;
-                hpdl__split3(j - K, R, S, &c, &r, &s);
-                int ih = hpdl__tap_input(oh, g.p.stride_h, g.p.pad_h, r, g.p.dilation_h);
-                int iw = hpdl__tap_input(ow, g.p.stride_w, g.p.pad_w, s, g.p.dilation_w);
+static __device__ void hpdl__fc_stage_pixels(const hpdl__fc_args &f, const hpdl__fc_stage<ACC> &st, int P, int taps4,
+                                             int p0, const T *x, const T *dy) {
+    const hpdl__conv_geom &g = f.g;
+    const int taps = g.x.c * g.p.kernel_h * g.p.kernel_w, lane = threadIdx.x % 32;
+    for (int i = threadIdx.x / 32; i < P; i += blockDim.x / 32) {
+        const int pixel = p0 + i, valid = pixel < g.y.n * g.y.h * g.y.w;
+        const int ow = pixel % g.y.w, oh = pixel / g.y.w % g.y.h, n = pixel / g.y.w / g.y.h;
+        const int ih0 = oh * g.p.stride_h - g.p.pad_h, iw0 = ow * g.p.stride_w - g.p.pad_w;
+        const T *xn = x + n * f.x.n, *dyp = dy + n * f.y.n + oh * f.y.h + ow * f.y.w;
+        for (int j = lane; j < taps4; j += 32) {
+            ACC v = 0;
+            if (valid && j < taps) {
+                int ih = ih0 + st.tap_h[j], iw = iw0 + st.tap_w[j];
                 if (ih >= 0 && ih < g.x.h && iw >= 0 && iw < g.x.w)
-                    v = (ACC)hpdl__gemm_acc(x[hpdl_tensor4_offset(&g.x, n, c, ih, iw)]);
+                    v = (ACC)hpdl__gemm_acc(xn[st.tap_c[j] + ih * f.x.h + iw * f.x.w]);
+            } else if (valid && j == taps) {
+                v = 1;
             }
+            st.xs[i * taps4 + j] = v;
         }
-        if (j < K) dys[i * K + j] = v;
-        else xs[i * taps + (j - K)] = v;
+        for (int k = lane; k < f.wide; k += 32)
+            st.dys[i * f.wide + k] = valid && k < g.y.c ? (ACC)hpdl__gemm_acc(dyp[k * f.y.c]) : (ACC)0;
     }
 }
 
+/* Stage 1. Tile u of thread t is q = t + u * blockDim.x when the block is one
+   group, else q = t % tiles of group t / tiles, the groups taking every
+   groups-th staged pixel (summed in shared memory at the end); tile q
+   covers filters 4 * (q / quads) .. + 3 and taps 4 * (q % quads) .. + 3.
+   Writes part[blockIdx.x][k * (taps + 1) + j] (j == taps: the bias). */
 template <typename T, typename ACC>
-__global__ void hpdl__fc_backward_filter(hpdl__conv_geom g, const T *x, const T *dy, T *dw, int P) {
-    extern __shared__ unsigned char hpdl__fc_smem[];
-    const int K = g.y.c, C = g.x.c, R = g.p.kernel_h, S = g.p.kernel_w, taps = C * R * S;
-    const int64_t pixels = (int64_t)g.y.n * g.y.h * g.y.w;
-    ACC *dys = (ACC *)hpdl__fc_smem, *xs = dys + P * K;
-    ACC acc[HPDL__FC_WEIGHTS];
-    for (int u = 0; u < HPDL__FC_WEIGHTS; u++) acc[u] = 0;
-    for (int64_t p0 = (int64_t)blockIdx.x * P; p0 < pixels; p0 += (int64_t)gridDim.x * P) {
-        hpdl__fc_stage_pixels<T, ACC>(g, x, dy, p0, P, pixels, dys, xs);
+__global__ void __launch_bounds__(HPDL__FC_THREADS)
+    hpdl__fc_filter_sums(hpdl__fc_args f, int P, int groups, size_t acc_bytes, const T *x, const T *dy, ACC *part) {
+    const hpdl__conv_geom &g = f.g;
+    const int K = g.y.c, S = g.p.kernel_w, RS = g.p.kernel_h * S, taps = g.x.c * RS, taps4 = (taps + 4) / 4 * 4;
+    const int quads = taps4 / 4, tiles = quads * f.chunks, pixels = g.y.n * g.y.h * g.y.w;
+    const int group = groups > 1 ? threadIdx.x / tiles : 0, first = groups > 1 ? threadIdx.x % tiles : threadIdx.x;
+    const int step = groups > 1 ? tiles : blockDim.x;
+    extern __shared__ uint4 hpdl__fc_smem[];
+    const hpdl__fc_stage<ACC> st = hpdl__fc_stage_make<ACC>((char *)hpdl__fc_smem, taps, P, taps4, acc_bytes);
+    ACC acc[HPDL__FC_ROUNDS][16];
+    for (int j = threadIdx.x; j < taps; j += blockDim.x) {
+        st.tap_c[j] = j / RS * f.x.c;
+        st.tap_h[j] = j % RS / S * g.p.dilation_h;
+        st.tap_w[j] = j % S * g.p.dilation_w;
+    }
+    for (int u = 0; u < HPDL__FC_ROUNDS; u++)
+        for (int e = 0; e < 16; e++) acc[u][e] = 0;
+    __syncthreads();
+    for (int p0 = blockIdx.x * P; p0 < pixels; p0 += gridDim.x * P) {
+        hpdl__fc_stage_pixels<T, ACC>(f, st, P, taps4, p0, x, dy);
         __syncthreads();
 #pragma unroll
-        for (int u = 0; u < HPDL__FC_WEIGHTS; u++) {
-            int e = threadIdx.x + u * blockDim.x; /* weight (k, tap) = (e / taps, e % taps) */
-            if (e < K * taps) {
-                const ACC *d = dys + e / taps, *xp = xs + e % taps;
-                for (int i = 0; i < P; i++) acc[u] += d[i * K] * xp[i * taps];
+        for (int u = 0; u < HPDL__FC_ROUNDS; u++) {
+            const int q = first + u * step;
+            if (group >= groups || q >= tiles) continue;
+            const ACC *xp = st.xs + q % quads * 4, *dp = st.dys + q / quads * 4;
+            for (int i = group; i < P; i += groups) {
+                ACC xv[4], dv[4];
+                hpdl__fc_load4(xp + i * taps4, xv);
+                hpdl__fc_load4(dp + i * f.wide, dv);
+#pragma unroll
+                for (int e = 0; e < 16; e++) acc[u][e] += dv[e / 4] * xv[e % 4];
             }
         }
         __syncthreads();
     }
-    for (int u = 0; u < HPDL__FC_WEIGHTS; u++) {
-        int e = threadIdx.x + u * blockDim.x, c, r, s;
-        if (e >= K * taps) break;
-        hpdl__split3(e % taps, R, S, &c, &r, &s);
-        hpdl__conv_atomic_add(dw + hpdl_tensor4_offset(&g.w, e / taps, c, r, s), acc[u]);
+    /* the groups' sums: group 0 adds the others' (they fit in the staging area: checked on the host) */
+    ACC *others = st.xs;
+    if (groups > 1 && group > 0 && group < groups)
+        for (int e = 0; e < 16; e++) others[((group - 1) * tiles + first) * 16 + e] = acc[0][e];
+    __syncthreads();
+    if (group != 0) return;
+    for (int u = 0; u < HPDL__FC_ROUNDS; u++) {
+        const int q = first + u * step;
+        if (q >= tiles) break;
+        for (int e = 0; e < 16; e++) {
+            const int k = q / quads * 4 + e / 4, j = q % quads * 4 + e % 4;
+            ACC sum = acc[u][e];
+            for (int o = 1; o < groups; o++) sum += others[((o - 1) * tiles + first) * 16 + e];
+            if (k < K && j <= taps) part[(size_t)blockIdx.x * K * (taps + 1) + k * (taps + 1) + j] = sum;
+        }
     }
 }
 
-/* The few-channel kernels when they apply (groups 1, at most HPDL__FC_MAX
-   channels on the registers' side, the filter or the staged pixels within
-   HPDL__FC_SMEM, float or double, pixel counts within int);
-   HPDL_ERR_UNSUPPORTED otherwise. */
-/* float or double: the backward-filter sums arrive by atomics (a call, not
-   a constant condition, so the 2-byte types' instantiations do not warn). */
-static inline int hpdl__fc_type_ok(size_t bytes) { return bytes >= sizeof(float); }
-
+/* Stage 2: dw (and db, when not NULL) from the sum of the rows of part,
+   32 weights a block, its 8 warps each adding every 8th row. */
 template <typename T, typename ACC>
-static inline hpdl_status hpdl__conv_launch_few_channels(const hpdl__conv_geom &g, hpdl__conv_pass pass, const T *a,
-                                                         const T *b, T *out, cudaStream_t stream) {
-    const int K = g.y.c, C = g.x.c, taps = C * g.p.kernel_h * g.p.kernel_w;
-    const size_t filter_bytes = (size_t)K * taps * sizeof(ACC);
-    int P = HPDL__FC_PIXELS; /* pixels staged at once: the most that fit, up to 8x the minimum */
-    while (P < 8 * HPDL__FC_PIXELS && (size_t)2 * P * (K + taps) * sizeof(ACC) <= HPDL__FC_SMEM) P *= 2;
-    const size_t stage_bytes = (size_t)P * (K + taps) * sizeof(ACC);
-    const int64_t pixels = (int64_t)g.x.n * (g.x.h > g.y.h ? g.x.h : g.y.h) * (g.x.w > g.y.w ? g.x.w : g.y.w);
-    int device = 0, sms = 0;
-    if (!hpdl__fc_type_ok(sizeof(T)) || g.p.groups != 1 || pixels > INT_MAX) return HPDL_ERR_UNSUPPORTED;
-    HPDL_CUDA_TRY(cudaGetDevice(&device));
-    HPDL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    if (pass == HPDL__CONV_FILTER_GRAD) {
-        if (stage_bytes > HPDL__FC_SMEM || (int64_t)K * taps > 256 * HPDL__FC_WEIGHTS) return HPDL_ERR_UNSUPPORTED;
-        HPDL_CUDA_TRY(cudaMemsetAsync(out, 0, hpdl_tensor4_count(&g.w) * sizeof(T), stream));
-        /* every block has pixels: an idle block would still add its zeros */
-        int64_t filled = ((int64_t)g.y.n * g.y.h * g.y.w + P - 1) / P;
-        hpdl__fc_backward_filter<T, ACC>
-            <<<(unsigned)(filled < 2 * sms ? filled : 2 * sms), 256, stage_bytes, stream>>>(g, a, b, out, P);
-    } else {
-        int wide = pass == HPDL__CONV_FORWARD ? K : C; /* the channels on the registers' side */
-        const hpdl_tensor4 &od = pass == HPDL__CONV_FORWARD ? g.y : g.x;
-        const int64_t out_pixels = (int64_t)od.n * od.h * od.w;
-        /* the most channels a thread keeps (8, 4, 2 or 1) while the grid
-           still has twice the threads the GPU holds at once */
-        int per = 8;
-        while (per > 1 && out_pixels * ((wide + per - 1) / per) < (int64_t)sms * 2048 * 2) per /= 2;
-        int64_t blocks = (out_pixels * ((wide + per - 1) / per) + 127) / 128;
-        unsigned grid = (unsigned)(blocks < 16 * sms ? blocks : 16 * sms);
-        if (filter_bytes > HPDL__FC_SMEM || wide > HPDL__FC_MAX) return HPDL_ERR_UNSUPPORTED;
-        if (pass == HPDL__CONV_FORWARD) {
-            void (*kernel)(hpdl__conv_geom, const T *, const T *, T *) =
-                per == 8 ? hpdl__fc_forward<T, ACC, 8> : per == 4 ? hpdl__fc_forward<T, ACC, 4>
-                : per == 2 ? hpdl__fc_forward<T, ACC, 2> : hpdl__fc_forward<T, ACC, 1>;
-            kernel<<<grid, 128, filter_bytes, stream>>>(g, a, b, out);
-        } else {
-            void (*kernel)(hpdl__conv_geom, const T *, const T *, T *) =
-                per == 8 ? hpdl__fc_backward_data<T, ACC, 8> : per == 4 ? hpdl__fc_backward_data<T, ACC, 4>
-                : per == 2 ? hpdl__fc_backward_data<T, ACC, 2> : hpdl__fc_backward_data<T, ACC, 1>;
-            kernel<<<grid, 128, filter_bytes, stream>>>(g, a, b, out);
-        }
-    }
+__global__ void __launch_bounds__(256) hpdl__fc_filter_total(hpdl__fc_args f, int rows, const ACC *part, T *dw, T *db) {
+    __shared__ ACC sums[8][33];
+    const int R = f.g.p.kernel_h, S = f.g.p.kernel_w, taps = f.g.x.c * R * S, weights = f.g.y.c * (taps + 1);
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, e = blockIdx.x * 32 + lane;
+    ACC sum = 0;
+    if (e < weights)
+        for (int row = warp; row < rows; row += 8) sum += part[(size_t)row * weights + e];
+    sums[warp][lane] = sum;
+    __syncthreads();
+    if (warp != 0 || e >= weights) return;
+    for (int w = 1; w < 8; w++) sum += sums[w][lane];
+    const int k = e / (taps + 1), j = e % (taps + 1);
+    if (j < taps) hpdl__gemm_put(dw + hpdl_tensor4_offset(&f.g.w, k, j / (R * S), j / S % R, j % S), sum);
+    else if (db) hpdl__gemm_put(db + k, sum);
+}
+
+/* The most channels a forward or backward-data thread keeps (16 down to 1,
+   no more than `wide` rounded up to a power of two) while the grid still
+   has a block of 256 threads for every SM. */
+static inline int hpdl__fc_per_thread(int64_t pixels, int wide, int sms) {
+    int per = 16;
+    while (per > 1 && per / 2 >= wide) per /= 2;
+    while (per > 1 && pixels * ((wide + per - 1) / per) < (int64_t)sms * 256) per /= 2;
+    return per;
+}
+
+template <typename T, typename ACC, int FORWARD>
+static inline hpdl_status hpdl__fc_launch_direct(hpdl__fc_args f, const T *in, const T *w, T *out, int sms,
+                                                 cudaStream_t stream) {
+    const hpdl_tensor4 &od = FORWARD ? f.g.y : f.g.x;
+    const int wide = od.c, taps = (FORWARD ? f.g.x.c : f.g.y.c) * f.g.p.kernel_h * f.g.p.kernel_w;
+    const int64_t pixels = (int64_t)od.n * od.h * od.w;
+    const int per = hpdl__fc_per_thread(pixels, wide, sms);
+    f.chunks = (wide + per - 1) / per;
+    f.wide = f.chunks * per;
+    const size_t filter_bytes = (size_t)taps * f.wide * sizeof(ACC);
+    if (wide > HPDL__FC_MAX || filter_bytes > HPDL__FC_SMEM || pixels * f.chunks > INT_MAX) return HPDL_ERR_UNSUPPORTED;
+    void (*kernel)(hpdl__fc_args, const T *, const T *, T *) =
+        per == 16  ? hpdl__fc_direct<T, ACC, 16, FORWARD>
+        : per == 8 ? hpdl__fc_direct<T, ACC, 8, FORWARD>
+        : per == 4 ? hpdl__fc_direct<T, ACC, 4, FORWARD>
+        : per == 2 ? hpdl__fc_direct<T, ACC, 2, FORWARD>
+                   : hpdl__fc_direct<T, ACC, 1, FORWARD>;
+    kernel<<<(unsigned)((pixels * f.chunks + 127) / 128), 128, filter_bytes, stream>>>(f, in, w, out);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
 }
 
-/* AUTO's choice for the CUDA-core rungs: the implicit GEMM's 64 x 64 tile
+/* Backward-filter, db optional (NULL). P, the pixels staged at once, grows
+   from 16 while it fits and the grid keeps two blocks an SM; the grid is
+   at most that, so the workspace holds at most 2 * SMs rows of sums. */
+template <typename T, typename ACC>
+static inline hpdl_status hpdl__fc_launch_filter(hpdl__fc_args f, const T *x, const T *dy, T *dw, T *db, int sms,
+                                                 cudaStream_t stream) {
+    const int taps = f.g.x.c * f.g.p.kernel_h * f.g.p.kernel_w, taps4 = (taps + 4) / 4 * 4, K = f.g.y.c;
+    const int64_t pixels = (int64_t)f.g.y.n * f.g.y.h * f.g.y.w;
+    f.chunks = (K + 3) / 4;
+    f.wide = f.chunks * 4;
+    const int tiles = taps4 / 4 * f.chunks, groups = tiles <= HPDL__FC_THREADS / 2 ? HPDL__FC_THREADS / tiles : 1;
+    const size_t per_pixel = (size_t)(taps4 + f.wide) * sizeof(ACC), table = 3 * (size_t)taps * sizeof(int);
+    const size_t reduce = (size_t)(groups - 1) * tiles * 16 * sizeof(ACC);
+    int P = 16;
+    while ((2 * P) * per_pixel + table <= HPDL__FC_SMEM && pixels / (2 * P) >= 2 * sms) P *= 2;
+    const size_t acc_bytes = P * per_pixel > reduce ? P * per_pixel : reduce;
+    if (tiles > HPDL__FC_ROUNDS * HPDL__FC_THREADS || acc_bytes + table > HPDL__FC_SMEM) return HPDL_ERR_UNSUPPORTED;
+    const int64_t chunks = (pixels + P - 1) / P;
+    const int rows = (int)(chunks < 2 * sms ? chunks : 2 * sms), weights = K * (taps + 1);
+    const int threads = groups > 1 ? (groups * tiles + 31) / 32 * 32 : HPDL__FC_THREADS;
+    ACC *part;
+    HPDL_CUDA_TRY(cudaMallocAsync((void **)&part, (size_t)rows * weights * sizeof(ACC), stream));
+    hpdl__fc_filter_sums<T, ACC><<<rows, threads, acc_bytes + table, stream>>>(f, P, groups, acc_bytes, x, dy, part);
+    hpdl__fc_filter_total<T, ACC><<<(weights + 31) / 32, 256, 0, stream>>>(f, rows, part, dw, db);
+    cudaError_t e = cudaGetLastError();
+    if (cudaFreeAsync(part, stream) != cudaSuccess || e != cudaSuccess) return HPDL_ERR_CUDA;
+    return HPDL_OK;
+}
+
+/* The few-channel kernels when they apply (groups 1, at most HPDL__FC_MAX
+   channels on the registers' side, the filter or the staged pixels within
+   HPDL__FC_SMEM, an image's elements and the threads' count within int);
+   HPDL_ERR_UNSUPPORTED otherwise. db: backward-filter's bias gradient too
+   (NULL: none). */
+template <typename T, typename ACC>
+static inline hpdl_status hpdl__conv_launch_few_channels(const hpdl__conv_geom &g, hpdl__conv_pass pass, const T *a,
+                                                         const T *b, T *out, T *db, cudaStream_t stream) {
+    hpdl__fc_args f;
+    int device = 0, sms = 0;
+    const int64_t x_image = (int64_t)g.x.c * g.x.h * g.x.w, y_image = (int64_t)g.y.c * g.y.h * g.y.w;
+    const int64_t pixels = (int64_t)g.x.n * (g.x.h > g.y.h ? g.x.h : g.y.h) * (g.x.w > g.y.w ? g.x.w : g.y.w);
+    if (g.p.groups != 1 || x_image > INT_MAX || y_image > INT_MAX || pixels > INT_MAX) return HPDL_ERR_UNSUPPORTED;
+    HPDL_CUDA_TRY(cudaGetDevice(&device));
+    HPDL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    f.g = g;
+    f.x = hpdl__fc_strides_of(g.x);
+    f.y = hpdl__fc_strides_of(g.y);
+    if (pass == HPDL__CONV_FORWARD) return hpdl__fc_launch_direct<T, ACC, 1>(f, a, b, out, sms, stream);
+    if (pass == HPDL__CONV_INPUT_GRAD) return hpdl__fc_launch_direct<T, ACC, 0>(f, b, a, out, sms, stream);
+    return hpdl__fc_launch_filter<T, ACC>(f, a, b, out, db, sms, stream);
+}
+
+/* AUTO's choice for the few-channel kernels: the implicit GEMM's 64 x 64 tile
    is mostly padding when the GEMM has few columns (forward: output
    channels, backward-data: input channels) or few rows (backward-filter:
-   filters), as in the first layers of small CNNs (3 -> 6 -> 16 channels);
-   direct convolution (for backward-filter, split over the batch) does no
-   wasted work there: the few-channel kernels below, else the direct rung. */
-HPDL_CUDA_API int hpdl__conv_few_channels(const hpdl__conv_geom &g, hpdl__conv_pass pass) {
+   filters), as in the first layers of small CNNs (3 -> 6 -> 16 channels).
+   For 16-bit types only where the tensor-core rungs would pad channels to
+   multiples of 8 as well. */
+HPDL_CUDA_API int hpdl__conv_few_channels(const hpdl__conv_geom &g, hpdl__conv_pass pass, int half) {
     int64_t m, n, k;
     hpdl__conv_gemm_shape(g, pass, &m, &n, &k);
+    if (half && g.x.c % 8 == 0 && g.y.c % 8 == 0) return 0;
     return pass == HPDL__CONV_FILTER_GRAD ? m < 32 : n < 32;
 }
 
@@ -5709,9 +5912,9 @@ static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass
                                             T *out, cudaStream_t stream);
 
 /* 16-bit backward-filter where the tensor-core rungs do not apply (channels
-   not a multiple of 8: the stems, the small CNN): the f32 kernels (the
-   few-channel one, the split-K implicit GEMM: their partial sums arrive by
-   f32 atomics) on f32 copies of x and dy, dw rounded back. The copies cost
+   not a multiple of 8, 32 filters or more: the stems): the f32 kernels
+   (the split-K implicit GEMM: its partial sums arrive by f32 atomics) on
+   f32 copies of x and dy, dw rounded back. The copies cost
    two element-wise passes; without them AUTO fell to the direct rung, one
    thread per weight over every pixel (ResNet-18's stem: most of a step). */
 template <typename D>
@@ -5741,6 +5944,11 @@ static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass
     if (algo < HPDL_CONV_AUTO || algo > HPDL_CONV_CUDNN) return HPDL_ERR_INVALID;
     if (hpdl__conv_geom_make(p, xd, yd, a, b, out, &g) != HPDL_OK) return HPDL_ERR_INVALID;
     if (algo == HPDL_CONV_CUDNN) return hpdl__conv_cudnn<D>(g, pass, a, b, out, stream);
+    if (algo == HPDL_CONV_AUTO && hpdl__conv_few_channels(g, pass, sizeof(D) == 2)) {
+        hpdl_status s = hpdl__conv_launch_few_channels<D, ACC>(g, pass, (const D *)a, (const D *)b, (D *)out,
+                                                               (D *)NULL, stream);
+        if (s != HPDL_ERR_UNSUPPORTED) return s;
+    }
     if (algo == HPDL_CONV_AUTO || algo == HPDL_CONV_WGMMA) {
         hpdl_status s = hpdl__conv_wg<D>::run(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
         if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_CONV_WGMMA) return s;
@@ -5751,11 +5959,8 @@ static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass
     }
     if (algo == HPDL_CONV_AUTO && pass == HPDL__CONV_FILTER_GRAD && sizeof(D) == 2)
         return hpdl__conv_wgrad_in_f32<D>(g, (const D *)a, (const D *)b, (D *)out, stream);
-    if (algo == HPDL_CONV_AUTO && hpdl__conv_few_channels(g, pass)) {
-        hpdl_status s = hpdl__conv_launch_few_channels<D, ACC>(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
-        if (s != HPDL_ERR_UNSUPPORTED) return s;
+    if (algo == HPDL_CONV_AUTO && hpdl__conv_few_channels(g, pass, 0)) /* the few-channel kernels refused */
         return hpdl__conv_launch_direct<D, ACC>(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
-    }
     if (algo != HPDL_CONV_DIRECT) {
         hpdl_status s = hpdl__conv_launch_implicit_gemm<D, ACC>(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
         if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_CONV_IMPLICIT_GEMM) return s;
@@ -5876,6 +6081,7 @@ HPDL_DEFINE_CUDA_CONV(bf16, hpdl_bf16)
 
 /* Offset of the j-th value of channel c, j = (n*H + h)*W + w. */
 static __device__ __forceinline__ size_t hpdl__channel_offset(const hpdl_tensor4 &d, int c, size_t j) {
+    if (d.layout == HPDL_NHWC) return j * d.c + c; /* no divisions: j is the pixel */
     int w = (int)(j % d.w), h = (int)(j / d.w % d.h), n = (int)(j / ((size_t)d.w * d.h));
     return hpdl_tensor4_offset(&d, n, c, h, w);
 }
@@ -11541,11 +11747,31 @@ hpdl_status hpdl__gcnn_conv_bwd_filter(void *ctx, const hpdl_conv2d_params *p, c
     return hpdl_cuda_conv2d_backward_filter_algo<T>(g->conv_algo, p, xd, (const T *)x, yd, (const T *)dy, (T *)dw,
                                                     g->stream);
 }
-template <typename T> hpdl_status hpdl__gcnn_bias_add(void *ctx, const hpdl_tensor4 *yd, void *y, const void *b) {
-    return hpdl_cuda_conv2d_bias_add<T>(yd, (T *)y, (const T *)b, hpdl__gcnn(ctx)->stream);
-}
 template <typename T> hpdl_status hpdl__gcnn_bias_grad(void *ctx, const hpdl_tensor4 *yd, const void *dy, void *db) {
     return hpdl_cuda_conv2d_bias_grad<T>(yd, (const T *)dy, (T *)db, hpdl__gcnn(ctx)->stream);
+}
+/* The filter and bias gradients: in one pass where AUTO runs the
+   few-channel kernels (the bias a column of ones among the input patches),
+   else one after the other. */
+template <typename T>
+hpdl_status hpdl__gcnn_conv_bwd_filter_bias(void *ctx, const hpdl_conv2d_params *p, const hpdl_tensor4 *xd,
+                                            const void *x, const hpdl_tensor4 *yd, const void *dy, void *dw,
+                                            void *db) {
+    typedef typename hpdl__acc<T>::type ACC;
+    hpdl_cuda_cnn *g = hpdl__gcnn(ctx);
+    hpdl__conv_geom geom = hpdl__conv_geom();
+    hpdl_status s;
+    if (g->conv_algo == HPDL_CONV_AUTO && db && hpdl__conv_geom_make(p, xd, yd, x, dy, dw, &geom) == HPDL_OK &&
+        hpdl__conv_few_channels(geom, HPDL__CONV_FILTER_GRAD, sizeof(T) == 2)) {
+        s = hpdl__conv_launch_few_channels<T, ACC>(geom, HPDL__CONV_FILTER_GRAD, (const T *)x, (const T *)dy, (T *)dw,
+                                                   (T *)db, g->stream);
+        if (s != HPDL_ERR_UNSUPPORTED) return s;
+    }
+    s = hpdl__gcnn_conv_bwd_filter<T>(ctx, p, xd, x, yd, dy, dw);
+    return s == HPDL_OK ? hpdl__gcnn_bias_grad<T>(ctx, yd, dy, db) : s;
+}
+template <typename T> hpdl_status hpdl__gcnn_bias_add(void *ctx, const hpdl_tensor4 *yd, void *y, const void *b) {
+    return hpdl_cuda_conv2d_bias_add<T>(yd, (T *)y, (const T *)b, hpdl__gcnn(ctx)->stream);
 }
 /* Batch norm's parameters and statistics are of type P (f32 for 16-bit T). */
 template <typename T, typename P = typename hpdl__acc<T>::type>
@@ -11621,11 +11847,14 @@ template <typename T> hpdl_status hpdl__gcnn_add(void *ctx, int64_t n, const voi
 template <typename T>
 hpdl_status hpdl__gcnn_gemm(void *ctx, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K, const void *A,
                             int lda, const void *B, int ldb, void *C, int ldc) {
+    typedef typename hpdl__acc<T>::type ACC;
     /* a linear layer's few hundred outputs would be one block of the
-       warp-tiled rung: 32 x 32 shared-memory tiles spread them over more SMs */
-    hpdl_gemm_algo algo = (int64_t)M * N <= 256 * 256 ? HPDL_GEMM_SMEM : HPDL_GEMM_AUTO;
-    return hpdl_cuda_gemm_algo<T>(algo, ta, tb, M, N, K, 1, (const T *)A, lda, (const T *)B, ldb, 0, (T *)C, ldc,
-                                  hpdl__gcnn(ctx)->stream);
+       warp-tiled rung: hpdl__gemm_small's 16 x 16 tiles, K split four ways */
+    if ((int64_t)M * N <= 256 * 256)
+        return hpdl__gemm_run_small<T, ACC>(ta, tb, M, N, K, 1, (const T *)A, lda, (const T *)B, ldb, 0, (T *)C, ldc,
+                                            hpdl__gcnn(ctx)->stream);
+    return hpdl_cuda_gemm_algo<T>(HPDL_GEMM_AUTO, ta, tb, M, N, K, 1, (const T *)A, lda, (const T *)B, ldb, 0, (T *)C,
+                                  ldc, hpdl__gcnn(ctx)->stream);
 }
 /* The typed softmax launchers, picked by type. */
 template <int lazy = 0>
@@ -11777,6 +12006,7 @@ template <typename T> void hpdl__gcnn_fill_layers(hpdl_cnn_backend *be) {
     be->conv_backward_filter = hpdl__gcnn_conv_bwd_filter<T>;
     be->bias_add = hpdl__gcnn_bias_add<T>;
     be->bias_grad = hpdl__gcnn_bias_grad<T>;
+    be->conv_backward_filter_bias = hpdl__gcnn_conv_bwd_filter_bias<T>;
     be->bn_forward_training = hpdl__gcnn_bn_train<T>;
     be->bn_forward_inference = hpdl__gcnn_bn_infer<T>;
     be->pool_forward = hpdl__gcnn_pool_fwd<T>;

@@ -1,7 +1,7 @@
 /* GPU tests for the convolution ladder: every rung x type x layout x pass
    (forward, backward-data, backward-filter) against the f64 CPU twin on odd
    shapes (C and K not multiples of 8, H != W, stride 2, padding 0/1/3, 1x1,
-   7x7, dilation 2, batch 1, groups, depthwise), outputs poisoned first; bad
+   5x5, 7x7, dilation 2, batch 1, groups, depthwise), outputs poisoned first; bad
    arguments leave the output untouched. */
 #include "hpdl_cuda.cuh"
 #include "tests/hpdl_test.h"
@@ -60,6 +60,13 @@ static const conv_case k_cases[] = {
     {"C 16, K 32, 1x1 stride 2, 9x8", 2, 16, 9, 8, 32, 1, 2, 0, 1, 1},
     /* its backward-filter: 6 tiles of 28 k steps, blocks' runs of them crossing tiles */
     {"C 64, K 256, two 28x28 images", 2, 64, 28, 28, 256, 3, 1, 1, 1, 1},
+    /* the few-channel kernels (also f16/bf16 where channels are not multiples of 8): the small CNN's
+       layers at odd sizes; backward-filter blocks of several staged chunks (24 28x28 images: more
+       chunks than two a SM), of two 4 x 4 tiles a thread (C 16, K 12: 303 tiles) */
+    {"few channels: C 3, K 6, 5x5, 13x11", 3, 3, 13, 11, 6, 5, 1, 0, 1, 1},
+    {"few channels: C 6, K 16, 5x5 pad 1, 9x10", 2, 6, 9, 10, 16, 5, 1, 1, 1, 1},
+    {"few channels: C 3, K 6, 5x5, 24 28x28 images", 24, 3, 28, 28, 6, 5, 1, 0, 1, 1},
+    {"few channels: C 16, K 12, 5x5 pad 2", 2, 16, 9, 9, 12, 5, 1, 2, 1, 1},
 };
 
 static const hpdl_conv_algo k_algos[] = {HPDL_CONV_AUTO, HPDL_CONV_DIRECT, HPDL_CONV_IMPLICIT_GEMM, HPDL_CONV_MMA,
