@@ -292,7 +292,6 @@ static void gpu_int8_logits(const hpdl_quant_cnn *q, int64_t n, const float *X, 
     }
     hpdl_cuda_quant_cnn_destroy(&g);
 }
-#endif
 
 /* How many of the first n images have the same `classes` logits in a and b. */
 static int64_t logits_equal(const int32_t *a, const int32_t *b, int64_t n, int classes) {
@@ -300,6 +299,7 @@ static int64_t logits_equal(const int32_t *a, const int32_t *b, int64_t n, int c
     for (i = 0; i < n; i++) equal += !memcmp(a + i * classes, b + i * classes, (size_t)classes * sizeof *a);
     return equal;
 }
+#endif
 
 /* An integer-only step (activation ranges at the pct percentile, 100:
    min/max): its test accuracy from the CPU's logits; with --device, from
