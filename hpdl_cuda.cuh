@@ -727,6 +727,15 @@ __global__ void hpdl__vecadd_vector_kernel(int64_t n, const typename Op::value_t
 
 HPDL_CUDA_API int hpdl__aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
+/* The current device's number of SMs (HPDL_ERR_CUDA, with the error on
+   stderr, when CUDA cannot say). */
+HPDL_CUDA_API hpdl_status hpdl__sm_count(int *sms) {
+    int device = 0;
+    HPDL_CUDA_TRY(cudaGetDevice(&device));
+    HPDL_CUDA_TRY(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, device));
+    return HPDL_OK;
+}
+
 HPDL_CUDA_API hpdl_status hpdl__vecadd_check(hpdl_vecadd_config cfg, int64_t n, const void *a, const void *b,
                                         const void *c) {
     if (n < 0 || (int)cfg < 0 || (int)cfg >= HPDL_VECADD_CONFIG_COUNT) return HPDL_ERR_INVALID;
@@ -738,10 +747,9 @@ HPDL_CUDA_API hpdl_status hpdl__vecadd_check(hpdl_vecadd_config cfg, int64_t n, 
    HPDL_VECADD_THREADS that fit on all SMs at once, but no more than `items`
    needs (one item per thread). */
 HPDL_CUDA_API hpdl_status hpdl__grid_stride_blocks(const void *kernel, int64_t items, int *blocks) {
-    int device = 0, sms = 0, per_sm = 0;
+    int sms = 0, per_sm = 0;
     int64_t needed = (items + HPDL_VECADD_THREADS - 1) / HPDL_VECADD_THREADS, most;
-    HPDL_CUDA_TRY(cudaGetDevice(&device));
-    HPDL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
     HPDL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, HPDL_VECADD_THREADS, 0));
     most = (int64_t)sms * per_sm * HPDL_VECADD_WAVES;
     *blocks = (int)(needed < most ? needed : most);
@@ -3381,10 +3389,8 @@ static inline hpdl_status hpdl__wg_run(const hpdl__wg_launch &l, const CUtensorM
     if (l.persistent) { /* clusters need SMs of one GPC: ask how many fit, not SMs / cs */
         if (cs > 1) {
             HPDL_CUDA_TRY(cudaOccupancyMaxActiveClusters(&resident, l.kernel, &cfg));
-        } else {
-            int device = 0;
-            HPDL_CUDA_TRY(cudaGetDevice(&device));
-            HPDL_CUDA_TRY(cudaDeviceGetAttribute(&resident, cudaDevAttrMultiProcessorCount, device));
+        } else if (hpdl__sm_count(&resident) != HPDL_OK) {
+            return HPDL_ERR_CUDA;
         }
         if (resident > 0 && resident < units) cfg.gridDim = dim3((unsigned)(resident * cs));
         if (k_steps > 0 && cs == 1) sk = hpdl__wg_sk_plan(units, (int)cfg.gridDim.x, k_steps, stream);
@@ -4218,10 +4224,9 @@ HPDL_CUDA_API void hpdl__conv_gemm_shape(const hpdl__conv_geom &g, hpdl__conv_pa
 template <int lazy = 0>
 static inline hpdl_status hpdl__conv_split_k(hpdl__conv_gemm_dims *d, dim3 *grid, int groups, void *out, size_t bytes,
                                              cudaStream_t stream) {
-    int device = 0, sms = 0;
+    int sms = 0;
     int64_t tiles = (int64_t)grid->x * grid->y * groups, k_steps = (d->k + HPDL__CONV_BK - 1) / HPDL__CONV_BK, splits;
-    HPDL_CUDA_TRY(cudaGetDevice(&device));
-    HPDL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
     splits = (2 * (int64_t)sms + tiles - 1) / tiles;
     if (splits > k_steps / 8) splits = k_steps / 8;
     if (splits * groups > 65535) splits = 65535 / groups;
@@ -4295,10 +4300,9 @@ __global__ void hpdl__conv2d_backward_filter_split(hpdl__conv_geom g, const T *x
 template <typename T, typename ACC>
 static inline hpdl_status hpdl__conv_launch_filter_split(const hpdl__conv_geom &g, const T *x, const T *dy, T *dw,
                                                          cudaStream_t stream) {
-    int device = 0, sms = 0;
+    int sms = 0;
     int64_t weights = (int64_t)hpdl_tensor4_count(&g.w), pixels = (int64_t)g.y.n * g.y.h * g.y.w, splits, blocks;
-    HPDL_CUDA_TRY(cudaGetDevice(&device));
-    HPDL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
     splits = (int64_t)sms * 2048 / weights;
     splits = splits > pixels / 16 ? pixels / 16 : splits;
     splits = splits < 1 ? 1 : splits;
@@ -4380,11 +4384,10 @@ static inline hpdl_status hpdl__conv_mma_wgrad_launch(hpdl__conv_wgrad_args<T> a
     void (*kernel)(hpdl__conv_wgrad_args<T>, int) = hpdl__conv_mma_wgrad<T, SH>;
     const int tiles_n = (a.N + SH::BN - 1) / SH::BN, tiles_m = (a.M + SH::BM - 1) / SH::BM, KT = (a.K + SH::BK - 1) / SH::BK;
     const size_t count = (size_t)groups * a.M * a.N;
-    int device = 0, sms = 0, most = KT / 8 > 1 ? KT / 8 : 1, splits;
+    int sms = 0, most = KT / 8 > 1 ? KT / 8 : 1, splits;
     cudaFuncAttributes fa;
     hpdl_status s;
-    HPDL_CUDA_TRY(cudaGetDevice(&device));
-    HPDL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
     splits = (8 * sms + tiles_n * tiles_m * groups - 1) / (tiles_n * tiles_m * groups);
     splits = splits < 1 ? 1 : splits > most ? most : splits;
     a.tiles_per_split = (KT + splits - 1) / splits;
@@ -4974,9 +4977,8 @@ static inline hpdl_status hpdl__conv_wg_launch(const CUtensorMap &map_src, const
     void (*kernel)(const CUtensorMap, const CUtensorMap, const CUtensorMap, G) = hpdl__conv_wgmma<T, BN, DATA, G, ROW>;
     const size_t smem = hpdl__conv_wg_shape<BN, ROW>::smem();
     const long long work = (long long)g.tiles * ((g.channels + BN - 1) / BN);
-    int device = 0, sms = 0;
-    HPDL_CUDA_TRY(cudaGetDevice(&device));
-    HPDL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    int sms = 0;
+    if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
     if (work > INT_MAX) return HPDL_ERR_UNSUPPORTED;
     HPDL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     kernel<<<(unsigned)(work < sms ? work : sms), 384, smem, stream>>>(map_src, map_w, map_y, g);
@@ -5177,9 +5179,8 @@ static inline hpdl_status hpdl__conv_wgrad_launch(const CUtensorMap &map_dy, con
     void (*kernel)(const CUtensorMap, const CUtensorMap, hpdl__conv_wgrad_wg_args) =
         hpdl__conv_wgmma_wgrad<T, SHARED_ROWS>;
     const size_t smem = hpdl__conv_wgrad_shape<SHARED_ROWS>::smem();
-    int device = 0, sms = 0;
-    HPDL_CUDA_TRY(cudaGetDevice(&device));
-    HPDL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    int sms = 0;
+    if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
     HPDL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     kernel<<<(unsigned)(g.work < sms ? g.work : sms), 384, smem, stream>>>(map_dy, map_x, g);
     HPDL_CUDA_TRY_LAUNCH();
@@ -5879,12 +5880,11 @@ template <typename T, typename ACC>
 static inline hpdl_status hpdl__conv_launch_few_channels(const hpdl__conv_geom &g, hpdl__conv_pass pass, const T *a,
                                                          const T *b, T *out, T *db, cudaStream_t stream) {
     hpdl__fc_args f;
-    int device = 0, sms = 0;
+    int sms = 0;
     const int64_t x_image = (int64_t)g.x.c * g.x.h * g.x.w, y_image = (int64_t)g.y.c * g.y.h * g.y.w;
     const int64_t pixels = (int64_t)g.x.n * (g.x.h > g.y.h ? g.x.h : g.y.h) * (g.x.w > g.y.w ? g.x.w : g.y.w);
     if (g.p.groups != 1 || x_image > INT_MAX || y_image > INT_MAX || pixels > INT_MAX) return HPDL_ERR_UNSUPPORTED;
-    HPDL_CUDA_TRY(cudaGetDevice(&device));
-    HPDL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
     f.g = g;
     f.x = hpdl__fc_strides_of(g.x);
     f.y = hpdl__fc_strides_of(g.y);
@@ -6490,9 +6490,8 @@ static inline hpdl_status hpdl__bn_nhwc_sums_launch(int64_t pixels, int C, const
     const bool vec = sizeof(T) == 2 && C % 8 == 0 && ((uintptr_t)x | (uintptr_t)dy) % 16 == 0;
     const int per = vec ? 8 : 1, groups = (C + per - 1) / per;
     const int lanes = groups < HPDL__BN_LANES ? groups : HPDL__BN_LANES, across = (groups + lanes - 1) / lanes;
-    int device = 0, sms = 0;
-    HPDL_CUDA_TRY(cudaGetDevice(&device));
-    HPDL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    int sms = 0;
+    if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
     int64_t down = 2 * sms / across, most = (pixels + 256 / lanes - 1) / (256 / lanes);
     down = down < 1 ? 1 : down > most ? most : down;
     const dim3 grid((unsigned)across, (unsigned)(down < 65535 ? down : 65535));
@@ -8025,9 +8024,8 @@ static inline hpdl_status hpdl__mlp_launch_sgd(int64_t n_w, int64_t n, T *P, C *
                                                int amp, int batch, cudaStream_t stream) {
     void (*kernel)(int64_t, int64_t, T *, C *, const C *, hpdl__mlp_state *, int, int) = hpdl__mlp_sgd_kernel<T, C>;
     void *args[] = {&n_w, &n, &P, &cW, (void *)&G, &st, &amp, &batch};
-    int threads = 256, blocks = hpdl__grid_for(n, threads), per_sm = 0, sms = 0, device = 0;
-    HPDL_CUDA_TRY(cudaGetDevice(&device));
-    HPDL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    int threads = 256, blocks = hpdl__grid_for(n, threads), per_sm = 0, sms = 0;
+    if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
     HPDL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
     if (per_sm > 4) per_sm = 4; /* a barrier over fewer blocks is quicker (below) */
     if (blocks > per_sm * sms) blocks = per_sm * sms;
@@ -10951,12 +10949,11 @@ HPDL_LAZY hpdl_status hpdl__qconv_wg_run(const hpdl__conv_geom &geo, const int8_
     hpdl__qconv_wg_args g;
     CUtensorMap map_src, map_w, map_y = CUtensorMap();
     const int row = src.c <= 64 ? 64 : 128; /* bytes of channels a k step: no more than half of them zeros */
-    int device = 0, sms = 0, bn;
+    int sms = 0, bn;
     if (!wtap || src.c % 16 != 0 || ldw != K || (uintptr_t)x % 16 != 0 || (uintptr_t)wt % 16 != 0 || p.stride_h > 8 ||
         p.stride_w > 8 || !hpdl__wg_available())
         return HPDL_ERR_UNSUPPORTED;
-    HPDL_CUDA_TRY(cudaGetDevice(&device));
-    HPDL_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
     if (hpdl__conv_is_pointwise(p)) hpdl__conv_flatten(&src, &dst, pixels);
     if (hpdl__conv_wg_setup<int8_t>(geo, false, src, dst, x, wt, (size_t)ldw, row, y, &g, &map_src, &map_w) != HPDL_OK ||
         hpdl__conv_wg_tiles<int8_t>(&g, dst) != HPDL_OK)
