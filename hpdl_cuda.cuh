@@ -2237,7 +2237,6 @@ template <typename T, typename ACC> __global__ void __launch_bounds__(256) hpdl_
     }
 }
 
-
 /* One cuBLAS handle per device, made on first use and kept for the life of
    the program (not thread-safe on that first use). */
 HPDL_CUDA_API hpdl_status hpdl__cublas_handle(cublasHandle_t *out) {
