@@ -9,8 +9,9 @@ every rank (a generator seeded with the epoch); global batch s = rows
 hpdl_mpi_shard_range: the first rows % P ranks one row more), so the last,
 short batch is kept; cross-entropy loss (mean over the rank's rows), plain
 SGD (lr 0.05, no momentum, no weight decay), float32 with TF32 off. DDP
-averages the gradients (bucket_cap_mb --bucket-mb, 25: 784-2048-10's
-6.5 MB is one bucket).
+averages the gradients in its default buckets (bucket_cap_mb --bucket-mb,
+25; the first one 1 MB): for 784-2048-10 the second layer's 90 kB while
+the first layer's dW is computed, then the first layer's 6.4 MB.
 
 Per hidden width H and batch per GPU B (epoch times are wall clock,
 CUDA-synchronised, the slowest rank's; median of --reps epochs after one
