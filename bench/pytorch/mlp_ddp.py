@@ -10,7 +10,7 @@ hpdl_mpi_shard_range: the first rows % P ranks one row more), so the last,
 short batch is kept; cross-entropy loss (mean over the rank's rows), plain
 SGD (lr 0.05, no momentum, no weight decay), float32 with TF32 off. DDP
 averages the gradients in its default buckets (bucket_cap_mb --bucket-mb,
-25; the first one 1 MB): for 784-2048-10 the second layer's 90 kB while
+25; the first one 1 MB): for 784-2048-10 W2, b2 and b1 (90 kB) while
 the first layer's dW is computed, then the first layer's 6.4 MB.
 
 Per hidden width H and batch per GPU B (epoch times are wall clock,
