@@ -22,9 +22,25 @@
    step) against the CPU driver on the same ranks, same start: weights within
    1e-9 relative, and all ranks' weights identical after training.
 
+   Anchor: bench/pytorch/mlp_ddp.py, the same model, batch per GPU, lr and
+   epoch in PyTorch (f32, TF32 off): its 1-GPU epoch without DDP and its
+   P-GPU epoch under DistributedDataParallel, E the same way, at H=2048 and
+   b=512 and 3000; started by rank 0 on all P GPUs while the other ranks
+   wait; skipped with a message without torch (--no-torch skips it too).
+
+   Roofline of the course's model (the P GPUs' runs): FLOPs per step =
+   the step's GEMMs, b (4DH + 6HC) (no gradient for the input); bytes per
+   step = the gradient, 4 (DH + H + HC + C); AI = their ratio; attainable =
+   AI / (AI / P_flops + (1/P_pci + 1/P_mpi) / 2) (hpdl_roofline_combined,
+   rates from hpdl_mpi_dp_roofline_cuda); measured = FLOPs per GPU per epoch
+   (60000/P samples) / T_P.
+
    Output: tables; <--output DIR, else HPDL_RESULTS, else .>/dp_scaling.csv (headlines: per-GPU samples/s
    on P GPUs vs 1 GPU at H=2048, b=3000 and 512, overlap on and off: ratio =
-   weak-scaling efficiency), dp_scaling_all.csv, dp_scaling_acc.csv.
+   weak-scaling efficiency; epoch times and E against PyTorch's),
+   dp_scaling_all.csv, dp_scaling_acc.csv, and with P > 1
+   dp_roofline_rates.csv (P_flops, P_pci, P_mpi per H) and
+   dp_roofline_points.csv (AI, attainable and measured FLOP/s per H, b, overlap).
 
    --focus: only H=2048 at b=512 and 3000, to compare the overlap settings in
    one run (dp_scaling_focus.csv): no overlap, then overlap for every
@@ -33,7 +49,7 @@
    priority reduction stream; variant "p4h c8 q1" = 4 halving blocks, cap 8,
    high priority), then the settings of
    the first version ("v1": 4 pieces, NCCL's CTAs, normal priority, each
-   epoch's shuffle drawn on the critical path). Each row: 1 GPU and P GPUs,
+   epoch's shuffle drawn on the critical path), then PyTorch DDP. Each row: 1 GPU and P GPUs,
    E against its own 1-GPU run and against the 1-GPU run without overlap.
    Lists are comma-separated; the full tables use their first values.
 
@@ -52,7 +68,7 @@
 
    mpirun -np 2 build/bench/dp_scaling [--data DIR] [--quick | --focus | --tp] [--reps N] [--algo nccl|ipc|auto]
                                        [--pieces 4,2,1] [--halve 1,0] [--ctas 8,0] [--prio 1,0]
-                                       [--output DIR] [--help] [--version]
+                                       [--no-torch] [--output DIR] [--help] [--version]
    Started alone on a machine with several GPUs, it re-runs itself under
    `mpirun -np <GPUs>`. */
 #if defined(__has_include)
@@ -68,7 +84,7 @@
 #define MAX_B 8
 #define MAX_LIST 6
 
-static int g_rank, g_size;
+static int g_rank, g_size, g_no_torch;
 static hpdl_allreduce_algo g_algo = HPDL_ALLREDUCE_NCCL; /* --algo: the data-parallel runs' reduction */
 
 /* Overlap settings, from the command line: the full tables use entry 0. */
@@ -233,6 +249,49 @@ static void validate(const hpdl_dataset *train_set) {
     HPDL_FREE(X);
 }
 
+/* ---- PyTorch DDP anchor ------------------------------------------------------------ */
+
+#define TORCH_SCRIPT "bench/pytorch/mlp_ddp.py"
+#define TORCH_HIDDEN 2048
+static const int headline_batches[2] = {512, 3000}; /* the headline batches, --focus's too */
+
+/* PyTorch's median epochs at one batch per GPU, ms (0: not measured). */
+typedef struct torch_epochs { double t1_ms, tp_ms; } torch_epochs;
+
+static double torch_eff(const torch_epochs *t) { return t->tp_ms > 0 ? t->t1_ms / (g_size * t->tp_ms) : 0; }
+
+/* Rank 0 runs the script on all P GPUs (the other ranks wait in the
+   barrier) and files its lines into out[k] for headline_batches[k]. Collective. */
+static void run_torch(int reps, torch_epochs out[2]) {
+    char cmd[512], line[1024];
+    FILE *pipe = NULL;
+    memset(out, 0, 2 * sizeof *out);
+    if (g_rank == 0 && !g_no_torch) {
+        snprintf(cmd, sizeof cmd, "python3 " TORCH_SCRIPT " --spawn %d --hidden %d --batch %d,%d --reps %d 2>&1", g_size,
+                 TORCH_HIDDEN, headline_batches[0], headline_batches[1], reps);
+        printf("\npytorch (%d GPU%s): %s\n", g_size, g_size > 1 ? "s" : "", cmd);
+        fflush(stdout);
+        if (!(pipe = popen(cmd, "r"))) printf("pytorch: cannot run python3 (%s)\n", strerror(errno));
+    }
+    while (pipe && fgets(line, sizeof line, pipe)) {
+        const char *at = strstr(line, "pytorch_mlp_ddp hidden ");
+        int hidden, batch, ranks, k;
+        double t1, tp;
+        if (at && sscanf(at, "pytorch_mlp_ddp hidden %d batch %d ranks %d epoch1_ms %lf epochp_ms %lf", &hidden, &batch,
+                         &ranks, &t1, &tp) == 5 && hidden == TORCH_HIDDEN && ranks == g_size) {
+            for (k = 0; k < 2; k++)
+                if (batch == headline_batches[k]) { out[k].t1_ms = t1; out[k].tp_ms = tp; }
+        } else {
+            printf("  %s", line); /* the script's own words: versions, or why it skipped */
+        }
+    }
+    if (pipe) pclose(pipe);
+    if (g_rank == 0 && !g_no_torch && out[0].tp_ms == 0 && out[1].tp_ms == 0)
+        printf("pytorch: no epoch measured (see above); the anchor's rows are left out\n");
+    fflush(stdout);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 /* ---- focus: overlap settings side by side at H=2048 ------------------------------- */
 
 typedef struct focus_row {
@@ -266,8 +325,9 @@ static int focus_rows(focus_row *rows) {
 }
 
 static void focus(const hpdl_dataset *train_set, hpdl_cuda_dataset *dtrain, MPI_Comm solo, int reps) {
-    static const int batches[2] = {512, 3000};
+    const int *batches = headline_batches;
     focus_row rows[3 + MAX_LIST * 2 * MAX_LIST * 2];
+    torch_epochs torch[2];
     int n = focus_rows(rows), k, i;
     FILE *csv = g_rank == 0 ? hpdl_csv_open_with_header(".", "dp_scaling_focus",
                                                         "variant,hidden,batch_per_gpu,gpus,overlap,pieces,halving,max_ctas,"
@@ -278,6 +338,7 @@ static void focus(const hpdl_dataset *train_set, hpdl_cuda_dataset *dtrain, MPI_
         printf("\nFocus: H 2048, %d GPUs, %s, median of %d epochs; E = T1/(P TP) against the row's own 1-GPU run, "
                "E0 against the 1-GPU run without overlap; compute: 1 GPU | P GPUs (ms per epoch)\n", g_size,
                hpdl_allreduce_algo_name(g_algo), reps);
+    run_torch(reps, torch);
     for (k = 0; k < 2; k++) {
         run_result plain1;
         memset(&plain1, 0, sizeof plain1);
@@ -310,6 +371,12 @@ static void focus(const hpdl_dataset *train_set, hpdl_cuda_dataset *dtrain, MPI_
                         rows[i].stride == 1, 1e3 * r1.epoch_s, 1e3 * rp.epoch_s, 1e3 * r1.compute_s,
                         1e3 * rp.compute_s, 1e3 * rp.comm_s, 1e3 * rp.span_s, e, e0);
         }
+        if (g_rank != 0 || torch[k].tp_ms == 0) continue;
+        printf("%6d %-22s | %8.2f %8.2f | %8s %8s %7s %7s | %6.3f %6s\n", batches[k], "pytorch ddp", torch[k].t1_ms,
+               torch[k].tp_ms, "-", "-", "-", "-", torch_eff(&torch[k]), "-");
+        if (csv)
+            fprintf(csv, "pytorch ddp,2048,%d,%d,,,,,,,%.4f,%.4f,,,,,%.4f,\n", batches[k], g_size, torch[k].t1_ms,
+                    torch[k].tp_ms, torch_eff(&torch[k]));
     }
     if (csv) fclose(csv);
 }
@@ -467,7 +534,81 @@ static void tp_table(const hpdl_dataset *train_set, hpdl_cuda_dataset *dtrain, i
     if (all) fclose(all);
 }
 
-/* ---- main ------------------------------------------------------------------------ */
+/* ---- the course's roofline (Q2.5, Q2.6) ---------------------------------------------- */
+
+/* GEMM FLOPs of one sample's step: forward X W1 and A1 W2 (2DH + 2HC),
+   backward dW2, dA1 and dW1 (2HC + 2HC + 2DH; no gradient for the input). */
+static double gemm_flops_per_sample(int hidden) { return 4.0 * 784 * hidden + 6.0 * hidden * N_CLASSES; }
+
+/* The AI at which the model's compute time equals its transfer time. */
+static double ridge_ai(const hpdl_mpi_dp_roofline *r) { return r->p_flops * 0.5 * (1.0 / r->p_pci + 1.0 / r->p_mpi); }
+
+/* Rank 0: the rates per H (dp_roofline_rates.csv) and each P-GPU run
+   against the model (dp_roofline_points.csv, and a table). */
+static void write_roofline(const int *hiddens, int nh, const int *batches, int nb, const hpdl_mpi_dp_roofline *roof,
+                           run_result res[2][MAX_B][2][2], int64_t n_train) {
+    FILE *rates = hpdl_csv_open_with_header(".", "dp_roofline_rates",
+                                            "hidden,gpus,allreduce,grad_bytes,p_flops_tflops,p_pci_gbs,p_mpi_busbw_gbs,"
+                                            "p_mpi_algbw_gbs,ridge_flop_per_byte");
+    FILE *points = hpdl_csv_open_with_header(".", "dp_roofline_points",
+                                             "hidden,batch_per_gpu,overlap,gpus,gemm_flops_per_step,grad_bytes,"
+                                             "ai_flop_per_byte,attainable_tflops,measured_tflops,measured_over_attainable");
+    int h, k, o;
+    printf("\nRoofline of the course's model, %d GPUs: AI = GEMM FLOPs per step / gradient bytes; attainable = "
+           "AI / (AI/P_flops + (1/P_pci + 1/P_mpi)/2); measured = GEMM FLOPs per GPU per epoch / TP\n", g_size);
+    printf("%5s %6s %3s | %9s %9s | %14s %14s %6s\n", "H", "b/GPU", "ovl", "AI", "ridge AI", "attain TFLOP/s",
+           "meas. TFLOP/s", "frac");
+    for (h = 0; h < nh; h++) {
+        double bytes = dp_step_bytes(hiddens[h]), per_sample = gemm_flops_per_sample(hiddens[h]);
+        if (rates)
+            fprintf(rates, "%d,%d,%s,%.0f,%.4f,%.4f,%.4f,%.4f,%.1f\n", hiddens[h], g_size,
+                    hpdl_allreduce_algo_name(g_algo), bytes, roof[h].p_flops * 1e-12, roof[h].p_pci * 1e-9,
+                    roof[h].p_mpi * 1e-9, roof[h].p_mpi_algbw * 1e-9, ridge_ai(&roof[h]));
+        for (k = 0; k < nb; k++)
+            for (o = 0; o < 2; o++) {
+                double tp = res[h][k][o][1].epoch_s, flops = batches[k] * per_sample, ai = flops / bytes, att = 0;
+                double measured = tp > 0 ? (double)n_train / g_size * per_sample / tp : 0;
+                if (hpdl_roofline_combined(ai, roof[h].p_flops, roof[h].p_pci, roof[h].p_mpi, &att) != HPDL_OK) att = 0;
+                printf("%5d %6d %3d | %9.0f %9.0f | %14.2f %14.2f %6.3f\n", hiddens[h], batches[k], o, ai,
+                       ridge_ai(&roof[h]), att * 1e-12, measured * 1e-12, att > 0 ? measured / att : 0);
+                if (points)
+                    fprintf(points, "%d,%d,%d,%d,%.6g,%.0f,%.2f,%.4f,%.4f,%.4f\n", hiddens[h], batches[k], o, g_size,
+                            flops, bytes, ai, att * 1e-12, measured * 1e-12, att > 0 ? measured / att : 0);
+            }
+    }
+    if (rates) fclose(rates);
+    if (points) fclose(points);
+}
+
+/* Rank 0: PyTorch's epochs and E beside hpdl's at H=2048 (res2048: its
+   runs), both overlap settings, into dp_scaling.csv and on stdout. */
+static void torch_rows(FILE *csv, const torch_epochs *torch, const int *batches, int nb, run_result res2048[MAX_B][2][2]) {
+    char metric[96], anchor[96];
+    int j, k, o;
+    for (j = 0; j < 2; j++) {
+        int b = headline_batches[j];
+        for (k = 0; k < nb && batches[k] != b; k++) {}
+        if (torch[j].tp_ms == 0 || k == nb) continue;
+        printf("H 2048 b %4d: PyTorch DDP T1 %.2f ms, TP %.2f ms, E %.3f", b, torch[j].t1_ms, torch[j].tp_ms,
+               torch_eff(&torch[j]));
+        for (o = 0; o < 2; o++) {
+            const run_result *r1 = &res2048[k][o][0], *rp = &res2048[k][o][1];
+            const char *ovl = o ? "overlap" : "no_overlap";
+            double e = rp->epoch_s > 0 ? r1->epoch_s / (g_size * rp->epoch_s) : 0;
+            printf(" | hpdl %s: T1 %.2f, TP %.2f, E %.3f", o ? "overlap" : "no overlap", 1e3 * r1->epoch_s,
+                   1e3 * rp->epoch_s, e);
+            snprintf(metric, sizeof metric, "epoch_ms_1gpu_h2048_b%d_%s", b, ovl);
+            snprintf(anchor, sizeof anchor, "pytorch_1gpu_h2048_b%d", b);
+            hpdl_csv_row(csv, metric, 1e3 * r1->epoch_s, "ms", anchor, torch[j].t1_ms, 0);
+            snprintf(metric, sizeof metric, "epoch_ms_%dgpu_h2048_b%d_%s", g_size, b, ovl);
+            snprintf(anchor, sizeof anchor, "pytorch_ddp_%dgpu_h2048_b%d", g_size, b);
+            hpdl_csv_row(csv, metric, 1e3 * rp->epoch_s, "ms", anchor, torch[j].tp_ms, 0);
+            snprintf(metric, sizeof metric, "weak_eff_%dgpu_h2048_b%d_%s", g_size, b, ovl);
+            hpdl_csv_row(csv, metric, e, "T1/(P TP)", anchor, torch_eff(&torch[j]), 1);
+        }
+        printf("\n");
+    }
+}
 
 /* ---- the course's tables ------------------------------------------------------------ */
 
@@ -477,6 +618,7 @@ static void tables(const hpdl_dataset *train_set, hpdl_cuda_dataset *dtrain, hpd
     int batches[MAX_B], nb = 0, i, h, k, o, b, nh;
     run_result res[2][MAX_B][2][2]; /* [hidden][batch][overlap][0: 1 GPU, 1: P GPUs] */
     hpdl_mpi_dp_roofline roof[2];
+    torch_epochs torch[2];
     FILE *csv = NULL, *all = NULL, *acc = NULL;
     for (b = 32; b <= train_set->n / g_size && nb < MAX_B - 2; b *= 4) batches[nb++] = b;
     batches[nb++] = 3000;
@@ -487,6 +629,7 @@ static void tables(const hpdl_dataset *train_set, hpdl_cuda_dataset *dtrain, hpd
     }
     nh = quick ? 1 : 2;
     memset(res, 0, sizeof res);
+    run_torch(reps, torch);
     for (h = 0; h < nh; h++) {
         int64_t params = (int64_t)785 * hiddens[h] + (int64_t)(hiddens[h] + 1) * N_CLASSES;
         HPDL_MPI_CHECK_STATUS(hpdl_mpi_dp_roofline_cuda(params, g_algo, MPI_COMM_WORLD, &roof[h]));
@@ -573,18 +716,24 @@ static void tables(const hpdl_dataset *train_set, hpdl_cuda_dataset *dtrain, hpd
                                      60000.0 / r1->epoch_s, 1);
                     }
                 }
+        printf("(dp_scaling.csv's ratio column: E for the per-GPU samples/s rows; PyTorch's time / hpdl's for the "
+               "epoch rows; hpdl's E / PyTorch's for the weak_eff rows)\n\n");
+        torch_rows(csv, torch, batches, nb, res[0]);
         if (csv) fclose(csv);
         if (all) fclose(all);
-        printf("(ratio column of dp_scaling.csv = weak-scaling efficiency E)\n");
+        if (g_size > 1) write_roofline(hiddens, nh, batches, nb, roof, res, train_set->n);
+        else printf("\nroofline: left out on one GPU (no gradient is sent)\n");
     }
 }
+
+/* ---- main ------------------------------------------------------------------------ */
 
 /* The command line, before MPI starts (and before the relaunch under
    mpirun, so --help runs once); the lists go into g_pieces .. g_prio. */
 static void parse_args(int argc, char **argv, const char **data, int *quick, int *focus_only, int *tp_only,
                        int *reps) {
     const char *pieces = "4,2,1", *halve = "1,0", *ctas = "8,0", *prio = "1,0", *output = NULL, *algo = "nccl";
-    hpdl_cli_option o[11];
+    hpdl_cli_option o[12];
     o[0] = hpdl_cli_string("data", 0, data, "DIR", "IDX files");
     o[1] = hpdl_cli_flag("quick", 0, quick, "H=2048 only, batches 128, 512 and 3000");
     o[2] = hpdl_cli_flag("focus", 0, focus_only, "only H=2048 at b=512 and 3000, every overlap setting");
@@ -597,7 +746,8 @@ static void parse_args(int argc, char **argv, const char **data, int *quick, int
     o[9] = hpdl_cli_flag("tp", 0, tp_only, "only tensor against data parallelism, same H and global batch");
     o[10] = hpdl_cli_choice("algo", 0, &algo, "nccl|ipc|auto",
                             "data parallelism's reduction: NCCL, the NVLink one-shot (CUDA IPC), or AUTO");
-    hpdl_cli_parse(argc, argv, "dp_scaling", "Data-parallel MLP training, 1 GPU against all: the course's tables.", o, 11);
+    o[11] = hpdl_cli_flag("no-torch", 0, &g_no_torch, "skip the PyTorch DDP anchor");
+    hpdl_cli_parse(argc, argv, "dp_scaling", "Data-parallel MLP training, 1 GPU against all: the course's tables.", o, 12);
     g_algo = !strcmp(algo, "ipc") ? HPDL_ALLREDUCE_IPC_ONESHOT
              : !strcmp(algo, "auto") ? HPDL_ALLREDUCE_AUTO : HPDL_ALLREDUCE_NCCL;
     g_pieces = parse_list(pieces, 1, HPDL_MPI_DP_MAX_PIECES);

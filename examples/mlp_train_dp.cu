@@ -102,10 +102,12 @@ static options parse_args(int argc, char **argv) {
     return o;
 }
 
+/* GEMM FLOPs of one sample's step: per layer 2 forward and 2 for dW, 2
+   more for the gradient of its input except the first layer's (not computed). */
 static double flops_per_sample(const int *w, int n) {
     double f = 0;
     int l;
-    for (l = 0; l + 1 < n; l++) f += 6.0 * w[l] * w[l + 1]; /* forward 2, backward 4 */
+    for (l = 0; l + 1 < n; l++) f += (l == 0 ? 4.0 : 6.0) * w[l] * w[l + 1];
     return f;
 }
 

@@ -2,7 +2,8 @@
 # Reads dir/dp_scaling_all.csv (hidden,batch_per_gpu,overlap,gpus,steps,epoch_ms,compute_ms,comm_ms,
 # comm_span_ms,grad_mb,busbw_gbs,bw_util,speedup,weak_eff); writes dp_scaling_eff.png, dp_scaling_time.png;
 # and from dir/dp_scaling_acc.csv (run,hidden,batch_per_gpu,gpus,lr_scale,warmup_epochs,final_lr,
-# epoch5_loss,epoch5_test_acc), when there, dp_scaling_acc.png.
+# epoch5_loss,epoch5_test_acc), when there, dp_scaling_acc.png; and from dir/dp_roofline_rates.csv and
+# dir/dp_roofline_points.csv (runs on more than one GPU), when there, dp_roofline.png.
 # csv: dp_scaling_all dp_scaling_acc
 if (!exists("dir")) dir = "."
 if (!exists("tagger")) tagger = "scripts/plots.sh --tag"
@@ -61,4 +62,42 @@ if (have(acc)) {
     set bmargin 5
     plot acc using 0:(100 * $9):xtic(bar(0)) every ::1 with boxes lc rgb "#4477aa", \
          acc using 0:(100 * $9):(sprintf("%.2f%%  (lr %g, loss %.3g)", 100 * $9, $7, $8)) every ::1 with labels offset 0,1
+}
+
+# The course's roofline (CME 213 Q2.5, Q2.6): per H, from dp_roofline_rates.csv (hidden,gpus,allreduce,
+# grad_bytes,p_flops_tflops,p_pci_gbs,p_mpi_busbw_gbs,p_mpi_algbw_gbs,ridge_flop_per_byte), the model
+#   attainable(AI) = AI / (AI / P_flops + (1/P_pci + 1/P_mpi) / 2)
+# as a line, and the measured points of dp_roofline_points.csv (hidden,batch_per_gpu,overlap,gpus,
+# gemm_flops_per_step,grad_bytes,ai_flop_per_byte,attainable_tflops,measured_tflops,
+# measured_over_attainable) in the line's colour: filled without overlap, hollow with it.
+rates = dir."/dp_roofline_rates.csv"
+points = dir."/dp_roofline_points.csv"
+if (have(rates) && have(points)) {
+    hiddens = system("awk -F, 'NR > 1 { print $1 }' '".rates."'")
+    nh = words(hiddens)
+    rate(h, col) = real(system(sprintf("awk -F, 'NR > 1 && $1 == %s { print $%d }' '%s'", h, col, rates)))
+    array pf[nh]
+    array pci[nh]
+    array mpi[nh]
+    do for [i = 1:nh] { pf[i] = rate(word(hiddens, i), 5); pci[i] = rate(word(hiddens, i), 6); mpi[i] = rate(word(hiddens, i), 7) }
+    gpus = int(real(system("awk -F, 'NR == 2 { print $2 }' '".rates."'")))
+    # TFLOP/s at ai FLOP/byte, the rates in TFLOP/s and GB/s
+    model(ai, f, p, m) = ai / (ai / f + 0.5 * (1 / p + 1 / m) * 1e3)
+    pts(h, o) = sprintf("< awk -F, 'NR > 1 && $1 == %s && $3 == %d' '%s'", h, o, points)
+    set output dir."/dp_roofline.png"
+    set title sprintf("Roofline, %d GPUs: model from measured P_flops, P_pci, P_mpi; points measured - %s", gpus, tag(points))
+    set xlabel "AI: GEMM FLOPs per gradient byte (about the batch per GPU)"
+    set ylabel "TFLOP/s per GPU (GEMM FLOPs / epoch time)"
+    set key inside right bottom
+    set logscale xy 10
+    set autoscale
+    set xrange [10:100000]
+    set yrange [0.1:*]
+    set samples 200
+    plot for [i = 1:nh] model(x, pf[i], pci[i], mpi[i]) with lines lw 2 lc i \
+             title sprintf("model, H %s (P_flops %.0f TFLOP/s)", word(hiddens, i), pf[i]), \
+         for [i = 1:nh] pts(word(hiddens, i), 0) using 7:9 with points pt 7 ps 1.2 lc i \
+             title sprintf("H %s, no overlap", word(hiddens, i)), \
+         for [i = 1:nh] pts(word(hiddens, i), 1) using 7:9 with points pt 6 ps 1.2 lc i \
+             title sprintf("H %s, overlap", word(hiddens, i))
 }
