@@ -3564,6 +3564,7 @@ typedef enum hpdl_conv_algo {
     HPDL_CONV_IMPLICIT_GEMM,
     HPDL_CONV_MMA,   /* f16/bf16, NHWC: tensor cores; HPDL_ERR_UNSUPPORTED elsewhere */
     HPDL_CONV_WGMMA, /* f16/bf16, NHWC, Hopper: TMA + wgmma (forward, stride-1 backward-data) */
+    HPDL_CONV_FEW_MMA, /* f16/bf16, NHWC, forward, at most 8 input channels (the stems): tensor cores */
     HPDL_CONV_CUDNN /* the vendor library (HPDL_HAVE_CUDNN; else HPDL_ERR_UNSUPPORTED) */
 } hpdl_conv_algo;
 
@@ -3574,6 +3575,7 @@ HPDL_CUDA_API const char *hpdl_conv_algo_name(hpdl_conv_algo a) {
     case HPDL_CONV_IMPLICIT_GEMM: return "implicit-gemm";
     case HPDL_CONV_MMA: return "mma";
     case HPDL_CONV_WGMMA: return "wgmma";
+    case HPDL_CONV_FEW_MMA: return "few-mma";
     case HPDL_CONV_CUDNN: return "cudnn";
     }
     return "?";
@@ -5347,6 +5349,280 @@ template <> struct hpdl__conv_wg<__nv_bfloat16> {
     }
 };
 
+/* ---- few-channel rung: tensor cores for C <= 8 (the stems) ----------------------------
+
+   Forward, f16/bf16, x and y NHWC, one group, at most 8 input channels: the
+   GEMM's K = R*S*C is short (147 for ResNet-50's 7x7 stem) and C % 8 != 0
+   leaves the mma rung only its element-by-element gather. Here each block is
+   persistent: it keeps BN filters in shared memory for the whole run (KRSC
+   rows, whose R*S*C taps are contiguous, padded with zeros to KP, a multiple
+   of 16) and walks tiles of 128 output pixels, TH rows x TW columns of one
+   image (TW a power of two). For a tile it stages the input patch those
+   pixels read, patch_h rows of patch_w pixels x C channels, zeros in the
+   padding: each patch row is one contiguous run of x, so the loads are
+   coalesced. mma.sync's A operand is then read straight from the patch:
+   element (pixel, kk), kk = (r, s, c), is patch[rowbase(pixel) + koff(kk)],
+   the pixel's and the tap's parts each worked out once per block (taps past
+   R*S*C point into a zeroed second half of the buffer), so no im2col tile
+   is built. Four warps of 32 pixels x BN channels; the output goes through
+   a per-warp shared tile as 16-byte stores of whole pixels. */
+template <typename T> struct hpdl__conv_fm_args {
+    const T *x, *w; /* NHWC input, KRSC filter */
+    T *y;           /* NHWC output */
+    int h, w_, c, p, q, k; /* x: H W C, y: P Q K (images: tiles / (tiles_h * tiles_w)) */
+    int s, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
+    int tw_log2, th, tiles_h, tiles_w, tiles; /* tiles of th x 2^tw_log2 output pixels */
+    int patch_h, patch_w;                     /* the input pixels a tile reads */
+    int taps, kp;                             /* R*S*C, rounded up to 16 */
+    int y_vec;                                /* 16-byte stores of y (K % 8 == 0, aligned) */
+};
+
+/* Shared memory of a block: the filter (BN rows of kp + 8: ldmatrix's rows
+   then fall on distinct banks), the offset table (kp ints), the patch and its
+   zeroed twin, the warps' output tiles (32 rows of BN + 8). */
+template <int BN> struct hpdl__conv_fm_smem {
+    static __host__ __device__ size_t filter(int kp) { return (size_t)BN * (kp + 8) * 2; }
+    static __host__ __device__ size_t patch(int patch_elems) { return ((size_t)2 * patch_elems * 2 + 15) / 16 * 16; }
+    static size_t bytes(int kp, int patch_elems) {
+        return filter(kp) + (size_t)kp * 4 + patch(patch_elems) + 4 * 32 * (BN + 8) * 2;
+    }
+};
+
+/* Once per block: the filter rows n0.. (zeros past K and past the taps), the
+   offset table and the patch buffer's zero half. Table entry ks * 16 + t * 4
+   holds the offsets of taps ks*16 + 2t, +1, +8, +9: lane t's A fragment. */
+template <typename T, int BN>
+static __device__ void hpdl__conv_fm_setup(const hpdl__conv_fm_args<T> &a, T *ws, int *koff, unsigned short *patch,
+                                           int n0) {
+    const int wld = a.kp + 8, patch_elems = a.patch_h * a.patch_w * a.c;
+    for (int e = threadIdx.x; e < BN * a.kp; e += blockDim.x) {
+        const int row = e / a.kp, kk = e - row * a.kp;
+        ws[row * wld + kk] = n0 + row < a.k && kk < a.taps ? a.w[(size_t)(n0 + row) * a.taps + kk] : T(0.0f);
+    }
+    for (int kk = threadIdx.x; kk < a.kp; kk += blockDim.x) {
+        const int j = kk % 16, slot = kk / 16 * 16 + j % 8 / 2 * 4 + j / 8 * 2 + j % 2;
+        const int c = kk % a.c, r = kk / a.c / a.s, s = kk / a.c % a.s;
+        koff[slot] = kk < a.taps ? (r * a.dil_h * a.patch_w + s * a.dil_w) * a.c + c : patch_elems;
+    }
+    for (int e = patch_elems + threadIdx.x; e < 2 * patch_elems; e += blockDim.x) patch[e] = 0;
+}
+
+/* The input patch of the tile whose first output pixel is (n, oh0, ow0):
+   row i is x's row ih0 + i from element e0 (its pixel iw0 = ow0 * stride -
+   pad), zeros outside the image. Raw 16-bit copies (the zero is 0 in both types). */
+template <typename T>
+static __device__ __forceinline__ void hpdl__conv_fm_stage(const hpdl__conv_fm_args<T> &a, unsigned short *patch, int n,
+                                                           int oh0, int ow0) {
+    const int row_len = a.patch_w * a.c, x_row = a.w_ * a.c, ih0 = oh0 * a.stride_h - a.pad_h;
+    const int e0 = (ow0 * a.stride_w - a.pad_w) * a.c;
+    const unsigned short *x = (const unsigned short *)a.x + (size_t)n * a.h * x_row;
+#pragma unroll 4
+    for (int i = 0; i < a.patch_h; i++) {
+        const int ih = ih0 + i;
+        const bool row_in = ih >= 0 && ih < a.h;
+        for (int e = threadIdx.x; e < row_len; e += blockDim.x) {
+            const int ge = e0 + e;
+            patch[i * row_len + e] = row_in && ge >= 0 && ge < x_row ? __ldg(x + (size_t)ih * x_row + ge) : 0;
+        }
+    }
+}
+
+/* Two 16-bit patch elements as one A-fragment register (the lower k in the low half). */
+static __device__ __forceinline__ unsigned hpdl__conv_fm_pair(const unsigned short *p, int lo, int hi) {
+    return (unsigned)p[lo] | (unsigned)p[hi] << 16;
+}
+
+/* The warp's 32 pixels x BN channels of the tile: acc = A B over kp / 16
+   steps. rowbase[2i], rowbase[2i + 1]: the patch offsets of this lane's rows
+   g and g + 8 of the warp's 16-pixel tile i. B by ldmatrix from the filter rows. */
+template <typename T, int NJ>
+static __device__ __forceinline__ void hpdl__conv_fm_mma(const hpdl__conv_fm_args<T> &a, const T *ws, const int *koff,
+                                                         const unsigned short *patch, const int (&rowbase)[4],
+                                                         float (&acc)[2][NJ][4]) {
+    const int lane = (int)threadIdx.x % 32, wld = a.kp + 8;
+    const T *bp = ws + (lane / 16 * 8 + lane % 8) * wld + lane / 8 % 2 * 8;
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < NJ; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+    for (int ks = 0; ks < a.kp / 16; ks++) {
+        const int4 o = *(const int4 *)(koff + ks * 16 + lane % 4 * 4);
+        unsigned af[2][4], bf[NJ][2];
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            const unsigned short *p0 = patch + rowbase[2 * i], *p1 = patch + rowbase[2 * i + 1];
+            af[i][0] = hpdl__conv_fm_pair(p0, o.x, o.y);
+            af[i][1] = hpdl__conv_fm_pair(p1, o.x, o.y);
+            af[i][2] = hpdl__conv_fm_pair(p0, o.z, o.w);
+            af[i][3] = hpdl__conv_fm_pair(p1, o.z, o.w);
+        }
+#pragma unroll
+        for (int j = 0; j < NJ; j += 2) { /* channels 8j..8j+15: two n8 fragments */
+            unsigned r[4];
+            hpdl__ldmatrix_x4<false>(r, bp + j * 8 * wld + ks * 16);
+            bf[j][0] = r[0]; bf[j][1] = r[1]; bf[j + 1][0] = r[2]; bf[j + 1][1] = r[3];
+        }
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+#pragma unroll
+            for (int j = 0; j < NJ; j++) hpdl__mma16816(T(), acc[i][j], af[i], bf[j]);
+    }
+}
+
+/* The warp's results: fragments into its shared tile (rows = pixels), then
+   each lane writes 8 channels of a pixel (16 bytes where y_vec), pixels
+   outside y skipped. */
+template <typename T, int NJ>
+static __device__ __forceinline__ void hpdl__conv_fm_store(const hpdl__conv_fm_args<T> &a, const float (&acc)[2][NJ][4],
+                                                           T *tile, int n, int oh0, int ow0, int n0) {
+    enum { BN = 8 * NJ, LD = BN + 8, CHUNKS = BN / 8 };
+    const int lane = (int)threadIdx.x % 32, g = lane / 4, t = lane % 4, m0 = (int)threadIdx.x / 32 * 32;
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < NJ; j++) {
+            T *p = tile + (i * 16 + g) * LD + j * 8 + 2 * t;
+            *(unsigned *)p = hpdl__wg_pair(acc[i][j][0], acc[i][j][1], T());
+            *(unsigned *)(p + 8 * LD) = hpdl__wg_pair(acc[i][j][2], acc[i][j][3], T());
+        }
+    __syncwarp();
+    for (int u = lane; u < 32 * CHUNKS; u += 32) {
+        const int row = u / CHUNKS, col = u % CHUNKS * 8, m = m0 + row;
+        const int oh = oh0 + (m >> a.tw_log2), ow = ow0 + (m & ((1 << a.tw_log2) - 1));
+        if (oh >= a.p || ow >= a.q || n0 + col >= a.k) continue;
+        T *dst = a.y + (((size_t)n * a.p + oh) * a.q + ow) * a.k + n0 + col;
+        const T *src = tile + row * LD + col;
+        if (a.y_vec && n0 + col + 8 <= a.k) *(uint4 *)dst = *(const uint4 *)src;
+        else
+            for (int e = 0; e < 8 && n0 + col + e < a.k; e++) dst[e] = src[e];
+    }
+    __syncwarp(); /* the tile is read before the next one overwrites it */
+}
+
+/* Persistent blocks of 128 threads: blockIdx.y picks the BN = 8 NJ filters,
+   blockIdx.x strides over the pixel tiles. */
+template <typename T, int NJ>
+__global__ void __launch_bounds__(128, 4) hpdl__conv_fm(hpdl__conv_fm_args<T> a) {
+#ifdef HPDL__GEMM_SM80
+    typedef hpdl__conv_fm_smem<8 * NJ> SM;
+    extern __shared__ uint4 hpdl__fm_smem[];
+    const int n0 = blockIdx.y * 8 * NJ, warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
+    const int patch_elems = a.patch_h * a.patch_w * a.c, tw = 1 << a.tw_log2;
+    unsigned char *base = (unsigned char *)hpdl__fm_smem;
+    T *ws = (T *)base;
+    int *koff = (int *)(base + SM::filter(a.kp));
+    unsigned short *patch = (unsigned short *)(koff + a.kp);
+    T *tile = (T *)((unsigned char *)patch + SM::patch(patch_elems)) + warp * 32 * (8 * NJ + 8);
+    int rowbase[4];
+#pragma unroll
+    for (int u = 0; u < 4; u++) { /* rows g, g + 8, g + 16, g + 24 of the warp's 32 pixels */
+        const int m = warp * 32 + u / 2 * 16 + u % 2 * 8 + lane / 4;
+        rowbase[u] = ((m >> a.tw_log2) * a.stride_h * a.patch_w + (m & (tw - 1)) * a.stride_w) * a.c;
+    }
+    hpdl__conv_fm_setup<T, 8 * NJ>(a, ws, koff, patch, n0);
+    for (int t = blockIdx.x; t < a.tiles; t += gridDim.x) {
+        const int tw_i = t % a.tiles_w, th_i = t / a.tiles_w % a.tiles_h, n = t / a.tiles_w / a.tiles_h;
+        float acc[2][NJ][4];
+        __syncthreads(); /* the previous tile's patch is read */
+        hpdl__conv_fm_stage(a, patch, n, th_i * a.th, tw_i * tw);
+        __syncthreads();
+        hpdl__conv_fm_mma<T, NJ>(a, ws, koff, patch, rowbase, acc);
+        hpdl__conv_fm_store<T, NJ>(a, acc, tile, n, th_i * a.th, tw_i * tw, n0);
+    }
+#else
+    (void)a; /* host pass, or a GPU without mma.sync: the launcher never starts it */
+#endif
+}
+
+template <typename T, int NJ>
+static inline hpdl_status hpdl__conv_fm_launch(const hpdl__conv_fm_args<T> &a, cudaStream_t stream) {
+    const size_t smem = hpdl__conv_fm_smem<8 * NJ>::bytes(a.kp, a.patch_h * a.patch_w * a.c);
+    void (*kernel)(hpdl__conv_fm_args<T>) = hpdl__conv_fm<T, NJ>;
+    cudaFuncAttributes fa;
+    int per_sm = 0, sms = 0;
+    if (cudaFuncGetAttributes(&fa, (const void *)kernel) != cudaSuccess || fa.ptxVersion < 80 ||
+        cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 128, smem) != cudaSuccess || per_sm == 0) {
+        cudaGetLastError();
+        return HPDL_ERR_UNSUPPORTED;
+    }
+    if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
+    const int blocks = a.tiles < sms * per_sm ? a.tiles : sms * per_sm;
+    kernel<<<dim3((unsigned)blocks, (unsigned)((a.k + 8 * NJ - 1) / (8 * NJ))), 128, smem, stream>>>(a);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* The tile's width (a power of two, 8 to 64, its height 128 / width) that
+   pads the output least, then reads the smallest patch. */
+static inline void hpdl__conv_fm_tile_shape(const hpdl__conv_geom &g, int *tw_log2) {
+    int64_t best = -1, best_patch = 0;
+    for (int l = 3; l <= 6; l++) {
+        const int tw = 1 << l, th = 128 / tw;
+        const int64_t padded = (int64_t)(g.y.h + th - 1) / th * th * ((g.y.w + tw - 1) / tw * tw);
+        const int64_t patch = (int64_t)((th - 1) * g.p.stride_h + (g.p.kernel_h - 1) * g.p.dilation_h + 1) *
+                              ((tw - 1) * g.p.stride_w + (g.p.kernel_w - 1) * g.p.dilation_w + 1);
+        if (best < 0 || padded < best || (padded == best && patch < best_patch)) {
+            best = padded;
+            best_patch = patch;
+            *tw_log2 = l;
+        }
+    }
+}
+
+/* The rung where it applies (forward, x and y NHWC, one group, at most 8
+   input channels), else HPDL_ERR_UNSUPPORTED. BN: the fewest of 16, 32, 64
+   filters that cover K (64 past it, blocks side by side along K). */
+template <typename T>
+static inline hpdl_status hpdl__conv_fm_run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const T *x, const T *w,
+                                            T *y, cudaStream_t stream) {
+    hpdl__conv_fm_args<T> a;
+    if (pass != HPDL__CONV_FORWARD || g.x.layout != HPDL_NHWC || g.y.layout != HPDL_NHWC || g.p.groups != 1 ||
+        g.x.c > 8)
+        return HPDL_ERR_UNSUPPORTED;
+    a.x = x; a.w = w; a.y = y;
+    a.h = g.x.h; a.w_ = g.x.w; a.c = g.x.c;
+    a.p = g.y.h; a.q = g.y.w; a.k = g.y.c;
+    a.s = g.p.kernel_w;
+    a.stride_h = g.p.stride_h; a.stride_w = g.p.stride_w;
+    a.pad_h = g.p.pad_h; a.pad_w = g.p.pad_w;
+    a.dil_h = g.p.dilation_h; a.dil_w = g.p.dilation_w;
+    hpdl__conv_fm_tile_shape(g, &a.tw_log2);
+    a.th = 128 >> a.tw_log2;
+    a.tiles_h = (a.p + a.th - 1) / a.th;
+    a.tiles_w = (a.q + (1 << a.tw_log2) - 1) >> a.tw_log2;
+    a.patch_h = (a.th - 1) * a.stride_h + (g.p.kernel_h - 1) * a.dil_h + 1;
+    a.patch_w = ((1 << a.tw_log2) - 1) * a.stride_w + (a.s - 1) * a.dil_w + 1;
+    a.taps = g.p.kernel_h * a.s * a.c;
+    a.kp = (a.taps + 15) / 16 * 16;
+    a.y_vec = a.k % 8 == 0 && (uintptr_t)y % 16 == 0;
+    const int64_t tiles = (int64_t)g.y.n * a.tiles_h * a.tiles_w, patch = (int64_t)a.patch_h * a.patch_w * a.c;
+    if (tiles > INT_MAX || patch > 32768 || a.kp > 1024) return HPDL_ERR_UNSUPPORTED;
+    a.tiles = (int)tiles;
+    return a.k <= 16 ? hpdl__conv_fm_launch<T, 2>(a, stream)
+           : a.k <= 32 ? hpdl__conv_fm_launch<T, 4>(a, stream)
+                       : hpdl__conv_fm_launch<T, 8>(a, stream);
+}
+
+/* Which types have the rung: f16 and bf16 (mma.sync m16n8k16). */
+template <typename T> struct hpdl__conv_fm_type {
+    static hpdl_status run(const hpdl__conv_geom &, hpdl__conv_pass, const T *, const T *, T *, cudaStream_t) {
+        return HPDL_ERR_UNSUPPORTED;
+    }
+};
+template <> struct hpdl__conv_fm_type<__half> {
+    static hpdl_status run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const __half *a, const __half *b, __half *out,
+                           cudaStream_t stream) {
+        return hpdl__conv_fm_run(g, pass, a, b, out, stream);
+    }
+};
+template <> struct hpdl__conv_fm_type<__nv_bfloat16> {
+    static hpdl_status run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const __nv_bfloat16 *a,
+                           const __nv_bfloat16 *b, __nv_bfloat16 *out, cudaStream_t stream) {
+        return hpdl__conv_fm_run(g, pass, a, b, out, stream);
+    }
+};
+
 /* ---- cuDNN backend ------------------------------------------------------------------ */
 
 #ifdef HPDL_HAVE_CUDNN
@@ -5943,6 +6219,10 @@ static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass
     if (algo < HPDL_CONV_AUTO || algo > HPDL_CONV_CUDNN) return HPDL_ERR_INVALID;
     if (hpdl__conv_geom_make(p, xd, yd, a, b, out, &g) != HPDL_OK) return HPDL_ERR_INVALID;
     if (algo == HPDL_CONV_CUDNN) return hpdl__conv_cudnn<D>(g, pass, a, b, out, stream);
+    if (algo == HPDL_CONV_AUTO || algo == HPDL_CONV_FEW_MMA) {
+        hpdl_status s = hpdl__conv_fm_type<D>::run(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
+        if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_CONV_FEW_MMA) return s;
+    }
     if (algo == HPDL_CONV_AUTO && hpdl__conv_few_channels(g, pass, sizeof(D) == 2)) {
         hpdl_status s = hpdl__conv_launch_few_channels<D, ACC>(g, pass, (const D *)a, (const D *)b, (D *)out,
                                                                (D *)NULL, stream);
