@@ -3549,12 +3549,19 @@ HPDL_DEFINE_CUDA_GEMM(bf16, hpdl_bf16, float)
                     of input pixels per filter tap, zeros outside the image)
                     into wgmma, warp-specialised; forward and stride-1
                     backward-data, one group, channels multiples of 8
+     FEW_MMA        f16/bf16 NHWC forward with at most 8 input channels and
+                    one group (the stems): persistent blocks stage each tile's
+                    input patch in shared memory and read mma.sync's operand
+                    from it, (r, s, c) flattened and padded to 16 (147 -> 160
+                    for the 7x7 stem)
      CUDNN          cuDNN's fastest algorithm for the shape, found once by
                     cudnnFind*AlgorithmEx and remembered (tensor-op math for
                     f16/bf16; f32 without TF32); built with HPDL_HAVE_CUDNN
                     (-lcudnn), else HPDL_ERR_UNSUPPORTED
-   AUTO takes WGMMA, then MMA, where they apply, else IMPLICIT_GEMM, or DIRECT for a GEMM
-   too large for its grid (HPDL_ERR_UNSUPPORTED from IMPLICIT_GEMM itself).
+   AUTO takes the few-channel CUDA-core kernels where the GEMM is narrow
+   (hpdl__conv_few_channels), then FEW_MMA, WGMMA, MMA where they apply,
+   else IMPLICIT_GEMM, or DIRECT for a GEMM too large for its grid
+   (HPDL_ERR_UNSUPPORTED from IMPLICIT_GEMM itself).
    The rungs index with the CPU twin's helpers (hpdl_tensor4_offset,
    hpdl__tap_input, hpdl__tap_output). */
 
@@ -6219,14 +6226,14 @@ static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass
     if (algo < HPDL_CONV_AUTO || algo > HPDL_CONV_CUDNN) return HPDL_ERR_INVALID;
     if (hpdl__conv_geom_make(p, xd, yd, a, b, out, &g) != HPDL_OK) return HPDL_ERR_INVALID;
     if (algo == HPDL_CONV_CUDNN) return hpdl__conv_cudnn<D>(g, pass, a, b, out, stream);
-    if (algo == HPDL_CONV_AUTO || algo == HPDL_CONV_FEW_MMA) {
-        hpdl_status s = hpdl__conv_fm_type<D>::run(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
-        if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_CONV_FEW_MMA) return s;
-    }
     if (algo == HPDL_CONV_AUTO && hpdl__conv_few_channels(g, pass, sizeof(D) == 2)) {
         hpdl_status s = hpdl__conv_launch_few_channels<D, ACC>(g, pass, (const D *)a, (const D *)b, (D *)out,
                                                                (D *)NULL, stream);
         if (s != HPDL_ERR_UNSUPPORTED) return s;
+    }
+    if (algo == HPDL_CONV_AUTO || algo == HPDL_CONV_FEW_MMA) {
+        hpdl_status s = hpdl__conv_fm_type<D>::run(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
+        if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_CONV_FEW_MMA) return s;
     }
     if (algo == HPDL_CONV_AUTO || algo == HPDL_CONV_WGMMA) {
         hpdl_status s = hpdl__conv_wg<D>::run(g, pass, (const D *)a, (const D *)b, (D *)out, stream);

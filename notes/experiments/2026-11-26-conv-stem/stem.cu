@@ -1,5 +1,6 @@
-/* The few-channel rung (few-mma) against cuDNN, the mma rung and AUTO on the
-   stems, forward, f16 and bf16 NHWC: max |err| / max |ref| against cuDNN,
+/* The few-channel rung (few-mma) against cuDNN, the mma rung, AUTO and the
+   few-channel CUDA-core kernel (fc, AUTO's choice where K < 32) on the stems
+   and the small CNN's layers, forward, f16 and bf16 NHWC: max |err| / max |ref| against cuDNN,
    median of event-timed runs (L2 not flushed: a quick look; bench/conv has
    the published figures). Built and run by device.sh of this folder. */
 #include "hpdl_cuda.cuh"
@@ -37,16 +38,27 @@ template <typename T> static double max_rel(const T *a, const T *b, size_t n) {
     return err / mag;
 }
 
+#define FC ((hpdl_conv_algo)-1) /* the few-channel CUDA-core kernel, called directly */
+
+template <typename T> static hpdl_status forward(hpdl_conv_algo algo, const hpdl_conv2d_params &p,
+                                                 const hpdl_tensor4 &xd, const T *x, const T *w,
+                                                 const hpdl_tensor4 &yd, T *y) {
+    if (algo != FC) return hpdl_cuda_conv2d_forward_algo(algo, &p, &xd, x, w, &yd, y);
+    hpdl__conv_geom g;
+    HPDL_CHECK(hpdl__conv_geom_make(&p, &xd, &yd, x, w, y, &g));
+    return hpdl__conv_launch_few_channels<T, float>(g, HPDL__CONV_FORWARD, x, w, y, (T *)NULL, 0);
+}
+
 template <typename T> static float time_ms(hpdl_conv_algo algo, const hpdl_conv2d_params &p, const hpdl_tensor4 &xd,
                                            const T *x, const T *w, const hpdl_tensor4 &yd, T *y) {
     cudaEvent_t e0, e1;
     std::vector<float> ms;
     cudaEventCreate(&e0); cudaEventCreate(&e1);
-    for (int i = 0; i < 3; i++) HPDL_CHECK(hpdl_cuda_conv2d_forward_algo(algo, &p, &xd, x, w, &yd, y));
+    for (int i = 0; i < 3; i++) HPDL_CHECK(forward(algo, p, xd, x, w, yd, y));
     for (int i = 0; i < 30; i++) {
         float t;
         cudaEventRecord(e0);
-        HPDL_CHECK(hpdl_cuda_conv2d_forward_algo(algo, &p, &xd, x, w, &yd, y));
+        HPDL_CHECK(forward(algo, p, xd, x, w, yd, y));
         cudaEventRecord(e1);
         cudaEventSynchronize(e1);
         cudaEventElapsedTime(&t, e0, e1);
@@ -55,6 +67,8 @@ template <typename T> static float time_ms(hpdl_conv_algo algo, const hpdl_conv2
     std::sort(ms.begin(), ms.end());
     return ms[ms.size() / 2];
 }
+
+static const char *name(hpdl_conv_algo a) { return a == FC ? "fc" : hpdl_conv_algo_name(a); }
 
 template <typename T> static void run(const char *type) {
     for (const shape &s : k_shapes) {
@@ -71,15 +85,15 @@ template <typename T> static void run(const char *type) {
         HPDL_CHECK(hpdl_cuda_conv2d_forward_algo(HPDL_CONV_CUDNN, &p, &xd, x, w, &yd, ref));
         float ref_ms = time_ms(HPDL_CONV_CUDNN, p, xd, x, w, yd, ref);
         printf("%-18s %-4s %-8s %9.4f ms %7.1f TFLOP/s\n", s.name, type, "cudnn", ref_ms, flops / ref_ms / 1e9);
-        const hpdl_conv_algo algos[] = {HPDL_CONV_FEW_MMA, HPDL_CONV_MMA, HPDL_CONV_AUTO};
+        const hpdl_conv_algo algos[] = {HPDL_CONV_FEW_MMA, HPDL_CONV_MMA, HPDL_CONV_AUTO, FC};
         for (hpdl_conv_algo a : algos) {
             HPDL_CHECK(hpdl_cuda_poison(y, ny * sizeof(T)));
-            hpdl_status st = hpdl_cuda_conv2d_forward_algo(a, &p, &xd, x, w, &yd, y);
-            if (st != HPDL_OK) { printf("%-18s %-4s %-8s %s\n", s.name, type, hpdl_conv_algo_name(a), hpdl_status_string(st)); continue; }
+            hpdl_status st = forward(a, p, xd, x, w, yd, y);
+            if (st != HPDL_OK) { printf("%-18s %-4s %-8s %s\n", s.name, type, name(a), hpdl_status_string(st)); continue; }
             HPDL_CUDA_CHECK(cudaDeviceSynchronize());
             double err = max_rel(y, ref, ny);
             float ms = time_ms(a, p, xd, x, w, yd, y);
-            printf("%-18s %-4s %-8s %9.4f ms %7.1f TFLOP/s  ratio %.3f  err %.1e\n", s.name, type, hpdl_conv_algo_name(a),
+            printf("%-18s %-4s %-8s %9.4f ms %7.1f TFLOP/s  ratio %.3f  err %.1e\n", s.name, type, name(a),
                    ms, flops / ms / 1e9, ref_ms / ms, err);
         }
         cudaFree(x); cudaFree(w); cudaFree(y); cudaFree(ref);
