@@ -5561,10 +5561,11 @@ static inline hpdl_status hpdl__conv_fm_launch(const hpdl__conv_fm_args<T> &a, c
 }
 
 /* The tile's width (a power of two, 8 to 64, its height 128 / width) that
-   pads the output least, then reads the smallest patch. */
+   pads the output least, then reads the smallest patch, then is widest
+   (longer runs of x per patch row). */
 static inline void hpdl__conv_fm_tile_shape(const hpdl__conv_geom &g, int *tw_log2) {
     int64_t best = -1, best_patch = 0;
-    for (int l = 3; l <= 6; l++) {
+    for (int l = 6; l >= 3; l--) {
         const int tw = 1 << l, th = 128 / tw;
         const int64_t padded = (int64_t)(g.y.h + th - 1) / th * th * ((g.y.w + tw - 1) / tw * tw);
         const int64_t patch = (int64_t)((th - 1) * g.p.stride_h + (g.p.kernel_h - 1) * g.p.dilation_h + 1) *

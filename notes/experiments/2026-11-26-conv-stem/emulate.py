@@ -9,7 +9,7 @@ import numpy as np
 
 def tile_shape(P, Q, R, S, sh, sw, dh, dw):
     best=-1; bp=0; res=None
-    for l in range(3,7):
+    for l in range(6,2,-1):
         tw=1<<l; th=128//tw
         padded=(P+th-1)//th*th*((Q+tw-1)//tw*tw)
         patch=((th-1)*sh+(R-1)*dh+1)*((tw-1)*sw+(S-1)*dw+1)
