@@ -5381,7 +5381,9 @@ template <typename T> struct hpdl__conv_fm_args {
     int tw_log2, th, tiles_h, tiles_w, tiles; /* tiles of th x 2^tw_log2 output pixels */
     int patch_h, patch_w;                     /* the input pixels a tile reads */
     int taps, kp;                             /* R*S*C, rounded up to 16 */
-    int y_vec;                                /* 16-byte stores of y (K % 8 == 0, aligned) */
+    int y_vec;                                /* 16-byte accesses of y or dy (K % 8 == 0, aligned) */
+    const T *dy;                              /* backward-filter: NHWC dy (x, y: unused) ... */
+    float *dw;                                /* ... and the f32 sums of dw, KRSC, zeroed */
 };
 
 /* Shared memory of a block: the filter (BN rows of kp + 8: ldmatrix's rows
@@ -5560,6 +5562,159 @@ static inline hpdl_status hpdl__conv_fm_launch(const hpdl__conv_fm_args<T> &a, c
     return HPDL_OK;
 }
 
+/* ---- backward-filter on the few-channel rung ----
+   dW[k, kk] = sum over pixels of dY[pixel, k] X~[pixel, kk]: a GEMM with rows k, columns kk =
+   (r, s, c) and the 128 pixels of a tile as its depth, on the forward pass's tiles and patch.
+   For each tile the block stages the patch and dY's 128 x 64 slice (zeros for pixels outside y
+   and channels past K); A = dY^T comes by ldmatrix.trans, B is read from the patch as the
+   forward pass reads its A, with the roles swapped: the pixels' offsets per 16-deep step from a
+   table (an int4 per lane and step), the taps' offsets per fragment column in registers. Warp w
+   sums all 64 filters for the n8 column fragments w, w + 4, ..., NT of them, of this block's
+   column group (blockIdx.z); the sums stay in registers over all the block's tiles and are added
+   into dw (f32) by atomics at the end. */
+enum { HPDL__FM_WGRAD_BN = 64, HPDL__FM_WGRAD_LD = HPDL__FM_WGRAD_BN + 8 };
+
+struct hpdl__conv_fm_wgrad_smem { /* dY's tile, the pixel offsets, the patch and its zero half */
+    static __host__ __device__ size_t dys() { return (size_t)128 * HPDL__FM_WGRAD_LD * 2; }
+    static __host__ __device__ size_t bytes(int patch_elems) {
+        return dys() + 8 * 16 * 4 + hpdl__conv_fm_smem<16>::patch(patch_elems);
+    }
+};
+
+/* dY's rows for the tile's 128 pixels (zeros outside y), channels n0..n0+63 (zeros past K). */
+template <typename T>
+static __device__ __forceinline__ void hpdl__conv_fm_stage_dy(const hpdl__conv_fm_args<T> &a, T *dys, int n, int oh0,
+                                                              int ow0, int n0) {
+    enum { CHUNKS = HPDL__FM_WGRAD_BN / 8 };
+    for (int u = threadIdx.x; u < 128 * CHUNKS; u += blockDim.x) {
+        const int m = u / CHUNKS, col = u % CHUNKS * 8;
+        const int oh = oh0 + (m >> a.tw_log2), ow = ow0 + (m & ((1 << a.tw_log2) - 1));
+        const bool in = oh < a.p && ow < a.q;
+        const T *src = a.dy + (((size_t)n * a.p + (in ? oh : 0)) * a.q + (in ? ow : 0)) * a.k + n0 + col;
+        T *dst = dys + m * HPDL__FM_WGRAD_LD + col;
+        if (in && a.y_vec && n0 + col + 8 <= a.k) {
+            *(uint4 *)dst = __ldg((const uint4 *)src);
+        } else {
+#pragma unroll
+            for (int e = 0; e < 8; e++) dst[e] = in && n0 + col + e < a.k ? src[e] : T(0.0f);
+        }
+    }
+}
+
+/* Once per block: the patch offsets of the pixels each lane's B fragments read, entry ks * 16 +
+   t * 4 holding pixels ks*16 + 2t, +1, +8, +9; the patch buffer's zero half. */
+template <typename T>
+static __device__ void hpdl__conv_fm_wgrad_setup(const hpdl__conv_fm_args<T> &a, int *pixoff, unsigned short *patch) {
+    const int patch_elems = a.patch_h * a.patch_w * a.c;
+    for (int m = threadIdx.x; m < 128; m += blockDim.x) {
+        const int j = m % 16, slot = m / 16 * 16 + j % 8 / 2 * 4 + j / 8 * 2 + j % 2;
+        pixoff[slot] = ((m >> a.tw_log2) * a.stride_h * a.patch_w + (m & ((1 << a.tw_log2) - 1)) * a.stride_w) * a.c;
+    }
+    for (int e = patch_elems + threadIdx.x; e < 2 * patch_elems; e += blockDim.x) patch[e] = 0;
+}
+
+/* One tile's contribution to the warp's sums: 8 steps of 16 pixels. koff[j]: the patch offset
+   of tap column g of the warp's fragment j. */
+template <typename T, int NT>
+static __device__ __forceinline__ void hpdl__conv_fm_wgrad_mma(const T *dys, const int *pixoff,
+                                                               const unsigned short *patch, const int (&koff)[NT],
+                                                               float (&acc)[4][NT][4]) {
+    const int lane = (int)threadIdx.x % 32;
+    const T *ap = dys + (lane / 16 * 8 + lane % 8) * HPDL__FM_WGRAD_LD + lane / 8 % 2 * 8;
+#pragma unroll 2
+    for (int ks = 0; ks < 8; ks++) {
+        const int4 o = *(const int4 *)(pixoff + ks * 16 + lane % 4 * 4);
+        unsigned af[4][4], bf[NT][2];
+#pragma unroll
+        for (int i = 0; i < 4; i++) hpdl__ldmatrix_x4<true>(af[i], ap + ks * 16 * HPDL__FM_WGRAD_LD + i * 16);
+#pragma unroll
+        for (int j = 0; j < NT; j++) {
+            const unsigned short *p = patch + koff[j];
+            bf[j][0] = hpdl__conv_fm_pair(p, o.x, o.y);
+            bf[j][1] = hpdl__conv_fm_pair(p, o.z, o.w);
+        }
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int j = 0; j < NT; j++) hpdl__mma16816(T(), acc[i][j], af[i], bf[j]);
+    }
+}
+
+/* Persistent blocks of 128 threads: blockIdx.y picks 64 filters, blockIdx.z a group of 32 NT
+   tap columns, blockIdx.x strides over the pixel tiles. */
+template <typename T, int NT>
+__global__ void __launch_bounds__(128, 3) hpdl__conv_fm_wgrad(hpdl__conv_fm_args<T> a) {
+#ifdef HPDL__GEMM_SM80
+    typedef hpdl__conv_fm_wgrad_smem SM;
+    extern __shared__ uint4 hpdl__fm_smem[];
+    const int n0 = blockIdx.y * HPDL__FM_WGRAD_BN, warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
+    const int patch_elems = a.patch_h * a.patch_w * a.c, tw = 1 << a.tw_log2;
+    unsigned char *base = (unsigned char *)hpdl__fm_smem;
+    T *dys = (T *)base;
+    int *pixoff = (int *)(base + SM::dys());
+    unsigned short *patch = (unsigned short *)(pixoff + 8 * 16);
+    int koff[NT], col0[NT];
+    float acc[4][NT][4];
+#pragma unroll
+    for (int j = 0; j < NT; j++) { /* the warp's fragment j: tap columns col0[j] .. + 7 */
+        col0[j] = ((int)blockIdx.z * 4 * NT + warp + 4 * j) * 8;
+        const int kk = col0[j] + lane / 4, c = kk % a.c, r = kk / a.c / a.s, s = kk / a.c % a.s;
+        koff[j] = kk < a.taps ? (r * a.dil_h * a.patch_w + s * a.dil_w) * a.c + c : patch_elems;
+#pragma unroll
+        for (int i = 0; i < 4; i++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+    }
+    hpdl__conv_fm_wgrad_setup(a, pixoff, patch);
+    for (int t = blockIdx.x; t < a.tiles; t += gridDim.x) {
+        const int tw_i = t % a.tiles_w, th_i = t / a.tiles_w % a.tiles_h, n = t / a.tiles_w / a.tiles_h;
+        __syncthreads(); /* the previous tile's patch and dY are read */
+        hpdl__conv_fm_stage(a, patch, n, th_i * a.th, tw_i * tw);
+        hpdl__conv_fm_stage_dy(a, dys, n, th_i * a.th, tw_i * tw, n0);
+        __syncthreads();
+        hpdl__conv_fm_wgrad_mma<T, NT>(dys, pixoff, patch, koff, acc);
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < NT; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int k = n0 + i * 16 + lane / 4 + e / 2 * 8, kk = col0[j] + lane % 4 * 2 + e % 2;
+                if (k < a.k && kk < a.taps) atomicAdd(a.dw + (size_t)k * a.taps + kk, acc[i][j][e]);
+            }
+#else
+    (void)a; /* host pass, or a GPU without mma.sync: the launcher never starts it */
+#endif
+}
+
+/* Zeroed f32 sums, the kernel (NT column fragments a warp: 1, 2, 3 or 5, the fewest covering
+   the taps, else 5 in several column groups), then dw rounded to T. */
+template <typename T, int NT>
+static inline hpdl_status hpdl__conv_fm_wgrad_launch(hpdl__conv_fm_args<T> a, T *dw, cudaStream_t stream) {
+    const size_t smem = hpdl__conv_fm_wgrad_smem::bytes(a.patch_h * a.patch_w * a.c);
+    const size_t count = (size_t)a.k * a.taps;
+    const int groups_k = (a.k + HPDL__FM_WGRAD_BN - 1) / HPDL__FM_WGRAD_BN, groups_col = (a.kp / 8 + 4 * NT - 1) / (4 * NT);
+    void (*kernel)(hpdl__conv_fm_args<T>) = hpdl__conv_fm_wgrad<T, NT>;
+    cudaFuncAttributes fa;
+    int per_sm = 0, sms = 0;
+    hpdl_status s;
+    if (cudaFuncGetAttributes(&fa, (const void *)kernel) != cudaSuccess || fa.ptxVersion < 80 ||
+        cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 128, smem) != cudaSuccess || per_sm == 0) {
+        cudaGetLastError();
+        return HPDL_ERR_UNSUPPORTED;
+    }
+    if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
+    if ((s = hpdl__conv_workspace(count * sizeof(float), &a.dw)) != HPDL_OK) return s;
+    HPDL_CUDA_TRY(cudaMemsetAsync(a.dw, 0, count * sizeof(float), stream));
+    int blocks = sms * per_sm / (groups_k * groups_col);
+    blocks = blocks < 1 ? 1 : blocks < a.tiles ? blocks : a.tiles;
+    kernel<<<dim3((unsigned)blocks, (unsigned)groups_k, (unsigned)groups_col), 128, smem, stream>>>(a);
+    HPDL_CUDA_TRY_LAUNCH();
+    hpdl__conv_round<<<(unsigned)((count + 255) / 256 < 65536 ? (count + 255) / 256 : 65536), 256, 0, stream>>>(a.dw, dw, count);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
 /* The tile's width (a power of two, 8 to 64, its height 128 / width) that
    pads the output least, then reads the smallest patch, then is widest
    (longer runs of x per patch row). */
@@ -5578,17 +5733,24 @@ static inline void hpdl__conv_fm_tile_shape(const hpdl__conv_geom &g, int *tw_lo
     }
 }
 
-/* The rung where it applies (forward, x and y NHWC, one group, at most 8
-   input channels), else HPDL_ERR_UNSUPPORTED. BN: the fewest of 16, 32, 64
-   filters that cover K (64 past it, blocks side by side along K). */
+/* The rung where it applies (forward or backward-filter, x and y NHWC, one
+   group, at most 8 input channels), else HPDL_ERR_UNSUPPORTED. a, b, out as
+   hpdl__cuda_conv2d takes them: (x, w, y) or (x, dy, dw). Forward: BN, the
+   fewest of 16, 32, 64 filters that cover K (64 past it, blocks side by side
+   along K). */
 template <typename T>
-static inline hpdl_status hpdl__conv_fm_run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const T *x, const T *w,
-                                            T *y, cudaStream_t stream) {
+static inline hpdl_status hpdl__conv_fm_run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const T *x, const T *b,
+                                            T *out, cudaStream_t stream) {
+    const bool wgrad = pass == HPDL__CONV_FILTER_GRAD;
     hpdl__conv_fm_args<T> a;
-    if (pass != HPDL__CONV_FORWARD || g.x.layout != HPDL_NHWC || g.y.layout != HPDL_NHWC || g.p.groups != 1 ||
+    if (pass == HPDL__CONV_INPUT_GRAD || g.x.layout != HPDL_NHWC || g.y.layout != HPDL_NHWC || g.p.groups != 1 ||
         g.x.c > 8)
         return HPDL_ERR_UNSUPPORTED;
-    a.x = x; a.w = w; a.y = y;
+    a.x = x;
+    a.w = wgrad ? NULL : b;
+    a.y = wgrad ? NULL : out;
+    a.dy = wgrad ? b : NULL;
+    a.dw = NULL;
     a.h = g.x.h; a.w_ = g.x.w; a.c = g.x.c;
     a.p = g.y.h; a.q = g.y.w; a.k = g.y.c;
     a.s = g.p.kernel_w;
@@ -5603,10 +5765,15 @@ static inline hpdl_status hpdl__conv_fm_run(const hpdl__conv_geom &g, hpdl__conv
     a.patch_w = ((1 << a.tw_log2) - 1) * a.stride_w + (a.s - 1) * a.dil_w + 1;
     a.taps = g.p.kernel_h * a.s * a.c;
     a.kp = (a.taps + 15) / 16 * 16;
-    a.y_vec = a.k % 8 == 0 && (uintptr_t)y % 16 == 0;
+    a.y_vec = a.k % 8 == 0 && (uintptr_t)(wgrad ? b : out) % 16 == 0;
     const int64_t tiles = (int64_t)g.y.n * a.tiles_h * a.tiles_w, patch = (int64_t)a.patch_h * a.patch_w * a.c;
     if (tiles > INT_MAX || patch > 32768 || a.kp > 1024) return HPDL_ERR_UNSUPPORTED;
     a.tiles = (int)tiles;
+    if (wgrad)
+        return a.kp <= 32   ? hpdl__conv_fm_wgrad_launch<T, 1>(a, out, stream)
+               : a.kp <= 64 ? hpdl__conv_fm_wgrad_launch<T, 2>(a, out, stream)
+               : a.kp <= 96 ? hpdl__conv_fm_wgrad_launch<T, 3>(a, out, stream)
+                            : hpdl__conv_fm_wgrad_launch<T, 5>(a, out, stream);
     return a.k <= 16 ? hpdl__conv_fm_launch<T, 2>(a, stream)
            : a.k <= 32 ? hpdl__conv_fm_launch<T, 4>(a, stream)
                        : hpdl__conv_fm_launch<T, 8>(a, stream);

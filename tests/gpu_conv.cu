@@ -127,7 +127,8 @@ static int hopper(void) {
    off Hopper, outside f16/bf16 NHWC, for backward-data both strided and
    dilated, groups and channel counts not multiples of 8; cuDNN for f64 (it
    has no algorithm for some of these shapes); the few-channel rung outside
-   f16/bf16 NHWC forward with one group and at most 8 input channels.
+   f16/bf16 NHWC forward and backward-filter with one group and at most 8
+   input channels.
    Everywhere else it must run. */
 template <typename T> static int may_refuse(hpdl_conv_algo algo, const conv_case *cc, hpdl_layout layout, int pass) {
     int half = sizeof(T) == 2;
@@ -138,7 +139,7 @@ template <typename T> static int may_refuse(hpdl_conv_algo algo, const conv_case
                (pass == BACKWARD_DATA && cc->stride != 1 && cc->dilation != 1) || cc->groups != 1 || cc->c % 8 != 0 ||
                cc->k % 8 != 0;
     if (algo == HPDL_CONV_FEW_MMA)
-        return !(half && layout == HPDL_NHWC && pass == FORWARD && cc->groups == 1 && cc->c <= 8);
+        return !(half && layout == HPDL_NHWC && pass != BACKWARD_DATA && cc->groups == 1 && cc->c <= 8);
     if (algo == HPDL_CONV_CUDNN) return sizeof(T) == 8;
     return 0;
 }
