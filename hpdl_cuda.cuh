@@ -3549,17 +3549,17 @@ HPDL_DEFINE_CUDA_GEMM(bf16, hpdl_bf16, float)
                     of input pixels per filter tap, zeros outside the image)
                     into wgmma, warp-specialised; forward and stride-1
                     backward-data, one group, channels multiples of 8
-     FEW_MMA        f16/bf16 NHWC forward with at most 8 input channels and
-                    one group (the stems): persistent blocks stage each tile's
-                    input patch in shared memory and read mma.sync's operand
-                    from it, (r, s, c) flattened and padded to 16 (147 -> 160
-                    for the 7x7 stem)
+     FEW_MMA        f16/bf16 NHWC forward and backward-filter with at most 8
+                    input channels and one group (the stems): persistent
+                    blocks stage each tile's input patch in shared memory and
+                    read mma.sync's operand from it, (r, s, c) flattened and
+                    padded to 16 (147 -> 160 for the 7x7 stem)
      CUDNN          cuDNN's fastest algorithm for the shape, found once by
                     cudnnFind*AlgorithmEx and remembered (tensor-op math for
                     f16/bf16; f32 without TF32); built with HPDL_HAVE_CUDNN
                     (-lcudnn), else HPDL_ERR_UNSUPPORTED
    AUTO takes the few-channel CUDA-core kernels where the GEMM is narrow
-   (hpdl__conv_few_channels), then FEW_MMA, WGMMA, MMA where they apply,
+   (hpdl__conv_few_channels: K < 32), then FEW_MMA, WGMMA, MMA where they apply,
    else IMPLICIT_GEMM, or DIRECT for a GEMM too large for its grid
    (HPDL_ERR_UNSUPPORTED from IMPLICIT_GEMM itself).
    The rungs index with the CPU twin's helpers (hpdl_tensor4_offset,
@@ -3571,7 +3571,7 @@ typedef enum hpdl_conv_algo {
     HPDL_CONV_IMPLICIT_GEMM,
     HPDL_CONV_MMA,   /* f16/bf16, NHWC: tensor cores; HPDL_ERR_UNSUPPORTED elsewhere */
     HPDL_CONV_WGMMA, /* f16/bf16, NHWC, Hopper: TMA + wgmma (forward, stride-1 backward-data) */
-    HPDL_CONV_FEW_MMA, /* f16/bf16, NHWC, forward, at most 8 input channels (the stems): tensor cores */
+    HPDL_CONV_FEW_MMA, /* f16/bf16, NHWC, at most 8 input channels (the stems): forward, backward-filter */
     HPDL_CONV_CUDNN /* the vendor library (HPDL_HAVE_CUDNN; else HPDL_ERR_UNSUPPORTED) */
 } hpdl_conv_algo;
 
@@ -5372,7 +5372,8 @@ template <> struct hpdl__conv_wg<__nv_bfloat16> {
    the pixel's and the tap's parts each worked out once per block (taps past
    R*S*C point into a zeroed second half of the buffer), so no im2col tile
    is built. Four warps of 32 pixels x BN channels; the output goes through
-   a per-warp shared tile as 16-byte stores of whole pixels. */
+   a per-warp shared tile as 16-byte stores of whole pixels. Backward-filter
+   (below) reuses the tiles and the patch. */
 template <typename T> struct hpdl__conv_fm_args {
     const T *x, *w; /* NHWC input, KRSC filter */
     T *y;           /* NHWC output */
