@@ -5398,23 +5398,49 @@ template <int BN> struct hpdl__conv_fm_smem {
     }
 };
 
-/* Once per block: the filter rows n0.. (zeros past K and past the taps), the
-   offset table and the patch buffer's zero half. Table entry ks * 16 + t * 4
-   holds the offsets of taps ks*16 + 2t, +1, +8, +9: lane t's A fragment. */
+/* The two parts of a patch offset: tap kk = (r, s, c) (past the taps: the
+   start of the zeroed half, so that any pixel's part still lands in it) and
+   the tile's output pixel m (its row m / TW, column m % TW). */
+template <typename T> static __device__ __forceinline__ int hpdl__conv_fm_tap_offset(const hpdl__conv_fm_args<T> &a, int kk) {
+    const int c = kk % a.c, r = kk / a.c / a.s, s = kk / a.c % a.s;
+    return kk < a.taps ? (r * a.dil_h * a.patch_w + s * a.dil_w) * a.c + c : a.patch_h * a.patch_w * a.c;
+}
+template <typename T> static __device__ __forceinline__ int hpdl__conv_fm_pixel_offset(const hpdl__conv_fm_args<T> &a, int m) {
+    return ((m >> a.tw_log2) * a.stride_h * a.patch_w + (m & ((1 << a.tw_log2) - 1)) * a.stride_w) * a.c;
+}
+
+/* Where index i of a run of 16-deep steps goes in a table read as one int4
+   per lane t and step: i = 16 ks + 2t, +1, +8, +9 (the fragment's pairs). */
+static __device__ __forceinline__ int hpdl__conv_fm_slot(int i) {
+    const int j = i % 16;
+    return i / 16 * 16 + j % 8 / 2 * 4 + j / 8 * 2 + j % 2;
+}
+
+/* Tile t's image and first output pixel. */
+template <typename T>
+static __device__ __forceinline__ void hpdl__conv_fm_tile_at(const hpdl__conv_fm_args<T> &a, int t, int *n, int *oh0,
+                                                             int *ow0) {
+    *ow0 = (t % a.tiles_w) << a.tw_log2;
+    *oh0 = t / a.tiles_w % a.tiles_h * a.th;
+    *n = t / a.tiles_w / a.tiles_h;
+}
+
+/* The patch buffer's second half, zeros once per block. */
+template <typename T> static __device__ void hpdl__conv_fm_zero_half(const hpdl__conv_fm_args<T> &a, unsigned short *patch) {
+    const int patch_elems = a.patch_h * a.patch_w * a.c;
+    for (int e = patch_elems + threadIdx.x; e < 2 * patch_elems; e += blockDim.x) patch[e] = 0;
+}
+
+/* Once per block: the filter rows n0.. (zeros past K and past the taps) and
+   the tap offsets of the A fragments (hpdl__conv_fm_slot's table). */
 template <typename T, int BN>
-static __device__ void hpdl__conv_fm_setup(const hpdl__conv_fm_args<T> &a, T *ws, int *koff, unsigned short *patch,
-                                           int n0) {
-    const int wld = a.kp + 8, patch_elems = a.patch_h * a.patch_w * a.c;
+static __device__ void hpdl__conv_fm_setup(const hpdl__conv_fm_args<T> &a, T *ws, int *koff, int n0) {
+    const int wld = a.kp + 8;
     for (int e = threadIdx.x; e < BN * a.kp; e += blockDim.x) {
         const int row = e / a.kp, kk = e - row * a.kp;
         ws[row * wld + kk] = n0 + row < a.k && kk < a.taps ? a.w[(size_t)(n0 + row) * a.taps + kk] : T(0.0f);
     }
-    for (int kk = threadIdx.x; kk < a.kp; kk += blockDim.x) {
-        const int j = kk % 16, slot = kk / 16 * 16 + j % 8 / 2 * 4 + j / 8 * 2 + j % 2;
-        const int c = kk % a.c, r = kk / a.c / a.s, s = kk / a.c % a.s;
-        koff[slot] = kk < a.taps ? (r * a.dil_h * a.patch_w + s * a.dil_w) * a.c + c : patch_elems;
-    }
-    for (int e = patch_elems + threadIdx.x; e < 2 * patch_elems; e += blockDim.x) patch[e] = 0;
+    for (int kk = threadIdx.x; kk < a.kp; kk += blockDim.x) koff[hpdl__conv_fm_slot(kk)] = hpdl__conv_fm_tap_offset(a, kk);
 }
 
 /* The input patch of the tile whose first output pixel is (n, oh0, ow0):
@@ -5517,7 +5543,7 @@ __global__ void __launch_bounds__(128, 4) hpdl__conv_fm(hpdl__conv_fm_args<T> a)
     typedef hpdl__conv_fm_smem<8 * NJ> SM;
     extern __shared__ uint4 hpdl__fm_smem[];
     const int n0 = blockIdx.y * 8 * NJ, warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
-    const int patch_elems = a.patch_h * a.patch_w * a.c, tw = 1 << a.tw_log2;
+    const int patch_elems = a.patch_h * a.patch_w * a.c;
     unsigned char *base = (unsigned char *)hpdl__fm_smem;
     T *ws = (T *)base;
     int *koff = (int *)(base + SM::filter(a.kp));
@@ -5525,19 +5551,19 @@ __global__ void __launch_bounds__(128, 4) hpdl__conv_fm(hpdl__conv_fm_args<T> a)
     T *tile = (T *)((unsigned char *)patch + SM::patch(patch_elems)) + warp * 32 * (8 * NJ + 8);
     int rowbase[4];
 #pragma unroll
-    for (int u = 0; u < 4; u++) { /* rows g, g + 8, g + 16, g + 24 of the warp's 32 pixels */
-        const int m = warp * 32 + u / 2 * 16 + u % 2 * 8 + lane / 4;
-        rowbase[u] = ((m >> a.tw_log2) * a.stride_h * a.patch_w + (m & (tw - 1)) * a.stride_w) * a.c;
-    }
-    hpdl__conv_fm_setup<T, 8 * NJ>(a, ws, koff, patch, n0);
+    for (int u = 0; u < 4; u++) /* rows g, g + 8, g + 16, g + 24 of the warp's 32 pixels */
+        rowbase[u] = hpdl__conv_fm_pixel_offset(a, warp * 32 + u / 2 * 16 + u % 2 * 8 + lane / 4);
+    hpdl__conv_fm_setup<T, 8 * NJ>(a, ws, koff, n0);
+    hpdl__conv_fm_zero_half(a, patch);
     for (int t = blockIdx.x; t < a.tiles; t += gridDim.x) {
-        const int tw_i = t % a.tiles_w, th_i = t / a.tiles_w % a.tiles_h, n = t / a.tiles_w / a.tiles_h;
+        int n, oh0, ow0;
         float acc[2][NJ][4];
+        hpdl__conv_fm_tile_at(a, t, &n, &oh0, &ow0);
         __syncthreads(); /* the previous tile's patch is read */
-        hpdl__conv_fm_stage(a, patch, n, th_i * a.th, tw_i * tw);
+        hpdl__conv_fm_stage(a, patch, n, oh0, ow0);
         __syncthreads();
         hpdl__conv_fm_mma<T, NJ>(a, ws, koff, patch, rowbase, acc);
-        hpdl__conv_fm_store<T, NJ>(a, acc, tile, n, th_i * a.th, tw_i * tw, n0);
+        hpdl__conv_fm_store<T, NJ>(a, acc, tile, n, oh0, ow0, n0);
     }
 #else
     (void)a; /* host pass, or a GPU without mma.sync: the launcher never starts it */
@@ -5602,18 +5628,6 @@ static __device__ __forceinline__ void hpdl__conv_fm_stage_dy(const hpdl__conv_f
     }
 }
 
-/* Once per block: the patch offsets of the pixels each lane's B fragments read, entry ks * 16 +
-   t * 4 holding pixels ks*16 + 2t, +1, +8, +9; the patch buffer's zero half. */
-template <typename T>
-static __device__ void hpdl__conv_fm_wgrad_setup(const hpdl__conv_fm_args<T> &a, int *pixoff, unsigned short *patch) {
-    const int patch_elems = a.patch_h * a.patch_w * a.c;
-    for (int m = threadIdx.x; m < 128; m += blockDim.x) {
-        const int j = m % 16, slot = m / 16 * 16 + j % 8 / 2 * 4 + j / 8 * 2 + j % 2;
-        pixoff[slot] = ((m >> a.tw_log2) * a.stride_h * a.patch_w + (m & ((1 << a.tw_log2) - 1)) * a.stride_w) * a.c;
-    }
-    for (int e = patch_elems + threadIdx.x; e < 2 * patch_elems; e += blockDim.x) patch[e] = 0;
-}
-
 /* One tile's contribution to the warp's sums: 8 steps of 16 pixels. koff[j]: the patch offset
    of tap column g of the warp's fragment j. */
 template <typename T, int NT>
@@ -5649,7 +5663,6 @@ __global__ void __launch_bounds__(128, 3) hpdl__conv_fm_wgrad(hpdl__conv_fm_args
     typedef hpdl__conv_fm_wgrad_smem SM;
     extern __shared__ uint4 hpdl__fm_smem[];
     const int n0 = blockIdx.y * HPDL__FM_WGRAD_BN, warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
-    const int patch_elems = a.patch_h * a.patch_w * a.c, tw = 1 << a.tw_log2;
     unsigned char *base = (unsigned char *)hpdl__fm_smem;
     T *dys = (T *)base;
     int *pixoff = (int *)(base + SM::dys());
@@ -5659,17 +5672,18 @@ __global__ void __launch_bounds__(128, 3) hpdl__conv_fm_wgrad(hpdl__conv_fm_args
 #pragma unroll
     for (int j = 0; j < NT; j++) { /* the warp's fragment j: tap columns col0[j] .. + 7 */
         col0[j] = ((int)blockIdx.z * 4 * NT + warp + 4 * j) * 8;
-        const int kk = col0[j] + lane / 4, c = kk % a.c, r = kk / a.c / a.s, s = kk / a.c % a.s;
-        koff[j] = kk < a.taps ? (r * a.dil_h * a.patch_w + s * a.dil_w) * a.c + c : patch_elems;
+        koff[j] = hpdl__conv_fm_tap_offset(a, col0[j] + lane / 4);
 #pragma unroll
         for (int i = 0; i < 4; i++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
     }
-    hpdl__conv_fm_wgrad_setup(a, pixoff, patch);
+    for (int m = threadIdx.x; m < 128; m += blockDim.x) pixoff[hpdl__conv_fm_slot(m)] = hpdl__conv_fm_pixel_offset(a, m);
+    hpdl__conv_fm_zero_half(a, patch);
     for (int t = blockIdx.x; t < a.tiles; t += gridDim.x) {
-        const int tw_i = t % a.tiles_w, th_i = t / a.tiles_w % a.tiles_h, n = t / a.tiles_w / a.tiles_h;
+        int n, oh0, ow0;
+        hpdl__conv_fm_tile_at(a, t, &n, &oh0, &ow0);
         __syncthreads(); /* the previous tile's patch and dY are read */
-        hpdl__conv_fm_stage(a, patch, n, th_i * a.th, tw_i * tw);
-        hpdl__conv_fm_stage_dy(a, dys, n, th_i * a.th, tw_i * tw, n0);
+        hpdl__conv_fm_stage(a, patch, n, oh0, ow0);
+        hpdl__conv_fm_stage_dy(a, dys, n, oh0, ow0, n0);
         __syncthreads();
         hpdl__conv_fm_wgrad_mma<T, NT>(dys, pixoff, patch, koff, acc);
     }
