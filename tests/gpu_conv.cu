@@ -69,10 +69,19 @@ static const conv_case k_cases[] = {
     {"few channels: C 6, K 16, 5x5 pad 1, 9x10", 2, 6, 9, 10, 16, 5, 1, 1, 1, 1},
     {"few channels: C 3, K 6, 5x5, 24 28x28 images", 24, 3, 28, 28, 6, 5, 1, 0, 1, 1},
     {"few channels: C 16, K 12, 5x5 pad 2", 2, 16, 9, 9, 12, 5, 1, 2, 1, 1},
+    /* the few-channel tensor-core rung (C <= 8): the stems at odd sizes, K past one 64-filter block
+       and not a multiple of 8 (element-wise stores), more tiles than resident blocks (each block
+       stages several patches) */
+    {"few-mma: C 3, K 64, 7x7 stride 2 pad 3, 37x29, batch 1", 1, 3, 37, 29, 64, 7, 2, 3, 1, 1},
+    {"few-mma: C 3, K 64, 3x3 pad 1, 32x32", 2, 3, 32, 32, 64, 3, 1, 1, 1, 1},
+    {"few-mma: C 1, K 20, 5x5 pad 2, 23x19", 2, 1, 23, 19, 20, 5, 1, 2, 1, 1},
+    {"few-mma: C 4, K 72, 3x3 pad 1, 33x17", 2, 4, 33, 17, 72, 3, 1, 1, 1, 1},
+    {"few-mma: C 8, K 13, 3x3 stride 2, 19x26", 3, 8, 19, 26, 13, 3, 2, 0, 1, 1},
+    {"few-mma: C 1, K 8, 3x3, 1500 18x10 images", 1500, 1, 18, 10, 8, 3, 1, 0, 1, 1},
 };
 
 static const hpdl_conv_algo k_algos[] = {HPDL_CONV_AUTO, HPDL_CONV_DIRECT, HPDL_CONV_IMPLICIT_GEMM, HPDL_CONV_MMA,
-                                         HPDL_CONV_WGMMA,
+                                         HPDL_CONV_WGMMA, HPDL_CONV_FEW_MMA,
 #ifdef HPDL_HAVE_CUDNN
                                          HPDL_CONV_CUDNN
 #endif
@@ -117,7 +126,10 @@ static int hopper(void) {
    in NHWC, and for backward-filter where C/groups % 8 != 0; the wgmma rung
    off Hopper, outside f16/bf16 NHWC, for backward-data both strided and
    dilated, groups and channel counts not multiples of 8; cuDNN for f64 (it
-   has no algorithm for some of these shapes). Everywhere else it must run. */
+   has no algorithm for some of these shapes); the few-channel rung outside
+   f16/bf16 NHWC forward and backward-filter with one group and at most 8
+   input channels.
+   Everywhere else it must run. */
 template <typename T> static int may_refuse(hpdl_conv_algo algo, const conv_case *cc, hpdl_layout layout, int pass) {
     int half = sizeof(T) == 2;
     if (algo == HPDL_CONV_MMA)
@@ -126,6 +138,8 @@ template <typename T> static int may_refuse(hpdl_conv_algo algo, const conv_case
         return !(half && layout == HPDL_NHWC && hopper()) ||
                (pass == BACKWARD_DATA && cc->stride != 1 && cc->dilation != 1) || cc->groups != 1 || cc->c % 8 != 0 ||
                cc->k % 8 != 0;
+    if (algo == HPDL_CONV_FEW_MMA)
+        return !(half && layout == HPDL_NHWC && pass != BACKWARD_DATA && cc->groups == 1 && cc->c <= 8);
     if (algo == HPDL_CONV_CUDNN) return sizeof(T) == 8;
     return 0;
 }
