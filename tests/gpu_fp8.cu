@@ -156,10 +156,14 @@ typedef struct gemm_case {
     int row_step; /* CPU reference on every row_step-th row (and the last): large shapes */
 } gemm_case;
 
+/* The largest |C - CPU| / sum |products| seen (printed by the tests). */
+static double g_worst;
+
 /* One case for one pair of formats and C's type T: C (poisoned, padding
-   too) against the CPU twin on the checked rows, within the f32 sums' error
-   (2^-16 of the sum of |products|, computed by the twin on |A| and |B|)
-   plus half an ulp of T; every element of C written (no poison left), the
+   too) against the CPU twin on the checked rows, within 2^-13 of the sum
+   of |products| (computed by the twin on |A| and |B|; the tensor cores add
+   FP8 products with fewer bits than f32, see notes/fp8.md) plus an ulp of
+   T; every element of C written (no poison left), the
    padding untouched; amax against the CPU's (all rows checked) or against
    max |C| / out_scale of the GPU's own output. */
 template <typename T> static void check_gemm(const gemm_case &c, hpdl_fp8_format fa, hpdl_fp8_format fb, hpdl_rng *r) {
@@ -196,7 +200,8 @@ template <typename T> static void check_gemm(const gemm_case &c, hpdl_fp8_format
         cpu_amax = row_amax > cpu_amax ? row_amax : cpu_amax;
         for (j = 0; j < N; j++) {
             double g = as_double(got[(size_t)i * ldc + j]), w = want[j];
-            if (!(fabs(g - w) <= ldexp(mag[j], -16) + out_ulp(T()) * fabs(w) + 1e-6)) {
+            if (sizeof(T) == 4 && mag[j] > 0) g_worst = fmax(g_worst, fabs(g - w) / mag[j]);
+            if (!(fabs(g - w) <= ldexp(mag[j], -13) + out_ulp(T()) * fabs(w) + 1e-6)) {
                 if (bad++ < 3) fprintf(stderr, "    C[%d][%d] = %.8g, CPU %.8g\n", i, j, g, w);
             }
         }
@@ -231,6 +236,7 @@ static void test_gemm_vs_cpu(void) {
                 check_gemm<hpdl_f16>(cases[i], (hpdl_fp8_format)fa, (hpdl_fp8_format)fb, &r);
                 check_gemm<hpdl_bf16>(cases[i], (hpdl_fp8_format)fa, (hpdl_fp8_format)fb, &r);
             }
+    printf("    f32 C: largest |C - CPU| / sum |products| 2^%.1f\n", log2(g_worst));
 }
 
 /* Large shapes, the CPU on sampled rows: 2000 x 2800 is 176 tiles of 128 x
@@ -245,6 +251,7 @@ static void test_gemm_large(void) {
     check_gemm<hpdl_bf16>(big, HPDL_FP8_E4M3, HPDL_FP8_E4M3, &r);
     check_gemm<float>(big, HPDL_FP8_E5M2, HPDL_FP8_E4M3, &r);
     check_gemm<hpdl_f16>(tall, HPDL_FP8_E4M3, HPDL_FP8_E5M2, &r);
+    printf("    f32 C: largest |C - CPU| / sum |products| 2^%.1f\n", log2(g_worst));
 }
 
 /* NULL scales: all 1, no amax; K = 0: zeros; refusals. */
