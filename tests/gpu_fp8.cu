@@ -164,8 +164,9 @@ static double g_worst;
    of |products| (computed by the twin on |A| and |B|; the tensor cores add
    FP8 products with fewer bits than f32, see notes/fp8.md) plus an ulp of
    T; every element of C written (no poison left), the
-   padding untouched; amax against the CPU's (all rows checked) or against
-   max |C| / out_scale of the GPU's own output. */
+   padding untouched; amax against the CPU's (all rows checked: within the
+   elements' tolerance) and against max |C| / out_scale of the GPU's own
+   output (within C's rounding). */
 template <typename T> static void check_gemm(const gemm_case &c, hpdl_fp8_format fa, hpdl_fp8_format fb, hpdl_rng *r) {
     const int M = c.M, N = c.N, K = c.K, lda = K + c.lda_pad, ldc = N + c.ldc_pad;
     const float a_scale = fa == HPDL_FP8_E4M3 ? 64.0f : 4096.0f, b_scale = fb == HPDL_FP8_E4M3 ? 80.0f : 2048.0f;
@@ -177,7 +178,7 @@ template <typename T> static void check_gemm(const gemm_case &c, hpdl_fp8_format
     uint8_t *dA = upload(A), *dB = upload(B);
     T *dC = poisoned<T>((size_t)M * ldc);
     float cpu_amax = 0, row_amax, gpu_amax;
-    double got_top = 0;
+    double got_top = 0, mag_top = 0;
     int bad = 0, unwritten = 0, padding = 0, i, j;
     hs.a_scale_inv = 1.0f / a_scale; hs.b_scale_inv = 1.0f / b_scale; hs.out_scale = 0.5f;
     ds.a_scale_inv = device_float(hs.a_scale_inv); ds.b_scale_inv = device_float(hs.b_scale_inv);
@@ -200,6 +201,7 @@ template <typename T> static void check_gemm(const gemm_case &c, hpdl_fp8_format
         cpu_amax = row_amax > cpu_amax ? row_amax : cpu_amax;
         for (j = 0; j < N; j++) {
             double g = as_double(got[(size_t)i * ldc + j]), w = want[j];
+            mag_top = fmax(mag_top, mag[j]);
             if (sizeof(T) == 4 && mag[j] > 0) g_worst = fmax(g_worst, fabs(g - w) / mag[j]);
             if (!(fabs(g - w) <= ldexp(mag[j], -13) + out_ulp(T()) * fabs(w) + 1e-6)) {
                 if (bad++ < 3) fprintf(stderr, "    C[%d][%d] = %.8g, CPU %.8g\n", i, j, g, w);
@@ -207,7 +209,8 @@ template <typename T> static void check_gemm(const gemm_case &c, hpdl_fp8_format
         }
     }
     HPDL_EXPECT(bad == 0 && unwritten == 0 && padding == 0);
-    if (c.row_step == 1) HPDL_EXPECT(fabs(gpu_amax - cpu_amax) <= 1e-5 * cpu_amax);
+    if (c.row_step == 1) /* the largest output's own error, in amax's units (before out_scale) */
+        HPDL_EXPECT(fabs(gpu_amax - cpu_amax) <= ldexp(mag_top / hs.out_scale, -13) + 1e-6 * cpu_amax);
     HPDL_EXPECT(fabs(gpu_amax - got_top / hs.out_scale) <= (1e-5 + out_ulp(T())) * gpu_amax);
     if (bad || unwritten || padding)
         fprintf(stderr, "    %dx%dx%d (lda %d, ldc %d) formats %d x %d, %zu-byte C: %d wrong, %d unwritten, %d padding\n",
@@ -300,10 +303,10 @@ static void test_gemm_edges_and_arguments(void) {
         std::vector<float> got = download(dC, (size_t)M * N);
         double top = 0;
         for (size_t i = 0; i < got.size(); i++) {
-            HPDL_EXPECT_NEAR(got[i], want[i], 1e-5);
+            HPDL_EXPECT_NEAR(got[i], want[i], 1e-3); /* a product is ~1e-2 of a sum here; see check_gemm */
             top = fmax(top, fabs(want[i]));
         }
-        HPDL_EXPECT_NEAR(read_float(damax), top, 1e-5);
+        HPDL_EXPECT_NEAR(read_float(damax), top, 1e-3);
     }
     HPDL_EXPECT(hpdl_cuda_fp8_gemm_f32(M, N, 0, dA, HPDL_FP8_E4M3, K, dB, HPDL_FP8_E4M3, K, &only_amax, dC, N, 0) == HPDL_OK);
     {
