@@ -6396,8 +6396,10 @@ HPDL_API hpdl_status hpdl_quant_mlp_accuracy(const hpdl_quant_mlp *q, hpdl_quant
             Any pair of formats (e4m3 x e4m3 for the forward pass, e5m2
             gradients against e4m3 for the backward).
    Scales must be positive and finite; amax may be NULL. */
+/* The format of an array of FP8 codes (the GEMM takes either for A and B). */
 typedef enum hpdl_fp8_format { HPDL_FP8_E4M3 = 0, HPDL_FP8_E5M2 = 1 } hpdl_fp8_format;
 
+/* The GEMM's scales (see above): A's and B's inverse scales, the output's scale. */
 typedef struct hpdl_fp8_scales {
     float a_scale_inv, b_scale_inv, out_scale;
 } hpdl_fp8_scales;

@@ -2998,7 +2998,8 @@ typedef struct hpdl__wg_held {
     int m0, n0, chunks; /* chunks still to store (0: nothing held) */
 } hpdl__wg_held;
 
-/* The kernels whose tiles may be held: the f16 and bf16 GEMMs. */
+/* The kernels whose tiles may be held: the f16 and bf16 GEMMs, and the FP8
+   GEMM with f16/bf16 C (section FP8). */
 template <typename G> struct hpdl__wg_holds { enum { value = 0 }; };
 template <> struct hpdl__wg_holds<hpdl__gemm_args<__half, float> > { enum { value = 1 }; };
 template <> struct hpdl__wg_holds<hpdl__gemm_args<__nv_bfloat16, float> > { enum { value = 1 }; };
@@ -11568,6 +11569,7 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_quant_cnn_accuracy(hpdl_cuda_quant_cnn *g, i
    HPDL_ERR_UNSUPPORTED without sm_90a code and a Hopper GPU, or where A,
    B or their rows (lda, ldb) are not 16-byte aligned (TMA). */
 
+/* The GEMM's scales and output amax, as device pointers (see above). */
 typedef struct hpdl_cuda_fp8_scales {
     const float *a_scale_inv, *b_scale_inv, *out_scale; /* device pointers; NULL: 1 */
     float *amax;                                        /* device; the output's amax before out_scale, or NULL */
