@@ -71,13 +71,14 @@
        Layer -> device placement      SEVERAL GPUS                  tests/test_placement.c        notes/multi.md
        CNN (networks as data)         CNN TRAINING                  tests/test_cnn.c              -
        int8 quantization              INT8 QUANTIZATION             tests/test_quant*.c           notes/quant.md
+       FP8 (e4m3, e5m2)               FP8                           tests/test_fp8.c              notes/fp8.md
        Every GPU kernel's CPU twin has the GPU function's name without
        "cuda_"; benches are in bench/ under the task's name.
 
    MAP (every public function; <t> is f32, f64, f16 or bf16 where it
    exists; scripts/api_map.py check keeps it complete)
    docs/API.md spells out each name (hpdl_gemm_f32, ...) with its signature and contract.
-       basics: status, allocation, f16/bf16, RNG, timer, statistics, time to accuracy, matrix views, CSV
+       basics: status, allocation, f16/bf16/e4m3/e5m2, RNG, timer, statistics, time to accuracy, matrix views, CSV
          void * hpdl_alloc(count, size)
          hpdl_bf16 hpdl_bf16_from_f32(f)
          float hpdl_bf16_to_f32(b)
@@ -90,6 +91,10 @@
          void hpdl_csv_row(f, metric, value, unit, anchor, anchor_value, higher_is_better)
          void hpdl_csv_set_context(text)
          void hpdl_csv_set_dir(dir)
+         hpdl_e4m3 hpdl_e4m3_from_f32(f)
+         float hpdl_e4m3_to_f32(q)
+         hpdl_e5m2 hpdl_e5m2_from_f32(f)
+         float hpdl_e5m2_to_f32(q)
          hpdl_f16 hpdl_f16_from_f32(f)
          float hpdl_f16_to_f32(h)
          hpdl_status hpdl_mat_check_<t>(m)
@@ -232,6 +237,11 @@
          hpdl_status hpdl_quant_requantize(acc, m0, shift, zero_point, out)
          int32_t hpdl_quant_rounding_divide_by_pot(x, e)
          int32_t hpdl_quant_sat_rounding_doubling_high_mul(a, b)
+       FP8 (e4m3, e5m2): per-tensor scaling, GEMM (<t>: f32, f16, bf16)
+         hpdl_status hpdl_fp8_amax_f32(x, n, amax)
+         hpdl_status hpdl_fp8_cast_e4m3_<t>(x, n, scale, q, amax)
+         hpdl_status hpdl_fp8_cast_e5m2_<t>(x, n, scale, q, amax)
+         hpdl_status hpdl_fp8_gemm_<t>(M, N, K, A, fa, lda, B, fb, ldb, s, C, ldc, amax)
        data
          hpdl_status hpdl_cifar10_load(n_files, paths, out)
          hpdl_status hpdl_cifar10_load_dir(dir, train, out)
@@ -518,6 +528,73 @@ HPDL_HD static inline hpdl_bf16 hpdl_bf16_from_f32(float f) {
 
 HPDL_HD static inline float hpdl_bf16_to_f32(hpdl_bf16 b) {
     return hpdl__f32_from_bits((uint32_t)b.bits << 16);
+}
+
+/* FP8 storage (the OCP 8-bit floats that Hopper's tensor cores read):
+     e4m3: sign, 4 exponent bits (bias 7), 3 mantissa bits. No infinities:
+           only 0x7f and 0xff are NaN, so the top exponent holds numbers
+           too; the largest is 448 (0x7e), the smallest subnormal 2^-9.
+     e5m2: sign, 5 exponent bits (bias 15), 2 mantissa bits, IEEE-like:
+           inf 0x7c, NaN 0x7d-0x7f; the largest finite 57344 (0x7b), the
+           smallest subnormal 2^-16.
+   From f32: round to nearest, ties to even, then saturate as the GPU's
+   cvt.rn.satfinite does: whatever lies beyond the largest finite value
+   after rounding, infinities included, becomes +-max; NaN stays NaN (0x7f
+   with the input's sign). To f32: exact. */
+typedef struct hpdl_e4m3 { uint8_t bits; } hpdl_e4m3;
+typedef struct hpdl_e5m2 { uint8_t bits; } hpdl_e5m2;
+
+/* The 7 magnitude bits of the 8-bit float nearest to the f32 whose bits
+   without the sign are `a` (not NaN): `man` mantissa bits, exponent bias
+   `bias`, saturated at the code max_code. */
+HPDL_HD static inline uint32_t hpdl__fp8_magnitude(uint32_t a, unsigned man, int bias, uint32_t max_code) {
+    int32_t exp = (int32_t)(a >> 23) - 127 + bias; /* the exponent field it would have */
+    uint32_t m = a & 0x7fffffu, code;
+    if (exp >= 1) /* normal: a carry out of the mantissa moves into the exponent, as it should */
+        code = ((uint32_t)exp << man) + hpdl__shift_rne(m, 23u - man);
+    else /* subnormal (or zero): in units of 2^(1 - bias - man), with the implicit 1 */
+        code = hpdl__shift_rne(m | 0x800000u, (unsigned)(24 - (int)man - exp));
+    return code > max_code ? max_code : code;
+}
+
+/* The value of magnitude bits `code` (a number, not inf or NaN). */
+HPDL_HD static inline float hpdl__fp8_value(uint32_t code, unsigned man, int bias) {
+    uint32_t exp = code >> man, m = code & ((1u << man) - 1u);
+    if (exp == 0) /* subnormal: m * 2^(1 - bias - man), exact in float */
+        return (float)m * hpdl__f32_from_bits((uint32_t)(128 - bias - (int)man) << 23);
+    return hpdl__f32_from_bits(((exp + 127u - (uint32_t)bias) << 23) | (m << (23u - man)));
+}
+
+/* The e4m3 nearest to f (ties to even), saturated at +-448; NaN: 0x7f. */
+HPDL_HD static inline hpdl_e4m3 hpdl_e4m3_from_f32(float f) {
+    uint32_t u = hpdl__f32_bits(f), a = u & 0x7fffffffu;
+    hpdl_e4m3 q;
+    q.bits = (uint8_t)(((u >> 24) & 0x80u) | (a > 0x7f800000u ? 0x7fu : hpdl__fp8_magnitude(a, 3, 7, 0x7eu)));
+    return q;
+}
+
+/* The exact value of an e4m3. */
+HPDL_HD static inline float hpdl_e4m3_to_f32(hpdl_e4m3 q) {
+    uint32_t code = q.bits & 0x7fu;
+    float v = code == 0x7fu ? hpdl__f32_from_bits(0x7fc00000u) : hpdl__fp8_value(code, 3, 7);
+    return q.bits & 0x80u ? -v : v;
+}
+
+/* The e5m2 nearest to f (ties to even), saturated at +-57344 (infinities
+   too); NaN: 0x7f. */
+HPDL_HD static inline hpdl_e5m2 hpdl_e5m2_from_f32(float f) {
+    uint32_t u = hpdl__f32_bits(f), a = u & 0x7fffffffu;
+    hpdl_e5m2 q;
+    q.bits = (uint8_t)(((u >> 24) & 0x80u) | (a > 0x7f800000u ? 0x7fu : hpdl__fp8_magnitude(a, 2, 15, 0x7bu)));
+    return q;
+}
+
+/* The exact value of an e5m2 (inf and NaN included). */
+HPDL_HD static inline float hpdl_e5m2_to_f32(hpdl_e5m2 q) {
+    uint32_t code = q.bits & 0x7fu;
+    float v = code < 0x7cu ? hpdl__fp8_value(code, 2, 15)
+                           : hpdl__f32_from_bits(code == 0x7cu ? 0x7f800000u : 0x7fc00000u); /* inf, NaN */
+    return q.bits & 0x80u ? -v : v;
 }
 
 /* Load/store adapters the kernel templates take: storage type <-> compute. */
@@ -6290,6 +6367,147 @@ HPDL_API hpdl_status hpdl_quant_mlp_accuracy(const hpdl_quant_mlp *q, hpdl_quant
     if (st == HPDL_OK) *accuracy = (double)hits / (double)n;
     return st;
 }
+
+/* ------------------------------------------------------------------------ */
+/* FP8 (e4m3, e5m2): per-tensor scaling, GEMM                               */
+/* ------------------------------------------------------------------------ */
+
+/* Per-tensor scaling, as FP8 training recipes use it (Micikevicius et al.,
+   "FP8 Formats for Deep Learning", 2022): a tensor x is stored as
+   q = fp8(x * scale), one f32 scale per tensor, chosen so that amax(x) *
+   scale lands near the format's largest value; scale_inv = 1 / scale turns
+   products of q back into x's units. The formats: hpdl_e4m3 / hpdl_e5m2
+   above. Conventions, here and in hpdl_cuda.cuh:
+   - amax:  the largest |x| as an f32; NaN when x holds a NaN (the maximum
+            of the values' bits with the sign cleared, which is what the
+            GPU's atomicMax on those bits computes);
+   - cast:  q[i] = fp8(fl(x[i] * scale)), the f32 product rounded once more,
+            to the FP8 format (nearest, ties to even, saturating); amax of x
+            before scaling;
+   - GEMM:  A is M x K, B is N x K, both row-major: "K-major", K contiguous in
+            both operands, the only layout FP8 wgmma reads. With
+                s = a_scale_inv * b_scale_inv,  alpha = s * out_scale
+            (f32 products, in this order) and acc = sum_k A[m][k] B[n][k]
+            (exact products, summed in f32: in k order here, in any order
+            on the GPU),
+                C[m][n] = alpha * acc, rounded to C's type (f32, f16, bf16),
+                amax    = max over C of |s * acc|: the output before
+                          out_scale (NaN outputs not counted).
+            Any pair of formats (e4m3 x e4m3 for the forward pass, e5m2
+            gradients against e4m3 for the backward).
+   Scales must be positive and finite; amax may be NULL. */
+/* The format of an array of FP8 codes (the GEMM takes either for A and B). */
+typedef enum hpdl_fp8_format { HPDL_FP8_E4M3 = 0, HPDL_FP8_E5M2 = 1 } hpdl_fp8_format;
+
+/* The GEMM's scales (see above): A's and B's inverse scales, the output's scale. */
+typedef struct hpdl_fp8_scales {
+    float a_scale_inv, b_scale_inv, out_scale;
+} hpdl_fp8_scales;
+
+static inline int hpdl__fp8_scale_valid(float s) { return s > 0.0f && s <= FLT_MAX; }
+
+static inline int hpdl__fp8_format_valid(hpdl_fp8_format f) { return f == HPDL_FP8_E4M3 || f == HPDL_FP8_E5M2; }
+
+/* |x| as the bits of a non-negative float: their maximum as integers is
+   the maximum of the values (a NaN above every number). */
+HPDL_HD static inline uint32_t hpdl__abs_bits(float x) { return hpdl__f32_bits(x) & 0x7fffffffu; }
+
+static inline float hpdl__fp8_to_f32(hpdl_fp8_format f, uint8_t bits) {
+    if (f == HPDL_FP8_E4M3) {
+        hpdl_e4m3 q;
+        q.bits = bits;
+        return hpdl_e4m3_to_f32(q);
+    } else {
+        hpdl_e5m2 q;
+        q.bits = bits;
+        return hpdl_e5m2_to_f32(q);
+    }
+}
+
+/* The largest |x[i]| (0 when n = 0; NaN when one is NaN). */
+HPDL_API hpdl_status hpdl_fp8_amax_f32(const float *x, int64_t n, float *amax) {
+    int64_t i;
+    uint32_t top = 0;
+    if (!amax || n < 0 || (!x && n > 0)) return HPDL_ERR_INVALID;
+    for (i = 0; i < n; i++)
+        if (hpdl__abs_bits(x[i]) > top) top = hpdl__abs_bits(x[i]);
+    *amax = hpdl__f32_from_bits(top);
+    return HPDL_OK;
+}
+
+static inline int hpdl__fp8_cast_valid(const void *x, int64_t n, float scale, const void *q) {
+    return n >= 0 && ((x && q) || n == 0) && hpdl__fp8_scale_valid(scale);
+}
+
+/* hpdl_fp8_cast_<FMT>_<SUFFIX>: q[i] = fp8(x[i] * scale) in format FMT (e4m3
+   or e5m2) and the amax of x before scaling (when amax is not NULL); x is
+   f32, f16 or bf16 (storage type T, read by LOAD). */
+#define HPDL_DEFINE_FP8_CAST(FMT, SUFFIX, T, LOAD)                                                                \
+    HPDL_API hpdl_status hpdl_fp8_cast_##FMT##_##SUFFIX(const T *x, int64_t n, float scale, hpdl_##FMT *q,         \
+                                                        float *amax) {                                            \
+        int64_t i;                                                                                                \
+        uint32_t top = 0;                                                                                         \
+        if (!hpdl__fp8_cast_valid(x, n, scale, q)) return HPDL_ERR_INVALID;                                       \
+        for (i = 0; i < n; i++) {                                                                                 \
+            float v = LOAD(x[i]);                                                                                 \
+            if (hpdl__abs_bits(v) > top) top = hpdl__abs_bits(v);                                                 \
+            q[i] = hpdl_##FMT##_from_f32(v * scale);                                                              \
+        }                                                                                                         \
+        if (amax) *amax = hpdl__f32_from_bits(top);                                                               \
+        return HPDL_OK;                                                                                           \
+    }
+
+/* hpdl_fp8_cast_e4m3_f32 hpdl_fp8_cast_e4m3_f16 hpdl_fp8_cast_e4m3_bf16 */
+HPDL_DEFINE_FP8_CAST(e4m3, f32, float, HPDL_LOAD_SELF)
+HPDL_DEFINE_FP8_CAST(e4m3, f16, hpdl_f16, HPDL_LOAD_F16)
+HPDL_DEFINE_FP8_CAST(e4m3, bf16, hpdl_bf16, HPDL_LOAD_BF16)
+/* hpdl_fp8_cast_e5m2_f32 hpdl_fp8_cast_e5m2_f16 hpdl_fp8_cast_e5m2_bf16 */
+HPDL_DEFINE_FP8_CAST(e5m2, f32, float, HPDL_LOAD_SELF)
+HPDL_DEFINE_FP8_CAST(e5m2, f16, hpdl_f16, HPDL_LOAD_F16)
+HPDL_DEFINE_FP8_CAST(e5m2, bf16, hpdl_bf16, HPDL_LOAD_BF16)
+
+/* sum_k a[k] b[k] of two rows of FP8 codes: exact products, summed in f32 in k order. */
+static inline float hpdl__fp8_dot(int K, const uint8_t *a, hpdl_fp8_format fa, const uint8_t *b, hpdl_fp8_format fb) {
+    float acc = 0.0f;
+    int k;
+    for (k = 0; k < K; k++) acc += hpdl__fp8_to_f32(fa, a[k]) * hpdl__fp8_to_f32(fb, b[k]);
+    return acc;
+}
+
+static inline int hpdl__fp8_gemm_valid(int M, int N, int K, const void *A, hpdl_fp8_format fa, int lda, const void *B,
+                                       hpdl_fp8_format fb, int ldb, hpdl_fp8_scales s, const void *C, int ldc) {
+    return hpdl__fp8_format_valid(fa) && hpdl__fp8_format_valid(fb) && hpdl__fp8_scale_valid(s.a_scale_inv) &&
+           hpdl__fp8_scale_valid(s.b_scale_inv) && hpdl__fp8_scale_valid(s.out_scale) &&
+           hpdl__check_matrix(A, M, K, lda) == HPDL_OK && hpdl__check_matrix(B, N, K, ldb) == HPDL_OK &&
+           hpdl__check_matrix(C, M, N, ldc) == HPDL_OK;
+}
+
+/* hpdl_fp8_gemm_<SUFFIX>: C = out_scale * a_scale_inv * b_scale_inv * A B^T
+   with A (M x K, codes of format fa) and B (N x K, format fb) row-major,
+   f32 sums, C of storage type T (f32, f16, bf16; STORE rounds into it),
+   and amax of the output before out_scale: see "Per-tensor scaling" above. */
+#define HPDL_DEFINE_FP8_GEMM(SUFFIX, T, STORE)                                                                    \
+    HPDL_API hpdl_status hpdl_fp8_gemm_##SUFFIX(int M, int N, int K, const void *A, hpdl_fp8_format fa, int lda,   \
+                                                const void *B, hpdl_fp8_format fb, int ldb, hpdl_fp8_scales s,     \
+                                                T *C, int ldc, float *amax) {                                      \
+        float scale = s.a_scale_inv * s.b_scale_inv, alpha = scale * s.out_scale, top = 0.0f;                     \
+        int i, j;                                                                                                 \
+        if (!hpdl__fp8_gemm_valid(M, N, K, A, fa, lda, B, fb, ldb, s, C, ldc)) return HPDL_ERR_INVALID;          \
+        for (i = 0; i < M; i++)                                                                                   \
+            for (j = 0; j < N; j++) {                                                                             \
+                float acc = hpdl__fp8_dot(K, (const uint8_t *)A + (int64_t)i * lda, fa,                           \
+                                          (const uint8_t *)B + (int64_t)j * ldb, fb);                             \
+                if (fabsf(scale * acc) > top) top = fabsf(scale * acc); /* a NaN compares false */                \
+                C[(int64_t)i * ldc + j] = STORE(alpha * acc);                                                     \
+            }                                                                                                     \
+        if (amax) *amax = top;                                                                                    \
+        return HPDL_OK;                                                                                           \
+    }
+
+/* hpdl_fp8_gemm_f32 hpdl_fp8_gemm_f16 hpdl_fp8_gemm_bf16 */
+HPDL_DEFINE_FP8_GEMM(f32, float, HPDL_STORE_F32)
+HPDL_DEFINE_FP8_GEMM(f16, hpdl_f16, HPDL_STORE_F16)
+HPDL_DEFINE_FP8_GEMM(bf16, hpdl_bf16, HPDL_STORE_BF16)
 
 /* ------------------------------------------------------------------------ */
 /* CNN: convolutional networks as data, trained on any backend              */

@@ -50,6 +50,8 @@
        SEVERAL GPUS            hpdl_matpow_<t>          tests/gpu_matpow.cu, bench/matpow.cu, notes/multi.md
                                                         gpu_model_parallel.cu bench/model_parallel.cu
        INT8 QUANTIZATION       hpdl_quant_*             tests/gpu_quant.cu   bench/quantize.cu notes/quant.md
+       FP8                     hpdl_fp8_*               tests/gpu_fp8.cu     bench/gemm.cu    notes/fp8.md
+                                                                             (--fp8)
        CNN TRAINING            hpdl_cnn_* (CPU backends) tests/gpu_cnn.cu    bench/cnn.cu     notes/cnn.md
 
    OPTIONS
@@ -264,6 +266,10 @@
          hpdl_status hpdl_cuda_quant_quantize_f32(rows, cols, X, ldx, p, Q, ldq, stream)
          hpdl_status hpdl_cuda_quant_transpose_i8(rows, cols, X, ldx, Y, ldy, stream)
          const char * hpdl_quant_algo_name(a)
+       FP8 (e4m3, e5m2; <t>: f32, f16, bf16)
+         hpdl_status hpdl_cuda_fp8_cast_e4m3_<t>(x, n, scale, q, amax, stream)
+         hpdl_status hpdl_cuda_fp8_cast_e5m2_<t>(x, n, scale, q, amax, stream)
+         hpdl_status hpdl_cuda_fp8_gemm_<t>(M, N, K, A, fa, lda, B, fb, ldb, s, C, ldc, stream)
 
    CHANGELOG
        CHANGELOG.md; this version: v0.3.0 (2026-11-26): GPU optimisers, CNN training by CUDA graphs, convolution
@@ -2992,7 +2998,8 @@ typedef struct hpdl__wg_held {
     int m0, n0, chunks; /* chunks still to store (0: nothing held) */
 } hpdl__wg_held;
 
-/* The kernels whose tiles may be held: the f16 and bf16 GEMMs. */
+/* The kernels whose tiles may be held: the f16 and bf16 GEMMs, and the FP8
+   GEMM with f16/bf16 C (section FP8). */
 template <typename G> struct hpdl__wg_holds { enum { value = 0 }; };
 template <> struct hpdl__wg_holds<hpdl__gemm_args<__half, float> > { enum { value = 1 }; };
 template <> struct hpdl__wg_holds<hpdl__gemm_args<__nv_bfloat16, float> > { enum { value = 1 }; };
@@ -3004,27 +3011,28 @@ static __device__ __forceinline__ void hpdl__wg_hold(const G &, const CUtensorMa
                                                      unsigned char *, hpdl__wg_held *h) {
     h->chunks = 0;
 }
+/* T: C's 16-bit type; alpha: the factor of the accumulators. */
 template <typename T>
-static __device__ __forceinline__ void hpdl__wg_hold_16bit(const hpdl__gemm_args<T, float> &g, const CUtensorMap *map_c,
-                                                          int tma_c, const float d[128], int m0, int n0, unsigned char *buf,
+static __device__ __forceinline__ void hpdl__wg_hold_16bit(float alpha, const CUtensorMap *map_c, int tma_c,
+                                                          const float d[128], int m0, int n0, unsigned char *buf,
                                                           hpdl__wg_held *h) {
     h->chunks = 0;
     if (!tma_c) return;
-    hpdl__wg_pack_chunk<T>(d, g.alpha, 0, h->v);
-    hpdl__wg_pack_chunk<T>(d, g.alpha, 1, h->v + 16);
-    hpdl__wg_pack_chunk<T>(d, g.alpha, 2, h->v + 32);
-    hpdl__wg_store_tma<T, 3>(map_c, g.alpha, d, m0, n0, buf);
+    hpdl__wg_pack_chunk<T>(d, alpha, 0, h->v);
+    hpdl__wg_pack_chunk<T>(d, alpha, 1, h->v + 16);
+    hpdl__wg_pack_chunk<T>(d, alpha, 2, h->v + 32);
+    hpdl__wg_store_tma<T, 3>(map_c, alpha, d, m0, n0, buf);
     h->m0 = m0, h->n0 = n0, h->chunks = 3;
 }
 static __device__ __forceinline__ void hpdl__wg_hold(const hpdl__gemm_args<__half, float> &g, const CUtensorMap *map_c,
                                                      int tma_c, const float d[128], int m0, int n0, unsigned char *buf,
                                                      hpdl__wg_held *h) {
-    hpdl__wg_hold_16bit(g, map_c, tma_c, d, m0, n0, buf, h);
+    hpdl__wg_hold_16bit<__half>(g.alpha, map_c, tma_c, d, m0, n0, buf, h);
 }
 static __device__ __forceinline__ void hpdl__wg_hold(const hpdl__gemm_args<__nv_bfloat16, float> &g, const CUtensorMap *map_c,
                                                      int tma_c, const float d[128], int m0, int n0, unsigned char *buf,
                                                      hpdl__wg_held *h) {
-    hpdl__wg_hold_16bit(g, map_c, tma_c, d, m0, n0, buf, h);
+    hpdl__wg_hold_16bit<__nv_bfloat16>(g.alpha, map_c, tma_c, d, m0, n0, buf, h);
 }
 
 /* Stores the next held chunk (chunk 0, then 1, then 2). Branches rather
@@ -11996,6 +12004,291 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_quant_cnn_accuracy(hpdl_cuda_quant_cnn *g, i
     *accuracy = (double)hits / (double)n;
     return HPDL_OK;
 }
+
+/* ======================================================================== */
+/* FP8: casts with amax, the FP8 GEMM on Hopper (e4m3, e5m2)                */
+/* ======================================================================== */
+/* CPU twins: hpdl_fp8_cast_<fmt>_<t> and hpdl_fp8_gemm_<t> in hpdl.h, whose
+   "Per-tensor scaling" comment defines the formats, the casts and the GEMM:
+       C = out_scale * a_scale_inv * b_scale_inv * A B^T,
+   A (M x K) and B (N x K) row-major, both K-major, f32 sums, C f32, f16 or
+   bf16, and the output's amax before out_scale. Test: tests/gpu_fp8.cu;
+   bench: bench/gemm.cu --fp8; notes/fp8.md.
+
+   Scales and amax are device pointers (NULL: a scale of 1, no amax), so
+   that the amax of one step can become the scale of the next on the GPU
+   (delayed scaling) without a copy to the host. amax is written, not
+   accumulated: each call zeroes it first, then every warp adds its
+   maximum with one atomicMax on the float's bits (non-negative floats
+   order as unsigned integers; a NaN above every number).
+
+   CASTS. A grid-stride loop over pairs of elements; the pair goes through
+   cvt.rn.satfinite.{e4m3,e5m2}x2.f32 (sm_89+; elsewhere hpdl.h's
+   conversion, which gives the same bits for every number).
+
+   GEMM. The GEMM part's wgmma_persistent kernel (hpdl__gemm_wgmma_ws: TMA
+   copies, a producer warpgroup and two consumers, 128 x 256 tiles, a
+   stream-K tail) on operands of one byte, as the int8 GEMM runs it: a
+   stage of 128 bytes of K is 128 elements, four
+   wgmma.m64n256k32.f32.<fa>.<fb> (the element type hpdl__fp8_pair names
+   both formats). The epilogue reads the scales, takes the tile's amax from
+   the accumulators (amax = s max|acc| = max|s acc| for s > 0) and stores
+   alpha * acc as the f16/bf16 GEMM does: by TMA, holding three of a
+   tile's four chunks into the next tile's first k-steps, where C's rows
+   are 16-byte aligned; else (and for f32) through hpdl__wg_store.
+   HPDL_ERR_UNSUPPORTED without sm_90a code and a Hopper GPU, or where A,
+   B or their rows (lda, ldb) are not 16-byte aligned (TMA). */
+
+/* The GEMM's scales and output amax, as device pointers (see above). */
+typedef struct hpdl_cuda_fp8_scales {
+    const float *a_scale_inv, *b_scale_inv, *out_scale; /* device pointers; NULL: 1 */
+    float *amax;                                        /* device; the output's amax before out_scale, or NULL */
+} hpdl_cuda_fp8_scales;
+
+/* The warp's largest `bits` (of non-negative floats) into *amax: one
+   atomicMax per warp. Every lane calls. */
+static __device__ __forceinline__ void hpdl__fp8_amax_warp(float *amax, unsigned bits) {
+    int o;
+    for (o = 16; o > 0; o /= 2) bits = max(bits, __shfl_xor_sync(0xffffffffu, bits, o));
+    if (threadIdx.x % 32 == 0 && bits != 0) atomicMax((unsigned *)amax, bits);
+}
+
+/* ---- casts ------------------------------------------------------------------- */
+
+/* Two floats as two FP8 codes of format FMT, lo in the low byte. */
+template <int FMT> static __device__ __forceinline__ unsigned hpdl__fp8x2(float lo, float hi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    unsigned short d;
+    if (FMT == HPDL_FP8_E4M3)
+        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(d) : "f"(hi), "f"(lo));
+    else
+        asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(d) : "f"(hi), "f"(lo));
+    return d;
+#else
+    if (FMT == HPDL_FP8_E4M3) return hpdl_e4m3_from_f32(lo).bits | (unsigned)hpdl_e4m3_from_f32(hi).bits << 8;
+    return hpdl_e5m2_from_f32(lo).bits | (unsigned)hpdl_e5m2_from_f32(hi).bits << 8;
+#endif
+}
+
+/* q = fp8(x * scale) and the amax of x, two elements per step. */
+template <int FMT, typename T>
+__global__ void hpdl__fp8_cast(const T *x, int64_t n, const float *scale, uint8_t *q, float *amax) {
+    const float sc = scale ? *scale : 1.0f;
+    unsigned top = 0;
+    int64_t i;
+    for (i = 2 * ((int64_t)blockIdx.x * blockDim.x + threadIdx.x); i < n; i += 2 * (int64_t)gridDim.x * blockDim.x) {
+        const float a = hpdl__gemm_acc(x[i]), b = i + 1 < n ? hpdl__gemm_acc(x[i + 1]) : 0.0f;
+        const unsigned pair = hpdl__fp8x2<FMT>(a * sc, b * sc);
+        top = max(top, max(hpdl__abs_bits(a), hpdl__abs_bits(b)));
+        q[i] = (uint8_t)pair;
+        if (i + 1 < n) q[i + 1] = (uint8_t)(pair >> 8);
+    }
+    if (amax) hpdl__fp8_amax_warp(amax, top);
+}
+
+template <int FMT, typename T>
+static inline hpdl_status hpdl__cuda_fp8_cast(const T *x, int64_t n, const float *scale, uint8_t *q, float *amax,
+                                              cudaStream_t stream) {
+    if (n < 0 || ((!x || !q) && n > 0)) return HPDL_ERR_INVALID;
+    if (amax) HPDL_CUDA_TRY(cudaMemsetAsync(amax, 0, sizeof *amax, stream));
+    if (n == 0) return HPDL_OK;
+    hpdl__fp8_cast<FMT><<<hpdl__grid_for((n + 1) / 2, 256), 256, 0, stream>>>(x, n, scale, q, amax);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* hpdl_cuda_fp8_cast_<FMT>_<SUFFIX>: hpdl_fp8_cast_<FMT>_<SUFFIX> on device
+   arrays, the scale a device pointer (NULL: 1), amax a device pointer (or
+   NULL). */
+#define HPDL_DEFINE_CUDA_FP8_CAST(FMT, FMT_ID, SUFFIX, T)                                                           \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_fp8_cast_##FMT##_##SUFFIX(const T *x, int64_t n, const float *scale,         \
+                                                                  hpdl_##FMT *q, float *amax, cudaStream_t stream) { \
+        return hpdl__cuda_fp8_cast<FMT_ID>((const typename hpdl__dev<T>::type *)x, n, scale, (uint8_t *)q, amax,     \
+                                           stream);                                                                 \
+    }
+
+/* hpdl_cuda_fp8_cast_e4m3_f32 hpdl_cuda_fp8_cast_e4m3_f16 hpdl_cuda_fp8_cast_e4m3_bf16 */
+HPDL_DEFINE_CUDA_FP8_CAST(e4m3, HPDL_FP8_E4M3, f32, float)
+HPDL_DEFINE_CUDA_FP8_CAST(e4m3, HPDL_FP8_E4M3, f16, hpdl_f16)
+HPDL_DEFINE_CUDA_FP8_CAST(e4m3, HPDL_FP8_E4M3, bf16, hpdl_bf16)
+/* hpdl_cuda_fp8_cast_e5m2_f32 hpdl_cuda_fp8_cast_e5m2_f16 hpdl_cuda_fp8_cast_e5m2_bf16 */
+HPDL_DEFINE_CUDA_FP8_CAST(e5m2, HPDL_FP8_E5M2, f32, float)
+HPDL_DEFINE_CUDA_FP8_CAST(e5m2, HPDL_FP8_E5M2, f16, hpdl_f16)
+HPDL_DEFINE_CUDA_FP8_CAST(e5m2, HPDL_FP8_E5M2, bf16, hpdl_bf16)
+
+/* ---- GEMM: the wgmma kernel on FP8 operands ------------------------------------ */
+
+/* The kernel's element type: one byte of A of format FA, or of B of format FB. */
+template <int FA, int FB> struct hpdl__fp8_pair { unsigned char bits; };
+
+template <int FA, int FB> struct hpdl__wg_type<hpdl__fp8_pair<FA, FB> > {
+    enum { K_STEP = 32, TRANSPOSABLE = 0 };
+    typedef float acc;
+    static CUtensorMapDataType tma() { return CU_TENSOR_MAP_DATA_TYPE_UINT8; /* the bits are copied as they are */ }
+};
+
+#define HPDL__WGMMA_FP8(TYPES)                                                                                     \
+    asm volatile("wgmma.mma_async.sync.aligned.m64n256k32.f32." TYPES " " HPDL__WG_D128 ", %128, %129, 1, 1, 1;"   \
+                 : HPDL__WG_F128(d) : "l"(a), "l"(b))
+
+/* d += A B as hpdl__wgmma_256 does for the other types; FP8 operands are
+   K-major only (no transpose bits). */
+template <int TA, int TB, int FA, int FB>
+static __device__ __forceinline__ void hpdl__wgmma_256(float d[128], uint64_t a, uint64_t b, hpdl__fp8_pair<FA, FB>) {
+    if (FA == HPDL_FP8_E4M3 && FB == HPDL_FP8_E4M3) HPDL__WGMMA_FP8("e4m3.e4m3");
+    else if (FA == HPDL_FP8_E4M3) HPDL__WGMMA_FP8("e4m3.e5m2");
+    else if (FB == HPDL_FP8_E4M3) HPDL__WGMMA_FP8("e5m2.e4m3");
+    else HPDL__WGMMA_FP8("e5m2.e5m2");
+}
+
+/* The epilogue's arguments: C (as the f16/bf16 GEMM's arguments with alpha
+   1, beta 0: hpdl__gemm_out4 stores it; the operands are unused) and the
+   scales. */
+template <typename TC> struct hpdl__wg_f8args {
+    int M, N, K;
+    hpdl__gemm_args<TC, float> c;
+    hpdl_cuda_fp8_scales s;
+};
+
+/* s = a_scale_inv * b_scale_inv and alpha = s * out_scale (hpdl.h's order). */
+struct hpdl__wg_f8scale {
+    float s, alpha;
+};
+
+template <typename TC> static __device__ __forceinline__ hpdl__wg_f8scale hpdl__wg_f8_scale(const hpdl__wg_f8args<TC> &e) {
+    hpdl__wg_f8scale c;
+    c.s = (e.s.a_scale_inv ? *e.s.a_scale_inv : 1.0f) * (e.s.b_scale_inv ? *e.s.b_scale_inv : 1.0f);
+    c.alpha = c.s * (e.s.out_scale ? *e.s.out_scale : 1.0f);
+    return c;
+}
+
+/* A tile's scales, and its share of the amax: s max|acc| over this
+   warpgroup's accumulators (NaNs not counted, as on the CPU). */
+template <typename TC>
+static __device__ __forceinline__ hpdl__wg_f8scale hpdl__wg_f8_tile(const hpdl__wg_f8args<TC> &e, const float d[128]) {
+    const hpdl__wg_f8scale c = hpdl__wg_f8_scale(e);
+    float top = 0.0f;
+    int i;
+    if (e.s.amax) {
+#pragma unroll
+        for (i = 0; i < 128; i++) top = fmaxf(top, fabsf(d[i]));
+        hpdl__fp8_amax_warp(e.s.amax, __float_as_uint(c.s * top));
+    }
+    return c;
+}
+
+/* hpdl__wg_store's per-column data: here the scales, read once per chunk. */
+template <typename TC>
+static __device__ __forceinline__ hpdl__wg_f8scale hpdl__wg_cols(const hpdl__wg_f8args<TC> &e, int) {
+    return hpdl__wg_f8_scale(e);
+}
+
+template <typename TC>
+static __device__ __forceinline__ void hpdl__wg_put4(const hpdl__wg_f8args<TC> &e, const hpdl__wg_f8scale &c, int m, int n,
+                                                     const float v[4]) {
+    const float y[4] = {c.alpha * v[0], c.alpha * v[1], c.alpha * v[2], c.alpha * v[3]};
+    hpdl__gemm_out4(e.c, m, n, y);
+}
+
+/* The tile's epilogue: 16-bit C by TMA where the launcher made its map. */
+template <typename TC>
+static __device__ __forceinline__ void hpdl__wg_epilogue(const hpdl__wg_f8args<TC> &e, const CUtensorMap *map_c, int tma_c,
+                                                         float d[128], int m0, int n0, float *buf) {
+    const hpdl__wg_f8scale c = hpdl__wg_f8_tile(e, d);
+    if (tma_c)
+        hpdl__wg_store_tma<TC>(map_c, c.alpha, d, m0, n0, (unsigned char *)buf);
+    else
+        hpdl__wg_store(e, d, m0, n0, buf);
+}
+static __device__ __forceinline__ void hpdl__wg_epilogue(const hpdl__wg_f8args<float> &e, const CUtensorMap *, int,
+                                                         float d[128], int m0, int n0, float *buf) {
+    hpdl__wg_f8_tile(e, d);
+    hpdl__wg_store(e, d, m0, n0, buf); /* C is f32: no TMA store */
+}
+
+/* Tiles with 16-bit C are held as the f16/bf16 GEMM's are (hpdl__wg_hold). */
+template <typename TC> struct hpdl__wg_holds<hpdl__wg_f8args<TC> > { enum { value = sizeof(TC) == 2 }; };
+
+template <typename TC>
+static __device__ __forceinline__ void hpdl__wg_f8_hold(const hpdl__wg_f8args<TC> &e, const CUtensorMap *map_c, int tma_c,
+                                                        const float d[128], int m0, int n0, unsigned char *buf,
+                                                        hpdl__wg_held *h) {
+    h->chunks = 0;
+    if (tma_c) /* else the epilogue runs, amax included */
+        hpdl__wg_hold_16bit<TC>(hpdl__wg_f8_tile(e, d).alpha, map_c, tma_c, d, m0, n0, buf, h);
+}
+static __device__ __forceinline__ void hpdl__wg_hold(const hpdl__wg_f8args<__half> &e, const CUtensorMap *map_c, int tma_c,
+                                                     const float d[128], int m0, int n0, unsigned char *buf,
+                                                     hpdl__wg_held *h) {
+    hpdl__wg_f8_hold(e, map_c, tma_c, d, m0, n0, buf, h);
+}
+static __device__ __forceinline__ void hpdl__wg_hold(const hpdl__wg_f8args<__nv_bfloat16> &e, const CUtensorMap *map_c,
+                                                     int tma_c, const float d[128], int m0, int n0, unsigned char *buf,
+                                                     hpdl__wg_held *h) {
+    hpdl__wg_f8_hold(e, map_c, tma_c, d, m0, n0, buf, h);
+}
+
+/* Runs the persistent kernel for formats FA x FB. */
+template <typename TC, int FA, int FB>
+static inline hpdl_status hpdl__fp8_gemm_launch(const hpdl__wg_f8args<TC> &e, const void *A, int lda, const void *B, int ldb,
+                                                cudaStream_t stream) {
+    typedef hpdl__fp8_pair<FA, FB> T;
+    const hpdl__wg_launch l = {(const void *)hpdl__gemm_wgmma_ws<T, hpdl__wg_f8args<TC>, false, false, true, 1, 1, true>,
+                               384, 128, 1, 1, 1};
+    hpdl__gemm_operand<T> a = {(const T *)A, lda, 1, 1}, b = {(const T *)B, ldb, 1, 1};
+    CUtensorMap map_a, map_b, map_c;
+    hpdl_status s;
+    int tma_c;
+    if ((s = hpdl__wg_map(&map_a, a, e.M, e.K)) != HPDL_OK || (s = hpdl__wg_map(&map_b, b, e.N, e.K)) != HPDL_OK) return s;
+    tma_c = hpdl__wg_map_c(&map_c, e.c.C, e.M, e.N, e.c.ldc) == HPDL_OK;
+    return hpdl__wg_run(l, map_a, map_b, tma_c ? &map_c : NULL, e, (e.K + 127) / 128, stream);
+}
+
+/* Validates (hpdl.h's rules but for the scales, which are on the device),
+   then runs the kernel of the formats; K = 0 writes zeros. */
+template <typename TC>
+static inline hpdl_status hpdl__cuda_fp8_gemm(int M, int N, int K, const void *A, hpdl_fp8_format fa, int lda,
+                                              const void *B, hpdl_fp8_format fb, int ldb, const hpdl_cuda_fp8_scales *s,
+                                              TC *C, int ldc, cudaStream_t stream) {
+    hpdl__wg_f8args<TC> e;
+    if (!hpdl__fp8_format_valid(fa) || !hpdl__fp8_format_valid(fb) || hpdl__check_matrix(A, M, K, lda) != HPDL_OK ||
+        hpdl__check_matrix(B, N, K, ldb) != HPDL_OK || hpdl__check_matrix(C, M, N, ldc) != HPDL_OK)
+        return HPDL_ERR_INVALID;
+    if (!hpdl__wg_available() || !hpdl__gemm_aligned(A, lda, 16, 1) || !hpdl__gemm_aligned(B, ldb, 16, 1))
+        return HPDL_ERR_UNSUPPORTED;
+    memset(&e, 0, sizeof e);
+    if (s) e.s = *s;
+    if (e.s.amax) HPDL_CUDA_TRY(cudaMemsetAsync(e.s.amax, 0, sizeof(float), stream));
+    if (M == 0 || N == 0) return HPDL_OK;
+    if (K == 0) { /* empty sums: zeros (all-zero bits in every C type) */
+        HPDL_CUDA_TRY(cudaMemset2DAsync(C, (size_t)ldc * sizeof(TC), 0, (size_t)N * sizeof(TC), (size_t)M, stream));
+        return HPDL_OK;
+    }
+    e.M = e.c.M = M; e.N = e.c.N = N; e.K = e.c.K = K;
+    e.c.C = C; e.c.ldc = ldc; e.c.cvec = hpdl__gemm_aligned(C, ldc, 4, sizeof(TC));
+    e.c.alpha = 1.0f; e.c.beta = 0.0f;
+    if (fa == HPDL_FP8_E4M3)
+        return fb == HPDL_FP8_E4M3 ? hpdl__fp8_gemm_launch<TC, HPDL_FP8_E4M3, HPDL_FP8_E4M3>(e, A, lda, B, ldb, stream)
+                                   : hpdl__fp8_gemm_launch<TC, HPDL_FP8_E4M3, HPDL_FP8_E5M2>(e, A, lda, B, ldb, stream);
+    return fb == HPDL_FP8_E4M3 ? hpdl__fp8_gemm_launch<TC, HPDL_FP8_E5M2, HPDL_FP8_E4M3>(e, A, lda, B, ldb, stream)
+                               : hpdl__fp8_gemm_launch<TC, HPDL_FP8_E5M2, HPDL_FP8_E5M2>(e, A, lda, B, ldb, stream);
+}
+
+/* hpdl_cuda_fp8_gemm_<SUFFIX>: hpdl_fp8_gemm_<SUFFIX> on the GPU (device
+   pointers; s holds device pointers to the scales and the amax, and may be
+   NULL: scales of 1, no amax). */
+#define HPDL_DEFINE_CUDA_FP8_GEMM(SUFFIX, T)                                                                         \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_fp8_gemm_##SUFFIX(int M, int N, int K, const void *A, hpdl_fp8_format fa,      \
+                                                          int lda, const void *B, hpdl_fp8_format fb, int ldb,        \
+                                                          const hpdl_cuda_fp8_scales *s, T *C, int ldc,               \
+                                                          cudaStream_t stream) {                                      \
+        return hpdl__cuda_fp8_gemm(M, N, K, A, fa, lda, B, fb, ldb, s, (typename hpdl__dev<T>::type *)C, ldc, stream); \
+    }
+
+/* hpdl_cuda_fp8_gemm_f32 hpdl_cuda_fp8_gemm_f16 hpdl_cuda_fp8_gemm_bf16 */
+HPDL_DEFINE_CUDA_FP8_GEMM(f32, float)
+HPDL_DEFINE_CUDA_FP8_GEMM(f16, hpdl_f16)
+HPDL_DEFINE_CUDA_FP8_GEMM(bf16, hpdl_bf16)
 
 /* ======================================================================== */
 /* CNN TRAINING: the GPU backend of hpdl_cnn, CUDA graphs                   */

@@ -13,7 +13,12 @@
    gemm_all.csv (every row) and gemm_rungs.csv (TFLOP/s per rung at 4096,
    for the chart) into --output DIR, else $HPDL_RESULTS, else the current folder.
 
-   usage: gemm [--quick | --tune | --sustained] [--shape MxNxK] [--precision f32|f64|f16|bf16|tf32]
+   --fp8: only the FP8 GEMM (e4m3 x e4m3 -> bf16, per-tensor scales) against
+   cuBLASLt's FP8 GEMM at 2048^3, 4096^3 and 8192^3 (4096^3 with --quick),
+   and at 8192^3 against hpdl's own f16 GEMM, all timed in turns; rows
+   gemm_fp8_* in gemm.csv and gemm_all.csv.
+
+   usage: gemm [--quick | --tune | --sustained | --fp8] [--shape MxNxK] [--precision f32|f64|f16|bf16|tf32]
        --quick  4096^3 only, fewer runs
        --shape  this M x N x K only, fewer runs (e.g. 4224x4096x4096)
        --sustained  cuBLAS and the fast rungs back to back at the GPU's power
@@ -23,7 +28,9 @@
        --output DIR  folder for the CSVs     --help, --version */
 #include "hpdl_cuda.cuh"
 
-typedef struct bench_opts { int quick, tune, sustained, shape[3]; const char *only; } bench_opts;
+#include <cublasLt.h>
+
+typedef struct bench_opts { int quick, tune, sustained, fp8, shape[3]; const char *only; } bench_opts;
 
 static const hpdl_gemm_algo k_rungs[] = {HPDL_GEMM_NAIVE,    HPDL_GEMM_COALESCED,     HPDL_GEMM_SMEM,
                                          HPDL_GEMM_REG1D,    HPDL_GEMM_REG2D,         HPDL_GEMM_VEC4,
@@ -34,9 +41,11 @@ enum { N_RUNGS = sizeof k_rungs / sizeof k_rungs[0] };
 static const int k_sizes[][3] = {{1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192},
                                  {4095, 1000, 3001}};
 
-/* Datasheet dense peaks (TFLOP/s) for the GPU's name: f32 SIMT, f64 tensor, TF32 tensor, f16/bf16 tensor; 0 = unknown. */
+/* Datasheet dense peaks (TFLOP/s) for the GPU's name: f32 SIMT, f64 tensor, TF32 tensor, f16/bf16 tensor,
+   FP8 tensor (twice f16's); 0 = unknown. */
 static double peak_tflops(const char *gpu, const char *type) {
     int lowp = strcmp(type, "f16") == 0 || strcmp(type, "bf16") == 0, tf32 = strcmp(type, "tf32") == 0;
+    if (strcmp(type, "e4m3") == 0) return 2 * peak_tflops(gpu, "f16");
     if (strstr(gpu, "H100") && strstr(gpu, "PCIe")) return lowp ? 756 : tf32 ? 378 : 51;
     if (strstr(gpu, "H100") && strstr(gpu, "NVL")) return lowp ? 835 : tf32 ? 418 : 60;
     if (strstr(gpu, "H100") || strstr(gpu, "H200")) return lowp ? 989 : tf32 ? 495 : 67;
@@ -575,6 +584,211 @@ static void write_rungs(const bench_out *o) {
     fclose(f);
 }
 
+/* ---- --fp8: the FP8 GEMM against cuBLASLt's ------------------------------------- */
+
+/* C (M x N, row-major bf16) = A (M x K) B^T (B N x K), e4m3, scaled by
+   a_scale_inv * b_scale_inv. cuBLASLt is column-major and its FP8 kernels
+   take only the "TN" layout: computed as C^T (N x M) = op_T(B) * A, B read
+   column-major as K x N and transposed, A as K x M; each side's scale goes
+   with its operand. fast: CUBLASLT_MATMUL_DESC_FAST_ACCUM, which adds in
+   the tensor cores' accumulators as hpdl does; without it cuBLASLt moves
+   partial sums into f32 registers every few k-steps (more exact, slower). */
+typedef struct fp8_lt {
+    cublasLtHandle_t h;
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, lc;
+    cublasLtMatmulAlgo_t algo;
+    void *ws;
+    size_t ws_bytes;
+    const hpdl_e4m3 *A, *B;
+    hpdl_bf16 *C;
+} fp8_lt;
+
+static int fp8_lt_create(fp8_lt *g, int M, int N, int K, const hpdl_e4m3 *A, const hpdl_e4m3 *B, hpdl_bf16 *C,
+                         const float *a_scale_inv, const float *b_scale_inv, int fast) {
+    cublasOperation_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;
+    const int8_t fast_accum = (int8_t)fast;
+    cublasLtMatmulPreference_t pref;
+    cublasLtMatmulHeuristicResult_t res;
+    int found = 0;
+    memset(g, 0, sizeof *g);
+    g->A = A; g->B = B; g->C = C;
+    g->ws_bytes = 32u << 20;
+    HPDL_CHECK(hpdl_cuda_alloc(&g->ws, g->ws_bytes));
+    if (cublasLtCreate(&g->h) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulDescCreate(&g->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof n) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &b_scale_inv, sizeof b_scale_inv) !=
+            CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &a_scale_inv, sizeof a_scale_inv) !=
+            CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast_accum, sizeof fast_accum) !=
+            CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatrixLayoutCreate(&g->la, CUDA_R_8F_E4M3, K, N, K) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatrixLayoutCreate(&g->lb, CUDA_R_8F_E4M3, K, M, K) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatrixLayoutCreate(&g->lc, CUDA_R_16BF, N, M, N) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulPreferenceCreate(&pref) != CUBLAS_STATUS_SUCCESS)
+        return 0;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &g->ws_bytes, sizeof g->ws_bytes);
+    if (cublasLtMatmulAlgoGetHeuristic(g->h, g->desc, g->la, g->lb, g->lc, g->lc, pref, 1, &res, &found) !=
+            CUBLAS_STATUS_SUCCESS ||
+        found < 1)
+        found = 0;
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (found) g->algo = res.algo;
+    return found;
+}
+
+static void fp8_lt_destroy(fp8_lt *g) {
+    if (g->lc) cublasLtMatrixLayoutDestroy(g->lc);
+    if (g->lb) cublasLtMatrixLayoutDestroy(g->lb);
+    if (g->la) cublasLtMatrixLayoutDestroy(g->la);
+    if (g->desc) cublasLtMatmulDescDestroy(g->desc);
+    if (g->h) cublasLtDestroy(g->h);
+    hpdl_cuda_free(g->ws);
+}
+
+static void fp8_lt_run(void *ctx, cudaStream_t stream) {
+    fp8_lt *g = (fp8_lt *)ctx;
+    float one = 1, zero = 0;
+    HPDL_CUBLAS_CHECK(cublasLtMatmul(g->h, g->desc, &one, g->B, g->la, g->A, g->lb, &zero, g->C, g->lc, g->C, g->lc,
+                                     &g->algo, g->ws, g->ws_bytes, stream));
+}
+
+/* hpdl's FP8 GEMM on the same operands and scales (out_scale 1, no amax). */
+typedef struct fp8_hpdl {
+    int M, N, K;
+    const hpdl_e4m3 *A, *B;
+    hpdl_bf16 *C;
+    hpdl_cuda_fp8_scales s;
+} fp8_hpdl;
+
+static void fp8_hpdl_run(void *ctx, cudaStream_t stream) {
+    fp8_hpdl *g = (fp8_hpdl *)ctx;
+    HPDL_CHECK(hpdl_cuda_fp8_gemm_bf16(g->M, g->N, g->K, g->A, HPDL_FP8_E4M3, g->K, g->B, HPDL_FP8_E4M3, g->K, &g->s,
+                                       g->C, g->N, stream));
+}
+
+/* A rows x K matrix of e4m3 codes: random values in [-1, 1] cast with scale 400 (|x| 400 <= 448). */
+static hpdl_e4m3 *fp8_random(int rows, int K, unsigned seed, const float *scale) {
+    size_t n = (size_t)rows * K;
+    float *x;
+    hpdl_e4m3 *q;
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&x, n * sizeof *x));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&q, n * sizeof *q));
+    bench_fill<<<1024, 256>>>(x, n, seed);
+    HPDL_CHECK(hpdl_cuda_fp8_cast_e4m3_f32(x, (int64_t)n, scale, q, NULL, 0));
+    HPDL_CUDA_CHECK(cudaDeviceSynchronize());
+    hpdl_cuda_free(x);
+    return q;
+}
+
+/* One timed row: TFLOP/s of ms, ratio = anchor_ms / ms (1 for the anchor). */
+static void fp8_row(bench_out *o, const char *rung, int n, double ms, double anchor_ms, double err) {
+    bench_row row;
+    memset(&row, 0, sizeof row);
+    row.type = "e4m3"; row.rung = rung; row.M = row.N = row.K = n;
+    row.ms = ms;
+    row.tflops = 2.0 * n * n * (double)n / (ms * 1e-3) / 1e12;
+    row.ratio = anchor_ms / ms;
+    row.peak_share = peak_tflops(o->gpu, "e4m3") > 0 ? row.tflops / peak_tflops(o->gpu, "e4m3") : 0;
+    row.err = err;
+    row.status = "ok";
+    print_row(o, &row);
+}
+
+/* n^3: hpdl and cuBLASLt (fast accumulation: the anchor; and without)
+   checked against each other, then timed in turns; at 8192 hpdl's f16 GEMM
+   (AUTO, C = A B, all row-major) joins the turns. Returns 0 if hpdl's
+   result differs from cuBLASLt's. */
+static int fp8_size(bench_out *o, const bench_opts *opt, int n, hpdl_cuda_l2_flusher *fl) {
+    const float scale = 400.0f, scale_inv = 1.0f / 400.0f;
+    const size_t nc = (size_t)n * n;
+    fp8_hpdl g;
+    fp8_lt fast, exact;
+    memset(&exact, 0, sizeof exact); /* destroyed below even if never created */
+    bench_gemm<__half> h;
+    bench_data<__half> half;
+    hpdl_bf16 *ref;
+    float *d_scale, *d_scale_inv;
+    unsigned long long *d_err;
+    double err = 0, ms[4], flops = 2.0 * n * n * (double)n;
+    int runs = n == 8192 ? 4 : 3, good = 1;
+    hpdl_cuda_work_fn fns[4] = {fp8_hpdl_run, fp8_lt_run, fp8_lt_run, bench_run<__half>};
+    void *ctxs[4] = {&g, &fast, &exact, &h};
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&d_scale, sizeof(float)));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&d_scale_inv, sizeof(float)));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&d_err, 2 * sizeof *d_err));
+    HPDL_CHECK(hpdl_cuda_to_device(d_scale, &scale, sizeof scale, 0));
+    HPDL_CHECK(hpdl_cuda_to_device(d_scale_inv, &scale_inv, sizeof scale_inv, 0));
+    memset(&g, 0, sizeof g);
+    g.M = g.N = g.K = n;
+    g.A = fp8_random(n, n, 1u, d_scale);
+    g.B = fp8_random(n, n, 2u, d_scale);
+    g.s.a_scale_inv = g.s.b_scale_inv = d_scale_inv;
+    g.s.out_scale = NULL;
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&g.C, nc * sizeof *g.C));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&ref, nc * sizeof *ref));
+    int ran = fp8_lt_create(&fast, n, n, n, g.A, g.B, ref, d_scale_inv, d_scale_inv, 1) &&
+              fp8_lt_create(&exact, n, n, n, g.A, g.B, ref, d_scale_inv, d_scale_inv, 0);
+    if (!ran) printf("e4m3  %5d: cuBLASLt has no FP8 algorithm here; nothing timed\n", n);
+    if (ran) {
+        fp8_lt_run(&fast, 0);
+        HPDL_CHECK(hpdl_cuda_poison(g.C, nc * sizeof *g.C));
+        ran = hpdl_cuda_fp8_gemm_bf16(n, n, n, g.A, HPDL_FP8_E4M3, n, g.B, HPDL_FP8_E4M3, n, &g.s, g.C, n, 0) !=
+              HPDL_ERR_UNSUPPORTED;
+        if (!ran) printf("e4m3  %5d: hpdl's FP8 GEMM needs sm_90a and a Hopper GPU; nothing timed\n", n);
+    }
+    if (ran) {
+        HPDL_CUDA_CHECK(cudaDeviceSynchronize());
+        err = rel_error((const __nv_bfloat16 *)g.C, (const __nv_bfloat16 *)ref, nc, d_err);
+        good = err <= bench_tol("bf16");
+    }
+    if (ran && n == 8192) {
+        bench_data_create(&half, n, n, n);
+        h.algo = HPDL_GEMM_AUTO; h.M = h.N = h.K = n; h.A = half.A; h.B = half.B; h.C = half.C;
+    }
+    if (ran && good) {
+        HPDL_CHECK(hpdl_cuda_time_interleaved_ms(runs, fns, ctxs, 0, 2, opt->quick ? 20 : 50, fl, ms));
+        fp8_row(o, "cublaslt_fast", n, ms[1], ms[1], 0);
+        fp8_row(o, "cublaslt", n, ms[2], ms[1], 0);
+        fp8_row(o, "hpdl_fp8", n, ms[0], ms[1], err);
+        if (o->head) {
+            char metric[64];
+            snprintf(metric, sizeof metric, "gemm_fp8_e4m3_%d_hpdl", n);
+            hpdl_csv_row(o->head, metric, flops / (ms[0] * 1e-3) / 1e12, "TFLOP/s", "cublaslt_fp8_fast_accum",
+                         flops / (ms[1] * 1e-3) / 1e12, 1);
+        }
+        if (n == 8192) {
+            printf("e4m3  %5d %5d %5d  %-16s %10.3f %9.2f  -> hpdl FP8 / hpdl f16 = %.3f\n", n, n, n, "hpdl_f16 (AUTO)",
+                   ms[3], flops / (ms[3] * 1e-3) / 1e12, ms[3] / ms[0]);
+            if (o->head)
+                hpdl_csv_row(o->head, "gemm_fp8_e4m3_8192_hpdl_vs_f16", flops / (ms[0] * 1e-3) / 1e12, "TFLOP/s",
+                             "hpdl_f16", flops / (ms[3] * 1e-3) / 1e12, 1);
+        }
+    } else if (ran) {
+        printf("e4m3  %5d %5d %5d  %-16s WRONG (max|err|/max|C| %.1e against cuBLASLt): not timed\n", n, n, n, "hpdl_fp8", err);
+    }
+    if (ran && n == 8192) bench_data_destroy(&half);
+    fp8_lt_destroy(&fast);
+    fp8_lt_destroy(&exact);
+    hpdl_cuda_free((void *)g.A); hpdl_cuda_free((void *)g.B); hpdl_cuda_free(g.C); hpdl_cuda_free(ref);
+    hpdl_cuda_free(d_scale); hpdl_cuda_free(d_scale_inv); hpdl_cuda_free(d_err);
+    return good;
+}
+
+static int fp8_all(bench_out *o, const bench_opts *opt, hpdl_cuda_l2_flusher *fl) {
+    static const int sizes[] = {2048, 4096, 8192};
+    int i, good = 1;
+    printf("FP8: C (bf16) = A B^T, A and B e4m3 (values in [-1, 1] cast with scale 400, scale_inv 1/400), "
+           "f32 accumulation; hpdl against cuBLASLt FP8 (TN) with fast accumulation, timed in turns "
+           "with cuBLASLt's default (f32 promotion) and, at 8192, hpdl's f16 GEMM\n");
+    for (i = 0; i < 3; i++)
+        if (!opt->quick || sizes[i] == 4096) good &= fp8_size(o, opt, sizes[i], fl);
+    return good;
+}
+
 /* "MxNxK" into shape[3]; 0 (after a message that names --shape) unless
    three sizes in [1, 65536]. */
 static int parse_shape(const char *text, int *shape) {
@@ -596,7 +810,7 @@ static int parse_shape(const char *text, int *shape) {
 
 static void parse_args(int argc, char **argv, bench_opts *opt) {
     const char *shape = NULL, *output = NULL, *types = "f32|f64|f16|bf16|tf32";
-    hpdl_cli_option opts[7];
+    hpdl_cli_option opts[8];
     opts[0] = hpdl_cli_flag("quick", 0, &opt->quick, "4096^3 only, fewer runs");
     opts[1] = hpdl_cli_flag("tune", 0, &opt->tune, "internal tile variants of the fast rungs at 4096^3 NN");
     opts[2] = hpdl_cli_flag("sustained", 0, &opt->sustained, "cuBLAS and the fast rungs at the GPU's power limit");
@@ -604,7 +818,8 @@ static void parse_args(int argc, char **argv, bench_opts *opt) {
     opts[4] = hpdl_cli_choice("precision", 0, &opt->only, types, "one type only (none: all)");
     opts[5] = hpdl_cli_choice("type", 0, &opt->only, types, "the same as --precision");
     opts[6] = hpdl_cli_string("output", 0, &output, "DIR", "folder for the CSVs ($HPDL_RESULTS, else .)");
-    hpdl_cli_parse(argc, argv, "gemm", "Every rung of the GEMM ladder against cuBLAS.", opts, 7);
+    opts[7] = hpdl_cli_flag("fp8", 0, &opt->fp8, "the FP8 GEMM (e4m3) against cuBLASLt's at 2048^3, 4096^3, 8192^3");
+    hpdl_cli_parse(argc, argv, "gemm", "Every rung of the GEMM ladder against cuBLAS.", opts, 8);
     if (shape && !parse_shape(shape, opt->shape)) exit(2);
     if (shape) opt->quick = 1; /* fewer runs */
     hpdl_csv_set_dir(output);
@@ -635,13 +850,17 @@ int main(int argc, char **argv) {
            "peak", "err", "status");
     o.head = hpdl_csv_open(".", "gemm");
     o.all = hpdl_csv_open_with_header(".", "gemm_all", "metric,value,unit,anchor,anchor_value,ratio,type,m,n,k,rung,ms,peak_share,max_rel_err,status");
-    good &= bench_type<float>(&o, &opt, "f32", 0, &fl);
-    good &= bench_type<double>(&o, &opt, "f64", 1, &fl);
-    good &= bench_type<__half>(&o, &opt, "f16", 2, &fl);
-    good &= bench_type<__nv_bfloat16>(&o, &opt, "bf16", 3, &fl);
-    g_tf32 = 1;
-    good &= bench_type<float>(&o, &opt, "tf32", 4, &fl);
-    write_rungs(&o);
+    if (opt.fp8) {
+        good &= fp8_all(&o, &opt, &fl);
+    } else {
+        good &= bench_type<float>(&o, &opt, "f32", 0, &fl);
+        good &= bench_type<double>(&o, &opt, "f64", 1, &fl);
+        good &= bench_type<__half>(&o, &opt, "f16", 2, &fl);
+        good &= bench_type<__nv_bfloat16>(&o, &opt, "bf16", 3, &fl);
+        g_tf32 = 1;
+        good &= bench_type<float>(&o, &opt, "tf32", 4, &fl);
+        write_rungs(&o);
+    }
     if (o.head) fclose(o.head);
     if (o.all) fclose(o.all);
     hpdl_cuda_l2_flusher_destroy(&fl);
