@@ -4,7 +4,7 @@
 # and from dir/dp_scaling_acc.csv (run,hidden,batch_per_gpu,gpus,lr_scale,warmup_epochs,final_lr,
 # epoch5_loss,epoch5_test_acc), when there, dp_scaling_acc.png; and from dir/dp_roofline_rates.csv and
 # dir/dp_roofline_points.csv (runs on more than one GPU), when there, dp_roofline.png.
-# csv: dp_scaling_all dp_scaling_acc
+# csv: dp_scaling_all dp_scaling_acc dp_roofline_rates dp_roofline_points
 if (!exists("dir")) dir = "."
 if (!exists("tagger")) tagger = "scripts/plots.sh --tag"
 tag(f) = system(tagger." ".f)
