@@ -3577,8 +3577,13 @@ HPDL_DEFINE_CUDA_GEMM(bf16, hpdl_bf16, float)
                     cudnnFind*AlgorithmEx and remembered (tensor-op math for
                     f16/bf16; f32 without TF32); built with HPDL_HAVE_CUDNN
                     (-lcudnn), else HPDL_ERR_UNSUPPORTED
-   AUTO takes WGMMA, then MMA, where they apply, else IMPLICIT_GEMM, or DIRECT for a GEMM
-   too large for its grid (HPDL_ERR_UNSUPPORTED from IMPLICIT_GEMM itself).
+     WINOGRAD       f32 forward 3x3 at stride 1 (one group, no dilation):
+                    Winograd's F(4x4, 3x3), its 36 products one batch of
+                    the warptile GEMM; workspace from the stream's pool
+                    (the rung's section says how much)
+   AUTO takes the few-channel kernels where a side has under 32 channels,
+   then WINOGRAD, WGMMA, MMA where they apply, else IMPLICIT_GEMM, or DIRECT
+   for a GEMM too large for its grid (HPDL_ERR_UNSUPPORTED from IMPLICIT_GEMM itself).
    The rungs index with the CPU twin's helpers (hpdl_tensor4_offset,
    hpdl__tap_input, hpdl__tap_output). */
 
