@@ -5448,8 +5448,10 @@ struct hpdl__wino_plan {
     float *u, *v, *m;             /* U: 36 x C x K, V: 36 x C x cols, M: 36 x cols x K */
 };
 
-/* Steps between neighbouring rows and columns of one channel of a tensor. */
-static __device__ __forceinline__ void hpdl__wino_steps(const hpdl_tensor4 &d, int64_t *row, int64_t *col) {
+/* Steps between neighbouring channels, rows and columns of a tensor. */
+static __device__ __forceinline__ void hpdl__wino_steps(const hpdl_tensor4 &d, int64_t *chan, int64_t *row,
+                                                       int64_t *col) {
+    *chan = d.layout == HPDL_NHWC ? 1 : (int64_t)d.h * d.w;
     *col = d.layout == HPDL_NHWC ? d.c : 1;
     *row = *col * d.w;
 }
@@ -5476,8 +5478,8 @@ __global__ void hpdl__wino_filter(hpdl__conv_geom g, const T *w, T *u) {
 template <typename T>
 __global__ void hpdl__wino_input(hpdl__conv_geom g, hpdl__wino_plan plan, const T *x, T *v) {
     const int C = g.x.c, H = g.x.h, W = g.x.w;
-    int64_t row, col;
-    hpdl__wino_steps(g.x, &row, &col);
+    int64_t chan, row, col;
+    hpdl__wino_steps(g.x, &chan, &row, &col);
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (int64_t)C * plan.cols;
          i += (int64_t)gridDim.x * blockDim.x) {
         const int t = (int)(i % plan.cols), c = (int)(i / plan.cols);
@@ -5501,31 +5503,50 @@ __global__ void hpdl__wino_input(hpdl__conv_geom g, hpdl__wino_plan plan, const 
     }
 }
 
-/* y's 4x4 block of tile t and channel k = A^T M A, M gathered from the 36
-   products; threads along k (M's rows are contiguous in k). */
+/* y = A^T M A for 8 tiles and 32 output channels a block of 256 threads:
+   each thread transforms one (tile, channel), reading M along k (its rows'
+   contiguous axis), into shared memory; then the block stores along y's
+   contiguous axis, w in NCHW (a tile row of 8 tiles x 4 columns a warp),
+   k in NHWC. Storing from the threads that read along k would scatter
+   4-byte pieces over 32 channel planes per warp instruction in NCHW. */
+enum { HPDL__WINO_OUT_TILES = 8, HPDL__WINO_OUT_K = 32 };
+
 template <typename T>
-__global__ void hpdl__wino_output(hpdl__conv_geom g, hpdl__wino_plan plan, const T *m, T *y) {
-    const int K = g.y.c, P = g.y.h, Q = g.y.w;
-    int64_t row, col;
-    hpdl__wino_steps(g.y, &row, &col);
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (int64_t)plan.tiles * K;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const int k = (int)(i % K), t = (int)(i / K);
-        const int tw = t % plan.tiles_w, th = t / plan.tiles_w % plan.tiles_h, n = t / plan.tiles_w / plan.tiles_h;
-        const int h0 = th * 4, w0 = tw * 4;
+__global__ void __launch_bounds__(256) hpdl__wino_output(hpdl__conv_geom g, hpdl__wino_plan plan, const T *m, T *y) {
+    enum { NT = HPDL__WINO_OUT_TILES, NK = HPDL__WINO_OUT_K, LD = NT * 16 + 1 /* a channel's row, padded */ };
+    __shared__ T out[NK * LD];
+    __shared__ int64_t image[NT];
+    __shared__ int first_h[NT], first_w[NT];
+    const int K = g.y.c, P = g.y.h, Q = g.y.w, t0 = (int)blockIdx.x * NT, k0 = (int)blockIdx.y * NK;
+    const int mine_t = (int)threadIdx.x / NK, mine_k = (int)threadIdx.x % NK;
+    int64_t chan, row, col;
+    hpdl__wino_steps(g.y, &chan, &row, &col);
+    if (threadIdx.x < NT) {
+        const int t = t0 + (int)threadIdx.x, tw = t % plan.tiles_w, th = t / plan.tiles_w % plan.tiles_h;
+        image[threadIdx.x] = hpdl_tensor4_offset(&g.y, t < plan.tiles ? t / plan.tiles_w / plan.tiles_h : 0, 0, 0, 0);
+        first_h[threadIdx.x] = th * 4;
+        first_w[threadIdx.x] = tw * 4;
+    }
+    if (t0 + mine_t < plan.tiles && k0 + mine_k < K) {
+        const T *at = m + (int64_t)(t0 + mine_t) * K + k0 + mine_k;
         T s[36], e[24], o[16];
-        T *base = y + hpdl_tensor4_offset(&g.y, n, k, 0, 0);
 #pragma unroll
-        for (int j = 0; j < 36; j++) s[j] = m[(int64_t)j * plan.cols * K + i];
+        for (int j = 0; j < 36; j++) s[j] = at[(int64_t)j * plan.cols * K];
 #pragma unroll
         for (int j = 0; j < 6; j++) hpdl__wino_output_1d(s + j, 6, e + j, 6); /* columns: A^T M, 4 x 6 */
 #pragma unroll
         for (int j = 0; j < 4; j++) hpdl__wino_output_1d(e + 6 * j, 1, o + 4 * j, 1); /* rows: (A^T M) A */
 #pragma unroll
-        for (int a = 0; a < 4; a++)
-#pragma unroll
-            for (int b = 0; b < 4; b++)
-                if (h0 + a < P && w0 + b < Q) base[(h0 + a) * row + (w0 + b) * col] = o[4 * a + b];
+        for (int j = 0; j < 16; j++) out[mine_k * LD + mine_t * 16 + j] = o[j];
+    }
+    __syncthreads();
+    for (int i = (int)threadIdx.x; i < NK * NT * 16; i += (int)blockDim.x) {
+        int kk, tt, a, b; /* channel and tile in the block, row and column in the tile */
+        if (col == 1) { kk = i / (NT * 16); a = i / (NT * 4) % 4; tt = i % (NT * 4) / 4; b = i % 4; }
+        else { kk = i % NK; tt = i / NK % NT; a = i / (NK * NT) % 4; b = i / (NK * NT * 4); }
+        const int h = first_h[tt] + a, w = first_w[tt] + b;
+        if (t0 + tt < plan.tiles && k0 + kk < K && h < P && w < Q)
+            y[image[tt] + (k0 + kk) * chan + h * row + w * col] = out[kk * LD + tt * 16 + a * 4 + b];
     }
 }
 
@@ -5571,7 +5592,9 @@ static inline hpdl_status hpdl__wino_run(const hpdl__conv_geom &g, hpdl__conv_pa
     hpdl__wino_input<float><<<hpdl__grid_for((int64_t)C * plan.cols, 256), 256, 0, stream>>>(g, plan, x, plan.v);
     s = cudaGetLastError() == cudaSuccess ? hpdl__wino_products(plan, C, K, stream) : HPDL_ERR_CUDA;
     if (s == HPDL_OK) {
-        hpdl__wino_output<float><<<hpdl__grid_for((int64_t)plan.tiles * K, 256), 256, 0, stream>>>(g, plan, plan.m, y);
+        const dim3 grid((unsigned)((plan.tiles + HPDL__WINO_OUT_TILES - 1) / HPDL__WINO_OUT_TILES),
+                        (unsigned)((K + HPDL__WINO_OUT_K - 1) / HPDL__WINO_OUT_K));
+        hpdl__wino_output<float><<<grid, 256, 0, stream>>>(g, plan, plan.m, y);
         if (cudaGetLastError() != cudaSuccess) s = HPDL_ERR_CUDA;
     }
     if (cudaFreeAsync(plan.u, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
