@@ -5400,14 +5400,15 @@ template <> struct hpdl__conv_wg<__nv_bfloat16> {
    back after the call.
 
    The points are 0, 1, -1, 2, -1/2 and infinity (Toom-Cook): with them the
-   f32 error on random data is a third of that with the textbook 0, +-1,
-   +-2 (1.9e-4 against 1.4e-3 of the output's scale at C = 512, simulated
-   on the host, 2026-11-26), but still about twice the direct sum's: the
-   transforms' large and small entries (A^T's 8 and 1/8) amplify the
-   roundings of the sums over C. tests/gpu_conv.cu allows it four times
-   the f32 tolerance (notes/conv.md). */
+   f32 error on random data is a sixth of that with the textbook 0, +-1,
+   +-2 (2.5e-4 against 1.4e-3 of the output's scale at C = 512, simulated
+   on the host, 2026-11-26), but still up to twice the direct sum's: the
+   transformed values are larger than the outputs they cancel into, so the
+   f32 sums over C round more of them. tests/gpu_conv.cu allows it four
+   times the f32 tolerance (notes/conv.md). */
 
-/* v = B^T d for one column (or row) d of a 6x6 block, s apart. */
+/* v = B^T d for one column (or row) d of a 6x6 block: elements ds apart in
+   d, vs apart in v. The helpers below take their strides the same way. */
 template <typename T>
 static __device__ __forceinline__ void hpdl__wino_input_1d(const T *d, int ds, T *v, int vs) {
     const T d0 = d[0], d1 = d[ds], d2 = d[2 * ds], d3 = d[3 * ds], d4 = d[4 * ds], d5 = d[5 * ds];
