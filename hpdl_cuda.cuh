@@ -5487,7 +5487,7 @@ __global__ void hpdl__wino_input(hpdl__conv_geom g, hpdl__wino_plan plan, const 
         const int tw = t % plan.tiles_w, th = t / plan.tiles_w % plan.tiles_h, n = t / plan.tiles_w / plan.tiles_h;
         const int h0 = th * 4 - g.p.pad_h, w0 = tw * 4 - g.p.pad_w;
         T d[36], e[36];
-        const T *base = x + hpdl_tensor4_offset(&g.x, t < plan.tiles ? n : 0, c, 0, 0);
+        const T *base = x + hpdl_tensor4_offset(&g.x, t < plan.tiles ? n : 0, 0, 0, 0) + c * chan;
 #pragma unroll
         for (int a = 0; a < 6; a++)
 #pragma unroll
