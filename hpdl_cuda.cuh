@@ -981,6 +981,11 @@ template <typename T, typename ACC> struct hpdl__gemm_args {
     ACC alpha, beta;
 };
 
+/* Elements between the operands of one GEMM and the next in a strided batch. */
+struct hpdl__gemm_batch {
+    int64_t a, b, c;
+};
+
 static __device__ __forceinline__ float hpdl__gemm_acc(float x) { return x; }
 static __device__ __forceinline__ double hpdl__gemm_acc(double x) { return x; }
 static __device__ __forceinline__ float hpdl__gemm_acc(__half x) { return __half2float(x); }
@@ -1347,10 +1352,13 @@ template <typename T, typename ACC> __global__ void __launch_bounds__(256) hpdl_
    current one is multiplied, into the other of two shared buffers (one
    barrier per tile). Block tile 128 x 16TN x BK; TN: 8 (the launcher's), or
    16 for 128x256 tiles (bench --tune: fewer shared reads per FMA, but 232
-   registers and one block per SM, slower); MINB: blocks per SM to fit;
-   FAST: every tile is inside the matrices and aligned (no bounds checks). */
+   registers and one block per SM, slower), 4 for 128x64 (the Winograd
+   convolution's 64 output channels; BK 16 so each thread moves a chunk of
+   B); MINB: blocks per SM to fit; FAST: every tile is inside the matrices
+   and aligned (no bounds checks). A strided batch of GEMMs of one shape:
+   blockIdx.z picks the matrices, `batch` elements apart (zeros: one GEMM). */
 template <typename T, typename ACC, int BK, int TN, int MINB, bool FAST>
-__global__ void __launch_bounds__(256, MINB) hpdl__gemm_warptile(hpdl__gemm_args<T, ACC> g) {
+__global__ void __launch_bounds__(256, MINB) hpdl__gemm_warptile(hpdl__gemm_args<T, ACC> g, hpdl__gemm_batch batch) {
     enum { BM = 128, BN = 16 * TN, LDA = BM + 4, LDB = BN + 4, CA = BM * BK / 1024, CB = BN * BK / 1024 /* chunks per thread */ };
     __shared__ __align__(16) ACC As[2][BK * LDA];
     __shared__ __align__(16) ACC Bs[2][BK * LDB];
@@ -1359,6 +1367,9 @@ __global__ void __launch_bounds__(256, MINB) hpdl__gemm_warptile(hpdl__gemm_args
     ACC acc[8][TN], a[8], b[TN], va[CA][4], vb[CB][4];
     hpdl__simt_chunk<T, BM, BK> ca[CA];
     hpdl__simt_chunk<T, BN, BK> cb[CB];
+    g.a.p += blockIdx.z * batch.a;
+    g.b.p += blockIdx.z * batch.b;
+    g.C += blockIdx.z * batch.c;
     hpdl__gemm_tile_order(&tm, &tn);
     tm *= BM;
     tn *= BN;
@@ -2339,6 +2350,25 @@ template <typename ARGS> static inline int hpdl__gemm_interior(const ARGS &g, in
 /* K depth of the warptile rung's tiles. */
 #define HPDL__WARPTILE_BK 8
 
+/* The warptile rung's 128 x 16TN tiles on `count` GEMMs of one shape, the
+   operands of each `batch` elements after the one before (count 1: one GEMM). */
+template <typename T, typename ACC, int BK, int TN>
+static inline hpdl_status hpdl__gemm_launch_warptile(const hpdl__gemm_args<T, ACC> &g, hpdl__gemm_batch batch,
+                                                     int count, cudaStream_t stream) {
+    enum { MINB = sizeof(ACC) == 4 ? 2 : 1 };
+    dim3 grid;
+    hpdl_status s = hpdl__gemm_grid(g.N, 16 * TN, g.M, 128, &grid);
+    if (s != HPDL_OK) return s;
+    if (count < 1 || count > 65535) return HPDL_ERR_UNSUPPORTED;
+    grid.z = (unsigned)count;
+    if (hpdl__gemm_interior(g, 128, 16 * TN, BK))
+        hpdl__gemm_warptile<T, ACC, BK, TN, MINB, true><<<grid, 256, 0, stream>>>(g, batch);
+    else
+        hpdl__gemm_warptile<T, ACC, BK, TN, MINB, false><<<grid, 256, 0, stream>>>(g, batch);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
 /* The SIMT rungs, for every type. */
 template <typename T, typename ACC>
 static inline hpdl_status hpdl__gemm_launch_simt(hpdl_gemm_algo algo, const hpdl__gemm_args<T, ACC> &g,
@@ -2370,13 +2400,7 @@ static inline hpdl_status hpdl__gemm_launch_simt(hpdl_gemm_algo algo, const hpdl
         if ((s = hpdl__gemm_grid(g.N, 128, g.M, 128, &grid)) != HPDL_OK) return s;
         hpdl__gemm_vec4<<<grid, 256, 0, stream>>>(g);
         break;
-    case HPDL_GEMM_WARPTILE:
-        if ((s = hpdl__gemm_grid(g.N, 128, g.M, 128, &grid)) != HPDL_OK) return s;
-        if (hpdl__gemm_interior(g, 128, 128, HPDL__WARPTILE_BK))
-            hpdl__gemm_warptile<T, ACC, HPDL__WARPTILE_BK, 8, sizeof(ACC) == 4 ? 2 : 1, true><<<grid, 256, 0, stream>>>(g);
-        else
-            hpdl__gemm_warptile<T, ACC, HPDL__WARPTILE_BK, 8, sizeof(ACC) == 4 ? 2 : 1, false><<<grid, 256, 0, stream>>>(g);
-        break;
+    case HPDL_GEMM_WARPTILE: return hpdl__gemm_launch_warptile<T, ACC, HPDL__WARPTILE_BK, 8>(g, hpdl__gemm_batch(), 1, stream);
     default: return HPDL_ERR_UNSUPPORTED;
     }
     HPDL_CUDA_TRY_LAUNCH();
@@ -3566,10 +3590,14 @@ HPDL_DEFINE_CUDA_GEMM(bf16, hpdl_bf16, float)
                     cudnnFind*AlgorithmEx and remembered (tensor-op math for
                     f16/bf16; f32 without TF32); built with HPDL_HAVE_CUDNN
                     (-lcudnn), else HPDL_ERR_UNSUPPORTED
+     WINOGRAD       f32 forward 3x3 at stride 1 (one group, no dilation):
+                    Winograd's F(4x4, 3x3), its 36 products one batch of
+                    the warptile GEMM; workspace from the stream's pool
+                    (the rung's section says how much)
    AUTO takes the few-channel CUDA-core kernels where the GEMM is narrow
-   (hpdl__conv_few_channels: K < 32), then FEW_MMA, WGMMA, MMA where they apply,
-   else IMPLICIT_GEMM, or DIRECT for a GEMM too large for its grid
-   (HPDL_ERR_UNSUPPORTED from IMPLICIT_GEMM itself).
+   (hpdl__conv_few_channels: under 32 columns), then FEW_MMA, WINOGRAD,
+   WGMMA, MMA where they apply, else IMPLICIT_GEMM, or DIRECT for a GEMM too
+   large for its grid (HPDL_ERR_UNSUPPORTED from IMPLICIT_GEMM itself).
    The rungs index with the CPU twin's helpers (hpdl_tensor4_offset,
    hpdl__tap_input, hpdl__tap_output). */
 
@@ -3580,7 +3608,8 @@ typedef enum hpdl_conv_algo {
     HPDL_CONV_MMA,   /* f16/bf16, NHWC: tensor cores; HPDL_ERR_UNSUPPORTED elsewhere */
     HPDL_CONV_WGMMA, /* f16/bf16, NHWC, Hopper: TMA + wgmma (forward, stride-1 backward-data) */
     HPDL_CONV_FEW_MMA, /* f16/bf16, NHWC, at most 8 input channels (the stems): forward, backward-filter */
-    HPDL_CONV_CUDNN /* the vendor library (HPDL_HAVE_CUDNN; else HPDL_ERR_UNSUPPORTED) */
+    HPDL_CONV_CUDNN, /* the vendor library (HPDL_HAVE_CUDNN; else HPDL_ERR_UNSUPPORTED) */
+    HPDL_CONV_WINOGRAD /* f32 forward 3x3 stride 1: Winograd F(4x4, 3x3) (workspace from the stream's pool) */
 } hpdl_conv_algo;
 
 HPDL_CUDA_API const char *hpdl_conv_algo_name(hpdl_conv_algo a) {
@@ -3592,6 +3621,7 @@ HPDL_CUDA_API const char *hpdl_conv_algo_name(hpdl_conv_algo a) {
     case HPDL_CONV_WGMMA: return "wgmma";
     case HPDL_CONV_FEW_MMA: return "few-mma";
     case HPDL_CONV_CUDNN: return "cudnn";
+    case HPDL_CONV_WINOGRAD: return "winograd";
     }
     return "?";
 }
@@ -5821,6 +5851,243 @@ template <> struct hpdl__conv_fm_type<__nv_bfloat16> {
     }
 };
 
+/* ---- rung: Winograd F(4x4, 3x3), f32 ------------------------------------------------ */
+
+/* Forward 3x3 convolutions at stride 1 (any padding, one group, dilation 1)
+   in f32, NCHW or NHWC, by Winograd's minimal filtering F(4x4, 3x3): each
+   4x4 block of outputs ("tile") of each image and output channel is
+       Y = A^T [ sum over c of (G g_kc G^T) . (B^T d_c B) ] A
+   where d_c is the 6x6 block of input channel c under the tile (zeros
+   outside the image) and "." multiplies element by element: 36 products
+   per tile, channel pair instead of the direct sum's 144. Gathered by the
+   36 positions i of the 6x6 blocks, the sums are 36 GEMMs:
+       U_i [C x K]     = (G g G^T)_i of every filter          (hpdl__wino_filter)
+       V_i [C x tiles] = (B^T d B)_i of every channel, tile   (hpdl__wino_input)
+       M_i [tiles x K] = V_i^T U_i                            (the warptile GEMM, one strided batch of 36)
+       y               = A^T M A of every tile and channel    (hpdl__wino_output)
+   tiles = N ceil(P/4) ceil(Q/4) for a P x Q output, rounded up to a multiple
+   of 128 (the GEMM's rows; the extra columns of V are zeros) so that the
+   GEMM's whole-tile path applies when C % 8 == 0 and K % 64 == 0. The
+   workspace of 36 (C K + (C + K) tiles) floats (ResNet-50's conv2_x at batch
+   128: 463 MB) is taken from the stream's pool (cudaMallocAsync) and given
+   back after the call.
+
+   The points are 0, 1, -1, 2, -1/2 and infinity (Toom-Cook): with them the
+   f32 error on random data is a sixth of that with the textbook 0, +-1,
+   +-2 (2.5e-4 against 1.4e-3 of the output's scale at C = 512, simulated
+   on the host, 2026-11-26), but still up to twice the direct sum's: the
+   transformed values are larger than the outputs they cancel into, so the
+   f32 sums over C round more of them. tests/gpu_conv.cu allows it four
+   times the f32 tolerance (notes/conv.md). */
+
+/* v = B^T d for one column (or row) d of a 6x6 block: elements ds apart in
+   d, vs apart in v. The helpers below take their strides the same way. */
+template <typename T>
+static __device__ __forceinline__ void hpdl__wino_input_1d(const T *d, int ds, T *v, int vs) {
+    const T d0 = d[0], d1 = d[ds], d2 = d[2 * ds], d3 = d[3 * ds], d4 = d[4 * ds], d5 = d[5 * ds];
+    v[0] = d0 + (T)1.5 * d1 - (T)2 * d2 - (T)1.5 * d3 + d4;
+    v[vs] = -d1 - (T)2.5 * d2 - (T)0.5 * d3 + d4;
+    v[2 * vs] = d1 + (T)0.5 * d2 - (T)2.5 * d3 + d4;
+    v[3 * vs] = (T)-0.5 * d1 - d2 + (T)0.5 * d3 + d4;
+    v[4 * vs] = (T)2 * d1 - d2 - (T)2 * d3 + d4;
+    v[5 * vs] = d1 + (T)1.5 * d2 - (T)2 * d3 - (T)1.5 * d4 + d5;
+}
+
+/* u = G g for one column (or row) g of a 3x3 filter (in f64: one rounding
+   to f32 at the end). */
+static __device__ __forceinline__ void hpdl__wino_filter_1d(const double *g, int gs, double *u, int us) {
+    const double g0 = g[0], g1 = g[gs], g2 = g[2 * gs];
+    u[0] = g0;
+    u[us] = -(g0 + g1 + g2) / 3;
+    u[2 * us] = (g0 - g1 + g2) / 3;
+    u[3 * us] = (g0 + 2 * g1 + 4 * g2) / 15;
+    u[4 * us] = (-16 * g0 + 8 * g1 - 4 * g2) / 15;
+    u[5 * us] = g2;
+}
+
+/* y = A^T m for one column (or row) m of a 6x6 block: 4 values. */
+template <typename T>
+static __device__ __forceinline__ void hpdl__wino_output_1d(const T *m, int ms, T *y, int ys) {
+    const T m0 = m[0], m1 = m[ms], m2 = m[2 * ms], m3 = m[3 * ms], m4 = m[4 * ms], m5 = m[5 * ms];
+    y[0] = m0 + m1 + m2 + m3 + m4;
+    y[ys] = m1 - m2 + (T)2 * m3 - (T)0.5 * m4;
+    y[2 * ys] = m1 + m2 + (T)4 * m3 + (T)0.25 * m4;
+    y[3 * ys] = m1 - m2 + (T)8 * m3 - (T)0.125 * m4 + m5;
+}
+
+/* The tiles of the output and the workspace's three arrays. */
+struct hpdl__wino_plan {
+    int tiles_h, tiles_w, tiles;  /* tiles: N tiles_h tiles_w */
+    int cols;                     /* tiles rounded up to a multiple of 128: V's and M's row length */
+    float *u, *v, *m;             /* U: 36 x C x K, V: 36 x C x cols, M: 36 x cols x K */
+};
+
+/* Steps between neighbouring channels, rows and columns of a tensor. */
+static __device__ __forceinline__ void hpdl__wino_steps(const hpdl_tensor4 &d, int64_t *chan, int64_t *row,
+                                                       int64_t *col) {
+    *chan = d.layout == HPDL_NHWC ? 1 : (int64_t)d.h * d.w;
+    *col = d.layout == HPDL_NHWC ? d.c : 1;
+    *row = *col * d.w;
+}
+
+/* U_i[c][k] = (G g G^T)_i for each filter (k, c); threads along k. */
+template <typename T>
+__global__ void hpdl__wino_filter(hpdl__conv_geom g, const T *w, T *u) {
+    const int C = g.x.c, K = g.y.c;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (int64_t)C * K; i += (int64_t)gridDim.x * blockDim.x) {
+        const int k = (int)(i % K), c = (int)(i / K);
+        double f[9], t[18], r[36];
+        for (int j = 0; j < 9; j++) f[j] = w[hpdl_tensor4_offset(&g.w, k, c, j / 3, j % 3)];
+#pragma unroll
+        for (int j = 0; j < 3; j++) hpdl__wino_filter_1d(f + j, 3, t + j, 3); /* columns: G g, 6 x 3 */
+#pragma unroll
+        for (int j = 0; j < 6; j++) hpdl__wino_filter_1d(t + 3 * j, 1, r + 6 * j, 1); /* rows: (G g) G^T */
+#pragma unroll
+        for (int j = 0; j < 36; j++) u[(int64_t)j * C * K + i] = (T)r[j];
+    }
+}
+
+/* V_i[c][t] = (B^T d B)_i for each channel c and tile t (zeros for the
+   padding tiles t >= tiles); threads along t. */
+template <typename T>
+__global__ void hpdl__wino_input(hpdl__conv_geom g, hpdl__wino_plan plan, const T *x, T *v) {
+    const int C = g.x.c, H = g.x.h, W = g.x.w;
+    int64_t chan, row, col;
+    hpdl__wino_steps(g.x, &chan, &row, &col);
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (int64_t)C * plan.cols;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int t = (int)(i % plan.cols), c = (int)(i / plan.cols);
+        const int tw = t % plan.tiles_w, th = t / plan.tiles_w % plan.tiles_h, n = t / plan.tiles_w / plan.tiles_h;
+        const int h0 = th * 4 - g.p.pad_h, w0 = tw * 4 - g.p.pad_w;
+        T d[36], e[36];
+        const T *base = x + hpdl_tensor4_offset(&g.x, t < plan.tiles ? n : 0, 0, 0, 0) + c * chan;
+#pragma unroll
+        for (int a = 0; a < 6; a++)
+#pragma unroll
+            for (int b = 0; b < 6; b++) {
+                const int h = h0 + a, w = w0 + b;
+                d[6 * a + b] = t < plan.tiles && h >= 0 && h < H && w >= 0 && w < W ? base[h * row + w * col] : (T)0;
+            }
+#pragma unroll
+        for (int j = 0; j < 6; j++) hpdl__wino_input_1d(d + j, 6, e + j, 6); /* columns: B^T d */
+#pragma unroll
+        for (int j = 0; j < 6; j++) hpdl__wino_input_1d(e + 6 * j, 1, d + 6 * j, 1); /* rows: (B^T d) B */
+#pragma unroll
+        for (int j = 0; j < 36; j++) v[(int64_t)j * C * plan.cols + i] = d[j];
+    }
+}
+
+/* y = A^T M A for 8 tiles and 32 output channels a block of 256 threads:
+   each thread transforms one (tile, channel), reading M along k (its rows'
+   contiguous axis), into shared memory; then the block stores along y's
+   contiguous axis, w in NCHW (a tile row of 8 tiles x 4 columns a warp),
+   k in NHWC. Storing from the threads that read along k would scatter
+   4-byte pieces over 32 channel planes per warp instruction in NCHW. */
+enum { HPDL__WINO_OUT_TILES = 8, HPDL__WINO_OUT_K = 32 };
+
+template <typename T>
+__global__ void __launch_bounds__(256) hpdl__wino_output(hpdl__conv_geom g, hpdl__wino_plan plan, const T *m, T *y) {
+    enum { NT = HPDL__WINO_OUT_TILES, NK = HPDL__WINO_OUT_K, LD = NT * 16 + 1 /* a channel's row, padded */ };
+    __shared__ T out[NK * LD];
+    __shared__ int64_t image[NT];
+    __shared__ int first_h[NT], first_w[NT];
+    const int K = g.y.c, P = g.y.h, Q = g.y.w, t0 = (int)blockIdx.x * NT, k0 = (int)blockIdx.y * NK;
+    const int mine_t = (int)threadIdx.x / NK, mine_k = (int)threadIdx.x % NK;
+    int64_t chan, row, col;
+    hpdl__wino_steps(g.y, &chan, &row, &col);
+    if (threadIdx.x < NT) {
+        const int t = t0 + (int)threadIdx.x, tw = t % plan.tiles_w, th = t / plan.tiles_w % plan.tiles_h;
+        image[threadIdx.x] = hpdl_tensor4_offset(&g.y, t < plan.tiles ? t / plan.tiles_w / plan.tiles_h : 0, 0, 0, 0);
+        first_h[threadIdx.x] = th * 4;
+        first_w[threadIdx.x] = tw * 4;
+    }
+    if (t0 + mine_t < plan.tiles && k0 + mine_k < K) {
+        const T *at = m + (int64_t)(t0 + mine_t) * K + k0 + mine_k;
+        T s[36], e[24], o[16];
+#pragma unroll
+        for (int j = 0; j < 36; j++) s[j] = at[(int64_t)j * plan.cols * K];
+#pragma unroll
+        for (int j = 0; j < 6; j++) hpdl__wino_output_1d(s + j, 6, e + j, 6); /* columns: A^T M, 4 x 6 */
+#pragma unroll
+        for (int j = 0; j < 4; j++) hpdl__wino_output_1d(e + 6 * j, 1, o + 4 * j, 1); /* rows: (A^T M) A */
+#pragma unroll
+        for (int j = 0; j < 16; j++) out[mine_k * LD + mine_t * 16 + j] = o[j];
+    }
+    __syncthreads();
+    for (int i = (int)threadIdx.x; i < NK * NT * 16; i += (int)blockDim.x) {
+        int kk, tt, a, b; /* channel and tile in the block, row and column in the tile */
+        if (col == 1) { kk = i / (NT * 16); a = i / (NT * 4) % 4; tt = i % (NT * 4) / 4; b = i % 4; }
+        else { kk = i % NK; tt = i / NK % NT; a = i / (NK * NT) % 4; b = i / (NK * NT * 4); }
+        const int h = first_h[tt] + a, w = first_w[tt] + b;
+        if (t0 + tt < plan.tiles && k0 + kk < K && h < P && w < Q)
+            y[image[tt] + (k0 + kk) * chan + h * row + w * col] = out[kk * LD + tt * 16 + a * 4 + b];
+    }
+}
+
+/* Where the rung applies: forward, 3x3, stride 1, dilation 1, one group,
+   and sizes whose GEMM indices fit in int. */
+HPDL_CUDA_API int hpdl__wino_applies(const hpdl__conv_geom &g, hpdl__conv_pass pass) {
+    const hpdl_conv2d_params &p = g.p;
+    const int64_t tiles = (int64_t)g.y.n * ((g.y.h + 3) / 4) * ((g.y.w + 3) / 4);
+    return pass == HPDL__CONV_FORWARD && p.kernel_h == 3 && p.kernel_w == 3 && p.stride_h == 1 && p.stride_w == 1 &&
+           p.dilation_h == 1 && p.dilation_w == 1 && p.groups == 1 && tiles + 127 <= INT_MAX;
+}
+
+/* The 36 products M_i = V_i^T U_i as one strided batch of the warptile
+   GEMM: 128 x 64 tiles where K <= 64 (ResNet's conv2_x), else 128 x 128. */
+template <int lazy = 0>
+static inline hpdl_status hpdl__wino_products(const hpdl__wino_plan &plan, int C, int K, cudaStream_t stream) {
+    hpdl__gemm_args<float, float> a = hpdl__gemm_make_args(HPDL_TRANS, HPDL_NO_TRANS, plan.cols, K, C, 1.0f, plan.v,
+                                                           plan.cols, plan.u, K, 0.0f, plan.m, K, 4);
+    hpdl__gemm_batch batch;
+    batch.a = (int64_t)C * plan.cols;
+    batch.b = (int64_t)C * K;
+    batch.c = (int64_t)plan.cols * K;
+    if (K <= 64) return hpdl__gemm_launch_warptile<float, float, 16, 4>(a, batch, 36, stream);
+    return hpdl__gemm_launch_warptile<float, float, HPDL__WARPTILE_BK, 8>(a, batch, 36, stream);
+}
+
+/* The rung: the workspace, the three transforms and the products on the stream. */
+template <int lazy = 0>
+static inline hpdl_status hpdl__wino_run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const float *x, const float *w,
+                                         float *y, cudaStream_t stream) {
+    const int C = g.x.c, K = g.y.c;
+    hpdl__wino_plan plan;
+    hpdl_status s;
+    if (!hpdl__wino_applies(g, pass)) return HPDL_ERR_UNSUPPORTED;
+    plan.tiles_h = (g.y.h + 3) / 4;
+    plan.tiles_w = (g.y.w + 3) / 4;
+    plan.tiles = g.y.n * plan.tiles_h * plan.tiles_w;
+    plan.cols = (plan.tiles + 127) / 128 * 128;
+    HPDL_CUDA_TRY(cudaMallocAsync((void **)&plan.u, 36 * ((size_t)C * K + ((size_t)C + K) * plan.cols) * sizeof(float), stream));
+    plan.v = plan.u + 36 * (size_t)C * K;
+    plan.m = plan.v + 36 * (size_t)C * plan.cols;
+    hpdl__wino_filter<float><<<hpdl__grid_for((int64_t)C * K, 256), 256, 0, stream>>>(g, w, plan.u);
+    hpdl__wino_input<float><<<hpdl__grid_for((int64_t)C * plan.cols, 256), 256, 0, stream>>>(g, plan, x, plan.v);
+    s = cudaGetLastError() == cudaSuccess ? hpdl__wino_products(plan, C, K, stream) : HPDL_ERR_CUDA;
+    if (s == HPDL_OK) {
+        const dim3 grid((unsigned)((plan.tiles + HPDL__WINO_OUT_TILES - 1) / HPDL__WINO_OUT_TILES),
+                        (unsigned)((K + HPDL__WINO_OUT_K - 1) / HPDL__WINO_OUT_K));
+        hpdl__wino_output<float><<<grid, 256, 0, stream>>>(g, plan, plan.m, y);
+        if (cudaGetLastError() != cudaSuccess) s = HPDL_ERR_CUDA;
+    }
+    if (cudaFreeAsync(plan.u, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
+    return s;
+}
+
+/* hpdl__wino_run for f32; HPDL_ERR_UNSUPPORTED for the other types. */
+template <typename T> struct hpdl__conv_winograd {
+    static hpdl_status run(const hpdl__conv_geom &, hpdl__conv_pass, const T *, const T *, T *, cudaStream_t) {
+        return HPDL_ERR_UNSUPPORTED;
+    }
+};
+template <> struct hpdl__conv_winograd<float> {
+    HPDL_LAZY hpdl_status run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const float *x, const float *w, float *y,
+                              cudaStream_t stream) {
+        return hpdl__wino_run(g, pass, x, w, y, stream);
+    }
+};
+
 /* ---- cuDNN backend ------------------------------------------------------------------ */
 
 #ifdef HPDL_HAVE_CUDNN
@@ -6414,7 +6681,7 @@ static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass
     typedef typename hpdl__dev<T>::type D;
     typedef typename hpdl__acc<T>::type ACC;
     hpdl__conv_geom g = hpdl__conv_geom();
-    if (algo < HPDL_CONV_AUTO || algo > HPDL_CONV_CUDNN) return HPDL_ERR_INVALID;
+    if (algo < HPDL_CONV_AUTO || algo > HPDL_CONV_WINOGRAD) return HPDL_ERR_INVALID;
     if (hpdl__conv_geom_make(p, xd, yd, a, b, out, &g) != HPDL_OK) return HPDL_ERR_INVALID;
     if (algo == HPDL_CONV_CUDNN) return hpdl__conv_cudnn<D>(g, pass, a, b, out, stream);
     if (algo == HPDL_CONV_AUTO && hpdl__conv_few_channels(g, pass, sizeof(D) == 2)) {
@@ -6425,6 +6692,10 @@ static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass
     if (algo == HPDL_CONV_AUTO || algo == HPDL_CONV_FEW_MMA) {
         hpdl_status s = hpdl__conv_fm_type<D>::run(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
         if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_CONV_FEW_MMA) return s;
+    }
+    if (algo == HPDL_CONV_AUTO || algo == HPDL_CONV_WINOGRAD) {
+        hpdl_status s = hpdl__conv_winograd<D>::run(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
+        if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_CONV_WINOGRAD) return s;
     }
     if (algo == HPDL_CONV_AUTO || algo == HPDL_CONV_WGMMA) {
         hpdl_status s = hpdl__conv_wg<D>::run(g, pass, (const D *)a, (const D *)b, (D *)out, stream);

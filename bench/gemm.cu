@@ -449,7 +449,7 @@ static hpdl_status tune_warptile(const hpdl__gemm_args<T, ACC> &g, cudaStream_t 
     dim3 grid;
     hpdl_status st = hpdl__gemm_grid(g.N, 16 * TN, g.M, 128, &grid);
     if (st != HPDL_OK) return st;
-    hpdl__gemm_warptile<T, ACC, BK, TN, MINB, true><<<grid, 256, 0, s>>>(g);
+    hpdl__gemm_warptile<T, ACC, BK, TN, MINB, true><<<grid, 256, 0, s>>>(g, hpdl__gemm_batch());
     return cudaGetLastError() == cudaSuccess ? HPDL_OK : HPDL_ERR_CUDA;
 }
 template <typename SH, typename T, int TMA> static hpdl_status tune_mma(const hpdl__gemm_args<T, float> &g, cudaStream_t s) {
