@@ -178,20 +178,24 @@ static double fp8_value(uint8_t code, hpdl_fp8_format f) {
 
 /* What the tensor cores' FP8 accumulation may lose on C[i][j]. Each
    wgmma k32 step adds its 32 products to the f32 accumulator keeping only
-   about 14 bits below the accumulator's leading one (H100, measured
-   2026-11-26: C = 11.6758 where the exact sum is 11.6886 after 9 k32
-   steps, 2^-13 of |acc| a step; DeepSeek-V3's report says the same of the
-   H800; cuBLASLt's fast-accumulation mode behaves alike). So the error is
-   bounded by 2^-12 (twice the measured) times the sum, over the k32
-   steps, of the accumulator's magnitude after each: returned here in
-   double, unscaled. A missing or doubled k step moves C by far more. */
+   about 14 bits (H100, measured 2026-11-26: C = 11.6758 where the exact
+   sum is 11.6886 after 9 k32 steps, 2^-13 of |acc| a step, truncated;
+   DeepSeek-V3's report says the same of the H800; cuBLASLt's
+   fast-accumulation mode behaves alike). The bound: 2^-11 (four times the
+   measured) of the larger of the accumulator's magnitudes before and after
+   each step, summed over the steps; returned in double, unscaled. A
+   missing or doubled k step moves C by several times more, even at
+   K = 3072. */
 static double accumulation_path(const uint8_t *a, hpdl_fp8_format fa, const uint8_t *b, hpdl_fp8_format fb, int K) {
-    double acc = 0, path = 0;
+    double acc = 0, before = 0, path = 0;
     for (int k = 0; k < K; k++) {
         acc += fp8_value(a[k], fa) * fp8_value(b[k], fb);
-        if (k % 32 == 31 || k == K - 1) path += fabs(acc);
+        if (k % 32 == 31 || k == K - 1) {
+            path += fmax(fabs(before), fabs(acc));
+            before = acc;
+        }
     }
-    return ldexp(path, -12);
+    return ldexp(path, -11);
 }
 
 /* One case for one pair of formats and C's type T: C (poisoned, padding
