@@ -4453,7 +4453,9 @@ static inline hpdl_status hpdl__conv_mma_wgrad_launch(hpdl__conv_wgrad_args<T> a
     return HPDL_OK;
 }
 
-/* Which types have the rung: f16 and bf16 (mma.sync m16n8k16). */
+/* Which types have the rung: f16 and bf16 (mma.sync m16n8k16). run is a
+   template (HPDL_LAZY) so that its kernels are built only where it is
+   called, as hpdl__conv_wg's. */
 template <typename T> struct hpdl__conv_mma_type {
     static hpdl_status launch(const hpdl__conv_mma_args<T> &, bool, int, cudaStream_t) { return HPDL_ERR_UNSUPPORTED; }
     static hpdl_status wgrad(const hpdl__conv_wgrad_args<T> &, int, T *, cudaStream_t) { return HPDL_ERR_UNSUPPORTED; }
@@ -5832,21 +5834,23 @@ static inline hpdl_status hpdl__conv_fm_run(const hpdl__conv_geom &g, hpdl__conv
                        : hpdl__conv_fm_launch<T, 8>(a, stream);
 }
 
-/* Which types have the rung: f16 and bf16 (mma.sync m16n8k16). */
+/* Which types have the rung: f16 and bf16 (mma.sync m16n8k16). run is a
+   template (HPDL_LAZY) so that its kernels are built only where it is
+   called, as hpdl__conv_wg's. */
 template <typename T> struct hpdl__conv_fm_type {
     static hpdl_status run(const hpdl__conv_geom &, hpdl__conv_pass, const T *, const T *, T *, cudaStream_t) {
         return HPDL_ERR_UNSUPPORTED;
     }
 };
 template <> struct hpdl__conv_fm_type<__half> {
-    static hpdl_status run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const __half *a, const __half *b, __half *out,
-                           cudaStream_t stream) {
+    HPDL_LAZY hpdl_status run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const __half *a, const __half *b,
+                              __half *out, cudaStream_t stream) {
         return hpdl__conv_fm_run(g, pass, a, b, out, stream);
     }
 };
 template <> struct hpdl__conv_fm_type<__nv_bfloat16> {
-    static hpdl_status run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const __nv_bfloat16 *a,
-                           const __nv_bfloat16 *b, __nv_bfloat16 *out, cudaStream_t stream) {
+    HPDL_LAZY hpdl_status run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const __nv_bfloat16 *a,
+                              const __nv_bfloat16 *b, __nv_bfloat16 *out, cudaStream_t stream) {
         return hpdl__conv_fm_run(g, pass, a, b, out, stream);
     }
 };
