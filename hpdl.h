@@ -72,6 +72,7 @@
        CNN (networks as data)         CNN TRAINING                  tests/test_cnn.c              -
        int8 quantization              INT8 QUANTIZATION             tests/test_quant*.c           notes/quant.md
        FP8 (e4m3, e5m2)               FP8                           tests/test_fp8.c              notes/fp8.md
+       FP8 training (MLP)             - (not built)                 tests/test_fp8_train.c        notes/fp8.md
        Every GPU kernel's CPU twin has the GPU function's name without
        "cuda_"; benches are in bench/ under the task's name.
 
@@ -242,6 +243,13 @@
          hpdl_status hpdl_fp8_cast_e4m3_<t>(x, n, scale, q, amax)
          hpdl_status hpdl_fp8_cast_e5m2_<t>(x, n, scale, q, amax)
          hpdl_status hpdl_fp8_gemm_<t>(M, N, K, A, fa, lda, B, fb, ldb, s, C, ldc, amax)
+       FP8 training (f32 MLP, delayed scaling)
+         hpdl_status hpdl_fp8_delayed_init(d, format, length, margin)
+         hpdl_status hpdl_fp8_delayed_record(d, amax)
+         hpdl_status hpdl_fp8_delayed_scale(d, scale)
+         hpdl_status hpdl_mlp_fp8_create(s, m, max_batch, history, margin)
+         void hpdl_mlp_fp8_destroy(s)
+         hpdl_status hpdl_mlp_train_step_fp8_f32(m, w, grad, s, batch, X, labels, lr, l2, loss)
        data
          hpdl_status hpdl_cifar10_load(n_files, paths, out)
          hpdl_status hpdl_cifar10_load_dir(dir, train, out)
@@ -6617,6 +6625,7 @@ typedef struct hpdl_mlp_fp8 {
     uint8_t *transposed[2];                       /* K-major copies of codes for the GEMM */
 } hpdl_mlp_fp8;
 
+/* Frees the state's buffers and zeroes it (NULL: nothing to do). */
 HPDL_API void hpdl_mlp_fp8_destroy(hpdl_mlp_fp8 *s) {
     int l;
     if (!s) return;
