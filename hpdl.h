@@ -72,6 +72,7 @@
        CNN (networks as data)         CNN TRAINING                  tests/test_cnn.c              -
        int8 quantization              INT8 QUANTIZATION             tests/test_quant*.c           notes/quant.md
        FP8 (e4m3, e5m2)               FP8                           tests/test_fp8.c              notes/fp8.md
+       FP8 training (MLP)             - (not built)                 tests/test_fp8_train.c        notes/fp8.md
        Every GPU kernel's CPU twin has the GPU function's name without
        "cuda_"; benches are in bench/ under the task's name.
 
@@ -242,6 +243,13 @@
          hpdl_status hpdl_fp8_cast_e4m3_<t>(x, n, scale, q, amax)
          hpdl_status hpdl_fp8_cast_e5m2_<t>(x, n, scale, q, amax)
          hpdl_status hpdl_fp8_gemm_<t>(M, N, K, A, fa, lda, B, fb, ldb, s, C, ldc, amax)
+       FP8 training (f32 MLP, delayed scaling)
+         hpdl_status hpdl_fp8_delayed_init(d, format, length, margin)
+         hpdl_status hpdl_fp8_delayed_record(d, amax)
+         hpdl_status hpdl_fp8_delayed_scale(d, scale)
+         hpdl_status hpdl_mlp_fp8_create(s, m, max_batch, history, margin)
+         void hpdl_mlp_fp8_destroy(s)
+         hpdl_status hpdl_mlp_train_step_fp8_f32(m, w, grad, s, batch, X, labels, lr, l2, loss)
        data
          hpdl_status hpdl_cifar10_load(n_files, paths, out)
          hpdl_status hpdl_cifar10_load_dir(dir, train, out)
@@ -6466,11 +6474,19 @@ HPDL_DEFINE_FP8_CAST(e5m2, f32, float, HPDL_LOAD_SELF)
 HPDL_DEFINE_FP8_CAST(e5m2, f16, hpdl_f16, HPDL_LOAD_F16)
 HPDL_DEFINE_FP8_CAST(e5m2, bf16, hpdl_bf16, HPDL_LOAD_BF16)
 
-/* sum_k a[k] b[k] of two rows of FP8 codes: exact products, summed in f32 in k order. */
-static inline float hpdl__fp8_dot(int K, const uint8_t *a, hpdl_fp8_format fa, const uint8_t *b, hpdl_fp8_format fb) {
+/* value[c] = the f32 value of code c in format f, for all 256 codes: the
+   GEMM decodes through this table rather than code by code. */
+static inline void hpdl__fp8_table(hpdl_fp8_format f, float value[256]) {
+    int c;
+    for (c = 0; c < 256; c++) value[c] = hpdl__fp8_to_f32(f, (uint8_t)c);
+}
+
+/* sum_k a[k] b[k] of two rows of FP8 codes, decoded by the tables va and
+   vb: exact products, summed in f32 in k order. */
+static inline float hpdl__fp8_dot(int K, const uint8_t *a, const float *va, const uint8_t *b, const float *vb) {
     float acc = 0.0f;
     int k;
-    for (k = 0; k < K; k++) acc += hpdl__fp8_to_f32(fa, a[k]) * hpdl__fp8_to_f32(fb, b[k]);
+    for (k = 0; k < K; k++) acc += va[a[k]] * vb[b[k]];
     return acc;
 }
 
@@ -6491,12 +6507,15 @@ static inline int hpdl__fp8_gemm_valid(int M, int N, int K, const void *A, hpdl_
                                                 const void *B, hpdl_fp8_format fb, int ldb, hpdl_fp8_scales s,     \
                                                 T *C, int ldc, float *amax) {                                      \
         float scale = s.a_scale_inv * s.b_scale_inv, alpha = scale * s.out_scale, top = 0.0f;                     \
+        float va[256], vb[256];                                                                                   \
         int i, j;                                                                                                 \
         if (!hpdl__fp8_gemm_valid(M, N, K, A, fa, lda, B, fb, ldb, s, C, ldc)) return HPDL_ERR_INVALID;          \
+        hpdl__fp8_table(fa, va);                                                                                  \
+        hpdl__fp8_table(fb, vb);                                                                                  \
         for (i = 0; i < M; i++)                                                                                   \
             for (j = 0; j < N; j++) {                                                                             \
-                float acc = hpdl__fp8_dot(K, (const uint8_t *)A + (int64_t)i * lda, fa,                           \
-                                          (const uint8_t *)B + (int64_t)j * ldb, fb);                             \
+                float acc = hpdl__fp8_dot(K, (const uint8_t *)A + (int64_t)i * lda, va,                           \
+                                          (const uint8_t *)B + (int64_t)j * ldb, vb);                             \
                 if (fabsf(scale * acc) > top) top = fabsf(scale * acc); /* a NaN compares false */                \
                 C[(int64_t)i * ldc + j] = STORE(alpha * acc);                                                     \
             }                                                                                                     \
@@ -6508,6 +6527,271 @@ static inline int hpdl__fp8_gemm_valid(int M, int N, int K, const void *A, hpdl_
 HPDL_DEFINE_FP8_GEMM(f32, float, HPDL_STORE_F32)
 HPDL_DEFINE_FP8_GEMM(f16, hpdl_f16, HPDL_STORE_F16)
 HPDL_DEFINE_FP8_GEMM(bf16, hpdl_bf16, HPDL_STORE_BF16)
+
+/* FP8 training: delayed scaling, and the MLP's FP8 step.
+   Delayed scaling (the recipe of NVIDIA's Transformer Engine): the scale a
+   tensor is cast with comes from the amaxes of the same tensor role (layer
+   l's input, its weight, the gradient of its output) over the last L steps,
+   not from the tensor itself, so the cast needs no extra pass over the data
+   to find its amax first; the cast measures this step's amax on the way and
+   it joins the history for the next steps. With fp8_max the format's largest
+   value (448 for e4m3, 57344 for e5m2) and margin m,
+       scale = fp8_max / (max(amax history) * 2^m),   clamped to [FLT_MIN, FLT_MAX];
+   a history of zeros keeps the previous scale (1 at the start), so a
+   tensor of zeros does not produce an infinite scale. Each record
+   overwrites the oldest of the L entries, then recomputes the scale. */
+#define HPDL_FP8_MAX_HISTORY 128
+#define HPDL_FP8_MAX_MARGIN 64
+
+/* One tensor role's delayed-scaling state. */
+typedef struct hpdl_fp8_delayed {
+    hpdl_fp8_format format;
+    int length;                        /* L: amaxes kept */
+    int margin;                        /* m: powers of two of headroom */
+    int next;                          /* the slot the next amax overwrites */
+    float scale;                       /* the scale the next cast uses */
+    float history[HPDL_FP8_MAX_HISTORY];
+} hpdl_fp8_delayed;
+
+static inline double hpdl__fp8_max(hpdl_fp8_format f) { return f == HPDL_FP8_E4M3 ? 448.0 : 57344.0; }
+
+static inline int hpdl__fp8_delayed_ok(const hpdl_fp8_delayed *d) {
+    return d && hpdl__fp8_format_valid(d->format) && d->length >= 1 && d->length <= HPDL_FP8_MAX_HISTORY &&
+           d->margin >= 0 && d->margin <= HPDL_FP8_MAX_MARGIN && d->next >= 0 && d->next < d->length &&
+           hpdl__fp8_scale_valid(d->scale);
+}
+
+/* An empty history of length amaxes (1..HPDL_FP8_MAX_HISTORY), margin
+   0..HPDL_FP8_MAX_MARGIN, scale 1. */
+HPDL_API hpdl_status hpdl_fp8_delayed_init(hpdl_fp8_delayed *d, hpdl_fp8_format format, int length, int margin) {
+    if (!d || !hpdl__fp8_format_valid(format) || length < 1 || length > HPDL_FP8_MAX_HISTORY || margin < 0 ||
+        margin > HPDL_FP8_MAX_MARGIN)
+        return HPDL_ERR_INVALID;
+    memset(d, 0, sizeof *d);
+    d->format = format;
+    d->length = length;
+    d->margin = margin;
+    d->scale = 1.0f;
+    return HPDL_OK;
+}
+
+/* The scale the next cast of this role uses. */
+HPDL_API hpdl_status hpdl_fp8_delayed_scale(const hpdl_fp8_delayed *d, float *scale) {
+    if (!hpdl__fp8_delayed_ok(d) || !scale) return HPDL_ERR_INVALID;
+    *scale = d->scale;
+    return HPDL_OK;
+}
+
+/* Rolls this step's amax (finite, >= 0) into the history and recomputes
+   the scale from the history's maximum. */
+HPDL_API hpdl_status hpdl_fp8_delayed_record(hpdl_fp8_delayed *d, float amax) {
+    float top = 0.0f;
+    double scale;
+    int i;
+    if (!hpdl__fp8_delayed_ok(d) || !(amax >= 0.0f && amax <= FLT_MAX)) return HPDL_ERR_INVALID;
+    d->history[d->next] = amax;
+    d->next = (d->next + 1) % d->length;
+    for (i = 0; i < d->length; i++) top = d->history[i] > top ? d->history[i] : top;
+    if (top == 0.0f) return HPDL_OK;
+    scale = hpdl__fp8_max(d->format) / ldexp((double)top, d->margin);
+    d->scale = (float)(scale < FLT_MIN ? FLT_MIN : scale > FLT_MAX ? FLT_MAX : scale);
+    return HPDL_OK;
+}
+
+/* The FP8 state of an MLP: the delayed scales of the three roles of each
+   layer, and the FP8 copies the step keeps between its passes.
+   Which tensors are FP8, and why:
+   - layer l's input (X or the previous layer's activation) and its weight
+     W[l]: e4m3, the format with the finer mantissa (3 bits, relative
+     rounding error <= 2^-4), because their values sit in a narrow range
+     that a per-tensor scale covers;
+   - the gradient of layer l's output: e5m2, two mantissa bits but an
+     exponent range of 2^-16..57344, because gradients spread over many
+     more orders of magnitude than activations, and a value below the
+     format's range rounds to zero (lost), while one a bit coarser is only
+     noisier.
+   Master weights, biases, the softmax, the loss, the bias gradients (from
+   the f32 output gradient) and the SGD update stay in f32, and each GEMM
+   adds its exact FP8 products in f32 (hpdl_fp8_gemm_f32). */
+typedef struct hpdl_mlp_fp8 {
+    int n_layers, max_batch;
+    int widths[HPDL_MLP_MAX_LAYERS + 1];
+    hpdl_fp8_delayed input[HPDL_MLP_MAX_LAYERS];  /* e4m3 */
+    hpdl_fp8_delayed weight[HPDL_MLP_MAX_LAYERS]; /* e4m3 */
+    hpdl_fp8_delayed grad[HPDL_MLP_MAX_LAYERS];   /* e5m2: d(loss)/d(layer l's output) */
+    hpdl_e4m3 *input_q[HPDL_MLP_MAX_LAYERS];      /* the forward pass's casts, read again by the backward */
+    hpdl_e4m3 *weight_q[HPDL_MLP_MAX_LAYERS];
+    hpdl_e5m2 *grad_q;                            /* one layer's output gradient, max_batch x width */
+    uint8_t *transposed[2];                       /* K-major copies of codes for the GEMM */
+} hpdl_mlp_fp8;
+
+/* Frees the state's buffers and zeroes it (NULL: nothing to do). */
+HPDL_API void hpdl_mlp_fp8_destroy(hpdl_mlp_fp8 *s) {
+    int l;
+    if (!s) return;
+    for (l = 0; l < HPDL_MLP_MAX_LAYERS; l++) { HPDL_FREE(s->input_q[l]); HPDL_FREE(s->weight_q[l]); }
+    HPDL_FREE(s->grad_q);
+    HPDL_FREE(s->transposed[0]);
+    HPDL_FREE(s->transposed[1]);
+    memset(s, 0, sizeof *s);
+}
+
+/* FP8 state for model m's shape and batches of up to max_batch rows: every
+   role with an empty history of `history` amaxes and margin `margin`. */
+HPDL_API hpdl_status hpdl_mlp_fp8_create(hpdl_mlp_fp8 *s, const hpdl_mlp_f32 *m, int max_batch, int history,
+                                         int margin) {
+    hpdl__mlp_any mv;
+    size_t most = 0;
+    int l, ok = 1;
+    hpdl_fp8_delayed probe;
+    if (!s || !hpdl__mlp_ok_any(hpdl__mlp_view_f32(m, &mv)) || max_batch < 1 ||
+        hpdl_fp8_delayed_init(&probe, HPDL_FP8_E4M3, history, margin) != HPDL_OK)
+        return HPDL_ERR_INVALID;
+    memset(s, 0, sizeof *s);
+    s->n_layers = m->n_layers;
+    s->max_batch = max_batch;
+    memcpy(s->widths, m->widths, sizeof s->widths);
+    for (l = 0; l < m->n_layers; l++) {
+        size_t in = (size_t)max_batch * m->widths[l], w = (size_t)m->widths[l] * m->widths[l + 1];
+        size_t out = (size_t)max_batch * m->widths[l + 1];
+        most = in > most ? in : most;
+        most = w > most ? w : most;
+        most = out > most ? out : most;
+        hpdl_fp8_delayed_init(&s->input[l], HPDL_FP8_E4M3, history, margin);
+        hpdl_fp8_delayed_init(&s->weight[l], HPDL_FP8_E4M3, history, margin);
+        hpdl_fp8_delayed_init(&s->grad[l], HPDL_FP8_E5M2, history, margin);
+        s->input_q[l] = (hpdl_e4m3 *)hpdl_alloc(in, 1);
+        s->weight_q[l] = (hpdl_e4m3 *)hpdl_alloc(w, 1);
+        ok = ok && s->input_q[l] && s->weight_q[l];
+    }
+    s->grad_q = (hpdl_e5m2 *)hpdl_alloc(most, 1);
+    s->transposed[0] = (uint8_t *)hpdl_alloc(most, 1);
+    s->transposed[1] = (uint8_t *)hpdl_alloc(most, 1);
+    if (!ok || !s->grad_q || !s->transposed[0] || !s->transposed[1]) {
+        hpdl_mlp_fp8_destroy(s);
+        return HPDL_ERR_NOMEM;
+    }
+    return HPDL_OK;
+}
+
+/* dst (cols x rows) = src (rows x cols) transposed, one byte per code. */
+static inline const uint8_t *hpdl__fp8_transpose(int rows, int cols, const void *src, uint8_t *dst) {
+    const uint8_t *s = (const uint8_t *)src;
+    int r, c;
+    for (r = 0; r < rows; r++)
+        for (c = 0; c < cols; c++) dst[(size_t)c * rows + r] = s[(size_t)r * cols + c];
+    return dst;
+}
+
+/* The GEMM's scales for operands cast with scales sa and sb, output unscaled. */
+static inline hpdl_fp8_scales hpdl__fp8_unscale(float sa, float sb) {
+    hpdl_fp8_scales s;
+    s.a_scale_inv = 1.0f / sa;
+    s.b_scale_inv = 1.0f / sb;
+    s.out_scale = 1.0f;
+    return s;
+}
+
+/* Forward pass in FP8: per layer, out = e4m3(in) · e4m3(W) + b, then the
+   activation (f32). The GEMM takes B as N x K, so W (n_in x n_out) is cast
+   and then transposed (its codes), once per step. amax_in and amax_w get
+   the amaxes measured by the casts. */
+static inline hpdl_status hpdl__mlp_fp8_forward(const hpdl_mlp_f32 *m, hpdl_mlp_work_f32 *w, hpdl_mlp_fp8 *s,
+                                                int batch, const float *X, float *amax_in, float *amax_w) {
+    const hpdl__mlp_ops *ops = hpdl__mlp_ops_f32();
+    hpdl_status st = HPDL_OK;
+    int l;
+    for (l = 0; st == HPDL_OK && l < m->n_layers; l++) {
+        int n_in = m->widths[l], n_out = m->widths[l + 1];
+        const float *in = l ? w->act[l] : X;
+        float s_in = s->input[l].scale, s_w = s->weight[l].scale;
+        hpdl_fp8_cast_e4m3_f32(in, (int64_t)batch * n_in, s_in, s->input_q[l], &amax_in[l]);
+        hpdl_fp8_cast_e4m3_f32(m->W[l], (int64_t)n_in * n_out, s_w, s->weight_q[l], &amax_w[l]);
+        st = hpdl_fp8_gemm_f32(batch, n_out, n_in, s->input_q[l], HPDL_FP8_E4M3, n_in,
+                               hpdl__fp8_transpose(n_in, n_out, s->weight_q[l], s->transposed[0]), HPDL_FP8_E4M3,
+                               n_in, hpdl__fp8_unscale(s_in, s_w), w->act[l + 1], n_out, NULL);
+        if (st == HPDL_OK) st = ops->bias_act(batch, n_out, w->act[l + 1], m->b[l], l < m->n_layers - 1, m->act);
+    }
+    return st;
+}
+
+/* Layer l's backward pass in FP8, from the f32 gradient of its output
+   (w->delta[l+1]), cast to e5m2 (amax into *amax_g):
+       dW = in^T · dOut     (K = batch: both operands transposed to K-major)
+       db = column sums of dOut, in f32
+       dIn = dOut · W^T     (K = n_out: dOut and W as they are), then
+             times act'(in), when l > 0. */
+static inline hpdl_status hpdl__mlp_fp8_layer_back(const hpdl_mlp_f32 *m, hpdl_mlp_work_f32 *w, hpdl_mlp_fp8 *s,
+                                                   int l, int batch, hpdl_mlp_f32 *grad, float *amax_g) {
+    const hpdl__mlp_ops *ops = hpdl__mlp_ops_f32();
+    int n_in = m->widths[l], n_out = m->widths[l + 1];
+    float s_in = s->input[l].scale, s_w = s->weight[l].scale, s_g = s->grad[l].scale;
+    hpdl_status st;
+    hpdl_fp8_cast_e5m2_f32(w->delta[l + 1], (int64_t)batch * n_out, s_g, s->grad_q, amax_g);
+    st = hpdl_fp8_gemm_f32(n_in, n_out, batch, hpdl__fp8_transpose(batch, n_in, s->input_q[l], s->transposed[0]),
+                           HPDL_FP8_E4M3, batch,
+                           hpdl__fp8_transpose(batch, n_out, s->grad_q, s->transposed[1]), HPDL_FP8_E5M2, batch,
+                           hpdl__fp8_unscale(s_in, s_g), grad->W[l], n_out, NULL);
+    ops->column_sums(batch, n_out, w->delta[l + 1], grad->b[l]);
+    if (st != HPDL_OK || l == 0) return st;
+    st = hpdl_fp8_gemm_f32(batch, n_in, n_out, s->grad_q, HPDL_FP8_E5M2, n_out, s->weight_q[l], HPDL_FP8_E4M3, n_out,
+                           hpdl__fp8_unscale(s_g, s_w), w->delta[l], n_in, NULL);
+    if (st != HPDL_OK) return st;
+    return ops->act_grad((int64_t)batch * n_in, w->act[l], w->delta[l], m->act);
+}
+
+/* The state was made for model m's shape and holds batches of this size. */
+static inline int hpdl__mlp_fp8_fits(const hpdl_mlp_fp8 *s, const hpdl_mlp_f32 *m, int batch) {
+    int l;
+    if (!s || !s->grad_q || batch > s->max_batch || !hpdl__same_widths(s->n_layers, s->widths, m->n_layers, m->widths))
+        return 0;
+    for (l = 0; l < s->n_layers; l++)
+        if (!hpdl__fp8_delayed_ok(&s->input[l]) || !hpdl__fp8_delayed_ok(&s->weight[l]) ||
+            !hpdl__fp8_delayed_ok(&s->grad[l]))
+            return 0;
+    return 1;
+}
+
+/* One SGD step on a batch with FP8 GEMMs and delayed scaling, the twin of
+   hpdl_mlp_train_step_f32 (same arguments, same f32 update, same
+   HPDL_ERR_NUMERIC rule) with the FP8 state s: every cast uses its role's
+   current scale, and after the step each role's history gets the amax its
+   cast measured. A non-finite loss or amax, or an update that would make a
+   weight non-finite, returns HPDL_ERR_NUMERIC and leaves m and the
+   histories as they were. */
+HPDL_API hpdl_status hpdl_mlp_train_step_fp8_f32(hpdl_mlp_f32 *m, hpdl_mlp_work_f32 *w, hpdl_mlp_f32 *grad,
+                                                 hpdl_mlp_fp8 *s, int batch, const float *X, const int32_t *labels,
+                                                 float lr, float l2, double *loss) {
+    float amax_in[HPDL_MLP_MAX_LAYERS], amax_w[HPDL_MLP_MAX_LAYERS], amax_g[HPDL_MLP_MAX_LAYERS];
+    hpdl__mlp_any mv, gv;
+    hpdl__mlp_work_any wv;
+    double batch_loss = 0.0;
+    hpdl_status st;
+    int l, L, finite = 1;
+    if (!hpdl__mlp_run_ok_any(hpdl__mlp_view_f32(m, &mv), hpdl__mlp_work_view_f32(w, &wv), batch, X) ||
+        !hpdl__mlp_ok_any(hpdl__mlp_view_f32(grad, &gv)) ||
+        !hpdl__same_widths(m->n_layers, m->widths, grad->n_layers, grad->widths) ||
+        !hpdl__labels_ok(batch, labels, m->widths[m->n_layers]) || !hpdl__hyper_ok(lr, l2) ||
+        !hpdl__mlp_fp8_fits(s, m, batch))
+        return HPDL_ERR_INVALID;
+    L = m->n_layers;
+    st = hpdl__mlp_fp8_forward(m, w, s, batch, X, amax_in, amax_w);
+    if (st == HPDL_OK)
+        st = hpdl__mlp_ops_f32()->softmax_xent(batch, m->widths[L], w->act[L], labels, w->delta[L], &batch_loss);
+    for (l = L - 1; st == HPDL_OK && l >= 0; l--) st = hpdl__mlp_fp8_layer_back(m, w, s, l, batch, grad, &amax_g[l]);
+    if (st != HPDL_OK) return st;
+    if (loss) *loss = batch_loss;
+    for (l = 0; l < L; l++)
+        finite = finite && amax_in[l] <= FLT_MAX && amax_w[l] <= FLT_MAX && amax_g[l] <= FLT_MAX;
+    if (!finite || !(fabs(batch_loss) <= DBL_MAX)) return HPDL_ERR_NUMERIC;
+    st = hpdl_mlp_sgd_f32(m, grad, lr, l2);
+    for (l = 0; st == HPDL_OK && l < L; l++) {
+        hpdl_fp8_delayed_record(&s->input[l], amax_in[l]);
+        hpdl_fp8_delayed_record(&s->weight[l], amax_w[l]);
+        hpdl_fp8_delayed_record(&s->grad[l], amax_g[l]);
+    }
+    return st;
+}
 
 /* ------------------------------------------------------------------------ */
 /* CNN: convolutional networks as data, trained on any backend              */

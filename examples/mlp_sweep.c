@@ -3,6 +3,7 @@
        make data && make build/examples/mlp_sweep
        build/examples/mlp_sweep                       # both sweeps, CSVs in $HPDL_RESULTS or .
        build/examples/mlp_sweep --lr 0.1,0.5 --hidden 64 --epochs 3 --output /tmp
+       build/examples/mlp_sweep --fp8 --epochs 20       # f32 against FP8 training
 
    1. Learning-rate sweep: a 784-H-10 ReLU MLP (H = --sweep-hidden) trained
       with plain SGD for each rate of --lr, from the same initial weights
@@ -12,6 +13,12 @@
       the learning rate and the epochs, as a CPU-vs-GPU comparison does.
    2. Width sweep: the same training at rate --sweep-lr for each hidden
       width of --hidden.
+   3. With --fp8, instead of both sweeps: the 784-H-10 model (H =
+      --sweep-hidden, rate --sweep-lr) trained twice from the same initial
+      weights on the same batches, with f32 GEMMs and with FP8 GEMMs under
+      delayed scaling (hpdl_mlp_train_step_fp8_f32: e4m3 inputs and weights,
+      e5m2 gradients, amax history of 16 steps, margin 0, f32 master
+      weights); test accuracy of both from their f32 weights.
    Each epoch is a fresh permutation of Fashion-MNIST drawn from seed +
    epoch, the same for every run; training and test accuracy are measured
    after every epoch. A run whose loss or weights
@@ -25,11 +32,14 @@
        --sweep-hidden H    hidden width of sweep 1 [128]
        --sweep-lr X        learning rate of sweep 2 [0.05]
        --epochs E          [10]     --batch B [64]     --seed S [1]
+       --fp8               f32 against FP8 training (3. above) instead of the sweeps
        --output DIR        folder for the CSVs [$HPDL_RESULTS, else the current folder]
        --help, --version
    Output: a line per epoch, and
        mlp_sweep_lr.csv      lr,epoch,loss,train_acc,test_acc,f32_f64_rel_diff,status
-       mlp_sweep_hidden.csv  hidden,epoch,loss,train_acc,test_acc,epoch_s,status */
+       mlp_sweep_hidden.csv  hidden,epoch,loss,train_acc,test_acc,epoch_s,status
+       mlp_sweep_fp8.csv     (--fp8) epoch,f32_loss,f32_test_acc,fp8_loss,fp8_test_acc,test_acc_gap,
+                             f32_epoch_s,fp8_epoch_s, with its .context */
 
 #include "hpdl.h"
 
@@ -41,7 +51,7 @@ typedef struct options {
     const char *data, *output;
     double lr[MAX_LIST];
     int n_lr, hidden[MAX_LIST], n_hidden;
-    int sweep_hidden, epochs, batch;
+    int sweep_hidden, epochs, batch, fp8;
     double sweep_lr;
     int64_t seed;
 } options;
@@ -64,7 +74,7 @@ static int parse_list(const char *flag, const char *text, double min, double max
 static options parse_args(int argc, char **argv) {
     const char *lr = "0.005,0.02,0.05,0.1,0.2,0.5", *hidden = "16,32,64,128,256,512";
     double tmp[MAX_LIST];
-    hpdl_cli_option opts[9];
+    hpdl_cli_option opts[10];
     options o;
     int j, ok;
     memset(&o, 0, sizeof o);
@@ -84,7 +94,8 @@ static options parse_args(int argc, char **argv) {
     opts[6] = hpdl_cli_int("batch", 0, &o.batch, 1, 60000, "mini-batch");
     opts[7] = hpdl_cli_i64("seed", 0, &o.seed, 0, INT64_MAX, "random seed");
     opts[8] = hpdl_cli_string("output", 0, &o.output, "DIR", "folder for the CSVs ($HPDL_RESULTS, else .)");
-    hpdl_cli_parse(argc, argv, "mlp_sweep", "Learning-rate and width sweeps of an MLP on Fashion-MNIST, CPU.", opts, 9);
+    opts[9] = hpdl_cli_flag("fp8", 0, &o.fp8, "f32 against FP8 training instead of the sweeps");
+    hpdl_cli_parse(argc, argv, "mlp_sweep", "Learning-rate and width sweeps of an MLP on Fashion-MNIST, CPU.", opts, 10);
     ok = parse_list("--lr", lr, 1e-6, 100.0, o.lr, &o.n_lr) && parse_list("--hidden", hidden, 1, 65536, tmp, &o.n_hidden);
     for (j = 0; ok && j < o.n_hidden; j++) {
         o.hidden[j] = (int)tmp[j];
@@ -135,6 +146,16 @@ static void epoch_order(int64_t *perm, int64_t n, uint64_t seed) {
     }
 }
 
+/* Rows perm[i..i+batch) of the set into x (batch x dim) and y. */
+static void gather_batch(const hpdl_dataset *set, const int64_t *perm, int64_t i, int batch, int dim, float *x,
+                         int32_t *y) {
+    int64_t r;
+    for (r = 0; r < batch; r++) {
+        memcpy(x + r * dim, set->images + perm[i + r] * dim, (size_t)dim * sizeof(float));
+        y[r] = set->labels[perm[i + r]];
+    }
+}
+
 /* Trains one f32 model (and, with twin != 0, its f64 twin) for o->epochs
    epochs, one CSV row per epoch: "key,epoch,loss,train_acc,test_acc,last". */
 static void train(const options *o, const hpdl_dataset *train_set, const hpdl_dataset *test, int hidden, double lr,
@@ -150,7 +171,7 @@ static void train(const options *o, const hpdl_dataset *train_set, const hpdl_da
     int32_t *y = (int32_t *)hpdl_alloc((size_t)o->batch, sizeof(int32_t));
     int64_t *perm = (int64_t *)hpdl_alloc((size_t)train_set->n, sizeof(int64_t));
     int epoch, dead = 0;
-    int64_t i, j, r, steps;
+    int64_t i, j, steps;
     if (!x || !y || !perm) { fprintf(stderr, "mlp_sweep: out of memory\n"); exit(1); }
     widths[0] = dim; widths[1] = hidden; widths[2] = 10;
     HPDL_CHECK(hpdl_mlp_create_f32(&m, 3, widths, HPDL_ACT_RELU, (uint64_t)o->seed));
@@ -171,10 +192,7 @@ static void train(const options *o, const hpdl_dataset *train_set, const hpdl_da
         steps = 0;
         for (i = 0; !dead && i + o->batch <= train_set->n; i += o->batch, steps++) {
             hpdl_status s;
-            for (r = 0; r < o->batch; r++) { /* gather the batch's rows */
-                memcpy(x + r * dim, train_set->images + perm[i + r] * dim, (size_t)dim * sizeof(float));
-                y[r] = train_set->labels[perm[i + r]];
-            }
+            gather_batch(train_set, perm, i, o->batch, dim, x, y);
             s = hpdl_mlp_train_step_f32(&m, &w, &g, o->batch, x, y, (float)lr, 0.0f, &loss);
             if (s == HPDL_ERR_NUMERIC) { dead = 1; break; }
             HPDL_CHECK(s);
@@ -216,16 +234,83 @@ static void train(const options *o, const hpdl_dataset *train_set, const hpdl_da
     hpdl_mlp_destroy_f32(&m);
 }
 
+/* --fp8: the f32 model (run 0) and its FP8 twin (run 1), from the same
+   weights, step by step on the same batches; a CSV row per epoch. */
+static void compare_fp8(const options *o, const hpdl_dataset *train_set, const hpdl_dataset *test) {
+    const int dim = (int)hpdl_dataset_features(train_set);
+    int widths[3], epoch, k;
+    hpdl_mlp_f32 m[2], g[2];
+    hpdl_mlp_work_f32 w[2];
+    hpdl_mlp_fp8 fp8;
+    hpdl_csv_file csv;
+    float *x = (float *)hpdl_alloc((size_t)o->batch * dim, sizeof(float));
+    int32_t *y = (int32_t *)hpdl_alloc((size_t)o->batch, sizeof(int32_t));
+    int64_t *perm = (int64_t *)hpdl_alloc((size_t)train_set->n, sizeof(int64_t));
+    if (!x || !y || !perm) { fprintf(stderr, "mlp_sweep: out of memory\n"); exit(1); }
+    widths[0] = dim; widths[1] = o->sweep_hidden; widths[2] = 10;
+    for (k = 0; k < 2; k++) {
+        HPDL_CHECK(hpdl_mlp_create_f32(&m[k], 3, widths, HPDL_ACT_RELU, (uint64_t)o->seed));
+        HPDL_CHECK(hpdl_mlp_create_zero_f32(&g[k], 3, widths, HPDL_ACT_RELU));
+        HPDL_CHECK(hpdl_mlp_work_create_f32(&w[k], &m[k], o->batch > 1000 ? o->batch : 1000));
+    }
+    HPDL_CHECK(hpdl_mlp_fp8_create(&fp8, &m[1], o->batch, 16, 0));
+    HPDL_CHECK(hpdl_csv_create(&csv, ".", "mlp_sweep_fp8",
+                               "epoch,f32_loss,f32_test_acc,fp8_loss,fp8_test_acc,test_acc_gap,f32_epoch_s,fp8_epoch_s"));
+    printf("fp8: %d-%d-10 ReLU MLP, lr %g, batch %d: f32 and FP8 (delayed scaling) from the same weights\n", dim,
+           o->sweep_hidden, o->sweep_lr, o->batch);
+    for (epoch = 1; epoch <= o->epochs; epoch++) {
+        double loss_sum[2] = {0, 0}, seconds[2] = {0, 0}, acc[2], loss, t0;
+        int64_t i, steps = 0;
+        epoch_order(perm, train_set->n, (uint64_t)o->seed + (uint64_t)epoch);
+        for (i = 0; i + o->batch <= train_set->n; i += o->batch, steps++) {
+            gather_batch(train_set, perm, i, o->batch, dim, x, y);
+            t0 = hpdl_time_now();
+            HPDL_CHECK(hpdl_mlp_train_step_f32(&m[0], &w[0], &g[0], o->batch, x, y, (float)o->sweep_lr, 0.0f, &loss));
+            seconds[0] += hpdl_time_now() - t0;
+            loss_sum[0] += loss;
+            t0 = hpdl_time_now();
+            HPDL_CHECK(hpdl_mlp_train_step_fp8_f32(&m[1], &w[1], &g[1], &fp8, o->batch, x, y, (float)o->sweep_lr,
+                                                   0.0f, &loss));
+            seconds[1] += hpdl_time_now() - t0;
+            loss_sum[1] += loss;
+        }
+        for (k = 0; k < 2; k++) HPDL_CHECK(hpdl_mlp_accuracy_f32(&m[k], &w[k], test->n, test->images, test->labels, &acc[k]));
+        printf("fp8: epoch %d: f32 loss %.4f, test %.4f (%.1f s); FP8 loss %.4f, test %.4f (%.1f s); gap %+.4f\n", epoch,
+               loss_sum[0] / steps, acc[0], seconds[0], loss_sum[1] / steps, acc[1], seconds[1], acc[1] - acc[0]);
+        fprintf(csv.f, "%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.3f,%.3f\n", epoch, loss_sum[0] / steps, acc[0],
+                loss_sum[1] / steps, acc[1], acc[1] - acc[0], seconds[0], seconds[1]);
+        fflush(stdout);
+    }
+    HPDL_CHECK(hpdl_csv_commit(&csv));
+    hpdl_mlp_fp8_destroy(&fp8);
+    for (k = 0; k < 2; k++) {
+        hpdl_mlp_work_destroy_f32(&w[k]);
+        hpdl_mlp_destroy_f32(&g[k]);
+        hpdl_mlp_destroy_f32(&m[k]);
+    }
+    HPDL_FREE(x);
+    HPDL_FREE(y);
+    HPDL_FREE(perm);
+}
+
 int main(int argc, char **argv) {
     options o = parse_args(argc, argv);
     hpdl_dataset train_set, test;
     FILE *csv;
-    char key[32];
+    char key[32], context[2048];
     int k;
     HPDL_CHECK(hpdl_idx_load_dir(o.data, 1, &train_set));
     HPDL_CHECK(hpdl_idx_load_dir(o.data, 0, &test));
     HPDL_CHECK(hpdl_dataset_normalize(&train_set, FASHION_MEAN, FASHION_STD));
     HPDL_CHECK(hpdl_dataset_normalize(&test, FASHION_MEAN, FASHION_STD));
+    if (o.fp8) {
+        HPDL_CHECK(hpdl_csv_context_make(argc, argv, "CPU (f32, and FP8 through the CPU twin)", context, sizeof context));
+        hpdl_csv_set_context(context);
+        compare_fp8(&o, &train_set, &test);
+        hpdl_dataset_free(&train_set);
+        hpdl_dataset_free(&test);
+        return 0;
+    }
 
     csv = hpdl_csv_open_with_header(".", "mlp_sweep_lr",
                    "lr,epoch,loss,train_acc,test_acc,f32_f64_rel_diff,status");

@@ -189,6 +189,32 @@ static void cnn_train_checks_its_study_flags(void) {
     remove(cli_err);
 }
 
+/* mlp_sweep --fp8 trains the f32 model and its FP8 twin on a tiny set and
+   writes mlp_sweep_fp8.csv: its header and one row per epoch. */
+#define SWEEP "build/examples/mlp_sweep"
+#define SDIR WORK "/sweep_fp8"
+
+static void mlp_sweep_fp8_writes_a_row_per_epoch(void) {
+    char line[512];
+    int rows = -1;
+    FILE *f;
+    if (!exists(SWEEP)) HPDL_SKIP(SWEEP " not built (make examples)");
+    if (system("mkdir -p " SDIR) != 0) HPDL_SKIP("cannot make " SDIR);
+    write_set(SDIR, "train", 200, 4);
+    write_set(SDIR, "t10k", 50, 4);
+    name_cli_files();
+    HPDL_EXPECT(run_program(SWEEP, "--fp8 --epochs 2 --batch 16 --sweep-hidden 8 --data " SDIR " --output " SDIR) == 0);
+    HPDL_EXPECT(file_says(cli_out, "fp8: epoch 2: f32 loss"));
+    f = fopen(SDIR "/mlp_sweep_fp8.csv", "r");
+    HPDL_EXPECT(f != NULL);
+    while (f && fgets(line, sizeof line, f)) rows++;
+    if (f) fclose(f);
+    HPDL_EXPECT(rows == 2);
+    HPDL_EXPECT(file_says(SDIR "/mlp_sweep_fp8.csv", "epoch,f32_loss,f32_test_acc,fp8_loss,fp8_test_acc"));
+    remove(cli_out);
+    remove(cli_err);
+}
+
 /* quantize_cnn on a ResNet-18 checkpoint as cnn_train --precision bf16
    writes it (f32 master parameters; fresh weights, 8x8 images, so the CPU
    twin runs it in seconds): its integer-only logits are the same split
@@ -279,6 +305,7 @@ int main(int argc, char **argv) {
         HPDL_TEST(tp_refuses_malformed_numbers),
         HPDL_TEST(every_program_keeps_the_command_line_convention),
         HPDL_TEST(cnn_train_checks_its_study_flags),
+        HPDL_TEST(mlp_sweep_fp8_writes_a_row_per_epoch),
         HPDL_TEST(quantize_cnn_threads_agree),
         HPDL_TEST(quantize_cnn_refuses_a_device_it_cannot_use),
     };
