@@ -2,30 +2,9 @@
    and the FP8 GEMM on Hopper against its CPU twin hpdl_fp8_gemm_<t>, every
    pair of formats, f32/f16/bf16 outputs, odd shapes, poisoned outputs. */
 #include "hpdl_cuda.cuh"
-#include "tests/hpdl_test.h"
+#include "tests/hpdl_test_cuda.h"
 
 #include <vector>
-
-template <typename T> static T *upload(const std::vector<T> &v) {
-    T *d = NULL;
-    HPDL_CHECK(hpdl_cuda_alloc((void **)&d, v.size() * sizeof(T)));
-    HPDL_CUDA_CHECK(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-    return d;
-}
-
-template <typename T> static std::vector<T> download(const T *d, size_t n) {
-    std::vector<T> v(n);
-    HPDL_CUDA_CHECK(cudaDeviceSynchronize());
-    HPDL_CUDA_CHECK(cudaMemcpy(v.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
-    return v;
-}
-
-template <typename T> static T *poisoned(size_t n) {
-    T *d = NULL;
-    HPDL_CHECK(hpdl_cuda_alloc((void **)&d, n * sizeof(T)));
-    HPDL_CHECK(hpdl_cuda_poison(d, n * sizeof(T)));
-    return d;
-}
 
 static float *device_float(float v) { return upload(std::vector<float>(1, v)); }
 

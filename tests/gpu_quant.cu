@@ -4,7 +4,7 @@
    hpdl_quant_gemm_requant_i8/_i32, hpdl_quant_mlp, hpdl_quant_conv2d_i8,
    hpdl_quant_cnn). */
 #include "hpdl_cuda.cuh"
-#include "tests/hpdl_test.h"
+#include "tests/hpdl_test_cuda.h"
 
 #include <vector>
 
@@ -22,29 +22,6 @@ static int may_decline(hpdl_quant_algo a, int pad) {
 
 static void fill_i8(hpdl_rng *r, std::vector<int8_t> &v) {
     for (size_t i = 0; i < v.size(); i++) v[i] = (int8_t)((int)hpdl_rng_below(r, 256) - 128);
-}
-
-/* Device copy of a host vector (freed by the caller). */
-template <typename T> static T *upload(const std::vector<T> &v) {
-    T *d = NULL;
-    HPDL_CHECK(hpdl_cuda_alloc((void **)&d, v.size() * sizeof(T)));
-    HPDL_CUDA_CHECK(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-    return d;
-}
-
-template <typename T> static std::vector<T> download(const T *d, size_t n) {
-    std::vector<T> v(n);
-    HPDL_CUDA_CHECK(cudaDeviceSynchronize());
-    HPDL_CUDA_CHECK(cudaMemcpy(v.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
-    return v;
-}
-
-/* A poisoned (0xff) device buffer of n elements. */
-template <typename T> static T *poisoned(size_t n) {
-    T *d = NULL;
-    HPDL_CHECK(hpdl_cuda_alloc((void **)&d, n * sizeof(T)));
-    HPDL_CHECK(hpdl_cuda_poison(d, n * sizeof(T)));
-    return d;
 }
 
 /* Bt (N x ldt) = B^T for B K x N (ldb), on the host. */
