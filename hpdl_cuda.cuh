@@ -4453,9 +4453,7 @@ static inline hpdl_status hpdl__conv_mma_wgrad_launch(hpdl__conv_wgrad_args<T> a
     return HPDL_OK;
 }
 
-/* Which types have the rung: f16 and bf16 (mma.sync m16n8k16). run is a
-   template (HPDL_LAZY) so that its kernels are built only where it is
-   called, as hpdl__conv_wg's. */
+/* Which types have the rung: f16 and bf16 (mma.sync m16n8k16). */
 template <typename T> struct hpdl__conv_mma_type {
     static hpdl_status launch(const hpdl__conv_mma_args<T> &, bool, int, cudaStream_t) { return HPDL_ERR_UNSUPPORTED; }
     static hpdl_status wgrad(const hpdl__conv_wgrad_args<T> &, int, T *, cudaStream_t) { return HPDL_ERR_UNSUPPORTED; }
@@ -5375,23 +5373,34 @@ static inline hpdl_status hpdl__conv_wg_run(const hpdl__conv_geom &geo, hpdl__co
     return HPDL_OK;
 }
 
-/* Only f16 and bf16 have this rung. (run is a template so that its
-   kernels are built only where it is called: an explicit specialisation's
-   ordinary member would build them in every file that includes this.) */
-template <typename T> struct hpdl__conv_wg {
+/* A rung that only f16 and bf16 have, as one call for every element type:
+   RUNG::run for those two, HPDL_ERR_UNSUPPORTED for the others. (The
+   specialisations' run is a template so that the rung's kernels are built
+   only where it is called: an explicit specialisation's ordinary member
+   would build them in every file that includes this.) */
+template <typename RUNG, typename T> struct hpdl__conv_16bit {
     static hpdl_status run(const hpdl__conv_geom &, hpdl__conv_pass, const T *, const T *, T *, cudaStream_t) {
         return HPDL_ERR_UNSUPPORTED;
     }
 };
-template <> struct hpdl__conv_wg<__half> {
+template <typename RUNG> struct hpdl__conv_16bit<RUNG, __half> {
     HPDL_LAZY hpdl_status run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const __half *a, const __half *b,
                               __half *out, cudaStream_t stream) {
-        return hpdl__conv_wg_run(g, pass, a, b, out, stream);
+        return RUNG::run(g, pass, a, b, out, stream);
     }
 };
-template <> struct hpdl__conv_wg<__nv_bfloat16> {
+template <typename RUNG> struct hpdl__conv_16bit<RUNG, __nv_bfloat16> {
     HPDL_LAZY hpdl_status run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const __nv_bfloat16 *a,
                               const __nv_bfloat16 *b, __nv_bfloat16 *out, cudaStream_t stream) {
+        return RUNG::run(g, pass, a, b, out, stream);
+    }
+};
+
+/* The wgmma rung, for hpdl__conv_16bit. */
+struct hpdl__conv_wg_rung {
+    template <typename T>
+    static hpdl_status run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const T *a, const T *b, T *out,
+                           cudaStream_t stream) {
         return hpdl__conv_wg_run(g, pass, a, b, out, stream);
     }
 };
@@ -5834,23 +5843,11 @@ static inline hpdl_status hpdl__conv_fm_run(const hpdl__conv_geom &g, hpdl__conv
                        : hpdl__conv_fm_launch<T, 8>(a, stream);
 }
 
-/* Which types have the rung: f16 and bf16 (mma.sync m16n8k16). run is a
-   template (HPDL_LAZY) so that its kernels are built only where it is
-   called, as hpdl__conv_wg's. */
-template <typename T> struct hpdl__conv_fm_type {
-    static hpdl_status run(const hpdl__conv_geom &, hpdl__conv_pass, const T *, const T *, T *, cudaStream_t) {
-        return HPDL_ERR_UNSUPPORTED;
-    }
-};
-template <> struct hpdl__conv_fm_type<__half> {
-    HPDL_LAZY hpdl_status run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const __half *a, const __half *b,
-                              __half *out, cudaStream_t stream) {
-        return hpdl__conv_fm_run(g, pass, a, b, out, stream);
-    }
-};
-template <> struct hpdl__conv_fm_type<__nv_bfloat16> {
-    HPDL_LAZY hpdl_status run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const __nv_bfloat16 *a,
-                              const __nv_bfloat16 *b, __nv_bfloat16 *out, cudaStream_t stream) {
+/* The few-channel rung (f16 and bf16: mma.sync m16n8k16), for hpdl__conv_16bit. */
+struct hpdl__conv_fm_rung {
+    template <typename T>
+    static hpdl_status run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const T *a, const T *b, T *out,
+                           cudaStream_t stream) {
         return hpdl__conv_fm_run(g, pass, a, b, out, stream);
     }
 };
@@ -6694,7 +6691,8 @@ static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass
         if (s != HPDL_ERR_UNSUPPORTED) return s;
     }
     if (algo == HPDL_CONV_AUTO || algo == HPDL_CONV_FEW_MMA) {
-        hpdl_status s = hpdl__conv_fm_type<D>::run(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
+        hpdl_status s =
+            hpdl__conv_16bit<hpdl__conv_fm_rung, D>::run(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
         if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_CONV_FEW_MMA) return s;
     }
     if (algo == HPDL_CONV_AUTO || algo == HPDL_CONV_WINOGRAD) {
@@ -6702,7 +6700,8 @@ static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass
         if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_CONV_WINOGRAD) return s;
     }
     if (algo == HPDL_CONV_AUTO || algo == HPDL_CONV_WGMMA) {
-        hpdl_status s = hpdl__conv_wg<D>::run(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
+        hpdl_status s =
+            hpdl__conv_16bit<hpdl__conv_wg_rung, D>::run(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
         if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_CONV_WGMMA) return s;
     }
     if (algo == HPDL_CONV_AUTO || algo == HPDL_CONV_MMA) {
