@@ -138,18 +138,13 @@ typedef struct gemm_case {
 /* The largest |C - CPU| / (the accumulator's path, below) seen (printed by the tests). */
 static double g_worst;
 
-/* An FP8 code's value (hpdl.h's conversions, through tables built once). */
+/* An FP8 code's value (hpdl.h's decoding table, built once per format). */
 static double fp8_value(uint8_t code, hpdl_fp8_format f) {
     static float value[2][256];
     static int built;
     if (!built) {
-        for (int i = 0; i < 256; i++) {
-            hpdl_e4m3 a;
-            hpdl_e5m2 b;
-            a.bits = b.bits = (uint8_t)i;
-            value[HPDL_FP8_E4M3][i] = hpdl_e4m3_to_f32(a);
-            value[HPDL_FP8_E5M2][i] = hpdl_e5m2_to_f32(b);
-        }
+        hpdl__fp8_table(HPDL_FP8_E4M3, value[HPDL_FP8_E4M3]);
+        hpdl__fp8_table(HPDL_FP8_E5M2, value[HPDL_FP8_E5M2]);
         built = 1;
     }
     return value[f][code];
