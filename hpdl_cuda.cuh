@@ -1460,6 +1460,18 @@ static __device__ __forceinline__ void hpdl__cp_async16(void *dst, const void *s
 #endif
 }
 
+/* cp.async of BYTES (4, 8 or 16) aligned bytes, or BYTES zeros where !in (src
+   is then not read). */
+template <int BYTES> static __device__ __forceinline__ void hpdl__cp_async_or_zero(void *dst, const void *src, bool in) {
+#ifdef HPDL__GEMM_SM80
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(hpdl__smem_u32(dst)), "l"(src), "n"(BYTES),
+                 "r"(in ? BYTES : 0)
+                 : "memory");
+#else
+    (void)dst; (void)src; (void)in;
+#endif
+}
+
 static __device__ __forceinline__ void hpdl__cp_async_commit(void) {
 #ifdef HPDL__GEMM_SM80
     asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -5415,14 +5427,16 @@ struct hpdl__conv_wg_rung {
    of 16) and walks tiles of 128 output pixels, TH rows x TW columns of one
    image (TW a power of two). For a tile it stages the input patch those
    pixels read, patch_h rows of patch_w pixels x C channels, zeros in the
-   padding: each patch row is one contiguous run of x, so the loads are
-   coalesced. mma.sync's A operand is then read straight from the patch:
-   element (pixel, kk), kk = (r, s, c), is patch[rowbase(pixel) + koff(kk)],
-   the pixel's and the tap's parts each worked out once per block (taps past
-   R*S*C point into a zeroed second half of the buffer), so no im2col tile
-   is built. Four warps of 32 pixels x BN channels; the output goes through
-   a per-warp shared tile as 16-byte stores of whole pixels. Backward-filter
-   (below) reuses the tiles and the patch. */
+   padding: each patch row is one contiguous run of x, copied by cp.async
+   in 4-byte pairs of elements, and the next tile's patch is copied into a
+   second buffer while the block computes on this one. mma.sync's A operand
+   is then read straight from the patch: element (pixel, kk), kk = (r, s, c),
+   is patch[rowbase(pixel) + koff(kk)], the pixel's and the tap's parts each
+   worked out once per block (taps past R*S*C point into a zeroed region
+   between the two buffers), so no im2col tile is built. Four warps of 32
+   pixels x BN channels; the output goes through a per-warp shared tile as
+   16-byte stores of whole pixels. Backward-filter (below) reuses the tiles
+   and the patch. */
 template <typename T> struct hpdl__conv_fm_args {
     const T *x, *w; /* NHWC input, KRSC filter */
     T *y;           /* NHWC output */
@@ -5430,6 +5444,9 @@ template <typename T> struct hpdl__conv_fm_args {
     int s, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
     int tw_log2, th, tiles_h, tiles_w, tiles; /* tiles of th x 2^tw_log2 output pixels */
     int patch_h, patch_w;                     /* the input pixels a tile reads */
+    int patch_ld;                             /* elements per patch row in shared memory (even, > patch_w C) */
+    int patch_buf;                            /* elements per patch buffer (a multiple of 8) */
+    int x_pairs; /* x's rows are whole 4-byte pairs of elements (W C even, x aligned): cp.async */
     int taps, kp;                             /* R*S*C, rounded up to 16 */
     int y_vec;                                /* 16-byte accesses of y or dy (K % 8 == 0, aligned) */
     const T *dy;                              /* backward-filter: NHWC dy (x, y: unused) ... */
@@ -5437,25 +5454,26 @@ template <typename T> struct hpdl__conv_fm_args {
 };
 
 /* Shared memory of a block: the filter (BN rows of kp + 8: ldmatrix's rows
-   then fall on distinct banks), the offset table (kp ints), the patch and its
-   zeroed twin, the warps' output tiles (32 rows of BN + 8). */
+   then fall on distinct banks), an offset table (kp ints) per patch buffer,
+   patch buffer 0, a zeroed region as large, patch buffer 1, the warps'
+   output tiles (32 rows of BN + 8). */
 template <int BN> struct hpdl__conv_fm_smem {
     static __host__ __device__ size_t filter(int kp) { return (size_t)BN * (kp + 8) * 2; }
-    static __host__ __device__ size_t patch(int patch_elems) { return ((size_t)2 * patch_elems * 2 + 15) / 16 * 16; }
-    static size_t bytes(int kp, int patch_elems) {
-        return filter(kp) + (size_t)kp * 4 + patch(patch_elems) + 4 * 32 * (BN + 8) * 2;
+    static __host__ __device__ size_t patches(int patch_buf) { return (size_t)3 * patch_buf * 2; }
+    static size_t bytes(int kp, int patch_buf) {
+        return filter(kp) + (size_t)2 * kp * 4 + patches(patch_buf) + 4 * 32 * (BN + 8) * 2;
     }
 };
 
-/* The two parts of a patch offset: tap kk = (r, s, c) (past the taps: the
-   start of the zeroed half, so that any pixel's part still lands in it) and
-   the tile's output pixel m (its row m / TW, column m % TW). */
-template <typename T> static __device__ __forceinline__ int hpdl__conv_fm_tap_offset(const hpdl__conv_fm_args<T> &a, int kk) {
+/* The two parts of a patch offset: tap kk = (r, s, c) (past the taps:
+   padded) and the tile's output pixel m (its row m / TW, column m % TW). */
+template <typename T>
+static __device__ __forceinline__ int hpdl__conv_fm_tap_offset(const hpdl__conv_fm_args<T> &a, int kk, int padded) {
     const int c = kk % a.c, r = kk / a.c / a.s, s = kk / a.c % a.s;
-    return kk < a.taps ? (r * a.dil_h * a.patch_w + s * a.dil_w) * a.c + c : a.patch_h * a.patch_w * a.c;
+    return kk < a.taps ? r * a.dil_h * a.patch_ld + s * a.dil_w * a.c + c : padded;
 }
 template <typename T> static __device__ __forceinline__ int hpdl__conv_fm_pixel_offset(const hpdl__conv_fm_args<T> &a, int m) {
-    return ((m >> a.tw_log2) * a.stride_h * a.patch_w + (m & ((1 << a.tw_log2) - 1)) * a.stride_w) * a.c;
+    return (m >> a.tw_log2) * a.stride_h * a.patch_ld + (m & ((1 << a.tw_log2) - 1)) * a.stride_w * a.c;
 }
 
 /* Where index i of a run of 16-deep steps goes in a table read as one int4
@@ -5474,42 +5492,54 @@ static __device__ __forceinline__ void hpdl__conv_fm_tile_at(const hpdl__conv_fm
     *n = t / a.tiles_w / a.tiles_h;
 }
 
-/* The patch buffer's second half, zeros once per block. */
-template <typename T> static __device__ void hpdl__conv_fm_zero_half(const hpdl__conv_fm_args<T> &a, unsigned short *patch) {
-    const int patch_elems = a.patch_h * a.patch_w * a.c;
-    for (int e = patch_elems + threadIdx.x; e < 2 * patch_elems; e += blockDim.x) patch[e] = 0;
-}
-
-/* Once per block: the filter rows n0.. (zeros past K and past the taps) and
-   the tap offsets of the A fragments (hpdl__conv_fm_slot's table). */
+/* Once per block: the filter rows n0.. (zeros past K and past the taps), the
+   tap offsets of the A fragments (hpdl__conv_fm_slot's table), one table per
+   patch buffer, whose padded taps point into the zeros after buffer 0 or
+   before buffer 1, and those zeros. */
 template <typename T, int BN>
-static __device__ void hpdl__conv_fm_setup(const hpdl__conv_fm_args<T> &a, T *ws, int *koff, int n0) {
+static __device__ void hpdl__conv_fm_setup(const hpdl__conv_fm_args<T> &a, T *ws, int *koff, unsigned short *zeros,
+                                           int n0) {
     const int wld = a.kp + 8;
     for (int e = threadIdx.x; e < BN * a.kp; e += blockDim.x) {
         const int row = e / a.kp, kk = e - row * a.kp;
         ws[row * wld + kk] = n0 + row < a.k && kk < a.taps ? a.w[(size_t)(n0 + row) * a.taps + kk] : T(0.0f);
     }
-    for (int kk = threadIdx.x; kk < a.kp; kk += blockDim.x) koff[hpdl__conv_fm_slot(kk)] = hpdl__conv_fm_tap_offset(a, kk);
+    for (int kk = threadIdx.x; kk < a.kp; kk += blockDim.x) {
+        koff[hpdl__conv_fm_slot(kk)] = hpdl__conv_fm_tap_offset(a, kk, a.patch_buf);
+        koff[a.kp + hpdl__conv_fm_slot(kk)] = hpdl__conv_fm_tap_offset(a, kk, -a.patch_buf);
+    }
+    for (int e = threadIdx.x; e < a.patch_buf; e += blockDim.x) zeros[e] = 0;
 }
 
-/* The input patch of the tile whose first output pixel is (n, oh0, ow0):
-   row i is x's row ih0 + i from element e0 (its pixel iw0 = ow0 * stride -
-   pad), zeros outside the image. Raw 16-bit copies (the zero is 0 in both types). */
+/* Starts copying the input patch of the tile whose first output pixel is
+   (n, oh0, ow0) into buf: row i is x's row ih0 + i from element e0 (its
+   pixel iw0 = ow0 * stride - pad), zeros outside the image, in pairs of
+   elements. Where x_pairs, a pair is one 4-byte cp.async (or zeros), aligned
+   as in x: for an odd e0 each row is copied from element e0 - 1 and the
+   patch starts at buf + 1. Returns that shift (0 or 1). Else plain loads,
+   pairs from e0, done on return. Raw 16-bit copies (the zero is 0 in both
+   types). The pairs of a row cover patch_ld elements, one more than the
+   patch row or one before it: patch_ld >= patch_w C + 1. */
 template <typename T>
-static __device__ __forceinline__ void hpdl__conv_fm_stage(const hpdl__conv_fm_args<T> &a, unsigned short *patch, int n,
-                                                           int oh0, int ow0) {
-    const int row_len = a.patch_w * a.c, x_row = a.w_ * a.c, ih0 = oh0 * a.stride_h - a.pad_h;
-    const int e0 = (ow0 * a.stride_w - a.pad_w) * a.c;
+static __device__ __forceinline__ int hpdl__conv_fm_stage(const hpdl__conv_fm_args<T> &a, unsigned short *buf, int n,
+                                                          int oh0, int ow0) {
+    const int x_row = a.w_ * a.c, ih0 = oh0 * a.stride_h - a.pad_h, pairs = a.patch_ld / 2;
+    const int e0 = (ow0 * a.stride_w - a.pad_w) * a.c, shift = a.x_pairs ? e0 & 1 : 0;
     const unsigned short *x = (const unsigned short *)a.x + (size_t)n * a.h * x_row;
-#pragma unroll 4
-    for (int i = 0; i < a.patch_h; i++) {
-        const int ih = ih0 + i;
+    for (int u = threadIdx.x; u < a.patch_h * pairs; u += blockDim.x) {
+        const int i = u / pairs, e = 2 * (u - i * pairs), ih = ih0 + i, ge = e0 - shift + e;
         const bool row_in = ih >= 0 && ih < a.h;
-        for (int e = threadIdx.x; e < row_len; e += blockDim.x) {
-            const int ge = e0 + e;
-            patch[i * row_len + e] = row_in && ge >= 0 && ge < x_row ? __ldg(x + (size_t)ih * x_row + ge) : 0;
+        const unsigned short *row = x + (size_t)(row_in ? ih : 0) * x_row;
+        unsigned short *dst = buf + i * a.patch_ld + e;
+        if (a.x_pairs) { /* ge and x_row even: the pair is inside the row or outside it */
+            const bool in = row_in && ge >= 0 && ge < x_row;
+            hpdl__cp_async_or_zero<4>(dst, row + (in ? ge : 0), in);
+        } else {
+            dst[0] = row_in && ge >= 0 && ge < x_row ? __ldg(row + ge) : 0;
+            dst[1] = row_in && ge + 1 >= 0 && ge + 1 < x_row ? __ldg(row + ge + 1) : 0;
         }
     }
+    return shift;
 }
 
 /* Two 16-bit patch elements as one A-fragment register (the lower k in the low half). */
@@ -5584,35 +5614,49 @@ static __device__ __forceinline__ void hpdl__conv_fm_store(const hpdl__conv_fm_a
     __syncwarp(); /* the tile is read before the next one overwrites it */
 }
 
+/* Starts copying the patch of tile t into buf; returns hpdl__conv_fm_stage's shift. */
+template <typename T>
+static __device__ __forceinline__ int hpdl__conv_fm_stage_tile(const hpdl__conv_fm_args<T> &a, unsigned short *buf,
+                                                               int t) {
+    int n, oh0, ow0;
+    hpdl__conv_fm_tile_at(a, t, &n, &oh0, &ow0);
+    return hpdl__conv_fm_stage(a, buf, n, oh0, ow0);
+}
+
 /* Persistent blocks of 128 threads: blockIdx.y picks the BN = 8 NJ filters,
-   blockIdx.x strides over the pixel tiles. */
+   blockIdx.x strides over the pixel tiles. Tile t is computed from patch
+   buffer b while the next tile's patch is copied into buffer b ^ 1. */
 template <typename T, int NJ>
 __global__ void __launch_bounds__(128, 4) hpdl__conv_fm(hpdl__conv_fm_args<T> a) {
 #ifdef HPDL__GEMM_SM80
     typedef hpdl__conv_fm_smem<8 * NJ> SM;
     extern __shared__ uint4 hpdl__fm_smem[];
     const int n0 = blockIdx.y * 8 * NJ, warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
-    const int patch_elems = a.patch_h * a.patch_w * a.c;
     unsigned char *base = (unsigned char *)hpdl__fm_smem;
     T *ws = (T *)base;
-    int *koff = (int *)(base + SM::filter(a.kp));
-    unsigned short *patch = (unsigned short *)(koff + a.kp);
-    T *tile = (T *)((unsigned char *)patch + SM::patch(patch_elems)) + warp * 32 * (8 * NJ + 8);
-    int rowbase[4];
+    int *koff = (int *)(base + SM::filter(a.kp));                   /* buffer 0's table, buffer 1's */
+    unsigned short *patches = (unsigned short *)(koff + 2 * a.kp); /* buffer 0, zeros, buffer 1 */
+    T *tile = (T *)((unsigned char *)patches + SM::patches(a.patch_buf)) + warp * 32 * (8 * NJ + 8);
+    int rowbase[4], shift = 0, b = 0;
 #pragma unroll
     for (int u = 0; u < 4; u++) /* rows g, g + 8, g + 16, g + 24 of the warp's 32 pixels */
         rowbase[u] = hpdl__conv_fm_pixel_offset(a, warp * 32 + u / 2 * 16 + u % 2 * 8 + lane / 4);
-    hpdl__conv_fm_setup<T, 8 * NJ>(a, ws, koff, n0);
-    hpdl__conv_fm_zero_half(a, patch);
-    for (int t = blockIdx.x; t < a.tiles; t += gridDim.x) {
-        int n, oh0, ow0;
+    hpdl__conv_fm_setup<T, 8 * NJ>(a, ws, koff, patches + a.patch_buf, n0);
+    if ((int)blockIdx.x < a.tiles) shift = hpdl__conv_fm_stage_tile(a, patches, blockIdx.x);
+    hpdl__cp_async_commit();
+    for (int t = blockIdx.x; t < a.tiles; t += gridDim.x, b ^= 1) {
+        int n, oh0, ow0, next_shift = 0;
         float acc[2][NJ][4];
+        __syncthreads(); /* buffer b ^ 1, the previous tile's, is read */
+        if (a.tiles - t > (int)gridDim.x)
+            next_shift = hpdl__conv_fm_stage_tile(a, patches + 2 * (b ^ 1) * a.patch_buf, t + gridDim.x);
+        hpdl__cp_async_commit();
+        hpdl__cp_async_wait<1>(); /* this thread's copies of tile t have landed ... */
+        __syncthreads();          /* ... and every thread's */
+        hpdl__conv_fm_mma<T, NJ>(a, ws, koff + b * a.kp, patches + 2 * b * a.patch_buf + shift, rowbase, acc);
         hpdl__conv_fm_tile_at(a, t, &n, &oh0, &ow0);
-        __syncthreads(); /* the previous tile's patch is read */
-        hpdl__conv_fm_stage(a, patch, n, oh0, ow0);
-        __syncthreads();
-        hpdl__conv_fm_mma<T, NJ>(a, ws, koff, patch, rowbase, acc);
         hpdl__conv_fm_store<T, NJ>(a, acc, tile, n, oh0, ow0, n0);
+        shift = next_shift;
     }
 #else
     (void)a; /* host pass, or a GPU without mma.sync: the launcher never starts it */
@@ -5621,7 +5665,7 @@ __global__ void __launch_bounds__(128, 4) hpdl__conv_fm(hpdl__conv_fm_args<T> a)
 
 template <typename T, int NJ>
 static inline hpdl_status hpdl__conv_fm_launch(const hpdl__conv_fm_args<T> &a, cudaStream_t stream) {
-    const size_t smem = hpdl__conv_fm_smem<8 * NJ>::bytes(a.kp, a.patch_h * a.patch_w * a.c);
+    const size_t smem = hpdl__conv_fm_smem<8 * NJ>::bytes(a.kp, a.patch_buf);
     void (*kernel)(hpdl__conv_fm_args<T>) = hpdl__conv_fm<T, NJ>;
     cudaFuncAttributes fa;
     int per_sm = 0, sms = 0;
@@ -5642,22 +5686,24 @@ static inline hpdl_status hpdl__conv_fm_launch(const hpdl__conv_fm_args<T> &a, c
    dW[k, kk] = sum over pixels of dY[pixel, k] X~[pixel, kk]: a GEMM with rows k, columns kk =
    (r, s, c) and the 128 pixels of a tile as its depth, on the forward pass's tiles and patch.
    For each tile the block stages the patch and dY's 128 x 64 slice (zeros for pixels outside y
-   and channels past K); A = dY^T comes by ldmatrix.trans, B is read from the patch as the
-   forward pass reads its A, with the roles swapped: the pixels' offsets per 16-deep step from a
-   table (an int4 per lane and step), the taps' offsets per fragment column in registers. Warp w
-   sums all 64 filters for the n8 column fragments w, w + 4, ..., NT of them, of this block's
-   column group (blockIdx.z); the sums stay in registers over all the block's tiles and are added
-   into dw (f32) by atomics at the end. */
+   and channels past K), both by cp.async into double buffers, the next tile's while this one
+   is summed; A = dY^T comes by ldmatrix.trans, B is read from the patch as the forward pass
+   reads its A, with the roles swapped: the pixels' offsets per 16-deep step from a table (an
+   int4 per lane and step), the taps' offsets per fragment column in registers (the padded
+   columns read anything in the patch: their sums are dropped). Warp w sums all 64 filters for
+   the n8 column fragments w, w + 4, ..., NT of them, of this block's column group
+   (blockIdx.z); the sums stay in registers over all the block's tiles and are added into dw
+   (f32) by atomics at the end. */
 enum { HPDL__FM_WGRAD_BN = 64, HPDL__FM_WGRAD_LD = HPDL__FM_WGRAD_BN + 8 };
 
-struct hpdl__conv_fm_wgrad_smem { /* dY's tile, the pixel offsets, the patch and its zero half */
+struct hpdl__conv_fm_wgrad_smem { /* dY's tile twice, the pixel offsets, the patch twice */
     static __host__ __device__ size_t dys() { return (size_t)128 * HPDL__FM_WGRAD_LD * 2; }
-    static __host__ __device__ size_t bytes(int patch_elems) {
-        return dys() + 8 * 16 * 4 + hpdl__conv_fm_smem<16>::patch(patch_elems);
-    }
+    static __host__ __device__ size_t bytes(int patch_buf) { return 2 * dys() + 8 * 16 * 4 + (size_t)2 * patch_buf * 2; }
 };
 
-/* dY's rows for the tile's 128 pixels (zeros outside y), channels n0..n0+63 (zeros past K). */
+/* Starts copying dY's rows for the tile's 128 pixels (zeros outside y), channels n0..n0+63
+   (zeros past K): 16-byte cp.async where y_vec (K % 8 == 0: a chunk is past K whole or not at
+   all), else plain loads, done on return. */
 template <typename T>
 static __device__ __forceinline__ void hpdl__conv_fm_stage_dy(const hpdl__conv_fm_args<T> &a, T *dys, int n, int oh0,
                                                               int ow0, int n0) {
@@ -5668,8 +5714,8 @@ static __device__ __forceinline__ void hpdl__conv_fm_stage_dy(const hpdl__conv_f
         const bool in = oh < a.p && ow < a.q;
         const T *src = a.dy + (((size_t)n * a.p + (in ? oh : 0)) * a.q + (in ? ow : 0)) * a.k + n0 + col;
         T *dst = dys + m * HPDL__FM_WGRAD_LD + col;
-        if (in && a.y_vec && n0 + col + 8 <= a.k) {
-            *(uint4 *)dst = __ldg((const uint4 *)src);
+        if (a.y_vec) {
+            hpdl__cp_async_or_zero<16>(dst, src, in && n0 + col < a.k);
         } else {
 #pragma unroll
             for (int e = 0; e < 8; e++) dst[e] = in && n0 + col + e < a.k ? src[e] : T(0.0f);
@@ -5704,8 +5750,19 @@ static __device__ __forceinline__ void hpdl__conv_fm_wgrad_mma(const T *dys, con
     }
 }
 
+/* Starts copying tile t's patch and dY's slice into buffers; returns the patch's shift. */
+template <typename T>
+static __device__ __forceinline__ int hpdl__conv_fm_wgrad_stage_tile(const hpdl__conv_fm_args<T> &a, unsigned short *buf,
+                                                                     T *dys, int t, int n0) {
+    int n, oh0, ow0;
+    hpdl__conv_fm_tile_at(a, t, &n, &oh0, &ow0);
+    hpdl__conv_fm_stage_dy(a, dys, n, oh0, ow0, n0);
+    return hpdl__conv_fm_stage(a, buf, n, oh0, ow0);
+}
+
 /* Persistent blocks of 128 threads: blockIdx.y picks 64 filters, blockIdx.z a group of 32 NT
-   tap columns, blockIdx.x strides over the pixel tiles. */
+   tap columns, blockIdx.x strides over the pixel tiles; tile t is summed from buffers b while
+   the next tile is copied into buffers b ^ 1. */
 template <typename T, int NT>
 __global__ void __launch_bounds__(128, 3) hpdl__conv_fm_wgrad(hpdl__conv_fm_args<T> a) {
 #ifdef HPDL__GEMM_SM80
@@ -5713,28 +5770,33 @@ __global__ void __launch_bounds__(128, 3) hpdl__conv_fm_wgrad(hpdl__conv_fm_args
     extern __shared__ uint4 hpdl__fm_smem[];
     const int n0 = blockIdx.y * HPDL__FM_WGRAD_BN, warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
     unsigned char *base = (unsigned char *)hpdl__fm_smem;
-    T *dys = (T *)base;
-    int *pixoff = (int *)(base + SM::dys());
-    unsigned short *patch = (unsigned short *)(pixoff + 8 * 16);
-    int koff[NT], col0[NT];
+    T *dys = (T *)base;                                            /* buffer 0, buffer 1 */
+    int *pixoff = (int *)(base + 2 * SM::dys());
+    unsigned short *patches = (unsigned short *)(pixoff + 8 * 16); /* buffer 0, buffer 1 */
+    int koff[NT], col0[NT], shift = 0, b = 0;
     float acc[4][NT][4];
 #pragma unroll
     for (int j = 0; j < NT; j++) { /* the warp's fragment j: tap columns col0[j] .. + 7 */
         col0[j] = ((int)blockIdx.z * 4 * NT + warp + 4 * j) * 8;
-        koff[j] = hpdl__conv_fm_tap_offset(a, col0[j] + lane / 4);
+        koff[j] = hpdl__conv_fm_tap_offset(a, col0[j] + lane / 4, 0);
 #pragma unroll
         for (int i = 0; i < 4; i++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
     }
     for (int m = threadIdx.x; m < 128; m += blockDim.x) pixoff[hpdl__conv_fm_slot(m)] = hpdl__conv_fm_pixel_offset(a, m);
-    hpdl__conv_fm_zero_half(a, patch);
-    for (int t = blockIdx.x; t < a.tiles; t += gridDim.x) {
-        int n, oh0, ow0;
-        hpdl__conv_fm_tile_at(a, t, &n, &oh0, &ow0);
-        __syncthreads(); /* the previous tile's patch and dY are read */
-        hpdl__conv_fm_stage(a, patch, n, oh0, ow0);
-        hpdl__conv_fm_stage_dy(a, dys, n, oh0, ow0, n0);
-        __syncthreads();
-        hpdl__conv_fm_wgrad_mma<T, NT>(dys, pixoff, patch, koff, acc);
+    if ((int)blockIdx.x < a.tiles) shift = hpdl__conv_fm_wgrad_stage_tile(a, patches, dys, blockIdx.x, n0);
+    hpdl__cp_async_commit();
+    for (int t = blockIdx.x; t < a.tiles; t += gridDim.x, b ^= 1) {
+        int next_shift = 0;
+        __syncthreads(); /* buffers b ^ 1, the previous tile's, are read */
+        if (a.tiles - t > (int)gridDim.x)
+            next_shift = hpdl__conv_fm_wgrad_stage_tile(a, patches + (b ^ 1) * a.patch_buf,
+                                                        dys + (b ^ 1) * 128 * HPDL__FM_WGRAD_LD, t + gridDim.x, n0);
+        hpdl__cp_async_commit();
+        hpdl__cp_async_wait<1>(); /* this thread's copies of tile t have landed ... */
+        __syncthreads();          /* ... and every thread's */
+        hpdl__conv_fm_wgrad_mma<T, NT>(dys + b * 128 * HPDL__FM_WGRAD_LD, pixoff, patches + b * a.patch_buf + shift, koff,
+                                       acc);
+        shift = next_shift;
     }
 #pragma unroll
     for (int i = 0; i < 4; i++)
@@ -5754,7 +5816,7 @@ __global__ void __launch_bounds__(128, 3) hpdl__conv_fm_wgrad(hpdl__conv_fm_args
    the taps, else 5 in several column groups), then dw rounded to T. */
 template <typename T, int NT>
 static inline hpdl_status hpdl__conv_fm_wgrad_launch(hpdl__conv_fm_args<T> a, T *dw, cudaStream_t stream) {
-    const size_t smem = hpdl__conv_fm_wgrad_smem::bytes(a.patch_h * a.patch_w * a.c);
+    const size_t smem = hpdl__conv_fm_wgrad_smem::bytes(a.patch_buf);
     const size_t count = (size_t)a.k * a.taps;
     const int groups_k = (a.k + HPDL__FM_WGRAD_BN - 1) / HPDL__FM_WGRAD_BN, groups_col = (a.kp / 8 + 4 * NT - 1) / (4 * NT);
     void (*kernel)(hpdl__conv_fm_args<T>) = hpdl__conv_fm_wgrad<T, NT>;
@@ -5827,10 +5889,13 @@ static inline hpdl_status hpdl__conv_fm_run(const hpdl__conv_geom &g, hpdl__conv
     a.tiles_w = (a.q + (1 << a.tw_log2) - 1) >> a.tw_log2;
     a.patch_h = (a.th - 1) * a.stride_h + (g.p.kernel_h - 1) * a.dil_h + 1;
     a.patch_w = ((1 << a.tw_log2) - 1) * a.stride_w + (a.s - 1) * a.dil_w + 1;
+    a.patch_ld = (a.patch_w * a.c + 2) / 2 * 2;
+    a.patch_buf = (a.patch_h * a.patch_ld + 7) / 8 * 8;
+    a.x_pairs = a.w_ * a.c % 2 == 0 && (uintptr_t)x % 4 == 0;
     a.taps = g.p.kernel_h * a.s * a.c;
     a.kp = (a.taps + 15) / 16 * 16;
     a.y_vec = a.k % 8 == 0 && (uintptr_t)(wgrad ? b : out) % 16 == 0;
-    const int64_t tiles = (int64_t)g.y.n * a.tiles_h * a.tiles_w, patch = (int64_t)a.patch_h * a.patch_w * a.c;
+    const int64_t tiles = (int64_t)g.y.n * a.tiles_h * a.tiles_w, patch = (int64_t)a.patch_h * a.patch_ld;
     if (tiles > INT_MAX || patch > 32768 || a.kp > 1024) return HPDL_ERR_UNSUPPORTED;
     a.tiles = (int)tiles;
     if (wgrad)
