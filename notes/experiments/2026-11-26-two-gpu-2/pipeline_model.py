@@ -1,5 +1,12 @@
-# Processor-sharing simulation of the deep linear model's pipelines on 2 GPUs.
-import sys
+"""Processor-sharing simulation of the deep linear model's pipelines (DIM 4096, batch 512,
+DEPTH 24, f32) on G GPUs with V interleaved stages a GPU (notes/multi.md).
+
+Each stage runs GPipe in its own stream (or, shared=True, one stream per GPU in breadth-first
+order); a GPU shares its throughput among the products its streams have ready, and k products
+of M rows side by side run like one of k*M rows (EFF, fitted to the committed measurements).
+Pulls occupy the receiving stream, not the GPU's arithmetic.
+    python3 pipeline_model.py     # a few seconds
+"""
 T1 = 26.47                      # one-GPU step, ms (DIM 4096, batch 512, depth 24)
 U = T1 / 72                     # one layer, one phase, whole batch, full efficiency
 EFF = {512: 1.0, 384: 0.99, 256: 0.967, 128: 0.889, 64: 0.704, 32: 0.473}
@@ -69,8 +76,23 @@ def simulate(ops, streams, G, dt=0.001):
                 o['done'] = t; ptr[s] += 1
     return t, busy
 
+def step_ms(G, v, m, shared=False):
+    ops, streams = build(24, G, v, m, shared)
+    return simulate(ops, streams, G)[0]
+
 if __name__ == '__main__':
-    for (v, m, shared) in [(1,4,1),(1,8,1),(1,4,0),(2,4,1),(2,4,0),(2,2,1),(2,2,0),(2,8,0),(3,4,1),(3,4,0),(4,2,1),(4,4,1),(4,4,0),(2,8,1),(6,2,1),(6,4,0)]:
-        ops, st = build(24, 2, v, m, shared)
-        t, busy = simulate(ops, st, 2)
-        print(f"v={v} m={m} {'one stream/GPU, breadth-first' if shared else 'stream per stage     '}: {t:6.2f} ms  /naive(26.70) {t/26.70:.3f}")
+    NAIVE = 26.70  # measured, 2 x H200
+    print('calibration: 2 GPUs, GPipe m = 2/4/8: %.2f %.2f %.2f ms (measured 18.0, 16.85, 18.65)'
+          % tuple(step_ms(2, 1, m) for m in (2, 4, 8)))
+    print('calibration: 1 GPU, 2 logical stages, m = 4/8: %.2f %.2f ms (measured 26.52, 29.38)'
+          % tuple(step_ms(1, 2, m) for m in (4, 8)))
+    plain = eff
+    for title, gain in (('stream per stage', True), ('stream per stage, no gain side by side', False)):
+        eff = plain if gain else (lambda rows, conc: plain(rows, 1))
+        print(title + ': ms (/ naive %.2f)' % NAIVE)
+        for v in (1, 2, 3, 4):
+            print('  V = %d  ' % v + '  '.join('m=%d %6.2f (%.3f)' % (m, t, t / NAIVE)
+                                               for m, t in ((m, step_ms(2, v, m)) for m in (2, 4, 8))))
+    eff = plain
+    print('one stream per GPU, breadth-first: V = 3 m = 4 %.2f, V = 4 m = 2 %.2f ms'
+          % (step_ms(2, 3, 4, True), step_ms(2, 4, 2, True)))
