@@ -3,7 +3,7 @@
 
    usage: model_parallel [--depth 8[,24,...]] [--dim 4096] [--batch 512]
                          [--micro 1,2,4,8,16] [--gpus G (0: all)] [--virtual] [--min-gpus G0]
-                         [--output DIR] [--help] [--version]
+                         [--stages-per-gpu 1[,V...]] [--output DIR] [--help] [--version]
 
    For each depth: the model on 1 GPU, then on G = 2 .. all GPUs (layers
    split evenly, hpdl_place_even): naive model parallelism (one device busy
@@ -25,13 +25,22 @@
    --virtual: G may exceed the GPUs visible; logical device d runs on GPU
    d % visible (the checks mean the same; the times are not multi-GPU, and
    such rows are named ..._logical in the CSV). --min-gpus G0: start at
-   G0 devices instead of 2. */
+   G0 devices instead of 2.
+
+   --stages-per-gpu V (interleaved stages): GPipe and 1F1B also run on
+   G x V stages of depth / (G V) layers, stage k on GPU k % G, so each GPU
+   holds V chunks of layers that are not adjacent. Each stage keeps its own
+   stream, so a GPU runs the work of all its stages that is ready at once:
+   one stage's pulls, and its wait for the other GPU, overlap another
+   stage's products, and the bubble shrinks to about 1/V of GPipe's. Such
+   rows are named ..._vV in the CSV and compared with naive on G GPUs. */
 #include "hpdl_cuda.cuh"
 
 #define MAX_LIST 16
 
 typedef struct options {
     int depth[MAX_LIST], n_depth, micro[MAX_LIST], n_micro, dim, batch, gpus, min_gpus, virtual_devices;
+    int per_gpu[MAX_LIST], n_per_gpu;
 } options;
 
 /* "8,16,24" into out: the count, or 0 (hpdl_arg_int says why) for an
@@ -51,8 +60,8 @@ static int parse_list(const char *flag, const char *s, int *out) {
 }
 
 static void parse(int argc, char **argv, options *o) {
-    const char *depth = "8", *micro = "1,2,4,8,16", *output = NULL;
-    hpdl_cli_option opts[8];
+    const char *depth = "8", *micro = "1,2,4,8,16", *per_gpu = "1", *output = NULL;
+    hpdl_cli_option opts[9];
     o->dim = 4096;
     o->batch = 512;
     o->gpus = 0;
@@ -66,10 +75,12 @@ static void parse(int argc, char **argv, options *o) {
     opts[5] = hpdl_cli_flag("virtual", 0, &o->virtual_devices, "more devices than GPUs: device d on GPU d % visible");
     opts[6] = hpdl_cli_string("output", 0, &output, "DIR", "folder for model_parallel.csv ($HPDL_RESULTS, else .)");
     opts[7] = hpdl_cli_int("min-gpus", 0, &o->min_gpus, 2, HPDL_CUDA_MAX_DEVICES, "fewest devices to run (default 2)");
-    hpdl_cli_parse(argc, argv, "model_parallel", "The deep linear model over GPUs: naive, GPipe and 1F1B.", opts, 8);
+    opts[8] = hpdl_cli_string("stages-per-gpu", 0, &per_gpu, "V[,V...]", "interleaved stages: V chunks of layers a GPU");
+    hpdl_cli_parse(argc, argv, "model_parallel", "The deep linear model over GPUs: naive, GPipe and 1F1B.", opts, 9);
     o->n_depth = parse_list("--depth", depth, o->depth);
     o->n_micro = parse_list("--micro", micro, o->micro);
-    if (!o->n_depth || !o->n_micro) exit(2);
+    o->n_per_gpu = parse_list("--stages-per-gpu", per_gpu, o->per_gpu);
+    if (!o->n_depth || !o->n_micro || !o->n_per_gpu) exit(2);
     hpdl_csv_set_dir(output);
 }
 
@@ -233,15 +244,21 @@ static void memory_after(gpu_memory *mem) {
     }
 }
 
-/* Makes the model for `micro` (a 1F1B model for HPDL_DL_1F1B(m)), its
-   memory per GPU measured. */
-static void make_model(hpdl_cuda_deep_linear *m, const options *o, int depth, const int *first, int G, int micro,
+/* Where a run's CSV rows and anchors are named: depth, GPUs, stages a
+   GPU (interleaved when above 1), and whether several devices of the
+   plain schedule share a GPU. */
+typedef struct run_place { int depth, G, per_gpu, logical; } run_place;
+
+/* Makes the model for `micro` (a 1F1B model for HPDL_DL_1F1B(m)) on the
+   place's G x per_gpu devices, its memory per GPU measured. */
+static void make_model(hpdl_cuda_deep_linear *m, const options *o, const run_place *p, const int *first, int micro,
                        gpu_memory *mem) {
+    int stages = p->G * p->per_gpu, virt = o->virtual_devices || p->per_gpu > 1;
     memory_before(mem);
     if (micro < 0)
-        HPDL_CHECK(hpdl_cuda_deep_linear_create_1f1b(m, depth, o->dim, o->batch, -micro, first, G, o->virtual_devices));
+        HPDL_CHECK(hpdl_cuda_deep_linear_create_1f1b(m, p->depth, o->dim, o->batch, -micro, first, stages, virt));
     else
-        HPDL_CHECK(hpdl_cuda_deep_linear_create(m, depth, o->dim, o->batch, first, G, o->virtual_devices));
+        HPDL_CHECK(hpdl_cuda_deep_linear_create(m, p->depth, o->dim, o->batch, first, stages, virt));
     memory_after(mem);
 }
 
@@ -252,48 +269,54 @@ static void schedule_name(int micro, const char *sep, char *out, size_t size) {
                   hpdl_cuda_deep_linear_slices(micro));
 }
 
-static void print_row(int G, int micro, const result *r, double naive_ms, double one_ms, const check *c,
+/* devs: "2", or "2x3" for 2 GPUs of 3 interleaved stages each. */
+static void print_row(const char *devs, int micro, const result *r, double naive_ms, double one_ms, const check *c,
                       const gpu_memory *mem) {
     int d;
-    char mode[32];
-    if (G == 1) snprintf(mode, sizeof mode, "one GPU");
+    char mode[32], idle[16] = "     -"; /* not measured for interleaved stages */
+    if (!strcmp(devs, "1")) snprintf(mode, sizeof mode, "one GPU");
     else schedule_name(micro, " ", mode, sizeof mode);
-    printf("  %4d  %-12s %8.2f  %7.3f  %7.3f  %6.3f  %6.3f  %9lld  %7.1f  %.0e/%.0e  %8.1f  ", G, mode, r->ms,
-           naive_ms > 0.0 ? r->ms / naive_ms : 1.0, one_ms / r->ms, r->bubble, r->idle, r->fwd_transfers,
+    if (r->idle >= 0.0) snprintf(idle, sizeof idle, "%6.3f", r->idle);
+    printf("  %4s  %-12s %8.2f  %7.3f  %7.3f  %6.3f  %s  %9lld  %7.1f  %.0e/%.0e  %8.1f  ", devs, mode, r->ms,
+           naive_ms > 0.0 ? r->ms / naive_ms : 1.0, one_ms / r->ms, r->bubble, idle, r->fwd_transfers,
            r->fwd_bytes / 1048576.0, c->last, c->first, r->act_mib);
     for (d = 0; d < mem->n; d++) printf("%s%.0f", d ? "/" : "", mem->mib[d]);
     printf("\n");
 }
 
-/* Where a run's CSV rows and anchors are named: depth, devices, and
-   whether several of them share a GPU. */
-typedef struct run_place { int depth, G, logical; } run_place;
-
 static void run_name(const run_place *p, int micro, char *out, size_t size) {
-    char sched[32];
+    char sched[32], stages[16] = "";
     schedule_name(micro, "_", sched, sizeof sched);
-    snprintf(out, size, "%s_d%d_g%d%s", sched, p->depth, p->G, p->logical ? "_logical" : "");
+    if (p->per_gpu > 1) snprintf(stages, sizeof stages, "_v%d", p->per_gpu);
+    snprintf(out, size, "%s_d%d_g%d%s%s", sched, p->depth, p->G, stages, p->logical ? "_logical" : "");
 }
 
-/* One run on G GPUs: checked, timed, a row printed and its CSV rows
-   (memory against GPipe with the same m when gpipe_mib > 0). */
+/* One run: checked, timed, a row printed and its CSV rows (memory against
+   GPipe with the same m and stages when gpipe_mib > 0). */
 static result bench_run(hpdl_cuda_deep_linear *m, int micro, const reference *ref, hpdl_cuda_l2_flusher *flush,
                         double naive_ms, double one_ms, double gpipe_mib, const gpu_memory *mem, const run_place *p,
                         FILE *csv, int *ok) {
     int depth = m->depth, G = m->lanes.dev.count, slices = hpdl_cuda_deep_linear_slices(micro), d;
-    char run[64], metric[128], anchor[128];
+    char run[64], metric[128], anchor[128], devs[16];
     double model_mib = 0.0;
     check c;
     result r;
     *ok &= check_run(m, micro, ref, &c);
     r = measure(m, micro, flush);
-    print_row(G, micro, &r, naive_ms, one_ms, &c, mem);
+    snprintf(devs, sizeof devs, "%d", G);
+    if (p->per_gpu > 1) { /* the stages of a GPU overlap: their busy times do not add up to the GPU's */
+        snprintf(devs, sizeof devs, "%dx%d", p->G, p->per_gpu);
+        r.bubble = (double)(p->G - 1) / (p->per_gpu * slices + p->G - 1);
+        r.idle = -1.0;
+    }
+    print_row(devs, micro, &r, naive_ms, one_ms, &c, mem);
     snprintf(anchor, sizeof anchor, "single_gpu_d%d_step_time", depth);
     run_name(p, micro, run, sizeof run);
     snprintf(metric, sizeof metric, "%s_step_time", run);
     hpdl_csv_row(csv, metric, r.ms, "ms", anchor, one_ms, 0);
     snprintf(metric, sizeof metric, "%s_peak_act_mib_per_gpu", run);
-    snprintf(anchor, sizeof anchor, "gpipe_d%d_g%d_m%d_peak_act_mib_per_gpu", depth, G, slices);
+    run_name(p, slices, anchor, sizeof anchor); /* GPipe with the same m on the same stages */
+    strcat(anchor, "_peak_act_mib_per_gpu");
     hpdl_csv_row(csv, metric, r.act_mib, "MiB", gpipe_mib > 0.0 ? anchor : "", gpipe_mib > 0.0 ? gpipe_mib : r.act_mib, 0);
     for (d = 0; d < mem->n; d++) model_mib = mem->mib[d] > model_mib ? mem->mib[d] : model_mib;
     snprintf(metric, sizeof metric, "%s_model_mib_per_gpu_memgetinfo", run);
@@ -301,62 +324,97 @@ static result bench_run(hpdl_cuda_deep_linear *m, int micro, const reference *re
     snprintf(metric, sizeof metric, "%s_fwd_transfers", run);
     hpdl_csv_row(csv, metric, (double)r.fwd_transfers, "count", "expected_m_times_g_minus_1", (double)slices * (G - 1), 1);
     snprintf(metric, sizeof metric, "%s_idle_fraction", run);
-    hpdl_csv_row(csv, metric, r.idle, "fraction", "gpipe_bubble", r.bubble, 0);
+    if (r.idle >= 0.0) hpdl_csv_row(csv, metric, r.idle, "fraction", "gpipe_bubble", r.bubble, 0);
     return r;
+}
+/* The fastest pipelined run so far. */
+typedef struct best_run { int micro, per_gpu; double ms; } best_run;
+
+static void keep_best(best_run *b, int micro, int per_gpu, double ms) {
+    if (!b->micro || ms < b->ms) { b->micro = micro; b->per_gpu = per_gpu; b->ms = ms; }
 }
 
 /* The headline: the best pipelined run against naive on the same GPUs. */
-static void headline(const run_place *p, int best_micro, double best_ms, double naive_ms, double one_ms, FILE *csv) {
+static void headline(const run_place *p, const best_run *best, double naive_ms, double one_ms, FILE *csv) {
     char metric[128], naive_name[128], sched[32];
-    schedule_name(best_micro, "_", sched, sizeof sched);
+    run_place naive = *p;
+    naive.per_gpu = 1;
+    schedule_name(best->micro, "_", sched, sizeof sched);
     snprintf(metric, sizeof metric, "pipelined_best_d%d_g%d%s_step_time_%s", p->depth, p->G, p->logical ? "_logical" : "",
              sched);
-    run_name(p, HPDL_DL_NAIVE, naive_name, sizeof naive_name);
+    if (best->per_gpu > 1) snprintf(metric + strlen(metric), sizeof metric - strlen(metric), "_v%d", best->per_gpu);
+    run_name(&naive, HPDL_DL_NAIVE, naive_name, sizeof naive_name);
     strcat(naive_name, "_step_time");
-    hpdl_csv_row(csv, metric, best_ms, "ms", naive_name, naive_ms, 0);
-    schedule_name(best_micro, " ", sched, sizeof sched);
-    printf("  -> %d devices: best pipelined (%s) takes %.3f of the naive step (%.2fx faster), %.2fx the 1-GPU speed\n",
-           p->G, sched, best_ms / naive_ms, naive_ms / best_ms, one_ms / best_ms);
+    hpdl_csv_row(csv, metric, best->ms, "ms", naive_name, naive_ms, 0);
+    schedule_name(best->micro, " ", sched, sizeof sched);
+    printf("  -> %d GPUs: best pipelined (%s, %d stage%s a GPU) takes %.3f of the naive step (%.2fx faster), "
+           "%.2fx the 1-GPU speed\n", p->G, sched, best->per_gpu, best->per_gpu > 1 ? "s" : "", best->ms / naive_ms,
+           naive_ms / best->ms, one_ms / best->ms);
 }
 
-/* The fastest pipelined run so far. */
-typedef struct best_run { int micro; double ms; } best_run;
-
-static void keep_best(best_run *b, int micro, double ms) {
-    if (!b->micro || ms < b->ms) { b->micro = micro; b->ms = ms; }
+/* Whether p->G x p->per_gpu stages can run: stage k must land on the GPU
+   of device k % G (logical d runs on GPU d % visible), one layer a stage
+   at least. */
+static int stages_fit(const run_place *p) {
+    int stages = p->G * p->per_gpu;
+    if (p->per_gpu == 1) return 1;
+    if (stages <= p->depth && stages <= HPDL_CUDA_MAX_DEVICES && p->G % hpdl_cuda_device_count() == 0) return 1;
+    printf("  %d stages a GPU on %d GPUs: skipped (needs G x V <= depth, <= %d, and G a multiple of the %d GPUs "
+           "visible)\n", p->per_gpu, p->G, HPDL_CUDA_MAX_DEVICES, hpdl_cuda_device_count());
+    return 0;
 }
 
-/* G devices: naive and GPipe with each m of --micro on the whole-batch
-   model, then 1F1B with each m, each on a model made for it. */
-static int bench_devices(const options *o, const run_place *p, const reference *ref, double one_ms,
-                         hpdl_cuda_l2_flusher *flush, FILE *csv) {
+/* GPipe with each m of --micro on one whole-batch model, then 1F1B with
+   each m on a model made for it, on the place's G x per_gpu stages; the
+   fastest is kept in *best. */
+static int bench_pipelines(const options *o, const run_place *p, const reference *ref, double naive_ms, double one_ms,
+                           hpdl_cuda_l2_flusher *flush, FILE *csv, best_run *best) {
     hpdl_cuda_deep_linear m;
     gpu_memory mem;
-    best_run best = {0, 0.0};
-    double naive_ms, gpipe_mib[MAX_LIST];
+    double gpipe_mib[MAX_LIST];
     int first[HPDL_CUDA_MAX_DEVICES + 1], k, ok = 1;
-    HPDL_CHECK(hpdl_place_even(p->depth, p->G, first));
-    make_model(&m, o, p->depth, first, p->G, HPDL_DL_NAIVE, &mem);
-    hpdl_cuda_deep_linear_print_map(&m, stdout);
-    naive_ms = bench_run(&m, HPDL_DL_NAIVE, ref, flush, 0.0, one_ms, 0.0, &mem, p, csv, &ok).ms;
+    HPDL_CHECK(hpdl_place_even(p->depth, p->G * p->per_gpu, first));
+    make_model(&m, o, p, first, HPDL_DL_NAIVE, &mem);
+    if (p->per_gpu > 1) hpdl_cuda_deep_linear_print_map(&m, stdout);
     for (k = 0; k < o->n_micro; k++) {
         result r;
         if (o->batch % o->micro[k]) continue;
         r = bench_run(&m, o->micro[k], ref, flush, naive_ms, one_ms, 0.0, &mem, p, csv, &ok);
         gpipe_mib[k] = r.act_mib;
-        keep_best(&best, o->micro[k], r.ms);
+        keep_best(best, o->micro[k], p->per_gpu, r.ms);
     }
     hpdl_cuda_deep_linear_destroy(&m);
     for (k = 0; k < o->n_micro; k++) {
         int micro = HPDL_DL_1F1B(o->micro[k]);
         result r;
         if (o->batch % o->micro[k]) continue;
-        make_model(&m, o, p->depth, first, p->G, micro, &mem);
+        make_model(&m, o, p, first, micro, &mem);
         r = bench_run(&m, micro, ref, flush, naive_ms, one_ms, gpipe_mib[k], &mem, p, csv, &ok);
-        keep_best(&best, micro, r.ms);
+        keep_best(best, micro, p->per_gpu, r.ms);
         hpdl_cuda_deep_linear_destroy(&m);
     }
-    if (best.micro) headline(p, best.micro, best.ms, naive_ms, one_ms, csv);
+    return ok;
+}
+
+/* G GPUs: naive, then the pipelines with each --stages-per-gpu V. */
+static int bench_devices(const options *o, const run_place *p, const reference *ref, double one_ms,
+                         hpdl_cuda_l2_flusher *flush, FILE *csv) {
+    hpdl_cuda_deep_linear m;
+    gpu_memory mem;
+    best_run best = {0, 0, 0.0};
+    run_place stages = *p;
+    double naive_ms;
+    int first[HPDL_CUDA_MAX_DEVICES + 1], v, ok = 1;
+    HPDL_CHECK(hpdl_place_even(p->depth, p->G, first));
+    make_model(&m, o, p, first, HPDL_DL_NAIVE, &mem);
+    hpdl_cuda_deep_linear_print_map(&m, stdout);
+    naive_ms = bench_run(&m, HPDL_DL_NAIVE, ref, flush, 0.0, one_ms, 0.0, &mem, p, csv, &ok).ms;
+    hpdl_cuda_deep_linear_destroy(&m);
+    for (v = 0; v < o->n_per_gpu; v++) {
+        stages.per_gpu = o->per_gpu[v];
+        if (stages_fit(&stages)) ok &= bench_pipelines(o, &stages, ref, naive_ms, one_ms, flush, csv, &best);
+    }
+    if (best.micro) headline(p, &best, naive_ms, one_ms, csv);
     return ok;
 }
 
@@ -382,9 +440,10 @@ static int bench_depth(const options *o, int depth, FILE *csv) {
     printf("  devs  mode          step ms   /naive  speedup  bubble  idle    fwd moves  fwd MiB  check      "
            "act MiB/GPU  model MiB per GPU (cudaMemGetInfo)\n");
     one = measure(&m, 1, &flush);
-    print_row(1, 1, &one, 0.0, one.ms, &exact, &mem);
+    print_row("1", 1, &one, 0.0, one.ms, &exact, &mem);
     hpdl_cuda_deep_linear_destroy(&m);
     place.depth = depth;
+    place.per_gpu = 1;
     for (place.G = o->min_gpus; place.G <= o->gpus && place.G <= depth; place.G++) {
         place.logical = place.G > hpdl_cuda_device_count();
         ok &= bench_devices(o, &place, &ref, one.ms, &flush, csv);
@@ -411,7 +470,8 @@ int main(int argc, char **argv) {
            "1f1b m: PipeDream-flush, stage g holds at most min(m, G - g) micro-batches; act MiB/GPU: activations\n"
            "held at the worst moment on the GPU that held most (logical devices on one GPU summed);\n"
            "speedup = 1-GPU step / this step; idle = measured mean fraction of the step a device is not computing;\n"
-           "bubble = (G-1)/(m+G-1), naive (G-1)/G; fwd moves/MiB: activations sent forward in one step;\n"
+           "bubble = (G-1)/(m+G-1), naive (G-1)/G, V interleaved stages a GPU (devs GxV) (G-1)/(Vm+G-1);\n"
+           "fwd moves/MiB: activations sent forward in one step;\n"
            "check = relative error of the last/first layer's update against the 1-GPU step\n");
     csv = hpdl_csv_open(".", "model_parallel");
     for (d = 0; d < o.n_depth; d++) ok &= bench_depth(&o, o.depth[d], csv);
