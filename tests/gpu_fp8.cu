@@ -436,11 +436,11 @@ static int pad16(int n) { return (n + 15) / 16 * 16; }
    against hpdl_fp8_gemm_f32 of the same codes a (M x K) and b (N x K,
    K = lda = ldb) with inverse scales sa, sb, each element within
    accumulation_bound (the tensor cores' k32 steps) times sa sb; mask (M x
-   N, may be NULL): C is the GEMM's output times 1 where mask > 0, else 0
-   (ReLU's derivative, or ReLU itself when mask is the output); bias (N,
-   may be NULL): C is relu(GEMM + bias), with an f32 rounding of the sum
-   allowed. Returns the elements out of bounds; *worst: the largest
-   |C - CPU| / bound. */
+   N, may be NULL): C is the GEMM's output where mask > 0, else 0 (ReLU's
+   derivative); bias (N, may be NULL): C is relu(GEMM + bias), with an f32
+   rounding of the sum allowed; and 2^-20 of each value for the f32
+   roundings of the CPU's sums and of the output. Returns the elements out
+   of bounds; *worst: the largest |C - CPU| / bound. */
 static int gemm_outside(int M, int N, int K, const std::vector<uint8_t> &a, hpdl_fp8_format fa,
                         const std::vector<uint8_t> &b, hpdl_fp8_format fb, float sa, float sb, const float *bias,
                         const float *mask, const std::vector<float> &C, double *worst) {
@@ -459,6 +459,7 @@ static int gemm_outside(int M, int N, int K, const std::vector<uint8_t> &a, hpdl
             } else if (mask && !(mask[e] > 0)) {
                 want = 0, lost = 0;
             }
+            lost += ldexp(fabs(want), -20); /* the CPU's own f32 sums, the output's rounding */
             if (!(fabs(C[e] - want) <= lost + 1e-30)) {
                 if (bad++ < 3) fprintf(stderr, "    [%d][%d] = %.8g, CPU %.8g (bound %.3g)\n", i, j, C[e], want, lost);
             }
@@ -546,16 +547,17 @@ static void check_step_stages(const fp8_net &n, const fp8_step_view &v, const hp
         if (l > 0)
             HPDL_EXPECT(gemm_outside(B, in, pout, v.g_q[l], HPDL_FP8_E5M2, v.w_q[l], HPDL_FP8_E4M3, 1.0f / s_g, 1.0f / s_w,
                                      NULL, v.A[l].data(), v.D[l - 1], worst) == 0);
-        for (int j = 0; j < out; j++) { /* db: column sums of D[l], in f32 */
+        for (int j = 0; j < out; j++) { /* db: column sums of D[l] in f32, <= 64 roundings of 2^-24 */
             double sum = 0, mag = 0;
             for (int i = 0; i < B; i++) { sum += v.D[l][(size_t)i * out + j]; mag += fabs(v.D[l][(size_t)i * out + j]); }
-            HPDL_EXPECT(fabs(v.db[l][j] - sum) <= 1e-6 * mag + 1e-30);
+            HPDL_EXPECT(fabs(v.db[l][j] - sum) <= 1e-5 * mag + 1e-30);
         }
         for (size_t e = 0; e < v.W_after[l].size(); e++) /* SGD from the GPU's dW (l2 = 0) */
             HPDL_EXPECT(fabs(v.W_after[l][e] - (v.W_before[l][e] - lr * v.dW[l][e])) <=
                         1e-6 * fabs(v.W_before[l][e]) + 1e-6 * lr * fabs(v.dW[l][e]) + 1e-30);
     }
-    /* softmax + cross-entropy of the logits (+ bias), and their gradient / B */
+    /* softmax + cross-entropy of the logits (+ bias), and their gradient / B: f32 on the GPU, whose
+       rounding of z + b (|z| ~ 10: 1e-6) moves a probability by at most a quarter of that, and its exp */
     for (int i = 0; i < B; i++) {
         const int C = n.widths[L];
         double top = -INFINITY, sum = 0;
@@ -564,7 +566,7 @@ static void check_step_stages(const fp8_net &n, const fp8_step_view &v, const hp
         for (int j = 0; j < C; j++) sum += exp(z[j] - top);
         want_loss += (log(sum) + top - z[labels[i]]) / B;
         for (int j = 0; j < C; j++)
-            HPDL_EXPECT(fabs(v.D[L - 1][(size_t)i * C + j] - (exp(z[j] - top) / sum - (j == labels[i])) / B) <= 1e-6 / B);
+            HPDL_EXPECT(fabs(v.D[L - 1][(size_t)i * C + j] - (exp(z[j] - top) / sum - (j == labels[i])) / B) <= 1e-5 / B);
     }
     HPDL_EXPECT(fabs(loss - want_loss) <= 1e-5 * want_loss);
 }
