@@ -72,7 +72,7 @@
        CNN (networks as data)         CNN TRAINING                  tests/test_cnn.c              -
        int8 quantization              INT8 QUANTIZATION             tests/test_quant*.c           notes/quant.md
        FP8 (e4m3, e5m2)               FP8                           tests/test_fp8.c              notes/fp8.md
-       FP8 training (MLP)             - (not built)                 tests/test_fp8_train.c        notes/fp8.md
+       FP8 training (MLP)             FP8 (hpdl_cuda_mlp_*_fp8)     tests/test_fp8_train.c        notes/fp8.md
        Every GPU kernel's CPU twin has the GPU function's name without
        "cuda_"; benches are in bench/ under the task's name.
 
@@ -6553,7 +6553,7 @@ typedef struct hpdl_fp8_delayed {
     float history[HPDL_FP8_MAX_HISTORY];
 } hpdl_fp8_delayed;
 
-static inline double hpdl__fp8_max(hpdl_fp8_format f) { return f == HPDL_FP8_E4M3 ? 448.0 : 57344.0; }
+HPDL_HD static inline double hpdl__fp8_max(hpdl_fp8_format f) { return f == HPDL_FP8_E4M3 ? 448.0 : 57344.0; }
 
 static inline int hpdl__fp8_delayed_ok(const hpdl_fp8_delayed *d) {
     return d && hpdl__fp8_format_valid(d->format) && d->length >= 1 && d->length <= HPDL_FP8_MAX_HISTORY &&
@@ -6582,19 +6582,25 @@ HPDL_API hpdl_status hpdl_fp8_delayed_scale(const hpdl_fp8_delayed *d, float *sc
     return HPDL_OK;
 }
 
-/* Rolls this step's amax (finite, >= 0) into the history and recomputes
-   the scale from the history's maximum. */
-HPDL_API hpdl_status hpdl_fp8_delayed_record(hpdl_fp8_delayed *d, float amax) {
+/* The record without its checks: also the GPU's (hpdl_cuda.cuh rolls the
+   FP8 MLP's histories on the device with it, so both follow one rule). */
+HPDL_HD static inline void hpdl__fp8_delayed_roll(hpdl_fp8_delayed *d, float amax) {
     float top = 0.0f;
     double scale;
     int i;
-    if (!hpdl__fp8_delayed_ok(d) || !(amax >= 0.0f && amax <= FLT_MAX)) return HPDL_ERR_INVALID;
     d->history[d->next] = amax;
     d->next = (d->next + 1) % d->length;
     for (i = 0; i < d->length; i++) top = d->history[i] > top ? d->history[i] : top;
-    if (top == 0.0f) return HPDL_OK;
+    if (top == 0.0f) return;
     scale = hpdl__fp8_max(d->format) / ldexp((double)top, d->margin);
     d->scale = (float)(scale < FLT_MIN ? FLT_MIN : scale > FLT_MAX ? FLT_MAX : scale);
+}
+
+/* Rolls this step's amax (finite, >= 0) into the history and recomputes
+   the scale from the history's maximum. */
+HPDL_API hpdl_status hpdl_fp8_delayed_record(hpdl_fp8_delayed *d, float amax) {
+    if (!hpdl__fp8_delayed_ok(d) || !(amax >= 0.0f && amax <= FLT_MAX)) return HPDL_ERR_INVALID;
+    hpdl__fp8_delayed_roll(d, amax);
     return HPDL_OK;
 }
 

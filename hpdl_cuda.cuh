@@ -50,8 +50,8 @@
        SEVERAL GPUS            hpdl_matpow_<t>          tests/gpu_matpow.cu, bench/matpow.cu, notes/multi.md
                                                         gpu_model_parallel.cu bench/model_parallel.cu
        INT8 QUANTIZATION       hpdl_quant_*             tests/gpu_quant.cu   bench/quantize.cu notes/quant.md
-       FP8                     hpdl_fp8_*               tests/gpu_fp8.cu     bench/gemm.cu    notes/fp8.md
-                                                                             (--fp8)
+       FP8                     hpdl_fp8_*,              tests/gpu_fp8.cu     bench/gemm.cu    notes/fp8.md
+                               hpdl_mlp_train_step_fp8_f32                   (--fp8)
        CNN TRAINING            hpdl_cnn_* (CPU backends) tests/gpu_cnn.cu    bench/cnn.cu     notes/cnn.md
 
    OPTIONS
@@ -269,7 +269,23 @@
        FP8 (e4m3, e5m2; <t>: f32, f16, bf16)
          hpdl_status hpdl_cuda_fp8_cast_e4m3_<t>(x, n, scale, q, amax, stream)
          hpdl_status hpdl_cuda_fp8_cast_e5m2_<t>(x, n, scale, q, amax, stream)
+         hpdl_status hpdl_cuda_fp8_cast_transpose_e4m3_f32(rows, cols, x, ldx, scale, q, ldq, qt, ldqt, amax,
+                        stream)
+         hpdl_status hpdl_cuda_fp8_cast_transpose_e5m2_f32(rows, cols, x, ldx, scale, q, ldq, qt, ldqt, amax,
+                        stream)
          hpdl_status hpdl_cuda_fp8_gemm_<t>(M, N, K, A, fa, lda, B, fb, ldb, s, C, ldc, stream)
+       FP8 training of the MLP (delayed scaling; the f32 model's functions, with an FP8 step)
+         hpdl_status hpdl_cuda_mlp_accuracy_fp8(g, n, X, labels, acc)
+         hpdl_status hpdl_cuda_mlp_create_fp8(g, m, max_batch)
+         void hpdl_cuda_mlp_destroy_fp8(g)
+         hpdl_status hpdl_cuda_mlp_download_fp8(g, m)
+         hpdl_status hpdl_cuda_mlp_evaluate_fp8(g, d, out)
+         hpdl_status hpdl_cuda_mlp_fp8_download_scaling(g, s)
+         hpdl_status hpdl_cuda_mlp_fp8_upload_scaling(g, s)
+         hpdl_status hpdl_cuda_mlp_scaler_fp8(g, scale, skipped_steps)
+         hpdl_status hpdl_cuda_mlp_train_epoch_fp8(g, d, batch, lr, l2, seed, out)
+         hpdl_status hpdl_cuda_mlp_train_step_fp8(g, batch, X, labels, lr, l2, loss)
+         hpdl_status hpdl_cuda_mlp_upload_fp8(g, m)
 
    CHANGELOG
        CHANGELOG.md; this version: v0.3.0 (2026-11-26): GPU optimisers, CNN training by CUDA graphs, convolution
@@ -7883,6 +7899,7 @@ typedef struct hpdl__mlp_state {
     unsigned int blocks_done;        /* SGD blocks finished (last one updates S) */
     long long skipped_steps;
     long long nonfinite_steps;       /* f32/f64: steps not applied, a gradient not finite, since reset */
+    int last_skipped;                /* the last step was not applied (FP8: its amaxes are not recorded) */
 } hpdl__mlp_state;
 
 /* What an epoch or an evaluation reports. */
@@ -8221,6 +8238,7 @@ __global__ void hpdl__mlp_sgd_kernel(int64_t n_w, int64_t n, T *P, C *cW, const 
         }
     __syncthreads();
     if (threadIdx.x == 0 && atomicAdd(&st->blocks_done, 1u) == gridDim.x - 1) {
+        st->last_skipped = st->found_inf;
         if (amp) {
             hpdl__mlp_scaler_update(st);
         } else {
@@ -8605,6 +8623,10 @@ HPDL_CUDA_API void hpdl_nvml_sampler_stop(hpdl_nvml_sampler *s, double *mean_gpu
     hpdl__mlp_graph graphs[HPDL_CUDA_MLP_GRAPHS];                                             \
     int next_graph
 
+/* Each model type's types and passes (hpdl__cmlp_plain), one per model
+   type: HPDL_DEFINE_CUDA_MLP, and the FP8 model in section FP8. */
+template <typename M> struct hpdl__cmlp_types;
+
 /* Lays out parameters, gradients and activations; offsets in elements. */
 template <typename M>
 static inline void hpdl__cmlp_layout(M *g, int64_t *off_w, int64_t *off_b, int64_t *off_a, int64_t *off_d,
@@ -8624,6 +8646,7 @@ static inline void hpdl__cmlp_layout(M *g, int64_t *off_w, int64_t *off_b, int64
 template <typename M> static inline void hpdl__cmlp_destroy(M *g) {
     int k;
     if (!g) return;
+    hpdl__cmlp_types<M>::passes::destroy(g);
     for (k = 0; k < HPDL_CUDA_MLP_GRAPHS; k++)
         if (g->graphs[k].exec) cudaGraphExecDestroy(g->graphs[k].exec);
     hpdl_cuda_free(g->params);
@@ -8732,8 +8755,18 @@ static inline hpdl_status hpdl__cmlp_create(M *g, const CPU *m, int max_batch) {
     g->algo = sizeof(T) == sizeof(double) ? HPDL_GEMM_AUTO : HPDL_GEMM_CUBLAS;
     s = hpdl__cmlp_alloc<T, CT>(g);
     if (s == HPDL_OK) s = hpdl__cmlp_upload<T, C>(g, m);
+    if (s == HPDL_OK) s = hpdl__cmlp_types<M>::passes::create(g);
     if (s != HPDL_OK) hpdl__cmlp_destroy(g);
     return s;
+}
+
+/* A[l+1] = act(A[l+1] + b[l]) in place, after hidden layer l's GEMM. */
+template <typename C, typename M> static inline hpdl_status hpdl__cmlp_bias_act(M *g, int batch, int l) {
+    const int n = g->widths[l + 1];
+    hpdl__mlp_bias_act_kernel<<<hpdl__grid_for((int64_t)batch * n, 256), 256, 0, g->stream>>>(
+        batch, n, (C *)g->A[l + 1], g->b[l], g->act);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
 }
 
 /* Forward from A[0] (batch rows): hidden layers get bias + activation in one
@@ -8745,12 +8778,8 @@ template <typename C, typename M> static inline hpdl_status hpdl__cmlp_forward(M
         int k = g->widths[l], n = g->widths[l + 1];
         s = hpdl__mlp_gemm(g->algo, HPDL_NO_TRANS, HPDL_NO_TRANS, batch, n, k, (const C *)g->A[l], k,
                            (const C *)g->cW[l], n, (C *)g->A[l + 1], n, g->stream);
+        if (s == HPDL_OK && l < L - 1) s = hpdl__cmlp_bias_act<C>(g, batch, l);
         if (s != HPDL_OK) return s;
-        if (l < L - 1) {
-            hpdl__mlp_bias_act_kernel<<<hpdl__grid_for((int64_t)batch * n, 256), 256, 0, g->stream>>>(
-                batch, n, (C *)g->A[l + 1], g->b[l], g->act);
-            HPDL_CUDA_TRY_LAUNCH();
-        }
     }
     return HPDL_OK;
 }
@@ -8805,18 +8834,24 @@ static inline hpdl_status hpdl__cmlp_backward_dw(M *g, int batch, int l, int r0,
                           (const C *)g->D[l], n, (C *)g->dW[l] + (size_t)r0 * n, n, g->stream);
 }
 
-/* ... then, for l > 0, the delta carried down: dA = D[l] W[l]^T, and
-   D[l-1] = dA * act'(A[l]) fused with the column sums that give db[l-1]. */
-template <typename C, typename M> static inline hpdl_status hpdl__cmlp_backward_delta(M *g, int batch, int l) {
-    int k = g->widths[l], n = g->widths[l + 1];
+/* D[l-1] (holding dA, the gradient of A[l]) times act'(A[l]) in place,
+   fused with the column sums that give db[l-1]. */
+template <typename C, typename M> static inline hpdl_status hpdl__cmlp_delta_mask(M *g, int batch, int l) {
+    const int k = g->widths[l];
     dim3 threads(32, 32);
-    hpdl_status s = hpdl__mlp_gemm(g->algo, HPDL_NO_TRANS, HPDL_TRANS, batch, k, n, (const C *)g->D[l], n,
-                                   (const C *)g->cW[l], n, (C *)g->D[l - 1], k, g->stream);
-    if (s != HPDL_OK) return s;
     hpdl__mlp_delta_colsum_kernel<<<(k + 31) / 32, threads, 0, g->stream>>>(
         batch, k, (C *)g->D[l - 1], (const C *)g->A[l], g->act, (C *)g->db[l - 1]);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
+}
+
+/* ... then, for l > 0, the delta carried down: dA = D[l] W[l]^T, and
+   D[l-1] = dA * act'(A[l]) with db[l-1] (hpdl__cmlp_delta_mask). */
+template <typename C, typename M> static inline hpdl_status hpdl__cmlp_backward_delta(M *g, int batch, int l) {
+    int k = g->widths[l], n = g->widths[l + 1];
+    hpdl_status s = hpdl__mlp_gemm(g->algo, HPDL_NO_TRANS, HPDL_TRANS, batch, k, n, (const C *)g->D[l], n,
+                                   (const C *)g->cW[l], n, (C *)g->D[l - 1], k, g->stream);
+    return s == HPDL_OK ? hpdl__cmlp_delta_mask<C>(g, batch, l) : s;
 }
 
 /* Backward over whole layers, last to first. */
@@ -8867,23 +8902,38 @@ template <typename C, typename M> static inline hpdl_status hpdl__cmlp_gather(M 
     return HPDL_OK;
 }
 
+/* What a step does after the gather, and what a model type keeps beyond
+   the fields every precision shares: each model type's hpdl__cmlp_types
+   names one such struct as `passes`. This one is f32, f64 and f16's (no
+   state of its own); the FP8 model's (section FP8) casts to FP8 around its
+   GEMMs and keeps its scales. Templates, so only a program that trains a
+   model builds its kernels. */
+struct hpdl__cmlp_plain {
+    template <typename M> static hpdl_status create(M *) { return HPDL_OK; }
+    template <typename M> static void destroy(M *) {}
+    template <typename C, typename M> static hpdl_status train(M *g, int batch) {
+        hpdl_status s;
+        HPDL_NVTX_PUSH("forward");
+        s = hpdl__cmlp_forward<C>(g, batch);
+        if (s == HPDL_OK) s = hpdl__cmlp_loss<C>(g, batch, 1);
+        HPDL_NVTX_POP();
+        HPDL_NVTX_PUSH("backward");
+        if (s == HPDL_OK) s = hpdl__cmlp_backward<C>(g, batch);
+        HPDL_NVTX_POP();
+        HPDL_NVTX_PUSH("update");
+        if (s == HPDL_OK) s = hpdl__cmlp_update<C>(g, batch);
+        HPDL_NVTX_POP();
+        return s;
+    }
+};
+
 /* One whole training step, issued on g->stream (run, or recorded into a graph). */
 template <typename C, typename M> static inline hpdl_status hpdl__cmlp_step(M *g, int batch) {
     hpdl_status s;
     HPDL_NVTX_PUSH("data copy (gather)");
     s = hpdl__cmlp_gather<C>(g, batch);
     HPDL_NVTX_POP();
-    HPDL_NVTX_PUSH("forward");
-    if (s == HPDL_OK) s = hpdl__cmlp_forward<C>(g, batch);
-    if (s == HPDL_OK) s = hpdl__cmlp_loss<C>(g, batch, 1);
-    HPDL_NVTX_POP();
-    HPDL_NVTX_PUSH("backward");
-    if (s == HPDL_OK) s = hpdl__cmlp_backward<C>(g, batch);
-    HPDL_NVTX_POP();
-    HPDL_NVTX_PUSH("update");
-    if (s == HPDL_OK) s = hpdl__cmlp_update<C>(g, batch);
-    HPDL_NVTX_POP();
-    return s;
+    return s == HPDL_OK ? hpdl__cmlp_types<M>::passes::template train<C>(g, batch) : s;
 }
 
 /* Records the step for this batch size into a graph (evicting the oldest
@@ -9063,7 +9113,6 @@ static inline hpdl_status hpdl__cmlp_eval(M *g, int64_t n, const T *X, const int
    hpdl_cuda_mlp_train_epoch(g, ...), ... for every hpdl_cuda_mlp_<s>. The
    model's type picks the rest through hpdl__cmlp_types: its master type T,
    the device type DC of the products and the CPU twin. */
-template <typename M> struct hpdl__cmlp_types; /* one per model type, below */
 #define HPDL__CMLP_T typename hpdl__cmlp_types<M>::master
 #define HPDL__CMLP_DC typename hpdl__cmlp_types<M>::dev
 
@@ -9125,6 +9174,7 @@ template <typename M> static inline hpdl_status hpdl_cuda_mlp_scaler(M *g, doubl
     typedef struct hpdl_cuda_mlp_##SUFFIX { HPDL__CUDA_MLP_FIELDS(T, CT); } hpdl_cuda_mlp_##SUFFIX;               \
     template <> struct hpdl__cmlp_types<hpdl_cuda_mlp_##SUFFIX> {                                                 \
         typedef T master; typedef DC dev; typedef CT storage; typedef hpdl_mlp_##CPU cpu;                         \
+        typedef hpdl__cmlp_plain passes;                                                                          \
     };                                                                                                            \
     HPDL__CUDA_MLP_TYPED(SUFFIX, hpdl_cuda_mlp_##SUFFIX, T, hpdl_mlp_##CPU)
 
@@ -12628,6 +12678,363 @@ static inline hpdl_status hpdl__cuda_fp8_gemm(int M, int N, int K, const void *A
 HPDL_DEFINE_CUDA_FP8_GEMM(f32, float)
 HPDL_DEFINE_CUDA_FP8_GEMM(f16, hpdl_f16)
 HPDL_DEFINE_CUDA_FP8_GEMM(bf16, hpdl_bf16)
+
+/* ---- cast and transpose in one pass ------------------------------------------------ */
+
+/* q (rows x ldq) = fp8(x * scale) and qt (cols x ldqt) = the same codes
+   transposed, in one read of x, as Transformer Engine's cast_transpose
+   does: a block reads a 32 x 32 tile of x, writes its codes row by row into
+   q and, through shared memory, column by column into qt (both coalesced).
+   Columns cols..ldq-1 of q and rows..ldqt-1 of qt get zero codes: padding
+   that lets the FP8 GEMM read K up to a multiple of 16. amax (accumulated:
+   the caller zeroes it) of x's elements. Blocks of 32 x 8 threads. */
+template <int FMT>
+__global__ void __launch_bounds__(256) hpdl__fp8_cast_transpose(int rows, int cols, const float *x, int ldx,
+                                                                const float *scale, uint8_t *q, int ldq, uint8_t *qt,
+                                                                int ldqt, float *amax) {
+    __shared__ uint8_t tile[32][33];
+    const float sc = scale ? *scale : 1.0f;
+    const int r0 = blockIdx.y * 32, c0 = blockIdx.x * 32, tx = threadIdx.x;
+    unsigned top = 0;
+    int i;
+    for (i = threadIdx.y; i < 32; i += 8) {
+        const int r = r0 + i, c = c0 + tx;
+        const float v = r < rows && c < cols ? x[(size_t)r * ldx + c] : 0.0f;
+        const uint8_t code = (uint8_t)hpdl__fp8x2<FMT>(v * sc, 0.0f);
+        top = max(top, hpdl__abs_bits(v));
+        tile[i][tx] = code;
+        if (q && r < rows && c < ldq) q[(size_t)r * ldq + c] = code;
+    }
+    __syncthreads();
+    for (i = threadIdx.y; i < 32; i += 8) { /* qt[c][r] = tile[r - r0][c - c0] */
+        const int c = c0 + i, r = r0 + tx;
+        if (qt && c < cols && r < ldqt) qt[(size_t)c * ldqt + r] = tile[tx][i];
+    }
+    if (amax) hpdl__fp8_amax_warp(amax, top);
+}
+
+/* Checks, then launches hpdl__fp8_cast_transpose over the tiles of q's and
+   qt's extents (amax accumulated, not zeroed). */
+template <int FMT>
+static inline hpdl_status hpdl__fp8_cast_transpose_launch(int rows, int cols, const float *x, int ldx, const float *scale,
+                                                          uint8_t *q, int ldq, uint8_t *qt, int ldqt, float *amax,
+                                                          cudaStream_t stream) {
+    const int R = qt ? ldqt : rows, C = q ? ldq : cols;
+    if (hpdl__check_matrix(x, rows, cols, ldx) != HPDL_OK || (!q && !qt) || (q && ldq < cols) || (qt && ldqt < rows))
+        return HPDL_ERR_INVALID;
+    if (R == 0 || C == 0) return HPDL_OK;
+    if ((R + 31) / 32 > 65535) return HPDL_ERR_UNSUPPORTED; /* the grid's y limit: 2M rows */
+    hpdl__fp8_cast_transpose<FMT><<<dim3((unsigned)((C + 31) / 32), (unsigned)((R + 31) / 32)), dim3(32, 8), 0, stream>>>(
+        rows, cols, x, ldx, scale, q, ldq, qt, ldqt, amax);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* hpdl_cuda_fp8_cast_transpose_<FMT>_f32: q = fp8(x * scale) (rows x cols
+   of x, row stride ldx, into rows x ldq codes) and qt its transpose (cols x
+   ldqt), either may be NULL; zero codes in q's columns cols..ldq-1 and
+   qt's rows..ldqt-1; amax (device, may be NULL) of x. The CPU twin is
+   hpdl_fp8_cast_<FMT>_f32 followed by a transpose of the codes; scale and
+   amax are device pointers as in hpdl_cuda_fp8_cast_<FMT>_<t>. */
+#define HPDL_DEFINE_CUDA_FP8_CAST_TRANSPOSE(FMT, FMT_ID)                                                             \
+    HPDL_CUDA_API hpdl_status hpdl_cuda_fp8_cast_transpose_##FMT##_f32(int rows, int cols, const float *x, int ldx,    \
+                                                                       const float *scale, hpdl_##FMT *q, int ldq,     \
+                                                                       hpdl_##FMT *qt, int ldqt, float *amax,          \
+                                                                       cudaStream_t stream) {                          \
+        if (hpdl__check_matrix(x, rows, cols, ldx) != HPDL_OK || (!q && !qt) || (q && ldq < cols) ||                \
+            (qt && ldqt < rows))                                                                                     \
+            return HPDL_ERR_INVALID;                                                                                 \
+        if (amax) HPDL_CUDA_TRY(cudaMemsetAsync(amax, 0, sizeof *amax, stream));                                     \
+        return hpdl__fp8_cast_transpose_launch<FMT_ID>(rows, cols, x, ldx, scale, (uint8_t *)q, ldq, (uint8_t *)qt,  \
+                                                       ldqt, amax, stream);                                          \
+    }
+
+/* hpdl_cuda_fp8_cast_transpose_e4m3_f32 */
+HPDL_DEFINE_CUDA_FP8_CAST_TRANSPOSE(e4m3, HPDL_FP8_E4M3)
+/* hpdl_cuda_fp8_cast_transpose_e5m2_f32 */
+HPDL_DEFINE_CUDA_FP8_CAST_TRANSPOSE(e5m2, HPDL_FP8_E5M2)
+
+/* ---- FP8 training of the MLP: delayed scaling on the device ------------------------ */
+/* hpdl_cuda_mlp_*_fp8: the GPU twin of hpdl_mlp_train_step_fp8_f32 (hpdl.h,
+   "FP8 training"; notes/fp8.md) inside the GPU MLP (section MLP TRAINING):
+   f32 master weights, biases, softmax and loss, the SGD kernel, CUDA
+   graphs, data sets, and evaluation in f32 from the master weights, as the
+   CPU twin's accuracy is measured. Per layer l a step runs
+       forward   in_q, in_t = e4m3(A[l]);   w_q, w_t = e4m3(W[l])
+                 A[l+1] = fp8_gemm(in_q, w_t), then + b and act in f32
+       backward  g_q, g_t = e5m2(D[l])
+                 dW[l] = fp8_gemm(in_t, g_t);   db from D[l] in f32
+                 D[l-1] = fp8_gemm(g_q, w_q) * act'(A[l])
+   where x_q are a tensor's codes and x_t their transpose, both made by one
+   hpdl__fp8_cast_transpose: the FP8 GEMM reads only K-major operands.
+   Every code array's rows are padded with zero codes to a multiple of 16,
+   and the GEMMs read K that far (784 stays 784; 10 classes are read as 16,
+   a batch of 100 as 112), so every width and batch runs; the GEMM itself
+   needs sm_90a code and a Hopper GPU (else create says
+   HPDL_ERR_UNSUPPORTED).
+
+   Delayed scaling stays on the device: each role (a layer's input, its
+   weight, the gradient of its output) is an hpdl_fp8_delayed in device
+   memory, whose scale the casts read there and whose 1/scale the GEMMs
+   read; after the SGD kernel one thread per role rolls the step's amax into
+   the history by hpdl.h's own rule (hpdl__fp8_delayed_roll), unless the
+   step was not applied (a gradient or an amax not finite: the CPU twin's
+   HPDL_ERR_NUMERIC). Nothing passes through the host, so a step's graph
+   replays the recipe as it is. The histories start empty (scale 1) with
+   HPDL_CUDA_MLP_FP8_HISTORY amaxes and margin 0, as mlp_sweep --fp8 runs
+   the CPU twin; hpdl_cuda_mlp_fp8_upload_scaling sets any other. */
+
+#define HPDL_CUDA_MLP_FP8_HISTORY 16
+
+/* The three roles of each layer: role r of layer l is entry 3l + r. */
+enum { HPDL__FP8_ROLE_INPUT = 0, HPDL__FP8_ROLE_WEIGHT = 1, HPDL__FP8_ROLE_GRAD = 2, HPDL__FP8_ROLES = 3 };
+
+/* The FP8 state of a GPU MLP (device pointers). */
+typedef struct hpdl__cmlp_fp8 {
+    hpdl_fp8_delayed *roles; /* 3 per layer: the delayed scaling of each role */
+    float *scale_inv;        /* 3 per layer: 1 / roles[i].scale, the GEMMs' operand scales */
+    float *amax;             /* 3 per layer: this step's amax of each role, from its cast */
+    uint8_t *codes;          /* one allocation holding the arrays below */
+    uint8_t *in_q[HPDL_MLP_MAX_LAYERS], *in_t[HPDL_MLP_MAX_LAYERS]; /* A[l]: batch x pad(in), in x pad(batch) */
+    uint8_t *w_q[HPDL_MLP_MAX_LAYERS], *w_t[HPDL_MLP_MAX_LAYERS];   /* W[l]: in x pad(out), out x pad(in) */
+    uint8_t *g_q[HPDL_MLP_MAX_LAYERS], *g_t[HPDL_MLP_MAX_LAYERS];   /* D[l]: batch x pad(out), out x pad(batch) */
+} hpdl__cmlp_fp8;
+
+/* The FP8 model: the f32 model's fields, and its FP8 state. */
+typedef struct hpdl_cuda_mlp_fp8 {
+    HPDL__CUDA_MLP_FIELDS(float, float);
+    hpdl__cmlp_fp8 fp8;
+} hpdl_cuda_mlp_fp8;
+
+/* n rounded up to the FP8 GEMM's multiple of 16 codes (16 bytes: TMA). */
+HPDL_CUDA_API int hpdl__fp8_pad(int n) { return (n + 15) / 16 * 16; }
+
+/* The format each role's casts use. */
+HPDL_CUDA_API hpdl_fp8_format hpdl__fp8_role_format(int role) {
+    return role % HPDL__FP8_ROLES == HPDL__FP8_ROLE_GRAD ? HPDL_FP8_E5M2 : HPDL_FP8_E4M3;
+}
+
+/* Places the code arrays in one allocation at base (each 128-byte aligned;
+   TMA wants 16); returns its bytes. base NULL: only the bytes. */
+HPDL_CUDA_API size_t hpdl__cmlp_fp8_layout(hpdl_cuda_mlp_fp8 *g, uint8_t *base) {
+    hpdl__cmlp_fp8 *f = &g->fp8;
+    const size_t B = (size_t)g->max_batch, PB = (size_t)hpdl__fp8_pad(g->max_batch);
+    size_t o = 0;
+    int l, k;
+    for (l = 0; l < g->n_layers; l++) {
+        const size_t in = (size_t)g->widths[l], out = (size_t)g->widths[l + 1];
+        const size_t pin = (size_t)hpdl__fp8_pad((int)in), pout = (size_t)hpdl__fp8_pad((int)out);
+        uint8_t **array[6] = {&f->in_q[l], &f->in_t[l], &f->w_q[l], &f->w_t[l], &f->g_q[l], &f->g_t[l]};
+        const size_t bytes[6] = {B * pin, in * PB, in * pout, out * pin, B * pout, out * PB};
+        for (k = 0; k < 6; k++) {
+            if (base) *array[k] = base + o;
+            o += (bytes[k] + 127) / 128 * 128;
+        }
+    }
+    return o;
+}
+
+/* Uploads delayed-scaling states (one per role) and their 1/scale. */
+HPDL_CUDA_API hpdl_status hpdl__cmlp_fp8_put_roles(hpdl_cuda_mlp_fp8 *g, const hpdl_fp8_delayed *roles) {
+    float inv[HPDL__FP8_ROLES * HPDL_MLP_MAX_LAYERS];
+    const int n = HPDL__FP8_ROLES * g->n_layers;
+    int i;
+    for (i = 0; i < n; i++) inv[i] = 1.0f / roles[i].scale; /* as hpdl.h's step divides */
+    HPDL_CUDA_TRY(cudaStreamSynchronize(g->stream));
+    HPDL_CUDA_TRY(cudaMemcpy(g->fp8.roles, roles, (size_t)n * sizeof *roles, cudaMemcpyHostToDevice));
+    HPDL_CUDA_TRY(cudaMemcpy(g->fp8.scale_inv, inv, (size_t)n * sizeof *inv, cudaMemcpyHostToDevice));
+    return HPDL_OK;
+}
+
+/* Raises the step's found_inf when an amax is not finite (the SGD kernel
+   then skips the step, as the CPU twin returns HPDL_ERR_NUMERIC). */
+__global__ void hpdl__cmlp_fp8_check_kernel(int n, const float *amax, hpdl__mlp_state *st) {
+    int i;
+    for (i = threadIdx.x; i < n; i += blockDim.x)
+        if (!(amax[i] <= FLT_MAX)) st->found_inf = 1;
+}
+
+/* After the SGD kernel: each role's amax joins its history, and the new
+   scale's inverse goes where the GEMMs read it; nothing when the step was
+   not applied. */
+__global__ void hpdl__cmlp_fp8_record_kernel(int n, hpdl_fp8_delayed *roles, float *scale_inv, const float *amax,
+                                             const hpdl__mlp_state *st) {
+    int i;
+    if (st->last_skipped) return;
+    for (i = threadIdx.x; i < n; i += blockDim.x) {
+        hpdl__fp8_delayed_roll(&roles[i], amax[i]);
+        scale_inv[i] = 1.0f / roles[i].scale;
+    }
+}
+
+/* One cast_transpose of role `role` (3l + r) from x (rows x cols). */
+template <int FMT>
+static inline hpdl_status hpdl__cmlp_fp8_cast(hpdl_cuda_mlp_fp8 *g, int role, int rows, int cols, const float *x,
+                                              uint8_t *q, uint8_t *qt) {
+    return hpdl__fp8_cast_transpose_launch<FMT>(rows, cols, x, cols, &g->fp8.roles[role].scale, q, hpdl__fp8_pad(cols),
+                                                qt, hpdl__fp8_pad(rows), g->fp8.amax + role, g->stream);
+}
+
+/* Out (M x N, f32) = the FP8 GEMM of a (M x K codes) and b (N x K codes)
+   cast by roles ra and rb; K and the rows' length: pad(k). */
+HPDL_CUDA_API hpdl_status hpdl__cmlp_fp8_gemm(hpdl_cuda_mlp_fp8 *g, int M, int N, int k, const uint8_t *a, int ra,
+                                              const uint8_t *b, int rb, float *out) {
+    const int K = hpdl__fp8_pad(k);
+    hpdl_cuda_fp8_scales s;
+    s.a_scale_inv = g->fp8.scale_inv + ra;
+    s.b_scale_inv = g->fp8.scale_inv + rb;
+    s.out_scale = NULL;
+    s.amax = NULL;
+    return hpdl_cuda_fp8_gemm_f32(M, N, K, a, hpdl__fp8_role_format(ra), K, b, hpdl__fp8_role_format(rb), K, &s, out, N,
+                                  g->stream);
+}
+
+/* The forward pass in FP8 (the loss kernel follows, in f32). */
+HPDL_CUDA_API hpdl_status hpdl__cmlp_fp8_forward(hpdl_cuda_mlp_fp8 *g, int batch) {
+    hpdl__cmlp_fp8 *f = &g->fp8;
+    hpdl_status s = HPDL_OK;
+    int l;
+    for (l = 0; s == HPDL_OK && l < g->n_layers; l++) {
+        const int in = g->widths[l], out = g->widths[l + 1], r = HPDL__FP8_ROLES * l;
+        s = hpdl__cmlp_fp8_cast<HPDL_FP8_E4M3>(g, r + HPDL__FP8_ROLE_INPUT, batch, in, g->A[l], f->in_q[l], f->in_t[l]);
+        if (s == HPDL_OK)
+            s = hpdl__cmlp_fp8_cast<HPDL_FP8_E4M3>(g, r + HPDL__FP8_ROLE_WEIGHT, in, out, g->W[l], f->w_q[l], f->w_t[l]);
+        if (s == HPDL_OK)
+            s = hpdl__cmlp_fp8_gemm(g, batch, out, in, f->in_q[l], r + HPDL__FP8_ROLE_INPUT, f->w_t[l],
+                                    r + HPDL__FP8_ROLE_WEIGHT, g->A[l + 1]);
+        if (s == HPDL_OK && l < g->n_layers - 1) s = hpdl__cmlp_bias_act<float>(g, batch, l);
+    }
+    return s;
+}
+
+/* The backward pass in FP8, from D[L-1] (the loss kernel's). */
+HPDL_CUDA_API hpdl_status hpdl__cmlp_fp8_backward(hpdl_cuda_mlp_fp8 *g, int batch) {
+    hpdl__cmlp_fp8 *f = &g->fp8;
+    hpdl_status s = hpdl__cmlp_output_db<float>(g, batch);
+    int l;
+    for (l = g->n_layers - 1; s == HPDL_OK && l >= 0; l--) {
+        const int in = g->widths[l], out = g->widths[l + 1], r = HPDL__FP8_ROLES * l;
+        s = hpdl__cmlp_fp8_cast<HPDL_FP8_E5M2>(g, r + HPDL__FP8_ROLE_GRAD, batch, out, g->D[l], f->g_q[l], f->g_t[l]);
+        if (s == HPDL_OK)
+            s = hpdl__cmlp_fp8_gemm(g, in, out, batch, f->in_t[l], r + HPDL__FP8_ROLE_INPUT, f->g_t[l],
+                                    r + HPDL__FP8_ROLE_GRAD, g->dW[l]);
+        if (s == HPDL_OK && l > 0)
+            s = hpdl__cmlp_fp8_gemm(g, batch, in, out, f->g_q[l], r + HPDL__FP8_ROLE_GRAD, f->w_q[l],
+                                    r + HPDL__FP8_ROLE_WEIGHT, g->D[l - 1]);
+        if (s == HPDL_OK && l > 0) s = hpdl__cmlp_delta_mask<float>(g, batch, l);
+    }
+    return s;
+}
+
+/* The FP8 model's passes (hpdl__cmlp_plain's counterpart). */
+struct hpdl__cmlp_fp8_passes {
+    /* The FP8 state: empty histories (scale 1) for every role. */
+    template <typename M> static hpdl_status create(M *g) {
+        hpdl__cmlp_fp8 *f = &g->fp8;
+        hpdl_fp8_delayed roles[HPDL__FP8_ROLES * HPDL_MLP_MAX_LAYERS];
+        const int n = HPDL__FP8_ROLES * g->n_layers;
+        const size_t bytes = hpdl__cmlp_fp8_layout(g, NULL);
+        int i;
+        if (!hpdl__wg_available()) return HPDL_ERR_UNSUPPORTED; /* no FP8 GEMM here */
+        if (hpdl_cuda_alloc((void **)&f->roles, (size_t)n * sizeof(hpdl_fp8_delayed)) ||
+            hpdl_cuda_alloc((void **)&f->scale_inv, (size_t)n * sizeof(float)) ||
+            hpdl_cuda_alloc((void **)&f->amax, (size_t)n * sizeof(float)) || hpdl_cuda_alloc((void **)&f->codes, bytes))
+            return HPDL_ERR_NOMEM;
+        hpdl__cmlp_fp8_layout(g, f->codes);
+        for (i = 0; i < n; i++) hpdl_fp8_delayed_init(&roles[i], hpdl__fp8_role_format(i), HPDL_CUDA_MLP_FP8_HISTORY, 0);
+        return hpdl__cmlp_fp8_put_roles(g, roles);
+    }
+    template <typename M> static void destroy(M *g) {
+        hpdl_cuda_free(g->fp8.roles);
+        hpdl_cuda_free(g->fp8.scale_inv);
+        hpdl_cuda_free(g->fp8.amax);
+        hpdl_cuda_free(g->fp8.codes);
+    }
+    /* The step after the gather: FP8 passes, then the f32 loss and SGD
+       kernels with the amax check before and the histories' roll after. */
+    template <typename C, typename M> static hpdl_status train(M *g, int batch) {
+        const int n = HPDL__FP8_ROLES * g->n_layers;
+        hpdl_status s;
+        HPDL_CUDA_TRY(cudaMemsetAsync(g->fp8.amax, 0, (size_t)n * sizeof(float), g->stream));
+        HPDL_NVTX_PUSH("forward (fp8)");
+        s = hpdl__cmlp_fp8_forward(g, batch);
+        if (s == HPDL_OK) s = hpdl__cmlp_loss<C>(g, batch, 1);
+        HPDL_NVTX_POP();
+        HPDL_NVTX_PUSH("backward (fp8)");
+        if (s == HPDL_OK) s = hpdl__cmlp_fp8_backward(g, batch);
+        HPDL_NVTX_POP();
+        if (s != HPDL_OK) return s;
+        HPDL_NVTX_PUSH("update");
+        hpdl__cmlp_fp8_check_kernel<<<1, 32, 0, g->stream>>>(n, g->fp8.amax, g->state);
+        HPDL_CUDA_TRY_LAUNCH();
+        s = hpdl__cmlp_update<C>(g, batch);
+        if (s == HPDL_OK) {
+            hpdl__cmlp_fp8_record_kernel<<<1, 32, 0, g->stream>>>(n, g->fp8.roles, g->fp8.scale_inv, g->fp8.amax,
+                                                                  g->state);
+            HPDL_CUDA_TRY_LAUNCH();
+        }
+        HPDL_NVTX_POP();
+        return s;
+    }
+};
+
+template <> struct hpdl__cmlp_types<hpdl_cuda_mlp_fp8> {
+    typedef float master; typedef float dev; typedef float storage; typedef hpdl_mlp_f32 cpu;
+    typedef hpdl__cmlp_fp8_passes passes;
+};
+
+/* hpdl_cuda_mlp_create_fp8 hpdl_cuda_mlp_destroy_fp8 hpdl_cuda_mlp_upload_fp8
+   hpdl_cuda_mlp_download_fp8 hpdl_cuda_mlp_train_step_fp8 hpdl_cuda_mlp_train_epoch_fp8
+   hpdl_cuda_mlp_evaluate_fp8 hpdl_cuda_mlp_accuracy_fp8 hpdl_cuda_mlp_scaler_fp8
+   (the f32 model's functions; create also says HPDL_ERR_UNSUPPORTED where the
+   FP8 GEMM cannot run; evaluate and accuracy run the f32 forward pass) */
+HPDL__CUDA_MLP_TYPED(fp8, hpdl_cuda_mlp_fp8, float, hpdl_mlp_f32)
+
+/* Whether s is an FP8 state for g's shape whose roles have the formats of
+   the GPU's kernels (e4m3 inputs and weights, e5m2 gradients). */
+HPDL_CUDA_API int hpdl__cmlp_fp8_state_fits(const hpdl_cuda_mlp_fp8 *g, const hpdl_mlp_fp8 *s) {
+    int l;
+    if (!g || !g->fp8.roles || !s || !hpdl__same_widths(s->n_layers, s->widths, g->n_layers, g->widths)) return 0;
+    for (l = 0; l < s->n_layers; l++)
+        if (!hpdl__fp8_delayed_ok(&s->input[l]) || !hpdl__fp8_delayed_ok(&s->weight[l]) ||
+            !hpdl__fp8_delayed_ok(&s->grad[l]) || s->input[l].format != HPDL_FP8_E4M3 ||
+            s->weight[l].format != HPDL_FP8_E4M3 || s->grad[l].format != HPDL_FP8_E5M2)
+            return 0;
+    return 1;
+}
+
+/* Sets the GPU model's delayed scaling (every role's history, scale,
+   length and margin) to the CPU FP8 state s of the same widths: to go on
+   from the CPU twin's scales, or to train with another recipe (an
+   hpdl_mlp_fp8_create with its own history length and margin). */
+HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_fp8_upload_scaling(hpdl_cuda_mlp_fp8 *g, const hpdl_mlp_fp8 *s) {
+    hpdl_fp8_delayed roles[HPDL__FP8_ROLES * HPDL_MLP_MAX_LAYERS];
+    int l;
+    if (!hpdl__cmlp_fp8_state_fits(g, s)) return HPDL_ERR_INVALID;
+    for (l = 0; l < s->n_layers; l++) {
+        roles[HPDL__FP8_ROLES * l + HPDL__FP8_ROLE_INPUT] = s->input[l];
+        roles[HPDL__FP8_ROLES * l + HPDL__FP8_ROLE_WEIGHT] = s->weight[l];
+        roles[HPDL__FP8_ROLES * l + HPDL__FP8_ROLE_GRAD] = s->grad[l];
+    }
+    return hpdl__cmlp_fp8_put_roles(g, roles);
+}
+
+/* Reads the GPU model's delayed scaling into s (made for the same widths
+   by hpdl_mlp_fp8_create); waits for the model's stream. */
+HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_fp8_download_scaling(const hpdl_cuda_mlp_fp8 *g, hpdl_mlp_fp8 *s) {
+    hpdl_fp8_delayed roles[HPDL__FP8_ROLES * HPDL_MLP_MAX_LAYERS];
+    int l;
+    if (!hpdl__cmlp_fp8_state_fits(g, s)) return HPDL_ERR_INVALID;
+    HPDL_CUDA_TRY(cudaStreamSynchronize(g->stream));
+    HPDL_CUDA_TRY(cudaMemcpy(roles, g->fp8.roles, (size_t)HPDL__FP8_ROLES * g->n_layers * sizeof *roles,
+                             cudaMemcpyDeviceToHost));
+    for (l = 0; l < s->n_layers; l++) {
+        s->input[l] = roles[HPDL__FP8_ROLES * l + HPDL__FP8_ROLE_INPUT];
+        s->weight[l] = roles[HPDL__FP8_ROLES * l + HPDL__FP8_ROLE_WEIGHT];
+        s->grad[l] = roles[HPDL__FP8_ROLES * l + HPDL__FP8_ROLE_GRAD];
+    }
+    return HPDL_OK;
+}
 
 /* ======================================================================== */
 /* CNN TRAINING: the GPU backend of hpdl_cnn, CUDA graphs                   */

@@ -11,7 +11,8 @@
        --hidden A[,B...]  hidden layer widths [512]
        --batch B          mini-batch [32]       --epochs E   epochs (max) [20]
        --lr X             learning rate [0.05]  --l2 X       L2 weight decay [0]
-       --precision P      f32 | f64 | f16 (mixed precision, f32 master weights) [f32]
+       --precision P      f32 | f64 | f16 (mixed precision, f32 master weights)
+                          | fp8 (FP8 GEMMs, delayed scaling, f32 master weights; Hopper) [f32]
        --act A            relu | sigmoid [relu] --seed S     [1]   --device D [0]
        --csv FILE         per-epoch curve (loss, accuracies, time) [none]
        --check            train a few steps on CPU and GPU, compare the weights, exit 1 if apart
@@ -90,8 +91,9 @@ static options parse_args(int argc, char **argv) {
     opts[n++] = hpdl_cli_int("epochs", 0, &o.epochs, 1, 1 << 20, "epochs (max)");
     opts[n++] = hpdl_cli_f64("lr", 0, &o.lr, DBL_MIN, DBL_MAX, "learning rate");
     opts[n++] = hpdl_cli_f64("l2", 0, &o.l2, 0, DBL_MAX, "L2 weight decay");
-    opts[n++] = hpdl_cli_choice("precision", 0, &o.precision, "f32|f64|f16",
-                                "element type (f16: mixed precision, f32 master weights)");
+    opts[n++] = hpdl_cli_choice("precision", 0, &o.precision, "f32|f64|f16|fp8",
+                                "element type (f16: mixed precision; fp8: FP8 GEMMs, delayed scaling; "
+                                "both with f32 master weights)");
     opts[n++] = hpdl_cli_choice("act", 0, &act, "relu|sigmoid", "hidden activation");
     opts[n++] = hpdl_cli_i64("seed", 0, &seed, 0, INT64_MAX, "random seed");
     opts[n++] = hpdl_cli_int("device", 0, &o.device, 0, 1 << 16, "GPU");
@@ -140,6 +142,12 @@ struct prec_f64 : precision<double, hpdl_mlp_f64, hpdl_mlp_work_f64, hpdl_cuda_m
 struct prec_f16 : precision<float, hpdl_mlp_f32, hpdl_mlp_work_f32, hpdl_cuda_mlp_f16> {
     static const char *name() { return "f16"; }
     static double tol() { return 3e-2; } /* f16 products; biases start at 0, so their relative error is the gradients (~1e-2) */
+};
+
+/* FP8 GEMMs (e4m3 activations and weights, e5m2 gradients) under delayed
+   scaling, f32 master weights, evaluated in f32 (notes/fp8.md). */
+struct prec_fp8 : precision<float, hpdl_mlp_f32, hpdl_mlp_work_f32, hpdl_cuda_mlp_fp8> {
+    static const char *name() { return "fp8"; }
 };
 
 /* A new model equal to s. */
@@ -234,6 +242,15 @@ static int run_check(const options *o, const hpdl_dataset *train) {
     cudaFree(dy);
     HPDL_FREE(X);
     return fail;
+}
+
+/* The FP8 step's CPU twin is not the f32 step --check runs:
+   build/gpu/gpu_fp8 checks the GPU's FP8 step against it. */
+template <>
+int run_check<prec_fp8>(const options *, const hpdl_dataset *) {
+    fprintf(stderr, "mlp_train: --check runs the f32 CPU step; the FP8 step is checked against its twin by "
+                    "build/gpu/gpu_fp8\n");
+    return 2;
 }
 
 /* One training run: epochs until the target (if any) or the epoch limit.
@@ -363,6 +380,7 @@ int main(int argc, char **argv) {
     if (!strcmp(o.precision, "f32")) rc = run<prec_f32>(&o, &train, &test);
     else if (!strcmp(o.precision, "f64")) rc = run<prec_f64>(&o, &train, &test);
     else if (!strcmp(o.precision, "f16")) rc = run<prec_f16>(&o, &train, &test);
+    else if (!strcmp(o.precision, "fp8")) rc = run<prec_fp8>(&o, &train, &test);
     else { fprintf(stderr, "unknown precision %s\n", o.precision); rc = 2; }
     hpdl_dataset_free(&train);
     hpdl_dataset_free(&test);

@@ -1,6 +1,8 @@
 /* GPU tests of FP8: the casts (bits and amax against hpdl.h's conversions)
    and the FP8 GEMM on Hopper against its CPU twin hpdl_fp8_gemm_<t>, every
-   pair of formats, f32/f16/bf16 outputs, odd shapes, poisoned outputs. */
+   pair of formats, f32/f16/bf16 outputs, odd shapes, poisoned outputs; the
+   fused cast + transpose; FP8 training of the MLP (hpdl_cuda_mlp_*_fp8)
+   against hpdl_mlp_train_step_fp8_f32, stage by stage and whole steps. */
 #include "hpdl_cuda.cuh"
 #include "tests/hpdl_test_cuda.h"
 
@@ -340,6 +342,448 @@ static void test_gemm_edges_and_arguments(void) {
     hpdl_cuda_free(dA); hpdl_cuda_free(dB); hpdl_cuda_free(dC); hpdl_cuda_free(damax);
 }
 
+/* ---- cast_transpose ------------------------------------------------------------------ */
+
+/* The CPU's codes of x (rows x cols, row stride ldx) at scale s, packed
+   rows x cols, and their amax. */
+static std::vector<uint8_t> cpu_codes(hpdl_fp8_format f, int rows, int cols, const float *x, int ldx, float s,
+                                      float *amax) {
+    std::vector<float> packed((size_t)rows * cols);
+    std::vector<uint8_t> q(packed.size());
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) packed[(size_t)r * cols + c] = x[(size_t)r * ldx + c];
+    if (f == HPDL_FP8_E4M3) HPDL_CHECK(hpdl_fp8_cast_e4m3_f32(packed.data(), (int64_t)packed.size(), s, (hpdl_e4m3 *)q.data(), amax));
+    else HPDL_CHECK(hpdl_fp8_cast_e5m2_f32(packed.data(), (int64_t)packed.size(), s, (hpdl_e5m2 *)q.data(), amax));
+    return q;
+}
+
+/* Codes q (rows x ldq) and qt (cols x ldqt) that differ from the CPU's
+   cast of x and its transpose, zero codes expected in the padding (q's
+   columns >= cols, qt's columns >= rows); either may be empty (not made). */
+static int codes_differ(hpdl_fp8_format f, int rows, int cols, const float *x, int ldx, float s,
+                        const std::vector<uint8_t> &q, int ldq, const std::vector<uint8_t> &qt, int ldqt) {
+    const std::vector<uint8_t> want = cpu_codes(f, rows, cols, x, ldx, s, NULL);
+    int bad = 0;
+    for (int r = 0; r < rows && !q.empty(); r++)
+        for (int c = 0; c < ldq; c++) bad += q[(size_t)r * ldq + c] != (c < cols ? want[(size_t)r * cols + c] : 0);
+    for (int c = 0; c < cols && !qt.empty(); c++)
+        for (int r = 0; r < ldqt; r++) bad += qt[(size_t)c * ldqt + r] != (r < rows ? want[(size_t)r * cols + c] : 0);
+    return bad;
+}
+
+/* Odd shapes, a row stride wider than the rows, padding to 16 and beyond,
+   both formats, values of every range (cast_inputs): every code of q and
+   qt and the amax equal to the CPU's; nothing written past q's and qt's
+   rows; q alone and qt alone. */
+static void test_cast_transpose_vs_cpu(void) {
+    static const int shapes[][6] = {/* rows, cols, ldx, ldq, ldqt, which: 3 both, 1 q, 2 qt */
+                                    {64, 784, 784, 784, 64, 3}, {37, 100, 103, 112, 48, 3}, {1, 10, 10, 16, 16, 3},
+                                    {130, 33, 33, 64, 144, 3}, {29, 7, 7, 16, 32, 1}, {45, 70, 71, 80, 48, 2}};
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    for (int i = 0; i < HPDL_COUNT(shapes); i++)
+        for (int f = 0; f < 2; f++) {
+            const int rows = shapes[i][0], cols = shapes[i][1], ldx = shapes[i][2], ldq = shapes[i][3],
+                      ldqt = shapes[i][4], which = shapes[i][5];
+            const float s = f == HPDL_FP8_E4M3 ? 3.75f : 300.0f;
+            std::vector<float> x = cast_inputs((size_t)rows * ldx > 64 ? (size_t)rows * ldx : 64, 40 + i); /* its specials sit below 39 */
+            float *dx = upload(x), *dscale = device_float(s), *damax = device_float(-1), want_amax = 0;
+            uint8_t *dq = which & 1 ? poisoned<uint8_t>((size_t)rows * ldq + 1) : NULL;
+            uint8_t *dqt = which & 2 ? poisoned<uint8_t>((size_t)cols * ldqt + 1) : NULL;
+            hpdl_status st = f == HPDL_FP8_E4M3
+                                 ? hpdl_cuda_fp8_cast_transpose_e4m3_f32(rows, cols, dx, ldx, dscale, (hpdl_e4m3 *)dq, ldq,
+                                                                         (hpdl_e4m3 *)dqt, ldqt, damax, 0)
+                                 : hpdl_cuda_fp8_cast_transpose_e5m2_f32(rows, cols, dx, ldx, dscale, (hpdl_e5m2 *)dq, ldq,
+                                                                         (hpdl_e5m2 *)dqt, ldqt, damax, 0);
+            HPDL_EXPECT(st == HPDL_OK);
+            std::vector<uint8_t> q = dq ? download(dq, (size_t)rows * ldq + 1) : std::vector<uint8_t>();
+            std::vector<uint8_t> qt = dqt ? download(dqt, (size_t)cols * ldqt + 1) : std::vector<uint8_t>();
+            const int bad = codes_differ((hpdl_fp8_format)f, rows, cols, x.data(), ldx, s, q, ldq, qt, ldqt);
+            cpu_codes((hpdl_fp8_format)f, rows, cols, x.data(), ldx, s, &want_amax);
+            HPDL_EXPECT(bad == 0);
+            HPDL_EXPECT(q.empty() || q.back() == 0xff);
+            HPDL_EXPECT(qt.empty() || qt.back() == 0xff);
+            HPDL_EXPECT(hpdl__f32_bits(read_float(damax)) == hpdl__f32_bits(want_amax));
+            if (bad) fprintf(stderr, "    %dx%d (ldq %d, ldqt %d) format %d: %d codes differ\n", rows, cols, ldq, ldqt, f, bad);
+            hpdl_cuda_free(dx); hpdl_cuda_free(dscale); hpdl_cuda_free(damax); hpdl_cuda_free(dq); hpdl_cuda_free(dqt);
+        }
+}
+
+static void test_cast_transpose_arguments(void) {
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    std::vector<float> x(12, 1.5f);
+    float *dx = upload(x), *damax = device_float(-1);
+    hpdl_e4m3 *dq = poisoned<hpdl_e4m3>(64), *dqt = poisoned<hpdl_e4m3>(64);
+    HPDL_EXPECT(hpdl_cuda_fp8_cast_transpose_e4m3_f32(3, 4, NULL, 4, NULL, dq, 16, dqt, 16, damax, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_fp8_cast_transpose_e4m3_f32(3, 4, dx, 3, NULL, dq, 16, dqt, 16, damax, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_fp8_cast_transpose_e4m3_f32(3, 4, dx, 4, NULL, dq, 3, dqt, 16, damax, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_fp8_cast_transpose_e4m3_f32(3, 4, dx, 4, NULL, dq, 16, dqt, 2, damax, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_fp8_cast_transpose_e4m3_f32(3, 4, dx, 4, NULL, NULL, 16, NULL, 16, damax, 0) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_fp8_cast_transpose_e5m2_f32(-1, 4, dx, 4, NULL, (hpdl_e5m2 *)dq, 16, NULL, 16, damax, 0) ==
+                HPDL_ERR_INVALID);
+    HPDL_EXPECT(read_float(damax) == -1.0f);
+    std::vector<uint8_t> untouched = download((const uint8_t *)dq, 64);
+    int written = 0;
+    for (size_t i = 0; i < untouched.size(); i++) written += untouched[i] != 0xff;
+    HPDL_EXPECT(written == 0);
+    hpdl_cuda_free(dx); hpdl_cuda_free(damax); hpdl_cuda_free(dq); hpdl_cuda_free(dqt);
+}
+
+/* ---- FP8 training of the MLP ---------------------------------------------------------- */
+
+static int pad16(int n) { return (n + 15) / 16 * 16; }
+
+/* How far an FP8 GEMM's f32 output may be from the CPU twin's: C (M x N)
+   against hpdl_fp8_gemm_f32 of the same codes a (M x K) and b (N x K,
+   K = lda = ldb) with inverse scales sa, sb, each element within
+   accumulation_bound (the tensor cores' k32 steps) times sa sb; mask (M x
+   N, may be NULL): C is the GEMM's output where mask > 0, else 0 (ReLU's
+   derivative); bias (N, may be NULL): C is relu(GEMM + bias), with an f32
+   rounding of the sum allowed; and 2^-20 of each value for the f32
+   roundings of the CPU's sums and of the output. Returns the elements out
+   of bounds; *worst: the largest |C - CPU| / bound. */
+static int gemm_outside(int M, int N, int K, const std::vector<uint8_t> &a, hpdl_fp8_format fa,
+                        const std::vector<uint8_t> &b, hpdl_fp8_format fb, float sa, float sb, const float *bias,
+                        const float *mask, const std::vector<float> &C, double *worst) {
+    std::vector<float> z((size_t)M * N);
+    hpdl_fp8_scales s;
+    int bad = 0;
+    s.a_scale_inv = sa; s.b_scale_inv = sb; s.out_scale = 1.0f;
+    HPDL_CHECK(hpdl_fp8_gemm_f32(M, N, K, a.data(), fa, K, b.data(), fb, K, s, z.data(), N, NULL));
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            const size_t e = (size_t)i * N + j;
+            double want = z[e], lost = accumulation_bound(&a[(size_t)i * K], fa, &b[(size_t)j * K], fb, K) * sa * sb;
+            if (bias) {
+                want = fmax(0.0, (double)(z[e] + bias[j]));
+                lost += ldexp(fabs(z[e]) + fabs(bias[j]), -23);
+            } else if (mask && !(mask[e] > 0)) {
+                want = 0, lost = 0;
+            }
+            lost += ldexp(fabs(want), -20); /* the CPU's own f32 sums, the output's rounding */
+            if (!(fabs(C[e] - want) <= lost + 1e-30)) {
+                if (bad++ < 3) fprintf(stderr, "    [%d][%d] = %.8g, CPU %.8g (bound %.3g)\n", i, j, C[e], want, lost);
+            }
+            if (lost > 0) *worst = fmax(*worst, fabs(C[e] - want) / lost);
+        }
+    return bad;
+}
+
+typedef struct fp8_net {
+    int n_widths, widths[4], batch;
+} fp8_net;
+
+/* What one FP8 step of the GPU model read and wrote (downloaded after it),
+   with the weights and scaling state it started from. */
+typedef struct fp8_step_view {
+    std::vector<float> A[4], D[3], dW[3], db[3], W_before[3], W_after[3], amax;
+    std::vector<uint8_t> in_q[3], in_t[3], w_q[3], w_t[3], g_q[3], g_t[3];
+} fp8_step_view;
+
+static fp8_step_view view_after_step(const hpdl_cuda_mlp_fp8 *g, const hpdl_mlp_f32 *before, const hpdl_mlp_f32 *after,
+                                     int batch) {
+    const hpdl__cmlp_fp8 *f = &g->fp8;
+    const int L = g->n_layers, B = batch, PB = pad16(batch);
+    fp8_step_view v;
+    for (int l = 0; l <= L; l++) v.A[l] = download(g->A[l], (size_t)B * g->widths[l]);
+    for (int l = 0; l < L; l++) {
+        const int in = g->widths[l], out = g->widths[l + 1];
+        v.D[l] = download(g->D[l], (size_t)B * out);
+        v.dW[l] = download(g->dW[l], (size_t)in * out);
+        v.db[l] = download(g->db[l], (size_t)out);
+        v.W_before[l].assign(before->W[l], before->W[l] + (size_t)in * out);
+        v.W_after[l].assign(after->W[l], after->W[l] + (size_t)in * out);
+        v.in_q[l] = download(f->in_q[l], (size_t)B * pad16(in));
+        v.in_t[l] = download(f->in_t[l], (size_t)in * PB);
+        v.w_q[l] = download(f->w_q[l], (size_t)in * pad16(out));
+        v.w_t[l] = download(f->w_t[l], (size_t)out * pad16(in));
+        v.g_q[l] = download(f->g_q[l], (size_t)B * pad16(out));
+        v.g_t[l] = download(f->g_t[l], (size_t)out * PB);
+    }
+    v.amax = download(f->amax, (size_t)3 * L);
+    return v;
+}
+
+/* The largest |x|, as the casts measure it. */
+static float amax_of(const std::vector<float> &x) {
+    float a = 0;
+    HPDL_CHECK(hpdl_fp8_amax_f32(x.data(), (int64_t)x.size(), &a));
+    return a;
+}
+
+/* Every stage of one GPU step against its CPU twin on the stage's own
+   inputs (what the GPU read), so that no difference carries over from one
+   stage into the next: the casts and transposes bit for bit (scales from
+   `was`, the state before the step), each GEMM within the accumulation
+   bound, the amaxes and the rolled histories exactly (`now`: the state
+   after), the loss, the logits' gradient and db to f32 rounding, and the
+   SGD update made from the GPU's own dW. Returns the expectations failed. */
+static void check_step_stages(const fp8_net &n, const fp8_step_view &v, const hpdl_mlp_f32 *m, const hpdl_mlp_fp8 *was,
+                              const hpdl_mlp_fp8 *now, const int32_t *labels, double loss, float lr, double *worst) {
+    const int L = n.n_widths - 1, B = n.batch, PB = pad16(B);
+    hpdl_mlp_fp8 want = *was; /* only its delayed states are used */
+    double want_loss = 0;
+    for (int l = 0; l < L; l++) {
+        const int in = n.widths[l], out = n.widths[l + 1], pin = pad16(in), pout = pad16(out);
+        const float s_in = was->input[l].scale, s_w = was->weight[l].scale, s_g = was->grad[l].scale;
+        HPDL_EXPECT(codes_differ(HPDL_FP8_E4M3, B, in, v.A[l].data(), in, s_in, v.in_q[l], pin, v.in_t[l], PB) == 0);
+        HPDL_EXPECT(codes_differ(HPDL_FP8_E4M3, in, out, v.W_before[l].data(), out, s_w, v.w_q[l], pout, v.w_t[l], pin) == 0);
+        HPDL_EXPECT(codes_differ(HPDL_FP8_E5M2, B, out, v.D[l].data(), out, s_g, v.g_q[l], pout, v.g_t[l], PB) == 0);
+        HPDL_EXPECT(hpdl__f32_bits(v.amax[3 * l]) == hpdl__f32_bits(amax_of(v.A[l])));
+        HPDL_EXPECT(hpdl__f32_bits(v.amax[3 * l + 1]) == hpdl__f32_bits(amax_of(v.W_before[l])));
+        HPDL_EXPECT(hpdl__f32_bits(v.amax[3 * l + 2]) == hpdl__f32_bits(amax_of(v.D[l])));
+        HPDL_CHECK(hpdl_fp8_delayed_record(&want.input[l], v.amax[3 * l]));
+        HPDL_CHECK(hpdl_fp8_delayed_record(&want.weight[l], v.amax[3 * l + 1]));
+        HPDL_CHECK(hpdl_fp8_delayed_record(&want.grad[l], v.amax[3 * l + 2]));
+        HPDL_EXPECT(memcmp(&now->input[l], &want.input[l], sizeof want.input[l]) == 0);
+        HPDL_EXPECT(memcmp(&now->weight[l], &want.weight[l], sizeof want.weight[l]) == 0);
+        HPDL_EXPECT(memcmp(&now->grad[l], &want.grad[l], sizeof want.grad[l]) == 0);
+        /* forward: A[l+1] = relu(in . W + b), the logits without their bias */
+        HPDL_EXPECT(gemm_outside(B, out, pin, v.in_q[l], HPDL_FP8_E4M3, v.w_t[l], HPDL_FP8_E4M3, 1.0f / s_in, 1.0f / s_w,
+                                 l < L - 1 ? m->b[l] : NULL, NULL, v.A[l + 1], worst) == 0);
+        /* dW = in^T . dOut */
+        HPDL_EXPECT(gemm_outside(in, out, PB, v.in_t[l], HPDL_FP8_E4M3, v.g_t[l], HPDL_FP8_E5M2, 1.0f / s_in, 1.0f / s_g,
+                                 NULL, NULL, v.dW[l], worst) == 0);
+        /* D[l-1] = (dOut . W^T) * relu'(A[l]) */
+        if (l > 0)
+            HPDL_EXPECT(gemm_outside(B, in, pout, v.g_q[l], HPDL_FP8_E5M2, v.w_q[l], HPDL_FP8_E4M3, 1.0f / s_g, 1.0f / s_w,
+                                     NULL, v.A[l].data(), v.D[l - 1], worst) == 0);
+        for (int j = 0; j < out; j++) { /* db: column sums of D[l] in f32, <= 64 roundings of 2^-24 */
+            double sum = 0, mag = 0;
+            for (int i = 0; i < B; i++) { sum += v.D[l][(size_t)i * out + j]; mag += fabs(v.D[l][(size_t)i * out + j]); }
+            HPDL_EXPECT(fabs(v.db[l][j] - sum) <= 1e-5 * mag + 1e-30);
+        }
+        for (size_t e = 0; e < v.W_after[l].size(); e++) /* SGD from the GPU's dW (l2 = 0) */
+            HPDL_EXPECT(fabs(v.W_after[l][e] - (v.W_before[l][e] - lr * v.dW[l][e])) <=
+                        1e-6 * fabs(v.W_before[l][e]) + 1e-6 * lr * fabs(v.dW[l][e]) + 1e-30);
+    }
+    /* softmax + cross-entropy of the logits (+ bias), and their gradient / B: f32 on the GPU, whose
+       rounding of z + b (|z| ~ 10: 1e-6) moves a probability by at most a quarter of that, and its exp */
+    for (int i = 0; i < B; i++) {
+        const int C = n.widths[L];
+        double top = -INFINITY, sum = 0;
+        std::vector<double> z(C);
+        for (int j = 0; j < C; j++) z[j] = (double)v.A[L][(size_t)i * C + j] + m->b[L - 1][j], top = fmax(top, z[j]);
+        for (int j = 0; j < C; j++) sum += exp(z[j] - top);
+        want_loss += (log(sum) + top - z[labels[i]]) / B;
+        for (int j = 0; j < C; j++)
+            HPDL_EXPECT(fabs(v.D[L - 1][(size_t)i * C + j] - (exp(z[j] - top) / sum - (j == labels[i])) / B) <= 1e-5 / B);
+    }
+    HPDL_EXPECT(fabs(loss - want_loss) <= 1e-5 * want_loss);
+}
+
+static void fill_batch(hpdl_rng *r, int batch, int in, int classes, std::vector<float> *X, std::vector<int32_t> *y) {
+    X->resize((size_t)batch * in);
+    y->resize((size_t)batch);
+    for (size_t i = 0; i < X->size(); i++) (*X)[i] = (float)hpdl_rng_normal(r);
+    for (int i = 0; i < batch; i++) (*y)[i] = (int32_t)hpdl_rng_below(r, (uint64_t)classes);
+}
+
+/* The GPU FP8 step, stage by stage, against hpdl.h's twin (see
+   check_step_stages): the course's 784-128-10 at batch 64 (784 is a
+   multiple of 16, 10 classes are padded to 16) and a 3-layer net whose
+   widths and batch all need padding. The delayed scales start from a CPU
+   run of three steps, so they are not 1; two GPU steps, the first run
+   eagerly and captured, the second a replay of the captured graph. */
+static void test_mlp_fp8_step_stages(void) {
+    static const fp8_net nets[] = {{3, {784, 128, 10}, 64}, {4, {50, 72, 33, 7}, 29}};
+    const float lr = 0.05f;
+    double worst = 0;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    if (!hopper()) HPDL_SKIP("no Hopper GPU, or no sm_90a code in this binary");
+    for (int k = 0; k < HPDL_COUNT(nets); k++) {
+        const fp8_net &n = nets[k];
+        const int L = n.n_widths - 1, in = n.widths[0], classes = n.widths[L];
+        hpdl_mlp_f32 m, grad, before, after;
+        hpdl_mlp_work_f32 w;
+        hpdl_mlp_fp8 s, was, now;
+        hpdl_cuda_mlp_fp8 g;
+        hpdl_rng r;
+        std::vector<float> X;
+        std::vector<int32_t> y;
+        hpdl_rng_seed(&r, 50 + k);
+        HPDL_CHECK(hpdl_mlp_create_f32(&m, n.n_widths, n.widths, HPDL_ACT_RELU, 7 + k));
+        HPDL_CHECK(hpdl_mlp_create_zero_f32(&grad, n.n_widths, n.widths, HPDL_ACT_RELU));
+        HPDL_CHECK(hpdl_mlp_create_zero_f32(&before, n.n_widths, n.widths, HPDL_ACT_RELU));
+        HPDL_CHECK(hpdl_mlp_create_zero_f32(&after, n.n_widths, n.widths, HPDL_ACT_RELU));
+        HPDL_CHECK(hpdl_mlp_work_create_f32(&w, &m, n.batch));
+        HPDL_CHECK(hpdl_mlp_fp8_create(&s, &m, n.batch, 16, 0));
+        HPDL_CHECK(hpdl_mlp_fp8_create(&was, &m, n.batch, 16, 0));
+        HPDL_CHECK(hpdl_mlp_fp8_create(&now, &m, n.batch, 16, 0));
+        for (int step = 0; step < 3; step++) { /* the CPU twin's scales */
+            fill_batch(&r, n.batch, in, classes, &X, &y);
+            HPDL_CHECK(hpdl_mlp_train_step_fp8_f32(&m, &w, &grad, &s, n.batch, X.data(), y.data(), lr, 0, NULL));
+        }
+        HPDL_EXPECT(s.input[0].scale != 1.0f && s.grad[L - 1].scale != 1.0f);
+        HPDL_CHECK(hpdl_cuda_mlp_create_fp8(&g, &m, n.batch));
+        HPDL_CHECK(hpdl_cuda_mlp_fp8_upload_scaling(&g, &s));
+        for (int step = 0; step < 2; step++) {
+            double loss = -1;
+            fill_batch(&r, n.batch, in, classes, &X, &y);
+            float *dX = upload(X);
+            int32_t *dy = upload(y);
+            HPDL_CHECK(hpdl_cuda_mlp_download_fp8(&g, &before));
+            HPDL_CHECK(hpdl_cuda_mlp_fp8_download_scaling(&g, &was));
+            HPDL_EXPECT(hpdl_cuda_mlp_train_step_fp8(&g, n.batch, dX, dy, lr, 0, &loss) == HPDL_OK);
+            HPDL_CHECK(hpdl_cuda_mlp_download_fp8(&g, &after));
+            HPDL_CHECK(hpdl_cuda_mlp_fp8_download_scaling(&g, &now));
+            check_step_stages(n, view_after_step(&g, &before, &after, n.batch), &before, &was, &now, y.data(), loss, lr,
+                              &worst);
+            hpdl_cuda_free(dX); hpdl_cuda_free(dy);
+        }
+        HPDL_EXPECT(g.use_graphs == 1 && g.graphs[0].exec != NULL && g.graphs[0].batch == n.batch); /* replayed */
+        hpdl_cuda_mlp_destroy_fp8(&g);
+        hpdl_mlp_fp8_destroy(&s); hpdl_mlp_fp8_destroy(&was); hpdl_mlp_fp8_destroy(&now);
+        hpdl_mlp_work_destroy_f32(&w);
+        hpdl_mlp_destroy_f32(&m); hpdl_mlp_destroy_f32(&grad); hpdl_mlp_destroy_f32(&before); hpdl_mlp_destroy_f32(&after);
+    }
+    printf("    GEMM stages: largest |GPU - CPU| / accumulation bound %.3f\n", worst);
+}
+
+/* ||a - b|| / ||b|| over one weight matrix's change from w0. */
+static double update_difference(const float *a, const float *b, const float *w0, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        den += ((double)b[i] - w0[i]) * ((double)b[i] - w0[i]);
+    }
+    return sqrt(num / den);
+}
+
+/* Whole steps, GPU and CPU twin from the same weights and empty histories
+   on the same three batches (784-128-10, batch 64). The two differ only
+   where the tensor cores' sums round differently from the CPU's f32 sums,
+   but such a difference can move a later cast by one FP8 code and so
+   reaches everything downstream; the two runs are then two FP8 roundings
+   of one computation, no further apart than FP8 is from f32: the bounds of
+   tests/test_fp8_train.c (loss 2^-4, weight gradients 2^-2, here on the
+   weights' change over the steps). After the first step the roles whose
+   tensors are the same on both (the input of layer 0, the weights) hold
+   the same history and scale. The differences are printed. */
+static void test_mlp_fp8_vs_cpu_twin(void) {
+    const int widths[3] = {784, 128, 10}, B = 64, steps = 3;
+    const float lr = 0.05f;
+    hpdl_mlp_f32 m, m0, grad, got;
+    hpdl_mlp_work_f32 w;
+    hpdl_mlp_fp8 s, gs;
+    hpdl_cuda_mlp_fp8 g;
+    hpdl_rng r;
+    std::vector<float> X;
+    std::vector<int32_t> y;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    if (!hopper()) HPDL_SKIP("no Hopper GPU, or no sm_90a code in this binary");
+    hpdl_rng_seed(&r, 60);
+    HPDL_CHECK(hpdl_mlp_create_f32(&m, 3, widths, HPDL_ACT_RELU, 3));
+    HPDL_CHECK(hpdl_mlp_create_f32(&m0, 3, widths, HPDL_ACT_RELU, 3));
+    HPDL_CHECK(hpdl_mlp_create_zero_f32(&got, 3, widths, HPDL_ACT_RELU));
+    HPDL_CHECK(hpdl_mlp_create_zero_f32(&grad, 3, widths, HPDL_ACT_RELU));
+    HPDL_CHECK(hpdl_mlp_work_create_f32(&w, &m, B));
+    HPDL_CHECK(hpdl_mlp_fp8_create(&s, &m, B, HPDL_CUDA_MLP_FP8_HISTORY, 0));
+    HPDL_CHECK(hpdl_mlp_fp8_create(&gs, &m, B, HPDL_CUDA_MLP_FP8_HISTORY, 0));
+    HPDL_CHECK(hpdl_cuda_mlp_create_fp8(&g, &m, B));
+    for (int step = 0; step < steps; step++) {
+        double lc = 0, lg = 0;
+        fill_batch(&r, B, widths[0], widths[2], &X, &y);
+        float *dX = upload(X);
+        int32_t *dy = upload(y);
+        HPDL_CHECK(hpdl_cuda_mlp_train_step_fp8(&g, B, dX, dy, lr, 0, &lg));
+        HPDL_CHECK(hpdl_mlp_train_step_fp8_f32(&m, &w, &grad, &s, B, X.data(), y.data(), lr, 0, &lc));
+        printf("    step %d: loss GPU %.6f, CPU %.6f\n", step, lg, lc);
+        HPDL_EXPECT(fabs(lg - lc) <= 0.0625 * lc);
+        if (step == 0) {
+            HPDL_CHECK(hpdl_cuda_mlp_fp8_download_scaling(&g, &gs));
+            HPDL_EXPECT(memcmp(&gs.input[0], &s.input[0], sizeof s.input[0]) == 0);
+            for (int l = 0; l < 2; l++) HPDL_EXPECT(memcmp(&gs.weight[l], &s.weight[l], sizeof s.weight[l]) == 0);
+        }
+        hpdl_cuda_free(dX); hpdl_cuda_free(dy);
+    }
+    HPDL_CHECK(hpdl_cuda_mlp_download_fp8(&g, &got));
+    for (int l = 0; l < 2; l++) {
+        const double e = update_difference(got.W[l], m.W[l], m0.W[l], (size_t)widths[l] * widths[l + 1]);
+        printf("    W%d: GPU's change over %d steps against the CPU twin's, relative difference %.3e\n", l, steps, e);
+        HPDL_EXPECT(e <= 0.25);
+    }
+    hpdl_cuda_mlp_destroy_fp8(&g);
+    hpdl_mlp_fp8_destroy(&s); hpdl_mlp_fp8_destroy(&gs);
+    hpdl_mlp_work_destroy_f32(&w);
+    hpdl_mlp_destroy_f32(&m); hpdl_mlp_destroy_f32(&m0); hpdl_mlp_destroy_f32(&grad); hpdl_mlp_destroy_f32(&got);
+}
+
+/* Whole epochs through the data-set path (graphs, shuffling, the last
+   short batch: 250 = 7 x 32 + 26) on four Gaussian blobs: the loss falls
+   and the f32 evaluation of the master weights separates them. */
+static void test_mlp_fp8_epochs(void) {
+    enum { N = 250, D = 20, C = 4, B = 32 };
+    const int widths[3] = {D, 24, C};
+    std::vector<float> X((size_t)N * D), centre((size_t)C * D);
+    std::vector<int32_t> y(N);
+    hpdl_mlp_f32 m;
+    hpdl_cuda_mlp_fp8 g;
+    hpdl_cuda_dataset d;
+    hpdl_cuda_mlp_stats first, last, eval;
+    hpdl_rng r;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    if (!hopper()) HPDL_SKIP("no Hopper GPU, or no sm_90a code in this binary");
+    hpdl_rng_seed(&r, 70);
+    for (size_t i = 0; i < centre.size(); i++) centre[i] = (float)(1.5 * hpdl_rng_normal(&r));
+    for (int i = 0; i < N; i++) {
+        y[i] = i % C;
+        for (int j = 0; j < D; j++) X[(size_t)i * D + j] = centre[(size_t)y[i] * D + j] + (float)(0.7 * hpdl_rng_normal(&r));
+    }
+    HPDL_CHECK(hpdl_mlp_create_f32(&m, 3, widths, HPDL_ACT_RELU, 4));
+    HPDL_CHECK(hpdl_cuda_mlp_create_fp8(&g, &m, B));
+    HPDL_CHECK(hpdl_cuda_dataset_upload(&d, N, D, X.data(), N, y.data(), HPDL_DATA_RESIDENT, 0));
+    HPDL_EXPECT(hpdl_cuda_mlp_train_epoch_fp8(&g, &d, B, 0.1, 0, 1, &first) == HPDL_OK);
+    for (int e = 1; e < 15; e++) HPDL_EXPECT(hpdl_cuda_mlp_train_epoch_fp8(&g, &d, B, 0.1, 0, 1, &last) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cuda_mlp_evaluate_fp8(&g, &d, &eval) == HPDL_OK);
+    printf("    loss %.4f in the first epoch, %.4f in the 15th; accuracy %.3f (f32 evaluation)\n", first.loss, last.loss,
+           eval.accuracy);
+    HPDL_EXPECT(last.loss < 0.5 * first.loss && eval.accuracy >= 0.9);
+    hpdl_cuda_dataset_destroy(&d);
+    hpdl_cuda_mlp_destroy_fp8(&g);
+    hpdl_mlp_destroy_f32(&m);
+}
+
+/* Bad arguments: HPDL_ERR_INVALID and nothing changed; without Hopper
+   (or sm_90a code), create says HPDL_ERR_UNSUPPORTED. */
+static void test_mlp_fp8_arguments(void) {
+    const int widths[3] = {20, 8, 3}, other[3] = {20, 9, 3};
+    hpdl_mlp_f32 m, m2;
+    hpdl_mlp_fp8 s, s_other, wrong;
+    hpdl_cuda_mlp_fp8 g;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    HPDL_CHECK(hpdl_mlp_create_f32(&m, 3, widths, HPDL_ACT_RELU, 1));
+    HPDL_CHECK(hpdl_mlp_create_f32(&m2, 3, other, HPDL_ACT_RELU, 1));
+    HPDL_CHECK(hpdl_mlp_fp8_create(&s, &m, 8, 4, 1));
+    HPDL_CHECK(hpdl_mlp_fp8_create(&wrong, &m, 8, 4, 1));
+    HPDL_CHECK(hpdl_mlp_fp8_create(&s_other, &m2, 8, 4, 1));
+    HPDL_EXPECT(hpdl_cuda_mlp_create_fp8(NULL, &m, 8) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_mlp_create_fp8(&g, NULL, 8) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_mlp_create_fp8(&g, &m, 0) == HPDL_ERR_INVALID);
+    if (!hopper()) {
+        HPDL_EXPECT(hpdl_cuda_mlp_create_fp8(&g, &m, 8) == HPDL_ERR_UNSUPPORTED);
+        hpdl_mlp_fp8_destroy(&s); hpdl_mlp_fp8_destroy(&wrong); hpdl_mlp_fp8_destroy(&s_other);
+        hpdl_mlp_destroy_f32(&m); hpdl_mlp_destroy_f32(&m2);
+        HPDL_SKIP("no Hopper GPU, or no sm_90a code in this binary: only the refusals checked");
+    }
+    HPDL_CHECK(hpdl_cuda_mlp_create_fp8(&g, &m, 8));
+    wrong.input[1].format = HPDL_FP8_E5M2; /* the kernels cast inputs to e4m3 */
+    HPDL_EXPECT(hpdl_cuda_mlp_fp8_upload_scaling(&g, &wrong) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_mlp_fp8_upload_scaling(&g, &s_other) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_mlp_fp8_upload_scaling(&g, NULL) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_mlp_fp8_upload_scaling(NULL, &s) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_mlp_fp8_download_scaling(&g, &s_other) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_mlp_fp8_download_scaling(&g, NULL) == HPDL_ERR_INVALID);
+    /* the refused calls left the GPU's state as create made it: empty, 16 long, margin 0 */
+    HPDL_EXPECT(hpdl_cuda_mlp_fp8_download_scaling(&g, &s) == HPDL_OK);
+    HPDL_EXPECT(s.input[1].length == HPDL_CUDA_MLP_FP8_HISTORY && s.input[1].margin == 0 && s.grad[0].scale == 1.0f &&
+                s.grad[0].format == HPDL_FP8_E5M2 && s.weight[0].format == HPDL_FP8_E4M3);
+    HPDL_EXPECT(hpdl_cuda_mlp_train_step_fp8(&g, 9, g.A[0], g.batch_labels, 0.1, 0, NULL) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_cuda_mlp_train_step_fp8(&g, 8, NULL, g.batch_labels, 0.1, 0, NULL) == HPDL_ERR_INVALID);
+    hpdl_cuda_mlp_destroy_fp8(&g);
+    hpdl_mlp_fp8_destroy(&s); hpdl_mlp_fp8_destroy(&wrong); hpdl_mlp_fp8_destroy(&s_other);
+    hpdl_mlp_destroy_f32(&m); hpdl_mlp_destroy_f32(&m2);
+}
+
 int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
         HPDL_TEST(test_casts_vs_cpu),
@@ -347,6 +791,12 @@ int main(int argc, char **argv) {
         HPDL_TEST(test_gemm_vs_cpu),
         HPDL_TEST(test_gemm_large),
         HPDL_TEST(test_gemm_edges_and_arguments),
+        HPDL_TEST(test_cast_transpose_vs_cpu),
+        HPDL_TEST(test_cast_transpose_arguments),
+        HPDL_TEST(test_mlp_fp8_step_stages),
+        HPDL_TEST(test_mlp_fp8_vs_cpu_twin),
+        HPDL_TEST(test_mlp_fp8_epochs),
+        HPDL_TEST(test_mlp_fp8_arguments),
     };
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }
