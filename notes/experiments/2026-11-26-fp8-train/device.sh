@@ -26,7 +26,7 @@ t0=$(date +%s)
 say() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
 
 say "building gpu_fp8 and mlp_train"
-if ! timeout 290 make -j16 build/gpu/gpu_fp8 build/examples/mlp_train >"$OUT/build.log" 2>&1; then
+if ! timeout 290 make -j16 build/gpu/gpu_fp8 build/examples/mlp_train ${EXTRA_TARGETS:-} >"$OUT/build.log" 2>&1; then
     say "build failed or timed out: tail of build.log"; tail -30 "$OUT/build.log"; exit 1
 fi
 
@@ -71,7 +71,7 @@ row() { # metric value unit anchor anchor_value ratio-kind (rate: value/anchor, 
 } >"$OUT/mlp_fp8.csv"
 {
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    echo "commit: $(git rev-parse --short HEAD 2>/dev/null)"
+    echo "commit: $(cat .commit 2>/dev/null || git rev-parse --short HEAD 2>/dev/null)"
     echo "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
     echo "command: build/examples/mlp_train --data $DATA --hidden 128 --batch 64 --lr 0.05 --epochs 20 --seed 1 --precision {f32,f16,fp8}"
     echo "epoch_ms: median over epochs 2-20 of the training part of each epoch (evaluation excluded)"
