@@ -921,7 +921,7 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_prefetch(const void *ptr, size_t bytes, int 
        splitk     skinny products (an MLP's): 128x16, 32x64 or 64x64 tiles, K split over
                   slices added in a fixed order (mma.sync for f16/bf16, FMAs for f32/f64)
        cublas     the library, for reference
-   f16/bf16 accumulate in f32 on every rung. AUTO: splitk for skinny products
+   f16/bf16 accumulate in f32 on every rung. AUTO: splitk for skinny f32/f16/bf16 products
    (hpdl__gemm_auto_splitk: N or K <= 16, or too few big tiles to fill the GPU), else
    f32 -> warptile, f64 -> mma, f16/bf16 -> the Hopper rungs below where they run
    (HPDL__GEMM_HOPPER_DEFAULT), else mma (warptile when the binary or the GPU has no sm_80
@@ -2706,18 +2706,19 @@ static inline hpdl_status hpdl__gemm_launch_splitk(const hpdl__gemm_args<T, ACC>
 
 /* Whether AUTO takes the splitk rung for an M x N x K product of elements
    of elem_bytes on `sms` SMs (host logic only; tests/gpu_gemm.cu checks it
-   without a GPU). Narrow products (N or K <= 16) always: the other rungs'
-   tiles would be mostly padding. Otherwise f32 when warptile's 128 x 128
-   tiles number fewer than the SMs (two fit on each), f16/bf16 when the
-   Hopper rung's 128 x 256 tiles fill fewer than half of them (one each,
-   but at tensor-core speed); f64 keeps DMMA. Written from estimates
+   without a GPU). f32, f16, bf16: narrow products (N or K <= 16) always,
+   the other rungs' tiles would be mostly padding; otherwise f32 when
+   warptile's 128 x 128 tiles number fewer than the SMs (two fit on each),
+   f16/bf16 when the Hopper rung's 128 x 256 tiles fill fewer than half of
+   them (one each, but at tensor-core speed). f64 keeps DMMA (not measured
+   against splitk; the f64 MLP trains on AUTO). Written from estimates
    before any measurement (2026-11-26); bench/gemm --mlp times both sides. */
 HPDL_LAZY int hpdl__gemm_auto_splitk(int M, int N, int K, int elem_bytes, int sms) {
     int64_t rows = (M + 127) / 128;
+    if (elem_bytes == 8) return 0;
     if (N <= 16 || K <= 16) return 1;
     if (elem_bytes == 4) return rows * ((N + 127) / 128) < sms;
-    if (elem_bytes == 2) return 2 * rows * ((N + 255) / 256) < sms;
-    return 0;
+    return 2 * rows * ((N + 255) / 256) < sms;
 }
 
 /* Every block tile inside the matrices and every load aligned: the kernels
