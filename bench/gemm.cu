@@ -114,6 +114,10 @@ static hpdl_status call(hpdl_gemm_algo al, int M, int N, int K, const float *A, 
     off = hpdl__cuda_tf32_math(0);
     return st != HPDL_OK ? st : off;
 }
+/* The rungs that run f32 as TF32 (and cuBLAS, the anchor): the others compute in f32. */
+static int tf32_rung(hpdl_gemm_algo a) {
+    return (a >= HPDL_GEMM_WGMMA && a <= HPDL_GEMM_WGMMA_CLUSTER) || a == HPDL_GEMM_CUBLAS;
+}
 /* Every other type: C = A B, all row-major, through the type-generic front end. */
 template <typename T>
 static hpdl_status call(hpdl_gemm_algo al, int M, int N, int K, const T *A, const T *B, T *C, cudaStream_t s) {
@@ -281,7 +285,7 @@ static int bench_size(bench_out *o, const bench_opts *opt, const char *type, int
         row.type = type; row.rung = hpdl_gemm_algo_name(k_rungs[r]); row.M = M; row.N = N; row.K = K;
         g.algo = k_rungs[r]; g.M = M; g.N = N; g.K = K; g.A = d.A; g.B = d.B; g.C = d.C;
         if ((M >= 8192 && (g.algo == HPDL_GEMM_NAIVE || g.algo == HPDL_GEMM_COALESCED)) ||
-            (g_tf32 && g.algo < HPDL_GEMM_WGMMA)) {
+            (g_tf32 && !tf32_rung(g.algo))) {
             row.status = "skipped"; /* minutes per run at 8192; tf32: only the Hopper rungs run TF32 */
             print_row(o, &row);
             continue;
@@ -397,7 +401,7 @@ template <typename T> static int sustained_type(const bench_opts *opt, const cha
         double err;
         const char *status;
         ok[r] = 0;
-        if (g_tf32 && k_sustained_rungs[r] < HPDL_GEMM_WGMMA) continue; /* only the Hopper rungs run TF32 */
+        if (g_tf32 && !tf32_rung(k_sustained_rungs[r])) continue; /* only the Hopper rungs run TF32 */
         status = bench_check(&d, k_sustained_rungs[r], type, &err);
         ok[r] = strcmp(status, "ok") == 0;
         if (strcmp(status, "WRONG") == 0) {
