@@ -934,10 +934,14 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_prefetch(const void *ptr, size_t bytes, int 
        mma        tensor cores: f16/bf16 mma.sync m16n8k16 + ldmatrix + 4-stage cp.async (128x128x32,
                   2 blocks per SM), f64 DMMA (mma.sync m16n8k16 on sm_90, m8n8k4 on
                   sm_80) + 3-stage cp.async (128x64x16, 2 blocks per SM)
+       splitk     skinny products (an MLP's): 128x16, 32x64 or 64x64 tiles, K split over
+                  slices added in a fixed order (mma.sync for f16/bf16, FMAs for f32/f64)
        cublas     the library, for reference
-   f16/bf16 accumulate in f32 on every rung. AUTO: f32 -> warptile, f64 -> mma, f16/bf16 ->
-   the Hopper rungs below where they run (HPDL__GEMM_HOPPER_DEFAULT), else mma (warptile when
-   the binary or the GPU has no sm_80 tensor-core path). */
+   f16/bf16 accumulate in f32 on every rung. AUTO: splitk for skinny f32/f16/bf16 products
+   (hpdl__gemm_auto_splitk: N or K <= 16, or too few big tiles to fill the GPU), else
+   f32 -> warptile, f64 -> mma, f16/bf16 -> the Hopper rungs below where they run
+   (HPDL__GEMM_HOPPER_DEFAULT), else mma (warptile when the binary or the GPU has no sm_80
+   tensor-core path). */
 
 typedef enum hpdl_gemm_algo {
     HPDL_GEMM_AUTO = 0,
@@ -953,6 +957,7 @@ typedef enum hpdl_gemm_algo {
     HPDL_GEMM_WGMMA_WS,
     HPDL_GEMM_WGMMA_PERSISTENT,
     HPDL_GEMM_WGMMA_CLUSTER,
+    HPDL_GEMM_SPLITK,
     HPDL_GEMM_CUBLAS
 } hpdl_gemm_algo;
 
@@ -971,6 +976,7 @@ HPDL_CUDA_API const char *hpdl_gemm_algo_name(hpdl_gemm_algo a) {
     case HPDL_GEMM_WGMMA_WS: return "wgmma_ws";
     case HPDL_GEMM_WGMMA_PERSISTENT: return "wgmma_persistent";
     case HPDL_GEMM_WGMMA_CLUSTER: return "wgmma_cluster";
+    case HPDL_GEMM_SPLITK: return "splitk";
     case HPDL_GEMM_CUBLAS: return "cublas";
     }
     return "unknown";
@@ -2369,6 +2375,380 @@ static inline hpdl_status hpdl__gemm_run_small(hpdl_transpose ta, hpdl_transpose
     return HPDL_OK;
 }
 
+/* ---- splitk: skinny products (an MLP's) ---------------------------------------
+   One MLP step 784 -> H -> 10 at batch B multiplies B x 784 by 784 x H and
+   B x H by H x 10 (N = 10); backward it reduces over the batch (weight
+   gradients 784 x H and H x 10 with K = B) and carries the delta down
+   through K = 10. The ladder's 128 x 128 tiles (128 x 256 on Hopper) leave
+   most SMs idle there: 32 x 512 is four tiles, and N = 10 fills a sixteenth
+   of one. This rung takes small tiles, 128 x 16 when N <= 16 (narrow), 32 x
+   64 when M <= 32 (short), else 64 x 64, and splits K over gridDim.z slices
+   until there are about four blocks per SM. Each slice leaves its sums in
+   a workspace; the last slice of a tile to finish (a counter per tile)
+   adds all of them in slice order, so the result does not depend on which
+   slice finished last, and writes C. f16/bf16 multiply on the tensor cores
+   (mma.sync m16n8k16 from padded shared rows, f32 sums), f32 and f64 by
+   FMAs. Operands of any layout, size and alignment: element loads with
+   bounds checks, coalesced along the stored rows. */
+
+/* Block tile BM x BN, BK deep; 256 threads. The narrow tile is 16 deep so
+   that a thread holds 8 elements of the next A tile, not 16 (sm_90a, f32:
+   68 bytes of spills at 32 deep and two blocks per SM). */
+template <int BM_, int BN_, int BK_> struct hpdl__splitk_shape {
+    enum { BM = BM_, BN = BN_, BK = BK_, TM = BM / 16, TN = BN / 16 /* FMA outputs per thread: TM x TN */ };
+};
+enum { HPDL__SPLITK_NARROW, HPDL__SPLITK_SHORT, HPDL__SPLITK_SQUARE };
+typedef hpdl__splitk_shape<128, 16, 16> hpdl__splitk_narrow;
+typedef hpdl__splitk_shape<32, 64, 32> hpdl__splitk_short;
+typedef hpdl__splitk_shape<64, 64, 32> hpdl__splitk_square;
+
+#define HPDL__SPLITK_WS_BYTES (16u << 20) /* the slices' sums, per stream */
+#define HPDL__SPLITK_COUNTERS 16384       /* most tiles a split launch may have */
+
+/* The type the operand tiles are kept in: T for the tensor cores, else the sums' type. */
+template <typename T, typename ACC, bool TC> struct hpdl__splitk_elem { typedef ACC type; };
+template <typename T, typename ACC> struct hpdl__splitk_elem<T, ACC, true> { typedef T type; };
+
+/* Shared memory: both operand tiles as rows of BK + PAD elements along K
+   (PAD 8 for 16-bit elements: the 8 rows an ldmatrix reads fall in distinct
+   banks; 1 for FMAs: a warp reading 16 rows at one k hits 16 banks), then
+   the same bytes as the block's sums, BM rows of BN + 1. */
+template <typename SH, typename S, typename ACC> struct hpdl__splitk_smem {
+    enum { PAD = sizeof(S) == 2 ? 8 : 1, LD = SH::BK + PAD, LDT = SH::BN + 1 };
+    enum { OPERANDS = (SH::BM + SH::BN) * LD * (int)sizeof(S), TILE = SH::BM * LDT * (int)sizeof(ACC) };
+    enum { BYTES = OPERANDS > TILE ? OPERANDS : TILE };
+};
+
+/* Element i of this thread's share of an OT x BK operand tile at (o0, k0):
+   consecutive threads walk the stored rows (along k when K runs along them). */
+template <int OT, int BK>
+static __device__ __forceinline__ void hpdl__splitk_at(int kcontig, int i, int *o, int *k) {
+    int e = (int)threadIdx.x + 256 * i;
+    *o = kcontig ? e / BK : e % OT;
+    *k = kcontig ? e % BK : e / OT;
+}
+
+/* This thread's elements of operand x's tile at (o0, k0); zeros past O and
+   past k_end (the end of the block's slice of K). */
+template <int OT, int BK, typename ACC, typename T>
+static __device__ __forceinline__ void hpdl__splitk_load(const hpdl__gemm_operand<T> &x, int o0, int k0, int O, int k_end,
+                                                         ACC v[OT * BK / 256]) {
+#pragma unroll
+    for (int i = 0; i < OT * BK / 256; i++) {
+        int o, k;
+        hpdl__splitk_at<OT, BK>(x.kcontig, i, &o, &k);
+        v[i] = hpdl__gemm_elem<ACC>(x, o0 + o, k0 + k, O, k_end);
+    }
+}
+
+/* ... into the shared tile s[o][k] (rows of LD). */
+template <int OT, int BK, int LD, typename S, typename ACC>
+static __device__ __forceinline__ void hpdl__splitk_stash(S *s, int kcontig, const ACC v[OT * BK / 256]) {
+#pragma unroll
+    for (int i = 0; i < OT * BK / 256; i++) {
+        int o, k;
+        hpdl__splitk_at<OT, BK>(kcontig, i, &o, &k);
+        hpdl__gemm_put(&s[o * LD + k], v[i]);
+    }
+}
+
+/* The block's multiply-adds on one BK-deep tile, and its sums into the
+   shared tile (BM rows of LDT). FMAs: thread (ty, tx) of 16 x 16 owns rows
+   ty + 16i and columns tx + 16j. */
+template <typename SH, typename T, typename ACC, bool TC> struct hpdl__splitk_math {
+    enum { LD = hpdl__splitk_smem<SH, ACC, ACC>::LD, LDT = SH::BN + 1 };
+    ACC acc[SH::TM][SH::TN];
+    __device__ __forceinline__ void zero() {
+#pragma unroll
+        for (int i = 0; i < SH::TM; i++)
+#pragma unroll
+            for (int j = 0; j < SH::TN; j++) acc[i][j] = 0;
+    }
+    __device__ __forceinline__ void step(const ACC *sa, const ACC *sb) {
+        const int tx = (int)threadIdx.x % 16, ty = (int)threadIdx.x / 16;
+#pragma unroll 8
+        for (int k = 0; k < SH::BK; k++) {
+            ACC a[SH::TM], b[SH::TN];
+#pragma unroll
+            for (int i = 0; i < SH::TM; i++) a[i] = sa[(ty + 16 * i) * LD + k];
+#pragma unroll
+            for (int j = 0; j < SH::TN; j++) b[j] = sb[(tx + 16 * j) * LD + k];
+#pragma unroll
+            for (int i = 0; i < SH::TM; i++)
+#pragma unroll
+                for (int j = 0; j < SH::TN; j++) acc[i][j] += a[i] * b[j];
+        }
+    }
+    __device__ __forceinline__ void put(ACC *tile) const {
+        const int tx = (int)threadIdx.x % 16, ty = (int)threadIdx.x / 16;
+#pragma unroll
+        for (int i = 0; i < SH::TM; i++)
+#pragma unroll
+            for (int j = 0; j < SH::TN; j++) tile[(ty + 16 * i) * LDT + tx + 16 * j] = acc[i][j];
+    }
+};
+
+/* Tensor cores (f16/bf16): the block tile in 16 x 16 units, UNITS per warp;
+   per unit and 16-deep step one ldmatrix of A, one of B (two 8-column
+   halves) and two mma.sync, as the mma rung's kernel reads K-major tiles. */
+template <typename SH, typename T> struct hpdl__splitk_math<SH, T, float, true> {
+    enum { LD = hpdl__splitk_smem<SH, T, float>::LD, LDT = SH::BN + 1, UNITS = SH::BM / 16 * (SH::BN / 16) / 8 };
+    static_assert(UNITS >= 1 && SH::BM / 16 * (SH::BN / 16) % 8 == 0, "the 8 warps share the tile's 16 x 16 units");
+    float acc[UNITS][2][4];
+    __device__ __forceinline__ void zero() {
+#pragma unroll
+        for (int u = 0; u < UNITS; u++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) acc[u][h][0] = acc[u][h][1] = acc[u][h][2] = acc[u][h][3] = 0.0f;
+    }
+    /* rows m0, columns n0 of unit u of this warp */
+    static __device__ __forceinline__ void unit(int u, int *m0, int *n0) {
+        int n = (int)threadIdx.x / 32 * UNITS + u;
+        *m0 = n / (SH::BN / 16) * 16;
+        *n0 = n % (SH::BN / 16) * 16;
+    }
+    __device__ __forceinline__ void step(const T *sa, const T *sb) {
+        const int lane = (int)threadIdx.x % 32;
+#pragma unroll
+        for (int ks = 0; ks < SH::BK; ks += 16)
+#pragma unroll
+            for (int u = 0; u < UNITS; u++) {
+                unsigned a[4], r[4];
+                int m0, n0;
+                unit(u, &m0, &n0);
+                hpdl__ldmatrix_x4<false>(a, sa + (m0 + lane % 16) * LD + ks + lane / 16 * 8);
+                hpdl__ldmatrix_x4<false>(r, sb + (n0 + lane % 8 + lane / 16 * 8) * LD + ks + lane / 8 % 2 * 8);
+                {
+                    unsigned b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
+                    hpdl__mma16816(T(), acc[u][0], a, b0);
+                    hpdl__mma16816(T(), acc[u][1], a, b1);
+                }
+            }
+    }
+    /* accumulator (u, h): rows lane/4 and lane/4 + 8, columns 8h + 2 (lane%4) and the next */
+    __device__ __forceinline__ void put(float *tile) const {
+        const int lane = (int)threadIdx.x % 32;
+#pragma unroll
+        for (int u = 0; u < UNITS; u++) {
+            int m0, n0;
+            unit(u, &m0, &n0);
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                float *p = tile + (m0 + lane / 4) * LDT + n0 + 8 * h + lane % 4 * 2;
+                p[0] = acc[u][h][0];
+                p[1] = acc[u][h][1];
+                p[8 * LDT] = acc[u][h][2];
+                p[8 * LDT + 1] = acc[u][h][3];
+            }
+        }
+    }
+};
+
+/* The block's sums (tile) to C: at once with one slice; else each slice
+   leaves them in ws, and the last slice of the tile to arrive (counter)
+   adds every slice's in slice order, writes C and sets the counter back to
+   0 for the next launch. */
+template <typename SH, typename T, typename ACC>
+static __device__ __forceinline__ void hpdl__splitk_finish(const hpdl__gemm_args<T, ACC> &g, const ACC *tile, ACC *ws,
+                                                           unsigned *counters) {
+    enum { BN = SH::BN, AREA = SH::BM * SH::BN, OUT = AREA / 256, LDT = SH::BN + 1 };
+    __shared__ int last;
+    const int slices = (int)gridDim.z, slice = (int)blockIdx.z, t = (int)threadIdx.x;
+    const size_t tile_id = (size_t)blockIdx.y * gridDim.x + blockIdx.x;
+    ACC v[OUT];
+    int i, s;
+#pragma unroll
+    for (i = 0; i < OUT; i++) v[i] = tile[(t + 256 * i) / BN * LDT + (t + 256 * i) % BN];
+    if (slices > 1) {
+        ACC *mine = ws + (tile_id * slices + slice) * AREA;
+#pragma unroll
+        for (i = 0; i < OUT; i++) mine[t + 256 * i] = v[i];
+        __threadfence(); /* the sums are visible before the counter says so */
+        __syncthreads();
+        if (t == 0) last = atomicAdd(&counters[tile_id], 1u) == (unsigned)slices - 1;
+        __syncthreads();
+        if (!last) return;
+        __threadfence();
+#pragma unroll
+        for (i = 0; i < OUT; i++) {
+            ACC sum = 0;
+            for (s = 0; s < slices; s++) sum += s == slice ? v[i] : __ldcg(ws + (tile_id * slices + s) * AREA + t + 256 * i);
+            v[i] = sum;
+        }
+        if (t == 0) counters[tile_id] = 0;
+    }
+#pragma unroll
+    for (i = 0; i < OUT; i++)
+        hpdl__gemm_out(g, (int)blockIdx.y * SH::BM + (t + 256 * i) / BN, (int)blockIdx.x * BN + (t + 256 * i) % BN, v[i]);
+}
+
+/* splitk: tile (blockIdx.y, blockIdx.x) over slice blockIdx.z of K
+   (k_chunk deep, a multiple of BK unless it is all of K). The next K tile
+   is read into registers while the current one is multiplied. */
+template <typename T, typename ACC, typename SH, bool TC>
+__global__ void __launch_bounds__(256, 2) hpdl__gemm_splitk(hpdl__gemm_args<T, ACC> g, int k_chunk, ACC *ws, unsigned *counters) {
+    typedef typename hpdl__splitk_elem<T, ACC, TC>::type S;
+    typedef hpdl__splitk_smem<SH, S, ACC> P;
+    enum { BM = SH::BM, BN = SH::BN, BK = SH::BK };
+    __shared__ __align__(16) unsigned char smem[P::BYTES];
+    S *sa = (S *)smem, *sb = sa + BM * P::LD;
+    const int tm = (int)blockIdx.y * BM, tn = (int)blockIdx.x * BN, k_begin = (int)blockIdx.z * k_chunk;
+    const int k_end = g.K - k_begin < k_chunk ? g.K : k_begin + k_chunk;
+    ACC va[BM * BK / 256], vb[BN * BK / 256];
+    hpdl__splitk_math<SH, T, ACC, TC> math;
+    int k0;
+    math.zero();
+    if (k_begin < k_end) {
+        hpdl__splitk_load<BM, BK>(g.a, tm, k_begin, g.M, k_end, va);
+        hpdl__splitk_load<BN, BK>(g.b, tn, k_begin, g.N, k_end, vb);
+    }
+    for (k0 = k_begin; k0 < k_end; k0 += BK) {
+        hpdl__splitk_stash<BM, BK, P::LD>(sa, g.a.kcontig, va);
+        hpdl__splitk_stash<BN, BK, P::LD>(sb, g.b.kcontig, vb);
+        __syncthreads();
+        if (k0 + BK < k_end) {
+            hpdl__splitk_load<BM, BK>(g.a, tm, k0 + BK, g.M, k_end, va);
+            hpdl__splitk_load<BN, BK>(g.b, tn, k0 + BK, g.N, k_end, vb);
+        }
+        math.step(sa, sb);
+        __syncthreads();
+    }
+    math.put((ACC *)smem); /* the operand tiles are done with (barrier above) */
+    __syncthreads();
+    hpdl__splitk_finish<SH>(g, (const ACC *)smem, ws, counters);
+}
+
+/* The splitk rung's workspace for one stream: the slices' sums and a
+   counter per tile (0 between launches). Made on the stream's first split
+   launch outside graph capture and kept for the life of the program, since
+   captured graphs keep its address; one per device and stream, because
+   products on two streams may run at the same time. NULL: none (no memory,
+   16 streams have one, or the stream is being captured): no split. */
+typedef struct hpdl__splitk_space {
+    int device;
+    cudaStream_t stream;
+    void *ws;
+    unsigned *counters;
+} hpdl__splitk_space;
+
+HPDL_LAZY hpdl__splitk_space *hpdl__splitk_space_for(cudaStream_t stream) {
+    enum { SPACES = 16 };
+    static hpdl__splitk_space spaces[SPACES];
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    hpdl__splitk_space *sp;
+    int device = 0, i;
+    if (cudaGetDevice(&device) != cudaSuccess) { cudaGetLastError(); return NULL; }
+    for (i = 0; i < SPACES && spaces[i].ws; i++)
+        if (spaces[i].device == device && spaces[i].stream == stream) return &spaces[i];
+    if (i == SPACES || cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
+        cudaGetLastError();
+        return NULL;
+    }
+    sp = &spaces[i];
+    if (cudaMalloc(&sp->ws, HPDL__SPLITK_WS_BYTES) != cudaSuccess ||
+        cudaMalloc((void **)&sp->counters, HPDL__SPLITK_COUNTERS * sizeof(unsigned)) != cudaSuccess ||
+        cudaMemsetAsync(sp->counters, 0, HPDL__SPLITK_COUNTERS * sizeof(unsigned), stream) != cudaSuccess) {
+        cudaFree(sp->ws);
+        cudaFree(sp->counters);
+        cudaGetLastError(); /* no split: not an error of the caller's */
+        memset(sp, 0, sizeof *sp);
+        return NULL;
+    }
+    sp->device = device;
+    sp->stream = stream;
+    return sp;
+}
+
+/* The splitk rung's tile for an M x N product (HPDL__SPLITK_*), and its rows and columns. */
+HPDL_LAZY int hpdl__splitk_shape_for(int M, int N) {
+    return N <= 16 ? HPDL__SPLITK_NARROW : M <= 32 ? HPDL__SPLITK_SHORT : HPDL__SPLITK_SQUARE;
+}
+HPDL_LAZY int hpdl__splitk_bm(int shape) { return shape == HPDL__SPLITK_NARROW ? 128 : shape == HPDL__SPLITK_SHORT ? 32 : 64; }
+HPDL_LAZY int hpdl__splitk_bn(int shape) { return shape == HPDL__SPLITK_NARROW ? 16 : 64; }
+
+/* How deep each slice of K is (a multiple of 32; K itself: no split) for
+   `sms` SMs and sums of acc_bytes: enough slices for about 4 blocks per SM,
+   each at least two 32-deep steps, at most 64, within the workspace and
+   its counters. The slices are then ceil(K / depth), none of them empty. */
+HPDL_LAZY int hpdl__splitk_depth(int M, int N, int K, int shape, int acc_bytes, int sms) {
+    const int64_t bm = hpdl__splitk_bm(shape), bn = hpdl__splitk_bn(shape);
+    const int64_t tiles = (M + bm - 1) / bm * ((N + bn - 1) / bn), steps = (K + 31) / 32;
+    int64_t slices = (4LL * sms + tiles - 1) / tiles;
+    if (slices > steps / 2) slices = steps / 2;
+    if (slices > 64) slices = 64;
+    if (tiles > HPDL__SPLITK_COUNTERS) slices = 1;
+    while (slices > 1 && slices * tiles * bm * bn * acc_bytes > (int64_t)HPDL__SPLITK_WS_BYTES) slices--;
+    if (slices <= 1) return K;
+    return (int)((steps + slices - 1) / slices * 32);
+}
+
+/* Launches the splitk kernel of tile SH (TC: the tensor-core one). */
+template <typename T, typename ACC, typename SH, bool TC>
+static inline hpdl_status hpdl__gemm_launch_splitk_shape(const hpdl__gemm_args<T, ACC> &g, int depth, cudaStream_t stream) {
+    hpdl__splitk_space *sp = depth < g.K ? hpdl__splitk_space_for(stream) : NULL;
+    dim3 grid;
+    hpdl_status s = hpdl__gemm_grid(g.N, SH::BN, g.M, SH::BM, &grid);
+    if (s != HPDL_OK) return s;
+    if (!sp) depth = g.K; /* no workspace: one slice */
+    grid.z = depth < g.K ? (unsigned)((g.K + depth - 1) / depth) : 1u;
+    hpdl__gemm_splitk<T, ACC, SH, TC><<<grid, 256, 0, stream>>>(g, depth, sp ? (ACC *)sp->ws : (ACC *)NULL,
+                                                                sp ? sp->counters : (unsigned *)NULL);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* The tensor-core kernel where the type has one (f16/bf16) and this binary
+   holds sm_80+ code for it, else the FMA one. */
+template <typename SH, typename T, typename ACC>
+static inline hpdl_status hpdl__gemm_launch_splitk_tile(const hpdl__gemm_args<T, ACC> &g, int depth, cudaStream_t stream) {
+    return hpdl__gemm_launch_splitk_shape<T, ACC, SH, false>(g, depth, stream);
+}
+template <typename SH, typename T>
+static inline hpdl_status hpdl__gemm_launch_splitk_half(const hpdl__gemm_args<T, float> &g, int depth, cudaStream_t stream) {
+    cudaFuncAttributes fa;
+    if (cudaFuncGetAttributes(&fa, (const void *)hpdl__gemm_splitk<T, float, SH, true>) == cudaSuccess && fa.ptxVersion >= 80)
+        return hpdl__gemm_launch_splitk_shape<T, float, SH, true>(g, depth, stream);
+    cudaGetLastError();
+    return hpdl__gemm_launch_splitk_shape<T, float, SH, false>(g, depth, stream);
+}
+template <typename SH>
+static inline hpdl_status hpdl__gemm_launch_splitk_tile(const hpdl__gemm_args<__half, float> &g, int depth, cudaStream_t stream) {
+    return hpdl__gemm_launch_splitk_half<SH>(g, depth, stream);
+}
+template <typename SH>
+static inline hpdl_status hpdl__gemm_launch_splitk_tile(const hpdl__gemm_args<__nv_bfloat16, float> &g, int depth,
+                                                        cudaStream_t stream) {
+    return hpdl__gemm_launch_splitk_half<SH>(g, depth, stream);
+}
+
+/* The splitk rung: the tile for the shape, the slices for the GPU. */
+template <typename T, typename ACC>
+static inline hpdl_status hpdl__gemm_launch_splitk(const hpdl__gemm_args<T, ACC> &g, cudaStream_t stream) {
+    int sms = 0, shape = hpdl__splitk_shape_for(g.M, g.N), depth;
+    if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
+    depth = hpdl__splitk_depth(g.M, g.N, g.K, shape, (int)sizeof(ACC), sms);
+    if (shape == HPDL__SPLITK_NARROW) return hpdl__gemm_launch_splitk_tile<hpdl__splitk_narrow>(g, depth, stream);
+    if (shape == HPDL__SPLITK_SHORT) return hpdl__gemm_launch_splitk_tile<hpdl__splitk_short>(g, depth, stream);
+    return hpdl__gemm_launch_splitk_tile<hpdl__splitk_square>(g, depth, stream);
+}
+
+/* Whether AUTO takes the splitk rung for an M x N x K product of elements
+   of elem_bytes on `sms` SMs (host logic only; tests/gpu_gemm.cu checks it
+   without a GPU). f32, f16, bf16: narrow products (N or K <= 16) always,
+   the other rungs' tiles would be mostly padding; otherwise f32 when
+   warptile's 128 x 128 tiles number fewer than the SMs (two fit on each),
+   f16/bf16 when the Hopper rung's 128 x 256 tiles fill fewer than half of
+   them (one each, but at tensor-core speed). f64 keeps DMMA (not measured
+   against splitk; the f64 MLP trains on AUTO). Written from estimates
+   before any measurement (2026-11-26); bench/gemm --mlp times both sides. */
+HPDL_LAZY int hpdl__gemm_auto_splitk(int M, int N, int K, int elem_bytes, int sms) {
+    int64_t rows = (M + 127) / 128;
+    if (elem_bytes == 8) return 0;
+    if (N <= 16 || K <= 16) return 1;
+    if (elem_bytes == 4) return rows * ((N + 127) / 128) < sms;
+    return 2 * rows * ((N + 255) / 256) < sms;
+}
+
 /* Every block tile inside the matrices and every load aligned: the kernels
    can skip all bounds checks (the kernels' FAST variant). */
 template <typename ARGS> static inline int hpdl__gemm_interior(const ARGS &g, int bm, int bn, int bk) {
@@ -3498,16 +3878,16 @@ HPDL_LAZY hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpdl__g
    0.99 both, 8192^3 1.04 against 1.01-1.02). */
 enum { HPDL__GEMM_HOPPER_DEFAULT = HPDL_GEMM_WGMMA_PERSISTENT };
 
-/* Validates, then runs one rung (AUTO: for f16/bf16 the Hopper rung where
-   it can run, then the mma.sync rung where the type has one and this binary
-   and GPU can run it, else warptile). */
+/* Validates, then runs one rung (AUTO: splitk for skinny products, then
+   for f16/bf16 the Hopper rung where it can run, then the mma.sync rung
+   where the type has one and this binary and GPU can run it, else warptile). */
 template <typename T, typename ACC>
 static inline hpdl_status hpdl__cuda_gemm(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,
                                           ACC alpha, const T *A, int lda, const T *B, int ldb, ACC beta, T *C, int ldc,
                                           cudaStream_t stream) {
     hpdl_status s = hpdl__gemm_check(ta, tb, M, N, K, A, lda, B, ldb, C, ldc); /* hpdl.h's CPU GEMM check */
     int tensor = algo == HPDL_GEMM_MMA || (algo == HPDL_GEMM_AUTO && sizeof(T) != sizeof(float));
-    int hopper = algo >= HPDL_GEMM_WGMMA && algo <= HPDL_GEMM_WGMMA_CLUSTER;
+    int hopper = algo >= HPDL_GEMM_WGMMA && algo <= HPDL_GEMM_WGMMA_CLUSTER, sms = 0;
     if (s != HPDL_OK || (int)algo < (int)HPDL_GEMM_AUTO || (int)algo > (int)HPDL_GEMM_CUBLAS) return HPDL_ERR_INVALID;
     /* A rung the type lacks is unsupported whatever the shape, an empty one
        too: f32 has no mma.sync rung (that would be TF32), f64 no Hopper one. */
@@ -3515,6 +3895,10 @@ static inline hpdl_status hpdl__cuda_gemm(hpdl_gemm_algo algo, hpdl_transpose ta
         return HPDL_ERR_UNSUPPORTED;
     if (M == 0 || N == 0) return HPDL_OK;
     if (algo == HPDL_GEMM_CUBLAS) return hpdl__gemm_cublas(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);
+    if (algo == HPDL_GEMM_AUTO && hpdl__sm_count(&sms) == HPDL_OK && hpdl__gemm_auto_splitk(M, N, K, (int)sizeof(T), sms))
+        algo = HPDL_GEMM_SPLITK;
+    if (algo == HPDL_GEMM_SPLITK)
+        return hpdl__gemm_launch_splitk(hpdl__gemm_make_args(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, 1), stream);
     if (hopper || (algo == HPDL_GEMM_AUTO && sizeof(T) == 2)) {
         s = hpdl__gemm_launch_wgmma(hopper ? algo : (hpdl_gemm_algo)HPDL__GEMM_HOPPER_DEFAULT,
                                     hpdl__gemm_make_args(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,

@@ -28,7 +28,7 @@ static const hpdl_gemm_algo k_algos[] = {HPDL_GEMM_AUTO,     HPDL_GEMM_NAIVE,   
                                          HPDL_GEMM_SMEM,     HPDL_GEMM_REG1D,    HPDL_GEMM_REG2D,
                                          HPDL_GEMM_VEC4,     HPDL_GEMM_WARPTILE, HPDL_GEMM_MMA,
                                          HPDL_GEMM_WGMMA,    HPDL_GEMM_WGMMA_WS, HPDL_GEMM_WGMMA_PERSISTENT,
-                                         HPDL_GEMM_WGMMA_CLUSTER, HPDL_GEMM_CUBLAS};
+                                         HPDL_GEMM_WGMMA_CLUSTER, HPDL_GEMM_SPLITK, HPDL_GEMM_CUBLAS};
 /* {33, 136, 40}: N a multiple of 8 but not of the tile, so the f16/bf16
    Hopper rungs' TMA epilogue (beta = 0, aligned ldc) clips a box.
    {256, 384, 448}: whole tiles of every rung, so with aligned ld the
@@ -372,6 +372,161 @@ static void test_gemm_hopper_stream_k(void) {
     check_hopper_epilogues<hpdl_bf16>("bf16", 12, HPDL_NO_TRANS, 512, 11008, 1720, 1.25);
 }
 
+/* The five products of one MLP step 784 -> H -> 10 at batch B, with the
+   MLP's transposes (hpdl__cmlp_forward, _backward_dw, _backward_delta), at
+   odd sizes: {ta, tb, M, N, K} for B and H. */
+static void mlp_products(int B, int H, int out[5][5]) {
+    const int t = HPDL_TRANS, n = HPDL_NO_TRANS;
+    const int p[5][5] = {{n, n, B, H, 785}, /* forward, layer 0: X W0 */
+                         {n, n, B, 10, H},  /* forward, layer 1: A1 W1 (N = 10) */
+                         {t, n, H, 10, B},  /* dW1 = A1^T D1 (K = B) */
+                         {n, t, B, H, 10},  /* D0 = D1 W1^T (K = 10) */
+                         {t, n, 785, H, B}}; /* dW0 = X^T D0 (K = B) */
+    memcpy(out, p, sizeof p);
+}
+
+/* splitk and AUTO on the MLP's products (B 37 and 1000, H 130: narrow
+   tiles, the short and square ones, K split into up to 16 slices) against
+   the f64 CPU GEMM, both betas, aligned and unaligned leading dimensions;
+   a second splitk run gives the same bits (the slices add in a fixed
+   order; the tile counters were set back to 0). */
+template <typename T> static void check_mlp_type(const char *type, double tol, uint64_t seed) {
+    static const int batches[] = {37, 1000};
+    hpdl_rng r;
+    int b, i, layout, bcase, failed = 0;
+    if (!hpdl_cuda_available()) { hpdl_test__skipped = 1; fprintf(stderr, "    skipped: no GPU\n"); return; }
+    hpdl_rng_seed(&r, seed);
+    for (b = 0; b < 2; b++) {
+        int prod[5][5];
+        mlp_products(batches[b], 130, prod);
+        for (i = 0; i < 5; i++)
+            for (layout = 0; layout < 2; layout++)
+                for (bcase = 0; bcase < 2; bcase++) {
+                    gemm_case<T> c;
+                    T *first;
+                    case_init(&c, prod[i][0] | prod[i][1] << 1, prod[i] + 2, layout, bcase);
+                    HPDL_EXPECT(case_setup(&c, &r));
+                    failed += !case_check(&c, HPDL_GEMM_AUTO, tol, type);
+                    failed += !case_check(&c, HPDL_GEMM_SPLITK, tol, type);
+                    first = (T *)hpdl_alloc(c.nc, sizeof(T));
+                    HPDL_EXPECT(first != NULL);
+                    memcpy(first, c.C, c.nc * sizeof(T));
+                    failed += !case_check(&c, HPDL_GEMM_SPLITK, tol, type);
+                    if (memcmp(first, c.C, c.nc * sizeof(T)) != 0 && !failed++)
+                        fprintf(stderr, "    %s splitk %dx%dx%d: two runs differ\n", type, c.M, c.N, c.K);
+                    HPDL_FREE(first);
+                    case_free(&c);
+                }
+    }
+    HPDL_EXPECT(failed == 0);
+}
+static void test_gemm_mlp_f32(void) { check_mlp_type<float>("f32", 1e-5, 21); }
+static void test_gemm_mlp_f64(void) { check_mlp_type<double>("f64", 1e-12, 22); }
+static void test_gemm_mlp_f16(void) { check_mlp_type<hpdl_f16>("f16", 1e-2, 23); }
+static void test_gemm_mlp_bf16(void) { check_mlp_type<hpdl_bf16>("bf16", 1e-2, 24); }
+
+/* AUTO's choice (host logic, no GPU needed) on a 132-SM GPU for the MLP's
+   products at H 512 and 2048, B 32 to 3000, and the plan of the splitk
+   rung's slices for many shapes: a multiple of 32 deep (or all of K), at
+   most 64 slices, none empty, their sums within the workspace. */
+static void test_gemm_auto_splitk(void) {
+    static const int sizes[] = {1, 10, 16, 17, 32, 33, 100, 512, 784, 3000, 20000};
+    int H, B, i, j, k, bad = 0, split = 0;
+    for (H = 512; H <= 2048; H *= 4)
+        for (B = 32; B <= 3000; B = B == 512 ? 3000 : B * 4) {
+            int p[5][5];
+            mlp_products(B, H, p);
+            for (i = 1; i < 4; i++) /* N = 10 or K = 10: always, but f64 keeps DMMA */
+                HPDL_EXPECT(hpdl__gemm_auto_splitk(p[i][2], p[i][3], p[i][4], 4, 132) &&
+                            hpdl__gemm_auto_splitk(p[i][2], p[i][3], p[i][4], 2, 132) &&
+                            !hpdl__gemm_auto_splitk(p[i][2], p[i][3], p[i][4], 8, 132));
+        }
+    HPDL_EXPECT(hpdl__gemm_auto_splitk(32, 512, 784, 4, 132));     /* 4 warptile tiles */
+    HPDL_EXPECT(hpdl__gemm_auto_splitk(32, 512, 784, 2, 132));     /* 2 Hopper tiles */
+    HPDL_EXPECT(hpdl__gemm_auto_splitk(784, 512, 3000, 4, 132));   /* 28 tiles */
+    HPDL_EXPECT(hpdl__gemm_auto_splitk(784, 2048, 3000, 2, 132));  /* 56 tiles: under half */
+    HPDL_EXPECT(!hpdl__gemm_auto_splitk(3000, 2048, 784, 4, 132)); /* 384 tiles */
+    HPDL_EXPECT(!hpdl__gemm_auto_splitk(3000, 2048, 784, 2, 132)); /* 192 tiles */
+    HPDL_EXPECT(!hpdl__gemm_auto_splitk(4096, 4096, 4096, 4, 132));
+    HPDL_EXPECT(!hpdl__gemm_auto_splitk(4096, 4096, 4096, 2, 132));
+    HPDL_EXPECT(!hpdl__gemm_auto_splitk(32, 512, 784, 8, 132)); /* f64 keeps DMMA */
+    HPDL_EXPECT(hpdl__splitk_shape_for(3000, 10) == HPDL__SPLITK_NARROW && hpdl__splitk_shape_for(32, 512) == HPDL__SPLITK_SHORT &&
+                hpdl__splitk_shape_for(784, 512) == HPDL__SPLITK_SQUARE);
+    for (i = 0; i < HPDL_COUNT(sizes); i++)
+        for (j = 0; j < HPDL_COUNT(sizes); j++)
+            for (k = 0; k < HPDL_COUNT(sizes); k++) {
+                int M = sizes[i], N = sizes[j], K = sizes[k], shape = hpdl__splitk_shape_for(M, N), acc;
+                for (acc = 4; acc <= 8; acc += 4) {
+                    int depth = hpdl__splitk_depth(M, N, K, shape, acc, 132);
+                    int64_t slices = depth > 0 ? (K + depth - 1) / depth : 1;
+                    int64_t tiles = (int64_t)((M + hpdl__splitk_bm(shape) - 1) / hpdl__splitk_bm(shape)) *
+                                    ((N + hpdl__splitk_bn(shape) - 1) / hpdl__splitk_bn(shape));
+                    if (depth == K) continue;
+                    split++;
+                    bad |= depth <= 0 || depth % 32 != 0 || depth > K || slices > 64 || (slices - 1) * depth >= K ||
+                           tiles > HPDL__SPLITK_COUNTERS ||
+                           slices * tiles * hpdl__splitk_bm(shape) * hpdl__splitk_bn(shape) * acc > (int64_t)HPDL__SPLITK_WS_BYTES;
+                    if (bad) { fprintf(stderr, "    %dx%dx%d (acc %d): depth %d wrong\n", M, N, K, acc, depth); return; }
+                }
+            }
+    HPDL_EXPECT(!bad);
+    HPDL_EXPECT(split > 0);
+}
+
+/* splitk inside a captured graph, as the MLP's training step runs it: on a
+   stream that already has its workspace the graph splits K and gives the
+   eager run's bits, replayed twice; on a fresh stream (no workspace can be
+   made during capture) it runs unsplit and is still right. */
+static void test_gemm_splitk_graph(void) {
+    const int M = 130, N = 10, K = 1000; /* dW1 = A1^T D1 at B = 1000: 16 slices */
+    gemm_case<float> c;
+    hpdl_rng r;
+    float *eager;
+    cudaStream_t streams[2]; /* both made first: a fresh stream must not reuse the handle of the first */
+    int fresh;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    hpdl_rng_seed(&r, 25);
+    memset(&c, 0, sizeof c);
+    c.ta = HPDL_TRANS; c.tb = HPDL_NO_TRANS;
+    c.M = M; c.N = N; c.K = K; c.lda = M; c.ldb = N; c.ldc = N;
+    c.alpha = 1.0; c.beta = 0.0;
+    HPDL_EXPECT(case_setup(&c, &r));
+    eager = (float *)hpdl_alloc(c.nc, sizeof(float));
+    HPDL_EXPECT(eager != NULL);
+    for (fresh = 0; fresh < 2; fresh++) HPDL_CUDA_CHECK(cudaStreamCreateWithFlags(&streams[fresh], cudaStreamNonBlocking));
+    for (fresh = 0; fresh < 2; fresh++) {
+        cudaStream_t st = streams[fresh];
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        int i, j, bad = 0;
+        if (!fresh) {
+            HPDL_EXPECT(hpdl_cuda_gemm_algo_f32(HPDL_GEMM_SPLITK, c.ta, c.tb, M, N, K, 1, c.dA, c.lda, c.dB, c.ldb, 0, c.dC,
+                                                c.ldc, st) == HPDL_OK);
+            HPDL_CUDA_CHECK(cudaStreamSynchronize(st));
+            HPDL_CUDA_CHECK(cudaMemcpy(eager, c.dC, c.nc * sizeof(float), cudaMemcpyDeviceToHost));
+        }
+        HPDL_CHECK(hpdl_cuda_poison(c.dC, c.nc * sizeof(float)));
+        HPDL_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+        HPDL_EXPECT(hpdl_cuda_gemm_algo_f32(HPDL_GEMM_SPLITK, c.ta, c.tb, M, N, K, 1, c.dA, c.lda, c.dB, c.ldb, 0, c.dC,
+                                            c.ldc, st) == HPDL_OK);
+        HPDL_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
+        HPDL_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+        for (i = 0; i < 2; i++) HPDL_CUDA_CHECK(cudaGraphLaunch(exec, st));
+        HPDL_CUDA_CHECK(cudaStreamSynchronize(st));
+        HPDL_CUDA_CHECK(cudaMemcpy(c.C, c.dC, c.nc * sizeof(float), cudaMemcpyDeviceToHost));
+        if (!fresh) HPDL_EXPECT(memcmp(eager, c.C, c.nc * sizeof(float)) == 0);
+        for (i = 0; i < M; i++)
+            for (j = 0; j < N; j++)
+                bad += !(fabs((double)c.C[i * N + j] - c.ref[i * N + j]) <= 1e-5 * c.scale[i * N + j]);
+        HPDL_EXPECT(bad == 0);
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+    }
+    for (fresh = 0; fresh < 2; fresh++) cudaStreamDestroy(streams[fresh]);
+    HPDL_FREE(eager);
+    case_free(&c);
+}
+
 /* Bad arguments: HPDL_ERR_INVALID and C untouched; a rung a type lacks: HPDL_ERR_UNSUPPORTED. */
 static void test_gemm_bad_args(void) {
     const int M = 8, N = 8, K = 8;
@@ -472,6 +627,9 @@ int main(int argc, char **argv) {
                                       HPDL_TEST(test_gemm_f64),          HPDL_TEST(test_gemm_f16),
                                       HPDL_TEST(test_gemm_bf16),         HPDL_TEST(test_gemm_hopper_small), HPDL_TEST(test_gemm_mma_whole_tiles),
                                       HPDL_TEST(test_gemm_hopper_many_tiles), HPDL_TEST(test_gemm_hopper_waves),
-                                      HPDL_TEST(test_gemm_stream_k_schedule), HPDL_TEST(test_gemm_hopper_stream_k)};
+                                      HPDL_TEST(test_gemm_stream_k_schedule), HPDL_TEST(test_gemm_hopper_stream_k),
+                                      HPDL_TEST(test_gemm_auto_splitk),  HPDL_TEST(test_gemm_mlp_f32),
+                                      HPDL_TEST(test_gemm_mlp_f64),      HPDL_TEST(test_gemm_mlp_f16),
+                                      HPDL_TEST(test_gemm_mlp_bf16),     HPDL_TEST(test_gemm_splitk_graph)};
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }
