@@ -938,7 +938,7 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_prefetch(const void *ptr, size_t bytes, int 
                   slices added in a fixed order (mma.sync for f16/bf16, FMAs for f32/f64)
        cublas     the library, for reference
    f16/bf16 accumulate in f32 on every rung. AUTO: splitk for skinny f32/f16/bf16 products
-   (hpdl__gemm_auto_splitk: N or K <= 16, or too few big tiles to fill the GPU), else
+   (hpdl__gemm_auto_splitk: N <= 16, or small outputs with K <= 16, f32 too with long K), else
    f32 -> warptile, f64 -> mma, f16/bf16 -> the Hopper rungs below where they run
    (HPDL__GEMM_HOPPER_DEFAULT), else mma (warptile when the binary or the GPU has no sm_80
    tensor-core path). */
@@ -2733,20 +2733,23 @@ static inline hpdl_status hpdl__gemm_launch_splitk(const hpdl__gemm_args<T, ACC>
 }
 
 /* Whether AUTO takes the splitk rung for an M x N x K product of elements
-   of elem_bytes on `sms` SMs (host logic only; tests/gpu_gemm.cu checks it
-   without a GPU). f32, f16, bf16: narrow products (N or K <= 16) always,
-   the other rungs' tiles would be mostly padding; otherwise f32 when
-   warptile's 128 x 128 tiles number fewer than the SMs (two fit on each),
-   f16/bf16 when the Hopper rung's 128 x 256 tiles fill fewer than half of
-   them (one each, but at tensor-core speed). f64 keeps DMMA (not measured
-   against splitk; the f64 MLP trains on AUTO). Written from estimates
-   before any measurement (2026-11-26); bench/gemm --mlp times both sides. */
-HPDL_LAZY int hpdl__gemm_auto_splitk(int M, int N, int K, int elem_bytes, int sms) {
-    int64_t rows = (M + 127) / 128;
+   of elem_bytes (host logic only; tests/gpu_gemm.cu checks it without a
+   GPU). Measured with bench/gemm --mlp on one H200 (2026-11-26, the 40
+   products of an MLP step per type, notes/gemm.md): splitk was the best
+   rung on every product with N <= 16 (f32 and f16), and on K <= 16 while
+   the output stays under 2^20 elements (3000 x 512 x 10: warptile 0.93 of
+   cuBLAS against splitk's 0.62; mma 0.69 against 0.69-0.44 in f16). Past
+   those, f32 took splitk below 2^20 outputs (784 x 2048 and up: warptile
+   0.6-1.1 against 0.4-0.8), while f16/bf16 lost to the Hopper rung on
+   every product it could run (784 x 2048 x 3000: 0.05 against 0.61), so
+   they keep their ladder. f64 keeps DMMA (not measured against splitk;
+   the f64 MLP trains on AUTO). */
+HPDL_LAZY int hpdl__gemm_auto_splitk(int M, int N, int K, int elem_bytes) {
+    const int64_t outputs = (int64_t)M * N;
     if (elem_bytes == 8) return 0;
-    if (N <= 16 || K <= 16) return 1;
-    if (elem_bytes == 4) return rows * ((N + 127) / 128) < sms;
-    return 2 * rows * ((N + 255) / 256) < sms;
+    if (N <= 16) return 1;
+    if (K <= 16 || elem_bytes == 4) return outputs < ((int64_t)1 << 20);
+    return 0;
 }
 
 /* Every block tile inside the matrices and every load aligned: the kernels
@@ -3887,7 +3890,7 @@ static inline hpdl_status hpdl__cuda_gemm(hpdl_gemm_algo algo, hpdl_transpose ta
                                           cudaStream_t stream) {
     hpdl_status s = hpdl__gemm_check(ta, tb, M, N, K, A, lda, B, ldb, C, ldc); /* hpdl.h's CPU GEMM check */
     int tensor = algo == HPDL_GEMM_MMA || (algo == HPDL_GEMM_AUTO && sizeof(T) != sizeof(float));
-    int hopper = algo >= HPDL_GEMM_WGMMA && algo <= HPDL_GEMM_WGMMA_CLUSTER, sms = 0;
+    int hopper = algo >= HPDL_GEMM_WGMMA && algo <= HPDL_GEMM_WGMMA_CLUSTER;
     if (s != HPDL_OK || (int)algo < (int)HPDL_GEMM_AUTO || (int)algo > (int)HPDL_GEMM_CUBLAS) return HPDL_ERR_INVALID;
     /* A rung the type lacks is unsupported whatever the shape, an empty one
        too: f32 has no mma.sync rung (that would be TF32), f64 no Hopper one. */
@@ -3895,7 +3898,7 @@ static inline hpdl_status hpdl__cuda_gemm(hpdl_gemm_algo algo, hpdl_transpose ta
         return HPDL_ERR_UNSUPPORTED;
     if (M == 0 || N == 0) return HPDL_OK;
     if (algo == HPDL_GEMM_CUBLAS) return hpdl__gemm_cublas(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);
-    if (algo == HPDL_GEMM_AUTO && hpdl__sm_count(&sms) == HPDL_OK && hpdl__gemm_auto_splitk(M, N, K, (int)sizeof(T), sms))
+    if (algo == HPDL_GEMM_AUTO && hpdl__gemm_auto_splitk(M, N, K, (int)sizeof(T)))
         algo = HPDL_GEMM_SPLITK;
     if (algo == HPDL_GEMM_SPLITK)
         return hpdl__gemm_launch_splitk(hpdl__gemm_make_args(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, 1), stream);

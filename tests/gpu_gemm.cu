@@ -425,10 +425,11 @@ static void test_gemm_mlp_f64(void) { check_mlp_type<double>("f64", 1e-12, 22); 
 static void test_gemm_mlp_f16(void) { check_mlp_type<hpdl_f16>("f16", 1e-2, 23); }
 static void test_gemm_mlp_bf16(void) { check_mlp_type<hpdl_bf16>("bf16", 1e-2, 24); }
 
-/* AUTO's choice (host logic, no GPU needed) on a 132-SM GPU for the MLP's
-   products at H 512 and 2048, B 32 to 3000, and the plan of the splitk
-   rung's slices for many shapes: a multiple of 32 deep (or all of K), at
-   most 64 slices, none empty, their sums within the workspace. */
+/* AUTO's choice (host logic, no GPU needed) for the MLP's products at H 512
+   and 2048, B 32 to 3000 (the rule measured by bench/gemm --mlp: see
+   hpdl__gemm_auto_splitk), and the plan of the splitk rung's slices for
+   many shapes: a multiple of 32 deep (or all of K), at most 64 slices,
+   none empty, their sums within the workspace. */
 static void test_gemm_auto_splitk(void) {
     static const int sizes[] = {1, 10, 16, 17, 32, 33, 100, 512, 784, 3000, 20000};
     int H, B, i, j, k, bad = 0, split = 0;
@@ -436,20 +437,22 @@ static void test_gemm_auto_splitk(void) {
         for (B = 32; B <= 3000; B = B == 512 ? 3000 : B * 4) {
             int p[5][5];
             mlp_products(B, H, p);
-            for (i = 1; i < 4; i++) /* N = 10 or K = 10: always, but f64 keeps DMMA */
-                HPDL_EXPECT(hpdl__gemm_auto_splitk(p[i][2], p[i][3], p[i][4], 4, 132) &&
-                            hpdl__gemm_auto_splitk(p[i][2], p[i][3], p[i][4], 2, 132) &&
-                            !hpdl__gemm_auto_splitk(p[i][2], p[i][3], p[i][4], 8, 132));
+            for (i = 1; i < 4; i++) { /* N = 10: always; K = 10: below 2^20 outputs; f64 keeps DMMA */
+                const int M = p[i][2], N = p[i][3], K = p[i][4], want = N <= 16 || (int64_t)M * N < (1 << 20);
+                HPDL_EXPECT(hpdl__gemm_auto_splitk(M, N, K, 4) == want && hpdl__gemm_auto_splitk(M, N, K, 2) == want &&
+                            !hpdl__gemm_auto_splitk(M, N, K, 8));
+            }
         }
-    HPDL_EXPECT(hpdl__gemm_auto_splitk(32, 512, 784, 4, 132));     /* 4 warptile tiles */
-    HPDL_EXPECT(hpdl__gemm_auto_splitk(32, 512, 784, 2, 132));     /* 2 Hopper tiles */
-    HPDL_EXPECT(hpdl__gemm_auto_splitk(784, 512, 3000, 4, 132));   /* 28 tiles */
-    HPDL_EXPECT(hpdl__gemm_auto_splitk(784, 2048, 3000, 2, 132));  /* 56 tiles: under half */
-    HPDL_EXPECT(!hpdl__gemm_auto_splitk(3000, 2048, 784, 4, 132)); /* 384 tiles */
-    HPDL_EXPECT(!hpdl__gemm_auto_splitk(3000, 2048, 784, 2, 132)); /* 192 tiles */
-    HPDL_EXPECT(!hpdl__gemm_auto_splitk(4096, 4096, 4096, 4, 132));
-    HPDL_EXPECT(!hpdl__gemm_auto_splitk(4096, 4096, 4096, 2, 132));
-    HPDL_EXPECT(!hpdl__gemm_auto_splitk(32, 512, 784, 8, 132)); /* f64 keeps DMMA */
+    HPDL_EXPECT(hpdl__gemm_auto_splitk(32, 512, 784, 4));       /* f32, small output, long K */
+    HPDL_EXPECT(!hpdl__gemm_auto_splitk(32, 512, 784, 2));      /* f16: the Hopper rung */
+    HPDL_EXPECT(hpdl__gemm_auto_splitk(784, 512, 3000, 4));
+    HPDL_EXPECT(!hpdl__gemm_auto_splitk(784, 2048, 3000, 4));   /* 1.6 M outputs: warptile */
+    HPDL_EXPECT(!hpdl__gemm_auto_splitk(784, 2048, 3000, 2));
+    HPDL_EXPECT(hpdl__gemm_auto_splitk(512, 10, 3000, 2));      /* narrow */
+    HPDL_EXPECT(!hpdl__gemm_auto_splitk(3000, 512, 10, 2));     /* K = 10 but 1.5 M outputs */
+    HPDL_EXPECT(!hpdl__gemm_auto_splitk(4096, 4096, 4096, 4));
+    HPDL_EXPECT(!hpdl__gemm_auto_splitk(4096, 4096, 4096, 2));
+    HPDL_EXPECT(!hpdl__gemm_auto_splitk(32, 10, 784, 8)); /* f64 keeps DMMA */
     HPDL_EXPECT(hpdl__splitk_shape_for(3000, 10) == HPDL__SPLITK_NARROW && hpdl__splitk_shape_for(32, 512) == HPDL__SPLITK_SHORT &&
                 hpdl__splitk_shape_for(784, 512) == HPDL__SPLITK_SQUARE);
     for (i = 0; i < HPDL_COUNT(sizes); i++)
