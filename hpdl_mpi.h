@@ -133,10 +133,6 @@
                               to this size (256 KiB), two-shot above
        HPDL_MPI_IPC_BLOCKS    IPC kernels' grid limit (128; at most 128 and the
                               SM count); the environment variable overrides it
-       HPDL_MPI_IPC_AHEAD     one-shot steps a block pushes before it sums the
-                              first (all of them; 1: the pipeline before
-                              2026-11-26's change); the environment variable
-                              overrides it (the smallest over the ranks)
        HPDL_MPI_IPC_EARLY=0   (environment) IPC kernels without programmatic
                               dependent launch (on by default for sm_90 code)
        HPDL_MPI_IPC_MAX_RANKS most GPUs an IPC context joins (8)
@@ -274,9 +270,6 @@
 #endif
 #ifndef HPDL_MPI_IPC_ONESHOT_BYTES
 #define HPDL_MPI_IPC_ONESHOT_BYTES ((size_t)256 << 10)
-#endif
-#ifndef HPDL_MPI_IPC_AHEAD
-#define HPDL_MPI_IPC_AHEAD (1 << 16) /* every step of a call (a block has fewer) */
 #endif
 #ifndef HPDL_MPI_IPC_BLOCKS
 #define HPDL_MPI_IPC_BLOCKS 128
@@ -1370,11 +1363,9 @@ HPDL_MPI_API hpdl_status hpdl__mpi_allreduce_nccl(void *buf, int64_t count, hpdl
                registers; once every peer has pushed, it sums the part from
                its registers and its own staging buffer (local reads) into
                the caller's buffer: (p-1) x bytes written per GPU. The part
-               goes in steps of HPDL__IPC_UNROLL packs a thread, each
-               signalled once pushed: the block pushes every step at once
-               and sums each as its marks arrive (HPDL_MPI_IPC_AHEAD = 1:
-               pushes step s, then sums step s-1, then signals s), so NVLink
-               carries the later steps while the earlier ones are summed;
+               goes in steps of HPDL__IPC_UNROLL packs a thread, pipelined:
+               the block pushes step s, then sums step s-1, then signals s,
+               so NVLink carries step s while step s-1 is summed;
      two-shot  the block copies its part into its own staging buffer,
                meets the peers, sums only segment r of the part (rank r,
                reduce-scatter, reading the peers' staging buffers) and
@@ -1431,7 +1422,6 @@ typedef struct hpdl_mpi_ipc {
     MPI_Comm comm;    /* this context's duplicate of the communicator */
     int rank, size;   /* in comm */
     int blocks;       /* grid size limit, the same on every rank */
-    int ahead;        /* one-shot steps pushed ahead of the sums, the same on every rank */
     int early;        /* 1: programmatic dependent launch (sm_90 code), 0: not, -1: not asked yet */
     size_t max_bytes; /* staging buffer size: larger two-shot calls go in pieces of it */
     size_t slot_bytes; /* one peer's slot of it: larger one-shot calls go in pieces of it */
@@ -1552,9 +1542,8 @@ HPDL_MPI_API void hpdl__mpi_ipc_unmap(hpdl_mpi_ipc *c) {
    when `verbose`, where that is not so. */
 HPDL_MPI_API hpdl_status hpdl__mpi_ipc_create(hpdl_mpi_ipc *ctx, size_t max_bytes, MPI_Comm comm, int verbose) {
     hpdl_mpi_ipc made;
-    const char *env = getenv("HPDL_MPI_IPC_BLOCKS"), *env_ahead = getenv("HPDL_MPI_IPC_AHEAD");
+    const char *env = getenv("HPDL_MPI_IPC_BLOCKS");
     int code, device = 0, sms = 0, peers, blocks = env ? atoi(env) : HPDL_MPI_IPC_BLOCKS;
-    int ahead = env_ahead ? atoi(env_ahead) : HPDL_MPI_IPC_AHEAD;
     if (comm == MPI_COMM_NULL) return HPDL_ERR_INVALID; /* nobody to agree with */
 #ifdef HPDL_MPI_NO_IPC
     if (verbose && hpdl_mpi_rank() == 0) fprintf(stderr, "hpdl_mpi_ipc_create: unsupported: built with HPDL_MPI_NO_IPC\n");
@@ -1569,7 +1558,7 @@ HPDL_MPI_API hpdl_status hpdl__mpi_ipc_create(hpdl_mpi_ipc *ctx, size_t max_byte
     HPDL__MPI_TRY(MPI_Comm_rank(comm, &made.rank));
     HPDL__MPI_TRY(MPI_Comm_size(comm, &made.size));
     peers = made.size > 1 ? made.size - 1 : 1;
-    code = !ctx || max_bytes / peers < 16 || blocks < 1 || blocks > HPDL__IPC_MAX_BLOCKS || ahead < 1;
+    code = !ctx || max_bytes / peers < 16 || blocks < 1 || blocks > HPDL__IPC_MAX_BLOCKS;
     if (hpdl__mpi_ipc_agree(code, comm)) return HPDL_ERR_INVALID;
     code = made.size > HPDL_MPI_IPC_MAX_RANKS ? HPDL__IPC_TOO_MANY : hpdl__mpi_ipc_same_node(comm, made.size);
     if (code == HPDL__IPC_OK) code = hpdl__mpi_ipc_check_peers(comm, made.rank, made.size);
@@ -1577,7 +1566,6 @@ HPDL_MPI_API hpdl_status hpdl__mpi_ipc_create(hpdl_mpi_ipc *ctx, size_t max_byte
     if (code == HPDL__IPC_OK) {
         HPDL__MPI_TRY(MPI_Comm_dup(comm, &made.comm));
         HPDL__MPI_TRY(MPI_Allreduce(&blocks, &made.blocks, 1, MPI_INT, MPI_MIN, comm));
-        HPDL__MPI_TRY(MPI_Allreduce(&ahead, &made.ahead, 1, MPI_INT, MPI_MIN, comm));
         /* at most 512 MiB: a block's steps in one call stay below 2^16 (hpdl__ipc_mark) */
         made.max_bytes = (max_bytes < HPDL__IPC_MAX_STAGING ? max_bytes : HPDL__IPC_MAX_STAGING) & ~(size_t)15;
         made.slot_bytes = (made.max_bytes / peers) & ~(size_t)15;
@@ -1627,7 +1615,6 @@ typedef struct hpdl__ipc_args {
     int rank, size;
     uint32_t seq;
     int64_t slot_packs; /* one-shot: a peer's slot in a staging buffer */
-    int ahead;          /* one-shot: steps a block pushes before it sums the first */
     int buf_aligned;    /* the caller's buffer allows 16-byte accesses */
 } hpdl__ipc_args;
 
@@ -1835,20 +1822,12 @@ static __device__ __forceinline__ void hpdl__ipc_push(const hpdl__ipc_args &a, c
 }
 
 /* One-shot, step `step` from pack u: waits until every peer has pushed it,
-   then writes its sum into buf. This rank's packs: own[], or (own NULL)
-   read again from buf, which the step has not written yet. */
+   then writes its sum into buf. */
 template <typename T>
 static __device__ __forceinline__ void hpdl__ipc_add_step(const hpdl__ipc_args &a, T *buf, int64_t u, int64_t end,
                                                           int step, const hpdl__ipc_pack *own) {
-    hpdl__ipc_pack s[HPDL__IPC_UNROLL], mine[HPDL__IPC_UNROLL];
+    hpdl__ipc_pack s[HPDL__IPC_UNROLL];
     int j;
-    if (!own) {
-#pragma unroll
-        for (j = 0; j < HPDL__IPC_UNROLL; j++) mine[j] = make_uint4(0, 0, 0, 0);
-#pragma unroll
-        HPDL__IPC_STEP(j, u, end) mine[j] = hpdl__ipc_load_buf(buf, u + (int64_t)j * blockDim.x, a);
-        own = mine;
-    }
     hpdl__ipc_wait(a, 0, hpdl__ipc_mark(a, step));
     hpdl__ipc_sum<T, true>(a, u, end, own, s);
 #pragma unroll
@@ -1856,34 +1835,25 @@ static __device__ __forceinline__ void hpdl__ipc_add_step(const hpdl__ipc_args &
 }
 
 /* One-shot over this block's part [begin, end), in steps of
-   HPDL__IPC_UNROLL packs a thread: step s is pushed, step s - a.ahead
-   summed, then step s signalled; the last a.ahead steps are summed at the
-   end. a.ahead = 1 (the earlier pipeline): NVLink carries step s while step
-   s-1 is summed, but each push waits for the previous step's marks and
-   sum. a.ahead >= steps: every push is issued at once and the sums follow
-   the marks as they come, so the block's stores never wait for a flag;
-   only the last step's sum is left after the last byte lands either way.
-   A step is read (pushed) before it is summed into buf, so no pack is read
-   after it was written. Own packs: registers for the previous step, buf
-   again for older ones. */
+   HPDL__IPC_UNROLL packs a thread: step s is pushed, step s-1 summed (its
+   pushes from the peers have arrived meanwhile), then step s signalled.
+   NVLink carries step s while step s-1 is summed; buf's step s is read
+   before step s-1 is written, so no pack is read after it was written. */
 template <typename T>
 static __device__ __forceinline__ void hpdl__ipc_oneshot(const hpdl__ipc_args &a, T *buf, int64_t begin,
                                                          int64_t end) {
     const int64_t stride = (int64_t)HPDL__IPC_UNROLL * blockDim.x;
     hpdl__ipc_pack now[HPDL__IPC_UNROLL], before[HPDL__IPC_UNROLL];
     int64_t base; /* the step's first pack: the same in every thread, as the barriers need */
-    int s, t, j;
+    int s, j;
     for (s = 0, base = begin; base < end; s++, base += stride) {
         hpdl__ipc_push(a, buf, base + threadIdx.x, end, now);
-        if (s >= a.ahead)
-            hpdl__ipc_add_step(a, buf, base - a.ahead * stride + threadIdx.x, end, s - a.ahead,
-                               a.ahead == 1 ? before : NULL);
+        if (s > 0) hpdl__ipc_add_step(a, buf, base - stride + threadIdx.x, end, s - 1, before);
         hpdl__ipc_signal(a, 0, hpdl__ipc_mark(a, s));
 #pragma unroll
         for (j = 0; j < HPDL__IPC_UNROLL; j++) before[j] = now[j];
     }
-    for (t = s > a.ahead ? s - a.ahead : 0; t < s; t++)
-        hpdl__ipc_add_step(a, buf, begin + t * stride + threadIdx.x, end, t, t == s - 1 ? before : NULL);
+    if (s > 0) hpdl__ipc_add_step(a, buf, base - stride + threadIdx.x, end, s - 1, before);
 }
 
 /* Two-shot: copies this block's part of buf into this rank's staging buffer, then
@@ -2043,7 +2013,6 @@ HPDL_MPI_API hpdl_status hpdl__mpi_ipc_launch(hpdl_mpi_ipc *c, void *buf, int64_
     a.rank = c->rank;
     a.size = c->size;
     a.slot_packs = (int64_t)(c->slot_bytes / 16);
-    a.ahead = c->ahead;
     a.buf_aligned = ((uintptr_t)buf & 15) == 0;
 #ifdef HPDL_MPI_NO_IPC
     (void)a; (void)buf; (void)t; (void)twoshot; (void)stream; (void)blocks;

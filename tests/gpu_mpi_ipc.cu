@@ -141,34 +141,19 @@ template <typename T> static void exact_sums(hpdl_mpi_ipc *ctx) {
     HPDL_CUDA_CHECK(cudaFree(d));
 }
 
-/* A context whose grid is limited to `blocks` and whose one-shot blocks
-   push `ahead` steps before the first sum (HPDL_MPI_IPC_BLOCKS and
-   HPDL_MPI_IPC_AHEAD, read at create), the variables restored after. */
-static hpdl_status create_with(hpdl_mpi_ipc *ctx, size_t bytes, const char *blocks, const char *ahead) {
-    static const char *const names[2] = {"HPDL_MPI_IPC_BLOCKS", "HPDL_MPI_IPC_AHEAD"};
-    const char *values[2];
-    char saved[2][32];
-    int had[2], i;
+/* A context whose grid is limited to `blocks` (HPDL_MPI_IPC_BLOCKS, read
+   at create), the variable restored after. */
+static hpdl_status create_with_blocks(hpdl_mpi_ipc *ctx, size_t bytes, const char *blocks) {
+    const char *old = getenv("HPDL_MPI_IPC_BLOCKS");
+    char saved[32];
     hpdl_status s;
-    values[0] = blocks;
-    values[1] = ahead;
-    for (i = 0; i < 2; i++) {
-        const char *old = getenv(names[i]);
-        had[i] = old != NULL;
-        snprintf(saved[i], sizeof saved[i], "%s", old ? old : "");
-        setenv(names[i], values[i], 1);
-    }
+    snprintf(saved, sizeof saved, "%s", old ? old : "");
+    setenv("HPDL_MPI_IPC_BLOCKS", blocks, 1);
     s = hpdl_mpi_ipc_create(ctx, bytes, MPI_COMM_WORLD);
-    for (i = 0; i < 2; i++) {
-        if (had[i]) setenv(names[i], saved[i], 1);
-        else unsetenv(names[i]);
-    }
+    if (old) setenv("HPDL_MPI_IPC_BLOCKS", saved, 1);
+    else unsetenv("HPDL_MPI_IPC_BLOCKS");
     return s;
 }
-
-/* One-shot pipeline depths: the earlier one step ahead, two (older steps'
-   own packs read again from the buffer inside the loop), every step. */
-static const char *const k_aheads[] = {"1", "2", "65536"};
 
 MPI_TEST(test_exact_sums_f32) { exact_sums<float>(NULL); }
 MPI_TEST(test_exact_sums_f64) { exact_sums<double>(NULL); }
@@ -176,21 +161,16 @@ MPI_TEST(test_exact_sums_f16) { exact_sums<__half>(NULL); }
 MPI_TEST(test_exact_sums_bf16) { exact_sums<__nv_bfloat16>(NULL); }
 
 /* Two blocks: each block's part of the larger counts takes many one-shot
-   steps (1024 packs each), the pipeline of pushes, sums and signals, at
-   every depth of k_aheads. */
+   steps (1024 packs each), the pipeline of pushes, sums and signals. */
 MPI_TEST(test_exact_sums_in_many_steps) {
     hpdl_mpi_ipc ctx;
-    int d;
     NEED_IPC();
-    for (d = 0; d < HPDL_COUNT(k_aheads); d++) {
-        HPDL_EXPECT(create_with(&ctx, (size_t)1 << 20, "2", k_aheads[d]) == HPDL_OK);
-        HPDL_EXPECT(ctx.ahead == atoi(k_aheads[d]));
-        exact_sums<float>(&ctx);
-        exact_sums<double>(&ctx);
-        exact_sums<__half>(&ctx);
-        exact_sums<__nv_bfloat16>(&ctx);
-        hpdl_mpi_ipc_destroy(&ctx);
-    }
+    HPDL_EXPECT(create_with_blocks(&ctx, (size_t)1 << 20, "2") == HPDL_OK);
+    exact_sums<float>(&ctx);
+    exact_sums<double>(&ctx);
+    exact_sums<__half>(&ctx);
+    exact_sums<__nv_bfloat16>(&ctx);
+    hpdl_mpi_ipc_destroy(&ctx);
 }
 
 /* A context with a 4 KiB staging buffer: larger calls go in many pieces,
@@ -215,9 +195,8 @@ MPI_TEST(test_pieces_of_a_small_context) {
 /* Hundreds of calls queued with no host synchronisation between them, the
    size (so the grid), the algorithm and the stream changing from call to
    call: the flags and the two staging halves must keep every call apart.
-   Through a context of `bytes` with a grid limit of `blocks`, one-shot
-   blocks `ahead` steps ahead of their sums. */
-static void back_to_back(size_t bytes, const char *blocks, const char *ahead) {
+   Through a context of `bytes` with a grid limit of `blocks`. */
+static void back_to_back(size_t bytes, const char *blocks) {
     enum { CALLS = 400, SIZES = 4, STREAMS = 2 };
     static const int64_t counts[SIZES] = {5, 3001, 40000, 100003};
     hpdl_mpi_ipc ctx;
@@ -227,7 +206,7 @@ static void back_to_back(size_t bytes, const char *blocks, const char *ahead) {
     long long mine, total = 0;
     int k, s, b, old_checks;
     NEED_IPC();
-    HPDL_EXPECT(create_with(&ctx, bytes, blocks, ahead) == HPDL_OK);
+    HPDL_EXPECT(create_with_blocks(&ctx, bytes, blocks) == HPDL_OK);
     HPDL_CUDA_CHECK(cudaMalloc((void **)&d_wrong, sizeof *d_wrong));
     HPDL_CUDA_CHECK(cudaMemset(d_wrong, 0, sizeof *d_wrong));
     for (s = 0; s < STREAMS; s++) { /* each buffer used on one stream only: the test's own kernels stay ordered */
@@ -261,16 +240,11 @@ static void back_to_back(size_t bytes, const char *blocks, const char *ahead) {
 }
 
 /* Small pieces (64 KiB) on the full grid. */
-MPI_TEST(test_back_to_back_calls) { back_to_back((size_t)64 << 10, "128", "65536"); }
+MPI_TEST(test_back_to_back_calls) { back_to_back((size_t)64 << 10, "128"); }
 
 /* One piece per call on three blocks: up to 9 one-shot steps a block, so a
-   rank a call ahead pushes while its peer still sums the call before; at
-   every depth of k_aheads. */
-MPI_TEST(test_back_to_back_calls_in_steps) {
-    int d;
-    NEED_IPC();
-    for (d = 0; d < HPDL_COUNT(k_aheads); d++) back_to_back((size_t)1 << 20, "3", k_aheads[d]);
-}
+   rank a call ahead pushes while its peer still sums the call before. */
+MPI_TEST(test_back_to_back_calls_in_steps) { back_to_back((size_t)1 << 20, "3"); }
 
 /* Random f32 data: every rank gets the same bits (sums in rank order), close
    to the f64 sum; one-shot and two-shot agree bit for bit. */
