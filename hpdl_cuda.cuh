@@ -5303,9 +5303,11 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma(const __grid_constant
                 const int n_base = t % tiles_n * BN;
                 hpdl__conv_wg_tile(g, t / tiles_n, &n0, &h0, &w0);
                 const unsigned bytes = (unsigned)ROW * (unsigned)(g.box_w * g.box_h * g.box_n + BN);
+                int chunk = 0, i = 0, j = 0; /* k step kt's channel chunk and tap (column i, row j): counted, not
+                                                divided, as the single producing thread is short of time */
                 for (kt = 0; kt < KT; kt++, it++) {
                     unsigned char *st = smem + it % S * STAGE;
-                    const int tap = kt / g.chunks, c0 = kt % g.chunks * CHANNELS, j = tap / g.taps_w, i = tap % g.taps_w;
+                    const int c0 = chunk * CHANNELS;
                     int r, s, h_src, w_src;
                     if (DATA) { /* dx(h) sums dy((h + pad - r dil) / stride) over the phase's taps r */
                         r = g.tap_h0 + j * g.stride_h, s = g.tap_w0 + i * g.stride_w;
@@ -5327,6 +5329,10 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma(const __grid_constant
                         else
                             hpdl__tma_load_3d(&map_w, st + A_BYTES + p * SH::PIECE, &full[it % S], c0, filter_tap,
                                               n_base + 64 * p);
+                    if (++chunk == g.chunks) {
+                        chunk = 0;
+                        if (++i == g.taps_w) i = 0, j++;
+                    }
                 }
             }
     } else {
@@ -5521,26 +5527,67 @@ static __device__ __forceinline__ void hpdl__conv_wgrad_box(const hpdl__conv_wgr
     *n0 = rest / g.tiles_h * g.box_n;
 }
 
-/* One stage: dy's box (A) and the four (tap, 64 channels) boxes of x (B). */
+/* What the producer needs of one tile, found once per tile: its rows of
+   dy, and for each of its four 64-column pieces of x the first channel and
+   the tap's offset (the pieces inside the filter come first). Found per
+   stage, these divisions made the single producing thread the bottleneck:
+   ~480 instructions a stage, the consumers waiting on the full barrier for
+   65 % of their samples (ncu, ResNet-50 conv4_x, H100, 2026-11-26). */
+struct hpdl__conv_wgrad_plan {
+    int m0, pieces;              /* first row of dy; pieces of x to copy (<= 4) */
+    int ch[4], off_w[4], off_h[4]; /* per piece: channel, tap offset in x */
+    unsigned bytes;              /* a stage's bytes */
+};
+
+template <bool SHARED_ROWS>
+static __device__ __forceinline__ hpdl__conv_wgrad_plan hpdl__conv_wgrad_plan_tile(const hpdl__conv_wgrad_wg_args &g,
+                                                                                  int tile) {
+    typedef hpdl__conv_wgrad_shape<SHARED_ROWS> SH;
+    const int n_base = tile / g.tiles_m * 256, padded = g.chunks * 64;
+    hpdl__conv_wgrad_plan t;
+    t.m0 = tile % g.tiles_m * SH::A_PIECES * 64;
+    t.pieces = 0;
+#pragma unroll
+    for (int p = 0; p < 4; p++) {
+        const int col = n_base + 64 * p, tap = col / padded;
+        t.ch[p] = col % padded;
+        t.off_w[p] = tap % g.kernel_w * g.dilation_w - g.pad_w;
+        t.off_h[p] = tap / g.kernel_w * g.dilation_h - g.pad_h;
+        if (tap < g.taps) t.pieces = p + 1;
+    }
+    t.bytes = 128u * (unsigned)((SH::A_PIECES + t.pieces) * g.box_w * g.box_h * g.box_n);
+    return t;
+}
+
+/* One stage: dy's box (A) at output pixel (n0, h0, w0) and the tile's
+   (tap, 64 channels) boxes of x (B). */
 template <bool SHARED_ROWS>
 static __device__ __forceinline__ void hpdl__conv_wgrad_copy(const hpdl__conv_wgrad_wg_args &g, const CUtensorMap *map_dy,
-                                                             const CUtensorMap *map_x, unsigned char *st,
-                                                             uint64_t *full, int tile, int step) {
+                                                             const CUtensorMap *map_x, const hpdl__conv_wgrad_plan &t,
+                                                             unsigned char *st, uint64_t *full, int n0, int h0, int w0) {
     typedef hpdl__conv_wgrad_shape<SHARED_ROWS> SH;
-    const int m0 = tile % g.tiles_m * SH::A_PIECES * 64, n_base = tile / g.tiles_m * 256, padded = g.chunks * 64;
-    int n0, h0, w0, p, loads = SH::A_PIECES;
-    hpdl__conv_wgrad_box(g, step, &n0, &h0, &w0);
-    for (p = 0; p < 4; p++) loads += (n_base + 64 * p) / padded < g.taps;
-    hpdl__mbar_expect_bytes(full, 128u * (unsigned)(loads * g.box_w * g.box_h * g.box_n));
-    for (p = 0; p < SH::A_PIECES; p++)
-        hpdl__tma_load_4d(map_dy, st + p * HPDL__WG_PIECE_BYTES, full, m0 + 64 * p, w0, h0, n0);
-    for (p = 0; p < 4; p++) {
-        const int col = n_base + 64 * p, tap = col / padded, r = tap / g.kernel_w, s = tap % g.kernel_w;
-        if (tap < g.taps)
-            hpdl__tma_load_4d(map_x, st + SH::A_BYTES + p * HPDL__WG_PIECE_BYTES, full, col % padded,
-                              w0 * g.stride_w - g.pad_w + s * g.dilation_w, h0 * g.stride_h - g.pad_h + r * g.dilation_h,
-                              n0);
-    }
+    const int xw = w0 * g.stride_w, xh = h0 * g.stride_h;
+    hpdl__mbar_expect_bytes(full, t.bytes);
+#pragma unroll
+    for (int p = 0; p < SH::A_PIECES; p++)
+        hpdl__tma_load_4d(map_dy, st + p * HPDL__WG_PIECE_BYTES, full, t.m0 + 64 * p, w0, h0, n0);
+#pragma unroll
+    for (int p = 0; p < 4; p++)
+        if (p < t.pieces)
+            hpdl__tma_load_4d(map_x, st + SH::A_BYTES + p * HPDL__WG_PIECE_BYTES, full, t.ch[p], xw + t.off_w[p],
+                              xh + t.off_h[p], n0);
+}
+
+/* The next k step's box: along the row, then down, then to the next images. */
+static __device__ __forceinline__ void hpdl__conv_wgrad_advance(const hpdl__conv_wgrad_wg_args &g, int *n0, int *h0,
+                                                                int *w0) {
+    *w0 += g.box_w;
+    if (*w0 < g.tiles_w * g.box_w) return;
+    *w0 = 0;
+    *h0 += g.box_h;
+    if (*h0 < g.tiles_h * g.box_h) return;
+    *h0 = 0;
+    *n0 += g.box_n;
 }
 
 /* This warpgroup's 64 x 256 sums of tile `tile` added into g.dw (wgmma's
@@ -5592,10 +5639,18 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma_wgrad(const __grid_co
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (threadIdx.x == 0)
-            for (i = begin; i < end; i++, it++) {
-                hpdl__mbar_wait(&empty[it % S], (unsigned)(it / S + 1) & 1); /* first pass: free */
-                hpdl__conv_wgrad_copy<SHARED_ROWS>(g, &map_dy, &map_x, smem + it % S * STAGE, &full[it % S],
-                                                   (int)(i / g.steps), (int)(i % g.steps));
+            for (i = begin; i < end;) { /* a tile at a time: its plan, then its k steps */
+                const int tile = (int)(i / g.steps);
+                const long long tile_end = (tile + 1) * (long long)g.steps < end ? (tile + 1) * (long long)g.steps : end;
+                const hpdl__conv_wgrad_plan t = hpdl__conv_wgrad_plan_tile<SHARED_ROWS>(g, tile);
+                int n0, h0, w0;
+                hpdl__conv_wgrad_box(g, (int)(i % g.steps), &n0, &h0, &w0);
+                for (; i < tile_end; i++, it++) {
+                    hpdl__mbar_wait(&empty[it % S], (unsigned)(it / S + 1) & 1); /* first pass: free */
+                    hpdl__conv_wgrad_copy<SHARED_ROWS>(g, &map_dy, &map_x, t, smem + it % S * STAGE, &full[it % S], n0,
+                                                       h0, w0);
+                    hpdl__conv_wgrad_advance(g, &n0, &h0, &w0);
+                }
             }
     } else {
         float d[128];
