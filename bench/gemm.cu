@@ -847,7 +847,7 @@ typedef struct mlp_tally {
    rung computed a wrong result. */
 template <typename T>
 static int mlp_product_rows(FILE *all, const char *type, int B, int H, const mlp_product *p, const hpdl_gemm_algo *rungs,
-                            int n_rungs, int reps, int sms, hpdl_cuda_l2_flusher *fl, mlp_tally *t) {
+                            int n_rungs, int reps, hpdl_cuda_l2_flusher *fl, mlp_tally *t) {
     const size_t na = (size_t)(p->ta == HPDL_TRANS ? p->K : p->M) * mlp_lda(p);
     const size_t nb = (size_t)(p->tb == HPDL_TRANS ? p->N : p->K) * mlp_ldb(p), nc = (size_t)p->M * p->N;
     T *A, *Bm, *C, *C_cublas, *ref;
@@ -876,7 +876,7 @@ static int mlp_product_rows(FILE *all, const char *type, int B, int H, const mlp
         c.algo = rungs[r];
         c.C = C;
         if (c.algo == HPDL_GEMM_AUTO)
-            pick = hpdl__gemm_auto_splitk(p->M, p->N, p->K, (int)sizeof(T), sms) ? " (auto: splitk)" : " (auto: big tiles)";
+            pick = hpdl__gemm_auto_splitk(p->M, p->N, p->K, (int)sizeof(T)) ? " (auto: splitk)" : " (auto: big tiles)";
         HPDL_CHECK(hpdl_cuda_poison(C, nc * sizeof(T)));
         st = mlp_call(&c, 0);
         if (st == HPDL_ERR_UNSUPPORTED) {
@@ -916,7 +916,7 @@ static int mlp_product_rows(FILE *all, const char *type, int B, int H, const mlp
    ratios per rung and of each product's best own rung (gemm_mlp.csv). */
 template <typename T>
 static int mlp_type(FILE *head, FILE *all, const bench_opts *opt, const char *type, const hpdl_gemm_algo *rungs, int n_rungs,
-                    int sms, hpdl_cuda_l2_flusher *fl) {
+                    hpdl_cuda_l2_flusher *fl) {
     static const int widths[] = {512, 2048}, batches[] = {32, 128, 512, 3000};
     mlp_tally t;
     int h, b, i, r, good = 1, products = 0;
@@ -928,7 +928,7 @@ static int mlp_type(FILE *head, FILE *all, const bench_opts *opt, const char *ty
             mlp_products(batches[b], widths[h], p);
             for (i = 0; i < 5; i++, products++)
                 good &= mlp_product_rows<T>(all, type, batches[b], widths[h], &p[i], rungs, n_rungs, opt->quick ? 20 : 50,
-                                            sms, fl, &t);
+                                            fl, &t);
         }
     printf("%s: geometric mean of the ratios to cuBLAS over the %d products (rungs that ran all of them count):\n", type,
            products);
@@ -961,9 +961,9 @@ static int mlp_all(const bench_opts *opt, const hpdl_cuda_device_info *info, hpd
            info->name, info->sm_count);
     printf("%-5s %5s %5s  %-7s %5s %5s %5s  %-16s %9s %9s %7s %9s  %s\n", "type", "H", "B", "product", "M", "N", "K",
            "rung", "us", "cublas_us", "ratio", "err", "status");
-    good &= mlp_type<float>(head, all, opt, "f32", f32_rungs, 3, info->sm_count, fl);
-    good &= mlp_type<__half>(head, all, opt, "f16", half_rungs, 4, info->sm_count, fl);
-    good &= mlp_type<__nv_bfloat16>(head, all, opt, "bf16", half_rungs, 4, info->sm_count, fl);
+    good &= mlp_type<float>(head, all, opt, "f32", f32_rungs, 3, fl);
+    good &= mlp_type<__half>(head, all, opt, "f16", half_rungs, 4, fl);
+    good &= mlp_type<__nv_bfloat16>(head, all, opt, "bf16", half_rungs, 4, fl);
     if (head) fclose(head);
     if (all) fclose(all);
     return good;
