@@ -2818,6 +2818,18 @@ static inline hpdl_status hpdl__gemm_launch_simt(hpdl_gemm_algo algo, const hpdl
     return HPDL_OK;
 }
 
+/* Whether `kernel` has sm_80+ code in this binary (else its body is empty)
+   and may take `smem` bytes of dynamic shared memory; the error of a "no"
+   is cleared. */
+template <typename KERNEL> static inline bool hpdl__tc_kernel_ready(KERNEL kernel, size_t smem) {
+    cudaFuncAttributes fa;
+    if (cudaFuncGetAttributes(&fa, (const void *)kernel) == cudaSuccess && fa.ptxVersion >= 80 &&
+        cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) == cudaSuccess)
+        return true;
+    cudaGetLastError();
+    return false;
+}
+
 /* Launches a tensor-core kernel with `smem` bytes of dynamic shared memory
    (arguments g, then `more`), or says HPDL_ERR_UNSUPPORTED when this binary
    has no sm_80+ code for it (its body would be empty) or the GPU cannot give
@@ -2825,14 +2837,9 @@ static inline hpdl_status hpdl__gemm_launch_simt(hpdl_gemm_algo algo, const hpdl
 template <typename SH, typename ARGS, typename... MORE>
 static inline hpdl_status hpdl__gemm_launch_tc(void (*kernel)(ARGS, MORE...), const ARGS &g, size_t smem, cudaStream_t stream,
                                                const MORE &...more) {
-    cudaFuncAttributes fa;
     dim3 grid;
     hpdl_status s;
-    if (cudaFuncGetAttributes(&fa, (const void *)kernel) != cudaSuccess || fa.ptxVersion < 80 ||
-        cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess) {
-        cudaGetLastError();
-        return HPDL_ERR_UNSUPPORTED;
-    }
+    if (!hpdl__tc_kernel_ready(kernel, smem)) return HPDL_ERR_UNSUPPORTED;
     if ((s = hpdl__gemm_grid(g.N, SH::BN, g.M, SH::BM, &grid)) != HPDL_OK) return s;
     kernel<<<grid, SH::THREADS, smem, stream>>>(g, more...);
     HPDL_CUDA_TRY_LAUNCH();
@@ -4806,14 +4813,8 @@ static inline hpdl_status hpdl__conv_mma_launch_shape(const hpdl__conv_mma_args<
     const size_t smem = STAGES > OUT ? STAGES : OUT;
     void (*kernel)(hpdl__conv_mma_args<T>) =
         a.src_vec ? hpdl__conv_mma<T, SH, true, DATA> : hpdl__conv_mma<T, SH, false, DATA>;
-    cudaFuncAttributes fa;
     dim3 grid((unsigned)((a.N + SH::BN - 1) / SH::BN), (unsigned)((a.M + SH::BM - 1) / SH::BM), (unsigned)groups);
-    if (grid.y > 65535 || groups > 65535) return HPDL_ERR_UNSUPPORTED;
-    if (cudaFuncGetAttributes(&fa, (const void *)kernel) != cudaSuccess || fa.ptxVersion < 80 ||
-        cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess) {
-        cudaGetLastError();
-        return HPDL_ERR_UNSUPPORTED;
-    }
+    if (grid.y > 65535 || groups > 65535 || !hpdl__tc_kernel_ready(kernel, smem)) return HPDL_ERR_UNSUPPORTED;
     kernel<<<grid, SH::THREADS, smem, stream>>>(a);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
@@ -4846,19 +4847,14 @@ static inline hpdl_status hpdl__conv_mma_wgrad_launch(hpdl__conv_wgrad_args<T> a
     const int tiles_n = (a.N + SH::BN - 1) / SH::BN, tiles_m = (a.M + SH::BM - 1) / SH::BM, KT = (a.K + SH::BK - 1) / SH::BK;
     const size_t count = (size_t)groups * a.M * a.N;
     int sms = 0, most = KT / 8 > 1 ? KT / 8 : 1, splits;
-    cudaFuncAttributes fa;
     hpdl_status s;
     if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
     splits = (8 * sms + tiles_n * tiles_m * groups - 1) / (tiles_n * tiles_m * groups);
     splits = splits < 1 ? 1 : splits > most ? most : splits;
     a.tiles_per_split = (KT + splits - 1) / splits;
     splits = (KT + a.tiles_per_split - 1) / a.tiles_per_split;
-    if (tiles_m > 65535 || (int64_t)groups * splits > 65535) return HPDL_ERR_UNSUPPORTED;
-    if (cudaFuncGetAttributes(&fa, (const void *)kernel) != cudaSuccess || fa.ptxVersion < 80 ||
-        cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, STAGES) != cudaSuccess) {
-        cudaGetLastError();
+    if (tiles_m > 65535 || (int64_t)groups * splits > 65535 || !hpdl__tc_kernel_ready(kernel, STAGES))
         return HPDL_ERR_UNSUPPORTED;
-    }
     if ((s = hpdl__conv_workspace(count * sizeof(float), &a.dw)) != HPDL_OK) return s;
     HPDL_CUDA_TRY(cudaMemsetAsync(a.dw, 0, count * sizeof(float), stream));
     kernel<<<dim3((unsigned)tiles_n, (unsigned)tiles_m, (unsigned)(groups * splits)), SH::THREADS, STAGES, stream>>>(a, splits);
@@ -6121,20 +6117,28 @@ __global__ void __launch_bounds__(128, 4) hpdl__conv_fm(hpdl__conv_fm_args<T> a)
 #endif
 }
 
-template <typename T, int NJ>
-static inline hpdl_status hpdl__conv_fm_launch(const hpdl__conv_fm_args<T> &a, cudaStream_t stream) {
-    const size_t smem = hpdl__conv_fm_smem<8 * NJ>::bytes(a.kp, a.patch_buf);
-    void (*kernel)(hpdl__conv_fm_args<T>) = hpdl__conv_fm<T, NJ>;
-    cudaFuncAttributes fa;
+/* How many 128-thread blocks of a few-mma kernel with `smem` bytes fit on
+   the GPU at once (*resident); HPDL_ERR_UNSUPPORTED when none can run. */
+template <typename KERNEL> static inline hpdl_status hpdl__conv_fm_resident(KERNEL kernel, size_t smem, int *resident) {
     int per_sm = 0, sms = 0;
-    if (cudaFuncGetAttributes(&fa, (const void *)kernel) != cudaSuccess || fa.ptxVersion < 80 ||
-        cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 128, smem) != cudaSuccess || per_sm == 0) {
+    if (!hpdl__tc_kernel_ready(kernel, smem)) return HPDL_ERR_UNSUPPORTED;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 128, smem) != cudaSuccess || per_sm == 0) {
         cudaGetLastError();
         return HPDL_ERR_UNSUPPORTED;
     }
     if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
-    const int blocks = a.tiles < sms * per_sm ? a.tiles : sms * per_sm;
+    *resident = sms * per_sm;
+    return HPDL_OK;
+}
+
+template <typename T, int NJ>
+static inline hpdl_status hpdl__conv_fm_launch(const hpdl__conv_fm_args<T> &a, cudaStream_t stream) {
+    const size_t smem = hpdl__conv_fm_smem<8 * NJ>::bytes(a.kp, a.patch_buf);
+    void (*kernel)(hpdl__conv_fm_args<T>) = hpdl__conv_fm<T, NJ>;
+    int resident = 0;
+    const hpdl_status s = hpdl__conv_fm_resident(kernel, smem, &resident);
+    if (s != HPDL_OK) return s;
+    const int blocks = a.tiles < resident ? a.tiles : resident;
     kernel<<<dim3((unsigned)blocks, (unsigned)((a.k + 8 * NJ - 1) / (8 * NJ))), 128, smem, stream>>>(a);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
@@ -6278,19 +6282,12 @@ static inline hpdl_status hpdl__conv_fm_wgrad_launch(hpdl__conv_fm_args<T> a, T 
     const size_t count = (size_t)a.k * a.taps;
     const int groups_k = (a.k + HPDL__FM_WGRAD_BN - 1) / HPDL__FM_WGRAD_BN, groups_col = (a.kp / 8 + 4 * NT - 1) / (4 * NT);
     void (*kernel)(hpdl__conv_fm_args<T>) = hpdl__conv_fm_wgrad<T, NT>;
-    cudaFuncAttributes fa;
-    int per_sm = 0, sms = 0;
+    int resident = 0;
     hpdl_status s;
-    if (cudaFuncGetAttributes(&fa, (const void *)kernel) != cudaSuccess || fa.ptxVersion < 80 ||
-        cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 128, smem) != cudaSuccess || per_sm == 0) {
-        cudaGetLastError();
-        return HPDL_ERR_UNSUPPORTED;
-    }
-    if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
+    if ((s = hpdl__conv_fm_resident(kernel, smem, &resident)) != HPDL_OK) return s;
     if ((s = hpdl__conv_workspace(count * sizeof(float), &a.dw)) != HPDL_OK) return s;
     HPDL_CUDA_TRY(cudaMemsetAsync(a.dw, 0, count * sizeof(float), stream));
-    int blocks = sms * per_sm / (groups_k * groups_col);
+    int blocks = resident / (groups_k * groups_col);
     blocks = blocks < 1 ? 1 : blocks < a.tiles ? blocks : a.tiles;
     kernel<<<dim3((unsigned)blocks, (unsigned)groups_k, (unsigned)groups_col), 128, smem, stream>>>(a);
     HPDL_CUDA_TRY_LAUNCH();

@@ -170,15 +170,15 @@ static double accumulation_bound(const uint8_t *a, hpdl_fp8_format fa, const uin
     double acc = 0, bound = 0;
     for (int k0 = 0; k0 < K; k0 += 32) {
         const int k1 = k0 + 32 < K ? k0 + 32 : K;
-        double top = fabs(acc), step = 0, lost = 0;
+        double p[32], top = fabs(acc), step = 0, lost = 0;
         for (int k = k0; k < k1; k++) {
-            const double p = fp8_value(a[k], fa) * fp8_value(b[k], fb);
-            step += p;
-            top = fmax(top, fabs(p));
+            p[k - k0] = fp8_value(a[k], fa) * fp8_value(b[k], fb);
+            step += p[k - k0];
+            top = fmax(top, fabs(p[k - k0]));
         }
         acc += step;
         top = fmax(top, fabs(acc));
-        for (int k = k0; k < k1; k++) lost += fmin(fabs(fp8_value(a[k], fa) * fp8_value(b[k], fb)), ldexp(top, -10));
+        for (int k = 0; k < k1 - k0; k++) lost += fmin(fabs(p[k]), ldexp(top, -10));
         bound += lost + 2 * ldexp(top, -10);
     }
     return bound;
