@@ -5009,6 +5009,23 @@ static __device__ __forceinline__ void hpdl__wgmma_128(float *d, uint64_t a, uin
     asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " HPDL__WG_D64 ", %64, %65, 1, 1, 1, %66, %67;"
                  : HPDL__WG_F64(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
 }
+#define HPDL__WG_F96(d) HPDL__WG_F64(d), HPDL__WG_F8(d, 64), HPDL__WG_F8(d, 72), HPDL__WG_F8(d, 80), HPDL__WG_F8(d, 88)
+#define HPDL__WG_D96                                                                                           \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                  \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                         \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                          \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "                          \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "                          \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}"
+template <int TA, int TB> static __device__ __forceinline__ void hpdl__wgmma_192(float *d, uint64_t a, uint64_t b, __half) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 " HPDL__WG_D96 ", %96, %97, 1, 1, 1, %98, %99;"
+                 : HPDL__WG_F96(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
+}
+template <int TA, int TB>
+static __device__ __forceinline__ void hpdl__wgmma_192(float *d, uint64_t a, uint64_t b, __nv_bfloat16) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 " HPDL__WG_D96 ", %96, %97, 1, 1, 1, %98, %99;"
+                 : HPDL__WG_F96(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
+}
 #define HPDL__WG_R32(d) HPDL__WG_R8(d, 0), HPDL__WG_R8(d, 8), HPDL__WG_R8(d, 16), HPDL__WG_R8(d, 24)
 #define HPDL__WG_R64(d) HPDL__WG_R32(d), HPDL__WG_R8(d, 32), HPDL__WG_R8(d, 40), HPDL__WG_R8(d, 48), HPDL__WG_R8(d, 56)
 template <int TA, int TB> static __device__ __forceinline__ void hpdl__wgmma_64(int *d, uint64_t a, uint64_t b, int8_t) {
@@ -5485,7 +5502,8 @@ template <typename S, typename D> static inline hpdl_status hpdl__conv_cast(size
    tap's box of x, c contiguous, MN-major) and whose k steps are boxes of at
    most 64 output pixels, brought by the same 4-D copies as the forward
    pass. A tile is 128 rows (64 when K <= 64) x 256 columns: four 64-channel
-   pieces, each of one tap (channels padded to 64 per tap). The sum runs
+   pieces, each of one tap (channels padded to 64 per tap); three or one
+   where that wastes fewer columns (hpdl__conv_wg_wgrad). The sum runs
    over every pixel of the batch (401,408 for ResNet-50's conv2_x at batch
    128) into a small output (64 x 576 there), so the work is split
    stream-K: the tiles' k steps laid end to end, each block takes an equal
@@ -5503,13 +5521,13 @@ struct hpdl__conv_wgrad_wg_args {
     long long work;                          /* tiles x steps */
 };
 
-/* Stages of A (1 or 2 pieces) and B (4 pieces), each piece 64 pixels x 64
-   channels (HPDL__WG_PIECE_BYTES). 32-pixel k steps, with twice the stages
-   in flight, measured slower: 0.40 of cuDNN's time against 0.54 on
-   ResNet-50's 3x3 layers (f16, H200, 2026-11-26): the copies' count, not
-   their bytes, sets the pace. */
-template <bool SHARED_ROWS> struct hpdl__conv_wgrad_shape {
-    enum { PIX = 64, A_PIECES = SHARED_ROWS ? 1 : 2, PIECES = A_PIECES + 4, A_BYTES = A_PIECES * HPDL__WG_PIECE_BYTES,
+/* Stages of A (1 or 2 pieces) and B (BN / 64 pieces), each piece 64
+   pixels x 64 channels (HPDL__WG_PIECE_BYTES). 32-pixel k steps, with
+   twice the stages in flight, measured slower: 0.40 of cuDNN's time
+   against 0.54 on ResNet-50's 3x3 layers (f16, H200, 2026-11-26). */
+template <bool SHARED_ROWS_, int BN_> struct hpdl__conv_wgrad_shape {
+    enum { SHARED_ROWS = SHARED_ROWS_, BN = BN_, X_PIECES = BN_ / 64, PIX = 64, A_PIECES = SHARED_ROWS_ ? 1 : 2,
+           PIECES = A_PIECES + X_PIECES, A_BYTES = A_PIECES * HPDL__WG_PIECE_BYTES,
            STAGE = PIECES * HPDL__WG_PIECE_BYTES, S = 196608 / STAGE };
     static size_t smem() { return (size_t)S * STAGE + 2 * S * 8 + 1024 /* alignment */; }
 };
@@ -5535,16 +5553,15 @@ struct hpdl__conv_wgrad_plan {
     unsigned bytes;              /* a stage's bytes */
 };
 
-template <bool SHARED_ROWS>
+template <typename SH>
 static __device__ __forceinline__ hpdl__conv_wgrad_plan hpdl__conv_wgrad_plan_tile(const hpdl__conv_wgrad_wg_args &g,
                                                                                   int tile) {
-    typedef hpdl__conv_wgrad_shape<SHARED_ROWS> SH;
-    const int n_base = tile / g.tiles_m * 256, padded = g.chunks * 64;
+    const int n_base = tile / g.tiles_m * SH::BN, padded = g.chunks * 64;
     hpdl__conv_wgrad_plan t;
     t.m0 = tile % g.tiles_m * SH::A_PIECES * 64;
     t.pieces = 0;
 #pragma unroll
-    for (int p = 0; p < 4; p++) {
+    for (int p = 0; p < SH::X_PIECES; p++) {
         const int col = n_base + 64 * p, tap = col / padded;
         t.ch[p] = col % padded;
         t.off_w[p] = tap % g.kernel_w * g.dilation_w - g.pad_w;
@@ -5557,18 +5574,17 @@ static __device__ __forceinline__ hpdl__conv_wgrad_plan hpdl__conv_wgrad_plan_ti
 
 /* One stage: dy's box (A) at output pixel (n0, h0, w0) and the tile's
    (tap, 64 channels) boxes of x (B). */
-template <bool SHARED_ROWS>
+template <typename SH>
 static __device__ __forceinline__ void hpdl__conv_wgrad_copy(const hpdl__conv_wgrad_wg_args &g, const CUtensorMap *map_dy,
                                                              const CUtensorMap *map_x, const hpdl__conv_wgrad_plan &t,
                                                              unsigned char *st, uint64_t *full, int n0, int h0, int w0) {
-    typedef hpdl__conv_wgrad_shape<SHARED_ROWS> SH;
     const int xw = w0 * g.stride_w, xh = h0 * g.stride_h;
     hpdl__mbar_expect_bytes(full, t.bytes);
 #pragma unroll
     for (int p = 0; p < SH::A_PIECES; p++)
         hpdl__tma_load_4d(map_dy, st + p * HPDL__WG_PIECE_BYTES, full, t.m0 + 64 * p, w0, h0, n0);
 #pragma unroll
-    for (int p = 0; p < 4; p++)
+    for (int p = 0; p < SH::X_PIECES; p++)
         if (p < t.pieces)
             hpdl__tma_load_4d(map_x, st + SH::A_BYTES + p * HPDL__WG_PIECE_BYTES, full, t.ch[p], xw + t.off_w[p],
                               xh + t.off_h[p], n0);
@@ -5586,17 +5602,17 @@ static __device__ __forceinline__ void hpdl__conv_wgrad_advance(const hpdl__conv
     *n0 += g.box_n;
 }
 
-/* This warpgroup's 64 x 256 sums of tile `tile` added into g.dw (wgmma's
+/* This warpgroup's 64 x BN sums of tile `tile` added into g.dw (wgmma's
    accumulator layout: see hpdl__wg_store). */
-template <bool SHARED_ROWS>
+template <typename SH>
 static __device__ __forceinline__ void hpdl__conv_wgrad_flush(const hpdl__conv_wgrad_wg_args &g, const float *d,
                                                               int tile, int row0) {
 #ifdef HPDL__SM90A
     const int t = (int)threadIdx.x % 128, lane = t % 32, r = t / 32 * 16 + lane / 4, c = lane % 4 * 2;
-    const int m0 = tile % g.tiles_m * (SHARED_ROWS ? 64 : 128) + row0;
-    const int n_base = tile / g.tiles_m * 256, padded = g.chunks * 64, cols = g.taps * g.in_channels;
+    const int m0 = tile % g.tiles_m * (SH::SHARED_ROWS ? 64 : 128) + row0;
+    const int n_base = tile / g.tiles_m * SH::BN, padded = g.chunks * 64, cols = g.taps * g.in_channels;
 #pragma unroll
-    for (int j = 0; j < 32; j++) {
+    for (int j = 0; j < SH::BN / 8; j++) {
         const int n = n_base + 8 * j + c, tap = n / padded, ch = n % padded;
         if (tap >= g.taps || ch >= g.in_channels) continue; /* ch even, C a multiple of 8: ch + 1 < C */
 #pragma unroll
@@ -5612,13 +5628,19 @@ static __device__ __forceinline__ void hpdl__conv_wgrad_flush(const hpdl__conv_w
 #endif
 }
 
-template <typename T, bool SHARED_ROWS>
+/* d (64 x BN) += A B, both operands MN-major. */
+template <int BN, typename T> static __device__ __forceinline__ void hpdl__wgmma_mn(float *d, uint64_t a, uint64_t b) {
+    if (BN == 64) hpdl__wgmma_64<1, 1>(d, a, b, T());
+    else if (BN == 192) hpdl__wgmma_192<1, 1>(d, a, b, T());
+    else hpdl__wgmma_256<1, 1>(d, a, b, T());
+}
+
+template <typename T, typename SH>
 __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma_wgrad(const __grid_constant__ CUtensorMap map_dy,
                                                                  const __grid_constant__ CUtensorMap map_x,
                                                                  hpdl__conv_wgrad_wg_args g) {
 #ifdef HPDL__SM90A
-    typedef hpdl__conv_wgrad_shape<SHARED_ROWS> SH;
-    enum { S = SH::S, STAGE = SH::STAGE, STEPS = SH::PIX / 16 /* k16 steps a stage */ };
+    enum { SHARED_ROWS = SH::SHARED_ROWS, S = SH::S, STAGE = SH::STAGE, STEPS = SH::PIX / 16 /* k16 steps a stage */ };
     unsigned char *smem = hpdl__wg_smem_base();
     uint64_t *full = (uint64_t *)(smem + S * STAGE), *empty = full + S;
     const int wg = (int)threadIdx.x / 128, box = g.box_w * g.box_h * g.box_n, tail = (SH::PIX - box) * 8;
@@ -5638,18 +5660,18 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma_wgrad(const __grid_co
             for (i = begin; i < end;) { /* a tile at a time: its plan, then its k steps */
                 const int tile = (int)(i / g.steps);
                 const long long tile_end = (tile + 1) * (long long)g.steps < end ? (tile + 1) * (long long)g.steps : end;
-                const hpdl__conv_wgrad_plan t = hpdl__conv_wgrad_plan_tile<SHARED_ROWS>(g, tile);
+                const hpdl__conv_wgrad_plan t = hpdl__conv_wgrad_plan_tile<SH>(g, tile);
                 int n0, h0, w0;
                 hpdl__conv_wgrad_box(g, (int)(i % g.steps), &n0, &h0, &w0);
                 for (; i < tile_end; i++, it++) {
                     hpdl__mbar_wait(&empty[it % S], (unsigned)(it / S + 1) & 1); /* first pass: free */
-                    hpdl__conv_wgrad_copy<SHARED_ROWS>(g, &map_dy, &map_x, t, smem + it % S * STAGE, &full[it % S], n0,
+                    hpdl__conv_wgrad_copy<SH>(g, &map_dy, &map_x, t, smem + it % S * STAGE, &full[it % S], n0,
                                                        h0, w0);
                     hpdl__conv_wgrad_advance(g, &n0, &h0, &w0);
                 }
             }
     } else {
-        float d[128];
+        float d[SH::BN / 2];
         const int row0 = SHARED_ROWS ? 0 : (wg - 1) * 64;
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
         for (i = begin; i < end;) {
@@ -5657,27 +5679,27 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma_wgrad(const __grid_co
             const long long tile_end = (tile + 1) * (long long)g.steps < end ? (tile + 1) * (long long)g.steps : end;
             const long long first = i;
 #pragma unroll
-            for (int k = 0; k < 128; k++) d[k] = 0.0f;
+            for (int k = 0; k < SH::BN / 2; k++) d[k] = 0.0f;
             for (; i < tile_end; i++, it++) {
                 const unsigned char *st = smem + it % S * STAGE;
                 hpdl__mbar_wait(&full[it % S], (unsigned)(it / S) & 1);
-                hpdl__wg_fence_acc(d);
+                hpdl__wg_fence_accs<SH::BN / 2>(d);
                 hpdl__wg_fence();
 #pragma unroll
                 for (int j = 0; j < (SHARED_ROWS ? STEPS / 2 : STEPS); j++) { /* shared rows: half the steps each */
                     const int step = SHARED_ROWS ? (wg - 1) * STEPS / 2 + j : j;
-                    hpdl__wgmma_256<1, 1>(d, hpdl__wg_step_desc<T, true>(st, row0, step),
-                                          hpdl__wg_step_desc<T, true>(st + SH::A_BYTES, 0, step), T());
+                    hpdl__wgmma_mn<SH::BN, T>(d, hpdl__wg_step_desc<T, true>(st, row0, step),
+                                              hpdl__wg_step_desc<T, true>(st + SH::A_BYTES, 0, step));
                 }
                 hpdl__wg_commit();
-                hpdl__wg_fence_acc(d);
+                hpdl__wg_fence_accs<SH::BN / 2>(d);
                 hpdl__wg_wait<1>(); /* the previous stage's wgmmas are done: it can go */
                 if (i > first) hpdl__wg_release<1>(&empty[(it - 1) % S]);
             }
             hpdl__wg_wait<0>();
             hpdl__wg_release<1>(&empty[(it - 1) % S]);
-            hpdl__wg_fence_acc(d);
-            hpdl__conv_wgrad_flush<SHARED_ROWS>(g, d, tile, row0);
+            hpdl__wg_fence_accs<SH::BN / 2>(d);
+            hpdl__conv_wgrad_flush<SH>(g, d, tile, row0);
         }
     }
 #else
@@ -5685,18 +5707,35 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma_wgrad(const __grid_co
 #endif
 }
 
-template <typename T, bool SHARED_ROWS>
+template <typename T, typename SH>
 static inline hpdl_status hpdl__conv_wgrad_launch(const CUtensorMap &map_dy, const CUtensorMap &map_x,
                                                   const hpdl__conv_wgrad_wg_args &g, cudaStream_t stream) {
-    void (*kernel)(const CUtensorMap, const CUtensorMap, hpdl__conv_wgrad_wg_args) =
-        hpdl__conv_wgmma_wgrad<T, SHARED_ROWS>;
-    const size_t smem = hpdl__conv_wgrad_shape<SHARED_ROWS>::smem();
+    void (*kernel)(const CUtensorMap, const CUtensorMap, hpdl__conv_wgrad_wg_args) = hpdl__conv_wgmma_wgrad<T, SH>;
+    const size_t smem = SH::smem();
+    const long long tiles = g.work / g.steps;
+    long long grid;
     int sms = 0;
     if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
+    grid = g.work < sms ? g.work : sms;
+    /* Every tile the same number of blocks where that leaves at most 5 %
+       of the SMs idle: the tiles' blocks then walk the same pixels at the
+       same time and each box of x and dy comes from DRAM once. With runs
+       across tile borders, ResNet-50's conv3_x (5 tiles) read 3.6 times x
+       and dy from DRAM (L2 hit rate 46 %, DRAM 69 % busy; ncu, H100,
+       2026-11-26) */
+    if (tiles <= sms && tiles * (sms / tiles) * 20 >= 19LL * sms) grid = tiles * (sms / tiles);
     HPDL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    kernel<<<(unsigned)(g.work < sms ? g.work : sms), 384, smem, stream>>>(map_dy, map_x, g);
+    kernel<<<(unsigned)grid, 384, smem, stream>>>(map_dy, map_x, g);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
+}
+
+template <typename T, bool SHARED_ROWS>
+static inline hpdl_status hpdl__conv_wgrad_launch_bn(int bn, const CUtensorMap &map_dy, const CUtensorMap &map_x,
+                                                     const hpdl__conv_wgrad_wg_args &g, cudaStream_t stream) {
+    if (bn == 64) return hpdl__conv_wgrad_launch<T, hpdl__conv_wgrad_shape<SHARED_ROWS, 64> >(map_dy, map_x, g, stream);
+    if (bn == 192) return hpdl__conv_wgrad_launch<T, hpdl__conv_wgrad_shape<SHARED_ROWS, 192> >(map_dy, map_x, g, stream);
+    return hpdl__conv_wgrad_launch<T, hpdl__conv_wgrad_shape<SHARED_ROWS, 256> >(map_dy, map_x, g, stream);
 }
 
 /* Backward-filter: x, dy -> dw through f32 sums (see above). The caller
@@ -5712,9 +5751,10 @@ static inline hpdl_status hpdl__conv_wg_wgrad(const hpdl__conv_geom &geo, const 
     CUtensorMap map_dy, map_x;
     hpdl_status s;
     long long tiles;
+    int pieces, bn;
     if (hpdl__conv_is_pointwise(p)) hpdl__conv_flatten(&xt, &yt, (long long)yt.n * yt.h * yt.w);
-    hpdl__conv_wg_box(yt.w, yt.h, yt.n, p.stride_w, p.stride_h, hpdl__conv_wgrad_shape<true>::PIX, &g.box_w, &g.box_h,
-                      &g.box_n);
+    hpdl__conv_wg_box(yt.w, yt.h, yt.n, p.stride_w, p.stride_h, hpdl__conv_wgrad_shape<true, 256>::PIX, &g.box_w,
+                      &g.box_h, &g.box_n);
     g.out_channels = yt.c; g.in_channels = xt.c;
     g.taps = p.kernel_h * p.kernel_w; g.kernel_w = p.kernel_w;
     g.chunks = (xt.c + 63) / 64;
@@ -5723,7 +5763,13 @@ static inline hpdl_status hpdl__conv_wg_wgrad(const hpdl__conv_geom &geo, const 
     g.tiles_w = (yt.w + g.box_w - 1) / g.box_w;
     g.tiles_h = (yt.h + g.box_h - 1) / g.box_h;
     g.tiles_m = (yt.c + (shared_rows ? 63 : 127)) / (shared_rows ? 64 : 128);
-    tiles = (long long)g.tiles_m * ((g.taps * g.chunks * 64 + 255) / 256);
+    /* Tiles of 4 pieces of (tap, 64 channels); of 3 where the pieces come
+       in threes and not fours (a 3x3 filter over 64 or 128 channels: 9 or
+       18 pieces, the last tile of 4 a quarter or half full); of 1 where
+       there is one. */
+    pieces = g.taps * g.chunks;
+    bn = pieces == 1 ? 64 : pieces % 4 != 0 && pieces % 3 == 0 ? 192 : 256;
+    tiles = (long long)g.tiles_m * ((pieces * 64 + bn - 1) / bn);
     g.steps = g.tiles_w * g.tiles_h * ((yt.n + g.box_n - 1) / g.box_n);
     g.work = tiles * g.steps;
     if (tiles > INT_MAX || hpdl__conv_wg_map4(&map_dy, yt, dy, g.box_w, g.box_h, g.box_n, 1, 1) != HPDL_OK ||
@@ -5731,8 +5777,8 @@ static inline hpdl_status hpdl__conv_wg_wgrad(const hpdl__conv_geom &geo, const 
         return HPDL_ERR_UNSUPPORTED;
     HPDL_CUDA_TRY(cudaMallocAsync((void **)&g.dw, nw * sizeof(float), stream));
     if (cudaMemsetAsync(g.dw, 0, nw * sizeof(float), stream) != cudaSuccess) s = HPDL_ERR_CUDA;
-    else s = shared_rows ? hpdl__conv_wgrad_launch<T, true>(map_dy, map_x, g, stream)
-                         : hpdl__conv_wgrad_launch<T, false>(map_dy, map_x, g, stream);
+    else s = shared_rows ? hpdl__conv_wgrad_launch_bn<T, true>(bn, map_dy, map_x, g, stream)
+                         : hpdl__conv_wgrad_launch_bn<T, false>(bn, map_dy, map_x, g, stream);
     if (s == HPDL_OK) s = hpdl__conv_cast(nw, (const float *)g.dw, dw, stream);
     if (cudaFreeAsync(g.dw, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
     return s;
@@ -5752,6 +5798,24 @@ template <typename T> static inline hpdl_status hpdl__conv_wg_tiles(hpdl__conv_w
     return HPDL_OK;
 }
 
+/* The width of a tile's columns: as wide as the output channels (up to
+   256), unless narrower tiles finish sooner. The persistent grid (one block
+   an SM) takes ceil(tiles * column tiles / SMs) rounds, a round costing
+   about the width plus 64 (a k step brings 128 rows of A whatever the
+   width). ResNet-50's 1x1 1024->256 layer at batch 128 has 196 tiles of
+   pixels: 256 wide, two rounds on 132 SMs, the second 48 % full (0.85 of
+   cuDNN, H100, 2026-11-26); 128 wide, three full ones. */
+static inline int hpdl__conv_wg_columns(long long tiles, int channels) {
+    int sms = 0, best = channels <= 64 ? 64 : channels <= 128 ? 128 : 256, bn;
+    long long best_cost = -1;
+    if (hpdl__sm_count(&sms) != HPDL_OK || sms <= 0) return best;
+    for (bn = best; bn >= 64; bn /= 2) {
+        const long long rounds = (tiles * ((channels + bn - 1) / bn) + sms - 1) / sms, cost = rounds * (bn + 64);
+        if (best_cost < 0 || cost < best_cost) best_cost = cost, best = bn;
+    }
+    return best;
+}
+
 /* One launch over the pixels of y (dx when data) that g's phase computes. */
 template <typename T>
 static inline hpdl_status hpdl__conv_wg_phase(hpdl__conv_wg_args<T> g, bool data, const hpdl_tensor4 &dst,
@@ -5761,10 +5825,10 @@ static inline hpdl_status hpdl__conv_wg_phase(hpdl__conv_wg_args<T> g, bool data
     /* y in the tiles' boxes of pixels x 64 channels (hpdl__conv_wg_store_box), unless a phase's pixels are strided */
     g.tma_y = g.y_step_h == 1 && g.y_step_w == 1 &&
               hpdl__conv_wg_map4(&map_y, dst, g.y, g.box_w, g.box_h, g.box_n, 1, 1) == HPDL_OK;
-    if (dst.c <= 64)
+    if (hpdl__conv_wg_columns(g.tiles, dst.c) == 64)
         return data ? hpdl__conv_wg_launch<T, 64, true>(map_src, map_w, map_y, g, stream)
                     : hpdl__conv_wg_launch<T, 64, false>(map_src, map_w, map_y, g, stream);
-    if (dst.c <= 128)
+    if (hpdl__conv_wg_columns(g.tiles, dst.c) == 128)
         return data ? hpdl__conv_wg_launch<T, 128, true>(map_src, map_w, map_y, g, stream)
                     : hpdl__conv_wg_launch<T, 128, false>(map_src, map_w, map_y, g, stream);
     return data ? hpdl__conv_wg_launch<T, 256, true>(map_src, map_w, map_y, g, stream)
