@@ -5713,10 +5713,9 @@ static inline hpdl_status hpdl__conv_wgrad_launch(const CUtensorMap &map_dy, con
     void (*kernel)(const CUtensorMap, const CUtensorMap, hpdl__conv_wgrad_wg_args) = hpdl__conv_wgmma_wgrad<T, SH>;
     const size_t smem = SH::smem();
     const long long tiles = g.work / g.steps;
-    long long grid;
     int sms = 0;
     if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
-    grid = g.work < sms ? g.work : sms;
+    long long grid = g.work < sms ? g.work : sms;
     /* Every tile the same number of blocks where that leaves at most 5 %
        of the SMs idle: the tiles' blocks then walk the same pixels at the
        same time and each box of x and dy comes from DRAM once. With runs
@@ -5825,10 +5824,11 @@ static inline hpdl_status hpdl__conv_wg_phase(hpdl__conv_wg_args<T> g, bool data
     /* y in the tiles' boxes of pixels x 64 channels (hpdl__conv_wg_store_box), unless a phase's pixels are strided */
     g.tma_y = g.y_step_h == 1 && g.y_step_w == 1 &&
               hpdl__conv_wg_map4(&map_y, dst, g.y, g.box_w, g.box_h, g.box_n, 1, 1) == HPDL_OK;
-    if (hpdl__conv_wg_columns(g.tiles, dst.c) == 64)
+    const int bn = hpdl__conv_wg_columns(g.tiles, dst.c);
+    if (bn == 64)
         return data ? hpdl__conv_wg_launch<T, 64, true>(map_src, map_w, map_y, g, stream)
                     : hpdl__conv_wg_launch<T, 64, false>(map_src, map_w, map_y, g, stream);
-    if (hpdl__conv_wg_columns(g.tiles, dst.c) == 128)
+    if (bn == 128)
         return data ? hpdl__conv_wg_launch<T, 128, true>(map_src, map_w, map_y, g, stream)
                     : hpdl__conv_wg_launch<T, 128, false>(map_src, map_w, map_y, g, stream);
     return data ? hpdl__conv_wg_launch<T, 256, true>(map_src, map_w, map_y, g, stream)
