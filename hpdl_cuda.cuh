@@ -5036,11 +5036,12 @@ template <int TA, int TB> static __device__ __forceinline__ void hpdl__wgmma_128
     asm volatile("wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 " HPDL__WG_D64 ", %64, %65, 1;"
                  : HPDL__WG_R64(d) : "l"(a), "l"(b));
 }
-template <int BN, int TB, typename T, typename ACC>
+/* d += A B, BN = 64, 128 or 256 wide; TA, TB: the operand is MN-major. */
+template <int BN, int TB, typename T, int TA = 0, typename ACC>
 static __device__ __forceinline__ void hpdl__wgmma_bn(ACC *d, uint64_t a, uint64_t b) {
-    if (BN == 64) hpdl__wgmma_64<0, TB>(d, a, b, T());
-    else if (BN == 128) hpdl__wgmma_128<0, TB>(d, a, b, T());
-    else hpdl__wgmma_256<0, TB>(d, a, b, T());
+    if (BN == 64) hpdl__wgmma_64<TA, TB>(d, a, b, T());
+    else if (BN == 128) hpdl__wgmma_128<TA, TB>(d, a, b, T());
+    else hpdl__wgmma_256<TA, TB>(d, a, b, T());
 }
 template <int N> static __device__ __forceinline__ void hpdl__wg_fence_accs(float *d) {
 #pragma unroll
@@ -5542,7 +5543,7 @@ static __device__ __forceinline__ void hpdl__conv_wgrad_box(const hpdl__conv_wgr
 }
 
 /* What the producer needs of one tile, found once per tile: its rows of
-   dy, and for each of its four 64-column pieces of x the first channel and
+   dy, and for each of its 64-column pieces of x the first channel and
    the tap's offset (the pieces inside the filter come first). Found per
    stage, these divisions made the single producing thread the bottleneck:
    ~480 instructions a stage, the consumers waiting on the full barrier for
@@ -5628,11 +5629,11 @@ static __device__ __forceinline__ void hpdl__conv_wgrad_flush(const hpdl__conv_w
 #endif
 }
 
-/* d (64 x BN) += A B, both operands MN-major. */
+/* d (64 x BN) += A B, both operands MN-major; 192 wide as well (f16 and
+   bf16 only, so not in hpdl__wgmma_bn, which int8 instantiates too). */
 template <int BN, typename T> static __device__ __forceinline__ void hpdl__wgmma_mn(float *d, uint64_t a, uint64_t b) {
-    if (BN == 64) hpdl__wgmma_64<1, 1>(d, a, b, T());
-    else if (BN == 192) hpdl__wgmma_192<1, 1>(d, a, b, T());
-    else hpdl__wgmma_256<1, 1>(d, a, b, T());
+    if (BN == 192) hpdl__wgmma_192<1, 1>(d, a, b, T());
+    else hpdl__wgmma_bn<BN, 1, T, 1>(d, a, b);
 }
 
 template <typename T, typename SH>
