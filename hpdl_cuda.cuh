@@ -5526,9 +5526,15 @@ struct hpdl__conv_wgrad_wg_args {
    pixels x 64 channels (HPDL__WG_PIECE_BYTES). 32-pixel k steps, with
    twice the stages in flight, measured slower: 0.40 of cuDNN's time
    against 0.54 on ResNet-50's 3x3 layers (f16, H200, 2026-11-26). */
-template <bool SHARED_ROWS_, int BN_> struct hpdl__conv_wgrad_shape {
-    enum { SHARED_ROWS = SHARED_ROWS_, BN = BN_, X_PIECES = BN_ / 64, PIX = 64, A_PIECES = SHARED_ROWS_ ? 1 : 2,
-           PIECES = A_PIECES + X_PIECES, A_BYTES = A_PIECES * HPDL__WG_PIECE_BYTES,
+/* TALL: a 3x3 filter at stride 1 takes its three filter rows r of one
+   filter column s from one box of x two image rows taller than dy's (boxes
+   a multiple of 8 pixels wide: a shift of one image row is then a whole
+   number of 8-row swizzle atoms, so tap r's operand is that box r rows
+   on, wgmma's piece stride being one image row); x's bytes a stage fall
+   from 3 boxes to 1.25. */
+template <bool SHARED_ROWS_, int BN_, bool TALL_ = false> struct hpdl__conv_wgrad_shape {
+    enum { SHARED_ROWS = SHARED_ROWS_, BN = BN_, TALL = TALL_, X_PIECES = TALL_ ? 2 : BN_ / 64, PIX = 64,
+           A_PIECES = SHARED_ROWS_ ? 1 : 2, PIECES = A_PIECES + X_PIECES, A_BYTES = A_PIECES * HPDL__WG_PIECE_BYTES,
            STAGE = PIECES * HPDL__WG_PIECE_BYTES, S = 196608 / STAGE };
     static size_t smem() { return (size_t)S * STAGE + 2 * S * 8 + 1024 /* alignment */; }
 };
@@ -5573,6 +5579,21 @@ static __device__ __forceinline__ hpdl__conv_wgrad_plan hpdl__conv_wgrad_plan_ti
     return t;
 }
 
+/* The same for the tall boxes: a column tile is (channel chunk, filter
+   column s), one box of x from the filter's first row on. */
+template <typename SH>
+static __device__ __forceinline__ hpdl__conv_wgrad_plan hpdl__conv_wgrad_plan_tall(const hpdl__conv_wgrad_wg_args &g,
+                                                                                  int tile) {
+    hpdl__conv_wgrad_plan t;
+    t.m0 = tile % g.tiles_m * SH::A_PIECES * 64;
+    t.pieces = 1;
+    t.ch[0] = tile / g.tiles_m / g.kernel_w * 64;
+    t.off_w[0] = tile / g.tiles_m % g.kernel_w * g.dilation_w - g.pad_w;
+    t.off_h[0] = -g.pad_h;
+    t.bytes = 128u * (unsigned)(SH::A_PIECES * 64 + g.box_w * (g.box_h + 2));
+    return t;
+}
+
 /* One stage: dy's box (A) at output pixel (n0, h0, w0) and the tile's
    (tap, 64 channels) boxes of x (B). */
 template <typename SH>
@@ -5585,7 +5606,7 @@ static __device__ __forceinline__ void hpdl__conv_wgrad_copy(const hpdl__conv_wg
     for (int p = 0; p < SH::A_PIECES; p++)
         hpdl__tma_load_4d(map_dy, st + p * HPDL__WG_PIECE_BYTES, full, t.m0 + 64 * p, w0, h0, n0);
 #pragma unroll
-    for (int p = 0; p < SH::X_PIECES; p++)
+    for (int p = 0; p < (SH::TALL ? 1 : SH::X_PIECES); p++)
         if (p < t.pieces)
             hpdl__tma_load_4d(map_x, st + SH::A_BYTES + p * HPDL__WG_PIECE_BYTES, full, t.ch[p], xw + t.off_w[p],
                               xh + t.off_h[p], n0);
@@ -5614,7 +5635,9 @@ static __device__ __forceinline__ void hpdl__conv_wgrad_flush(const hpdl__conv_w
     const int n_base = tile / g.tiles_m * SH::BN, padded = g.chunks * 64, cols = g.taps * g.in_channels;
 #pragma unroll
     for (int j = 0; j < SH::BN / 8; j++) {
-        const int n = n_base + 8 * j + c, tap = n / padded, ch = n % padded;
+        const int n = n_base + 8 * j + c, s = tile / g.tiles_m % g.kernel_w; /* TALL: piece j / 8 is filter row r */
+        const int tap = SH::TALL ? j / 8 * g.kernel_w + s : n / padded;
+        const int ch = SH::TALL ? tile / g.tiles_m / g.kernel_w * 64 + (8 * j + c) % 64 : n % padded;
         if (tap >= g.taps || ch >= g.in_channels) continue; /* ch even, C a multiple of 8: ch + 1 < C */
 #pragma unroll
         for (int half = 0; half < 2; half++) {
@@ -5661,7 +5684,8 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma_wgrad(const __grid_co
             for (i = begin; i < end;) { /* a tile at a time: its plan, then its k steps */
                 const int tile = (int)(i / g.steps);
                 const long long tile_end = (tile + 1) * (long long)g.steps < end ? (tile + 1) * (long long)g.steps : end;
-                const hpdl__conv_wgrad_plan t = hpdl__conv_wgrad_plan_tile<SH>(g, tile);
+                const hpdl__conv_wgrad_plan t =
+                    SH::TALL ? hpdl__conv_wgrad_plan_tall<SH>(g, tile) : hpdl__conv_wgrad_plan_tile<SH>(g, tile);
                 int n0, h0, w0;
                 hpdl__conv_wgrad_box(g, (int)(i % g.steps), &n0, &h0, &w0);
                 for (; i < tile_end; i++, it++) {
@@ -5689,8 +5713,10 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma_wgrad(const __grid_co
 #pragma unroll
                 for (int j = 0; j < (SHARED_ROWS ? STEPS / 2 : STEPS); j++) { /* shared rows: half the steps each */
                     const int step = SHARED_ROWS ? (wg - 1) * STEPS / 2 + j : j;
-                    hpdl__wgmma_mn<SH::BN, T>(d, hpdl__wg_step_desc<T, true>(st, row0, step),
-                                              hpdl__wg_step_desc<T, true>(st + SH::A_BYTES, 0, step));
+                    hpdl__wgmma_mn<SH::BN, T>(
+                        d, hpdl__wg_step_desc<T, true>(st, row0, step),
+                        SH::TALL ? hpdl__wg_desc(st + SH::A_BYTES + step * 16 * 128, (unsigned)g.box_w * 128, 1024)
+                                 : hpdl__wg_step_desc<T, true>(st + SH::A_BYTES, 0, step));
                 }
                 hpdl__wg_commit();
                 hpdl__wg_fence_accs<SH::BN / 2>(d);
@@ -5731,11 +5757,34 @@ static inline hpdl_status hpdl__conv_wgrad_launch(const CUtensorMap &map_dy, con
 }
 
 template <typename T, bool SHARED_ROWS>
-static inline hpdl_status hpdl__conv_wgrad_launch_bn(int bn, const CUtensorMap &map_dy, const CUtensorMap &map_x,
-                                                     const hpdl__conv_wgrad_wg_args &g, cudaStream_t stream) {
+static inline hpdl_status hpdl__conv_wgrad_launch_bn(int bn, bool tall, const CUtensorMap &map_dy,
+                                                     const CUtensorMap &map_x, const hpdl__conv_wgrad_wg_args &g,
+                                                     cudaStream_t stream) {
+    if (tall)
+        return hpdl__conv_wgrad_launch<T, hpdl__conv_wgrad_shape<SHARED_ROWS, 192, true> >(map_dy, map_x, g, stream);
     if (bn == 64) return hpdl__conv_wgrad_launch<T, hpdl__conv_wgrad_shape<SHARED_ROWS, 64> >(map_dy, map_x, g, stream);
     if (bn == 192) return hpdl__conv_wgrad_launch<T, hpdl__conv_wgrad_shape<SHARED_ROWS, 192> >(map_dy, map_x, g, stream);
     return hpdl__conv_wgrad_launch<T, hpdl__conv_wgrad_shape<SHARED_ROWS, 256> >(map_dy, map_x, g, stream);
+}
+
+/* Whether the tall boxes (hpdl__conv_wgrad_shape's TALL) apply: a 3x3
+   filter at stride and dilation 1, boxes of 64 pixels of one image a
+   multiple of 8 wide taking no more k steps than the ordinary boxes
+   (`steps`), and tiles that line up on the SMs. Sets the box. */
+static inline bool hpdl__conv_wgrad_tall(const hpdl_conv2d_params &p, const hpdl_tensor4 &y, int tiles_m, int chunks,
+                                         long long steps, int *box_w, int *box_h) {
+    long long best = -1, tiles = (long long)tiles_m * p.kernel_w * chunks;
+    int sms = 0, best_w = 8;
+    if (p.kernel_h != 3 || p.stride_h != 1 || p.stride_w != 1 || p.dilation_h != 1 || p.dilation_w != 1 ||
+        hpdl__sm_count(&sms) != HPDL_OK || tiles > sms || tiles * (sms / tiles) * 20 < 19LL * sms)
+        return false;
+    for (int w = 8; w <= 32; w *= 2) {
+        const long long count = (long long)((y.w + w - 1) / w) * ((y.h + 64 / w - 1) / (64 / w)) * y.n;
+        if (best < 0 || count < best) best = count, best_w = w;
+    }
+    if (best > steps) return false; /* the ordinary boxes stay */
+    *box_w = best_w, *box_h = 64 / best_w;
+    return true;
 }
 
 /* Backward-filter: x, dy -> dw through f32 sums (see above). The caller
@@ -5751,7 +5800,8 @@ static inline hpdl_status hpdl__conv_wg_wgrad(const hpdl__conv_geom &geo, const 
     CUtensorMap map_dy, map_x;
     hpdl_status s;
     long long tiles;
-    int pieces, bn;
+    int pieces, bn, x_rows;
+    bool tall;
     if (hpdl__conv_is_pointwise(p)) hpdl__conv_flatten(&xt, &yt, (long long)yt.n * yt.h * yt.w);
     hpdl__conv_wg_box(yt.w, yt.h, yt.n, p.stride_w, p.stride_h, hpdl__conv_wgrad_shape<true, 256>::PIX, &g.box_w,
                       &g.box_h, &g.box_n);
@@ -5771,14 +5821,24 @@ static inline hpdl_status hpdl__conv_wg_wgrad(const hpdl__conv_geom &geo, const 
     bn = pieces == 1 ? 64 : pieces % 4 != 0 && pieces % 3 == 0 ? 192 : 256;
     tiles = (long long)g.tiles_m * ((pieces * 64 + bn - 1) / bn);
     g.steps = g.tiles_w * g.tiles_h * ((yt.n + g.box_n - 1) / g.box_n);
+    tall = hpdl__conv_wgrad_tall(p, yt, g.tiles_m, g.chunks, g.steps, &g.box_w, &g.box_h);
+    if (tall) { /* column tiles (channel chunk, filter column), one image a box */
+        g.box_n = 1;
+        g.tiles_w = (yt.w + g.box_w - 1) / g.box_w;
+        g.tiles_h = (yt.h + g.box_h - 1) / g.box_h;
+        g.steps = g.tiles_w * g.tiles_h * yt.n;
+        bn = 192;
+        tiles = (long long)g.tiles_m * p.kernel_w * g.chunks;
+    }
     g.work = tiles * g.steps;
+    x_rows = tall ? g.box_h + 2 : g.box_h;
     if (tiles > INT_MAX || hpdl__conv_wg_map4(&map_dy, yt, dy, g.box_w, g.box_h, g.box_n, 1, 1) != HPDL_OK ||
-        hpdl__conv_wg_map4(&map_x, xt, x, g.box_w, g.box_h, g.box_n, p.stride_w, p.stride_h) != HPDL_OK)
+        hpdl__conv_wg_map4(&map_x, xt, x, g.box_w, x_rows, g.box_n, p.stride_w, p.stride_h) != HPDL_OK)
         return HPDL_ERR_UNSUPPORTED;
     HPDL_CUDA_TRY(cudaMallocAsync((void **)&g.dw, nw * sizeof(float), stream));
     if (cudaMemsetAsync(g.dw, 0, nw * sizeof(float), stream) != cudaSuccess) s = HPDL_ERR_CUDA;
-    else s = shared_rows ? hpdl__conv_wgrad_launch_bn<T, true>(bn, map_dy, map_x, g, stream)
-                         : hpdl__conv_wgrad_launch_bn<T, false>(bn, map_dy, map_x, g, stream);
+    else s = shared_rows ? hpdl__conv_wgrad_launch_bn<T, true>(bn, tall, map_dy, map_x, g, stream)
+                         : hpdl__conv_wgrad_launch_bn<T, false>(bn, tall, map_dy, map_x, g, stream);
     if (s == HPDL_OK) s = hpdl__conv_cast(nw, (const float *)g.dw, dw, stream);
     if (cudaFreeAsync(g.dw, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
     return s;

@@ -70,8 +70,12 @@ static const conv_case k_cases[] = {
     {"C 24, 5x5 stride 2 pad 2", 2, 24, 11, 13, 40, 5, 2, 2, 1, 1},
     /* its strided backward-data by phases, three of the four without taps (zeros) */
     {"C 16, K 32, 1x1 stride 2, 9x8", 2, 16, 9, 8, 32, 1, 2, 0, 1, 1},
-    /* its backward-filter: 6 tiles of 28 k steps, blocks' runs of them crossing tiles */
+    /* its backward-filter: 6 tiles of 28 k steps in tall boxes 16 wide */
     {"C 64, K 256, two 28x28 images", 2, 64, 28, 28, 256, 3, 1, 1, 1, 1},
+    /* its tall x boxes (one box a filter column, 3x3 stride 1, tiles lined up on the SMs): 8 wide, K
+       of one 64-row tile, C 80 in a full and a part chunk; K 136 in two 128-row tiles, H cut by the box */
+    {"tall boxes: C 80, K 48, 16x16", 2, 80, 16, 16, 48, 3, 1, 1, 1, 1},
+    {"tall boxes: C 48, K 136, 15x16", 2, 48, 15, 16, 136, 3, 1, 1, 1, 1},
     /* the few-channel kernels (also f16/bf16 where channels are not multiples of 8): the small CNN's
        layers at odd sizes; backward-filter blocks of several staged chunks (24 28x28 images: more
        chunks than two a SM), of two 4 x 4 tiles a thread (C 16, K 12: 303 tiles) */
