@@ -166,7 +166,7 @@ template <typename T> static double rel_error(const bench_data<T> *d, size_t n) 
 static double bench_tol(const char *type) { return strcmp(type, "f32") == 0 ? 1e-4 : 2e-2; }
 
 typedef struct bench_row {
-    const char *layer, *type, *pass, *rung, *status; /* status: ok, skipped, unsupported, WRONG */
+    const char *layer, *type, *pass, *rung, *status; /* status: ok, skipped, unsupported, WRONG, unsteady (anchor) */
     double ms, tflops, ratio, err;
 } bench_row;
 
@@ -225,6 +225,7 @@ static bench_best bench_pass(bench_out *o, const bench_opts *opt, const layer *l
     bench_best best = {NULL, 0, 0};
     bench_row row;
     hpdl_status s;
+    double alone_ms;
     memset(&row, 0, sizeof row);
     row.layer = l->name; row.type = type; row.pass = k_pass_names[pass]; row.rung = "cudnn";
     if ((s = call(&cudnn, 0)) != HPDL_OK) { /* the first call finds cuDNN's fastest algorithm */
@@ -234,6 +235,7 @@ static bench_best bench_pass(bench_out *o, const bench_opts *opt, const layer *l
     }
     HPDL_CUDA_CHECK(cudaDeviceSynchronize());
     time_call(&cudnn, (bench_call<T> *)NULL, opt, fl, &row.ms, NULL);
+    alone_ms = row.ms;
     row.tflops = flops / (row.ms * 1e-3) / 1e12;
     row.ratio = 1;
     row.status = "ok";
@@ -257,10 +259,17 @@ static bench_best bench_pass(bench_out *o, const bench_opts *opt, const layer *l
         row.err = rel_error(d, n_out);
         if (!(row.err <= bench_tol(type))) { row.status = "WRONG"; o->good = 0; print_row(o, &row); continue; }
         time_call(&c, &cudnn, opt, fl, &row.ms, &anchor_ms);
+        /* In turns cuDNN's host time is hidden, so it is not slower than
+           alone; where it is, the host fell behind the GPU and its waits
+           landed in cuDNN's intervals (seen once: 0.245 against 0.063 ms,
+           H100, 2026-11-26). Timed again, at most twice, else not counted. */
+        for (int again = 0; again < 2 && anchor_ms > 1.5 * alone_ms; again++)
+            time_call(&c, &cudnn, opt, fl, &row.ms, &anchor_ms);
         row.tflops = flops / (row.ms * 1e-3) / 1e12;
         row.ratio = anchor_ms / row.ms;
-        row.status = "ok";
+        row.status = anchor_ms > 1.5 * alone_ms ? "unsteady" : "ok";
         print_row(o, &row);
+        if (anchor_ms > 1.5 * alone_ms) continue;
         if (!best.rung || row.ratio > best.tflops / best.anchor_tflops) {
             best.rung = row.rung;
             best.tflops = row.tflops;
