@@ -594,6 +594,18 @@ HPDL_CUDA_API void hpdl_cuda_l2_flusher_destroy(hpdl_cuda_l2_flusher *f) { hpdl_
 
 typedef void (*hpdl_cuda_work_fn)(void *ctx, cudaStream_t stream);
 
+/* Holds a stream (a host function in it) until the host has queued what
+   is to be timed, or limit_s has passed: a queue that fills would
+   otherwise block the host behind the gate it has yet to open. */
+typedef struct hpdl__timing_gate { int open; double limit_s; } hpdl__timing_gate;
+
+static void CUDART_CB hpdl__timing_gate_wait(void *gate) {
+    hpdl__timing_gate *g = (hpdl__timing_gate *)gate;
+    const double end = hpdl_time_now() + g->limit_s;
+    while (!__atomic_load_n(&g->open, __ATOMIC_ACQUIRE) && hpdl_time_now() < end) {
+    }
+}
+
 /* Median times in ms of n pieces of work timed in turns: `reps` rounds, each
    running every runs[j](ctxs[j]) once between two events (L2 flushed before
    each run when a flusher is given), after `warmup` untimed rounds. Taking
@@ -603,7 +615,11 @@ typedef void (*hpdl_cuda_work_fn)(void *ctx, cudaStream_t stream);
    of the others equally often: what ran just before moves a kernel's time
    by up to 1 % (H100, f16 4096^3 GEMM: the same kernel timed first in a
    round of 14, after a slower mma.sync kernel, 1 % slower than in third
-   place). Events are read at the end: no host synchronisation between runs. */
+   place). Events are read at the end: no host synchronisation between runs.
+   The rounds start once all of them are queued (hpdl__timing_gate, at most
+   0.2 s): where a run's host work outlasts the GPU's (cuDNN's descriptors
+   for a 30 us layer), the GPU would otherwise idle inside the next run's
+   interval (cuDNN in turns read 0.245 ms, alone 0.063: H100, 2026-11-26). */
 HPDL_CUDA_API hpdl_status hpdl_cuda_time_interleaved_ms(int n, const hpdl_cuda_work_fn *runs, void *const *ctxs,
                                                    cudaStream_t stream, int warmup, int reps,
                                                    hpdl_cuda_l2_flusher *flush, double *median_ms) {
@@ -611,7 +627,8 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_time_interleaved_ms(int n, const hpdl_cuda_w
     double *ms;
     hpdl_stats st;
     hpdl_status s = HPDL_OK;
-    int i, j, k;
+    hpdl__timing_gate gate = {0, 0.2};
+    int i, j, k, gated;
     if (n <= 0 || !runs || !ctxs || !median_ms || reps <= 0 || warmup < 0) return HPDL_ERR_INVALID;
     for (j = 0; j < n; j++)
         if (!runs[j]) return HPDL_ERR_INVALID;
@@ -621,6 +638,8 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_time_interleaved_ms(int n, const hpdl_cuda_w
     for (i = 0; i < 2 * n * reps; i++) cudaEventCreate(&ev[i]);
     for (i = 0; i < warmup; i++)
         for (j = 0; j < n; j++) runs[j](ctxs[j], stream);
+    gated = cudaLaunchHostFunc(stream, hpdl__timing_gate_wait, &gate) == cudaSuccess;
+    if (!gated) cudaGetLastError(); /* timed as queued */
     for (i = 0; i < reps; i++)
         for (k = 0; k < n; k++) {
             cudaEvent_t *e;
@@ -631,6 +650,7 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_time_interleaved_ms(int n, const hpdl_cuda_w
             runs[j](ctxs[j], stream);
             cudaEventRecord(e[1], stream);
         }
+    if (gated) __atomic_store_n(&gate.open, 1, __ATOMIC_RELEASE);
     if (cudaStreamSynchronize(stream) != cudaSuccess || cudaGetLastError() != cudaSuccess) s = HPDL_ERR_CUDA;
     for (j = 0; j < n && s == HPDL_OK; j++) {
         for (i = 0; i < reps; i++) {

@@ -9,10 +9,10 @@
    Each rung is first checked against cuDNN's output on the same random
    inputs (max|err| / max|ref|), then timed in turns with cuDNN's fastest
    algorithm for that layer (found once by cudnnFind*AlgorithmEx): median
-   of event-timed runs, L2 flushed before each. The cudnn row is cuDNN
-   timed alone, where the host's time for its descriptors can show (layers
-   under ~0.1 ms); the ratios, and the anchor in the CSVs, come from cuDNN
-   timed in turns with the rung, whose run hides that time. TFLOP/s counts the direct
+   of event-timed runs, L2 flushed before each, the GPU held until all are
+   queued (the host's time for cuDNN's descriptors stays out). The cudnn
+   row is cuDNN timed alone; the ratios, and the anchor in the CSVs, come
+   from cuDNN timed in turns with the rung. TFLOP/s counts the direct
    convolution's 2 N K P Q C R S / groups flops whatever the algorithm.
    Writes conv.csv (headline: the best rung per layer, type and pass, and
    the geometric mean over the ResNet-50 3x3 layers) and conv_all.csv (every
@@ -259,10 +259,9 @@ static bench_best bench_pass(bench_out *o, const bench_opts *opt, const layer *l
         row.err = rel_error(d, n_out);
         if (!(row.err <= bench_tol(type))) { row.status = "WRONG"; o->good = 0; print_row(o, &row); continue; }
         time_call(&c, &cudnn, opt, fl, &row.ms, &anchor_ms);
-        /* In turns cuDNN's host time is hidden, so it is not slower than
-           alone; where it is, the host fell behind the GPU and its waits
-           landed in cuDNN's intervals (seen once: 0.245 against 0.063 ms,
-           H100, 2026-11-26). Timed again, at most twice, else not counted. */
+        /* cuDNN in turns 1.5x slower than alone: the host fell behind the
+           GPU (the gate gave up) and its waits landed in cuDNN's intervals.
+           Timed again, at most twice, else not counted. */
         for (int again = 0; again < 2 && anchor_ms > 1.5 * alone_ms; again++)
             time_call(&c, &cudnn, opt, fl, &row.ms, &anchor_ms);
         row.tflops = flops / (row.ms * 1e-3) / 1e12;

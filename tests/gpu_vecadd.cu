@@ -1,6 +1,6 @@
 /* GPU tests of the vector add family (hpdl_cuda_vec_add_<type>, four launch
    configurations) against its CPU twin hpdl_vec_add_<type>, and of the
-   managed-memory helpers. Every test skips without a GPU.
+   managed-memory and timing helpers. Every test skips without a GPU.
 
    The grid-stride configuration (d) is built here with a one-wave grid, so
    that its loop goes round many times at test lengths; by default its grid
@@ -264,6 +264,32 @@ static void test_managed_bad_args_and_refusal(void) {
     HPDL_EXPECT(hpdl_cuda_prefetch(NULL, 0, 0, 0) == HPDL_OK);
 }
 
+/* A run whose host side takes 2 ms before it queues a 1000-element add. */
+typedef struct slow_host_run { float *a, *b, *c; } slow_host_run;
+static void run_after_host_work(void *ctx, cudaStream_t stream) {
+    slow_host_run *r = (slow_host_run *)ctx;
+    const double until = hpdl_time_now() + 2e-3;
+    while (hpdl_time_now() < until) {
+    }
+    hpdl_cuda_vec_add_f32(HPDL_VECADD_GRID_STRIDE, 1000, r->a, r->b, r->c, stream);
+}
+
+/* The timing helpers measure the GPU's work, not the host's queueing: the
+   runs start once all are queued. Timed as queued, each interval would hold
+   the host's 2 ms (the GPU reaches the first event, then waits). */
+static void test_timing_leaves_host_time_out(void) {
+    slow_host_run r = {NULL, NULL, NULL};
+    double ms = -1;
+    NO_GPU_SKIP();
+    HPDL_EXPECT(hpdl_cuda_alloc((void **)&r.a, 3000 * sizeof(float)) == HPDL_OK);
+    if (!r.a) return;
+    r.b = r.a + 1000, r.c = r.a + 2000;
+    HPDL_EXPECT(cudaMemset(r.a, 0, 3000 * sizeof(float)) == cudaSuccess);
+    HPDL_EXPECT(hpdl_cuda_time_median_ms(run_after_host_work, &r, 0, 1, 20, NULL, &ms) == HPDL_OK);
+    HPDL_EXPECT(ms >= 0 && ms < 0.5);
+    hpdl_cuda_free(r.a);
+}
+
 int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
         HPDL_TEST(test_vecadd_config_names),
@@ -275,6 +301,7 @@ int main(int argc, char **argv) {
         HPDL_TEST(test_vecadd_bad_args),
         HPDL_TEST(test_managed_prefetch_vecadd),
         HPDL_TEST(test_managed_bad_args_and_refusal),
+        HPDL_TEST(test_timing_leaves_host_time_out),
     };
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }
