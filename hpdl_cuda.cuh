@@ -5615,7 +5615,7 @@ static __device__ __forceinline__ hpdl__conv_wgrad_plan hpdl__conv_wgrad_plan_ta
 }
 
 /* One stage: dy's box (A) at output pixel (n0, h0, w0) and the tile's
-   (tap, 64 channels) boxes of x (B). */
+   (tap, 64 channels) boxes of x (B), or its one tall box (TALL). */
 template <typename SH>
 static __device__ __forceinline__ void hpdl__conv_wgrad_copy(const hpdl__conv_wgrad_wg_args &g, const CUtensorMap *map_dy,
                                                              const CUtensorMap *map_x, const hpdl__conv_wgrad_plan &t,
@@ -5790,7 +5790,7 @@ static inline hpdl_status hpdl__conv_wgrad_launch_bn(int bn, bool tall, const CU
 /* Whether the tall boxes (hpdl__conv_wgrad_shape's TALL) apply: a 3x3
    filter at stride and dilation 1, boxes of 64 pixels of one image a
    multiple of 8 wide taking no more k steps than the ordinary boxes
-   (`steps`), and tiles that line up on the SMs. Sets the box. */
+   (`steps`), and tiles that line up on the SMs. Then sets the box. */
 static inline bool hpdl__conv_wgrad_tall(const hpdl_conv2d_params &p, const hpdl_tensor4 &y, int tiles_m, int chunks,
                                          long long steps, int *box_w, int *box_h) {
     long long best = -1, tiles = (long long)tiles_m * p.kernel_w * chunks;
