@@ -290,6 +290,29 @@ static void test_timing_leaves_host_time_out(void) {
     hpdl_cuda_free(r.a);
 }
 
+/* A run that waits for the whole GPU before it queues its add. */
+static void run_after_device_sync(void *ctx, cudaStream_t stream) {
+    slow_host_run *r = (slow_host_run *)ctx;
+    cudaDeviceSynchronize();
+    hpdl_cuda_vec_add_f32(HPDL_VECADD_GRID_STRIDE, 1000, r->a, r->b, r->c, stream);
+}
+
+/* Such a run waits behind the gate that its own queueing is to open: the
+   gate gives up after its limit (0.2 s), so the timing ends and says OK. */
+static void test_timing_survives_a_synchronising_run(void) {
+    slow_host_run r = {NULL, NULL, NULL};
+    double ms = -1, t0;
+    NO_GPU_SKIP();
+    HPDL_EXPECT(hpdl_cuda_alloc((void **)&r.a, 3000 * sizeof(float)) == HPDL_OK);
+    if (!r.a) return;
+    r.b = r.a + 1000, r.c = r.a + 2000;
+    HPDL_EXPECT(cudaMemset(r.a, 0, 3000 * sizeof(float)) == cudaSuccess);
+    t0 = hpdl_time_now();
+    HPDL_EXPECT(hpdl_cuda_time_median_ms(run_after_device_sync, &r, 0, 1, 5, NULL, &ms) == HPDL_OK);
+    HPDL_EXPECT(ms >= 0 && hpdl_time_now() - t0 < 2.0);
+    hpdl_cuda_free(r.a);
+}
+
 int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
         HPDL_TEST(test_vecadd_config_names),
@@ -302,6 +325,7 @@ int main(int argc, char **argv) {
         HPDL_TEST(test_managed_prefetch_vecadd),
         HPDL_TEST(test_managed_bad_args_and_refusal),
         HPDL_TEST(test_timing_leaves_host_time_out),
+        HPDL_TEST(test_timing_survives_a_synchronising_run),
     };
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }
