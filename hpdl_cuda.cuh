@@ -5754,6 +5754,16 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma_wgrad(const __grid_co
 #endif
 }
 
+/* Whether `tiles` tiles line up on `sms` SMs: every tile the same number
+   of blocks, at most 5 % of the SMs idle. The tiles' blocks then walk the
+   same pixels at the same time and each box of x and dy comes from DRAM
+   once. With runs across tile borders, ResNet-50's conv3_x (5 tiles) read
+   3.6 times x and dy from DRAM (L2 hit rate 46 %, DRAM 69 % busy; ncu,
+   H100, 2026-11-26). */
+static inline bool hpdl__conv_wgrad_lined_up(long long tiles, int sms) {
+    return tiles > 0 && tiles <= sms && tiles * (sms / tiles) * 20 >= 19LL * sms;
+}
+
 template <typename T, typename SH>
 static inline hpdl_status hpdl__conv_wgrad_launch(const CUtensorMap &map_dy, const CUtensorMap &map_x,
                                                   const hpdl__conv_wgrad_wg_args &g, cudaStream_t stream) {
@@ -5763,13 +5773,7 @@ static inline hpdl_status hpdl__conv_wgrad_launch(const CUtensorMap &map_dy, con
     int sms = 0;
     if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
     long long grid = g.work < sms ? g.work : sms;
-    /* Every tile the same number of blocks where that leaves at most 5 %
-       of the SMs idle: the tiles' blocks then walk the same pixels at the
-       same time and each box of x and dy comes from DRAM once. With runs
-       across tile borders, ResNet-50's conv3_x (5 tiles) read 3.6 times x
-       and dy from DRAM (L2 hit rate 46 %, DRAM 69 % busy; ncu, H100,
-       2026-11-26) */
-    if (tiles <= sms && tiles * (sms / tiles) * 20 >= 19LL * sms) grid = tiles * (sms / tiles);
+    if (hpdl__conv_wgrad_lined_up(tiles, sms)) grid = tiles * (sms / tiles);
     HPDL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     kernel<<<(unsigned)grid, 384, smem, stream>>>(map_dy, map_x, g);
     HPDL_CUDA_TRY_LAUNCH();
@@ -5787,6 +5791,13 @@ static inline hpdl_status hpdl__conv_wgrad_launch_bn(int bn, bool tall, const CU
     return hpdl__conv_wgrad_launch<T, hpdl__conv_wgrad_shape<SHARED_ROWS, 256> >(map_dy, map_x, g, stream);
 }
 
+/* The boxes along y's rows and columns, and the k steps of a tile. */
+static inline void hpdl__conv_wgrad_steps(hpdl__conv_wgrad_wg_args *g, const hpdl_tensor4 &y) {
+    g->tiles_w = (y.w + g->box_w - 1) / g->box_w;
+    g->tiles_h = (y.h + g->box_h - 1) / g->box_h;
+    g->steps = g->tiles_w * g->tiles_h * ((y.n + g->box_n - 1) / g->box_n);
+}
+
 /* Whether the tall boxes (hpdl__conv_wgrad_shape's TALL) apply: a 3x3
    filter at stride and dilation 1, boxes of 64 pixels of one image a
    multiple of 8 wide taking no more k steps than the ordinary boxes
@@ -5796,7 +5807,7 @@ static inline bool hpdl__conv_wgrad_tall(const hpdl_conv2d_params &p, const hpdl
     long long best = -1, tiles = (long long)tiles_m * p.kernel_w * chunks;
     int sms = 0, best_w = 8;
     if (p.kernel_h != 3 || p.stride_h != 1 || p.stride_w != 1 || p.dilation_h != 1 || p.dilation_w != 1 ||
-        hpdl__sm_count(&sms) != HPDL_OK || tiles > sms || tiles * (sms / tiles) * 20 < 19LL * sms)
+        hpdl__sm_count(&sms) != HPDL_OK || !hpdl__conv_wgrad_lined_up(tiles, sms))
         return false;
     for (int w = 8; w <= 32; w *= 2) {
         const long long count = (long long)((y.w + w - 1) / w) * ((y.h + 64 / w - 1) / (64 / w)) * y.n;
@@ -5830,8 +5841,6 @@ static inline hpdl_status hpdl__conv_wg_wgrad(const hpdl__conv_geom &geo, const 
     g.chunks = (xt.c + 63) / 64;
     g.stride_h = p.stride_h; g.stride_w = p.stride_w; g.pad_h = p.pad_h; g.pad_w = p.pad_w;
     g.dilation_h = p.dilation_h; g.dilation_w = p.dilation_w;
-    g.tiles_w = (yt.w + g.box_w - 1) / g.box_w;
-    g.tiles_h = (yt.h + g.box_h - 1) / g.box_h;
     g.tiles_m = (yt.c + (shared_rows ? 63 : 127)) / (shared_rows ? 64 : 128);
     /* Tiles of 4 pieces of (tap, 64 channels); of 3 where the pieces come
        in threes and not fours (a 3x3 filter over 64 or 128 channels: 9 or
@@ -5840,13 +5849,11 @@ static inline hpdl_status hpdl__conv_wg_wgrad(const hpdl__conv_geom &geo, const 
     pieces = g.taps * g.chunks;
     bn = pieces == 1 ? 64 : pieces % 4 != 0 && pieces % 3 == 0 ? 192 : 256;
     tiles = (long long)g.tiles_m * ((pieces * 64 + bn - 1) / bn);
-    g.steps = g.tiles_w * g.tiles_h * ((yt.n + g.box_n - 1) / g.box_n);
+    hpdl__conv_wgrad_steps(&g, yt);
     tall = hpdl__conv_wgrad_tall(p, yt, g.tiles_m, g.chunks, g.steps, &g.box_w, &g.box_h);
     if (tall) { /* column tiles (channel chunk, filter column), one image a box */
         g.box_n = 1;
-        g.tiles_w = (yt.w + g.box_w - 1) / g.box_w;
-        g.tiles_h = (yt.h + g.box_h - 1) / g.box_h;
-        g.steps = g.tiles_w * g.tiles_h * yt.n;
+        hpdl__conv_wgrad_steps(&g, yt);
         bn = 192;
         tiles = (long long)g.tiles_m * p.kernel_w * g.chunks;
     }

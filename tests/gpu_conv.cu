@@ -76,6 +76,9 @@ static const conv_case k_cases[] = {
        of one 64-row tile, C 80 in a full and a part chunk; K 136 in two 128-row tiles, H cut by the box */
     {"tall boxes: C 80, K 48, 16x16", 2, 80, 16, 16, 48, 3, 1, 1, 1, 1},
     {"tall boxes: C 48, K 136, 15x16", 2, 48, 15, 16, 136, 3, 1, 1, 1, 1},
+    /* the ordinary boxes where 25 tiles do not line up on the SMs: 300 k steps over all SMs, blocks'
+       runs of them crossing tiles */
+    {"C 256, K 40, 5x5 pad 2, twelve 8x8 images", 12, 256, 8, 8, 40, 5, 1, 2, 1, 1},
     /* the few-channel kernels (also f16/bf16 where channels are not multiples of 8): the small CNN's
        layers at odd sizes; backward-filter blocks of several staged chunks (24 28x28 images: more
        chunks than two a SM), of two 4 x 4 tiles a thread (C 16, K 12: 303 tiles) */

@@ -274,6 +274,15 @@ static void run_after_host_work(void *ctx, cudaStream_t stream) {
     hpdl_cuda_vec_add_f32(HPDL_VECADD_GRID_STRIDE, 1000, r->a, r->b, r->c, stream);
 }
 
+/* The three zeroed 1000-element vectors of a timed add (0 when no memory). */
+static int slow_host_run_create(slow_host_run *r) {
+    HPDL_EXPECT(hpdl_cuda_alloc((void **)&r->a, 3000 * sizeof(float)) == HPDL_OK);
+    if (!r->a) return 0;
+    r->b = r->a + 1000, r->c = r->a + 2000;
+    HPDL_EXPECT(cudaMemset(r->a, 0, 3000 * sizeof(float)) == cudaSuccess);
+    return 1;
+}
+
 /* The timing helpers measure the GPU's work, not the host's queueing: the
    runs start once all are queued. Timed as queued, each interval would hold
    the host's 2 ms (the GPU reaches the first event, then waits). */
@@ -281,10 +290,7 @@ static void test_timing_leaves_host_time_out(void) {
     slow_host_run r = {NULL, NULL, NULL};
     double ms = -1;
     NO_GPU_SKIP();
-    HPDL_EXPECT(hpdl_cuda_alloc((void **)&r.a, 3000 * sizeof(float)) == HPDL_OK);
-    if (!r.a) return;
-    r.b = r.a + 1000, r.c = r.a + 2000;
-    HPDL_EXPECT(cudaMemset(r.a, 0, 3000 * sizeof(float)) == cudaSuccess);
+    if (!slow_host_run_create(&r)) return;
     HPDL_EXPECT(hpdl_cuda_time_median_ms(run_after_host_work, &r, 0, 1, 20, NULL, &ms) == HPDL_OK);
     HPDL_EXPECT(ms >= 0 && ms < 0.5);
     hpdl_cuda_free(r.a);
@@ -303,10 +309,7 @@ static void test_timing_survives_a_synchronising_run(void) {
     slow_host_run r = {NULL, NULL, NULL};
     double ms = -1, t0;
     NO_GPU_SKIP();
-    HPDL_EXPECT(hpdl_cuda_alloc((void **)&r.a, 3000 * sizeof(float)) == HPDL_OK);
-    if (!r.a) return;
-    r.b = r.a + 1000, r.c = r.a + 2000;
-    HPDL_EXPECT(cudaMemset(r.a, 0, 3000 * sizeof(float)) == cudaSuccess);
+    if (!slow_host_run_create(&r)) return;
     t0 = hpdl_time_now();
     HPDL_EXPECT(hpdl_cuda_time_median_ms(run_after_device_sync, &r, 0, 1, 5, NULL, &ms) == HPDL_OK);
     HPDL_EXPECT(ms >= 0 && hpdl_time_now() - t0 < 2.0);
