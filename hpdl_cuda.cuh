@@ -5134,15 +5134,17 @@ static __device__ __forceinline__ hpdl__wg_nocols hpdl__wg_cols(const hpdl__conv
 struct hpdl__conv_wg_rows {
     int bw[4], bh[4], bn[4];
 };
+/* Row m of a tile as (column, row, image) of its box. */
+template <typename T>
+static __device__ __forceinline__ void hpdl__conv_wg_place(const hpdl__conv_wg_args<T> &g, int m, int *bw, int *bh, int *bn) {
+    *bw = m % g.box_w, *bh = m / g.box_w % g.box_h, *bn = m / (g.box_w * g.box_h);
+}
 template <typename T>
 static __device__ __forceinline__ hpdl__conv_wg_rows hpdl__conv_wg_rows_of(const hpdl__conv_wg_args<T> &g, int row0) {
     const int t = (int)threadIdx.x % 128, first = row0 + t / 32 * 16 + t % 32 / (HPDL__WG_EPI_COLS / 4);
     hpdl__conv_wg_rows r;
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const int m = first + 4 * i;
-        r.bw[i] = m % g.box_w, r.bh[i] = m / g.box_w % g.box_h, r.bn[i] = m / (g.box_w * g.box_h);
-    }
+    for (int i = 0; i < 4; i++) hpdl__conv_wg_place(g, first + 4 * i, &r.bw[i], &r.bh[i], &r.bn[i]);
     return r;
 }
 
@@ -5209,6 +5211,13 @@ static __device__ __forceinline__ void hpdl__conv_wg_store(const G &g, const hpd
 
 /* The consumers' barrier (named barrier 3, both warpgroups). */
 static __device__ __forceinline__ void hpdl__conv_wg_bar_consumers() { asm volatile("bar.sync 3, 256;" ::: "memory"); }
+/* The same barrier, telling whether `flag` was set in any of the 256 threads. */
+static __device__ __forceinline__ bool hpdl__conv_wg_bar_consumers_any(bool flag) {
+    unsigned any;
+    asm volatile("{\n.reg .pred p;\nsetp.ne.u32 p, %1, 0;\nbar.red.or.pred p, 3, 256, p;\nselp.u32 %0, 1, 0, p;\n}"
+                 : "=r"(any) : "r"((unsigned)flag) : "memory");
+    return any != 0;
+}
 
 /* One box of a 4-D tensor map from shared memory (the engine clips it at
    the tensor's edges); committed as this thread's bulk group. */
@@ -5372,7 +5381,7 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma(const __grid_constant
     } else {
         ACC d[BN / 2];
         const int row0 = (wg - 1) * 64;
-        const hpdl__conv_wg_rows rows = hpdl__conv_wg_rows_of(g, row0);
+        const auto rows = hpdl__conv_wg_rows_of(g, row0); /* G's own type of rows (the int8 epilogue's) */
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
         auto k_step = [&]() {
             const unsigned char *st = smem + it % S * STAGE;
@@ -11446,7 +11455,16 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_deep_linear_profile(hpdl_cuda_deep_linear *m
    the other operand's zero point is not 0. For K <= HPDL_QUANT_MAX_K every
    term fits, so the result is the CPU's exact int32 accumulator. */
 
-typedef enum hpdl_quant_algo { HPDL_QUANT_AUTO = 0, HPDL_QUANT_MMA, HPDL_QUANT_DP4A, HPDL_QUANT_WGMMA } hpdl_quant_algo;
+/* The int8 kernels' rungs: AUTO (the fastest that applies), the mma.sync
+   and dp4a kernels, wgmma on Hopper, and for the convolution only
+   HPDL_QUANT_IM2COL (rows written out, then multiplied). */
+typedef enum hpdl_quant_algo {
+    HPDL_QUANT_AUTO = 0,
+    HPDL_QUANT_MMA,
+    HPDL_QUANT_DP4A,
+    HPDL_QUANT_WGMMA,
+    HPDL_QUANT_IM2COL
+} hpdl_quant_algo;
 
 HPDL_CUDA_API const char *hpdl_quant_algo_name(hpdl_quant_algo a) {
     switch (a) {
@@ -11454,6 +11472,7 @@ HPDL_CUDA_API const char *hpdl_quant_algo_name(hpdl_quant_algo a) {
     case HPDL_QUANT_MMA: return "mma";
     case HPDL_QUANT_DP4A: return "dp4a";
     case HPDL_QUANT_WGMMA: return "wgmma";
+    case HPDL_QUANT_IM2COL: return "im2col";
     }
     return "unknown";
 }
@@ -11509,6 +11528,23 @@ static __device__ __forceinline__ int32_t hpdl__qgemm_requant(const hpdl__qgemm_
     if (!g.multiplier) return (int32_t)acc;
     v = (int64_t)hpdl__q_rdbpot(hpdl__q_srdhm((int32_t)acc, multiplier), shift) + g.zero_point;
     return (int32_t)(v < g.lo ? g.lo : v > g.hi ? g.hi : v);
+}
+
+/* hpdl__qgemm_requant for an accumulator already in int32 and an int8
+   output, the multiplier M0 in [2^30, 2^31) and the shift e in [0, 31] (as
+   hpdl_cuda_quant_output_create admits them; mask = 2^e - 1): in 32-bit
+   operations but the one wide multiply. SRDHM's saturating case (M0 = INT32_MIN) cannot occur,
+   so it is bits 31..62 of acc M0 + 2^30; RDBPOT is hpdl__q_rdbpot with the
+   mask in 32 bits ((x >> 31) is -1 for x < 0); and the zero point is added
+   after the clamp, moved by it, so that no sum can overflow (RDBPOT of
+   SRDHM lies within int32, and adds 1 only when e >= 1, where x >> e <= 2^30). */
+static __device__ __forceinline__ int32_t hpdl__q_requant32(int32_t acc, int32_t m0, int e, int32_t mask, int32_t zero_point,
+                                                            int32_t lo, int32_t hi) {
+    int64_t product;
+    asm("mul.wide.s32 %0, %1, %2;" : "=l"(product) : "r"(acc), "r"(m0)); /* (C's 64-bit product: 4 more instructions) */
+    const int32_t x = (int32_t)(uint32_t)((uint64_t)(product + ((int64_t)1 << 30)) >> 31);
+    const int32_t v = (x >> e) + ((x & mask) > (mask >> 1) - (x >> 31) ? 1 : 0);
+    return min(max(v, lo - zero_point), hi - zero_point) + zero_point;
 }
 
 /* The CPU's accumulator for C(m, n) from the raw product sum: the
@@ -12311,11 +12347,74 @@ __global__ void __launch_bounds__(SH::THREADS) hpdl__qconv_mma(hpdl__qgemm_args 
    output channel's per-tap weight sums (wtap) over the taps that fell
    outside: nothing for a pixel whose window lies inside x, a few terms on
    the border. */
+/* BORDER CLASSES. Along one side, output positions o whose window lies
+   inside x form one class (`inner`); the `top` positions before them and
+   the `bottom` ones after each form their own (o*stride - pad < 0, or the
+   last tap past the edge). Where they leave no inner position (tiny
+   images), every position is its own class. A pixel's class is
+   (class of h) * classes_w + (class of w), and one table holds zx times
+   the weights of the taps outside x for each class and output channel:
+   the epilogue adds one entry per output of a border pixel, where it
+   looped over the outside taps (FLO/BREV and a load a tap: on 8x8 images
+   most of the int8 3x3 layers' time). */
+struct hpdl__qconv_edges {
+    int top, bottom, classes, inner; /* inner: -1 where every position is its own class */
+};
+
+static inline hpdl__qconv_edges hpdl__qconv_edges_make(int out, int in, int kernel, int stride, int pad, int dilation) {
+    hpdl__qconv_edges e;
+    const int last_inside = in + pad - (kernel - 1) * dilation; /* o stride < this: the last tap inside */
+    const int first_bottom = last_inside <= 0 ? 0 : (last_inside + stride - 1) / stride;
+    e.top = (pad + stride - 1) / stride < out ? (pad + stride - 1) / stride : out;
+    e.bottom = out - first_bottom > 0 ? out - first_bottom : 0;
+    if (e.top + e.bottom < out) {
+        e.classes = e.top + 1 + e.bottom;
+        e.inner = e.top;
+    } else {
+        e.top = out, e.bottom = 0, e.classes = out, e.inner = -1;
+    }
+    return e;
+}
+
+/* The class of position o, and a position of class c. */
+static __host__ __device__ __forceinline__ int hpdl__qconv_edge_class(const hpdl__qconv_edges &e, int o, int out) {
+    return o < e.top ? o : o >= out - e.bottom ? e.top + 1 + (o - (out - e.bottom)) : e.top;
+}
+static __host__ __device__ __forceinline__ int hpdl__qconv_edge_position(const hpdl__qconv_edges &e, int c, int out) {
+    return c <= e.top ? c : out - e.bottom + (c - e.top - 1);
+}
+
+struct hpdl__qconv_border_args {
+    hpdl__qconv_edges eh, ew;
+    int out_h, out_w, x_h, x_w, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, channels;
+    int32_t zx;
+};
+
+/* border[(ch * classes_w + cw) * channels + n] = zx times output channel
+   n's weights on the taps outside x of a pixel of class (ch, cw). */
+__global__ void hpdl__qconv_border(hpdl__qconv_border_args a, const int32_t *wtap, int32_t *border) {
+    const int count = a.eh.classes * a.ew.classes * a.channels;
+    for (int i = (int)(blockIdx.x * blockDim.x + threadIdx.x); i < count; i += (int)(gridDim.x * blockDim.x)) {
+        const int n = i % a.channels, cls = i / a.channels, cw = cls % a.ew.classes, ch = cls / a.ew.classes;
+        const int h0 = hpdl__qconv_edge_position(a.eh, ch, a.out_h) * a.stride_h - a.pad_h;
+        const int w0 = hpdl__qconv_edge_position(a.ew, cw, a.out_w) * a.stride_w - a.pad_w;
+        int32_t sum = 0;
+        for (int r = 0; r < a.kernel_h; r++)
+            for (int s = 0; s < a.kernel_w; s++) {
+                const int ih = h0 + r * a.dilation_h, iw = w0 + s * a.dilation_w;
+                if (ih < 0 || ih >= a.x_h || iw < 0 || iw >= a.x_w) sum += wtap[(size_t)n * a.kernel_h * a.kernel_w + r * a.kernel_w + s];
+            }
+        border[i] = sum * a.zx; /* |zx| 128 K 128 < 2^31 for K <= HPDL_QUANT_MAX_K */
+    }
+}
+
 struct hpdl__qconv_wg_args : hpdl__conv_wg_args<int8_t> {
     hpdl__qgemm_args q;  /* bias, multiplier, shift, output zero point, clamp; q.za = zx */
     const int32_t *wsum; /* output channel k's weight sum */
     const int32_t *wtap; /* its sums per tap: wtap[k * taps + r * kernel_w + s] */
     int x_rows, x_cols;  /* x's size: which taps of a pixel fall outside */
+    hpdl__qconv_edges edges_h, edges_w; /* output rows' and columns' border classes */
+    const int32_t *border; /* the padding correction per class and channel (hpdl__qconv_wg_border) */
 };
 
 /* Columns n..n+3 (past N: the last): the bias and -zx wsum, the multiplier and shift. */
@@ -12331,9 +12430,18 @@ static __device__ __forceinline__ hpdl__wg_qcols hpdl__wg_cols(const hpdl__qconv
     return c;
 }
 
+/* The border class of output pixel (h, w) (hpdl__qconv_edges), or -1
+   when its window lies inside x. */
+static __device__ __forceinline__ int hpdl__qconv_wg_class(const hpdl__qconv_wg_args &g, int h, int w) {
+    /* (rows past y, which the copy engine clips, take the last row's class) */
+    const int ch = hpdl__qconv_edge_class(g.edges_h, min(h, g.rows - 1), g.rows);
+    const int cw = hpdl__qconv_edge_class(g.edges_w, min(w, g.cols - 1), g.cols);
+    return ch == g.edges_h.inner && cw == g.edges_w.inner ? -1 : ch * g.edges_w.classes + cw;
+}
+
 /* zx times the weights of output channels n..n+3 (those below N) on the
-   taps of pixel (h, w) that fall outside x; 0 when its window is inside.
-   (Forward: taps_h is the filter's height.) */
+   taps of pixel (h, w) that fall outside x (the element-wise epilogue's,
+   for any filter); 0 when its window is inside. */
 static __device__ __forceinline__ void hpdl__qconv_wg_outside(const hpdl__qconv_wg_args &g, int h, int w, int n,
                                                               int64_t fix[4]) {
     const int h0 = h * g.stride_h - g.pad_h, w0 = w * g.stride_w - g.pad_w, taps = g.taps_h * g.kernel_w;
@@ -12372,14 +12480,170 @@ static __device__ __forceinline__ void hpdl__conv_wg_put4(const hpdl__qconv_wg_a
     for (int k = 0; k < 4 && n + k < g.channels; k++) p[k] = out[k];
 }
 
-/* The kernel's epilogue for the int8 convolution: element-wise
+/* ---- the int8 epilogue from the registers, stored by the copy engine ----
+   Where y can be stored as boxes (tma_y: channels a multiple of 16, y
+   16-byte aligned, filters of at most 32 taps), each thread requantises
+   its own accumulators as wgmma left them (hpdl__wg_buffer_chunk: rows r
+   and r + 8, columns 8j + 2(lane % 4), +1), packs each pair of int8
+   outputs into 16 bits and writes it into a box of 128 pixels x 64
+   channels (64-byte rows, the copy engine's 64-byte swizzle); one thread
+   stores the box as hpdl__conv_wg_store_box does for f16. Per output (see
+   notes/quant.md): the sum of the product sum, the column's constant and
+   the padding correction in one 32-bit add, hpdl__q_requant32, half a
+   16-bit shared store; the columns' constants come from a table the
+   consumers fill once per tile, the padding correction only for pixels
+   whose window leaves x (a mask of their outside taps, made once per
+   tile). Before, the outputs went through a shared buffer of int32 and
+   were requantised in 64 bits with the per-pixel padding test, ~40
+   instructions each.
+   The 32-bit sum is exact when the true sum bias + sum over the taps inside
+   of (x - zx) w fits in int32, sure when |bias| + 255 * 128 * K <= INT32_MAX:
+   the sum wraps on its way but lands on the exact value. A tile with a
+   column beyond that takes the 64-bit sum and hpdl__qgemm_requant
+   (WIDE), as every column did before. */
+
+/* Column n's constants: bias - zx wsum (the 32-bit sum's term: its low
+   word), the multiplier, the shift e and 2^e - 1. */
+struct __align__(16) hpdl__qconv_wg_col {
+    int32_t add, multiplier, shift, mask;
+};
+
+/* The places in their box of this thread's rows r and r + 8 (the
+   registers' rows), and the element-wise path's rows (hpdl__conv_wg_rows_of). */
+struct hpdl__qconv_wg_rows {
+    hpdl__conv_wg_rows buffer;
+    int bw[2], bh[2], bn[2];
+};
+static __device__ __forceinline__ hpdl__qconv_wg_rows hpdl__conv_wg_rows_of(const hpdl__qconv_wg_args &g, int row0) {
+    const int t = (int)threadIdx.x % 128;
+    hpdl__qconv_wg_rows r;
+    r.buffer = hpdl__conv_wg_rows_of<int8_t>(g, row0);
+#pragma unroll
+    for (int i = 0; i < 2; i++) hpdl__conv_wg_place(g, row0 + t / 32 * 16 + t % 32 / 4 + 8 * i, &r.bw[i], &r.bh[i], &r.bn[i]);
+    return r;
+}
+
+/* The tile's table of BN columns from n0 (past N: the last), filled by the
+   256 consumer threads; returns, after the consumers' barrier, whether a
+   column needs the 64-bit sum. */
+static __device__ __forceinline__ bool hpdl__qconv_wg_columns(const hpdl__qconv_wg_args &g, int n0, int bn,
+                                                              hpdl__qconv_wg_col *cols) {
+    const int64_t terms = (int64_t)255 * 128 * g.q.K; /* bounds |sum over the taps inside of (x - zx) w| */
+    bool wide = false;
+    for (int i = (int)threadIdx.x - 128; i < bn; i += 256) {
+        const int n = n0 + i < g.channels ? n0 + i : g.channels - 1;
+        const int64_t bias = g.q.bias ? g.q.bias[n] : 0, add = bias - (int64_t)g.q.za * g.wsum[n];
+        hpdl__qconv_wg_col c = {(int32_t)add, g.q.multiplier[n], g.q.shift[n], (int32_t)((1u << g.q.shift[n]) - 1)};
+        cols[i] = c;
+        wide = wide || (bias < 0 ? -bias : bias) + terms > INT32_MAX;
+    }
+    return hpdl__conv_wg_bar_consumers_any(wide);
+}
+
+/* Output channel n of one pixel: the product sum dot, the padding
+   correction fix (as the tensor cores and the border table give them),
+   the column's constants (WIDE: the 64-bit sum, its terms read again). */
+template <bool WIDE>
+static __device__ __forceinline__ int32_t hpdl__qconv_wg_requant(const hpdl__qconv_wg_args &g, const hpdl__qconv_wg_col &c,
+                                                                 int n, int32_t dot, uint32_t fix) {
+    if (WIDE)
+        return hpdl__qgemm_requant(g.q, (int64_t)dot + (int32_t)fix + (g.q.bias ? g.q.bias[n] : 0) - (int64_t)g.q.za * g.wsum[n],
+                                   c.multiplier, c.shift);
+    return hpdl__q_requant32((int32_t)((uint32_t)dot + (uint32_t)c.add + fix), c.multiplier, c.shift, c.mask,
+                             g.q.zero_point, g.q.lo, g.q.hi);
+}
+
+/* Byte b of row `row` in a box of 64-byte rows in the copy engine's 64-byte
+   swizzle: 16-byte chunk b / 16 XOR bits 7-8 of the row's offset, so that
+   the eight rows a warp writes at once fall on distinct banks. */
+static __device__ __forceinline__ int hpdl__wg_swizzle64(int row, int b) {
+    return row * 64 + (((b >> 4) ^ (row >> 1)) & 3) * 16 + (b & 15);
+}
+
+/* The output channel of this thread's k-th column (k = 2 jj + 0 or 1) in
+   chunk c of the tile at n0; past N, the last (its outputs are clipped). */
+static __device__ __forceinline__ int hpdl__qconv_wg_n(const hpdl__qconv_wg_args &g, int n0, int c, int k) {
+    return min(n0 + 64 * c + 8 * (k / 2) + (int)threadIdx.x % 4 * 2 + k % 2, g.channels - 1);
+}
+
+/* The consumer's 64 x BN outputs of tile `tile` into the box buffers (two
+   of 8 KB, alternating over the block's chunks as in
+   hpdl__conv_wg_store_box), one box of 64 channels at a time. */
+template <int BN, bool WIDE>
+static __device__ __forceinline__ void hpdl__qconv_wg_put_boxes(const hpdl__qconv_wg_args &g, const hpdl__qconv_wg_rows &rows,
+                                                                const CUtensorMap *map_y, const int *d, int tile, int n0,
+                                                                int row0, int done, const hpdl__qconv_wg_col *cols,
+                                                                unsigned char *bufs) {
+    enum { CHUNKS = BN / 64, BOX_BYTES = 128 * 64 };
+    const int t = (int)threadIdx.x % 128, lane = t % 32, row = row0 + t / 32 * 16 + lane / 4, pair = lane % 4 * 2;
+    const bool issuer = threadIdx.x == 128;
+    int image0, h0, w0, border[2];
+    hpdl__conv_wg_tile(g, tile, &image0, &h0, &w0);
+#pragma unroll
+    for (int i = 0; i < 2; i++) border[i] = hpdl__qconv_wg_class(g, h0 + rows.bh[i], w0 + rows.bw[i]);
+#pragma unroll
+    for (int c = 0; c < CHUNKS; c++) {
+        unsigned char *box = bufs + (done * CHUNKS + c) % 2 * BOX_BYTES;
+#pragma unroll
+        for (int i = 0; i < 2; i++) { /* rows r, r + 8: accumulators 4j + 2i, +1 of 8-column groups j */
+            uint32_t fix[16] = {0};
+            if (border[i] >= 0) /* one branch per row and chunk: none of the per-output work for the interior */
+#pragma unroll
+                for (int k = 0; k < 16; k++)
+                    fix[k] = (uint32_t)g.border[(size_t)border[i] * g.channels + hpdl__qconv_wg_n(g, n0, c, k)];
+#pragma unroll
+            for (int jj = 0; jj < 8; jj++) {
+                const int j = 8 * c + jj, col = 8 * j + pair;
+                const hpdl__qconv_wg_col c0 = cols[col], c1 = cols[col + 1];
+                const int32_t lo = hpdl__qconv_wg_requant<WIDE>(g, c0, hpdl__qconv_wg_n(g, n0, c, 2 * jj), d[4 * j + 2 * i],
+                                                                fix[2 * jj]);
+                const int32_t hi = hpdl__qconv_wg_requant<WIDE>(g, c1, hpdl__qconv_wg_n(g, n0, c, 2 * jj + 1),
+                                                                d[4 * j + 2 * i + 1], fix[2 * jj + 1]);
+                *(uint16_t *)(box + hpdl__wg_swizzle64(row + 8 * i, 8 * jj + pair)) = (uint16_t)((lo & 0xff) | (hi & 0xff) << 8);
+            }
+        }
+        hpdl__fence_async_smem();
+        if (issuer) hpdl__tma_wait_read<0>(); /* the chunk before has read the other buffer */
+        hpdl__conv_wg_bar_consumers();
+        if (issuer) hpdl__tma_store_4d(map_y, box, n0 + 64 * c, w0, h0, image0);
+    }
+}
+
+/* The kernel's epilogue for the int8 convolution: from the registers into
+   boxes of y where it can (above; the columns' table after the two box
+   buffers, two tables alternating over the tiles), else element-wise
    (hpdl__conv_wg_store), in the consumer's own buffer. */
 template <typename T, int BN>
-static __device__ __forceinline__ void hpdl__conv_wg_epilogue(const hpdl__qconv_wg_args &g, const hpdl__conv_wg_rows &rows,
-                                                              const CUtensorMap *, const int *d, int tile, int n0,
-                                                              int row0, int, unsigned char *epi) {
-    hpdl__conv_wg_store<hpdl__qconv_wg_args, int, BN>(g, hpdl__conv_wg_pixels(g, rows, tile), d, n0,
-                                                      (int *)(epi + row0 / 64 * HPDL__WG_EPI_BYTES));
+static __device__ __forceinline__ void hpdl__conv_wg_epilogue(const hpdl__qconv_wg_args &g, const hpdl__qconv_wg_rows &rows,
+                                                              const CUtensorMap *map_y, const int *d, int tile, int n0,
+                                                              int row0, int done, unsigned char *epi) {
+    static_assert(2 * 128 * 64 + 2 * BN * sizeof(hpdl__qconv_wg_col) + sizeof(int) <= 2 * HPDL__WG_EPI_BYTES,
+                  "box buffers, tables and their flag");
+    hpdl__qconv_wg_col *tables = (hpdl__qconv_wg_col *)(epi + 2 * 128 * 64);
+    int *wide_flag = (int *)(tables + 2 * BN);
+    /* A block whose tiles all have the same columns (the grid a multiple of
+       the column tiles: ResNet-18's layers) fills its table once, the
+       first tile; else every tile, two tables alternating. (Filling it per
+       tile, global loads and a barrier, was a fifth of a 64-channel layer's
+       time.) The flag keeps whether the table needs the 64-bit sum. */
+    const bool same_columns = gridDim.x % ((g.channels + BN - 1) / BN) == 0;
+    hpdl__qconv_wg_col *cols = tables + (same_columns ? 0 : done % 2 * BN);
+    bool wide;
+    if (!g.tma_y) {
+        hpdl__conv_wg_store<hpdl__qconv_wg_args, int, BN>(g, hpdl__conv_wg_pixels(g, rows.buffer, tile), d, n0,
+                                                          (int *)(epi + row0 / 64 * HPDL__WG_EPI_BYTES));
+        return;
+    }
+    if (!same_columns || done == 0) {
+        wide = hpdl__qconv_wg_columns(g, n0, BN, cols);
+        if (threadIdx.x == 128) *wide_flag = wide; /* seen by all after put_boxes' barrier */
+    } else {
+        wide = *wide_flag != 0;
+    }
+    if (wide)
+        hpdl__qconv_wg_put_boxes<BN, true>(g, rows, map_y, d, tile, n0, row0, done, cols, epi);
+    else
+        hpdl__qconv_wg_put_boxes<BN, false>(g, rows, map_y, d, tile, n0, row0, done, cols, epi);
 }
 
 /* One launch of the int8 kernel with BN-wide column tiles and k steps of
@@ -12392,13 +12656,61 @@ static inline hpdl_status hpdl__qconv_wg_launch(int row, const CUtensorMap &map_
                      : hpdl__conv_wg_launch<int8_t, BN, false, 128>(map_src, map_w, map_y, g, stream);
 }
 
+/* The border table of a convolution (hpdl__qconv_border): its arguments
+   from the geometry, and its entries (0 where every window lies inside x:
+   no table). */
+static inline hpdl__qconv_border_args hpdl__qconv_border_of(const hpdl__conv_geom &geo, int32_t zx) {
+    const hpdl_conv2d_params &p = geo.p;
+    hpdl__qconv_border_args a;
+    a.eh = hpdl__qconv_edges_make(geo.y.h, geo.x.h, p.kernel_h, p.stride_h, p.pad_h, p.dilation_h);
+    a.ew = hpdl__qconv_edges_make(geo.y.w, geo.x.w, p.kernel_w, p.stride_w, p.pad_w, p.dilation_w);
+    a.out_h = geo.y.h, a.out_w = geo.y.w, a.x_h = geo.x.h, a.x_w = geo.x.w;
+    a.kernel_h = p.kernel_h, a.kernel_w = p.kernel_w, a.stride_h = p.stride_h, a.stride_w = p.stride_w;
+    a.pad_h = p.pad_h, a.pad_w = p.pad_w, a.dilation_h = p.dilation_h, a.dilation_w = p.dilation_w;
+    a.channels = geo.y.c, a.zx = zx;
+    return a;
+}
+static inline int hpdl__qconv_border_count(const hpdl__qconv_border_args &a) {
+    const bool none = a.eh.inner == 0 && a.eh.classes == 1 && a.ew.inner == 0 && a.ew.classes == 1;
+    return none ? 0 : a.eh.classes * a.ew.classes * a.channels;
+}
+
+/* Fills `border` (hpdl__qconv_border_count entries, > 0) from the filter's per-tap sums. */
+static inline hpdl_status hpdl__qconv_border_fill(const hpdl__qconv_border_args &a, const int32_t *wtap, int32_t *border,
+                                                  cudaStream_t stream) {
+    const int count = hpdl__qconv_border_count(a);
+    hpdl__qconv_border<<<(unsigned)((count + 255) / 256 < 1024 ? (count + 255) / 256 : 1024), 256, 0, stream>>>(a, wtap,
+                                                                                                            border);
+    return cudaGetLastError() == cudaSuccess ? HPDL_OK : HPDL_ERR_CUDA;
+}
+
+/* g's border classes, and its table: `made` (hpdl__qconv_border_fill of
+   the same geometry and zx, as a network makes it once), else a
+   stream-ordered temporary in *temp (the caller frees it), else none. */
+static inline hpdl_status hpdl__qconv_wg_border(hpdl__qconv_wg_args *g, const hpdl__conv_geom &geo, const int32_t *made,
+                                                int32_t **temp, cudaStream_t stream) {
+    const hpdl__qconv_border_args a = hpdl__qconv_border_of(geo, g->q.za);
+    const int count = hpdl__qconv_border_count(a);
+    g->edges_h = a.eh;
+    g->edges_w = a.ew;
+    g->border = made;
+    if (count == 0 || made) return HPDL_OK;
+    if (cudaMallocAsync((void **)temp, (size_t)count * sizeof(int32_t), stream) != cudaSuccess) {
+        cudaGetLastError();
+        return HPDL_ERR_NOMEM;
+    }
+    g->border = *temp;
+    return hpdl__qconv_border_fill(a, g->wtap, *temp, stream);
+}
+
 /* The int8 convolution (int8 y) on the wgmma rung where it applies: input
    channels a multiple of 16 (the copy engine's 16-byte strides), filter
    rows unpadded (ldw = K), x and the filter 16-byte aligned, strides up
-   to 8, an sm_90a binary on a Hopper GPU; else HPDL_ERR_UNSUPPORTED. */
+   to 8, an sm_90a binary on a Hopper GPU; else HPDL_ERR_UNSUPPORTED.
+   border: the geometry's border table made before (hpdl__qconv_border_fill), or NULL. */
 HPDL_LAZY hpdl_status hpdl__qconv_wg_run(const hpdl__conv_geom &geo, const int8_t *x, int32_t zx, const int8_t *wt,
-                                         int ldw, const int32_t *wsum, const int32_t *wtap, const hpdl_cuda_quant_output *o,
-                                         int8_t *y, cudaStream_t stream) {
+                                         int ldw, const int32_t *wsum, const int32_t *wtap, const int32_t *border,
+                                         const hpdl_cuda_quant_output *o, int8_t *y, cudaStream_t stream) {
     const hpdl_conv2d_params &p = geo.p;
     hpdl_tensor4 src = geo.x, dst = geo.y;
     const long long pixels = (long long)dst.n * dst.h * dst.w;
@@ -12407,6 +12719,8 @@ HPDL_LAZY hpdl_status hpdl__qconv_wg_run(const hpdl__conv_geom &geo, const int8_
     CUtensorMap map_src, map_w, map_y = CUtensorMap();
     const int row = src.c <= 64 ? 64 : 128; /* bytes of channels a k step: no more than half of them zeros */
     int sms = 0, bn;
+    int32_t *temp = NULL;
+    hpdl_status s;
     if (!wtap || src.c % 16 != 0 || ldw != K || (uintptr_t)x % 16 != 0 || (uintptr_t)wt % 16 != 0 || p.stride_h > 8 ||
         p.stride_w > 8 || !hpdl__wg_available())
         return HPDL_ERR_UNSUPPORTED;
@@ -12420,21 +12734,28 @@ HPDL_LAZY hpdl_status hpdl__qconv_wg_run(const hpdl__conv_geom &geo, const int8_
     g.wtap = wtap;
     g.x_rows = src.h;
     g.x_cols = src.w;
+    g.border = NULL;
     /* Tiles as wide as the output channels (up to 256), narrower while the
        narrower ones still fit in one wave: the deep layers have few pixels
        (ResNet-18's last stage at batch 256: 32 pixel tiles, which 256-wide
        column tiles would give 64 of 132 SMs). */
     bn = dst.c <= 64 ? 64 : dst.c <= 128 ? 128 : 256;
     while (bn > 64 && 2LL * g.tiles * ((dst.c + bn - 1) / bn) <= sms) bn /= 2;
-    if (bn == 64) return hpdl__qconv_wg_launch<64>(row, map_src, map_w, map_y, g, stream);
-    if (bn == 128) return hpdl__qconv_wg_launch<128>(row, map_src, map_w, map_y, g, stream);
-    return hpdl__qconv_wg_launch<256>(row, map_src, map_w, map_y, g, stream);
+    /* y in boxes of the tiles' pixels x 64 channels (hpdl__qconv_wg_put_boxes) where the engine takes it */
+    g.tma_y = dst.c % 16 == 0 && (uintptr_t)y % 16 == 0 &&
+              hpdl__conv_wg_map4(&map_y, dst, y, g.box_w, g.box_h, g.box_n, 1, 1, 64) == HPDL_OK;
+    if (g.tma_y && (s = hpdl__qconv_wg_border(&g, geo, border, &temp, stream)) != HPDL_OK) return s;
+    s = bn == 64    ? hpdl__qconv_wg_launch<64>(row, map_src, map_w, map_y, g, stream)
+        : bn == 128 ? hpdl__qconv_wg_launch<128>(row, map_src, map_w, map_y, g, stream)
+                    : hpdl__qconv_wg_launch<256>(row, map_src, map_w, map_y, g, stream);
+    if (temp && cudaFreeAsync(temp, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
+    return s;
 }
 
 /* int32 outputs (a convolution giving the logits) have no wgmma rung. */
 HPDL_LAZY hpdl_status hpdl__qconv_wg_run(const hpdl__conv_geom &, const int8_t *, int32_t, const int8_t *, int,
-                                         const int32_t *, const int32_t *, const hpdl_cuda_quant_output *, int32_t *,
-                                         cudaStream_t) {
+                                         const int32_t *, const int32_t *, const int32_t *, const hpdl_cuda_quant_output *,
+                                         int32_t *, cudaStream_t) {
     return HPDL_ERR_UNSUPPORTED;
 }
 
@@ -12446,16 +12767,100 @@ static inline hpdl_status hpdl__qconv_launch_shape(const hpdl__qgemm_args &g, co
                                     stream, a, wsum);
 }
 
+/* ---- the im2col rung ----
+   For inputs whose channels are not a multiple of 16 (a network's first
+   layer: 1 or 3 channels; the lab's CNN's 6) the implicit GEMMs gather
+   byte by byte, and the copy engine cannot take their pixels. Here the
+   rows are written out once, as the CPU's hpdl__quant_im2col lays them out
+   (zx in the padding), padded with zeros to ld = K rounded up to 16
+   bytes (rows 16-byte aligned: cudaMallocAsync's are), and multiplied by the filter as a 1x1 convolution of ld channels
+   on the wgmma rung (its epilogue stores by the copy engine), else by the
+   int8 GEMM. K = R S C is short, so the rows cost little memory: the
+   ResNet stem's are 32 bytes a pixel. */
+struct hpdl__q_im2col_args {
+    int src_h, src_w, src_c, out_h, out_w;
+    int kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+    int K, ld; /* taps x channels; bytes between rows */
+};
+
+/* Bytes 16j..16j+15 (j = blockIdx.y) of the rows of pixels m (a
+   grid-stride loop over M), built in registers and stored at once: zx in
+   the padding, zeros past K. (Byte stores, a tap's C codes at a time,
+   made the stem's rows cost 5x its products.) */
+__global__ void hpdl__q_im2col(hpdl__q_im2col_args a, int M, const int8_t *x, int8_t zx, int8_t *rows) {
+    const int k0 = (int)blockIdx.y * 16, tap0 = k0 / a.src_c, c0 = k0 - tap0 * a.src_c;
+    for (int m = (int)(blockIdx.x * blockDim.x + threadIdx.x); m < M; m += (int)(gridDim.x * blockDim.x)) {
+        const int ow = m % a.out_w, rest = m / a.out_w, oh = rest % a.out_h, n = rest / a.out_h;
+        const int8_t *image = x + (size_t)n * a.src_h * a.src_w * a.src_c;
+        int4 chunk;
+        int8_t *b = (int8_t *)&chunk;
+        int tap = tap0, c = c0;
+#pragma unroll
+        for (int j = 0; j < 16; j++) {
+            const int r = tap / a.kernel_w, s = tap - r * a.kernel_w;
+            const int ih = oh * a.stride_h - a.pad_h + r * a.dilation_h, iw = ow * a.stride_w - a.pad_w + s * a.dilation_w;
+            b[j] = k0 + j >= a.K ? 0 : ih >= 0 && ih < a.src_h && iw >= 0 && iw < a.src_w ? image[((size_t)ih * a.src_w + iw) * a.src_c + c] : zx;
+            if (++c == a.src_c) c = 0, tap++;
+        }
+        *(int4 *)(rows + (size_t)m * a.ld + k0) = chunk;
+    }
+}
+
+/* The M x ld rows as a 1x1 convolution's input (ld channels) and y as its
+   output: the geometry for hpdl__qconv_wg_run. */
+static inline hpdl__conv_geom hpdl__qconv_rows_geom(int M, int ld, int N) {
+    hpdl__conv_geom g;
+    g.p = hpdl_conv2d_params_make(1, 1, 0, 1, 1);
+    g.x = hpdl_tensor4_make(M, ld, 1, 1, HPDL_NHWC);
+    g.y = hpdl_tensor4_make(M, N, 1, 1, HPDL_NHWC);
+    g.w = hpdl_tensor4_make(N, ld, 1, 1, HPDL_NHWC);
+    g.c_per_group = ld;
+    g.k_per_group = N;
+    return g;
+}
+
+/* The convolution as im2col rows (a stream-ordered temporary) times the
+   filter wt (rows ldw bytes apart, its row sums wsum), requantised by o. */
+template <typename TC>
+static inline hpdl_status hpdl__qconv_im2col_run(const hpdl__conv_geom &geo, const int8_t *x, int32_t zx, const int8_t *wt,
+                                                 int ldw, const int32_t *wsum, const hpdl_cuda_quant_output *o,
+                                                 hpdl__qgemm_out_kind kind, TC *y, cudaStream_t stream) {
+    const hpdl_conv2d_params &p = geo.p;
+    const int M = geo.x.n * geo.y.h * geo.y.w, K = p.kernel_h * p.kernel_w * geo.x.c, ld = (K + 15) / 16 * 16;
+    const hpdl__q_im2col_args a = {geo.x.h, geo.x.w, geo.x.c, geo.y.h, geo.y.w, p.kernel_w, p.stride_h, p.stride_w,
+                                   p.pad_h, p.pad_w, p.dilation_h, p.dilation_w, K, ld};
+    const dim3 grid((unsigned)((M + 255) / 256 < 4096 ? (M + 255) / 256 : 4096), (unsigned)(ld / 16));
+    int8_t *rows = NULL;
+    hpdl_status s;
+    if (cudaMallocAsync((void **)&rows, (size_t)M * ld, stream) != cudaSuccess) {
+        cudaGetLastError();
+        return HPDL_ERR_NOMEM;
+    }
+    hpdl__q_im2col<<<grid, 256, 0, stream>>>(a, M, x, (int8_t)zx, rows);
+    s = cudaGetLastError() == cudaSuccess ? HPDL_OK : HPDL_ERR_CUDA;
+    if (s == HPDL_OK) /* one tap: its sums are the rows' sums */
+        s = ldw == ld ? hpdl__qconv_wg_run(hpdl__qconv_rows_geom(M, ld, geo.y.c), rows, zx, wt, ldw, wsum, wsum, NULL, o, y,
+                                           stream)
+                      : HPDL_ERR_UNSUPPORTED;
+    if (s == HPDL_ERR_UNSUPPORTED)
+        s = hpdl__qgemm_launch<TC>(HPDL_QUANT_AUTO, hpdl__qgemm_make_args(M, geo.y.c, K, rows, ld, zx, wt, ldw, 0, o, kind,
+                                                                         y, geo.y.c), stream);
+    if (cudaFreeAsync(rows, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
+    return s;
+}
+
 /* The convolution of a checked geometry: x (zero point zx), the filter wt
    (KRSC, rows ldw bytes apart) with row sums wsum and per-tap sums wtap
    (NULL: no wgmma rung), requantised by o into y (int8, or int32 for
    logits). algo: HPDL_QUANT_WGMMA (HPDL_ERR_UNSUPPORTED where it does not
-   apply), HPDL_QUANT_MMA, or AUTO (wgmma, else mma). The mma rung: 256 x
+   apply), HPDL_QUANT_MMA, HPDL_QUANT_IM2COL, or AUTO (wgmma; im2col for
+   input channels not a multiple of 16; else mma). The mma rung: 256 x
    64 tiles for at most 64 output channels, else 128 x 128;
    HPDL_ERR_UNSUPPORTED without an sm_80 path. */
 template <typename TC>
 static inline hpdl_status hpdl__qconv_run(hpdl_quant_algo algo, const hpdl__conv_geom &geo, const int8_t *x, int32_t zx,
                                           const int8_t *wt, int ldw, const int32_t *wsum, const int32_t *wtap,
+                                          const int32_t *border,
                                           const hpdl_cuda_quant_output *o, hpdl__qgemm_out_kind kind, TC *y,
                                           cudaStream_t stream) {
     hpdl__conv_mma_args<int8_t> a;
@@ -12463,9 +12868,11 @@ static inline hpdl_status hpdl__qconv_run(hpdl_quant_algo algo, const hpdl__conv
     hpdl_status s;
     if (hpdl_tensor4_count(&geo.y) == 0) return HPDL_OK;
     if (algo == HPDL_QUANT_WGMMA || algo == HPDL_QUANT_AUTO) {
-        s = hpdl__qconv_wg_run(geo, x, zx, wt, ldw, wsum, wtap, o, y, stream);
+        s = hpdl__qconv_wg_run(geo, x, zx, wt, ldw, wsum, wtap, border, o, y, stream);
         if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_QUANT_WGMMA) return s;
     }
+    if (algo == HPDL_QUANT_IM2COL || (algo == HPDL_QUANT_AUTO && geo.x.c % 16 != 0))
+        return hpdl__qconv_im2col_run<TC>(geo, x, zx, wt, ldw, wsum, o, kind, y, stream);
     if (algo != HPDL_QUANT_AUTO && algo != HPDL_QUANT_MMA) return HPDL_ERR_UNSUPPORTED; /* no dp4a convolution */
     if ((s = hpdl__conv_mma_make_args<int8_t>(geo, HPDL__CONV_FORWARD, x, wt, NULL, &a)) != HPDL_OK) return s;
     a.src_vec = a.inner % 16 == 0 && hpdl__gemm_aligned(x, a.src_c, 16, 1);
@@ -12501,8 +12908,11 @@ HPDL_LAZY hpdl_status hpdl__qconv_filter(int taps, int C, int N, const int8_t *w
 /* y = hpdl_quant_conv2d_i8(p, xd, x, zx, w, o, yd) on the device, bit for
    bit, by the rung algo asks for: HPDL_QUANT_WGMMA (Hopper, input
    channels a multiple of 16, x 16-byte aligned: HPDL_ERR_UNSUPPORTED
-   elsewhere), HPDL_QUANT_MMA (sm_80+), or HPDL_QUANT_AUTO (wgmma where it
-   applies, else mma); there is no dp4a convolution (HPDL_ERR_UNSUPPORTED).
+   elsewhere), HPDL_QUANT_MMA (sm_80+), HPDL_QUANT_IM2COL (im2col rows in
+   a stream-ordered temporary, then the wgmma 1x1 kernel or the int8 GEMM:
+   any GPU), or HPDL_QUANT_AUTO (wgmma where it applies; im2col where the
+   input channels are not a multiple of 16; else mma); there is no dp4a
+   convolution (HPDL_ERR_UNSUPPORTED).
    x and y NHWC int8, w taps x outputs ((r, s, c) x K, as the CPU takes it;
    transposed into a stream-ordered temporary with its sums), o for yd->c
    channels. */
@@ -12517,7 +12927,7 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_quant_conv2d_algo_i8(hpdl_quant_algo algo, c
     size_t wt_bytes;
     hpdl_status s = hpdl__quant_conv_geom(p, xd, x, zx, w, yd, y, &g);
     if (s != HPDL_OK || !o || o->n != yd->c || !o->multiplier || !o->shift || (int)algo < (int)HPDL_QUANT_AUTO ||
-        (int)algo > (int)HPDL_QUANT_WGMMA)
+        (int)algo > (int)HPDL_QUANT_IM2COL)
         return HPDL_ERR_INVALID;
     taps = p->kernel_h * p->kernel_w;
     K = taps * xd->c;
@@ -12531,14 +12941,16 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_quant_conv2d_algo_i8(hpdl_quant_algo algo, c
     wtap = hpdl__qconv_has_taps(taps, xd->c) ? wsum + N : NULL;
     s = hpdl__qconv_filter(taps, xd->c, N, w, wt, wsum, wtap, stream);
     if (s == HPDL_OK)
-        s = hpdl__qconv_run<int8_t>(algo, g, x, zx, wt, hpdl__qconv_ldw(K), wsum, wtap, o, HPDL__QOUT_REQUANT_I8, y, stream);
+        s = hpdl__qconv_run<int8_t>(algo, g, x, zx, wt, hpdl__qconv_ldw(K), wsum, wtap, NULL, o, HPDL__QOUT_REQUANT_I8, y,
+                                    stream);
     if (cudaFreeAsync(wt, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
     return s;
 }
 
 /* y = hpdl_quant_conv2d_i8(p, xd, x, zx, w, o, yd) on the device, bit for
    bit: hpdl_cuda_quant_conv2d_algo_i8 with HPDL_QUANT_AUTO (the wgmma rung
-   where it applies, else mma; HPDL_ERR_UNSUPPORTED without an sm_80 path). */
+   where it applies; im2col where the input channels are not a multiple of
+   16; else mma, HPDL_ERR_UNSUPPORTED without an sm_80 path). */
 HPDL_CUDA_API hpdl_status hpdl_cuda_quant_conv2d_i8(const hpdl_conv2d_params *p, const hpdl_tensor4 *xd, const int8_t *x,
                                                     int32_t zx, const int8_t *w, const hpdl_cuda_quant_output *o,
                                                     const hpdl_tensor4 *yd, int8_t *y, cudaStream_t stream) {
@@ -12721,13 +13133,37 @@ struct hpdl__qsum_args {
     hpdl_quant_fixed fa, fb; /* rescales to the output's scale */
 };
 
-/* y = clamp(zy + rdbpot(fa(2^10 (a - za)) + fb(2^10 (b - zb)), 10), lo, 127). */
-__global__ void hpdl__qadd(hpdl__qsum_args q, int64_t count, const int8_t *a, const int8_t *b, int8_t *y) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count; i += (int64_t)gridDim.x * blockDim.x) {
-        int32_t v = hpdl__q_fixed((a[i] - q.za) * 1024, q.fa) + hpdl__q_fixed((b[i] - q.zb) * 1024, q.fb);
-        v = hpdl__q_rdbpot(v, 10) + q.zy;
-        y[i] = (int8_t)(v < q.lo ? q.lo : v > HPDL_QUANT_QMAX ? HPDL_QUANT_QMAX : v);
+/* The residual sum y = clamp(zy + rdbpot(fa(2^10 (a - za)) + fb(2^10 (b -
+   zb)), 10), lo, 127) of count codes. Each rescaled term depends on one
+   int8 code only, so the block first tabulates both for all 256 codes in
+   shared memory (blockDim.x must be 256); then an output is two lookups,
+   an add and the rounding shift (the fixed-point multiplies per element
+   made it compute-bound). 16 codes a thread where a, b and y are 16-byte
+   aligned, the rest one by one. */
+static __device__ __forceinline__ int8_t hpdl__qadd_one(const hpdl__qsum_args &q, const int32_t *ta, const int32_t *tb,
+                                                        int8_t a, int8_t b) {
+    const int32_t v = hpdl__q_rdbpot(ta[a + 128] + tb[b + 128], 10) + q.zy;
+    return (int8_t)(v < q.lo ? q.lo : v > HPDL_QUANT_QMAX ? HPDL_QUANT_QMAX : v);
+}
+
+__global__ void __launch_bounds__(256) hpdl__qadd(hpdl__qsum_args q, int64_t count, const int8_t *a, const int8_t *b,
+                                                  int8_t *y) {
+    __shared__ int32_t ta[256], tb[256];
+    const int code = (int)threadIdx.x - 128;
+    const int64_t first = blockIdx.x * (int64_t)blockDim.x + threadIdx.x, step = (int64_t)gridDim.x * blockDim.x;
+    const int64_t vectors = ((uintptr_t)a | (uintptr_t)b | (uintptr_t)y) % 16 == 0 ? count / 16 : 0;
+    ta[threadIdx.x] = hpdl__q_fixed((code - q.za) * 1024, q.fa);
+    tb[threadIdx.x] = hpdl__q_fixed((code - q.zb) * 1024, q.fb);
+    __syncthreads();
+    for (int64_t v = first; v < vectors; v += step) {
+        int4 va = ((const int4 *)a)[v], vb = ((const int4 *)b)[v], vy;
+        const int8_t *pa = (const int8_t *)&va, *pb = (const int8_t *)&vb;
+        int8_t *py = (int8_t *)&vy;
+#pragma unroll
+        for (int j = 0; j < 16; j++) py[j] = hpdl__qadd_one(q, ta, tb, pa[j], pb[j]);
+        ((int4 *)y)[v] = vy;
     }
+    for (int64_t i = vectors * 16 + first; i < count; i += step) y[i] = hpdl__qadd_one(q, ta, tb, a[i], b[i]);
 }
 
 /* One (image, channel) per thread: fa(sum over the pixels of x - za) + zy. */
@@ -12759,6 +13195,7 @@ typedef struct hpdl_cuda_quant_cnn {
     int8_t *wt[HPDL_CNN_MAX_LAYERS];                 /* conv/linear: outputs x taps (16-byte rows), transposed */
     int32_t *wsum[HPDL_CNN_MAX_LAYERS];              /* conv: each output channel's weight sum */
     int32_t *wtap[HPDL_CNN_MAX_LAYERS];              /* conv: ... per tap, where hpdl__qconv_has_taps */
+    int32_t *border[HPDL_CNN_MAX_LAYERS];            /* conv: its border table where it has one (hpdl__qconv_border) */
     hpdl_quant_algo conv_algo;                       /* the convolutions' rung: AUTO when made (MMA to compare) */
     hpdl_cuda_quant_output out[HPDL_CNN_MAX_LAYERS];
     int8_t *codes[HPDL_CNN_MAX_LAYERS + 1];          /* [0]: the image; [i + 1]: layer i's output (own slots only) */
@@ -12775,6 +13212,7 @@ HPDL_CUDA_API void hpdl_cuda_quant_cnn_destroy(hpdl_cuda_quant_cnn *g) {
         hpdl_cuda_free(g->wt[i]);
         hpdl_cuda_free(g->wsum[i]);
         hpdl_cuda_free(g->wtap[i]);
+        hpdl_cuda_free(g->border[i]);
         hpdl_cuda_quant_output_destroy(&g->out[i]);
     }
     for (i = 0; i <= HPDL_CNN_MAX_LAYERS; i++) hpdl_cuda_free(g->codes[i]);
@@ -12811,6 +13249,25 @@ HPDL_LAZY hpdl_status hpdl__cuda_quant_cnn_weights(hpdl_cuda_quant_cnn *g, const
     return s == HPDL_OK ? hpdl_cuda_quant_output_create(&g->out[i], &o, N) : s;
 }
 
+/* Conv layer i's border table (the padding correction of the wgmma rung),
+   made once: it depends on the layer's shapes and input zero point only. */
+HPDL_LAZY hpdl_status hpdl__cuda_quant_cnn_border(hpdl_cuda_quant_cnn *g, int i) {
+    const hpdl_cnn *net = &g->net;
+    const hpdl_cnn_layer *l = &net->layer[i];
+    const hpdl_conv2d_params p = hpdl__cnn_conv_params(l);
+    const hpdl_shape in = hpdl__cnn_in_shape(net, i), out = net->out[i];
+    hpdl__conv_geom geo;
+    hpdl__qconv_border_args a;
+    geo.p = p;
+    geo.x = hpdl_tensor4_make(1, in.c, in.h, in.w, HPDL_NHWC);
+    geo.y = hpdl_tensor4_make(1, out.c, out.h, out.w, HPDL_NHWC);
+    a = hpdl__qconv_border_of(geo, g->act[l->input + 1].zero_point);
+    hpdl_status s;
+    if (!g->wtap[i] || hpdl__qconv_border_count(a) == 0) return HPDL_OK;
+    s = hpdl_cuda_alloc((void **)&g->border[i], (size_t)hpdl__qconv_border_count(a) * sizeof(int32_t));
+    return s == HPDL_OK ? hpdl__qconv_border_fill(a, g->wtap[i], g->border[i], 0) : s;
+}
+
 /* Uploads an integer-only CNN (q from hpdl_quant_cnn_build) for batches of
    up to max_batch images. */
 HPDL_CUDA_API hpdl_status hpdl_cuda_quant_cnn_create(hpdl_cuda_quant_cnn *g, const hpdl_quant_cnn *q, int max_batch) {
@@ -12832,6 +13289,7 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_quant_cnn_create(hpdl_cuda_quant_cnn *g, con
     s = hpdl_cuda_alloc((void **)&made.codes[0], (size_t)max_batch * hpdl__shape_count(net->input));
     for (i = 0; s == HPDL_OK && i < net->n_layers; i++) {
         if (net->weight_at[i] >= 0) s = hpdl__cuda_quant_cnn_weights(&made, q, i);
+        if (s == HPDL_OK && net->layer[i].op == HPDL_CNN_CONV) s = hpdl__cuda_quant_cnn_border(&made, i);
         if (s == HPDL_OK && made.base[i + 1] == i + 1 && i < net->n_layers - 1)
             s = hpdl_cuda_alloc((void **)&made.codes[i + 1], (size_t)max_batch * hpdl__shape_count(net->out[i]));
     }
@@ -12860,9 +13318,9 @@ HPDL_LAZY hpdl_status hpdl__cuda_quant_cnn_conv(const hpdl_cuda_quant_cnn *g, in
     hpdl_status s = hpdl__quant_conv_geom(&p, &xd, x, zx, g->wt[i], &yd, y, &geo);
     if (s != HPDL_OK) return s;
     if (i == net->n_layers - 1)
-        return hpdl__qconv_run<int32_t>(g->conv_algo, geo, x, zx, g->wt[i], hpdl__qconv_ldw(K), g->wsum[i], g->wtap[i],
+        return hpdl__qconv_run<int32_t>(g->conv_algo, geo, x, zx, g->wt[i], hpdl__qconv_ldw(K), g->wsum[i], g->wtap[i], g->border[i],
                                         &g->out[i], HPDL__QOUT_REQUANT_I32, (int32_t *)y, stream);
-    return hpdl__qconv_run<int8_t>(g->conv_algo, geo, x, zx, g->wt[i], hpdl__qconv_ldw(K), g->wsum[i], g->wtap[i],
+    return hpdl__qconv_run<int8_t>(g->conv_algo, geo, x, zx, g->wt[i], hpdl__qconv_ldw(K), g->wsum[i], g->wtap[i], g->border[i],
                                    &g->out[i], HPDL__QOUT_REQUANT_I8, (int8_t *)y, stream);
 }
 
@@ -12909,7 +13367,8 @@ HPDL_LAZY hpdl_status hpdl__cuda_quant_cnn_layer(const hpdl_cuda_quant_cnn *g, i
         break;
     }
     case HPDL_CNN_ADD:
-        hpdl__qadd<<<hpdl__qblocks(count), 256, 0, stream>>>(hpdl__cuda_quant_cnn_sum_args(g, i), count, x, b, (int8_t *)y);
+        hpdl__qadd<<<hpdl__qblocks((count + 15) / 16), 256, 0, stream>>>(hpdl__cuda_quant_cnn_sum_args(g, i), count, x, b,
+                                                                        (int8_t *)y);
         break;
     case HPDL_CNN_GLOBAL_AVGPOOL:
         hpdl__qglobal_avgpool<<<(unsigned)((count + 255) / 256), 256, 0, stream>>>(hpdl__cuda_quant_cnn_sum_args(g, i), batch,
