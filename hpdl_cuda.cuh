@@ -12585,20 +12585,19 @@ static __device__ __forceinline__ void hpdl__qconv_wg_put_boxes(const hpdl__qcon
     for (int c = 0; c < CHUNKS; c++) {
         unsigned char *box = bufs + (done * CHUNKS + c) % 2 * BOX_BYTES;
 #pragma unroll
-        for (int i = 0; i < 2; i++) { /* rows r, r + 8: accumulators 4j + 2i, +1 of 8-column groups j */
-            uint32_t fix[16] = {0};
-            if (border[i] >= 0) /* one branch per row and chunk: none of the per-output work for the interior */
+        for (int jj = 0; jj < 8; jj++) { /* column pair jj's constants, loaded once for both rows */
+            const int j = 8 * c + jj, col = 8 * j + pair, n_lo = hpdl__qconv_wg_n(g, n0, c, 2 * jj);
+            const int n_hi = hpdl__qconv_wg_n(g, n0, c, 2 * jj + 1);
+            const hpdl__qconv_wg_col c0 = cols[col], c1 = cols[col + 1];
 #pragma unroll
-                for (int k = 0; k < 16; k++)
-                    fix[k] = (uint32_t)g.border[(size_t)border[i] * g.channels + hpdl__qconv_wg_n(g, n0, c, k)];
-#pragma unroll
-            for (int jj = 0; jj < 8; jj++) {
-                const int j = 8 * c + jj, col = 8 * j + pair;
-                const hpdl__qconv_wg_col c0 = cols[col], c1 = cols[col + 1];
-                const int32_t lo = hpdl__qconv_wg_requant<WIDE>(g, c0, hpdl__qconv_wg_n(g, n0, c, 2 * jj), d[4 * j + 2 * i],
-                                                                fix[2 * jj]);
-                const int32_t hi = hpdl__qconv_wg_requant<WIDE>(g, c1, hpdl__qconv_wg_n(g, n0, c, 2 * jj + 1),
-                                                                d[4 * j + 2 * i + 1], fix[2 * jj + 1]);
+            for (int i = 0; i < 2; i++) { /* rows r, r + 8: accumulators 4j + 2i, +1 of 8-column groups j */
+                uint32_t fix_lo = 0, fix_hi = 0;
+                if (border[i] >= 0) { /* border pixels only: the interior does none of this */
+                    fix_lo = (uint32_t)g.border[(size_t)border[i] * g.channels + n_lo];
+                    fix_hi = (uint32_t)g.border[(size_t)border[i] * g.channels + n_hi];
+                }
+                const int32_t lo = hpdl__qconv_wg_requant<WIDE>(g, c0, n_lo, d[4 * j + 2 * i], fix_lo);
+                const int32_t hi = hpdl__qconv_wg_requant<WIDE>(g, c1, n_hi, d[4 * j + 2 * i + 1], fix_hi);
                 *(uint16_t *)(box + hpdl__wg_swizzle64(row + 8 * i, 8 * jj + pair)) = (uint16_t)((lo & 0xff) | (hi & 0xff) << 8);
             }
         }
