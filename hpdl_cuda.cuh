@@ -12584,6 +12584,13 @@ static __device__ __forceinline__ void hpdl__qconv_wg_put_boxes(const hpdl__qcon
 #pragma unroll
     for (int c = 0; c < CHUNKS; c++) {
         unsigned char *box = bufs + (done * CHUNKS + c) % 2 * BOX_BYTES;
+        uint32_t fix[2][16] = {{0}}; /* rows r, r + 8: all 16 loads issued at once, border pixels only */
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+            if (border[i] >= 0)
+#pragma unroll
+                for (int k = 0; k < 16; k++)
+                    fix[i][k] = (uint32_t)g.border[(size_t)border[i] * g.channels + hpdl__qconv_wg_n(g, n0, c, k)];
 #pragma unroll
         for (int jj = 0; jj < 8; jj++) { /* column pair jj's constants, loaded once for both rows */
             const int j = 8 * c + jj, col = 8 * j + pair, n_lo = hpdl__qconv_wg_n(g, n0, c, 2 * jj);
@@ -12591,13 +12598,8 @@ static __device__ __forceinline__ void hpdl__qconv_wg_put_boxes(const hpdl__qcon
             const hpdl__qconv_wg_col c0 = cols[col], c1 = cols[col + 1];
 #pragma unroll
             for (int i = 0; i < 2; i++) { /* rows r, r + 8: accumulators 4j + 2i, +1 of 8-column groups j */
-                uint32_t fix_lo = 0, fix_hi = 0;
-                if (border[i] >= 0) { /* border pixels only: the interior does none of this */
-                    fix_lo = (uint32_t)g.border[(size_t)border[i] * g.channels + n_lo];
-                    fix_hi = (uint32_t)g.border[(size_t)border[i] * g.channels + n_hi];
-                }
-                const int32_t lo = hpdl__qconv_wg_requant<WIDE>(g, c0, n_lo, d[4 * j + 2 * i], fix_lo);
-                const int32_t hi = hpdl__qconv_wg_requant<WIDE>(g, c1, n_hi, d[4 * j + 2 * i + 1], fix_hi);
+                const int32_t lo = hpdl__qconv_wg_requant<WIDE>(g, c0, n_lo, d[4 * j + 2 * i], fix[i][2 * jj]);
+                const int32_t hi = hpdl__qconv_wg_requant<WIDE>(g, c1, n_hi, d[4 * j + 2 * i + 1], fix[i][2 * jj + 1]);
                 *(uint16_t *)(box + hpdl__wg_swizzle64(row + 8 * i, 8 * jj + pair)) = (uint16_t)((lo & 0xff) | (hi & 0xff) << 8);
             }
         }
