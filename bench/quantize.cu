@@ -7,7 +7,9 @@
    images) against hpdl's f16 and f32 inference of the same folded network
    (the GPU CNN backend's forward, hpdl_cuda_cnn_layer_times) and PyTorch f16
    eager inference (bench/pytorch/cnn.py --infer; BN layers unfolded there;
-   skipped with its message without torch).
+   skipped with its message without torch); then, built with cuDNN, the int8
+   convolution per ResNet-50 layer (bench/conv's, batch 128) in TOPS against
+   hpdl's and cuDNN's f16 forward in TFLOP/s, timed in turns.
 
        make build/bench/quantize && build/bench/quantize [max_size]
        flags: --max-size N (the same as a bare max_size) [8192], --cnn 0|1 (the
@@ -25,9 +27,10 @@
 
    CSV: quantize.csv (headline: int8 mma TOPS vs cuBLASLt int8 and vs hpdl
    f16 per size; MLP samples/s vs float; CNN images/s vs hpdl f16, f32 and
-   PyTorch f16), quantize_gemm.csv (size, variant, ms, TOPS),
-   quantize_mlp.csv (model, variant, ms, samples/s or images/s; the CNNs as
-   cnn_<net>). */
+   PyTorch f16; ResNet-50 int8 convolution TOPS vs cuDNN f16),
+   quantize_gemm.csv (size, variant, ms, TOPS), quantize_mlp.csv (model,
+   variant, ms, samples/s or images/s; the CNNs as cnn_<net>),
+   quantize_conv.csv (layer, variant, ms, TOPS). */
 #include "hpdl_cuda.cuh"
 
 #include <cublasLt.h>
@@ -610,6 +613,133 @@ static int bench_cnn(const char *name, const hpdl_cnn *net, double torch_ms, FIL
     return ok;
 }
 
+/* ---- int8 convolutions of ResNet-50 ----------------------------------------------------------- */
+
+typedef struct conv_layer {
+    const char *name;
+    int n, c, h, k, kernel, stride, pad; /* square images */
+} conv_layer;
+
+/* bench/conv's ResNet-50 layers at batch 128. */
+static const conv_layer k_r50[] = {
+    {"r50_stem_7x7s2", 128, 3, 224, 64, 7, 2, 3},           {"r50_conv2_3x3", 128, 64, 56, 64, 3, 1, 1},
+    {"r50_conv3_3x3", 128, 128, 28, 128, 3, 1, 1},          {"r50_conv4_3x3", 128, 256, 14, 256, 3, 1, 1},
+    {"r50_conv5_3x3", 128, 512, 7, 512, 3, 1, 1},           {"r50_conv2_1x1_256to64", 128, 256, 56, 64, 1, 1, 0},
+    {"r50_conv2_1x1_64to256", 128, 64, 56, 256, 1, 1, 0},   {"r50_conv4_1x1_1024to256", 128, 1024, 14, 256, 1, 1, 0},
+    {"r50_conv5_1x1_512to2048", 128, 512, 7, 2048, 1, 1, 0},
+};
+
+/* One int8 convolution as the quantized CNN runs it: the filter transposed
+   and summed once (outside the timing), the rung AUTO or MMA. */
+typedef struct qconv_run {
+    hpdl_quant_algo algo;
+    hpdl__conv_geom geo;
+    const int8_t *x, *wt;
+    const int32_t *wsum, *wtap;
+    int ldw;
+    const hpdl_cuda_quant_output *o;
+    int8_t *y;
+} qconv_run;
+
+static void run_qconv(void *ctx, cudaStream_t stream) {
+    qconv_run *c = (qconv_run *)ctx;
+    HPDL_CHECK(hpdl__qconv_run<int8_t>(c->algo, c->geo, c->x, -128, c->wt, c->ldw, c->wsum, c->wtap, NULL, c->o,
+                                       HPDL__QOUT_REQUANT_I8, c->y, stream));
+}
+
+typedef struct hconv_run { /* hpdl's or cuDNN's f16 forward */
+    hpdl_conv_algo algo;
+    hpdl_conv2d_params p;
+    hpdl_tensor4 xd, yd;
+    const __half *x, *w;
+    __half *y;
+} hconv_run;
+
+static void run_hconv(void *ctx, cudaStream_t stream) {
+    hconv_run *c = (hconv_run *)ctx;
+    HPDL_CHECK(hpdl_cuda_conv2d_forward_algo<__half>(c->algo, &c->p, &c->xd, c->x, c->w, &c->yd, c->y, stream));
+}
+
+/* One layer: random int8 codes (zero point -128, ReLU clamp) and the same
+   values / 128 in f16. Checks the int8 output of AUTO against the mma rung
+   (byte for byte; the rungs are checked against the CPU by gpu_quant) and
+   hpdl's f16 against cuDNN's (largest |difference| / largest |cuDNN|), then
+   times int8, hpdl f16 and cuDNN f16 in turns (median of 30). Writes the
+   TOPS / TFLOP-equivalents (2 N K P Q C R S per run). */
+static int bench_conv_layer(const conv_layer *l, hpdl_rng *r, FILE *headline, FILE *detail) {
+    hpdl_conv2d_params p = hpdl_conv2d_params_make(l->kernel, l->stride, l->pad, 1, 1);
+    hpdl_tensor4 xd = hpdl_tensor4_make(l->n, l->c, l->h, l->h, HPDL_NHWC), yd;
+    const int taps = l->kernel * l->kernel, K = taps * l->c;
+    HPDL_CHECK(hpdl_conv2d_output_desc(&p, &xd, l->k, &yd));
+    const size_t nx = hpdl_tensor4_count(&xd), ny = hpdl_tensor4_count(&yd), nw = (size_t)K * l->k;
+    std::vector<int8_t> x(nx), w(nw), y_auto(ny), y_mma(ny);
+    std::vector<__half> xh(nx), wh(nw), yh(ny), yc(ny);
+    std::vector<int32_t> m0((size_t)l->k), bias((size_t)l->k);
+    std::vector<int> shift((size_t)l->k);
+    for (size_t i = 0; i < nx; i++) x[i] = (int8_t)((int)hpdl_rng_below(r, 256) - 128), xh[i] = __float2half(x[i] / 128.0f);
+    for (size_t i = 0; i < nw; i++) w[i] = (int8_t)((int)hpdl_rng_below(r, 256) - 128), wh[i] = __float2half(w[i] / 128.0f);
+    for (int j = 0; j < l->k; j++) {
+        HPDL_CHECK(hpdl_quant_multiplier(3.0 * 127.0 / (128.0 * 128.0 * sqrt((double)K)), &m0[(size_t)j], &shift[(size_t)j]));
+        bias[(size_t)j] = (int32_t)hpdl_rng_below(r, 20001) - 10000;
+    }
+    hpdl_quant_output o = {bias.data(), m0.data(), shift.data(), 1, -128, 1};
+    hpdl_cuda_quant_output d;
+    HPDL_CHECK(hpdl_cuda_quant_output_create(&d, &o, l->k));
+    int8_t *dx, *dw, *wt, *dy_auto, *dy_mma;
+    __half *dxh, *dwh, *dyh, *dyc;
+    int32_t *wsum, *wtap = NULL;
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&dx, nx));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&dw, nw));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&wt, (size_t)l->k * hpdl__qconv_ldw(K)));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&wsum, (size_t)l->k * (1 + taps) * sizeof(int32_t)));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&dy_auto, ny));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&dy_mma, ny));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&dxh, nx * 2));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&dwh, nw * 2));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&dyh, ny * 2));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&dyc, ny * 2));
+    HPDL_CUDA_CHECK(cudaMemcpy(dx, x.data(), nx, cudaMemcpyHostToDevice));
+    HPDL_CUDA_CHECK(cudaMemcpy(dw, w.data(), nw, cudaMemcpyHostToDevice));
+    HPDL_CUDA_CHECK(cudaMemcpy(dxh, xh.data(), nx * 2, cudaMemcpyHostToDevice));
+    HPDL_CUDA_CHECK(cudaMemcpy(dwh, wh.data(), nw * 2, cudaMemcpyHostToDevice));
+    if (hpdl__qconv_has_taps(taps, l->c)) wtap = wsum + l->k;
+    HPDL_CHECK(hpdl__qconv_filter(taps, l->c, l->k, dw, wt, wsum, wtap, 0));
+    qconv_run q = {HPDL_QUANT_AUTO, hpdl__conv_geom(), dx, wt, wsum, wtap, hpdl__qconv_ldw(K), &d, dy_auto}, qm = q;
+    HPDL_CHECK(hpdl__quant_conv_geom(&p, &xd, dx, -128, wt, &yd, dy_auto, &q.geo));
+    qm.geo = q.geo, qm.algo = HPDL_QUANT_MMA, qm.y = dy_mma;
+    hconv_run h = {HPDL_CONV_AUTO, p, xd, yd, dxh, dwh, dyh}, hc = {HPDL_CONV_CUDNN, p, xd, yd, dxh, dwh, dyc};
+    run_qconv(&q, 0); run_qconv(&qm, 0); run_hconv(&h, 0); run_hconv(&hc, 0);
+    HPDL_CUDA_CHECK(cudaMemcpy(y_auto.data(), dy_auto, ny, cudaMemcpyDeviceToHost));
+    HPDL_CUDA_CHECK(cudaMemcpy(y_mma.data(), dy_mma, ny, cudaMemcpyDeviceToHost));
+    HPDL_CUDA_CHECK(cudaMemcpy(yh.data(), dyh, ny * 2, cudaMemcpyDeviceToHost));
+    HPDL_CUDA_CHECK(cudaMemcpy(yc.data(), dyc, ny * 2, cudaMemcpyDeviceToHost));
+    double err = 0, ref = 0;
+    for (size_t i = 0; i < ny; i++) {
+        double a = __half2float(yh[i]), b = __half2float(yc[i]);
+        err = fabs(a - b) > err ? fabs(a - b) : err;
+        ref = fabs(b) > ref ? fabs(b) : ref;
+    }
+    const int same = memcmp(y_auto.data(), y_mma.data(), ny) == 0, close = err <= 1e-2 * ref;
+    void *ctxs[3] = {&q, &h, &hc};
+    hpdl_cuda_work_fn fns[3] = {run_qconv, run_hconv, run_hconv};
+    double ms[3];
+    HPDL_CHECK(hpdl_cuda_time_interleaved_ms(3, fns, ctxs, 0, 3, 30, NULL, ms));
+    const double ops = 2.0 * (double)ny * K / 1e9; /* GOP: TOPS = ops / ms */
+    printf("%-24s int8 %7.1f TOPS | hpdl f16 %6.1f | cuDNN f16 %6.1f TFLOP/s | int8/f16 %.2fx, /cuDNN %.2fx  %s, f16 err %.1e\n",
+           l->name, ops / ms[0], ops / ms[1], ops / ms[2], ms[1] / ms[0], ms[2] / ms[0],
+           same ? "int8 = mma rung" : "INT8 DIFFERS FROM MMA", err / (ref > 0 ? ref : 1));
+    char metric[96];
+    snprintf(metric, sizeof metric, "conv_%s_int8_vs_cudnn_f16_tops", l->name);
+    hpdl_csv_row(headline, metric, ops / ms[0], "TOPS", "cudnn_f16", ops / ms[2], 1);
+    if (detail)
+        fprintf(detail, "%s,int8,%.6g,%.6g\n%s,hpdl_f16,%.6g,%.6g\n%s,cudnn_f16,%.6g,%.6g\n", l->name, ms[0], ops / ms[0],
+                l->name, ms[1], ops / ms[1], l->name, ms[2], ops / ms[2]);
+    hpdl_cuda_free(dx); hpdl_cuda_free(dw); hpdl_cuda_free(wt); hpdl_cuda_free(wsum); hpdl_cuda_free(dy_auto);
+    hpdl_cuda_free(dy_mma); hpdl_cuda_free(dxh); hpdl_cuda_free(dwh); hpdl_cuda_free(dyh); hpdl_cuda_free(dyc);
+    hpdl_cuda_quant_output_destroy(&d);
+    return same && close;
+}
+
 /* ---- main ---------------------------------------------------------------------------------- */
 
 static FILE *open_detail(const char *dir, const char *name, const char *header) {
@@ -684,6 +814,16 @@ int main(int argc, char **argv) {
         HPDL_CHECK(hpdl_cnn_resnet18(&resnet, hpdl_shape_make(3, 32, 32), 10, HPDL_NHWC));
         ok = bench_cnn("small", &small, torch_ms[0], headline, mlp_csv) && ok;
         ok = bench_cnn("resnet18", &resnet, torch_ms[1], headline, mlp_csv) && ok;
+#ifdef HPDL_HAVE_CUDNN
+        {
+            FILE *conv_csv = open_detail(dir, "quantize_conv", "layer,variant,ms,tops");
+            hpdl_rng r;
+            hpdl_rng_seed(&r, 7);
+            printf("\nint8 convolutions of ResNet-50 (batch 128) against f16, TOPS / TFLOP/s (2 N K P Q C R S)\n");
+            for (size_t i = 0; i < sizeof k_r50 / sizeof k_r50[0]; i++) ok = bench_conv_layer(&k_r50[i], &r, headline, conv_csv) && ok;
+            if (conv_csv) fclose(conv_csv);
+        }
+#endif
     }
     if (headline) fclose(headline);
     if (gemm_csv) fclose(gemm_csv);
