@@ -12343,10 +12343,10 @@ __global__ void __launch_bounds__(SH::THREADS) hpdl__qconv_mma(hpdl__qgemm_args 
    the mma rung) put zx. Over the taps inside the image the CPU sums
    (x - zx) w = x w - zx w, so with zeros outside:
        acc = dot - zx wsum + zx (weights of the taps outside),
-   dot being what the tensor cores summed. The last term is the sum of each
-   output channel's per-tap weight sums (wtap) over the taps that fell
-   outside: nothing for a pixel whose window lies inside x, a few terms on
-   the border. */
+   dot being what the tensor cores summed. The last term is nothing for a
+   pixel whose window lies inside x, and one entry of the border table
+   below (from each output channel's per-tap weight sums, wtap) on the
+   border. */
 /* BORDER CLASSES. Along one side, output positions o whose window lies
    inside x form one class (`inner`); the `top` positions before them and
    the `bottom` ones after each form their own (o*stride - pad < 0, or the
@@ -12402,7 +12402,8 @@ __global__ void hpdl__qconv_border(hpdl__qconv_border_args a, const int32_t *wta
         for (int r = 0; r < a.kernel_h; r++)
             for (int s = 0; s < a.kernel_w; s++) {
                 const int ih = h0 + r * a.dilation_h, iw = w0 + s * a.dilation_w;
-                if (ih < 0 || ih >= a.x_h || iw < 0 || iw >= a.x_w) sum += wtap[(size_t)n * a.kernel_h * a.kernel_w + r * a.kernel_w + s];
+                if (ih < 0 || ih >= a.x_h || iw < 0 || iw >= a.x_w)
+                    sum += wtap[(size_t)n * a.kernel_h * a.kernel_w + r * a.kernel_w + s];
             }
         border[i] = sum * a.zx; /* |zx| 128 K 128 < 2^31 for K <= HPDL_QUANT_MAX_K */
     }
@@ -12412,7 +12413,6 @@ struct hpdl__qconv_wg_args : hpdl__conv_wg_args<int8_t> {
     hpdl__qgemm_args q;  /* bias, multiplier, shift, output zero point, clamp; q.za = zx */
     const int32_t *wsum; /* output channel k's weight sum */
     const int32_t *wtap; /* its sums per tap: wtap[k * taps + r * kernel_w + s] */
-    int x_rows, x_cols;  /* x's size: which taps of a pixel fall outside */
     hpdl__qconv_edges edges_h, edges_w; /* output rows' and columns' border classes */
     const int32_t *border; /* the padding correction per class and channel (hpdl__qconv_wg_border) */
 };
@@ -12439,26 +12439,6 @@ static __device__ __forceinline__ int hpdl__qconv_wg_class(const hpdl__qconv_wg_
     return ch == g.edges_h.inner && cw == g.edges_w.inner ? -1 : ch * g.edges_w.classes + cw;
 }
 
-/* zx times the weights of output channels n..n+3 (those below N) on the
-   taps of pixel (h, w) that fall outside x (the element-wise epilogue's,
-   for any filter); 0 when its window is inside. */
-static __device__ __forceinline__ void hpdl__qconv_wg_outside(const hpdl__qconv_wg_args &g, int h, int w, int n,
-                                                              int64_t fix[4]) {
-    const int h0 = h * g.stride_h - g.pad_h, w0 = w * g.stride_w - g.pad_w, taps = g.taps_h * g.kernel_w;
-    int r, s, i;
-    for (i = 0; i < 4; i++) fix[i] = 0;
-    if (h0 >= 0 && h0 + (g.taps_h - 1) * g.dilation_h < g.x_rows && w0 >= 0 &&
-        w0 + (g.kernel_w - 1) * g.dilation_w < g.x_cols)
-        return;
-    for (r = 0; r < g.taps_h; r++)
-        for (s = 0; s < g.kernel_w; s++) {
-            const int ih = h0 + r * g.dilation_h, iw = w0 + s * g.dilation_w;
-            if (ih >= 0 && ih < g.x_rows && iw >= 0 && iw < g.x_cols) continue;
-            for (i = 0; i < 4 && n + i < g.channels; i++) fix[i] += g.wtap[(size_t)(n + i) * taps + r * g.kernel_w + s];
-        }
-    for (i = 0; i < 4; i++) fix[i] *= g.q.za;
-}
-
 /* y(the thread's row i, n..n+3): the product sums from the epilogue
    buffer, corrected and requantised (hpdl__qgemm_requant); one 4-byte
    store when all four are inside and aligned. */
@@ -12466,11 +12446,13 @@ static __device__ __forceinline__ void hpdl__conv_wg_put4(const hpdl__qconv_wg_a
                                                           const hpdl__conv_wg_px &px, int i, int n, const int *v) {
     const int4 dot = *(const int4 *)v;
     const int d[4] = {dot.x, dot.y, dot.z, dot.w};
-    int64_t fix[4];
+    const int border = hpdl__qconv_wg_class(g, px.h[i], px.w[i]);
+    int64_t fix[4] = {0, 0, 0, 0};
     int8_t out[4];
     if (!(px.inside >> i & 1) || n >= g.channels) return;
     int8_t *p = g.y + px.at[i] + n;
-    hpdl__qconv_wg_outside(g, px.h[i], px.w[i], n, fix);
+    if (border >= 0)
+        for (int k = 0; k < 4 && n + k < g.channels; k++) fix[k] = g.border[(size_t)border * g.channels + n + k];
 #pragma unroll
     for (int k = 0; k < 4; k++) out[k] = (int8_t)hpdl__qgemm_requant(g.q, d[k] + c.add[k] + fix[k], c.multiplier[k], c.shift[k]);
     if (n + 3 < g.channels && (uintptr_t)p % 4 == 0) {
@@ -12482,7 +12464,7 @@ static __device__ __forceinline__ void hpdl__conv_wg_put4(const hpdl__qconv_wg_a
 
 /* ---- the int8 epilogue from the registers, stored by the copy engine ----
    Where y can be stored as boxes (tma_y: channels a multiple of 16, y
-   16-byte aligned, filters of at most 32 taps), each thread requantises
+   16-byte aligned), each thread requantises
    its own accumulators as wgmma left them (hpdl__wg_buffer_chunk: rows r
    and r + 8, columns 8j + 2(lane % 4), +1), packs each pair of int8
    outputs into 16 bits and writes it into a box of 128 pixels x 64
@@ -12490,10 +12472,10 @@ static __device__ __forceinline__ void hpdl__conv_wg_put4(const hpdl__qconv_wg_a
    stores the box as hpdl__conv_wg_store_box does for f16. Per output (see
    notes/quant.md): the sum of the product sum, the column's constant and
    the padding correction in one 32-bit add, hpdl__q_requant32, half a
-   16-bit shared store; the columns' constants come from a table the
-   consumers fill once per tile, the padding correction only for pixels
-   whose window leaves x (a mask of their outside taps, made once per
-   tile). Before, the outputs went through a shared buffer of int32 and
+   16-bit shared store; the columns' constants come from a table in shared
+   memory (hpdl__qconv_wg_columns), the padding correction from the border
+   table, for border pixels only. Before, the outputs went through a
+   shared buffer of int32 and
    were requantised in 64 bits with the per-pixel padding test, ~40
    instructions each.
    The 32-bit sum is exact when the true sum bias + sum over the taps inside
@@ -12612,14 +12594,19 @@ static __device__ __forceinline__ void hpdl__qconv_wg_put_boxes(const hpdl__qcon
 
 /* The kernel's epilogue for the int8 convolution: from the registers into
    boxes of y where it can (above; the columns' table after the two box
-   buffers, two tables alternating over the tiles), else element-wise
-   (hpdl__conv_wg_store), in the consumer's own buffer. */
+   buffers), else element-wise (hpdl__conv_wg_store), in the consumer's own
+   buffer. */
 template <typename T, int BN>
 static __device__ __forceinline__ void hpdl__conv_wg_epilogue(const hpdl__qconv_wg_args &g, const hpdl__qconv_wg_rows &rows,
                                                               const CUtensorMap *map_y, const int *d, int tile, int n0,
                                                               int row0, int done, unsigned char *epi) {
     static_assert(2 * 128 * 64 + 2 * BN * sizeof(hpdl__qconv_wg_col) + sizeof(int) <= 2 * HPDL__WG_EPI_BYTES,
                   "box buffers, tables and their flag");
+    if (!g.tma_y) {
+        hpdl__conv_wg_store<hpdl__qconv_wg_args, int, BN>(g, hpdl__conv_wg_pixels(g, rows.buffer, tile), d, n0,
+                                                          (int *)(epi + row0 / 64 * HPDL__WG_EPI_BYTES));
+        return;
+    }
     hpdl__qconv_wg_col *tables = (hpdl__qconv_wg_col *)(epi + 2 * 128 * 64);
     int *wide_flag = (int *)(tables + 2 * BN);
     /* A block whose tiles all have the same columns (the grid a multiple of
@@ -12630,11 +12617,6 @@ static __device__ __forceinline__ void hpdl__conv_wg_epilogue(const hpdl__qconv_
     const bool same_columns = gridDim.x % ((g.channels + BN - 1) / BN) == 0;
     hpdl__qconv_wg_col *cols = tables + (same_columns ? 0 : done % 2 * BN);
     bool wide;
-    if (!g.tma_y) {
-        hpdl__conv_wg_store<hpdl__qconv_wg_args, int, BN>(g, hpdl__conv_wg_pixels(g, rows.buffer, tile), d, n0,
-                                                          (int *)(epi + row0 / 64 * HPDL__WG_EPI_BYTES));
-        return;
-    }
     if (!same_columns || done == 0) {
         wide = hpdl__qconv_wg_columns(g, n0, BN, cols);
         if (threadIdx.x == 128) *wide_flag = wide; /* seen by all after put_boxes' barrier */
@@ -12733,9 +12715,6 @@ HPDL_LAZY hpdl_status hpdl__qconv_wg_run(const hpdl__conv_geom &geo, const int8_
     g.q = hpdl__qgemm_make_args((int)pixels, dst.c, K, x, K, zx, wt, ldw, 0, o, HPDL__QOUT_REQUANT_I8, y, dst.c);
     g.wsum = wsum;
     g.wtap = wtap;
-    g.x_rows = src.h;
-    g.x_cols = src.w;
-    g.border = NULL;
     /* Tiles as wide as the output channels (up to 256), narrower while the
        narrower ones still fit in one wave: the deep layers have few pixels
        (ResNet-18's last stage at batch 256: 32 pixel tiles, which 256-wide
@@ -12745,7 +12724,7 @@ HPDL_LAZY hpdl_status hpdl__qconv_wg_run(const hpdl__conv_geom &geo, const int8_
     /* y in boxes of the tiles' pixels x 64 channels (hpdl__qconv_wg_put_boxes) where the engine takes it */
     g.tma_y = dst.c % 16 == 0 && (uintptr_t)y % 16 == 0 &&
               hpdl__conv_wg_map4(&map_y, dst, y, g.box_w, g.box_h, g.box_n, 1, 1, 64) == HPDL_OK;
-    if (g.tma_y && (s = hpdl__qconv_wg_border(&g, geo, border, &temp, stream)) != HPDL_OK) return s;
+    if ((s = hpdl__qconv_wg_border(&g, geo, border, &temp, stream)) != HPDL_OK) return s;
     s = bn == 64    ? hpdl__qconv_wg_launch<64>(row, map_src, map_w, map_y, g, stream)
         : bn == 128 ? hpdl__qconv_wg_launch<128>(row, map_src, map_w, map_y, g, stream)
                     : hpdl__qconv_wg_launch<256>(row, map_src, map_w, map_y, g, stream);
@@ -12774,9 +12753,9 @@ static inline hpdl_status hpdl__qconv_launch_shape(const hpdl__qgemm_args &g, co
    byte by byte, and the copy engine cannot take their pixels. Here the
    rows are written out once, as the CPU's hpdl__quant_im2col lays them out
    (zx in the padding), padded with zeros to ld = K rounded up to 16
-   bytes (rows 16-byte aligned: cudaMallocAsync's are), and multiplied by the filter as a 1x1 convolution of ld channels
-   on the wgmma rung (its epilogue stores by the copy engine), else by the
-   int8 GEMM. K = R S C is short, so the rows cost little memory: the
+   bytes (rows 16-byte aligned: cudaMallocAsync's are), and multiplied by
+   the filter as a 1x1 convolution of ld channels on the wgmma rung (its
+   epilogue stores by the copy engine), else by the int8 GEMM. K = R S C is short, so the rows cost little memory: the
    ResNet stem's are 32 bytes a pixel. */
 struct hpdl__q_im2col_args {
     int src_h, src_w, src_c, out_h, out_w;
@@ -12800,7 +12779,8 @@ __global__ void hpdl__q_im2col(hpdl__q_im2col_args a, int M, const int8_t *x, in
         for (int j = 0; j < 16; j++) {
             const int r = tap / a.kernel_w, s = tap - r * a.kernel_w;
             const int ih = oh * a.stride_h - a.pad_h + r * a.dilation_h, iw = ow * a.stride_w - a.pad_w + s * a.dilation_w;
-            b[j] = k0 + j >= a.K ? 0 : ih >= 0 && ih < a.src_h && iw >= 0 && iw < a.src_w ? image[((size_t)ih * a.src_w + iw) * a.src_c + c] : zx;
+            const bool inside = ih >= 0 && ih < a.src_h && iw >= 0 && iw < a.src_w;
+            b[j] = k0 + j >= a.K ? 0 : inside ? image[((size_t)ih * a.src_w + iw) * a.src_c + c] : zx;
             if (++c == a.src_c) c = 0, tap++;
         }
         *(int4 *)(rows + (size_t)m * a.ld + k0) = chunk;
@@ -13251,7 +13231,8 @@ HPDL_LAZY hpdl_status hpdl__cuda_quant_cnn_weights(hpdl_cuda_quant_cnn *g, const
 }
 
 /* Conv layer i's border table (the padding correction of the wgmma rung),
-   made once: it depends on the layer's shapes and input zero point only. */
+   made once: it depends on the layer's shapes and input zero point only.
+   (Made per call, its kernel was 4 % of ResNet-18's int8 forward.) */
 HPDL_LAZY hpdl_status hpdl__cuda_quant_cnn_border(hpdl_cuda_quant_cnn *g, int i) {
     const hpdl_cnn *net = &g->net;
     const hpdl_cnn_layer *l = &net->layer[i];
@@ -13259,11 +13240,11 @@ HPDL_LAZY hpdl_status hpdl__cuda_quant_cnn_border(hpdl_cuda_quant_cnn *g, int i)
     const hpdl_shape in = hpdl__cnn_in_shape(net, i), out = net->out[i];
     hpdl__conv_geom geo;
     hpdl__qconv_border_args a;
+    hpdl_status s;
     geo.p = p;
     geo.x = hpdl_tensor4_make(1, in.c, in.h, in.w, HPDL_NHWC);
     geo.y = hpdl_tensor4_make(1, out.c, out.h, out.w, HPDL_NHWC);
     a = hpdl__qconv_border_of(geo, g->act[l->input + 1].zero_point);
-    hpdl_status s;
     if (!g->wtap[i] || hpdl__qconv_border_count(a) == 0) return HPDL_OK;
     s = hpdl_cuda_alloc((void **)&g->border[i], (size_t)hpdl__qconv_border_count(a) * sizeof(int32_t));
     return s == HPDL_OK ? hpdl__qconv_border_fill(a, g->wtap[i], g->border[i], 0) : s;
@@ -13319,10 +13300,10 @@ HPDL_LAZY hpdl_status hpdl__cuda_quant_cnn_conv(const hpdl_cuda_quant_cnn *g, in
     hpdl_status s = hpdl__quant_conv_geom(&p, &xd, x, zx, g->wt[i], &yd, y, &geo);
     if (s != HPDL_OK) return s;
     if (i == net->n_layers - 1)
-        return hpdl__qconv_run<int32_t>(g->conv_algo, geo, x, zx, g->wt[i], hpdl__qconv_ldw(K), g->wsum[i], g->wtap[i], g->border[i],
-                                        &g->out[i], HPDL__QOUT_REQUANT_I32, (int32_t *)y, stream);
-    return hpdl__qconv_run<int8_t>(g->conv_algo, geo, x, zx, g->wt[i], hpdl__qconv_ldw(K), g->wsum[i], g->wtap[i], g->border[i],
-                                   &g->out[i], HPDL__QOUT_REQUANT_I8, (int8_t *)y, stream);
+        return hpdl__qconv_run<int32_t>(g->conv_algo, geo, x, zx, g->wt[i], hpdl__qconv_ldw(K), g->wsum[i], g->wtap[i],
+                                        g->border[i], &g->out[i], HPDL__QOUT_REQUANT_I32, (int32_t *)y, stream);
+    return hpdl__qconv_run<int8_t>(g->conv_algo, geo, x, zx, g->wt[i], hpdl__qconv_ldw(K), g->wsum[i], g->wtap[i],
+                                   g->border[i], &g->out[i], HPDL__QOUT_REQUANT_I8, (int8_t *)y, stream);
 }
 
 /* Linear layer i: the int8 GEMM against the transposed weights. */
