@@ -17,6 +17,6 @@ $NV tests/gpu_mpi_ipc.cu -o build/exp/gpu_mpi_ipc $LIBS $MPI &
 wait
 $NV bench/dp_scaling.cu -o build/exp/dp_scaling $LIBS $MPI &
 (cd "$OLD" && $NV bench/allreduce.cu -o "$OLDPWD/build/exp/allreduce_old" $LIBS $MPI)
-(cd "$OLD" && $NV bench/dp_scaling.cu -o "$OLDPWD/build/exp/dp_scaling_old" $LIBS $MPI)
 wait
+strip build/exp/*
 ls -la build/exp

@@ -5,8 +5,10 @@
 #  2. bench/allreduce --ipc-only, 1 .. 16 MiB and the MLP's gradient (6512680 bytes), NCCL
 #     called directly in every run: the old kernel, per-warp at 1, 2 and 4 packs a thread per
 #     step, and per-warp at 2 with a 64-block grid; two rounds, the order rotated;
-#  3. bench/dp_scaling --focus --algo ipc (no overlap, and one bucket), old and new kernel, then
-#     new with --algo nccl: the step's reduction inside training.
+#  3. bench/dp_scaling --focus --algo ipc (no overlap, and one bucket) with the new kernel, then
+#     --algo nccl, then ipc again: the step's reduction inside training (the old kernel's rows
+#     are bench/results/h200-x2/dp_scaling_focus_ipc.csv; the carried files' 64 MiB left no room
+#     for its binary).
 # Binaries come prebuilt (build.sh, carried in build/exp); data as .gz (carried).
 #   from the repository root, on a machine with 2 GPUs:  OUT=<dir> notes/experiments/2026-11-27-ipc-warps/device.sh
 # Output in $OUT: device.log, allreduce.tar (every CSV), dp.tar (dp_scaling CSVs and logs).
@@ -66,8 +68,7 @@ dp() {
     awk -F, -v tag="$2" 'NR > 1 { printf "  %-10s %-22s b %5s  t1 %7.3f  tp %7.3f  compute %7.3f  comm %6.3f  E %.4f\n",
         tag, $1, $3, $11, $12, $14, $15, $17 }' "$SCRATCH/dp/$2"/dp_scaling_focus*.csv 2>/dev/null
 }
-step "bench: dp_scaling --focus, IPC old / new, NCCL"
-dp dp_scaling_old ipc_old ipc
+step "bench: dp_scaling --focus, IPC (new), NCCL, IPC"
 dp dp_scaling ipc_new ipc
 dp dp_scaling nccl nccl
 dp dp_scaling ipc_new2 ipc
