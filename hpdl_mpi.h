@@ -1362,11 +1362,10 @@ HPDL_MPI_API hpdl_status hpdl__mpi_allreduce_nccl(void *buf, int64_t count, hpdl
                over NVLink, posted: no round trip per load) and keeps it in
                registers; once every peer has pushed, it sums the part from
                its registers and its own staging buffer (local reads) into
-               the caller's buffer: (p-1) x bytes written per GPU. Each warp
-               of the block takes a share of the part and goes through it on
-               its own in steps of HPDL__IPC_UNROLL packs a thread,
-               pipelined: the warp pushes step s, then sums step s-1, then
-               signals s, so NVLink carries step s while step s-1 is summed;
+               the caller's buffer: (p-1) x bytes written per GPU. The part
+               goes in steps of HPDL__IPC_UNROLL packs a thread, pipelined:
+               the block pushes step s, then sums step s-1, then signals s,
+               so NVLink carries step s while step s-1 is summed;
      two-shot  the block copies its part into its own staging buffer,
                meets the peers, sums only segment r of the part (rank r,
                reduce-scatter, reading the peers' staging buffers) and
@@ -1377,9 +1376,7 @@ HPDL_MPI_API hpdl_status hpdl__mpi_allreduce_nccl(void *buf, int64_t count, hpdl
    every rank gets the same bits.
 
    Region of each rank (one cudaMalloc, shared by IPC):
-     flags[phase][block][warp][from]  uint32: rank `from` writes, the owner
-                                polls (one-shot: one per warp; two-shot:
-                                the block's, at warp 0)
+     flags[phase][block][from]  uint32: rank `from` writes, the owner polls
      staging[0], staging[1]     max_bytes each: calls with even / odd seq;
                                 one-shot: p-1 slots of slot_bytes, one per
                                 peer that pushes into it; two-shot: this
@@ -1387,15 +1384,12 @@ HPDL_MPI_API hpdl_status hpdl__mpi_allreduce_nccl(void *buf, int64_t count, hpdl
 
    Synchronisation. Calls are numbered seq = 1, 2, ... (the same on every
    rank: calls are collective) and flags hold mark = seq x 2^16 + step. A
-   unit (a warp in the one-shot, a block in the two-shot) signals its peers
-   by writing the mark into its flag in each peer's region with
-   st.release.sys, and waits until each peer's flag in its own region has
-   reached the mark, read with ld.acquire.sys: what the peer's unit wrote
-   before its release (its pushed step, or its part of the staging buffer)
-   is visible after our acquire. A release waits for the stores before it:
-   per warp, one warp's wait does not hold the block's other warps. Only
-   unit u of each rank waits for unit u of the others (the same packs on
-   every rank): no grid-wide barrier. The grid is small
+   block signals its peers by writing the mark into its flag in each peer's
+   region with st.release.sys, and waits until each peer's flag in its own
+   region has reached the mark, read with ld.acquire.sys: what the peer's
+   block wrote before its release (its pushed step, or its part of the
+   staging buffer) is visible after our acquire. Only block b of each rank
+   waits for block b of the others: no grid-wide barrier. The grid is small
    (at most `blocks`, and at most one block per SM) so all blocks of every
    rank's kernel can be resident together: a waiting block never waits for
    one that cannot start.
@@ -1414,18 +1408,15 @@ HPDL_MPI_API hpdl_status hpdl__mpi_allreduce_nccl(void *buf, int64_t count, hpdl
 #endif
 #define HPDL__IPC_MAX_BLOCKS 128
 #define HPDL__IPC_THREADS 512
-/* Packs a thread handles per step: a one-shot warp's step is 2 x 32 x 16 =
-   1 KiB, and the 2048 warps of a full grid keep 2 MiB in flight (~5.5 us on
-   NVLink) while each waits for its own step's ack; the last step's local
-   sum stays small. */
+/* Packs a thread handles per step: 2 x 512 threads x 128 blocks = 2 MiB a
+   one-shot step, long enough on NVLink (~5.5 us) to hide a step's ack and
+   flag (~2.5 us), short enough that the last step's local sum is small. */
 #ifndef HPDL__IPC_UNROLL /* experiments build other step lengths */
 #define HPDL__IPC_UNROLL 2
 #endif
 #define HPDL__IPC_PHASES 2
 #define HPDL__IPC_MAX_STAGING ((size_t)512 << 20)
-#define HPDL__IPC_WARPS (HPDL__IPC_THREADS / 32)
-#define HPDL__IPC_FLAG_BYTES \
-    ((size_t)HPDL__IPC_PHASES * HPDL__IPC_MAX_BLOCKS * HPDL__IPC_WARPS * HPDL_MPI_IPC_MAX_RANKS * 4)
+#define HPDL__IPC_FLAG_BYTES ((size_t)HPDL__IPC_PHASES * HPDL__IPC_MAX_BLOCKS * HPDL_MPI_IPC_MAX_RANKS * 4)
 
 /* A persistent context: made once per communicator (collective), used by
    every call on it. */
@@ -1657,9 +1648,8 @@ static __host__ __device__ __forceinline__ int64_t hpdl__ipc_split(int64_t n, in
     return (int64_t)k * base + (k < extra ? k : extra);
 }
 
-static __device__ __forceinline__ uint32_t *hpdl__ipc_flag(char *region, int phase, int block, int warp, int from) {
-    size_t unit = ((size_t)phase * HPDL__IPC_MAX_BLOCKS + block) * HPDL__IPC_WARPS + warp;
-    return (uint32_t *)region + unit * HPDL_MPI_IPC_MAX_RANKS + from;
+static __device__ __forceinline__ uint32_t *hpdl__ipc_flag(char *region, int phase, int block, int from) {
+    return (uint32_t *)region + ((size_t)phase * HPDL__IPC_MAX_BLOCKS + block) * HPDL_MPI_IPC_MAX_RANKS + from;
 }
 
 /* a.region[rank] without indexing the kernel's parameters at run time
@@ -1711,46 +1701,33 @@ static __device__ __forceinline__ uint32_t hpdl__ipc_mark(const hpdl__ipc_args &
     return (a.seq << 16) + (uint32_t)step;
 }
 
-/* Flags are per (block, warp): the one-shot's warps signal and wait one by
-   one, the two-shot's blocks use warp 0's flags. Thread `peer` of the unit
-   writes `mark` into this rank's flag in peer `peer`'s region; the barrier
-   before it (the caller's) puts the unit's writes before the release. */
-static __device__ __forceinline__ void hpdl__ipc_post(const hpdl__ipc_args &a, int phase, int warp, int peer,
-                                                      uint32_t mark) {
+/* Tells block blockIdx.x of every peer that this block's writes so far are
+   done: thread j writes `mark` into its flag in peer j's region. The
+   __syncthreads puts the whole block's writes before the release. */
+static __device__ __forceinline__ void hpdl__ipc_signal(const hpdl__ipc_args &a, int phase, uint32_t mark) {
+    int peer = (int)threadIdx.x;
+    __syncthreads();
     if (peer < a.size && peer != a.rank)
-        hpdl__ipc_store_release(hpdl__ipc_flag(hpdl__ipc_region(a, peer), phase, blockIdx.x, warp, a.rank), mark);
+        hpdl__ipc_store_release(hpdl__ipc_flag(hpdl__ipc_region(a, peer), phase, blockIdx.x, a.rank), mark);
 }
 
-/* Thread `peer` polls peer `peer`'s flag in this rank's region (local
-   reads) until it holds at least `mark`; the caller's barrier after it puts
-   the unit's later reads after the acquire. */
-static __device__ __forceinline__ void hpdl__ipc_poll(const hpdl__ipc_args &a, int phase, int warp, int peer,
-                                                      uint32_t mark) {
+/* Waits until block blockIdx.x of every peer has signalled at least `mark`:
+   thread j polls peer j's flag in this rank's region (local reads). The
+   __syncthreads puts every thread's later reads after the acquires. */
+static __device__ __forceinline__ void hpdl__ipc_wait(const hpdl__ipc_args &a, int phase, uint32_t mark) {
+    int peer = (int)threadIdx.x;
     if (peer < a.size && peer != a.rank) {
-        const uint32_t *mine = hpdl__ipc_flag(hpdl__ipc_region(a, a.rank), phase, blockIdx.x, warp, peer);
+        const uint32_t *mine = hpdl__ipc_flag(hpdl__ipc_region(a, a.rank), phase, blockIdx.x, peer);
         while ((int32_t)(hpdl__ipc_load_acquire(mine) - mark) < 0) {
         }
     }
+    __syncthreads();
 }
 
 /* Block blockIdx.x of every rank meets here (two-shot: phase 0 or 1). */
 static __device__ __forceinline__ void hpdl__ipc_meet(const hpdl__ipc_args &a, int phase) {
-    __syncthreads();
-    hpdl__ipc_post(a, phase, 0, (int)threadIdx.x, hpdl__ipc_mark(a, 0));
-    hpdl__ipc_poll(a, phase, 0, (int)threadIdx.x, hpdl__ipc_mark(a, 0));
-    __syncthreads();
-}
-
-/* One-shot: tells this warp of every peer that the warp's pushes so far are
-   done, and waits until that warp of every peer has pushed at least `mark`. */
-static __device__ __forceinline__ void hpdl__ipc_warp_signal(const hpdl__ipc_args &a, uint32_t mark) {
-    __syncwarp();
-    hpdl__ipc_post(a, 0, (int)threadIdx.x / 32, (int)threadIdx.x % 32, mark);
-}
-
-static __device__ __forceinline__ void hpdl__ipc_warp_wait(const hpdl__ipc_args &a, uint32_t mark) {
-    hpdl__ipc_poll(a, 0, (int)threadIdx.x / 32, (int)threadIdx.x % 32, mark);
-    __syncwarp();
+    hpdl__ipc_signal(a, phase, hpdl__ipc_mark(a, 0));
+    hpdl__ipc_wait(a, phase, hpdl__ipc_mark(a, 0));
 }
 
 /* Pack u of the caller's buffer: one vector access when it is aligned and
@@ -1776,20 +1753,20 @@ static __device__ __forceinline__ void hpdl__ipc_store_buf(T *buf, int64_t u, co
     for (i = 0; i < N && first + i < a.count; i++) buf[first + i] = ((const T *)&p)[i];
 }
 
-/* A thread's packs of one step: u, u + width, ... (HPDL__IPC_UNROLL of
-   them), those below end; width is the threads sharing the part (a warp's
-   32 in the one-shot, the block's in the two-shot). Each step issues all its loads before the first
+/* A thread's packs of one step: u, u + blockDim.x, ... (HPDL__IPC_UNROLL of
+   them), those below end. Each step issues all its loads before the first
    use, so several of them are in flight at once. __ldcg reads through L2
    only: the staging buffers change between calls. */
-#define HPDL__IPC_STEP(j, u, end, width) \
-    for (j = 0; j < HPDL__IPC_UNROLL; j++) if ((u) + (int64_t)j * (width) < (end))
+#define HPDL__IPC_STEP(j, u, end) HPDL__IPC_STEP_K(j, u, end, HPDL__IPC_UNROLL)
+#define HPDL__IPC_STEP_K(j, u, end, k) \
+    for (j = 0; j < HPDL__IPC_UNROLL; j++) if (j < (k) && (u) + (int64_t)j * blockDim.x < (end))
 
 /* This step's packs summed over every rank in rank order (so every rank
    gets the same bits). One-shot (PUSHED): this rank's own packs come from
    own[], each peer's from its slot in this rank's staging buffer; two-shot:
    every rank's from that rank's staging buffer. */
 template <typename T, bool PUSHED>
-static __device__ __forceinline__ void hpdl__ipc_sum(const hpdl__ipc_args &a, int64_t u, int64_t end, int width,
+static __device__ __forceinline__ void hpdl__ipc_sum(const hpdl__ipc_args &a, int64_t u, int64_t end, int k,
                                                      const hpdl__ipc_pack *own, hpdl__ipc_pack *out) {
     typedef typename hpdl__acc<T>::type A;
     enum { N = 16 / sizeof(T) };
@@ -1807,10 +1784,10 @@ static __device__ __forceinline__ void hpdl__ipc_sum(const hpdl__ipc_args &a, in
         } else {
             const hpdl__ipc_pack *src = PUSHED ? hpdl__ipc_slot(a, a.rank, r) : hpdl__ipc_staging(a, r);
 #pragma unroll
-            HPDL__IPC_STEP(j, u, end, width) in[j] = __ldcg(src + u + (int64_t)j * width);
+            HPDL__IPC_STEP_K(j, u, end, k) in[j] = __ldcg(src + u + (int64_t)j * blockDim.x);
         }
 #pragma unroll
-        HPDL__IPC_STEP(j, u, end, width) {
+        HPDL__IPC_STEP_K(j, u, end, k) {
 #pragma unroll
             for (i = 0; i < N; i++) acc[j][i] += hpdl__ipc_cvt<T>::acc(((const T *)&in[j])[i]);
         }
@@ -1829,64 +1806,71 @@ static __device__ __forceinline__ void hpdl__ipc_block_part(const hpdl__ipc_args
     *end = hpdl__ipc_split(packs, blockIdx.x + 1, gridDim.x);
 }
 
-/* One-shot, step from pack u of a warp's part: the thread's packs of buf
-   into own[], and each into this rank's slot of every peer's staging buffer
-   (stores over NVLink: they need no answer, so the loop goes on while they
-   travel). */
+/* One-shot, step from pack u: the thread's packs of buf into own[], and
+   each into this rank's slot of every peer's staging buffer (stores over
+   NVLink: they need no answer, so the loop goes on while they travel). */
 template <typename T>
 static __device__ __forceinline__ void hpdl__ipc_push(const hpdl__ipc_args &a, const T *buf, int64_t u, int64_t end,
-                                                      hpdl__ipc_pack *own) {
+                                                      int k, hpdl__ipc_pack *own) {
     int r, j;
 #pragma unroll
-    HPDL__IPC_STEP(j, u, end, 32) own[j] = hpdl__ipc_load_buf(buf, u + (int64_t)j * 32, a);
+    HPDL__IPC_STEP_K(j, u, end, k) own[j] = hpdl__ipc_load_buf(buf, u + (int64_t)j * blockDim.x, a);
     for (r = 0; r < a.size; r++) {
         hpdl__ipc_pack *slot;
         if (r == a.rank) continue;
         slot = hpdl__ipc_slot(a, r, a.rank);
 #pragma unroll
-        HPDL__IPC_STEP(j, u, end, 32) slot[u + (int64_t)j * 32] = own[j];
+        HPDL__IPC_STEP_K(j, u, end, k) slot[u + (int64_t)j * blockDim.x] = own[j];
     }
 }
 
-/* One-shot, step `step` from pack u: waits until this warp of every peer
-   has pushed it, then writes its sum into buf. */
+/* One-shot, step `step` from pack u: waits until every peer has pushed it,
+   then writes its sum into buf. */
 template <typename T>
 static __device__ __forceinline__ void hpdl__ipc_add_step(const hpdl__ipc_args &a, T *buf, int64_t u, int64_t end,
-                                                          int step, const hpdl__ipc_pack *own) {
+                                                          int k, int step, const hpdl__ipc_pack *own) {
     hpdl__ipc_pack s[HPDL__IPC_UNROLL];
     int j;
-    hpdl__ipc_warp_wait(a, hpdl__ipc_mark(a, step));
-    hpdl__ipc_sum<T, true>(a, u, end, 32, own, s);
+    hpdl__ipc_wait(a, 0, hpdl__ipc_mark(a, step));
+    hpdl__ipc_sum<T, true>(a, u, end, k, own, s);
 #pragma unroll
-    HPDL__IPC_STEP(j, u, end, 32) hpdl__ipc_store_buf(buf, u + (int64_t)j * 32, a, s[j]);
+    HPDL__IPC_STEP_K(j, u, end, k) hpdl__ipc_store_buf(buf, u + (int64_t)j * blockDim.x, a, s[j]);
 }
 
-/* One-shot over this block's part [begin, end), split among its warps; each
-   warp goes through its share in steps of HPDL__IPC_UNROLL packs a thread
-   on its own: step s is pushed, step s-1 summed (the peers' pushes of it
-   have arrived meanwhile), then step s signalled. NVLink carries step s
-   while step s-1 is summed; buf's step s is read before step s-1 is
-   written, so no pack is read after it was written. Warps, not blocks,
-   signal and wait: a release waits for the stores before it, and a warp's
-   release waits only for its own, so the other warps keep pushing. */
+/* One-shot over this block's part [begin, end), in steps of
+   HPDL__IPC_UNROLL packs a thread: step s is pushed, step s-1 summed (its
+   pushes from the peers have arrived meanwhile), then step s signalled.
+   NVLink carries step s while step s-1 is summed; buf's step s is read
+   before step s-1 is written, so no pack is read after it was written. */
+#ifndef HPDL__IPC_HALVING
+#define HPDL__IPC_HALVING 0
+#endif
+/* Packs a thread of the block pushes in the step that starts `left` packs
+   before the end of its part: HPDL__IPC_UNROLL, or (halving) half of what
+   is left, at most HPDL__IPC_UNROLL and at least 1. */
+static __device__ __forceinline__ int hpdl__ipc_step_packs(int64_t left) {
+    int64_t per_thread = (left + blockDim.x - 1) / blockDim.x;
+    if (!HPDL__IPC_HALVING) return HPDL__IPC_UNROLL;
+    return per_thread / 2 >= HPDL__IPC_UNROLL ? HPDL__IPC_UNROLL : per_thread / 2 > 1 ? (int)(per_thread / 2) : 1;
+}
+
 template <typename T>
 static __device__ __forceinline__ void hpdl__ipc_oneshot(const hpdl__ipc_args &a, T *buf, int64_t begin,
                                                          int64_t end) {
-    const int64_t stride = (int64_t)HPDL__IPC_UNROLL * 32;
-    const int warp = (int)threadIdx.x / 32, warps = (int)blockDim.x / 32, lane = (int)threadIdx.x % 32;
-    const int64_t first = begin + hpdl__ipc_split(end - begin, warp, warps);
-    const int64_t last = begin + hpdl__ipc_split(end - begin, warp + 1, warps);
     hpdl__ipc_pack now[HPDL__IPC_UNROLL], before[HPDL__IPC_UNROLL];
-    int64_t base; /* the step's first pack: the same in every lane, as __syncwarp needs */
-    int s, j;
-    for (s = 0, base = first; base < last; s++, base += stride) {
-        hpdl__ipc_push(a, buf, base + lane, last, now);
-        if (s > 0) hpdl__ipc_add_step(a, buf, base - stride + lane, last, s - 1, before);
-        hpdl__ipc_warp_signal(a, hpdl__ipc_mark(a, s));
+    int64_t base, prev = begin; /* the step's first pack: the same in every thread, as the barriers need */
+    int s, j, k = 1, k_prev = 1;
+    for (s = 0, base = begin; base < end; s++, base += (int64_t)k * blockDim.x) {
+        k = hpdl__ipc_step_packs(end - base);
+        hpdl__ipc_push(a, buf, base + threadIdx.x, end, k, now);
+        if (s > 0) hpdl__ipc_add_step(a, buf, prev + threadIdx.x, end, k_prev, s - 1, before);
+        hpdl__ipc_signal(a, 0, hpdl__ipc_mark(a, s));
 #pragma unroll
         for (j = 0; j < HPDL__IPC_UNROLL; j++) before[j] = now[j];
+        prev = base;
+        k_prev = k;
     }
-    if (s > 0) hpdl__ipc_add_step(a, buf, base - stride + lane, last, s - 1, before);
+    if (s > 0) hpdl__ipc_add_step(a, buf, prev + threadIdx.x, end, k_prev, s - 1, before);
 }
 
 /* Two-shot: copies this block's part of buf into this rank's staging buffer, then
@@ -1899,9 +1883,9 @@ static __device__ __forceinline__ void hpdl__ipc_publish(const hpdl__ipc_args &a
     int j;
     for (u = begin + threadIdx.x; u < end; u += HPDL__IPC_UNROLL * blockDim.x) {
 #pragma unroll
-        HPDL__IPC_STEP(j, u, end, blockDim.x) p[j] = hpdl__ipc_load_buf(buf, u + (int64_t)j * blockDim.x, a);
+        HPDL__IPC_STEP(j, u, end) p[j] = hpdl__ipc_load_buf(buf, u + (int64_t)j * blockDim.x, a);
 #pragma unroll
-        HPDL__IPC_STEP(j, u, end, blockDim.x) mine[u + (int64_t)j * blockDim.x] = p[j];
+        HPDL__IPC_STEP(j, u, end) mine[u + (int64_t)j * blockDim.x] = p[j];
     }
     hpdl__ipc_meet(a, 0);
 }
@@ -1915,9 +1899,9 @@ static __device__ __forceinline__ void hpdl__ipc_reduce(const hpdl__ipc_args &a,
     int64_t u;
     int j;
     for (u = from + threadIdx.x; u < to; u += HPDL__IPC_UNROLL * blockDim.x) {
-        hpdl__ipc_sum<T, false>(a, u, to, blockDim.x, NULL, s);
+        hpdl__ipc_sum<T, false>(a, u, to, HPDL__IPC_UNROLL, NULL, s);
 #pragma unroll
-        HPDL__IPC_STEP(j, u, to, blockDim.x) {
+        HPDL__IPC_STEP(j, u, to) {
             mine[u + (int64_t)j * blockDim.x] = s[j];
             hpdl__ipc_store_buf(buf, u + (int64_t)j * blockDim.x, a, s[j]);
         }
@@ -1934,9 +1918,9 @@ static __device__ __forceinline__ void hpdl__ipc_gather(const hpdl__ipc_args &a,
     int j;
     for (u = from + threadIdx.x; u < to; u += HPDL__IPC_UNROLL * blockDim.x) {
 #pragma unroll
-        HPDL__IPC_STEP(j, u, to, blockDim.x) p[j] = __ldcg(src + u + (int64_t)j * blockDim.x);
+        HPDL__IPC_STEP(j, u, to) p[j] = __ldcg(src + u + (int64_t)j * blockDim.x);
 #pragma unroll
-        HPDL__IPC_STEP(j, u, to, blockDim.x) hpdl__ipc_store_buf(buf, u + (int64_t)j * blockDim.x, a, p[j]);
+        HPDL__IPC_STEP(j, u, to) hpdl__ipc_store_buf(buf, u + (int64_t)j * blockDim.x, a, p[j]);
     }
 }
 
