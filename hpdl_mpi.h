@@ -1757,16 +1757,15 @@ static __device__ __forceinline__ void hpdl__ipc_store_buf(T *buf, int64_t u, co
    them), those below end. Each step issues all its loads before the first
    use, so several of them are in flight at once. __ldcg reads through L2
    only: the staging buffers change between calls. */
-#define HPDL__IPC_STEP(j, u, end) HPDL__IPC_STEP_K(j, u, end, HPDL__IPC_UNROLL)
-#define HPDL__IPC_STEP_K(j, u, end, k) \
-    for (j = 0; j < HPDL__IPC_UNROLL; j++) if (j < (k) && (u) + (int64_t)j * blockDim.x < (end))
+#define HPDL__IPC_STEP(j, u, end) \
+    for (j = 0; j < HPDL__IPC_UNROLL; j++) if ((u) + (int64_t)j * blockDim.x < (end))
 
 /* This step's packs summed over every rank in rank order (so every rank
    gets the same bits). One-shot (PUSHED): this rank's own packs come from
    own[], each peer's from its slot in this rank's staging buffer; two-shot:
    every rank's from that rank's staging buffer. */
 template <typename T, bool PUSHED>
-static __device__ __forceinline__ void hpdl__ipc_sum(const hpdl__ipc_args &a, int64_t u, int64_t end, int k,
+static __device__ __forceinline__ void hpdl__ipc_sum(const hpdl__ipc_args &a, int64_t u, int64_t end,
                                                      const hpdl__ipc_pack *own, hpdl__ipc_pack *out) {
     typedef typename hpdl__acc<T>::type A;
     enum { N = 16 / sizeof(T) };
@@ -1784,10 +1783,10 @@ static __device__ __forceinline__ void hpdl__ipc_sum(const hpdl__ipc_args &a, in
         } else {
             const hpdl__ipc_pack *src = PUSHED ? hpdl__ipc_slot(a, a.rank, r) : hpdl__ipc_staging(a, r);
 #pragma unroll
-            HPDL__IPC_STEP_K(j, u, end, k) in[j] = __ldcg(src + u + (int64_t)j * blockDim.x);
+            HPDL__IPC_STEP(j, u, end) in[j] = __ldcg(src + u + (int64_t)j * blockDim.x);
         }
 #pragma unroll
-        HPDL__IPC_STEP_K(j, u, end, k) {
+        HPDL__IPC_STEP(j, u, end) {
 #pragma unroll
             for (i = 0; i < N; i++) acc[j][i] += hpdl__ipc_cvt<T>::acc(((const T *)&in[j])[i]);
         }
@@ -1811,16 +1810,16 @@ static __device__ __forceinline__ void hpdl__ipc_block_part(const hpdl__ipc_args
    NVLink: they need no answer, so the loop goes on while they travel). */
 template <typename T>
 static __device__ __forceinline__ void hpdl__ipc_push(const hpdl__ipc_args &a, const T *buf, int64_t u, int64_t end,
-                                                      int k, hpdl__ipc_pack *own) {
+                                                      hpdl__ipc_pack *own) {
     int r, j;
 #pragma unroll
-    HPDL__IPC_STEP_K(j, u, end, k) own[j] = hpdl__ipc_load_buf(buf, u + (int64_t)j * blockDim.x, a);
+    HPDL__IPC_STEP(j, u, end) own[j] = hpdl__ipc_load_buf(buf, u + (int64_t)j * blockDim.x, a);
     for (r = 0; r < a.size; r++) {
         hpdl__ipc_pack *slot;
         if (r == a.rank) continue;
         slot = hpdl__ipc_slot(a, r, a.rank);
 #pragma unroll
-        HPDL__IPC_STEP_K(j, u, end, k) slot[u + (int64_t)j * blockDim.x] = own[j];
+        HPDL__IPC_STEP(j, u, end) slot[u + (int64_t)j * blockDim.x] = own[j];
     }
 }
 
@@ -1828,13 +1827,13 @@ static __device__ __forceinline__ void hpdl__ipc_push(const hpdl__ipc_args &a, c
    then writes its sum into buf. */
 template <typename T>
 static __device__ __forceinline__ void hpdl__ipc_add_step(const hpdl__ipc_args &a, T *buf, int64_t u, int64_t end,
-                                                          int k, int step, const hpdl__ipc_pack *own) {
+                                                          int step, const hpdl__ipc_pack *own) {
     hpdl__ipc_pack s[HPDL__IPC_UNROLL];
     int j;
     hpdl__ipc_wait(a, 0, hpdl__ipc_mark(a, step));
-    hpdl__ipc_sum<T, true>(a, u, end, k, own, s);
+    hpdl__ipc_sum<T, true>(a, u, end, own, s);
 #pragma unroll
-    HPDL__IPC_STEP_K(j, u, end, k) hpdl__ipc_store_buf(buf, u + (int64_t)j * blockDim.x, a, s[j]);
+    HPDL__IPC_STEP(j, u, end) hpdl__ipc_store_buf(buf, u + (int64_t)j * blockDim.x, a, s[j]);
 }
 
 /* One-shot over this block's part [begin, end), in steps of
@@ -1842,35 +1841,21 @@ static __device__ __forceinline__ void hpdl__ipc_add_step(const hpdl__ipc_args &
    pushes from the peers have arrived meanwhile), then step s signalled.
    NVLink carries step s while step s-1 is summed; buf's step s is read
    before step s-1 is written, so no pack is read after it was written. */
-#ifndef HPDL__IPC_HALVING
-#define HPDL__IPC_HALVING 0
-#endif
-/* Packs a thread of the block pushes in the step that starts `left` packs
-   before the end of its part: HPDL__IPC_UNROLL, or (halving) half of what
-   is left, at most HPDL__IPC_UNROLL and at least 1. */
-static __device__ __forceinline__ int hpdl__ipc_step_packs(int64_t left) {
-    int64_t per_thread = (left + blockDim.x - 1) / blockDim.x;
-    if (!HPDL__IPC_HALVING) return HPDL__IPC_UNROLL;
-    return per_thread / 2 >= HPDL__IPC_UNROLL ? HPDL__IPC_UNROLL : per_thread / 2 > 1 ? (int)(per_thread / 2) : 1;
-}
-
 template <typename T>
 static __device__ __forceinline__ void hpdl__ipc_oneshot(const hpdl__ipc_args &a, T *buf, int64_t begin,
                                                          int64_t end) {
+    const int64_t stride = (int64_t)HPDL__IPC_UNROLL * blockDim.x;
     hpdl__ipc_pack now[HPDL__IPC_UNROLL], before[HPDL__IPC_UNROLL];
-    int64_t base, prev = begin; /* the step's first pack: the same in every thread, as the barriers need */
-    int s, j, k = 1, k_prev = 1;
-    for (s = 0, base = begin; base < end; s++, base += (int64_t)k * blockDim.x) {
-        k = hpdl__ipc_step_packs(end - base);
-        hpdl__ipc_push(a, buf, base + threadIdx.x, end, k, now);
-        if (s > 0) hpdl__ipc_add_step(a, buf, prev + threadIdx.x, end, k_prev, s - 1, before);
+    int64_t base; /* the step's first pack: the same in every thread, as the barriers need */
+    int s, j;
+    for (s = 0, base = begin; base < end; s++, base += stride) {
+        hpdl__ipc_push(a, buf, base + threadIdx.x, end, now);
+        if (s > 0) hpdl__ipc_add_step(a, buf, base - stride + threadIdx.x, end, s - 1, before);
         hpdl__ipc_signal(a, 0, hpdl__ipc_mark(a, s));
 #pragma unroll
         for (j = 0; j < HPDL__IPC_UNROLL; j++) before[j] = now[j];
-        prev = base;
-        k_prev = k;
     }
-    if (s > 0) hpdl__ipc_add_step(a, buf, prev + threadIdx.x, end, k_prev, s - 1, before);
+    if (s > 0) hpdl__ipc_add_step(a, buf, base - stride + threadIdx.x, end, s - 1, before);
 }
 
 /* Two-shot: copies this block's part of buf into this rank's staging buffer, then
@@ -1899,7 +1884,7 @@ static __device__ __forceinline__ void hpdl__ipc_reduce(const hpdl__ipc_args &a,
     int64_t u;
     int j;
     for (u = from + threadIdx.x; u < to; u += HPDL__IPC_UNROLL * blockDim.x) {
-        hpdl__ipc_sum<T, false>(a, u, to, HPDL__IPC_UNROLL, NULL, s);
+        hpdl__ipc_sum<T, false>(a, u, to, NULL, s);
 #pragma unroll
         HPDL__IPC_STEP(j, u, to) {
             mine[u + (int64_t)j * blockDim.x] = s[j];
