@@ -2564,6 +2564,30 @@ template <typename SH, typename T> struct hpdl__splitk_math<SH, T, float, true> 
     }
 };
 
+/* v[i] = the sum over the slices, in slice order, of element 256 i of each
+   slice's sums (slice s at ws + s * area; this block's own slice `mine` is
+   v itself). A slice's OUT loads go out together, and the loop runs
+   several slices at once, so the loads' latencies overlap instead of
+   adding up one after another; the order of the additions is unchanged. */
+template <int OUT, typename ACC>
+static __device__ __forceinline__ void hpdl__splitk_add_slices(const ACC *ws, int area, int slices, int mine,
+                                                               ACC v[OUT]) {
+    ACC sum[OUT];
+    int i, s;
+#pragma unroll
+    for (i = 0; i < OUT; i++) sum[i] = 0;
+#pragma unroll 4
+    for (s = 0; s < slices; s++) {
+        ACC in[OUT];
+#pragma unroll
+        for (i = 0; i < OUT; i++) in[i] = s == mine ? v[i] : __ldcg(ws + (size_t)s * area + 256 * i);
+#pragma unroll
+        for (i = 0; i < OUT; i++) sum[i] += in[i];
+    }
+#pragma unroll
+    for (i = 0; i < OUT; i++) v[i] = sum[i];
+}
+
 /* The block's sums (tile) to C: at once with one slice; else each slice
    leaves them in ws, and the last slice of the tile to arrive (counter)
    adds every slice's in slice order, writes C and sets the counter back to
@@ -2576,7 +2600,7 @@ static __device__ __forceinline__ void hpdl__splitk_finish(const hpdl__gemm_args
     const int slices = (int)gridDim.z, slice = (int)blockIdx.z, t = (int)threadIdx.x;
     const size_t tile_id = (size_t)blockIdx.y * gridDim.x + blockIdx.x;
     ACC v[OUT];
-    int i, s;
+    int i;
 #pragma unroll
     for (i = 0; i < OUT; i++) v[i] = tile[(t + 256 * i) / BN * LDT + (t + 256 * i) % BN];
     if (slices > 1) {
@@ -2589,12 +2613,7 @@ static __device__ __forceinline__ void hpdl__splitk_finish(const hpdl__gemm_args
         __syncthreads();
         if (!last) return;
         __threadfence();
-#pragma unroll
-        for (i = 0; i < OUT; i++) {
-            ACC sum = 0;
-            for (s = 0; s < slices; s++) sum += s == slice ? v[i] : __ldcg(ws + (tile_id * slices + s) * AREA + t + 256 * i);
-            v[i] = sum;
-        }
+        hpdl__splitk_add_slices<OUT>(ws + tile_id * slices * AREA + t, AREA, slices, slice, v);
         if (t == 0) counters[tile_id] = 0;
     }
 #pragma unroll
@@ -2690,11 +2709,17 @@ HPDL_LAZY int hpdl__splitk_bn(int shape) { return shape == HPDL__SPLITK_NARROW ?
    `sms` SMs and sums of acc_bytes: enough slices for about 4 blocks per SM,
    each at least two 32-deep steps, at most 64, within the workspace and
    its counters. The slices are then ceil(K / depth), none of them empty. */
+#ifndef HPDL__SPLITK_BLOCKS_PER_SM /* experiments build other splits */
+#define HPDL__SPLITK_BLOCKS_PER_SM 4
+#endif
+#ifndef HPDL__SPLITK_MIN_STEPS
+#define HPDL__SPLITK_MIN_STEPS 2
+#endif
 HPDL_LAZY int hpdl__splitk_depth(int M, int N, int K, int shape, int acc_bytes, int sms) {
     const int64_t bm = hpdl__splitk_bm(shape), bn = hpdl__splitk_bn(shape);
     const int64_t tiles = (M + bm - 1) / bm * ((N + bn - 1) / bn), steps = (K + 31) / 32;
-    int64_t slices = (4LL * sms + tiles - 1) / tiles;
-    if (slices > steps / 2) slices = steps / 2;
+    int64_t slices = ((int64_t)HPDL__SPLITK_BLOCKS_PER_SM * sms + tiles - 1) / tiles;
+    if (slices > steps / HPDL__SPLITK_MIN_STEPS) slices = steps / HPDL__SPLITK_MIN_STEPS;
     if (slices > 64) slices = 64;
     if (tiles > HPDL__SPLITK_COUNTERS) slices = 1;
     while (slices > 1 && slices * tiles * bm * bn * acc_bytes > (int64_t)HPDL__SPLITK_WS_BYTES) slices--;
