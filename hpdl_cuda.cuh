@@ -2751,6 +2751,10 @@ static inline hpdl_status hpdl__gemm_launch_splitk_tile(const hpdl__gemm_args<T,
 template <typename SH, typename T>
 static inline hpdl_status hpdl__gemm_launch_splitk_half(const hpdl__gemm_args<T, float> &g, int depth, cudaStream_t stream) {
     cudaFuncAttributes fa;
+#ifdef HPDL__SPLITK_HALF_FMA /* experiment: these shapes (bits 1 narrow, 2 short, 4 square) by FMAs */
+    const int bit = SH::BN == 16 ? 1 : SH::BM == 32 ? 2 : 4;
+    if (HPDL__SPLITK_HALF_FMA & bit) return hpdl__gemm_launch_splitk_shape<T, float, SH, false>(g, depth, stream);
+#endif
     if (cudaFuncGetAttributes(&fa, (const void *)hpdl__gemm_splitk<T, float, SH, true>) == cudaSuccess && fa.ptxVersion >= 80)
         return hpdl__gemm_launch_splitk_shape<T, float, SH, true>(g, depth, stream);
     cudaGetLastError();
