@@ -10064,7 +10064,13 @@ typedef struct hpdl__cuda_lanes {
     void *stage[HPDL_CUDA_MAX_DEVICES];        /* pinned, for pulls into lane g */
     size_t stage_bytes;
     int current;                               /* caller's device, restored at the end */
+    int shared;                                /* lanes on one GPU use the stream of the first */
 } hpdl__cuda_lanes;
+
+/* Whether lane g uses the stream of an earlier lane on its GPU. */
+HPDL_CUDA_API int hpdl__cuda_lane_borrows(const hpdl__cuda_lanes *l, int g) {
+    return l->shared && g >= l->dev.visible;
+}
 
 #define HPDL__STAGE_BYTES ((size_t)4 << 20)
 
@@ -10072,7 +10078,7 @@ HPDL_CUDA_API void hpdl__cuda_lanes_destroy(hpdl__cuda_lanes *l) {
     int g;
     for (g = 0; g < l->dev.count; g++) {
         cudaSetDevice(l->dev.physical[g]);
-        if (l->stream[g]) cudaStreamDestroy(l->stream[g]);
+        if (l->stream[g] && !hpdl__cuda_lane_borrows(l, g)) cudaStreamDestroy(l->stream[g]);
         if (l->ready[g]) cudaEventDestroy(l->ready[g]);
         hpdl_cuda_free_pinned(l->stage[g]);
         l->stream[g] = NULL; l->ready[g] = NULL; l->stage[g] = NULL;
@@ -10081,18 +10087,23 @@ HPDL_CUDA_API void hpdl__cuda_lanes_destroy(hpdl__cuda_lanes *l) {
     cudaSetDevice(l->current);
 }
 
-HPDL_CUDA_API hpdl_status hpdl__cuda_lanes_create(hpdl__cuda_lanes *l, int n, int allow_virtual) {
+/* n lanes (logical devices, folded onto the GPUs with allow_virtual); with
+   `share`, lanes on one GPU share its first lane's stream, so that GPU runs
+   their work in the order it is queued. */
+HPDL_CUDA_API hpdl_status hpdl__cuda_lanes_create(hpdl__cuda_lanes *l, int n, int allow_virtual, int share) {
     int g, staging;
     hpdl_status s;
     memset(l, 0, sizeof *l);
+    l->shared = share;
     if (cudaGetDevice(&l->current) != cudaSuccess) { cudaGetLastError(); l->current = 0; }
     s = hpdl_cuda_devices_open(&l->dev, n, allow_virtual);
     if (s != HPDL_OK) { l->dev.count = 0; return s; }
     staging = hpdl__cuda_devices_need_staging(&l->dev);
     l->stage_bytes = staging ? HPDL__STAGE_BYTES : 0;
     for (g = 0; g < n && s == HPDL_OK; g++) {
+        if (hpdl__cuda_lane_borrows(l, g)) l->stream[g] = l->stream[l->dev.physical[g]];
         if (cudaSetDevice(l->dev.physical[g]) != cudaSuccess ||
-            cudaStreamCreateWithFlags(&l->stream[g], cudaStreamNonBlocking) != cudaSuccess ||
+            (!l->stream[g] && cudaStreamCreateWithFlags(&l->stream[g], cudaStreamNonBlocking) != cudaSuccess) ||
             cudaEventCreateWithFlags(&l->ready[g], cudaEventDisableTiming) != cudaSuccess) s = HPDL_ERR_CUDA;
         if (s == HPDL_OK && staging) s = hpdl_cuda_alloc_pinned(&l->stage[g], l->stage_bytes);
     }
@@ -10396,7 +10407,7 @@ HPDL_CUDA_API hpdl_status hpdl__cuda_powsum_create(hpdl_cuda_powsum *p, int k, i
     used = n_gpus < k ? n_gpus : k;
     s = hpdl__cuda_check_gpus(n_gpus, allow_virtual);
     if (s == HPDL_OK) s = hpdl_place_even(k, used, p->first);
-    if (s == HPDL_OK) s = hpdl__cuda_lanes_create(&p->lanes, used, allow_virtual);
+    if (s == HPDL_OK) s = hpdl__cuda_lanes_create(&p->lanes, used, allow_virtual, 0);
     if (s != HPDL_OK) return s;
     p->k = k; p->n = n; p->power = power; p->elem_bytes = elem_bytes;
     mat = (size_t)n * (size_t)n * elem_bytes;
@@ -10549,7 +10560,7 @@ HPDL_CUDA_API hpdl_status hpdl__cuda_rowpow_create(hpdl_cuda_rowpow *p, int n, i
     if (!p || n < 1 || n_gpus < 1 || n_gpus > n) return HPDL_ERR_INVALID;
     memset(p, 0, sizeof *p);
     s = hpdl_place_even(n, n_gpus, p->rows);
-    if (s == HPDL_OK) s = hpdl__cuda_lanes_create(&p->lanes, n_gpus, allow_virtual);
+    if (s == HPDL_OK) s = hpdl__cuda_lanes_create(&p->lanes, n_gpus, allow_virtual, 0);
     if (s != HPDL_OK) return s;
     p->n = n;
     p->elem_bytes = elem_bytes;
@@ -10840,7 +10851,7 @@ HPDL_CUDA_API int hpdl_cuda_deep_linear_slices(int micro) {
 }
 
 typedef struct hpdl_cuda_deep_linear {
-    hpdl__cuda_lanes lanes;                 /* one stream per logical device */
+    hpdl__cuda_lanes lanes;                 /* one stream per GPU, shared by its stages */
     int depth, dim, batch;
     int ring;                               /* 1F1B model: its micro-batch count; 0: whole-batch buffers */
     int first[HPDL_CUDA_MAX_DEVICES + 1];   /* device g owns layers [first[g], first[g+1]) */
@@ -10858,7 +10869,8 @@ typedef struct hpdl_cuda_deep_linear {
     size_t act_bytes[HPDL_CUDA_MAX_DEVICES]; /* of which activations and their gradients (h, dz, dh_in, dh) */
     int live[HPDL_CUDA_MAX_DEVICES];        /* micro-batches whose activations device g holds now */
     int peak_live[HPDL_CUDA_MAX_DEVICES];   /* and the most it held during the last step */
-    cudaEvent_t *flow[HPDL_CUDA_MAX_DEVICES]; /* 1F1B, per micro-batch: forward done, backward done, gradient pulled */
+    cudaEvent_t *flow[HPDL_CUDA_MAX_DEVICES]; /* per micro-batch: forward done, backward done (1F1B: gradient pulled) */
+    int n_flow;                             /* events in each flow[g] */
     hpdl_cuda_xfer_stats fwd, bwd;          /* moves of the last step, each way */
     cudaEvent_t *marks[HPDL_CUDA_MAX_DEVICES]; /* while profiling: busy intervals' ends */
     int n_marks[HPDL_CUDA_MAX_DEVICES];
@@ -10911,10 +10923,36 @@ HPDL_CUDA_API float *hpdl__dl_w(const hpdl_cuda_deep_linear *m, int g, int s) {
 
 HPDL_CUDA_API void hpdl__dl_events_free(hpdl_cuda_deep_linear *m, int g) {
     int k;
-    for (k = 0; m->flow[g] && k < 3 * m->ring; k++)
+    for (k = 0; m->flow[g] && k < m->n_flow; k++)
         if (m->flow[g][k]) cudaEventDestroy(m->flow[g][k]);
     HPDL_FREE(m->flow[g]);
     m->flow[g] = NULL;
+}
+
+/* Device g's n hand-off events (current device set by the caller). */
+HPDL_CUDA_API hpdl_status hpdl__dl_events_alloc(hpdl_cuda_deep_linear *m, int g, int n) {
+    int k;
+    m->flow[g] = (cudaEvent_t *)hpdl_alloc((size_t)n, sizeof(cudaEvent_t));
+    if (!m->flow[g]) return HPDL_ERR_NOMEM;
+    memset(m->flow[g], 0, (size_t)n * sizeof(cudaEvent_t));
+    for (k = 0; k < n; k++)
+        if (cudaEventCreateWithFlags(&m->flow[g][k], cudaEventDisableTiming) != cudaSuccess) return HPDL_ERR_CUDA;
+    return HPDL_OK;
+}
+
+/* GPipe's hand-offs of `micro` micro-batches: 2 micro events a device
+   (forward i done, backward i done), made again when a step needs more. */
+HPDL_CUDA_API hpdl_status hpdl__dl_gpipe_events(hpdl_cuda_deep_linear *m, int micro) {
+    int g;
+    hpdl_status s = HPDL_OK;
+    if (m->n_flow >= 2 * micro) return HPDL_OK;
+    for (g = 0; g < m->lanes.dev.count; g++) hpdl__dl_events_free(m, g);
+    m->n_flow = 2 * micro;
+    for (g = 0; g < m->lanes.dev.count && s == HPDL_OK; g++) {
+        if (cudaSetDevice(m->lanes.dev.physical[g]) != cudaSuccess) return HPDL_ERR_CUDA;
+        s = hpdl__dl_events_alloc(m, g, m->n_flow);
+    }
+    return s;
 }
 
 HPDL_CUDA_API void hpdl_cuda_deep_linear_destroy(hpdl_cuda_deep_linear *m) {
@@ -10961,7 +10999,6 @@ HPDL_CUDA_API hpdl_status hpdl__dl_alloc_act(hpdl_cuda_deep_linear *m, int g) {
    1F1B, the weight gradients and the hand-off events. */
 HPDL_CUDA_API hpdl_status hpdl__dl_alloc(hpdl_cuda_deep_linear *m, int g) {
     size_t act = (size_t)m->batch * m->dim, ww = (size_t)hpdl__dl_layers(m, g) * m->dim * m->dim;
-    int k;
     hpdl_status s = hpdl__dl_buffer(&m->w[g], ww, &m->bytes[g]);
     if (s == HPDL_OK) s = hpdl__dl_alloc_act(m, g);
     m->bytes[g] += m->act_bytes[g];
@@ -10972,12 +11009,8 @@ HPDL_CUDA_API hpdl_status hpdl__dl_alloc(hpdl_cuda_deep_linear *m, int g) {
     }
     if (s != HPDL_OK || !m->ring) return s;
     s = hpdl__dl_buffer(&m->dw[g], ww, &m->bytes[g]);
-    m->flow[g] = (cudaEvent_t *)hpdl_alloc((size_t)(3 * m->ring), sizeof(cudaEvent_t));
-    if (s == HPDL_OK && !m->flow[g]) s = HPDL_ERR_NOMEM;
-    if (s == HPDL_OK) memset(m->flow[g], 0, (size_t)(3 * m->ring) * sizeof(cudaEvent_t));
-    for (k = 0; k < 3 * m->ring && s == HPDL_OK; k++)
-        if (cudaEventCreateWithFlags(&m->flow[g][k], cudaEventDisableTiming) != cudaSuccess) s = HPDL_ERR_CUDA;
-    return s;
+    m->n_flow = 3 * m->ring;
+    return s == HPDL_OK ? hpdl__dl_events_alloc(m, g, m->n_flow) : s;
 }
 
 /* Both creates: ring = 0 (whole-batch buffers) or a 1F1B micro-batch count. */
@@ -10989,7 +11022,7 @@ HPDL_CUDA_API hpdl_status hpdl__dl_create(hpdl_cuda_deep_linear *m, int depth, i
     s = hpdl__placement_check(depth, n_devices, first);
     if (s != HPDL_OK) return s;
     memset(m, 0, sizeof *m);
-    s = hpdl__cuda_lanes_create(&m->lanes, n_devices, allow_virtual);
+    s = hpdl__cuda_lanes_create(&m->lanes, n_devices, allow_virtual, 1);
     if (s != HPDL_OK) return s;
     m->depth = depth; m->dim = dim; m->batch = batch; m->ring = ring;
     m->algo = HPDL_GEMM_CUBLAS;
@@ -11241,33 +11274,50 @@ HPDL_CUDA_API hpdl_status hpdl__dl_update(hpdl_cuda_deep_linear *m, int g, float
     return st;
 }
 
-/* The forward phase: micro-batch by micro-batch, device by device. */
+/* Stages are taken in rounds of one stage a GPU (G = the GPUs the stages
+   use): round r is stages [rG, rG + G). With one stage a GPU there is one
+   round. Stages on one GPU share its stream, so the order queued is the
+   order run: breadth-first, every micro-batch of a round before the next
+   round (interleaved stages: the GPU works on one stage while another waits
+   for the other GPU). Stage g's micro-batch i waits for its neighbour's
+   hand-off of micro-batch i (flow events: forward i done at i, backward i
+   done at micro + i). */
+HPDL_CUDA_API int hpdl__dl_round_width(const hpdl_cuda_deep_linear *m) {
+    int S = m->lanes.dev.count, visible = m->lanes.dev.visible;
+    return visible > 0 && visible < S ? visible : S;
+}
+
+/* The forward phase: round by round, micro-batch by micro-batch, stage by stage. */
 HPDL_CUDA_API hpdl_status hpdl__dl_forward_all(hpdl_cuda_deep_linear *m, int micro) {
-    int i, g, G = m->lanes.dev.count, rows = m->batch / micro;
+    int S = m->lanes.dev.count, G = hpdl__dl_round_width(m), rows = m->batch / micro, r, i, g;
     hpdl_status s = HPDL_OK;
-    for (i = 0; i < micro; i++)
-        for (g = 0; g < G && s == HPDL_OK; g++) {
-            if (cudaSetDevice(m->lanes.dev.physical[g]) != cudaSuccess) return HPDL_ERR_CUDA;
-            if (g > 0) s = hpdl__cuda_lanes_wait_mark(&m->lanes, g, g - 1);
-            if (s == HPDL_OK) s = hpdl__dl_forward(m, g, i, rows);
-            if (s == HPDL_OK && g < G - 1) s = hpdl__cuda_lanes_mark(&m->lanes, g);
-        }
+    for (r = 0; r < S; r += G)
+        for (i = 0; i < micro; i++)
+            for (g = r; g < r + G && g < S && s == HPDL_OK; g++) {
+                cudaStream_t stream = m->lanes.stream[g];
+                if (cudaSetDevice(m->lanes.dev.physical[g]) != cudaSuccess) return HPDL_ERR_CUDA;
+                if (g > 0) HPDL_CUDA_TRY(cudaStreamWaitEvent(stream, m->flow[g - 1][i], 0));
+                s = hpdl__dl_forward(m, g, i, rows);
+                if (s == HPDL_OK) HPDL_CUDA_TRY(cudaEventRecord(m->flow[g][i], stream));
+            }
     return s;
 }
 
-/* The backward phase: micro-batch by micro-batch, device by device down
-   (naive: one micro-batch, each device's updates inside its backward). */
+/* The backward phase: rounds from the last, micro-batch by micro-batch,
+   stages down (naive: one micro-batch, each stage's updates inside its
+   backward). */
 HPDL_CUDA_API hpdl_status hpdl__dl_backward_all(hpdl_cuda_deep_linear *m, int micro, int naive, float lr) {
-    int i, g, G = m->lanes.dev.count, rows = m->batch / micro;
+    int S = m->lanes.dev.count, G = hpdl__dl_round_width(m), rows = m->batch / micro, r, i, g;
     hpdl_status s = HPDL_OK;
-    for (i = 0; i < micro; i++)
-        for (g = G - 1; g >= 0 && s == HPDL_OK; g--) {
-            if (cudaSetDevice(m->lanes.dev.physical[g]) != cudaSuccess) return HPDL_ERR_CUDA;
-            if (g < G - 1) s = hpdl__cuda_lanes_wait_mark(&m->lanes, g, g + 1);
-            if (s == HPDL_OK)
+    for (r = (S - 1) / G * G; r >= 0; r -= G)
+        for (i = 0; i < micro; i++)
+            for (g = (r + G < S ? r + G : S) - 1; g >= r && s == HPDL_OK; g--) {
+                cudaStream_t stream = m->lanes.stream[g];
+                if (cudaSetDevice(m->lanes.dev.physical[g]) != cudaSuccess) return HPDL_ERR_CUDA;
+                if (g < S - 1) HPDL_CUDA_TRY(cudaStreamWaitEvent(stream, m->flow[g + 1][micro + i], 0));
                 s = hpdl__dl_backward(m, g, i, rows, naive ? HPDL__DL_UPDATE : HPDL__DL_DEFER, lr, NULL);
-            if (s == HPDL_OK && g > 0) s = hpdl__cuda_lanes_mark(&m->lanes, g);
-        }
+                if (s == HPDL_OK) HPDL_CUDA_TRY(cudaEventRecord(m->flow[g][micro + i], stream));
+            }
     return s;
 }
 
@@ -11356,6 +11406,7 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_deep_linear_step(hpdl_cuda_deep_linear *m, i
     if (s == HPDL_OK && (cudaSetDevice(m->lanes.dev.physical[last]) != cudaSuccess ||
                          cudaMemsetAsync(m->loss, 0, sizeof(float), m->lanes.stream[last]) != cudaSuccess)) s = HPDL_ERR_CUDA;
     if (s == HPDL_OK && m->ring) s = hpdl__dl_1f1b_all(m, lr);
+    if (s == HPDL_OK && !m->ring) s = hpdl__dl_gpipe_events(m, slices);
     if (s == HPDL_OK && !m->ring) s = hpdl__dl_forward_all(m, slices);
     if (s == HPDL_OK && !m->ring) s = hpdl__dl_backward_all(m, slices, naive, lr);
     for (g = 0; g < m->lanes.dev.count && s == HPDL_OK && !naive; g++) {

@@ -29,11 +29,12 @@
 
    --stages-per-gpu V (interleaved stages): GPipe and 1F1B also run on
    G x V stages of depth / (G V) layers, stage k on GPU k % G, so each GPU
-   holds V chunks of layers that are not adjacent. Each stage keeps its own
-   stream, so a GPU runs the work of all its stages that is ready at once:
-   one stage's pulls, and its wait for the other GPU, overlap another
-   stage's products, and the bubble shrinks to about 1/V of GPipe's. Such
-   rows are named ..._vV in the CSV and compared with naive on G GPUs. */
+   holds V chunks of layers that are not adjacent. The stages on one GPU
+   share its stream and GPipe queues them breadth-first (every micro-batch
+   of the first chunk, then of the next), so a GPU works on one chunk while
+   the next waits for the other GPU, and the bubble shrinks to about 1/V of
+   GPipe's. Such rows are named ..._vV in the CSV and compared with naive
+   on G GPUs. */
 #include "hpdl_cuda.cuh"
 
 #define MAX_LIST 16

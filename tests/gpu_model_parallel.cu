@@ -210,14 +210,23 @@ static void test_1f1b_matches_gpipe(void) {
     free(onef.delta);
 }
 
+/* Two GPUs, one stage each and interleaved: 3 and 6 stages on the 2 GPUs
+   (stage k on GPU k % 2, sharing its stream; GPipe queued breadth-first). */
 static void test_two_gpus_match_single(void) {
-    int first[3];
+    int first[3], three[4], six[7];
     if (hpdl_cuda_device_count() < 2) HPDL_SKIP("needs 2 GPUs");
     HPDL_CHECK(hpdl_place_even(DEPTH, 2, first));
+    HPDL_CHECK(hpdl_place_even(DEPTH, 3, three));
+    HPDL_CHECK(hpdl_place_even(DEPTH, 6, six));
     check_against_single(first, 2, 0, HPDL_DL_NAIVE);
     check_against_single(first, 2, 0, 1);
     check_against_single(first, 2, 0, 8);
     check_against_single(first, 2, 0, HPDL_DL_1F1B(8));
+    check_against_single(three, 3, 1, 4);
+    check_against_single(six, 6, 1, HPDL_DL_NAIVE);
+    check_against_single(six, 6, 1, 2);
+    check_against_single(six, 6, 1, 8);
+    check_against_single(six, 6, 1, HPDL_DL_1F1B(4));
 }
 
 /* Busy time per device is measured and fits inside the step; naive keeps
