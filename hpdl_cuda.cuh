@@ -2751,10 +2751,6 @@ static inline hpdl_status hpdl__gemm_launch_splitk_tile(const hpdl__gemm_args<T,
 template <typename SH, typename T>
 static inline hpdl_status hpdl__gemm_launch_splitk_half(const hpdl__gemm_args<T, float> &g, int depth, cudaStream_t stream) {
     cudaFuncAttributes fa;
-#ifdef HPDL__SPLITK_HALF_FMA /* experiment: these shapes (bits 1 narrow, 2 short, 4 square) by FMAs */
-    const int bit = SH::BN == 16 ? 1 : SH::BM == 32 ? 2 : 4;
-    if (HPDL__SPLITK_HALF_FMA & bit) return hpdl__gemm_launch_splitk_shape<T, float, SH, false>(g, depth, stream);
-#endif
     if (cudaFuncGetAttributes(&fa, (const void *)hpdl__gemm_splitk<T, float, SH, true>) == cudaSuccess && fa.ptxVersion >= 80)
         return hpdl__gemm_launch_splitk_shape<T, float, SH, true>(g, depth, stream);
     cudaGetLastError();
@@ -10753,9 +10749,15 @@ HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_CUDA_MATPOW)
    target||^2, plain SGD, f32. Device g owns the contiguous layers
    [first[g], first[g+1]) (hpdl_place_even / _balanced / _from_map).
 
-   Each device has its own stream, and events hand activations forward and
+   Each GPU has one stream, and events hand activations forward and
    gradients backward (the receiver pulls: a peer copy, or staged through
-   pinned host memory). Three schedules of the same arithmetic:
+   pinned host memory). More devices than GPUs (allow_virtual) fold onto
+   them, device d on GPU d % GPUs: with hpdl_place_even that interleaves
+   the pipeline, each GPU holding several chunks of layers that are not
+   adjacent, and the schedules below queue the chunks of one GPU
+   breadth-first (2 GPUs, DEPTH 24, 4 chunks a GPU: GPipe 0.57 of naive,
+   against 0.63 with one chunk; notes/multi.md). Three schedules of the
+   same arithmetic:
 
    naive (micro = HPDL_DL_NAIVE): textbook model parallelism, as autograd
    runs it. Forward device by device, then backward device by device, each
