@@ -2825,6 +2825,89 @@ static inline hpdl_status hpdl__gemm_launch_warptile(const hpdl__gemm_args<T, AC
     return HPDL_OK;
 }
 
+/* How many slices of K the warptile rung splits an M x N x K product of
+   elem-byte sums into: none (1) when its 128 x 128 tiles fill the GPU's
+   `sms` SMs (two blocks each for f32, one for f64); else enough slices for
+   about that many blocks, each slice at least 16 steps of 8 deep, and all
+   slices' M x N sums within the splitk workspace. */
+HPDL_LAZY int hpdl__warptile_slices(int M, int N, int K, int elem_bytes, int sms) {
+    const int64_t tiles = (int64_t)((M + 127) / 128) * ((N + 127) / 128), room = (int64_t)(elem_bytes == 4 ? 2 : 1) * sms;
+    const int64_t most_by_depth = K / (16 * HPDL__WARPTILE_BK);
+    int64_t slices = room / tiles;
+    if (slices > most_by_depth) slices = most_by_depth;
+    while (slices > 1 && slices * M * (int64_t)N * elem_bytes > (int64_t)HPDL__SPLITK_WS_BYTES) slices--;
+    return slices > 1 ? (int)slices : 1;
+}
+
+/* C = alpha (sum of the slices' blocks, in slice order) + beta C: the
+   warptile split's last step; a thread per output, its slices' loads
+   issued together. */
+template <typename T>
+__global__ void hpdl__gemm_add_slices_kernel(hpdl__gemm_args<T, T> g, const T *ws, int slices) {
+    const int64_t area = (int64_t)g.M * g.N;
+    int64_t i;
+    for (i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < area; i += (int64_t)gridDim.x * blockDim.x) {
+        T sum = 0;
+        int s;
+#pragma unroll 4
+        for (s = 0; s < slices; s++) sum += __ldcg(ws + s * area + i);
+        hpdl__gemm_out(g, (int)(i / g.N), (int)(i % g.N), sum);
+    }
+}
+
+/* The warptile rung (f32 and f64: T is the sums' type) with K split when
+   its tiles leave SMs idle (hpdl__warptile_slices): slice s multiplies K
+   columns [s D, (s+1) D) into its own M x N block of the stream's splitk
+   workspace, the equal slices as one strided batch and a shorter last one
+   on its own, then hpdl__gemm_add_slices_kernel adds the blocks in slice
+   order (the same bits every run). No workspace (inside a graph capture
+   that made none): one slice. */
+template <typename T>
+static inline hpdl_status hpdl__gemm_warptile_rung(const hpdl__gemm_args<T, T> &g, cudaStream_t stream) {
+    enum { BK = HPDL__WARPTILE_BK };
+    int sms = 0, slices, depth, equal;
+    hpdl__splitk_space *sp;
+    hpdl__gemm_args<T, T> part = g;
+    hpdl__gemm_batch step = hpdl__gemm_batch();
+    const int64_t area = (int64_t)g.M * g.N;
+    hpdl_status s = hpdl__sm_count(&sms);
+    if (s != HPDL_OK) return s;
+    slices = hpdl__warptile_slices(g.M, g.N, g.K, (int)sizeof(T), sms);
+    sp = slices > 1 ? hpdl__splitk_space_for(stream) : NULL;
+    if (!sp) return hpdl__gemm_launch_warptile<T, T, BK, 8>(g, hpdl__gemm_batch(), 1, stream);
+    depth = ((g.K + slices - 1) / slices + BK - 1) / BK * BK;
+    equal = g.K / depth;
+    part.C = (T *)sp->ws;
+    part.ldc = g.N;
+    part.cvec = g.N % 4 == 0;
+    part.alpha = 1;
+    part.beta = 0;
+    part.K = depth;
+    step.a = g.a.kcontig ? depth : (int64_t)depth * g.a.ld;
+    step.b = g.b.kcontig ? depth : (int64_t)depth * g.b.ld;
+    step.c = area;
+    s = hpdl__gemm_launch_warptile<T, T, BK, 8>(part, step, equal, stream);
+    if (s == HPDL_OK && equal * depth < g.K) { /* the shorter last slice */
+        part.a.p += equal * step.a;
+        part.b.p += equal * step.b;
+        part.C += equal * area;
+        part.K = g.K - equal * depth;
+        s = hpdl__gemm_launch_warptile<T, T, BK, 8>(part, hpdl__gemm_batch(), 1, stream);
+    }
+    if (s != HPDL_OK) return s;
+    hpdl__gemm_add_slices_kernel<T><<<hpdl__grid_for(area, 256), 256, 0, stream>>>(g, (const T *)sp->ws,
+                                                                              equal + (equal * depth < g.K));
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* 16-bit operands with f32 sums: one slice (the slices' blocks would be
+   stored in the 16-bit type). */
+template <typename T, typename ACC>
+static inline hpdl_status hpdl__gemm_warptile_rung(const hpdl__gemm_args<T, ACC> &g, cudaStream_t stream) {
+    return hpdl__gemm_launch_warptile<T, ACC, HPDL__WARPTILE_BK, 8>(g, hpdl__gemm_batch(), 1, stream);
+}
+
 /* The SIMT rungs, for every type. */
 template <typename T, typename ACC>
 static inline hpdl_status hpdl__gemm_launch_simt(hpdl_gemm_algo algo, const hpdl__gemm_args<T, ACC> &g,
@@ -2856,7 +2939,7 @@ static inline hpdl_status hpdl__gemm_launch_simt(hpdl_gemm_algo algo, const hpdl
         if ((s = hpdl__gemm_grid(g.N, 128, g.M, 128, &grid)) != HPDL_OK) return s;
         hpdl__gemm_vec4<<<grid, 256, 0, stream>>>(g);
         break;
-    case HPDL_GEMM_WARPTILE: return hpdl__gemm_launch_warptile<T, ACC, HPDL__WARPTILE_BK, 8>(g, hpdl__gemm_batch(), 1, stream);
+    case HPDL_GEMM_WARPTILE: return hpdl__gemm_warptile_rung(g, stream);
     default: return HPDL_ERR_UNSUPPORTED;
     }
     HPDL_CUDA_TRY_LAUNCH();

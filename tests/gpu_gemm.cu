@@ -385,8 +385,9 @@ static void mlp_products(int B, int H, int out[5][5]) {
     memcpy(out, p, sizeof p);
 }
 
-/* splitk and AUTO on the MLP's products (B 37 and 1000, H 130: narrow
-   tiles, the short and square ones, K split into up to 16 slices) against
+/* splitk, warptile and AUTO on the MLP's products (B 37 and 1000, H 130:
+   narrow tiles, the short and square ones, K split into up to 16 slices;
+   f32/f64 warptile splits K too, with a shorter last slice) against
    the f64 CPU GEMM, both betas, aligned and unaligned leading dimensions;
    a second splitk run gives the same bits (the slices add in a fixed
    order; the tile counters were set back to 0). */
@@ -407,6 +408,7 @@ template <typename T> static void check_mlp_type(const char *type, double tol, u
                     case_init(&c, prod[i][0] | prod[i][1] << 1, prod[i] + 2, layout, bcase);
                     HPDL_EXPECT(case_setup(&c, &r));
                     failed += !case_check(&c, HPDL_GEMM_AUTO, tol, type);
+                    failed += !case_check(&c, HPDL_GEMM_WARPTILE, tol, type);
                     failed += !case_check(&c, HPDL_GEMM_SPLITK, tol, type);
                     first = (T *)hpdl_alloc(c.nc, sizeof(T));
                     HPDL_EXPECT(first != NULL);
@@ -474,6 +476,31 @@ static void test_gemm_auto_splitk(void) {
             }
     HPDL_EXPECT(!bad);
     HPDL_EXPECT(split > 0);
+}
+
+/* The warptile rung's split of K (host logic): none where its tiles fill
+   the GPU or K is short, about two blocks an SM for f32 (one for f64),
+   slices of at least 16 steps, all slices' sums within the workspace. */
+static void test_gemm_warptile_slices(void) {
+    static const int sizes[] = {1, 100, 128, 512, 784, 2048, 3000, 20000, 100000};
+    int i, j, k, e;
+    HPDL_EXPECT(hpdl__warptile_slices(512, 2048, 784, 4, 132) == 4);   /* 64 tiles */
+    HPDL_EXPECT(hpdl__warptile_slices(3000, 512, 784, 4, 132) == 2);   /* 96 tiles */
+    HPDL_EXPECT(hpdl__warptile_slices(784, 2048, 3000, 4, 132) == 2);  /* 112 tiles */
+    HPDL_EXPECT(hpdl__warptile_slices(784, 2048, 3000, 8, 132) == 1);  /* f64: one block an SM */
+    HPDL_EXPECT(hpdl__warptile_slices(3000, 2048, 784, 4, 132) == 1);  /* 384 tiles fill the GPU */
+    HPDL_EXPECT(hpdl__warptile_slices(784, 2048, 128, 4, 132) == 1);   /* K: one slice of 16 steps */
+    HPDL_EXPECT(hpdl__warptile_slices(128, 128, 100000, 4, 132) == 256); /* the workspace: 256 x 64 KiB */
+    for (i = 0; i < HPDL_COUNT(sizes); i++)
+        for (j = 0; j < HPDL_COUNT(sizes); j++)
+            for (k = 0; k < HPDL_COUNT(sizes); k++)
+                for (e = 4; e <= 8; e += 4) {
+                    int M = sizes[i], N = sizes[j], K = sizes[k], n = hpdl__warptile_slices(M, N, K, e, 132);
+                    HPDL_EXPECT(n >= 1);
+                    if (n > 1)
+                        HPDL_EXPECT(K / n >= 16 * HPDL__WARPTILE_BK &&
+                                    (int64_t)n * M * N * e <= (int64_t)HPDL__SPLITK_WS_BYTES);
+                }
 }
 
 /* splitk inside a captured graph, as the MLP's training step runs it: on a
@@ -631,7 +658,7 @@ int main(int argc, char **argv) {
                                       HPDL_TEST(test_gemm_bf16),         HPDL_TEST(test_gemm_hopper_small), HPDL_TEST(test_gemm_mma_whole_tiles),
                                       HPDL_TEST(test_gemm_hopper_many_tiles), HPDL_TEST(test_gemm_hopper_waves),
                                       HPDL_TEST(test_gemm_stream_k_schedule), HPDL_TEST(test_gemm_hopper_stream_k),
-                                      HPDL_TEST(test_gemm_auto_splitk),  HPDL_TEST(test_gemm_mlp_f32),
+                                      HPDL_TEST(test_gemm_auto_splitk),  HPDL_TEST(test_gemm_warptile_slices), HPDL_TEST(test_gemm_mlp_f32),
                                       HPDL_TEST(test_gemm_mlp_f64),      HPDL_TEST(test_gemm_mlp_f16),
                                       HPDL_TEST(test_gemm_mlp_bf16),     HPDL_TEST(test_gemm_splitk_graph)};
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
