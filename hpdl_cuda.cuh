@@ -2829,14 +2829,17 @@ static inline hpdl_status hpdl__gemm_launch_warptile(const hpdl__gemm_args<T, AC
    elem-byte sums into: none (1) when its 128 x 128 tiles fill the GPU's
    `sms` SMs (two blocks each for f32, one for f64); else enough slices for
    about that many blocks, each slice at least 16 steps of 8 deep, and all
-   slices' M x N sums within the splitk workspace. */
+   slices' M x N sums within the splitk workspace; at least 3 slices, or
+   none: with 2 the pass that adds them costs what the split saves (one
+   H200: 784 x 2048 x 3000, 112 tiles, 0.60 -> 0.58 of cuBLAS; 512 x 2048 x
+   784, 64 tiles and 4 slices, 0.38 -> 0.56). */
 HPDL_LAZY int hpdl__warptile_slices(int M, int N, int K, int elem_bytes, int sms) {
     const int64_t tiles = (int64_t)((M + 127) / 128) * ((N + 127) / 128), room = (int64_t)(elem_bytes == 4 ? 2 : 1) * sms;
     const int64_t most_by_depth = K / (16 * HPDL__WARPTILE_BK);
     int64_t slices = room / tiles;
     if (slices > most_by_depth) slices = most_by_depth;
     while (slices > 1 && slices * M * (int64_t)N * elem_bytes > (int64_t)HPDL__SPLITK_WS_BYTES) slices--;
-    return slices > 1 ? (int)slices : 1;
+    return slices >= 3 ? (int)slices : 1;
 }
 
 /* C = alpha (sum of the slices' blocks, in slice order) + beta C: the

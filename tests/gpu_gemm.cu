@@ -480,13 +480,15 @@ static void test_gemm_auto_splitk(void) {
 
 /* The warptile rung's split of K (host logic): none where its tiles fill
    the GPU or K is short, about two blocks an SM for f32 (one for f64),
-   slices of at least 16 steps, all slices' sums within the workspace. */
+   at least 3 slices of at least 16 steps, all slices' sums within the
+   workspace. */
 static void test_gemm_warptile_slices(void) {
     static const int sizes[] = {1, 100, 128, 512, 784, 2048, 3000, 20000, 100000};
     int i, j, k, e;
     HPDL_EXPECT(hpdl__warptile_slices(512, 2048, 784, 4, 132) == 4);   /* 64 tiles */
-    HPDL_EXPECT(hpdl__warptile_slices(3000, 512, 784, 4, 132) == 2);   /* 96 tiles */
-    HPDL_EXPECT(hpdl__warptile_slices(784, 2048, 3000, 4, 132) == 2);  /* 112 tiles */
+    HPDL_EXPECT(hpdl__warptile_slices(784, 512, 512, 4, 132) == 4);    /* 28 tiles, K: 4 slices */
+    HPDL_EXPECT(hpdl__warptile_slices(3000, 512, 784, 4, 132) == 1);   /* 96 tiles: 2 slices would not pay */
+    HPDL_EXPECT(hpdl__warptile_slices(784, 2048, 3000, 4, 132) == 1);  /* 112 tiles */
     HPDL_EXPECT(hpdl__warptile_slices(784, 2048, 3000, 8, 132) == 1);  /* f64: one block an SM */
     HPDL_EXPECT(hpdl__warptile_slices(3000, 2048, 784, 4, 132) == 1);  /* 384 tiles fill the GPU */
     HPDL_EXPECT(hpdl__warptile_slices(784, 2048, 128, 4, 132) == 1);   /* K: one slice of 16 steps */
@@ -498,7 +500,7 @@ static void test_gemm_warptile_slices(void) {
                     int M = sizes[i], N = sizes[j], K = sizes[k], n = hpdl__warptile_slices(M, N, K, e, 132);
                     HPDL_EXPECT(n >= 1);
                     if (n > 1)
-                        HPDL_EXPECT(K / n >= 16 * HPDL__WARPTILE_BK &&
+                        HPDL_EXPECT(n >= 3 && K / n >= 16 * HPDL__WARPTILE_BK &&
                                     (int64_t)n * M * N * e <= (int64_t)HPDL__SPLITK_WS_BYTES);
                 }
 }
