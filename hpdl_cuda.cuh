@@ -11363,8 +11363,8 @@ HPDL_CUDA_API hpdl_status hpdl__dl_update(hpdl_cuda_deep_linear *m, int g, float
 }
 
 /* Stages are taken in rounds of one stage a GPU (G = the GPUs the stages
-   use): round r is stages [rG, rG + G). With one stage a GPU there is one
-   round. Stages on one GPU share its stream, so the order queued is the
+   use): the rounds are stages [0, G), [G, 2G), ... With one stage a GPU
+   there is one round. Stages on one GPU share its stream, so the order queued is the
    order run: breadth-first, every micro-batch of a round before the next
    round (interleaved stages: the GPU works on one stage while another waits
    for the other GPU). Stage g's micro-batch i waits for its neighbour's
