@@ -3938,13 +3938,28 @@ static inline hpdl__wg_sk hpdl__wg_sk_plan(int units, int blocks, int KT, cudaSt
     return sk;
 }
 
+/* Blocks of a persistent launch of `units` tiles of KT k-steps with
+   `resident` blocks resident: all of them when the tiles fill a wave or
+   more; fewer tiles (a product of few tiles and long K, 784 x 512 x 3000:
+   14 tiles of 47 k-steps) take as many blocks as give each about 8 of the
+   tiles' k-steps, so that the stream-K tail shares every tile out (when
+   hpdl__wg_sk_plan finds that it pays; otherwise one block a tile). */
+static inline int hpdl__wg_sk_blocks(int units, int resident, int KT) {
+    long long share = (long long)units * KT / 8;
+    if (resident <= 0 || units >= resident) return resident > 0 ? resident : units;
+    return share > resident ? resident : share > units ? (int)share : units;
+}
+
 /* Launches a Hopper kernel on the M x N tiles of g (BN = 256): one block
    (or cluster) per tile, or, persistent, as many as can be resident, with
    a stream-K tail over the k_steps k-steps of each tile where k_steps > 0
-   (one block per tile unit only). map_c: C for the TMA epilogue, or NULL. */
+   (one block per tile unit only); with `spread`, fewer tiles than blocks
+   are shared out over more blocks (hpdl__wg_sk_blocks). map_c: C for the
+   TMA epilogue, or NULL. */
 template <typename G>
 static inline hpdl_status hpdl__wg_run(const hpdl__wg_launch &l, const CUtensorMap &map_a, const CUtensorMap &map_b,
-                                       const CUtensorMap *map_c, const G &g, int k_steps, cudaStream_t stream) {
+                                       const CUtensorMap *map_c, const G &g, int k_steps, int spread,
+                                       cudaStream_t stream) {
     const int cs = l.cm * l.cn, bn = 256;
     const size_t smem = (size_t)HPDL__WG_STAGES * (l.bm + bn) * 128 + (l.threads / 128 == 1 ? 1 : 2) * HPDL__WG_EPI_BYTES +
                         1024 /* alignment */ + 2 * HPDL__WG_STAGES * 8;
@@ -3973,7 +3988,10 @@ static inline hpdl_status hpdl__wg_run(const hpdl__wg_launch &l, const CUtensorM
             return HPDL_ERR_CUDA;
         }
         if (resident > 0 && resident < units) cfg.gridDim = dim3((unsigned)(resident * cs));
-        if (k_steps > 0 && cs == 1) sk = hpdl__wg_sk_plan(units, (int)cfg.gridDim.x, k_steps, stream);
+        if (k_steps > 0 && cs == 1)
+            sk = hpdl__wg_sk_plan(units, spread ? hpdl__wg_sk_blocks(units, resident, k_steps) : (int)cfg.gridDim.x,
+                                  k_steps, stream);
+        if (sk.tail > 0 && units < resident) cfg.gridDim = dim3((unsigned)hpdl__wg_sk_blocks(units, resident, k_steps));
     }
     args[0] = (void *)&map_a; args[1] = (void *)&map_b; args[2] = (void *)(map_c ? map_c : &no_map);
     args[3] = (void *)&g; args[4] = (void *)&tma_c; args[5] = (void *)&sk;
@@ -3997,7 +4015,7 @@ static inline hpdl_status hpdl__gemm_run_wgmma(const hpdl__wg_launch &l, const h
         return s;
     /* the TMA epilogue writes f16/bf16 and reads no C (beta = 0) */
     tma_c = g.beta == 0.0f && hpdl__wg_map_c(&map_c, g.C, g.M, g.N, g.ldc) == HPDL_OK;
-    return hpdl__wg_run(l, map_a, map_b, tma_c ? &map_c : NULL, g, (g.K + BK - 1) / BK, stream);
+    return hpdl__wg_run(l, map_a, map_b, tma_c ? &map_c : NULL, g, (g.K + BK - 1) / BK, 1, stream);
 }
 
 /* Runs one Hopper rung for the operands' layouts. */
@@ -12274,7 +12292,7 @@ template <typename TC> static inline hpdl_status hpdl__qgemm_launch_wgmma(const 
         e.rsum = q.zb != 0 ? sums : NULL;
         e.csum = q.za != 0 ? sums + q.M : NULL;
     }
-    s = hpdl__wg_run(l, map_a, map_b, NULL, e, 0 /* no stream-K: its tests cover f16/bf16/TF32 */, stream);
+    s = hpdl__wg_run(l, map_a, map_b, NULL, e, 0 /* no stream-K: its tests cover f16/bf16/TF32 */, 0, stream);
     if (sums && cudaFreeAsync(sums, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
     return s;
 }
@@ -13830,7 +13848,7 @@ static inline hpdl_status hpdl__fp8_gemm_launch(const hpdl__wg_f8args<TC> &e, co
     int tma_c;
     if ((s = hpdl__wg_map(&map_a, a, e.M, e.K)) != HPDL_OK || (s = hpdl__wg_map(&map_b, b, e.N, e.K)) != HPDL_OK) return s;
     tma_c = hpdl__wg_map_c(&map_c, e.c.C, e.M, e.N, e.c.ldc) == HPDL_OK;
-    return hpdl__wg_run(l, map_a, map_b, tma_c ? &map_c : NULL, e, (e.K + 127) / 128, stream);
+    return hpdl__wg_run(l, map_a, map_b, tma_c ? &map_c : NULL, e, (e.K + 127) / 128, 0 /* not measured */, stream);
 }
 
 /* Validates (hpdl.h's rules but for the scales, which are on the device),

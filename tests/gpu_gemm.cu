@@ -372,6 +372,14 @@ static void test_gemm_hopper_stream_k(void) {
     check_hopper_epilogues<hpdl_bf16>("bf16", 12, HPDL_NO_TRANS, 512, 11008, 1720, 1.25);
 }
 
+/* Fewer tiles than SMs and a long K (as an MLP's weight gradient at batch
+   3000): 14 tiles of 47 k-steps, shared out by k-steps over 82 blocks on a
+   132-SM GPU, every tile in pieces. */
+static void test_gemm_hopper_stream_k_few_tiles(void) {
+    if (!hopper_gpu()) HPDL_SKIP("the Hopper rungs need an sm_90 GPU");
+    check_hopper_epilogues<hpdl_f16>("f16", 13, HPDL_NO_TRANS, 784, 512, 3000, 1.0);
+}
+
 /* The five products of one MLP step 784 -> H -> 10 at batch B, with the
    MLP's transposes (hpdl__cmlp_forward, _backward_dw, _backward_delta), at
    odd sizes: {ta, tb, M, N, K} for B and H. */
@@ -660,6 +668,7 @@ int main(int argc, char **argv) {
                                       HPDL_TEST(test_gemm_bf16),         HPDL_TEST(test_gemm_hopper_small), HPDL_TEST(test_gemm_mma_whole_tiles),
                                       HPDL_TEST(test_gemm_hopper_many_tiles), HPDL_TEST(test_gemm_hopper_waves),
                                       HPDL_TEST(test_gemm_stream_k_schedule), HPDL_TEST(test_gemm_hopper_stream_k),
+                                      HPDL_TEST(test_gemm_hopper_stream_k_few_tiles),
                                       HPDL_TEST(test_gemm_auto_splitk),  HPDL_TEST(test_gemm_warptile_slices), HPDL_TEST(test_gemm_mlp_f32),
                                       HPDL_TEST(test_gemm_mlp_f64),      HPDL_TEST(test_gemm_mlp_f16),
                                       HPDL_TEST(test_gemm_mlp_bf16),     HPDL_TEST(test_gemm_splitk_graph)};
