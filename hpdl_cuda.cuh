@@ -3891,13 +3891,15 @@ static inline hpdl__wg_sk_space *hpdl__wg_sk_space_for(int device, cudaStream_t 
     enum { SPACES = 16 }; /* streams beyond these run without stream-K */
     static hpdl__wg_sk_space spaces[SPACES];
     hpdl__wg_sk_space *sp;
-    int i;
+    int i, sms = 0;
     for (i = 0; i < SPACES; i++)
         if (spaces[i].partial && spaces[i].device == device && spaces[i].stream == stream)
             return spaces[i].blocks >= blocks ? &spaces[i] : NULL;
     for (i = 0; i < SPACES && spaces[i].partial; i++) {}
     if (i == SPACES) return NULL;
     sp = &spaces[i];
+    /* room for a block on every SM: a later launch may have more blocks */
+    if (hpdl__sm_count(&sms) == HPDL_OK && sms > blocks) blocks = sms;
     if (cudaMalloc(&sp->partial, (size_t)blocks * 256 * 128 * 4) != cudaSuccess ||
         cudaMalloc((void **)&sp->flag, (size_t)blocks * 2 * sizeof(unsigned)) != cudaSuccess ||
         cudaMemsetAsync(sp->flag, 0, (size_t)blocks * 2 * sizeof(unsigned), stream) != cudaSuccess) {
@@ -3940,14 +3942,17 @@ static inline hpdl__wg_sk hpdl__wg_sk_plan(int units, int blocks, int KT, cudaSt
 
 /* Blocks of a persistent launch of `units` tiles of KT k-steps with
    `resident` blocks resident: all of them when the tiles fill a wave or
-   more; fewer tiles (a product of few tiles and long K, 784 x 512 x 3000:
-   14 tiles of 47 k-steps) take as many blocks as give each about 8 of the
-   tiles' k-steps, so that the stream-K tail shares every tile out (when
-   hpdl__wg_sk_plan finds that it pays; otherwise one block a tile). */
+   more. Fewer tiles (a product of few tiles and long K, 784 x 512 x 3000:
+   14 tiles of 47 k-steps) are cut into p pieces each, one block a piece,
+   and the stream-K tail shares them out (when hpdl__wg_sk_plan finds that
+   it pays; otherwise one block a tile). A tile then takes about KT / p
+   k-steps plus p - 1 partial sums of ~9 k-steps' time each: p is the
+   largest with 9 p^2 <= KT (47: 2). */
 static inline int hpdl__wg_sk_blocks(int units, int resident, int KT) {
-    long long share = (long long)units * KT / 8;
+    int p = 1;
     if (resident <= 0 || units >= resident) return resident > 0 ? resident : units;
-    return share > resident ? resident : share > units ? (int)share : units;
+    while (9 * (p + 1) * (p + 1) <= KT) p++;
+    return (long long)units * p > resident ? resident : units * p;
 }
 
 /* Launches a Hopper kernel on the M x N tiles of g (BN = 256): one block

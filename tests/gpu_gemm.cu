@@ -373,8 +373,7 @@ static void test_gemm_hopper_stream_k(void) {
 }
 
 /* Fewer tiles than SMs and a long K (as an MLP's weight gradient at batch
-   3000): 14 tiles of 47 k-steps, shared out by k-steps over 82 blocks on a
-   132-SM GPU, every tile in pieces. */
+   3000): 14 tiles of 47 k-steps, each in two pieces on 28 blocks. */
 static void test_gemm_hopper_stream_k_few_tiles(void) {
     if (!hopper_gpu()) HPDL_SKIP("the Hopper rungs need an sm_90 GPU");
     check_hopper_epilogues<hpdl_f16>("f16", 13, HPDL_NO_TRANS, 784, 512, 3000, 1.0);
