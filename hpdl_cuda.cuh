@@ -4047,10 +4047,10 @@ enum { HPDL__GEMM_HOPPER_DEFAULT = HPDL_GEMM_WGMMA_PERSISTENT };
    where the persistent rung's 128 x 256 tiles would fill under a quarter of
    the SMs and K is too short for its stream-K pieces (hpdl__wg_sk_blocks:
    fewer than 36 k-steps of 64); else the persistent one. One H200, f16
-   128 x 2048 x 784: 0.60 of cuBLAS against 0.54. */
+   128 x 2048 x 784 (8 tiles): 0.60 of cuBLAS against 0.54. */
 HPDL_LAZY int hpdl__gemm_auto_hopper(int M, int N, int K, int sms) {
     const int64_t tiles = (int64_t)((M + 127) / 128) * ((N + 255) / 256), k_steps = (K + 63) / 64;
-    return tiles * 4 < sms && k_steps < 36 ? HPDL_GEMM_WGMMA : HPDL__GEMM_HOPPER_DEFAULT;
+    return tiles * 4 < sms && k_steps < 36 ? (int)HPDL_GEMM_WGMMA : (int)HPDL__GEMM_HOPPER_DEFAULT;
 }
 
 /* Validates, then runs one rung (AUTO: splitk for skinny products, then
@@ -4077,7 +4077,7 @@ static inline hpdl_status hpdl__cuda_gemm(hpdl_gemm_algo algo, hpdl_transpose ta
     if (hopper || (algo == HPDL_GEMM_AUTO && sizeof(T) == 2)) {
         int sms = 0;
         if (!hopper && hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
-        s = hpdl__gemm_launch_wgmma(hopper ? algo : (hpdl_gemm_algo)hpdl__gemm_auto_hopper(M, N, K, sms),
+        s = hpdl__gemm_launch_wgmma((hpdl_gemm_algo)(hopper ? (int)algo : hpdl__gemm_auto_hopper(M, N, K, sms)),
                                     hpdl__gemm_make_args(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
                                                          (int)(16 / sizeof(T))), stream);
         if (s != HPDL_ERR_UNSUPPORTED || hopper) return s;
