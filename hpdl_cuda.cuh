@@ -4044,13 +4044,14 @@ enum { HPDL__GEMM_HOPPER_DEFAULT = HPDL_GEMM_WGMMA_PERSISTENT };
 
 /* AUTO's Hopper rung for an M x N x K product of 16-bit elements on `sms`
    SMs: the one-tile-a-block rung of 64 x 256 tiles (twice as many blocks)
-   where the persistent rung's 128 x 256 tiles would fill under a quarter of
-   the SMs and K is too short for its stream-K pieces (hpdl__wg_sk_blocks:
-   fewer than 36 k-steps of 64); else the persistent one. One H200, f16
-   128 x 2048 x 784 (8 tiles): 0.60 of cuBLAS against 0.54. */
+   where the persistent rung's 128 x 256 tiles would fill under half of the
+   SMs and K is too short for its stream-K pieces (hpdl__wg_sk_blocks:
+   fewer than 36 k-steps of 64); else the persistent one. One H200, f16,
+   seven products of 1 to 56 such tiles (32 x 512 x 784 to 784 x 2048 x
+   128): 0.54-0.94 of cuBLAS against 0.49-0.79. */
 HPDL_LAZY int hpdl__gemm_auto_hopper(int M, int N, int K, int sms) {
     const int64_t tiles = (int64_t)((M + 127) / 128) * ((N + 255) / 256), k_steps = (K + 63) / 64;
-    return tiles * 4 < sms && k_steps < 36 ? (int)HPDL_GEMM_WGMMA : (int)HPDL__GEMM_HOPPER_DEFAULT;
+    return tiles * 2 < sms && k_steps < 36 ? (int)HPDL_GEMM_WGMMA : (int)HPDL__GEMM_HOPPER_DEFAULT;
 }
 
 /* Validates, then runs one rung (AUTO: splitk for skinny products, then

@@ -465,7 +465,8 @@ static void test_gemm_auto_splitk(void) {
     /* the Hopper rung for 16-bit products AUTO does not split */
     HPDL_EXPECT(hpdl__gemm_auto_hopper(128, 2048, 784, 132) == HPDL_GEMM_WGMMA);            /* 8 tiles */
     HPDL_EXPECT(hpdl__gemm_auto_hopper(512, 2048, 784, 132) == HPDL_GEMM_WGMMA);            /* 32 tiles */
-    HPDL_EXPECT(hpdl__gemm_auto_hopper(1024, 2048, 784, 132) == HPDL_GEMM_WGMMA_PERSISTENT); /* 64 tiles */
+    HPDL_EXPECT(hpdl__gemm_auto_hopper(784, 2048, 128, 132) == HPDL_GEMM_WGMMA);            /* 56 tiles */
+    HPDL_EXPECT(hpdl__gemm_auto_hopper(1152, 2048, 784, 132) == HPDL_GEMM_WGMMA_PERSISTENT); /* 72 tiles */
     HPDL_EXPECT(hpdl__gemm_auto_hopper(784, 512, 3000, 132) == HPDL_GEMM_WGMMA_PERSISTENT); /* stream-K */
     HPDL_EXPECT(hpdl__gemm_auto_hopper(4096, 4096, 4096, 132) == HPDL_GEMM_WGMMA_PERSISTENT);
     HPDL_EXPECT(hpdl__splitk_shape_for(3000, 10) == HPDL__SPLITK_NARROW && hpdl__splitk_shape_for(32, 512) == HPDL__SPLITK_SHORT &&
