@@ -2772,6 +2772,10 @@ static inline hpdl_status hpdl__gemm_launch_splitk(const hpdl__gemm_args<T, ACC>
     int sms = 0, shape = hpdl__splitk_shape_for(g.M, g.N), depth;
     if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
     depth = hpdl__splitk_depth(g.M, g.N, g.K, shape, (int)sizeof(ACC), sms);
+#ifdef HPDL__SPLITK_NARROW_DEEP /* experiment: 32-deep narrow tiles for 16-bit operands */
+    if (shape == HPDL__SPLITK_NARROW && sizeof(T) == 2)
+        return hpdl__gemm_launch_splitk_tile<hpdl__splitk_shape<128, 16, 32> >(g, depth, stream);
+#endif
     if (shape == HPDL__SPLITK_NARROW) return hpdl__gemm_launch_splitk_tile<hpdl__splitk_narrow>(g, depth, stream);
     if (shape == HPDL__SPLITK_SHORT) return hpdl__gemm_launch_splitk_tile<hpdl__splitk_short>(g, depth, stream);
     return hpdl__gemm_launch_splitk_tile<hpdl__splitk_square>(g, depth, stream);
