@@ -2568,8 +2568,8 @@ template <typename SH, typename T> struct hpdl__splitk_math<SH, T, float, true> 
 };
 
 /* v[i] = the sum over the slices, in slice order, of element 256 i of each
-   slice's sums (slice s at ws + s * area; this block's own slice `mine` is
-   v itself). A slice's OUT loads go out together, and the loop runs
+   slice's sums (slice s at ws + s * area; slice `mine` is v itself, -1:
+   none is). A slice's OUT loads go out together, and the loop runs
    several slices at once, so the loads' latencies overlap instead of
    adding up one after another; the order of the additions is unchanged. */
 template <int OUT, typename ACC>
@@ -2848,18 +2848,16 @@ HPDL_LAZY int hpdl__warptile_slices(int M, int N, int K, int elem_bytes, int sms
 }
 
 /* C = alpha (sum of the slices' blocks, in slice order) + beta C: the
-   warptile split's last step; a thread per output, its slices' loads
-   issued together. */
+   warptile split's last step, a thread per output (the slices' blocks fit
+   the splitk workspace, so their area fits an int). */
 template <typename T>
 __global__ void hpdl__gemm_add_slices_kernel(hpdl__gemm_args<T, T> g, const T *ws, int slices) {
-    const int64_t area = (int64_t)g.M * g.N;
-    int64_t i;
-    for (i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < area; i += (int64_t)gridDim.x * blockDim.x) {
-        T sum = 0;
-        int s;
-#pragma unroll 4
-        for (s = 0; s < slices; s++) sum += __ldcg(ws + s * area + i);
-        hpdl__gemm_out(g, (int)(i / g.N), (int)(i % g.N), sum);
+    const int area = g.M * g.N;
+    int i;
+    for (i = (int)(blockIdx.x * blockDim.x + threadIdx.x); i < area; i += (int)(gridDim.x * blockDim.x)) {
+        T sum[1] = {0};
+        hpdl__splitk_add_slices<1>(ws + i, area, slices, -1, sum);
+        hpdl__gemm_out(g, i / g.N, i % g.N, sum[0]);
     }
 }
 
@@ -3998,10 +3996,11 @@ static inline hpdl_status hpdl__wg_run(const hpdl__wg_launch &l, const CUtensorM
             return HPDL_ERR_CUDA;
         }
         if (resident > 0 && resident < units) cfg.gridDim = dim3((unsigned)(resident * cs));
-        if (k_steps > 0 && cs == 1)
-            sk = hpdl__wg_sk_plan(units, spread ? hpdl__wg_sk_blocks(units, resident, k_steps) : (int)cfg.gridDim.x,
-                                  k_steps, stream);
-        if (sk.tail > 0 && units < resident) cfg.gridDim = dim3((unsigned)hpdl__wg_sk_blocks(units, resident, k_steps));
+        if (k_steps > 0 && cs == 1) {
+            int blocks = spread ? hpdl__wg_sk_blocks(units, resident, k_steps) : (int)cfg.gridDim.x;
+            sk = hpdl__wg_sk_plan(units, blocks, k_steps, stream);
+            if (sk.tail > 0) cfg.gridDim = dim3((unsigned)blocks);
+        }
     }
     args[0] = (void *)&map_a; args[1] = (void *)&map_b; args[2] = (void *)(map_c ? map_c : &no_map);
     args[3] = (void *)&g; args[4] = (void *)&tma_c; args[5] = (void *)&sk;
