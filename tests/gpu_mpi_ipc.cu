@@ -285,6 +285,44 @@ MPI_TEST(test_same_bits_on_every_rank) {
     HPDL_FREE(in); HPDL_FREE(want); HPDL_FREE(rank0); HPDL_FREE(got[0]); HPDL_FREE(got[1]);
 }
 
+/* The one-shot's inboxes take an 8-byte word of all bits set as "nothing
+   landed yet". Rank 0's data has such words (pairs of f32 with every bit
+   set, a NaN) and single all-ones f32 too: the calls still end, those
+   elements are NaN on every rank with the same bits, every other element is
+   exact, and the next call (inboxes emptied again) is exact. */
+MPI_TEST(test_all_ones_words_still_arrive) {
+    enum { N = 4099, CALLS = 3 };
+    const uint32_t all_ones = 0xFFFFFFFFu;
+    float *in, *got, *rank0, *d;
+    int k, bad = 0;
+    int64_t i;
+    NEED_IPC();
+    in = (float *)hpdl_alloc(N, sizeof(float));
+    got = (float *)hpdl_alloc(N, sizeof(float));
+    rank0 = (float *)hpdl_alloc(N, sizeof(float));
+    HPDL_CUDA_CHECK(cudaMalloc((void **)&d, N * sizeof(float)));
+    for (k = 0; k < CALLS; k++) {
+        int with_ones = k < 2; /* the last call: plain data after two with all-ones words */
+        for (i = 0; i < N; i++) {
+            in[i] = (float)input_value(hpdl_mpi_rank(), i, k);
+            if (with_ones && hpdl_mpi_rank() == 0 && (i % 13 < 2 || i % 29 == 5)) memcpy(&in[i], &all_ones, 4);
+        }
+        HPDL_CUDA_CHECK(cudaMemcpy(d, in, N * sizeof(float), cudaMemcpyHostToDevice));
+        HPDL_EXPECT(hpdl_mpi_allreduce_f32(d, N, HPDL_ALLREDUCE_IPC_ONESHOT, MPI_COMM_WORLD) == HPDL_OK);
+        HPDL_CUDA_CHECK(cudaMemcpy(got, d, N * sizeof(float), cudaMemcpyDeviceToHost));
+        memcpy(rank0, got, N * sizeof(float));
+        MPI_Bcast(rank0, N, MPI_FLOAT, 0, MPI_COMM_WORLD);
+        HPDL_EXPECT(memcmp(rank0, got, N * sizeof(float)) == 0);
+        for (i = 0; i < N; i++) {
+            int nan_wanted = with_ones && (i % 13 < 2 || i % 29 == 5);
+            bad += nan_wanted ? !isnan(got[i]) : got[i] != (float)expected_sum(hpdl_mpi_size(), i, k);
+        }
+    }
+    HPDL_EXPECT(bad == 0);
+    cudaFree(d);
+    HPDL_FREE(in); HPDL_FREE(got); HPDL_FREE(rank0);
+}
+
 /* A context of one rank (MPI_COMM_SELF) works on any GPU: the sum over one
    rank is the buffer itself. */
 MPI_TEST(test_one_rank_context_is_identity) {
@@ -356,6 +394,7 @@ int main(int argc, char **argv) {
         HPDL_TEST(test_exact_sums_in_many_steps), HPDL_TEST(test_pieces_of_a_small_context),
         HPDL_TEST(test_back_to_back_calls),      HPDL_TEST(test_back_to_back_calls_in_steps),
         HPDL_TEST(test_same_bits_on_every_rank), HPDL_TEST(test_auto_above_threshold),
+        HPDL_TEST(test_all_ones_words_still_arrive),
     };
     hpdl_mpi_relaunch_per_gpu(argc, argv, "gpu_mpi_ipc");
     HPDL_CHECK(hpdl_mpi_init(&argc, &argv));
