@@ -1389,7 +1389,7 @@ HPDL_MPI_API hpdl_status hpdl__mpi_allreduce_nccl(void *buf, int64_t count, hpdl
 
    Synchronisation. Calls are numbered seq = 1, 2, ... (the same on every
    rank: calls are collective), and the two-shot's flags hold the mark seq
-   (modulo 2^32: later calls, larger marks). A block signals its peers by
+   (modulo 2^32). A block signals its peers by
    writing the mark into its flag in each peer's region with
    st.release.sys, and waits until each peer's flag in its own region has
    reached the mark, read with ld.acquire.sys: what
@@ -1404,11 +1404,14 @@ HPDL_MPI_API hpdl_status hpdl__mpi_allreduce_nccl(void *buf, int64_t count, hpdl
    inbox, and before a peer's call seq+2 writes into this one, that peer
    has received something our kernel of call seq+1 wrote (a mark, or a
    pushed pack), and that kernel starts only once our kernel of call seq
-   (which read or emptied this buffer) has finished. A peer can thus be one
-   call ahead and write seq+1's marks before we read seq's: a block waits
-   for "at least the mark" (wrap-around safe), not "equal". The same
-   reasoning needs one rank's calls to run one after another: a call on
-   another stream than the last waits for the last. The call number is a
+   (which read or emptied this buffer) has finished. A flag is never ahead
+   of the mark its reader waits for: a peer writes flag [0][b] of a later
+   two-shot call only after its block b met ours in phase 1 of this one,
+   and flag [1][b] only after ours signalled phase 0 of the later call. So
+   a block waits for "equal": "at least" would take a flag that no two-shot
+   call has written for 2^31 calls (one-shot calls in between) for a new
+   one. The same reasoning needs one rank's calls to run one after another:
+   a call on another stream than the last waits for the last. The call number is a
    kernel argument, so these calls cannot be captured in a CUDA graph. */
 
 #ifndef HPDL_MPI_IPC_MAX_RANKS
@@ -1684,8 +1687,8 @@ static __device__ __forceinline__ hpdl__ipc_pack *hpdl__ipc_staging(const hpdl__
     return (hpdl__ipc_pack *)(hpdl__ipc_region(a, rank) + a.staging);
 }
 
-/* One-shot: the slot of rank `from` in rank `to`'s staging buffer (p-1
-   slots: `to` keeps its own packs in registers). */
+/* One-shot: the slot of rank `from` in rank `to`'s inbox (p-1 slots: `to`
+   keeps its own packs in registers). */
 static __device__ __forceinline__ hpdl__ipc_pack *hpdl__ipc_slot(const hpdl__ipc_args &a, int to, int from) {
     return hpdl__ipc_staging(a, to) + (int64_t)(from < to ? from : from - 1) * a.slot_packs;
 }
@@ -1723,14 +1726,14 @@ static __device__ __forceinline__ void hpdl__ipc_signal(const hpdl__ipc_args &a,
         hpdl__ipc_store_release(hpdl__ipc_flag(hpdl__ipc_region(a, peer), phase, blockIdx.x, a.rank), mark);
 }
 
-/* Waits until block blockIdx.x of every peer has signalled at least `mark`:
-   thread j polls peer j's flag in this rank's region (local reads). The
+/* Waits until block blockIdx.x of every peer has signalled `mark`: thread
+   j polls peer j's flag in this rank's region (local reads). The
    __syncthreads puts every thread's later reads after the acquires. */
 static __device__ __forceinline__ void hpdl__ipc_wait(const hpdl__ipc_args &a, int phase, uint32_t mark) {
     int peer = (int)threadIdx.x;
     if (peer < a.size && peer != a.rank) {
         const uint32_t *mine = hpdl__ipc_flag(hpdl__ipc_region(a, a.rank), phase, blockIdx.x, peer);
-        while ((int32_t)(hpdl__ipc_load_acquire(mine) - mark) < 0) {
+        while (hpdl__ipc_load_acquire(mine) != mark) {
         }
     }
     __syncthreads();
