@@ -2850,12 +2850,12 @@ HPDL_LAZY int hpdl__warptile_slices(int M, int N, int K, int elem_bytes, int sms
 /* C = alpha (sum of the slices' blocks, in slice order) + beta C: the
    warptile split's last step, a thread per output (the slices' blocks fit
    the splitk workspace, so their area fits an int). */
-template <typename T>
-__global__ void hpdl__gemm_add_slices_kernel(hpdl__gemm_args<T, T> g, const T *ws, int slices) {
+template <typename T, typename ACC>
+__global__ void hpdl__gemm_add_slices_kernel(hpdl__gemm_args<T, ACC> g, const ACC *ws, int slices) {
     const int area = g.M * g.N;
     int i;
     for (i = (int)(blockIdx.x * blockDim.x + threadIdx.x); i < area; i += (int)(gridDim.x * blockDim.x)) {
-        T sum[1] = {0};
+        ACC sum[1] = {0};
         hpdl__splitk_add_slices<1>(ws + i, area, slices, -1, sum);
         hpdl__gemm_out(g, i / g.N, i % g.N, sum[0]);
     }
@@ -2901,7 +2901,7 @@ static inline hpdl_status hpdl__gemm_warptile_rung(const hpdl__gemm_args<T, T> &
         s = hpdl__gemm_launch_warptile<T, T, BK, 8>(part, hpdl__gemm_batch(), 1, stream);
     }
     if (s != HPDL_OK) return s;
-    hpdl__gemm_add_slices_kernel<T><<<hpdl__grid_for(area, 256), 256, 0, stream>>>(g, (const T *)sp->ws,
+    hpdl__gemm_add_slices_kernel<T, T><<<hpdl__grid_for(area, 256), 256, 0, stream>>>(g, (const T *)sp->ws,
                                                                               equal + (equal * depth < g.K));
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
@@ -3632,18 +3632,22 @@ static __device__ __forceinline__ unsigned char *hpdl__wg_smem_base() {
     return hpdl__smem_align1024(hpdl__wg_smem);
 }
 
-/* wgmma: one warpgroup, thread 0 copies STAGES-1 tiles ahead. */
-template <typename T, bool AMN, bool BMN>
+/* wgmma: one warpgroup, thread 0 copies STAGES-1 tiles ahead. With
+   gridDim.y > 1 K is split: block (x, s) multiplies slice s of the k-steps
+   and G is then f32 (the splitk workspace), where slice s writes its sums
+   as the s-th M x N block after C (hpdl__gemm_wgmma_split). */
+template <typename T, typename G, bool AMN, bool BMN>
 __global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma(const __grid_constant__ CUtensorMap map_a,
                                                            const __grid_constant__ CUtensorMap map_b,
-                                                           const __grid_constant__ CUtensorMap map_c,
-                                                           hpdl__gemm_args<T, float> g, int tma_c) {
+                                                           const __grid_constant__ CUtensorMap map_c, G g, int tma_c) {
 #ifdef HPDL__SM90A
     enum { BM = 64, BN = 256, BK = 128 / sizeof(T), S = HPDL__WG_STAGES, A_BYTES = BM * 128, STAGE = (BM + BN) * 128 };
     unsigned char *smem = hpdl__wg_smem_base();
     float *epi = (float *)(smem + S * STAGE);
     uint64_t *full = (uint64_t *)(smem + S * STAGE + HPDL__WG_EPI_BYTES);
-    int tiles_n = (g.N + BN - 1) / BN, tm, tn, kt, i, KT = (g.K + BK - 1) / BK;
+    const int steps = (g.K + BK - 1) / BK, chunk = (steps + (int)gridDim.y - 1) / (int)gridDim.y;
+    const int k_first = (int)blockIdx.y * chunk, KT = steps - k_first < chunk ? steps - k_first : chunk;
+    int tiles_n = (g.N + BN - 1) / BN, tm, tn, kt, i;
     float d[128];
     hpdl__wg_tile<8>((int)blockIdx.x, (g.M + BM - 1) / BM, tiles_n, &tm, &tn);
 #pragma unroll
@@ -3657,8 +3661,9 @@ __global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma(const __grid_constant
         if (threadIdx.x == 0 && kt < KT) { /* copy tile kt, S-1 steps ahead of its use */
             unsigned char *st = smem + kt % S * STAGE;
             hpdl__mbar_expect_bytes(&full[kt % S], STAGE);
-            hpdl__wg_load_pieces<AMN>(&map_a, st, &full[kt % S], tm * BM, kt * BK, 0, BM / 64, 1, 0);
-            hpdl__wg_load_pieces<BMN>(&map_b, st + A_BYTES, &full[kt % S], tn * BN, kt * BK, 0, BN / 64, 1, 0);
+            hpdl__wg_load_pieces<AMN>(&map_a, st, &full[kt % S], tm * BM, (k_first + kt) * BK, 0, BM / 64, 1, 0);
+            hpdl__wg_load_pieces<BMN>(&map_b, st + A_BYTES, &full[kt % S], tn * BN, (k_first + kt) * BK, 0, BN / 64, 1,
+                                      0);
         }
         if (kt >= S - 1) { /* multiply tile c = kt - (S-1) */
             int c = kt - (S - 1);
@@ -3670,6 +3675,7 @@ __global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma(const __grid_constant
         }
     }
     hpdl__wg_fence_acc(d);
+    g.C += (size_t)blockIdx.y * g.M * g.N; /* slice s's block of the workspace (0: C itself) */
     hpdl__wg_epilogue(g, &map_c, tma_c, d, tm * BM, tn * BN, epi);
     hpdl__wg_epilogue_done();
 #else
@@ -3831,10 +3837,11 @@ static inline hpdl_status hpdl__wg_map_c(CUtensorMap *map, T *C, int M, int N, i
 }
 
 /* How one Hopper kernel is launched: threads per block, rows of its tile,
-   cluster shape, persistent or one tile per block. */
+   cluster shape, persistent or one tile per block; slices of K (one tile
+   per block only; 0 or 1: none). */
 typedef struct hpdl__wg_launch {
     const void *kernel;
-    int threads, bm, cm, cn, persistent;
+    int threads, bm, cm, cn, persistent, slices;
 } hpdl__wg_launch;
 
 /* The cluster shape of the wgmma_cluster rung (blocks along M x along N). */
@@ -3843,10 +3850,10 @@ enum { HPDL__WG_CM = 2, HPDL__WG_CN = 1 };
 /* The kernel and launch shape of one Hopper rung for the operands' layouts. */
 template <typename T, bool AMN, bool BMN>
 static inline hpdl__wg_launch hpdl__wg_rung(hpdl_gemm_algo algo) {
-    hpdl__wg_launch l = {NULL, 384, 128, 1, 1, 1};
+    hpdl__wg_launch l = {NULL, 384, 128, 1, 1, 1, 1};
     switch (algo) {
     case HPDL_GEMM_WGMMA:
-        l.kernel = (const void *)hpdl__gemm_wgmma<T, AMN, BMN>;
+        l.kernel = (const void *)hpdl__gemm_wgmma<T, hpdl__gemm_args<T, float>, AMN, BMN>;
         l.threads = 128; l.bm = 64; l.persistent = 0;
         break;
     case HPDL_GEMM_WGMMA_WS:
@@ -3875,7 +3882,7 @@ template <typename T, int TRANSPOSABLE = hpdl__wg_type<T>::TRANSPOSABLE> struct 
 };
 template <typename T> struct hpdl__wg_picker<T, 0> {
     static hpdl__wg_launch pick(hpdl_gemm_algo algo, int amn, int bmn) {
-        hpdl__wg_launch none = {NULL, 0, 0, 1, 1, 0};
+        hpdl__wg_launch none = {NULL, 0, 0, 1, 1, 0, 1};
         return amn || bmn ? none : hpdl__wg_rung<T, false, false>(algo);
     }
 };
@@ -3980,7 +3987,7 @@ static inline hpdl_status hpdl__wg_run(const hpdl__wg_launch &l, const CUtensorM
     hpdl__wg_sk sk = {NULL, NULL, 0, 0};
     void *args[6];
     HPDL_CUDA_TRY(cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    cfg.gridDim = dim3((unsigned)(units * cs));
+    cfg.gridDim = dim3((unsigned)(units * cs), (unsigned)(l.slices > 1 && !l.persistent ? l.slices : 1));
     cfg.blockDim = dim3((unsigned)l.threads);
     cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
@@ -4027,11 +4034,81 @@ static inline hpdl_status hpdl__gemm_run_wgmma(const hpdl__wg_launch &l, const h
     return hpdl__wg_run(l, map_a, map_b, tma_c ? &map_c : NULL, g, (g.K + BK - 1) / BK, 1, stream);
 }
 
-/* Runs one Hopper rung for the operands' layouts. */
+/* How many slices of K the one-tile-a-block Hopper rung (64 x 256 tiles)
+   splits an M x N x K product into on `sms` SMs (k-steps `depth` deep: 64
+   for 16-bit elements): where its tiles leave SMs idle, about a block per
+   SM, each slice at least HPDL__WG_SPLIT_MIN_STEPS k-steps, all slices' f32 sums within the
+   splitk workspace; 1: none. A block of few tiles is slow for the bytes
+   one SM can pull, not for its multiplies (32 x 512 x 784: 2 blocks of 13
+   k-steps, ~1 us a k-step). */
+#ifndef HPDL__WG_SPLIT_MIN_STEPS /* experiments build other splits */
+#define HPDL__WG_SPLIT_MIN_STEPS 2
+#endif
+HPDL_LAZY int hpdl__wg_split_slices(int M, int N, int K, int depth, int sms) {
+    const int64_t tiles = (int64_t)((M + 63) / 64) * ((N + 255) / 256), steps = (K + depth - 1) / depth;
+    int64_t slices = sms / tiles, chunk;
+    if (slices > steps / HPDL__WG_SPLIT_MIN_STEPS) slices = steps / HPDL__WG_SPLIT_MIN_STEPS;
+    while (slices > 1 && slices * M * (int64_t)N * 4 > (int64_t)HPDL__SPLITK_WS_BYTES) slices--;
+    if (slices <= 1) return 1;
+    chunk = (steps + slices - 1) / slices;
+    return (int)((steps + chunk - 1) / chunk); /* none empty */
+}
+
+/* The one-tile-a-block rung with K split (hpdl__wg_split_slices): the
+   kernel leaves each slice's f32 sums in the stream's splitk workspace,
+   then hpdl__gemm_add_slices_kernel adds them in slice order with alpha
+   and beta (the same bits every run). HPDL_ERR_UNSUPPORTED: no split here
+   (one slice, or no workspace inside a graph capture). */
+template <typename T>
+static inline hpdl_status hpdl__gemm_wgmma_split(hpdl__wg_launch l, const hpdl__gemm_args<T, float> &g,
+                                                 cudaStream_t stream) {
+    enum { BK = 128 / sizeof(T) };
+    CUtensorMap map_a, map_b;
+    hpdl__gemm_args<float, float> part = hpdl__gemm_args<float, float>();
+    hpdl__splitk_space *sp;
+    int sms = 0;
+    hpdl_status s = hpdl__sm_count(&sms);
+    if (s != HPDL_OK) return s;
+    l.slices = hpdl__wg_split_slices(g.M, g.N, g.K, BK, sms);
+    sp = l.slices > 1 ? hpdl__splitk_space_for(stream) : NULL;
+    if (!sp) return HPDL_ERR_UNSUPPORTED;
+    if ((s = hpdl__wg_map(&map_a, g.a, g.M, g.K)) != HPDL_OK || (s = hpdl__wg_map(&map_b, g.b, g.N, g.K)) != HPDL_OK)
+        return s;
+    part.C = (float *)sp->ws;
+    part.M = g.M; part.N = g.N; part.K = g.K; part.ldc = g.N; part.cvec = g.N % 4 == 0;
+    part.alpha = 1.0f;
+    s = hpdl__wg_run(l, map_a, map_b, NULL, part, (g.K + BK - 1) / BK, 0, stream);
+    if (s != HPDL_OK) return s;
+    hpdl__gemm_add_slices_kernel<T, float><<<hpdl__grid_for((int64_t)g.M * g.N, 256), 256, 0, stream>>>(
+        g, (const float *)sp->ws, l.slices);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* The one-tile-a-block kernel with f32 sums, for the split. */
+template <typename T, bool AMN, bool BMN> static inline hpdl__wg_launch hpdl__wg_split_rung(void) {
+    hpdl__wg_launch l = {(const void *)hpdl__gemm_wgmma<T, hpdl__gemm_args<float, float>, AMN, BMN>, 128, 64, 1, 1, 0, 1};
+    return l;
+}
+
+/* Runs one Hopper rung for the operands' layouts; the one-tile-a-block rung
+   splits K where its tiles leave SMs idle. */
 template <typename T>
 static inline hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpdl__gemm_args<T, float> &g,
                                                   cudaStream_t stream) {
-    return hpdl__gemm_run_wgmma(hpdl__wg_picker<T>::pick(algo, !g.a.kcontig, !g.b.kcontig), g, stream);
+    const int amn = !g.a.kcontig, bmn = !g.b.kcontig;
+    hpdl__wg_launch l = hpdl__wg_picker<T>::pick(algo, amn, bmn);
+    if (algo == HPDL_GEMM_WGMMA && l.kernel && g.K > 0 && hpdl__wg_available() &&
+        hpdl__gemm_aligned(g.a.p, g.a.ld, 16 / sizeof(T), sizeof(T)) &&
+        hpdl__gemm_aligned(g.b.p, g.b.ld, 16 / sizeof(T), sizeof(T))) {
+        hpdl_status s = hpdl__gemm_wgmma_split(amn ? (bmn ? hpdl__wg_split_rung<T, true, true>()
+                                                          : hpdl__wg_split_rung<T, true, false>())
+                                                   : (bmn ? hpdl__wg_split_rung<T, false, true>()
+                                                          : hpdl__wg_split_rung<T, false, false>()),
+                                               g, stream);
+        if (s != HPDL_ERR_UNSUPPORTED) return s;
+    }
+    return hpdl__gemm_run_wgmma(l, g, stream);
 }
 
 HPDL_LAZY hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpdl__gemm_args<double, double> &g,
@@ -12299,7 +12376,7 @@ __global__ void hpdl__q_row_sums(const int8_t *X, int rows, int K, int ld, int32
    it cannot run (not Hopper, rows not 16-byte aligned, K = 0). */
 template <typename TC> static inline hpdl_status hpdl__qgemm_launch_wgmma(const hpdl__qgemm_args &q, cudaStream_t stream) {
     hpdl__wg_launch l = {(const void *)hpdl__gemm_wgmma_ws<int8_t, hpdl__wg_qargs<TC>, false, false, true, 1, 1, true>,
-                         384, 128, 1, 1, 1};
+                         384, 128, 1, 1, 1, 1};
     hpdl__gemm_operand<int8_t> a = {q.A, q.lda, 1, 1}, b = {q.B, q.ldb, 1, 1};
     hpdl__wg_qargs<TC> e;
     CUtensorMap map_a, map_b;
@@ -13864,7 +13941,7 @@ static inline hpdl_status hpdl__fp8_gemm_launch(const hpdl__wg_f8args<TC> &e, co
                                                 cudaStream_t stream) {
     typedef hpdl__fp8_pair<FA, FB> T;
     const hpdl__wg_launch l = {(const void *)hpdl__gemm_wgmma_ws<T, hpdl__wg_f8args<TC>, false, false, true, 1, 1, true>,
-                               384, 128, 1, 1, 1};
+                               384, 128, 1, 1, 1, 1};
     hpdl__gemm_operand<T> a = {(const T *)A, lda, 1, 1}, b = {(const T *)B, ldb, 1, 1};
     CUtensorMap map_a, map_b, map_c;
     hpdl_status s;

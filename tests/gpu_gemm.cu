@@ -286,6 +286,30 @@ static void test_gemm_hopper_many_tiles(void) {
     }
 }
 
+/* Few tiles and long K: the one-tile-a-block rung splits K (100 x 520 x
+   1000: 6 tiles of 64 x 256, 16 k-steps in 8 slices, the last step
+   partial), every transpose, both epilogues; the slices' sums added in
+   order with alpha and beta. */
+static void test_gemm_hopper_split_k(void) {
+    hpdl_rng r;
+    int t, b;
+    if (!hopper_gpu()) HPDL_SKIP("the Hopper rungs need an sm_90 GPU");
+    hpdl_rng_seed(&r, 12);
+    for (t = 0; t < 4; t++)
+        for (b = 0; b < 2; b++) {
+            gemm_case<hpdl_f16> c;
+            memset(&c, 0, sizeof c);
+            c.ta = t & 1 ? HPDL_TRANS : HPDL_NO_TRANS;
+            c.tb = t & 2 ? HPDL_TRANS : HPDL_NO_TRANS;
+            c.M = 100; c.N = 520; c.K = 1000;
+            c.lda = pick_ld(c.ta == HPDL_TRANS ? c.M : c.K, 1);
+            c.ldb = pick_ld(c.tb == HPDL_TRANS ? c.K : c.N, 1);
+            c.ldc = c.N;
+            c.alpha = -1.5; c.beta = b ? 0.5 : 0.0;
+            check_hopper_rungs(&c, &r, "f16");
+        }
+}
+
 /* Every Hopper rung on one M x N x K case (A not transposed, tight leading
    dimensions) with both epilogues: beta = 0 (by TMA) and beta != 0 (reads C). */
 template <typename T>
@@ -492,6 +516,30 @@ static void test_gemm_auto_splitk(void) {
     HPDL_EXPECT(split > 0);
 }
 
+/* The one-tile-a-block Hopper rung's slices of K (hpdl__wg_split_slices):
+   about a block per SM where its 64 x 256 tiles leave SMs idle, slices of
+   2 or more k-steps of 64, none empty, within the splitk workspace. */
+static void test_gemm_wgmma_split_slices(void) {
+    static const int sizes[] = {1, 100, 128, 512, 784, 2048, 3000, 20000};
+    int i, j, k;
+    HPDL_EXPECT(hpdl__wg_split_slices(32, 512, 784, 64, 132) == 5);   /* 2 tiles, 13 k-steps: 3, 3, 3, 3, 1 */
+    HPDL_EXPECT(hpdl__wg_split_slices(512, 2048, 784, 64, 132) == 2); /* 64 tiles */
+    HPDL_EXPECT(hpdl__wg_split_slices(784, 512, 512, 64, 132) == 4);  /* 26 tiles, 8 k-steps */
+    HPDL_EXPECT(hpdl__wg_split_slices(784, 2048, 128, 64, 132) == 1); /* 104 tiles fill the GPU */
+    HPDL_EXPECT(hpdl__wg_split_slices(3000, 512, 784, 64, 132) == 1); /* 94 tiles */
+    HPDL_EXPECT(hpdl__wg_split_slices(64, 256, 64, 64, 132) == 1);    /* one k-step */
+    for (i = 0; i < HPDL_COUNT(sizes); i++)
+        for (j = 0; j < HPDL_COUNT(sizes); j++)
+            for (k = 0; k < HPDL_COUNT(sizes); k++) {
+                int M = sizes[i], N = sizes[j], K = sizes[k], n = hpdl__wg_split_slices(M, N, K, 64, 132);
+                int steps = (K + 63) / 64, chunk = (steps + n - 1) / n;
+                HPDL_EXPECT(n >= 1);
+                if (n > 1)
+                    HPDL_EXPECT((n - 1) * chunk < steps && chunk >= HPDL__WG_SPLIT_MIN_STEPS &&
+                                (int64_t)n * M * N * 4 <= (int64_t)HPDL__SPLITK_WS_BYTES);
+            }
+}
+
 /* The warptile rung's split of K (host logic): none where its tiles fill
    the GPU or K is short, about two blocks an SM for f32 (one for f64),
    at least 3 slices of at least 16 steps, all slices' sums within the
@@ -674,8 +722,8 @@ int main(int argc, char **argv) {
                                       HPDL_TEST(test_gemm_bf16),         HPDL_TEST(test_gemm_hopper_small), HPDL_TEST(test_gemm_mma_whole_tiles),
                                       HPDL_TEST(test_gemm_hopper_many_tiles), HPDL_TEST(test_gemm_hopper_waves),
                                       HPDL_TEST(test_gemm_stream_k_schedule), HPDL_TEST(test_gemm_hopper_stream_k),
-                                      HPDL_TEST(test_gemm_hopper_stream_k_few_tiles),
-                                      HPDL_TEST(test_gemm_auto_splitk),  HPDL_TEST(test_gemm_warptile_slices), HPDL_TEST(test_gemm_mlp_f32),
+                                      HPDL_TEST(test_gemm_hopper_stream_k_few_tiles), HPDL_TEST(test_gemm_hopper_split_k),
+                                      HPDL_TEST(test_gemm_auto_splitk),  HPDL_TEST(test_gemm_warptile_slices), HPDL_TEST(test_gemm_wgmma_split_slices), HPDL_TEST(test_gemm_mlp_f32),
                                       HPDL_TEST(test_gemm_mlp_f64),      HPDL_TEST(test_gemm_mlp_f16),
                                       HPDL_TEST(test_gemm_mlp_bf16),     HPDL_TEST(test_gemm_splitk_graph)};
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
