@@ -2850,12 +2850,12 @@ HPDL_LAZY int hpdl__warptile_slices(int M, int N, int K, int elem_bytes, int sms
 /* C = alpha (sum of the slices' blocks, in slice order) + beta C: the
    warptile split's last step, a thread per output (the slices' blocks fit
    the splitk workspace, so their area fits an int). */
-template <typename T, typename ACC>
-__global__ void hpdl__gemm_add_slices_kernel(hpdl__gemm_args<T, ACC> g, const ACC *ws, int slices) {
+template <typename T>
+__global__ void hpdl__gemm_add_slices_kernel(hpdl__gemm_args<T, T> g, const T *ws, int slices) {
     const int area = g.M * g.N;
     int i;
     for (i = (int)(blockIdx.x * blockDim.x + threadIdx.x); i < area; i += (int)(gridDim.x * blockDim.x)) {
-        ACC sum[1] = {0};
+        T sum[1] = {0};
         hpdl__splitk_add_slices<1>(ws + i, area, slices, -1, sum);
         hpdl__gemm_out(g, i / g.N, i % g.N, sum[0]);
     }
@@ -2901,7 +2901,7 @@ static inline hpdl_status hpdl__gemm_warptile_rung(const hpdl__gemm_args<T, T> &
         s = hpdl__gemm_launch_warptile<T, T, BK, 8>(part, hpdl__gemm_batch(), 1, stream);
     }
     if (s != HPDL_OK) return s;
-    hpdl__gemm_add_slices_kernel<T, T><<<hpdl__grid_for(area, 256), 256, 0, stream>>>(g, (const T *)sp->ws,
+    hpdl__gemm_add_slices_kernel<T><<<hpdl__grid_for(area, 256), 256, 0, stream>>>(g, (const T *)sp->ws,
                                                                               equal + (equal * depth < g.K));
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
@@ -3632,14 +3632,31 @@ static __device__ __forceinline__ unsigned char *hpdl__wg_smem_base() {
     return hpdl__smem_align1024(hpdl__wg_smem);
 }
 
+/* Slice `slice` of K's sums of the 64 x 256 tile (tm, tn) as they lie in a
+   warpgroup's accumulators (hpdl__wg_buffer_chunk's layout) into its own
+   row-major 64 x 256 block of f32 at sums: pairs of columns straight from
+   the registers, no bounds to check (hpdl__wg_add_slices_kernel reads
+   only the tile's part inside M x N). */
+static __device__ __forceinline__ void hpdl__wg_put_slice(float *sums, const float d[128], int tm, int tn, int tiles_n,
+                                                          int slice, int slices) {
+    const int t = (int)threadIdx.x % 128, lane = t % 32, r = t / 32 * 16 + lane / 4, c = lane % 4 * 2;
+    float *block = sums + ((size_t)(tm * tiles_n + tn) * slices + slice) * (64 * 256);
+    int j;
+#pragma unroll
+    for (j = 0; j < 32; j++) {
+        *(float2 *)&block[r * 256 + 8 * j + c] = make_float2(d[4 * j], d[4 * j + 1]);
+        *(float2 *)&block[(r + 8) * 256 + 8 * j + c] = make_float2(d[4 * j + 2], d[4 * j + 3]);
+    }
+}
+
 /* wgmma: one warpgroup, thread 0 copies STAGES-1 tiles ahead. With
-   gridDim.y > 1 K is split: block (x, s) multiplies slice s of the k-steps
-   and G is then f32 (the splitk workspace), where slice s writes its sums
-   as the s-th M x N block after C (hpdl__gemm_wgmma_split). */
-template <typename T, typename G, bool AMN, bool BMN>
+   gridDim.y > 1 K is split: block (x, s) multiplies slice s of the
+   k-steps and leaves its sums at sk.partial (hpdl__gemm_wgmma_split). */
+template <typename T, bool AMN, bool BMN>
 __global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma(const __grid_constant__ CUtensorMap map_a,
                                                            const __grid_constant__ CUtensorMap map_b,
-                                                           const __grid_constant__ CUtensorMap map_c, G g, int tma_c) {
+                                                           const __grid_constant__ CUtensorMap map_c,
+                                                           hpdl__gemm_args<T, float> g, int tma_c, hpdl__wg_sk sk) {
 #ifdef HPDL__SM90A
     enum { BM = 64, BN = 256, BK = 128 / sizeof(T), S = HPDL__WG_STAGES, A_BYTES = BM * 128, STAGE = (BM + BN) * 128 };
     unsigned char *smem = hpdl__wg_smem_base();
@@ -3675,11 +3692,14 @@ __global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma(const __grid_constant
         }
     }
     hpdl__wg_fence_acc(d);
-    g.C += (size_t)blockIdx.y * g.M * g.N; /* slice s's block of the workspace (0: C itself) */
+    if (gridDim.y > 1) {
+        hpdl__wg_put_slice((float *)sk.partial, d, tm, tn, tiles_n, (int)blockIdx.y, (int)gridDim.y);
+        return;
+    }
     hpdl__wg_epilogue(g, &map_c, tma_c, d, tm * BM, tn * BN, epi);
     hpdl__wg_epilogue_done();
 #else
-    (void)map_a; (void)map_b; (void)map_c; (void)g; (void)tma_c; /* no sm_90a code in this pass: never launched */
+    (void)map_a; (void)map_b; (void)map_c; (void)g; (void)tma_c; (void)sk; /* no sm_90a code in this pass: never launched */
 #endif
 }
 
@@ -3837,11 +3857,12 @@ static inline hpdl_status hpdl__wg_map_c(CUtensorMap *map, T *C, int M, int N, i
 }
 
 /* How one Hopper kernel is launched: threads per block, rows of its tile,
-   cluster shape, persistent or one tile per block; slices of K (one tile
-   per block only; 0 or 1: none). */
+   cluster shape, persistent or one tile per block; slices of K and where
+   their sums go (one tile per block only; 0 or 1: none). */
 typedef struct hpdl__wg_launch {
     const void *kernel;
     int threads, bm, cm, cn, persistent, slices;
+    void *slice_sums;
 } hpdl__wg_launch;
 
 /* The cluster shape of the wgmma_cluster rung (blocks along M x along N). */
@@ -3850,10 +3871,10 @@ enum { HPDL__WG_CM = 2, HPDL__WG_CN = 1 };
 /* The kernel and launch shape of one Hopper rung for the operands' layouts. */
 template <typename T, bool AMN, bool BMN>
 static inline hpdl__wg_launch hpdl__wg_rung(hpdl_gemm_algo algo) {
-    hpdl__wg_launch l = {NULL, 384, 128, 1, 1, 1, 1};
+    hpdl__wg_launch l = {NULL, 384, 128, 1, 1, 1, 1, NULL};
     switch (algo) {
     case HPDL_GEMM_WGMMA:
-        l.kernel = (const void *)hpdl__gemm_wgmma<T, hpdl__gemm_args<T, float>, AMN, BMN>;
+        l.kernel = (const void *)hpdl__gemm_wgmma<T, AMN, BMN>;
         l.threads = 128; l.bm = 64; l.persistent = 0;
         break;
     case HPDL_GEMM_WGMMA_WS:
@@ -3882,7 +3903,7 @@ template <typename T, int TRANSPOSABLE = hpdl__wg_type<T>::TRANSPOSABLE> struct 
 };
 template <typename T> struct hpdl__wg_picker<T, 0> {
     static hpdl__wg_launch pick(hpdl_gemm_algo algo, int amn, int bmn) {
-        hpdl__wg_launch none = {NULL, 0, 0, 1, 1, 0, 1};
+        hpdl__wg_launch none = {NULL, 0, 0, 1, 1, 0, 1, NULL};
         return amn || bmn ? none : hpdl__wg_rung<T, false, false>(algo);
     }
 };
@@ -4010,6 +4031,7 @@ static inline hpdl_status hpdl__wg_run(const hpdl__wg_launch &l, const CUtensorM
         }
     }
     args[0] = (void *)&map_a; args[1] = (void *)&map_b; args[2] = (void *)(map_c ? map_c : &no_map);
+    if (l.slices > 1 && !l.persistent) sk.partial = l.slice_sums;
     args[3] = (void *)&g; args[4] = (void *)&tma_c; args[5] = (void *)&sk;
     HPDL_CUDA_TRY(cudaLaunchKernelExC(&cfg, l.kernel, args));
     return HPDL_OK;
@@ -4037,10 +4059,11 @@ static inline hpdl_status hpdl__gemm_run_wgmma(const hpdl__wg_launch &l, const h
 /* How many slices of K the one-tile-a-block Hopper rung (64 x 256 tiles)
    splits an M x N x K product into on `sms` SMs (k-steps `depth` deep: 64
    for 16-bit elements): where its tiles leave SMs idle, about a block per
-   SM, each slice at least HPDL__WG_SPLIT_MIN_STEPS k-steps, all slices' f32 sums within the
-   splitk workspace; 1: none. A block of few tiles is slow for the bytes
-   one SM can pull, not for its multiplies (32 x 512 x 784: 2 blocks of 13
-   k-steps, ~1 us a k-step). */
+   SM, each slice at least HPDL__WG_SPLIT_MIN_STEPS k-steps, every slice's
+   f32 tiles within the splitk workspace; 1: none. A 64 x 256 x 64 k-step
+   is ~1000 cycles of one SM's tensor cores, so a product of few tiles
+   takes ~1 us a k-step however many SMs idle (32 x 512 x 784: 2 blocks of
+   13 k-steps, 12.5 us on an H200, cuBLAS 6.7). */
 #ifndef HPDL__WG_SPLIT_MIN_STEPS /* experiments build other splits */
 #define HPDL__WG_SPLIT_MIN_STEPS 2
 #endif
@@ -4048,23 +4071,39 @@ HPDL_LAZY int hpdl__wg_split_slices(int M, int N, int K, int depth, int sms) {
     const int64_t tiles = (int64_t)((M + 63) / 64) * ((N + 255) / 256), steps = (K + depth - 1) / depth;
     int64_t slices = sms / tiles, chunk;
     if (slices > steps / HPDL__WG_SPLIT_MIN_STEPS) slices = steps / HPDL__WG_SPLIT_MIN_STEPS;
-    while (slices > 1 && slices * M * (int64_t)N * 4 > (int64_t)HPDL__SPLITK_WS_BYTES) slices--;
+    while (slices > 1 && slices * tiles * 64 * 256 * 4 > (int64_t)HPDL__SPLITK_WS_BYTES) slices--;
     if (slices <= 1) return 1;
     chunk = (steps + slices - 1) / slices;
     return (int)((steps + chunk - 1) / chunk); /* none empty */
 }
 
+/* C = alpha (sum of the slices' tiles, in slice order) + beta C, a thread
+   per output: the split's second step (hpdl__wg_put_slice's layout). */
+template <typename T>
+__global__ void hpdl__wg_add_slices_kernel(hpdl__gemm_args<T, float> g, const float *sums, int slices) {
+    const int64_t area = (int64_t)g.M * g.N;
+    const int tiles_n = (g.N + 255) / 256;
+    int64_t i;
+    for (i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < area; i += (int64_t)gridDim.x * blockDim.x) {
+        const int m = (int)(i / g.N), n = (int)(i % g.N);
+        float sum[1];
+        hpdl__splitk_add_slices<1>(sums + ((size_t)(m / 64 * tiles_n + n / 256) * slices) * (64 * 256) +
+                                       m % 64 * 256 + n % 256,
+                                   64 * 256, slices, -1, sum);
+        hpdl__gemm_out(g, m, n, sum[0]);
+    }
+}
+
 /* The one-tile-a-block rung with K split (hpdl__wg_split_slices): the
    kernel leaves each slice's f32 sums in the stream's splitk workspace,
-   then hpdl__gemm_add_slices_kernel adds them in slice order with alpha
-   and beta (the same bits every run). HPDL_ERR_UNSUPPORTED: no split here
-   (one slice, or no workspace inside a graph capture). */
+   then hpdl__wg_add_slices_kernel adds them in slice order with alpha and
+   beta (the same bits every run). HPDL_ERR_UNSUPPORTED: no split here (one
+   slice, or no workspace inside a graph capture). */
 template <typename T>
 static inline hpdl_status hpdl__gemm_wgmma_split(hpdl__wg_launch l, const hpdl__gemm_args<T, float> &g,
                                                  cudaStream_t stream) {
     enum { BK = 128 / sizeof(T) };
     CUtensorMap map_a, map_b;
-    hpdl__gemm_args<float, float> part = hpdl__gemm_args<float, float>();
     hpdl__splitk_space *sp;
     int sms = 0;
     hpdl_status s = hpdl__sm_count(&sms);
@@ -4074,21 +4113,13 @@ static inline hpdl_status hpdl__gemm_wgmma_split(hpdl__wg_launch l, const hpdl__
     if (!sp) return HPDL_ERR_UNSUPPORTED;
     if ((s = hpdl__wg_map(&map_a, g.a, g.M, g.K)) != HPDL_OK || (s = hpdl__wg_map(&map_b, g.b, g.N, g.K)) != HPDL_OK)
         return s;
-    part.C = (float *)sp->ws;
-    part.M = g.M; part.N = g.N; part.K = g.K; part.ldc = g.N; part.cvec = g.N % 4 == 0;
-    part.alpha = 1.0f;
-    s = hpdl__wg_run(l, map_a, map_b, NULL, part, (g.K + BK - 1) / BK, 0, stream);
+    l.slice_sums = sp->ws;
+    s = hpdl__wg_run(l, map_a, map_b, NULL, g, (g.K + BK - 1) / BK, 0, stream);
     if (s != HPDL_OK) return s;
-    hpdl__gemm_add_slices_kernel<T, float><<<hpdl__grid_for((int64_t)g.M * g.N, 256), 256, 0, stream>>>(
-        g, (const float *)sp->ws, l.slices);
+    hpdl__wg_add_slices_kernel<T><<<hpdl__grid_for((int64_t)g.M * g.N, 256), 256, 0, stream>>>(g, (const float *)sp->ws,
+                                                                                            l.slices);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
-}
-
-/* The one-tile-a-block kernel with f32 sums, for the split. */
-template <typename T, bool AMN, bool BMN> static inline hpdl__wg_launch hpdl__wg_split_rung(void) {
-    hpdl__wg_launch l = {(const void *)hpdl__gemm_wgmma<T, hpdl__gemm_args<float, float>, AMN, BMN>, 128, 64, 1, 1, 0, 1};
-    return l;
 }
 
 /* Runs one Hopper rung for the operands' layouts; the one-tile-a-block rung
@@ -4101,11 +4132,7 @@ static inline hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpd
     if (algo == HPDL_GEMM_WGMMA && l.kernel && g.K > 0 && hpdl__wg_available() &&
         hpdl__gemm_aligned(g.a.p, g.a.ld, 16 / sizeof(T), sizeof(T)) &&
         hpdl__gemm_aligned(g.b.p, g.b.ld, 16 / sizeof(T), sizeof(T))) {
-        hpdl_status s = hpdl__gemm_wgmma_split(amn ? (bmn ? hpdl__wg_split_rung<T, true, true>()
-                                                          : hpdl__wg_split_rung<T, true, false>())
-                                                   : (bmn ? hpdl__wg_split_rung<T, false, true>()
-                                                          : hpdl__wg_split_rung<T, false, false>()),
-                                               g, stream);
+        hpdl_status s = hpdl__gemm_wgmma_split(l, g, stream);
         if (s != HPDL_ERR_UNSUPPORTED) return s;
     }
     return hpdl__gemm_run_wgmma(l, g, stream);
@@ -12376,7 +12403,7 @@ __global__ void hpdl__q_row_sums(const int8_t *X, int rows, int K, int ld, int32
    it cannot run (not Hopper, rows not 16-byte aligned, K = 0). */
 template <typename TC> static inline hpdl_status hpdl__qgemm_launch_wgmma(const hpdl__qgemm_args &q, cudaStream_t stream) {
     hpdl__wg_launch l = {(const void *)hpdl__gemm_wgmma_ws<int8_t, hpdl__wg_qargs<TC>, false, false, true, 1, 1, true>,
-                         384, 128, 1, 1, 1, 1};
+                         384, 128, 1, 1, 1, 1, NULL};
     hpdl__gemm_operand<int8_t> a = {q.A, q.lda, 1, 1}, b = {q.B, q.ldb, 1, 1};
     hpdl__wg_qargs<TC> e;
     CUtensorMap map_a, map_b;
@@ -13941,7 +13968,7 @@ static inline hpdl_status hpdl__fp8_gemm_launch(const hpdl__wg_f8args<TC> &e, co
                                                 cudaStream_t stream) {
     typedef hpdl__fp8_pair<FA, FB> T;
     const hpdl__wg_launch l = {(const void *)hpdl__gemm_wgmma_ws<T, hpdl__wg_f8args<TC>, false, false, true, 1, 1, true>,
-                               384, 128, 1, 1, 1, 1};
+                               384, 128, 1, 1, 1, 1, NULL};
     hpdl__gemm_operand<T> a = {(const T *)A, lda, 1, 1}, b = {(const T *)B, ldb, 1, 1};
     CUtensorMap map_a, map_b, map_c;
     hpdl_status s;

@@ -518,7 +518,8 @@ static void test_gemm_auto_splitk(void) {
 
 /* The one-tile-a-block Hopper rung's slices of K (hpdl__wg_split_slices):
    about a block per SM where its 64 x 256 tiles leave SMs idle, slices of
-   2 or more k-steps of 64, none empty, within the splitk workspace. */
+   2 or more k-steps of 64, none empty, every slice's tiles within the
+   splitk workspace. */
 static void test_gemm_wgmma_split_slices(void) {
     static const int sizes[] = {1, 100, 128, 512, 784, 2048, 3000, 20000};
     int i, j, k;
@@ -536,7 +537,8 @@ static void test_gemm_wgmma_split_slices(void) {
                 HPDL_EXPECT(n >= 1);
                 if (n > 1)
                     HPDL_EXPECT((n - 1) * chunk < steps && chunk >= HPDL__WG_SPLIT_MIN_STEPS &&
-                                (int64_t)n * M * N * 4 <= (int64_t)HPDL__SPLITK_WS_BYTES);
+                                (int64_t)n * ((M + 63) / 64) * ((N + 255) / 256) * 64 * 256 * 4 <=
+                                    (int64_t)HPDL__SPLITK_WS_BYTES);
             }
 }
 
