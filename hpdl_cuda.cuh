@@ -4058,7 +4058,7 @@ static inline hpdl_status hpdl__gemm_run_wgmma(const hpdl__wg_launch &l, const h
 
 /* How many slices of K the one-tile-a-block Hopper rung (64 x 256 tiles)
    splits an M x N x K product into on `sms` SMs (k-steps `depth` deep: 64
-   for 16-bit elements): where its tiles leave SMs idle, about a block per
+   for 16-bit elements): for small outputs where its tiles leave SMs idle, about a block per
    SM, each slice at least HPDL__WG_SPLIT_MIN_STEPS k-steps, every slice's
    f32 tiles within the splitk workspace; 1: none. A 64 x 256 x 64 k-step
    is ~1000 cycles of one SM's tensor cores, so a product of few tiles
@@ -4067,9 +4067,15 @@ static inline hpdl_status hpdl__gemm_run_wgmma(const hpdl__wg_launch &l, const h
 #ifndef HPDL__WG_SPLIT_MIN_STEPS /* experiments build other splits */
 #define HPDL__WG_SPLIT_MIN_STEPS 2
 #endif
+/* Outputs above this are not split: adding the slices' f32 tiles (a second
+   kernel) costs more than the k-steps saved (one H200, f16: 32 x 512 x 784
+   12.5 -> 10.9 us, 128 x 512 and 32 x 2048 x 784 11-15 % faster; 512 x 512
+   and 128 x 2048 the same; 512 x 2048 x 784 13.2 -> 20.1 us, 784 x 512 x
+   512 10.0 -> 13.8 us). */
+#define HPDL__WG_SPLIT_MAX_AREA ((int64_t)1 << 17)
 HPDL_LAZY int hpdl__wg_split_slices(int M, int N, int K, int depth, int sms) {
     const int64_t tiles = (int64_t)((M + 63) / 64) * ((N + 255) / 256), steps = (K + depth - 1) / depth;
-    int64_t slices = sms / tiles, chunk;
+    int64_t slices = (int64_t)M * N <= HPDL__WG_SPLIT_MAX_AREA ? sms / tiles : 1, chunk;
     if (slices > steps / HPDL__WG_SPLIT_MIN_STEPS) slices = steps / HPDL__WG_SPLIT_MIN_STEPS;
     while (slices > 1 && slices * tiles * 64 * 256 * 4 > (int64_t)HPDL__SPLITK_WS_BYTES) slices--;
     if (slices <= 1) return 1;

@@ -517,15 +517,16 @@ static void test_gemm_auto_splitk(void) {
 }
 
 /* The one-tile-a-block Hopper rung's slices of K (hpdl__wg_split_slices):
-   about a block per SM where its 64 x 256 tiles leave SMs idle, slices of
+   for outputs up to 2^17, about a block per SM where its 64 x 256 tiles leave SMs idle, slices of
    2 or more k-steps of 64, none empty, every slice's tiles within the
    splitk workspace. */
 static void test_gemm_wgmma_split_slices(void) {
     static const int sizes[] = {1, 100, 128, 512, 784, 2048, 3000, 20000};
     int i, j, k;
     HPDL_EXPECT(hpdl__wg_split_slices(32, 512, 784, 64, 132) == 5);   /* 2 tiles, 13 k-steps: 3, 3, 3, 3, 1 */
-    HPDL_EXPECT(hpdl__wg_split_slices(512, 2048, 784, 64, 132) == 2); /* 64 tiles */
-    HPDL_EXPECT(hpdl__wg_split_slices(784, 512, 512, 64, 132) == 4);  /* 26 tiles, 8 k-steps */
+    HPDL_EXPECT(hpdl__wg_split_slices(128, 512, 784, 64, 132) == 5);  /* 4 tiles */
+    HPDL_EXPECT(hpdl__wg_split_slices(512, 2048, 784, 64, 132) == 1); /* 64 tiles, but 2^20 outputs */
+    HPDL_EXPECT(hpdl__wg_split_slices(784, 512, 512, 64, 132) == 1);  /* 26 tiles, 2^18.6 outputs */
     HPDL_EXPECT(hpdl__wg_split_slices(784, 2048, 128, 64, 132) == 1); /* 104 tiles fill the GPU */
     HPDL_EXPECT(hpdl__wg_split_slices(3000, 512, 784, 64, 132) == 1); /* 94 tiles */
     HPDL_EXPECT(hpdl__wg_split_slices(64, 256, 64, 64, 132) == 1);    /* one k-step */
@@ -537,6 +538,7 @@ static void test_gemm_wgmma_split_slices(void) {
                 HPDL_EXPECT(n >= 1);
                 if (n > 1)
                     HPDL_EXPECT((n - 1) * chunk < steps && chunk >= HPDL__WG_SPLIT_MIN_STEPS &&
+                                (int64_t)M * N <= HPDL__WG_SPLIT_MAX_AREA &&
                                 (int64_t)n * ((M + 63) / 64) * ((N + 255) / 256) * 64 * 256 * 4 <=
                                     (int64_t)HPDL__SPLITK_WS_BYTES);
             }
