@@ -3073,7 +3073,9 @@ static inline hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<float, flo
                        ring with the TMA copy engine (cp.async.bulk.tensor),
                        which signals an mbarrier per stage; the warpgroup
                        multiplies straight from shared memory with wgmma
-                       (m64n256k16, f32 accumulators in registers).
+                       (m64n256k16, f32 accumulators in registers). Small
+                       outputs of few tiles split K over more blocks
+                       (hpdl__wg_split_slices).
      wgmma_ws          warp specialisation: a producer warpgroup that only
                        issues copies (and gives its registers away with
                        setmaxnreg) keeps the ring full, two consumer warpgroups
@@ -3699,7 +3701,8 @@ __global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma(const __grid_constant
     hpdl__wg_epilogue(g, &map_c, tma_c, d, tm * BM, tn * BN, epi);
     hpdl__wg_epilogue_done();
 #else
-    (void)map_a; (void)map_b; (void)map_c; (void)g; (void)tma_c; (void)sk; /* no sm_90a code in this pass: never launched */
+    /* no sm_90a code in this pass: never launched */
+    (void)map_a; (void)map_b; (void)map_c; (void)g; (void)tma_c; (void)sk;
 #endif
 }
 
@@ -4058,9 +4061,10 @@ static inline hpdl_status hpdl__gemm_run_wgmma(const hpdl__wg_launch &l, const h
 
 /* How many slices of K the one-tile-a-block Hopper rung (64 x 256 tiles)
    splits an M x N x K product into on `sms` SMs (k-steps `depth` deep: 64
-   for 16-bit elements): for small outputs where its tiles leave SMs idle, about a block per
-   SM, each slice at least HPDL__WG_SPLIT_MIN_STEPS k-steps, every slice's
-   f32 tiles within the splitk workspace; 1: none. A 64 x 256 x 64 k-step
+   for 16-bit elements): for small outputs where its tiles leave SMs idle,
+   about a block per SM, each slice at least HPDL__WG_SPLIT_MIN_STEPS
+   k-steps, every slice's f32 tiles within the splitk workspace; 1: none
+   (HPDL__WG_SPLIT_MAX_AREA). A 64 x 256 x 64 k-step
    is ~1000 cycles of one SM's tensor cores, so a product of few tiles
    takes ~1 us a k-step however many SMs idle (32 x 512 x 784: 2 blocks of
    13 k-steps, 12.5 us on an H200, cuBLAS 6.7). */

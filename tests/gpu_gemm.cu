@@ -517,9 +517,9 @@ static void test_gemm_auto_splitk(void) {
 }
 
 /* The one-tile-a-block Hopper rung's slices of K (hpdl__wg_split_slices):
-   for outputs up to 2^17, about a block per SM where its 64 x 256 tiles leave SMs idle, slices of
-   2 or more k-steps of 64, none empty, every slice's tiles within the
-   splitk workspace. */
+   for outputs up to 2^17, about a block per SM where its 64 x 256 tiles
+   leave SMs idle, slices of 2 or more k-steps of 64, none empty, every
+   slice's tiles within the splitk workspace. */
 static void test_gemm_wgmma_split_slices(void) {
     static const int sizes[] = {1, 100, 128, 512, 784, 2048, 3000, 20000};
     int i, j, k;
@@ -726,8 +726,10 @@ int main(int argc, char **argv) {
                                       HPDL_TEST(test_gemm_bf16),         HPDL_TEST(test_gemm_hopper_small), HPDL_TEST(test_gemm_mma_whole_tiles),
                                       HPDL_TEST(test_gemm_hopper_many_tiles), HPDL_TEST(test_gemm_hopper_waves),
                                       HPDL_TEST(test_gemm_stream_k_schedule), HPDL_TEST(test_gemm_hopper_stream_k),
-                                      HPDL_TEST(test_gemm_hopper_stream_k_few_tiles), HPDL_TEST(test_gemm_hopper_split_k),
-                                      HPDL_TEST(test_gemm_auto_splitk),  HPDL_TEST(test_gemm_warptile_slices), HPDL_TEST(test_gemm_wgmma_split_slices), HPDL_TEST(test_gemm_mlp_f32),
+                                      HPDL_TEST(test_gemm_hopper_stream_k_few_tiles),
+                                      HPDL_TEST(test_gemm_hopper_split_k),
+                                      HPDL_TEST(test_gemm_auto_splitk),  HPDL_TEST(test_gemm_warptile_slices),
+                                      HPDL_TEST(test_gemm_wgmma_split_slices), HPDL_TEST(test_gemm_mlp_f32),
                                       HPDL_TEST(test_gemm_mlp_f64),      HPDL_TEST(test_gemm_mlp_f16),
                                       HPDL_TEST(test_gemm_mlp_bf16),     HPDL_TEST(test_gemm_splitk_graph)};
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
