@@ -2409,7 +2409,8 @@ static inline hpdl_status hpdl__gemm_run_small(hpdl_transpose ta, hpdl_transpose
    slice finished last, and writes C. f16/bf16 multiply on the tensor cores
    (mma.sync m16n8k16 from padded shared rows, f32 sums), f32 and f64 by
    FMAs. Operands of any layout, size and alignment: element loads with
-   bounds checks, coalesced along the stored rows. */
+   bounds checks, coalesced along the stored rows; 16-bit operands on the
+   tensor cores in 16-byte packs where the rows allow (hpdl__splitk_part). */
 
 /* Block tile BM x BN, BK deep; 256 threads. The narrow tile is 16 deep so
    that a thread holds 8 elements of the next A tile, not 16 (sm_90a, f32:
@@ -2474,6 +2475,83 @@ static __device__ __forceinline__ void hpdl__splitk_stash(S *s, int kcontig, con
         hpdl__gemm_put(&s[o * LD + k], v[i]);
     }
 }
+
+/* One operand's OT x BK tile on its way from global to shared memory,
+   held in registers meanwhile: element by element in the sums' type (FMA
+   kernels), or, for the tensor cores' 16-bit operands, in 16-byte packs of
+   8 elements along the stored rows (hpdl__splitk_part<..., true>). */
+template <int OT, int BK, int LD, typename T, typename ACC, bool TC> struct hpdl__splitk_part {
+    ACC v[OT * BK / 256];
+    __device__ __forceinline__ void load(const hpdl__gemm_operand<T> &x, int o0, int k0, int O, int k_end) {
+        hpdl__splitk_load<OT, BK>(x, o0, k0, O, k_end, v);
+    }
+    template <typename S> __device__ __forceinline__ void stash(S *s, int kcontig) const {
+        hpdl__splitk_stash<OT, BK, LD>(s, kcontig, v);
+    }
+};
+
+/* Pack u of a tile's OT x BK / 8 packs: where its first element lies. K
+   along the stored rows: BK / 8 packs a row (a warp 8 rows of a 32-deep
+   tile). Else (o along the rows): a warp's threads take 16 k's of 2 packs
+   of o each, so a thread's 8 shared-memory stores (one per o) land on
+   different banks from its neighbours'. */
+template <int OT, int BK> static __device__ __forceinline__ void hpdl__splitk_pack_at(int kcontig, int u, int *o, int *k) {
+    enum { KB = BK / 16 };
+    static_assert(BK % 16 == 0 && OT % 16 == 0, "16-bit splitk tiles: 16 deep and 16 rows at a time");
+    if (kcontig) {
+        *o = u / (BK / 8);
+        *k = u % (BK / 8) * 8;
+    } else {
+        *k = u % 16 + 16 * (u / 32 % KB);
+        *o = (u / 16 % 2 + 2 * (u / (32 * KB))) * 8;
+    }
+}
+
+template <int OT, int BK, int LD, typename T, typename ACC> struct hpdl__splitk_part<OT, BK, LD, T, ACC, true> {
+    enum { PACKS = OT * BK / 8, PER_THREAD = (PACKS + 255) / 256 };
+    uint4 v[PER_THREAD];
+    /* one 16-byte load where the pack lies whole inside the operand and
+       x.vec says its rows allow it; else element by element, zeros outside */
+    __device__ __forceinline__ void load(const hpdl__gemm_operand<T> &x, int o0, int k0, int O, int k_end) {
+        const unsigned short *p = (const unsigned short *)x.p;
+#pragma unroll
+        for (int i = 0; i < PER_THREAD; i++) {
+            int u = (int)threadIdx.x + 256 * i, o, k;
+            if (u >= PACKS) break;
+            hpdl__splitk_pack_at<OT, BK>(x.kcontig, u, &o, &k);
+            o += o0;
+            k += k0;
+            if (x.vec && (x.kcontig ? o < O && k + 8 <= k_end : k < k_end && o + 8 <= O)) {
+                v[i] = *(const uint4 *)(p + (x.kcontig ? (size_t)o * x.ld + k : (size_t)k * x.ld + o));
+            } else {
+                unsigned short e[8];
+#pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    int oj = x.kcontig ? o : o + j, kj = x.kcontig ? k + j : k;
+                    e[j] = oj < O && kj < k_end ? p[x.kcontig ? (size_t)oj * x.ld + kj : (size_t)kj * x.ld + oj] : 0;
+                }
+                v[i] = make_uint4(e[0] | (unsigned)e[1] << 16, e[2] | (unsigned)e[3] << 16, e[4] | (unsigned)e[5] << 16,
+                                  e[6] | (unsigned)e[7] << 16);
+            }
+        }
+    }
+    /* into s[o][k] (rows of LD): one 16-byte store along k, else 8 stores */
+    __device__ __forceinline__ void stash(T *s, int kcontig) const {
+#pragma unroll
+        for (int i = 0; i < PER_THREAD; i++) {
+            int u = (int)threadIdx.x + 256 * i, o, k;
+            if (u >= PACKS) break;
+            hpdl__splitk_pack_at<OT, BK>(kcontig, u, &o, &k);
+            if (kcontig) {
+                *(uint4 *)(s + o * LD + k) = v[i];
+            } else {
+                const unsigned short *e = (const unsigned short *)&v[i];
+#pragma unroll
+                for (int j = 0; j < 8; j++) ((unsigned short *)s)[(o + j) * LD + k] = e[j];
+            }
+        }
+    }
+};
 
 /* The block's multiply-adds on one BK-deep tile, and its sums into the
    shared tile (BM rows of LDT). FMAs: thread (ty, tx) of 16 x 16 owns rows
@@ -2636,21 +2714,22 @@ __global__ void __launch_bounds__(256, 2) hpdl__gemm_splitk(hpdl__gemm_args<T, A
     S *sa = (S *)smem, *sb = sa + BM * P::LD;
     const int tm = (int)blockIdx.y * BM, tn = (int)blockIdx.x * BN, k_begin = (int)blockIdx.z * k_chunk;
     const int k_end = g.K - k_begin < k_chunk ? g.K : k_begin + k_chunk;
-    ACC va[BM * BK / 256], vb[BN * BK / 256];
+    hpdl__splitk_part<BM, BK, P::LD, T, ACC, TC> pa;
+    hpdl__splitk_part<BN, BK, P::LD, T, ACC, TC> pb;
     hpdl__splitk_math<SH, T, ACC, TC> math;
     int k0;
     math.zero();
     if (k_begin < k_end) {
-        hpdl__splitk_load<BM, BK>(g.a, tm, k_begin, g.M, k_end, va);
-        hpdl__splitk_load<BN, BK>(g.b, tn, k_begin, g.N, k_end, vb);
+        pa.load(g.a, tm, k_begin, g.M, k_end);
+        pb.load(g.b, tn, k_begin, g.N, k_end);
     }
     for (k0 = k_begin; k0 < k_end; k0 += BK) {
-        hpdl__splitk_stash<BM, BK, P::LD>(sa, g.a.kcontig, va);
-        hpdl__splitk_stash<BN, BK, P::LD>(sb, g.b.kcontig, vb);
+        pa.stash(sa, g.a.kcontig);
+        pb.stash(sb, g.b.kcontig);
         __syncthreads();
         if (k0 + BK < k_end) {
-            hpdl__splitk_load<BM, BK>(g.a, tm, k0 + BK, g.M, k_end, va);
-            hpdl__splitk_load<BN, BK>(g.b, tn, k0 + BK, g.N, k_end, vb);
+            pa.load(g.a, tm, k0 + BK, g.M, k_end);
+            pb.load(g.b, tn, k0 + BK, g.N, k_end);
         }
         math.step(sa, sb);
         __syncthreads();
@@ -4192,7 +4271,8 @@ static inline hpdl_status hpdl__cuda_gemm(hpdl_gemm_algo algo, hpdl_transpose ta
     if (algo == HPDL_GEMM_AUTO && hpdl__gemm_auto_splitk(M, N, K, (int)sizeof(T)))
         algo = HPDL_GEMM_SPLITK;
     if (algo == HPDL_GEMM_SPLITK)
-        return hpdl__gemm_launch_splitk(hpdl__gemm_make_args(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, 1), stream);
+        return hpdl__gemm_launch_splitk(
+            hpdl__gemm_make_args(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, (int)(16 / sizeof(T))), stream);
     if (hopper || (algo == HPDL_GEMM_AUTO && sizeof(T) == 2)) {
         int sms = 0;
         if (!hopper && hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
