@@ -14,8 +14,8 @@ step machine
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader; echo "$HPDL_COMMIT"
 step "gpu_gemm"
 timeout 240 build/gpu/gpu_gemm 2>&1 | tail -n 30
-step "memcheck: mlp_f16, mlp_bf16, gemm_f16"
-for t in mlp_f16 mlp_bf16 gemm_f16; do
+step "memcheck: the MLP products and the sweeps, every type"
+for t in mlp_f16 mlp_bf16 gemm_f16 mlp_f32 mlp_f64 gemm_f32 gemm_f64; do
     timeout 240 compute-sanitizer --tool memcheck build/gpu/gpu_gemm $t 2>&1 | tail -n 3
 done
 for r in 1 2; do
