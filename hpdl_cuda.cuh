@@ -1793,7 +1793,6 @@ template <int ROWS, int COLS> struct hpdl__gemm_pad4 {
 
 template <int BYTES> struct hpdl__gemm_bits;
 template <> struct hpdl__gemm_bits<2> { typedef unsigned short type; };
-template <> struct hpdl__gemm_bits<4> { typedef unsigned type; };
 template <> struct hpdl__gemm_bits<8> { typedef unsigned long long type; };
 
 /* Copies the ROWS x COLS block at (r0, c0) of the stored rows x cols matrix
@@ -2409,9 +2408,9 @@ static inline hpdl_status hpdl__gemm_run_small(hpdl_transpose ta, hpdl_transpose
    adds all of them in slice order, so the result does not depend on which
    slice finished last, and writes C. f16/bf16 multiply on the tensor cores
    (mma.sync m16n8k16 from padded shared rows, f32 sums), f32 and f64 by
-   FMAs. Operands of any layout, size and alignment: 16-byte packs along
-   the stored rows where the rows allow, element loads with bounds checks
-   at the edges and otherwise (hpdl__splitk_part). */
+   FMAs. Operands of any layout, size and alignment: element loads with
+   bounds checks, coalesced along the stored rows; 16-bit operands on the
+   tensor cores in 16-byte packs where the rows allow (hpdl__splitk_part). */
 
 /* Block tile BM x BN, BK deep; 256 threads. The narrow tile is 16 deep so
    that a thread holds 8 elements of the next A tile, not 16 (sm_90a, f32:
@@ -2444,74 +2443,111 @@ template <typename SH, typename S, typename ACC> struct hpdl__splitk_smem {
     enum { BYTES = OPERANDS > TILE ? OPERANDS : TILE };
 };
 
-/* Pack u of an OT x BK operand tile's packs of E elements (16 bytes) along
-   the stored rows: where its first element lies. K along the rows: BK / E
-   packs a row. Else (o along the rows): a warp's threads take 16 k's of 2
-   packs of o each, so that a thread's E shared-memory stores (one per o)
-   and its neighbours' spread over the banks. */
-template <int OT, int BK, int E>
-static __device__ __forceinline__ void hpdl__splitk_pack_at(int kcontig, int u, int *o, int *k) {
-    enum { KB = BK / 16 };
-    static_assert(BK % 16 == 0 && OT % (2 * E) == 0, "splitk tiles: 16 deep and 2 packs of rows at a time");
-    if (kcontig) {
-        *o = u / (BK / E);
-        *k = u % (BK / E) * E;
-    } else {
-        *k = u % 16 + 16 * (u / 32 % KB);
-        *o = (u / 16 % 2 + 2 * (u / (32 * KB))) * E;
+/* Element i of this thread's share of an OT x BK operand tile at (o0, k0):
+   consecutive threads walk the stored rows (along k when K runs along them). */
+template <int OT, int BK>
+static __device__ __forceinline__ void hpdl__splitk_at(int kcontig, int i, int *o, int *k) {
+    int e = (int)threadIdx.x + 256 * i;
+    *o = kcontig ? e / BK : e % OT;
+    *k = kcontig ? e % BK : e / OT;
+}
+
+/* This thread's elements of operand x's tile at (o0, k0); zeros past O and
+   past k_end (the end of the block's slice of K). */
+template <int OT, int BK, typename ACC, typename T>
+static __device__ __forceinline__ void hpdl__splitk_load(const hpdl__gemm_operand<T> &x, int o0, int k0, int O, int k_end,
+                                                         ACC v[OT * BK / 256]) {
+#pragma unroll
+    for (int i = 0; i < OT * BK / 256; i++) {
+        int o, k;
+        hpdl__splitk_at<OT, BK>(x.kcontig, i, &o, &k);
+        v[i] = hpdl__gemm_elem<ACC>(x, o0 + o, k0 + k, O, k_end);
     }
 }
 
-/* One operand's OT x BK tile on its way from global to shared memory, held
-   in registers meanwhile as packs of E elements: one 16-byte load where the
-   pack lies whole inside the operand and x.vec says its rows allow it,
-   element by element otherwise (zeros outside, past O and past k_end, the
-   end of the block's slice of K). Into shared memory (s[o][k], rows of LD,
-   in S: T for the tensor cores, else the sums' type) one 16-byte store
-   where K runs along the rows, S is T and the rows are 16-byte aligned
-   (the tensor cores' padding; the FMA kernels' odd rows are not), else
-   one store per element. */
-template <int OT, int BK, int LD, typename T> struct hpdl__splitk_part {
-    typedef typename hpdl__gemm_bits<sizeof(T)>::type B;
-    enum { E = 16 / sizeof(T), PACKS = OT * BK / E, PER_THREAD = (PACKS + 255) / 256 };
-    uint4 v[PER_THREAD];
+/* ... into the shared tile s[o][k] (rows of LD). */
+template <int OT, int BK, int LD, typename S, typename ACC>
+static __device__ __forceinline__ void hpdl__splitk_stash(S *s, int kcontig, const ACC v[OT * BK / 256]) {
+#pragma unroll
+    for (int i = 0; i < OT * BK / 256; i++) {
+        int o, k;
+        hpdl__splitk_at<OT, BK>(kcontig, i, &o, &k);
+        hpdl__gemm_put(&s[o * LD + k], v[i]);
+    }
+}
+
+/* One operand's OT x BK tile on its way from global to shared memory,
+   held in registers meanwhile: element by element in the sums' type (FMA
+   kernels), or, for the tensor cores' 16-bit operands, in 16-byte packs of
+   8 elements along the stored rows (hpdl__splitk_part<..., true>). */
+template <int OT, int BK, int LD, typename T, typename ACC, bool TC> struct hpdl__splitk_part {
+    ACC v[OT * BK / 256];
     __device__ __forceinline__ void load(const hpdl__gemm_operand<T> &x, int o0, int k0, int O, int k_end) {
-        const B *p = (const B *)x.p;
+        hpdl__splitk_load<OT, BK>(x, o0, k0, O, k_end, v);
+    }
+    template <typename S> __device__ __forceinline__ void stash(S *s, int kcontig) const {
+        hpdl__splitk_stash<OT, BK, LD>(s, kcontig, v);
+    }
+};
+
+/* Pack u of a tile's OT x BK / 8 packs: where its first element lies. K
+   along the stored rows: BK / 8 packs a row (a warp 8 rows of a 32-deep
+   tile). Else (o along the rows): a warp's threads take 16 k's of 2 packs
+   of o each, so a thread's 8 shared-memory stores (one per o) land on
+   different banks from its neighbours'. */
+template <int OT, int BK> static __device__ __forceinline__ void hpdl__splitk_pack_at(int kcontig, int u, int *o, int *k) {
+    enum { KB = BK / 16 };
+    static_assert(BK % 16 == 0 && OT % 16 == 0, "16-bit splitk tiles: 16 deep and 16 rows at a time");
+    if (kcontig) {
+        *o = u / (BK / 8);
+        *k = u % (BK / 8) * 8;
+    } else {
+        *k = u % 16 + 16 * (u / 32 % KB);
+        *o = (u / 16 % 2 + 2 * (u / (32 * KB))) * 8;
+    }
+}
+
+template <int OT, int BK, int LD, typename T, typename ACC> struct hpdl__splitk_part<OT, BK, LD, T, ACC, true> {
+    enum { PACKS = OT * BK / 8, PER_THREAD = (PACKS + 255) / 256 };
+    uint4 v[PER_THREAD];
+    /* one 16-byte load where the pack lies whole inside the operand and
+       x.vec says its rows allow it; else element by element, zeros outside */
+    __device__ __forceinline__ void load(const hpdl__gemm_operand<T> &x, int o0, int k0, int O, int k_end) {
+        const unsigned short *p = (const unsigned short *)x.p;
 #pragma unroll
         for (int i = 0; i < PER_THREAD; i++) {
             int u = (int)threadIdx.x + 256 * i, o, k;
             if (u >= PACKS) break;
-            hpdl__splitk_pack_at<OT, BK, E>(x.kcontig, u, &o, &k);
+            hpdl__splitk_pack_at<OT, BK>(x.kcontig, u, &o, &k);
             o += o0;
             k += k0;
-            if (x.vec && (x.kcontig ? o < O && k + E <= k_end : k < k_end && o + E <= O)) {
+            if (x.vec && (x.kcontig ? o < O && k + 8 <= k_end : k < k_end && o + 8 <= O)) {
                 v[i] = *(const uint4 *)(p + (x.kcontig ? (size_t)o * x.ld + k : (size_t)k * x.ld + o));
             } else {
-                B *e = (B *)&v[i];
+                unsigned short e[8];
 #pragma unroll
-                for (int j = 0; j < E; j++) {
+                for (int j = 0; j < 8; j++) {
                     int oj = x.kcontig ? o : o + j, kj = x.kcontig ? k + j : k;
                     e[j] = oj < O && kj < k_end ? p[x.kcontig ? (size_t)oj * x.ld + kj : (size_t)kj * x.ld + oj] : 0;
                 }
+                v[i] = make_uint4(e[0] | (unsigned)e[1] << 16, e[2] | (unsigned)e[3] << 16, e[4] | (unsigned)e[5] << 16,
+                                  e[6] | (unsigned)e[7] << 16);
             }
         }
     }
-    template <typename S> __device__ __forceinline__ void stash(S *s, int kcontig) const {
+    /* into s[o][k] (rows of LD): one 16-byte store along k, else 8 stores */
+    __device__ __forceinline__ void stash(T *s, int kcontig) const {
 #pragma unroll
         for (int i = 0; i < PER_THREAD; i++) {
             int u = (int)threadIdx.x + 256 * i, o, k;
             if (u >= PACKS) break;
-            hpdl__splitk_pack_at<OT, BK, E>(kcontig, u, &o, &k);
-            if (sizeof(S) == sizeof(T) && LD * sizeof(S) % 16 == 0 && kcontig) {
+            hpdl__splitk_pack_at<OT, BK>(kcontig, u, &o, &k);
+            if (kcontig) {
                 *(uint4 *)(s + o * LD + k) = v[i];
             } else {
-                const T *e = (const T *)&v[i];
+                const unsigned short *e = (const unsigned short *)&v[i];
 #pragma unroll
-                for (int j = 0; j < E; j++) {
-                    S *to = s + (kcontig ? o * LD + k + j : (o + j) * LD + k);
-                    if (sizeof(S) == sizeof(T)) *(B *)to = *(const B *)&e[j];
-                    else hpdl__gemm_put(to, (S)hpdl__gemm_acc(e[j]));
-                }
+                for (int j = 0; j < 8; j++) ((unsigned short *)s)[(o + j) * LD + k] = e[j];
             }
         }
     }
@@ -2678,8 +2714,8 @@ __global__ void __launch_bounds__(256, 2) hpdl__gemm_splitk(hpdl__gemm_args<T, A
     S *sa = (S *)smem, *sb = sa + BM * P::LD;
     const int tm = (int)blockIdx.y * BM, tn = (int)blockIdx.x * BN, k_begin = (int)blockIdx.z * k_chunk;
     const int k_end = g.K - k_begin < k_chunk ? g.K : k_begin + k_chunk;
-    hpdl__splitk_part<BM, BK, P::LD, T> pa;
-    hpdl__splitk_part<BN, BK, P::LD, T> pb;
+    hpdl__splitk_part<BM, BK, P::LD, T, ACC, TC> pa;
+    hpdl__splitk_part<BN, BK, P::LD, T, ACC, TC> pb;
     hpdl__splitk_math<SH, T, ACC, TC> math;
     int k0;
     math.zero();
