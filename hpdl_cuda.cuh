@@ -2753,16 +2753,30 @@ template <typename T, typename ACC> __global__ void __launch_bounds__(256) hpdl_
     __shared__ __align__(16) ACC as[BM][KT], bs[KT][BN];
     const int m0 = (int)blockIdx.y * BM, n0 = (int)blockIdx.x * BN, t = (int)threadIdx.x;
     const int row = t / 32, col = t % 32 * 4;
-    ACC acc[4][8];
+    ACC acc[4][8], va[BM * KT / 256], vb[BN * KT / 256];
     int i, j, k;
-    /* along the stored rows: k when it runs along them, else the outer index */
-    for (i = t; i < BM * KT; i += 256) {
-        int o = g.a.kcontig ? i / KT : i % BM, kk = g.a.kcontig ? i % KT : i / BM;
-        as[o][kk] = hpdl__gemm_elem<ACC>(g.a, m0 + o, kk, g.M, g.K);
+    /* every load issued before the first store (one memory latency, not 18);
+       threads walk the stored rows: k when it runs along them, else the
+       outer index */
+#pragma unroll
+    for (i = 0; i < BM * KT / 256; i++) {
+        int e = t + 256 * i, o = g.a.kcontig ? e / KT : e % BM, kk = g.a.kcontig ? e % KT : e / BM;
+        va[i] = hpdl__gemm_elem<ACC>(g.a, m0 + o, kk, g.M, g.K);
     }
-    for (i = t; i < BN * KT; i += 256) {
-        int o = g.b.kcontig ? i / KT : i % BN, kk = g.b.kcontig ? i % KT : i / BN;
-        bs[kk][o] = hpdl__gemm_elem<ACC>(g.b, n0 + o, kk, g.N, g.K);
+#pragma unroll
+    for (i = 0; i < BN * KT / 256; i++) {
+        int e = t + 256 * i, o = g.b.kcontig ? e / KT : e % BN, kk = g.b.kcontig ? e % KT : e / BN;
+        vb[i] = hpdl__gemm_elem<ACC>(g.b, n0 + o, kk, g.N, g.K);
+    }
+#pragma unroll
+    for (i = 0; i < BM * KT / 256; i++) {
+        int e = t + 256 * i;
+        as[g.a.kcontig ? e / KT : e % BM][g.a.kcontig ? e % KT : e / BM] = va[i];
+    }
+#pragma unroll
+    for (i = 0; i < BN * KT / 256; i++) {
+        int e = t + 256 * i;
+        bs[g.b.kcontig ? e % KT : e / BN][g.b.kcontig ? e / KT : e % BN] = vb[i];
     }
     __syncthreads();
 #pragma unroll
