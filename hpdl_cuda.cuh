@@ -2739,66 +2739,6 @@ __global__ void __launch_bounds__(256, 2) hpdl__gemm_splitk(hpdl__gemm_args<T, A
     hpdl__splitk_finish<SH>(g, (const ACC *)smem, ws, counters);
 }
 
-/* splitk for K <= HPDL__SPLITK_THIN_K (the MLP's delta carried down
-   through its 10 classes, D1 W1^T): nothing to split and next to nothing
-   to multiply; writing the output is the cost. A block takes 32 rows x 256
-   columns: both operands' K-deep slivers go to shared memory in the sums'
-   type (B with K outermost), then each thread sums 4 rows (8 apart) x 2
-   groups of 4 consecutive columns (128 apart), read from shared memory and
-   written 4 at a time (hpdl__gemm_out4): a warp's reads and writes are
-   consecutive. */
-#define HPDL__SPLITK_THIN_K 16
-template <typename T, typename ACC> __global__ void __launch_bounds__(256) hpdl__gemm_thin_k(hpdl__gemm_args<T, ACC> g) {
-    enum { BM = 32, BN = 256, KT = HPDL__SPLITK_THIN_K };
-    __shared__ __align__(16) ACC as[BM][KT], bs[KT][BN];
-    const int m0 = (int)blockIdx.y * BM, n0 = (int)blockIdx.x * BN, t = (int)threadIdx.x;
-    const int row = t / 32, col = t % 32 * 4;
-    ACC acc[4][8], va[BM * KT / 256], vb[BN * KT / 256];
-    int i, j, k;
-    /* every load issued before the first store (one memory latency, not 18);
-       threads walk the stored rows: k when it runs along them, else the
-       outer index */
-#pragma unroll
-    for (i = 0; i < BM * KT / 256; i++) {
-        int e = t + 256 * i, o = g.a.kcontig ? e / KT : e % BM, kk = g.a.kcontig ? e % KT : e / BM;
-        va[i] = hpdl__gemm_elem<ACC>(g.a, m0 + o, kk, g.M, g.K);
-    }
-#pragma unroll
-    for (i = 0; i < BN * KT / 256; i++) {
-        int e = t + 256 * i, o = g.b.kcontig ? e / KT : e % BN, kk = g.b.kcontig ? e % KT : e / BN;
-        vb[i] = hpdl__gemm_elem<ACC>(g.b, n0 + o, kk, g.N, g.K);
-    }
-#pragma unroll
-    for (i = 0; i < BM * KT / 256; i++) {
-        int e = t + 256 * i;
-        as[g.a.kcontig ? e / KT : e % BM][g.a.kcontig ? e % KT : e / BM] = va[i];
-    }
-#pragma unroll
-    for (i = 0; i < BN * KT / 256; i++) {
-        int e = t + 256 * i;
-        bs[g.b.kcontig ? e % KT : e / BN][g.b.kcontig ? e / KT : e % BN] = vb[i];
-    }
-    __syncthreads();
-#pragma unroll
-    for (i = 0; i < 4; i++)
-#pragma unroll
-        for (j = 0; j < 8; j++) acc[i][j] = 0;
-    for (k = 0; k < g.K; k++) {
-        ACC b[8];
-        hpdl__gemm_sload4(&bs[k][col], b);
-        hpdl__gemm_sload4(&bs[k][col + 128], b + 4);
-#pragma unroll
-        for (i = 0; i < 4; i++)
-#pragma unroll
-            for (j = 0; j < 8; j++) acc[i][j] += as[row + 8 * i][k] * b[j];
-    }
-#pragma unroll
-    for (i = 0; i < 4; i++) {
-        hpdl__gemm_out4(g, m0 + row + 8 * i, n0 + col, acc[i]);
-        hpdl__gemm_out4(g, m0 + row + 8 * i, n0 + col + 128, acc[i] + 4);
-    }
-}
-
 /* The splitk rung's workspace for one stream: the slices' sums and a
    counter per tile (0 between launches). Made on the stream's first split
    launch outside graph capture and kept for the life of the program, since
@@ -2908,20 +2848,10 @@ static inline hpdl_status hpdl__gemm_launch_splitk_tile(const hpdl__gemm_args<__
     return hpdl__gemm_launch_splitk_half<SH>(g, depth, stream);
 }
 
-/* The splitk rung: the thin-K kernel for K <= HPDL__SPLITK_THIN_K (and N
-   past the narrow tile), else the tile for the shape, the slices for the
-   GPU. */
+/* The splitk rung: the tile for the shape, the slices for the GPU. */
 template <typename T, typename ACC>
 static inline hpdl_status hpdl__gemm_launch_splitk(const hpdl__gemm_args<T, ACC> &g, cudaStream_t stream) {
     int sms = 0, shape = hpdl__splitk_shape_for(g.M, g.N), depth;
-    if (g.K <= HPDL__SPLITK_THIN_K && shape != HPDL__SPLITK_NARROW) {
-        dim3 grid;
-        hpdl_status s = hpdl__gemm_grid(g.N, 256, g.M, 32, &grid);
-        if (s != HPDL_OK) return s;
-        hpdl__gemm_thin_k<T, ACC><<<grid, 256, 0, stream>>>(g);
-        HPDL_CUDA_TRY_LAUNCH();
-        return HPDL_OK;
-    }
     if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
     depth = hpdl__splitk_depth(g.M, g.N, g.K, shape, (int)sizeof(ACC), sms);
     if (shape == HPDL__SPLITK_NARROW && sizeof(T) == 2)
@@ -2935,9 +2865,9 @@ static inline hpdl_status hpdl__gemm_launch_splitk(const hpdl__gemm_args<T, ACC>
    of elem_bytes (host logic only; tests/gpu_gemm.cu checks it without a
    GPU). Measured with bench/gemm --mlp on one H200 (2026-11-26, the 40
    products of an MLP step per type, notes/gemm.md): splitk was the best
-   rung on every product with N <= 16 (f32 and f16). K <= 16 takes its
-   thin-K kernel at every size (2026-11-27; before it splitk lost past 2^20
-   outputs: 3000 x 512 x 10, warptile 0.93 of cuBLAS against 0.62). Past
+   rung on every product with N <= 16 (f32 and f16), and on K <= 16 while
+   the output stays under 2^20 elements (3000 x 512 x 10: warptile 0.93 of
+   cuBLAS against splitk's 0.62; mma 0.69 against 0.69-0.44 in f16). Past
    those, f32 took splitk below 2^20 outputs (784 x 2048 and up: warptile
    0.6-1.1 against 0.4-0.8), while f16/bf16 lost to the Hopper rung on
    every product it could run (784 x 2048 x 3000: 0.05 against 0.61), so
@@ -2946,8 +2876,8 @@ static inline hpdl_status hpdl__gemm_launch_splitk(const hpdl__gemm_args<T, ACC>
 HPDL_LAZY int hpdl__gemm_auto_splitk(int M, int N, int K, int elem_bytes) {
     const int64_t outputs = (int64_t)M * N;
     if (elem_bytes == 8) return 0;
-    if (N <= 16 || K <= HPDL__SPLITK_THIN_K) return 1;
-    if (elem_bytes == 4) return outputs < ((int64_t)1 << 20);
+    if (N <= 16) return 1;
+    if (K <= 16 || elem_bytes == 4) return outputs < ((int64_t)1 << 20);
     return 0;
 }
 
