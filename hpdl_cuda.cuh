@@ -4140,30 +4140,33 @@ static inline hpdl_status hpdl__gemm_run_wgmma(const hpdl__wg_launch &l, const h
 
 /* How many slices of K the one-tile-a-block Hopper rung (64 x 256 tiles)
    splits an M x N x K product into on `sms` SMs (k-steps `depth` deep: 64
-   for 16-bit elements): for small outputs where its tiles leave SMs idle,
-   about a block per SM, each slice at least HPDL__WG_SPLIT_MIN_STEPS
-   k-steps, every slice's f32 tiles within the splitk workspace; 1: none
-   (HPDL__WG_SPLIT_MAX_AREA). A 64 x 256 x 64 k-step
+   for 16-bit elements): where its tiles leave SMs idle and the split pays
+   (HPDL__WG_SPLIT_STEP_BYTES), about a block per SM, each slice at least
+   HPDL__WG_SPLIT_MIN_STEPS k-steps, every slice's f32 tiles within the
+   splitk workspace; 1: none. A 64 x 256 x 64 k-step
    is ~1000 cycles of one SM's tensor cores, so a product of few tiles
    takes ~1 us a k-step however many SMs idle (32 x 512 x 784: 2 blocks of
    13 k-steps, 12.5 us on an H200, cuBLAS 6.7). */
 #ifndef HPDL__WG_SPLIT_MIN_STEPS /* experiments build other splits */
 #define HPDL__WG_SPLIT_MIN_STEPS 2
 #endif
-/* Outputs above this are not split: adding the slices' f32 tiles (a second
-   kernel) costs more than the k-steps saved (one H200, f16: 32 x 512 x 784
-   12.5 -> 10.9 us, 128 x 512 and 32 x 2048 x 784 11-15 % faster; 512 x 512
-   and 128 x 2048 the same; 512 x 2048 x 784 13.2 -> 20.1 us, 784 x 512 x
-   512 10.0 -> 13.8 us). */
-#define HPDL__WG_SPLIT_MAX_AREA ((int64_t)1 << 17)
+/* The split pays where the k-steps it saves a block outlast adding the
+   slices' f32 tiles in the second kernel: in one k-step's time (~0.65 us)
+   that kernel added ~0.75 MB, and it costs ~3 k-steps to start (one H200,
+   f16: 32 x 512 x 784, 5 slices, 12.5 -> 10.9 us; 512 x 2048 x 784, 2
+   slices of 64 tiles, 13.2 -> 20.1 us; 784 x 512 x 512, 4 slices of 26
+   tiles, 10.0 -> 13.8 us). */
+#define HPDL__WG_SPLIT_STEP_BYTES ((int64_t)768 << 10)
 HPDL_LAZY int hpdl__wg_split_slices(int M, int N, int K, int depth, int sms) {
     const int64_t tiles = (int64_t)((M + 63) / 64) * ((N + 255) / 256), steps = (K + depth - 1) / depth;
-    int64_t slices = (int64_t)M * N <= HPDL__WG_SPLIT_MAX_AREA ? sms / tiles : 1, chunk;
+    int64_t slices = sms / tiles, chunk;
     if (slices > steps / HPDL__WG_SPLIT_MIN_STEPS) slices = steps / HPDL__WG_SPLIT_MIN_STEPS;
     while (slices > 1 && slices * tiles * 64 * 256 * 4 > (int64_t)HPDL__SPLITK_WS_BYTES) slices--;
     if (slices <= 1) return 1;
     chunk = (steps + slices - 1) / slices;
-    return (int)((steps + chunk - 1) / chunk); /* none empty */
+    slices = (steps + chunk - 1) / chunk; /* none empty */
+    if ((steps - chunk - 3) * HPDL__WG_SPLIT_STEP_BYTES <= slices * tiles * 64 * 256 * 4) return 1;
+    return (int)slices;
 }
 
 /* C = alpha (sum of the slices' tiles, in slice order) + beta C, a thread
@@ -4248,7 +4251,9 @@ enum { HPDL__GEMM_HOPPER_DEFAULT = HPDL_GEMM_WGMMA_PERSISTENT };
    128): 0.54-0.94 of cuBLAS against 0.49-0.79. */
 HPDL_LAZY int hpdl__gemm_auto_hopper(int M, int N, int K, int sms) {
     const int64_t tiles = (int64_t)((M + 127) / 128) * ((N + 255) / 256), k_steps = (K + 63) / 64;
-    return tiles * 2 < sms && k_steps < 36 ? (int)HPDL_GEMM_WGMMA : (int)HPDL__GEMM_HOPPER_DEFAULT;
+    return tiles * 2 < sms && (k_steps < 36 || hpdl__wg_split_slices(M, N, K, 64, sms) > 1)
+               ? (int)HPDL_GEMM_WGMMA
+               : (int)HPDL__GEMM_HOPPER_DEFAULT;
 }
 
 /* Validates, then runs one rung (AUTO: splitk for skinny products, then

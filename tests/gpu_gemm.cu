@@ -491,7 +491,8 @@ static void test_gemm_auto_splitk(void) {
     HPDL_EXPECT(hpdl__gemm_auto_hopper(512, 2048, 784, 132) == HPDL_GEMM_WGMMA);            /* 32 tiles */
     HPDL_EXPECT(hpdl__gemm_auto_hopper(784, 2048, 128, 132) == HPDL_GEMM_WGMMA);            /* 56 tiles */
     HPDL_EXPECT(hpdl__gemm_auto_hopper(1152, 2048, 784, 132) == HPDL_GEMM_WGMMA_PERSISTENT); /* 72 tiles */
-    HPDL_EXPECT(hpdl__gemm_auto_hopper(784, 512, 3000, 132) == HPDL_GEMM_WGMMA_PERSISTENT); /* stream-K */
+    HPDL_EXPECT(hpdl__gemm_auto_hopper(784, 512, 3000, 132) == HPDL_GEMM_WGMMA);            /* long K, split */
+    HPDL_EXPECT(hpdl__gemm_auto_hopper(784, 2048, 3000, 132) == HPDL_GEMM_WGMMA_PERSISTENT); /* stream-K */
     HPDL_EXPECT(hpdl__gemm_auto_hopper(4096, 4096, 4096, 132) == HPDL_GEMM_WGMMA_PERSISTENT);
     HPDL_EXPECT(hpdl__splitk_shape_for(3000, 10) == HPDL__SPLITK_NARROW && hpdl__splitk_shape_for(32, 512) == HPDL__SPLITK_SHORT &&
                 hpdl__splitk_shape_for(784, 512) == HPDL__SPLITK_SQUARE);
@@ -517,16 +518,17 @@ static void test_gemm_auto_splitk(void) {
 }
 
 /* The one-tile-a-block Hopper rung's slices of K (hpdl__wg_split_slices):
-   for outputs up to 2^17, about a block per SM where its 64 x 256 tiles
-   leave SMs idle, slices of 2 or more k-steps of 64, none empty, every
-   slice's tiles within the splitk workspace. */
+   about a block per SM where its 64 x 256 tiles leave SMs idle and the
+   k-steps saved outlast adding the slices, slices of 2 or more k-steps of
+   64, none empty, every slice's tiles within the splitk workspace. */
 static void test_gemm_wgmma_split_slices(void) {
     static const int sizes[] = {1, 100, 128, 512, 784, 2048, 3000, 20000};
     int i, j, k;
     HPDL_EXPECT(hpdl__wg_split_slices(32, 512, 784, 64, 132) == 5);   /* 2 tiles, 13 k-steps: 3, 3, 3, 3, 1 */
     HPDL_EXPECT(hpdl__wg_split_slices(128, 512, 784, 64, 132) == 5);  /* 4 tiles */
-    HPDL_EXPECT(hpdl__wg_split_slices(512, 2048, 784, 64, 132) == 1); /* 64 tiles, but 2^20 outputs */
-    HPDL_EXPECT(hpdl__wg_split_slices(784, 512, 512, 64, 132) == 1);  /* 26 tiles, 2^18.6 outputs */
+    HPDL_EXPECT(hpdl__wg_split_slices(512, 2048, 784, 64, 132) == 1); /* 64 tiles: 6 k-steps saved, 8 MB to add */
+    HPDL_EXPECT(hpdl__wg_split_slices(784, 512, 512, 64, 132) == 1);  /* 26 tiles, 8 k-steps */
+    HPDL_EXPECT(hpdl__wg_split_slices(784, 512, 3000, 64, 132) == 5); /* 47 k-steps: 37 saved */
     HPDL_EXPECT(hpdl__wg_split_slices(784, 2048, 128, 64, 132) == 1); /* 104 tiles fill the GPU */
     HPDL_EXPECT(hpdl__wg_split_slices(3000, 512, 784, 64, 132) == 1); /* 94 tiles */
     HPDL_EXPECT(hpdl__wg_split_slices(64, 256, 64, 64, 132) == 1);    /* one k-step */
@@ -538,7 +540,8 @@ static void test_gemm_wgmma_split_slices(void) {
                 HPDL_EXPECT(n >= 1);
                 if (n > 1)
                     HPDL_EXPECT((n - 1) * chunk < steps && chunk >= HPDL__WG_SPLIT_MIN_STEPS &&
-                                (int64_t)M * N <= HPDL__WG_SPLIT_MAX_AREA &&
+                                (steps - chunk - 3) * HPDL__WG_SPLIT_STEP_BYTES >
+                                    (int64_t)n * ((M + 63) / 64) * ((N + 255) / 256) * 64 * 256 * 4 &&
                                 (int64_t)n * ((M + 63) / 64) * ((N + 255) / 256) * 64 * 256 * 4 <=
                                     (int64_t)HPDL__SPLITK_WS_BYTES);
             }
