@@ -3536,7 +3536,8 @@ static __device__ __forceinline__ void hpdl__wg_tile(int u, int units_m, int uni
    stores the tile. Only lower-numbered blocks are waited for, and they
    wrote their start pieces first. */
 typedef struct hpdl__wg_sk {
-    void *partial;  /* per block: 256 consumer threads x 128 accumulators */
+    void *partial;  /* per block: 256 consumer threads x 128 accumulators (the one-tile kernel's K split: its
+                       slices' f32 tiles, hpdl__wg_put_slice) */
     unsigned *flag; /* per block and consumer: = seq once its partial sum is written */
     unsigned seq;   /* this launch's number: flags left by earlier launches never match */
     int tail;       /* tiles at the end of the order shared out by k-steps (0: none) */
