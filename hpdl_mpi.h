@@ -1436,7 +1436,7 @@ typedef struct hpdl_mpi_ipc {
     int rank, size;   /* in comm */
     int blocks;       /* grid size limit, the same on every rank */
     int early;        /* 1: programmatic dependent launch (sm_90 code), 0: not, -1: not asked yet */
-    size_t max_bytes; /* staging buffer size: larger two-shot calls go in pieces of it */
+    size_t max_bytes; /* each staging buffer and inbox: larger two-shot calls go in pieces of it */
     size_t slot_bytes; /* one peer's slot of it: larger one-shot calls go in pieces of it */
     uint32_t seq;     /* calls made so far */
     char *region[HPDL_MPI_IPC_MAX_RANKS]; /* every rank's region as mapped here */
@@ -1558,8 +1558,9 @@ HPDL_MPI_API void hpdl__mpi_ipc_unmap(hpdl_mpi_ipc *c) {
 
 /* Collective over the ranks of comm, one GPU each (the current device), all
    on one node with peer access between every pair. Makes a context whose
-   staging buffers take max_bytes (rounded down to 16 bytes, at least 16
-   per peer); larger calls go in pieces (one-shot: of max_bytes / peers).
+   staging buffers and inboxes take max_bytes each (rounded down to 16
+   bytes, at least 16 per peer; 4 x max_bytes of device memory a rank);
+   larger calls go in pieces (one-shot: of max_bytes / peers).
    HPDL_ERR_UNSUPPORTED on every rank, with the reason on rank 0's stderr
    when `verbose`, where that is not so. */
 HPDL_MPI_API hpdl_status hpdl__mpi_ipc_create(hpdl_mpi_ipc *ctx, size_t max_bytes, MPI_Comm comm, int verbose) {
