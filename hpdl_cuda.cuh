@@ -2428,6 +2428,10 @@ typedef hpdl__splitk_shape<128, 16, 16> hpdl__splitk_narrow;
 #define HPDL__SPLITK_NARROW16_BK 64
 #endif
 typedef hpdl__splitk_shape<128, 16, HPDL__SPLITK_NARROW16_BK> hpdl__splitk_narrow16;
+/* The narrow tile for elements of BYTES (the deep one only for 16-bit: an
+   f64 kernel of it would not fit its shared memory). */
+template <int BYTES> struct hpdl__splitk_narrow_for { typedef hpdl__splitk_narrow type; };
+template <> struct hpdl__splitk_narrow_for<2> { typedef hpdl__splitk_narrow16 type; };
 typedef hpdl__splitk_shape<32, 64, 32> hpdl__splitk_short;
 typedef hpdl__splitk_shape<64, 64, 32> hpdl__splitk_square;
 
@@ -2859,9 +2863,8 @@ static inline hpdl_status hpdl__gemm_launch_splitk(const hpdl__gemm_args<T, ACC>
     int sms = 0, shape = hpdl__splitk_shape_for(g.M, g.N), depth;
     if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
     depth = hpdl__splitk_depth(g.M, g.N, g.K, shape, (int)sizeof(ACC), sms);
-    if (shape == HPDL__SPLITK_NARROW && sizeof(T) == 2)
-        return hpdl__gemm_launch_splitk_tile<hpdl__splitk_narrow16>(g, depth, stream);
-    if (shape == HPDL__SPLITK_NARROW) return hpdl__gemm_launch_splitk_tile<hpdl__splitk_narrow>(g, depth, stream);
+    if (shape == HPDL__SPLITK_NARROW)
+        return hpdl__gemm_launch_splitk_tile<typename hpdl__splitk_narrow_for<sizeof(T)>::type>(g, depth, stream);
     if (shape == HPDL__SPLITK_SHORT) return hpdl__gemm_launch_splitk_tile<hpdl__splitk_short>(g, depth, stream);
     return hpdl__gemm_launch_splitk_tile<hpdl__splitk_square>(g, depth, stream);
 }
