@@ -4195,27 +4195,23 @@ __global__ void hpdl__wg_add_slices_kernel(hpdl__gemm_args<T, float> g, const fl
     }
 }
 
-/* The one-tile-a-block rung with K split (hpdl__wg_split_slices): the
-   kernel leaves each slice's f32 sums in the stream's splitk workspace,
-   then hpdl__wg_add_slices_kernel adds them in slice order with alpha and
-   beta (the same bits every run). HPDL_ERR_UNSUPPORTED: no split here (one
-   slice, or no workspace inside a graph capture). */
+/* The one-tile-a-block rung l, K split where that pays
+   (hpdl__wg_split_slices): the kernel leaves each slice's f32 sums in the
+   stream's splitk workspace, then hpdl__wg_add_slices_kernel adds them in
+   slice order with alpha and beta (the same bits every run). One slice, or
+   no workspace inside a graph capture: the rung as it is. */
 template <typename T>
 static inline hpdl_status hpdl__gemm_wgmma_split(hpdl__wg_launch l, const hpdl__gemm_args<T, float> &g,
                                                  cudaStream_t stream) {
-    enum { BK = 128 / sizeof(T) };
-    CUtensorMap map_a, map_b;
     hpdl__splitk_space *sp;
     int sms = 0;
     hpdl_status s = hpdl__sm_count(&sms);
     if (s != HPDL_OK) return s;
-    l.slices = hpdl__wg_split_slices(g.M, g.N, g.K, BK, sms);
+    l.slices = hpdl__wg_split_slices(g.M, g.N, g.K, (int)(128 / sizeof(T)), sms);
     sp = l.slices > 1 ? hpdl__splitk_space_for(stream) : NULL;
-    if (!sp) return HPDL_ERR_UNSUPPORTED;
-    if ((s = hpdl__wg_map(&map_a, g.a, g.M, g.K)) != HPDL_OK || (s = hpdl__wg_map(&map_b, g.b, g.N, g.K)) != HPDL_OK)
-        return s;
+    if (!sp) return hpdl__gemm_run_wgmma(l, g, stream);
     l.slice_sums = sp->ws;
-    s = hpdl__wg_run(l, map_a, map_b, NULL, g, (g.K + BK - 1) / BK, 0, stream);
+    s = hpdl__gemm_run_wgmma(l, g, stream);
     if (s != HPDL_OK) return s;
     hpdl__wg_add_slices_kernel<T><<<hpdl__grid_for((int64_t)g.M * g.N, 256), 256, 0, stream>>>(g, (const float *)sp->ws,
                                                                                             l.slices);
@@ -4228,15 +4224,8 @@ static inline hpdl_status hpdl__gemm_wgmma_split(hpdl__wg_launch l, const hpdl__
 template <typename T>
 static inline hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpdl__gemm_args<T, float> &g,
                                                   cudaStream_t stream) {
-    const int amn = !g.a.kcontig, bmn = !g.b.kcontig;
-    hpdl__wg_launch l = hpdl__wg_picker<T>::pick(algo, amn, bmn);
-    if (algo == HPDL_GEMM_WGMMA && l.kernel && g.K > 0 && hpdl__wg_available() &&
-        hpdl__gemm_aligned(g.a.p, g.a.ld, 16 / sizeof(T), sizeof(T)) &&
-        hpdl__gemm_aligned(g.b.p, g.b.ld, 16 / sizeof(T), sizeof(T))) {
-        hpdl_status s = hpdl__gemm_wgmma_split(l, g, stream);
-        if (s != HPDL_ERR_UNSUPPORTED) return s;
-    }
-    return hpdl__gemm_run_wgmma(l, g, stream);
+    const hpdl__wg_launch l = hpdl__wg_picker<T>::pick(algo, !g.a.kcontig, !g.b.kcontig);
+    return algo == HPDL_GEMM_WGMMA ? hpdl__gemm_wgmma_split(l, g, stream) : hpdl__gemm_run_wgmma(l, g, stream);
 }
 
 HPDL_LAZY hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpdl__gemm_args<double, double> &g,
