@@ -2794,10 +2794,7 @@ HPDL_MPI_API hpdl_status hpdl_mpi_finalize(void) {
        2. forward and backward on the local b rows (mean loss over them);
        3. the gradients are summed over the ranks (MPI, RING, NCCL; with
           overlap: in buckets started as backward produces them, last layer
-          first, waited for before the update; GPU ranks with
-          first_layer_early: backward computes every delta first, then the
-          first layer's dW, reduced on a side stream while the other layers'
-          dW are computed, and the rest after them);
+          first, waited for before the update);
        4. every rank applies the same SGD step. The 1/P of the mean is folded
           into it: W -= (lr/P) * (sum + (l2*P) * W), which is lr*(mean + l2*W).
    A short last step (P*b does not divide n) gives ranks unequal rows; each
@@ -2828,10 +2825,7 @@ typedef struct hpdl_mpi_dp_config {
                                  nothing hides, the smallest); 0: equal blocks */
     int nccl_max_ctas;        /* GPU overlap: CTA cap of the buckets' NCCL reductions (0: NCCL's choice;
                                  ignored before NCCL 2.17) */
-    int comm_priority;        /* GPU overlap: 1 = buckets reduced on a highest-priority stream (and, with
-                                 first_layer_early, the first layer's reduction) */
-    int first_layer_early;    /* GPU, no buckets: 1 = the first layer's dW (the largest) is reduced while the
-                                 other layers' dW are computed, the rest after them (the same sums) */
+    int comm_priority;        /* GPU overlap: 1 = buckets reduced on a highest-priority stream */
     double lr, l2;            /* reference learning rate, L2 weight decay */
     int lr_scale;             /* 1: linear scaling lr * P * b / batch_ref */
     int batch_ref;            /* batch the reference lr was tuned for (0: b) */
@@ -3373,9 +3367,8 @@ HPDL_MPI_API hpdl_status hpdl_mpi_dp_roofline_cpu(int64_t grad_count, hpdl_allre
 #ifdef __CUDACC__
 
 /* Per step, events on the model's stream: 0 start, 1 local gradient done,
-   2 reduction done, 3 update done; with buckets also 4 first bucket
-   started and 5 (NCCL: on the bucketer's side stream) last bucket done;
-   with the first layer early 4 its reduction queued, 5 the rest done. */
+   2 reduction done, 3 update done; with NCCL buckets also 4 first bucket
+   started and 5 (on the bucketer's side stream) last bucket done. */
 enum { HPDL__DP_EVENTS = 6 };
 
 template <typename T> __global__ void hpdl__dp_scale_kernel(int64_t n, T *x, T w) {
@@ -3394,9 +3387,6 @@ template <typename T> __global__ void hpdl__dp_scale_kernel(int64_t n, T *x, T w
     int planned;                  /* epoch whose order d_order holds once the queued copy lands (-1: none) */   \
     int pieces;                   /* row blocks of the first layer's dW (bucketed) */                          \
     int bucketed, span_started;                                                                                \
-    int early, first_sent;        /* cfg.first_layer_early in use; this step's first layer went early */       \
-    cudaStream_t side;            /* early: the first layer's reduction */                                     \
-    cudaEvent_t first_done;       /* early: recorded on side behind it */                                      \
     hpdl_mpi_bucketer bucketer;   /* per layer l: dW[l] pieces last to first, then db[l] */                    \
     cudaEvent_t *ev;              /* HPDL__DP_EVENTS per step */                                               \
     int64_t n_ev;                                                                                              \
@@ -3420,8 +3410,6 @@ template <typename D, typename M> static inline void hpdl__dp_cuda_destroy(D *dp
     int64_t i;
     if (!dp) return;
     hpdl_mpi_bucketer_destroy(&dp->bucketer);
-    if (dp->first_done) cudaEventDestroy(dp->first_done);
-    if (dp->side) cudaStreamDestroy(dp->side);
     for (i = 0; dp->ev && i < dp->n_ev; i++)
         if (dp->ev[i]) cudaEventDestroy(dp->ev[i]);
     HPDL_FREE(dp->ev);
@@ -3471,13 +3459,6 @@ template <typename D, typename M> static inline hpdl_status hpdl__dp_cuda_alloc(
     if (!dp->ev) return HPDL_ERR_NOMEM;
     memset(dp->ev, 0, (size_t)dp->n_ev * sizeof(cudaEvent_t));
     for (i = 0; i < dp->n_ev; i++) HPDL_CUDA_TRY(cudaEventCreate(&dp->ev[i]));
-    if (dp->early) {
-        int least = 0, greatest = 0; /* priorities: greatest is the highest */
-        HPDL_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-        HPDL_CUDA_TRY(cudaStreamCreateWithPriority(&dp->side, cudaStreamNonBlocking,
-                                                   dp->cfg.comm_priority ? greatest : least));
-        HPDL_CUDA_TRY(cudaEventCreateWithFlags(&dp->first_done, cudaEventDisableTiming));
-    }
     (void)g;
     return HPDL_OK;
 }
@@ -3501,7 +3482,6 @@ static inline hpdl_status hpdl__dp_cuda_create(D *dp, M *g, int64_t n_train, con
     made.dtype = dtype;
     made.pieces = cfg->overlap && cfg->first_layer_pieces > 1 ? cfg->first_layer_pieces : 1;
     made.bucketed = cfg->overlap;
-    made.early = !cfg->overlap && cfg->first_layer_early && g->n_layers > 1;
     made.planned = -1;
     MPI_Comm_rank(cfg->comm, &made.rank);
     MPI_Comm_size(cfg->comm, &made.size);
@@ -3540,55 +3520,6 @@ static inline hpdl_status hpdl__dp_cuda_backward(D *dp, M *g, int batch, int mar
     return s;
 }
 
-/* hpdl__cmlp_backward in another order: the deltas all the way down first
-   (they give every db), then the first layer's dW, whose reduction starts
-   on dp->side while the other layers' dW are computed on the model's
-   stream. W[0] leads the flat gradient, so that reduction is one call over
-   its first part; hpdl__dp_cuda_step reduces the rest. */
-template <typename C, typename D, typename M>
-static inline hpdl_status hpdl__dp_cuda_backward_early(D *dp, M *g, int batch, cudaEvent_t span_start) {
-    int64_t first = (int64_t)(g->dW[1] - g->grads);
-    int l;
-    hpdl_status s = hpdl__cmlp_output_db<C>(g, batch);
-    for (l = g->n_layers - 1; l > 0 && s == HPDL_OK; l--) s = hpdl__cmlp_backward_delta<C>(g, batch, l);
-    if (s == HPDL_OK) s = hpdl__cmlp_backward_dw<C>(g, batch, 0, 0, g->widths[0]);
-    if (s != HPDL_OK) return s;
-    HPDL_CUDA_TRY(cudaEventRecord(span_start, g->stream));
-    HPDL_CUDA_TRY(cudaStreamWaitEvent(dp->side, span_start, 0));
-    hpdl_mpi_set_stream(dp->side);
-    s = hpdl_mpi_allreduce(g->grads, first, dp->dtype, dp->cfg.algo, dp->cfg.comm);
-    hpdl_mpi_set_stream(g->stream);
-    if (s != HPDL_OK) return s;
-    HPDL_CUDA_TRY(cudaEventRecord(dp->first_done, dp->side));
-    dp->first_sent = 1;
-    for (l = 1; l < g->n_layers && s == HPDL_OK; l++) s = hpdl__cmlp_backward_dw<C>(g, batch, l, 0, g->widths[l]);
-    return s;
-}
-
-/* The reduction of the gradient that is not on its way yet: all of it, the
-   part after the first layer's (early, ordered after that one's call), or
-   the buckets still queued. ev[4] / ev[5]: the reduction's span. */
-template <typename C, typename D, typename M> static inline hpdl_status hpdl__dp_cuda_reduce(D *dp, M *g, cudaEvent_t *ev) {
-    hpdl_status s;
-    if (dp->bucketed) {
-        if (!dp->span_started) HPDL_CUDA_TRY(cudaEventRecord(ev[4], g->stream));
-        s = hpdl_mpi_bucketer_wait(&dp->bucketer);
-        HPDL_CUDA_TRY(cudaEventRecord(ev[5], dp->bucketer.mode == HPDL__BUCKET_NCCL ? dp->bucketer.side : g->stream));
-        return s;
-    }
-    if (!dp->early) return hpdl_mpi_allreduce(g->grads, g->n_params, dp->dtype, dp->cfg.algo, dp->cfg.comm);
-    if (dp->first_sent) {
-        int64_t first = (int64_t)(g->dW[1] - g->grads);
-        HPDL_CUDA_TRY(cudaStreamWaitEvent(g->stream, dp->first_done, 0));
-        s = hpdl_mpi_allreduce((C *)g->grads + first, g->n_params - first, dp->dtype, dp->cfg.algo, dp->cfg.comm);
-    } else {
-        HPDL_CUDA_TRY(cudaEventRecord(ev[4], g->stream));
-        s = hpdl_mpi_allreduce(g->grads, g->n_params, dp->dtype, dp->cfg.algo, dp->cfg.comm);
-    }
-    HPDL_CUDA_TRY(cudaEventRecord(ev[5], g->stream));
-    return s;
-}
-
 /* This rank's gradient for a step in g->grads (see the CPU twin). */
 template <typename C, typename D, typename M>
 static inline hpdl_status hpdl__dp_cuda_local_grad(D *dp, M *g, int rows, int global_rows, cudaEvent_t first_bucket) {
@@ -3601,8 +3532,7 @@ static inline hpdl_status hpdl__dp_cuda_local_grad(D *dp, M *g, int rows, int gl
     s = hpdl__cmlp_gather<C>(g, rows);
     if (s == HPDL_OK) s = hpdl__cmlp_forward<C>(g, rows);
     if (s == HPDL_OK) s = hpdl__cmlp_loss<C>(g, rows, 1);
-    if (s == HPDL_OK && dp->early && weight == 1.0) s = hpdl__dp_cuda_backward_early<C>(dp, g, rows, first_bucket);
-    else if (s == HPDL_OK) s = hpdl__dp_cuda_backward<C>(dp, g, rows, dp->bucketed && weight == 1.0, first_bucket);
+    if (s == HPDL_OK) s = hpdl__dp_cuda_backward<C>(dp, g, rows, dp->bucketed && weight == 1.0, first_bucket);
     if (s == HPDL_OK && weight != 1.0) {
         hpdl__dp_scale_kernel<C><<<hpdl__grid_for(g->n_params, 256), 256, 0, g->stream>>>(g->n_params, (C *)g->grads,
                                                                                           (C)weight);
@@ -3619,7 +3549,6 @@ static inline hpdl_status hpdl__dp_cuda_step(D *dp, M *g, int64_t step, int rows
     int P = dp->size;
     hpdl_status s = HPDL_OK;
     dp->span_started = 0;
-    dp->first_sent = 0;
     HPDL_CUDA_TRY(cudaEventRecord(ev[0], g->stream));
     if (lr_changed) s = hpdl__mlp_begin(g->state, lr / P, dp->cfg.l2 * P, 0, 0, g->stream);
     HPDL_NVTX_PUSH("DP local gradient");
@@ -3627,7 +3556,13 @@ static inline hpdl_status hpdl__dp_cuda_step(D *dp, M *g, int64_t step, int rows
     HPDL_NVTX_POP();
     HPDL_CUDA_TRY(cudaEventRecord(ev[1], g->stream));
     HPDL_NVTX_PUSH("DP gradient reduction");
-    if (s == HPDL_OK) s = hpdl__dp_cuda_reduce<C>(dp, g, ev);
+    if (s == HPDL_OK && dp->bucketed) {
+        if (!dp->span_started) HPDL_CUDA_TRY(cudaEventRecord(ev[4], g->stream));
+        s = hpdl_mpi_bucketer_wait(&dp->bucketer);
+        HPDL_CUDA_TRY(cudaEventRecord(ev[5], dp->bucketer.mode == HPDL__BUCKET_NCCL ? dp->bucketer.side : g->stream));
+    } else if (s == HPDL_OK) {
+        s = hpdl_mpi_allreduce(g->grads, g->n_params, dp->dtype, dp->cfg.algo, dp->cfg.comm);
+    }
     HPDL_NVTX_POP();
     HPDL_CUDA_TRY(cudaEventRecord(ev[2], g->stream));
     HPDL_NVTX_PUSH("DP update");
@@ -3652,7 +3587,7 @@ template <typename D> static inline void hpdl__dp_cuda_times(const D *dp, double
         double comm = hpdl__dp_elapsed(ev[1], ev[2]);
         times[1] += hpdl__dp_elapsed(ev[0], ev[1]) + hpdl__dp_elapsed(ev[2], ev[3]);
         times[2] += comm;
-        times[3] += dp->bucketed || dp->early ? hpdl__dp_elapsed(ev[4], ev[5]) : comm;
+        times[3] += dp->bucketed ? hpdl__dp_elapsed(ev[4], ev[5]) : comm;
     }
 }
 

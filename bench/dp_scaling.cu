@@ -43,9 +43,7 @@
    dp_roofline_points.csv (AI, attainable and measured FLOP/s per H, b, overlap).
 
    --focus: only H=2048 at b=512 and 3000, to compare the overlap settings in
-   one run (dp_scaling_focus.csv): no overlap, then without buckets but
-   with the first layer's reduction beside the other layers' dW ("first
-   layer early q1": on a highest-priority stream) for each --prio, then overlap for every
+   one run (dp_scaling_focus.csv): no overlap, then overlap for every
    combination of --pieces, --halve, --ctas and --prio (first layer's dW row
    blocks, 1 = each block half the previous, NCCL CTA cap, 1 = highest-
    priority reduction stream; variant "p4h c8 q1" = 4 halving blocks, cap 8,
@@ -200,9 +198,8 @@ static double rel_diff_f64(const hpdl_mlp_f64 *a, const hpdl_mlp_f64 *b) {
     return s > 0 ? d / s : d;
 }
 
-/* GPU driver (f64, reduced with --algo: in buckets, the first layer in 4
-   pieces, or without buckets, the first layer early) vs CPU driver. */
-static void validate(const hpdl_dataset *train_set, int early) {
+/* GPU driver (f64, buckets reduced with --algo, first layer in 4 pieces) vs CPU driver. */
+static void validate(const hpdl_dataset *train_set) {
     const int n = 500, widths[3] = {784, 128, N_CLASSES};
     double *X = (double *)hpdl_alloc((size_t)n * 784, sizeof(double)), diff, dmax = 0, dmin = 0, sum = 0;
     hpdl_mlp_f64 cpu, gpu_out;
@@ -210,7 +207,7 @@ static void validate(const hpdl_dataset *train_set, int early) {
     hpdl_cuda_dataset d;
     hpdl_mpi_dp_f64 cdp;
     hpdl_mpi_dp_cuda_f64 gdp;
-    hpdl_mpi_dp_config c = bench_config(32, !early, MPI_COMM_WORLD);
+    hpdl_mpi_dp_config c = bench_config(32, 1, MPI_COMM_WORLD);
     int i, l;
     if (!X) MPI_Abort(MPI_COMM_WORLD, 1);
     for (i = 0; i < n * 784; i++) X[i] = train_set->images[i];
@@ -218,7 +215,6 @@ static void validate(const hpdl_dataset *train_set, int early) {
     c.lr_scale = 1;
     c.warmup_epochs = 0.5;
     c.bucket_bytes = 64 << 10;
-    c.first_layer_early = early;
     HPDL_MPI_CHECK_STATUS(hpdl_mlp_create_f64(&cpu, 3, widths, HPDL_ACT_RELU, 5 + (uint64_t)g_rank)); /* bcast makes them rank 0's */
     HPDL_MPI_CHECK_STATUS(hpdl_mlp_create_f64(&gpu_out, 3, widths, HPDL_ACT_RELU, 5 + (uint64_t)g_rank));
     HPDL_MPI_CHECK_STATUS(hpdl_cuda_mlp_create_f64(&g, &cpu, c.batch));
@@ -238,9 +234,8 @@ static void validate(const hpdl_dataset *train_set, int early) {
     MPI_Allreduce(&sum, &dmin, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &diff, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (g_rank == 0)
-        printf("check: GPU driver (%s) vs CPU driver, 784-128-10 f64, %d ranks, 2 epochs of %d samples: max "
-               "relative difference %.2e; weights identical on all ranks: %s\n",
-               early ? "first layer early" : "buckets", g_size, n, diff, dmax == dmin ? "yes" : "NO");
+        printf("check: GPU driver vs CPU driver, 784-128-10 f64, %d ranks, 2 epochs of %d samples: max relative "
+               "difference %.2e; weights identical on all ranks: %s\n", g_size, n, diff, dmax == dmin ? "yes" : "NO");
     if (diff > 1e-9 || dmax != dmin || diff != diff) {
         if (g_rank == 0) fprintf(stderr, "dp_scaling: validation failed\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -301,7 +296,7 @@ static void run_torch(int reps, torch_epochs out[2]) {
 
 typedef struct focus_row {
     char name[40];
-    int overlap, pieces, halve, ctas, prio, stride, early;
+    int overlap, pieces, halve, ctas, prio, stride;
 } focus_row;
 
 static focus_row focus_make(int overlap, int pieces, int halve, int ctas, int prio, int stride) {
@@ -310,16 +305,6 @@ static focus_row focus_make(int overlap, int pieces, int halve, int ctas, int pr
     else snprintf(r.name, sizeof r.name, "%soverlap p%d%s c%d q%d", stride > 1 ? "v1 " : "", pieces, halve ? "h" : "",
                   ctas, prio);
     r.overlap = overlap; r.pieces = pieces; r.halve = halve; r.ctas = ctas; r.prio = prio; r.stride = stride;
-    r.early = 0;
-    return r;
-}
-
-/* No buckets; the first layer's reduction beside the other layers' dW, on a
-   stream of the highest priority (q1) or a normal one (q0). */
-static focus_row focus_early(int prio) {
-    focus_row r = focus_make(0, 1, 0, 0, prio, 1);
-    snprintf(r.name, sizeof r.name, "first layer early q%d", prio);
-    r.early = 1;
     return r;
 }
 
@@ -327,7 +312,6 @@ static focus_row focus_early(int prio) {
 static int focus_rows(focus_row *rows) {
     int n = 0, i, h, j, k;
     rows[n++] = focus_make(0, 1, 0, 0, 0, 1);
-    for (k = 0; k < g_prio.n; k++) rows[n++] = focus_early(g_prio.v[k]);
     for (i = 0; i < g_pieces.n; i++)
         for (h = 0; h < g_halve.n; h++)
             for (j = 0; j < g_ctas.n; j++)
@@ -342,7 +326,7 @@ static int focus_rows(focus_row *rows) {
 
 static void focus(const hpdl_dataset *train_set, hpdl_cuda_dataset *dtrain, MPI_Comm solo, int reps) {
     const int *batches = headline_batches;
-    focus_row rows[3 + MAX_LIST + MAX_LIST * 2 * MAX_LIST * 2];
+    focus_row rows[3 + MAX_LIST * 2 * MAX_LIST * 2];
     torch_epochs torch[2];
     int n = focus_rows(rows), k, i;
     FILE *csv = g_rank == 0 ? hpdl_csv_open_with_header(".", "dp_scaling_focus",
@@ -370,7 +354,6 @@ static void focus(const hpdl_dataset *train_set, hpdl_cuda_dataset *dtrain, MPI_
             c1.pieces_halving = cp.pieces_halving = rows[i].halve;
             c1.nccl_max_ctas = cp.nccl_max_ctas = rows[i].ctas;
             c1.comm_priority = cp.comm_priority = rows[i].prio;
-            c1.first_layer_early = cp.first_layer_early = rows[i].early;
             r1 = train_stride(2048, &c1, train_set, dtrain, NULL, 1, reps, rows[i].stride);
             MPI_Barrier(MPI_COMM_WORLD);
             rp = train_stride(2048, &cp, train_set, dtrain, NULL, 1, reps, rows[i].stride);
@@ -808,10 +791,7 @@ int main(int argc, char **argv) {
     }
     HPDL_MPI_CHECK_STATUS(hpdl_dataset_normalize(&train_set, 0.2860f, 0.3530f));
     HPDL_MPI_CHECK_STATUS(hpdl_dataset_normalize(&test_set, 0.2860f, 0.3530f));
-    if (!tp_only) {
-        validate(&train_set, 0);
-        validate(&train_set, 1);
-    }
+    if (!tp_only) validate(&train_set);
     hpdl_mpi_set_checks(0); /* timing: no cross-rank argument comparison per collective */
     HPDL_MPI_CHECK_STATUS(hpdl_cuda_dataset_create(&dtrain, &train_set, HPDL_DATA_RESIDENT));
     HPDL_MPI_CHECK_STATUS(hpdl_cuda_dataset_create(&dtest, &test_set, HPDL_DATA_RESIDENT));

@@ -62,7 +62,7 @@ static options parse_args(int argc, char **argv) {
     options o;
     int kb, no_check = 0, n = 0;
     int64_t seed;
-    hpdl_cli_option opts[19];
+    hpdl_cli_option opts[18];
     memset(&o, 0, sizeof o);
     hpdl_mpi_dp_config_default(&o.cfg);
     seed = (int64_t)o.cfg.seed;
@@ -81,8 +81,6 @@ static options parse_args(int argc, char **argv) {
                                 "allreduce (none: nccl on GPUs, mpi on CPUs)");
     opts[n++] = hpdl_cli_flag("overlap", 0, &o.cfg.overlap, "bucketed reduction with the chosen --algo");
     opts[n++] = hpdl_cli_int("bucket-kb", 0, &kb, 1, 1 << 20, "bucket size in KiB");
-    opts[n++] = hpdl_cli_flag("early", 0, &o.cfg.first_layer_early,
-                              "without --overlap: the first layer's reduction beside the other layers' dW (GPU)");
     opts[n++] = hpdl_cli_int("pieces", 0, &o.cfg.first_layer_pieces, 1, 1 << 10, "first layer's dW in K blocks (overlap)");
     opts[n++] = hpdl_cli_f64("lr", 0, &o.cfg.lr, 0, DBL_MAX, "reference learning rate");
     opts[n++] = hpdl_cli_f64("l2", 0, &o.cfg.l2, 0, DBL_MAX, "L2 weight decay");

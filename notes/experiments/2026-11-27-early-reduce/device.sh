@@ -5,7 +5,7 @@
 # the same dp_scaling --focus runs (H 2048, b 512 and 3000, f32).
 #  1. --algo ipc, IPC grid of 128 blocks, with PyTorch DDP; 2. the same without DDP;
 #  3. --algo ipc with a 64-block IPC grid (more SMs left to the GEMM beside it); 4. --algo nccl.
-# Binary prebuilt (build/exp/dp_scaling, carried); data as .gz (carried).
+# Binary prebuilt from early.diff applied to ea004b7 (build/exp/dp_scaling, carried); data as .gz.
 #   from the repository root, on a machine with 2 GPUs:  OUT=<dir> notes/experiments/2026-11-27-early-reduce/device.sh
 set -u -o pipefail
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
