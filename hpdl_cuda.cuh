@@ -953,13 +953,16 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_prefetch(const void *ptr, size_t bytes, int 
        warptile   warp-shaped thread tiles (conflict-free shared reads), double-buffered tiles
        mma        tensor cores: f16/bf16 mma.sync m16n8k16 + ldmatrix + 4-stage cp.async (128x128x32,
                   2 blocks per SM), f64 DMMA (mma.sync m16n8k16 on sm_90, m8n8k4 on
-                  sm_80) + 3-stage cp.async (128x64x16, 2 blocks per SM)
+                  sm_80) + 3-stage cp.async (128x64x16, 2 blocks per SM), f32 as
+                  3xTF32 (three TF32 m16n8k8 products per step on each value's
+                  TF32 pair: about f32's error, finite inputs only; 128x64x32)
        splitk     skinny products (an MLP's): 128x16, 32x64 or 64x64 tiles, K split over
                   slices added in a fixed order (mma.sync for f16/bf16, FMAs for f32/f64)
        cublas     the library, for reference
    f16/bf16 accumulate in f32 on every rung. AUTO: splitk for skinny f32/f16/bf16 products
    (hpdl__gemm_auto_splitk: N <= 16, or small outputs with K <= 16, f32 too with long K), else
-   f32 -> warptile, f64 -> mma, f16/bf16 -> the Hopper rungs below where they run
+   f32 -> mma where its tiles fill the GPU (hpdl__gemm_auto_tf32x3), else warptile,
+   f64 -> mma, f16/bf16 -> the Hopper rungs below where they run
    (HPDL__GEMM_HOPPER_DEFAULT), else mma (warptile when the binary or the GPU has no sm_80
    tensor-core path). */
 
@@ -1773,13 +1776,83 @@ static __device__ __forceinline__ void hpdl__dmma(double d0[2], double d1[2], co
 #endif
 }
 
+/* f32 on TF32 tensor cores at about f32's accuracy ("3xTF32"): x is split
+   into big, x with its low 13 mantissa bits cleared (a TF32 value), and
+   small = x - big (exact in f32), and a*b is taken as small_a*big_b +
+   big_a*small_b + big_a*big_b, the small products first. The tensor core
+   reads small to TF32 too (its low 13 bits ignored), so what is lost is
+   small_a*small_b and that truncation: under 2^-19 of |a*b| (one TF32
+   product: 2^-10). Two instructions a value (a mask and a subtraction;
+   rounding with cvt.rna costs two conversions, and the conversion pipe
+   is narrow). Inputs must be finite: an inf or NaN gives NaN (inf - inf). */
+struct hpdl__tf32_pair {
+    unsigned big, small;
+};
+static __device__ __forceinline__ hpdl__tf32_pair hpdl__tf32_split(float x) {
+    hpdl__tf32_pair p;
+    p.big = __float_as_uint(x) & 0xffffe000u;
+    p.small = __float_as_uint(x - __uint_as_float(p.big));
+    return p;
+}
+
+/* d0 (rows 0-7) and d1 (rows 8-15) += a (16 x 8) * b (8 x 8) in 3xTF32
+   (m16n8k8), fragments as hpdl__dmma's with DK = 8. */
+static __device__ __forceinline__ void hpdl__tf32x3_mma(float d0[2], float d1[2], const hpdl__tf32_pair *a,
+                                                        const hpdl__tf32_pair *b) {
+#ifdef HPDL__GEMM_SM80
+#define HPDL__TF32_MMA(PART_A, PART_B)                                                                          \
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "          \
+        "{%0,%1,%2,%3};\n"                                                                                       \
+        : "+f"(d0[0]), "+f"(d0[1]), "+f"(d1[0]), "+f"(d1[1])                                                     \
+        : "r"(a[0].PART_A), "r"(a[1].PART_A), "r"(a[2].PART_A), "r"(a[3].PART_A), "r"(b[0].PART_B), "r"(b[1].PART_B))
+    HPDL__TF32_MMA(small, big);
+    HPDL__TF32_MMA(big, small);
+    HPDL__TF32_MMA(big, big);
+#undef HPDL__TF32_MMA
+#else
+    (void)d0; (void)d1; (void)a; (void)b;
+#endif
+}
+
+/* What the padded mma kernel needs of its type: the fragment kept per
+   element (f64 the value, f32 its TF32 pair), the tensor-core step, and
+   the padding of shared rows that keeps fragment reads conflict-free
+   (g = lane/4 and t = lane%4 read row g, column t of a tile stored K
+   along rows, or row t, column g of one stored K down columns: f32 rows
+   need 4 (mod 8) words between them in the first case, 8 (mod 32) in the
+   second; f64 rows 4 doubles in both); TILE_SUMS: the tensor core sums one
+   K tile from zero and an f32 addition (rounded to nearest) adds it to the
+   running sum, because the tensor core's own f32 additions round towards
+   zero, an error that grows with K (one H200, 4096^3: 3.4e-5 of max |C|
+   against 3e-7 for the SIMT rungs when it summed all of K itself). */
+template <typename T> struct hpdl__padded_mma_type;
+template <> struct hpdl__padded_mma_type<double> {
+    typedef double frag;
+    enum { PAD_K = 4, PAD_MN = 4, TILE_SUMS = 0 };
+    static __device__ __forceinline__ double load(double x) { return x; }
+    template <int DK> static __device__ __forceinline__ void mma(double d0[2], double d1[2], const double *a, const double *b) {
+        hpdl__dmma<DK>(d0, d1, a, b);
+    }
+};
+template <> struct hpdl__padded_mma_type<float> {
+    typedef hpdl__tf32_pair frag;
+    enum { PAD_K = 4, PAD_MN = 8, TILE_SUMS = 1 };
+    static __device__ __forceinline__ hpdl__tf32_pair load(float x) { return hpdl__tf32_split(x); }
+    template <int DK>
+    static __device__ __forceinline__ void mma(float d0[2], float d1[2], const hpdl__tf32_pair *a, const hpdl__tf32_pair *b) {
+        static_assert(DK == 8, "3xTF32 steps are m16n8k8");
+        hpdl__tf32x3_mma(d0, d1, a, b);
+    }
+};
+
 /* Shared layouts of a ROWS x COLS tile (element offsets).
    hpdl__gemm_swizzle (16-bit elements): 16-byte chunks XOR-permuted by row so
    that the 8 row addresses of an ldmatrix phase fall in 8 different bank
    groups. Rows wider than 64 elements (128 bytes) are cut into PANEL-wide
    panels stored one after the other: the layout the copy engine writes with
    its 128-byte swizzle (pieces of 64 elements x ROWS, see the Hopper rungs).
-   hpdl__gemm_pad4: rows padded by 4 elements (f64 fragments read conflict-free). */
+   hpdl__gemm_pad<PAD>::rows: rows padded by PAD elements (the padded mma
+   kernel's, see hpdl__padded_mma_type). */
 template <int ROWS, int COLS> struct hpdl__gemm_swizzle {
     enum { PANEL = COLS > 64 ? 64 : COLS };
     static __device__ __forceinline__ int at(int r, int c) {
@@ -1787,12 +1860,15 @@ template <int ROWS, int COLS> struct hpdl__gemm_swizzle {
         return c / PANEL * (ROWS * PANEL) + r * PANEL + (((c % PANEL >> 3) ^ x) << 3) + (c & 7);
     }
 };
-template <int ROWS, int COLS> struct hpdl__gemm_pad4 {
-    static __device__ __forceinline__ int at(int r, int c) { return r * (COLS + 4) + c; }
+template <int PAD> struct hpdl__gemm_pad {
+    template <int ROWS, int COLS> struct rows {
+        static __device__ __forceinline__ int at(int r, int c) { return r * (COLS + PAD) + c; }
+    };
 };
 
 template <int BYTES> struct hpdl__gemm_bits;
 template <> struct hpdl__gemm_bits<2> { typedef unsigned short type; };
+template <> struct hpdl__gemm_bits<4> { typedef unsigned type; };
 template <> struct hpdl__gemm_bits<8> { typedef unsigned long long type; };
 
 /* Copies the ROWS x COLS block at (r0, c0) of the stored rows x cols matrix
@@ -1834,6 +1910,7 @@ template <int BM_, int BN_, int BK_, int STAGES_, int WM_, int WN_, int DK_ = 4>
 typedef hpdl__tc_shape<128, 128, 64, 3, 64, 64> hpdl__mma_shape;     /* f16/bf16: 4 warps, 2 blocks per SM */
 typedef hpdl__tc_shape<128, 128, 32, 4, 64, 64> hpdl__mma_edge_shape; /* f16/bf16 with edge tiles (see hpdl__gemm_launch_mma) */
 typedef hpdl__tc_shape<128, 64, 16, 3, 64, 32, 16> hpdl__dmma_shape; /* f64: 4 warps, 2 blocks per SM, m16n8k16 */
+typedef hpdl__tc_shape<128, 64, 32, 3, 64, 32, 8> hpdl__tf32x3_shape; /* f32 3xTF32: 4 warps, 2 blocks per SM, m16n8k8 */
 
 /* One K tile of an operand (OT = its M or N tile, BK deep) into a stage: a
    kcontig operand is stored OT x BK, the other BK x OT, as in global memory. */
@@ -2127,44 +2204,67 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1)
 #endif
 }
 
-/* mma (f64, DMMA): block tiles in a multi-stage cp.async pipeline, f64
-   tensor-core mma.sync with operands read from padded shared rows; a warp
-   owns WM x WN (fragments of 8x8). */
-template <bool AK, bool BKC, typename SH, bool FAST>
-__global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl__gemm_dmma(hpdl__gemm_args<double, double> g) {
-#ifdef HPDL__GEMM_SM80
-    enum { BM = SH::BM, BN = SH::BN, BK = SH::BK, S = SH::S, MI = SH::WM / 8, NJ = SH::WN / 8, TH = SH::THREADS };
-    enum { A_STAGE = AK ? BM * (BK + 4) : BK * (BM + 4), B_STAGE = BKC ? BN * (BK + 4) : BK * (BN + 4) };
-    extern __shared__ uint4 hpdl__gemm_smem[];
-    double *sa = (double *)hpdl__gemm_smem, *sb = sa + S * A_STAGE;
-    int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32;
-    int wm = warp / SH::WARPS_N * SH::WM, wn = warp % SH::WARPS_N * SH::WN;
-    int tm, tn, kt, kk, i, j, KT = (g.K + BK - 1) / BK;
-    double acc[MI][NJ][2], a[SH::DK / 4][MI], b[SH::DK / 4][NJ];
-    hpdl__gemm_tile_order(&tm, &tn);
-    tm *= BM;
-    tn *= BN;
+template <int MI, int NJ, typename T> static __device__ __forceinline__ void hpdl__padded_mma_zero(T sums[MI][NJ][2]) {
+    int i, j;
 #pragma unroll
     for (i = 0; i < MI; i++)
 #pragma unroll
-        for (j = 0; j < NJ; j++) acc[i][j][0] = acc[i][j][1] = 0.0;
+        for (j = 0; j < NJ; j++) sums[i][j][0] = sums[i][j][1] = 0;
+}
+
+template <int MI, int NJ, typename T>
+static __device__ __forceinline__ void hpdl__padded_mma_add(T acc[MI][NJ][2], const T tile[MI][NJ][2]) {
+    int i, j;
+#pragma unroll
+    for (i = 0; i < MI; i++)
+#pragma unroll
+        for (j = 0; j < NJ; j++) {
+            acc[i][j][0] += tile[i][j][0];
+            acc[i][j][1] += tile[i][j][1];
+        }
+}
+
+/* mma for f64 (DMMA) and f32 (3xTF32): block tiles in a multi-stage
+   cp.async pipeline, tensor-core mma.sync with operands read from padded
+   shared rows (f32: each element split into its TF32 pair as it is read);
+   a warp owns WM x WN (fragments of 8x8). */
+template <typename T, bool AK, bool BKC, typename SH, bool FAST>
+__global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl__gemm_padded_mma(hpdl__gemm_args<T, T> g) {
+#ifdef HPDL__GEMM_SM80
+    typedef hpdl__padded_mma_type<T> ty;
+    typedef typename ty::frag frag;
+    enum { BM = SH::BM, BN = SH::BN, BK = SH::BK, S = SH::S, MI = SH::WM / 8, NJ = SH::WN / 8, TH = SH::THREADS };
+    enum { PA = AK ? ty::PAD_K : ty::PAD_MN, PB = BKC ? ty::PAD_K : ty::PAD_MN };
+    enum { A_STAGE = AK ? BM * (BK + PA) : BK * (BM + PA), B_STAGE = BKC ? BN * (BK + PB) : BK * (BN + PB) };
+    extern __shared__ uint4 hpdl__gemm_smem[];
+    T *sa = (T *)hpdl__gemm_smem, *sb = sa + S * A_STAGE;
+    int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32;
+    int wm = warp / SH::WARPS_N * SH::WM, wn = warp % SH::WARPS_N * SH::WN;
+    int tm, tn, kt, kk, i, j, KT = (g.K + BK - 1) / BK;
+    T acc[MI][NJ][2], tile[MI][NJ][2]; /* tile: this K tile's sums (TILE_SUMS) */
+    frag a[SH::DK / 4][MI], b[SH::DK / 4][NJ];
+    hpdl__gemm_tile_order(&tm, &tn);
+    tm *= BM;
+    tn *= BN;
+    hpdl__padded_mma_zero<MI, NJ>(acc);
     for (kt = 0; kt < S - 1; kt++) {
         if (kt < KT) {
-            hpdl__gemm_stage<double, BM, BK, TH, hpdl__gemm_pad4, AK, FAST>(sa + kt * A_STAGE, g.a, tm, kt * BK, g.M, g.K);
-            hpdl__gemm_stage<double, BN, BK, TH, hpdl__gemm_pad4, BKC, FAST>(sb + kt * B_STAGE, g.b, tn, kt * BK, g.N, g.K);
+            hpdl__gemm_stage<T, BM, BK, TH, hpdl__gemm_pad<PA>::template rows, AK, FAST>(sa + kt * A_STAGE, g.a, tm, kt * BK, g.M, g.K);
+            hpdl__gemm_stage<T, BN, BK, TH, hpdl__gemm_pad<PB>::template rows, BKC, FAST>(sb + kt * B_STAGE, g.b, tn, kt * BK, g.N, g.K);
         }
         hpdl__cp_async_commit();
     }
     for (kt = 0; kt < KT; kt++) {
-        const double *ta = sa + kt % S * A_STAGE, *tb = sb + kt % S * B_STAGE;
+        const T *ta = sa + kt % S * A_STAGE, *tb = sb + kt % S * B_STAGE;
         int next = kt + S - 1;
         hpdl__cp_async_wait<S - 2>();
         __syncthreads();
         if (next < KT) {
-            hpdl__gemm_stage<double, BM, BK, TH, hpdl__gemm_pad4, AK, FAST>(sa + next % S * A_STAGE, g.a, tm, next * BK, g.M, g.K);
-            hpdl__gemm_stage<double, BN, BK, TH, hpdl__gemm_pad4, BKC, FAST>(sb + next % S * B_STAGE, g.b, tn, next * BK, g.N, g.K);
+            hpdl__gemm_stage<T, BM, BK, TH, hpdl__gemm_pad<PA>::template rows, AK, FAST>(sa + next % S * A_STAGE, g.a, tm, next * BK, g.M, g.K);
+            hpdl__gemm_stage<T, BN, BK, TH, hpdl__gemm_pad<PB>::template rows, BKC, FAST>(sb + next % S * B_STAGE, g.b, tn, next * BK, g.N, g.K);
         }
         hpdl__cp_async_commit();
+        if (ty::TILE_SUMS) hpdl__padded_mma_zero<MI, NJ>(tile);
 #pragma unroll
         for (kk = 0; kk < BK; kk += SH::DK) {
             int h; /* fragments: row (or column) lane/4 (+8i), k lane%4 + 4h */
@@ -2174,28 +2274,30 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl_
 #pragma unroll
                 for (i = 0; i < MI; i++) {
                     int m = wm + i * 8 + lane / 4;
-                    a[h][i] = AK ? ta[m * (BK + 4) + k] : ta[k * (BM + 4) + m];
+                    a[h][i] = ty::load(AK ? ta[m * (BK + PA) + k] : ta[k * (BM + PA) + m]);
                 }
 #pragma unroll
                 for (j = 0; j < NJ; j++) {
                     int n = wn + j * 8 + lane / 4;
-                    b[h][j] = BKC ? tb[n * (BK + 4) + k] : tb[k * (BN + 4) + n];
+                    b[h][j] = ty::load(BKC ? tb[n * (BK + PB) + k] : tb[k * (BN + PB) + n]);
                 }
             }
 #pragma unroll
             for (i = 0; i < MI; i += 2)
 #pragma unroll
                 for (j = 0; j < NJ; j++) {
-                    double af[SH::DK / 2], bf[SH::DK / 4];
+                    frag af[SH::DK / 2], bf[SH::DK / 4];
 #pragma unroll
                     for (h = 0; h < SH::DK / 4; h++) {
                         af[2 * h] = a[h][i];
                         af[2 * h + 1] = a[h][i + 1];
                         bf[h] = b[h][j];
                     }
-                    hpdl__dmma<SH::DK>(acc[i][j], acc[i + 1][j], af, bf);
+                    if (ty::TILE_SUMS) ty::template mma<SH::DK>(tile[i][j], tile[i + 1][j], af, bf);
+                    else ty::template mma<SH::DK>(acc[i][j], acc[i + 1][j], af, bf);
                 }
         }
+        if (ty::TILE_SUMS) hpdl__padded_mma_add<MI, NJ>(acc, tile);
     }
     hpdl__cp_async_wait<0>();
 #pragma unroll
@@ -2889,6 +2991,18 @@ HPDL_LAZY int hpdl__gemm_auto_splitk(int M, int N, int K, int elem_bytes) {
     return 0;
 }
 
+/* Whether AUTO takes the mma rung (3xTF32) for an f32 M x N x K product on
+   `sms` SMs, past splitk's shapes: when its 128 x 64 tiles fill most of
+   the SMs and K spans two of its K tiles. Measured with bench/gemm --mlp
+   on one H200 (2026-11-27): 128 to 224 tiles, 1.08-1.27 of cuBLAS (784 x
+   2048 x 3000: 0.94) where warptile had 0.55-0.83; 32 to 56 tiles, 0.34-0.86
+   where warptile or splitk had 0.65-0.82 (784 x 512 x 128 the exception,
+   0.86 against 0.74); K = 32 lost too (0.98 against 1.10). 4096^3: 1.26. */
+HPDL_LAZY int hpdl__gemm_auto_tf32x3(int M, int N, int K, int sms) {
+    const int64_t tiles = (int64_t)((M + 127) / 128) * ((N + 63) / 64);
+    return K >= 64 && tiles * 4 >= (int64_t)sms * 3;
+}
+
 /* Every block tile inside the matrices and every load aligned: the kernels
    can skip all bounds checks (the kernels' FAST variant). */
 template <typename ARGS> static inline int hpdl__gemm_interior(const ARGS &g, int bm, int bn, int bk) {
@@ -3109,20 +3223,26 @@ static inline hpdl_status hpdl__gemm_launch_mma_shape(const hpdl__gemm_args<T, f
                                     map_a, map_b);
 }
 
-template <typename SH, bool FAST>
-static inline void (*hpdl__gemm_dmma_kernel(int ak, int bk))(hpdl__gemm_args<double, double>) {
-    return ak ? (bk ? hpdl__gemm_dmma<true, true, SH, FAST> : hpdl__gemm_dmma<true, false, SH, FAST>)
-              : (bk ? hpdl__gemm_dmma<false, true, SH, FAST> : hpdl__gemm_dmma<false, false, SH, FAST>);
+template <typename T, typename SH, bool FAST>
+static inline void (*hpdl__gemm_padded_mma_kernel(int ak, int bk))(hpdl__gemm_args<T, T>) {
+    return ak ? (bk ? hpdl__gemm_padded_mma<T, true, true, SH, FAST> : hpdl__gemm_padded_mma<T, true, false, SH, FAST>)
+              : (bk ? hpdl__gemm_padded_mma<T, false, true, SH, FAST> : hpdl__gemm_padded_mma<T, false, false, SH, FAST>);
 }
 
-template <typename SH>
-static inline hpdl_status hpdl__gemm_launch_dmma_shape(const hpdl__gemm_args<double, double> &g, cudaStream_t stream) {
-    const size_t a_stage = g.a.kcontig ? SH::BM * (SH::BK + 4) : SH::BK * (SH::BM + 4);
-    const size_t b_stage = g.b.kcontig ? SH::BN * (SH::BK + 4) : SH::BK * (SH::BN + 4);
-    const size_t smem = (size_t)SH::S * (a_stage + b_stage) * sizeof(double);
+/* Shared memory of the padded mma kernel: S stages of both operands' tiles. */
+template <typename SH, typename T> static inline size_t hpdl__padded_mma_smem(int ak, int bk) {
+    typedef hpdl__padded_mma_type<T> ty;
+    const size_t a_stage = ak ? SH::BM * (SH::BK + ty::PAD_K) : SH::BK * (SH::BM + ty::PAD_MN);
+    const size_t b_stage = bk ? SH::BN * (SH::BK + ty::PAD_K) : SH::BK * (SH::BN + ty::PAD_MN);
+    return (size_t)SH::S * (a_stage + b_stage) * sizeof(T);
+}
+
+template <typename SH, typename T>
+static inline hpdl_status hpdl__gemm_launch_padded_mma(const hpdl__gemm_args<T, T> &g, cudaStream_t stream) {
+    const size_t smem = hpdl__padded_mma_smem<SH, T>(g.a.kcontig, g.b.kcontig);
     if (hpdl__gemm_interior(g, SH::BM, SH::BN, SH::BK))
-        return hpdl__gemm_launch_tc<SH>(hpdl__gemm_dmma_kernel<SH, true>(g.a.kcontig, g.b.kcontig), g, smem, stream);
-    return hpdl__gemm_launch_tc<SH>(hpdl__gemm_dmma_kernel<SH, false>(g.a.kcontig, g.b.kcontig), g, smem, stream);
+        return hpdl__gemm_launch_tc<SH>(hpdl__gemm_padded_mma_kernel<T, SH, true>(g.a.kcontig, g.b.kcontig), g, smem, stream);
+    return hpdl__gemm_launch_tc<SH>(hpdl__gemm_padded_mma_kernel<T, SH, false>(g.a.kcontig, g.b.kcontig), g, smem, stream);
 }
 
 /* f16/bf16 take the 128x128x64 tile in 3 stages for whole tiles: 2 blocks
@@ -3140,12 +3260,11 @@ static inline hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<T, float> 
 }
 
 HPDL_LAZY hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<double, double> &g, cudaStream_t stream) {
-    return hpdl__gemm_launch_dmma_shape<hpdl__dmma_shape>(g, stream);
+    return hpdl__gemm_launch_padded_mma<hpdl__dmma_shape>(g, stream);
 }
 
-static inline hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<float, float> &g, cudaStream_t stream) {
-    (void)g; (void)stream;
-    return HPDL_ERR_UNSUPPORTED; /* f32 has no mma.sync rung (that would be TF32) */
+HPDL_LAZY hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<float, float> &g, cudaStream_t stream) {
+    return hpdl__gemm_launch_padded_mma<hpdl__tf32x3_shape>(g, stream);
 }
 
 /* ======================================================================== */
@@ -4256,7 +4375,8 @@ HPDL_LAZY int hpdl__gemm_auto_hopper(int M, int N, int K, int sms) {
 
 /* Validates, then runs one rung (AUTO: splitk for skinny products, then
    for f16/bf16 the Hopper rung where it can run, then the mma.sync rung
-   where the type has one and this binary and GPU can run it, else warptile). */
+   (for f32 where hpdl__gemm_auto_tf32x3 says) where this binary and GPU can
+   run it, else warptile). */
 template <typename T, typename ACC>
 static inline hpdl_status hpdl__cuda_gemm(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,
                                           ACC alpha, const T *A, int lda, const T *B, int ldb, ACC beta, T *C, int ldc,
@@ -4266,13 +4386,17 @@ static inline hpdl_status hpdl__cuda_gemm(hpdl_gemm_algo algo, hpdl_transpose ta
     int hopper = algo >= HPDL_GEMM_WGMMA && algo <= HPDL_GEMM_WGMMA_CLUSTER;
     if (s != HPDL_OK || (int)algo < (int)HPDL_GEMM_AUTO || (int)algo > (int)HPDL_GEMM_CUBLAS) return HPDL_ERR_INVALID;
     /* A rung the type lacks is unsupported whatever the shape, an empty one
-       too: f32 has no mma.sync rung (that would be TF32), f64 no Hopper one. */
-    if ((algo == HPDL_GEMM_MMA && sizeof(T) == sizeof(float)) || (hopper && sizeof(T) == sizeof(double)))
-        return HPDL_ERR_UNSUPPORTED;
+       too: f64 has no Hopper rung. */
+    if (hopper && sizeof(T) == sizeof(double)) return HPDL_ERR_UNSUPPORTED;
     if (M == 0 || N == 0) return HPDL_OK;
     if (algo == HPDL_GEMM_CUBLAS) return hpdl__gemm_cublas(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);
     if (algo == HPDL_GEMM_AUTO && hpdl__gemm_auto_splitk(M, N, K, (int)sizeof(T)))
         algo = HPDL_GEMM_SPLITK;
+    if (algo == HPDL_GEMM_AUTO && sizeof(T) == sizeof(float)) {
+        int sms = 0;
+        if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
+        tensor = hpdl__gemm_auto_tf32x3(M, N, K, sms);
+    }
     if (algo == HPDL_GEMM_SPLITK)
         return hpdl__gemm_launch_splitk(
             hpdl__gemm_make_args(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, (int)(16 / sizeof(T))), stream);

@@ -475,9 +475,11 @@ template <typename T, int CM, int CN> static hpdl_status tune_wgmma(const hpdl__
                                384, 128, CM, CN, 1, 1, NULL};
     return hpdl__gemm_run_wgmma(l, g, s);
 }
+template <typename SH, typename T> static hpdl_status tune_padded(const hpdl__gemm_args<T, T> &g, cudaStream_t s) {
+    return hpdl__gemm_launch_padded_mma<SH>(g, s);
+}
 template <typename SH> static hpdl_status tune_dmma(const hpdl__gemm_args<double, double> &g, cudaStream_t s) {
-    size_t smem = (size_t)SH::S * (SH::BM * (SH::BK + 4) + SH::BK * (SH::BN + 4)) * sizeof(double);
-    return hpdl__gemm_launch_tc<SH>(hpdl__gemm_dmma<true, false, SH, true>, g, smem, s);
+    return tune_padded<SH, double>(g, s);
 }
 template <typename T, typename ACC> struct tune_variant {
     const char *name;
@@ -556,8 +558,18 @@ static void tune_all(const bench_opts *opt, int sms, hpdl_cuda_l2_flusher *fl) {
     typedef hpdl__tc_shape<128, 64, 16, 3, 64, 32, 8> d3;
     typedef hpdl__tc_shape<128, 64, 16, 3, 64, 32, 4> d4;
     typedef hpdl__tc_shape<128, 128, 32, 3, 64, 32, 4> d5;
+    typedef hpdl__tc_shape<128, 128, 32, 3, 64, 32, 8> t1;
+    typedef hpdl__tc_shape<64, 64, 32, 4, 32, 32, 8> t2;
+    typedef hpdl__tc_shape<128, 64, 16, 4, 64, 32, 8> t3;
+    typedef hpdl__tc_shape<64, 128, 32, 3, 32, 64, 8> t4;
     static const tune_variant<float, float> f32[] = {
         {"warptile 128x128 bk8 minb2 (default)", tune_warptile<float, float, 8, 8, 2>},
+        {"3xtf32 128x64x32 s3 w64x32 (default)", tune_padded<hpdl__tf32x3_shape, float>},
+        {"3xtf32 128x128x32 s3 w64x32", tune_padded<t1, float>},
+        {"3xtf32 64x64x32 s4 w32x32", tune_padded<t2, float>},
+        {"3xtf32 128x64x16 s4 w64x32", tune_padded<t3, float>},
+        {"3xtf32 64x128x32 s3 w32x64", tune_padded<t4, float>},
+        {"3xtf32 128x64x32 s3 w64x32 (default) again", tune_padded<hpdl__tf32x3_shape, float>},
         {"warptile 128x256 bk8 tn16", tune_warptile<float, float, 8, 16, 1>},
         {"warptile 128x256 bk16 tn16", tune_warptile<float, float, 16, 16, 1>},
         {"warptile 128x128 bk16 minb1", tune_warptile<float, float, 16, 8, 1>},
@@ -948,7 +960,7 @@ static int mlp_type(FILE *head, FILE *all, const bench_opts *opt, const char *ty
 }
 
 static int mlp_all(const bench_opts *opt, const hpdl_cuda_device_info *info, hpdl_cuda_l2_flusher *fl) {
-    static const hpdl_gemm_algo f32_rungs[] = {HPDL_GEMM_AUTO, HPDL_GEMM_SPLITK, HPDL_GEMM_WARPTILE};
+    static const hpdl_gemm_algo f32_rungs[] = {HPDL_GEMM_AUTO, HPDL_GEMM_SPLITK, HPDL_GEMM_WARPTILE, HPDL_GEMM_MMA};
     static const hpdl_gemm_algo half_rungs[] = {HPDL_GEMM_AUTO, HPDL_GEMM_SPLITK, HPDL_GEMM_MMA, HPDL_GEMM_WGMMA_PERSISTENT};
     FILE *head = hpdl_csv_open(".", "gemm_mlp");
     FILE *all = hpdl_csv_open_with_header(".", "gemm_mlp_all",
@@ -961,7 +973,7 @@ static int mlp_all(const bench_opts *opt, const hpdl_cuda_device_info *info, hpd
            info->name, info->sm_count);
     printf("%-5s %5s %5s  %-7s %5s %5s %5s  %-16s %9s %9s %7s %9s  %s\n", "type", "H", "B", "product", "M", "N", "K",
            "rung", "us", "cublas_us", "ratio", "err", "status");
-    good &= mlp_type<float>(head, all, opt, "f32", f32_rungs, 3, fl);
+    good &= mlp_type<float>(head, all, opt, "f32", f32_rungs, 4, fl);
     good &= mlp_type<__half>(head, all, opt, "f16", half_rungs, 4, fl);
     good &= mlp_type<__nv_bfloat16>(head, all, opt, "bf16", half_rungs, 4, fl);
     if (head) fclose(head);

@@ -6,7 +6,8 @@
    batch does not divide 60000):
        f32 graph      hpdl_cuda_mlp_f32 as created (products through cuBLAS),
                       one CUDA graph replay per step
-       f32 warptile   the same with the GEMM ladder's AUTO rung (warptile)
+       f32 own        the same on hpdl's own GEMMs (the ladder's AUTO: splitk,
+                      3xTF32 mma where its tiles fill the GPU, else warptile)
        f32 eager      the default model's steps launched kernel by kernel
        f16 graph      mixed precision (f16 products through cuBLAS, f32 master
                       weights, dynamic loss scaling), graph replays
@@ -41,8 +42,8 @@ static const int batches[] = {32, 128, 512, 3000};
 #define NH 2
 #define NB 4
 
-enum { V_F32, V_F32_WARPTILE, V_F32_EAGER, V_F16, V_F16_MMA, V_COUNT };
-static const char *variant_name[V_COUNT] = {"f32_graph", "f32_warptile", "f32_eager", "f16_graph", "f16_mma"};
+enum { V_F32, V_F32_OWN, V_F32_EAGER, V_F16, V_F16_MMA, V_COUNT };
+static const char *variant_name[V_COUNT] = {"f32_graph", "f32_own", "f32_eager", "f16_graph", "f16_mma"};
 
 typedef struct results {
     double ms[V_COUNT][NH][NB];
@@ -141,7 +142,7 @@ static double time_variant(int v, int hidden, int batch, hpdl_cuda_dataset *data
         hpdl_cuda_mlp_destroy_f16(&g16);
     } else {
         HPDL_CHECK(hpdl_cuda_mlp_create_f32(&g32, &m, batch));
-        if (v == V_F32_WARPTILE) g32.algo = HPDL_GEMM_AUTO;
+        if (v == V_F32_OWN) g32.algo = HPDL_GEMM_AUTO;
         g32.use_graphs = v != V_F32_EAGER;
         c.g32 = &g32;
         HPDL_CHECK(hpdl_cuda_time_median_ms(epoch_f32, &c, g32.stream, WARMUP, REPS, flush, &ms));
@@ -201,13 +202,13 @@ static void write_csv(const results *r, const char *gpu) {
             }
     fclose(f);
     d = hpdl_csv_open_with_header(".", "mlp_detail",
-                                  "gpu,hidden,batch,f32_graph_ms,f32_warptile_ms,f32_eager_ms,f16_graph_ms,f16_mma_ms,"
+                                  "gpu,hidden,batch,f32_graph_ms,f32_own_ms,f32_eager_ms,f16_graph_ms,f16_mma_ms,"
                                   "pytorch_f32_ms,pytorch_amp_ms,f32_samples_per_s,f16_skipped_steps");
     if (!d) return;
     for (h = 0; h < NH; h++)
         for (b = 0; b < NB; b++)
             fprintf(d, "%s,%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.0f,%lld\n", gpu, hiddens[h], batches[b],
-                    r->ms[V_F32][h][b], r->ms[V_F32_WARPTILE][h][b], r->ms[V_F32_EAGER][h][b], r->ms[V_F16][h][b],
+                    r->ms[V_F32][h][b], r->ms[V_F32_OWN][h][b], r->ms[V_F32_EAGER][h][b], r->ms[V_F16][h][b],
                     r->ms[V_F16_MMA][h][b], r->torch_ms[0][h][b], r->torch_ms[1][h][b],
                     N_TRAIN / (r->ms[V_F32][h][b] * 1e-3), (long long)r->f16_skipped[h][b]);
     fclose(d);
@@ -215,13 +216,13 @@ static void write_csv(const results *r, const char *gpu) {
 
 static void print_table(const results *r) {
     int h, b;
-    printf("\n%5s %5s | %9s %9s %9s | %9s %9s | %9s %9s | %7s %7s\n", "H", "batch", "f32 graph", "f32 wtile",
+    printf("\n%5s %5s | %9s %9s %9s | %9s %9s | %9s %9s | %7s %7s\n", "H", "batch", "f32 graph", "f32 own",
            "f32 eager", "f16 graph", "f16 mma", "torch f32", "torch amp", "x f32", "x f16");
     for (h = 0; h < NH; h++)
         for (b = 0; b < NB; b++) {
             double t32 = r->torch_ms[0][h][b], t16 = r->torch_ms[1][h][b];
             printf("%5d %5d | %9.2f %9.2f %9.2f | %9.2f %9.2f | %9.2f %9.2f | %6.1fx %6.1fx\n", hiddens[h], batches[b],
-                   r->ms[V_F32][h][b], r->ms[V_F32_WARPTILE][h][b], r->ms[V_F32_EAGER][h][b], r->ms[V_F16][h][b],
+                   r->ms[V_F32][h][b], r->ms[V_F32_OWN][h][b], r->ms[V_F32_EAGER][h][b], r->ms[V_F16][h][b],
                    r->ms[V_F16_MMA][h][b], t32, t16, t32 > 0 ? t32 / r->ms[V_F32][h][b] : 0.0,
                    t16 > 0 ? t16 / r->ms[V_F16][h][b] : 0.0);
         }

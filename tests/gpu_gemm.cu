@@ -187,7 +187,7 @@ template <typename T> static void check_type(const char *type, double tol, doubl
                     case_init(&c, t, k_shapes[shape], layout, bcase);
                     HPDL_EXPECT(case_setup(&c, &r));
                     for (a = 0; a < HPDL_COUNT(k_algos); a++) {
-                        if (k_algos[a] == HPDL_GEMM_MMA && (sizeof(T) == 4 || !tensor_ok)) continue; /* own test */
+                        if (k_algos[a] == HPDL_GEMM_MMA && !tensor_ok) continue; /* own test */
                         cases++;
                         if (is_hopper_rung(k_algos[a]) && !hopper_runs(&c)) {
                             if (hpdl_cuda_gemm_algo(k_algos[a], c.ta, c.tb, c.M, c.N, c.K, c.alpha, c.dA, c.lda, c.dB,
@@ -416,7 +416,7 @@ static void mlp_products(int B, int H, int out[5][5]) {
     memcpy(out, p, sizeof p);
 }
 
-/* splitk, warptile and AUTO on the MLP's products (B 37 and 1000, H 130:
+/* splitk, warptile, mma (sm_80+) and AUTO on the MLP's products (B 37 and 1000, H 130:
    narrow tiles, the short and square ones, K split into up to 16 slices;
    f32/f64 warptile splits K too, with a shorter last slice) against
    the f64 CPU GEMM, both betas, aligned and unaligned leading dimensions;
@@ -425,8 +425,11 @@ static void mlp_products(int B, int H, int out[5][5]) {
 template <typename T> static void check_mlp_type(const char *type, double tol, uint64_t seed) {
     static const int batches[] = {37, 1000};
     hpdl_rng r;
-    int b, i, layout, bcase, failed = 0;
+    cudaDeviceProp p;
+    int b, i, layout, bcase, failed = 0, tensor_ok;
     if (!hpdl_cuda_available()) { hpdl_test__skipped = 1; fprintf(stderr, "    skipped: no GPU\n"); return; }
+    HPDL_CUDA_CHECK(cudaGetDeviceProperties(&p, 0));
+    tensor_ok = p.major >= 8;
     hpdl_rng_seed(&r, seed);
     for (b = 0; b < 2; b++) {
         int prod[5][5];
@@ -440,6 +443,7 @@ template <typename T> static void check_mlp_type(const char *type, double tol, u
                     HPDL_EXPECT(case_setup(&c, &r));
                     failed += !case_check(&c, HPDL_GEMM_AUTO, tol, type);
                     failed += !case_check(&c, HPDL_GEMM_WARPTILE, tol, type);
+                    if (tensor_ok) failed += !case_check(&c, HPDL_GEMM_MMA, tol, type);
                     failed += !case_check(&c, HPDL_GEMM_SPLITK, tol, type);
                     first = (T *)hpdl_alloc(c.nc, sizeof(T));
                     HPDL_EXPECT(first != NULL);
@@ -486,6 +490,14 @@ static void test_gemm_auto_splitk(void) {
     HPDL_EXPECT(!hpdl__gemm_auto_splitk(4096, 4096, 4096, 4));
     HPDL_EXPECT(!hpdl__gemm_auto_splitk(4096, 4096, 4096, 2));
     HPDL_EXPECT(!hpdl__gemm_auto_splitk(32, 10, 784, 8)); /* f64 keeps DMMA */
+    /* f32 past splitk: 3xTF32 where its 128 x 64 tiles fill 3/4 of the SMs and K >= 64 */
+    HPDL_EXPECT(hpdl__gemm_auto_tf32x3(512, 2048, 784, 132));   /* 128 tiles */
+    HPDL_EXPECT(hpdl__gemm_auto_tf32x3(784, 2048, 128, 132));   /* 224 tiles */
+    HPDL_EXPECT(hpdl__gemm_auto_tf32x3(3000, 512, 784, 132));   /* 192 tiles */
+    HPDL_EXPECT(!hpdl__gemm_auto_tf32x3(784, 2048, 32, 132));   /* K = 32 */
+    HPDL_EXPECT(!hpdl__gemm_auto_tf32x3(784, 512, 3000, 132));  /* 56 tiles */
+    HPDL_EXPECT(!hpdl__gemm_auto_tf32x3(128, 2048, 784, 132));  /* 32 tiles */
+    HPDL_EXPECT(hpdl__gemm_auto_tf32x3(4096, 4096, 4096, 132));
     /* the Hopper rung for 16-bit products AUTO does not split */
     HPDL_EXPECT(hpdl__gemm_auto_hopper(128, 2048, 784, 132) == HPDL_GEMM_WGMMA);            /* 8 tiles */
     HPDL_EXPECT(hpdl__gemm_auto_hopper(512, 2048, 784, 132) == HPDL_GEMM_WGMMA);            /* 32 tiles */
@@ -672,11 +684,7 @@ static void test_gemm_bad_args(void) {
     }
     HPDL_EXPECT(hpdl_cuda_gemm_algo_f32((hpdl_gemm_algo)42, HPDL_NO_TRANS, HPDL_NO_TRANS, M, N, K, 1, dA, K, dB, N, 0, dC,
                                         N, 0) == HPDL_ERR_INVALID);
-    HPDL_EXPECT(hpdl_cuda_gemm_algo_f32(HPDL_GEMM_MMA, HPDL_NO_TRANS, HPDL_NO_TRANS, M, N, K, 1, dA, K, dB, N, 0, dC, N,
-                                        0) == HPDL_ERR_UNSUPPORTED);
     /* a rung the type lacks is unsupported whatever the shape, an empty one too */
-    HPDL_EXPECT(hpdl_cuda_gemm_algo_f32(HPDL_GEMM_MMA, HPDL_NO_TRANS, HPDL_NO_TRANS, 0, N, K, 1, dA, K, dB, N, 0, dC, N,
-                                        0) == HPDL_ERR_UNSUPPORTED);
     for (i = 0; i < HPDL_COUNT(k_algos); i++) {
         if (!is_hopper_rung(k_algos[i])) continue;
         HPDL_EXPECT(hpdl_cuda_gemm_algo_f64(k_algos[i], HPDL_NO_TRANS, HPDL_NO_TRANS, M, N, K, 1, (double *)dA, K,
@@ -690,7 +698,7 @@ static void test_gemm_bad_args(void) {
     /* empty products are fine and write nothing; K = 0 scales C by beta */
     HPDL_EXPECT(hpdl_cuda_gemm_f32(HPDL_NO_TRANS, HPDL_NO_TRANS, 0, N, K, 1, NULL, K, dB, N, 0, dC, N, 0) == HPDL_OK);
     for (i = 0; i < HPDL_COUNT(k_algos); i++) {
-        if (k_algos[i] == HPDL_GEMM_MMA || is_hopper_rung(k_algos[i])) continue; /* no f32 K = 0 path on those */
+        if (k_algos[i] == HPDL_GEMM_MMA || is_hopper_rung(k_algos[i])) continue; /* sm_80+: test_gemm_mma_available */
         HPDL_CUDA_CHECK(cudaMemcpy(dC, host, sizeof host, cudaMemcpyHostToDevice));
         HPDL_EXPECT(hpdl_cuda_gemm_algo_f32(k_algos[i], HPDL_NO_TRANS, HPDL_NO_TRANS, M, N, 0, 1, dA, 1, dB, N, 2.0f, dC,
                                             N, 0) == HPDL_OK);
@@ -700,10 +708,13 @@ static void test_gemm_bad_args(void) {
     cudaFree(dA); cudaFree(dB); cudaFree(dC);
 }
 
-/* The tensor-core rungs exist on sm_80+ (f64 DMMA, f16/bf16 mma.sync) and run as asked. */
+/* The tensor-core rungs exist on sm_80+ (f64 DMMA, f16/bf16 mma.sync, f32
+   3xTF32) and run as asked; K = 0 scales C by beta. */
 static void test_gemm_mma_available(void) {
     cudaDeviceProp p;
+    float c[16], *f;
     double *d;
+    int i;
     if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
     HPDL_CUDA_CHECK(cudaGetDeviceProperties(&p, 0));
     if (p.major < 8) HPDL_SKIP("tensor-core rungs need sm_80+");
@@ -712,6 +723,13 @@ static void test_gemm_mma_available(void) {
                                         d + 32, 4, 0) == HPDL_OK);
     HPDL_EXPECT(hpdl_cuda_gemm_algo_f16(HPDL_GEMM_MMA, HPDL_NO_TRANS, HPDL_NO_TRANS, 4, 4, 4, 1, (hpdl_f16 *)d, 4,
                                         (hpdl_f16 *)(d + 16), 4, 0, (hpdl_f16 *)(d + 32), 4, 0) == HPDL_OK);
+    f = (float *)d;
+    for (i = 0; i < 16; i++) c[i] = (float)i - 3.5f;
+    HPDL_CUDA_CHECK(cudaMemcpy(f + 32, c, sizeof c, cudaMemcpyHostToDevice));
+    HPDL_EXPECT(hpdl_cuda_gemm_algo_f32(HPDL_GEMM_MMA, HPDL_NO_TRANS, HPDL_NO_TRANS, 4, 4, 0, 1, f, 4, f + 16, 4, 2.0f,
+                                        f + 32, 4, 0) == HPDL_OK);
+    HPDL_CUDA_CHECK(cudaMemcpy(c, f + 32, sizeof c, cudaMemcpyDeviceToHost));
+    for (i = 0; i < 16; i++) HPDL_EXPECT(c[i] == 2.0f * ((float)i - 3.5f));
     HPDL_CUDA_CHECK(cudaDeviceSynchronize());
     cudaFree(d);
 }
