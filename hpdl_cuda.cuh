@@ -955,14 +955,15 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_prefetch(const void *ptr, size_t bytes, int 
                   2 blocks per SM), f64 DMMA (mma.sync m16n8k16 on sm_90, m8n8k4 on
                   sm_80) + 3-stage cp.async (128x64x16, 2 blocks per SM), f32 as
                   3xTF32 (three TF32 m16n8k8 products per step on each value's
-                  TF32 pair: about f32's error, finite inputs only; 128x64x32)
+                  TF32 pair: about f32's error, finite inputs only; 128x64x32,
+                  K split over slices where the tiles leave SMs idle)
        splitk     skinny products (an MLP's): 128x16, 32x64 or 64x64 tiles, K split over
                   slices added in a fixed order (mma.sync for f16/bf16, FMAs for f32/f64)
        cublas     the library, for reference
    f16/bf16 accumulate in f32 on every rung. AUTO: splitk for skinny f32/f16/bf16 products
-   (hpdl__gemm_auto_splitk: N <= 16, or small outputs with K <= 16, f32 too with long K), else
-   f32 -> mma where its tiles fill the GPU (hpdl__gemm_auto_tf32x3), else warptile,
-   f64 -> mma, f16/bf16 -> the Hopper rungs below where they run
+   (hpdl__gemm_auto_splitk: N <= 16, or small outputs with K <= 16, f32 too with long K) unless
+   f32's mma fills the GPU (hpdl__gemm_auto_tf32x3: its tiles times its K slices), else
+   f32 -> warptile, f64 -> mma, f16/bf16 -> the Hopper rungs below where they run
    (HPDL__GEMM_HOPPER_DEFAULT), else mma (warptile when the binary or the GPU has no sm_80
    tensor-core path). */
 
@@ -1029,7 +1030,16 @@ template <typename T, typename ACC> struct hpdl__gemm_args {
 /* Elements between the operands of one GEMM and the next in a strided batch. */
 struct hpdl__gemm_batch {
     int64_t a, b, c;
+    int last_k; /* K of the last GEMM when it is shorter (a split's last slice), else 0 */
 };
+
+/* What a GEMM of a strided batch sees: its operands and C, and its K. */
+template <typename ARGS> static __device__ __forceinline__ void hpdl__gemm_batch_pick(ARGS &g, const hpdl__gemm_batch &batch) {
+    g.a.p += blockIdx.z * batch.a;
+    g.b.p += blockIdx.z * batch.b;
+    g.C += blockIdx.z * batch.c;
+    if (batch.last_k && blockIdx.z == gridDim.z - 1) g.K = batch.last_k;
+}
 
 static __device__ __forceinline__ float hpdl__gemm_acc(float x) { return x; }
 static __device__ __forceinline__ double hpdl__gemm_acc(double x) { return x; }
@@ -1412,9 +1422,7 @@ __global__ void __launch_bounds__(256, MINB) hpdl__gemm_warptile(hpdl__gemm_args
     ACC acc[8][TN], a[8], b[TN], va[CA][4], vb[CB][4];
     hpdl__simt_chunk<T, BM, BK> ca[CA];
     hpdl__simt_chunk<T, BN, BK> cb[CB];
-    g.a.p += blockIdx.z * batch.a;
-    g.b.p += blockIdx.z * batch.b;
-    g.C += blockIdx.z * batch.c;
+    hpdl__gemm_batch_pick(g, batch);
     hpdl__gemm_tile_order(&tm, &tn);
     tm *= BM;
     tn *= BN;
@@ -2229,7 +2237,8 @@ static __device__ __forceinline__ void hpdl__padded_mma_add(T acc[MI][NJ][2], co
    shared rows (f32: each element split into its TF32 pair as it is read);
    a warp owns WM x WN (fragments of 8x8). */
 template <typename T, bool AK, bool BKC, typename SH, bool FAST>
-__global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl__gemm_padded_mma(hpdl__gemm_args<T, T> g) {
+__global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1)
+    hpdl__gemm_padded_mma(hpdl__gemm_args<T, T> g, hpdl__gemm_batch batch) {
 #ifdef HPDL__GEMM_SM80
     typedef hpdl__padded_mma_type<T> ty;
     typedef typename ty::frag frag;
@@ -2240,9 +2249,11 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl_
     T *sa = (T *)hpdl__gemm_smem, *sb = sa + S * A_STAGE;
     int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32;
     int wm = warp / SH::WARPS_N * SH::WM, wn = warp % SH::WARPS_N * SH::WN;
-    int tm, tn, kt, kk, i, j, KT = (g.K + BK - 1) / BK;
+    int tm, tn, kt, kk, i, j, KT;
     T acc[MI][NJ][2], tile[MI][NJ][2]; /* tile: this K tile's sums (TILE_SUMS) */
     frag a[SH::DK / 4][MI], b[SH::DK / 4][NJ];
+    hpdl__gemm_batch_pick(g, batch); /* a strided batch, as the warptile rung's (K slices) */
+    KT = (g.K + BK - 1) / BK;
     hpdl__gemm_tile_order(&tm, &tn);
     tm *= BM;
     tn *= BN;
@@ -2309,7 +2320,7 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1) hpdl_
             hpdl__gemm_out(g, m, n + 1, acc[i][j][1]);
         }
 #else
-    (void)g;
+    (void)g; (void)batch;
 #endif
 }
 
@@ -2991,18 +3002,6 @@ HPDL_LAZY int hpdl__gemm_auto_splitk(int M, int N, int K, int elem_bytes) {
     return 0;
 }
 
-/* Whether AUTO takes the mma rung (3xTF32) for an f32 M x N x K product on
-   `sms` SMs, past splitk's shapes: when its 128 x 64 tiles fill most of
-   the SMs and K spans two of its K tiles. Measured with bench/gemm --mlp
-   on one H200 (2026-11-27): 128 to 224 tiles, 1.08-1.27 of cuBLAS (784 x
-   2048 x 3000: 0.94) where warptile had 0.55-0.83; 32 to 56 tiles, 0.34-0.86
-   where warptile or splitk had 0.65-0.82 (784 x 512 x 128 the exception,
-   0.86 against 0.74); K = 32 lost too (0.98 against 1.10). 4096^3: 1.26. */
-HPDL_LAZY int hpdl__gemm_auto_tf32x3(int M, int N, int K, int sms) {
-    const int64_t tiles = (int64_t)((M + 127) / 128) * ((N + 63) / 64);
-    return K >= 64 && tiles * 4 >= (int64_t)sms * 3;
-}
-
 /* Every block tile inside the matrices and every load aligned: the kernels
    can skip all bounds checks (the kernels' FAST variant). */
 template <typename ARGS> static inline int hpdl__gemm_interior(const ARGS &g, int bm, int bn, int bk) {
@@ -3023,7 +3022,7 @@ static inline hpdl_status hpdl__gemm_launch_warptile(const hpdl__gemm_args<T, AC
     if (s != HPDL_OK) return s;
     if (count < 1 || count > 65535) return HPDL_ERR_UNSUPPORTED;
     grid.z = (unsigned)count;
-    if (hpdl__gemm_interior(g, 128, 16 * TN, BK))
+    if (hpdl__gemm_interior(g, 128, 16 * TN, BK) && batch.last_k % BK == 0)
         hpdl__gemm_warptile<T, ACC, BK, TN, MINB, true><<<grid, 256, 0, stream>>>(g, batch);
     else
         hpdl__gemm_warptile<T, ACC, BK, TN, MINB, false><<<grid, 256, 0, stream>>>(g, batch);
@@ -3031,26 +3030,53 @@ static inline hpdl_status hpdl__gemm_launch_warptile(const hpdl__gemm_args<T, AC
     return HPDL_OK;
 }
 
-/* How many slices of K the warptile rung splits an M x N x K product of
-   elem-byte sums into: none (1) when its 128 x 128 tiles fill the GPU's
-   `sms` SMs (two blocks each for f32, one for f64); else enough slices for
-   about that many blocks, each slice at least 16 steps of 8 deep, and all
-   slices' M x N sums within the splitk workspace; at least 3 slices, or
+/* How many slices of K a rung of bm x bn tiles, per_sm blocks an SM, splits
+   an M x N x K product of elem-byte sums into: none (1) when its tiles fill
+   the GPU's `sms` SMs; else enough slices for about that many blocks, each
+   slice at least min_depth deep, all slices' M x N sums within the splitk
+   workspace, and at least min_slices of them, or none. */
+HPDL_LAZY int hpdl__gemm_slices_for(int M, int N, int K, int elem_bytes, int sms, int bm, int bn, int per_sm,
+                                    int min_depth, int min_slices) {
+    const int64_t tiles = (int64_t)((M + bm - 1) / bm) * ((N + bn - 1) / bn), room = (int64_t)per_sm * sms;
+    const int64_t most_by_depth = K / min_depth;
+    int64_t slices = room / tiles;
+    if (slices > most_by_depth) slices = most_by_depth;
+    while (slices > 1 && slices * M * (int64_t)N * elem_bytes > (int64_t)HPDL__SPLITK_WS_BYTES) slices--;
+    return slices >= min_slices ? (int)slices : 1;
+}
+
+/* The warptile rung's slices: 128 x 128 tiles, two blocks an SM for f32,
+   one for f64, slices at least 16 steps of 8 deep; at least 3 slices, or
    none: with 2 the pass that adds them costs what the split saves (one
    H200: 784 x 2048 x 3000, 112 tiles, 0.60 -> 0.58 of cuBLAS; 512 x 2048 x
    784, 64 tiles and 4 slices, 0.38 -> 0.56). */
 HPDL_LAZY int hpdl__warptile_slices(int M, int N, int K, int elem_bytes, int sms) {
-    const int64_t tiles = (int64_t)((M + 127) / 128) * ((N + 127) / 128), room = (int64_t)(elem_bytes == 4 ? 2 : 1) * sms;
-    const int64_t most_by_depth = K / (16 * HPDL__WARPTILE_BK);
-    int64_t slices = room / tiles;
-    if (slices > most_by_depth) slices = most_by_depth;
-    while (slices > 1 && slices * M * (int64_t)N * elem_bytes > (int64_t)HPDL__SPLITK_WS_BYTES) slices--;
-    return slices >= 3 ? (int)slices : 1;
+    return hpdl__gemm_slices_for(M, N, K, elem_bytes, sms, 128, 128, elem_bytes == 4 ? 2 : 1, 16 * HPDL__WARPTILE_BK, 3);
 }
 
-/* C = alpha (sum of the slices' blocks, in slice order) + beta C: the
-   warptile split's last step, a thread per output (the slices' blocks fit
-   the splitk workspace, so their area fits an int). */
+/* The 3xTF32 mma rung's slices: 128 x 64 tiles, two blocks an SM, slices
+   at least 4 K tiles of 32 deep, 3 or more (one H200, 512 x 2048 x 784,
+   128 tiles: 1.08 of cuBLAS whole, 1.00 in 2 slices; 784 x 512 x 3000, 56
+   tiles: 0.38 whole, 0.92 in 4). */
+HPDL_LAZY int hpdl__tf32x3_slices(int M, int N, int K, int sms) {
+    return hpdl__gemm_slices_for(M, N, K, 4, sms, 128, 64, 2, 128, 3);
+}
+
+/* Whether AUTO takes the mma rung (3xTF32) for an f32 M x N x K product on
+   `sms` SMs: K >= 64, N > 16 (narrow products stay splitk's), M >= 64 (32
+   x 2048 x 784: 0.50 of cuBLAS against splitk's 0.86), and its 128 x 64
+   tiles times the slices it splits K into fill 3/4 of the SMs. Measured
+   with bench/gemm --mlp on one H200 (2026-11-27), unsplit: 128 to 224
+   tiles, 1.08-1.27 of cuBLAS (784 x 2048 x 3000: 0.94) where warptile had
+   0.55-0.83; 4096^3 1.26. */
+HPDL_LAZY int hpdl__gemm_auto_tf32x3(int M, int N, int K, int sms) {
+    const int64_t tiles = (int64_t)((M + 127) / 128) * ((N + 63) / 64);
+    return M >= 64 && N > 16 && K >= 64 && tiles * hpdl__tf32x3_slices(M, N, K, sms) * 4 >= (int64_t)sms * 3;
+}
+
+/* C = alpha (sum of the slices' blocks, in slice order) + beta C: a split's
+   last step, a thread per output (the slices' blocks fit the splitk
+   workspace, so their area fits an int). */
 template <typename T>
 __global__ void hpdl__gemm_add_slices_kernel(hpdl__gemm_args<T, T> g, const T *ws, int slices) {
     const int area = g.M * g.N;
@@ -3062,28 +3088,29 @@ __global__ void hpdl__gemm_add_slices_kernel(hpdl__gemm_args<T, T> g, const T *w
     }
 }
 
-/* The warptile rung (f32 and f64: T is the sums' type) with K split when
-   its tiles leave SMs idle (hpdl__warptile_slices): slice s multiplies K
-   columns [s D, (s+1) D) into its own M x N block of the stream's splitk
-   workspace, the equal slices as one strided batch and a shorter last one
-   on its own, then hpdl__gemm_add_slices_kernel adds the blocks in slice
-   order (the same bits every run). No workspace (inside a graph capture
-   that made none): one slice. */
+/* A rung's kernels (`launch`: count GEMMs of one shape, `batch` elements
+   apart) with K split into `slices`: slice s multiplies K columns [s D,
+   (s+1) D), D a multiple of `align`, into its own M x N block of the
+   stream's splitk workspace, all slices in one strided batch (the last
+   one shorter where D does not divide K: launched after the others, it
+   took a wave of its own, 784 x 512 x 3000 in 3xTF32 0.56 of cuBLAS); then
+   hpdl__gemm_add_slices_kernel adds the blocks in slice order (the same
+   bits every run). One slice, or no workspace (inside a graph capture that
+   made none): one launch on g. */
 template <typename T>
-static inline hpdl_status hpdl__gemm_warptile_rung(const hpdl__gemm_args<T, T> &g, cudaStream_t stream) {
-    enum { BK = HPDL__WARPTILE_BK };
-    int sms = 0, slices, depth, equal;
-    hpdl__splitk_space *sp;
+static inline hpdl_status hpdl__gemm_in_slices(const hpdl__gemm_args<T, T> &g, int slices, int align,
+                                               hpdl_status (*launch)(const hpdl__gemm_args<T, T> &, hpdl__gemm_batch, int,
+                                                                     cudaStream_t),
+                                               cudaStream_t stream) {
+    hpdl__splitk_space *sp = slices > 1 ? hpdl__splitk_space_for(stream) : NULL;
     hpdl__gemm_args<T, T> part = g;
     hpdl__gemm_batch step = hpdl__gemm_batch();
     const int64_t area = (int64_t)g.M * g.N;
-    hpdl_status s = hpdl__sm_count(&sms);
-    if (s != HPDL_OK) return s;
-    slices = hpdl__warptile_slices(g.M, g.N, g.K, (int)sizeof(T), sms);
-    sp = slices > 1 ? hpdl__splitk_space_for(stream) : NULL;
-    if (!sp) return hpdl__gemm_launch_warptile<T, T, BK, 8>(g, hpdl__gemm_batch(), 1, stream);
-    depth = ((g.K + slices - 1) / slices + BK - 1) / BK * BK;
-    equal = g.K / depth;
+    int depth, count;
+    hpdl_status s;
+    if (!sp) return launch(g, hpdl__gemm_batch(), 1, stream);
+    depth = ((g.K + slices - 1) / slices + align - 1) / align * align;
+    count = (g.K + depth - 1) / depth;
     part.C = (T *)sp->ws;
     part.ldc = g.N;
     part.cvec = g.N % 4 == 0;
@@ -3093,19 +3120,22 @@ static inline hpdl_status hpdl__gemm_warptile_rung(const hpdl__gemm_args<T, T> &
     step.a = g.a.kcontig ? depth : (int64_t)depth * g.a.ld;
     step.b = g.b.kcontig ? depth : (int64_t)depth * g.b.ld;
     step.c = area;
-    s = hpdl__gemm_launch_warptile<T, T, BK, 8>(part, step, equal, stream);
-    if (s == HPDL_OK && equal * depth < g.K) { /* the shorter last slice */
-        part.a.p += equal * step.a;
-        part.b.p += equal * step.b;
-        part.C += equal * area;
-        part.K = g.K - equal * depth;
-        s = hpdl__gemm_launch_warptile<T, T, BK, 8>(part, hpdl__gemm_batch(), 1, stream);
-    }
+    step.last_k = g.K - (count - 1) * depth == depth ? 0 : g.K - (count - 1) * depth;
+    s = launch(part, step, count, stream);
     if (s != HPDL_OK) return s;
-    hpdl__gemm_add_slices_kernel<T><<<hpdl__grid_for(area, 256), 256, 0, stream>>>(g, (const T *)sp->ws,
-                                                                              equal + (equal * depth < g.K));
+    hpdl__gemm_add_slices_kernel<T><<<hpdl__grid_for(area, 256), 256, 0, stream>>>(g, (const T *)sp->ws, count);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
+}
+
+/* The warptile rung (f32 and f64: T is the sums' type) with K split when
+   its tiles leave SMs idle (hpdl__warptile_slices). */
+template <typename T>
+static inline hpdl_status hpdl__gemm_warptile_rung(const hpdl__gemm_args<T, T> &g, cudaStream_t stream) {
+    int sms = 0;
+    if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
+    return hpdl__gemm_in_slices(g, hpdl__warptile_slices(g.M, g.N, g.K, (int)sizeof(T), sms), HPDL__WARPTILE_BK,
+                                hpdl__gemm_launch_warptile<T, T, HPDL__WARPTILE_BK, 8>, stream);
 }
 
 /* 16-bit operands with f32 sums: one slice (the slices' blocks would be
@@ -3224,7 +3254,7 @@ static inline hpdl_status hpdl__gemm_launch_mma_shape(const hpdl__gemm_args<T, f
 }
 
 template <typename T, typename SH, bool FAST>
-static inline void (*hpdl__gemm_padded_mma_kernel(int ak, int bk))(hpdl__gemm_args<T, T>) {
+static inline void (*hpdl__gemm_padded_mma_kernel(int ak, int bk))(hpdl__gemm_args<T, T>, hpdl__gemm_batch) {
     return ak ? (bk ? hpdl__gemm_padded_mma<T, true, true, SH, FAST> : hpdl__gemm_padded_mma<T, true, false, SH, FAST>)
               : (bk ? hpdl__gemm_padded_mma<T, false, true, SH, FAST> : hpdl__gemm_padded_mma<T, false, false, SH, FAST>);
 }
@@ -3237,12 +3267,26 @@ template <typename SH, typename T> static inline size_t hpdl__padded_mma_smem(in
     return (size_t)SH::S * (a_stage + b_stage) * sizeof(T);
 }
 
+/* The padded mma kernel on `count` GEMMs of one shape, the operands of each
+   `batch` elements after the one before (count 1: one GEMM): the launcher
+   hpdl__gemm_in_slices takes. HPDL_ERR_UNSUPPORTED as hpdl__gemm_launch_tc. */
 template <typename SH, typename T>
-static inline hpdl_status hpdl__gemm_launch_padded_mma(const hpdl__gemm_args<T, T> &g, cudaStream_t stream) {
+static inline hpdl_status hpdl__gemm_launch_padded_mma(const hpdl__gemm_args<T, T> &g, hpdl__gemm_batch batch, int count,
+                                                       cudaStream_t stream) {
     const size_t smem = hpdl__padded_mma_smem<SH, T>(g.a.kcontig, g.b.kcontig);
-    if (hpdl__gemm_interior(g, SH::BM, SH::BN, SH::BK))
-        return hpdl__gemm_launch_tc<SH>(hpdl__gemm_padded_mma_kernel<T, SH, true>(g.a.kcontig, g.b.kcontig), g, smem, stream);
-    return hpdl__gemm_launch_tc<SH>(hpdl__gemm_padded_mma_kernel<T, SH, false>(g.a.kcontig, g.b.kcontig), g, smem, stream);
+    void (*kernel)(hpdl__gemm_args<T, T>, hpdl__gemm_batch) =
+        hpdl__gemm_interior(g, SH::BM, SH::BN, SH::BK) && batch.last_k % SH::BK == 0
+            ? hpdl__gemm_padded_mma_kernel<T, SH, true>(g.a.kcontig, g.b.kcontig)
+            : hpdl__gemm_padded_mma_kernel<T, SH, false>(g.a.kcontig, g.b.kcontig);
+    dim3 grid;
+    hpdl_status s;
+    if (!hpdl__tc_kernel_ready(kernel, smem)) return HPDL_ERR_UNSUPPORTED;
+    if ((s = hpdl__gemm_grid(g.N, SH::BN, g.M, SH::BM, &grid)) != HPDL_OK) return s;
+    if (count < 1 || count > 65535) return HPDL_ERR_UNSUPPORTED;
+    grid.z = (unsigned)count;
+    kernel<<<grid, SH::THREADS, smem, stream>>>(g, batch);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
 }
 
 /* f16/bf16 take the 128x128x64 tile in 3 stages for whole tiles: 2 blocks
@@ -3260,11 +3304,15 @@ static inline hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<T, float> 
 }
 
 HPDL_LAZY hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<double, double> &g, cudaStream_t stream) {
-    return hpdl__gemm_launch_padded_mma<hpdl__dmma_shape>(g, stream);
+    return hpdl__gemm_launch_padded_mma<hpdl__dmma_shape>(g, hpdl__gemm_batch(), 1, stream);
 }
 
+/* f32: 3xTF32, K split where its tiles leave SMs idle (hpdl__tf32x3_slices). */
 HPDL_LAZY hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<float, float> &g, cudaStream_t stream) {
-    return hpdl__gemm_launch_padded_mma<hpdl__tf32x3_shape>(g, stream);
+    int sms = 0;
+    if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
+    return hpdl__gemm_in_slices(g, hpdl__tf32x3_slices(g.M, g.N, g.K, sms), (int)hpdl__tf32x3_shape::BK,
+                                hpdl__gemm_launch_padded_mma<hpdl__tf32x3_shape, float>, stream);
 }
 
 /* ======================================================================== */
@@ -4373,10 +4421,10 @@ HPDL_LAZY int hpdl__gemm_auto_hopper(int M, int N, int K, int sms) {
                : (int)HPDL__GEMM_HOPPER_DEFAULT;
 }
 
-/* Validates, then runs one rung (AUTO: splitk for skinny products, then
-   for f16/bf16 the Hopper rung where it can run, then the mma.sync rung
-   (for f32 where hpdl__gemm_auto_tf32x3 says) where this binary and GPU can
-   run it, else warptile). */
+/* Validates, then runs one rung (AUTO: for f32 the mma rung where
+   hpdl__gemm_auto_tf32x3 says, then splitk for skinny products, then for
+   f16/bf16 the Hopper rung where it can run, then the mma.sync rung where
+   this binary and GPU can run it, else warptile). */
 template <typename T, typename ACC>
 static inline hpdl_status hpdl__cuda_gemm(hpdl_gemm_algo algo, hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,
                                           ACC alpha, const T *A, int lda, const T *B, int ldb, ACC beta, T *C, int ldc,
@@ -4390,13 +4438,13 @@ static inline hpdl_status hpdl__cuda_gemm(hpdl_gemm_algo algo, hpdl_transpose ta
     if (hopper && sizeof(T) == sizeof(double)) return HPDL_ERR_UNSUPPORTED;
     if (M == 0 || N == 0) return HPDL_OK;
     if (algo == HPDL_GEMM_CUBLAS) return hpdl__gemm_cublas(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);
-    if (algo == HPDL_GEMM_AUTO && hpdl__gemm_auto_splitk(M, N, K, (int)sizeof(T)))
-        algo = HPDL_GEMM_SPLITK;
     if (algo == HPDL_GEMM_AUTO && sizeof(T) == sizeof(float)) {
         int sms = 0;
         if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
         tensor = hpdl__gemm_auto_tf32x3(M, N, K, sms);
     }
+    if (algo == HPDL_GEMM_AUTO && !tensor && hpdl__gemm_auto_splitk(M, N, K, (int)sizeof(T)))
+        algo = HPDL_GEMM_SPLITK;
     if (algo == HPDL_GEMM_SPLITK)
         return hpdl__gemm_launch_splitk(
             hpdl__gemm_make_args(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, (int)(16 / sizeof(T))), stream);
@@ -7194,7 +7242,7 @@ template <int lazy = 0>
 static inline hpdl_status hpdl__wino_products(const hpdl__wino_plan &plan, int C, int K, cudaStream_t stream) {
     hpdl__gemm_args<float, float> a = hpdl__gemm_make_args(HPDL_TRANS, HPDL_NO_TRANS, plan.cols, K, C, 1.0f, plan.v,
                                                            plan.cols, plan.u, K, 0.0f, plan.m, K, 4);
-    hpdl__gemm_batch batch;
+    hpdl__gemm_batch batch = hpdl__gemm_batch();
     batch.a = (int64_t)C * plan.cols;
     batch.b = (int64_t)C * K;
     batch.c = (int64_t)plan.cols * K;

@@ -476,7 +476,7 @@ template <typename T, int CM, int CN> static hpdl_status tune_wgmma(const hpdl__
     return hpdl__gemm_run_wgmma(l, g, s);
 }
 template <typename SH, typename T> static hpdl_status tune_padded(const hpdl__gemm_args<T, T> &g, cudaStream_t s) {
-    return hpdl__gemm_launch_padded_mma<SH>(g, s);
+    return hpdl__gemm_launch_padded_mma<SH>(g, hpdl__gemm_batch(), 1, s);
 }
 template <typename SH> static hpdl_status tune_dmma(const hpdl__gemm_args<double, double> &g, cudaStream_t s) {
     return tune_padded<SH, double>(g, s);

@@ -490,14 +490,19 @@ static void test_gemm_auto_splitk(void) {
     HPDL_EXPECT(!hpdl__gemm_auto_splitk(4096, 4096, 4096, 4));
     HPDL_EXPECT(!hpdl__gemm_auto_splitk(4096, 4096, 4096, 2));
     HPDL_EXPECT(!hpdl__gemm_auto_splitk(32, 10, 784, 8)); /* f64 keeps DMMA */
-    /* f32 past splitk: 3xTF32 where its 128 x 64 tiles fill 3/4 of the SMs and K >= 64 */
+    /* f32: 3xTF32 where its 128 x 64 tiles times its K slices fill 3/4 of the SMs, K >= 64, N > 16 */
     HPDL_EXPECT(hpdl__gemm_auto_tf32x3(512, 2048, 784, 132));   /* 128 tiles */
     HPDL_EXPECT(hpdl__gemm_auto_tf32x3(784, 2048, 128, 132));   /* 224 tiles */
     HPDL_EXPECT(hpdl__gemm_auto_tf32x3(3000, 512, 784, 132));   /* 192 tiles */
+    HPDL_EXPECT(hpdl__gemm_auto_tf32x3(784, 512, 3000, 132));   /* 56 tiles, 4 slices */
     HPDL_EXPECT(!hpdl__gemm_auto_tf32x3(784, 2048, 32, 132));   /* K = 32 */
-    HPDL_EXPECT(!hpdl__gemm_auto_tf32x3(784, 512, 3000, 132));  /* 56 tiles */
-    HPDL_EXPECT(!hpdl__gemm_auto_tf32x3(128, 2048, 784, 132));  /* 32 tiles */
+    HPDL_EXPECT(!hpdl__gemm_auto_tf32x3(512, 10, 3000, 132));   /* narrow: splitk */
+    HPDL_EXPECT(!hpdl__gemm_auto_tf32x3(128, 512, 784, 132));   /* 8 tiles, 6 slices */
+    HPDL_EXPECT(!hpdl__gemm_auto_tf32x3(32, 2048, 784, 132));   /* M = 32: a quarter of each tile */
     HPDL_EXPECT(hpdl__gemm_auto_tf32x3(4096, 4096, 4096, 132));
+    HPDL_EXPECT(hpdl__tf32x3_slices(784, 512, 3000, 132) == 4 && hpdl__tf32x3_slices(512, 512, 784, 132) == 6 &&
+                hpdl__tf32x3_slices(512, 2048, 784, 132) == 1 && /* 128 tiles: 2 slices would not pay */
+                hpdl__tf32x3_slices(784, 2048, 512, 132) == 1 && hpdl__tf32x3_slices(784, 512, 128, 132) == 1);
     /* the Hopper rung for 16-bit products AUTO does not split */
     HPDL_EXPECT(hpdl__gemm_auto_hopper(128, 2048, 784, 132) == HPDL_GEMM_WGMMA);            /* 8 tiles */
     HPDL_EXPECT(hpdl__gemm_auto_hopper(512, 2048, 784, 132) == HPDL_GEMM_WGMMA);            /* 32 tiles */
