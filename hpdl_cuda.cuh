@@ -4441,10 +4441,11 @@ static inline hpdl_status hpdl__cuda_gemm(hpdl_gemm_algo algo, hpdl_transpose ta
     if (algo == HPDL_GEMM_AUTO && sizeof(T) == sizeof(float)) {
         int sms = 0;
         if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
-        tensor = hpdl__gemm_auto_tf32x3(M, N, K, sms);
-    }
-    if (algo == HPDL_GEMM_AUTO && !tensor && hpdl__gemm_auto_splitk(M, N, K, (int)sizeof(T)))
+        tensor = hpdl__gemm_auto_tf32x3(M, N, K, sms); /* f32's mma comes before splitk */
+        if (!tensor && hpdl__gemm_auto_splitk(M, N, K, (int)sizeof(T))) algo = HPDL_GEMM_SPLITK;
+    } else if (algo == HPDL_GEMM_AUTO && hpdl__gemm_auto_splitk(M, N, K, (int)sizeof(T))) {
         algo = HPDL_GEMM_SPLITK;
+    }
     if (algo == HPDL_GEMM_SPLITK)
         return hpdl__gemm_launch_splitk(
             hpdl__gemm_make_args(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, (int)(16 / sizeof(T))), stream);
