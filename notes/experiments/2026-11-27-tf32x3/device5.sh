@@ -17,3 +17,4 @@ timeout 100 build/exp/gemm --shape 4096x4096x4096 --precision f32 --output "$OUT
 grep -E "cublas|mma|warptile" "$OUT/sq.log"
 timeout 300 build/exp/mlp --output "$OUT/res" > "$OUT/mlp.log" 2>&1
 tail -n 12 "$OUT/mlp.log"
+tar -C "$OUT" -cf "$OUT/res.tar" res sq && rm -rf "$OUT/res" "$OUT/sq"
