@@ -7412,38 +7412,47 @@ HPDL_LAZY hpdl__cudnn_plan *hpdl__cudnn_plan_find(const hpdl__cudnn_plan *key, h
 }
 
 /* cuDNN's ranking of its algorithms for one pass, run on the caller's
-   buffers (the output is written): the first that ran, or -1. */
+   buffers (the output is written): the first that ran, or -1. Filters
+   wider than 3 skip the non-fused Winograd algorithms: on one H200
+   (cuDNN 9.14, 2026-11-27) the forward one gave f32 results 0.2-0.4 off (worst
+   relative error; the others 1e-5 to 1e-4) on 12 x 256 x 8 x 8 images and
+   40 5x5 filters, and it ties for fastest there, so it won cudnnFind's
+   timing in some runs (notes/experiments/2026-11-27-conv-cudnn). */
 HPDL_LAZY int hpdl__cudnn_find(cudnnHandle_t h, const hpdl__cudnn_descs &d, hpdl__conv_pass pass, const void *a,
-                               const void *b, void *out, void *ws, size_t ws_bytes, size_t *need, int *math) {
+                               const void *b, void *out, void *ws, size_t ws_bytes, int wide_filter, size_t *need,
+                               int *math) {
     int n = 0;
     cudnnStatus_t st;
     if (pass == HPDL__CONV_FORWARD) {
+        const cudnnConvolutionFwdAlgo_t WINOGRAD = CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
         cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
         st = cudnnFindConvolutionForwardAlgorithmEx(h, d.x, a, d.w, b, d.conv, d.y, out,
                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ws, ws_bytes);
         for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < n; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS) {
+            if (perf[i].status == CUDNN_STATUS_SUCCESS && !(wide_filter && perf[i].algo == WINOGRAD)) {
                 *need = perf[i].memory;
                 *math = (int)perf[i].mathType;
                 return (int)perf[i].algo;
             }
     } else if (pass == HPDL__CONV_INPUT_GRAD) {
+        const cudnnConvolutionBwdDataAlgo_t WINOGRAD = CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
         cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
         st = cudnnFindConvolutionBackwardDataAlgorithmEx(h, d.w, a, d.y, b, d.conv, d.x, out,
                                                          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws, ws_bytes);
         for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < n; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS) {
+            if (perf[i].status == CUDNN_STATUS_SUCCESS && !(wide_filter && perf[i].algo == WINOGRAD)) {
                 *need = perf[i].memory;
                 *math = (int)perf[i].mathType;
                 return (int)perf[i].algo;
             }
     } else {
+        const cudnnConvolutionBwdFilterAlgo_t WINOGRAD = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
         cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
         st = cudnnFindConvolutionBackwardFilterAlgorithmEx(h, d.x, a, d.y, b, d.conv, d.w, out,
                                                            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws,
                                                            ws_bytes);
         for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < n; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS) {
+            if (perf[i].status == CUDNN_STATUS_SUCCESS && !(wide_filter && perf[i].algo == WINOGRAD)) {
                 *need = perf[i].memory;
                 *math = (int)perf[i].mathType;
                 return (int)perf[i].algo;
@@ -7488,7 +7497,8 @@ static inline hpdl_status hpdl__conv_cudnn(const hpdl__conv_geom &g, hpdl__conv_
     HPDL_CUDA_TRY(cudaGetDevice(&key.device));
     plan = hpdl__cudnn_plan_find(&key, &fresh);
     if (!plan) {
-        key.algo = hpdl__cudnn_find(h, d, pass, a, b, out, ws, ws_bytes, &key.workspace, &key.math);
+        key.algo = hpdl__cudnn_find(h, d, pass, a, b, out, ws, ws_bytes, g.w.h > 3 || g.w.w > 3, &key.workspace,
+                                    &key.math);
         *fresh = key;
         plan = fresh;
     }
