@@ -1030,7 +1030,7 @@ template <typename T, typename ACC> struct hpdl__gemm_args {
 /* Elements between the operands of one GEMM and the next in a strided batch. */
 struct hpdl__gemm_batch {
     int64_t a, b, c;
-    int last_k; /* K of the last GEMM when it is shorter (a split's last slice), else 0 */
+    int last_k; /* K of the last GEMM (a split's last slice, which may be shorter); 0: the args' K */
 };
 
 /* What a GEMM of a strided batch sees: its operands and C, and its K. */
@@ -3123,7 +3123,7 @@ static inline hpdl_status hpdl__gemm_in_slices(const hpdl__gemm_args<T, T> &g, i
     step.a = g.a.kcontig ? depth : (int64_t)depth * g.a.ld;
     step.b = g.b.kcontig ? depth : (int64_t)depth * g.b.ld;
     step.c = area;
-    step.last_k = g.K - (count - 1) * depth == depth ? 0 : g.K - (count - 1) * depth;
+    step.last_k = g.K - (count - 1) * depth;
     s = launch(part, step, count, stream);
     if (s != HPDL_OK) return s;
     hpdl__gemm_add_slices_kernel<T><<<hpdl__grid_for(area, 256), 256, 0, stream>>>(g, (const T *)sp->ws, count);
