@@ -1697,11 +1697,13 @@ HPDL_CUDA_API PFN_cuTensorMapEncodeTiled_v12000 hpdl__tma_encoder(void) {
 }
 
 /* Tensor map of one operand for 64-row pieces: K-major boxes are
-   64 rows x 128 bytes of K, MN-major boxes 64 elements x BK rows. */
+   64 rows x 128 bytes of K (or `rows` rows: the thin rung's), MN-major
+   boxes 64 elements x BK rows. */
 template <typename T>
-static inline hpdl_status hpdl__wg_map(CUtensorMap *map, const hpdl__gemm_operand<T> &x, int outer, int K) {
+static inline hpdl_status hpdl__wg_map(CUtensorMap *map, const hpdl__gemm_operand<T> &x, int outer, int K,
+                                       int rows = 64) {
     PFN_cuTensorMapEncodeTiled_v12000 encode = hpdl__tma_encoder();
-    const cuuint32_t bk = 128 / sizeof(T), box_k[2] = {bk, 64}, box_mn[2] = {64, bk}, ones[2] = {1, 1};
+    const cuuint32_t bk = 128 / sizeof(T), box_k[2] = {bk, (cuuint32_t)rows}, box_mn[2] = {64, bk}, ones[2] = {1, 1};
     cuuint64_t dims[2], stride[1] = {(cuuint64_t)x.ld * sizeof(T)};
     if (!encode) return HPDL_ERR_UNSUPPORTED;
     dims[0] = (cuuint64_t)(x.kcontig ? K : outer);
@@ -3332,7 +3334,10 @@ HPDL_LAZY hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<float, float> 
                        multiplies straight from shared memory with wgmma
                        (m64n256k16, f32 accumulators in registers). Small
                        outputs of few tiles split K over more blocks
-                       (hpdl__wg_split_slices).
+                       (hpdl__wg_split_slices). Products of few rows (an
+                       MLP's batch: M <= 512, A's K contiguous) run the
+                       thin kernel instead: BN x 64 tiles of C (BN 8 to
+                       128) computed transposed, all of K in flight.
      wgmma_ws          warp specialisation: a producer warpgroup that only
                        issues copies (and gives its registers away with
                        setmaxnreg) keeps the ring full, two consumer warpgroups
@@ -3446,6 +3451,109 @@ template <int TA, int TB>
 static __device__ __forceinline__ void hpdl__wgmma_256(int d[128], uint64_t a, uint64_t b, int8_t) {
     asm volatile("wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 " HPDL__WG_D128 ", %128, %129, 1;"
                  : HPDL__WG_R128(d) : "l"(a), "l"(b));
+}
+
+/* d (64 x 64 or 64 x 128 accumulators of this warpgroup: f32, or s32 for
+   int8) += A (64 x K_STEP) B (K_STEP x BN), both from shared memory (the
+   256-wide: hpdl__wgmma_256). */
+#define HPDL__WG_F32(d) HPDL__WG_F8(d, 0), HPDL__WG_F8(d, 8), HPDL__WG_F8(d, 16), HPDL__WG_F8(d, 24)
+#define HPDL__WG_F64(d) HPDL__WG_F32(d), HPDL__WG_F8(d, 32), HPDL__WG_F8(d, 40), HPDL__WG_F8(d, 48), HPDL__WG_F8(d, 56)
+#define HPDL__WG_D32                                                                                           \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                  \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define HPDL__WG_D64                                                                                           \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                  \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                         \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                          \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+template <int TA, int TB> static __device__ __forceinline__ void hpdl__wgmma_64(float *d, uint64_t a, uint64_t b, __half) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " HPDL__WG_D32 ", %32, %33, 1, 1, 1, %34, %35;"
+                 : HPDL__WG_F32(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
+}
+template <int TA, int TB>
+static __device__ __forceinline__ void hpdl__wgmma_64(float *d, uint64_t a, uint64_t b, __nv_bfloat16) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " HPDL__WG_D32 ", %32, %33, 1, 1, 1, %34, %35;"
+                 : HPDL__WG_F32(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
+}
+template <int TA, int TB> static __device__ __forceinline__ void hpdl__wgmma_128(float *d, uint64_t a, uint64_t b, __half) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " HPDL__WG_D64 ", %64, %65, 1, 1, 1, %66, %67;"
+                 : HPDL__WG_F64(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
+}
+template <int TA, int TB>
+static __device__ __forceinline__ void hpdl__wgmma_128(float *d, uint64_t a, uint64_t b, __nv_bfloat16) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " HPDL__WG_D64 ", %64, %65, 1, 1, 1, %66, %67;"
+                 : HPDL__WG_F64(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
+}
+#define HPDL__WG_F96(d) HPDL__WG_F64(d), HPDL__WG_F8(d, 64), HPDL__WG_F8(d, 72), HPDL__WG_F8(d, 80), HPDL__WG_F8(d, 88)
+#define HPDL__WG_D96                                                                                           \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                  \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                         \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                          \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "                          \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "                          \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}"
+template <int TA, int TB> static __device__ __forceinline__ void hpdl__wgmma_192(float *d, uint64_t a, uint64_t b, __half) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 " HPDL__WG_D96 ", %96, %97, 1, 1, 1, %98, %99;"
+                 : HPDL__WG_F96(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
+}
+template <int TA, int TB>
+static __device__ __forceinline__ void hpdl__wgmma_192(float *d, uint64_t a, uint64_t b, __nv_bfloat16) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 " HPDL__WG_D96 ", %96, %97, 1, 1, 1, %98, %99;"
+                 : HPDL__WG_F96(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
+}
+#define HPDL__WG_R32(d) HPDL__WG_R8(d, 0), HPDL__WG_R8(d, 8), HPDL__WG_R8(d, 16), HPDL__WG_R8(d, 24)
+#define HPDL__WG_R64(d) HPDL__WG_R32(d), HPDL__WG_R8(d, 32), HPDL__WG_R8(d, 40), HPDL__WG_R8(d, 48), HPDL__WG_R8(d, 56)
+template <int TA, int TB> static __device__ __forceinline__ void hpdl__wgmma_64(int *d, uint64_t a, uint64_t b, int8_t) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 " HPDL__WG_D32 ", %32, %33, 1;"
+                 : HPDL__WG_R32(d) : "l"(a), "l"(b));
+}
+template <int TA, int TB> static __device__ __forceinline__ void hpdl__wgmma_128(int *d, uint64_t a, uint64_t b, int8_t) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 " HPDL__WG_D64 ", %64, %65, 1;"
+                 : HPDL__WG_R64(d) : "l"(a), "l"(b));
+}
+/* d += A B, BN = 64, 128 or 256 wide; TA, TB: the operand is MN-major. */
+template <int BN, int TB, typename T, int TA = 0, typename ACC>
+static __device__ __forceinline__ void hpdl__wgmma_bn(ACC *d, uint64_t a, uint64_t b) {
+    if (BN == 64) hpdl__wgmma_64<TA, TB>(d, a, b, T());
+    else if (BN == 128) hpdl__wgmma_128<TA, TB>(d, a, b, T());
+    else hpdl__wgmma_256<TA, TB>(d, a, b, T());
+}
+template <int N> static __device__ __forceinline__ void hpdl__wg_fence_accs(float *d) {
+#pragma unroll
+    for (int i = 0; i < N; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+template <int N> static __device__ __forceinline__ void hpdl__wg_fence_accs(int *d) {
+#pragma unroll
+    for (int i = 0; i < N; i++) asm volatile("" : "+r"(d[i])::"memory");
+}
+
+
+/* The thin rung's narrow shapes, f16 and bf16: d (64 x N accumulators,
+   N / 2 a thread) += A (64 x 16, MN-major when TA) B (16 x N, K-major). */
+#define HPDL__WG_D4 "{%0, %1, %2, %3}"
+#define HPDL__WG_D8 "{%0, %1, %2, %3, %4, %5, %6, %7}"
+#define HPDL__WG_D16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
+#define HPDL__WG_F4(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+#define HPDL__WG_F16(d) HPDL__WG_F8(d, 0), HPDL__WG_F8(d, 8)
+#define HPDL__DEFINE_WGMMA_THIN(N, T, PTX_T, DREGS, OUTS, OPERANDS)                                            \
+    template <int TA> static __device__ __forceinline__ void hpdl__wgmma_##N(float *d, uint64_t a, uint64_t b, T) { \
+        asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." PTX_T "." PTX_T " " DREGS ", " OPERANDS ";" \
+                     : OUTS : "l"(a), "l"(b), "n"(TA));                                                        \
+    }
+HPDL__DEFINE_WGMMA_THIN(8, __half, "f16", HPDL__WG_D4, HPDL__WG_F4(d), "%4, %5, 1, 1, 1, %6, 0")
+HPDL__DEFINE_WGMMA_THIN(8, __nv_bfloat16, "bf16", HPDL__WG_D4, HPDL__WG_F4(d), "%4, %5, 1, 1, 1, %6, 0")
+HPDL__DEFINE_WGMMA_THIN(16, __half, "f16", HPDL__WG_D8, HPDL__WG_F8(d, 0), "%8, %9, 1, 1, 1, %10, 0")
+HPDL__DEFINE_WGMMA_THIN(16, __nv_bfloat16, "bf16", HPDL__WG_D8, HPDL__WG_F8(d, 0), "%8, %9, 1, 1, 1, %10, 0")
+HPDL__DEFINE_WGMMA_THIN(32, __half, "f16", HPDL__WG_D16, HPDL__WG_F16(d), "%16, %17, 1, 1, 1, %18, 0")
+HPDL__DEFINE_WGMMA_THIN(32, __nv_bfloat16, "bf16", HPDL__WG_D16, HPDL__WG_F16(d), "%16, %17, 1, 1, 1, %18, 0")
+
+/* d (64 x N) += A B for the thin rung, N = 8, 16, 32, 64 or 128. */
+template <int N, int TA, typename T> static __device__ __forceinline__ void hpdl__wgmma_thin(float *d, uint64_t a, uint64_t b) {
+    if (N == 8) hpdl__wgmma_8<TA>(d, a, b, T());
+    else if (N == 16) hpdl__wgmma_16<TA>(d, a, b, T());
+    else if (N == 32) hpdl__wgmma_32<TA>(d, a, b, T());
+    else if (N == 64) hpdl__wgmma_64<TA, 0>(d, a, b, T());
+    else hpdl__wgmma_128<TA, 0>(d, a, b, T());
 }
 
 /* One stage (BK of K) into this warpgroup's accumulators: its 64 rows of
@@ -3964,6 +4072,97 @@ __global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma(const __grid_constant
 #endif
 }
 
+/* The thin tile: BN rows of C (8 to 128) x 64 columns; every stage holds a
+   64-column strip of B and BN rows of A, 128 bytes of K each; as many
+   stages as fit in 208 KB, at most 16. */
+template <int BN> struct hpdl__wg_thin_shape {
+    enum { STRIP = 64 * 128, STAGE = STRIP + BN * 128, MOST = (208 << 10) / STAGE };
+    enum { STAGES = MOST > 16 ? 16 : MOST };
+};
+
+/* Fetches a tensor map's descriptor ahead of its first copy. */
+static __device__ __forceinline__ void hpdl__tma_prefetch(const CUtensorMap *map) {
+    asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
+}
+
+/* One k-step (k0) of a thin block into a stage: B's strip at columns n0,
+   A's BN rows at m0 (boxes of BN rows: hpdl__wg_map's rows). */
+template <int BN, bool BMN>
+static __device__ __forceinline__ void hpdl__wg_thin_load(const CUtensorMap *map_b, const CUtensorMap *map_a,
+                                                          unsigned char *stage, uint64_t *bar, int n0, int m0, int k0) {
+    hpdl__mbar_expect_bytes(bar, hpdl__wg_thin_shape<BN>::STAGE);
+    hpdl__wg_load_pieces<BMN>(map_b, stage, bar, n0, k0, 0, 1, 1, 0);
+    hpdl__tma_load(map_a, stage + hpdl__wg_thin_shape<BN>::STRIP, bar, k0, m0, 0);
+}
+
+/* thin: a BN x 64 tile of C per block (one warpgroup) for products of few
+   rows (an MLP's batch) and A's K contiguous, f16/bf16. The operands swap
+   roles: wgmma's 64-row operand is the strip of B (C's columns), its
+   BN-wide one the rows of A, so the accumulators hold the tile transposed.
+   Thread 0 puts `stages` k-steps in flight at once, all of K where it
+   fits (784: 13 steps), and refills a stage once its wgmma has read it,
+   while the next step's wgmma runs. */
+template <typename T, bool BMN, int BN>
+__global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma_thin(const __grid_constant__ CUtensorMap map_b,
+                                                                const __grid_constant__ CUtensorMap map_a,
+                                                                hpdl__gemm_args<T, float> g, int stages) {
+#ifdef HPDL__SM90A
+    typedef hpdl__wg_thin_shape<BN> SH;
+    enum { BK = 128 / sizeof(T), K_STEP = hpdl__wg_type<T>::K_STEP };
+    unsigned char *smem = hpdl__wg_smem_base();
+    uint64_t *full = (uint64_t *)(smem + stages * SH::STAGE);
+    const int steps = (g.K + BK - 1) / BK, n0 = (int)blockIdx.x * 64, m0 = (int)blockIdx.y * BN;
+    const int t = (int)threadIdx.x, lane = t % 32;
+    float d[BN / 2];
+    int i, c, j;
+#pragma unroll
+    for (i = 0; i < BN / 2; i++) d[i] = 0.0f;
+    if (t == 0) {
+        hpdl__tma_prefetch(&map_b);
+        hpdl__tma_prefetch(&map_a);
+        for (i = 0; i < stages; i++) hpdl__mbar_init(&full[i], 1);
+        hpdl__mbar_init_fence();
+        for (i = 0; i < stages && i < steps; i++)
+            hpdl__wg_thin_load<BN, BMN>(&map_b, &map_a, smem + i * SH::STAGE, &full[i], n0, m0, i * BK);
+    }
+    __syncthreads();
+    for (c = 0; c < steps; c++) {
+        unsigned char *st = smem + c % stages * SH::STAGE;
+        const int refill = c - 1 + stages; /* the k-step for the stage step c - 1 used */
+        hpdl__mbar_wait(&full[c % stages], (unsigned)(c / stages) & 1);
+        hpdl__wg_fence_accs<BN / 2>(d);
+        hpdl__wg_fence();
+#pragma unroll
+        for (j = 0; j < BK / K_STEP; j++)
+            hpdl__wgmma_thin<BN, BMN, T>(d, hpdl__wg_step_desc<T, BMN>(st, 0, j),
+                                         hpdl__wg_step_desc<T, false>(st + SH::STRIP, 0, j));
+        hpdl__wg_commit();
+        hpdl__wg_fence_accs<BN / 2>(d);
+        if (c > 0 && refill < steps) { /* step c - 1's wgmma has read its stage: refill it while step c's runs */
+            hpdl__wg_wait<1>();
+            __syncthreads();
+            if (t == 0)
+                hpdl__wg_thin_load<BN, BMN>(&map_b, &map_a, smem + refill % stages * SH::STAGE, &full[refill % stages],
+                                            n0, m0, refill * BK);
+        }
+    }
+    hpdl__wg_wait<0>();
+    hpdl__wg_fence_accs<BN / 2>(d);
+    /* accumulator 4j + i: column n of C (row 16 warp + lane / 4, + 8 of the
+       strip) and row m (8 j + 2 (lane % 4), + 1) */
+#pragma unroll
+    for (j = 0; j < BN / 8; j++) {
+        const int n = n0 + t / 32 * 16 + lane / 4, m = m0 + 8 * j + lane % 4 * 2;
+        hpdl__gemm_out(g, m, n, d[4 * j]);
+        hpdl__gemm_out(g, m + 1, n, d[4 * j + 1]);
+        hpdl__gemm_out(g, m, n + 8, d[4 * j + 2]);
+        hpdl__gemm_out(g, m + 1, n + 8, d[4 * j + 3]);
+    }
+#else
+    (void)map_b; (void)map_a; (void)g; (void)stages; /* no sm_90a code in this pass: never launched */
+#endif
+}
+
 /* The ranks of a CM x CN cluster (rank = rm + CM rn) that share a row of
    tiles (the same A tile) or a column (the same B tile): multicast masks. */
 template <int CM, int CN> static __device__ __forceinline__ unsigned short hpdl__wg_row_mask(int rm) {
@@ -4365,11 +4564,76 @@ __global__ void hpdl__wg_add_slices_kernel(hpdl__gemm_args<T, float> g, const fl
     }
 }
 
-/* The one-tile-a-block rung l, K split where that pays
-   (hpdl__wg_split_slices): the kernel leaves each slice's f32 sums in the
-   stream's splitk workspace, then hpdl__wg_add_slices_kernel adds them in
-   slice order with alpha and beta (the same bits every run). One slice, or
-   no workspace inside a graph capture: the rung as it is. */
+/* The thin kernel takes products of at most this many rows (M) in the
+   one-tile-a-block Hopper rung. */
+#ifndef HPDL__WG_THIN_MAX_ROWS /* experiments build without it (0) */
+#define HPDL__WG_THIN_MAX_ROWS 512
+#endif
+
+/* Rows of C a thin block takes: the fewest (8 to 128) whose blocks all run
+   at once on `sms` SMs, else 128. */
+HPDL_LAZY int hpdl__wg_thin_rows(int M, int N, int sms) {
+    const int64_t strips = (N + 63) / 64;
+    int bn;
+    for (bn = 8; bn < 128; bn *= 2)
+        if (strips * ((M + bn - 1) / bn) <= sms) return bn;
+    return 128;
+}
+
+template <typename T, bool BMN, int BN>
+static inline hpdl_status hpdl__wg_thin_launch(const CUtensorMap &map_b, const CUtensorMap &map_a,
+                                               const hpdl__gemm_args<T, float> &g, cudaStream_t stream) {
+    typedef hpdl__wg_thin_shape<BN> SH;
+    const int bk = 128 / (int)sizeof(T), steps = (g.K + bk - 1) / bk, stages = steps < SH::STAGES ? steps : SH::STAGES;
+    const size_t smem = 1024 /* alignment */ + (size_t)stages * (SH::STAGE + 8 /* its barrier */);
+    dim3 grid;
+    hpdl_status s = hpdl__gemm_grid(g.N, 64, g.M, BN, &grid);
+    if (s != HPDL_OK) return s;
+    HPDL_CUDA_TRY(cudaFuncSetAttribute(hpdl__gemm_wgmma_thin<T, BMN, BN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       (int)smem));
+    hpdl__gemm_wgmma_thin<T, BMN, BN><<<grid, 128, smem, stream>>>(map_b, map_a, g, stages);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* Runs the thin kernel on g where it applies: f16/bf16, at most
+   HPDL__WG_THIN_MAX_ROWS rows, A's K contiguous, TMA-aligned operands;
+   HPDL_ERR_UNSUPPORTED elsewhere. */
+template <typename T, int TRANSPOSABLE = hpdl__wg_type<T>::TRANSPOSABLE> struct hpdl__wg_thin {
+    static hpdl_status run(const hpdl__gemm_args<T, float> &g, int sms, cudaStream_t stream) {
+        const int rows = hpdl__wg_thin_rows(g.M, g.N, sms);
+        CUtensorMap map_b, map_a;
+        hpdl_status s;
+        if (g.M > HPDL__WG_THIN_MAX_ROWS || !g.a.kcontig || g.K == 0 || !hpdl__wg_available() ||
+            !hpdl__gemm_aligned(g.a.p, g.a.ld, 16 / sizeof(T), sizeof(T)) ||
+            !hpdl__gemm_aligned(g.b.p, g.b.ld, 16 / sizeof(T), sizeof(T)))
+            return HPDL_ERR_UNSUPPORTED;
+        if ((s = hpdl__wg_map(&map_b, g.b, g.N, g.K)) != HPDL_OK || (s = hpdl__wg_map(&map_a, g.a, g.M, g.K, rows)) != HPDL_OK)
+            return s;
+        return g.b.kcontig ? launch<false>(map_b, map_a, g, rows, stream) : launch<true>(map_b, map_a, g, rows, stream);
+    }
+    template <bool BMN>
+    static hpdl_status launch(const CUtensorMap &map_b, const CUtensorMap &map_a, const hpdl__gemm_args<T, float> &g,
+                              int rows, cudaStream_t stream) {
+        switch (rows) {
+        case 8: return hpdl__wg_thin_launch<T, BMN, 8>(map_b, map_a, g, stream);
+        case 16: return hpdl__wg_thin_launch<T, BMN, 16>(map_b, map_a, g, stream);
+        case 32: return hpdl__wg_thin_launch<T, BMN, 32>(map_b, map_a, g, stream);
+        case 64: return hpdl__wg_thin_launch<T, BMN, 64>(map_b, map_a, g, stream);
+        default: return hpdl__wg_thin_launch<T, BMN, 128>(map_b, map_a, g, stream);
+        }
+    }
+};
+template <typename T> struct hpdl__wg_thin<T, 0> { /* TF32 */
+    static hpdl_status run(const hpdl__gemm_args<T, float> &, int, cudaStream_t) { return HPDL_ERR_UNSUPPORTED; }
+};
+
+/* The one-tile-a-block rung l: the thin kernel where it applies, else K
+   split where that pays (hpdl__wg_split_slices): the kernel leaves each
+   slice's f32 sums in the stream's splitk workspace, then
+   hpdl__wg_add_slices_kernel adds them in slice order with alpha and beta
+   (the same bits every run). One slice, or no workspace inside a graph
+   capture: the rung as it is. */
 template <typename T>
 static inline hpdl_status hpdl__gemm_wgmma_split(hpdl__wg_launch l, const hpdl__gemm_args<T, float> &g,
                                                  cudaStream_t stream) {
@@ -4377,6 +4641,8 @@ static inline hpdl_status hpdl__gemm_wgmma_split(hpdl__wg_launch l, const hpdl__
     int sms = 0;
     hpdl_status s = hpdl__sm_count(&sms);
     if (s != HPDL_OK) return s;
+    s = hpdl__wg_thin<T>::run(g, sms, stream);
+    if (s != HPDL_ERR_UNSUPPORTED) return s;
     l.slices = hpdl__wg_split_slices(g.M, g.N, g.K, (int)(128 / sizeof(T)), sms);
     sp = l.slices > 1 ? hpdl__splitk_space_for(stream) : NULL;
     if (!sp) return hpdl__gemm_run_wgmma(l, g, stream);
@@ -5522,80 +5788,6 @@ static inline hpdl_status hpdl__conv_launch_mma(const hpdl__conv_geom &g, hpdl__
    warpgroup 0 copies, warpgroups 1 and 2 multiply 64 rows each. The int8
    convolution's forward pass runs the same kernel (INT8 QUANTIZATION:
    hpdl__qconv_wg_run), 128 or 64 channels a k step. */
-
-/* d (64 x 64 or 64 x 128 accumulators of this warpgroup: f32, or s32 for
-   int8) += A (64 x K_STEP) B (K_STEP x BN), both from shared memory (the
-   256-wide: hpdl__wgmma_256). */
-#define HPDL__WG_F32(d) HPDL__WG_F8(d, 0), HPDL__WG_F8(d, 8), HPDL__WG_F8(d, 16), HPDL__WG_F8(d, 24)
-#define HPDL__WG_F64(d) HPDL__WG_F32(d), HPDL__WG_F8(d, 32), HPDL__WG_F8(d, 40), HPDL__WG_F8(d, 48), HPDL__WG_F8(d, 56)
-#define HPDL__WG_D32                                                                                           \
-    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                  \
-    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
-#define HPDL__WG_D64                                                                                           \
-    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                  \
-    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                         \
-    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                          \
-    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
-template <int TA, int TB> static __device__ __forceinline__ void hpdl__wgmma_64(float *d, uint64_t a, uint64_t b, __half) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " HPDL__WG_D32 ", %32, %33, 1, 1, 1, %34, %35;"
-                 : HPDL__WG_F32(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
-}
-template <int TA, int TB>
-static __device__ __forceinline__ void hpdl__wgmma_64(float *d, uint64_t a, uint64_t b, __nv_bfloat16) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " HPDL__WG_D32 ", %32, %33, 1, 1, 1, %34, %35;"
-                 : HPDL__WG_F32(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
-}
-template <int TA, int TB> static __device__ __forceinline__ void hpdl__wgmma_128(float *d, uint64_t a, uint64_t b, __half) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " HPDL__WG_D64 ", %64, %65, 1, 1, 1, %66, %67;"
-                 : HPDL__WG_F64(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
-}
-template <int TA, int TB>
-static __device__ __forceinline__ void hpdl__wgmma_128(float *d, uint64_t a, uint64_t b, __nv_bfloat16) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " HPDL__WG_D64 ", %64, %65, 1, 1, 1, %66, %67;"
-                 : HPDL__WG_F64(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
-}
-#define HPDL__WG_F96(d) HPDL__WG_F64(d), HPDL__WG_F8(d, 64), HPDL__WG_F8(d, 72), HPDL__WG_F8(d, 80), HPDL__WG_F8(d, 88)
-#define HPDL__WG_D96                                                                                           \
-    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                  \
-    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                         \
-    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                          \
-    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "                          \
-    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "                          \
-    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}"
-template <int TA, int TB> static __device__ __forceinline__ void hpdl__wgmma_192(float *d, uint64_t a, uint64_t b, __half) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 " HPDL__WG_D96 ", %96, %97, 1, 1, 1, %98, %99;"
-                 : HPDL__WG_F96(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
-}
-template <int TA, int TB>
-static __device__ __forceinline__ void hpdl__wgmma_192(float *d, uint64_t a, uint64_t b, __nv_bfloat16) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 " HPDL__WG_D96 ", %96, %97, 1, 1, 1, %98, %99;"
-                 : HPDL__WG_F96(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
-}
-#define HPDL__WG_R32(d) HPDL__WG_R8(d, 0), HPDL__WG_R8(d, 8), HPDL__WG_R8(d, 16), HPDL__WG_R8(d, 24)
-#define HPDL__WG_R64(d) HPDL__WG_R32(d), HPDL__WG_R8(d, 32), HPDL__WG_R8(d, 40), HPDL__WG_R8(d, 48), HPDL__WG_R8(d, 56)
-template <int TA, int TB> static __device__ __forceinline__ void hpdl__wgmma_64(int *d, uint64_t a, uint64_t b, int8_t) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 " HPDL__WG_D32 ", %32, %33, 1;"
-                 : HPDL__WG_R32(d) : "l"(a), "l"(b));
-}
-template <int TA, int TB> static __device__ __forceinline__ void hpdl__wgmma_128(int *d, uint64_t a, uint64_t b, int8_t) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 " HPDL__WG_D64 ", %64, %65, 1;"
-                 : HPDL__WG_R64(d) : "l"(a), "l"(b));
-}
-/* d += A B, BN = 64, 128 or 256 wide; TA, TB: the operand is MN-major. */
-template <int BN, int TB, typename T, int TA = 0, typename ACC>
-static __device__ __forceinline__ void hpdl__wgmma_bn(ACC *d, uint64_t a, uint64_t b) {
-    if (BN == 64) hpdl__wgmma_64<TA, TB>(d, a, b, T());
-    else if (BN == 128) hpdl__wgmma_128<TA, TB>(d, a, b, T());
-    else hpdl__wgmma_256<TA, TB>(d, a, b, T());
-}
-template <int N> static __device__ __forceinline__ void hpdl__wg_fence_accs(float *d) {
-#pragma unroll
-    for (int i = 0; i < N; i++) asm volatile("" : "+f"(d[i])::"memory");
-}
-template <int N> static __device__ __forceinline__ void hpdl__wg_fence_accs(int *d) {
-#pragma unroll
-    for (int i = 0; i < N; i++) asm volatile("" : "+r"(d[i])::"memory");
-}
 
 /* One box of a 3-D or 4-D tensor map (coordinates innermost first, signed:
    outside the tensor the engine writes zeros). */

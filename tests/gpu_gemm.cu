@@ -263,6 +263,20 @@ static void test_gemm_mma_whole_tiles(void) {
             }
 }
 
+/* A case of transpose t (bit 0: A, bit 1: B), aligned leading dimensions,
+   C tight. */
+template <typename T>
+static void hopper_case(gemm_case<T> *c, int t, int M, int N, int K, double alpha, double beta) {
+    memset(c, 0, sizeof *c);
+    c->ta = t & 1 ? HPDL_TRANS : HPDL_NO_TRANS;
+    c->tb = t & 2 ? HPDL_TRANS : HPDL_NO_TRANS;
+    c->M = M; c->N = N; c->K = K;
+    c->lda = pick_ld(c->ta == HPDL_TRANS ? M : K, 1);
+    c->ldb = pick_ld(c->tb == HPDL_TRANS ? K : N, 1);
+    c->ldc = N;
+    c->alpha = alpha; c->beta = beta;
+}
+
 /* More tiles than SMs (the persistent rungs loop, and hold three quarters
    of a tile's output until the next tile's first three k-steps; the cluster rung
    pairs a tile past the last row block), K not a multiple of the stage's 64:
@@ -274,22 +288,15 @@ static void test_gemm_hopper_many_tiles(void) {
     hpdl_rng_seed(&r, 7);
     for (t = 0; t < 4; t++) {
         gemm_case<hpdl_bf16> c;
-        memset(&c, 0, sizeof c);
-        c.ta = t & 1 ? HPDL_TRANS : HPDL_NO_TRANS;
-        c.tb = t & 2 ? HPDL_TRANS : HPDL_NO_TRANS;
-        c.M = 2200; c.N = 2600; c.K = t < 2 ? 72 : 40;
-        c.lda = pick_ld(c.ta == HPDL_TRANS ? c.M : c.K, 1);
-        c.ldb = pick_ld(c.tb == HPDL_TRANS ? c.K : c.N, 1);
-        c.ldc = c.N;
-        c.alpha = -1.5; c.beta = 0.0;
+        hopper_case(&c, t, 2200, 2600, t < 2 ? 72 : 40, -1.5, 0.0);
         check_hopper_rungs(&c, &r, "bf16");
     }
 }
 
-/* Few tiles and long K: the one-tile-a-block rung splits K (100 x 520 x
-   1000: 6 tiles of 64 x 256, 16 k-steps in 8 slices, the last step
-   partial), every transpose, both epilogues; the slices' sums added in
-   order with alpha and beta. */
+/* Few tiles and long K: the one-tile-a-block rung splits K (600 x 520 x
+   1000: 30 tiles of 64 x 256, 16 k-steps in 4 slices, the last step
+   partial; more rows than the thin kernel takes), every transpose, both
+   epilogues; the slices' sums added in order with alpha and beta. */
 static void test_gemm_hopper_split_k(void) {
     hpdl_rng r;
     int t, b;
@@ -298,16 +305,29 @@ static void test_gemm_hopper_split_k(void) {
     for (t = 0; t < 4; t++)
         for (b = 0; b < 2; b++) {
             gemm_case<hpdl_f16> c;
-            memset(&c, 0, sizeof c);
-            c.ta = t & 1 ? HPDL_TRANS : HPDL_NO_TRANS;
-            c.tb = t & 2 ? HPDL_TRANS : HPDL_NO_TRANS;
-            c.M = 100; c.N = 520; c.K = 1000;
-            c.lda = pick_ld(c.ta == HPDL_TRANS ? c.M : c.K, 1);
-            c.ldb = pick_ld(c.tb == HPDL_TRANS ? c.K : c.N, 1);
-            c.ldc = c.N;
-            c.alpha = -1.5; c.beta = b ? 0.5 : 0.0;
+            hopper_case(&c, t, 600, 520, 1000, -1.5, b ? 0.5 : 0.0);
             check_hopper_rungs(&c, &r, "f16");
         }
+}
+
+/* Few rows (M <= 512, A not transposed): the one-tile-a-block rung runs the
+   thin kernel. 40 x 520 x 2100: 8-row blocks, 33 k-steps through a ring of
+   16 stages, the last step partial; 300 x 1024 x 1100: 64-row blocks, 18
+   k-steps in 13 stages. Both layouts of B, both epilogues, bf16;
+   with A transposed the split runs instead. */
+static void test_gemm_hopper_thin(void) {
+    static const int shapes[][3] = {{40, 520, 2100}, {300, 1024, 1100}};
+    hpdl_rng r;
+    int sh, t, b;
+    if (!hopper_gpu()) HPDL_SKIP("the Hopper rungs need an sm_90 GPU");
+    hpdl_rng_seed(&r, 13);
+    for (sh = 0; sh < 2; sh++)
+        for (t = 0; t < 4; t++)
+            for (b = 0; b < 2; b++) {
+                gemm_case<hpdl_bf16> c;
+                hopper_case(&c, t, shapes[sh][0], shapes[sh][1], shapes[sh][2], 0.75, b ? -0.5 : 0.0);
+                check_hopper_rungs(&c, &r, "bf16");
+            }
 }
 
 /* Every Hopper rung on one M x N x K case (A not transposed, tight leading
@@ -758,7 +778,7 @@ int main(int argc, char **argv) {
                                       HPDL_TEST(test_gemm_hopper_many_tiles), HPDL_TEST(test_gemm_hopper_waves),
                                       HPDL_TEST(test_gemm_stream_k_schedule), HPDL_TEST(test_gemm_hopper_stream_k),
                                       HPDL_TEST(test_gemm_hopper_stream_k_few_tiles),
-                                      HPDL_TEST(test_gemm_hopper_split_k),
+                                      HPDL_TEST(test_gemm_hopper_split_k), HPDL_TEST(test_gemm_hopper_thin),
                                       HPDL_TEST(test_gemm_auto_splitk),  HPDL_TEST(test_gemm_warptile_slices),
                                       HPDL_TEST(test_gemm_wgmma_split_slices), HPDL_TEST(test_gemm_mlp_f32),
                                       HPDL_TEST(test_gemm_mlp_f64),      HPDL_TEST(test_gemm_mlp_f16),
