@@ -2997,12 +2997,16 @@ static inline hpdl_status hpdl__gemm_launch_splitk(const hpdl__gemm_args<T, ACC>
    those, f32 took splitk below 2^20 outputs (784 x 2048 and up: warptile
    0.6-1.1 against 0.4-0.8), while f16/bf16 lost to the Hopper rung on
    every product it could run (784 x 2048 x 3000: 0.05 against 0.61), so
-   they keep their ladder. f64 keeps DMMA (not measured against splitk;
-   the f64 MLP trains on AUTO). */
+   they keep their ladder. With K <= 16, 16-bit products take splitk below
+   2^21 outputs (one H200, 2026-11-27: f16 512 x 2048 x 10 0.95 against
+   mma's 0.63, 3000 x 512 x 10 0.78 against 0.69; 3000 x 2048 x 10 0.55
+   against 0.67). f64 keeps DMMA (not measured against splitk; the f64 MLP
+   trains on AUTO). */
 HPDL_LAZY int hpdl__gemm_auto_splitk(int M, int N, int K, int elem_bytes) {
     const int64_t outputs = (int64_t)M * N;
     if (elem_bytes == 8) return 0;
     if (N <= 16) return 1;
+    if (K <= 16 && elem_bytes == 2) return outputs < ((int64_t)1 << 21);
     if (K <= 16 || elem_bytes == 4) return outputs < ((int64_t)1 << 20);
     return 0;
 }
@@ -3335,9 +3339,10 @@ HPDL_LAZY hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<float, float> 
                        (m64n256k16, f32 accumulators in registers). Small
                        outputs of few tiles split K over more blocks
                        (hpdl__wg_split_slices). Products of few rows (an
-                       MLP's batch: M <= 512, A's K contiguous) run the
-                       thin kernel instead: BN x 64 tiles of C (BN 8 to
-                       128) computed transposed, all of K in flight.
+                       MLP's batch: M <= 512; more where A is MN-major,
+                       hpdl__wg_thin_takes) run the thin kernel instead:
+                       BN x 64 tiles of C (BN 8 to 128) computed
+                       transposed, all of K in flight.
      wgmma_ws          warp specialisation: a producer warpgroup that only
                        issues copies (and gives its registers away with
                        setmaxnreg) keeps the ring full, two consumer warpgroups
@@ -3547,13 +3552,15 @@ HPDL__DEFINE_WGMMA_THIN(16, __nv_bfloat16, "bf16", HPDL__WG_D8, HPDL__WG_F8(d, 0
 HPDL__DEFINE_WGMMA_THIN(32, __half, "f16", HPDL__WG_D16, HPDL__WG_F16(d), "%16, %17, 1, 1, 1, %18, 0")
 HPDL__DEFINE_WGMMA_THIN(32, __nv_bfloat16, "bf16", HPDL__WG_D16, HPDL__WG_F16(d), "%16, %17, 1, 1, 1, %18, 0")
 
-/* d (64 x N) += A B for the thin rung, N = 8, 16, 32, 64 or 128. */
-template <int N, int TA, typename T> static __device__ __forceinline__ void hpdl__wgmma_thin(float *d, uint64_t a, uint64_t b) {
+/* d (64 x N) += A B for the thin rung, N = 8, 16, 32, 64 or 128; B
+   MN-major (TB) only 64 or 128 wide. */
+template <int N, int TA, int TB, typename T>
+static __device__ __forceinline__ void hpdl__wgmma_thin(float *d, uint64_t a, uint64_t b) {
     if (N == 8) hpdl__wgmma_8<TA>(d, a, b, T());
     else if (N == 16) hpdl__wgmma_16<TA>(d, a, b, T());
     else if (N == 32) hpdl__wgmma_32<TA>(d, a, b, T());
-    else if (N == 64) hpdl__wgmma_64<TA, 0>(d, a, b, T());
-    else hpdl__wgmma_128<TA, 0>(d, a, b, T());
+    else if (N == 64) hpdl__wgmma_64<TA, TB>(d, a, b, T());
+    else hpdl__wgmma_128<TA, TB>(d, a, b, T());
 }
 
 /* One stage (BK of K) into this warpgroup's accumulators: its 64 rows of
@@ -4086,23 +4093,27 @@ static __device__ __forceinline__ void hpdl__tma_prefetch(const CUtensorMap *map
 }
 
 /* One k-step (k0) of a thin block into a stage: B's strip at columns n0,
-   A's BN rows at m0 (boxes of BN rows: hpdl__wg_map's rows). */
-template <int BN, bool BMN>
+   A's BN rows at m0 (K-major: one box of BN rows, hpdl__wg_map's rows;
+   MN-major: BN / 64 pieces). */
+template <int BN, bool BMN, bool AMN>
 static __device__ __forceinline__ void hpdl__wg_thin_load(const CUtensorMap *map_b, const CUtensorMap *map_a,
                                                           unsigned char *stage, uint64_t *bar, int n0, int m0, int k0) {
     hpdl__mbar_expect_bytes(bar, hpdl__wg_thin_shape<BN>::STAGE);
     hpdl__wg_load_pieces<BMN>(map_b, stage, bar, n0, k0, 0, 1, 1, 0);
-    hpdl__tma_load(map_a, stage + hpdl__wg_thin_shape<BN>::STRIP, bar, k0, m0, 0);
+    if (AMN)
+        hpdl__wg_load_pieces<true>(map_a, stage + hpdl__wg_thin_shape<BN>::STRIP, bar, m0, k0, 0, BN / 64, 1, 0);
+    else
+        hpdl__tma_load(map_a, stage + hpdl__wg_thin_shape<BN>::STRIP, bar, k0, m0, 0);
 }
 
 /* thin: a BN x 64 tile of C per block (one warpgroup) for products of few
-   rows (an MLP's batch) and A's K contiguous, f16/bf16. The operands swap
+   rows (an MLP's batch; A MN-major: BN 64 or 128), f16/bf16. The operands swap
    roles: wgmma's 64-row operand is the strip of B (C's columns), its
    BN-wide one the rows of A, so the accumulators hold the tile transposed.
    Thread 0 puts `stages` k-steps in flight at once, all of K where it
    fits (784: 13 steps), and refills a stage once its wgmma has read it,
    while the next step's wgmma runs. */
-template <typename T, bool BMN, int BN>
+template <typename T, bool BMN, bool AMN, int BN>
 __global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma_thin(const __grid_constant__ CUtensorMap map_b,
                                                                 const __grid_constant__ CUtensorMap map_a,
                                                                 hpdl__gemm_args<T, float> g, int stages) {
@@ -4123,7 +4134,7 @@ __global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma_thin(const __grid_con
         for (i = 0; i < stages; i++) hpdl__mbar_init(&full[i], 1);
         hpdl__mbar_init_fence();
         for (i = 0; i < stages && i < steps; i++)
-            hpdl__wg_thin_load<BN, BMN>(&map_b, &map_a, smem + i * SH::STAGE, &full[i], n0, m0, i * BK);
+            hpdl__wg_thin_load<BN, BMN, AMN>(&map_b, &map_a, smem + i * SH::STAGE, &full[i], n0, m0, i * BK);
     }
     __syncthreads();
     for (c = 0; c < steps; c++) {
@@ -4134,15 +4145,15 @@ __global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma_thin(const __grid_con
         hpdl__wg_fence();
 #pragma unroll
         for (j = 0; j < BK / K_STEP; j++)
-            hpdl__wgmma_thin<BN, BMN, T>(d, hpdl__wg_step_desc<T, BMN>(st, 0, j),
-                                         hpdl__wg_step_desc<T, false>(st + SH::STRIP, 0, j));
+            hpdl__wgmma_thin<BN, BMN, AMN, T>(d, hpdl__wg_step_desc<T, BMN>(st, 0, j),
+                                              hpdl__wg_step_desc<T, AMN>(st + SH::STRIP, 0, j));
         hpdl__wg_commit();
         hpdl__wg_fence_accs<BN / 2>(d);
         if (c > 0 && refill < steps) { /* step c - 1's wgmma has read its stage: refill it while step c's runs */
             hpdl__wg_wait<1>();
             __syncthreads();
             if (t == 0)
-                hpdl__wg_thin_load<BN, BMN>(&map_b, &map_a, smem + refill % stages * SH::STAGE, &full[refill % stages],
+                hpdl__wg_thin_load<BN, BMN, AMN>(&map_b, &map_a, smem + refill % stages * SH::STAGE, &full[refill % stages],
                                             n0, m0, refill * BK);
         }
     }
@@ -4565,22 +4576,34 @@ __global__ void hpdl__wg_add_slices_kernel(hpdl__gemm_args<T, float> g, const fl
 }
 
 /* The thin kernel takes products of at most this many rows (M) in the
-   one-tile-a-block Hopper rung. */
+   one-tile-a-block Hopper rung, and more where A is MN-major, its blocks
+   all run at once and its stages hold all of K (one H200, f16, A^T B with
+   784 rows: 0.68 -> 0.88 of cuBLAS at K = 512, and 0.58 -> 0.54 at K =
+   3000, where the split spreads K over more SMs). */
 #ifndef HPDL__WG_THIN_MAX_ROWS /* experiments build without it (0) */
 #define HPDL__WG_THIN_MAX_ROWS 512
 #endif
 
-/* Rows of C a thin block takes: the fewest (8 to 128) whose blocks all run
-   at once on `sms` SMs, else 128. */
-HPDL_LAZY int hpdl__wg_thin_rows(int M, int N, int sms) {
+/* Rows of C a thin block takes: the fewest (8 to 128; A MN-major: 64 or
+   128) whose blocks all run at once on `sms` SMs, else 128. */
+HPDL_LAZY int hpdl__wg_thin_rows(int M, int N, int amn, int sms) {
     const int64_t strips = (N + 63) / 64;
     int bn;
-    for (bn = 8; bn < 128; bn *= 2)
+    for (bn = amn ? 64 : 8; bn < 128; bn *= 2)
         if (strips * ((M + bn - 1) / bn) <= sms) return bn;
     return 128;
 }
 
-template <typename T, bool BMN, int BN>
+/* Whether the thin kernel takes an M x N x K product of 16-bit elements
+   (A MN-major: amn). */
+HPDL_LAZY int hpdl__wg_thin_takes(int M, int N, int K, int amn, int sms) {
+    const int rows = hpdl__wg_thin_rows(M, N, amn, sms);
+    const int stages = rows == 64 ? (int)hpdl__wg_thin_shape<64>::STAGES : (int)hpdl__wg_thin_shape<128>::STAGES;
+    return M <= HPDL__WG_THIN_MAX_ROWS ||
+           (amn && (int64_t)((N + 63) / 64) * ((M + rows - 1) / rows) <= sms && (K + 63) / 64 <= stages);
+}
+
+template <typename T, bool BMN, bool AMN, int BN>
 static inline hpdl_status hpdl__wg_thin_launch(const CUtensorMap &map_b, const CUtensorMap &map_a,
                                                const hpdl__gemm_args<T, float> &g, cudaStream_t stream) {
     typedef hpdl__wg_thin_shape<BN> SH;
@@ -4589,39 +4612,46 @@ static inline hpdl_status hpdl__wg_thin_launch(const CUtensorMap &map_b, const C
     dim3 grid;
     hpdl_status s = hpdl__gemm_grid(g.N, 64, g.M, BN, &grid);
     if (s != HPDL_OK) return s;
-    HPDL_CUDA_TRY(cudaFuncSetAttribute(hpdl__gemm_wgmma_thin<T, BMN, BN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       (int)smem));
-    hpdl__gemm_wgmma_thin<T, BMN, BN><<<grid, 128, smem, stream>>>(map_b, map_a, g, stages);
+    HPDL_CUDA_TRY(cudaFuncSetAttribute(hpdl__gemm_wgmma_thin<T, BMN, AMN, BN>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    hpdl__gemm_wgmma_thin<T, BMN, AMN, BN><<<grid, 128, smem, stream>>>(map_b, map_a, g, stages);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
 }
 
-/* Runs the thin kernel on g where it applies: f16/bf16, at most
-   HPDL__WG_THIN_MAX_ROWS rows, A's K contiguous, TMA-aligned operands;
-   HPDL_ERR_UNSUPPORTED elsewhere. */
+/* Runs the thin kernel on g where it applies (f16/bf16,
+   hpdl__wg_thin_takes, TMA-aligned operands); HPDL_ERR_UNSUPPORTED
+   elsewhere. */
 template <typename T, int TRANSPOSABLE = hpdl__wg_type<T>::TRANSPOSABLE> struct hpdl__wg_thin {
     static hpdl_status run(const hpdl__gemm_args<T, float> &g, int sms, cudaStream_t stream) {
-        const int rows = hpdl__wg_thin_rows(g.M, g.N, sms);
+        const int amn = !g.a.kcontig, rows = hpdl__wg_thin_rows(g.M, g.N, amn, sms);
         CUtensorMap map_b, map_a;
         hpdl_status s;
-        if (g.M > HPDL__WG_THIN_MAX_ROWS || !g.a.kcontig || g.K == 0 || !hpdl__wg_available() ||
+        if (!hpdl__wg_thin_takes(g.M, g.N, g.K, amn, sms) || g.K == 0 || !hpdl__wg_available() ||
             !hpdl__gemm_aligned(g.a.p, g.a.ld, 16 / sizeof(T), sizeof(T)) ||
             !hpdl__gemm_aligned(g.b.p, g.b.ld, 16 / sizeof(T), sizeof(T)))
             return HPDL_ERR_UNSUPPORTED;
         if ((s = hpdl__wg_map(&map_b, g.b, g.N, g.K)) != HPDL_OK || (s = hpdl__wg_map(&map_a, g.a, g.M, g.K, rows)) != HPDL_OK)
             return s;
-        return g.b.kcontig ? launch<false>(map_b, map_a, g, rows, stream) : launch<true>(map_b, map_a, g, rows, stream);
+        if (amn) return g.b.kcontig ? mn_major<false>(map_b, map_a, g, rows, stream) : mn_major<true>(map_b, map_a, g, rows, stream);
+        return g.b.kcontig ? k_major<false>(map_b, map_a, g, rows, stream) : k_major<true>(map_b, map_a, g, rows, stream);
     }
-    template <bool BMN>
-    static hpdl_status launch(const CUtensorMap &map_b, const CUtensorMap &map_a, const hpdl__gemm_args<T, float> &g,
-                              int rows, cudaStream_t stream) {
+    template <bool BMN> /* A's K contiguous: any rows */
+    static hpdl_status k_major(const CUtensorMap &map_b, const CUtensorMap &map_a, const hpdl__gemm_args<T, float> &g,
+                               int rows, cudaStream_t stream) {
         switch (rows) {
-        case 8: return hpdl__wg_thin_launch<T, BMN, 8>(map_b, map_a, g, stream);
-        case 16: return hpdl__wg_thin_launch<T, BMN, 16>(map_b, map_a, g, stream);
-        case 32: return hpdl__wg_thin_launch<T, BMN, 32>(map_b, map_a, g, stream);
-        case 64: return hpdl__wg_thin_launch<T, BMN, 64>(map_b, map_a, g, stream);
-        default: return hpdl__wg_thin_launch<T, BMN, 128>(map_b, map_a, g, stream);
+        case 8: return hpdl__wg_thin_launch<T, BMN, false, 8>(map_b, map_a, g, stream);
+        case 16: return hpdl__wg_thin_launch<T, BMN, false, 16>(map_b, map_a, g, stream);
+        case 32: return hpdl__wg_thin_launch<T, BMN, false, 32>(map_b, map_a, g, stream);
+        case 64: return hpdl__wg_thin_launch<T, BMN, false, 64>(map_b, map_a, g, stream);
+        default: return hpdl__wg_thin_launch<T, BMN, false, 128>(map_b, map_a, g, stream);
         }
+    }
+    template <bool BMN> /* A MN-major: 64 or 128 rows */
+    static hpdl_status mn_major(const CUtensorMap &map_b, const CUtensorMap &map_a, const hpdl__gemm_args<T, float> &g,
+                                int rows, cudaStream_t stream) {
+        return rows == 64 ? hpdl__wg_thin_launch<T, BMN, true, 64>(map_b, map_a, g, stream)
+                          : hpdl__wg_thin_launch<T, BMN, true, 128>(map_b, map_a, g, stream);
     }
 };
 template <typename T> struct hpdl__wg_thin<T, 0> { /* TF32 */

@@ -295,8 +295,9 @@ static void test_gemm_hopper_many_tiles(void) {
 
 /* Few tiles and long K: the one-tile-a-block rung splits K (600 x 520 x
    1000: 30 tiles of 64 x 256, 16 k-steps in 4 slices, the last step
-   partial; more rows than the thin kernel takes), every transpose, both
-   epilogues; the slices' sums added in order with alpha and beta. */
+   partial; more rows and k-steps than the thin kernel takes), every
+   transpose, both epilogues; the slices' sums added in order with alpha
+   and beta. */
 static void test_gemm_hopper_split_k(void) {
     hpdl_rng r;
     int t, b;
@@ -310,18 +311,18 @@ static void test_gemm_hopper_split_k(void) {
         }
 }
 
-/* Few rows (M <= 512, A not transposed): the one-tile-a-block rung runs the
-   thin kernel. 40 x 520 x 2100: 8-row blocks, 33 k-steps through a ring of
-   16 stages, the last step partial; 300 x 1024 x 1100: 64-row blocks, 18
-   k-steps in 13 stages. Both layouts of B, both epilogues, bf16;
-   with A transposed the split runs instead. */
+/* Few rows (M <= 512): the one-tile-a-block rung runs the thin kernel.
+   40 x 520 x 2100: 8-row blocks (A transposed: 64), 33 k-steps through a
+   ring of 16 stages (13), the last step partial; 300 x 1024 x 1100:
+   64-row blocks, 18 k-steps in 13 stages; 700 x 1024 x 300 with A
+   transposed: 128-row blocks. Every transpose, both epilogues, bf16. */
 static void test_gemm_hopper_thin(void) {
-    static const int shapes[][3] = {{40, 520, 2100}, {300, 1024, 1100}};
+    static const int shapes[][3] = {{40, 520, 2100}, {300, 1024, 1100}, {700, 1024, 300}};
     hpdl_rng r;
     int sh, t, b;
     if (!hopper_gpu()) HPDL_SKIP("the Hopper rungs need an sm_90 GPU");
     hpdl_rng_seed(&r, 13);
-    for (sh = 0; sh < 2; sh++)
+    for (sh = 0; sh < 3; sh++)
         for (t = 0; t < 4; t++)
             for (b = 0; b < 2; b++) {
                 gemm_case<hpdl_bf16> c;
@@ -499,10 +500,11 @@ static void test_gemm_auto_splitk(void) {
         for (B = 32; B <= 3000; B = B == 512 ? 3000 : B * 4) {
             int p[5][5];
             mlp_products(B, H, p);
-            for (i = 1; i < 4; i++) { /* N = 10: always; K = 10: below 2^20 outputs; f64 keeps DMMA */
-                const int M = p[i][2], N = p[i][3], K = p[i][4], want = N <= 16 || (int64_t)M * N < (1 << 20);
-                HPDL_EXPECT(hpdl__gemm_auto_splitk(M, N, K, 4) == want && hpdl__gemm_auto_splitk(M, N, K, 2) == want &&
-                            !hpdl__gemm_auto_splitk(M, N, K, 8));
+            for (i = 1; i < 4; i++) { /* N = 10: always; K = 10: below 2^20 outputs (16-bit: 2^21); f64 keeps DMMA */
+                const int M = p[i][2], N = p[i][3], K = p[i][4];
+                const int want32 = N <= 16 || (int64_t)M * N < (1 << 20), want16 = N <= 16 || (int64_t)M * N < (1 << 21);
+                HPDL_EXPECT(hpdl__gemm_auto_splitk(M, N, K, 4) == want32 &&
+                            hpdl__gemm_auto_splitk(M, N, K, 2) == want16 && !hpdl__gemm_auto_splitk(M, N, K, 8));
             }
         }
     HPDL_EXPECT(hpdl__gemm_auto_splitk(32, 512, 784, 4));       /* f32, small output, long K */
@@ -511,7 +513,9 @@ static void test_gemm_auto_splitk(void) {
     HPDL_EXPECT(!hpdl__gemm_auto_splitk(784, 2048, 3000, 4));   /* 1.6 M outputs: warptile */
     HPDL_EXPECT(!hpdl__gemm_auto_splitk(784, 2048, 3000, 2));
     HPDL_EXPECT(hpdl__gemm_auto_splitk(512, 10, 3000, 2));      /* narrow */
-    HPDL_EXPECT(!hpdl__gemm_auto_splitk(3000, 512, 10, 2));     /* K = 10 but 1.5 M outputs */
+    HPDL_EXPECT(hpdl__gemm_auto_splitk(3000, 512, 10, 2));      /* K = 10, 1.5 M outputs: 16-bit */
+    HPDL_EXPECT(!hpdl__gemm_auto_splitk(3000, 512, 10, 4));     /* f32: warptile */
+    HPDL_EXPECT(!hpdl__gemm_auto_splitk(3000, 2048, 10, 2));    /* 6 M outputs: mma */
     HPDL_EXPECT(!hpdl__gemm_auto_splitk(4096, 4096, 4096, 4));
     HPDL_EXPECT(!hpdl__gemm_auto_splitk(4096, 4096, 4096, 2));
     HPDL_EXPECT(!hpdl__gemm_auto_splitk(32, 10, 784, 8)); /* f64 keeps DMMA */
@@ -587,6 +591,20 @@ static void test_gemm_wgmma_split_slices(void) {
                                 (int64_t)n * ((M + 63) / 64) * ((N + 255) / 256) * 64 * 256 * 4 <=
                                     (int64_t)HPDL__SPLITK_WS_BYTES);
             }
+}
+
+/* Which products the thin Hopper kernel takes, and its rows a block (host
+   logic; the kernel itself: test_gemm_hopper_thin). */
+static void test_gemm_wgmma_thin_rule(void) {
+    HPDL_EXPECT(hpdl__wg_thin_rows(32, 512, 0, 132) == 8 && hpdl__wg_thin_takes(32, 512, 784, 0, 132)); /* 32 blocks */
+    HPDL_EXPECT(hpdl__wg_thin_rows(128, 2048, 0, 132) == 32); /* 128 blocks */
+    HPDL_EXPECT(hpdl__wg_thin_rows(512, 2048, 0, 132) == 128 && hpdl__wg_thin_takes(512, 2048, 784, 0, 132));
+    HPDL_EXPECT(!hpdl__wg_thin_takes(3000, 512, 784, 0, 132)); /* more than 512 rows, A's K contiguous */
+    /* A MN-major (an MLP's weight gradient, 784 rows): one wave of 64-row blocks, all of K in 13 stages */
+    HPDL_EXPECT(hpdl__wg_thin_rows(784, 512, 1, 132) == 64 && hpdl__wg_thin_takes(784, 512, 512, 1, 132));
+    HPDL_EXPECT(!hpdl__wg_thin_takes(784, 512, 3000, 1, 132));  /* 47 k-steps: the split */
+    HPDL_EXPECT(!hpdl__wg_thin_takes(784, 2048, 128, 1, 132));  /* 224 blocks of 128 rows */
+    HPDL_EXPECT(hpdl__wg_thin_rows(700, 1024, 1, 132) == 128 && hpdl__wg_thin_takes(700, 1024, 300, 1, 132));
 }
 
 /* The warptile rung's split of K (host logic): none where its tiles fill
@@ -780,7 +798,7 @@ int main(int argc, char **argv) {
                                       HPDL_TEST(test_gemm_hopper_stream_k_few_tiles),
                                       HPDL_TEST(test_gemm_hopper_split_k), HPDL_TEST(test_gemm_hopper_thin),
                                       HPDL_TEST(test_gemm_auto_splitk),  HPDL_TEST(test_gemm_warptile_slices),
-                                      HPDL_TEST(test_gemm_wgmma_split_slices), HPDL_TEST(test_gemm_mlp_f32),
+                                      HPDL_TEST(test_gemm_wgmma_split_slices), HPDL_TEST(test_gemm_wgmma_thin_rule), HPDL_TEST(test_gemm_mlp_f32),
                                       HPDL_TEST(test_gemm_mlp_f64),      HPDL_TEST(test_gemm_mlp_f16),
                                       HPDL_TEST(test_gemm_mlp_bf16),     HPDL_TEST(test_gemm_splitk_graph)};
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
