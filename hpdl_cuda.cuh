@@ -2774,17 +2774,23 @@ template <typename SH, typename T> struct hpdl__splitk_math<SH, T, float, true> 
 
 /* v[i] = the sum over the slices, in slice order, of element 256 i of each
    slice's sums (slice s at ws + s * area; slice `mine` is v itself, -1:
-   none is). A slice's OUT loads go out together, and the loop runs
-   several slices at once, so the loads' latencies overlap instead of
-   adding up one after another; the order of the additions is unchanged. */
+   none is). A slice's OUT loads go out together, and the loop runs 8
+   slices at once, so the loads' latencies overlap instead of adding up
+   one after another; the order of the additions is unchanged. 8 rather
+   than 4: one H200, f16 512 x 10 x 2048 0.80 -> 0.86-0.89 of cuBLAS,
+   f32 AUTO over the MLP's products 0.940 -> 0.948 (2026-11-27). */
+#ifndef HPDL__SPLITK_ADD_UNROLL /* experiments build other depths */
+#define HPDL__SPLITK_ADD_UNROLL 8
+#endif
 template <int OUT, typename ACC>
 static __device__ __forceinline__ void hpdl__splitk_add_slices(const ACC *ws, int area, int slices, int mine,
                                                                ACC v[OUT]) {
+    enum { SLICES_AT_ONCE = HPDL__SPLITK_ADD_UNROLL };
     ACC sum[OUT];
     int i, s;
 #pragma unroll
     for (i = 0; i < OUT; i++) sum[i] = 0;
-#pragma unroll 4
+#pragma unroll SLICES_AT_ONCE
     for (s = 0; s < slices; s++) {
         ACC in[OUT];
 #pragma unroll
@@ -2915,11 +2921,15 @@ HPDL_LAZY int hpdl__splitk_bm(int shape) { return shape == HPDL__SPLITK_NARROW ?
 HPDL_LAZY int hpdl__splitk_bn(int shape) { return shape == HPDL__SPLITK_NARROW ? 16 : 64; }
 
 /* How deep each slice of K is (a multiple of 32; K itself: no split) for
-   `sms` SMs and sums of acc_bytes: enough slices for about 4 blocks per SM,
+   `sms` SMs and sums of acc_bytes: enough slices for about 2 blocks per SM,
    each at least two 32-deep steps, at most 64, within the workspace and
-   its counters. The slices are then ceil(K / depth), none of them empty. */
+   its counters. The slices are then ceil(K / depth), none of them empty.
+   2 rather than 4 halves the slices the last block of a tile adds (one
+   H200, 2026-11-27: f16 2048 x 10 x 3000, 32 -> 16 slices, 0.63 -> 0.81 of
+   cuBLAS; 3000 x 10 x 2048 0.72 -> 1.06; f16 AUTO over the MLP's products
+   0.86 -> 0.87). */
 #ifndef HPDL__SPLITK_BLOCKS_PER_SM /* experiments build other splits */
-#define HPDL__SPLITK_BLOCKS_PER_SM 4
+#define HPDL__SPLITK_BLOCKS_PER_SM 2
 #endif
 #ifndef HPDL__SPLITK_MIN_STEPS
 #define HPDL__SPLITK_MIN_STEPS 2
