@@ -962,7 +962,8 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_prefetch(const void *ptr, size_t bytes, int 
        cublas     the library, for reference
    f16/bf16 accumulate in f32 on every rung. AUTO: splitk for skinny f32/f16/bf16 products
    (hpdl__gemm_auto_splitk: N <= 16, or small outputs with K <= 16, f32 too with long K) unless
-   f32's mma fills the GPU (hpdl__gemm_auto_tf32x3: its tiles times its K slices), else
+   f32's mma fills the GPU (hpdl__gemm_auto_tf32x3: its tiles times its K slices), warptile
+   for 16-bit products with K <= 16 and larger outputs (hpdl__gemm_auto_warptile), else
    f32 -> warptile, f64 -> mma, f16/bf16 -> the Hopper rungs below where they run
    (HPDL__GEMM_HOPPER_DEFAULT), else mma (warptile when the binary or the GPU has no sm_80
    tensor-core path). */
@@ -3007,18 +3008,26 @@ static inline hpdl_status hpdl__gemm_launch_splitk(const hpdl__gemm_args<T, ACC>
    those, f32 took splitk below 2^20 outputs (784 x 2048 and up: warptile
    0.6-1.1 against 0.4-0.8), while f16/bf16 lost to the Hopper rung on
    every product it could run (784 x 2048 x 3000: 0.05 against 0.61), so
-   they keep their ladder. With K <= 16, 16-bit products take splitk below
-   2^21 outputs (one H200, 2026-11-27: f16 512 x 2048 x 10 0.95 against
-   mma's 0.63, 3000 x 512 x 10 0.78 against 0.69; 3000 x 2048 x 10 0.55
-   against 0.67). f64 keeps DMMA (not measured against splitk; the f64 MLP
-   trains on AUTO). */
+   they keep their ladder. With K <= 16, 16-bit products take splitk up to
+   2^20 outputs and warptile past that (hpdl__gemm_auto_warptile; one H200,
+   2026-11-27, f16: 512 x 2048 x 10 splitk 1.02 of cuBLAS, warptile 0.89,
+   mma 0.64; 3000 x 512 x 10 0.79, 0.95, 0.70; 3000 x 2048 x 10 0.55,
+   0.81, 0.67; bf16 alike). f64 keeps DMMA (not measured against splitk;
+   the f64 MLP trains on AUTO). */
 HPDL_LAZY int hpdl__gemm_auto_splitk(int M, int N, int K, int elem_bytes) {
     const int64_t outputs = (int64_t)M * N;
     if (elem_bytes == 8) return 0;
     if (N <= 16) return 1;
-    if (K <= 16 && elem_bytes == 2) return outputs < ((int64_t)1 << 21);
+    if (K <= 16 && elem_bytes == 2) return outputs <= ((int64_t)1 << 20);
     if (K <= 16 || elem_bytes == 4) return outputs < ((int64_t)1 << 20);
     return 0;
+}
+
+/* Whether AUTO takes warptile for a 16-bit product: K <= 16 past
+   splitk's outputs (see above; the Hopper rungs cannot copy rows of K <= 16
+   elements unless they are 16-byte aligned, and mma ran at 0.67-0.70). */
+HPDL_LAZY int hpdl__gemm_auto_warptile(int M, int N, int K, int elem_bytes) {
+    return elem_bytes == 2 && K <= 16 && !hpdl__gemm_auto_splitk(M, N, K, elem_bytes);
 }
 
 /* Every block tile inside the matrices and every load aligned: the kernels
@@ -4754,6 +4763,9 @@ static inline hpdl_status hpdl__cuda_gemm(hpdl_gemm_algo algo, hpdl_transpose ta
         if (!tensor && hpdl__gemm_auto_splitk(M, N, K, (int)sizeof(T))) algo = HPDL_GEMM_SPLITK;
     } else if (algo == HPDL_GEMM_AUTO && hpdl__gemm_auto_splitk(M, N, K, (int)sizeof(T))) {
         algo = HPDL_GEMM_SPLITK;
+    } else if (algo == HPDL_GEMM_AUTO && hpdl__gemm_auto_warptile(M, N, K, (int)sizeof(T))) {
+        algo = HPDL_GEMM_WARPTILE;
+        tensor = 0;
     }
     if (algo == HPDL_GEMM_SPLITK)
         return hpdl__gemm_launch_splitk(

@@ -21,10 +21,11 @@
    --mlp: the five products of one training step of the MLP 784 -> H -> 10
    (forward per layer, the weight gradients, the delta carried down), with
    hpdl_cuda_mlp's transposes, for H in {512, 2048} and batch B in {32, 128,
-   512, 3000}: f32 (auto, splitk, warptile) and f16/bf16 (auto, splitk, mma,
-   wgmma_persistent), each checked against cuBLAS and timed in turns with
-   it; then per type the geometric mean of the ratios per rung and of each
-   product's best rung (gemm_mlp.csv; every row in gemm_mlp_all.csv).
+   512, 3000}: f32 (auto, splitk, warptile, mma) and f16/bf16 (auto,
+   splitk, warptile, mma, wgmma, wgmma_persistent), each checked against
+   cuBLAS and timed in turns with it; then per type the geometric mean of
+   the ratios per rung and of each product's best rung (gemm_mlp.csv; every
+   row in gemm_mlp_all.csv).
 
    usage: gemm [--quick | --tune | --sustained | --fp8 | --mlp] [--shape MxNxK] [--precision f32|f64|f16|bf16|tf32]
        --quick  4096^3 only, fewer runs
@@ -888,7 +889,9 @@ static int mlp_product_rows(FILE *all, const char *type, int B, int H, const mlp
         c.algo = rungs[r];
         c.C = C;
         if (c.algo == HPDL_GEMM_AUTO)
-            pick = hpdl__gemm_auto_splitk(p->M, p->N, p->K, (int)sizeof(T)) ? " (auto: splitk)" : " (auto: big tiles)";
+            pick = hpdl__gemm_auto_splitk(p->M, p->N, p->K, (int)sizeof(T))     ? " (auto: splitk)"
+                   : hpdl__gemm_auto_warptile(p->M, p->N, p->K, (int)sizeof(T)) ? " (auto: warptile)"
+                                                                                : " (auto: big tiles)";
         HPDL_CHECK(hpdl_cuda_poison(C, nc * sizeof(T)));
         st = mlp_call(&c, 0);
         if (st == HPDL_ERR_UNSUPPORTED) {
@@ -961,7 +964,9 @@ static int mlp_type(FILE *head, FILE *all, const bench_opts *opt, const char *ty
 
 static int mlp_all(const bench_opts *opt, const hpdl_cuda_device_info *info, hpdl_cuda_l2_flusher *fl) {
     static const hpdl_gemm_algo f32_rungs[] = {HPDL_GEMM_AUTO, HPDL_GEMM_SPLITK, HPDL_GEMM_WARPTILE, HPDL_GEMM_MMA};
-    static const hpdl_gemm_algo half_rungs[] = {HPDL_GEMM_AUTO, HPDL_GEMM_SPLITK, HPDL_GEMM_MMA, HPDL_GEMM_WGMMA_PERSISTENT};
+    static const hpdl_gemm_algo half_rungs[] = {HPDL_GEMM_AUTO, HPDL_GEMM_SPLITK, HPDL_GEMM_WARPTILE,
+                                                HPDL_GEMM_MMA,  HPDL_GEMM_WGMMA,  HPDL_GEMM_WGMMA_PERSISTENT};
+    const int n_f32 = (int)(sizeof f32_rungs / sizeof f32_rungs[0]), n_half = (int)(sizeof half_rungs / sizeof half_rungs[0]);
     FILE *head = hpdl_csv_open(".", "gemm_mlp");
     FILE *all = hpdl_csv_open_with_header(".", "gemm_mlp_all",
                                           "metric,value,unit,anchor,anchor_value,ratio,type,h,batch,product,m,n,k,rung,"
@@ -973,9 +978,9 @@ static int mlp_all(const bench_opts *opt, const hpdl_cuda_device_info *info, hpd
            info->name, info->sm_count);
     printf("%-5s %5s %5s  %-7s %5s %5s %5s  %-16s %9s %9s %7s %9s  %s\n", "type", "H", "B", "product", "M", "N", "K",
            "rung", "us", "cublas_us", "ratio", "err", "status");
-    good &= mlp_type<float>(head, all, opt, "f32", f32_rungs, 4, fl);
-    good &= mlp_type<__half>(head, all, opt, "f16", half_rungs, 4, fl);
-    good &= mlp_type<__nv_bfloat16>(head, all, opt, "bf16", half_rungs, 4, fl);
+    good &= mlp_type<float>(head, all, opt, "f32", f32_rungs, n_f32, fl);
+    good &= mlp_type<__half>(head, all, opt, "f16", half_rungs, n_half, fl);
+    good &= mlp_type<__nv_bfloat16>(head, all, opt, "bf16", half_rungs, n_half, fl);
     if (head) fclose(head);
     if (all) fclose(all);
     return good;

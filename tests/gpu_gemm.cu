@@ -500,11 +500,12 @@ static void test_gemm_auto_splitk(void) {
         for (B = 32; B <= 3000; B = B == 512 ? 3000 : B * 4) {
             int p[5][5];
             mlp_products(B, H, p);
-            for (i = 1; i < 4; i++) { /* N = 10: always; K = 10: below 2^20 outputs (16-bit: 2^21); f64 keeps DMMA */
+            for (i = 1; i < 4; i++) { /* N = 10: always; K = 10: below 2^20 outputs (16-bit: up to); f64 keeps DMMA */
                 const int M = p[i][2], N = p[i][3], K = p[i][4];
-                const int want32 = N <= 16 || (int64_t)M * N < (1 << 20), want16 = N <= 16 || (int64_t)M * N < (1 << 21);
+                const int want32 = N <= 16 || (int64_t)M * N < (1 << 20), want16 = N <= 16 || (int64_t)M * N <= (1 << 20);
                 HPDL_EXPECT(hpdl__gemm_auto_splitk(M, N, K, 4) == want32 &&
                             hpdl__gemm_auto_splitk(M, N, K, 2) == want16 && !hpdl__gemm_auto_splitk(M, N, K, 8));
+                HPDL_EXPECT(hpdl__gemm_auto_warptile(M, N, K, 2) == !want16 && !hpdl__gemm_auto_warptile(M, N, K, 4));
             }
         }
     HPDL_EXPECT(hpdl__gemm_auto_splitk(32, 512, 784, 4));       /* f32, small output, long K */
@@ -513,9 +514,10 @@ static void test_gemm_auto_splitk(void) {
     HPDL_EXPECT(!hpdl__gemm_auto_splitk(784, 2048, 3000, 4));   /* 1.6 M outputs: warptile */
     HPDL_EXPECT(!hpdl__gemm_auto_splitk(784, 2048, 3000, 2));
     HPDL_EXPECT(hpdl__gemm_auto_splitk(512, 10, 3000, 2));      /* narrow */
-    HPDL_EXPECT(hpdl__gemm_auto_splitk(3000, 512, 10, 2));      /* K = 10, 1.5 M outputs: 16-bit */
-    HPDL_EXPECT(!hpdl__gemm_auto_splitk(3000, 512, 10, 4));     /* f32: warptile */
-    HPDL_EXPECT(!hpdl__gemm_auto_splitk(3000, 2048, 10, 2));    /* 6 M outputs: mma */
+    HPDL_EXPECT(hpdl__gemm_auto_splitk(512, 2048, 10, 2));      /* K = 10, 2^20 outputs: 16-bit */
+    HPDL_EXPECT(!hpdl__gemm_auto_splitk(512, 2048, 10, 4));     /* f32: warptile */
+    HPDL_EXPECT(!hpdl__gemm_auto_splitk(3000, 512, 10, 2) && hpdl__gemm_auto_warptile(3000, 512, 10, 2));
+    HPDL_EXPECT(hpdl__gemm_auto_warptile(3000, 2048, 10, 2) && !hpdl__gemm_auto_warptile(3000, 2048, 784, 2));
     HPDL_EXPECT(!hpdl__gemm_auto_splitk(4096, 4096, 4096, 4));
     HPDL_EXPECT(!hpdl__gemm_auto_splitk(4096, 4096, 4096, 2));
     HPDL_EXPECT(!hpdl__gemm_auto_splitk(32, 10, 784, 8)); /* f64 keeps DMMA */
