@@ -3551,7 +3551,6 @@ template <int N> static __device__ __forceinline__ void hpdl__wg_fence_accs(int 
     for (int i = 0; i < N; i++) asm volatile("" : "+r"(d[i])::"memory");
 }
 
-
 /* The thin rung's narrow shapes, f16 and bf16: d (64 x N accumulators,
    N / 2 a thread) += A (64 x 16, MN-major when TA) B (16 x N, K-major). */
 #define HPDL__WG_D4 "{%0, %1, %2, %3}"
@@ -3572,14 +3571,13 @@ HPDL__DEFINE_WGMMA_THIN(32, __half, "f16", HPDL__WG_D16, HPDL__WG_F16(d), "%16, 
 HPDL__DEFINE_WGMMA_THIN(32, __nv_bfloat16, "bf16", HPDL__WG_D16, HPDL__WG_F16(d), "%16, %17, 1, 1, 1, %18, 0")
 
 /* d (64 x N) += A B for the thin rung, N = 8, 16, 32, 64 or 128; B
-   MN-major (TB) only 64 or 128 wide. */
+   MN-major (TB) only 64 or 128 wide (hpdl__wgmma_bn's). */
 template <int N, int TA, int TB, typename T>
 static __device__ __forceinline__ void hpdl__wgmma_thin(float *d, uint64_t a, uint64_t b) {
     if (N == 8) hpdl__wgmma_8<TA>(d, a, b, T());
     else if (N == 16) hpdl__wgmma_16<TA>(d, a, b, T());
     else if (N == 32) hpdl__wgmma_32<TA>(d, a, b, T());
-    else if (N == 64) hpdl__wgmma_64<TA, TB>(d, a, b, T());
-    else hpdl__wgmma_128<TA, TB>(d, a, b, T());
+    else hpdl__wgmma_bn<N, TB, T, TA>(d, a, b);
 }
 
 /* One stage (BK of K) into this warpgroup's accumulators: its 64 rows of
@@ -4172,8 +4170,8 @@ __global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma_thin(const __grid_con
             hpdl__wg_wait<1>();
             __syncthreads();
             if (t == 0)
-                hpdl__wg_thin_load<BN, BMN, AMN>(&map_b, &map_a, smem + refill % stages * SH::STAGE, &full[refill % stages],
-                                            n0, m0, refill * BK);
+                hpdl__wg_thin_load<BN, BMN, AMN>(&map_b, &map_a, smem + refill % stages * SH::STAGE,
+                                                 &full[refill % stages], n0, m0, refill * BK);
         }
     }
     hpdl__wg_wait<0>();
@@ -4650,10 +4648,14 @@ template <typename T, int TRANSPOSABLE = hpdl__wg_type<T>::TRANSPOSABLE> struct 
             !hpdl__gemm_aligned(g.a.p, g.a.ld, 16 / sizeof(T), sizeof(T)) ||
             !hpdl__gemm_aligned(g.b.p, g.b.ld, 16 / sizeof(T), sizeof(T)))
             return HPDL_ERR_UNSUPPORTED;
-        if ((s = hpdl__wg_map(&map_b, g.b, g.N, g.K)) != HPDL_OK || (s = hpdl__wg_map(&map_a, g.a, g.M, g.K, rows)) != HPDL_OK)
+        if ((s = hpdl__wg_map(&map_b, g.b, g.N, g.K)) != HPDL_OK ||
+            (s = hpdl__wg_map(&map_a, g.a, g.M, g.K, rows)) != HPDL_OK)
             return s;
-        if (amn) return g.b.kcontig ? mn_major<false>(map_b, map_a, g, rows, stream) : mn_major<true>(map_b, map_a, g, rows, stream);
-        return g.b.kcontig ? k_major<false>(map_b, map_a, g, rows, stream) : k_major<true>(map_b, map_a, g, rows, stream);
+        if (amn)
+            return g.b.kcontig ? mn_major<false>(map_b, map_a, g, rows, stream)
+                               : mn_major<true>(map_b, map_a, g, rows, stream);
+        return g.b.kcontig ? k_major<false>(map_b, map_a, g, rows, stream)
+                           : k_major<true>(map_b, map_a, g, rows, stream);
     }
     template <bool BMN> /* A's K contiguous: any rows */
     static hpdl_status k_major(const CUtensorMap &map_b, const CUtensorMap &map_a, const hpdl__gemm_args<T, float> &g,

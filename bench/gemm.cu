@@ -966,7 +966,7 @@ static int mlp_all(const bench_opts *opt, const hpdl_cuda_device_info *info, hpd
     static const hpdl_gemm_algo f32_rungs[] = {HPDL_GEMM_AUTO, HPDL_GEMM_SPLITK, HPDL_GEMM_WARPTILE, HPDL_GEMM_MMA};
     static const hpdl_gemm_algo half_rungs[] = {HPDL_GEMM_AUTO, HPDL_GEMM_SPLITK, HPDL_GEMM_WARPTILE,
                                                 HPDL_GEMM_MMA,  HPDL_GEMM_WGMMA,  HPDL_GEMM_WGMMA_PERSISTENT};
-    const int n_f32 = (int)(sizeof f32_rungs / sizeof f32_rungs[0]), n_half = (int)(sizeof half_rungs / sizeof half_rungs[0]);
+    enum { N_F32 = sizeof f32_rungs / sizeof f32_rungs[0], N_HALF = sizeof half_rungs / sizeof half_rungs[0] };
     FILE *head = hpdl_csv_open(".", "gemm_mlp");
     FILE *all = hpdl_csv_open_with_header(".", "gemm_mlp_all",
                                           "metric,value,unit,anchor,anchor_value,ratio,type,h,batch,product,m,n,k,rung,"
@@ -978,9 +978,9 @@ static int mlp_all(const bench_opts *opt, const hpdl_cuda_device_info *info, hpd
            info->name, info->sm_count);
     printf("%-5s %5s %5s  %-7s %5s %5s %5s  %-16s %9s %9s %7s %9s  %s\n", "type", "H", "B", "product", "M", "N", "K",
            "rung", "us", "cublas_us", "ratio", "err", "status");
-    good &= mlp_type<float>(head, all, opt, "f32", f32_rungs, n_f32, fl);
-    good &= mlp_type<__half>(head, all, opt, "f16", half_rungs, n_half, fl);
-    good &= mlp_type<__nv_bfloat16>(head, all, opt, "bf16", half_rungs, n_half, fl);
+    good &= mlp_type<float>(head, all, opt, "f32", f32_rungs, N_F32, fl);
+    good &= mlp_type<__half>(head, all, opt, "f16", half_rungs, N_HALF, fl);
+    good &= mlp_type<__nv_bfloat16>(head, all, opt, "bf16", half_rungs, N_HALF, fl);
     if (head) fclose(head);
     if (all) fclose(all);
     return good;
