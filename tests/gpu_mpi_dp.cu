@@ -51,35 +51,6 @@ static hpdl_mpi_dp_config config(int buckets) {
     return c;
 }
 
-/* max |a - b| / max |b| over every weight and bias. */
-static double model_diff(const hpdl_mlp_f64 *a, const hpdl_mlp_f64 *b) {
-    double d = 0.0, s = 0.0;
-    int l, i;
-    for (l = 0; l < a->n_layers; l++) {
-        for (i = 0; i < a->widths[l] * a->widths[l + 1]; i++) {
-            d = fmax(d, fabs(a->W[l][i] - b->W[l][i]));
-            s = fmax(s, fabs(b->W[l][i]));
-        }
-        for (i = 0; i < a->widths[l + 1]; i++) d = fmax(d, fabs(a->b[l][i] - b->b[l][i]));
-    }
-    return d / s;
-}
-
-/* 1 when every rank holds rank 0's weights, bit for bit. */
-static int same_on_every_rank(const hpdl_mlp_f64 *m) {
-    int l, same = 1, all = 0;
-    for (l = 0; l < m->n_layers; l++) {
-        int64_t n = (int64_t)m->widths[l] * m->widths[l + 1], i;
-        double *root = (double *)malloc(sizeof(double) * n);
-        for (i = 0; i < n; i++) root[i] = m->W[l][i];
-        MPI_Bcast(root, (int)n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-        for (i = 0; i < n; i++) same &= root[i] == m->W[l][i];
-        free(root);
-    }
-    MPI_Allreduce(&same, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    return all;
-}
-
 /* Two epochs of the GPU driver and of the CPU driver from *cpu's start
    (trained in place); the GPU's weights into *out. */
 static void train_both(int buckets, const int *widths, hpdl_mlp_f64 *cpu, hpdl_mlp_f64 *out) {
@@ -125,9 +96,9 @@ MPI_TEST(test_matches_cpu_driver) {
             HPDL_CHECK(hpdl_mlp_create_f64(&start, n_widths[k], shapes[k], HPDL_ACT_RELU, 3));
             HPDL_CHECK(hpdl_mlp_create_zero_f64(&gpu, n_widths[k], shapes[k], HPDL_ACT_RELU));
             train_both(buckets, shapes[k], &cpu, &gpu);
-            HPDL_EXPECT(model_diff(&gpu, &cpu) < 1e-12);
-            HPDL_EXPECT(model_diff(&gpu, &start) > 1e-3); /* it trained */
-            HPDL_EXPECT(same_on_every_rank(&gpu));
+            HPDL_EXPECT(hpdl_test_mlp_diff_f64(&gpu, &cpu) < 1e-12);
+            HPDL_EXPECT(hpdl_test_mlp_diff_f64(&gpu, &start) > 1e-3); /* it trained */
+            HPDL_EXPECT(hpdl_test_mlp_same_on_every_rank_f64(&gpu));
             hpdl_mlp_destroy_f64(&cpu); hpdl_mlp_destroy_f64(&start); hpdl_mlp_destroy_f64(&gpu);
         }
 }
@@ -165,9 +136,10 @@ MPI_TEST(test_nan_step_skipped_everywhere) {
     for (l = 0; l < 2; l++)
         for (i = 0; i < widths[l] * widths[l + 1]; i++) finite &= isfinite(out[0].W[l][i]) && isfinite(out[1].W[l][i]);
     HPDL_EXPECT(finite);
-    HPDL_EXPECT(same_on_every_rank(&out[0]) && same_on_every_rank(&out[1]));
-    HPDL_EXPECT(model_diff(&out[1], &out[0]) < 1e-12);
-    HPDL_EXPECT(model_diff(&out[0], &start) > 1e-3);
+    HPDL_EXPECT(hpdl_test_mlp_same_on_every_rank_f64(&out[0]));
+    HPDL_EXPECT(hpdl_test_mlp_same_on_every_rank_f64(&out[1]));
+    HPDL_EXPECT(hpdl_test_mlp_diff_f64(&out[1], &out[0]) < 1e-12);
+    HPDL_EXPECT(hpdl_test_mlp_diff_f64(&out[0], &start) > 1e-3);
     hpdl_mlp_destroy_f64(&out[0]); hpdl_mlp_destroy_f64(&out[1]); hpdl_mlp_destroy_f64(&start);
     hpdl_cuda_dataset_destroy(&data);
     free(X); free(Xf); free(y);

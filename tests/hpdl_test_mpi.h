@@ -18,6 +18,41 @@ static void hpdl_test_mpi_agree_verdict(void) {
     if (any && !local) hpdl_test__fail(__FILE__, __LINE__, "every rank to pass (another rank failed)");
 }
 
+/* max |a - b| / max |b| over every weight and bias of two models of one shape. */
+static inline double hpdl_test_mlp_diff_f64(const hpdl_mlp_f64 *a, const hpdl_mlp_f64 *b) {
+    double diff = 0.0, scale = 0.0;
+    int l, i;
+    for (l = 0; l < a->n_layers; l++) {
+        int nw = a->widths[l] * a->widths[l + 1], nb = a->widths[l + 1];
+        for (i = 0; i < nw; i++) {
+            diff = fmax(diff, fabs(a->W[l][i] - b->W[l][i]));
+            scale = fmax(scale, fabs(b->W[l][i]));
+        }
+        for (i = 0; i < nb; i++) {
+            diff = fmax(diff, fabs(a->b[l][i] - b->b[l][i]));
+            scale = fmax(scale, fabs(b->b[l][i]));
+        }
+    }
+    return scale > 0 ? diff / scale : diff;
+}
+
+/* Whether this rank holds exactly rank 0's copy of m (collective). */
+static inline int hpdl_test_mlp_same_on_every_rank_f64(const hpdl_mlp_f64 *m) {
+    hpdl_mlp_f64 root;
+    double d;
+    int l;
+    HPDL_EXPECT(hpdl_mlp_create_zero_f64(&root, m->n_layers + 1, m->widths, m->act) == HPDL_OK);
+    HPDL_EXPECT(hpdl_mlp_copy_f64(&root, m) == HPDL_OK);
+    for (l = 0; l < m->n_layers; l++) {
+        HPDL_EXPECT(hpdl_mpi_bcast_f64(root.W[l], (int64_t)m->widths[l] * m->widths[l + 1], 0, MPI_COMM_WORLD) ==
+                    HPDL_OK);
+        HPDL_EXPECT(hpdl_mpi_bcast_f64(root.b[l], m->widths[l + 1], 0, MPI_COMM_WORLD) == HPDL_OK);
+    }
+    d = hpdl_test_mlp_diff_f64(m, &root);
+    hpdl_mlp_destroy_f64(&root);
+    return d == 0.0;
+}
+
 /* Defines test `name`: its body, then the verdict agreed across ranks. */
 #define MPI_TEST(name)                                                        \
     static void name##_body(void);                                            \

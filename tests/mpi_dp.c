@@ -73,24 +73,6 @@ static double train_serial(hpdl_mlp_f64 *m, const hpdl_mpi_dp_config *c, const d
     return sum / N_SAMPLES;
 }
 
-/* max |a - b| / max |b| over all parameters. */
-static double max_rel_diff(const hpdl_mlp_f64 *a, const hpdl_mlp_f64 *b) {
-    double diff = 0.0, scale = 0.0;
-    int l, i;
-    for (l = 0; l < a->n_layers; l++) {
-        int nw = a->widths[l] * a->widths[l + 1], nb = a->widths[l + 1];
-        for (i = 0; i < nw; i++) {
-            diff = fmax(diff, fabs(a->W[l][i] - b->W[l][i]));
-            scale = fmax(scale, fabs(b->W[l][i]));
-        }
-        for (i = 0; i < nb; i++) {
-            diff = fmax(diff, fabs(a->b[l][i] - b->b[l][i]));
-            scale = fmax(scale, fabs(b->b[l][i]));
-        }
-    }
-    return scale > 0 ? diff / scale : diff;
-}
-
 /* DP on P ranks x b from rank-dependent initial weights (the broadcast must
    make them rank 0's) against serial batch P*b from rank 0's weights. */
 static void check_dp_equals_serial(hpdl_allreduce_algo algo, int overlap) {
@@ -107,12 +89,12 @@ static void check_dp_equals_serial(hpdl_allreduce_algo algo, int overlap) {
     HPDL_EXPECT(hpdl_mlp_create_f64(&serial, N_WIDTHS, WIDTHS, HPDL_ACT_RELU, 7) == HPDL_OK);
     HPDL_EXPECT(hpdl_mlp_create_f64(&initial, N_WIDTHS, WIDTHS, HPDL_ACT_RELU, 7) == HPDL_OK);
     HPDL_EXPECT(hpdl_mpi_dp_create_f64(&dp, &dp_model, N_SAMPLES, &c) == HPDL_OK);
-    HPDL_EXPECT(max_rel_diff(&dp_model, &initial) == 0.0); /* rank 0's weights everywhere */
+    HPDL_EXPECT(hpdl_test_mlp_diff_f64(&dp_model, &initial) == 0.0); /* rank 0's weights everywhere */
     if (overlap) HPDL_EXPECT(dp.bucketer.nbuckets > 1);
     for (e = 0; e < EPOCHS; e++) HPDL_EXPECT(hpdl_mpi_dp_epoch_f64(&dp, X, y, e, &st) == HPDL_OK);
     serial_loss = train_serial(&serial, &c, X, y);
-    HPDL_EXPECT(max_rel_diff(&serial, &initial) > 1e-3);   /* training moved the weights */
-    HPDL_EXPECT(max_rel_diff(&dp_model, &serial) <= 1e-12);
+    HPDL_EXPECT(hpdl_test_mlp_diff_f64(&serial, &initial) > 1e-3); /* training moved the weights */
+    HPDL_EXPECT(hpdl_test_mlp_diff_f64(&dp_model, &serial) <= 1e-12);
     HPDL_EXPECT_NEAR(st.loss, serial_loss, 1e-12);
     HPDL_EXPECT(st.samples == N_SAMPLES);
     HPDL_EXPECT(st.steps == (N_SAMPLES + hpdl_mpi_size() * BATCH - 1) / (hpdl_mpi_size() * BATCH));
@@ -329,7 +311,7 @@ MPI_TEST(test_create_bad_arguments) {
     bad = c; if (hpdl_mpi_rank() == hpdl_mpi_size() - 1) bad.batch = -3;
     HPDL_EXPECT(hpdl_mpi_dp_create_f64(&dp, &m, N_SAMPLES, &bad) == HPDL_ERR_INVALID);
     HPDL_EXPECT(memcmp(&dp, &poison, sizeof dp) == 0);
-    HPDL_EXPECT(max_rel_diff(&m, &before) == 0.0); /* no broadcast happened */
+    HPDL_EXPECT(hpdl_test_mlp_diff_f64(&m, &before) == 0.0); /* no broadcast happened */
     hpdl_mlp_destroy_f64(&m);
     hpdl_mlp_destroy_f64(&before);
 }
@@ -356,7 +338,7 @@ MPI_TEST(test_epoch_bad_arguments_leave_model) {
     HPDL_EXPECT(hpdl_mpi_dp_epoch_f64(&dp, X, y, 0, &st) == (hpdl_mpi_size() == 1 ? HPDL_OK : HPDL_ERR_INVALID));
     if (hpdl_mpi_size() > 1) {
         HPDL_EXPECT(memcmp(&st, &st_poison, sizeof st) == 0);
-        HPDL_EXPECT(max_rel_diff(&m, &before) == 0.0);
+        HPDL_EXPECT(hpdl_test_mlp_diff_f64(&m, &before) == 0.0);
     }
     hpdl_mpi_dp_destroy_f64(&dp);
     hpdl_mlp_destroy_f64(&m);
@@ -380,7 +362,7 @@ MPI_TEST(test_epoch_nan_on_one_rank_stops_every_rank_unchanged) {
     HPDL_EXPECT(hpdl_mlp_create_f64(&before, N_WIDTHS, WIDTHS, HPDL_ACT_RELU, 5) == HPDL_OK);
     HPDL_EXPECT(hpdl_mpi_dp_create_f64(&dp, &m, N_SAMPLES, &c) == HPDL_OK);
     HPDL_EXPECT(hpdl_mpi_dp_epoch_f64(&dp, X, y, 0, NULL) == HPDL_ERR_NUMERIC);
-    HPDL_EXPECT(max_rel_diff(&m, &before) == 0.0);
+    HPDL_EXPECT(hpdl_test_mlp_diff_f64(&m, &before) == 0.0);
     hpdl_mpi_dp_destroy_f64(&dp);
     hpdl_mlp_destroy_f64(&m);
     hpdl_mlp_destroy_f64(&before);

@@ -100,39 +100,6 @@ static double train_serial(hpdl_mlp_f64 *m, const hpdl_mpi_tp_config *c, const d
     return sum / N_SAMPLES;
 }
 
-/* max |a - b| / max |b| over all parameters. */
-static double max_rel_diff(const hpdl_mlp_f64 *a, const hpdl_mlp_f64 *b) {
-    double diff = 0.0, scale = 0.0;
-    int l, i;
-    for (l = 0; l < a->n_layers; l++) {
-        int nw = a->widths[l] * a->widths[l + 1], nb = a->widths[l + 1];
-        for (i = 0; i < nw; i++) {
-            diff = fmax(diff, fabs(a->W[l][i] - b->W[l][i]));
-            scale = fmax(scale, fabs(b->W[l][i]));
-        }
-        for (i = 0; i < nb; i++) {
-            diff = fmax(diff, fabs(a->b[l][i] - b->b[l][i]));
-            scale = fmax(scale, fabs(b->b[l][i]));
-        }
-    }
-    return scale > 0 ? diff / scale : diff;
-}
-
-/* Whether every rank holds exactly rank 0's copy of m. */
-static int same_on_every_rank(const hpdl_mlp_f64 *m) {
-    hpdl_mlp_f64 root;
-    double d;
-    HPDL_EXPECT(hpdl_mlp_create_zero_f64(&root, 3, m->widths, m->act) == HPDL_OK);
-    HPDL_EXPECT(hpdl_mlp_copy_f64(&root, m) == HPDL_OK);
-    HPDL_EXPECT(hpdl_mpi_bcast_f64(root.W[0], (int64_t)m->widths[0] * m->widths[1], 0, MPI_COMM_WORLD) == HPDL_OK);
-    HPDL_EXPECT(hpdl_mpi_bcast_f64(root.b[0], m->widths[1], 0, MPI_COMM_WORLD) == HPDL_OK);
-    HPDL_EXPECT(hpdl_mpi_bcast_f64(root.W[1], (int64_t)m->widths[1] * m->widths[2], 0, MPI_COMM_WORLD) == HPDL_OK);
-    HPDL_EXPECT(hpdl_mpi_bcast_f64(root.b[1], m->widths[2], 0, MPI_COMM_WORLD) == HPDL_OK);
-    d = max_rel_diff(m, &root);
-    hpdl_mlp_destroy_f64(&root);
-    return d == 0.0;
-}
-
 /* TP on P ranks, created from rank-dependent models (rank 0's must win),
    against serial training from rank 0's weights, step for step. */
 static void check_tp_equals_serial(hpdl_allreduce_algo algo, int hidden, hpdl_activation act) {
@@ -153,14 +120,15 @@ static void check_tp_equals_serial(hpdl_allreduce_algo algo, int hidden, hpdl_ac
     HPDL_EXPECT(hpdl_mpi_tp_create_f64(&tp, &mine, N_SAMPLES, &c) == HPDL_OK);
     HPDL_EXPECT(tp.shape.h == (int)(hidden / hpdl_mpi_size() + (hpdl_mpi_rank() < hidden % hpdl_mpi_size())));
     HPDL_EXPECT(hpdl_mpi_tp_gather_f64(&tp, &gathered) == HPDL_OK);
-    HPDL_EXPECT(max_rel_diff(&gathered, &initial) == 0.0); /* rank 0's weights, sliced and put back */
+    HPDL_EXPECT(hpdl_test_mlp_diff_f64(&gathered, &initial) == 0.0); /* rank 0's, sliced and put back */
     for (e = 0; e < EPOCHS; e++) HPDL_EXPECT(hpdl_mpi_tp_epoch_f64(&tp, X, y, e, &st) == HPDL_OK);
     serial_loss = train_serial(&serial, &c, X, y, &serial_acc);
     HPDL_EXPECT(hpdl_mpi_tp_gather_f64(&tp, &gathered) == HPDL_OK);
-    HPDL_EXPECT(max_rel_diff(&serial, &initial) > 1e-3); /* training moved the weights */
-    HPDL_EXPECT(max_rel_diff(&gathered, &serial) <= 1e-12);
-    if (hpdl_mpi_size() == 1) HPDL_EXPECT(max_rel_diff(&gathered, &serial) == 0.0); /* the same arithmetic */
-    HPDL_EXPECT(same_on_every_rank(&gathered));                                     /* b1 stayed replicated */
+    HPDL_EXPECT(hpdl_test_mlp_diff_f64(&serial, &initial) > 1e-3); /* training moved the weights */
+    HPDL_EXPECT(hpdl_test_mlp_diff_f64(&gathered, &serial) <= 1e-12);
+    if (hpdl_mpi_size() == 1) /* the same arithmetic */
+        HPDL_EXPECT(hpdl_test_mlp_diff_f64(&gathered, &serial) == 0.0);
+    HPDL_EXPECT(hpdl_test_mlp_same_on_every_rank_f64(&gathered)); /* b1 stayed replicated */
     HPDL_EXPECT_NEAR(st.loss, serial_loss, 1e-12);
     HPDL_EXPECT_NEAR(st.accuracy, serial_acc, 1e-15);
     HPDL_EXPECT(st.steps == STEPS && st.samples == N_SAMPLES);
@@ -355,7 +323,7 @@ MPI_TEST(test_tp_epoch_and_gather_bad_arguments_on_one_rank) {
         HPDL_EXPECT(hpdl_mpi_tp_epoch_f64(&tp, X, y, last_rank() ? 1 : 0, &st) == HPDL_ERR_INVALID);
     HPDL_EXPECT(untouched(&st, sizeof st));
     HPDL_EXPECT(hpdl_mpi_tp_gather_f64(&tp, &after) == HPDL_OK);
-    HPDL_EXPECT(max_rel_diff(&after, &before) == 0.0); /* no step was taken */
+    HPDL_EXPECT(hpdl_test_mlp_diff_f64(&after, &before) == 0.0); /* no step was taken */
     memset(out.W[0], 0xab, sizeof(double) * N_IN * 7);
     HPDL_EXPECT(hpdl_mpi_tp_gather_f64(&tp, last_rank() ? &wrong_out : &out) == HPDL_ERR_INVALID);
     HPDL_EXPECT(hpdl_mpi_tp_gather_f64(&tp, last_rank() ? NULL : &out) == HPDL_ERR_INVALID);
@@ -386,7 +354,7 @@ MPI_TEST(test_tp_nan_input_stops_every_rank_unchanged) {
     HPDL_EXPECT(hpdl_mpi_tp_create_f64(&tp, &m, N_SAMPLES, &c) == HPDL_OK);
     HPDL_EXPECT(hpdl_mpi_tp_epoch_f64(&tp, X, y, 0, NULL) == HPDL_ERR_NUMERIC);
     HPDL_EXPECT(hpdl_mpi_tp_gather_f64(&tp, &gathered) == HPDL_OK);
-    HPDL_EXPECT(max_rel_diff(&gathered, &m) == 0.0);
+    HPDL_EXPECT(hpdl_test_mlp_diff_f64(&gathered, &m) == 0.0);
     hpdl_mpi_tp_destroy_f64(&tp);
     hpdl_mlp_destroy_f64(&gathered);
     hpdl_mlp_destroy_f64(&m);
