@@ -11,7 +11,9 @@
        f32 eager      the default model's steps launched kernel by kernel
        f16 graph      mixed precision (f16 products through cuBLAS, f32 master
                       weights, dynamic loss scaling), graph replays
-       f16 mma        the same with the ladder's tensor-core rung (AUTO: mma)
+       f16 mma        the same on hpdl's own GEMMs (the ladder's AUTO: splitk,
+                      the Hopper wgmma rungs, warptile or mma by shape; the
+                      name is the column's since the first runs)
    and the anchor in the same run: PyTorch eager, the same network, SGD and
    epoch (bench/pytorch/mlp.py; f32, and torch.autocast + GradScaler for the
    f16 rows), skipped with a message without torch.
