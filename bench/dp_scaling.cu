@@ -150,6 +150,7 @@ static run_result train_stride(int hidden, const hpdl_mpi_dp_config *cfg, const 
     int rank = 0;
     memset(&r, 0, sizeof r);
     memset(&st, 0, sizeof st);
+    memset(&s, 0, sizeof s); /* zeros where no epoch was timed */
     if (cfg->comm == MPI_COMM_NULL) return r;
     MPI_Comm_rank(cfg->comm, &rank);
     HPDL_MPI_CHECK_STATUS(hpdl_mlp_create_f32(&m0, 3, widths, HPDL_ACT_RELU, 1));
@@ -396,6 +397,7 @@ static run_result train_tp(int hidden, int batch, const hpdl_dataset *train_set,
     hpdl_stats s;
     run_result r;
     memset(&r, 0, sizeof r);
+    memset(&s, 0, sizeof s); /* zeros where no epoch was timed */
     hpdl_mpi_tp_config_default(&cfg);
     cfg.batch = batch;
     cfg.algo = HPDL_ALLREDUCE_NCCL;
