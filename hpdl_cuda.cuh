@@ -10042,8 +10042,9 @@ template <typename M> static inline void hpdl__cmlp_destroy(M *g) {
 
 /* Allocates everything (zeroed: padding stays finite for the inf check). */
 template <typename T, typename CT, typename M> static inline hpdl_status hpdl__cmlp_alloc(M *g) {
-    int64_t off_w[HPDL_MLP_MAX_LAYERS], off_b[HPDL_MLP_MAX_LAYERS], off_a[HPDL_MLP_MAX_LAYERS + 1],
-        off_d[HPDL_MLP_MAX_LAYERS], n_acts;
+    /* zeroed: gcc -O3 cannot see that the layout fills every entry the loops below read */
+    int64_t off_w[HPDL_MLP_MAX_LAYERS] = {0}, off_b[HPDL_MLP_MAX_LAYERS] = {0}, off_a[HPDL_MLP_MAX_LAYERS + 1] = {0},
+            off_d[HPDL_MLP_MAX_LAYERS] = {0}, n_acts;
     int l;
     hpdl__cmlp_layout(g, off_w, off_b, off_a, off_d, &n_acts);
     if (hpdl_cuda_alloc((void **)&g->params, (size_t)g->n_params * sizeof(T)) ||

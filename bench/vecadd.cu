@@ -108,7 +108,7 @@ template <class T>
 static double time_kernel(add_job<T> *job, const T *want, T *host_out, double (*to_f64)(T), double tol,
                           hpdl_cuda_l2_flusher *flush) {
     hpdl_cuda_timer t;
-    double est, ms;
+    double est, ms = 0.0; /* set by the timing call (HPDL_CHECK exits otherwise) */
     int reps;
     HPDL_CHECK(hpdl_cuda_poison(job->c, (size_t)job->n * sizeof(T)));
     HPDL_CHECK(hpdl_cuda_timer_create(&t, 0));

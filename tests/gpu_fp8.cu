@@ -719,7 +719,7 @@ static void test_mlp_fp8_epochs(void) {
     hpdl_mlp_f32 m;
     hpdl_cuda_mlp_fp8 g;
     hpdl_cuda_dataset d;
-    hpdl_cuda_mlp_stats first, last, eval;
+    hpdl_cuda_mlp_stats first = {}, last = {}, eval = {}; /* read even when a call above failed */
     hpdl_rng r;
     if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
     if (!hopper()) HPDL_SKIP("no Hopper GPU, or no sm_90a code in this binary");
