@@ -3477,9 +3477,10 @@ static __device__ __forceinline__ void hpdl__wgmma_256(int d[128], uint64_t a, u
                  : HPDL__WG_R128(d) : "l"(a), "l"(b));
 }
 
-/* d (64 x 64 or 64 x 128 accumulators of this warpgroup: f32, or s32 for
-   int8) += A (64 x K_STEP) B (K_STEP x BN), both from shared memory (the
-   256-wide: hpdl__wgmma_256). */
+/* wgmma 8 to 192 wide: d (64 x BN accumulators of this warpgroup: f32,
+   or s32 for int8) += A (64 x K_STEP) B (K_STEP x BN), both from shared
+   memory (the 256-wide: hpdl__wgmma_256). First the accumulators' register
+   lists (D: the PTX operands, F / R: the f32 / s32 constraints). */
 #define HPDL__WG_F32(d) HPDL__WG_F8(d, 0), HPDL__WG_F8(d, 8), HPDL__WG_F8(d, 16), HPDL__WG_F8(d, 24)
 #define HPDL__WG_F64(d) HPDL__WG_F32(d), HPDL__WG_F8(d, 32), HPDL__WG_F8(d, 40), HPDL__WG_F8(d, 48), HPDL__WG_F8(d, 56)
 #define HPDL__WG_D32                                                                                           \
@@ -3490,24 +3491,6 @@ static __device__ __forceinline__ void hpdl__wgmma_256(int d[128], uint64_t a, u
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                         \
     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                          \
     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
-template <int TA, int TB> static __device__ __forceinline__ void hpdl__wgmma_64(float *d, uint64_t a, uint64_t b, __half) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " HPDL__WG_D32 ", %32, %33, 1, 1, 1, %34, %35;"
-                 : HPDL__WG_F32(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
-}
-template <int TA, int TB>
-static __device__ __forceinline__ void hpdl__wgmma_64(float *d, uint64_t a, uint64_t b, __nv_bfloat16) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " HPDL__WG_D32 ", %32, %33, 1, 1, 1, %34, %35;"
-                 : HPDL__WG_F32(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
-}
-template <int TA, int TB> static __device__ __forceinline__ void hpdl__wgmma_128(float *d, uint64_t a, uint64_t b, __half) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " HPDL__WG_D64 ", %64, %65, 1, 1, 1, %66, %67;"
-                 : HPDL__WG_F64(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
-}
-template <int TA, int TB>
-static __device__ __forceinline__ void hpdl__wgmma_128(float *d, uint64_t a, uint64_t b, __nv_bfloat16) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " HPDL__WG_D64 ", %64, %65, 1, 1, 1, %66, %67;"
-                 : HPDL__WG_F64(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
-}
 #define HPDL__WG_F96(d) HPDL__WG_F64(d), HPDL__WG_F8(d, 64), HPDL__WG_F8(d, 72), HPDL__WG_F8(d, 80), HPDL__WG_F8(d, 88)
 #define HPDL__WG_D96                                                                                           \
     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                  \
@@ -3516,15 +3499,32 @@ static __device__ __forceinline__ void hpdl__wgmma_128(float *d, uint64_t a, uin
     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "                          \
     "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "                          \
     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}"
-template <int TA, int TB> static __device__ __forceinline__ void hpdl__wgmma_192(float *d, uint64_t a, uint64_t b, __half) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 " HPDL__WG_D96 ", %96, %97, 1, 1, 1, %98, %99;"
-                 : HPDL__WG_F96(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
-}
-template <int TA, int TB>
-static __device__ __forceinline__ void hpdl__wgmma_192(float *d, uint64_t a, uint64_t b, __nv_bfloat16) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 " HPDL__WG_D96 ", %96, %97, 1, 1, 1, %98, %99;"
-                 : HPDL__WG_F96(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));
-}
+#define HPDL__WG_D4 "{%0, %1, %2, %3}"
+#define HPDL__WG_D8 "{%0, %1, %2, %3, %4, %5, %6, %7}"
+#define HPDL__WG_D16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
+#define HPDL__WG_F4(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+#define HPDL__WG_FIRST8(d) HPDL__WG_F8(d, 0)
+#define HPDL__WG_F16(d) HPDL__WG_F8(d, 0), HPDL__WG_F8(d, 8)
+/* hpdl__wgmma_<N>(d, a, b, T()): d (64 x N accumulators, f32, N / 2 a
+   thread) += A (64 x 16) B (16 x N), f16 or bf16 (T, PTX_T); TA, TB: the
+   operand is MN-major. OUTS: the macro that lists d's constraints;
+   OPERANDS: the descriptors and TA, TB, numbered after d's registers. */
+#define HPDL__DEFINE_WGMMA_F16(N, T, PTX_T, DREGS, OUTS, OPERANDS)                                          \
+    template <int TA, int TB>                                                                               \
+    static __device__ __forceinline__ void hpdl__wgmma_##N(float *d, uint64_t a, uint64_t b, T) {           \
+        asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." PTX_T "." PTX_T " " DREGS ", "       \
+                     OPERANDS ";"                                                                           \
+                     : OUTS(d) : "l"(a), "l"(b), "n"(TA), "n"(TB));                                         \
+    }
+#define HPDL__DEFINE_WGMMA_F16_BF16(N, DREGS, OUTS, OPERANDS)                                                  \
+    HPDL__DEFINE_WGMMA_F16(N, __half, "f16", DREGS, OUTS, OPERANDS)                                            \
+    HPDL__DEFINE_WGMMA_F16(N, __nv_bfloat16, "bf16", DREGS, OUTS, OPERANDS)
+HPDL__DEFINE_WGMMA_F16_BF16(8, HPDL__WG_D4, HPDL__WG_F4, "%4, %5, 1, 1, 1, %6, %7")
+HPDL__DEFINE_WGMMA_F16_BF16(16, HPDL__WG_D8, HPDL__WG_FIRST8, "%8, %9, 1, 1, 1, %10, %11")
+HPDL__DEFINE_WGMMA_F16_BF16(32, HPDL__WG_D16, HPDL__WG_F16, "%16, %17, 1, 1, 1, %18, %19")
+HPDL__DEFINE_WGMMA_F16_BF16(64, HPDL__WG_D32, HPDL__WG_F32, "%32, %33, 1, 1, 1, %34, %35")
+HPDL__DEFINE_WGMMA_F16_BF16(128, HPDL__WG_D64, HPDL__WG_F64, "%64, %65, 1, 1, 1, %66, %67")
+HPDL__DEFINE_WGMMA_F16_BF16(192, HPDL__WG_D96, HPDL__WG_F96, "%96, %97, 1, 1, 1, %98, %99")
 #define HPDL__WG_R32(d) HPDL__WG_R8(d, 0), HPDL__WG_R8(d, 8), HPDL__WG_R8(d, 16), HPDL__WG_R8(d, 24)
 #define HPDL__WG_R64(d) HPDL__WG_R32(d), HPDL__WG_R8(d, 32), HPDL__WG_R8(d, 40), HPDL__WG_R8(d, 48), HPDL__WG_R8(d, 56)
 template <int TA, int TB> static __device__ __forceinline__ void hpdl__wgmma_64(int *d, uint64_t a, uint64_t b, int8_t) {
@@ -3551,32 +3551,13 @@ template <int N> static __device__ __forceinline__ void hpdl__wg_fence_accs(int 
     for (int i = 0; i < N; i++) asm volatile("" : "+r"(d[i])::"memory");
 }
 
-/* The thin rung's narrow shapes, f16 and bf16: d (64 x N accumulators,
-   N / 2 a thread) += A (64 x 16, MN-major when TA) B (16 x N, K-major). */
-#define HPDL__WG_D4 "{%0, %1, %2, %3}"
-#define HPDL__WG_D8 "{%0, %1, %2, %3, %4, %5, %6, %7}"
-#define HPDL__WG_D16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
-#define HPDL__WG_F4(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-#define HPDL__WG_F16(d) HPDL__WG_F8(d, 0), HPDL__WG_F8(d, 8)
-#define HPDL__DEFINE_WGMMA_THIN(N, T, PTX_T, DREGS, OUTS, OPERANDS)                                            \
-    template <int TA> static __device__ __forceinline__ void hpdl__wgmma_##N(float *d, uint64_t a, uint64_t b, T) { \
-        asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." PTX_T "." PTX_T " " DREGS ", " OPERANDS ";" \
-                     : OUTS : "l"(a), "l"(b), "n"(TA));                                                        \
-    }
-HPDL__DEFINE_WGMMA_THIN(8, __half, "f16", HPDL__WG_D4, HPDL__WG_F4(d), "%4, %5, 1, 1, 1, %6, 0")
-HPDL__DEFINE_WGMMA_THIN(8, __nv_bfloat16, "bf16", HPDL__WG_D4, HPDL__WG_F4(d), "%4, %5, 1, 1, 1, %6, 0")
-HPDL__DEFINE_WGMMA_THIN(16, __half, "f16", HPDL__WG_D8, HPDL__WG_F8(d, 0), "%8, %9, 1, 1, 1, %10, 0")
-HPDL__DEFINE_WGMMA_THIN(16, __nv_bfloat16, "bf16", HPDL__WG_D8, HPDL__WG_F8(d, 0), "%8, %9, 1, 1, 1, %10, 0")
-HPDL__DEFINE_WGMMA_THIN(32, __half, "f16", HPDL__WG_D16, HPDL__WG_F16(d), "%16, %17, 1, 1, 1, %18, 0")
-HPDL__DEFINE_WGMMA_THIN(32, __nv_bfloat16, "bf16", HPDL__WG_D16, HPDL__WG_F16(d), "%16, %17, 1, 1, 1, %18, 0")
-
 /* d (64 x N) += A B for the thin rung, N = 8, 16, 32, 64 or 128; B
    MN-major (TB) only 64 or 128 wide (hpdl__wgmma_bn's). */
 template <int N, int TA, int TB, typename T>
 static __device__ __forceinline__ void hpdl__wgmma_thin(float *d, uint64_t a, uint64_t b) {
-    if (N == 8) hpdl__wgmma_8<TA>(d, a, b, T());
-    else if (N == 16) hpdl__wgmma_16<TA>(d, a, b, T());
-    else if (N == 32) hpdl__wgmma_32<TA>(d, a, b, T());
+    if (N == 8) hpdl__wgmma_8<TA, 0>(d, a, b, T());
+    else if (N == 16) hpdl__wgmma_16<TA, 0>(d, a, b, T());
+    else if (N == 32) hpdl__wgmma_32<TA, 0>(d, a, b, T());
     else hpdl__wgmma_bn<N, TB, T, TA>(d, a, b);
 }
 
