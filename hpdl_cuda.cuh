@@ -958,7 +958,9 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_prefetch(const void *ptr, size_t bytes, int 
                   TF32 pair: about f32's error, finite inputs only; 128x64x32,
                   K split over slices where the tiles leave SMs idle)
        splitk     skinny products (an MLP's): 128x16, 32x64 or 64x64 tiles, K split over
-                  slices added in a fixed order (mma.sync for f16/bf16, FMAs for f32/f64)
+                  slices added in a fixed order (mma.sync for f16/bf16, FMAs for f32/f64);
+                  N <= 16 with A's M contiguous (a weight gradient) streams A through a
+                  cp.async pipeline, 64 rows of C a block (hpdl__gemm_narrow_mn)
        cublas     the library, for reference
    f16/bf16 accumulate in f32 on every rung. AUTO: splitk for skinny f32/f16/bf16 products
    (hpdl__gemm_auto_splitk: N <= 16, or small outputs with K <= 16, f32 too with long K) unless
@@ -2529,7 +2531,9 @@ static inline hpdl_status hpdl__gemm_run_small(hpdl_transpose ta, hpdl_transpose
    (mma.sync m16n8k16 from padded shared rows, f32 sums), f32 and f64 by
    FMAs. Operands of any layout, size and alignment: element loads with
    bounds checks, coalesced along the stored rows; 16-bit operands on the
-   tensor cores in 16-byte packs where the rows allow (hpdl__splitk_part). */
+   tensor cores in 16-byte packs where the rows allow (hpdl__splitk_part).
+   Narrow products whose A has M contiguous and 16-byte rows (an MLP's
+   weight gradient A1^T D1) take hpdl__gemm_narrow_mn instead, below. */
 
 /* Block tile BM x BN, BK deep; 256 threads. The narrow tile is 16 deep so
    that a thread holds 8 elements of the next A tile, not 16 (sm_90a, f32:
@@ -2803,21 +2807,20 @@ static __device__ __forceinline__ void hpdl__splitk_add_slices(const ACC *ws, in
     for (i = 0; i < OUT; i++) v[i] = sum[i];
 }
 
-/* The block's sums (tile) to C: at once with one slice; else each slice
-   leaves them in ws, and the last slice of the tile to arrive (counter)
-   adds every slice's in slice order, writes C and sets the counter back to
-   0 for the next launch. */
+/* The block's sums to C, v[i] being output t + 256 i of its BM x BN tile
+   (row-major): at once with one slice; else each slice leaves them in ws,
+   and the last slice of the tile to arrive (counter) adds every slice's in
+   slice order, writes C and sets the counter back to 0 for the next
+   launch. */
 template <typename SH, typename T, typename ACC>
-static __device__ __forceinline__ void hpdl__splitk_finish(const hpdl__gemm_args<T, ACC> &g, const ACC *tile, ACC *ws,
-                                                           unsigned *counters) {
-    enum { BN = SH::BN, AREA = SH::BM * SH::BN, OUT = AREA / 256, LDT = SH::BN + 1 };
+static __device__ __forceinline__ void hpdl__splitk_finish_values(const hpdl__gemm_args<T, ACC> &g,
+                                                                  ACC v[SH::BM * SH::BN / 256], ACC *ws,
+                                                                  unsigned *counters) {
+    enum { BN = SH::BN, AREA = SH::BM * SH::BN, OUT = AREA / 256 };
     __shared__ int last;
     const int slices = (int)gridDim.z, slice = (int)blockIdx.z, t = (int)threadIdx.x;
     const size_t tile_id = (size_t)blockIdx.y * gridDim.x + blockIdx.x;
-    ACC v[OUT];
     int i;
-#pragma unroll
-    for (i = 0; i < OUT; i++) v[i] = tile[(t + 256 * i) / BN * LDT + (t + 256 * i) % BN];
     if (slices > 1) {
         ACC *mine = ws + (tile_id * slices + slice) * AREA;
 #pragma unroll
@@ -2834,6 +2837,17 @@ static __device__ __forceinline__ void hpdl__splitk_finish(const hpdl__gemm_args
 #pragma unroll
     for (i = 0; i < OUT; i++)
         hpdl__gemm_out(g, (int)blockIdx.y * SH::BM + (t + 256 * i) / BN, (int)blockIdx.x * BN + (t + 256 * i) % BN, v[i]);
+}
+
+/* ... the same from the block's shared tile (BM rows of BN + 1). */
+template <typename SH, typename T, typename ACC>
+static __device__ __forceinline__ void hpdl__splitk_finish(const hpdl__gemm_args<T, ACC> &g, const ACC *tile, ACC *ws,
+                                                           unsigned *counters) {
+    enum { BN = SH::BN, OUT = SH::BM * SH::BN / 256, LDT = SH::BN + 1 };
+    ACC v[OUT];
+#pragma unroll
+    for (int i = 0; i < OUT; i++) v[i] = tile[((int)threadIdx.x + 256 * i) / BN * LDT + ((int)threadIdx.x + 256 * i) % BN];
+    hpdl__splitk_finish_values<SH>(g, v, ws, counters);
 }
 
 /* splitk: tile (blockIdx.y, blockIdx.x) over slice blockIdx.z of K
@@ -2871,6 +2885,143 @@ __global__ void __launch_bounds__(256, 2) hpdl__gemm_splitk(hpdl__gemm_args<T, A
     math.put((ACC *)smem); /* the operand tiles are done with (barrier above) */
     __syncthreads();
     hpdl__splitk_finish<SH>(g, (const ACC *)smem, ws, counters);
+}
+
+/* ---- splitk's narrow products with A MN-major: a weight gradient A1^T D1 ----
+   C (M x N, N <= 16) = A B where A's M index runs along its stored rows
+   (the MLP's dW1 = A1^T D1: M = H, K = the batch). The tensor-core kernel
+   above moves such an A through shared memory a 128 x 64 tile at a time,
+   one tile in flight, and splits long K into dozens of one-tile slices
+   whose sums the last block of each tile then adds: 47 slices for 512 x 10
+   x 3000. This one is built for streaming A: a block takes a 64-column
+   strip of it (64 rows of C) over its slice of K, in stages of 64 k's
+   copied by cp.async, 3 stages in flight while one is multiplied. Thread (group, lane) of 16 x 16 multiplies its 4
+   elements A(m..m+3, k) of every 16th row k of a stage by B's row k (the
+   slice's rows staged once in f32, zero-padded to NB columns) with FMAs;
+   the 16 groups then add their sums in a fixed order and slices add as in
+   splitk (hpdl__splitk_finish_values). NB (8, 12 or 16): the columns a
+   block carries. Needs sm_80 (cp.async) and A 16-byte aligned with rows of
+   whole 16-byte pieces (hpdl__gemm_args.a.vec). */
+enum { HPDL__NARROW_ROWS = 64, HPDL__NARROW_GROUPS = 16, HPDL__NARROW_STAGES = 4, HPDL__NARROW_STEP = 64 /* k's a stage */ };
+template <typename T> struct hpdl__narrow_stage {
+    enum { BYTES = HPDL__NARROW_STEP * HPDL__NARROW_ROWS * (int)sizeof(T), ELEMS = HPDL__NARROW_STEP * HPDL__NARROW_ROWS,
+           PIECE = 16 / (int)sizeof(T) /* elements a cp.async */ };
+};
+
+/* Bytes of shared memory for a slice of `depth` k's of elem_bytes: the A
+   stages (later the groups' sums), then B's rows padded to whole stages. */
+HPDL_LAZY size_t hpdl__narrow_smem_bytes(int depth, int nb, int elem_bytes) {
+    const size_t rows = (size_t)(depth + HPDL__NARROW_STEP - 1) / HPDL__NARROW_STEP * HPDL__NARROW_STEP;
+    return (size_t)HPDL__NARROW_STAGES * HPDL__NARROW_STEP * HPDL__NARROW_ROWS * elem_bytes + rows * nb * sizeof(float);
+}
+
+/* B's rows k_begin .. k_begin + rows - 1 into bs as f32 rows of NB, zeros
+   past k_end and N; 8 loads in flight a thread. */
+template <typename T, int NB>
+static __device__ __forceinline__ void hpdl__narrow_stage_b(const hpdl__gemm_args<T, float> &g, int k_begin, int k_end,
+                                                            int rows, float *bs) {
+    for (int i = (int)threadIdx.x; i < rows * NB; i += 256 * 8) {
+        float e[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const int at = i + 256 * j;
+            e[j] = hpdl__gemm_elem<float>(g.b, at % NB, k_begin + at / NB, g.N, k_end);
+        }
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            if (i + 256 * j < rows * NB) bs[i + 256 * j] = e[j];
+    }
+}
+
+/* Rows k0 .. k0 + KS - 1 of A's strip at column m0 into a stage: cp.async
+   16 bytes where the piece lies inside A, element by element at its last
+   columns, zeros past k_end. */
+template <typename T>
+static __device__ __forceinline__ void hpdl__narrow_copy(const hpdl__gemm_args<T, float> &g, int k0, int k_end, int m0,
+                                                         T *stage) {
+    typedef hpdl__narrow_stage<T> ST;
+    for (int i = (int)threadIdx.x; i < ST::ELEMS / ST::PIECE; i += 256) {
+        const int r = i / (HPDL__NARROW_ROWS / ST::PIECE), m = i % (HPDL__NARROW_ROWS / ST::PIECE) * ST::PIECE;
+        const T *src = g.a.p + (size_t)(k0 + r) * g.a.ld + m0 + m;
+        T *dst = stage + r * HPDL__NARROW_ROWS + m;
+        if (k0 + r < k_end && m0 + m + ST::PIECE <= g.M) {
+            hpdl__cp_async16(dst, src);
+        } else {
+            for (int e = 0; e < ST::PIECE; e++)
+                hpdl__gemm_put(dst + e, k0 + r < k_end && m0 + m + e < g.M ? (float)hpdl__gemm_acc(src[e]) : 0.0f);
+        }
+    }
+}
+
+template <typename T, int NB>
+__global__ void __launch_bounds__(256, 2) hpdl__gemm_narrow_mn(hpdl__gemm_args<T, float> g, int k_chunk, float *ws,
+                                                               unsigned *counters) {
+    typedef hpdl__narrow_stage<T> ST;
+    typedef hpdl__splitk_shape<HPDL__NARROW_ROWS, NB, HPDL__NARROW_STEP> SH;
+    extern __shared__ float4 hpdl__narrow_smem[];
+    T *stages = (T *)hpdl__narrow_smem;
+    float *sums = (float *)hpdl__narrow_smem, *bs = sums + HPDL__NARROW_STAGES * ST::BYTES / 4;
+    const int t = (int)threadIdx.x, group = t / 16, warp = t / 32, lane4 = t % 16 * 4;
+    const int m0 = (int)blockIdx.y * HPDL__NARROW_ROWS, k_begin = (int)blockIdx.z * k_chunk;
+    const int k_end = g.K - k_begin < k_chunk ? g.K : k_begin + k_chunk;
+    const int steps = (k_end - k_begin + HPDL__NARROW_STEP - 1) / HPDL__NARROW_STEP;
+    float acc[4][NB], v[SH::BM * NB / 256];
+    int i, j, c, s;
+    for (s = 0; s < HPDL__NARROW_STAGES - 1; s++) { /* A's first stages on their way, then B's rows */
+        if (s < steps) hpdl__narrow_copy(g, k_begin + s * HPDL__NARROW_STEP, k_end, m0, stages + s * ST::ELEMS);
+        hpdl__cp_async_commit();
+    }
+    hpdl__narrow_stage_b<T, NB>(g, k_begin, k_end, steps * HPDL__NARROW_STEP, bs);
+#pragma unroll
+    for (j = 0; j < 4; j++)
+#pragma unroll
+        for (c = 0; c < NB; c++) acc[j][c] = 0.0f;
+    for (s = 0; s < steps; s++) {
+        const T *a = stages + s % HPDL__NARROW_STAGES * ST::ELEMS;
+        const int ahead = s + HPDL__NARROW_STAGES - 1;
+        hpdl__cp_async_wait<HPDL__NARROW_STAGES - 2>();
+        __syncthreads(); /* stage s is in; the one multiplied last round may be refilled */
+        if (ahead < steps)
+            hpdl__narrow_copy(g, k_begin + ahead * HPDL__NARROW_STEP, k_end, m0, stages + ahead % HPDL__NARROW_STAGES * ST::ELEMS);
+        hpdl__cp_async_commit();
+#pragma unroll
+        for (i = group; i < HPDL__NARROW_STEP; i += HPDL__NARROW_GROUPS) {
+            const float4 *b = (const float4 *)(bs + (size_t)(s * HPDL__NARROW_STEP + i) * NB);
+            float x[4];
+            hpdl__gemm_vload4(a + i * HPDL__NARROW_ROWS + lane4, x);
+#pragma unroll
+            for (c = 0; c < NB / 4; c++) {
+                const float4 q = b[c];
+#pragma unroll
+                for (j = 0; j < 4; j++) {
+                    acc[j][4 * c] += x[j] * q.x;
+                    acc[j][4 * c + 1] += x[j] * q.y;
+                    acc[j][4 * c + 2] += x[j] * q.z;
+                    acc[j][4 * c + 3] += x[j] * q.w;
+                }
+            }
+        }
+    }
+    /* the two groups of a warp, then the 8 warps in order (into the stages' memory) */
+#pragma unroll
+    for (j = 0; j < 4; j++)
+#pragma unroll
+        for (c = 0; c < NB; c++) acc[j][c] += __shfl_xor_sync(0xffffffffu, acc[j][c], 16);
+    hpdl__cp_async_wait<0>();
+    __syncthreads();
+    if (group % 2 == 0)
+#pragma unroll
+        for (j = 0; j < 4; j++)
+#pragma unroll
+            for (c = 0; c < NB; c++) sums[(warp * HPDL__NARROW_ROWS + lane4 + j) * NB + c] = acc[j][c];
+    __syncthreads();
+#pragma unroll
+    for (i = 0; i < SH::BM * NB / 256; i++) {
+        float sum = 0.0f;
+        for (j = 0; j < 8; j++) sum += sums[j * HPDL__NARROW_ROWS * NB + t + 256 * i];
+        v[i] = sum;
+    }
+    hpdl__splitk_finish_values<SH>(g, v, ws, counters);
 }
 
 /* The splitk rung's workspace for one stream: the slices' sums and a
@@ -2947,6 +3098,75 @@ HPDL_LAZY int hpdl__splitk_depth(int M, int N, int K, int shape, int acc_bytes, 
     return (int)((steps + slices - 1) / slices * 32);
 }
 
+/* The narrow MN-major kernel's slice depth for an M x K product whose
+   block carries nb columns, on `sms` SMs: about 2 blocks an SM, each slice
+   whole rounds of HPDL__NARROW_STEP k's (K itself: one slice), B's rows of
+   a slice within 32 KB of shared memory (hpdl__narrow_most k's; with the
+   A stages at most 96 KB a block, two blocks an SM), every slice's sums within the
+   splitk workspace. 0: no such split (the other narrow kernel takes it). */
+HPDL_LAZY int hpdl__narrow_most(int nb) {
+    return (32 << 10) / (nb * (int)sizeof(float)) / HPDL__NARROW_STEP * HPDL__NARROW_STEP;
+}
+HPDL_LAZY int hpdl__narrow_depth(int M, int K, int nb, int sms) {
+    const int64_t tiles = (M + HPDL__NARROW_ROWS - 1) / HPDL__NARROW_ROWS, step = HPDL__NARROW_STEP;
+    const int64_t most = hpdl__narrow_most(nb);
+    const int64_t slices = (2 * (int64_t)sms + tiles - 1) / tiles;
+    int64_t depth = ((K + slices - 1) / slices + step - 1) / step * step;
+    if (depth > most) depth = most;
+    if (depth >= K) return K;
+    if (tiles > HPDL__SPLITK_COUNTERS ||
+        (K + depth - 1) / depth * tiles * HPDL__NARROW_ROWS * nb * (int64_t)sizeof(float) > (int64_t)HPDL__SPLITK_WS_BYTES)
+        return 0;
+    return (int)depth;
+}
+
+/* Runs hpdl__gemm_narrow_mn<T, NB> in slices of `depth` k's (sp: the
+   workspace, NULL for one slice). */
+template <typename T, int NB>
+static inline hpdl_status hpdl__narrow_launch(const hpdl__gemm_args<T, float> &g, int depth, hpdl__splitk_space *sp,
+                                              cudaStream_t stream) {
+    const dim3 grid(1, (unsigned)((g.M + HPDL__NARROW_ROWS - 1) / HPDL__NARROW_ROWS),
+                    depth < g.K ? (unsigned)((g.K + depth - 1) / depth) : 1u);
+    const size_t smem = hpdl__narrow_smem_bytes(depth, NB, (int)sizeof(T));
+    cudaFuncAttributes fa;
+    if (grid.y > 65535u) return HPDL_ERR_UNSUPPORTED;
+    if (cudaFuncGetAttributes(&fa, (const void *)hpdl__gemm_narrow_mn<T, NB>) != cudaSuccess || fa.ptxVersion < 80) {
+        cudaGetLastError(); /* no cp.async in this binary: the other narrow kernel */
+        return HPDL_ERR_UNSUPPORTED;
+    }
+    HPDL_CUDA_TRY(cudaFuncSetAttribute(hpdl__gemm_narrow_mn<T, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    hpdl__gemm_narrow_mn<T, NB><<<grid, 256, smem, stream>>>(g, depth, sp ? (float *)sp->ws : (float *)NULL,
+                                                             sp ? sp->counters : (unsigned *)NULL);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* splitk's narrow products with A MN-major through hpdl__gemm_narrow_mn
+   (f32 sums: f32, f16, bf16); HPDL_ERR_UNSUPPORTED where it does not take
+   them: f64, A not 16-byte aligned or its rows not whole 16-byte pieces,
+   no sm_80 code, K too long for one slice where there is no workspace. */
+#ifndef HPDL__NARROW_MN /* experiments build without it (0) */
+#define HPDL__NARROW_MN 1
+#endif
+template <typename T, typename ACC>
+static inline hpdl_status hpdl__gemm_launch_narrow_mn(const hpdl__gemm_args<T, ACC> &, int, cudaStream_t) {
+    return HPDL_ERR_UNSUPPORTED;
+}
+template <typename T>
+static inline hpdl_status hpdl__gemm_launch_narrow_mn(const hpdl__gemm_args<T, float> &g, int sms, cudaStream_t stream) {
+    const int nb = g.N <= 8 ? 8 : g.N <= 12 ? 12 : 16;
+    int depth = hpdl__narrow_depth(g.M, g.K, nb, sms);
+    hpdl__splitk_space *sp = NULL;
+    if (!HPDL__NARROW_MN || g.N > 16 || g.a.kcontig || !g.a.vec || (depth == 0 && g.K > 0)) return HPDL_ERR_UNSUPPORTED;
+    if (depth < g.K && !(sp = hpdl__splitk_space_for(stream))) {
+        if (g.K > hpdl__narrow_most(nb)) return HPDL_ERR_UNSUPPORTED; /* K past one slice */
+        depth = g.K;
+    }
+    if (nb == 8) return hpdl__narrow_launch<T, 8>(g, depth, sp, stream);
+    if (nb == 12) return hpdl__narrow_launch<T, 12>(g, depth, sp, stream);
+    return hpdl__narrow_launch<T, 16>(g, depth, sp, stream);
+}
+
 /* Launches the splitk kernel of tile SH (TC: the tensor-core one). */
 template <typename T, typename ACC, typename SH, bool TC>
 static inline hpdl_status hpdl__gemm_launch_splitk_shape(const hpdl__gemm_args<T, ACC> &g, int depth, cudaStream_t stream) {
@@ -2991,6 +3211,10 @@ template <typename T, typename ACC>
 static inline hpdl_status hpdl__gemm_launch_splitk(const hpdl__gemm_args<T, ACC> &g, cudaStream_t stream) {
     int sms = 0, shape = hpdl__splitk_shape_for(g.M, g.N), depth;
     if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
+    if (shape == HPDL__SPLITK_NARROW && !g.a.kcontig) {
+        hpdl_status s = hpdl__gemm_launch_narrow_mn(g, sms, stream);
+        if (s != HPDL_ERR_UNSUPPORTED) return s;
+    }
     depth = hpdl__splitk_depth(g.M, g.N, g.K, shape, (int)sizeof(ACC), sms);
     if (shape == HPDL__SPLITK_NARROW)
         return hpdl__gemm_launch_splitk_tile<typename hpdl__splitk_narrow_for<sizeof(T)>::type>(g, depth, stream);

@@ -488,6 +488,78 @@ static void test_gemm_mlp_f64(void) { check_mlp_type<double>("f64", 1e-12, 22); 
 static void test_gemm_mlp_f16(void) { check_mlp_type<hpdl_f16>("f16", 1e-2, 23); }
 static void test_gemm_mlp_bf16(void) { check_mlp_type<hpdl_bf16>("bf16", 1e-2, 24); }
 
+/* splitk's narrow products with A MN-major (hpdl__gemm_narrow_mn): every
+   width it carries (N <= 8, 12, 16), one slice and many, B in both
+   layouts, aligned and unaligned A, both betas, against the f64 CPU GEMM;
+   a second run gives the same bits. */
+template <typename T> static void check_narrow_mn_type(const char *type, double tol, uint64_t seed) {
+    static const int rows[] = {67, 300}, cols[] = {3, 8, 13, 16}, depths[] = {5, 3000};
+    hpdl_rng r;
+    int i, j, k, tb, layout, failed = 0;
+    if (!hpdl_cuda_available()) { hpdl_test__skipped = 1; fprintf(stderr, "    skipped: no GPU\n"); return; }
+    hpdl_rng_seed(&r, seed);
+    for (i = 0; i < HPDL_COUNT(rows); i++)
+        for (j = 0; j < HPDL_COUNT(cols); j++)
+            for (k = 0; k < HPDL_COUNT(depths); k++)
+                for (tb = 0; tb < 2; tb++)
+                    for (layout = 0; layout < 2; layout++) {
+                        const int shape[3] = {rows[i], cols[j], depths[k]};
+                        gemm_case<T> c;
+                        T *first;
+                        case_init(&c, 1 | tb << 1, shape, layout, (i + j + k) % 2);
+                        HPDL_EXPECT(case_setup(&c, &r));
+                        first = (T *)hpdl_alloc(c.nc, sizeof(T));
+                        HPDL_EXPECT(first != NULL);
+                        failed += !case_check(&c, HPDL_GEMM_SPLITK, tol, type);
+                        memcpy(first, c.C, c.nc * sizeof(T));
+                        failed += !case_check(&c, HPDL_GEMM_SPLITK, tol, type);
+                        if (memcmp(first, c.C, c.nc * sizeof(T)) != 0 && !failed++)
+                            fprintf(stderr, "    %s splitk %dx%dx%d: two runs differ\n", type, c.M, c.N, c.K);
+                        HPDL_FREE(first);
+                        case_free(&c);
+                    }
+    HPDL_EXPECT(failed == 0);
+}
+static void test_gemm_narrow_mn(void) {
+    check_narrow_mn_type<float>("f32", 1e-5, 31);
+    check_narrow_mn_type<hpdl_f16>("f16", 1e-2, 32);
+    check_narrow_mn_type<hpdl_bf16>("bf16", 1e-2, 33);
+}
+
+/* The narrow MN-major kernel's slices (host logic): all of K, or whole
+   rounds of k's no deeper than its shared memory holds, none empty, every
+   slice's sums within the splitk workspace; 0 only where they would not
+   fit it. */
+static void test_gemm_narrow_plan(void) {
+    static const int sizes[] = {1, 10, 64, 65, 512, 2048, 3000, 100000, 1000000, 2000000000};
+    int i, k, nb, bad = 0, split = 0;
+    for (i = 0; i < HPDL_COUNT(sizes); i++)
+        for (k = 0; k < HPDL_COUNT(sizes); k++)
+            for (nb = 8; nb <= 16; nb += 4) {
+                const int M = sizes[i], K = sizes[k], depth = hpdl__narrow_depth(M, K, nb, 132);
+                const int64_t tiles = (M + HPDL__NARROW_ROWS - 1) / HPDL__NARROW_ROWS;
+                const int64_t slices = depth > 0 ? ((int64_t)K + depth - 1) / depth : 0;
+                bad |= hpdl__narrow_smem_bytes(hpdl__narrow_most(nb), nb, 4) > (96 << 10);
+                if (depth == K) {
+                    bad |= K > hpdl__narrow_most(nb);
+                } else if (depth == 0) {
+                    bad |= tiles <= HPDL__SPLITK_COUNTERS &&
+                           ((int64_t)K + hpdl__narrow_most(nb) - 1) / hpdl__narrow_most(nb) * tiles * HPDL__NARROW_ROWS * nb * 4 <=
+                               (int64_t)HPDL__SPLITK_WS_BYTES;
+                } else {
+                    split++;
+                    bad |= depth % HPDL__NARROW_STEP != 0 || depth > hpdl__narrow_most(nb) || depth > K ||
+                           (slices - 1) * depth >= K || tiles > HPDL__SPLITK_COUNTERS ||
+                           slices * tiles * HPDL__NARROW_ROWS * nb * 4 > (int64_t)HPDL__SPLITK_WS_BYTES;
+                }
+                if (bad) { fprintf(stderr, "    %dx%d (nb %d): depth %d wrong\n", M, K, nb, depth); return; }
+            }
+    HPDL_EXPECT(!bad && split > 0);
+    HPDL_EXPECT(hpdl__narrow_depth(512, 3000, 12, 132) == 128);   /* 8 tiles, 24 slices */
+    HPDL_EXPECT(hpdl__narrow_depth(2048, 3000, 12, 132) == 384);  /* 32 tiles, 8 slices */
+    HPDL_EXPECT(hpdl__narrow_depth(512, 32, 12, 132) == 32);      /* one slice */
+}
+
 /* AUTO's choice (host logic, no GPU needed) for the MLP's products at H 512
    and 2048, B 32 to 3000 (the rule measured by bench/gemm --mlp: see
    hpdl__gemm_auto_splitk), and the plan of the splitk rung's slices for
@@ -802,6 +874,7 @@ int main(int argc, char **argv) {
                                       HPDL_TEST(test_gemm_auto_splitk),  HPDL_TEST(test_gemm_warptile_slices),
                                       HPDL_TEST(test_gemm_wgmma_split_slices), HPDL_TEST(test_gemm_wgmma_thin_rule), HPDL_TEST(test_gemm_mlp_f32),
                                       HPDL_TEST(test_gemm_mlp_f64),      HPDL_TEST(test_gemm_mlp_f16),
-                                      HPDL_TEST(test_gemm_mlp_bf16),     HPDL_TEST(test_gemm_splitk_graph)};
+                                      HPDL_TEST(test_gemm_mlp_bf16),     HPDL_TEST(test_gemm_narrow_mn),
+                                      HPDL_TEST(test_gemm_narrow_plan),  HPDL_TEST(test_gemm_splitk_graph)};
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }
