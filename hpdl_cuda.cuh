@@ -960,7 +960,8 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_prefetch(const void *ptr, size_t bytes, int 
        splitk     skinny products (an MLP's): 128x16, 32x64 or 64x64 tiles, K split over
                   slices added in a fixed order (mma.sync for f16/bf16, FMAs for f32/f64);
                   N <= 16 with A's M contiguous (a weight gradient) streams A through a
-                  cp.async pipeline, 64 rows of C a block (hpdl__gemm_narrow_mn)
+                  cp.async pipeline, 64 rows of C a block (hpdl__gemm_narrow_mn: FMAs
+                  for f32, mma.sync for f16/bf16)
        cublas     the library, for reference
    f16/bf16 accumulate in f32 on every rung. AUTO: splitk for skinny f32/f16/bf16 products
    (hpdl__gemm_auto_splitk: N <= 16, or small outputs with K <= 16, f32 too with long K) unless
@@ -2895,13 +2896,15 @@ __global__ void __launch_bounds__(256, 2) hpdl__gemm_splitk(hpdl__gemm_args<T, A
    whose sums the last block of each tile then adds: 47 slices for 512 x 10
    x 3000. This one is built for streaming A: a block takes a 64-column
    strip of it (64 rows of C) over its slice of K, in stages of 64 k's
-   copied by cp.async, 3 stages in flight while one is multiplied. Thread (group, lane) of 16 x 16 multiplies its 4
-   elements A(m..m+3, k) of every 16th row k of a stage by B's row k (the
-   slice's rows staged once in f32, zero-padded to NB columns) with FMAs;
-   the 16 groups then add their sums in a fixed order and slices add as in
-   splitk (hpdl__splitk_finish_values). NB (8, 12 or 16): the columns a
-   block carries. Needs sm_80 (cp.async) and A 16-byte aligned with rows of
-   whole 16-byte pieces (hpdl__gemm_args.a.vec). */
+   copied by cp.async, 3 stages in flight while one is multiplied; slices
+   add as in splitk (hpdl__splitk_finish_values). For f32 (this kernel)
+   thread (group, lane) of 16 x 16 multiplies its 4 elements A(m..m+3, k)
+   of every 16th row k of a stage by B's row k (the slice's rows staged
+   once in f32, zero-padded to NB columns: 8, 12 or 16) with FMAs, and the
+   16 groups add their sums in a fixed order; 16-bit elements go to the
+   tensor cores (hpdl__gemm_narrow_mn_tc, below). Needs sm_80 (cp.async)
+   and A 16-byte aligned with rows of whole 16-byte pieces
+   (hpdl__gemm_args.a.vec). */
 enum { HPDL__NARROW_ROWS = 64, HPDL__NARROW_GROUPS = 16, HPDL__NARROW_STAGES = 4, HPDL__NARROW_STEP = 64 /* k's a stage */ };
 template <typename T> struct hpdl__narrow_stage {
     enum { BYTES = HPDL__NARROW_STEP * HPDL__NARROW_ROWS * (int)sizeof(T), ELEMS = HPDL__NARROW_STEP * HPDL__NARROW_ROWS,
@@ -2915,11 +2918,12 @@ HPDL_LAZY size_t hpdl__narrow_smem_bytes(int depth, int nb, int elem_bytes) {
     return (size_t)HPDL__NARROW_STAGES * HPDL__NARROW_STEP * HPDL__NARROW_ROWS * elem_bytes + rows * nb * sizeof(float);
 }
 
-/* B's rows k_begin .. k_begin + rows - 1 into bs as f32 rows of NB, zeros
-   past k_end and N; 8 loads in flight a thread. */
-template <typename T, int NB>
+/* B's rows k_begin .. k_begin + rows - 1, NB columns, into bs as rows of LD
+   elements of S (f32, or B's own 16-bit type), zeros past k_end and N; 8
+   loads in flight a thread. */
+template <int NB, int LD, typename S, typename T>
 static __device__ __forceinline__ void hpdl__narrow_stage_b(const hpdl__gemm_args<T, float> &g, int k_begin, int k_end,
-                                                            int rows, float *bs) {
+                                                            int rows, S *bs) {
     for (int i = (int)threadIdx.x; i < rows * NB; i += 256 * 8) {
         float e[8];
 #pragma unroll
@@ -2929,21 +2933,21 @@ static __device__ __forceinline__ void hpdl__narrow_stage_b(const hpdl__gemm_arg
         }
 #pragma unroll
         for (int j = 0; j < 8; j++)
-            if (i + 256 * j < rows * NB) bs[i + 256 * j] = e[j];
+            if (i + 256 * j < rows * NB) hpdl__gemm_put(bs + (i + 256 * j) / NB * LD + (i + 256 * j) % NB, e[j]);
     }
 }
 
-/* Rows k0 .. k0 + KS - 1 of A's strip at column m0 into a stage: cp.async
-   16 bytes where the piece lies inside A, element by element at its last
-   columns, zeros past k_end. */
-template <typename T>
+/* Rows k0 .. k0 + 63 of A's strip at column m0 into a stage (rows of LDS
+   elements): cp.async 16 bytes where the piece lies inside A, element by
+   element at its last columns, zeros past k_end. */
+template <int LDS, typename T>
 static __device__ __forceinline__ void hpdl__narrow_copy(const hpdl__gemm_args<T, float> &g, int k0, int k_end, int m0,
                                                          T *stage) {
     typedef hpdl__narrow_stage<T> ST;
     for (int i = (int)threadIdx.x; i < ST::ELEMS / ST::PIECE; i += 256) {
         const int r = i / (HPDL__NARROW_ROWS / ST::PIECE), m = i % (HPDL__NARROW_ROWS / ST::PIECE) * ST::PIECE;
         const T *src = g.a.p + (size_t)(k0 + r) * g.a.ld + m0 + m;
-        T *dst = stage + r * HPDL__NARROW_ROWS + m;
+        T *dst = stage + r * LDS + m;
         if (k0 + r < k_end && m0 + m + ST::PIECE <= g.M) {
             hpdl__cp_async16(dst, src);
         } else {
@@ -2968,10 +2972,10 @@ __global__ void __launch_bounds__(256, 2) hpdl__gemm_narrow_mn(hpdl__gemm_args<T
     float acc[4][NB], v[SH::BM * NB / 256];
     int i, j, c, s;
     for (s = 0; s < HPDL__NARROW_STAGES - 1; s++) { /* A's first stages on their way, then B's rows */
-        if (s < steps) hpdl__narrow_copy(g, k_begin + s * HPDL__NARROW_STEP, k_end, m0, stages + s * ST::ELEMS);
+        if (s < steps) hpdl__narrow_copy<HPDL__NARROW_ROWS>(g, k_begin + s * HPDL__NARROW_STEP, k_end, m0, stages + s * ST::ELEMS);
         hpdl__cp_async_commit();
     }
-    hpdl__narrow_stage_b<T, NB>(g, k_begin, k_end, steps * HPDL__NARROW_STEP, bs);
+    hpdl__narrow_stage_b<NB, NB>(g, k_begin, k_end, steps * HPDL__NARROW_STEP, bs);
 #pragma unroll
     for (j = 0; j < 4; j++)
 #pragma unroll
@@ -2982,7 +2986,8 @@ __global__ void __launch_bounds__(256, 2) hpdl__gemm_narrow_mn(hpdl__gemm_args<T
         hpdl__cp_async_wait<HPDL__NARROW_STAGES - 2>();
         __syncthreads(); /* stage s is in; the one multiplied last round may be refilled */
         if (ahead < steps)
-            hpdl__narrow_copy(g, k_begin + ahead * HPDL__NARROW_STEP, k_end, m0, stages + ahead % HPDL__NARROW_STAGES * ST::ELEMS);
+            hpdl__narrow_copy<HPDL__NARROW_ROWS>(g, k_begin + ahead * HPDL__NARROW_STEP, k_end, m0,
+                                                 stages + ahead % HPDL__NARROW_STAGES * ST::ELEMS);
         hpdl__cp_async_commit();
 #pragma unroll
         for (i = group; i < HPDL__NARROW_STEP; i += HPDL__NARROW_GROUPS) {
@@ -3021,6 +3026,77 @@ __global__ void __launch_bounds__(256, 2) hpdl__gemm_narrow_mn(hpdl__gemm_args<T
         for (j = 0; j < 8; j++) sum += sums[j * HPDL__NARROW_ROWS * NB + t + 256 * i];
         v[i] = sum;
     }
+    hpdl__splitk_finish_values<SH>(g, v, ws, counters);
+}
+
+/* 16-bit elements: the same pipeline feeding the tensor cores. A stage's
+   rows have 8 spare elements (so the 8 rows an ldmatrix reads fall on
+   distinct banks) and B's rows stay 16-bit, 16 columns and 8 spare. Warp w
+   takes rows 16 (w % 4) of the strip and every other 16 k's of a stage
+   (w / 4): per 16 k's one ldmatrix.trans of A (its tile is stored k by m),
+   one of B, two mma.sync m16n8k16. The two halves of k add in order. */
+enum { HPDL__NARROW_TC_LDS = HPDL__NARROW_ROWS + 8, HPDL__NARROW_TC_LDB = 24 };
+
+HPDL_LAZY size_t hpdl__narrow_tc_smem_bytes(int depth) {
+    const size_t rows = (size_t)(depth + HPDL__NARROW_STEP - 1) / HPDL__NARROW_STEP * HPDL__NARROW_STEP;
+    return (size_t)HPDL__NARROW_STAGES * HPDL__NARROW_STEP * HPDL__NARROW_TC_LDS * 2 + rows * HPDL__NARROW_TC_LDB * 2;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(256, 2) hpdl__gemm_narrow_mn_tc(hpdl__gemm_args<T, float> g, int k_chunk, float *ws,
+                                                                  unsigned *counters) {
+    typedef hpdl__splitk_shape<HPDL__NARROW_ROWS, 16, HPDL__NARROW_STEP> SH;
+    enum { LDS = HPDL__NARROW_TC_LDS, LDB = HPDL__NARROW_TC_LDB, STAGE = HPDL__NARROW_STEP * LDS };
+    extern __shared__ float4 hpdl__narrow_smem[];
+    T *stages = (T *)hpdl__narrow_smem, *bs = stages + HPDL__NARROW_STAGES * STAGE;
+    float *sums = (float *)hpdl__narrow_smem;
+    const int t = (int)threadIdx.x, lane = t % 32, warp = t / 32, mw = warp % 4 * 16, kw = warp / 4 * 16;
+    const int q = lane / 8, r = lane % 8; /* the ldmatrix row this lane names: of matrix q, row r */
+    const int m0 = (int)blockIdx.y * HPDL__NARROW_ROWS, k_begin = (int)blockIdx.z * k_chunk;
+    const int k_end = g.K - k_begin < k_chunk ? g.K : k_begin + k_chunk;
+    const int steps = (k_end - k_begin + HPDL__NARROW_STEP - 1) / HPDL__NARROW_STEP;
+    float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}}, v[4];
+    int i, s;
+    for (s = 0; s < HPDL__NARROW_STAGES - 1; s++) { /* A's first stages on their way, then B's rows */
+        if (s < steps) hpdl__narrow_copy<LDS>(g, k_begin + s * HPDL__NARROW_STEP, k_end, m0, stages + s * STAGE);
+        hpdl__cp_async_commit();
+    }
+    hpdl__narrow_stage_b<16, LDB>(g, k_begin, k_end, steps * HPDL__NARROW_STEP, bs);
+    for (s = 0; s < steps; s++) {
+        const T *a = stages + s % HPDL__NARROW_STAGES * STAGE;
+        const int ahead = s + HPDL__NARROW_STAGES - 1;
+        hpdl__cp_async_wait<HPDL__NARROW_STAGES - 2>();
+        __syncthreads(); /* stage s is in; the one multiplied last round may be refilled */
+        if (ahead < steps)
+            hpdl__narrow_copy<LDS>(g, k_begin + ahead * HPDL__NARROW_STEP, k_end, m0,
+                                   stages + ahead % HPDL__NARROW_STAGES * STAGE);
+        hpdl__cp_async_commit();
+#pragma unroll
+        for (i = kw; i < HPDL__NARROW_STEP; i += 32) {
+            unsigned af[4], bf[4];
+            /* A's matrices (m 0-7 | 8-15) x (k 0-7 | 8-15) as mma wants them; B's (k 0-7 | 8-15) x (n 0-7 | 8-15) */
+            hpdl__ldmatrix_x4<true>(af, a + (i + r + 8 * (q / 2)) * LDS + mw + 8 * (q % 2));
+            hpdl__ldmatrix_x4<true>(bf, bs + (s * HPDL__NARROW_STEP + i + r + 8 * (q % 2)) * LDB + 8 * (q / 2));
+            {
+                const unsigned b0[2] = {bf[0], bf[1]}, b1[2] = {bf[2], bf[3]};
+                hpdl__mma16816(T(), acc[0], af, b0);
+                hpdl__mma16816(T(), acc[1], af, b1);
+            }
+        }
+    }
+    hpdl__cp_async_wait<0>();
+    __syncthreads();
+    { /* accumulator (h, e): row lane / 4 (+8 for e >= 2), column 8 h + 2 (lane % 4) + e % 2 */
+        float *mine = sums + warp / 4 * SH::BM * 16 + (mw + lane / 4) * 16 + lane % 4 * 2;
+        for (i = 0; i < 2; i++) {
+            mine[8 * i] = acc[i][0];
+            mine[8 * i + 1] = acc[i][1];
+            mine[8 * 16 + 8 * i] = acc[i][2];
+            mine[8 * 16 + 8 * i + 1] = acc[i][3];
+        }
+    }
+    __syncthreads();
+    for (i = 0; i < 4; i++) v[i] = sums[t + 256 * i] + sums[SH::BM * 16 + t + 256 * i];
     hpdl__splitk_finish_values<SH>(g, v, ws, counters);
 }
 
@@ -3120,26 +3196,49 @@ HPDL_LAZY int hpdl__narrow_depth(int M, int K, int nb, int sms) {
     return (int)depth;
 }
 
-/* Runs hpdl__gemm_narrow_mn<T, NB> in slices of `depth` k's (sp: the
-   workspace, NULL for one slice). */
-template <typename T, int NB>
-static inline hpdl_status hpdl__narrow_launch(const hpdl__gemm_args<T, float> &g, int depth, hpdl__splitk_space *sp,
-                                              cudaStream_t stream) {
+/* Runs a narrow MN-major kernel in slices of `depth` k's with `smem` bytes
+   of shared memory (sp: the workspace, NULL for one slice). */
+template <typename T>
+static inline hpdl_status hpdl__narrow_run(void (*kernel)(hpdl__gemm_args<T, float>, int, float *, unsigned *),
+                                           const hpdl__gemm_args<T, float> &g, size_t smem, int depth,
+                                           hpdl__splitk_space *sp, cudaStream_t stream) {
     const dim3 grid(1, (unsigned)((g.M + HPDL__NARROW_ROWS - 1) / HPDL__NARROW_ROWS),
                     depth < g.K ? (unsigned)((g.K + depth - 1) / depth) : 1u);
-    const size_t smem = hpdl__narrow_smem_bytes(depth, NB, (int)sizeof(T));
     cudaFuncAttributes fa;
     if (grid.y > 65535u) return HPDL_ERR_UNSUPPORTED;
-    if (cudaFuncGetAttributes(&fa, (const void *)hpdl__gemm_narrow_mn<T, NB>) != cudaSuccess || fa.ptxVersion < 80) {
+    if (cudaFuncGetAttributes(&fa, (const void *)kernel) != cudaSuccess || fa.ptxVersion < 80) {
         cudaGetLastError(); /* no cp.async in this binary: the other narrow kernel */
         return HPDL_ERR_UNSUPPORTED;
     }
-    HPDL_CUDA_TRY(cudaFuncSetAttribute(hpdl__gemm_narrow_mn<T, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    hpdl__gemm_narrow_mn<T, NB><<<grid, 256, smem, stream>>>(g, depth, sp ? (float *)sp->ws : (float *)NULL,
-                                                             sp ? sp->counters : (unsigned *)NULL);
+    HPDL_CUDA_TRY(cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    kernel<<<grid, 256, smem, stream>>>(g, depth, sp ? (float *)sp->ws : (float *)NULL,
+                                        sp ? sp->counters : (unsigned *)NULL);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
 }
+template <typename T, int NB>
+static inline hpdl_status hpdl__narrow_launch(const hpdl__gemm_args<T, float> &g, int depth, hpdl__splitk_space *sp,
+                                              cudaStream_t stream) {
+    return hpdl__narrow_run(hpdl__gemm_narrow_mn<T, NB>, g, hpdl__narrow_smem_bytes(depth, NB, (int)sizeof(T)), depth,
+                            sp, stream);
+}
+
+/* The kernel for the type: FMAs for f32 (nb columns), the tensor cores for
+   16-bit elements. */
+template <typename T, int BYTES = (int)sizeof(T)> struct hpdl__narrow {
+    static hpdl_status launch(const hpdl__gemm_args<T, float> &g, int nb, int depth, hpdl__splitk_space *sp,
+                              cudaStream_t stream) {
+        if (nb == 8) return hpdl__narrow_launch<T, 8>(g, depth, sp, stream);
+        if (nb == 12) return hpdl__narrow_launch<T, 12>(g, depth, sp, stream);
+        return hpdl__narrow_launch<T, 16>(g, depth, sp, stream);
+    }
+};
+template <typename T> struct hpdl__narrow<T, 2> {
+    static hpdl_status launch(const hpdl__gemm_args<T, float> &g, int, int depth, hpdl__splitk_space *sp,
+                              cudaStream_t stream) {
+        return hpdl__narrow_run(hpdl__gemm_narrow_mn_tc<T>, g, hpdl__narrow_tc_smem_bytes(depth), depth, sp, stream);
+    }
+};
 
 /* splitk's narrow products with A MN-major through hpdl__gemm_narrow_mn
    (f32 sums: f32, f16, bf16); HPDL_ERR_UNSUPPORTED where it does not take
@@ -3154,7 +3253,7 @@ static inline hpdl_status hpdl__gemm_launch_narrow_mn(const hpdl__gemm_args<T, A
 }
 template <typename T>
 static inline hpdl_status hpdl__gemm_launch_narrow_mn(const hpdl__gemm_args<T, float> &g, int sms, cudaStream_t stream) {
-    const int nb = g.N <= 8 ? 8 : g.N <= 12 ? 12 : 16;
+    const int nb = sizeof(T) == 2 || g.N > 12 ? 16 : g.N > 8 ? 12 : 8; /* 16-bit: the tensor-core kernel's 16 */
     int depth = hpdl__narrow_depth(g.M, g.K, nb, sms);
     hpdl__splitk_space *sp = NULL;
     if (!HPDL__NARROW_MN || g.N > 16 || g.a.kcontig || !g.a.vec || (depth == 0 && g.K > 0)) return HPDL_ERR_UNSUPPORTED;
@@ -3162,9 +3261,7 @@ static inline hpdl_status hpdl__gemm_launch_narrow_mn(const hpdl__gemm_args<T, f
         if (g.K > hpdl__narrow_most(nb)) return HPDL_ERR_UNSUPPORTED; /* K past one slice */
         depth = g.K;
     }
-    if (nb == 8) return hpdl__narrow_launch<T, 8>(g, depth, sp, stream);
-    if (nb == 12) return hpdl__narrow_launch<T, 12>(g, depth, sp, stream);
-    return hpdl__narrow_launch<T, 16>(g, depth, sp, stream);
+    return hpdl__narrow<T>::launch(g, nb, depth, sp, stream);
 }
 
 /* Launches the splitk kernel of tile SH (TC: the tensor-core one). */
