@@ -4343,9 +4343,24 @@ static __device__ __forceinline__ void hpdl__wg_put_slice(float *sums, const flo
     }
 }
 
-/* wgmma: one warpgroup, thread 0 copies STAGES-1 tiles ahead. With
-   gridDim.y > 1 K is split: block (x, s) multiplies slice s of the
-   k-steps and leaves its sums at sk.partial (hpdl__gemm_wgmma_split). */
+/* Tile kt of the block's k-steps (from k-step k_first) of the one-tile
+   rung's A and B into its stage, signalling full[kt % S]. */
+template <typename T, bool AMN, bool BMN, int BM, int BN>
+static __device__ __forceinline__ void hpdl__wg_one_tile_load(const CUtensorMap *map_a, const CUtensorMap *map_b,
+                                                              unsigned char *smem, uint64_t *full, int tm, int tn,
+                                                              int k_first, int kt) {
+    enum { S = HPDL__WG_STAGES, A_BYTES = BM * 128, STAGE = (BM + BN) * 128 };
+    const int bk = (k_first + kt) * (128 / (int)sizeof(T)); /* 128 bytes of K a k-step */
+    unsigned char *st = smem + kt % S * STAGE;
+    hpdl__mbar_expect_bytes(&full[kt % S], STAGE);
+    hpdl__wg_load_pieces<AMN>(map_a, st, &full[kt % S], tm * BM, bk, 0, BM / 64, 1, 0);
+    hpdl__wg_load_pieces<BMN>(map_b, st + A_BYTES, &full[kt % S], tn * BN, bk, 0, BN / 64, 1, 0);
+}
+
+/* wgmma: one warpgroup, thread 0 copies STAGES-1 tiles ahead, and one
+   k-step's wgmmas stay in flight while the next are issued. With gridDim.y > 1 K is
+   split: block (x, s) multiplies slice s of the k-steps and leaves its
+   sums at sk.partial (hpdl__gemm_wgmma_split). */
 template <typename T, bool AMN, bool BMN>
 __global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma(const __grid_constant__ CUtensorMap map_a,
                                                            const __grid_constant__ CUtensorMap map_b,
@@ -4368,23 +4383,19 @@ __global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma(const __grid_constant
         hpdl__mbar_init_fence();
     }
     __syncthreads();
-    for (kt = 0; kt < S - 1 + KT; kt++) {
-        if (threadIdx.x == 0 && kt < KT) { /* copy tile kt, S-1 steps ahead of its use */
-            unsigned char *st = smem + kt % S * STAGE;
-            hpdl__mbar_expect_bytes(&full[kt % S], STAGE);
-            hpdl__wg_load_pieces<AMN>(&map_a, st, &full[kt % S], tm * BM, (k_first + kt) * BK, 0, BM / 64, 1, 0);
-            hpdl__wg_load_pieces<BMN>(&map_b, st + A_BYTES, &full[kt % S], tn * BN, (k_first + kt) * BK, 0, BN / 64, 1,
-                                      0);
-        }
-        if (kt >= S - 1) { /* multiply tile c = kt - (S-1) */
-            int c = kt - (S - 1);
-            unsigned char *st = smem + c % S * STAGE;
-            hpdl__mbar_wait(&full[c % S], (unsigned)(c / S) & 1);
-            hpdl__wg_mma_stage<T, AMN, BMN>(d, st, st + A_BYTES, 0);
-            hpdl__wg_wait<0>();
-            __syncthreads(); /* every warp is done with stage c % S: thread 0 may refill it next */
-        }
+    if (threadIdx.x == 0)
+        for (kt = 0; kt < S - 1 && kt < KT; kt++)
+            hpdl__wg_one_tile_load<T, AMN, BMN, BM, BN>(&map_a, &map_b, smem, full, tm, tn, k_first, kt);
+    for (kt = 0; kt < KT; kt++) { /* multiply tile kt while tile kt - 1's wgmmas finish */
+        unsigned char *st = smem + kt % S * STAGE;
+        hpdl__mbar_wait(&full[kt % S], (unsigned)(kt / S) & 1);
+        hpdl__wg_mma_stage<T, AMN, BMN>(d, st, st + A_BYTES, 0);
+        hpdl__wg_wait<1>();
+        __syncthreads(); /* every warp is done with tile kt - 1: its stage takes tile kt + S - 1 */
+        if (threadIdx.x == 0 && kt + S - 1 < KT)
+            hpdl__wg_one_tile_load<T, AMN, BMN, BM, BN>(&map_a, &map_b, smem, full, tm, tn, k_first, kt + S - 1);
     }
+    hpdl__wg_wait<0>();
     hpdl__wg_fence_acc(d);
     if (gridDim.y > 1) {
         hpdl__wg_put_slice((float *)sk.partial, d, tm, tn, tiles_n, (int)blockIdx.y, (int)gridDim.y);
