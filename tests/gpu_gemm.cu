@@ -612,7 +612,8 @@ static void test_gemm_auto_splitk(void) {
     HPDL_EXPECT(hpdl__gemm_auto_hopper(784, 2048, 128, 132) == HPDL_GEMM_WGMMA);            /* 56 tiles */
     HPDL_EXPECT(hpdl__gemm_auto_hopper(1152, 2048, 784, 132) == HPDL_GEMM_WGMMA_PERSISTENT); /* 72 tiles */
     HPDL_EXPECT(hpdl__gemm_auto_hopper(784, 512, 3000, 132) == HPDL_GEMM_WGMMA);            /* long K, split */
-    HPDL_EXPECT(hpdl__gemm_auto_hopper(784, 2048, 3000, 132) == HPDL_GEMM_WGMMA_PERSISTENT); /* stream-K */
+    HPDL_EXPECT(hpdl__gemm_auto_hopper(784, 2048, 3000, 132) == HPDL_GEMM_WGMMA);            /* 104 own blocks */
+    HPDL_EXPECT(hpdl__gemm_auto_hopper(640, 2048, 3000, 132) == HPDL_GEMM_WGMMA_PERSISTENT);  /* 80 own blocks: stream-K */
     HPDL_EXPECT(hpdl__gemm_auto_hopper(4096, 4096, 4096, 132) == HPDL_GEMM_WGMMA_PERSISTENT);
     HPDL_EXPECT(hpdl__splitk_shape_for(3000, 10) == HPDL__SPLITK_NARROW && hpdl__splitk_shape_for(32, 512) == HPDL__SPLITK_SHORT &&
                 hpdl__splitk_shape_for(784, 512) == HPDL__SPLITK_SQUARE);
