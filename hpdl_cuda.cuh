@@ -4413,8 +4413,11 @@ __global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma(const __grid_constant
    64-column strip of B and BN rows of A, 128 bytes of K each; as many
    stages as fit in 208 KB, at most 16. */
 template <int BN> struct hpdl__wg_thin_shape {
-    enum { STRIP = 64 * 128, STAGE = STRIP + BN * 128, MOST = (208 << 10) / STAGE };
-    enum { STAGES = MOST > 16 ? 16 : MOST };
+    enum { STRIP = 64 * 128, STAGE = STRIP + BN * 128, MOST = (208 << 10) / STAGE / 2 * 2 /* even */ };
+    enum { STAGES = MOST > 16 ? 16 : MOST, SUMS = BN / 2 * 128 * 4 /* a warpgroup's accumulators */,
+           WGS = BN <= 64 ? 2 : 1 /* warpgroups on 4 or more k-steps (hpdl__gemm_wgmma_thin) */ };
+    /* bytes before the stages' barriers: the stages, or the sums handed over at the end */
+    static __host__ __device__ int body(int stages) { return stages * STAGE > SUMS ? stages * STAGE : SUMS; }
 };
 
 /* Fetches a tensor map's descriptor ahead of its first copy. */
@@ -4436,29 +4439,35 @@ static __device__ __forceinline__ void hpdl__wg_thin_load(const CUtensorMap *map
         hpdl__tma_load(map_a, stage + hpdl__wg_thin_shape<BN>::STRIP, bar, k0, m0, 0);
 }
 
-/* thin: a BN x 64 tile of C per block (one warpgroup) for products of few
-   rows (an MLP's batch; A MN-major: BN 64 or 128), f16/bf16. The operands swap
-   roles: wgmma's 64-row operand is the strip of B (C's columns), its
-   BN-wide one the rows of A, so the accumulators hold the tile transposed.
-   Thread 0 puts `stages` k-steps in flight at once, all of K where it
-   fits (784: 13 steps), and refills a stage once its wgmma has read it,
-   while the next step's wgmma runs. */
-template <typename T, bool BMN, bool AMN, int BN>
-__global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma_thin(const __grid_constant__ CUtensorMap map_b,
-                                                                const __grid_constant__ CUtensorMap map_a,
-                                                                hpdl__gemm_args<T, float> g, int stages) {
+/* thin: a BN x 64 tile of C per block for products of few rows (an MLP's
+   batch; A MN-major: BN 64 or 128), f16/bf16. The operands swap roles:
+   wgmma's 64-row operand is the strip of B (C's columns), its BN-wide one
+   the rows of A, so the accumulators hold the tile transposed. Thread 0
+   puts `stages` k-steps in flight at once, all of K where it fits (784: 13
+   steps). With 4 or more k-steps and BN <= 64, two warpgroups (WGS) take
+   alternate k-steps (one chain of 13 x 4 dependent wgmmas becomes two of
+   about half that; one H200, f16 32 x 512 x 784: 8.4 -> 7.7 us), each
+   refilling the stages of its own steps (an even count of stages) once
+   its wgmma has read them, while its next step's wgmma runs; warpgroup 1
+   hands its sums over through shared memory at the end. Fewer steps, or
+   128 rows, keep one warpgroup (two were slower there). */
+template <typename T, bool BMN, bool AMN, int BN, int WGS>
+__global__ void __launch_bounds__(128 * WGS, 1) hpdl__gemm_wgmma_thin(const __grid_constant__ CUtensorMap map_b,
+                                                                      const __grid_constant__ CUtensorMap map_a,
+                                                                      hpdl__gemm_args<T, float> g, int stages) {
 #ifdef HPDL__SM90A
     typedef hpdl__wg_thin_shape<BN> SH;
     enum { BK = 128 / sizeof(T), K_STEP = hpdl__wg_type<T>::K_STEP };
     unsigned char *smem = hpdl__wg_smem_base();
-    uint64_t *full = (uint64_t *)(smem + stages * SH::STAGE);
+    uint64_t *full = (uint64_t *)(smem + SH::body(stages));
+    float *other = (float *)smem; /* warpgroup 1's sums, once every stage is read */
     const int steps = (g.K + BK - 1) / BK, n0 = (int)blockIdx.x * 64, m0 = (int)blockIdx.y * BN;
-    const int t = (int)threadIdx.x, lane = t % 32;
+    const int t = (int)threadIdx.x % 128, wg = (int)threadIdx.x / 128, lane = t % 32;
     float d[BN / 2];
     int i, c, j;
 #pragma unroll
     for (i = 0; i < BN / 2; i++) d[i] = 0.0f;
-    if (t == 0) {
+    if (threadIdx.x == 0) {
         hpdl__tma_prefetch(&map_b);
         hpdl__tma_prefetch(&map_a);
         for (i = 0; i < stages; i++) hpdl__mbar_init(&full[i], 1);
@@ -4467,9 +4476,9 @@ __global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma_thin(const __grid_con
             hpdl__wg_thin_load<BN, BMN, AMN>(&map_b, &map_a, smem + i * SH::STAGE, &full[i], n0, m0, i * BK);
     }
     __syncthreads();
-    for (c = 0; c < steps; c++) {
+    for (c = wg; c < steps; c += WGS) { /* warpgroup wg: every WGS-th k-step */
         unsigned char *st = smem + c % stages * SH::STAGE;
-        const int refill = c - 1 + stages; /* the k-step for the stage step c - 1 used */
+        const int refill = c - WGS + stages; /* the k-step for the stage this warpgroup's step c - WGS used */
         hpdl__mbar_wait(&full[c % stages], (unsigned)(c / stages) & 1);
         hpdl__wg_fence_accs<BN / 2>(d);
         hpdl__wg_fence();
@@ -4479,9 +4488,14 @@ __global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma_thin(const __grid_con
                                               hpdl__wg_step_desc<T, AMN>(st + SH::STRIP, 0, j));
         hpdl__wg_commit();
         hpdl__wg_fence_accs<BN / 2>(d);
-        if (c > 0 && refill < steps) { /* step c - 1's wgmma has read its stage: refill it while step c's runs */
+        if (c >= WGS && refill < steps) { /* step c - WGS's wgmma has read its stage: refill it while step c's runs */
             hpdl__wg_wait<1>();
-            __syncthreads();
+            if (WGS == 1)
+                __syncthreads();
+            else if (wg == 0)
+                hpdl__wg_bar(1);
+            else
+                hpdl__wg_bar(2);
             if (t == 0)
                 hpdl__wg_thin_load<BN, BMN, AMN>(&map_b, &map_a, smem + refill % stages * SH::STAGE,
                                                  &full[refill % stages], n0, m0, refill * BK);
@@ -4489,6 +4503,16 @@ __global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma_thin(const __grid_con
     }
     hpdl__wg_wait<0>();
     hpdl__wg_fence_accs<BN / 2>(d);
+    if (WGS > 1) {
+        __syncthreads(); /* every stage is read: warpgroup 1 hands its sums over */
+        if (wg == 1)
+#pragma unroll
+            for (i = 0; i < BN / 2; i++) other[i * 128 + t] = d[i];
+        __syncthreads();
+        if (wg == 1) return;
+#pragma unroll
+        for (i = 0; i < BN / 2; i++) d[i] += other[i * 128 + t];
+    }
     /* accumulator 4j + i: column n of C (row 16 warp + lane / 4, + 8 of the
        strip) and row m (8 j + 2 (lane % 4), + 1) */
 #pragma unroll
@@ -4943,20 +4967,27 @@ HPDL_LAZY int hpdl__wg_thin_takes(int M, int N, int K, int amn, int sms) {
            (amn && (int64_t)((N + 63) / 64) * ((M + rows - 1) / rows) <= sms && (K + 63) / 64 <= stages);
 }
 
+template <typename T, bool BMN, bool AMN, int BN, int WGS>
+static inline hpdl_status hpdl__wg_thin_run(const CUtensorMap &map_b, const CUtensorMap &map_a,
+                                            const hpdl__gemm_args<T, float> &g, dim3 grid, int stages, size_t smem,
+                                            cudaStream_t stream) {
+    HPDL_CUDA_TRY(cudaFuncSetAttribute(hpdl__gemm_wgmma_thin<T, BMN, AMN, BN, WGS>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    hpdl__gemm_wgmma_thin<T, BMN, AMN, BN, WGS><<<grid, 128 * WGS, smem, stream>>>(map_b, map_a, g, stages);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
 template <typename T, bool BMN, bool AMN, int BN>
 static inline hpdl_status hpdl__wg_thin_launch(const CUtensorMap &map_b, const CUtensorMap &map_a,
                                                const hpdl__gemm_args<T, float> &g, cudaStream_t stream) {
     typedef hpdl__wg_thin_shape<BN> SH;
     const int bk = 128 / (int)sizeof(T), steps = (g.K + bk - 1) / bk, stages = steps < SH::STAGES ? steps : SH::STAGES;
-    const size_t smem = 1024 /* alignment */ + (size_t)stages * (SH::STAGE + 8 /* its barrier */);
+    const size_t smem = 1024 /* alignment */ + (size_t)SH::body(stages) + (size_t)stages * 8 /* the barriers */;
     dim3 grid;
     hpdl_status s = hpdl__gemm_grid(g.N, 64, g.M, BN, &grid);
     if (s != HPDL_OK) return s;
-    HPDL_CUDA_TRY(cudaFuncSetAttribute(hpdl__gemm_wgmma_thin<T, BMN, AMN, BN>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    hpdl__gemm_wgmma_thin<T, BMN, AMN, BN><<<grid, 128, smem, stream>>>(map_b, map_a, g, stages);
-    HPDL_CUDA_TRY_LAUNCH();
-    return HPDL_OK;
+    if (steps >= 4) return hpdl__wg_thin_run<T, BMN, AMN, BN, SH::WGS>(map_b, map_a, g, grid, stages, smem, stream);
+    return hpdl__wg_thin_run<T, BMN, AMN, BN, 1>(map_b, map_a, g, grid, stages, smem, stream);
 }
 
 /* Runs the thin kernel on g where it applies (f16/bf16,
