@@ -3414,13 +3414,15 @@ HPDL_LAZY int hpdl__tf32x3_slices(int M, int N, int K, int sms) {
 /* Whether AUTO takes the mma rung (3xTF32) for an f32 M x N x K product on
    `sms` SMs: K >= 64, N > 16 (narrow products stay splitk's), M >= 64 (32
    x 2048 x 784: 0.50 of cuBLAS against splitk's 0.86), and its 128 x 64
-   tiles times the slices it splits K into fill 3/4 of the SMs. Measured
+   tiles times the slices it splits K into fill 2/5 of the SMs. Measured
    with bench/gemm --mlp on one H200 (2026-11-27), unsplit: 128 to 224
    tiles, 1.08-1.27 of cuBLAS (784 x 2048 x 3000: 0.94) where warptile had
-   0.55-0.83; 4096^3 1.26. */
+   0.55-0.83; 4096^3 1.26; 784 x 512 x 128 (56 tiles) 0.84 against
+   splitk's 0.73, which it kept while the bar was 3/4 of the SMs. 128 x
+   512 x 784 (8 tiles in 6 slices: 48) stays splitk's. */
 HPDL_LAZY int hpdl__gemm_auto_tf32x3(int M, int N, int K, int sms) {
     const int64_t tiles = (int64_t)((M + 127) / 128) * ((N + 63) / 64);
-    return M >= 64 && N > 16 && K >= 64 && tiles * hpdl__tf32x3_slices(M, N, K, sms) * 4 >= (int64_t)sms * 3;
+    return M >= 64 && N > 16 && K >= 64 && tiles * hpdl__tf32x3_slices(M, N, K, sms) * 5 >= (int64_t)sms * 2;
 }
 
 /* C = alpha (sum of the slices' blocks, in slice order) + beta C: a split's

@@ -598,6 +598,7 @@ static void test_gemm_auto_splitk(void) {
     HPDL_EXPECT(hpdl__gemm_auto_tf32x3(784, 2048, 128, 132));   /* 224 tiles */
     HPDL_EXPECT(hpdl__gemm_auto_tf32x3(3000, 512, 784, 132));   /* 192 tiles */
     HPDL_EXPECT(hpdl__gemm_auto_tf32x3(784, 512, 3000, 132));   /* 56 tiles, 4 slices */
+    HPDL_EXPECT(hpdl__gemm_auto_tf32x3(784, 512, 128, 132));    /* 56 tiles: 2/5 of the SMs */
     HPDL_EXPECT(!hpdl__gemm_auto_tf32x3(784, 2048, 32, 132));   /* K = 32 */
     HPDL_EXPECT(!hpdl__gemm_auto_tf32x3(512, 10, 3000, 132));   /* narrow: splitk */
     HPDL_EXPECT(!hpdl__gemm_auto_tf32x3(128, 512, 784, 132));   /* 8 tiles, 6 slices */
