@@ -2957,6 +2957,29 @@ static __device__ __forceinline__ void hpdl__narrow_copy(const hpdl__gemm_args<T
     }
 }
 
+/* Stage s of the slice's A strip (k's from k_begin + 64 s) into its place
+   in the ring of stages (rows of LDS elements): one commit group, empty
+   past the last stage. */
+template <int LDS, typename T>
+static __device__ __forceinline__ void hpdl__narrow_issue(const hpdl__gemm_args<T, float> &g, int s, int steps,
+                                                          int k_begin, int k_end, int m0, T *stages) {
+    if (s < steps)
+        hpdl__narrow_copy<LDS>(g, k_begin + s * HPDL__NARROW_STEP, k_end, m0,
+                               stages + s % HPDL__NARROW_STAGES * HPDL__NARROW_STEP * LDS);
+    hpdl__cp_async_commit();
+}
+
+/* Stage s, once it is in; the stage multiplied the round before takes
+   stage s + 3 meanwhile. */
+template <int LDS, typename T>
+static __device__ __forceinline__ const T *hpdl__narrow_next(const hpdl__gemm_args<T, float> &g, int s, int steps,
+                                                             int k_begin, int k_end, int m0, T *stages) {
+    hpdl__cp_async_wait<HPDL__NARROW_STAGES - 2>();
+    __syncthreads(); /* stage s is in; the one multiplied last round may be refilled */
+    hpdl__narrow_issue<LDS>(g, s + HPDL__NARROW_STAGES - 1, steps, k_begin, k_end, m0, stages);
+    return stages + s % HPDL__NARROW_STAGES * HPDL__NARROW_STEP * LDS;
+}
+
 template <typename T, int NB>
 __global__ void __launch_bounds__(256, 2) hpdl__gemm_narrow_mn(hpdl__gemm_args<T, float> g, int k_chunk, float *ws,
                                                                unsigned *counters) {
@@ -2971,24 +2994,15 @@ __global__ void __launch_bounds__(256, 2) hpdl__gemm_narrow_mn(hpdl__gemm_args<T
     const int steps = (k_end - k_begin + HPDL__NARROW_STEP - 1) / HPDL__NARROW_STEP;
     float acc[4][NB], v[SH::BM * NB / 256];
     int i, j, c, s;
-    for (s = 0; s < HPDL__NARROW_STAGES - 1; s++) { /* A's first stages on their way, then B's rows */
-        if (s < steps) hpdl__narrow_copy<HPDL__NARROW_ROWS>(g, k_begin + s * HPDL__NARROW_STEP, k_end, m0, stages + s * ST::ELEMS);
-        hpdl__cp_async_commit();
-    }
+    for (s = 0; s < HPDL__NARROW_STAGES - 1; s++) /* A's first stages on their way, then B's rows */
+        hpdl__narrow_issue<HPDL__NARROW_ROWS>(g, s, steps, k_begin, k_end, m0, stages);
     hpdl__narrow_stage_b<NB, NB>(g, k_begin, k_end, steps * HPDL__NARROW_STEP, bs);
 #pragma unroll
     for (j = 0; j < 4; j++)
 #pragma unroll
         for (c = 0; c < NB; c++) acc[j][c] = 0.0f;
     for (s = 0; s < steps; s++) {
-        const T *a = stages + s % HPDL__NARROW_STAGES * ST::ELEMS;
-        const int ahead = s + HPDL__NARROW_STAGES - 1;
-        hpdl__cp_async_wait<HPDL__NARROW_STAGES - 2>();
-        __syncthreads(); /* stage s is in; the one multiplied last round may be refilled */
-        if (ahead < steps)
-            hpdl__narrow_copy<HPDL__NARROW_ROWS>(g, k_begin + ahead * HPDL__NARROW_STEP, k_end, m0,
-                                                 stages + ahead % HPDL__NARROW_STAGES * ST::ELEMS);
-        hpdl__cp_async_commit();
+        const T *a = hpdl__narrow_next<HPDL__NARROW_ROWS>(g, s, steps, k_begin, k_end, m0, stages);
 #pragma unroll
         for (i = group; i < HPDL__NARROW_STEP; i += HPDL__NARROW_GROUPS) {
             const float4 *b = (const float4 *)(bs + (size_t)(s * HPDL__NARROW_STEP + i) * NB);
@@ -3057,20 +3071,11 @@ __global__ void __launch_bounds__(256, 2) hpdl__gemm_narrow_mn_tc(hpdl__gemm_arg
     const int steps = (k_end - k_begin + HPDL__NARROW_STEP - 1) / HPDL__NARROW_STEP;
     float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}}, v[4];
     int i, s;
-    for (s = 0; s < HPDL__NARROW_STAGES - 1; s++) { /* A's first stages on their way, then B's rows */
-        if (s < steps) hpdl__narrow_copy<LDS>(g, k_begin + s * HPDL__NARROW_STEP, k_end, m0, stages + s * STAGE);
-        hpdl__cp_async_commit();
-    }
+    for (s = 0; s < HPDL__NARROW_STAGES - 1; s++) /* A's first stages on their way, then B's rows */
+        hpdl__narrow_issue<LDS>(g, s, steps, k_begin, k_end, m0, stages);
     hpdl__narrow_stage_b<16, LDB>(g, k_begin, k_end, steps * HPDL__NARROW_STEP, bs);
     for (s = 0; s < steps; s++) {
-        const T *a = stages + s % HPDL__NARROW_STAGES * STAGE;
-        const int ahead = s + HPDL__NARROW_STAGES - 1;
-        hpdl__cp_async_wait<HPDL__NARROW_STAGES - 2>();
-        __syncthreads(); /* stage s is in; the one multiplied last round may be refilled */
-        if (ahead < steps)
-            hpdl__narrow_copy<LDS>(g, k_begin + ahead * HPDL__NARROW_STEP, k_end, m0,
-                                   stages + ahead % HPDL__NARROW_STAGES * STAGE);
-        hpdl__cp_async_commit();
+        const T *a = hpdl__narrow_next<LDS>(g, s, steps, k_begin, k_end, m0, stages);
 #pragma unroll
         for (i = kw; i < HPDL__NARROW_STEP; i += 32) {
             unsigned af[4], bf[4];
