@@ -961,12 +961,12 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_prefetch(const void *ptr, size_t bytes, int 
                   slices added in a fixed order (mma.sync for f16/bf16, FMAs for f32/f64);
                   N <= 16 with A's M contiguous (a weight gradient) streams A through a
                   cp.async pipeline, 64 rows of C a block (hpdl__gemm_narrow_mn: FMAs
-                  for f32, mma.sync for f16/bf16)
+                  for f32, mma.sync for f16/bf16); K <= 16 stages all of K once and
+                  writes C in whole rows (hpdl__gemm_shortk)
        cublas     the library, for reference
    f16/bf16 accumulate in f32 on every rung. AUTO: splitk for skinny f32/f16/bf16 products
-   (hpdl__gemm_auto_splitk: N <= 16, or small outputs with K <= 16, f32 too with long K) unless
-   f32's mma fills the GPU (hpdl__gemm_auto_tf32x3: its tiles times its K slices), warptile
-   for 16-bit products with K <= 16 and larger outputs (hpdl__gemm_auto_warptile), else
+   (hpdl__gemm_auto_splitk: N <= 16 or K <= 16, f32 small outputs with long K too) unless
+   f32's mma fills the GPU (hpdl__gemm_auto_tf32x3: its tiles times its K slices), else
    f32 -> warptile, f64 -> mma, f16/bf16 -> the Hopper rungs below where they run
    (HPDL__GEMM_HOPPER_DEFAULT), else mma (warptile when the binary or the GPU has no sm_80
    tensor-core path). */
@@ -3269,6 +3269,96 @@ static inline hpdl_status hpdl__gemm_launch_narrow_mn(const hpdl__gemm_args<T, f
     return hpdl__narrow<T>::launch(g, nb, depth, sp, stream);
 }
 
+/* ---- short K: products with K <= 16 (an MLP's delta D1 W1^T, K = 10) ----
+   Each element of C is at most 16 products, so writing C is the cost, and
+   whatever a block stages must be spread over many rows of C: a block
+   takes a strip of 128 columns and a run of rows. It stages the strip of
+   B and the run of A (all of K, in the sum type) in shared memory once;
+   each thread then keeps its 4 columns of B in registers, and warp w forms
+   rows w, w + 8, ... of the run, a lane 4 columns (a warp's stores are
+   whole rows of 128 elements). Sums in k order: the same bits whichever
+   block runs first. (Blocks of 8 rows x 256 columns that staged B for
+   themselves took 32 us for 3000 x 2048 x 10, cuBLAS 13.) */
+enum { HPDL__SHORTK_MAX = 16, HPDL__SHORTK_BN = 128, HPDL__SHORTK_ROWS = 128 /* most rows a block */ };
+
+/* Element (o, k) of an OUTER x K operand tile into s[k * OUTER + o] (zeros
+   past O and K). Slot i is (i % OUTER, i / OUTER): a warp's shared stores
+   are 32 consecutive words, and its loads run along the stored rows where
+   M or N is contiguous, or span 32 short rows, kept in L1 for the next k,
+   where K is. All of a thread's loads are issued before its first store,
+   unconverted: one after another, or converted (f16) as each arrives, each
+   would wait a DRAM latency. */
+template <int OUTER, typename ACC, typename T>
+static __device__ __forceinline__ void hpdl__shortk_stage(const hpdl__gemm_operand<T> &x, int o0, int O, int K, ACC *s) {
+    enum { SLOTS = OUTER * HPDL__SHORTK_MAX, PER_THREAD = SLOTS / 256 };
+    T v[PER_THREAD];
+    int j;
+#pragma unroll
+    for (j = 0; j < PER_THREAD; j++) {
+        const int i = (int)threadIdx.x + 256 * j, o = o0 + i % OUTER, k = i / OUTER;
+        if (k < K && o < O) v[j] = x.kcontig ? x.p[(size_t)o * x.ld + k] : x.p[(size_t)k * x.ld + o];
+    }
+#pragma unroll
+    for (j = 0; j < PER_THREAD; j++) {
+        const int i = (int)threadIdx.x + 256 * j, o = i % OUTER, k = i / OUTER;
+        s[i] = k < K && o0 + o < O ? (ACC)hpdl__gemm_acc(v[j]) : (ACC)0;
+    }
+}
+
+/* Rows m0 .. m0 + rows - 1 (rows <= HPDL__SHORTK_ROWS) of C's 128-column
+   strip blockIdx.x; KS: K rounded up to 4 (zeros past K add nothing, and
+   the sums stay in k order). */
+template <typename T, typename ACC, int KS>
+__global__ void __launch_bounds__(256) hpdl__gemm_shortk(hpdl__gemm_args<T, ACC> g, int rows) {
+    enum { BN = HPDL__SHORTK_BN, RS = HPDL__SHORTK_ROWS };
+    __shared__ __align__(16) ACC as[HPDL__SHORTK_MAX * RS]; /* as[k * RS + r] */
+    __shared__ __align__(16) ACC bs[HPDL__SHORTK_MAX * BN]; /* bs[k * BN + column] */
+    const int m0 = (int)blockIdx.y * rows, col = (int)threadIdx.x % 32 * 4;
+    ACC b[KS][4];
+    int r, k, c;
+    hpdl__shortk_stage<RS>(g.a, m0, m0 + rows < g.M ? m0 + rows : g.M, g.K, as);
+    hpdl__shortk_stage<BN>(g.b, (int)blockIdx.x * BN, g.N, g.K, bs);
+    __syncthreads();
+#pragma unroll
+    for (k = 0; k < KS; k++) hpdl__gemm_sload4(bs + k * BN + col, b[k]);
+    for (r = (int)threadIdx.x / 32; r < rows; r += 8) {
+        ACC acc[4] = {0, 0, 0, 0};
+#pragma unroll
+        for (k = 0; k < KS; k++) {
+            const ACC a = as[k * RS + r]; /* the same word for the whole warp */
+#pragma unroll
+            for (c = 0; c < 4; c++) acc[c] += a * b[k][c];
+        }
+        hpdl__gemm_out4(g, m0 + r, (int)blockIdx.x * BN + col, acc);
+    }
+}
+
+/* Runs of rows that give about two blocks an SM, 8 to HPDL__SHORTK_ROWS. */
+HPDL_LAZY int hpdl__shortk_rows(int M, int N, int sms) {
+    const int64_t strips = (N + HPDL__SHORTK_BN - 1) / HPDL__SHORTK_BN;
+    int64_t rows = ((int64_t)M * strips + 2 * sms - 1) / (2 * (int64_t)sms);
+    rows = (rows + 7) / 8 * 8;
+    return rows < 8 ? 8 : rows > HPDL__SHORTK_ROWS ? HPDL__SHORTK_ROWS : (int)rows;
+}
+
+template <typename T, typename ACC>
+static inline hpdl_status hpdl__gemm_launch_shortk(const hpdl__gemm_args<T, ACC> &g, int sms, cudaStream_t stream) {
+    const int rows = hpdl__shortk_rows(g.M, g.N, sms);
+    dim3 grid;
+    hpdl_status s = hpdl__gemm_grid(g.N, HPDL__SHORTK_BN, g.M, rows, &grid);
+    if (s != HPDL_OK) return s;
+    if (g.K <= 4)
+        hpdl__gemm_shortk<T, ACC, 4><<<grid, 256, 0, stream>>>(g, rows);
+    else if (g.K <= 8)
+        hpdl__gemm_shortk<T, ACC, 8><<<grid, 256, 0, stream>>>(g, rows);
+    else if (g.K <= 12)
+        hpdl__gemm_shortk<T, ACC, 12><<<grid, 256, 0, stream>>>(g, rows);
+    else
+        hpdl__gemm_shortk<T, ACC, 16><<<grid, 256, 0, stream>>>(g, rows);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
 /* Launches the splitk kernel of tile SH (TC: the tensor-core one). */
 template <typename T, typename ACC, typename SH, bool TC>
 static inline hpdl_status hpdl__gemm_launch_splitk_shape(const hpdl__gemm_args<T, ACC> &g, int depth, cudaStream_t stream) {
@@ -3313,6 +3403,7 @@ template <typename T, typename ACC>
 static inline hpdl_status hpdl__gemm_launch_splitk(const hpdl__gemm_args<T, ACC> &g, cudaStream_t stream) {
     int sms = 0, shape = hpdl__splitk_shape_for(g.M, g.N), depth;
     if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
+    if (g.K <= HPDL__SHORTK_MAX) return hpdl__gemm_launch_shortk(g, sms, stream);
     if (shape == HPDL__SPLITK_NARROW && !g.a.kcontig) {
         hpdl_status s = hpdl__gemm_launch_narrow_mn(g, sms, stream);
         if (s != HPDL_ERR_UNSUPPORTED) return s;
@@ -3328,32 +3419,17 @@ static inline hpdl_status hpdl__gemm_launch_splitk(const hpdl__gemm_args<T, ACC>
    of elem_bytes (host logic only; tests/gpu_gemm.cu checks it without a
    GPU). Measured with bench/gemm --mlp on one H200 (2026-11-26, the 40
    products of an MLP step per type, notes/gemm.md): splitk was the best
-   rung on every product with N <= 16 (f32 and f16), and on K <= 16 while
-   the output stays under 2^20 elements (3000 x 512 x 10: warptile 0.93 of
-   cuBLAS against splitk's 0.62; mma 0.69 against 0.69-0.44 in f16). Past
-   those, f32 took splitk below 2^20 outputs (784 x 2048 and up: warptile
-   0.6-1.1 against 0.4-0.8), while f16/bf16 lost to the Hopper rung on
-   every product it could run (784 x 2048 x 3000: 0.05 against 0.61), so
-   they keep their ladder. With K <= 16, 16-bit products take splitk up to
-   2^20 outputs and warptile past that (hpdl__gemm_auto_warptile; one H200,
-   2026-11-27, f16: 512 x 2048 x 10 splitk 1.02 of cuBLAS, warptile 0.89,
-   mma 0.64; 3000 x 512 x 10 0.79, 0.95, 0.70; 3000 x 2048 x 10 0.55,
-   0.81, 0.67; bf16 alike). f64 keeps DMMA (not measured against splitk;
-   the f64 MLP trains on AUTO). */
+   rung on every product with N <= 16 (f32 and f16). Past those, f32 took
+   splitk below 2^20 outputs (784 x 2048 and up: warptile 0.6-1.1 against
+   0.4-0.8), while f16/bf16 lost to the Hopper rung on every product it
+   could run (784 x 2048 x 3000: 0.05 against 0.61), so they keep their
+   ladder. K <= 16 is the short-K kernel's at every size
+   (hpdl__gemm_launch_shortk). f64 keeps DMMA (not measured against
+   splitk; the f64 MLP trains on AUTO). */
 HPDL_LAZY int hpdl__gemm_auto_splitk(int M, int N, int K, int elem_bytes) {
-    const int64_t outputs = (int64_t)M * N;
     if (elem_bytes == 8) return 0;
-    if (N <= 16) return 1;
-    if (K <= 16 && elem_bytes == 2) return outputs <= ((int64_t)1 << 20);
-    if (K <= 16 || elem_bytes == 4) return outputs < ((int64_t)1 << 20);
-    return 0;
-}
-
-/* Whether AUTO takes warptile for a 16-bit product: K <= 16 past
-   splitk's outputs (see above; the Hopper rungs cannot copy rows of K <= 16
-   elements unless they are 16-byte aligned, and mma ran at 0.67-0.70). */
-HPDL_LAZY int hpdl__gemm_auto_warptile(int M, int N, int K, int elem_bytes) {
-    return elem_bytes == 2 && K <= 16 && !hpdl__gemm_auto_splitk(M, N, K, elem_bytes);
+    if (N <= 16 || K <= 16) return 1;
+    return elem_bytes == 4 && (int64_t)M * N < ((int64_t)1 << 20);
 }
 
 /* Every block tile inside the matrices and every load aligned: the kernels
@@ -5130,9 +5206,6 @@ static inline hpdl_status hpdl__cuda_gemm(hpdl_gemm_algo algo, hpdl_transpose ta
         if (!tensor && hpdl__gemm_auto_splitk(M, N, K, (int)sizeof(T))) algo = HPDL_GEMM_SPLITK;
     } else if (algo == HPDL_GEMM_AUTO && hpdl__gemm_auto_splitk(M, N, K, (int)sizeof(T))) {
         algo = HPDL_GEMM_SPLITK;
-    } else if (algo == HPDL_GEMM_AUTO && hpdl__gemm_auto_warptile(M, N, K, (int)sizeof(T))) {
-        algo = HPDL_GEMM_WARPTILE;
-        tensor = 0;
     }
     if (algo == HPDL_GEMM_SPLITK)
         return hpdl__gemm_launch_splitk(

@@ -889,9 +889,7 @@ static int mlp_product_rows(FILE *all, const char *type, int B, int H, const mlp
         c.algo = rungs[r];
         c.C = C;
         if (c.algo == HPDL_GEMM_AUTO)
-            pick = hpdl__gemm_auto_splitk(p->M, p->N, p->K, (int)sizeof(T))     ? " (auto: splitk)"
-                   : hpdl__gemm_auto_warptile(p->M, p->N, p->K, (int)sizeof(T)) ? " (auto: warptile)"
-                                                                                : " (auto: big tiles)";
+            pick = hpdl__gemm_auto_splitk(p->M, p->N, p->K, (int)sizeof(T)) ? " (auto: splitk)" : " (auto: big tiles)";
         HPDL_CHECK(hpdl_cuda_poison(C, nc * sizeof(T)));
         st = mlp_call(&c, 0);
         if (st == HPDL_ERR_UNSUPPORTED) {

@@ -526,6 +526,33 @@ static void test_gemm_narrow_mn(void) {
     check_narrow_mn_type<hpdl_bf16>("bf16", 1e-2, 33);
 }
 
+/* The splitk rung's short-K kernel (K <= 16, hpdl__gemm_shortk): 1 and 4
+   rows a warp, K from 3 to 16, column blocks cut short, all four operand
+   layouts, aligned and unaligned, both betas, against the f64 CPU GEMM. */
+template <typename T> static void check_shortk_type(const char *type, double tol, uint64_t seed) {
+    static const int shapes[][3] = {{37, 300, 16}, {3000, 600, 10}, {1100, 2051, 7}, {5000, 257, 3}};
+    hpdl_rng r;
+    int i, trans, layout, failed = 0;
+    if (!hpdl_cuda_available()) { hpdl_test__skipped = 1; fprintf(stderr, "    skipped: no GPU\n"); return; }
+    hpdl_rng_seed(&r, seed);
+    for (i = 0; i < HPDL_COUNT(shapes); i++)
+        for (trans = 0; trans < 4; trans++)
+            for (layout = 0; layout < 2; layout++) {
+                gemm_case<T> c;
+                case_init(&c, trans, shapes[i], layout, (i + trans + layout) % 2);
+                HPDL_EXPECT(case_setup(&c, &r));
+                failed += !case_check(&c, HPDL_GEMM_SPLITK, tol, type);
+                case_free(&c);
+            }
+    HPDL_EXPECT(failed == 0);
+}
+static void test_gemm_shortk(void) {
+    check_shortk_type<float>("f32", 1e-5, 41);
+    check_shortk_type<double>("f64", 1e-12, 42);
+    check_shortk_type<hpdl_f16>("f16", 1e-2, 43);
+    check_shortk_type<hpdl_bf16>("bf16", 1e-2, 44);
+}
+
 /* The narrow MN-major kernel's slices (host logic): all of K, or whole
    rounds of k's no deeper than its shared memory holds, none empty, every
    slice's sums within the splitk workspace; 0 only where they would not
@@ -572,12 +599,10 @@ static void test_gemm_auto_splitk(void) {
         for (B = 32; B <= 3000; B = B == 512 ? 3000 : B * 4) {
             int p[5][5];
             mlp_products(B, H, p);
-            for (i = 1; i < 4; i++) { /* N = 10: always; K = 10: below 2^20 outputs (16-bit: up to); f64 keeps DMMA */
+            for (i = 1; i < 4; i++) { /* N = 10 and K = 10: always; f64 keeps DMMA */
                 const int M = p[i][2], N = p[i][3], K = p[i][4];
-                const int want32 = N <= 16 || (int64_t)M * N < (1 << 20), want16 = N <= 16 || (int64_t)M * N <= (1 << 20);
-                HPDL_EXPECT(hpdl__gemm_auto_splitk(M, N, K, 4) == want32 &&
-                            hpdl__gemm_auto_splitk(M, N, K, 2) == want16 && !hpdl__gemm_auto_splitk(M, N, K, 8));
-                HPDL_EXPECT(hpdl__gemm_auto_warptile(M, N, K, 2) == !want16 && !hpdl__gemm_auto_warptile(M, N, K, 4));
+                HPDL_EXPECT(hpdl__gemm_auto_splitk(M, N, K, 4) && hpdl__gemm_auto_splitk(M, N, K, 2) &&
+                            !hpdl__gemm_auto_splitk(M, N, K, 8));
             }
         }
     HPDL_EXPECT(hpdl__gemm_auto_splitk(32, 512, 784, 4));       /* f32, small output, long K */
@@ -586,10 +611,8 @@ static void test_gemm_auto_splitk(void) {
     HPDL_EXPECT(!hpdl__gemm_auto_splitk(784, 2048, 3000, 4));   /* 1.6 M outputs: warptile */
     HPDL_EXPECT(!hpdl__gemm_auto_splitk(784, 2048, 3000, 2));
     HPDL_EXPECT(hpdl__gemm_auto_splitk(512, 10, 3000, 2));      /* narrow */
-    HPDL_EXPECT(hpdl__gemm_auto_splitk(512, 2048, 10, 2));      /* K = 10, 2^20 outputs: 16-bit */
-    HPDL_EXPECT(!hpdl__gemm_auto_splitk(512, 2048, 10, 4));     /* f32: warptile */
-    HPDL_EXPECT(!hpdl__gemm_auto_splitk(3000, 512, 10, 2) && hpdl__gemm_auto_warptile(3000, 512, 10, 2));
-    HPDL_EXPECT(hpdl__gemm_auto_warptile(3000, 2048, 10, 2) && !hpdl__gemm_auto_warptile(3000, 2048, 784, 2));
+    HPDL_EXPECT(hpdl__gemm_auto_splitk(3000, 2048, 10, 2) && hpdl__gemm_auto_splitk(3000, 2048, 16, 4)); /* short K */
+    HPDL_EXPECT(!hpdl__gemm_auto_splitk(3000, 2048, 17, 2) && !hpdl__gemm_auto_splitk(3000, 2048, 17, 4));
     HPDL_EXPECT(!hpdl__gemm_auto_splitk(4096, 4096, 4096, 4));
     HPDL_EXPECT(!hpdl__gemm_auto_splitk(4096, 4096, 4096, 2));
     HPDL_EXPECT(!hpdl__gemm_auto_splitk(32, 10, 784, 8)); /* f64 keeps DMMA */
@@ -877,6 +900,7 @@ int main(int argc, char **argv) {
                                       HPDL_TEST(test_gemm_wgmma_split_slices), HPDL_TEST(test_gemm_wgmma_thin_rule), HPDL_TEST(test_gemm_mlp_f32),
                                       HPDL_TEST(test_gemm_mlp_f64),      HPDL_TEST(test_gemm_mlp_f16),
                                       HPDL_TEST(test_gemm_mlp_bf16),     HPDL_TEST(test_gemm_narrow_mn),
+                                      HPDL_TEST(test_gemm_shortk),
                                       HPDL_TEST(test_gemm_narrow_plan),  HPDL_TEST(test_gemm_splitk_graph)};
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }
