@@ -585,6 +585,8 @@ static void test_gemm_narrow_plan(void) {
     HPDL_EXPECT(hpdl__narrow_depth(512, 3000, 12, 132) == 128);   /* 8 tiles, 24 slices */
     HPDL_EXPECT(hpdl__narrow_depth(2048, 3000, 12, 132) == 384);  /* 32 tiles, 8 slices */
     HPDL_EXPECT(hpdl__narrow_depth(512, 32, 12, 132) == 32);      /* one slice */
+    HPDL_EXPECT(hpdl__narrow_depth(2048, 128, 16, 132) == 128);   /* two rounds: one slice */
+    HPDL_EXPECT(hpdl__narrow_depth(512, 512, 16, 132) == 64);     /* 8 tiles, 8 slices */
 }
 
 /* AUTO's choice (host logic, no GPU needed) for the MLP's products at H 512
