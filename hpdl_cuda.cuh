@@ -3308,19 +3308,20 @@ static __device__ __forceinline__ void hpdl__shortk_stage(const hpdl__gemm_opera
     }
 }
 
-/* Rows m0 .. m0 + rows - 1 (rows <= HPDL__SHORTK_ROWS) of C's 128-column
-   strip blockIdx.x; KS: K rounded up to 4 (zeros past K add nothing, and
-   the sums stay in k order). */
+/* Rows m0 .. m0 + rows - 1 (m0 = blockIdx.x * rows, rows <= HPDL__SHORTK_ROWS)
+   of C's 128-column strip blockIdx.y (runs of rows along x: the grid's
+   long side); KS: K rounded up to 4 (zeros past K add nothing, and the
+   sums stay in k order). */
 template <typename T, typename ACC, int KS>
 __global__ void __launch_bounds__(256) hpdl__gemm_shortk(hpdl__gemm_args<T, ACC> g, int rows) {
     enum { BN = HPDL__SHORTK_BN, RS = HPDL__SHORTK_ROWS };
     __shared__ __align__(16) ACC as[HPDL__SHORTK_MAX * RS]; /* as[k * RS + r] */
     __shared__ __align__(16) ACC bs[HPDL__SHORTK_MAX * BN]; /* bs[k * BN + column] */
-    const int m0 = (int)blockIdx.y * rows, col = (int)threadIdx.x % 32 * 4;
+    const int m0 = (int)blockIdx.x * rows, n0 = (int)blockIdx.y * BN, col = (int)threadIdx.x % 32 * 4;
     ACC b[KS][4];
     int r, k, c;
     hpdl__shortk_stage<RS>(g.a, m0, m0 + rows < g.M ? m0 + rows : g.M, g.K, as);
-    hpdl__shortk_stage<BN>(g.b, (int)blockIdx.x * BN, g.N, g.K, bs);
+    hpdl__shortk_stage<BN>(g.b, n0, g.N, g.K, bs);
     __syncthreads();
 #pragma unroll
     for (k = 0; k < KS; k++) hpdl__gemm_sload4(bs + k * BN + col, b[k]);
@@ -3332,7 +3333,7 @@ __global__ void __launch_bounds__(256) hpdl__gemm_shortk(hpdl__gemm_args<T, ACC>
 #pragma unroll
             for (c = 0; c < 4; c++) acc[c] += a * b[k][c];
         }
-        hpdl__gemm_out4(g, m0 + r, (int)blockIdx.x * BN + col, acc);
+        hpdl__gemm_out4(g, m0 + r, n0 + col, acc);
     }
 }
 
@@ -3348,7 +3349,7 @@ template <typename T, typename ACC>
 static inline hpdl_status hpdl__gemm_launch_shortk(const hpdl__gemm_args<T, ACC> &g, int sms, cudaStream_t stream) {
     const int rows = hpdl__shortk_rows(g.M, g.N, sms);
     dim3 grid;
-    hpdl_status s = hpdl__gemm_grid(g.N, HPDL__SHORTK_BN, g.M, rows, &grid);
+    hpdl_status s = hpdl__gemm_grid(g.M, rows, g.N, HPDL__SHORTK_BN, &grid); /* runs of rows along x */
     if (s != HPDL_OK) return s;
     if (g.K <= 4)
         hpdl__gemm_shortk<T, ACC, 4><<<grid, 256, 0, stream>>>(g, rows);
