@@ -2826,6 +2826,7 @@ static __device__ __forceinline__ void hpdl__splitk_finish_values(const hpdl__ge
         ACC *mine = ws + (tile_id * slices + slice) * AREA;
 #pragma unroll
         for (i = 0; i < OUT; i++) mine[t + 256 * i] = v[i];
+        if (!counters) return; /* hpdl__splitk_add_tiles_kernel adds them */
         __threadfence(); /* the sums are visible before the counter says so */
         __syncthreads();
         if (t == 0) last = atomicAdd(&counters[tile_id], 1u) == (unsigned)slices - 1;
@@ -3363,18 +3364,50 @@ static inline hpdl_status hpdl__gemm_launch_shortk(const hpdl__gemm_args<T, ACC>
     return HPDL_OK;
 }
 
-/* Launches the splitk kernel of tile SH (TC: the tensor-core one). */
+/* C = alpha (the sum of the slices' BM x BN tiles, in slice order) + beta
+   C, a thread per output: splitk's last step where it is a kernel of its
+   own (hpdl__gemm_launch_splitk_shape). */
+template <typename SH, typename T, typename ACC>
+__global__ void hpdl__splitk_add_tiles_kernel(hpdl__gemm_args<T, ACC> g, const ACC *ws, int slices) {
+    enum { AREA = SH::BM * SH::BN };
+    const int tiles_n = (g.N + SH::BN - 1) / SH::BN;
+    int64_t i;
+    for (i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (int64_t)g.M * g.N; i += (int64_t)gridDim.x * blockDim.x) {
+        const int m = (int)(i / g.N), n = (int)(i % g.N);
+        const int64_t tile = (int64_t)(m / SH::BM) * tiles_n + n / SH::BN;
+        ACC sum[1] = {0};
+        hpdl__splitk_add_slices<1>(ws + tile * slices * AREA + m % SH::BM * SH::BN + n % SH::BN, AREA, slices, -1,
+                                   sum);
+        hpdl__gemm_out(g, m, n, sum[0]);
+    }
+}
+
+/* Launches the splitk kernel of tile SH (TC: the tensor-core one). The last
+   slice of a tile to finish adds all of them, one block reading every
+   slice's tile; from HPDL__SPLITK_ADD_APART slices on a second kernel adds
+   them instead, a thread per output (f16 32 x 10 x 2048 in 32 slices:
+   the one block's pass was most of 11 us, ncu on an H200). */
+#ifndef HPDL__SPLITK_ADD_APART
+#define HPDL__SPLITK_ADD_APART 16
+#endif
 template <typename T, typename ACC, typename SH, bool TC>
 static inline hpdl_status hpdl__gemm_launch_splitk_shape(const hpdl__gemm_args<T, ACC> &g, int depth, cudaStream_t stream) {
     hpdl__splitk_space *sp = depth < g.K ? hpdl__splitk_space_for(stream) : NULL;
     dim3 grid;
+    int apart;
     hpdl_status s = hpdl__gemm_grid(g.N, SH::BN, g.M, SH::BM, &grid);
     if (s != HPDL_OK) return s;
     if (!sp) depth = g.K; /* no workspace: one slice */
     grid.z = depth < g.K ? (unsigned)((g.K + depth - 1) / depth) : 1u;
+    apart = grid.z >= HPDL__SPLITK_ADD_APART;
     hpdl__gemm_splitk<T, ACC, SH, TC><<<grid, 256, 0, stream>>>(g, depth, sp ? (ACC *)sp->ws : (ACC *)NULL,
-                                                                sp ? sp->counters : (unsigned *)NULL);
+                                                                sp && !apart ? sp->counters : (unsigned *)NULL);
     HPDL_CUDA_TRY_LAUNCH();
+    if (apart) {
+        hpdl__splitk_add_tiles_kernel<SH><<<hpdl__grid_for((int64_t)g.M * g.N, 256), 256, 0, stream>>>(
+            g, (const ACC *)sp->ws, (int)grid.z);
+        HPDL_CUDA_TRY_LAUNCH();
+    }
     return HPDL_OK;
 }
 

@@ -526,31 +526,53 @@ static void test_gemm_narrow_mn(void) {
     check_narrow_mn_type<hpdl_bf16>("bf16", 1e-2, 33);
 }
 
-/* The splitk rung's short-K kernel (K <= 16, hpdl__gemm_shortk): 1 and 4
-   rows a warp, K from 3 to 16, column blocks cut short, all four operand
-   layouts, aligned and unaligned, both betas, against the f64 CPU GEMM. */
-template <typename T> static void check_shortk_type(const char *type, double tol, uint64_t seed) {
-    static const int shapes[][3] = {{37, 300, 16}, {3000, 600, 10}, {1100, 2051, 7}, {5000, 257, 3}};
+/* The splitk rung on the given shapes: all four operand layouts, aligned
+   and unaligned, both betas, against the f64 CPU GEMM; a second run gives
+   the same bits. */
+template <typename T>
+static void check_splitk_shapes(const char *type, double tol, uint64_t seed, const int (*shapes)[3], int count) {
     hpdl_rng r;
     int i, trans, layout, failed = 0;
     if (!hpdl_cuda_available()) { hpdl_test__skipped = 1; fprintf(stderr, "    skipped: no GPU\n"); return; }
     hpdl_rng_seed(&r, seed);
-    for (i = 0; i < HPDL_COUNT(shapes); i++)
+    for (i = 0; i < count; i++)
         for (trans = 0; trans < 4; trans++)
             for (layout = 0; layout < 2; layout++) {
                 gemm_case<T> c;
+                T *first;
                 case_init(&c, trans, shapes[i], layout, (i + trans + layout) % 2);
                 HPDL_EXPECT(case_setup(&c, &r));
+                first = (T *)hpdl_alloc(c.nc, sizeof(T));
+                HPDL_EXPECT(first != NULL);
                 failed += !case_check(&c, HPDL_GEMM_SPLITK, tol, type);
+                memcpy(first, c.C, c.nc * sizeof(T));
+                failed += !case_check(&c, HPDL_GEMM_SPLITK, tol, type);
+                if (memcmp(first, c.C, c.nc * sizeof(T)) != 0 && !failed++)
+                    fprintf(stderr, "    %s splitk %dx%dx%d: two runs differ\n", type, c.M, c.N, c.K);
+                HPDL_FREE(first);
                 case_free(&c);
             }
     HPDL_EXPECT(failed == 0);
 }
+
+/* The short-K kernel (K <= 16, hpdl__gemm_shortk): runs of 8 to 128 rows,
+   K from 3 to 16, column strips cut short. */
 static void test_gemm_shortk(void) {
-    check_shortk_type<float>("f32", 1e-5, 41);
-    check_shortk_type<double>("f64", 1e-12, 42);
-    check_shortk_type<hpdl_f16>("f16", 1e-2, 43);
-    check_shortk_type<hpdl_bf16>("bf16", 1e-2, 44);
+    static const int shapes[][3] = {{37, 300, 16}, {3000, 600, 10}, {1100, 2051, 7}, {5000, 257, 3}};
+    check_splitk_shapes<float>("f32", 1e-5, 41, shapes, HPDL_COUNT(shapes));
+    check_splitk_shapes<double>("f64", 1e-12, 42, shapes, HPDL_COUNT(shapes));
+    check_splitk_shapes<hpdl_f16>("f16", 1e-2, 43, shapes, HPDL_COUNT(shapes));
+    check_splitk_shapes<hpdl_bf16>("bf16", 1e-2, 44, shapes, HPDL_COUNT(shapes));
+}
+
+/* K split into HPDL__SPLITK_ADD_APART slices or more, added by a kernel of
+   their own: the narrow, short and square tiles. */
+static void test_gemm_splitk_apart(void) {
+    static const int shapes[][3] = {{32, 10, 2048}, {200, 10, 3000}, {37, 130, 4000}, {30, 100, 4000}};
+    check_splitk_shapes<float>("f32", 1e-5, 45, shapes, HPDL_COUNT(shapes));
+    check_splitk_shapes<double>("f64", 1e-12, 46, shapes, HPDL_COUNT(shapes));
+    check_splitk_shapes<hpdl_f16>("f16", 1e-2, 47, shapes, HPDL_COUNT(shapes));
+    check_splitk_shapes<hpdl_bf16>("bf16", 1e-2, 48, shapes, HPDL_COUNT(shapes));
 }
 
 /* The narrow MN-major kernel's slices (host logic): all of K, or whole
@@ -902,7 +924,7 @@ int main(int argc, char **argv) {
                                       HPDL_TEST(test_gemm_wgmma_split_slices), HPDL_TEST(test_gemm_wgmma_thin_rule), HPDL_TEST(test_gemm_mlp_f32),
                                       HPDL_TEST(test_gemm_mlp_f64),      HPDL_TEST(test_gemm_mlp_f16),
                                       HPDL_TEST(test_gemm_mlp_bf16),     HPDL_TEST(test_gemm_narrow_mn),
-                                      HPDL_TEST(test_gemm_shortk),
+                                      HPDL_TEST(test_gemm_shortk),       HPDL_TEST(test_gemm_splitk_apart),
                                       HPDL_TEST(test_gemm_narrow_plan),  HPDL_TEST(test_gemm_splitk_graph)};
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }
