@@ -3387,7 +3387,7 @@ __global__ void hpdl__splitk_add_tiles_kernel(hpdl__gemm_args<T, ACC> g, const A
    slice's tile; from HPDL__SPLITK_ADD_APART slices on a second kernel adds
    them instead, a thread per output (f16 32 x 10 x 2048 in 32 slices:
    the one block's pass was most of 11 us, ncu on an H200). */
-#ifndef HPDL__SPLITK_ADD_APART
+#ifndef HPDL__SPLITK_ADD_APART /* experiments build other counts */
 #define HPDL__SPLITK_ADD_APART 16
 #endif
 template <typename T, typename ACC, typename SH, bool TC>

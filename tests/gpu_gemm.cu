@@ -488,6 +488,23 @@ static void test_gemm_mlp_f64(void) { check_mlp_type<double>("f64", 1e-12, 22); 
 static void test_gemm_mlp_f16(void) { check_mlp_type<hpdl_f16>("f16", 1e-2, 23); }
 static void test_gemm_mlp_bf16(void) { check_mlp_type<hpdl_bf16>("bf16", 1e-2, 24); }
 
+/* splitk on c twice against the f64 CPU GEMM; the second run must give the
+   same bits (the slices add in a fixed order). Returns the failures. */
+template <typename T> static int check_splitk_twice(gemm_case<T> *c, double tol, const char *type) {
+    T *first = (T *)hpdl_alloc(c->nc, sizeof(T));
+    int failed = !case_check(c, HPDL_GEMM_SPLITK, tol, type);
+    HPDL_EXPECT(first != NULL);
+    if (!first) return failed + 1;
+    memcpy(first, c->C, c->nc * sizeof(T));
+    failed += !case_check(c, HPDL_GEMM_SPLITK, tol, type);
+    if (memcmp(first, c->C, c->nc * sizeof(T)) != 0) {
+        fprintf(stderr, "    %s splitk %dx%dx%d: two runs differ\n", type, c->M, c->N, c->K);
+        failed++;
+    }
+    HPDL_FREE(first);
+    return failed;
+}
+
 /* splitk's narrow products with A MN-major (hpdl__gemm_narrow_mn): every
    width it carries (N <= 8, 12, 16), one slice and many, B in both
    layouts, aligned and unaligned A, both betas, against the f64 CPU GEMM;
@@ -505,17 +522,9 @@ template <typename T> static void check_narrow_mn_type(const char *type, double 
                     for (layout = 0; layout < 2; layout++) {
                         const int shape[3] = {rows[i], cols[j], depths[k]};
                         gemm_case<T> c;
-                        T *first;
                         case_init(&c, 1 | tb << 1, shape, layout, (i + j + k) % 2);
                         HPDL_EXPECT(case_setup(&c, &r));
-                        first = (T *)hpdl_alloc(c.nc, sizeof(T));
-                        HPDL_EXPECT(first != NULL);
-                        failed += !case_check(&c, HPDL_GEMM_SPLITK, tol, type);
-                        memcpy(first, c.C, c.nc * sizeof(T));
-                        failed += !case_check(&c, HPDL_GEMM_SPLITK, tol, type);
-                        if (memcmp(first, c.C, c.nc * sizeof(T)) != 0 && !failed++)
-                            fprintf(stderr, "    %s splitk %dx%dx%d: two runs differ\n", type, c.M, c.N, c.K);
-                        HPDL_FREE(first);
+                        failed += check_splitk_twice(&c, tol, type);
                         case_free(&c);
                     }
     HPDL_EXPECT(failed == 0);
@@ -527,8 +536,7 @@ static void test_gemm_narrow_mn(void) {
 }
 
 /* The splitk rung on the given shapes: all four operand layouts, aligned
-   and unaligned, both betas, against the f64 CPU GEMM; a second run gives
-   the same bits. */
+   and unaligned, both betas (check_splitk_twice). */
 template <typename T>
 static void check_splitk_shapes(const char *type, double tol, uint64_t seed, const int (*shapes)[3], int count) {
     hpdl_rng r;
@@ -539,17 +547,9 @@ static void check_splitk_shapes(const char *type, double tol, uint64_t seed, con
         for (trans = 0; trans < 4; trans++)
             for (layout = 0; layout < 2; layout++) {
                 gemm_case<T> c;
-                T *first;
                 case_init(&c, trans, shapes[i], layout, (i + trans + layout) % 2);
                 HPDL_EXPECT(case_setup(&c, &r));
-                first = (T *)hpdl_alloc(c.nc, sizeof(T));
-                HPDL_EXPECT(first != NULL);
-                failed += !case_check(&c, HPDL_GEMM_SPLITK, tol, type);
-                memcpy(first, c.C, c.nc * sizeof(T));
-                failed += !case_check(&c, HPDL_GEMM_SPLITK, tol, type);
-                if (memcmp(first, c.C, c.nc * sizeof(T)) != 0 && !failed++)
-                    fprintf(stderr, "    %s splitk %dx%dx%d: two runs differ\n", type, c.M, c.N, c.K);
-                HPDL_FREE(first);
+                failed += check_splitk_twice(&c, tol, type);
                 case_free(&c);
             }
     HPDL_EXPECT(failed == 0);
