@@ -4002,19 +4002,36 @@ static __device__ __forceinline__ void hpdl__wgmma_thin(float *d, uint64_t a, ui
     else hpdl__wgmma_bn<N, TB, T, TA>(d, a, b);
 }
 
-/* One stage (BK of K) into this warpgroup's accumulators: its 64 rows of
-   the A tile start at row0. Issued, committed, not waited for. */
-template <typename T, bool AMN, bool BMN, typename ACC>
-static __device__ __forceinline__ void hpdl__wg_mma_stage(ACC d[128], const unsigned char *ta, const unsigned char *tb,
+/* wgmma BN wide for the warp-specialized kernel: 256 for every type, 128
+   and 192 for f16/bf16 (a struct per width, so that a type only meets the
+   widths it is built with). */
+template <int BN> struct hpdl__wg_wide {
+    template <int TA, int TB, typename T, typename ACC>
+    static __device__ __forceinline__ void mma(ACC *d, uint64_t a, uint64_t b) { hpdl__wgmma_256<TA, TB>(d, a, b, T()); }
+};
+template <> struct hpdl__wg_wide<128> {
+    template <int TA, int TB, typename T, typename ACC>
+    static __device__ __forceinline__ void mma(ACC *d, uint64_t a, uint64_t b) { hpdl__wgmma_128<TA, TB>(d, a, b, T()); }
+};
+template <> struct hpdl__wg_wide<192> {
+    template <int TA, int TB, typename T, typename ACC>
+    static __device__ __forceinline__ void mma(ACC *d, uint64_t a, uint64_t b) { hpdl__wgmma_192<TA, TB>(d, a, b, T()); }
+};
+
+/* One stage (BK of K) into this warpgroup's 64 x BN accumulators: its 64
+   rows of the A tile start at row0. Issued, committed, not waited for. */
+template <typename T, bool AMN, bool BMN, int BN = 256, typename ACC>
+static __device__ __forceinline__ void hpdl__wg_mma_stage(ACC *d, const unsigned char *ta, const unsigned char *tb,
                                                           int row0) {
     int j;
-    hpdl__wg_fence_acc(d);
+    hpdl__wg_fence_accs<BN / 2>(d);
     hpdl__wg_fence();
 #pragma unroll
     for (j = 0; j < 128 / (int)sizeof(T) / hpdl__wg_type<T>::K_STEP; j++)
-        hpdl__wgmma_256<AMN, BMN>(d, hpdl__wg_step_desc<T, AMN>(ta, row0, j), hpdl__wg_step_desc<T, BMN>(tb, 0, j), T());
+        hpdl__wg_wide<BN>::template mma<AMN, BMN, T>(d, hpdl__wg_step_desc<T, AMN>(ta, row0, j),
+                                                     hpdl__wg_step_desc<T, BMN>(tb, 0, j));
     hpdl__wg_commit();
-    hpdl__wg_fence_acc(d);
+    hpdl__wg_fence_accs<BN / 2>(d);
 }
 
 /* ---- epilogue, tile order ------------------------------------------------ */
@@ -4030,6 +4047,13 @@ enum { HPDL__WG_EPI_COLS = 32, HPDL__WG_EPI_LD = 36 /* 16-byte rows, pairs of ro
 /* A consumer's epilogue buffer: this path's 64 x 36 floats, or the TMA
    path's two 8 KB boxes (hpdl__wg_store_tma), whichever is larger. */
 enum { HPDL__WG_EPI_BYTES = 64 * HPDL__WG_EPI_LD * 4 > 2 * 64 * 64 * 2 ? 64 * HPDL__WG_EPI_LD * 4 : 2 * 64 * 64 * 2 };
+
+/* Stages of the warp-specialized kernel's 128 x bn tiles: four of 256
+   columns, as many narrower ones as fit beside the two consumers'
+   epilogue buffers in 227 KB (2 KB left for alignment and barriers). */
+static __host__ __device__ constexpr int hpdl__wg_ws_stages(int bn) {
+    return bn >= 256 ? (int)HPDL__WG_STAGES : ((227 << 10) - 2 * HPDL__WG_EPI_BYTES - 2048) / ((128 + bn) * 128);
+}
 
 /* The 128 threads of warpgroup wg wait for each other (named barrier wg). */
 static __device__ __forceinline__ void hpdl__wg_bar(int wg) { asm volatile("bar.sync %0, 128;" ::"r"(wg) : "memory"); }
@@ -4068,17 +4092,17 @@ static __device__ __forceinline__ void hpdl__wg_buffer_chunk(const ACC *d, int c
     }
 }
 
-/* Stores a warpgroup's 64 x 256 accumulators at C(m0.., n0..) through buf
+/* Stores a warpgroup's 64 x BN accumulators at C(m0.., n0..) through buf
    (HPDL__WG_EPI_BYTES of shared memory, this warpgroup's own), a chunk
    (hpdl__wg_buffer_chunk) at a time. Each warp reads back only the rows it
    wrote, so a warp barrier suffices (the warpgroup's named barriers cost
    no measurable time, f16 4096^3 on an H100: 700.7 TFLOP/s either way). */
-template <typename G, typename ACC>
+template <typename G, typename ACC, int BN = 256>
 static __device__ __forceinline__ void hpdl__wg_store(const G &g, const ACC *d, int m0, int n0, ACC *buf) {
     const int t = (int)threadIdx.x % 128, lane = t % 32;
     int chunk, row;
 #pragma unroll
-    for (chunk = 0; chunk < 256 / HPDL__WG_EPI_COLS; chunk++) {
+    for (chunk = 0; chunk < BN / HPDL__WG_EPI_COLS; chunk++) {
         hpdl__wg_buffer_chunk(d, chunk, buf);
         __syncwarp();
         { /* lane: four columns (their per-column data loaded once) of rows lane/8, +4, +8, +12 of the warp's 16 */
@@ -4203,14 +4227,14 @@ static __device__ __forceinline__ void hpdl__wg_pack_chunk(const float d[128], f
         for (i = 0; i < 16; i++) p[i] = hpdl__wg_pair(alpha * x[2 * i], alpha * x[2 * i + 1], T());
 }
 
-/* Chunks FIRST_CHUNK..3 of the output by TMA (the ones before: see
+/* Chunks FIRST_CHUNK..BN/64 - 1 of the output by TMA (the ones before: see
    hpdl__wg_hold). */
-template <typename T, int FIRST_CHUNK = 0>
+template <typename T, int FIRST_CHUNK = 0, int BN = 256>
 static __device__ __forceinline__ void hpdl__wg_store_tma(const CUtensorMap *map_c, float alpha, const float *d, int m0,
                                                           int n0, unsigned char *buf) {
     int c;
 #pragma unroll
-    for (c = FIRST_CHUNK; c < 256 / HPDL__WG_TMA_COLS; c++) {
+    for (c = FIRST_CHUNK; c < BN / HPDL__WG_TMA_COLS; c++) {
         unsigned p[16];
         hpdl__wg_pack_chunk<T>(d, alpha, c, p);
         hpdl__wg_put_chunk(map_c, p, c, m0, n0 + c * HPDL__WG_TMA_COLS, buf);
@@ -4232,6 +4256,27 @@ static __device__ __forceinline__ void hpdl__wg_epilogue(const hpdl__gemm_args<f
                                                          float d[128], int m0, int n0, float *buf) {
     hpdl__wg_store(g, d, m0, n0, buf); /* TF32: C is f32 */
 }
+
+/* The epilogue of the warp-specialized kernel's 64 x BN accumulators: the
+   one above for 256 columns (every G), by TMA or hpdl__wg_store for the
+   narrower f16/bf16 tiles. */
+template <int BN> struct hpdl__wg_tile_out {
+    template <typename T>
+    static __device__ __forceinline__ void put(const hpdl__gemm_args<T, float> &g, const CUtensorMap *map_c, int tma_c,
+                                               float *d, int m0, int n0, float *buf) {
+        if (tma_c)
+            hpdl__wg_store_tma<T, 0, BN>(map_c, g.alpha, d, m0, n0, (unsigned char *)buf);
+        else
+            hpdl__wg_store<hpdl__gemm_args<T, float>, float, BN>(g, d, m0, n0, buf);
+    }
+};
+template <> struct hpdl__wg_tile_out<256> {
+    template <typename G, typename ACC>
+    static __device__ __forceinline__ void put(const G &g, const CUtensorMap *map_c, int tma_c, ACC *d, int m0, int n0,
+                                               ACC *buf) {
+        hpdl__wg_epilogue(g, map_c, tma_c, d, m0, n0, buf);
+    }
+};
 
 /* Before the block exits: its TMA stores have read shared memory. */
 static __device__ __forceinline__ void hpdl__wg_epilogue_done() {
@@ -4532,10 +4577,14 @@ __global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma(const __grid_constant
 /* The thin tile: BN rows of C (8 to 128) x 64 columns; every stage holds a
    64-column strip of B and BN rows of A, 128 bytes of K each; as many
    stages as fit in 208 KB, at most 16. */
+#ifndef HPDL__WG_THIN_SPLIT_ROWS /* experiments build without it (0) */
+#define HPDL__WG_THIN_SPLIT_ROWS 1
+#endif
 template <int BN> struct hpdl__wg_thin_shape {
     enum { STRIP = 64 * 128, STAGE = STRIP + BN * 128, MOST = (208 << 10) / STAGE / 2 * 2 /* even */ };
     enum { STAGES = MOST > 16 ? 16 : MOST, SUMS = BN / 2 * 128 * 4 /* a warpgroup's accumulators */,
-           WGS = BN <= 64 ? 2 : 1 /* warpgroups on 4 or more k-steps (hpdl__gemm_wgmma_thin) */ };
+           WGS = BN <= 64 || (BN == 128 && HPDL__WG_THIN_SPLIT_ROWS) ? 2 : 1 /* warpgroups on 4 or more k-steps
+                                                                              (hpdl__gemm_wgmma_thin) */ };
     /* bytes before the stages' barriers: the stages, or the sums handed over at the end */
     static __host__ __device__ int body(int stages) { return stages * STAGE > SUMS ? stages * STAGE : SUMS; }
 };
@@ -4578,15 +4627,18 @@ __global__ void __launch_bounds__(128 * WGS, 1) hpdl__gemm_wgmma_thin(const __gr
 #ifdef HPDL__SM90A
     typedef hpdl__wg_thin_shape<BN> SH;
     enum { BK = 128 / sizeof(T), K_STEP = hpdl__wg_type<T>::K_STEP };
+    enum { SPLIT = BN == 128 && WGS == 2,   /* each warpgroup takes 64 of the rows, every k-step */
+           ROWS = SPLIT ? 64 : BN,          /* rows of A (wgmma's N) a warpgroup multiplies */
+           STRIDE = SPLIT ? 1 : WGS };      /* k-steps between two of a warpgroup's */
     unsigned char *smem = hpdl__wg_smem_base();
     uint64_t *full = (uint64_t *)(smem + SH::body(stages));
     float *other = (float *)smem; /* warpgroup 1's sums, once every stage is read */
     const int steps = (g.K + BK - 1) / BK, n0 = (int)blockIdx.x * 64, m0 = (int)blockIdx.y * BN;
-    const int t = (int)threadIdx.x % 128, wg = (int)threadIdx.x / 128, lane = t % 32;
-    float d[BN / 2];
+    const int t = (int)threadIdx.x % 128, wg = (int)threadIdx.x / 128, lane = t % 32, row0 = SPLIT ? 64 * wg : 0;
+    float d[ROWS / 2];
     int i, c, j;
 #pragma unroll
-    for (i = 0; i < BN / 2; i++) d[i] = 0.0f;
+    for (i = 0; i < ROWS / 2; i++) d[i] = 0.0f;
     if (threadIdx.x == 0) {
         hpdl__tma_prefetch(&map_b);
         hpdl__tma_prefetch(&map_a);
@@ -4596,48 +4648,48 @@ __global__ void __launch_bounds__(128 * WGS, 1) hpdl__gemm_wgmma_thin(const __gr
             hpdl__wg_thin_load<BN, BMN, AMN>(&map_b, &map_a, smem + i * SH::STAGE, &full[i], n0, m0, i * BK);
     }
     __syncthreads();
-    for (c = wg; c < steps; c += WGS) { /* warpgroup wg: every WGS-th k-step */
+    for (c = SPLIT ? 0 : wg; c < steps; c += STRIDE) { /* warpgroup wg: every STRIDE-th k-step */
         unsigned char *st = smem + c % stages * SH::STAGE;
-        const int refill = c - WGS + stages; /* the k-step for the stage this warpgroup's step c - WGS used */
+        const int refill = c - STRIDE + stages; /* the k-step for the stage this warpgroup's step c - STRIDE used */
         hpdl__mbar_wait(&full[c % stages], (unsigned)(c / stages) & 1);
-        hpdl__wg_fence_accs<BN / 2>(d);
+        hpdl__wg_fence_accs<ROWS / 2>(d);
         hpdl__wg_fence();
 #pragma unroll
         for (j = 0; j < BK / K_STEP; j++)
-            hpdl__wgmma_thin<BN, BMN, AMN, T>(d, hpdl__wg_step_desc<T, BMN>(st, 0, j),
-                                              hpdl__wg_step_desc<T, AMN>(st + SH::STRIP, 0, j));
+            hpdl__wgmma_thin<ROWS, BMN, AMN, T>(d, hpdl__wg_step_desc<T, BMN>(st, 0, j),
+                                                hpdl__wg_step_desc<T, AMN>(st + SH::STRIP, row0, j));
         hpdl__wg_commit();
-        hpdl__wg_fence_accs<BN / 2>(d);
-        if (c >= WGS && refill < steps) { /* step c - WGS's wgmma has read its stage: refill it while step c's runs */
+        hpdl__wg_fence_accs<ROWS / 2>(d);
+        if (c >= STRIDE && refill < steps) { /* step c - STRIDE's wgmma has read its stage: refill it while step c's runs */
             hpdl__wg_wait<1>();
-            if (WGS == 1)
+            if (WGS == 1 || SPLIT) /* SPLIT: both warpgroups read every stage */
                 __syncthreads();
             else if (wg == 0)
                 hpdl__wg_bar(1);
             else
                 hpdl__wg_bar(2);
-            if (t == 0)
+            if (threadIdx.x % 128 == 0 && (wg == 0 || !SPLIT))
                 hpdl__wg_thin_load<BN, BMN, AMN>(&map_b, &map_a, smem + refill % stages * SH::STAGE,
                                                  &full[refill % stages], n0, m0, refill * BK);
         }
     }
     hpdl__wg_wait<0>();
-    hpdl__wg_fence_accs<BN / 2>(d);
-    if (WGS > 1) {
+    hpdl__wg_fence_accs<ROWS / 2>(d);
+    if (WGS > 1 && !SPLIT) {
         __syncthreads(); /* every stage is read: warpgroup 1 hands its sums over */
         if (wg == 1)
 #pragma unroll
-            for (i = 0; i < BN / 2; i++) other[i * 128 + t] = d[i];
+            for (i = 0; i < ROWS / 2; i++) other[i * 128 + t] = d[i];
         __syncthreads();
         if (wg == 1) return;
 #pragma unroll
-        for (i = 0; i < BN / 2; i++) d[i] += other[i * 128 + t];
+        for (i = 0; i < ROWS / 2; i++) d[i] += other[i * 128 + t];
     }
     /* accumulator 4j + i: column n of C (row 16 warp + lane / 4, + 8 of the
        strip) and row m (8 j + 2 (lane % 4), + 1) */
 #pragma unroll
-    for (j = 0; j < BN / 8; j++) {
-        const int n = n0 + t / 32 * 16 + lane / 4, m = m0 + 8 * j + lane % 4 * 2;
+    for (j = 0; j < ROWS / 8; j++) {
+        const int n = n0 + t / 32 * 16 + lane / 4, m = m0 + row0 + 8 * j + lane % 4 * 2;
         hpdl__gemm_out(g, m, n, d[4 * j]);
         hpdl__gemm_out(g, m + 1, n, d[4 * j + 1]);
         hpdl__gemm_out(g, m, n + 8, d[4 * j + 2]);
@@ -4679,14 +4731,14 @@ enum { HPDL__WG_GROUP_ROWS = 16 };
    multicast to its row (or column) mates. WAIT1: a consumer keeps one
    stage's wgmmas in flight while it issues the next stage's. G: the
    epilogue's arguments (M, N, K and where C goes; hpdl__wg_store for G). */
-template <typename T, typename G, bool AMN, bool BMN, bool PERSISTENT, int CM, int CN, bool WAIT1>
+template <typename T, typename G, bool AMN, bool BMN, bool PERSISTENT, int CM, int CN, bool WAIT1, int BN = 256>
 __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_constant__ CUtensorMap map_a,
                                                               const __grid_constant__ CUtensorMap map_b,
                                                               const __grid_constant__ CUtensorMap map_c, G g, int tma_c,
                                                               hpdl__wg_sk sk) {
 #ifdef HPDL__SM90A
-    enum { BM = 128, BN = 256, BK = 128 / sizeof(T), S = HPDL__WG_STAGES, A_BYTES = BM * 128, STAGE = (BM + BN) * 128 };
-    enum { CS = CM * CN, HOLD = hpdl__wg_holds<G>::value };
+    enum { BM = 128, BK = 128 / sizeof(T), S = hpdl__wg_ws_stages(BN), A_BYTES = BM * 128, STAGE = (BM + BN) * 128 };
+    enum { CS = CM * CN, HOLD = hpdl__wg_holds<G>::value && BN == 256, WIDE = BN == 256 /* stream-K pieces */ };
     unsigned char *smem = hpdl__wg_smem_base();
     typename hpdl__wg_type<T>::acc *epi = (typename hpdl__wg_type<T>::acc *)(smem + S * STAGE); /* one buffer per consumer */
     uint64_t *full = (uint64_t *)(smem + S * STAGE + 2 * HPDL__WG_EPI_BYTES), *empty = full + S;
@@ -4720,7 +4772,7 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
                 }
             }
     } else {
-        typename hpdl__wg_type<T>::acc d[128];
+        typename hpdl__wg_type<T>::acc d[BN / 2];
         unsigned char *buf = (unsigned char *)(epi + (wg - 1) * HPDL__WG_EPI_BYTES / 4);
         hpdl__wg_held held; /* the previous tile's chunks 0-2, still to store (HOLD) */
         int row0 = (wg - 1) * 64;
@@ -4734,7 +4786,7 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
             auto k_step = [&]() { /* k-step kt of the item from stage `it` */
                 unsigned char *st = smem + it % S * STAGE;
                 hpdl__mbar_wait(&full[it % S], (unsigned)(it / S) & 1);
-                hpdl__wg_mma_stage<T, AMN, BMN>(d, st, st + A_BYTES, row0);
+                hpdl__wg_mma_stage<T, AMN, BMN, BN>(d, st, st + A_BYTES, row0);
                 if (kt == w.k0) /* the next item's divisions, while the tensor cores work (H100: ~430 cycles
                                    between two tiles when worked out after the epilogue) */
                     more = hpdl__wg_work_at<GROUP>(n + 1, first, stride, units, units_m, units_n, KT, sk, &next);
@@ -4749,7 +4801,7 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
                 kt++, it++;
             };
 #pragma unroll
-            for (i = 0; i < 128; i++) d[i] = 0;
+            for (i = 0; i < BN / 2; i++) d[i] = 0;
             kt = w.k0;
             k_step(); /* an item has at least one k-step; peeled, so that ptxas folds the zeros into its
                          first wgmma (scale-d off) instead of 64 two-register CS2R moves */
@@ -4760,17 +4812,17 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
                 hpdl__wg_wait<0>();
                 if (w.k1 > w.k0) hpdl__wg_release<CS>(&empty[(it - 1) % S]);
             }
-            hpdl__wg_fence_acc(d);
-            if (w.k1 < KT) { /* a stream-K piece without the tile's last k-step */
+            hpdl__wg_fence_accs<BN / 2>(d);
+            if (WIDE && w.k1 < KT) { /* a stream-K piece without the tile's last k-step */
                 hpdl__wg_sk_put(sk, first, wg, d);
                 continue;
             }
-            if (w.k0 > 0) hpdl__wg_sk_take(sk, first, stride, units, KT, w.u, wg, d);
+            if (WIDE && w.k0 > 0) hpdl__wg_sk_take(sk, first, stride, units, KT, w.u, wg, d);
             if (HOLD && more)
                 hpdl__wg_hold(g, &map_c, tma_c, d, (um * CM + rm) * BM + row0, (un * CN + rn) * BN, buf, &held);
             if (!HOLD || held.chunks == 0)
-                hpdl__wg_epilogue(g, &map_c, tma_c, d, (um * CM + rm) * BM + row0, (un * CN + rn) * BN,
-                                  (typename hpdl__wg_type<T>::acc *)buf);
+                hpdl__wg_tile_out<BN>::put(g, &map_c, tma_c, d, (um * CM + rm) * BM + row0, (un * CN + rn) * BN,
+                                           (typename hpdl__wg_type<T>::acc *)buf);
         }
         hpdl__wg_epilogue_done();
     }
@@ -4808,6 +4860,7 @@ typedef struct hpdl__wg_launch {
     const void *kernel;
     int threads, bm, cm, cn, persistent, slices;
     void *slice_sums;
+    int bn; /* columns of C a tile: 0 is 256 */
 } hpdl__wg_launch;
 
 /* The cluster shape of the wgmma_cluster rung (blocks along M x along N). */
@@ -4816,7 +4869,7 @@ enum { HPDL__WG_CM = 2, HPDL__WG_CN = 1 };
 /* The kernel and launch shape of one Hopper rung for the operands' layouts. */
 template <typename T, bool AMN, bool BMN>
 static inline hpdl__wg_launch hpdl__wg_rung(hpdl_gemm_algo algo) {
-    hpdl__wg_launch l = {NULL, 384, 128, 1, 1, 1, 1, NULL};
+    hpdl__wg_launch l = {NULL, 384, 128, 1, 1, 1, 1, NULL, 0};
     switch (algo) {
     case HPDL_GEMM_WGMMA:
         l.kernel = (const void *)hpdl__gemm_wgmma<T, AMN, BMN>;
@@ -4848,7 +4901,7 @@ template <typename T, int TRANSPOSABLE = hpdl__wg_type<T>::TRANSPOSABLE> struct 
 };
 template <typename T> struct hpdl__wg_picker<T, 0> {
     static hpdl__wg_launch pick(hpdl_gemm_algo algo, int amn, int bmn) {
-        hpdl__wg_launch none = {NULL, 0, 0, 1, 1, 0, 1, NULL};
+        hpdl__wg_launch none = {NULL, 0, 0, 1, 1, 0, 1, NULL, 0};
         return amn || bmn ? none : hpdl__wg_rung<T, false, false>(algo);
     }
 };
@@ -4941,9 +4994,9 @@ template <typename G>
 static inline hpdl_status hpdl__wg_run(const hpdl__wg_launch &l, const CUtensorMap &map_a, const CUtensorMap &map_b,
                                        const CUtensorMap *map_c, const G &g, int k_steps, int spread,
                                        cudaStream_t stream) {
-    const int cs = l.cm * l.cn, bn = 256;
-    const size_t smem = (size_t)HPDL__WG_STAGES * (l.bm + bn) * 128 + (l.threads / 128 == 1 ? 1 : 2) * HPDL__WG_EPI_BYTES +
-                        1024 /* alignment */ + 2 * HPDL__WG_STAGES * 8;
+    const int cs = l.cm * l.cn, bn = l.bn ? l.bn : 256, stages = hpdl__wg_ws_stages(bn);
+    const size_t smem = (size_t)stages * (l.bm + bn) * 128 + (l.threads / 128 == 1 ? 1 : 2) * HPDL__WG_EPI_BYTES +
+                        1024 /* alignment */ + 2 * stages * 8;
     int units = ((g.M + l.bm - 1) / l.bm + l.cm - 1) / l.cm * (((g.N + bn - 1) / bn + l.cn - 1) / l.cn);
     int resident = 0;
     cudaLaunchConfig_t cfg = cudaLaunchConfig_t();
@@ -5180,12 +5233,47 @@ static inline hpdl_status hpdl__gemm_wgmma_split(hpdl__wg_launch l, const hpdl__
     return HPDL_OK;
 }
 
+/* Whether the warp-specialized rung takes 128 x 192 tiles for an M x N
+   product on `sms` SMs: where they fill one to four waves, the last at
+   least 97 % full, and its 128 x 256 tiles leave the last wave under 90 %
+   full. (One H200, f16 3000 x 2048 x 784: 264 tiles of 192 in two waves,
+   24.9 us; 192 tiles of 256 on the persistent rung 27.0, cuBLAS 22.1.) */
+HPDL_LAZY int hpdl__wg_ws_narrow(int M, int N, int sms) {
+    const int64_t rows = (M + 127) / 128, t192 = rows * ((N + 191) / 192), t256 = rows * ((N + 255) / 256);
+    const int64_t w192 = (t192 + sms - 1) / sms, w256 = (t256 + sms - 1) / sms;
+    return w192 >= 1 && w192 <= 4 && 100 * t192 >= 97 * w192 * sms && 10 * t256 < 9 * w256 * sms;
+}
+
+/* The warp-specialized rung with 128 x 192 tiles: f16/bf16 with A K-major
+   (kernel NULL elsewhere: no 192-wide wgmma for TF32, and the MN-major A
+   layouts were not measured). */
+template <typename T, bool BMN, int NARROW = sizeof(T) == 2> struct hpdl__wg_narrow {
+    static hpdl__wg_launch launch() {
+        hpdl__wg_launch l = {(const void *)hpdl__gemm_wgmma_ws<T, hpdl__gemm_args<T, float>, false, BMN, false, 1, 1, true, 192>,
+                             384, 128, 1, 1, 0, 1, NULL, 192};
+        return l;
+    }
+};
+template <typename T, bool BMN> struct hpdl__wg_narrow<T, BMN, 0> {
+    static hpdl__wg_launch launch() {
+        hpdl__wg_launch none = {NULL, 0, 0, 1, 1, 0, 1, NULL, 0};
+        return none;
+    }
+};
+
 /* Runs one Hopper rung for the operands' layouts; the one-tile-a-block rung
-   splits K where its tiles leave SMs idle. */
+   splits K where its tiles leave SMs idle, the warp-specialized one takes
+   narrower tiles where they fill whole waves (hpdl__wg_ws_narrow). */
 template <typename T>
 static inline hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpdl__gemm_args<T, float> &g,
                                                   cudaStream_t stream) {
     const hpdl__wg_launch l = hpdl__wg_picker<T>::pick(algo, !g.a.kcontig, !g.b.kcontig);
+    int sms = 0;
+    if (algo == HPDL_GEMM_WGMMA_WS && g.a.kcontig && hpdl__sm_count(&sms) == HPDL_OK &&
+        hpdl__wg_ws_narrow(g.M, g.N, sms)) {
+        const hpdl__wg_launch narrow = g.b.kcontig ? hpdl__wg_narrow<T, false>::launch() : hpdl__wg_narrow<T, true>::launch();
+        if (narrow.kernel) return hpdl__gemm_run_wgmma(narrow, g, stream);
+    }
     return algo == HPDL_GEMM_WGMMA ? hpdl__gemm_wgmma_split(l, g, stream) : hpdl__gemm_run_wgmma(l, g, stream);
 }
 
@@ -5209,14 +5297,16 @@ enum { HPDL__GEMM_HOPPER_DEFAULT = HPDL_GEMM_WGMMA_PERSISTENT };
    or it splits K; else the persistent one. One H200, f16, seven products
    of 1 to 56 such tiles (32 x 512 x 784 to 784 x 2048 x 128): 0.54-0.94
    of cuBLAS against 0.49-0.79; with a k-step's wgmmas in flight (589849a)
-   784 x 2048 x 3000 (104 blocks of 47 k-steps) 0.92 against 0.80. */
-HPDL_LAZY int hpdl__gemm_auto_hopper(int M, int N, int K, int sms) {
+   784 x 2048 x 3000 (104 blocks of 47 k-steps) 0.92 against 0.80. With A
+   K-major (a_kmajor), the warp-specialized rung where its 128 x 192 tiles
+   fill whole waves (hpdl__wg_ws_narrow). */
+HPDL_LAZY int hpdl__gemm_auto_hopper(int M, int N, int K, int a_kmajor, int sms) {
     const int64_t tiles = (int64_t)((M + 127) / 128) * ((N + 255) / 256), k_steps = (K + 63) / 64;
     const int64_t own_blocks = (int64_t)((M + 63) / 64) * ((N + 255) / 256);
-    return tiles * 2 < sms && (k_steps < 36 || 4 * own_blocks >= 3 * (int64_t)sms ||
-                               hpdl__wg_split_slices(M, N, K, 64, sms) > 1)
-               ? (int)HPDL_GEMM_WGMMA
-               : (int)HPDL__GEMM_HOPPER_DEFAULT;
+    if (tiles * 2 < sms &&
+        (k_steps < 36 || 4 * own_blocks >= 3 * (int64_t)sms || hpdl__wg_split_slices(M, N, K, 64, sms) > 1))
+        return (int)HPDL_GEMM_WGMMA;
+    return a_kmajor && hpdl__wg_ws_narrow(M, N, sms) ? (int)HPDL_GEMM_WGMMA_WS : (int)HPDL__GEMM_HOPPER_DEFAULT;
 }
 
 /* Validates, then runs one rung (AUTO: for f32 the mma rung where
@@ -5250,7 +5340,7 @@ static inline hpdl_status hpdl__cuda_gemm(hpdl_gemm_algo algo, hpdl_transpose ta
     if (hopper || (algo == HPDL_GEMM_AUTO && sizeof(T) == 2)) {
         int sms = 0;
         if (!hopper && hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
-        s = hpdl__gemm_launch_wgmma((hpdl_gemm_algo)(hopper ? (int)algo : hpdl__gemm_auto_hopper(M, N, K, sms)),
+        s = hpdl__gemm_launch_wgmma((hpdl_gemm_algo)(hopper ? (int)algo : hpdl__gemm_auto_hopper(M, N, K, ta == HPDL_NO_TRANS, sms)),
                                     hpdl__gemm_make_args(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
                                                          (int)(16 / sizeof(T))), stream);
         if (s != HPDL_ERR_UNSUPPORTED || hopper) return s;
@@ -13404,7 +13494,7 @@ __global__ void hpdl__q_row_sums(const int8_t *X, int rows, int K, int ld, int32
    it cannot run (not Hopper, rows not 16-byte aligned, K = 0). */
 template <typename TC> static inline hpdl_status hpdl__qgemm_launch_wgmma(const hpdl__qgemm_args &q, cudaStream_t stream) {
     hpdl__wg_launch l = {(const void *)hpdl__gemm_wgmma_ws<int8_t, hpdl__wg_qargs<TC>, false, false, true, 1, 1, true>,
-                         384, 128, 1, 1, 1, 1, NULL};
+                         384, 128, 1, 1, 1, 1, NULL, 0};
     hpdl__gemm_operand<int8_t> a = {q.A, q.lda, 1, 1}, b = {q.B, q.ldb, 1, 1};
     hpdl__wg_qargs<TC> e;
     CUtensorMap map_a, map_b;
@@ -14969,7 +15059,7 @@ static inline hpdl_status hpdl__fp8_gemm_launch(const hpdl__wg_f8args<TC> &e, co
                                                 cudaStream_t stream) {
     typedef hpdl__fp8_pair<FA, FB> T;
     const hpdl__wg_launch l = {(const void *)hpdl__gemm_wgmma_ws<T, hpdl__wg_f8args<TC>, false, false, true, 1, 1, true>,
-                               384, 128, 1, 1, 1, 1, NULL};
+                               384, 128, 1, 1, 1, 1, NULL, 0};
     hpdl__gemm_operand<T> a = {(const T *)A, lda, 1, 1}, b = {(const T *)B, ldb, 1, 1};
     CUtensorMap map_a, map_b, map_c;
     hpdl_status s;

@@ -473,7 +473,7 @@ template <typename SH, typename T, int TMA> static hpdl_status tune_mma(const hp
    wgmma_cluster rung). */
 template <typename T, int CM, int CN> static hpdl_status tune_wgmma(const hpdl__gemm_args<T, float> &g, cudaStream_t s) {
     const hpdl__wg_launch l = {(const void *)hpdl__gemm_wgmma_ws<T, hpdl__gemm_args<T, float>, false, true, true, CM, CN, true>,
-                               384, 128, CM, CN, 1, 1, NULL};
+                               384, 128, CM, CN, 1, 1, NULL, 0};
     return hpdl__gemm_run_wgmma(l, g, s);
 }
 template <typename SH, typename T> static hpdl_status tune_padded(const hpdl__gemm_args<T, T> &g, cudaStream_t s) {

@@ -357,6 +357,26 @@ static void test_gemm_hopper_waves(void) {
     check_hopper_epilogues<hpdl_f16>("f16", 11, HPDL_TRANS, 2304, 4000, 200, 0.75);
 }
 
+/* The warp-specialized rung's 128 x 192 tiles (hpdl__wg_ws_narrow): a
+   shape whose tiles of 192 make one whole wave on this GPU, M and N not
+   multiples of the tile, K of 4 k-steps (the last partial); A K-major
+   (where AUTO and the rung take them), B either way, both epilogues, f16
+   and bf16. */
+static void test_gemm_hopper_narrow_tiles(void) {
+    int sms = 0, cols;
+    if (!hopper_gpu()) HPDL_SKIP("the Hopper rungs need an sm_90 GPU");
+    HPDL_EXPECT(hpdl__sm_count(&sms) == HPDL_OK);
+    for (cols = 2; cols <= 64; cols++) {
+        const int M = 128 * (sms / cols) - 37, N = 192 * cols - 56; /* rows of B and C 16-byte aligned */
+        if (sms % cols != 0 || !hpdl__wg_ws_narrow(M, N, sms)) continue;
+        HPDL_EXPECT(hpdl__gemm_auto_hopper(M, N, 200, 1, sms) == HPDL_GEMM_WGMMA_WS);
+        check_hopper_epilogues<hpdl_f16>("f16", 31, HPDL_NO_TRANS, M, N, 200, 0.75);
+        check_hopper_epilogues<hpdl_bf16>("bf16", 32, HPDL_TRANS, M, N, 200, -1.25);
+        return;
+    }
+    HPDL_SKIP("no shape of whole 192-column waves for this SM count");
+}
+
 /* The persistent rung's stream-K schedule (hpdl__wg_item_at; host code, no
    GPU needed), for many tile counts, block counts and k-steps per tile:
    every k-step of every tile is done exactly once; a block leaves at most
@@ -655,14 +675,20 @@ static void test_gemm_auto_splitk(void) {
                 hpdl__tf32x3_slices(512, 2048, 784, 132) == 1 && /* 128 tiles: 2 slices would not pay */
                 hpdl__tf32x3_slices(784, 2048, 512, 132) == 1 && hpdl__tf32x3_slices(784, 512, 128, 132) == 1);
     /* the Hopper rung for 16-bit products AUTO does not split */
-    HPDL_EXPECT(hpdl__gemm_auto_hopper(128, 2048, 784, 132) == HPDL_GEMM_WGMMA);            /* 8 tiles */
-    HPDL_EXPECT(hpdl__gemm_auto_hopper(512, 2048, 784, 132) == HPDL_GEMM_WGMMA);            /* 32 tiles */
-    HPDL_EXPECT(hpdl__gemm_auto_hopper(784, 2048, 128, 132) == HPDL_GEMM_WGMMA);            /* 56 tiles */
-    HPDL_EXPECT(hpdl__gemm_auto_hopper(1152, 2048, 784, 132) == HPDL_GEMM_WGMMA_PERSISTENT); /* 72 tiles */
-    HPDL_EXPECT(hpdl__gemm_auto_hopper(784, 512, 3000, 132) == HPDL_GEMM_WGMMA);            /* long K, split */
-    HPDL_EXPECT(hpdl__gemm_auto_hopper(784, 2048, 3000, 132) == HPDL_GEMM_WGMMA);            /* 104 own blocks */
-    HPDL_EXPECT(hpdl__gemm_auto_hopper(640, 2048, 3000, 132) == HPDL_GEMM_WGMMA_PERSISTENT);  /* 80 own blocks: stream-K */
-    HPDL_EXPECT(hpdl__gemm_auto_hopper(4096, 4096, 4096, 132) == HPDL_GEMM_WGMMA_PERSISTENT);
+    HPDL_EXPECT(hpdl__gemm_auto_hopper(128, 2048, 784, 1, 132) == HPDL_GEMM_WGMMA);            /* 8 tiles */
+    HPDL_EXPECT(hpdl__gemm_auto_hopper(512, 2048, 784, 1, 132) == HPDL_GEMM_WGMMA);            /* 32 tiles */
+    HPDL_EXPECT(hpdl__gemm_auto_hopper(784, 2048, 128, 1, 132) == HPDL_GEMM_WGMMA);            /* 56 tiles */
+    HPDL_EXPECT(hpdl__gemm_auto_hopper(1152, 2048, 784, 1, 132) == HPDL_GEMM_WGMMA_PERSISTENT); /* 72 tiles */
+    HPDL_EXPECT(hpdl__gemm_auto_hopper(784, 512, 3000, 1, 132) == HPDL_GEMM_WGMMA);            /* long K, split */
+    HPDL_EXPECT(hpdl__gemm_auto_hopper(784, 2048, 3000, 1, 132) == HPDL_GEMM_WGMMA);            /* 104 own blocks */
+    HPDL_EXPECT(hpdl__gemm_auto_hopper(640, 2048, 3000, 1, 132) == HPDL_GEMM_WGMMA_PERSISTENT);  /* 80 own blocks: stream-K */
+    HPDL_EXPECT(hpdl__gemm_auto_hopper(4096, 4096, 4096, 1, 132) == HPDL_GEMM_WGMMA_PERSISTENT);
+    /* 128 x 192 tiles where they fill whole waves and 128 x 256 ones do not, A K-major only */
+    HPDL_EXPECT(hpdl__gemm_auto_hopper(3000, 2048, 784, 1, 132) == HPDL_GEMM_WGMMA_WS);   /* 264 = 2 x 132 tiles */
+    HPDL_EXPECT(hpdl__gemm_auto_hopper(3000, 2048, 784, 0, 132) == HPDL_GEMM_WGMMA_PERSISTENT);
+    HPDL_EXPECT(hpdl__wg_ws_narrow(1536, 2112, 132) && !hpdl__wg_ws_narrow(2048, 2048, 132) && /* 176 tiles */
+                !hpdl__wg_ws_narrow(6144, 4224, 132) && /* 8 waves */
+                !hpdl__wg_ws_narrow(1536, 1536, 132));  /* 96 tiles of 192; 72 of 256 */
     HPDL_EXPECT(hpdl__splitk_shape_for(3000, 10) == HPDL__SPLITK_NARROW && hpdl__splitk_shape_for(32, 512) == HPDL__SPLITK_SHORT &&
                 hpdl__splitk_shape_for(784, 512) == HPDL__SPLITK_SQUARE);
     for (i = 0; i < HPDL_COUNT(sizes); i++)
@@ -917,6 +943,7 @@ int main(int argc, char **argv) {
                                       HPDL_TEST(test_gemm_f64),          HPDL_TEST(test_gemm_f16),
                                       HPDL_TEST(test_gemm_bf16),         HPDL_TEST(test_gemm_hopper_small), HPDL_TEST(test_gemm_mma_whole_tiles),
                                       HPDL_TEST(test_gemm_hopper_many_tiles), HPDL_TEST(test_gemm_hopper_waves),
+                                      HPDL_TEST(test_gemm_hopper_narrow_tiles),
                                       HPDL_TEST(test_gemm_stream_k_schedule), HPDL_TEST(test_gemm_hopper_stream_k),
                                       HPDL_TEST(test_gemm_hopper_stream_k_few_tiles),
                                       HPDL_TEST(test_gemm_hopper_split_k), HPDL_TEST(test_gemm_hopper_thin),
