@@ -3807,6 +3807,9 @@ HPDL_LAZY hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<float, float> 
                        issues copies (and gives its registers away with
                        setmaxnreg) keeps the ring full, two consumer warpgroups
                        own a 128x256 tile; "empty" mbarriers hand stages back.
+                       128x192 tiles where those fill whole waves of SMs and
+                       128x256 ones leave the last wave short
+                       (hpdl__wg_ws_narrow; AUTO's pick there).
      wgmma_persistent  one block per SM walks over the tiles in grouped order,
                        so the producer fetches the next tile while the
                        consumers store the last one; a last, partial wave of
@@ -4723,7 +4726,8 @@ template <int CS> static __device__ __forceinline__ void hpdl__wg_release(uint64
 enum { HPDL__WG_GROUP_ROWS = 16 };
 
 /* wgmma_ws / _persistent / _cluster: warpgroup 0 produces, warpgroups 1 and
-   2 consume (rows 0-63 and 64-127 of a 128 x 256 tile). PERSISTENT: blocks
+   2 consume (rows 0-63 and 64-127 of a 128 x BN tile: 256 wide, or 128 and
+   192 for f16/bf16 one tile a block, without stream-K pieces). PERSISTENT: blocks
    loop over tiles, the last sk.tail of them shared out by k-steps
    (hpdl__wg_sk). CM x CN clusters: the blocks of a cluster take a CM x CN
    patch of tiles; blocks in one row of the patch share their A tile, blocks
