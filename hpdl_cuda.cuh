@@ -1069,6 +1069,45 @@ HPDL_CUDA_API int hpdl__grid_for(int64_t n, int threads) {
     if (blocks > 4096) blocks = 4096;
     return blocks < 1 ? 1 : (int)blocks;
 }
+
+/* Programmatic dependent launch (sm_90): a kernel launched with
+   hpdl__launch_after may start while the kernel before it in the stream
+   finishes; hpdl__wait_for_previous holds it until that kernel's writes
+   are visible, and hpdl__let_next_start lets the next one start early. */
+static __device__ __forceinline__ void hpdl__wait_for_previous() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+static __device__ __forceinline__ void hpdl__let_next_start() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/* Launches kernel(args...) on `blocks` x `threads` after the stream's
+   previous kernel, allowed to start before that kernel has finished
+   where its code is sm_90's (programmatic dependent launch; the kernel
+   calls hpdl__wait_for_previous before it reads what the previous one
+   wrote); an ordinary launch elsewhere. */
+template <typename... K, typename... A>
+static inline hpdl_status hpdl__launch_after(void (*kernel)(K...), int blocks, int threads, cudaStream_t stream,
+                                             A... args) {
+    cudaLaunchConfig_t cfg = cudaLaunchConfig_t();
+    cudaLaunchAttribute attr[1];
+    cudaFuncAttributes fa;
+    HPDL_CUDA_TRY(cudaFuncGetAttributes(&fa, (const void *)kernel));
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.gridDim = dim3((unsigned)blocks);
+    cfg.blockDim = dim3((unsigned)threads);
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = fa.binaryVersion >= 90; /* code built for sm_90 or later waits (hpdl__wait_for_previous) */
+    HPDL_CUDA_TRY(cudaLaunchKernelEx(&cfg, kernel, (K)args...));
+    return HPDL_OK;
+}
+
 /* Element (o, k) of an operand whose outer size is O, or 0 outside it. */
 template <typename ACC, typename T>
 static __device__ __forceinline__ ACC hpdl__gemm_elem(const hpdl__gemm_operand<T> &x, int o, int k, int O, int K) {
@@ -2824,6 +2863,7 @@ static __device__ __forceinline__ void hpdl__splitk_finish_values(const hpdl__ge
     int i;
     if (slices > 1) {
         ACC *mine = ws + (tile_id * slices + slice) * AREA;
+        if (!counters) hpdl__let_next_start(); /* hpdl__splitk_add_tiles_kernel may take SMs as they free up */
 #pragma unroll
         for (i = 0; i < OUT; i++) mine[t + 256 * i] = v[i];
         if (!counters) return; /* hpdl__splitk_add_tiles_kernel adds them */
@@ -3372,6 +3412,7 @@ __global__ void hpdl__splitk_add_tiles_kernel(hpdl__gemm_args<T, ACC> g, const A
     enum { AREA = SH::BM * SH::BN };
     const int tiles_n = (g.N + SH::BN - 1) / SH::BN;
     int64_t i;
+    hpdl__wait_for_previous(); /* the slices' tiles are written */
     for (i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (int64_t)g.M * g.N; i += (int64_t)gridDim.x * blockDim.x) {
         const int m = (int)(i / g.N), n = (int)(i % g.N);
         const int64_t tile = (int64_t)(m / SH::BM) * tiles_n + n / SH::BN;
@@ -3386,7 +3427,8 @@ __global__ void hpdl__splitk_add_tiles_kernel(hpdl__gemm_args<T, ACC> g, const A
    slice of a tile to finish adds all of them, one block reading every
    slice's tile; from HPDL__SPLITK_ADD_APART slices on a second kernel adds
    them instead, a thread per output (f16 32 x 10 x 2048 in 32 slices:
-   the one block's pass was most of 11 us, ncu on an H200). */
+   the one block's pass was most of 11 us, ncu on an H200), launched to
+   start while the first finishes (hpdl__launch_after). */
 #ifndef HPDL__SPLITK_ADD_APART /* experiments build other counts */
 #define HPDL__SPLITK_ADD_APART 16
 #endif
@@ -3403,11 +3445,9 @@ static inline hpdl_status hpdl__gemm_launch_splitk_shape(const hpdl__gemm_args<T
     hpdl__gemm_splitk<T, ACC, SH, TC><<<grid, 256, 0, stream>>>(g, depth, sp ? (ACC *)sp->ws : (ACC *)NULL,
                                                                 sp && !apart ? sp->counters : (unsigned *)NULL);
     HPDL_CUDA_TRY_LAUNCH();
-    if (apart) {
-        hpdl__splitk_add_tiles_kernel<SH><<<hpdl__grid_for((int64_t)g.M * g.N, 256), 256, 0, stream>>>(
-            g, (const ACC *)sp->ws, (int)grid.z);
-        HPDL_CUDA_TRY_LAUNCH();
-    }
+    if (apart)
+        return hpdl__launch_after(hpdl__splitk_add_tiles_kernel<SH, T, ACC>, hpdl__grid_for((int64_t)g.M * g.N, 256), 256,
+                                  stream, g, (const ACC *)sp->ws, (int)grid.z);
     return HPDL_OK;
 }
 
@@ -4566,6 +4606,7 @@ __global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma(const __grid_constant
     hpdl__wg_wait<0>();
     hpdl__wg_fence_acc(d);
     if (gridDim.y > 1) {
+        hpdl__let_next_start(); /* the kernel adding the slices may take its SMs as they free up */
         hpdl__wg_put_slice((float *)sk.partial, d, tm, tn, tiles_n, (int)blockIdx.y, (int)gridDim.y);
         return;
     }
@@ -5099,6 +5140,7 @@ __global__ void hpdl__wg_add_slices_kernel(hpdl__gemm_args<T, float> g, const fl
     const int quads = (g.N + 3) / 4, tiles_n = (g.N + 255) / 256;
     const int64_t count = (int64_t)g.M * quads;
     int64_t i;
+    hpdl__wait_for_previous(); /* the slices' sums are written */
     for (i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (int64_t)gridDim.x * blockDim.x) {
         const int m = (int)(i / quads), n = (int)(i % quads) * 4;
         const float *p = sums + (size_t)(m / 64 * tiles_n + n / 256) * slices * (64 * 256) + m % 64 * 256 + n % 256;
@@ -5213,8 +5255,9 @@ template <typename T> struct hpdl__wg_thin<T, 0> { /* TF32 */
 /* The one-tile-a-block rung l: the thin kernel where it applies, else K
    split where that pays (hpdl__wg_split_slices): the kernel leaves each
    slice's f32 sums in the stream's splitk workspace, then
-   hpdl__wg_add_slices_kernel adds them in slice order with alpha and beta
-   (the same bits every run). One slice, or no workspace inside a graph
+   hpdl__wg_add_slices_kernel, launched to start while the first kernel
+   finishes (hpdl__launch_after), adds them in slice order with alpha and
+   beta (the same bits every run). One slice, or no workspace inside a graph
    capture: the rung as it is. */
 template <typename T>
 static inline hpdl_status hpdl__gemm_wgmma_split(hpdl__wg_launch l, const hpdl__gemm_args<T, float> &g,
@@ -5231,10 +5274,8 @@ static inline hpdl_status hpdl__gemm_wgmma_split(hpdl__wg_launch l, const hpdl__
     l.slice_sums = sp->ws;
     s = hpdl__gemm_run_wgmma(l, g, stream);
     if (s != HPDL_OK) return s;
-    hpdl__wg_add_slices_kernel<T><<<hpdl__grid_for((int64_t)g.M * ((g.N + 3) / 4), 256), 256, 0, stream>>>(
-        g, (const float *)sp->ws, l.slices);
-    HPDL_CUDA_TRY_LAUNCH();
-    return HPDL_OK;
+    return hpdl__launch_after(hpdl__wg_add_slices_kernel<T>, hpdl__grid_for((int64_t)g.M * ((g.N + 3) / 4), 256), 256,
+                              stream, g, (const float *)sp->ws, l.slices);
 }
 
 /* Whether the warp-specialized rung takes 128 x 192 tiles for an M x N
