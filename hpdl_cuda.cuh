@@ -3428,9 +3428,12 @@ __global__ void hpdl__splitk_add_tiles_kernel(hpdl__gemm_args<T, ACC> g, const A
    slice's tile; from HPDL__SPLITK_ADD_APART slices on a second kernel adds
    them instead, a thread per output (f16 32 x 10 x 2048 in 32 slices:
    the one block's pass was most of 11 us, ncu on an H200), launched to
-   start while the first finishes (hpdl__launch_after). */
+   start while the first finishes (hpdl__launch_after). Once it started so,
+   4 slices on paid more than 8 or 16 (one H200, f16 3000 x 10 x 512: 11.1
+   -> 9.9 us, 3000 x 10 x 2048: 16.2 -> 14.3; AUTO over the MLP's products
+   f16 0.986 -> 0.993, f32 1.067 -> 1.075). */
 #ifndef HPDL__SPLITK_ADD_APART /* experiments build other counts */
-#define HPDL__SPLITK_ADD_APART 16
+#define HPDL__SPLITK_ADD_APART 4
 #endif
 template <typename T, typename ACC, typename SH, bool TC>
 static inline hpdl_status hpdl__gemm_launch_splitk_shape(const hpdl__gemm_args<T, ACC> &g, int depth, cudaStream_t stream) {

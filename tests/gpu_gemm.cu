@@ -585,6 +585,22 @@ static void test_gemm_shortk(void) {
     check_splitk_shapes<hpdl_bf16>("bf16", 1e-2, 44, shapes, HPDL_COUNT(shapes));
 }
 
+/* K split into 2 or 3 slices, fewer than HPDL__SPLITK_ADD_APART: the last
+   slice of each tile adds them (the narrow, short and square tiles). */
+static void test_gemm_splitk_few_slices(void) {
+    static const int shapes[][3] = {{32, 10, 150}, {200, 10, 200}, {37, 130, 200}, {30, 100, 150}};
+    int i, sms = 0;
+    if (hpdl_cuda_available() && hpdl__sm_count(&sms) == HPDL_OK)
+        for (i = 0; i < HPDL_COUNT(shapes); i++) {
+            const int M = shapes[i][0], N = shapes[i][1], K = shapes[i][2];
+            const int depth = hpdl__splitk_depth(M, N, K, hpdl__splitk_shape_for(M, N), 4, sms);
+            const int slices = (K + depth - 1) / depth;
+            HPDL_EXPECT(slices >= 2 && slices < HPDL__SPLITK_ADD_APART);
+        }
+    check_splitk_shapes<float>("f32", 1e-5, 49, shapes, HPDL_COUNT(shapes));
+    check_splitk_shapes<hpdl_f16>("f16", 1e-2, 50, shapes, HPDL_COUNT(shapes));
+}
+
 /* K split into HPDL__SPLITK_ADD_APART slices or more, added by a kernel of
    their own: the narrow, short and square tiles. */
 static void test_gemm_splitk_apart(void) {
@@ -952,6 +968,7 @@ int main(int argc, char **argv) {
                                       HPDL_TEST(test_gemm_mlp_f64),      HPDL_TEST(test_gemm_mlp_f16),
                                       HPDL_TEST(test_gemm_mlp_bf16),     HPDL_TEST(test_gemm_narrow_mn),
                                       HPDL_TEST(test_gemm_shortk),       HPDL_TEST(test_gemm_splitk_apart),
+                                      HPDL_TEST(test_gemm_splitk_few_slices),
                                       HPDL_TEST(test_gemm_narrow_plan),  HPDL_TEST(test_gemm_splitk_graph)};
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }
