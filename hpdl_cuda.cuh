@@ -4050,8 +4050,9 @@ static __device__ __forceinline__ void hpdl__wgmma_thin(float *d, uint64_t a, ui
 
 /* wgmma BN wide for the warp-specialized kernel: 256 for every type, 128
    and 192 for f16/bf16 (a struct per width, so that a type only meets the
-   widths it is built with). */
-template <int BN> struct hpdl__wg_wide {
+   widths it is built with; no other width compiles). */
+template <int BN> struct hpdl__wg_wide;
+template <> struct hpdl__wg_wide<256> {
     template <int TA, int TB, typename T, typename ACC>
     static __device__ __forceinline__ void mma(ACC *d, uint64_t a, uint64_t b) { hpdl__wgmma_256<TA, TB>(d, a, b, T()); }
 };
@@ -4665,8 +4666,10 @@ static __device__ __forceinline__ void hpdl__wg_thin_load(const CUtensorMap *map
    about half that; one H200, f16 32 x 512 x 784: 8.4 -> 7.7 us), each
    refilling the stages of its own steps (an even count of stages) once
    its wgmma has read them, while its next step's wgmma runs; warpgroup 1
-   hands its sums over through shared memory at the end. Fewer steps, or
-   128 rows, keep one warpgroup (two were slower there). */
+   hands its sums over through shared memory at the end. With 128 rows
+   the two warpgroups instead take 64 rows each at every k-step (SPLIT:
+   no hand-over; alternate k-steps were slower there; f16 512 x 2048 x 784
+   11.5 -> 10.7 us, one H200). Fewer steps keep one warpgroup. */
 template <typename T, bool BMN, bool AMN, int BN, int WGS>
 __global__ void __launch_bounds__(128 * WGS, 1) hpdl__gemm_wgmma_thin(const __grid_constant__ CUtensorMap map_b,
                                                                       const __grid_constant__ CUtensorMap map_a,
@@ -4787,6 +4790,7 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
 #ifdef HPDL__SM90A
     enum { BM = 128, BK = 128 / sizeof(T), S = hpdl__wg_ws_stages(BN), A_BYTES = BM * 128, STAGE = (BM + BN) * 128 };
     enum { CS = CM * CN, HOLD = hpdl__wg_holds<G>::value && BN == 256, WIDE = BN == 256 /* stream-K pieces */ };
+    static_assert(WIDE || !PERSISTENT, "narrower tiles run one tile a block: their stream-K pieces are not written");
     unsigned char *smem = hpdl__wg_smem_base();
     typename hpdl__wg_type<T>::acc *epi = (typename hpdl__wg_type<T>::acc *)(smem + S * STAGE); /* one buffer per consumer */
     uint64_t *full = (uint64_t *)(smem + S * STAGE + 2 * HPDL__WG_EPI_BYTES), *empty = full + S;
