@@ -88,7 +88,10 @@
        (reduce-scatter then allgather, Patarasuk & Yuan) over MPI_Sendrecv, for
        any count and rank number, f16/bf16 added in float and rounded at each
        hop (p-1 roundings, as NCCL does); HPDL_ALLREDUCE_NCCL is ncclAllReduce
-       (device buffers, HPDL_USE_NCCL). HPDL_ALLREDUCE_IPC_ONESHOT and
+       (device buffers, HPDL_USE_NCCL; one rank per GPU, else
+       HPDL_ERR_UNSUPPORTED on every rank, the reason on stderr, before NCCL
+       sees the ranks: NCCL would fail on some and leave the others
+       waiting). HPDL_ALLREDUCE_IPC_ONESHOT and
        _IPC_TWOSHOT (device buffers, nvcc builds) are one kernel that reads
        the peers' buffers over NVLink through CUDA IPC, for GPUs of one node
        with peer access, one rank per GPU (else HPDL_ERR_UNSUPPORTED on every
@@ -97,8 +100,9 @@
        communicator (collective) and freed by hpdl_mpi_finalize, or made
        explicitly with hpdl_mpi_ipc_create (not inside CUDA graph capture).
        HPDL_ALLREDUCE_AUTO takes IPC up to HPDL_MPI_IPC_AUTO_BYTES where it
-       can (at any size without NCCL), else NCCL, else MPI (f32, f64) or RING
-       (f16, bf16); on host buffers MPI or RING.
+       can (at any size without NCCL), else NCCL where it can, else MPI (f32,
+       f64) or RING (f16, bf16); on host buffers MPI or RING. So with more
+       ranks than GPUs (ranks sharing one) AUTO reduces through MPI.
        Device buffers (nvcc builds, found with cudaPointerGetAttributes): work
        queued on the hpdl stream (hpdl_mpi_set_stream; default: the legacy
        default stream 0) is finished before a collective reads the buffer.
@@ -1251,7 +1255,8 @@ HPDL_MPI_API hpdl_status hpdl__mpi_bcast_staged(void *buf, size_t bytes, int roo
 typedef struct hpdl__mpi_nccl_entry {
     MPI_Comm mpi;
     int device, max_ctas;
-    ncclComm_t nccl; /* NULL: free entry */
+    int refused;     /* 1: ranks of mpi share a GPU, no communicator made */
+    ncclComm_t nccl; /* NULL and not refused: free entry */
 } hpdl__mpi_nccl_entry;
 
 HPDL_MPI_API hpdl__mpi_nccl_entry *hpdl__mpi_nccl_cache(void) {
@@ -1265,6 +1270,7 @@ HPDL_MPI_API void hpdl__mpi_nccl_release(void) {
     for (i = 0; i < HPDL__MPI_NCCL_CACHE; i++) {
         if (cache[i].nccl) ncclCommDestroy(cache[i].nccl);
         cache[i].nccl = NULL;
+        cache[i].refused = 0;
     }
 }
 
@@ -1284,10 +1290,37 @@ HPDL_MPI_API hpdl_status hpdl__mpi_nccl_init(ncclComm_t *nc, int size, ncclUniqu
     return HPDL_OK;
 }
 
-/* Collective on first use per (MPI communicator, device, CTA cap of
-   hpdl_mpi_set_nccl_max_ctas): rank 0 makes the ncclUniqueId and broadcasts
-   it over MPI, every rank joins. Later calls return the cached communicator. */
-HPDL_MPI_API hpdl_status hpdl_mpi_nccl_comm(MPI_Comm comm, ncclComm_t *out) {
+/* 1 on every rank of comm when two of its ranks on one node use the same
+   GPU (the same PCI bus id, whatever CUDA_VISIBLE_DEVICES says): more
+   ranks than GPUs. NCCL refuses that, on some of the ranks only, while the
+   others wait for them. Collective. */
+HPDL_MPI_API int hpdl__mpi_gpus_shared(MPI_Comm comm) {
+    MPI_Comm node;
+    char(*bus)[32] = NULL;
+    int n = 0, me = 0, device = 0, j, have = 0, all_have = 0, shared = 0, any = 0;
+    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        MPI_Comm_size(node, &n);
+        MPI_Comm_rank(node, &me);
+        bus = (char(*)[32])calloc((size_t)n, 32);
+        have = bus != NULL;
+        MPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_MIN, node);
+        if (all_have) {
+            if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetPCIBusId(bus[me], 32, device) != cudaSuccess) {
+                cudaGetLastError();
+                snprintf(bus[me], 32, "no GPU, node rank %d", me); /* unlike any other */
+            }
+            if (MPI_Allgather(MPI_IN_PLACE, 0, MPI_BYTE, bus, 32, MPI_CHAR, node) == MPI_SUCCESS)
+                for (j = 0; j < n; j++) shared |= j != me && !strcmp(bus[j], bus[me]);
+        }
+        free(bus);
+        MPI_Comm_free(&node);
+    }
+    MPI_Allreduce(&shared, &any, 1, MPI_INT, MPI_MAX, comm);
+    return any;
+}
+
+/* hpdl_mpi_nccl_comm, saying on rank 0 why it refuses when `verbose`. */
+HPDL_MPI_API hpdl_status hpdl__mpi_nccl_comm(MPI_Comm comm, int verbose, ncclComm_t *out) {
     hpdl__mpi_nccl_entry *cache = hpdl__mpi_nccl_cache();
     struct { int ok; ncclUniqueId id; } boot;
     ncclComm_t nc;
@@ -1295,15 +1328,26 @@ HPDL_MPI_API hpdl_status hpdl_mpi_nccl_comm(MPI_Comm comm, ncclComm_t *out) {
     hpdl_status s;
     if (!out || comm == MPI_COMM_NULL) return HPDL_ERR_INVALID;
     HPDL_CUDA_TRY(cudaGetDevice(&device));
+    HPDL__MPI_TRY(MPI_Comm_rank(comm, &rank));
     for (i = 0; i < HPDL__MPI_NCCL_CACHE; i++) {
-        if (cache[i].nccl && cache[i].mpi == comm && cache[i].device == device && cache[i].max_ctas == ctas) {
-            *out = cache[i].nccl;
-            return HPDL_OK;
+        hpdl__mpi_nccl_entry *e = &cache[i];
+        if ((e->nccl || e->refused) && e->mpi == comm && e->device == device && e->max_ctas == ctas) {
+            if (e->refused && verbose && rank == 0)
+                fprintf(stderr, "hpdl_mpi: NCCL unsupported here: ranks share a GPU (NCCL takes one GPU a rank)\n");
+            *out = e->nccl;
+            return e->refused ? HPDL_ERR_UNSUPPORTED : HPDL_OK;
         }
-        if (!cache[i].nccl && slot < 0) slot = i;
+        if (!e->nccl && !e->refused && slot < 0) slot = i;
     }
     if (slot < 0) return HPDL_ERR_UNSUPPORTED; /* same count on every rank: all return this */
-    HPDL__MPI_TRY(MPI_Comm_rank(comm, &rank));
+    cache[slot].mpi = comm;
+    cache[slot].device = device;
+    cache[slot].max_ctas = ctas;
+    /* the same answer on every rank, before NCCL sees the ranks */
+    if (hpdl__mpi_gpus_shared(comm)) {
+        cache[slot].refused = 1;
+        return hpdl__mpi_nccl_comm(comm, verbose, out); /* found now: says why */
+    }
     HPDL__MPI_TRY(MPI_Comm_size(comm, &size));
     memset(&boot, 0, sizeof boot);
     if (rank == 0) boot.ok = ncclGetUniqueId(&boot.id) == ncclSuccess;
@@ -1311,14 +1355,18 @@ HPDL_MPI_API hpdl_status hpdl_mpi_nccl_comm(MPI_Comm comm, ncclComm_t *out) {
     HPDL__MPI_TRY(MPI_Bcast(&boot, (int)sizeof boot, MPI_BYTE, 0, comm));
     if (!boot.ok) return HPDL_ERR_NCCL;
     s = hpdl__mpi_nccl_init(&nc, size, boot.id, rank, ctas);
-    if (s != HPDL_OK) return s;
-    cache[slot].mpi = comm;
-    cache[slot].device = device;
-    cache[slot].max_ctas = ctas;
+    if (s != HPDL_OK) return s; /* the entry stays free */
     cache[slot].nccl = nc;
     *out = nc;
     return HPDL_OK;
 }
+
+/* Collective on first use per (MPI communicator, device, CTA cap of
+   hpdl_mpi_set_nccl_max_ctas): rank 0 makes the ncclUniqueId and broadcasts
+   it over MPI, every rank joins. Later calls return the cached communicator.
+   HPDL_ERR_UNSUPPORTED on every rank, and why on rank 0's stderr, where
+   ranks share a GPU. */
+HPDL_MPI_API hpdl_status hpdl_mpi_nccl_comm(MPI_Comm comm, ncclComm_t *out) { return hpdl__mpi_nccl_comm(comm, 1, out); }
 
 HPDL_MPI_API int hpdl__mpi_nccl_type(hpdl_mpi_dtype t, ncclDataType_t *out) {
     switch (t) {
@@ -2225,29 +2273,39 @@ HPDL_MPI_API hpdl_status hpdl__mpi_supported(hpdl_mpi_dtype t, hpdl_allreduce_al
 /* The algorithm that runs a call of `algo`: AUTO picks one, the others stand
    for themselves. AUTO on device buffers: IPC up to the threshold (at any
    size without NCCL) when the ranks share a node with peer access, else
-   NCCL; otherwise MPI_Allreduce (f32, f64) or the ring (f16, bf16).
-   Collective on first use per communicator for device buffers (the IPC
-   context is made then, and an explicit IPC algorithm gets
-   HPDL_ERR_UNSUPPORTED on every rank when it cannot be); every rank
-   resolves alike, as the size, the ranks and the threshold
-   (HPDL_MPI_IPC_AUTO_BYTES) are the same everywhere. */
+   NCCL where each rank has a GPU of its own; otherwise MPI_Allreduce (f32,
+   f64) or the ring (f16, bf16). Collective on first use per communicator
+   for device buffers (the IPC context and the NCCL communicator are made
+   then, and an explicit IPC or NCCL algorithm gets HPDL_ERR_UNSUPPORTED on
+   every rank when it cannot be); every rank resolves alike, as the size,
+   the ranks and the threshold (HPDL_MPI_IPC_AUTO_BYTES) are the same
+   everywhere. */
 HPDL_MPI_API hpdl_status hpdl__mpi_resolve(hpdl_allreduce_algo *algo, size_t bytes, hpdl_mpi_dtype t, int on_device,
                                            MPI_Comm comm) {
     MPI_Datatype type;
 #ifdef __CUDACC__
     hpdl_mpi_ipc *ipc;
+#ifdef HPDL_MPI_HAVE_NCCL
+    ncclComm_t nc;
+    if (on_device && *algo == HPDL_ALLREDUCE_NCCL) return hpdl__mpi_nccl_comm(comm, 1, &nc);
+#endif
     if (on_device && hpdl__mpi_algo_is_ipc(*algo)) return hpdl__mpi_ipc_cached(comm, 1, &ipc);
     if (on_device && *algo == HPDL_ALLREDUCE_AUTO) {
         int nccl = hpdl__mpi_supported(t, HPDL_ALLREDUCE_NCCL, on_device) == HPDL_OK;
+        hpdl_status s = HPDL_OK;
         if ((bytes <= hpdl__mpi_settings_get()->ipc_auto_bytes || !nccl) &&
             hpdl__mpi_ipc_cached(comm, 0, &ipc) == HPDL_OK) {
             *algo = hpdl__mpi_ipc_pick(bytes, ipc->size);
             return HPDL_OK;
         }
-        if (nccl) {
+#ifdef HPDL_MPI_HAVE_NCCL
+        if (nccl) s = hpdl__mpi_nccl_comm(comm, 0, &nc);
+#endif
+        if (nccl && s == HPDL_OK) {
             *algo = HPDL_ALLREDUCE_NCCL;
             return HPDL_OK;
         }
+        if (s != HPDL_ERR_UNSUPPORTED && s != HPDL_OK) return s; /* an NCCL error: no reason to fall back */
     }
 #else
     (void)bytes; (void)on_device; (void)comm;

@@ -20,7 +20,8 @@
 
 enum { N = 203, BATCH = 16, CLASSES = 7, IN = 200 };
 
-static int g_gpu = -1; /* this rank's GPU; -1: none */
+static int g_gpu = -1;        /* this rank's GPU; -1: none */
+static int g_gpus_shared = 0; /* more ranks than GPUs: NCCL refuses them */
 
 /* The same random data set on every rank (labels 0..CLASSES-1), as f64 for
    the CPU driver and f32 for the GPU's (the same values). */
@@ -32,8 +33,9 @@ static void make_data(int in, double *X, float *Xf, int32_t *y) {
     for (i = 0; i < N; i++) y[i] = (int32_t)hpdl_rng_below(&rng, CLASSES);
 }
 
-/* buckets 0: one allreduce after backward; 1: NCCL (else MPI) buckets
-   during backward, the first layer's dW in two row blocks. */
+/* buckets 0: one allreduce after backward; 1: NCCL (else, or with more
+   ranks than GPUs, MPI) buckets during backward, the first layer's dW in
+   two row blocks. */
 static hpdl_mpi_dp_config config(int buckets) {
     hpdl_mpi_dp_config c;
     hpdl_mpi_dp_config_default(&c);
@@ -44,7 +46,7 @@ static hpdl_mpi_dp_config config(int buckets) {
     c.seed = 5;
     c.overlap = buckets;
 #ifdef HPDL_USE_NCCL
-    if (buckets) c.algo = HPDL_ALLREDUCE_NCCL;
+    if (buckets && !g_gpus_shared) c.algo = HPDL_ALLREDUCE_NCCL;
 #endif
     c.first_layer_pieces = 2;
     c.bucket_bytes = 4 << 10; /* several buckets even for these small layers */
@@ -185,5 +187,6 @@ int main(int argc, char **argv) {
     hpdl_mpi_relaunch_per_gpu(argc, argv, "gpu_mpi_dp");
     HPDL_CHECK(hpdl_mpi_init(&argc, &argv));
     g_gpu = hpdl_mpi_select_gpu();
+    g_gpus_shared = hpdl_test_gpus_shared(g_gpu) == 1;
     return hpdl_test_mpi_main(argc, argv, tests, HPDL_COUNT(tests));
 }

@@ -4,7 +4,7 @@
    Started on its own on a machine with several GPUs, it starts itself again
    under `mpirun -np <GPUs>`. The one-rank context runs on any GPU; the other
    tests need two ranks on two GPUs with peer access and are skipped (on every
-   rank) without them.
+   rank) without them, but one, which needs more ranks than GPUs.
        mpirun -np 2 build/gpu/gpu_mpi_ipc [name filter] */
 #if defined(__has_include)
 #if __has_include(<nccl.h>)
@@ -386,6 +386,29 @@ MPI_TEST(test_auto_above_threshold) {
     cudaFree(d);
 }
 
+/* More ranks than GPUs (mpirun -np 3 on two GPUs, or CUDA_VISIBLE_DEVICES
+   with one): NCCL is refused on every rank with HPDL_ERR_UNSUPPORTED before
+   NCCL sees the ranks (NCCL itself fails on some of them and leaves the
+   others waiting), IPC too, and AUTO reduces through MPI instead, exactly,
+   below and above the size where it would take NCCL. */
+MPI_TEST(test_ranks_sharing_a_gpu) {
+    int64_t counts[2] = {1000, (int64_t)(HPDL_MPI_IPC_AUTO_BYTES / sizeof(float)) + 5};
+    int shared = hpdl_test_gpus_shared(g_gpu), k;
+    float *d;
+    if (shared < 0) HPDL_SKIP("no GPU for some rank");
+    if (!shared) HPDL_SKIP("every rank has a GPU of its own (run more ranks than GPUs)");
+    HPDL_CUDA_CHECK(cudaMalloc((void **)&d, (size_t)(counts[1] + 1) * sizeof(float)));
+#ifdef HPDL_USE_NCCL
+    HPDL_EXPECT(hpdl_mpi_allreduce_f32(d, 8, HPDL_ALLREDUCE_NCCL, MPI_COMM_WORLD) == HPDL_ERR_UNSUPPORTED);
+#endif
+    HPDL_EXPECT(hpdl_mpi_allreduce_f32(d, 8, HPDL_ALLREDUCE_IPC_ONESHOT, MPI_COMM_WORLD) == HPDL_ERR_UNSUPPORTED);
+    for (k = 0; k < 2; k++)
+        HPDL_EXPECT(reduce_and_count(d, counts[k], 5 + k, [](float *x, int64_t count) {
+                        return hpdl_mpi_allreduce_f32(x, count, HPDL_ALLREDUCE_AUTO, MPI_COMM_WORLD);
+                    }) == 0);
+    cudaFree(d);
+}
+
 int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
         HPDL_TEST(test_bad_arguments),           HPDL_TEST(test_one_rank_context_is_identity),
@@ -394,7 +417,7 @@ int main(int argc, char **argv) {
         HPDL_TEST(test_exact_sums_in_many_steps), HPDL_TEST(test_pieces_of_a_small_context),
         HPDL_TEST(test_back_to_back_calls),      HPDL_TEST(test_back_to_back_calls_in_steps),
         HPDL_TEST(test_same_bits_on_every_rank), HPDL_TEST(test_auto_above_threshold),
-        HPDL_TEST(test_all_ones_words_still_arrive),
+        HPDL_TEST(test_all_ones_words_still_arrive), HPDL_TEST(test_ranks_sharing_a_gpu),
     };
     hpdl_mpi_relaunch_per_gpu(argc, argv, "gpu_mpi_ipc");
     HPDL_CHECK(hpdl_mpi_init(&argc, &argv));

@@ -54,6 +54,22 @@ static inline int hpdl_test_mlp_same_on_every_rank_f64(const hpdl_mlp_f64 *m) {
 }
 
 /* Defines test `name`: its body, then the verdict agreed across ranks. */
+#ifdef __CUDACC__
+/* 1 on every rank when two ranks use the same GPU (more ranks than GPUs:
+   NCCL refuses them), 0 when each has its own, -1 when some rank has none.
+   `gpu`: this rank's device (hpdl_mpi_select_gpu), -1 for none. */
+static inline int hpdl_test_gpus_shared(int gpu) {
+    char mine[32] = "", *all = (char *)calloc((size_t)hpdl_mpi_size(), 32);
+    int have = gpu >= 0 && cudaDeviceGetPCIBusId(mine, 32, gpu) == cudaSuccess, all_have = 0, shared = 0, i, j;
+    MPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allgather(mine, 32, MPI_CHAR, all, 32, MPI_CHAR, MPI_COMM_WORLD);
+    for (i = 0; i < hpdl_mpi_size(); i++)
+        for (j = 0; j < i; j++) shared |= !strcmp(all + 32 * i, all + 32 * j);
+    free(all);
+    return all_have ? shared : -1;
+}
+#endif
+
 #define MPI_TEST(name)                                                        \
     static void name##_body(void);                                            \
     static void name(void) { name##_body(); hpdl_test_mpi_agree_verdict(); }  \
