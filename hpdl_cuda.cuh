@@ -3820,21 +3820,47 @@ HPDL_LAZY hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<double, double
     return hpdl__gemm_launch_padded_mma<hpdl__dmma_shape>(g, hpdl__gemm_batch(), 1, stream);
 }
 
-/* f32: 3xTF32, K split where its tiles leave SMs idle (hpdl__tf32x3_slices);
-   64 x 64 tiles where even so fewer blocks than SMs would run (one H100,
-   784 x 512 x 128, 56 blocks of 128 x 64 or 104 of 64 x 64: 12.7 -> 9.5 us,
-   cuBLAS 10.5; AUTO over the MLP's f32 products 1.05 -> 1.08). */
-#ifndef HPDL__TF32X3_SMALL_TILES /* experiments build without them (0) */
-#define HPDL__TF32X3_SMALL_TILES 1
-#endif
+/* How full the last wave of `blocks` blocks is on `slots` places (1: the
+   waves are whole). */
+HPDL_LAZY double hpdl__wave_fill(int64_t blocks, int64_t slots) {
+    const int64_t waves = (blocks + slots - 1) / slots;
+    return waves > 0 ? (double)blocks / (double)(waves * slots) : 1.0;
+}
+
+/* The 3xTF32 rung's 64 x 64 tiles: four blocks an SM, K split as for the
+   128 x 64 ones. */
+HPDL_LAZY int hpdl__tf32x3_small_slices(int M, int N, int K, int sms) {
+    return hpdl__gemm_slices_for(M, N, K, 4, sms, 64, 64, 4, 128, 3);
+}
+
+/* Whether the 3xTF32 rung takes 64 x 64 tiles: where its 128 x 64 tiles
+   (two blocks an SM) make less than one wave and the small tiles' waves
+   (four blocks an SM) are about as full or fuller. Measured over the MLP's
+   f32 products on one H100 (2026-11-28), each product in both: less than a
+   wave, 64 x 64 won where its waves were fuller (784 x 512 x 3000: 0.99
+   against 0.85, 74.3 -> 66.7 us) or as full (3000 x 512 x 784, 0.71 against
+   0.73: 66.0 -> 54.4 us, cuBLAS 64.4; 128 x 2048 x 784 and 512 x 512 x 784:
+   11 % faster): there twice the warps an SM hide more latency. It lost 4-7 %
+   where its waves were emptier (784 x 2048 x K, 784 x 512 x 512: 0.79
+   against 0.85) and on 3000 x 2048 x 784, almost three whole waves either
+   way, where the smaller warp tiles read more shared memory a product. */
+HPDL_LAZY int hpdl__tf32x3_small_tiles(int M, int N, int K, int sms) {
+    const int64_t big = (int64_t)((M + 127) / 128) * ((N + 63) / 64) * hpdl__tf32x3_slices(M, N, K, sms);
+    const int64_t small = (int64_t)((M + 63) / 64) * ((N + 63) / 64) * hpdl__tf32x3_small_slices(M, N, K, sms);
+    return big < 2 * (int64_t)sms &&
+           hpdl__wave_fill(small, 4 * (int64_t)sms) + 0.03 >= hpdl__wave_fill(big, 2 * (int64_t)sms);
+}
+
+/* f32: 3xTF32, K split where its tiles leave SMs idle (hpdl__tf32x3_slices),
+   in 64 x 64 tiles where hpdl__tf32x3_small_tiles says. */
 HPDL_LAZY hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<float, float> &g, cudaStream_t stream) {
-    typedef hpdl__tf32x3_shape SH;
-    int sms = 0, slices;
+    int sms = 0;
     if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
-    slices = hpdl__tf32x3_slices(g.M, g.N, g.K, sms);
-    if (HPDL__TF32X3_SMALL_TILES && (int64_t)((g.M + SH::BM - 1) / SH::BM) * ((g.N + SH::BN - 1) / SH::BN) * slices < sms)
-        return hpdl__gemm_launch_padded_mma<hpdl__tf32x3_small_shape, float>(g, hpdl__gemm_batch(), 1, stream);
-    return hpdl__gemm_in_slices(g, slices, (int)SH::BK, hpdl__gemm_launch_padded_mma<SH, float>, stream);
+    if (hpdl__tf32x3_small_tiles(g.M, g.N, g.K, sms))
+        return hpdl__gemm_in_slices(g, hpdl__tf32x3_small_slices(g.M, g.N, g.K, sms), (int)hpdl__tf32x3_small_shape::BK,
+                                    hpdl__gemm_launch_padded_mma<hpdl__tf32x3_small_shape, float>, stream);
+    return hpdl__gemm_in_slices(g, hpdl__tf32x3_slices(g.M, g.N, g.K, sms), (int)hpdl__tf32x3_shape::BK,
+                                hpdl__gemm_launch_padded_mma<hpdl__tf32x3_shape, float>, stream);
 }
 
 /* ======================================================================== */

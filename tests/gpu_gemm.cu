@@ -690,6 +690,15 @@ static void test_gemm_auto_splitk(void) {
     HPDL_EXPECT(hpdl__tf32x3_slices(784, 512, 3000, 132) == 4 && hpdl__tf32x3_slices(512, 512, 784, 132) == 6 &&
                 hpdl__tf32x3_slices(512, 2048, 784, 132) == 1 && /* 128 tiles: 2 slices would not pay */
                 hpdl__tf32x3_slices(784, 2048, 512, 132) == 1 && hpdl__tf32x3_slices(784, 512, 128, 132) == 1);
+    /* its 64 x 64 tiles: less than a wave of 128 x 64 ones, and waves about as full */
+    HPDL_EXPECT(hpdl__tf32x3_small_tiles(784, 512, 128, 132));    /* 104 blocks against 56 */
+    HPDL_EXPECT(hpdl__tf32x3_small_tiles(784, 512, 3000, 132));   /* waves 0.99 full against 0.85 */
+    HPDL_EXPECT(hpdl__tf32x3_small_tiles(3000, 512, 784, 132));   /* 0.71 against 0.73 */
+    HPDL_EXPECT(!hpdl__tf32x3_small_tiles(784, 512, 512, 132));   /* 0.79 against 0.85 */
+    HPDL_EXPECT(!hpdl__tf32x3_small_tiles(784, 2048, 3000, 132));
+    HPDL_EXPECT(!hpdl__tf32x3_small_tiles(3000, 2048, 784, 132)); /* three waves either way */
+    HPDL_EXPECT(!hpdl__tf32x3_small_tiles(4096, 4096, 4096, 132));
+    HPDL_EXPECT(hpdl__tf32x3_small_slices(784, 512, 3000, 132) == 5);
     /* the Hopper rung for 16-bit products AUTO does not split */
     HPDL_EXPECT(hpdl__gemm_auto_hopper(128, 2048, 784, 1, 132) == HPDL_GEMM_WGMMA);            /* 8 tiles */
     HPDL_EXPECT(hpdl__gemm_auto_hopper(512, 2048, 784, 1, 132) == HPDL_GEMM_WGMMA);            /* 32 tiles */
