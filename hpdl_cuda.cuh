@@ -1967,7 +1967,7 @@ typedef hpdl__tc_shape<128, 128, 64, 3, 64, 64> hpdl__mma_shape;     /* f16/bf16
 typedef hpdl__tc_shape<128, 128, 32, 4, 64, 64> hpdl__mma_edge_shape; /* f16/bf16 with edge tiles (see hpdl__gemm_launch_mma) */
 typedef hpdl__tc_shape<128, 64, 16, 3, 64, 32, 16> hpdl__dmma_shape; /* f64: 4 warps, 2 blocks per SM, m16n8k16 */
 typedef hpdl__tc_shape<128, 64, 32, 3, 64, 32, 8> hpdl__tf32x3_shape; /* f32 3xTF32: 4 warps, 2 blocks per SM, m16n8k8 */
-typedef hpdl__tc_shape<64, 64, 32, 3, 32, 32, 8> hpdl__tf32x3_small_shape; /* the same where those tiles leave SMs idle */
+typedef hpdl__tc_shape<64, 64, 32, 3, 32, 32, 8> hpdl__tf32x3_small_shape; /* 4 warps, 4 blocks per SM (hpdl__tf32x3_small_tiles) */
 
 /* One K tile of an operand (OT = its M or N tile, BK deep) into a stage: a
    kcontig operand is stored OT x BK, the other BK x OT, as in global memory. */
