@@ -5328,8 +5328,8 @@ static inline hpdl_status hpdl__gemm_wgmma_split(hpdl__wg_launch l, const hpdl__
    24.9 us; 192 tiles of 256 on the persistent rung 27.0, cuBLAS 22.1.) */
 HPDL_LAZY int hpdl__wg_ws_narrow(int M, int N, int sms) {
     const int64_t rows = (M + 127) / 128, t192 = rows * ((N + 191) / 192), t256 = rows * ((N + 255) / 256);
-    const int64_t w192 = (t192 + sms - 1) / sms, w256 = (t256 + sms - 1) / sms;
-    return w192 >= 1 && w192 <= 4 && 100 * t192 >= 97 * w192 * sms && 10 * t256 < 9 * w256 * sms;
+    const int64_t w192 = (t192 + sms - 1) / sms;
+    return w192 >= 1 && w192 <= 4 && hpdl__wave_fill(t192, sms) >= 0.97 && hpdl__wave_fill(t256, sms) < 0.9;
 }
 
 /* The warp-specialized rung with 128 x 192 tiles: f16/bf16 with A K-major

@@ -1319,6 +1319,15 @@ HPDL_MPI_API int hpdl__mpi_gpus_shared(MPI_Comm comm) {
     return any;
 }
 
+/* A refusal for ranks that share a GPU, said on rank 0 when `verbose`. */
+HPDL_MPI_API hpdl_status hpdl__mpi_nccl_refused(MPI_Comm comm, int verbose) {
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    if (verbose && rank == 0)
+        fprintf(stderr, "hpdl_mpi: NCCL unsupported here: ranks share a GPU (NCCL takes one GPU a rank)\n");
+    return HPDL_ERR_UNSUPPORTED;
+}
+
 /* hpdl_mpi_nccl_comm, saying on rank 0 why it refuses when `verbose`. */
 HPDL_MPI_API hpdl_status hpdl__mpi_nccl_comm(MPI_Comm comm, int verbose, ncclComm_t *out) {
     hpdl__mpi_nccl_entry *cache = hpdl__mpi_nccl_cache();
@@ -1328,14 +1337,11 @@ HPDL_MPI_API hpdl_status hpdl__mpi_nccl_comm(MPI_Comm comm, int verbose, ncclCom
     hpdl_status s;
     if (!out || comm == MPI_COMM_NULL) return HPDL_ERR_INVALID;
     HPDL_CUDA_TRY(cudaGetDevice(&device));
-    HPDL__MPI_TRY(MPI_Comm_rank(comm, &rank));
     for (i = 0; i < HPDL__MPI_NCCL_CACHE; i++) {
         hpdl__mpi_nccl_entry *e = &cache[i];
         if ((e->nccl || e->refused) && e->mpi == comm && e->device == device && e->max_ctas == ctas) {
-            if (e->refused && verbose && rank == 0)
-                fprintf(stderr, "hpdl_mpi: NCCL unsupported here: ranks share a GPU (NCCL takes one GPU a rank)\n");
             *out = e->nccl;
-            return e->refused ? HPDL_ERR_UNSUPPORTED : HPDL_OK;
+            return e->refused ? hpdl__mpi_nccl_refused(comm, verbose) : HPDL_OK;
         }
         if (!e->nccl && !e->refused && slot < 0) slot = i;
     }
@@ -1346,8 +1352,9 @@ HPDL_MPI_API hpdl_status hpdl__mpi_nccl_comm(MPI_Comm comm, int verbose, ncclCom
     /* the same answer on every rank, before NCCL sees the ranks */
     if (hpdl__mpi_gpus_shared(comm)) {
         cache[slot].refused = 1;
-        return hpdl__mpi_nccl_comm(comm, verbose, out); /* found now: says why */
+        return hpdl__mpi_nccl_refused(comm, verbose);
     }
+    HPDL__MPI_TRY(MPI_Comm_rank(comm, &rank));
     HPDL__MPI_TRY(MPI_Comm_size(comm, &size));
     memset(&boot, 0, sizeof boot);
     if (rank == 0) boot.ok = ncclGetUniqueId(&boot.id) == ncclSuccess;

@@ -53,7 +53,6 @@ static inline int hpdl_test_mlp_same_on_every_rank_f64(const hpdl_mlp_f64 *m) {
     return d == 0.0;
 }
 
-/* Defines test `name`: its body, then the verdict agreed across ranks. */
 #ifdef __CUDACC__
 /* 1 on every rank when two ranks use the same GPU (more ranks than GPUs:
    NCCL refuses them), 0 when each has its own, -1 when some rank has none.
@@ -70,6 +69,7 @@ static inline int hpdl_test_gpus_shared(int gpu) {
 }
 #endif
 
+/* Defines test `name`: its body, then the verdict agreed across ranks. */
 #define MPI_TEST(name)                                                        \
     static void name##_body(void);                                            \
     static void name(void) { name##_body(); hpdl_test_mpi_agree_verdict(); }  \
