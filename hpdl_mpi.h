@@ -99,7 +99,8 @@
        every rank; the context behind them is made on first use per
        communicator (collective) and freed by hpdl_mpi_finalize, or made
        explicitly with hpdl_mpi_ipc_create (not inside CUDA graph capture).
-       HPDL_ALLREDUCE_AUTO takes IPC up to HPDL_MPI_IPC_AUTO_BYTES where it
+       HPDL_ALLREDUCE_AUTO takes IPC up to HPDL_MPI_IPC_AUTO_BYTES (two
+       ranks) or HPDL_MPI_IPC_AUTO_BYTES_MANY (more) where it
        can (at any size without NCCL), else NCCL where it can, else MPI (f32,
        f64) or RING (f16, bf16); on host buffers MPI or RING. So with more
        ranks than GPUs (ranks sharing one) AUTO reduces through MPI.
@@ -130,9 +131,12 @@
                               environment variable of that name overrides it
        HPDL_MPI_IPC_BYTES     staging buffer of the IPC contexts that
                               hpdl_mpi_allreduce makes (16 MiB, twice per GPU)
-       HPDL_MPI_IPC_AUTO_BYTES  AUTO: IPC up to this size (16 MiB), NCCL
-                              above; the environment variable overrides it
-                              (the same on every rank)
+       HPDL_MPI_IPC_AUTO_BYTES  AUTO on two ranks: IPC up to this size
+                              (16 MiB), NCCL above; the environment variable
+                              overrides it for any rank count (the same on
+                              every rank)
+       HPDL_MPI_IPC_AUTO_BYTES_MANY  AUTO on more than two ranks: IPC up to
+                              this size (4 MiB), NCCL above
        HPDL_MPI_IPC_ONESHOT_BYTES  AUTO, IPC on more than 2 ranks: one-shot up
                               to this size (256 KiB), two-shot above
        HPDL_MPI_IPC_BLOCKS    IPC kernels' grid limit (128; at most 128 and the
@@ -271,6 +275,13 @@
 #endif
 #ifndef HPDL_MPI_IPC_AUTO_BYTES
 #define HPDL_MPI_IPC_AUTO_BYTES ((size_t)16 << 20)
+#endif
+/* On four H200s (NVSwitch, 2026-11-28) the two-shot kernel beat NCCL's bus
+   bandwidth at 4 MiB (1.15x) and lost at 16 MiB (0.71x): every GPU reads
+   2(p-1)/p of the buffer from its peers, where NCCL's ring keeps every link
+   busy. On two GPUs IPC led at every size measured. */
+#ifndef HPDL_MPI_IPC_AUTO_BYTES_MANY
+#define HPDL_MPI_IPC_AUTO_BYTES_MANY ((size_t)4 << 20)
 #endif
 #ifndef HPDL_MPI_IPC_ONESHOT_BYTES
 #define HPDL_MPI_IPC_ONESHOT_BYTES ((size_t)256 << 10)
@@ -529,7 +540,7 @@ typedef struct hpdl__mpi_settings {
     size_t chunk_bytes;  /* staging chunk for device buffers */
     int nccl_max_ctas;   /* NCCL communicators made from now on: CTA cap (0: NCCL's choice) */
     int bucket_priority; /* bucketers made from now on: 1 = side stream at the GPU's highest priority */
-    size_t ipc_auto_bytes; /* HPDL_ALLREDUCE_AUTO: IPC up to this size, NCCL above */
+    long long ipc_auto_bytes; /* HPDL_ALLREDUCE_AUTO: IPC up to this size, NCCL above; -1: by rank count */
 #ifdef __CUDACC__
     cudaStream_t stream; /* orders device work; 0 = legacy default stream */
 #endif
@@ -546,10 +557,18 @@ HPDL_MPI_API hpdl__mpi_settings *hpdl__mpi_settings_get(void) {
         s.chunk_bytes = v >= 8 ? (size_t)v & ~(size_t)7 : HPDL_MPI_CHUNK_BYTES;
         env = getenv("HPDL_MPI_IPC_AUTO_BYTES");
         v = env ? atoll(env) : -1;
-        s.ipc_auto_bytes = v >= 0 ? (size_t)v : HPDL_MPI_IPC_AUTO_BYTES;
+        s.ipc_auto_bytes = v >= 0 ? v : -1;
         initialised = 1;
     }
     return &s;
+}
+
+/* AUTO's largest IPC allreduce on `ranks` ranks, in bytes: the environment's
+   HPDL_MPI_IPC_AUTO_BYTES, else the measured default for two ranks or more. */
+HPDL_MPI_API size_t hpdl__mpi_ipc_auto_bytes(int ranks) {
+    long long set = hpdl__mpi_settings_get()->ipc_auto_bytes;
+    if (set >= 0) return (size_t)set;
+    return ranks <= 2 ? HPDL_MPI_IPC_AUTO_BYTES : HPDL_MPI_IPC_AUTO_BYTES_MANY;
 }
 
 /* Turns the cross-rank argument comparison on or off; returns the old value. */
@@ -2285,7 +2304,7 @@ HPDL_MPI_API hpdl_status hpdl__mpi_supported(hpdl_mpi_dtype t, hpdl_allreduce_al
    for device buffers (the IPC context and the NCCL communicator are made
    then, and an explicit IPC or NCCL algorithm gets HPDL_ERR_UNSUPPORTED on
    every rank when it cannot be); every rank resolves alike, as the size,
-   the ranks and the threshold (HPDL_MPI_IPC_AUTO_BYTES) are the same
+   the ranks and the threshold (hpdl__mpi_ipc_auto_bytes) are the same
    everywhere. */
 HPDL_MPI_API hpdl_status hpdl__mpi_resolve(hpdl_allreduce_algo *algo, size_t bytes, hpdl_mpi_dtype t, int on_device,
                                            MPI_Comm comm) {
@@ -2298,9 +2317,10 @@ HPDL_MPI_API hpdl_status hpdl__mpi_resolve(hpdl_allreduce_algo *algo, size_t byt
 #endif
     if (on_device && hpdl__mpi_algo_is_ipc(*algo)) return hpdl__mpi_ipc_cached(comm, 1, &ipc);
     if (on_device && *algo == HPDL_ALLREDUCE_AUTO) {
-        int nccl = hpdl__mpi_supported(t, HPDL_ALLREDUCE_NCCL, on_device) == HPDL_OK;
+        int nccl = hpdl__mpi_supported(t, HPDL_ALLREDUCE_NCCL, on_device) == HPDL_OK, ranks;
         hpdl_status s = HPDL_OK;
-        if ((bytes <= hpdl__mpi_settings_get()->ipc_auto_bytes || !nccl) &&
+        MPI_Comm_size(comm, &ranks);
+        if ((bytes <= hpdl__mpi_ipc_auto_bytes(ranks) || !nccl) &&
             hpdl__mpi_ipc_cached(comm, 0, &ipc) == HPDL_OK) {
             *algo = hpdl__mpi_ipc_pick(bytes, ipc->size);
             return HPDL_OK;

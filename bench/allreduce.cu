@@ -345,9 +345,9 @@ int main(int argc, char **argv) {
         printf("# NCCL %d%s, CUDA-aware MPI %s, staging chunk %zu B, argument checks %s while timing\n",
                nccl_version, nccl_version ? "" : " (not built: NCCL rows skipped)",
                hpdl_mpi_cuda_aware() ? "yes" : "no", hpdl__mpi_settings_get()->chunk_bytes, checks ? "on" : "off");
-        printf("# IPC rows %s; AUTO takes IPC up to %zu B (HPDL_MPI_IPC_AUTO_BYTES), IPC grid limit %d blocks\n",
+        printf("# IPC rows %s; AUTO takes IPC up to %zu B on %d ranks, IPC grid limit %d blocks\n",
                b.ipc ? "run" : "skipped (needs 2+ GPUs of one node with peer access)",
-               hpdl__mpi_settings_get()->ipc_auto_bytes,
+               hpdl__mpi_ipc_auto_bytes(b.size), b.size,
                getenv("HPDL_MPI_IPC_BLOCKS") ? atoi(getenv("HPDL_MPI_IPC_BLOCKS")) : HPDL_MPI_IPC_BLOCKS);
         if (b.size == 1) printf("# one rank: nothing moves and busbw is 0; run with mpirun -np 2 or more\n");
         detail = b.size > 1 ? open_detail_csv() : NULL;

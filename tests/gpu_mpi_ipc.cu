@@ -373,12 +373,28 @@ MPI_TEST(test_bad_arguments) {
     hpdl_mpi_ipc_destroy(&ctx);
 }
 
-/* AUTO above its threshold (HPDL_MPI_IPC_AUTO_BYTES) leaves IPC for NCCL
-   (stays with IPC in a build without NCCL), and is still exact. */
+/* AUTO takes IPC up to its threshold for this many ranks and leaves it for
+   NCCL above (stays with IPC in a build without NCCL), exactly both ways. */
 MPI_TEST(test_auto_above_threshold) {
-    int64_t n = (int64_t)(HPDL_MPI_IPC_AUTO_BYTES / sizeof(float)) + 5;
+    int ranks;
+    size_t limit;
+    int64_t n;
+    hpdl_allreduce_algo at = HPDL_ALLREDUCE_AUTO, above = HPDL_ALLREDUCE_AUTO;
     float *d;
     NEED_IPC();
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+    limit = hpdl__mpi_ipc_auto_bytes(ranks);
+    n = (int64_t)(limit / sizeof(float)) + 5;
+    HPDL_EXPECT(ranks > 2 || limit == HPDL_MPI_IPC_AUTO_BYTES);
+    HPDL_EXPECT(ranks <= 2 || limit == HPDL_MPI_IPC_AUTO_BYTES_MANY);
+    HPDL_EXPECT(hpdl__mpi_resolve(&at, limit, HPDL_MPI_F32, 1, MPI_COMM_WORLD) == HPDL_OK);
+    HPDL_EXPECT(hpdl__mpi_resolve(&above, limit + 4, HPDL_MPI_F32, 1, MPI_COMM_WORLD) == HPDL_OK);
+    HPDL_EXPECT(at == hpdl__mpi_ipc_pick(limit, ranks));
+#ifdef HPDL_MPI_HAVE_NCCL
+    HPDL_EXPECT(above == HPDL_ALLREDUCE_NCCL);
+#else
+    HPDL_EXPECT(above == hpdl__mpi_ipc_pick(limit + 4, ranks));
+#endif
     HPDL_CUDA_CHECK(cudaMalloc((void **)&d, (size_t)(n + 1) * sizeof(float)));
     HPDL_EXPECT(reduce_and_count(d, n, 3, [](float *x, int64_t count) {
                     return hpdl_mpi_allreduce_f32(x, count, HPDL_ALLREDUCE_AUTO, MPI_COMM_WORLD);
