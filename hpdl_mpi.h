@@ -138,7 +138,7 @@
        HPDL_MPI_IPC_AUTO_BYTES_MANY  AUTO on more than two ranks: IPC up to
                               this size (4 MiB), NCCL above
        HPDL_MPI_IPC_ONESHOT_BYTES  AUTO, IPC on more than 2 ranks: one-shot up
-                              to this size (256 KiB), two-shot above
+                              to this size (1 MiB), two-shot above
        HPDL_MPI_IPC_BLOCKS    IPC kernels' grid limit (128; at most 128 and the
                               SM count); the environment variable overrides it
        HPDL_MPI_IPC_EARLY=0   (environment) IPC kernels without programmatic
@@ -276,15 +276,18 @@
 #ifndef HPDL_MPI_IPC_AUTO_BYTES
 #define HPDL_MPI_IPC_AUTO_BYTES ((size_t)16 << 20)
 #endif
-/* On four H200s (NVSwitch, 2026-11-28) the two-shot kernel beat NCCL's bus
-   bandwidth at 4 MiB (1.15x) and lost at 16 MiB (0.71x): every GPU reads
-   2(p-1)/p of the buffer from its peers, where NCCL's ring keeps every link
-   busy. On two GPUs IPC led at every size measured. */
+/* Past two ranks (2026-11-28, against NCCL's bus bandwidth in the same
+   runs): the two-shot kernel won at 4 MiB and lost from 8 MiB on (4 H100s
+   1.09x and 0.87x, 3 H100s 1.29x and 0.93x; 4 H200s 0.71x at 16 MiB): each
+   GPU reads 2(p-1)/p of the buffer from its peers, where NCCL's ring keeps
+   every link busy. The one-shot, which writes (p-1) x the buffer, won up to
+   1 MiB (4 H100s 1.31x at 512 KiB and 1.01x at 1 MiB, the two-shot 0.87x
+   and 0.94x). On two GPUs IPC led at every size measured. */
 #ifndef HPDL_MPI_IPC_AUTO_BYTES_MANY
 #define HPDL_MPI_IPC_AUTO_BYTES_MANY ((size_t)4 << 20)
 #endif
 #ifndef HPDL_MPI_IPC_ONESHOT_BYTES
-#define HPDL_MPI_IPC_ONESHOT_BYTES ((size_t)256 << 10)
+#define HPDL_MPI_IPC_ONESHOT_BYTES ((size_t)1 << 20)
 #endif
 #ifndef HPDL_MPI_IPC_BLOCKS
 #define HPDL_MPI_IPC_BLOCKS 128
