@@ -3479,14 +3479,178 @@ static inline hpdl_status hpdl__gemm_launch_splitk_tile(const hpdl__gemm_args<__
     return hpdl__gemm_launch_splitk_half<SH>(g, depth, stream);
 }
 
+/* ---- narrow products of few rows, in a cluster: N <= 16, A's K contiguous ----
+   The logits' product of a small batch (32 x 10 x 2048) makes one narrow
+   tile, so splitk cut its K into 32 slices and a second kernel added them:
+   in the MLP's step graph 4.2 + 3.7 us against cuBLAS's 3.6 + 2.5 (f16, one
+   H200, 2026-11-28). Here the blocks of a thread-block cluster (sm_90) take
+   one slice of K each, at most 256 deep, for a run of 32 rows, and add
+   their sums through each other's shared memory: one kernel, no workspace.
+   A block stages its slice of B (all 16 columns, in the sum type) in shared
+   memory and reads its rows of A in 16-byte runs along K, 8 threads a row:
+   a warp reads 4 rows' 128-byte stretches, and every thread holds its runs
+   in registers before the first sum. Each thread forms the 16 sums of its
+   row over its k's, the 8 threads of a row add theirs by shuffles (a fixed
+   tree), and block r of the cluster writes rows r, r + S, ... of the run,
+   each output the S slices' sums in slice order: the same bits every run. */
+enum { HPDL__NCL_ROWS = 32, HPDL__NCL_COLS = 16, HPDL__NCL_PARTS = 8, HPDL__NCL_DEPTH = 256, HPDL__NCL_MAX_SLICES = 8 };
+#ifndef HPDL__NCL_MAX_M /* experiments build other limits (0: never taken) */
+#define HPDL__NCL_MAX_M 128
+#endif
+
+/* Where row k of a block's slice of B starts in shared memory: rows of 16
+   sums, and 4 more words after every E rows, so that the 8 threads of a row
+   of A (E k's apart) read from 8 different banks. */
+template <int E> static __device__ __forceinline__ int hpdl__ncl_b_row(int k) { return k * HPDL__NCL_COLS + k / E * 4; }
+
+/* A thread's 16-byte run of a row of A, loaded whole or element by element. */
+template <typename T> union hpdl__ncl_run {
+    uint4 whole;
+    T e[16 / sizeof(T)];
+};
+
+/* One row of the slice of B (16 sums) as it is read from shared memory: in
+   16-byte loads, a quarter of the instructions of one load a sum. */
+template <typename ACC> union hpdl__ncl_b_row_sums {
+    uint4 piece[HPDL__NCL_COLS * sizeof(ACC) / 16];
+    ACC sum[HPDL__NCL_COLS];
+};
+
+template <typename T, typename ACC>
+__global__ void __launch_bounds__(256) hpdl__gemm_narrow_cluster(hpdl__gemm_args<T, ACC> g, int depth) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    enum { E = 16 / sizeof(T), STEP = HPDL__NCL_PARTS * E, STEPS = HPDL__NCL_DEPTH / STEP,
+           B_SLOTS = HPDL__NCL_DEPTH * HPDL__NCL_COLS / 256 };
+    __shared__ __align__(16) ACC b_s[HPDL__NCL_DEPTH * HPDL__NCL_COLS + HPDL__NCL_DEPTH / E * 4];
+    __shared__ ACC sums[HPDL__NCL_ROWS][HPDL__NCL_COLS];
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    const int t = (int)threadIdx.x, row = t / HPDL__NCL_PARTS, part = t % HPDL__NCL_PARTS;
+    const int m = (int)blockIdx.x * HPDL__NCL_ROWS + row, slices = (int)gridDim.z;
+    const int k0 = (int)blockIdx.z * depth, kend = min(g.K, k0 + depth);
+    hpdl__ncl_run<T> a_run[STEPS];
+    T b_raw[B_SLOTS];
+    ACC acc[HPDL__NCL_COLS];
+    int i, j, n, r;
+#pragma unroll
+    for (i = 0; i < STEPS; i++) { /* this thread's runs of A: k0 + i STEP + part E, E elements each */
+        const int k = k0 + i * STEP + part * E;
+        a_run[i].whole = make_uint4(0u, 0u, 0u, 0u);
+        if (m < g.M && k < kend) {
+            const T *p = g.a.p + (size_t)m * g.a.ld + k;
+            if (g.a.vec && k + E <= kend) {
+                a_run[i].whole = *(const uint4 *)p;
+            } else {
+#pragma unroll
+                for (j = 0; j < E; j++)
+                    if (k + j < kend) a_run[i].e[j] = p[j];
+            }
+        }
+    }
+#pragma unroll
+    for (j = 0; j < B_SLOTS; j++) { /* slot s of the slice of B: (k0 + s / 16, s % 16) */
+        const int s = t + 256 * j, k = k0 + s / HPDL__NCL_COLS, col = s % HPDL__NCL_COLS;
+        if (k < kend && col < g.N) b_raw[j] = g.b.kcontig ? g.b.p[(size_t)col * g.b.ld + k] : g.b.p[(size_t)k * g.b.ld + col];
+    }
+#pragma unroll
+    for (j = 0; j < B_SLOTS; j++) {
+        const int s = t + 256 * j, k = k0 + s / HPDL__NCL_COLS, col = s % HPDL__NCL_COLS;
+        b_s[hpdl__ncl_b_row<E>(s / HPDL__NCL_COLS) + col] = k < kend && col < g.N ? (ACC)hpdl__gemm_acc(b_raw[j]) : (ACC)0;
+    }
+    __syncthreads();
+#pragma unroll
+    for (n = 0; n < HPDL__NCL_COLS; n++) acc[n] = 0;
+#pragma unroll
+    for (i = 0; i < STEPS; i++) {
+#pragma unroll
+        for (j = 0; j < E; j++) {
+            const ACC a = (ACC)hpdl__gemm_acc(a_run[i].e[j]);
+            const uint4 *b = (const uint4 *)(b_s + hpdl__ncl_b_row<E>(i * STEP + part * E + j));
+            hpdl__ncl_b_row_sums<ACC> row_k;
+#pragma unroll
+            for (n = 0; n < HPDL__NCL_COLS * (int)sizeof(ACC) / 16; n++) row_k.piece[n] = b[n];
+#pragma unroll
+            for (n = 0; n < HPDL__NCL_COLS; n++) acc[n] += a * row_k.sum[n];
+        }
+    }
+#pragma unroll
+    for (j = HPDL__NCL_PARTS / 2; j > 0; j /= 2) /* a + b on one lane, b + a on the other: the same sums */
+#pragma unroll
+        for (n = 0; n < HPDL__NCL_COLS; n++) acc[n] += __shfl_xor_sync(0xffffffffu, acc[n], j);
+#pragma unroll
+    for (n = 0; n < HPDL__NCL_COLS; n++)
+        if (n / 2 == part) sums[row][n] = acc[n];
+    cluster.sync(); /* every block's sums are in its shared memory */
+    n = t % HPDL__NCL_COLS;
+    for (r = (int)cluster.block_rank() + slices * (t / HPDL__NCL_COLS); r < HPDL__NCL_ROWS; r += slices * 16) {
+        ACC in[HPDL__NCL_MAX_SLICES], total = 0;
+#pragma unroll
+        for (j = 0; j < HPDL__NCL_MAX_SLICES; j++)
+            if (j < slices) in[j] = *cluster.map_shared_rank(&sums[r][n], (unsigned)j);
+#pragma unroll
+        for (j = 0; j < HPDL__NCL_MAX_SLICES; j++)
+            if (j < slices) total += in[j];
+        hpdl__gemm_out(g, (int)blockIdx.x * HPDL__NCL_ROWS + r, n, total);
+    }
+    cluster.sync(); /* the other blocks may still read this one's sums */
+#else
+    (void)g; (void)depth; /* no sm_90 code in this pass: never launched */
+#endif
+}
+
+/* The cluster kernel's slices of K for an M x N x K product: ceil(K / 256)
+   where N <= 16, A's K is contiguous, M is at most HPDL__NCL_MAX_M and K
+   from 512 (the MLP's hidden widths) to 8 slices of 256; 0 where it does not
+   take the product. Measured on an H100 against splitk, in turns (f32, the
+   logits' product 32 / 128 / 512 x 10 x 512 / 2048; notes/gemm.md): 1.6-2.4
+   us faster at 32 and 128 rows, even at 512. */
+HPDL_LAZY int hpdl__ncl_slices(int M, int N, int K, int a_kcontig) {
+    if (N > HPDL__NCL_COLS || !a_kcontig || M > HPDL__NCL_MAX_M || K < 512 || K > HPDL__NCL_MAX_SLICES * HPDL__NCL_DEPTH)
+        return 0;
+    return (K + HPDL__NCL_DEPTH - 1) / HPDL__NCL_DEPTH;
+}
+
+/* Launches the cluster kernel; HPDL_ERR_UNSUPPORTED where it does not take
+   the product (hpdl__ncl_slices) or this binary has no sm_90 code for it,
+   and for every type but f32: for f16 and bf16 splitk's tensor-core kernel
+   and its adding kernel were as fast or faster (the same runs, up to 2 us
+   behind at K = 512), and f64 was not measured. */
+template <typename T, typename ACC>
+static inline hpdl_status hpdl__gemm_launch_narrow_cluster(const hpdl__gemm_args<T, ACC> &, cudaStream_t) {
+    return HPDL_ERR_UNSUPPORTED;
+}
+HPDL_LAZY hpdl_status hpdl__gemm_launch_narrow_cluster(const hpdl__gemm_args<float, float> &g, cudaStream_t stream) {
+    const int step = HPDL__NCL_PARTS * (int)(16 / sizeof(float));
+    int slices = hpdl__ncl_slices(g.M, g.N, g.K, g.a.kcontig), depth;
+    cudaLaunchConfig_t cfg = cudaLaunchConfig_t();
+    cudaLaunchAttribute attr[1];
+    cudaFuncAttributes fa;
+    if (slices == 0) return HPDL_ERR_UNSUPPORTED;
+    if (cudaFuncGetAttributes(&fa, (const void *)hpdl__gemm_narrow_cluster<float, float>) != cudaSuccess || fa.ptxVersion < 90) {
+        cudaGetLastError(); /* code for GPUs before clusters */
+        return HPDL_ERR_UNSUPPORTED;
+    }
+    depth = ((g.K + slices - 1) / slices + step - 1) / step * step; /* whole steps of 8 runs: at most 256 */
+    slices = (g.K + depth - 1) / depth;
+    cfg.gridDim = dim3((unsigned)((g.M + HPDL__NCL_ROWS - 1) / HPDL__NCL_ROWS), 1u, (unsigned)slices);
+    cfg.blockDim = dim3(256u);
+    cfg.stream = stream;
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = (unsigned)slices;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    HPDL_CUDA_TRY(cudaLaunchKernelEx(&cfg, hpdl__gemm_narrow_cluster<float, float>, g, depth));
+    return HPDL_OK;
+}
+
 /* The splitk rung: the tile for the shape, the slices for the GPU. */
 template <typename T, typename ACC>
 static inline hpdl_status hpdl__gemm_launch_splitk(const hpdl__gemm_args<T, ACC> &g, cudaStream_t stream) {
     int sms = 0, shape = hpdl__splitk_shape_for(g.M, g.N), depth;
     if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
     if (g.K <= HPDL__SHORTK_MAX) return hpdl__gemm_launch_shortk(g, sms, stream);
-    if (shape == HPDL__SPLITK_NARROW && !g.a.kcontig) {
-        hpdl_status s = hpdl__gemm_launch_narrow_mn(g, sms, stream);
+    if (shape == HPDL__SPLITK_NARROW) {
+        hpdl_status s = g.a.kcontig ? hpdl__gemm_launch_narrow_cluster(g, stream) : hpdl__gemm_launch_narrow_mn(g, sms, stream);
         if (s != HPDL_ERR_UNSUPPORTED) return s;
     }
     depth = hpdl__splitk_depth(g.M, g.N, g.K, shape, (int)sizeof(ACC), sms);

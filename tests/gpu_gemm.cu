@@ -555,6 +555,39 @@ static void test_gemm_narrow_mn(void) {
     check_narrow_mn_type<hpdl_bf16>("bf16", 1e-2, 33);
 }
 
+/* splitk's f32 narrow products of few rows with A K-contiguous, in a
+   cluster (hpdl__gemm_narrow_cluster): runs of 32 rows cut short, 1 to 16
+   columns, K from 512 to 2048 in 2 to 8 slices (some ending inside a
+   thread's run), B in both layouts, aligned and unaligned A, both betas,
+   against the f64 CPU GEMM; a second run gives the same bits. On a Hopper
+   GPU the kernel itself must take them (else splitk would, unseen); it
+   takes no other type. */
+static void test_gemm_narrow_cluster(void) {
+    static const int shapes[][3] = {{32, 10, 2048}, {1, 16, 512}, {37, 1, 1000}, {128, 13, 784}, {100, 10, 2047}};
+    hpdl_rng r;
+    int i, tb, layout, failed = 0;
+    for (i = 0; i < HPDL_COUNT(shapes); i++) HPDL_EXPECT(hpdl__ncl_slices(shapes[i][0], shapes[i][1], shapes[i][2], 1) >= 2);
+    HPDL_EXPECT(hpdl__ncl_slices(129, 10, 2048, 1) == 0 && hpdl__ncl_slices(32, 10, 2048, 0) == 0);
+    HPDL_EXPECT(hpdl__ncl_slices(32, 17, 2048, 1) == 0 && hpdl__ncl_slices(32, 10, 511, 1) == 0);
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    hpdl_rng_seed(&r, 51);
+    for (i = 0; i < HPDL_COUNT(shapes); i++)
+        for (tb = 0; tb < 2; tb++)
+            for (layout = 0; layout < 2; layout++) {
+                gemm_case<float> c;
+                case_init(&c, tb << 1, shapes[i], layout, (i + tb + layout) % 2);
+                HPDL_EXPECT(case_setup(&c, &r));
+                failed += check_splitk_twice(&c, 1e-5, "f32");
+                if (hopper_gpu() && i == 0 && tb == 0 && layout == 0) {
+                    hpdl__gemm_args<float, float> g = hpdl__gemm_make_args(
+                        c.ta, c.tb, c.M, c.N, c.K, (float)c.alpha, c.dA, c.lda, c.dB, c.ldb, (float)c.beta, c.dC, c.ldc, 4);
+                    HPDL_EXPECT(hpdl__gemm_launch_narrow_cluster(g, (cudaStream_t)0) == HPDL_OK);
+                }
+                case_free(&c);
+            }
+    HPDL_EXPECT(failed == 0);
+}
+
 /* The splitk rung on the given shapes: all four operand layouts, aligned
    and unaligned, both betas (check_splitk_twice). */
 template <typename T>
@@ -977,6 +1010,7 @@ int main(int argc, char **argv) {
                                       HPDL_TEST(test_gemm_mlp_f64),      HPDL_TEST(test_gemm_mlp_f16),
                                       HPDL_TEST(test_gemm_mlp_bf16),     HPDL_TEST(test_gemm_narrow_mn),
                                       HPDL_TEST(test_gemm_shortk),       HPDL_TEST(test_gemm_splitk_apart),
+                                      HPDL_TEST(test_gemm_narrow_cluster),
                                       HPDL_TEST(test_gemm_splitk_few_slices),
                                       HPDL_TEST(test_gemm_narrow_plan),  HPDL_TEST(test_gemm_splitk_graph)};
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
