@@ -4743,16 +4743,59 @@ static __device__ __forceinline__ unsigned char *hpdl__wg_smem_base() {
    row-major 64 x 256 block of f32 at sums: pairs of columns straight from
    the registers, no bounds to check (hpdl__wg_add_slices_kernel reads
    only the tile's part inside M x N). */
-static __device__ __forceinline__ void hpdl__wg_put_slice(float *sums, const float d[128], int tm, int tn, int tiles_n,
-                                                          int slice, int slices) {
+static __device__ __forceinline__ void hpdl__wg_put_rows(float *block, int pitch, const float d[128]) {
     const int t = (int)threadIdx.x % 128, lane = t % 32, r = t / 32 * 16 + lane / 4, c = lane % 4 * 2;
-    float *block = sums + ((size_t)(tm * tiles_n + tn) * slices + slice) * (64 * 256);
     int j;
 #pragma unroll
     for (j = 0; j < 32; j++) {
-        *(float2 *)&block[r * 256 + 8 * j + c] = make_float2(d[4 * j], d[4 * j + 1]);
-        *(float2 *)&block[(r + 8) * 256 + 8 * j + c] = make_float2(d[4 * j + 2], d[4 * j + 3]);
+        *(float2 *)&block[r * pitch + 8 * j + c] = make_float2(d[4 * j], d[4 * j + 1]);
+        *(float2 *)&block[(r + 8) * pitch + 8 * j + c] = make_float2(d[4 * j + 2], d[4 * j + 3]);
     }
+}
+static __device__ __forceinline__ void hpdl__wg_put_slice(float *sums, const float d[128], int tm, int tn, int tiles_n,
+                                                          int slice, int slices) {
+    hpdl__wg_put_rows(sums + ((size_t)(tm * tiles_n + tn) * slices + slice) * (64 * 256), 256, d);
+}
+
+/* The slices of one tile as one cluster (blocks y = 0 .. S-1 of the grid):
+   each block leaves its 64 x 256 sums in its own shared memory, over the
+   stages it no longer reads (rows 264 floats apart: a half-warp's stores
+   then fall on all 32 banks), and block s adds rows 64 s / S to
+   64 (s + 1) / S of every block's sums, in slice order, into C. The same
+   sums as hpdl__wg_add_slices_kernel's, with no second kernel and no
+   workspace; 4 rows' loads in flight at a time. */
+enum { HPDL__WG_SLICE_PITCH = 264, HPDL__WG_MAX_SLICE_CLUSTER = 8 };
+template <typename T>
+static __device__ __forceinline__ void hpdl__wg_add_slices_in_cluster(const hpdl__gemm_args<T, float> &g, const float d[128],
+                                                                      float *sums, int m0, int n0) {
+    enum { ROWS = 4 };
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    const int slices = (int)gridDim.y, s = (int)cluster.block_rank(), col = 2 * (int)threadIdx.x;
+    const int r1 = 64 * (s + 1) / slices;
+    int r, i, j;
+    __syncthreads(); /* every warp's wgmmas have read the stages */
+    hpdl__wg_put_rows(sums, HPDL__WG_SLICE_PITCH, d);
+    cluster.sync();
+    for (r = 64 * s / slices; r < r1; r += ROWS) {
+        float2 in[ROWS][HPDL__WG_MAX_SLICE_CLUSTER];
+#pragma unroll
+        for (i = 0; i < ROWS; i++)
+#pragma unroll
+            for (j = 0; j < HPDL__WG_MAX_SLICE_CLUSTER; j++)
+                if (j < slices && r + i < r1)
+                    in[i][j] = *(const float2 *)cluster.map_shared_rank(sums + (r + i) * HPDL__WG_SLICE_PITCH + col, (unsigned)j);
+#pragma unroll
+        for (i = 0; i < ROWS; i++) {
+            float2 sum = make_float2(0.0f, 0.0f);
+            if (r + i >= r1) break;
+#pragma unroll
+            for (j = 0; j < HPDL__WG_MAX_SLICE_CLUSTER; j++)
+                if (j < slices) sum.x += in[i][j].x, sum.y += in[i][j].y;
+            hpdl__gemm_out(g, m0 + r + i, n0 + col, sum.x);
+            hpdl__gemm_out(g, m0 + r + i, n0 + col + 1, sum.y);
+        }
+    }
+    cluster.sync(); /* the other blocks may still read this one's sums */
 }
 
 /* Tile kt of the block's k-steps (from k-step k_first) of the one-tile
@@ -4772,7 +4815,8 @@ static __device__ __forceinline__ void hpdl__wg_one_tile_load(const CUtensorMap 
 /* wgmma: one warpgroup, thread 0 copies STAGES-1 tiles ahead, and one
    k-step's wgmmas stay in flight while the next are issued. With gridDim.y > 1 K is
    split: block (x, s) multiplies slice s of the k-steps and leaves its
-   sums at sk.partial (hpdl__gemm_wgmma_split). */
+   sums at sk.partial (hpdl__gemm_wgmma_split), or, without sk.partial, the
+   slices of a tile are a cluster and add their sums into C themselves. */
 template <typename T, bool AMN, bool BMN>
 __global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma(const __grid_constant__ CUtensorMap map_a,
                                                            const __grid_constant__ CUtensorMap map_b,
@@ -4809,6 +4853,10 @@ __global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma(const __grid_constant
     }
     hpdl__wg_wait<0>();
     hpdl__wg_fence_acc(d);
+    if (gridDim.y > 1 && !sk.partial) { /* the slices are one cluster */
+        hpdl__wg_add_slices_in_cluster(g, d, (float *)smem, tm * BM, tn * BN);
+        return;
+    }
     if (gridDim.y > 1) {
         hpdl__let_next_start(); /* the kernel adding the slices may take its SMs as they free up */
         hpdl__wg_put_slice((float *)sk.partial, d, tm, tn, tiles_n, (int)blockIdx.y, (int)gridDim.y);
@@ -5242,13 +5290,50 @@ static inline int hpdl__wg_sk_blocks(int units, int resident, int KT) {
    (one block per tile unit only); with `spread`, fewer tiles than blocks
    are shared out over more blocks (hpdl__wg_sk_blocks). map_c: C for the
    TMA epilogue, or NULL. */
+HPDL_LAZY size_t hpdl__wg_smem_bytes(const hpdl__wg_launch &l) {
+    const int bn = l.bn ? l.bn : 256, stages = hpdl__wg_ws_stages(bn);
+    return (size_t)stages * (l.bm + bn) * 128 + (l.threads / 128 == 1 ? 1 : 2) * HPDL__WG_EPI_BYTES +
+           1024 /* alignment */ + 2 * stages * 8;
+}
+
+/* Where the one-tile rung's slices of K are one cluster (l.slices > 1, no
+   workspace for their sums): how many such clusters of `slices` blocks can
+   be resident at once. A cluster takes SMs of one GPC, so fewer fit than
+   SMs / slices; asked once per GPU (the first 16) and cluster size (one
+   block an SM). */
+HPDL_LAZY int hpdl__wg_slice_clusters(const hpdl__wg_launch &l, int slices) {
+    enum { GPUS = 16 };
+    static int known[GPUS][HPDL__WG_MAX_SLICE_CLUSTER + 1]; /* clusters + 1; 0: not asked */
+    cudaLaunchConfig_t cfg = cudaLaunchConfig_t();
+    cudaLaunchAttribute attr[1];
+    int device = 0, clusters = 0;
+    if (slices < 2 || slices > HPDL__WG_MAX_SLICE_CLUSTER || cudaGetDevice(&device) != cudaSuccess) return 0;
+    if (device < GPUS && known[device][slices]) return known[device][slices] - 1;
+    cfg.gridDim = dim3(1u, (unsigned)slices);
+    cfg.blockDim = dim3((unsigned)l.threads);
+    cfg.dynamicSmemBytes = hpdl__wg_smem_bytes(l);
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = attr[0].val.clusterDim.z = 1;
+    attr[0].val.clusterDim.y = (unsigned)slices;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    if (cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)cfg.dynamicSmemBytes) != cudaSuccess ||
+        cudaOccupancyMaxActiveClusters(&clusters, l.kernel, &cfg) != cudaSuccess) {
+        cudaGetLastError();
+        clusters = 0;
+    }
+    if (device < GPUS) known[device][slices] = clusters + 1;
+    return clusters;
+}
+
 template <typename G>
 static inline hpdl_status hpdl__wg_run(const hpdl__wg_launch &l, const CUtensorMap &map_a, const CUtensorMap &map_b,
                                        const CUtensorMap *map_c, const G &g, int k_steps, int spread,
                                        cudaStream_t stream) {
-    const int cs = l.cm * l.cn, bn = l.bn ? l.bn : 256, stages = hpdl__wg_ws_stages(bn);
-    const size_t smem = (size_t)stages * (l.bm + bn) * 128 + (l.threads / 128 == 1 ? 1 : 2) * HPDL__WG_EPI_BYTES +
-                        1024 /* alignment */ + 2 * stages * 8;
+    const int cs = l.cm * l.cn;
+    const int slice_cluster = l.slices > 1 && !l.persistent && !l.slice_sums; /* the slices add through the cluster */
+    const size_t smem = hpdl__wg_smem_bytes(l);
+    const int bn = l.bn ? l.bn : 256;
     int units = ((g.M + l.bm - 1) / l.bm + l.cm - 1) / l.cm * (((g.N + bn - 1) / bn + l.cn - 1) / l.cn);
     int resident = 0;
     cudaLaunchConfig_t cfg = cudaLaunchConfig_t();
@@ -5264,9 +5349,10 @@ static inline hpdl_status hpdl__wg_run(const hpdl__wg_launch &l, const CUtensorM
     cfg.stream = stream;
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = (unsigned)cs;
-    attr[0].val.clusterDim.y = attr[0].val.clusterDim.z = 1;
+    attr[0].val.clusterDim.y = slice_cluster ? (unsigned)l.slices : 1u;
+    attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
-    cfg.numAttrs = cs > 1 ? 1 : 0;
+    cfg.numAttrs = cs > 1 || slice_cluster ? 1 : 0;
     if (l.persistent) { /* clusters need SMs of one GPC: ask how many fit, not SMs / cs */
         if (cs > 1) {
             HPDL_CUDA_TRY(cudaOccupancyMaxActiveClusters(&resident, l.kernel, &cfg));
@@ -5460,24 +5546,50 @@ template <typename T> struct hpdl__wg_thin<T, 0> { /* TF32 */
 };
 
 /* The one-tile-a-block rung l: the thin kernel where it applies, else K
-   split where that pays (hpdl__wg_split_slices): the kernel leaves each
-   slice's f32 sums in the stream's splitk workspace, then
-   hpdl__wg_add_slices_kernel, launched to start while the first kernel
-   finishes (hpdl__launch_after), adds them in slice order with alpha and
-   beta (the same bits every run). One slice, or no workspace inside a graph
-   capture: the rung as it is. */
+   split where that pays (hpdl__wg_split_slices). The slices of a tile run
+   as one cluster and add their sums through shared memory where all the
+   tiles' clusters are resident at once with at most one slice fewer
+   (hpdl__wg_cluster_slices; 784 x 512 x 3000 on 132 SMs: 26 tiles in 4
+   slices rather than 5). Otherwise the kernel leaves each slice's f32 sums
+   in the stream's splitk workspace, then hpdl__wg_add_slices_kernel,
+   launched to start while the first kernel finishes (hpdl__launch_after),
+   adds them. Both add in slice order with alpha and beta (the same bits
+   every run). One slice, or no workspace inside a graph capture: the rung
+   as it is. */
+/* The slices the one-tile rung runs as clusters for a product it splits
+   into `slices`: the most, up to `slices` and 8, whose clusters (one a tile)
+   are all resident at once, if that is at most one slice fewer; 0: none
+   (the second kernel adds them). On an H100, f16 784 x 512 x 3000 in 4
+   slices as clusters took 16.4-16.5 us, in 5 slices and the second kernel
+   17.2-17.4 (cuBLAS 11.7-12.3; 2026-11-28). */
+#ifndef HPDL__WG_SLICE_CLUSTERS /* experiments build without them (0) */
+#define HPDL__WG_SLICE_CLUSTERS 1
+#endif
+HPDL_LAZY int hpdl__wg_cluster_slices(const hpdl__wg_launch &l, int M, int N, int slices) {
+    const int tiles = ((M + 63) / 64) * ((N + 255) / 256);
+    int c = !HPDL__WG_SLICE_CLUSTERS ? 0 : slices < HPDL__WG_MAX_SLICE_CLUSTER ? slices : HPDL__WG_MAX_SLICE_CLUSTER;
+    while (c > 1 && hpdl__wg_slice_clusters(l, c) < tiles) c--;
+    return c >= 2 && c + 1 >= slices ? c : 0;
+}
+
 template <typename T>
 static inline hpdl_status hpdl__gemm_wgmma_split(hpdl__wg_launch l, const hpdl__gemm_args<T, float> &g,
                                                  cudaStream_t stream) {
     hpdl__splitk_space *sp;
-    int sms = 0;
+    int sms = 0, slices;
     hpdl_status s = hpdl__sm_count(&sms);
     if (s != HPDL_OK) return s;
     s = hpdl__wg_thin<T>::run(g, sms, stream);
     if (s != HPDL_ERR_UNSUPPORTED) return s;
-    l.slices = hpdl__wg_split_slices(g.M, g.N, g.K, (int)(128 / sizeof(T)), sms);
-    sp = l.slices > 1 ? hpdl__splitk_space_for(stream) : NULL;
-    if (!sp) return hpdl__gemm_run_wgmma(l, g, stream);
+    slices = hpdl__wg_split_slices(g.M, g.N, g.K, (int)(128 / sizeof(T)), sms);
+    l.slices = hpdl__wg_cluster_slices(l, g.M, g.N, slices);
+    if (l.slices > 1) return hpdl__gemm_run_wgmma(l, g, stream); /* no slice_sums: the clusters add them */
+    l.slices = slices;
+    sp = slices > 1 ? hpdl__splitk_space_for(stream) : NULL;
+    if (!sp) { /* one slice, or no workspace (a graph capture before any split ran): the rung as it is */
+        l.slices = 1;
+        return hpdl__gemm_run_wgmma(l, g, stream);
+    }
     l.slice_sums = sp->ws;
     s = hpdl__gemm_run_wgmma(l, g, stream);
     if (s != HPDL_OK) return s;

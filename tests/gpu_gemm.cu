@@ -293,22 +293,32 @@ static void test_gemm_hopper_many_tiles(void) {
     }
 }
 
-/* Few tiles and long K: the one-tile-a-block rung splits K (600 x 520 x
-   1000: 30 tiles of 64 x 256, 16 k-steps in 4 slices, the last step
-   partial; more rows and k-steps than the thin kernel takes), every
-   transpose, both epilogues; the slices' sums added in order with alpha
-   and beta. */
+/* Few tiles and long K: the one-tile-a-block rung splits K (more rows
+   than the thin kernel takes), every transpose, both epilogues; the
+   slices' sums added in order with alpha and beta. 784 x 256 x 2000: 13
+   tiles of 64 x 256, 32 k-steps in 8 slices, the last step partial; each
+   tile's slices one cluster where 13 clusters of 8 fit the GPU (else a
+   second kernel adds them). 600 x 256 x 2000: 10 tiles in 11 slices, more
+   than a cluster holds: the second kernel. */
 static void test_gemm_hopper_split_k(void) {
+    static const int shapes[][3] = {{784, 256, 2000}, {600, 256, 2000}};
+    const hpdl__wg_launch l = hpdl__wg_picker<__half>::pick(HPDL_GEMM_WGMMA, 0, 0);
     hpdl_rng r;
-    int t, b;
+    int sh, t, b, clusters;
+    HPDL_EXPECT(hpdl__wg_split_slices(784, 256, 2000, 64, 132) == 8 && hpdl__wg_split_slices(600, 256, 2000, 64, 132) == 11);
     if (!hopper_gpu()) HPDL_SKIP("the Hopper rungs need an sm_90 GPU");
+    clusters = hpdl__wg_cluster_slices(l, 784, 256, 8);
+    fprintf(stderr, "    784 x 256 x 2000: %s\n", clusters ? "slices added in clusters" : "slices added by a second kernel");
+    HPDL_EXPECT(clusters == 0 || clusters >= 7);
+    HPDL_EXPECT(hpdl__wg_cluster_slices(l, 600, 256, 11) == 0);
     hpdl_rng_seed(&r, 12);
-    for (t = 0; t < 4; t++)
-        for (b = 0; b < 2; b++) {
-            gemm_case<hpdl_f16> c;
-            hopper_case(&c, t, 600, 520, 1000, -1.5, b ? 0.5 : 0.0);
-            check_hopper_rungs(&c, &r, "f16");
-        }
+    for (sh = 0; sh < 2; sh++)
+        for (t = 0; t < 4; t++)
+            for (b = 0; b < 2; b++) {
+                gemm_case<hpdl_f16> c;
+                hopper_case(&c, t, shapes[sh][0], shapes[sh][1], shapes[sh][2], -1.5, b ? 0.5 : 0.0);
+                check_hopper_rungs(&c, &r, "f16");
+            }
 }
 
 /* Few rows (M <= 512): the one-tile-a-block rung runs the thin kernel.
