@@ -1709,22 +1709,39 @@ __global__ void hpdl__wg_probe(int *out) {
 #endif
 }
 
+/* Runs hpdl__wg_probe on the current GPU: 1 where its sm_90a code ran, -1
+   where it did not, 0 where it could not be asked. The first GEMM of a
+   program may come inside a graph capture (cudaStreamBeginCapture), where
+   the default stream and a plain cudaMalloc are refused: the probe then
+   failed, and the Hopper rungs stayed off for the whole process. So the
+   probe runs on a stream of its own, with this thread's capture mode
+   relaxed for its duration, and an unanswered probe is asked again. */
+HPDL_CUDA_API int hpdl__wg_probe_run(void) {
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    cudaStream_t stream = NULL;
+    int *flag = NULL, host = 0, answer = 0;
+    cudaThreadExchangeStreamCaptureMode(&mode);
+    if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess &&
+        cudaMalloc((void **)&flag, sizeof(int)) == cudaSuccess) {
+        hpdl__wg_probe<<<1, 1, 0, stream>>>(flag);
+        if (cudaMemcpyAsync(&host, flag, sizeof(int), cudaMemcpyDeviceToHost, stream) == cudaSuccess &&
+            cudaStreamSynchronize(stream) == cudaSuccess)
+            answer = host == 1 ? 1 : -1;
+    }
+    if (flag) cudaFree(flag);
+    if (stream) cudaStreamDestroy(stream);
+    cudaThreadExchangeStreamCaptureMode(&mode);
+    cudaGetLastError(); /* a GPU that cannot run the probe: not an error of the caller's */
+    return answer;
+}
+
 /* Whether the current device can run the Hopper rungs: asked once per
-   device (a probe launch), remembered. */
+   device (hpdl__wg_probe_run) until answered, remembered. */
 HPDL_CUDA_API int hpdl__wg_available(void) {
     static signed char known[64];
-    int device = 0, *flag = NULL, host = 0;
+    int device = 0;
     if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return 0;
-    if (!known[device]) {
-        known[device] = -1;
-        if (cudaMalloc((void **)&flag, sizeof(int)) == cudaSuccess) {
-            hpdl__wg_probe<<<1, 1>>>(flag);
-            if (cudaMemcpy(&host, flag, sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess && host == 1)
-                known[device] = 1;
-            cudaFree(flag);
-        }
-        cudaGetLastError(); /* a GPU that cannot run the probe: not an error of the caller's */
-    }
+    if (!known[device]) known[device] = (signed char)hpdl__wg_probe_run();
     return known[device] == 1;
 }
 
