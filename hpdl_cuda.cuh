@@ -3509,7 +3509,8 @@ static inline hpdl_status hpdl__gemm_launch_splitk_tile(const hpdl__gemm_args<__
    in registers before the first sum. Each thread forms the 16 sums of its
    row over its k's, the 8 threads of a row add theirs by shuffles (a fixed
    tree), and block r of the cluster writes rows r, r + S, ... of the run,
-   each output the S slices' sums in slice order: the same bits every run. */
+   each output the S slices' sums in slice order: the same bits every run.
+   Taken for f32 only (hpdl__gemm_launch_narrow_cluster says why). */
 enum { HPDL__NCL_ROWS = 32, HPDL__NCL_COLS = 16, HPDL__NCL_PARTS = 8, HPDL__NCL_DEPTH = 256, HPDL__NCL_MAX_SLICES = 8 };
 #ifndef HPDL__NCL_MAX_M /* experiments build other limits (0: never taken) */
 #define HPDL__NCL_MAX_M 128
