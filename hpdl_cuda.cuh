@@ -11077,10 +11077,12 @@ static inline hpdl_status hpdl__cmlp_create(M *g, const CPU *m, int max_batch) {
     g->max_batch = max_batch;
     g->amp = hpdl__is_half<C>::value;
     g->use_graphs = 1;
-    /* The products here are small or skinny (a batch of 32 against 784x512):
-       on an H100, cuBLAS ran the f32 and f16 epochs 2-4x faster than the
-       ladder's AUTO rung (bench/mlp), so it is the default there; f64 keeps
-       AUTO (tensor-core DMMA). Any rung can be set in g->algo. */
+    /* The products here are small or skinny (a batch of 32 against 784x512).
+       cuBLAS is the default for f32 and f16. On an H100 at 683c6c9 AUTO's
+       own kernels ran every f32 epoch of bench/mlp 4-11 % faster, but f16
+       epochs up to 4.5 % slower, and no other GPU than H100 and H200 was
+       measured. f64 keeps AUTO (tensor-core DMMA). Any rung can be set in
+       g->algo. */
     g->algo = sizeof(T) == sizeof(double) ? HPDL_GEMM_AUTO : HPDL_GEMM_CUBLAS;
     s = hpdl__cmlp_alloc<T, CT>(g);
     if (s == HPDL_OK) s = hpdl__cmlp_upload<T, C>(g, m);
