@@ -4756,11 +4756,10 @@ static __device__ __forceinline__ unsigned char *hpdl__wg_smem_base() {
     return hpdl__smem_align1024(hpdl__wg_smem);
 }
 
-/* Slice `slice` of K's sums of the 64 x 256 tile (tm, tn) as they lie in a
-   warpgroup's accumulators (hpdl__wg_buffer_chunk's layout) into its own
-   row-major 64 x 256 block of f32 at sums: pairs of columns straight from
-   the registers, no bounds to check (hpdl__wg_add_slices_kernel reads
-   only the tile's part inside M x N). */
+/* A warpgroup's 64 x 256 sums as they lie in its accumulators
+   (hpdl__wg_buffer_chunk's layout) into a row-major block of f32, rows
+   `pitch` floats apart: pairs of columns straight from the registers, no
+   bounds to check. */
 static __device__ __forceinline__ void hpdl__wg_put_rows(float *block, int pitch, const float d[128]) {
     const int t = (int)threadIdx.x % 128, lane = t % 32, r = t / 32 * 16 + lane / 4, c = lane % 4 * 2;
     int j;
@@ -4770,6 +4769,9 @@ static __device__ __forceinline__ void hpdl__wg_put_rows(float *block, int pitch
         *(float2 *)&block[(r + 8) * pitch + 8 * j + c] = make_float2(d[4 * j + 2], d[4 * j + 3]);
     }
 }
+/* Slice `slice` of K's sums of the 64 x 256 tile (tm, tn) into its own
+   64 x 256 block of the workspace at sums (hpdl__wg_add_slices_kernel reads
+   only the tile's part inside M x N). */
 static __device__ __forceinline__ void hpdl__wg_put_slice(float *sums, const float d[128], int tm, int tn, int tiles_n,
                                                           int slice, int slices) {
     hpdl__wg_put_rows(sums + ((size_t)(tm * tiles_n + tn) * slices + slice) * (64 * 256), 256, d);
@@ -5302,12 +5304,8 @@ static inline int hpdl__wg_sk_blocks(int units, int resident, int KT) {
     return (long long)units * p > resident ? resident : units * p;
 }
 
-/* Launches a Hopper kernel on the M x N tiles of g (BN = 256): one block
-   (or cluster) per tile, or, persistent, as many as can be resident, with
-   a stream-K tail over the k_steps k-steps of each tile where k_steps > 0
-   (one block per tile unit only); with `spread`, fewer tiles than blocks
-   are shared out over more blocks (hpdl__wg_sk_blocks). map_c: C for the
-   TMA epilogue, or NULL. */
+/* Dynamic shared memory of a Hopper kernel launched as l: its stages, the
+   epilogue buffers, their barriers and room to align them. */
 HPDL_LAZY size_t hpdl__wg_smem_bytes(const hpdl__wg_launch &l) {
     const int bn = l.bn ? l.bn : 256, stages = hpdl__wg_ws_stages(bn);
     return (size_t)stages * (l.bm + bn) * 128 + (l.threads / 128 == 1 ? 1 : 2) * HPDL__WG_EPI_BYTES +
@@ -5344,6 +5342,12 @@ HPDL_LAZY int hpdl__wg_slice_clusters(const hpdl__wg_launch &l, int slices) {
     return clusters;
 }
 
+/* Launches a Hopper kernel on the M x N tiles of g (BN = 256): one block
+   (or cluster) per tile, or, persistent, as many as can be resident, with
+   a stream-K tail over the k_steps k-steps of each tile where k_steps > 0
+   (one block per tile unit only); with `spread`, fewer tiles than blocks
+   are shared out over more blocks (hpdl__wg_sk_blocks). map_c: C for the
+   TMA epilogue, or NULL. */
 template <typename G>
 static inline hpdl_status hpdl__wg_run(const hpdl__wg_launch &l, const CUtensorMap &map_a, const CUtensorMap &map_b,
                                        const CUtensorMap *map_c, const G &g, int k_steps, int spread,
@@ -5563,17 +5567,6 @@ template <typename T> struct hpdl__wg_thin<T, 0> { /* TF32 */
     static hpdl_status run(const hpdl__gemm_args<T, float> &, int, cudaStream_t) { return HPDL_ERR_UNSUPPORTED; }
 };
 
-/* The one-tile-a-block rung l: the thin kernel where it applies, else K
-   split where that pays (hpdl__wg_split_slices). The slices of a tile run
-   as one cluster and add their sums through shared memory where all the
-   tiles' clusters are resident at once with at most one slice fewer
-   (hpdl__wg_cluster_slices; 784 x 512 x 3000 on 132 SMs: 26 tiles in 4
-   slices rather than 5). Otherwise the kernel leaves each slice's f32 sums
-   in the stream's splitk workspace, then hpdl__wg_add_slices_kernel,
-   launched to start while the first kernel finishes (hpdl__launch_after),
-   adds them. Both add in slice order with alpha and beta (the same bits
-   every run). One slice, or no workspace inside a graph capture: the rung
-   as it is. */
 /* The slices the one-tile rung runs as clusters for a product it splits
    into `slices`: the most, up to `slices` and 8, whose clusters (one a tile)
    are all resident at once, if that is at most one slice fewer; 0: none
@@ -5590,6 +5583,17 @@ HPDL_LAZY int hpdl__wg_cluster_slices(const hpdl__wg_launch &l, int M, int N, in
     return c >= 2 && c + 1 >= slices ? c : 0;
 }
 
+/* The one-tile-a-block rung l: the thin kernel where it applies, else K
+   split where that pays (hpdl__wg_split_slices). The slices of a tile run
+   as one cluster and add their sums through shared memory where all the
+   tiles' clusters are resident at once with at most one slice fewer
+   (hpdl__wg_cluster_slices; 784 x 512 x 3000 on 132 SMs: 26 tiles in 4
+   slices rather than 5). Otherwise the kernel leaves each slice's f32 sums
+   in the stream's splitk workspace, then hpdl__wg_add_slices_kernel,
+   launched to start while the first kernel finishes (hpdl__launch_after),
+   adds them. Both add in slice order with alpha and beta (the same bits
+   every run). One slice, or no workspace inside a graph capture: the rung
+   as it is. */
 template <typename T>
 static inline hpdl_status hpdl__gemm_wgmma_split(hpdl__wg_launch l, const hpdl__gemm_args<T, float> &g,
                                                  cudaStream_t stream) {
