@@ -234,11 +234,13 @@ GPU_RUNS  = $(if $(HAVE_NVCC),--phase "GPU tests$(if $(HAVE_GPU),, (skipped: no 
 DOC_RUNS  = --phase "README programs, charts, header maps, course docs, version, install" tests/readme.sh \
             "scripts/plots.sh --check" "scripts/api_map.py check" "scripts/api_doc.py --check" "scripts/course.py --check" tests/version.sh tests/install.sh
 timed     = t=$$SECONDS; $(1) && echo "-- build: $$((SECONDS - t)) s"
-test:
+# deps is a prerequisite, not a line of the recipe: make expands a recipe's
+# variables before it runs the first line, so MPI that deps installs on a
+# fresh machine would otherwise leave HAVE_MPI empty and the MPI phase out.
+test: deps
 	@echo "make test: install what is missing (scripts/deps.sh; NO_DEPS=1 skips it), build everything (nvcc takes"
 	@echo "most of the time), then CPU tests, sanitizers, MPI tests, GPU tests, README programs and charts,"
 	@echo "version and install checks; make check: the CPU, sanitizer and MPI tests only"
-	@scripts/deps.sh
 	@$(call timed,$(MAKE) --no-print-directory -j$(shell nproc) data all)
 	@scripts/run_tests.sh $(CPU_RUNS) $(SAN_RUNS) $(FUZZ_RUNS) $(MPI_RUNS) $(GPU_RUNS) $(DOC_RUNS)
 
