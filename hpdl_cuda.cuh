@@ -10410,6 +10410,36 @@ template <typename A> __device__ __forceinline__ void hpdl__warp_argmax(A *v, in
     }
 }
 
+/* The last of the loss kernel's blocks to finish adds every block's column
+   sums (parts[block][col]) into db, in block order: the block's threads
+   split the blocks into runs, one run and one column a thread, then a
+   thread a column adds the runs in order (through `scratch`, 2048 sums). */
+template <typename Acc, typename G>
+static __device__ void hpdl__xent_add_block_sums(int cols, const Acc *parts, unsigned *count, G *db, Acc *scratch) {
+    __shared__ int last;
+    const int blocks = (int)gridDim.x, runs = (int)blockDim.x / cols, c = (int)threadIdx.x % cols;
+    const int run = (int)threadIdx.x / cols;
+    int b, r;
+    __threadfence(); /* this block's sums, before the count says so */
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(count, 1u) == (unsigned)blocks - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    if (run < runs) {
+        Acc sum = 0;
+        for (b = blocks * run / runs; b < blocks * (run + 1) / runs; b++) sum += __ldcg(&parts[(size_t)b * cols + c]);
+        scratch[run * cols + c] = sum;
+    }
+    __syncthreads();
+    if ((int)threadIdx.x < cols) {
+        Acc sum = 0;
+        for (r = 0; r < runs; r++) sum += scratch[r * cols + threadIdx.x];
+        hpdl__st_to(db + threadIdx.x, sum);
+    }
+    if (threadIdx.x == 0) *count = 0; /* for the next launch */
+}
+
 /* Softmax + cross-entropy + gradient, one warp per row (warps stride over
    the rows), numerically stable:
        z = logits + bias (bias may be NULL), m = max z, s = sum exp(z - m)
@@ -10419,16 +10449,19 @@ template <typename A> __device__ __forceinline__ void hpdl__warp_argmax(A *v, in
    *loss_sum (atomics: one per block); rows whose argmax is the label are
    counted into *correct. grad, loss_sum, correct and loss_scale may each be
    NULL. A label outside [0, cols) makes that row's loss NaN.
-   db (optional; one block only, cols <= HPDL__XENT_DB_MAX_COLS): the column
-   sums of grad, i.e. the last layer's bias gradient, summed in a fixed order
-   (per warp, then over the warps), which saves the small batches a launch. */
+   db (optional, cols <= HPDL__XENT_DB_MAX_COLS): the column sums of grad,
+   i.e. the last layer's bias gradient, summed in a fixed order (per warp,
+   then over the warps), which saves the column-sum kernel's launch. With
+   more than one block, each leaves its sums in db_parts[block][col] (sums'
+   type: T's, f32 or f64) and the last block to finish (db_count, set back
+   to 0) adds them in block order (hpdl__xent_add_block_sums). */
 #define HPDL__XENT_DB_MAX_COLS 64
 #define HPDL__XENT_MAX_THREADS 512 /* f64 needs ~80 registers: 1024 threads would not fit an SM */
 template <typename C, typename T, typename G>
 __global__ void __launch_bounds__(HPDL__XENT_MAX_THREADS) hpdl__mlp_xent_kernel(int rows, int cols, const C *logits, int ld, const T *bias,
                                       const int32_t *labels, G *grad, int ldg, double grad_scale,
                                       const float *loss_scale, double loss_weight, double *loss_sum,
-                                      unsigned long long *correct, G *db) {
+                                      unsigned long long *correct, G *db, void *db_parts, unsigned *db_count) {
     typedef typename hpdl__acc<T>::type Acc;
     __shared__ double block_loss[32];
     __shared__ int block_hits[32];
@@ -10482,8 +10515,10 @@ __global__ void __launch_bounds__(HPDL__XENT_MAX_THREADS) hpdl__mlp_xent_kernel(
         Acc sum = 0;
         int w;
         for (w = 0; w < warps; w++) sum += db_part[w][threadIdx.x];
-        hpdl__st_to(db + threadIdx.x, sum);
+        if (gridDim.x == 1) hpdl__st_to(db + threadIdx.x, sum);
+        else ((Acc *)db_parts)[(size_t)blockIdx.x * cols + threadIdx.x] = sum;
     }
+    if (db && gridDim.x > 1) hpdl__xent_add_block_sums(cols, (const Acc *)db_parts, db_count, db, &db_part[0][0]);
 }
 
 /* Column sums of D (rows x cols) into db, deterministically (no atomics on
@@ -11186,16 +11221,33 @@ HPDL_CUDA_API int hpdl__mlp_xent_fuses_db(int batch, int classes) {
 /* Loss kernel over the logits A[L] + b[L-1]: gradient into D[L-1] (scaled
    by 1/batch, and by S under mixed precision) when train, else only the
    evaluation sums. */
+/* The loss kernel's blocks for a batch, and whether it also gives the last
+   layer's bias gradient (fuse; train only, at most HPDL__XENT_DB_MAX_COLS
+   classes): one block for batches up to 32 rows; else a block per 8 rows,
+   which, with the model's column-sum workspace, fuse too, as many as its
+   runs hold sums for. Otherwise the column-sum kernel gives db
+   (hpdl__cmlp_output_db). */
+template <typename M> static inline int hpdl__cmlp_xent_blocks(const M *g, int batch, int train, int *fuse) {
+    const int classes = g->widths[g->n_layers], blocks = (batch + 7) / 8;
+    const int most = (int)(hpdl__colsum_parts(g) * sizeof(float) / sizeof(double) / (size_t)classes);
+    *fuse = train && hpdl__mlp_xent_fuses_db(batch, classes);
+    if (*fuse) return 1;
+    *fuse = train && g->colsum && classes <= HPDL__XENT_DB_MAX_COLS;
+    return *fuse && blocks > most ? most : blocks;
+}
+
 template <typename C, typename M> static inline hpdl_status hpdl__cmlp_loss(M *g, int batch, int train) {
-    int L = g->n_layers, classes = g->widths[L], fuse = train && hpdl__mlp_xent_fuses_db(batch, classes);
+    int L = g->n_layers, classes = g->widths[L], fuse, blocks = hpdl__cmlp_xent_blocks(g, batch, train, &fuse);
     hpdl__mlp_state *st = g->state;
     int warps = HPDL__XENT_MAX_THREADS / 32;
-    int blocks = fuse ? 1 : (batch + 7) / 8, threads = fuse ? 32 * (batch < warps ? batch : warps) : 256;
+    int threads = fuse && blocks == 1 ? 32 * (batch < warps ? batch : warps) : 256;
+    float *parts = fuse && blocks > 1 ? (float *)g->colsum : (float *)NULL; /* the blocks' sums, then their count */
     hpdl__mlp_xent_kernel<<<blocks, threads, 0, g->stream>>>(
         batch, classes, (const C *)g->A[L], classes, g->b[L - 1], g->batch_labels, train ? (C *)g->D[L - 1] : (C *)NULL,
         classes, 1.0 / batch, g->amp ? &st->loss_scale : (const float *)NULL, 1.0,
         train ? &st->loss_sum : &st->eval_loss_sum, train ? &st->correct : &st->eval_correct,
-        fuse ? (C *)g->db[L - 1] : (C *)NULL);
+        fuse ? (C *)g->db[L - 1] : (C *)NULL, (void *)parts,
+        parts ? (unsigned *)(parts + hpdl__colsum_parts(g)) : (unsigned *)NULL);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
 }
@@ -11218,8 +11270,9 @@ static inline hpdl_status hpdl__cmlp_colsum(M *g, int rows, int cols, C *D, cons
 /* The output layer's bias gradient, unless the loss kernel gave it: the
    column sums of D[L-1]. First step of the backward pass. */
 template <typename C, typename M> static inline hpdl_status hpdl__cmlp_output_db(M *g, int batch) {
-    int L = g->n_layers;
-    if (hpdl__mlp_xent_fuses_db(batch, g->widths[L])) return HPDL_OK;
+    int L = g->n_layers, fuse;
+    hpdl__cmlp_xent_blocks(g, batch, 1, &fuse);
+    if (fuse) return HPDL_OK;
     return hpdl__cmlp_colsum<C>(g, batch, g->widths[L], (C *)g->D[L - 1], (const C *)NULL, (C *)g->db[L - 1]);
 }
 
@@ -11628,7 +11681,8 @@ HPDL_DEFINE_CUDA_MLP(f16, float, hpdl_f16, __half, f32)
         hpdl__mlp_xent_kernel<<<(rows + 7) / 8, 256, 0, stream>>>(rows, cols, logits, ld, (const T *)NULL, labels, \
                                                                   grad, ldg, 1.0 / rows, (const float *)NULL,     \
                                                                   1.0 / rows, d_loss,                             \
-                                                                  (unsigned long long *)NULL, (T *)NULL);         \
+                                                                  (unsigned long long *)NULL, (T *)NULL, NULL,    \
+                                                                  (unsigned *)NULL);                              \
         HPDL_CUDA_TRY_LAUNCH();                                                                                   \
         return HPDL_OK;                                                                                           \
     }
@@ -16272,7 +16326,7 @@ hpdl_status hpdl__gcnn_amp_xent(void *ctx, int rows, int cols, const void *logit
     hpdl__mlp_xent_kernel<<<(rows + 7) / 8, 256, 0, g->stream>>>(rows, cols, (const T *)logits, cols, (const float *)NULL,
                                                                  labels, (T *)grad, cols, 1.0 / rows,
                                                                  &g->d_scaler->loss_scale, 1.0 / rows, loss,
-                                                                 (unsigned long long *)NULL, (T *)NULL);
+                                                                 (unsigned long long *)NULL, (T *)NULL, NULL, (unsigned *)NULL);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
 }

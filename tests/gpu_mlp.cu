@@ -108,10 +108,11 @@ typedef struct shape { int n_widths, widths[5]; hpdl_activation act; int batch, 
 
 /* The brief's odd case (H=1013, batch 67, N=200: batches of 67, 67, 66), a
    deeper sigmoid net, a small one with a batch of 1 at the end, and batches
-   over 1024 rows. Batches up to 32 rows take the last layer's bias gradient
-   from the loss kernel, larger ones from the column-sum kernel, which splits
-   batches over 256 rows into runs (1100: 5 runs, added by the last block of
-   each column group). */
+   over 1024 rows. The loss kernel gives the last layer's bias gradient: one
+   block up to 32 rows, else a block per 8 rows whose sums its last block
+   adds (67: 9 blocks, 1100: 138). The hidden layers' come from the
+   column-sum kernel, which splits batches over 256 rows into runs (1100: 5
+   runs, added by the last block of each column group). */
 static const shape test_shapes[] = {
     {3, {37, 1013, 10}, HPDL_ACT_RELU, 67, 200},
     {4, {20, 64, 33, 7}, HPDL_ACT_SIGMOID, 16, 80},
