@@ -11209,18 +11209,15 @@ template <typename C, typename M> static inline hpdl_status hpdl__cmlp_forward(M
     return HPDL_OK;
 }
 
-/* Small batches get the last layer's bias gradient from the loss kernel
-   itself (one block, at most 2 rows per warp); larger ones from the
-   column-sum kernel: one block's warps walking 4+ rows each cost more than
-   the launch they save (H100: batch 128 and 512 epochs were 7% and 23%
-   slower fused, batch 32 1.5% faster). */
+/* Whether one block of the loss kernel gives the last layer's bias gradient
+   (at most 2 rows a warp). One block's warps walking 4+ rows each cost
+   more than the launch they saved (H100: batch 128 and 512 epochs were 7%
+   and 23% slower, batch 32 1.5% faster), so larger batches run a block per
+   8 rows, which add their sums at the end (hpdl__cmlp_xent_blocks). */
 HPDL_CUDA_API int hpdl__mlp_xent_fuses_db(int batch, int classes) {
     return batch <= 2 * (HPDL__XENT_MAX_THREADS / 32) && classes <= HPDL__XENT_DB_MAX_COLS;
 }
 
-/* Loss kernel over the logits A[L] + b[L-1]: gradient into D[L-1] (scaled
-   by 1/batch, and by S under mixed precision) when train, else only the
-   evaluation sums. */
 /* The loss kernel's blocks for a batch, and whether it also gives the last
    layer's bias gradient (fuse; train only, at most HPDL__XENT_DB_MAX_COLS
    classes): one block for batches up to 32 rows; else a block per 8 rows,
@@ -11236,6 +11233,9 @@ template <typename M> static inline int hpdl__cmlp_xent_blocks(const M *g, int b
     return *fuse && blocks > most ? most : blocks;
 }
 
+/* Loss kernel over the logits A[L] + b[L-1]: gradient into D[L-1] (scaled
+   by 1/batch, and by S under mixed precision) when train, else only the
+   evaluation sums. */
 template <typename C, typename M> static inline hpdl_status hpdl__cmlp_loss(M *g, int batch, int train) {
     int L = g->n_layers, classes = g->widths[L], fuse, blocks = hpdl__cmlp_xent_blocks(g, batch, train, &fuse);
     hpdl__mlp_state *st = g->state;
