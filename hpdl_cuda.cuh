@@ -2865,6 +2865,24 @@ static __device__ __forceinline__ void hpdl__splitk_add_slices(const ACC *ws, in
     for (i = 0; i < OUT; i++) v[i] = sum[i];
 }
 
+/* Whether this block is the last of `arrivals` blocks to count themselves
+   on *count (the same answer in all its threads): each block's global
+   writes so far are made visible first, and the last one sets *count back
+   to 0 for the next launch (every block has arrived by then) and may then
+   read what the others wrote. Called by every thread of the block. */
+static __device__ __forceinline__ int hpdl__last_block_in(unsigned *count, unsigned arrivals) {
+    __shared__ int last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0 && threadIdx.y == 0) {
+        last = atomicAdd(count, 1u) == arrivals - 1;
+        if (last) *count = 0;
+    }
+    __syncthreads();
+    if (last) __threadfence();
+    return last;
+}
+
 /* The block's sums to C, v[i] being output t + 256 i of its BM x BN tile
    (row-major): at once with one slice; else each slice leaves them in ws,
    and the last slice of the tile to arrive (counter) adds every slice's in
@@ -2875,7 +2893,6 @@ static __device__ __forceinline__ void hpdl__splitk_finish_values(const hpdl__ge
                                                                   ACC v[SH::BM * SH::BN / 256], ACC *ws,
                                                                   unsigned *counters) {
     enum { BN = SH::BN, AREA = SH::BM * SH::BN, OUT = AREA / 256 };
-    __shared__ int last;
     const int slices = (int)gridDim.z, slice = (int)blockIdx.z, t = (int)threadIdx.x;
     const size_t tile_id = (size_t)blockIdx.y * gridDim.x + blockIdx.x;
     int i;
@@ -2885,14 +2902,8 @@ static __device__ __forceinline__ void hpdl__splitk_finish_values(const hpdl__ge
 #pragma unroll
         for (i = 0; i < OUT; i++) mine[t + 256 * i] = v[i];
         if (!counters) return; /* hpdl__splitk_add_tiles_kernel adds them */
-        __threadfence(); /* the sums are visible before the counter says so */
-        __syncthreads();
-        if (t == 0) last = atomicAdd(&counters[tile_id], 1u) == (unsigned)slices - 1;
-        __syncthreads();
-        if (!last) return;
-        __threadfence();
+        if (!hpdl__last_block_in(&counters[tile_id], (unsigned)slices)) return;
         hpdl__splitk_add_slices<OUT>(ws + tile_id * slices * AREA + t, AREA, slices, slice, v);
-        if (t == 0) counters[tile_id] = 0;
     }
 #pragma unroll
     for (i = 0; i < OUT; i++)
@@ -10416,16 +10427,10 @@ template <typename A> __device__ __forceinline__ void hpdl__warp_argmax(A *v, in
    thread a column adds the runs in order (through `scratch`, 2048 sums). */
 template <typename Acc, typename G>
 static __device__ void hpdl__xent_add_block_sums(int cols, const Acc *parts, unsigned *count, G *db, Acc *scratch) {
-    __shared__ int last;
     const int blocks = (int)gridDim.x, runs = (int)blockDim.x / cols, c = (int)threadIdx.x % cols;
     const int run = (int)threadIdx.x / cols;
     int b, r;
-    __threadfence(); /* this block's sums, before the count says so */
-    __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(count, 1u) == (unsigned)blocks - 1;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
+    if (!hpdl__last_block_in(count, (unsigned)blocks)) return;
     if (run < runs) {
         Acc sum = 0;
         for (b = blocks * run / runs; b < blocks * (run + 1) / runs; b++) sum += __ldcg(&parts[(size_t)b * cols + c]);
@@ -10437,7 +10442,6 @@ static __device__ void hpdl__xent_add_block_sums(int cols, const Acc *parts, uns
         for (r = 0; r < runs; r++) sum += scratch[r * cols + threadIdx.x];
         hpdl__st_to(db + threadIdx.x, sum);
     }
-    if (threadIdx.x == 0) *count = 0; /* for the next launch */
 }
 
 /* Softmax + cross-entropy + gradient, one warp per row (warps stride over
@@ -10540,7 +10544,6 @@ __global__ void __launch_bounds__(1024) hpdl__mlp_delta_colsum_kernel(int rows, 
     typedef typename hpdl__acc<C>::type Acc;
     enum { AT_ONCE = 4 };
     __shared__ Acc part[32][33];
-    __shared__ int last;
     const int tx = threadIdx.x, ty = threadIdx.y, col = blockIdx.x * 32 + tx, runs = (int)gridDim.y;
     const int r1 = (int)((int64_t)rows * (blockIdx.y + 1) / runs);
     int r, u;
@@ -10570,19 +10573,12 @@ __global__ void __launch_bounds__(1024) hpdl__mlp_delta_colsum_kernel(int rows, 
         if (runs == 1) hpdl__st_to(db + col, sum);
         else parts[(size_t)blockIdx.y * cols + col] = sum;
     }
-    if (runs == 1) return;
-    __threadfence(); /* this run's sums, before the count says so */
-    __syncthreads();
-    if (tx == 0 && ty == 0) last = atomicAdd(&counts[blockIdx.x], 1u) == (unsigned)runs - 1;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
+    if (runs == 1 || !hpdl__last_block_in(&counts[blockIdx.x], (unsigned)runs)) return;
     if (ty == 0 && col < cols) {
         Acc total = 0;
         for (r = 0; r < runs; r++) total += __ldcg(&parts[(size_t)r * cols + col]);
         hpdl__st_to(db + col, total);
     }
-    if (tx == 0 && ty == 0) counts[blockIdx.x] = 0; /* for the next launch */
 }
 
 /* Raises st->found_inf if any of this grid's share of the n gradients is
