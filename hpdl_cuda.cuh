@@ -1029,6 +1029,10 @@ template <typename T, typename ACC> struct hpdl__gemm_args {
     T *C;
     int M, N, K, ldc, cvec; /* cvec: C and ldc allow 4-element vector stores */
     ACC alpha, beta;
+    /* The MLP's forward epilogue (hpdl__gemm_bias_act; NULL and 0 elsewhere):
+       bias[n] added, then activation act1 - 1 (an hpdl_activation; 0: none). */
+    const ACC *bias;
+    int act1;
 };
 
 /* Elements between the operands of one GEMM and the next in a strided batch. */
@@ -1115,13 +1119,27 @@ static __device__ __forceinline__ ACC hpdl__gemm_elem(const hpdl__gemm_operand<T
     return (ACC)hpdl__gemm_acc(x.kcontig ? x.p[(size_t)o * x.ld + k] : x.p[(size_t)k * x.ld + o]);
 }
 
-/* C(m, n) = alpha * acc + beta * C(m, n), skipped outside C; beta == 0 does not read C. */
+/* The args' epilogue on output v of column n: v + bias[n], then the
+   activation (as hpdl__act: NaN passes through ReLU). */
+static __device__ __forceinline__ float hpdl__gemm_sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
+static __device__ __forceinline__ double hpdl__gemm_sigmoid(double v) { return 1.0 / (1.0 + exp(-v)); }
+template <typename T, typename ACC>
+static __device__ __forceinline__ ACC hpdl__gemm_epilogue(const hpdl__gemm_args<T, ACC> &g, int n, ACC v) {
+    if (g.bias) v += g.bias[n];
+    if (g.act1 == 1 + (int)HPDL_ACT_RELU) return v < (ACC)0 ? (ACC)0 : v;
+    if (g.act1 == 1 + (int)HPDL_ACT_SIGMOID) return hpdl__gemm_sigmoid(v);
+    return v;
+}
+
+/* C(m, n) = alpha * acc + beta * C(m, n), skipped outside C; beta == 0 does
+   not read C; then the epilogue where the args have one. */
 template <typename T, typename ACC>
 static __device__ __forceinline__ void hpdl__gemm_out(const hpdl__gemm_args<T, ACC> &g, int m, int n, ACC acc) {
     if (m < g.M && n < g.N) {
         T *p = g.C + (size_t)m * g.ldc + n;
         ACC v = g.alpha * acc;
         if (g.beta != (ACC)0) v += g.beta * (ACC)hpdl__gemm_acc(*p);
+        if (g.bias || g.act1) v = hpdl__gemm_epilogue(g, n, v);
         hpdl__gemm_put(p, v);
     }
 }
@@ -1197,6 +1215,9 @@ static __device__ __forceinline__ void hpdl__gemm_out4(const hpdl__gemm_args<T, 
         if (g.beta != (ACC)0) hpdl__gemm_vload4(p, c);
 #pragma unroll
         for (j = 0; j < 4; j++) r[j] = g.alpha * v[j] + g.beta * c[j];
+        if (g.bias || g.act1)
+#pragma unroll
+            for (j = 0; j < 4; j++) r[j] = hpdl__gemm_epilogue(g, n + j, r[j]);
         hpdl__gemm_vstore4(p, r);
         return;
     }
@@ -2412,6 +2433,7 @@ static inline hpdl__gemm_args<T, ACC> hpdl__gemm_make_args(hpdl_transpose ta, hp
     g.C = C; g.ldc = ldc; g.cvec = hpdl__gemm_aligned(C, ldc, 4, sizeof(T));
     g.M = M; g.N = N; g.K = K;
     g.alpha = alpha; g.beta = beta;
+    g.bias = NULL; g.act1 = 0;
     return g;
 }
 
@@ -3822,6 +3844,7 @@ static inline hpdl_status hpdl__gemm_in_slices(const hpdl__gemm_args<T, T> &g, i
     part.cvec = g.N % 4 == 0;
     part.alpha = 1;
     part.beta = 0;
+    part.bias = NULL; part.act1 = 0; /* raw sums: the epilogue comes with the slices' sum */
     part.K = depth;
     step.a = g.a.kcontig ? depth : (int64_t)depth * g.a.ld;
     step.b = g.b.kcontig ? depth : (int64_t)depth * g.b.ld;
@@ -5420,8 +5443,8 @@ static inline hpdl_status hpdl__gemm_run_wgmma(const hpdl__wg_launch &l, const h
         return HPDL_ERR_UNSUPPORTED;
     if ((s = hpdl__wg_map(&map_a, g.a, g.M, g.K)) != HPDL_OK || (s = hpdl__wg_map(&map_b, g.b, g.N, g.K)) != HPDL_OK)
         return s;
-    /* the TMA epilogue writes f16/bf16 and reads no C (beta = 0) */
-    tma_c = g.beta == 0.0f && hpdl__wg_map_c(&map_c, g.C, g.M, g.N, g.ldc) == HPDL_OK;
+    /* the TMA epilogue writes f16/bf16, reads no C (beta = 0) and adds no bias */
+    tma_c = g.beta == 0.0f && !g.bias && !g.act1 && hpdl__wg_map_c(&map_c, g.C, g.M, g.N, g.ldc) == HPDL_OK;
     return hpdl__wg_run(l, map_a, map_b, tma_c ? &map_c : NULL, g, (g.K + BK - 1) / BK, 1, stream);
 }
 
@@ -6372,7 +6395,7 @@ __global__ void __launch_bounds__(SH::THREADS, 2) hpdl__conv_mma(hpdl__conv_mma_
     lanes.init(wm, wn, lane);
     hpdl__conv_mma_loader<SH, VEC, DATA, T> load = {a, rows, at, filter, sa, sb, grp, n0};
     hpdl__conv_mma_mainloop<SH>(load, sa, sb, 0, (a.K + SH::BK - 1) / SH::BK, lanes, acc);
-    hpdl__gemm_args<T, float> out;
+    hpdl__gemm_args<T, float> out = hpdl__gemm_args<T, float>();
     out.C = a.out + grp * a.N;
     out.ldc = a.out_c;
     out.cvec = ((uintptr_t)out.C % 8 == 0) && a.out_c % 4 == 0;
@@ -11190,16 +11213,52 @@ template <typename C, typename M> static inline hpdl_status hpdl__cmlp_bias_act(
     return HPDL_OK;
 }
 
-/* Forward from A[0] (batch rows): hidden layers get bias + activation in one
-   pass after their GEMM; the last layer's bias is left to the loss kernel. */
+/* Out = act(A W + bias) (row-major: A M x K, W K x N, no transposes) in one
+   kernel, bias and activation in its epilogue (hpdl__gemm_args.bias and
+   act1; the TMA store is then off), where AUTO takes the one-tile Hopper
+   rung or the thin kernel for 16-bit elements: the MLP's first layer from
+   batch 32 to 512, and at 3000 with 512 hidden units. HPDL_ERR_UNSUPPORTED
+   elsewhere (other types and rungs have no such epilogue): the caller runs
+   the product, then hpdl__mlp_bias_act_kernel. */
+template <typename T, int SIXTEEN = sizeof(T) == 2> struct hpdl__gemm_bias_act {
+    static hpdl_status run(int M, int N, int K, const T *A, const T *W, const float *bias, hpdl_activation act, T *Out,
+                           cudaStream_t stream) {
+        hpdl__gemm_args<T, float> g;
+        int sms = 0;
+        if (M == 0 || N == 0 || K == 0 || hpdl__gemm_auto_splitk(M, N, K, 2) || hpdl__sm_count(&sms) != HPDL_OK ||
+            hpdl__gemm_auto_hopper(M, N, K, 1, sms) != (int)HPDL_GEMM_WGMMA)
+            return HPDL_ERR_UNSUPPORTED;
+        g = hpdl__gemm_make_args(HPDL_NO_TRANS, HPDL_NO_TRANS, M, N, K, 1.0f, A, K, W, N, 0.0f, Out, N, 8);
+        g.bias = bias;
+        g.act1 = 1 + (int)act;
+        return hpdl__gemm_launch_wgmma(HPDL_GEMM_WGMMA, g, stream);
+    }
+};
+template <typename T> struct hpdl__gemm_bias_act<T, 0> {
+    static hpdl_status run(int, int, int, const T *, const T *, const typename hpdl__acc<T>::type *, hpdl_activation, T *,
+                           cudaStream_t) {
+        return HPDL_ERR_UNSUPPORTED;
+    }
+};
+
+/* Forward from A[0] (batch rows): hidden layers get bias + activation in
+   their GEMM's epilogue on AUTO where hpdl__gemm_bias_act takes the
+   product, else in one pass after it; the last layer's bias is left to the
+   loss kernel. */
 template <typename C, typename M> static inline hpdl_status hpdl__cmlp_forward(M *g, int batch) {
     int l, L = g->n_layers;
     hpdl_status s;
     for (l = 0; l < L; l++) {
         int k = g->widths[l], n = g->widths[l + 1];
-        s = hpdl__mlp_gemm(g->algo, HPDL_NO_TRANS, HPDL_NO_TRANS, batch, n, k, (const C *)g->A[l], k,
-                           (const C *)g->cW[l], n, (C *)g->A[l + 1], n, g->stream);
-        if (s == HPDL_OK && l < L - 1) s = hpdl__cmlp_bias_act<C>(g, batch, l);
+        s = l < L - 1 && g->algo == HPDL_GEMM_AUTO
+                ? hpdl__gemm_bias_act<C>::run(batch, n, k, (const C *)g->A[l], (const C *)g->cW[l], g->b[l], g->act,
+                                              (C *)g->A[l + 1], g->stream)
+                : HPDL_ERR_UNSUPPORTED;
+        if (s == HPDL_ERR_UNSUPPORTED) {
+            s = hpdl__mlp_gemm(g->algo, HPDL_NO_TRANS, HPDL_NO_TRANS, batch, n, k, (const C *)g->A[l], k,
+                               (const C *)g->cW[l], n, (C *)g->A[l + 1], n, g->stream);
+            if (s == HPDL_OK && l < L - 1) s = hpdl__cmlp_bias_act<C>(g, batch, l);
+        }
         if (s != HPDL_OK) return s;
     }
     return HPDL_OK;
