@@ -1030,9 +1030,11 @@ template <typename T, typename ACC> struct hpdl__gemm_args {
     int M, N, K, ldc, cvec; /* cvec: C and ldc allow 4-element vector stores */
     ACC alpha, beta;
     /* The MLP's forward epilogue (hpdl__gemm_bias_act; NULL and 0 elsewhere):
-       bias[n] added, then activation act1 - 1 (an hpdl_activation; 0: none). */
+       bias[n] added, then ReLU where relu is set. Applied where a kernel
+       asks for it (POST in hpdl__gemm_out/out4 and hpdl__wg_epilogue): the
+       thin kernel and the one-tile rung. */
     const ACC *bias;
-    int act1;
+    int relu;
 };
 
 /* Elements between the operands of one GEMM and the next in a strided batch. */
@@ -1119,27 +1121,28 @@ static __device__ __forceinline__ ACC hpdl__gemm_elem(const hpdl__gemm_operand<T
     return (ACC)hpdl__gemm_acc(x.kcontig ? x.p[(size_t)o * x.ld + k] : x.p[(size_t)k * x.ld + o]);
 }
 
-/* The args' epilogue on output v of column n: v + bias[n], then the
-   activation (as hpdl__act: NaN passes through ReLU). */
-static __device__ __forceinline__ float hpdl__gemm_sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
-static __device__ __forceinline__ double hpdl__gemm_sigmoid(double v) { return 1.0 / (1.0 + exp(-v)); }
-template <typename T, typename ACC>
-static __device__ __forceinline__ ACC hpdl__gemm_epilogue(const hpdl__gemm_args<T, ACC> &g, int n, ACC v) {
-    if (g.bias) v += g.bias[n];
-    if (g.act1 == 1 + (int)HPDL_ACT_RELU) return v < (ACC)0 ? (ACC)0 : v;
-    if (g.act1 == 1 + (int)HPDL_ACT_SIGMOID) return hpdl__gemm_sigmoid(v);
-    return v;
+/* The MLP's epilogue on output v of column n: v + bias[n] (bias NULL:
+   none), then ReLU if relu is set (as hpdl__act: NaN passes through). Only
+   ReLU: each activation is code in every store of the kernels that take
+   it (sigmoid's expf made them slow to build). */
+template <typename ACC>
+static __device__ __forceinline__ ACC hpdl__gemm_bias_relu(const ACC *bias, int relu, int n, ACC v) {
+    if (bias) v += bias[n];
+    return relu && v < (ACC)0 ? (ACC)0 : v;
 }
 
 /* C(m, n) = alpha * acc + beta * C(m, n), skipped outside C; beta == 0 does
-   not read C; then the epilogue where the args have one. */
-template <typename T, typename ACC>
+   not read C. POST: then the args' bias and activation where they have
+   them, for the kernels that take the MLP's epilogue (hpdl__gemm_bias_act);
+   the others leave that code out (even unused, it made the f16 splitk
+   kernel spill more). */
+template <bool POST = false, typename T, typename ACC>
 static __device__ __forceinline__ void hpdl__gemm_out(const hpdl__gemm_args<T, ACC> &g, int m, int n, ACC acc) {
     if (m < g.M && n < g.N) {
         T *p = g.C + (size_t)m * g.ldc + n;
         ACC v = g.alpha * acc;
         if (g.beta != (ACC)0) v += g.beta * (ACC)hpdl__gemm_acc(*p);
-        if (g.bias || g.act1) v = hpdl__gemm_epilogue(g, n, v);
+        if (POST && (g.bias || g.relu)) v = hpdl__gemm_bias_relu(g.bias, g.relu, n, v);
         hpdl__gemm_put(p, v);
     }
 }
@@ -1205,8 +1208,9 @@ static __device__ __forceinline__ void hpdl__gemm_load4(const T *X, int ld, int 
     }
 }
 
-/* C(m, n..n+3) = alpha * v + beta * C, one vector access when all four are inside and aligned. */
-template <typename T, typename ACC>
+/* C(m, n..n+3) = alpha * v + beta * C, one vector access when all four are
+   inside and aligned (POST: as hpdl__gemm_out). */
+template <bool POST = false, typename T, typename ACC>
 static __device__ __forceinline__ void hpdl__gemm_out4(const hpdl__gemm_args<T, ACC> &g, int m, int n, const ACC v[4]) {
     int j;
     if (g.cvec && m < g.M && n + 3 < g.N) {
@@ -1215,14 +1219,14 @@ static __device__ __forceinline__ void hpdl__gemm_out4(const hpdl__gemm_args<T, 
         if (g.beta != (ACC)0) hpdl__gemm_vload4(p, c);
 #pragma unroll
         for (j = 0; j < 4; j++) r[j] = g.alpha * v[j] + g.beta * c[j];
-        if (g.bias || g.act1)
+        if (POST && (g.bias || g.relu))
 #pragma unroll
-            for (j = 0; j < 4; j++) r[j] = hpdl__gemm_epilogue(g, n + j, r[j]);
+            for (j = 0; j < 4; j++) r[j] = hpdl__gemm_bias_relu(g.bias, g.relu, n + j, r[j]);
         hpdl__gemm_vstore4(p, r);
         return;
     }
 #pragma unroll
-    for (j = 0; j < 4; j++) hpdl__gemm_out(g, m, n + j, v[j]);
+    for (j = 0; j < 4; j++) hpdl__gemm_out<POST>(g, m, n + j, v[j]);
 }
 
 /* Shared-memory vectors of four accumulator values (16-byte aligned). */
@@ -2433,7 +2437,7 @@ static inline hpdl__gemm_args<T, ACC> hpdl__gemm_make_args(hpdl_transpose ta, hp
     g.C = C; g.ldc = ldc; g.cvec = hpdl__gemm_aligned(C, ldc, 4, sizeof(T));
     g.M = M; g.N = N; g.K = K;
     g.alpha = alpha; g.beta = beta;
-    g.bias = NULL; g.act1 = 0;
+    g.bias = NULL; g.relu = 0;
     return g;
 }
 
@@ -3844,7 +3848,7 @@ static inline hpdl_status hpdl__gemm_in_slices(const hpdl__gemm_args<T, T> &g, i
     part.cvec = g.N % 4 == 0;
     part.alpha = 1;
     part.beta = 0;
-    part.bias = NULL; part.act1 = 0; /* raw sums: the epilogue comes with the slices' sum */
+    part.bias = NULL; part.relu = 0; /* raw sums: the epilogue comes with the slices' sum */
     part.K = depth;
     step.a = g.a.kcontig ? depth : (int64_t)depth * g.a.ld;
     step.b = g.b.kcontig ? depth : (int64_t)depth * g.b.ld;
@@ -4513,11 +4517,43 @@ static __device__ __forceinline__ void hpdl__wg_put_chunk(const CUtensorMap *map
     if (issuer) hpdl__tma_store(map_c, b, x, m0);
 }
 
-/* Chunk c's accumulators (32c..32c+31) times alpha as pairs of T. */
+/* What the TMA epilogue applies after alpha: the GEMM args' bias and ReLU
+   (hpdl__gemm_args.bias, relu; none for the other callers) and the
+   columns the bias has. */
+struct hpdl__wg_post {
+    const float *bias;
+    int relu, N;
+};
+template <typename T> static __device__ __forceinline__ hpdl__wg_post hpdl__wg_post_of(const hpdl__gemm_args<T, float> &g) {
+    hpdl__wg_post e = {g.bias, g.relu, g.N};
+    return e;
+}
+
+/* Chunk c's accumulators (32c..32c+31) times alpha as pairs of T, then
+   e's bias and ReLU where it has them (n0: the tile's first column;
+   pair i holds columns n0 + 64c + 8(i/2) + 2(lane%4), +1, see
+   hpdl__wg_buffer_chunk). Columns at or past N are left as they are: the
+   TMA store clips them, and N is even (hpdl__wg_map_c), so a pair is
+   inside or outside as a whole. */
 template <typename T>
-static __device__ __forceinline__ void hpdl__wg_pack_chunk(const float d[128], float alpha, int c, unsigned p[16]) {
+static __device__ __forceinline__ void hpdl__wg_pack_chunk(const float d[128], float alpha, int c, unsigned p[16],
+                                                           const hpdl__wg_post &e = hpdl__wg_post(), int n0 = 0) {
     const float *x = d + 32 * c;
     int i;
+    if (e.bias || e.relu) {
+        const int n = n0 + c * HPDL__WG_TMA_COLS + (int)threadIdx.x % 4 * 2;
+#pragma unroll
+        for (i = 0; i < 16; i++) {
+            const int col = n + i / 2 * 8;
+            float a = alpha * x[2 * i], b = alpha * x[2 * i + 1];
+            if (col < e.N) {
+                a = hpdl__gemm_bias_relu(e.bias, e.relu, col, a);
+                b = hpdl__gemm_bias_relu(e.bias, e.relu, col + 1, b);
+            }
+            p[i] = hpdl__wg_pair(a, b, T());
+        }
+        return;
+    }
     if (alpha == 1.0f) /* most calls: 32 multiplications saved */
 #pragma unroll
         for (i = 0; i < 16; i++) p[i] = hpdl__wg_pair(x[2 * i], x[2 * i + 1], T());
@@ -4530,27 +4566,33 @@ static __device__ __forceinline__ void hpdl__wg_pack_chunk(const float d[128], f
    hpdl__wg_hold). */
 template <typename T, int FIRST_CHUNK = 0, int BN = 256>
 static __device__ __forceinline__ void hpdl__wg_store_tma(const CUtensorMap *map_c, float alpha, const float *d, int m0,
-                                                          int n0, unsigned char *buf) {
+                                                          int n0, unsigned char *buf, const hpdl__wg_post &e = hpdl__wg_post()) {
     int c;
 #pragma unroll
     for (c = FIRST_CHUNK; c < BN / HPDL__WG_TMA_COLS; c++) {
         unsigned p[16];
-        hpdl__wg_pack_chunk<T>(d, alpha, c, p);
+        hpdl__wg_pack_chunk<T>(d, alpha, c, p, e, n0);
         hpdl__wg_put_chunk(map_c, p, c, m0, n0 + c * HPDL__WG_TMA_COLS, buf);
     }
 }
 
 /* The epilogue of a Hopper GEMM tile: by TMA where the launcher made a map
-   for C (tma_c, f16/bf16 only), else through hpdl__wg_store. (The int8
-   GEMM's, with its requantization, is further down.) */
-template <typename T>
+   for C (tma_c, f16/bf16 only), else through hpdl__wg_store. POST: the
+   TMA store applies the args' bias and activation (the one-tile rung,
+   which hpdl__gemm_bias_act runs; the launcher refuses them without a TMA
+   map). The other rungs leave that code out: the unused branch made the
+   warp-specialized kernel spill. (The int8 GEMM's epilogue, with its
+   requantization, is further down.) */
+template <bool POST = false, typename T>
 static __device__ __forceinline__ void hpdl__wg_epilogue(const hpdl__gemm_args<T, float> &g, const CUtensorMap *map_c,
                                                          int tma_c, float d[128], int m0, int n0, float *buf) {
     if (tma_c)
-        hpdl__wg_store_tma<T>(map_c, g.alpha, d, m0, n0, (unsigned char *)buf);
+        hpdl__wg_store_tma<T>(map_c, g.alpha, d, m0, n0, (unsigned char *)buf,
+                              POST ? hpdl__wg_post_of(g) : hpdl__wg_post());
     else
         hpdl__wg_store(g, d, m0, n0, buf);
 }
+template <bool POST = false>
 static __device__ __forceinline__ void hpdl__wg_epilogue(const hpdl__gemm_args<float, float> &g, const CUtensorMap *, int,
                                                          float d[128], int m0, int n0, float *buf) {
     hpdl__wg_store(g, d, m0, n0, buf); /* TF32: C is f32 */
@@ -4845,8 +4887,8 @@ static __device__ __forceinline__ void hpdl__wg_add_slices_in_cluster(const hpdl
 #pragma unroll
             for (j = 0; j < HPDL__WG_MAX_SLICE_CLUSTER; j++)
                 if (j < slices) sum.x += in[i][j].x, sum.y += in[i][j].y;
-            hpdl__gemm_out(g, m0 + r + i, n0 + col, sum.x);
-            hpdl__gemm_out(g, m0 + r + i, n0 + col + 1, sum.y);
+            hpdl__gemm_out<true>(g, m0 + r + i, n0 + col, sum.x);
+            hpdl__gemm_out<true>(g, m0 + r + i, n0 + col + 1, sum.y);
         }
     }
     cluster.sync(); /* the other blocks may still read this one's sums */
@@ -4916,7 +4958,7 @@ __global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma(const __grid_constant
         hpdl__wg_put_slice((float *)sk.partial, d, tm, tn, tiles_n, (int)blockIdx.y, (int)gridDim.y);
         return;
     }
-    hpdl__wg_epilogue(g, &map_c, tma_c, d, tm * BM, tn * BN, epi);
+    hpdl__wg_epilogue<true>(g, &map_c, tma_c, d, tm * BM, tn * BN, epi);
     hpdl__wg_epilogue_done();
 #else
     /* no sm_90a code in this pass: never launched */
@@ -5042,10 +5084,10 @@ __global__ void __launch_bounds__(128 * WGS, 1) hpdl__gemm_wgmma_thin(const __gr
 #pragma unroll
     for (j = 0; j < ROWS / 8; j++) {
         const int n = n0 + t / 32 * 16 + lane / 4, m = m0 + row0 + 8 * j + lane % 4 * 2;
-        hpdl__gemm_out(g, m, n, d[4 * j]);
-        hpdl__gemm_out(g, m + 1, n, d[4 * j + 1]);
-        hpdl__gemm_out(g, m, n + 8, d[4 * j + 2]);
-        hpdl__gemm_out(g, m + 1, n + 8, d[4 * j + 3]);
+        hpdl__gemm_out<true>(g, m, n, d[4 * j]);
+        hpdl__gemm_out<true>(g, m + 1, n, d[4 * j + 1]);
+        hpdl__gemm_out<true>(g, m, n + 8, d[4 * j + 2]);
+        hpdl__gemm_out<true>(g, m + 1, n + 8, d[4 * j + 3]);
     }
 #else
     (void)map_b; (void)map_a; (void)g; (void)stages; /* no sm_90a code in this pass: never launched */
@@ -5443,8 +5485,10 @@ static inline hpdl_status hpdl__gemm_run_wgmma(const hpdl__wg_launch &l, const h
         return HPDL_ERR_UNSUPPORTED;
     if ((s = hpdl__wg_map(&map_a, g.a, g.M, g.K)) != HPDL_OK || (s = hpdl__wg_map(&map_b, g.b, g.N, g.K)) != HPDL_OK)
         return s;
-    /* the TMA epilogue writes f16/bf16, reads no C (beta = 0) and adds no bias */
-    tma_c = g.beta == 0.0f && !g.bias && !g.act1 && hpdl__wg_map_c(&map_c, g.C, g.M, g.N, g.ldc) == HPDL_OK;
+    /* the TMA epilogue writes f16/bf16 and reads no C (beta = 0); the MLP's
+       bias and activation are applied there, not in hpdl__wg_store */
+    tma_c = g.beta == 0.0f && hpdl__wg_map_c(&map_c, g.C, g.M, g.N, g.ldc) == HPDL_OK;
+    if ((g.bias || g.relu) && !tma_c) return HPDL_ERR_UNSUPPORTED;
     return hpdl__wg_run(l, map_a, map_b, tma_c ? &map_c : NULL, g, (g.K + BK - 1) / BK, 1, stream);
 }
 
@@ -5503,7 +5547,7 @@ __global__ void hpdl__wg_add_slices_kernel(hpdl__gemm_args<T, float> g, const fl
             v[2] += q.z;
             v[3] += q.w;
         }
-        hpdl__gemm_out4(g, m, n, v);
+        hpdl__gemm_out4<true>(g, m, n, v);
     }
 }
 
@@ -11214,23 +11258,24 @@ template <typename C, typename M> static inline hpdl_status hpdl__cmlp_bias_act(
 }
 
 /* Out = act(A W + bias) (row-major: A M x K, W K x N, no transposes) in one
-   kernel, bias and activation in its epilogue (hpdl__gemm_args.bias and
-   act1; the TMA store is then off), where AUTO takes the one-tile Hopper
-   rung or the thin kernel for 16-bit elements: the MLP's first layer from
-   batch 32 to 512, and at 3000 with 512 hidden units. HPDL_ERR_UNSUPPORTED
-   elsewhere (other types and rungs have no such epilogue): the caller runs
-   the product, then hpdl__mlp_bias_act_kernel. */
+   kernel, bias and ReLU in its epilogue (hpdl__gemm_args.bias and relu),
+   where AUTO takes the one-tile Hopper rung or the thin kernel for 16-bit
+   elements: the MLP's first layer from batch 32 to 512, and at 3000 with
+   512 hidden units. HPDL_ERR_UNSUPPORTED elsewhere (other types, rungs and
+   activations have no such epilogue, nor C whose rows the TMA store cannot
+   take): the caller runs the product, then hpdl__mlp_bias_act_kernel. */
 template <typename T, int SIXTEEN = sizeof(T) == 2> struct hpdl__gemm_bias_act {
     static hpdl_status run(int M, int N, int K, const T *A, const T *W, const float *bias, hpdl_activation act, T *Out,
                            cudaStream_t stream) {
         hpdl__gemm_args<T, float> g;
         int sms = 0;
-        if (M == 0 || N == 0 || K == 0 || hpdl__gemm_auto_splitk(M, N, K, 2) || hpdl__sm_count(&sms) != HPDL_OK ||
+        if (act != HPDL_ACT_RELU || M == 0 || N == 0 || K == 0 || hpdl__gemm_auto_splitk(M, N, K, 2) ||
+            hpdl__sm_count(&sms) != HPDL_OK ||
             hpdl__gemm_auto_hopper(M, N, K, 1, sms) != (int)HPDL_GEMM_WGMMA)
             return HPDL_ERR_UNSUPPORTED;
         g = hpdl__gemm_make_args(HPDL_NO_TRANS, HPDL_NO_TRANS, M, N, K, 1.0f, A, K, W, N, 0.0f, Out, N, 8);
         g.bias = bias;
-        g.act1 = 1 + (int)act;
+        g.relu = 1;
         return hpdl__gemm_launch_wgmma(HPDL_GEMM_WGMMA, g, stream);
     }
 };

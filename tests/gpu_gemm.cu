@@ -383,16 +383,17 @@ static void test_gemm_hopper_thin(void) {
             }
 }
 
-/* The MLP's forward epilogue (hpdl__gemm_bias_act): act(A W + bias) from the
-   product's own kernel, f16, ReLU and sigmoid, against f64 sums on the
-   CPU. 40 x 520 x 784: the thin kernel; 3000 x 512 x 784: the one-tile
-   rung in one slice (the plain store: TMA is off with an epilogue); 784 x
-   512 x 3000: K in slices added in clusters where they fit; 600 x 256 x
-   2000: 11 slices, added by the second kernel. */
+/* The MLP's forward epilogue (hpdl__gemm_bias_act): relu(A W + bias) from
+   the product's own kernel, f16, against f64 sums on the CPU. 40 x 520 x
+   784: the thin kernel; 3000 x 512 x 784: the one-tile rung in one slice
+   (its TMA store); 784 x 512 x 3000: K in slices added in clusters where
+   they fit; 600 x 256 x 2000: 11 slices, added by the second kernel.
+   Sigmoid, which has no such epilogue, and rows of 500 f16 elements (not
+   16-byte aligned) are refused, not run without the epilogue. */
 static void test_gemm_bias_act(void) {
     static const int shapes[][3] = {{40, 520, 784}, {3000, 512, 784}, {784, 512, 3000}, {600, 256, 2000}};
     hpdl_rng r;
-    int sh, a;
+    int sh;
     if (!hopper_gpu()) HPDL_SKIP("the Hopper rungs need an sm_90 GPU");
     hpdl_rng_seed(&r, 21);
     for (sh = 0; sh < 4; sh++) {
@@ -401,6 +402,7 @@ static void test_gemm_bias_act(void) {
         __half *hC = (__half *)hpdl_alloc((size_t)M * N, sizeof(__half)), *dA = NULL, *dW = NULL, *dC = NULL;
         float *hb = (float *)hpdl_alloc((size_t)N, sizeof(float)), *db = NULL;
         double *sum = (double *)hpdl_alloc((size_t)M * N, sizeof(double)); /* A W + bias, row by row */
+        double worst = 0.0;
         int64_t i;
         int m, n, k;
         HPDL_EXPECT(hA && hW && hC && hb && sum);
@@ -427,21 +429,18 @@ static void test_gemm_bias_act(void) {
         HPDL_CUDA_CHECK(cudaMemcpy(dA, hA, (size_t)M * K * sizeof(__half), cudaMemcpyHostToDevice));
         HPDL_CUDA_CHECK(cudaMemcpy(dW, hW, (size_t)K * N * sizeof(__half), cudaMemcpyHostToDevice));
         HPDL_CUDA_CHECK(cudaMemcpy(db, hb, (size_t)N * sizeof(float), cudaMemcpyHostToDevice));
-        for (a = 0; a < 2; a++) {
-            const hpdl_activation act = a ? HPDL_ACT_SIGMOID : HPDL_ACT_RELU;
-            double worst = 0.0;
-            HPDL_CHECK(hpdl_cuda_poison(dC, (size_t)M * N * sizeof(__half)));
-            HPDL_EXPECT(hpdl__gemm_bias_act<__half>::run(M, N, K, dA, dW, db, act, dC, 0) == HPDL_OK);
-            HPDL_CUDA_CHECK(cudaMemcpy(hC, dC, (size_t)M * N * sizeof(__half), cudaMemcpyDeviceToHost));
-            for (i = 0; i < (int64_t)M * N; i++) {
-                const double want = a ? 1.0 / (1.0 + exp(-sum[i])) : (sum[i] < 0.0 ? 0.0 : sum[i]);
-                const double err = fabs((double)__half2float(hC[i]) - want) / (1.0 + fabs(want));
-                if (!(err <= worst)) worst = err;
-            }
-            if (!(worst <= 4e-3))
-                fprintf(stderr, "    %d x %d x %d %s: worst relative error %g\n", M, N, K, a ? "sigmoid" : "relu", worst);
-            HPDL_EXPECT(worst <= 4e-3);
+        if (N >= 500) HPDL_EXPECT(hpdl__gemm_bias_act<__half>::run(M, 500, K, dA, dW, db, HPDL_ACT_RELU, dC, 0) == HPDL_ERR_UNSUPPORTED);
+        HPDL_EXPECT(hpdl__gemm_bias_act<__half>::run(M, N, K, dA, dW, db, HPDL_ACT_SIGMOID, dC, 0) == HPDL_ERR_UNSUPPORTED);
+        HPDL_CHECK(hpdl_cuda_poison(dC, (size_t)M * N * sizeof(__half)));
+        HPDL_EXPECT(hpdl__gemm_bias_act<__half>::run(M, N, K, dA, dW, db, HPDL_ACT_RELU, dC, 0) == HPDL_OK);
+        HPDL_CUDA_CHECK(cudaMemcpy(hC, dC, (size_t)M * N * sizeof(__half), cudaMemcpyDeviceToHost));
+        for (i = 0; i < (int64_t)M * N; i++) {
+            const double want = sum[i] < 0.0 ? 0.0 : sum[i];
+            const double err = fabs((double)__half2float(hC[i]) - want) / (1.0 + fabs(want));
+            if (!(err <= worst)) worst = err;
         }
+        if (!(worst <= 4e-3)) fprintf(stderr, "    %d x %d x %d: worst relative error %g\n", M, N, K, worst);
+        HPDL_EXPECT(worst <= 4e-3);
         cudaFree(dA); cudaFree(dW); cudaFree(dC); cudaFree(db);
         HPDL_FREE(hA); HPDL_FREE(hW); HPDL_FREE(hC); HPDL_FREE(hb); HPDL_FREE(sum);
     }
