@@ -8,7 +8,7 @@ grep -E "FAIL|bias_act|passed" $O/gpu_gemm.log | tail -6
 timeout 60 $B/gpu/gpu_mlp > $O/gpu_mlp.log 2>&1; echo "rc=$?" >> $O/gpu_mlp.log
 tail -2 $O/gpu_mlp.log
 for r in 1 2; do
-  for cfg in "f16 512 3000" "f16 2048 32" "f16 2048 128" "f16 512 512" "f16 2048 512" "f16 2048 3000"; do
+  for cfg in "f16 512 3000" "f16 2048 32" "f16 2048 128" "f16 512 512" "f16 2048 512" "f16 2048 3000" "f32 512 512" "f32 2048 32"; do
     set -- $cfg
     echo "base $cfg $($B/exp/probe_step_base $1 $2 $3 | tail -2 | paste -sd' ')" >> $O/probe.log
     echo "epilogue $cfg $($B/exp/probe_step_epi $1 $2 $3 | tail -2 | paste -sd' ')" >> $O/probe.log
