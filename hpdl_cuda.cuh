@@ -10538,56 +10538,14 @@ static __device__ void hpdl__xent_add_block_sums(int cols, const Acc *parts, uns
    then over the warps), which saves the column-sum kernel's launch. With
    more than one block, each leaves its sums in db_parts[block][col] (sums'
    type: T's, f32 or f64) and the last block to finish (db_count, set back
-   to 0) adds them in block order (hpdl__xent_add_block_sums). Built with
-   LOGITS, each row's logits are first made from `from` (A W) and written
-   at logits (hpdl__xent_row_logits). */
+   to 0) adds them in block order (hpdl__xent_add_block_sums). */
 #define HPDL__XENT_DB_MAX_COLS 64
 #define HPDL__XENT_MAX_THREADS 512 /* f64 needs ~80 registers: 1024 threads would not fit an SM */
-
-/* Where the loss kernel built with LOGITS makes the logits itself: A (rows
-   x K) times W (K x cols), both row-major, cols <= HPDL__XENT_LOGITS_COLS
-   (the MLP's last layer on its own kernels, hpdl__cmlp_logits_in_loss). */
-#define HPDL__XENT_LOGITS_COLS 16
-template <typename C> struct hpdl__xent_from {
-    const C *A, *W;
-    int K;
-};
-
-/* Row a of A times W into z (cols values), by one warp: lane l takes k = l,
-   l + 32, ..., the lanes' sums are added by shuffles (a fixed tree) and
-   lane j writes z[j]. Per row this costs what the kernel's softmax does
-   (K = 512: 16 steps of 11 loads a lane); as a GEMM of its own it was a
-   second launch and a pass over the logits (own kernels, f16 3000 x 10 x
-   512: 5.1 + 3.3 us under ncu, H100). */
-template <typename C, typename Acc>
-static __device__ __forceinline__ void hpdl__xent_row_logits(const C *a, const C *W, int K, int cols, C *z) {
-    const int lane = (int)threadIdx.x & 31;
-    Acc part[HPDL__XENT_LOGITS_COLS];
-    int k, j;
-#pragma unroll
-    for (j = 0; j < HPDL__XENT_LOGITS_COLS; j++) part[j] = 0;
-    for (k = lane; k < K; k += 32) {
-        const Acc x = (Acc)hpdl__ld(a[k]);
-        const C *w = W + (size_t)k * cols;
-#pragma unroll
-        for (j = 0; j < HPDL__XENT_LOGITS_COLS; j++)
-            if (j < cols) part[j] += x * (Acc)hpdl__ld(w[j]);
-    }
-#pragma unroll
-    for (j = 0; j < HPDL__XENT_LOGITS_COLS; j++)
-        if (j < cols) { /* the same for every lane: no divergence around the shuffles */
-            const Acc sum = hpdl__warp_sum(part[j]);
-            if (lane == j) hpdl__st_to(z + j, sum);
-        }
-    __syncwarp(); /* the row's logits, written by its lanes, are read by all of them */
-}
-
-template <typename C, typename T, typename G, bool LOGITS = false>
+template <typename C, typename T, typename G>
 __global__ void __launch_bounds__(HPDL__XENT_MAX_THREADS) hpdl__mlp_xent_kernel(int rows, int cols, const C *logits, int ld, const T *bias,
                                       const int32_t *labels, G *grad, int ldg, double grad_scale,
                                       const float *loss_scale, double loss_weight, double *loss_sum,
-                                      unsigned long long *correct, G *db, void *db_parts, unsigned *db_count,
-                                      hpdl__xent_from<C> from) {
+                                      unsigned long long *correct, G *db, void *db_parts, unsigned *db_count) {
     typedef typename hpdl__acc<T>::type Acc;
     __shared__ double block_loss[32];
     __shared__ int block_hits[32];
@@ -10601,7 +10559,6 @@ __global__ void __launch_bounds__(HPDL__XENT_MAX_THREADS) hpdl__mlp_xent_kernel(
         const C *z = logits + (size_t)row * ld;
         int y = labels[row], j, arg = -1;
         Acc m = -(Acc)INFINITY, s = 0;
-        if (LOGITS) hpdl__xent_row_logits<C, Acc>(from.A + (size_t)row * from.K, from.W, from.K, cols, (C *)z);
         for (j = lane; j < cols; j += 32) {
             Acc v = (Acc)hpdl__ld(z[j]) + (bias ? (Acc)bias[j] : (Acc)0);
             if (v > m || (arg < 0 && v == m)) { m = v; arg = j; }
@@ -11349,27 +11306,14 @@ template <typename T> struct hpdl__gemm_bias_act<T, 0> {
     }
 };
 
-/* Whether the loss kernel makes the logits, A[L] = A[L-1] W[L-1], and the
-   forward leaves that product out: on hpdl's own kernels (AUTO), for at
-   most HPDL__XENT_LOGITS_COLS classes, with the plain passes (the FP8
-   model makes its logits in FP8). One launch and one pass over the
-   logits fewer than the GEMM then the loss. */
-struct hpdl__cmlp_plain;
-template <typename P> struct hpdl__passes_plain { enum { value = 0 }; };
-template <> struct hpdl__passes_plain<hpdl__cmlp_plain> { enum { value = 1 }; };
-template <typename M> static inline int hpdl__cmlp_logits_in_loss(const M *g) {
-    return hpdl__passes_plain<typename hpdl__cmlp_types<M>::passes>::value && g->algo == HPDL_GEMM_AUTO &&
-           g->widths[g->n_layers] <= HPDL__XENT_LOGITS_COLS;
-}
-
 /* Forward from A[0] (batch rows): hidden layers get bias + activation in
    their GEMM's epilogue on AUTO where hpdl__gemm_bias_act takes the
    product, else in one pass after it; the last layer's bias is left to the
-   loss kernel, and its product too where hpdl__cmlp_logits_in_loss. */
+   loss kernel. */
 template <typename C, typename M> static inline hpdl_status hpdl__cmlp_forward(M *g, int batch) {
-    int l, L = g->n_layers, run = L - (hpdl__cmlp_logits_in_loss(g) ? 1 : 0);
+    int l, L = g->n_layers;
     hpdl_status s;
-    for (l = 0; l < run; l++) {
+    for (l = 0; l < L; l++) {
         int k = g->widths[l], n = g->widths[l + 1];
         s = l < L - 1 && g->algo == HPDL_GEMM_AUTO
                 ? hpdl__gemm_bias_act<C>::run(batch, n, k, (const C *)g->A[l], (const C *)g->cW[l], g->b[l], g->act,
@@ -11409,24 +11353,21 @@ template <typename M> static inline int hpdl__cmlp_xent_blocks(const M *g, int b
     return *fuse && blocks > most ? most : blocks;
 }
 
-/* Loss kernel over the logits A[L] + b[L-1] (made first where
-   hpdl__cmlp_logits_in_loss): gradient into D[L-1] (scaled by 1/batch, and
-   by S under mixed precision) when train, else only the evaluation sums. */
+/* Loss kernel over the logits A[L] + b[L-1]: gradient into D[L-1] (scaled
+   by 1/batch, and by S under mixed precision) when train, else only the
+   evaluation sums. */
 template <typename C, typename M> static inline hpdl_status hpdl__cmlp_loss(M *g, int batch, int train) {
     int L = g->n_layers, classes = g->widths[L], fuse, blocks = hpdl__cmlp_xent_blocks(g, batch, train, &fuse);
     hpdl__mlp_state *st = g->state;
     int warps = HPDL__XENT_MAX_THREADS / 32;
     int threads = fuse && blocks == 1 ? 32 * (batch < warps ? batch : warps) : 256;
     float *parts = fuse && blocks > 1 ? (float *)g->colsum : (float *)NULL; /* the blocks' sums, then their count */
-    hpdl__xent_from<C> from = {(const C *)g->A[L - 1], (const C *)g->cW[L - 1], g->widths[L - 1]};
-    typedef typename hpdl__cmlp_types<M>::master T; /* the bias's type */
-    auto kernel = hpdl__cmlp_logits_in_loss(g) ? hpdl__mlp_xent_kernel<C, T, C, true> : hpdl__mlp_xent_kernel<C, T, C, false>;
-    kernel<<<blocks, threads, 0, g->stream>>>(
+    hpdl__mlp_xent_kernel<<<blocks, threads, 0, g->stream>>>(
         batch, classes, (const C *)g->A[L], classes, g->b[L - 1], g->batch_labels, train ? (C *)g->D[L - 1] : (C *)NULL,
         classes, 1.0 / batch, g->amp ? &st->loss_scale : (const float *)NULL, 1.0,
         train ? &st->loss_sum : &st->eval_loss_sum, train ? &st->correct : &st->eval_correct,
         fuse ? (C *)g->db[L - 1] : (C *)NULL, (void *)parts,
-        parts ? (unsigned *)(parts + hpdl__colsum_parts(g)) : (unsigned *)NULL, from);
+        parts ? (unsigned *)(parts + hpdl__colsum_parts(g)) : (unsigned *)NULL);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
 }
@@ -11861,7 +11802,7 @@ HPDL_DEFINE_CUDA_MLP(f16, float, hpdl_f16, __half, f32)
                                                                   grad, ldg, 1.0 / rows, (const float *)NULL,     \
                                                                   1.0 / rows, d_loss,                             \
                                                                   (unsigned long long *)NULL, (T *)NULL, NULL,    \
-                                                                  (unsigned *)NULL, hpdl__xent_from<T>());        \
+                                                                  (unsigned *)NULL);                              \
         HPDL_CUDA_TRY_LAUNCH();                                                                                   \
         return HPDL_OK;                                                                                           \
     }
@@ -16505,8 +16446,7 @@ hpdl_status hpdl__gcnn_amp_xent(void *ctx, int rows, int cols, const void *logit
     hpdl__mlp_xent_kernel<<<(rows + 7) / 8, 256, 0, g->stream>>>(rows, cols, (const T *)logits, cols, (const float *)NULL,
                                                                  labels, (T *)grad, cols, 1.0 / rows,
                                                                  &g->d_scaler->loss_scale, 1.0 / rows, loss,
-                                                                 (unsigned long long *)NULL, (T *)NULL, NULL, (unsigned *)NULL,
-                                                                 hpdl__xent_from<T>());
+                                                                 (unsigned long long *)NULL, (T *)NULL, NULL, (unsigned *)NULL);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
 }

@@ -430,10 +430,10 @@ static void test_amp(void) {
 
 /* Mixed precision on hpdl's own kernels (AUTO) at the bench's shape, 784 ->
    512 -> 10: the hidden layer's bias and ReLU come from its GEMM
-   (hpdl__gemm_bias_act: the thin kernel at batch 40, the one-tile rung at
-   600) and the logits from the loss kernel (hpdl__cmlp_logits_in_loss).
-   Three steps in CUDA graphs follow the f32 CPU twin's update as closely as
-   the cuBLAS-backed model's do (test_amp). */
+   (hpdl__gemm_bias_act: the thin kernel at batch 40, the one-tile rung in
+   slices at 600). Three steps in CUDA graphs, none skipped (inputs small
+   enough that the loss scale cannot overflow), follow the f32 CPU twin's
+   update as closely as the cuBLAS-backed model's do (test_amp). */
 static void test_amp_own_kernels(void) {
     static const int widths[3] = {784, 512, 10}, batches[2] = {40, 600};
     int b;
@@ -445,14 +445,15 @@ static void test_amp_own_kernels(void) {
         hpdl_cuda_mlp_f16 g;
         float *X = (float *)hpdl_alloc((size_t)batch * widths[0], sizeof(float)), *dX = NULL;
         int32_t *y = (int32_t *)hpdl_alloc((size_t)batch, sizeof(int32_t)), *dy = NULL;
-        double loss, num = 0.0, den = 0.0;
+        double loss, num = 0.0, den = 0.0, scale = 0.0;
         hpdl_rng rng;
-        int64_t i;
+        int64_t i, skipped = -1;
         int l, s;
         HPDL_EXPECT(X && y);
         if (!X || !y) { HPDL_FREE(X); HPDL_FREE(y); return; }
         hpdl_rng_seed(&rng, 321 + (uint64_t)batch);
         fill_inputs(X, y, batch, widths[0], widths[2], &rng);
+        for (i = 0; i < (int64_t)batch * widths[0]; i++) X[i] *= 0.05f;
         HPDL_CHECK(hpdl_mlp_create_f32(&m, 3, widths, HPDL_ACT_RELU, 11));
         HPDL_CHECK(type_f32::copy(&m0, &m));
         HPDL_CHECK(type_f32::copy(&got, &m));
@@ -469,6 +470,8 @@ static void test_amp_own_kernels(void) {
             HPDL_EXPECT(hpdl_cuda_mlp_train_step_f16(&g, batch, dX, dy, 0.1, 0.0, NULL) == HPDL_OK);
         }
         HPDL_EXPECT(hpdl_cuda_mlp_download_f16(&g, &got) == HPDL_OK);
+        HPDL_EXPECT(hpdl_cuda_mlp_scaler_f16(&g, &scale, &skipped) == HPDL_OK);
+        HPDL_EXPECT(skipped == 0);
         for (l = 0; l < 2; l++) {
             for (i = 0; i < (int64_t)widths[l] * widths[l + 1]; i++) {
                 const double dg = got.W[l][i] - m0.W[l][i], dc = m.W[l][i] - m0.W[l][i];
