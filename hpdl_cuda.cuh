@@ -4918,8 +4918,11 @@ __global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma(const __grid_constant
     int tiles_n = (g.N + BN - 1) / BN, tm, tn, kt, i;
     float d[128];
     hpdl__wg_tile<8>((int)blockIdx.x, (g.M + BM - 1) / BM, tiles_n, &tm, &tn);
+    if (POST)
+        hpdl__wg_bias_start(d, g.bias, tn * BN, g.N, blockIdx.y == 0 ? 1.0f : 0.0f); /* in slice 0 only */
+    else
 #pragma unroll
-    for (i = 0; i < 128; i++) d[i] = 0.0f;
+        for (i = 0; i < 128; i++) d[i] = 0.0f;
     if (threadIdx.x == 0) {
         for (i = 0; i < S; i++) hpdl__mbar_init(&full[i], 1);
         hpdl__mbar_init_fence();
@@ -4928,9 +4931,6 @@ __global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma(const __grid_constant
     if (threadIdx.x == 0)
         for (kt = 0; kt < S - 1 && kt < KT; kt++)
             hpdl__wg_one_tile_load<T, AMN, BMN, BM, BN>(&map_a, &map_b, smem, full, tm, tn, k_first, kt);
-    /* the bias after the first copies are on their way: thread 0 then
-       issues them before it waits for its bias loads */
-    if (POST) hpdl__wg_bias_start(d, g.bias, tn * BN, g.N, blockIdx.y == 0 ? 1.0f : 0.0f); /* in slice 0 only */
     for (kt = 0; kt < KT; kt++) { /* multiply tile kt while tile kt - 1's wgmmas finish */
         unsigned char *st = smem + kt % S * STAGE;
         hpdl__mbar_wait(&full[kt % S], (unsigned)(kt / S) & 1);
@@ -5036,8 +5036,11 @@ __global__ void __launch_bounds__(128 * WGS, 1) hpdl__gemm_wgmma_thin(const __gr
     const int t = (int)threadIdx.x % 128, wg = (int)threadIdx.x / 128, lane = t % 32, row0 = SPLIT ? 64 * wg : 0;
     float d[ROWS / 2];
     int i, c, j;
+    if (POST) /* the MLP's bias, once per output: warpgroup 1's sums are added to warpgroup 0's unless SPLIT */
+        hpdl__wg_thin_bias_start<ROWS>(d, g.bias, n0 + t / 32 * 16 + lane / 4, g.N, SPLIT || wg == 0 ? 1.0f : 0.0f);
+    else
 #pragma unroll
-    for (i = 0; i < ROWS / 2; i++) d[i] = 0.0f;
+        for (i = 0; i < ROWS / 2; i++) d[i] = 0.0f;
     if (threadIdx.x == 0) {
         hpdl__tma_prefetch(&map_b);
         hpdl__tma_prefetch(&map_a);
@@ -5047,9 +5050,6 @@ __global__ void __launch_bounds__(128 * WGS, 1) hpdl__gemm_wgmma_thin(const __gr
             hpdl__wg_thin_load<BN, BMN, AMN>(&map_b, &map_a, smem + i * SH::STAGE, &full[i], n0, m0, i * BK);
     }
     __syncthreads();
-    if (POST) /* the MLP's bias, once per output (warpgroup 1's sums are added to warpgroup 0's unless SPLIT),
-                 after thread 0 has sent the first copies off */
-        hpdl__wg_thin_bias_start<ROWS>(d, g.bias, n0 + t / 32 * 16 + lane / 4, g.N, SPLIT || wg == 0 ? 1.0f : 0.0f);
     for (c = SPLIT ? 0 : wg; c < steps; c += STRIDE) { /* warpgroup wg: every STRIDE-th k-step */
         unsigned char *st = smem + c % stages * SH::STAGE;
         const int refill = c - STRIDE + stages; /* the k-step for the stage this warpgroup's step c - STRIDE used */
