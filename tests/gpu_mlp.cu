@@ -354,6 +354,65 @@ static void test_softmax_xent_f32(void) {
     check_xent<type_f32>(1, 1, 1);
 }
 
+/* A mixed-precision GPU model and its f32 CPU twin, from the same start. */
+typedef struct amp_pair {
+    hpdl_mlp_f32 cpu, start, grad, got; /* got: the GPU model's weights, downloaded */
+    hpdl_mlp_work_f32 work;
+    hpdl_cuda_mlp_f16 gpu;
+} amp_pair;
+
+static void amp_pair_create(amp_pair *p, const int widths[3], uint64_t seed, int batch) {
+    HPDL_CHECK(hpdl_mlp_create_f32(&p->cpu, 3, widths, HPDL_ACT_RELU, seed));
+    HPDL_CHECK(type_f32::copy(&p->start, &p->cpu));
+    HPDL_CHECK(type_f32::copy(&p->got, &p->cpu));
+    HPDL_CHECK(hpdl_mlp_create_zero_f32(&p->grad, 3, widths, HPDL_ACT_RELU));
+    HPDL_CHECK(hpdl_mlp_work_create_f32(&p->work, &p->cpu, batch));
+    HPDL_CHECK(hpdl_cuda_mlp_create_f16(&p->gpu, &p->cpu, batch));
+}
+
+static void amp_pair_destroy(amp_pair *p) {
+    hpdl_cuda_mlp_destroy_f16(&p->gpu);
+    hpdl_mlp_work_destroy_f32(&p->work);
+    hpdl_mlp_destroy_f32(&p->cpu);
+    hpdl_mlp_destroy_f32(&p->start);
+    hpdl_mlp_destroy_f32(&p->got);
+    hpdl_mlp_destroy_f32(&p->grad);
+}
+
+/* Steps on both models: the CPU twin's on X, y; the GPU model's on their
+   device copies dX, dy. */
+static void amp_pair_steps(amp_pair *p, int steps, int batch, const float *X, const int32_t *y, const float *dX,
+                           const int32_t *dy, double lr) {
+    double loss;
+    int s;
+    for (s = 0; s < steps; s++) {
+        HPDL_EXPECT(hpdl_mlp_train_step_f32(&p->cpu, &p->work, &p->grad, batch, X, y, lr, 0.0, &loss) == HPDL_OK);
+        HPDL_EXPECT(hpdl_cuda_mlp_train_step_f16(&p->gpu, batch, dX, dy, lr, 0.0, NULL) == HPDL_OK);
+    }
+}
+
+/* How far the GPU model's update is from the CPU twin's, both from the
+   start: sqrt(sum (dg - dc)^2 / sum dc^2) over every layer's weights, and
+   biases when `biases`. Downloads the GPU model into got first. */
+static double amp_update_error(amp_pair *p, int biases) {
+    double num = 0.0, den = 0.0;
+    int64_t i;
+    int l;
+    HPDL_EXPECT(hpdl_cuda_mlp_download_f16(&p->gpu, &p->got) == HPDL_OK);
+    for (l = 0; l < p->cpu.n_layers; l++) {
+        const int64_t weights = (int64_t)p->cpu.widths[l] * p->cpu.widths[l + 1];
+        for (i = 0; i < weights + (biases ? p->cpu.widths[l + 1] : 0); i++) {
+            const float *g = i < weights ? p->got.W[l] + i : p->got.b[l] + (i - weights);
+            const float *c = i < weights ? p->cpu.W[l] + i : p->cpu.b[l] + (i - weights);
+            const float *o = i < weights ? p->start.W[l] + i : p->start.b[l] + (i - weights);
+            num += ((double)*g - *c) * ((double)*g - *c);
+            den += ((double)*c - *o) * ((double)*c - *o);
+        }
+    }
+    HPDL_EXPECT(den > 0.0);
+    return sqrt(num / den);
+}
+
 /* Mixed precision: the update of a few steps follows the f32 CPU twin's
    (f16 products: within a few percent); an inf in the input skips the step
    (master weights bit-for-bit unchanged) and halves the scale; 2000 clean
@@ -361,12 +420,11 @@ static void test_softmax_xent_f32(void) {
 static void test_amp(void) {
     static const int widths[3] = {24, 48, 5};
     const int batch = 8;
-    hpdl_mlp_f32 m, m0, grad, got;
-    hpdl_mlp_work_f32 w;
-    hpdl_cuda_mlp_f16 g;
+    amp_pair p;
+    hpdl_mlp_f32 after;
     float X[batch * 24], *dX = NULL;
     int32_t y[batch], *dy = NULL;
-    double loss, scale = 0.0, num = 0.0, den = 0.0;
+    double scale = 0.0;
     int64_t skipped = -1, i;
     hpdl_rng rng;
     int l, s, same = 1;
@@ -374,56 +432,37 @@ static void test_amp(void) {
     hpdl_rng_seed(&rng, 123);
     fill_inputs(X, y, batch, widths[0], widths[2], &rng);
     for (i = 0; i < batch * widths[0]; i++) X[i] *= 0.25f; /* small enough that S = 2^16 cannot overflow */
-    HPDL_CHECK(hpdl_mlp_create_f32(&m, 3, widths, HPDL_ACT_RELU, 9));
-    HPDL_CHECK(type_f32::copy(&m0, &m));
-    HPDL_CHECK(type_f32::copy(&got, &m));
-    HPDL_CHECK(hpdl_mlp_create_zero_f32(&grad, 3, widths, HPDL_ACT_RELU));
-    HPDL_CHECK(hpdl_mlp_work_create_f32(&w, &m, batch));
-    HPDL_CHECK(hpdl_cuda_mlp_create_f16(&g, &m, batch));
+    amp_pair_create(&p, widths, 9, batch);
     HPDL_CUDA_CHECK(cudaMalloc((void **)&dX, sizeof X));
     HPDL_CUDA_CHECK(cudaMalloc((void **)&dy, sizeof y));
     HPDL_CUDA_CHECK(cudaMemcpy(dX, X, sizeof X, cudaMemcpyHostToDevice));
     HPDL_CUDA_CHECK(cudaMemcpy(dy, y, sizeof y, cudaMemcpyHostToDevice));
-    for (s = 0; s < 3; s++) {
-        HPDL_EXPECT(hpdl_mlp_train_step_f32(&m, &w, &grad, batch, X, y, 0.5, 0.0, &loss) == HPDL_OK);
-        HPDL_EXPECT(hpdl_cuda_mlp_train_step_f16(&g, batch, dX, dy, 0.5, 0.0, NULL) == HPDL_OK);
-    }
-    HPDL_EXPECT(hpdl_cuda_mlp_download_f16(&g, &got) == HPDL_OK);
-    for (l = 0; l < 2; l++)
-        for (i = 0; i < (int64_t)widths[l] * widths[l + 1]; i++) {
-            double dg = got.W[l][i] - m0.W[l][i], dc = m.W[l][i] - m0.W[l][i];
-            num += (dg - dc) * (dg - dc);
-            den += dc * dc;
-        }
-    HPDL_EXPECT(den > 0.0);
-    HPDL_EXPECT_NEAR(sqrt(num / den), 0.0, 3e-2);
-    HPDL_EXPECT(hpdl_cuda_mlp_scaler_f16(&g, &scale, &skipped) == HPDL_OK);
+    amp_pair_steps(&p, 3, batch, X, y, dX, dy, 0.5);
+    HPDL_EXPECT_NEAR(amp_update_error(&p, 0), 0.0, 3e-2);
+    HPDL_EXPECT(hpdl_cuda_mlp_scaler_f16(&p.gpu, &scale, &skipped) == HPDL_OK);
     HPDL_EXPECT(scale == 65536.0 && skipped == 0);
     /* injected overflow */
     X[5] = INFINITY;
     HPDL_CUDA_CHECK(cudaMemcpy(dX, X, sizeof X, cudaMemcpyHostToDevice));
-    HPDL_EXPECT(hpdl_cuda_mlp_train_step_f16(&g, batch, dX, dy, 0.5, 0.0, NULL) == HPDL_OK);
-    HPDL_EXPECT(hpdl_cuda_mlp_download_f16(&g, &m0) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cuda_mlp_train_step_f16(&p.gpu, batch, dX, dy, 0.5, 0.0, NULL) == HPDL_OK);
+    HPDL_CHECK(type_f32::copy(&after, &p.got));
+    HPDL_EXPECT(hpdl_cuda_mlp_download_f16(&p.gpu, &after) == HPDL_OK);
     for (l = 0; l < 2; l++) {
-        same &= memcmp(m0.W[l], got.W[l], sizeof(float) * widths[l] * widths[l + 1]) == 0;
-        same &= memcmp(m0.b[l], got.b[l], sizeof(float) * widths[l + 1]) == 0;
+        same &= memcmp(after.W[l], p.got.W[l], sizeof(float) * widths[l] * widths[l + 1]) == 0;
+        same &= memcmp(after.b[l], p.got.b[l], sizeof(float) * widths[l + 1]) == 0;
     }
     HPDL_EXPECT(same);
-    HPDL_EXPECT(hpdl_cuda_mlp_scaler_f16(&g, &scale, &skipped) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cuda_mlp_scaler_f16(&p.gpu, &scale, &skipped) == HPDL_OK);
     HPDL_EXPECT(scale == 32768.0 && skipped == 1);
     /* growth: small inputs keep every step finite */
     for (i = 0; i < batch * widths[0]; i++) X[i] = 0.01f * (float)hpdl_rng_uniform(&rng);
     HPDL_CUDA_CHECK(cudaMemcpy(dX, X, sizeof X, cudaMemcpyHostToDevice));
     for (s = 0; s < HPDL_CUDA_MLP_SCALE_GROWTH_INTERVAL; s++)
-        HPDL_EXPECT(hpdl_cuda_mlp_train_step_f16(&g, batch, dX, dy, 1e-3, 0.0, NULL) == HPDL_OK);
-    HPDL_EXPECT(hpdl_cuda_mlp_scaler_f16(&g, &scale, &skipped) == HPDL_OK);
+        HPDL_EXPECT(hpdl_cuda_mlp_train_step_f16(&p.gpu, batch, dX, dy, 1e-3, 0.0, NULL) == HPDL_OK);
+    HPDL_EXPECT(hpdl_cuda_mlp_scaler_f16(&p.gpu, &scale, &skipped) == HPDL_OK);
     HPDL_EXPECT(scale == 65536.0 && skipped == 1);
-    hpdl_cuda_mlp_destroy_f16(&g);
-    hpdl_mlp_work_destroy_f32(&w);
-    hpdl_mlp_destroy_f32(&m);
-    hpdl_mlp_destroy_f32(&m0);
-    hpdl_mlp_destroy_f32(&got);
-    hpdl_mlp_destroy_f32(&grad);
+    amp_pair_destroy(&p);
+    hpdl_mlp_destroy_f32(&after);
     cudaFree(dX);
     cudaFree(dy);
 }
@@ -433,66 +472,38 @@ static void test_amp(void) {
    (hpdl__gemm_bias_act: the thin kernel at batch 40, the one-tile rung in
    slices at 600). Three steps in CUDA graphs, none skipped (inputs small
    enough that the loss scale cannot overflow), follow the f32 CPU twin's
-   update as closely as the cuBLAS-backed model's do (test_amp). */
+   update, biases included, as closely as the cuBLAS-backed model's do
+   (test_amp). */
 static void test_amp_own_kernels(void) {
     static const int widths[3] = {784, 512, 10}, batches[2] = {40, 600};
     int b;
     NO_GPU_SKIP();
     for (b = 0; b < 2; b++) {
         const int batch = batches[b];
-        hpdl_mlp_f32 m, m0, grad, got;
-        hpdl_mlp_work_f32 w;
-        hpdl_cuda_mlp_f16 g;
+        amp_pair p;
         float *X = (float *)hpdl_alloc((size_t)batch * widths[0], sizeof(float)), *dX = NULL;
         int32_t *y = (int32_t *)hpdl_alloc((size_t)batch, sizeof(int32_t)), *dy = NULL;
-        double loss, num = 0.0, den = 0.0, scale = 0.0;
+        double scale = 0.0, err;
         hpdl_rng rng;
         int64_t i, skipped = -1;
-        int l, s;
         HPDL_EXPECT(X && y);
         if (!X || !y) { HPDL_FREE(X); HPDL_FREE(y); return; }
         hpdl_rng_seed(&rng, 321 + (uint64_t)batch);
         fill_inputs(X, y, batch, widths[0], widths[2], &rng);
         for (i = 0; i < (int64_t)batch * widths[0]; i++) X[i] *= 0.05f;
-        HPDL_CHECK(hpdl_mlp_create_f32(&m, 3, widths, HPDL_ACT_RELU, 11));
-        HPDL_CHECK(type_f32::copy(&m0, &m));
-        HPDL_CHECK(type_f32::copy(&got, &m));
-        HPDL_CHECK(hpdl_mlp_create_zero_f32(&grad, 3, widths, HPDL_ACT_RELU));
-        HPDL_CHECK(hpdl_mlp_work_create_f32(&w, &m, batch));
-        HPDL_CHECK(hpdl_cuda_mlp_create_f16(&g, &m, batch));
-        g.algo = HPDL_GEMM_AUTO;
+        amp_pair_create(&p, widths, 11, batch);
+        p.gpu.algo = HPDL_GEMM_AUTO;
         HPDL_CUDA_CHECK(cudaMalloc((void **)&dX, (size_t)batch * widths[0] * sizeof(float)));
         HPDL_CUDA_CHECK(cudaMalloc((void **)&dy, (size_t)batch * sizeof(int32_t)));
         HPDL_CUDA_CHECK(cudaMemcpy(dX, X, (size_t)batch * widths[0] * sizeof(float), cudaMemcpyHostToDevice));
         HPDL_CUDA_CHECK(cudaMemcpy(dy, y, (size_t)batch * sizeof(int32_t), cudaMemcpyHostToDevice));
-        for (s = 0; s < 3; s++) {
-            HPDL_EXPECT(hpdl_mlp_train_step_f32(&m, &w, &grad, batch, X, y, 0.1, 0.0, &loss) == HPDL_OK);
-            HPDL_EXPECT(hpdl_cuda_mlp_train_step_f16(&g, batch, dX, dy, 0.1, 0.0, NULL) == HPDL_OK);
-        }
-        HPDL_EXPECT(hpdl_cuda_mlp_download_f16(&g, &got) == HPDL_OK);
-        HPDL_EXPECT(hpdl_cuda_mlp_scaler_f16(&g, &scale, &skipped) == HPDL_OK);
+        amp_pair_steps(&p, 3, batch, X, y, dX, dy, 0.1);
+        err = amp_update_error(&p, 1);
+        if (!(err <= 3e-2)) fprintf(stderr, "    batch %d: relative update error %g\n", batch, err);
+        HPDL_EXPECT_NEAR(err, 0.0, 3e-2);
+        HPDL_EXPECT(hpdl_cuda_mlp_scaler_f16(&p.gpu, &scale, &skipped) == HPDL_OK);
         HPDL_EXPECT(skipped == 0);
-        for (l = 0; l < 2; l++) {
-            for (i = 0; i < (int64_t)widths[l] * widths[l + 1]; i++) {
-                const double dg = got.W[l][i] - m0.W[l][i], dc = m.W[l][i] - m0.W[l][i];
-                num += (dg - dc) * (dg - dc);
-                den += dc * dc;
-            }
-            for (i = 0; i < widths[l + 1]; i++) {
-                const double dg = got.b[l][i] - m0.b[l][i], dc = m.b[l][i] - m0.b[l][i];
-                num += (dg - dc) * (dg - dc);
-                den += dc * dc;
-            }
-        }
-        HPDL_EXPECT(den > 0.0);
-        if (!(sqrt(num / den) <= 3e-2)) fprintf(stderr, "    batch %d: relative update error %g\n", batch, sqrt(num / den));
-        HPDL_EXPECT_NEAR(sqrt(num / den), 0.0, 3e-2);
-        hpdl_cuda_mlp_destroy_f16(&g);
-        hpdl_mlp_work_destroy_f32(&w);
-        hpdl_mlp_destroy_f32(&m);
-        hpdl_mlp_destroy_f32(&m0);
-        hpdl_mlp_destroy_f32(&got);
-        hpdl_mlp_destroy_f32(&grad);
+        amp_pair_destroy(&p);
         cudaFree(dX);
         cudaFree(dy);
         HPDL_FREE(X);
