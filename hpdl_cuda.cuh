@@ -4951,7 +4951,7 @@ __global__ void __launch_bounds__(128, 1) hpdl__gemm_wgmma(const __grid_constant
         hpdl__wg_put_slice((float *)sk.partial, d, tm, tn, tiles_n, (int)blockIdx.y, (int)gridDim.y);
         return;
     }
-    hpdl__wg_epilogue<true>(g, &map_c, tma_c, d, tm * BM, tn * BN, epi);
+    hpdl__wg_epilogue<POST>(g, &map_c, tma_c, d, tm * BM, tn * BN, epi);
     hpdl__wg_epilogue_done();
 #else
     /* no sm_90a code in this pass: never launched */
@@ -5493,8 +5493,8 @@ static inline hpdl_status hpdl__gemm_run_wgmma(const hpdl__wg_launch &l, const h
         return HPDL_ERR_UNSUPPORTED;
     if ((s = hpdl__wg_map(&map_a, g.a, g.M, g.K)) != HPDL_OK || (s = hpdl__wg_map(&map_b, g.b, g.N, g.K)) != HPDL_OK)
         return s;
-    /* the TMA epilogue writes f16/bf16 and reads no C (beta = 0); the MLP's
-       bias and activation are applied there, not in hpdl__wg_store */
+    /* the TMA epilogue writes f16/bf16 and reads no C (beta = 0); the ReLU
+       of hpdl__gemm_bias_act is applied there, not in hpdl__wg_store */
     tma_c = g.beta == 0.0f && hpdl__wg_map_c(&map_c, g.C, g.M, g.N, g.ldc) == HPDL_OK;
     if ((g.bias || g.relu) && !tma_c) return HPDL_ERR_UNSUPPORTED;
     return hpdl__wg_run(l, map_a, map_b, tma_c ? &map_c : NULL, g, (g.K + BK - 1) / BK, 1, stream);
