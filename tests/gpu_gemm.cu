@@ -186,6 +186,12 @@ static int hopper_gpu(void) {
     return hpdl_cuda_available() && cudaGetDeviceProperties(&p, 0) == cudaSuccess && p.major == 9 && p.minor == 0;
 }
 
+/* A GPU with the tensor cores' mma.sync m16n8k16 for 16-bit elements (sm_80 on). */
+static int tensor_gpu(void) {
+    cudaDeviceProp p;
+    return hpdl_cuda_available() && cudaGetDeviceProperties(&p, 0) == cudaSuccess && p.major >= 8;
+}
+
 /* Whether a Hopper rung runs this case (else it must say HPDL_ERR_UNSUPPORTED):
    f16/bf16 any layout, f32 (as TF32) only A not transposed and B transposed;
    lda and ldb of 16 bytes' multiples for the copy engine (cudaMalloc'd
@@ -703,6 +709,157 @@ static void test_gemm_narrow_cluster(void) {
     HPDL_EXPECT(failed == 0);
 }
 
+/* A device copy of n host values; NULL if the GPU has no room. */
+template <typename T> static T *to_device(const T *x, size_t n) {
+    T *d = NULL;
+    if (cudaMalloc((void **)&d, n * sizeof(T)) != cudaSuccess) return NULL;
+    HPDL_CUDA_CHECK(cudaMemcpy(d, x, n * sizeof(T), cudaMemcpyHostToDevice));
+    return d;
+}
+
+/* One case of the short-K kernel with the MLP's backward epilogue: C = (A
+   B^T) * act'(out) (A M x K, B N x K, out M x N) and db, C's column sums,
+   against f64 sums of the same values, within tol of the terms' absolute
+   sums; runs of rows for at most most_runs runs (1: one run, no parts). A
+   second launch must give the same bits (the counts were set back to 0).
+   Returns the failures. */
+template <typename T>
+static int check_shortk_delta(const char *type, const int shape[3], hpdl_activation act, int most_runs, double tol,
+                              hpdl_rng *r) {
+    typedef typename hpdl__dev<T>::type D;
+    const int M = shape[0], N = shape[1], K = shape[2];
+    T *a = (T *)hpdl_alloc((size_t)M * K, sizeof(T)), *b = (T *)hpdl_alloc((size_t)N * K, sizeof(T));
+    T *out = (T *)hpdl_alloc((size_t)M * N, sizeof(T)), *c = (T *)hpdl_alloc((size_t)M * N, sizeof(T));
+    T *db = (T *)hpdl_alloc(N, sizeof(T)), *first = (T *)hpdl_alloc((size_t)M * N + N, sizeof(T));
+    double *a64 = (double *)hpdl_alloc((size_t)M * K, sizeof(double)), *b64 = (double *)hpdl_alloc((size_t)N * K, sizeof(double));
+    double *sum = (double *)hpdl_alloc(N, sizeof(double)), *size = (double *)hpdl_alloc(N, sizeof(double));
+    T *d_a, *d_b, *d_out, *d_c = NULL, *d_db = NULL;
+    float *parts = NULL;
+    unsigned *counts = NULL;
+    int m, n, k, run, failed = 0;
+    HPDL_EXPECT(a && b && out && c && db && first && a64 && b64 && sum && size);
+    fill(r, a, a64, (size_t)M * K);
+    fill(r, b, b64, (size_t)N * K);
+    for (m = 0; m < M * N; m++) /* ReLU: half the mask off; sigmoid: outputs in (0, 1) */
+        from_f64(act == HPDL_ACT_RELU ? hpdl_rng_uniform(r) - 0.5 : 0.05 + 0.9 * hpdl_rng_uniform(r), &out[m]);
+    d_a = to_device(a, (size_t)M * K);
+    d_b = to_device(b, (size_t)N * K);
+    d_out = to_device(out, (size_t)M * N);
+    HPDL_CUDA_CHECK(cudaMalloc((void **)&d_c, (size_t)M * N * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc((void **)&d_db, N * sizeof(T)));
+    HPDL_CUDA_CHECK(cudaMalloc((void **)&parts, (size_t)most_runs * N * sizeof(float)));
+    HPDL_CUDA_CHECK(cudaMalloc((void **)&counts, (N + 127) / 128 * sizeof(unsigned)));
+    HPDL_CUDA_CHECK(cudaMemset(counts, 0, (N + 127) / 128 * sizeof(unsigned)));
+    HPDL_EXPECT(d_a && d_b && d_out);
+    for (run = 0; run < 2; run++) {
+        hpdl__gemm_args<D, float> g = hpdl__gemm_make_args(HPDL_NO_TRANS, HPDL_TRANS, M, N, K, 1.0f, (const D *)d_a, K,
+                                                           (const D *)d_b, K, 0.0f, (D *)d_c, N, 4);
+        hpdl__shortk_delta<D, float> d = {(const D *)d_out, hpdl__gemm_aligned(d_out, N, 4, sizeof(T)), act, (D *)d_db, most_runs > 1 ? parts : NULL, counts};
+        HPDL_EXPECT(hpdl__gemm_launch_shortk_delta(g, d, most_runs, (cudaStream_t)0) == HPDL_OK);
+        HPDL_CUDA_CHECK(cudaMemcpy(c, d_c, (size_t)M * N * sizeof(T), cudaMemcpyDeviceToHost));
+        HPDL_CUDA_CHECK(cudaMemcpy(db, d_db, N * sizeof(T), cudaMemcpyDeviceToHost));
+        if (run == 0) {
+            memcpy(first, c, (size_t)M * N * sizeof(T));
+            memcpy(first + (size_t)M * N, db, N * sizeof(T));
+        } else if (memcmp(first, c, (size_t)M * N * sizeof(T)) != 0 || memcmp(first + (size_t)M * N, db, N * sizeof(T)) != 0) {
+            fprintf(stderr, "    %s shortk delta %dx%dx%d: two runs differ\n", type, M, N, K);
+            failed++;
+        }
+    }
+    memset(sum, 0, N * sizeof(double));
+    memset(size, 0, N * sizeof(double));
+    for (m = 0; m < M; m++)
+        for (n = 0; n < N; n++) {
+            const double o = to_f64(out[(size_t)m * N + n]), grad = act == HPDL_ACT_RELU ? (o > 0 ? 1.0 : 0.0) : o * (1 - o);
+            double v = 0, bound = 0;
+            for (k = 0; k < K; k++) {
+                v += a64[(size_t)m * K + k] * b64[(size_t)n * K + k];
+                bound += fabs(a64[(size_t)m * K + k] * b64[(size_t)n * K + k]);
+            }
+            sum[n] += v * grad;
+            size[n] += bound;
+            if (fabs(to_f64(c[(size_t)m * N + n]) - v * grad) > tol * (bound + 1e-30)) failed++;
+        }
+    for (n = 0; n < N; n++)
+        if (fabs(to_f64(db[n]) - sum[n]) > tol * (size[n] + fabs(sum[n]))) failed++;
+    if (failed) fprintf(stderr, "    %s shortk delta %dx%dx%d act %d runs <= %d: %d wrong\n", type, M, N, K, (int)act, most_runs, failed);
+    cudaFree(d_a); cudaFree(d_b); cudaFree(d_out); cudaFree(d_c); cudaFree(d_db); cudaFree(parts); cudaFree(counts);
+    HPDL_FREE(a); HPDL_FREE(b); HPDL_FREE(out); HPDL_FREE(c); HPDL_FREE(db); HPDL_FREE(first);
+    HPDL_FREE(a64); HPDL_FREE(b64); HPDL_FREE(sum); HPDL_FREE(size);
+    return failed;
+}
+
+/* The short-K kernel's backward epilogue (hpdl__gemm_launch_shortk_delta):
+   one run of rows and many, strips cut short, ReLU and sigmoid, f32 and
+   f16; K past HPDL__SHORTK_MAX, beta != 0 and runs past HPDL__SHORTK_ROWS
+   rows refused. */
+static void test_gemm_shortk_delta(void) {
+    static const int shapes[][3] = {{37, 300, 10}, {3000, 512, 10}, {1100, 130, 16}, {600, 2048, 3}};
+    static const int most_runs[] = {1, 128, 12, 64};
+    hpdl_rng r;
+    int i, failed = 0;
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    hpdl_rng_seed(&r, 71);
+    for (i = 0; i < HPDL_COUNT(shapes); i++) {
+        const hpdl_activation act = i == 2 ? HPDL_ACT_SIGMOID : HPDL_ACT_RELU;
+        failed += check_shortk_delta<float>("f32", shapes[i], act, most_runs[i], 1e-5, &r);
+        failed += check_shortk_delta<hpdl_f16>("f16", shapes[i], act, most_runs[i], 1e-2, &r);
+    }
+    HPDL_EXPECT(failed == 0);
+    {
+        hpdl__gemm_args<float, float> g = hpdl__gemm_make_args(HPDL_NO_TRANS, HPDL_TRANS, 1100, 130, 17, 1.0f, (const float *)NULL,
+                                                               17, (const float *)NULL, 17, 0.0f, (float *)NULL, 130, 4);
+        hpdl__shortk_delta<float, float> d = {NULL, 0, HPDL_ACT_RELU, NULL, NULL, NULL};
+        HPDL_EXPECT(hpdl__gemm_launch_shortk_delta(g, d, 64, (cudaStream_t)0) == HPDL_ERR_UNSUPPORTED); /* K 17 */
+        g.K = 16;
+        g.beta = 0.5f;
+        HPDL_EXPECT(hpdl__gemm_launch_shortk_delta(g, d, 64, (cudaStream_t)0) == HPDL_ERR_UNSUPPORTED); /* beta */
+        g.beta = 0.0f;
+        HPDL_EXPECT(hpdl__gemm_launch_shortk_delta(g, d, 8, (cudaStream_t)0) == HPDL_ERR_UNSUPPORTED); /* 144 rows a run */
+    }
+}
+
+/* splitk's 16-bit narrow products of many rows with A K-contiguous, on the
+   tensor cores in one pass (hpdl__gemm_narrow_rows_tc): blocks of rows cut
+   short, 1 to 16 columns, K ending inside a lane's 8 k's and inside a
+   warp's run of 32, B in both layouts, aligned A (the kernel's) and
+   unaligned (splitk's slices), both betas, against the f64 CPU GEMM; a
+   second run gives the same bits. On a GPU with sm_80 code the kernel
+   itself must take the aligned ones, and no product of fewer than
+   HPDL__NRT_MIN_M rows or more than HPDL__NRT_MAX_K k's. */
+template <typename T> static void check_narrow_rows_type(const char *type, uint64_t seed) {
+    static const int shapes[][3] = {{3000, 10, 512}, {1025, 16, 520}, {600, 1, 1000}, {2048, 13, 1021}, {530, 10, 44}};
+    hpdl_rng r;
+    int i, tb, layout, failed = 0;
+    if (!hpdl_cuda_available()) { hpdl_test__skipped = 1; fprintf(stderr, "    skipped: no GPU\n"); return; }
+    hpdl_rng_seed(&r, seed);
+    for (i = 0; i < HPDL_COUNT(shapes); i++)
+        for (tb = 0; tb < 2; tb++)
+            for (layout = 0; layout < 2; layout++) {
+                gemm_case<T> c;
+                case_init(&c, tb << 1, shapes[i], layout, (i + tb + layout) % 2);
+                HPDL_EXPECT(case_setup(&c, &r));
+                failed += check_splitk_twice(&c, 1e-2, type);
+                if (tensor_gpu() && layout == 1) { /* aligned: the kernel's */
+                    typedef typename hpdl__dev<T>::type D;
+                    hpdl__gemm_args<D, float> g = hpdl__gemm_make_args(c.ta, c.tb, c.M, c.N, c.K, (float)c.alpha, (const D *)c.dA,
+                                                                       c.lda, (const D *)c.dB, c.ldb, (float)c.beta, (D *)c.dC, c.ldc, 8);
+                    HPDL_EXPECT(hpdl__gemm_launch_narrow_rows(g, (cudaStream_t)0) == HPDL_OK);
+                    g.M = HPDL__NRT_MIN_M - 1;
+                    HPDL_EXPECT(hpdl__gemm_launch_narrow_rows(g, (cudaStream_t)0) == HPDL_ERR_UNSUPPORTED);
+                    g.M = c.M;
+                    g.K = HPDL__NRT_MAX_K + 1;
+                    HPDL_EXPECT(hpdl__gemm_launch_narrow_rows(g, (cudaStream_t)0) == HPDL_ERR_UNSUPPORTED);
+                }
+                case_free(&c);
+            }
+    HPDL_EXPECT(failed == 0);
+}
+static void test_gemm_narrow_rows(void) {
+    check_narrow_rows_type<hpdl_f16>("f16", 61);
+    check_narrow_rows_type<hpdl_bf16>("bf16", 62);
+}
+
 /* The splitk rung on the given shapes: all four operand layouts, aligned
    and unaligned, both betas (check_splitk_twice). */
 template <typename T>
@@ -1128,6 +1285,7 @@ int main(int argc, char **argv) {
                                       HPDL_TEST(test_gemm_shortk),       HPDL_TEST(test_gemm_splitk_apart),
                                       HPDL_TEST(test_gemm_narrow_cluster),
                                       HPDL_TEST(test_gemm_splitk_few_slices),
-                                      HPDL_TEST(test_gemm_narrow_plan),  HPDL_TEST(test_gemm_splitk_graph)};
+                                      HPDL_TEST(test_gemm_narrow_plan),  HPDL_TEST(test_gemm_splitk_graph),
+                                      HPDL_TEST(test_gemm_narrow_rows),  HPDL_TEST(test_gemm_shortk_delta)};
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
 }
