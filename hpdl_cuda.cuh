@@ -11482,13 +11482,13 @@ static inline hpdl_status hpdl__cmlp_create(M *g, const CPU *m, int max_batch) {
     g->max_batch = max_batch;
     g->amp = hpdl__is_half<C>::value;
     g->use_graphs = 1;
-    /* The products here are small or skinny (a batch of 32 against 784x512).
-       cuBLAS is the default for f32 and f16. On an H100 at 683c6c9 AUTO's
-       own kernels ran every f32 epoch of bench/mlp 4-11 % faster, but f16
-       epochs up to 4.5 % slower, and no other GPU than H100 and H200 was
-       measured. f64 keeps AUTO (tensor-core DMMA). Any rung can be set in
+    /* The products here are small or skinny (a batch of 32 against
+       784x512): hpdl's own kernels by default (AUTO), which at f36bfea ran
+       every epoch of bench/mlp on one H200 faster than the same model on
+       cuBLAS (f32 0.85-0.95 of its time, f16 0.87-0.97; notes/mlp.md). Only
+       H100 and H200 were measured. Any rung, cuBLAS too, can be set in
        g->algo. */
-    g->algo = sizeof(T) == sizeof(double) ? HPDL_GEMM_AUTO : HPDL_GEMM_CUBLAS;
+    g->algo = HPDL_GEMM_AUTO;
     s = hpdl__cmlp_alloc<T, CT>(g);
     if (s == HPDL_OK) s = hpdl__cmlp_upload<T, C>(g, m);
     if (s == HPDL_OK) s = hpdl__cmlp_types<M>::passes::create(g);

@@ -4,16 +4,17 @@
    Variants, each one full epoch (device shuffle, gather, forward, loss,
    backward, update for every mini-batch; the last batch is short when the
    batch does not divide 60000):
-       f32 graph      hpdl_cuda_mlp_f32 as created (products through cuBLAS),
-                      one CUDA graph replay per step
-       f32 own        the same on hpdl's own GEMMs (the ladder's AUTO: splitk,
-                      3xTF32 mma where its tiles fill the GPU, else warptile)
-       f32 eager      the default model's steps launched kernel by kernel
+       f32 graph      hpdl_cuda_mlp_f32 with its products through cuBLAS
+                      (algo HPDL_GEMM_CUBLAS), one CUDA graph replay per step
+       f32 own        the model as created: hpdl's own GEMMs (the ladder's
+                      AUTO: splitk, 3xTF32 mma where its tiles fill the GPU,
+                      else warptile)
+       f32 eager      the cuBLAS model's steps launched kernel by kernel
        f16 graph      mixed precision (f16 products through cuBLAS, f32 master
                       weights, dynamic loss scaling), graph replays
-       f16 mma        the same on hpdl's own GEMMs (the ladder's AUTO: splitk,
-                      the Hopper wgmma rungs, warptile or mma by shape; the
-                      name is the column's since the first runs)
+       f16 mma        the model as created: hpdl's own GEMMs (the ladder's
+                      AUTO: splitk, the Hopper wgmma rungs, warptile or mma by
+                      shape; the name is the column's since the first runs)
    and the anchor in the same run: PyTorch eager, the same network, SGD and
    epoch (bench/pytorch/mlp.py; f32, and torch.autocast + GradScaler for the
    f16 rows), skipped with a message without torch.
@@ -137,14 +138,14 @@ static double time_variant(int v, int hidden, int batch, hpdl_cuda_dataset *data
     c.seed = 1;
     if (v == V_F16 || v == V_F16_MMA) {
         HPDL_CHECK(hpdl_cuda_mlp_create_f16(&g16, &m, batch));
-        if (v == V_F16_MMA) g16.algo = HPDL_GEMM_AUTO;
+        g16.algo = v == V_F16_MMA ? HPDL_GEMM_AUTO : HPDL_GEMM_CUBLAS;
         c.g16 = &g16;
         HPDL_CHECK(hpdl_cuda_time_median_ms(epoch_f16, &c, g16.stream, WARMUP, REPS, flush, &ms));
         if (v == V_F16) HPDL_CHECK(hpdl_cuda_mlp_scaler_f16(&g16, NULL, skipped));
         hpdl_cuda_mlp_destroy_f16(&g16);
     } else {
         HPDL_CHECK(hpdl_cuda_mlp_create_f32(&g32, &m, batch));
-        if (v == V_F32_OWN) g32.algo = HPDL_GEMM_AUTO;
+        g32.algo = v == V_F32_OWN ? HPDL_GEMM_AUTO : HPDL_GEMM_CUBLAS;
         g32.use_graphs = v != V_F32_EAGER;
         c.g32 = &g32;
         HPDL_CHECK(hpdl_cuda_time_median_ms(epoch_f32, &c, g32.stream, WARMUP, REPS, flush, &ms));
