@@ -3198,10 +3198,11 @@ __global__ void __launch_bounds__(256, 2) hpdl__gemm_narrow_mn_tc(hpdl__gemm_arg
 
 /* The splitk rung's workspace for one stream: the slices' sums and a
    counter per tile (0 between launches). Made on the stream's first split
-   launch outside graph capture and kept for the life of the program, since
-   captured graphs keep its address; one per device and stream, because
-   products on two streams may run at the same time. NULL: none (no memory,
-   16 streams have one, or the stream is being captured): no split. */
+   launch outside graph capture and kept until the stream's owner gives it
+   back (hpdl__splitk_space_release), since captured graphs keep its
+   address; one per device and stream, because products on two streams may
+   run at the same time. NULL: none (no memory, HPDL__SPLITK_SPACES streams
+   hold one, or the stream is being captured): no split. */
 typedef struct hpdl__splitk_space {
     int device;
     cudaStream_t stream;
@@ -3209,16 +3210,23 @@ typedef struct hpdl__splitk_space {
     unsigned *counters;
 } hpdl__splitk_space;
 
+enum { HPDL__SPLITK_SPACES = 16 };
+
+/* The table of workspaces, packed: the first slot without one ends it. */
+HPDL_LAZY hpdl__splitk_space *hpdl__splitk_spaces(void) {
+    static hpdl__splitk_space spaces[HPDL__SPLITK_SPACES];
+    return spaces;
+}
+
 HPDL_LAZY hpdl__splitk_space *hpdl__splitk_space_for(cudaStream_t stream) {
-    enum { SPACES = 16 };
-    static hpdl__splitk_space spaces[SPACES];
+    hpdl__splitk_space *spaces = hpdl__splitk_spaces(), *sp;
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    hpdl__splitk_space *sp;
     int device = 0, i;
     if (cudaGetDevice(&device) != cudaSuccess) { cudaGetLastError(); return NULL; }
-    for (i = 0; i < SPACES && spaces[i].ws; i++)
+    for (i = 0; i < HPDL__SPLITK_SPACES && spaces[i].ws; i++)
         if (spaces[i].device == device && spaces[i].stream == stream) return &spaces[i];
-    if (i == SPACES || cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
+    if (i == HPDL__SPLITK_SPACES || cudaStreamIsCapturing(stream, &capture) != cudaSuccess ||
+        capture != cudaStreamCaptureStatusNone) {
         cudaGetLastError();
         return NULL;
     }
@@ -3235,6 +3243,27 @@ HPDL_LAZY hpdl__splitk_space *hpdl__splitk_space_for(cudaStream_t stream) {
     sp->device = device;
     sp->stream = stream;
     return sp;
+}
+
+/* Frees the workspace of `stream` on the current device, if it has one,
+   and its slot: for the stream's owner about to destroy it, after the
+   graphs captured on it (they hold the workspace's address). Without it,
+   a program that makes and destroys models one after another ran out of
+   slots at the 17th stream and its GEMMs stopped splitting K (bench/mlp's
+   last f16 own-kernel epoch, one H200: 2.4 -> 4.5 ms). */
+HPDL_LAZY void hpdl__splitk_space_release(cudaStream_t stream) {
+    hpdl__splitk_space *spaces = hpdl__splitk_spaces();
+    int device = 0, i, used = 0;
+    if (cudaGetDevice(&device) != cudaSuccess) { cudaGetLastError(); return; }
+    while (used < HPDL__SPLITK_SPACES && spaces[used].ws) used++;
+    for (i = 0; i < used; i++)
+        if (spaces[i].device == device && spaces[i].stream == stream) {
+            cudaFree(spaces[i].ws); /* waits for the device */
+            cudaFree(spaces[i].counters);
+            spaces[i] = spaces[used - 1]; /* the last moves into the gap: still packed */
+            memset(&spaces[used - 1], 0, sizeof spaces[0]);
+            return;
+        }
 }
 
 /* The splitk rung's tile for an M x N product (HPDL__SPLITK_*), and its rows and columns. */
@@ -11386,7 +11415,10 @@ template <typename M> static inline void hpdl__cmlp_destroy(M *g) {
     hpdl_cuda_free(g->batch_labels);
     hpdl_cuda_free(g->state);
     hpdl_cuda_free(g->colsum);
-    if (g->stream) cudaStreamDestroy(g->stream);
+    if (g->stream) {
+        hpdl__splitk_space_release(g->stream);
+        cudaStreamDestroy(g->stream);
+    }
     memset(g, 0, sizeof *g);
 }
 
@@ -12281,7 +12313,10 @@ HPDL_CUDA_API void hpdl__cuda_lanes_destroy(hpdl__cuda_lanes *l) {
     int g;
     for (g = 0; g < l->dev.count; g++) {
         cudaSetDevice(l->dev.physical[g]);
-        if (l->stream[g] && !hpdl__cuda_lane_borrows(l, g)) cudaStreamDestroy(l->stream[g]);
+        if (l->stream[g] && !hpdl__cuda_lane_borrows(l, g)) {
+            hpdl__splitk_space_release(l->stream[g]);
+            cudaStreamDestroy(l->stream[g]);
+        }
         if (l->ready[g]) cudaEventDestroy(l->ready[g]);
         hpdl_cuda_free_pinned(l->stage[g]);
         l->stream[g] = NULL; l->ready[g] = NULL; l->stage[g] = NULL;
@@ -16890,7 +16925,10 @@ HPDL_CUDA_API void hpdl_cuda_cnn_destroy(hpdl_cuda_cnn *g) {
     cudaFree(g->d_order);
     cudaFree(g->d_scaler);
     cudaFree(g->bn_grads);
-    if (g->owns_stream) cudaStreamDestroy(g->stream);
+    if (g->owns_stream) {
+        hpdl__splitk_space_release(g->stream);
+        cudaStreamDestroy(g->stream);
+    }
     memset(g, 0, sizeof *g);
 }
 

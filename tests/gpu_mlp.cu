@@ -511,6 +511,48 @@ static void test_amp_own_kernels(void) {
     }
 }
 
+/* Streams holding a splitk workspace now. */
+static int splitk_spaces_used(void) {
+    const hpdl__splitk_space *spaces = hpdl__splitk_spaces();
+    int n = 0;
+    while (n < HPDL__SPLITK_SPACES && spaces[n].ws) n++;
+    return n;
+}
+
+/* Models made and destroyed one after another give their stream's splitk
+   workspace back: twenty f32 models on the default (AUTO), each stepping
+   once at batch 600 (products that split K, so the step makes one), leave
+   the table of workspaces as they found it; before, the 17th model's
+   products could not split. */
+static void test_models_give_back_splitk_space(void) {
+    static const int widths[3] = {784, 512, 10};
+    const int batch = 600;
+    hpdl_mlp_f32 m;
+    float *dX = NULL;
+    int32_t *dy = NULL;
+    int i, before;
+    NO_GPU_SKIP();
+    HPDL_EXPECT(hpdl_mlp_create_f32(&m, 3, widths, HPDL_ACT_RELU, 7) == HPDL_OK);
+    HPDL_CUDA_CHECK(cudaMalloc((void **)&dX, (size_t)batch * widths[0] * sizeof(float)));
+    HPDL_CUDA_CHECK(cudaMalloc((void **)&dy, (size_t)batch * sizeof(int32_t)));
+    HPDL_CUDA_CHECK(cudaMemset(dX, 0, (size_t)batch * widths[0] * sizeof(float)));
+    HPDL_CUDA_CHECK(cudaMemset(dy, 0, (size_t)batch * sizeof(int32_t)));
+    before = splitk_spaces_used();
+    for (i = 0; i < 20; i++) {
+        hpdl_cuda_mlp_f32 g;
+        double loss = 0.0;
+        HPDL_EXPECT(hpdl_cuda_mlp_create_f32(&g, &m, batch) == HPDL_OK);
+        HPDL_EXPECT(g.algo == HPDL_GEMM_AUTO);
+        HPDL_EXPECT(hpdl_cuda_mlp_train_step_f32(&g, batch, dX, dy, 0.01, 0.0, &loss) == HPDL_OK);
+        HPDL_EXPECT(splitk_spaces_used() == before + 1);
+        hpdl_cuda_mlp_destroy_f32(&g);
+        HPDL_EXPECT(splitk_spaces_used() == before);
+    }
+    cudaFree(dX);
+    cudaFree(dy);
+    hpdl_mlp_destroy_f32(&m);
+}
+
 /* Bad hyper-parameters and mismatched data get HPDL_ERR_INVALID and change
    nothing. */
 static void test_bad_arguments(void) {
@@ -705,7 +747,7 @@ int main(int argc, char **argv) {
         HPDL_TEST(test_shuffle_is_permutation),
         HPDL_TEST(test_epochs_resident_f64), HPDL_TEST(test_epochs_streamed_f64),
         HPDL_TEST(test_epochs_resident_f32), HPDL_TEST(test_epochs_streamed_f32),
-        HPDL_TEST(test_amp),                 HPDL_TEST(test_amp_own_kernels),
+        HPDL_TEST(test_amp),                 HPDL_TEST(test_amp_own_kernels), HPDL_TEST(test_models_give_back_splitk_space),
         HPDL_TEST(test_bad_arguments),
         HPDL_TEST(test_nonfinite_step_not_applied),
         HPDL_TEST(test_nvml_sampler),        HPDL_TEST(test_nvml_sampler_csv),
