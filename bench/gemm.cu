@@ -905,8 +905,10 @@ static int mlp_product_rows(FILE *all, const char *type, int B, int H, const mlp
             ratio = ms[1] / ms[0];
             t->log_sum[r] += log(ratio);
             t->count[r]++;
-            /* AUTO runs one of the rungs: its sample would give that kernel two draws at the best */
-            if (ratio > best && c.algo != HPDL_GEMM_AUTO) best = ratio;
+            /* Where AUTO takes the splitk rung, its sample is a second draw of that rung's kernel
+               and does not count toward the best (it would favour that kernel); elsewhere AUTO may
+               run a kernel no rung names (the thin and one-tile Hopper kernels) and counts. */
+            if (ratio > best && !(c.algo == HPDL_GEMM_AUTO && *pick && strstr(pick, "splitk"))) best = ratio;
         }
         good &= strcmp(status, "WRONG") != 0;
         printf("%-5s %5d %5d  %-7s %5d %5d %5d  %-16s %9.2f %9.2f %7.3f %9.1e  %s%s\n", type, H, B, p->name, p->M, p->N,
