@@ -20,7 +20,7 @@
        --runs R           runs with seeds S..S+R-1 [1]
        --util-csv FILE    NVML GPU/memory utilisation time series [mlp_util.csv]
        --algo NAME        GEMM rung for the products: auto, warptile, mma, cublas, ...
-                          [the model's default: cublas for f32/f16, auto for f64]
+                          [the model's default: auto, hpdl's own kernels]
        --output DIR       folder for --csv and --util-csv when they are relative [.]
        --help, --version
 */
@@ -103,7 +103,7 @@ static options parse_args(int argc, char **argv) {
     opts[n++] = hpdl_cli_int("runs", 0, &o.runs, 1, 1 << 20, "runs with seeds S..S+R-1");
     opts[n++] = hpdl_cli_string("util-csv", 0, &o.util_csv, "FILE", "NVML GPU/memory utilisation time series");
     opts[n++] = hpdl_cli_choice("algo", 0, &algo, algo_names(),
-                                "GEMM rung for the products (none: cublas for f32/f16, auto for f64)");
+                                "GEMM rung for the products (none: the model's default, auto)");
     opts[n++] = hpdl_cli_string("output", 0, &output, "DIR", "folder for --csv and --util-csv (none: the current one)");
     hpdl_cli_parse(argc, argv, "mlp_train", "Trains an MLP on Fashion-MNIST on the GPU.", opts, n);
     o.csv = inside(output, o.csv, csv_path, sizeof csv_path);
