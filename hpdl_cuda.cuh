@@ -2904,6 +2904,26 @@ static __device__ __forceinline__ int hpdl__last_block_in(unsigned *count, unsig
     return last;
 }
 
+/* A block's sum of column col over its run of rows (holds: this thread has
+   one) into db with one run; else into parts[run][col], and the last of
+   the runs' blocks to count itself on counts[group] adds the runs' sums in
+   run order into db: the same bits whichever block finishes last. Called
+   by every thread of the block. */
+template <typename C, typename ACC>
+static __device__ __forceinline__ void hpdl__colsum_finish(ACC sum, int holds, int col, int cols, int run, int runs,
+                                                           ACC *parts, unsigned *counts, int group, C *db) {
+    if (holds) {
+        if (runs == 1) hpdl__gemm_put(db + col, sum);
+        else parts[(size_t)run * cols + col] = sum;
+    }
+    if (runs == 1 || !hpdl__last_block_in(&counts[group], (unsigned)runs)) return;
+    if (holds) {
+        ACC total = 0;
+        for (int r = 0; r < runs; r++) total += __ldcg(&parts[(size_t)r * cols + col]);
+        hpdl__gemm_put(db + col, total);
+    }
+}
+
 /* The block's sums to C, v[i] being output t + 256 i of its BM x BN tile
    (row-major): at once with one slice; else each slice leaves them in ws,
    and the last slice of the tile to arrive (counter) adds every slice's in
@@ -3448,23 +3468,16 @@ template <typename T, typename ACC>
 static __device__ __forceinline__ void hpdl__shortk_colsums(const hpdl__gemm_args<T, ACC> &g,
                                                             const hpdl__shortk_delta<T, ACC> &d, int n0, const ACC sums[4]) {
     __shared__ ACC part[8][HPDL__SHORTK_BN];
-    const int t = (int)threadIdx.x, n = n0 + t, runs = (int)gridDim.x;
+    const int t = (int)threadIdx.x, n = n0 + t;
     ACC total = 0;
     int c;
 #pragma unroll
     for (c = 0; c < 4; c++) part[t / 32][t % 32 * 4 + c] = sums[c];
     __syncthreads();
-    if (t < HPDL__SHORTK_BN && n < g.N) {
+    if (t < HPDL__SHORTK_BN && n < g.N)
         for (c = 0; c < 8; c++) total += part[c][t];
-        if (runs == 1) hpdl__gemm_put(d.db + n, total);
-        else d.parts[(size_t)blockIdx.x * g.N + n] = total;
-    }
-    if (runs == 1 || !hpdl__last_block_in(&d.counts[blockIdx.y], (unsigned)runs)) return;
-    if (t < HPDL__SHORTK_BN && n < g.N) {
-        total = 0;
-        for (c = 0; c < runs; c++) total += __ldcg(&d.parts[(size_t)c * g.N + n]);
-        hpdl__gemm_put(d.db + n, total);
-    }
+    hpdl__colsum_finish(total, t < HPDL__SHORTK_BN && n < g.N, n, g.N, (int)blockIdx.x, (int)gridDim.x, d.parts, d.counts,
+                        (int)blockIdx.y, d.db);
 }
 
 /* Element (o, k) of an OUTER x K operand tile into s[k * OUTER + o] (zeros
@@ -10910,17 +10923,9 @@ __global__ void __launch_bounds__(1024) hpdl__mlp_delta_colsum_kernel(int rows, 
         }
     part[ty][tx] = sum;
     __syncthreads();
-    if (ty == 0 && col < cols) {
+    if (ty == 0 && col < cols)
         for (r = 1; r < 32; r++) sum += part[r][tx];
-        if (runs == 1) hpdl__st_to(db + col, sum);
-        else parts[(size_t)blockIdx.y * cols + col] = sum;
-    }
-    if (runs == 1 || !hpdl__last_block_in(&counts[blockIdx.x], (unsigned)runs)) return;
-    if (ty == 0 && col < cols) {
-        Acc total = 0;
-        for (r = 0; r < runs; r++) total += __ldcg(&parts[(size_t)r * cols + col]);
-        hpdl__st_to(db + col, total);
-    }
+    hpdl__colsum_finish(sum, ty == 0 && col < cols, col, cols, (int)blockIdx.y, runs, parts, counts, (int)blockIdx.x, db);
 }
 
 /* Raises st->found_inf if any of this grid's share of the n gradients is

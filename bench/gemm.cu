@@ -886,10 +886,11 @@ static int mlp_product_rows(FILE *all, const char *type, int B, int H, const mlp
         double ms[2] = {0, 0}, err = 0, ratio = 0;
         const char *status = "ok", *pick = "";
         hpdl_status st;
+        int auto_splitk;
         c.algo = rungs[r];
         c.C = C;
-        if (c.algo == HPDL_GEMM_AUTO)
-            pick = hpdl__gemm_auto_splitk(p->M, p->N, p->K, (int)sizeof(T)) ? " (auto: splitk)" : " (auto: big tiles)";
+        auto_splitk = c.algo == HPDL_GEMM_AUTO && hpdl__gemm_auto_splitk(p->M, p->N, p->K, (int)sizeof(T));
+        if (c.algo == HPDL_GEMM_AUTO) pick = auto_splitk ? " (auto: splitk)" : " (auto: big tiles)";
         HPDL_CHECK(hpdl_cuda_poison(C, nc * sizeof(T)));
         st = mlp_call(&c, 0);
         if (st == HPDL_ERR_UNSUPPORTED) {
@@ -908,7 +909,7 @@ static int mlp_product_rows(FILE *all, const char *type, int B, int H, const mlp
             /* Where AUTO takes the splitk rung, its sample is a second draw of that rung's kernel
                and does not count toward the best (it would favour that kernel); elsewhere AUTO may
                run a kernel no rung names (the thin and one-tile Hopper kernels) and counts. */
-            if (ratio > best && !(c.algo == HPDL_GEMM_AUTO && *pick && strstr(pick, "splitk"))) best = ratio;
+            if (ratio > best && !auto_splitk) best = ratio;
         }
         good &= strcmp(status, "WRONG") != 0;
         printf("%-5s %5d %5d  %-7s %5d %5d %5d  %-16s %9.2f %9.2f %7.3f %9.1e  %s%s\n", type, H, B, p->name, p->M, p->N,
