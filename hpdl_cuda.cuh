@@ -3216,6 +3216,54 @@ __global__ void __launch_bounds__(256, 2) hpdl__gemm_narrow_mn_tc(hpdl__gemm_arg
     hpdl__splitk_finish_values<SH>(g, v, ws, counters);
 }
 
+/* 16-bit narrow products with A MN-major and short K (a weight gradient at
+   a small batch: 512 x 10 x 32): one pass, no pipeline. A block of 4 warps
+   takes 64 rows of C; it copies all of its A strip (K x 64) and B (K x
+   16) into shared memory at once (zeros up to the next 16 k's), then warp
+   w multiplies rows 16 w over all of K (per 16 k's one ldmatrix.trans of
+   A, one of B and two mma.sync m16n8k16, as hpdl__gemm_narrow_mn_tc) and
+   writes its accumulators straight to C. The pipelined kernel's stages,
+   its two halves of K and their sum through shared memory cost more than
+   such a K multiplies (one H200 under ncu: 512 x 10 x 32 4.7-5.0 us
+   against cuBLAS's 3.8-3.9). */
+enum { HPDL__NARROW_SHORT_K = 128 };
+template <typename T>
+__global__ void __launch_bounds__(128) hpdl__gemm_narrow_mn_short(hpdl__gemm_args<T, float> g) {
+    enum { LDS = HPDL__NARROW_TC_LDS, LDB = HPDL__NARROW_TC_LDB, ROWS = HPDL__NARROW_ROWS, PIECE = 8 };
+    __shared__ __align__(16) T as[HPDL__NARROW_SHORT_K * LDS], bs[HPDL__NARROW_SHORT_K * LDB];
+    const int t = (int)threadIdx.x, lane = t % 32, mw = t / 32 * 16, q = lane / 8, r = lane % 8;
+    const int m0 = (int)blockIdx.x * ROWS, k16 = (g.K + 15) / 16 * 16;
+    float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+    int i, e;
+    for (i = t; i < k16 * (ROWS / PIECE); i += 128) { /* A: 16-byte pieces inside it, else element by element */
+        const int k = i / (ROWS / PIECE), m = i % (ROWS / PIECE) * PIECE;
+        const T *src = g.a.p + (size_t)k * g.a.ld + m0 + m;
+        if (k < g.K && m0 + m + PIECE <= g.M)
+            hpdl__cp_async16(as + k * LDS + m, src);
+        else
+            for (e = 0; e < PIECE; e++)
+                hpdl__gemm_put(as + k * LDS + m + e, k < g.K && m0 + m + e < g.M ? (float)hpdl__gemm_acc(src[e]) : 0.0f);
+    }
+    hpdl__cp_async_commit();
+    for (i = t; i < k16 * 16; i += 128) hpdl__gemm_put(bs + i / 16 * LDB + i % 16, hpdl__gemm_elem<float>(g.b, i % 16, i / 16, g.N, g.K));
+    hpdl__cp_async_wait<0>();
+    __syncthreads();
+    for (i = 0; i < k16; i += 16) {
+        unsigned af[4], bf[4];
+        hpdl__ldmatrix_x4<true>(af, as + (i + r + 8 * (q / 2)) * LDS + mw + 8 * (q % 2));
+        hpdl__ldmatrix_x4<true>(bf, bs + (i + r + 8 * (q % 2)) * LDB + 8 * (q / 2));
+        {
+            const unsigned b0[2] = {bf[0], bf[1]}, b1[2] = {bf[2], bf[3]};
+            hpdl__mma16816(T(), acc[0], af, b0);
+            hpdl__mma16816(T(), acc[1], af, b1);
+        }
+    }
+    /* accumulator (h, e): row lane / 4 (+8 for e >= 2), column 8 h + 2 (lane % 4) + e % 2 */
+    for (i = 0; i < 2; i++)
+        for (e = 0; e < 4; e++)
+            hpdl__gemm_out(g, m0 + mw + lane / 4 + (e >= 2 ? 8 : 0), 8 * i + lane % 4 * 2 + e % 2, acc[i][e]);
+}
+
 /* The splitk rung's workspace for one stream: the slices' sums and a
    counter per tile (0 between launches). Made on the stream's first split
    launch outside graph capture and kept until the stream's owner gives it
@@ -3344,6 +3392,15 @@ HPDL_LAZY int hpdl__narrow_depth(int M, int K, int nb, int sms) {
     return (int)depth;
 }
 
+/* Whether kernel was built for sm_80 or later (cp.async); else the other
+   narrow kernel runs. */
+HPDL_LAZY int hpdl__has_cp_async(const void *kernel) {
+    cudaFuncAttributes fa;
+    if (cudaFuncGetAttributes(&fa, kernel) == cudaSuccess && fa.ptxVersion >= 80) return 1;
+    cudaGetLastError();
+    return 0;
+}
+
 /* Runs a narrow MN-major kernel in slices of `depth` k's with `smem` bytes
    of shared memory (sp: the workspace, NULL for one slice). */
 template <typename T>
@@ -3352,12 +3409,7 @@ static inline hpdl_status hpdl__narrow_run(void (*kernel)(hpdl__gemm_args<T, flo
                                            hpdl__splitk_space *sp, cudaStream_t stream) {
     const dim3 grid(1, (unsigned)((g.M + HPDL__NARROW_ROWS - 1) / HPDL__NARROW_ROWS),
                     depth < g.K ? (unsigned)((g.K + depth - 1) / depth) : 1u);
-    cudaFuncAttributes fa;
-    if (grid.y > 65535u) return HPDL_ERR_UNSUPPORTED;
-    if (cudaFuncGetAttributes(&fa, (const void *)kernel) != cudaSuccess || fa.ptxVersion < 80) {
-        cudaGetLastError(); /* no cp.async in this binary: the other narrow kernel */
-        return HPDL_ERR_UNSUPPORTED;
-    }
+    if (grid.y > 65535u || !hpdl__has_cp_async((const void *)kernel)) return HPDL_ERR_UNSUPPORTED;
     HPDL_CUDA_TRY(cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     kernel<<<grid, 256, smem, stream>>>(g, depth, sp ? (float *)sp->ws : (float *)NULL,
                                         sp ? sp->counters : (unsigned *)NULL);
@@ -3372,7 +3424,10 @@ static inline hpdl_status hpdl__narrow_launch(const hpdl__gemm_args<T, float> &g
 }
 
 /* The kernel for the type: FMAs for f32 (nb columns), the tensor cores for
-   16-bit elements. */
+   16-bit elements (K <= HPDL__NARROW_SHORT_K: hpdl__gemm_narrow_mn_short). */
+#ifndef HPDL__NARROW_SHORT /* experiments build without it (0) */
+#define HPDL__NARROW_SHORT 1
+#endif
 template <typename T, int BYTES = (int)sizeof(T)> struct hpdl__narrow {
     static hpdl_status launch(const hpdl__gemm_args<T, float> &g, int nb, int depth, hpdl__splitk_space *sp,
                               cudaStream_t stream) {
@@ -3384,6 +3439,11 @@ template <typename T, int BYTES = (int)sizeof(T)> struct hpdl__narrow {
 template <typename T> struct hpdl__narrow<T, 2> {
     static hpdl_status launch(const hpdl__gemm_args<T, float> &g, int, int depth, hpdl__splitk_space *sp,
                               cudaStream_t stream) {
+        if (HPDL__NARROW_SHORT && g.K <= HPDL__NARROW_SHORT_K && hpdl__has_cp_async((const void *)hpdl__gemm_narrow_mn_short<T>)) {
+            hpdl__gemm_narrow_mn_short<T><<<(g.M + HPDL__NARROW_ROWS - 1) / HPDL__NARROW_ROWS, 128, 0, stream>>>(g);
+            HPDL_CUDA_TRY_LAUNCH();
+            return HPDL_OK;
+        }
         return hpdl__narrow_run(hpdl__gemm_narrow_mn_tc<T>, g, hpdl__narrow_tc_smem_bytes(depth), depth, sp, stream);
     }
 };

@@ -647,11 +647,12 @@ template <typename T> static int check_splitk_twice(gemm_case<T> *c, double tol,
 }
 
 /* splitk's narrow products with A MN-major (hpdl__gemm_narrow_mn): every
-   width it carries (N <= 8, 12, 16), one slice and many, B in both
+   width it carries (N <= 8, 12, 16), one slice and many (16-bit K <= 128:
+   hpdl__gemm_narrow_mn_short, 5 to 128 k's), B in both
    layouts, aligned and unaligned A, both betas, against the f64 CPU GEMM;
    a second run gives the same bits. */
 template <typename T> static void check_narrow_mn_type(const char *type, double tol, uint64_t seed) {
-    static const int rows[] = {67, 300}, cols[] = {3, 8, 13, 16}, depths[] = {5, 3000};
+    static const int rows[] = {67, 300}, cols[] = {3, 8, 13, 16}, depths[] = {5, 32, 128, 3000};
     hpdl_rng r;
     int i, j, k, tb, layout, failed = 0;
     if (!hpdl_cuda_available()) { hpdl_test__skipped = 1; fprintf(stderr, "    skipped: no GPU\n"); return; }
