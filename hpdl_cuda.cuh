@@ -3245,18 +3245,7 @@ __global__ void __launch_bounds__(128) hpdl__gemm_narrow_mn_short(hpdl__gemm_arg
                 hpdl__gemm_put(as + k * LDS + m + e, k < g.K && m0 + m + e < g.M ? (float)hpdl__gemm_acc(src[e]) : 0.0f);
     }
     hpdl__cp_async_commit();
-    { /* B: all of a thread's loads in flight before any is stored (stored one by one, K = 128 took 1.4 us
-         longer than K = 32) */
-        float bv[HPDL__NARROW_SHORT_K * 16 / 128];
-#pragma unroll
-        for (e = 0; e < HPDL__NARROW_SHORT_K * 16 / 128; e++) {
-            i = t + 128 * e;
-            bv[e] = i < k16 * 16 ? hpdl__gemm_elem<float>(g.b, i % 16, i / 16, g.N, g.K) : 0.0f;
-        }
-#pragma unroll
-        for (e = 0; e < HPDL__NARROW_SHORT_K * 16 / 128; e++)
-            if (t + 128 * e < k16 * 16) hpdl__gemm_put(bs + (t + 128 * e) / 16 * LDB + (t + 128 * e) % 16, bv[e]);
-    }
+    for (i = t; i < k16 * 16; i += 128) hpdl__gemm_put(bs + i / 16 * LDB + i % 16, hpdl__gemm_elem<float>(g.b, i % 16, i / 16, g.N, g.K));
     hpdl__cp_async_wait<0>();
     __syncthreads();
     for (i = 0; i < k16; i += 16) {
