@@ -3227,6 +3227,42 @@ __global__ void __launch_bounds__(256, 2) hpdl__gemm_narrow_mn_tc(hpdl__gemm_arg
    such a K multiplies (one H200 under ncu: 512 x 10 x 32 4.7-5.0 us
    against cuBLAS's 3.8-3.9). */
 enum { HPDL__NARROW_SHORT_K = 128 };
+
+/* B (K x N) into the one-pass kernel's k16 rows of LDB elements, zeros
+   past N and K. Where its rows follow each other with no gap (MN-major, ld
+   N) from a 16-byte boundary, the block reads it as 16-byte pieces, each
+   thread's all in flight before it stores any. Element by element, each
+   load waits for the stores before it (the pointer may name shared
+   memory): K = 128 took 5.7 us to K = 32's 3.2 (one H200, ncu, f16 512 x
+   10), cuBLAS 5.0 and 4.0. */
+template <int LDB, typename T>
+static __device__ __forceinline__ void hpdl__narrow_short_b(const hpdl__gemm_args<T, float> &g, int k16, T *bs) {
+    enum { MOST = HPDL__NARROW_SHORT_K * 16 * (int)sizeof(T) / 16 / 128 }; /* pieces a thread */
+    const int t = (int)threadIdx.x, count = g.K * g.N, whole = count * (int)sizeof(T) / 16;
+    uint4 piece[MOST];
+    int i, j, u;
+    if (g.b.kcontig || g.b.ld != g.N || (uintptr_t)g.b.p % 16 != 0) {
+        for (i = t; i < k16 * 16; i += 128) hpdl__gemm_put(bs + i / 16 * LDB + i % 16, hpdl__gemm_elem<float>(g.b, i % 16, i / 16, g.N, g.K));
+        return;
+    }
+    for (i = t; i < k16 * 16; i += 128)
+        if (i % 16 >= g.N || i / 16 >= g.K) hpdl__gemm_put(bs + i / 16 * LDB + i % 16, 0.0f);
+#pragma unroll
+    for (j = 0; j < MOST; j++)
+        if (t + 128 * j < whole) piece[j] = ((const uint4 *)g.b.p)[t + 128 * j];
+#pragma unroll
+    for (j = 0; j < MOST; j++)
+        if (t + 128 * j < whole) {
+            T h[16 / sizeof(T)];
+            memcpy(h, &piece[j], sizeof h);
+            for (u = 0; u < (int)(16 / sizeof(T)); u++) {
+                const int e = (t + 128 * j) * (int)(16 / sizeof(T)) + u;
+                bs[e / g.N * LDB + e % g.N] = h[u];
+            }
+        }
+    for (i = whole * (int)(16 / sizeof(T)) + t; i < count; i += 128) bs[i / g.N * LDB + i % g.N] = g.b.p[i]; /* the tail */
+}
+
 template <typename T>
 __global__ void __launch_bounds__(128) hpdl__gemm_narrow_mn_short(hpdl__gemm_args<T, float> g) {
     enum { LDS = HPDL__NARROW_TC_LDS, LDB = HPDL__NARROW_TC_LDB, ROWS = HPDL__NARROW_ROWS, PIECE = 8 };
@@ -3245,7 +3281,7 @@ __global__ void __launch_bounds__(128) hpdl__gemm_narrow_mn_short(hpdl__gemm_arg
                 hpdl__gemm_put(as + k * LDS + m + e, k < g.K && m0 + m + e < g.M ? (float)hpdl__gemm_acc(src[e]) : 0.0f);
     }
     hpdl__cp_async_commit();
-    for (i = t; i < k16 * 16; i += 128) hpdl__gemm_put(bs + i / 16 * LDB + i % 16, hpdl__gemm_elem<float>(g.b, i % 16, i / 16, g.N, g.K));
+    hpdl__narrow_short_b<LDB>(g, k16, bs);
     hpdl__cp_async_wait<0>();
     __syncthreads();
     for (i = 0; i < k16; i += 16) {

@@ -649,8 +649,9 @@ template <typename T> static int check_splitk_twice(gemm_case<T> *c, double tol,
 /* splitk's narrow products with A MN-major (hpdl__gemm_narrow_mn): every
    width it carries (N <= 8, 12, 16), one slice and many (16-bit K <= 128:
    hpdl__gemm_narrow_mn_short, 5 to 128 k's), B in both
-   layouts, aligned and unaligned A, both betas, against the f64 CPU GEMM;
-   a second run gives the same bits. */
+   layouts, aligned and unaligned A, and B's rows with no gap between them
+   (ld N: the one-pass kernel reads such a B in 16-byte pieces), both betas,
+   against the f64 CPU GEMM; a second run gives the same bits. */
 template <typename T> static void check_narrow_mn_type(const char *type, double tol, uint64_t seed) {
     static const int rows[] = {67, 300}, cols[] = {3, 8, 13, 16}, depths[] = {5, 32, 128, 3000};
     hpdl_rng r;
@@ -661,10 +662,11 @@ template <typename T> static void check_narrow_mn_type(const char *type, double 
         for (j = 0; j < HPDL_COUNT(cols); j++)
             for (k = 0; k < HPDL_COUNT(depths); k++)
                 for (tb = 0; tb < 2; tb++)
-                    for (layout = 0; layout < 2; layout++) {
+                    for (layout = 0; layout < 3; layout++) {
                         const int shape[3] = {rows[i], cols[j], depths[k]};
                         gemm_case<T> c;
-                        case_init(&c, 1 | tb << 1, shape, layout, (i + j + k) % 2);
+                        case_init(&c, 1 | tb << 1, shape, layout > 0, (i + j + k + layout) % 2);
+                        if (layout == 2) c.ldb = tb ? c.K : c.N; /* B's rows with no gap */
                         HPDL_EXPECT(case_setup(&c, &r));
                         failed += check_splitk_twice(&c, tol, type);
                         case_free(&c);
