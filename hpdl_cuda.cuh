@@ -3231,10 +3231,10 @@ enum { HPDL__NARROW_SHORT_K = 128 };
 /* B (K x N) into the one-pass kernel's k16 rows of LDB elements, zeros
    past N and K. Where its rows follow each other with no gap (MN-major, ld
    N) from a 16-byte boundary, the block reads it as 16-byte pieces, each
-   thread's all in flight before it stores any. Element by element, each
-   load waits for the stores before it (the pointer may name shared
-   memory): K = 128 took 5.7 us to K = 32's 3.2 (one H200, ncu, f16 512 x
-   10), cuBLAS 5.0 and 4.0. */
+   thread's all in flight before it stores any; otherwise element by
+   element. One H200 under ncu, f16 512 x 10 x 128: element by element 5.7
+   us, in pieces 4.8-4.9 (cuBLAS 5.2); all of a thread's elements loaded
+   before any was stored (16 loads) was slower still, 11.7 us. */
 template <int LDB, typename T>
 static __device__ __forceinline__ void hpdl__narrow_short_b(const hpdl__gemm_args<T, float> &g, int k16, T *bs) {
     enum { MOST = HPDL__NARROW_SHORT_K * 16 * (int)sizeof(T) / 16 / 128 }; /* pieces a thread */
