@@ -3216,16 +3216,7 @@ __global__ void __launch_bounds__(256, 2) hpdl__gemm_narrow_mn_tc(hpdl__gemm_arg
     hpdl__splitk_finish_values<SH>(g, v, ws, counters);
 }
 
-/* 16-bit narrow products with A MN-major and short K (a weight gradient at
-   a small batch: 512 x 10 x 32): one pass, no pipeline. A block of 4 warps
-   takes 64 rows of C; it copies all of its A strip (K x 64) and B (K x
-   16) into shared memory at once (zeros up to the next 16 k's), then warp
-   w multiplies rows 16 w over all of K (per 16 k's one ldmatrix.trans of
-   A, one of B and two mma.sync m16n8k16, as hpdl__gemm_narrow_mn_tc) and
-   writes its accumulators straight to C. The pipelined kernel's stages,
-   its two halves of K and their sum through shared memory cost more than
-   such a K multiplies (one H200 under ncu: 512 x 10 x 32 4.7-5.0 us
-   against cuBLAS's 3.8-3.9). */
+/* The longest K the one-pass narrow kernel below takes. */
 enum { HPDL__NARROW_SHORT_K = 128 };
 
 /* B (K x N) into the one-pass kernel's k16 rows of LDB elements, zeros
@@ -3242,7 +3233,8 @@ static __device__ __forceinline__ void hpdl__narrow_short_b(const hpdl__gemm_arg
     uint4 piece[MOST];
     int i, j, u;
     if (g.b.kcontig || g.b.ld != g.N || (uintptr_t)g.b.p % 16 != 0) {
-        for (i = t; i < k16 * 16; i += 128) hpdl__gemm_put(bs + i / 16 * LDB + i % 16, hpdl__gemm_elem<float>(g.b, i % 16, i / 16, g.N, g.K));
+        for (i = t; i < k16 * 16; i += 128)
+            hpdl__gemm_put(bs + i / 16 * LDB + i % 16, hpdl__gemm_elem<float>(g.b, i % 16, i / 16, g.N, g.K));
         return;
     }
     for (i = t; i < k16 * 16; i += 128)
@@ -3260,9 +3252,20 @@ static __device__ __forceinline__ void hpdl__narrow_short_b(const hpdl__gemm_arg
                 bs[e / g.N * LDB + e % g.N] = h[u];
             }
         }
-    for (i = whole * (int)(16 / sizeof(T)) + t; i < count; i += 128) bs[i / g.N * LDB + i % g.N] = g.b.p[i]; /* the tail */
+    for (i = whole * (int)(16 / sizeof(T)) + t; i < count; i += 128) /* the elements after the last whole piece */
+        bs[i / g.N * LDB + i % g.N] = g.b.p[i];
 }
 
+/* 16-bit narrow products with A MN-major and K <= HPDL__NARROW_SHORT_K (a
+   weight gradient at a small batch: 512 x 10 x 32): one pass, no pipeline.
+   A block of 4 warps takes 64 rows of C; it copies all of its A strip (K x
+   64) and B (K x 16) into shared memory at once (zeros up to the next 16
+   k's), then warp w multiplies rows 16 w over all of K (per 16 k's one
+   ldmatrix.trans of A, one of B and two mma.sync m16n8k16, as
+   hpdl__gemm_narrow_mn_tc) and writes its accumulators straight to C. The
+   pipelined kernel's stages, its two halves of K and their sum through
+   shared memory cost more than such a K multiplies: one H200 under ncu,
+   512 x 10 x 32, 4.7-5.0 us there, 3.4-3.6 here (cuBLAS 3.8-4.2). */
 template <typename T>
 __global__ void __launch_bounds__(128) hpdl__gemm_narrow_mn_short(hpdl__gemm_args<T, float> g) {
     enum { LDS = HPDL__NARROW_TC_LDS, LDB = HPDL__NARROW_TC_LDB, ROWS = HPDL__NARROW_ROWS, PIECE = 8 };
@@ -3475,7 +3478,8 @@ template <typename T, int BYTES = (int)sizeof(T)> struct hpdl__narrow {
 template <typename T> struct hpdl__narrow<T, 2> {
     static hpdl_status launch(const hpdl__gemm_args<T, float> &g, int, int depth, hpdl__splitk_space *sp,
                               cudaStream_t stream) {
-        if (HPDL__NARROW_SHORT && g.K <= HPDL__NARROW_SHORT_K && hpdl__has_cp_async((const void *)hpdl__gemm_narrow_mn_short<T>)) {
+        if (HPDL__NARROW_SHORT && g.K <= HPDL__NARROW_SHORT_K &&
+            hpdl__has_cp_async((const void *)hpdl__gemm_narrow_mn_short<T>)) {
             hpdl__gemm_narrow_mn_short<T><<<(g.M + HPDL__NARROW_ROWS - 1) / HPDL__NARROW_ROWS, 128, 0, stream>>>(g);
             HPDL_CUDA_TRY_LAUNCH();
             return HPDL_OK;
