@@ -391,6 +391,7 @@
 /* Status codes                                                              */
 /* ------------------------------------------------------------------------ */
 
+/* Status codes the library's functions return: HPDL_OK (0) on success, else the kind of failure. */
 typedef enum hpdl_status {
     HPDL_OK = 0,
     HPDL_ERR_INVALID,     /* bad argument: NULL, negative size, ld < cols, ... */
@@ -405,6 +406,8 @@ typedef enum hpdl_status {
     HPDL_ERR_MISMATCH     /* a valid checkpoint of another model */
 } hpdl_status;
 
+/* A short description of s in English (static storage, never NULL); "unknown status" for a value
+   that is not a hpdl_status. */
 HPDL_API const char *hpdl_status_string(hpdl_status s) {
     switch (s) {
     case HPDL_OK: return "ok";
@@ -460,6 +463,7 @@ HPDL_API void *hpdl_alloc(size_t count, size_t size) {
    uint16_t, so that the compiler refuses to mix f16, bf16 and integers.
    hpdl_cuda.cuh reinterprets these as __half / __nv_bfloat16 (same bits). */
 typedef struct hpdl_f16 { uint16_t bits; } hpdl_f16;
+/* bfloat16: the top 16 bits of an IEEE float (8 exponent bits, 7 mantissa bits). */
 typedef struct hpdl_bf16 { uint16_t bits; } hpdl_bf16;
 
 HPDL_HD static inline uint32_t hpdl__f32_bits(float f) {
@@ -486,6 +490,8 @@ HPDL_HD static inline uint32_t hpdl__shift_rne(uint32_t m, unsigned s) {
     return kept;
 }
 
+/* The f16 nearest to f, ties to even: overflow becomes +-inf, values too small for a subnormal
+   become +-0, NaN stays a quiet NaN. */
 HPDL_HD static inline hpdl_f16 hpdl_f16_from_f32(float f) {
     uint32_t u = hpdl__f32_bits(f);
     uint32_t sign = (u >> 16) & 0x8000u;
@@ -510,6 +516,7 @@ HPDL_HD static inline hpdl_f16 hpdl_f16_from_f32(float f) {
     return h;
 }
 
+/* The exact float value of h (subnormals, infinities and NaN included). */
 HPDL_HD static inline float hpdl_f16_to_f32(hpdl_f16 h) {
     uint32_t sign = ((uint32_t)h.bits & 0x8000u) << 16;
     uint32_t exp = ((uint32_t)h.bits >> 10) & 0x1fu;
@@ -522,6 +529,7 @@ HPDL_HD static inline float hpdl_f16_to_f32(hpdl_f16 h) {
     return hpdl__f32_from_bits(sign | ((exp + 127u - 15u) << 23) | (man << 13));
 }
 
+/* The bf16 nearest to f, ties to even (overflow rounds to +-inf); NaN stays a quiet NaN. */
 HPDL_HD static inline hpdl_bf16 hpdl_bf16_from_f32(float f) {
     uint32_t u = hpdl__f32_bits(f);
     hpdl_bf16 b;
@@ -534,6 +542,7 @@ HPDL_HD static inline hpdl_bf16 hpdl_bf16_from_f32(float f) {
     return b;
 }
 
+/* The exact float value of b, whose bits are the float's top 16. */
 HPDL_HD static inline float hpdl_bf16_to_f32(hpdl_bf16 b) {
     return hpdl__f32_from_bits((uint32_t)b.bits << 16);
 }
@@ -550,6 +559,7 @@ HPDL_HD static inline float hpdl_bf16_to_f32(hpdl_bf16 b) {
    after rounding, infinities included, becomes +-max; NaN stays NaN (0x7f
    with the input's sign). To f32: exact. */
 typedef struct hpdl_e4m3 { uint8_t bits; } hpdl_e4m3;
+/* e5m2 storage: one byte in the layout described above. */
 typedef struct hpdl_e5m2 { uint8_t bits; } hpdl_e5m2;
 
 /* The 7 magnitude bits of the 8-bit float nearest to the f32 whose bits
@@ -618,10 +628,13 @@ HPDL_HD static inline float hpdl_e5m2_to_f32(hpdl_e5m2 q) {
 /* Random numbers: xoshiro256** seeded by splitmix64 (reproducible anywhere) */
 /* ------------------------------------------------------------------------ */
 
+/* xoshiro256** state (256 bits); set it with hpdl_rng_seed before drawing from it. */
 typedef struct hpdl_rng { uint64_t s[4]; } hpdl_rng;
 
 static inline uint64_t hpdl__rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
+/* Sets r's state from seed through splitmix64: the same seed gives the same stream everywhere.
+   r must not be NULL. */
 HPDL_API void hpdl_rng_seed(hpdl_rng *r, uint64_t seed) {
     int i;
     for (i = 0; i < 4; i++) { /* splitmix64: spreads any seed over 256 bits */
@@ -632,6 +645,7 @@ HPDL_API void hpdl_rng_seed(hpdl_rng *r, uint64_t seed) {
     }
 }
 
+/* The next 64 random bits of r's stream; advances the state. */
 HPDL_API uint64_t hpdl_rng_u64(hpdl_rng *r) {
     uint64_t *s = r->s;
     uint64_t result = hpdl__rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
@@ -698,6 +712,8 @@ HPDL_API double hpdl_time_now(void) {
 /* Statistics over repeated measurements                                     */
 /* ------------------------------------------------------------------------ */
 
+/* Summary of n measurements, as hpdl_stats_compute fills it; cv = stddev / |mean| (0 when the
+   mean is 0). */
 typedef struct hpdl_stats {
     int64_t n;
     double mean, stddev, cv, median, min, max; /* stddev: sample (n-1) */
@@ -1048,7 +1064,9 @@ HPDL_API void hpdl_csv_discard(hpdl_csv_file *c) {
     DEFINE(f16, hpdl_f16, float, HPDL_LOAD_F16, HPDL_STORE_F16)               \
     DEFINE(bf16, hpdl_bf16, float, HPDL_LOAD_BF16, HPDL_STORE_BF16)
 
+/* How a GEMM reads an operand: as stored (HPDL_NO_TRANS) or transposed (HPDL_TRANS). */
 typedef enum hpdl_transpose { HPDL_NO_TRANS = 0, HPDL_TRANS = 1 } hpdl_transpose;
+/* Activation of the MLP's hidden layers: sigmoid 1/(1+exp(-x)) or ReLU. */
 typedef enum hpdl_activation { HPDL_ACT_SIGMOID = 0, HPDL_ACT_RELU = 1 } hpdl_activation;
 
 /* ------------------------------------------------------------------------ */
@@ -1311,13 +1329,16 @@ HPDL_FOR_EACH_FLOAT_TYPE(HPDL_DEFINE_GEMM)
    double, as in cuDNN. Outputs must not overlap inputs unless a function
    says otherwise. ReLU is hpdl_relu_<t> above: it works on any tensor. */
 
+/* Element order of a 4-D tensor in memory (see above). */
 typedef enum hpdl_layout { HPDL_NCHW = 0, HPDL_NHWC = 1 } hpdl_layout;
 
+/* Shape and layout of a 4-D tensor (N, C, H, W); it holds no data. */
 typedef struct hpdl_tensor4 {
     int n, c, h, w;
     hpdl_layout layout;
 } hpdl_tensor4;
 
+/* A convolution's window, per axis; hpdl_conv2d_params_make fills the square case. */
 typedef struct hpdl_conv2d_params {
     int kernel_h, kernel_w;     /* R x S */
     int stride_h, stride_w;
@@ -1333,12 +1354,14 @@ typedef struct hpdl_pool2d_params {
     int kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
 } hpdl_pool2d_params;
 
+/* A descriptor of the given sizes and layout; nothing is checked. */
 HPDL_API hpdl_tensor4 hpdl_tensor4_make(int n, int c, int h, int w, hpdl_layout layout) {
     hpdl_tensor4 d;
     d.n = n; d.c = c; d.h = h; d.w = w; d.layout = layout;
     return d;
 }
 
+/* Elements in d, n*c*h*w, as a size_t; d must not be NULL. */
 HPDL_API size_t hpdl_tensor4_count(const hpdl_tensor4 *d) {
     return (size_t)d->n * (size_t)d->c * (size_t)d->h * (size_t)d->w;
 }
@@ -1361,6 +1384,7 @@ HPDL_API hpdl_conv2d_params hpdl_conv2d_params_make(int kernel, int stride, int 
     return p;
 }
 
+/* Square window, the same stride and padding on both axes; nothing is checked. */
 HPDL_API hpdl_pool2d_params hpdl_pool2d_params_make(int kernel, int stride, int pad) {
     hpdl_pool2d_params p;
     p.kernel_h = p.kernel_w = kernel;
@@ -2178,6 +2202,8 @@ static inline hpdl_status hpdl__arg_refuse(const char *flag, const char *text, c
     return HPDL_ERR_INVALID;
 }
 
+/* A decimal integer in [min, max] into *out, by the rules above ('-' allowed, '+' not); a NULL
+   text or out is refused the same way. */
 HPDL_API hpdl_status hpdl_arg_i64(const char *flag, const char *text, int64_t min, int64_t max, int64_t *out) {
     char what[96], *end;
     long long v;
@@ -2190,6 +2216,7 @@ HPDL_API hpdl_status hpdl_arg_i64(const char *flag, const char *text, int64_t mi
     return HPDL_OK;
 }
 
+/* hpdl_arg_i64 for an int; a NULL out returns HPDL_ERR_INVALID without a message. */
 HPDL_API hpdl_status hpdl_arg_int(const char *flag, const char *text, int min, int max, int *out) {
     int64_t v;
     hpdl_status st = out ? hpdl_arg_i64(flag, text, min, max, &v) : HPDL_ERR_INVALID;
@@ -2242,6 +2269,7 @@ typedef enum hpdl_cli_kind {
     HPDL_CLI_CHOICE  /* const char *: one word of `choices` ("f32|f64") */
 } hpdl_cli_kind;
 
+/* One row of a program's flag table; hpdl_cli_flag, hpdl_cli_int and the others make it. */
 typedef struct hpdl_cli_option {
     const char *name;    /* long name without the dashes: "batch" for --batch */
     char short_name;     /* 'b' for -b, or 0 */
@@ -2275,6 +2303,7 @@ HPDL_API hpdl_cli_option hpdl_cli_flag(const char *name, char short_name, int *o
     return hpdl__cli_make(name, short_name, HPDL_CLI_FLAG, on, NULL, help);
 }
 
+/* --name N: an int in [min, max] into *value. */
 HPDL_API hpdl_cli_option hpdl_cli_int(const char *name, char short_name, int *value, int min, int max,
                                       const char *help) {
     hpdl_cli_option o = hpdl__cli_make(name, short_name, HPDL_CLI_INT, value, "N", help);
@@ -2283,6 +2312,8 @@ HPDL_API hpdl_cli_option hpdl_cli_int(const char *name, char short_name, int *va
     return o;
 }
 
+/* --name N: an int64_t in [min, max] into *value (the bounds are kept as doubles; from
+   +-9.2e18 outwards they mean INT64_MIN and INT64_MAX). */
 HPDL_API hpdl_cli_option hpdl_cli_i64(const char *name, char short_name, int64_t *value, int64_t min,
                                       int64_t max, const char *help) {
     hpdl_cli_option o = hpdl__cli_make(name, short_name, HPDL_CLI_I64, value, "N", help);
@@ -2291,6 +2322,7 @@ HPDL_API hpdl_cli_option hpdl_cli_i64(const char *name, char short_name, int64_t
     return o;
 }
 
+/* --name X: a finite double in [min, max] into *value. */
 HPDL_API hpdl_cli_option hpdl_cli_f64(const char *name, char short_name, double *value, double min, double max,
                                       const char *help) {
     hpdl_cli_option o = hpdl__cli_make(name, short_name, HPDL_CLI_F64, value, "X", help);
@@ -3238,6 +3270,8 @@ static inline double hpdl__adamw_weight(const hpdl__adamw_coef *c, double w, dou
     return w * c->decay - c->step_size * m / (sqrt(v) / c->bc2_sqrt + c->eps);
 }
 
+/* hpdl_sgd_momentum_<t> (torch.optim.SGD with momentum, dampening 0) and hpdl_adamw_<t>
+   (torch.optim.AdamW, 1-based step) for one type: updates w and the state in place, as described above. */
 #define HPDL_DEFINE_OPTIM(SUFFIX, T)                                           \
     HPDL_API hpdl_status hpdl_sgd_momentum_##SUFFIX(int64_t n, T *w, const T *grad, T *velocity, double lr, \
                                                     double momentum, double weight_decay, int nesterov) { \
@@ -3302,6 +3336,8 @@ HPDL__DEFINE_OPTIM_OVERLOADS(f64, double)
    Fields that a kind does not use are not read. */
 typedef enum hpdl_lr_kind { HPDL_LR_CONSTANT = 0, HPDL_LR_STEP, HPDL_LR_COSINE } hpdl_lr_kind;
 
+/* One schedule, fields in the ranges below; hpdl_lr_schedule_check validates it, hpdl_lr_at
+   evaluates it. */
 typedef struct hpdl_lr_schedule {
     hpdl_lr_kind kind;
     double base_lr;       /* finite, >= 0 */
@@ -3431,6 +3467,7 @@ HPDL_API hpdl_status hpdl_lr_parse(const char *text, double base_lr, int64_t tot
 #define HPDL_IDX_MAX_ITEMS (1ull << 30)
 #endif
 
+/* Images and labels in memory; the loaders allocate both arrays, hpdl_dataset_free frees them. */
 typedef struct hpdl_dataset {
     int64_t n;
     int rows, cols;
@@ -3444,6 +3481,7 @@ HPDL_API int64_t hpdl_dataset_features(const hpdl_dataset *d) {
     return d ? (int64_t)d->channels * d->rows * d->cols : 0;
 }
 
+/* Frees both arrays and zeroes *d; NULL d is ignored, a zeroed struct is safe. */
 HPDL_API void hpdl_dataset_free(hpdl_dataset *d) {
     if (!d) return;
     HPDL_FREE(d->images);
@@ -3969,6 +4007,7 @@ static inline size_t hpdl__dtype_bytes(uint64_t code) {
     }
 }
 
+/* Bytes of one element of t; 0 for a value that is not a hpdl_dtype. */
 HPDL_API size_t hpdl_dtype_size(hpdl_dtype t) {
     return hpdl__dtype_bytes((uint64_t)(int64_t)t);
 }
@@ -4624,6 +4663,7 @@ HPDL_API hpdl_status hpdl_ckpt_load(const char *path, const char *model, int n, 
    Dropout and LRN are left out: no FLOPs at inference worth counting, no
    parameters. Shapes are per sample, channels x height x width. */
 
+/* What a hpdl_layer describes; the counting rules above give each kind's costs. */
 typedef enum hpdl_layer_kind {
     HPDL_LAYER_CONV2D,
     HPDL_LAYER_MAXPOOL,
@@ -4636,8 +4676,11 @@ typedef enum hpdl_layer_kind {
     HPDL_LAYER_ADD
 } hpdl_layer_kind;
 
+/* A per-sample activation shape: channels x height x width. */
 typedef struct hpdl_shape { int c, h, w; } hpdl_shape;
 
+/* One layer's descriptor and per-sample costs; hpdl_layer_conv2d and the other hpdl_layer_*
+   functions fill it. */
 typedef struct hpdl_layer {
     char name[40];
     hpdl_layer_kind kind;
@@ -4647,6 +4690,7 @@ typedef struct hpdl_layer {
     double in_elems, out_elems;      /* activations read and written per sample */
 } hpdl_layer;
 
+/* A short name of kind ("conv", "maxpool", ...) in static storage; "?" for an unknown value. */
 HPDL_API const char *hpdl_layer_kind_name(hpdl_layer_kind kind) {
     switch (kind) {
     case HPDL_LAYER_CONV2D: return "conv";
@@ -4662,6 +4706,7 @@ HPDL_API const char *hpdl_layer_kind_name(hpdl_layer_kind kind) {
     return "?";
 }
 
+/* The shape c x h x w; nothing is checked. */
 HPDL_API hpdl_shape hpdl_shape_make(int c, int h, int w) {
     hpdl_shape s;
     s.c = c; s.h = h; s.w = w;
@@ -4823,6 +4868,8 @@ typedef struct hpdl_net {
     int owns_layers;
 } hpdl_net;
 
+/* Frees the layer array only when a builder allocated it, then empties *net (layers NULL,
+   count 0); NULL net is ignored. */
 HPDL_API void hpdl_net_free(hpdl_net *net) {
     if (!net) return;
     if (net->owns_layers) HPDL_FREE(net->layers);
@@ -5092,15 +5139,19 @@ static inline hpdl_status hpdl__net_make(hpdl_net *net, const char *name, void (
 HPDL_API hpdl_status hpdl_net_alexnet(hpdl_net *net, hpdl_layer *storage, int capacity) {
     return hpdl__net_make(net, "AlexNet", hpdl__build_alexnet, storage, capacity);
 }
+/* VGG16 (configuration D: 13 3x3 convolutions, 3 fully connected layers); storage as for AlexNet. */
 HPDL_API hpdl_status hpdl_net_vgg16(hpdl_net *net, hpdl_layer *storage, int capacity) {
     return hpdl__net_make(net, "VGG16", hpdl__build_vgg16, storage, capacity);
 }
+/* VGG19 (configuration E: 16 3x3 convolutions, 3 fully connected layers); storage as for AlexNet. */
 HPDL_API hpdl_status hpdl_net_vgg19(hpdl_net *net, hpdl_layer *storage, int capacity) {
     return hpdl__net_make(net, "VGG19", hpdl__build_vgg19, storage, capacity);
 }
+/* GoogLeNet (nine Inception modules, no auxiliary classifiers); storage as for AlexNet. */
 HPDL_API hpdl_status hpdl_net_googlenet(hpdl_net *net, hpdl_layer *storage, int capacity) {
     return hpdl__net_make(net, "GoogLeNet", hpdl__build_googlenet, storage, capacity);
 }
+/* ResNet-50 (bottleneck blocks 3, 4, 6, 3, with batch norm); storage as for AlexNet. */
 HPDL_API hpdl_status hpdl_net_resnet50(hpdl_net *net, hpdl_layer *storage, int capacity) {
     return hpdl__net_make(net, "ResNet-50", hpdl__build_resnet50, storage, capacity);
 }
@@ -5110,6 +5161,8 @@ typedef struct hpdl_net_totals {
     double macs, flops, params, act_elems, conv_flops, conv_share;
 } hpdl_net_totals;
 
+/* Sums the layers' per-sample counts into *out; HPDL_ERR_INVALID for a NULL argument or a
+   network without layers. */
 HPDL_API hpdl_status hpdl_net_summarize(const hpdl_net *net, hpdl_net_totals *out) {
     hpdl_net_totals t;
     int i;
@@ -5163,8 +5216,10 @@ HPDL_API hpdl_status hpdl_net_print_table(FILE *f, const hpdl_net *net) {
    overlap, the roofline's view). Bytes for a layer at batch B and element
    size e: e * (B * (in_elems + out_elems) + params), weights read once. */
 
+/* Element type of an estimate: 4 or 8 bytes per element, and the f32 or f64 peak. */
 typedef enum hpdl_precision { HPDL_PREC_F32, HPDL_PREC_F64 } hpdl_precision;
 
+/* Devices whose figures hpdl_paleo_device knows. */
 typedef enum hpdl_device_id {
     HPDL_DEVICE_K80,  /* Tesla K80 board (two GK210), boost clock */
     HPDL_DEVICE_V100, /* V100 SXM2 */
@@ -5173,6 +5228,7 @@ typedef enum hpdl_device_id {
     HPDL_DEVICE_H200  /* H200 SXM, non-tensor-core rates */
 } hpdl_device_id;
 
+/* A device's peak rates; hpdl_paleo_device or hpdl_paleo_device_custom fills it. */
 typedef struct hpdl_device_model {
     char name[32];
     double peak_f32, peak_f64; /* FLOP/s */
@@ -5204,6 +5260,7 @@ HPDL_API hpdl_status hpdl_paleo_device(hpdl_device_id id, hpdl_device_model *out
     return HPDL_ERR_INVALID;
 }
 
+/* A PALEO estimate in seconds (see above). */
 typedef struct hpdl_paleo_time {
     double compute_s, memory_s; /* FLOPs and bytes at PPP of peak */
     double sum_s, max_s;        /* no overlap / perfect overlap */
@@ -5365,6 +5422,8 @@ HPDL_API hpdl_status hpdl_cost_allreduce_one_to_all(double n, int p, double alph
    rate each link sustained in a ring; utilisation = busbw / link_bw. */
 typedef struct hpdl_bw_report { double algbw, busbw, utilisation; } hpdl_bw_report;
 
+/* Fills *out for an allreduce of n bytes on p ranks in `seconds`; HPDL_ERR_INVALID for a NULL out,
+   p < 1, or an n, seconds or link_bw that is not positive and finite. */
 HPDL_API hpdl_status hpdl_cost_allreduce_utilisation(double n, int p, double seconds, double link_bw,
                                                      hpdl_bw_report *out) {
     hpdl_bw_report r;
@@ -5500,6 +5559,7 @@ HPDL_API hpdl_status hpdl_place_from_map(int n_layers, const int *device_of_laye
 #define HPDL_QUANT_QMIN (-128)
 #define HPDL_QUANT_QMAX 127
 
+/* One affine quantization: real = scale * (q - zero_point). */
 typedef struct hpdl_quant_params {
     float scale;        /* > 0 */
     int32_t zero_point; /* in [-128, 127] */
@@ -5600,6 +5660,8 @@ static inline int hpdl__has_nan_f32(const float *x, int64_t n) {
     return 0;
 }
 
+/* q[0..n) = x quantized at p. HPDL_ERR_NUMERIC, nothing written, when x holds a NaN;
+   HPDL_ERR_INVALID for a NULL pointer, n < 0 or an invalid p. */
 HPDL_API hpdl_status hpdl_quant_quantize_f32(const float *x, int64_t n, hpdl_quant_params p, int8_t *q) {
     int64_t i;
     if (!x || !q || n < 0 || !hpdl__quant_params_valid(p)) return HPDL_ERR_INVALID;
@@ -5608,6 +5670,7 @@ HPDL_API hpdl_status hpdl_quant_quantize_f32(const float *x, int64_t n, hpdl_qua
     return HPDL_OK;
 }
 
+/* x[0..n) = q dequantized at p; HPDL_ERR_INVALID for a NULL pointer, n < 0 or an invalid p. */
 HPDL_API hpdl_status hpdl_quant_dequantize_i8(const int8_t *q, int64_t n, hpdl_quant_params p, float *x) {
     int64_t i;
     if (!x || !q || n < 0 || !hpdl__quant_params_valid(p)) return HPDL_ERR_INVALID;
@@ -5695,6 +5758,9 @@ static inline int hpdl__multiplier_valid(int32_t m0, int shift) {
     return m0 >= ((int32_t)1 << 30) && shift >= 0 && shift <= 31;
 }
 
+/* One int32 accumulator to int8 into *out: clamp(zero_point + RDBPOT(SRDHM(acc, m0), shift), -128, 127).
+   HPDL_ERR_INVALID for a NULL out, m0 below 2^30, shift outside [0, 31] or zero_point
+   outside [-128, 127]. */
 HPDL_API hpdl_status hpdl_quant_requantize(int32_t acc, int32_t m0, int shift, int32_t zero_point, int8_t *out) {
     if (!out || !hpdl__multiplier_valid(m0, shift) || zero_point < HPDL_QUANT_QMIN || zero_point > HPDL_QUANT_QMAX)
         return HPDL_ERR_INVALID;
@@ -5829,6 +5895,8 @@ typedef struct hpdl_quant_calib {
     int64_t *hist;    /* bins counts: [0, half) negative side, [half, bins) positive */
 } hpdl_quant_calib;
 
+/* Starts c empty with `bins` histogram bins (even, >= 2), allocated here; free them with
+   hpdl_quant_calib_free. HPDL_ERR_INVALID for a NULL c or bad bins; HPDL_ERR_NOMEM. */
 HPDL_API hpdl_status hpdl_quant_calib_init(hpdl_quant_calib *c, int bins) {
     if (!c || bins < 2 || bins % 2) return HPDL_ERR_INVALID;
     c->hist = (int64_t *)hpdl_alloc((size_t)bins, sizeof *c->hist);
@@ -5842,6 +5910,7 @@ HPDL_API hpdl_status hpdl_quant_calib_init(hpdl_quant_calib *c, int bins) {
     return HPDL_OK;
 }
 
+/* Frees c's histogram and sets it to NULL; NULL c is ignored. */
 HPDL_API void hpdl_quant_calib_free(hpdl_quant_calib *c) {
     if (!c) return;
     HPDL_FREE(c->hist);
@@ -5932,6 +6001,8 @@ typedef struct hpdl_quant_hist {
     int64_t total, clipped;
 } hpdl_quant_hist;
 
+/* Starts h empty: `bins` (> 0) zero counts over [lo, hi] (finite, lo < hi), allocated here;
+   free them with hpdl_quant_hist_free. HPDL_ERR_INVALID for bad arguments; HPDL_ERR_NOMEM. */
 HPDL_API hpdl_status hpdl_quant_hist_init(hpdl_quant_hist *h, int bins, double lo, double hi) {
     if (!h || bins <= 0 || !(lo < hi) || !(fabs(lo) <= DBL_MAX) || !(fabs(hi) <= DBL_MAX)) return HPDL_ERR_INVALID;
     h->counts = (int64_t *)hpdl_alloc((size_t)bins, sizeof *h->counts);
@@ -5944,6 +6015,7 @@ HPDL_API hpdl_status hpdl_quant_hist_init(hpdl_quant_hist *h, int bins, double l
     return HPDL_OK;
 }
 
+/* Frees h's counts and sets them to NULL; NULL h is ignored. */
 HPDL_API void hpdl_quant_hist_free(hpdl_quant_hist *h) {
     if (!h) return;
     HPDL_FREE(h->counts);
@@ -6028,12 +6100,14 @@ HPDL_API hpdl_status hpdl_quant_hist_write_csv(const hpdl_quant_hist *h, const c
    Integer-only inference needs ReLU hidden layers (a sigmoid model builds,
    and runs the first two steps; HPDL_QUANT_INTEGER says HPDL_ERR_UNSUPPORTED). */
 
+/* The three steps of quantized MLP inference (see above); each keeps the quantization of the ones before. */
 typedef enum hpdl_quant_mode {
     HPDL_QUANT_WEIGHTS = 1,
     HPDL_QUANT_ACTIVATIONS = 2,
     HPDL_QUANT_INTEGER = 3
 } hpdl_quant_mode;
 
+/* A short description of mode (static storage); "unknown" for a value that is not a mode. */
 HPDL_API const char *hpdl_quant_mode_name(hpdl_quant_mode mode) {
     switch (mode) {
     case HPDL_QUANT_WEIGHTS: return "int8 weights";
@@ -6046,6 +6120,8 @@ HPDL_API const char *hpdl_quant_mode_name(hpdl_quant_mode mode) {
 /* Calibration histograms: bins over [-R, R] (see hpdl_quant_calib). */
 #define HPDL_QUANT_CALIB_BINS 4096
 
+/* A quantized MLP that owns all its arrays; hpdl_quant_mlp_build makes it,
+   hpdl_quant_mlp_free frees it. */
 typedef struct hpdl_quant_mlp {
     int n_layers;
     int widths[HPDL_MLP_MAX_LAYERS + 1];
@@ -6061,6 +6137,7 @@ typedef struct hpdl_quant_mlp {
     double logit_scale;                            /* real value of one int32 logit */
 } hpdl_quant_mlp;
 
+/* Frees everything q owns and zeroes *q; NULL q is ignored, a zeroed struct is safe. */
 HPDL_API void hpdl_quant_mlp_free(hpdl_quant_mlp *q) {
     int l;
     if (!q) return;
@@ -6238,6 +6315,7 @@ typedef struct hpdl_quant_mlp_work {
     float *out;      /* max_batch x classes: the real logits of the last forward */
 } hpdl_quant_mlp_work;
 
+/* Frees w's buffers and zeroes *w; NULL w is ignored, a zeroed struct is safe. */
 HPDL_API void hpdl_quant_mlp_work_destroy(hpdl_quant_mlp_work *w) {
     int i;
     if (!w) return;
@@ -6247,6 +6325,8 @@ HPDL_API void hpdl_quant_mlp_work_destroy(hpdl_quant_mlp_work *w) {
     memset(w, 0, sizeof *w);
 }
 
+/* Allocates buffers for q's widths and batches of up to max_batch rows; *w is written only
+   on success. HPDL_ERR_INVALID for bad arguments, HPDL_ERR_NOMEM (nothing left allocated). */
 HPDL_API hpdl_status hpdl_quant_mlp_work_create(hpdl_quant_mlp_work *w, const hpdl_quant_mlp *q, int max_batch) {
     hpdl_quant_mlp_work made;
     size_t big;
@@ -6830,6 +6910,7 @@ HPDL_API hpdl_status hpdl_mlp_train_step_fp8_f32(hpdl_mlp_f32 *m, hpdl_mlp_work_
 #define HPDL_CNN_PREVIOUS (-2) /* a layer's input: the layer before it */
 #define HPDL_CNN_IMAGE (-1)    /* a layer's input: the network's input */
 
+/* A CNN layer's operation. */
 typedef enum hpdl_cnn_op {
     HPDL_CNN_CONV = 0,        /* conv2d, square kernel, optional bias */
     HPDL_CNN_BATCHNORM,       /* per channel; batch statistics in training */
@@ -6841,6 +6922,8 @@ typedef enum hpdl_cnn_op {
     HPDL_CNN_ADD              /* input + output of layer `other` (residual) */
 } hpdl_cnn_op;
 
+/* One layer as the caller writes it (hpdl_cnn_conv, hpdl_cnn_pool, ...); hpdl_cnn_define
+   checks it. */
 typedef struct hpdl_cnn_layer {
     hpdl_cnn_op op;
     int input;               /* an earlier layer, HPDL_CNN_PREVIOUS or HPDL_CNN_IMAGE */
@@ -7436,8 +7519,11 @@ typedef struct hpdl_cnn_backend {
                                              void *dbias);
 } hpdl_cnn_backend;
 
+/* The optimiser of a CNN run: that of hpdl_sgd_momentum_<t> or of hpdl_adamw_<t>. */
 typedef enum hpdl_cnn_optimizer_kind { HPDL_CNN_SGD = 0, HPDL_CNN_ADAMW } hpdl_cnn_optimizer_kind;
 
+/* Optimiser settings of a CNN run; hpdl_cnn_sgd and hpdl_cnn_adamw fill them with
+   PyTorch's defaults. */
 typedef struct hpdl_cnn_optimizer {
     hpdl_cnn_optimizer_kind kind;
     hpdl_lr_schedule schedule; /* the learning rate at each step (hpdl_lr_at) */
@@ -7926,6 +8012,8 @@ static inline void hpdl__ckpt_entry_set(hpdl_ckpt_entry *e, const char *name, hp
     e->data = data;
 }
 
+/* Fills e[0..] with a CNN checkpoint's entries (see above), pointing at the caller's buffers; returns
+   4, or 5 with AdamW, and 0 on a bad argument. */
 HPDL_API int hpdl_cnn_ckpt_entries(const hpdl_cnn *net, int adamw, hpdl_dtype dtype, void *params, void *state,
                                    void *moment1, void *moment2, int64_t *steps, hpdl_ckpt_entry e[5]) {
     int n = 0;
@@ -8155,6 +8243,8 @@ typedef struct hpdl_quant_fixed {
     int shift, left;
 } hpdl_quant_fixed;
 
+/* A trained CNN's int8 form (see above); hpdl_quant_cnn_build makes it, hpdl_quant_cnn_free frees
+   the arrays it owns. */
 typedef struct hpdl_quant_cnn {
     hpdl_cnn net;
     hpdl_quant_params act[HPDL_CNN_MAX_LAYERS + 1]; /* [0]: the image; [i + 1]: layer i's output */

@@ -406,6 +406,8 @@ HPDL_CUDA_API int hpdl_cuda_available(void) {
 /* Device query                                                              */
 /* ------------------------------------------------------------------------ */
 
+/* A GPU's properties as hpdl_cuda_device_query fills them: name, SM count, compute capability, memory
+   (total, and free when queried), L2 size and the shared memory a block can opt in to. */
 typedef struct hpdl_cuda_device_info {
     char name[256];
     int sm_count, cc_major, cc_minor;
@@ -413,6 +415,8 @@ typedef struct hpdl_cuda_device_info {
     double mem_bandwidth_gbs; /* from clock and bus width: a datasheet-like peak */
 } hpdl_cuda_device_info;
 
+/* Fills *info for CUDA device `device`, switching the current device to it for the free-memory query
+   and back. HPDL_ERR_INVALID for a NULL info, HPDL_ERR_CUDA when a runtime call fails. */
 HPDL_CUDA_API hpdl_status hpdl_cuda_device_query(int device, hpdl_cuda_device_info *info) {
     cudaDeviceProp p;
     size_t free_b = 0, total_b = 0;
@@ -476,6 +480,8 @@ HPDL_CUDA_API void hpdl_cuda_device_slug(const char *name, char *slug, size_t si
 /* Buffers                                                                   */
 /* ------------------------------------------------------------------------ */
 
+/* cudaMalloc of `bytes` into *ptr (*ptr = NULL for 0 bytes or on failure); free with hpdl_cuda_free.
+   HPDL_ERR_INVALID for a NULL ptr, HPDL_ERR_NOMEM when the allocation fails. */
 HPDL_CUDA_API hpdl_status hpdl_cuda_alloc(void **ptr, size_t bytes) {
     if (!ptr) return HPDL_ERR_INVALID;
     *ptr = NULL;
@@ -501,15 +507,21 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_alloc_pinned(void **ptr, size_t bytes) {
     return HPDL_OK;
 }
 
+/* Frees device or managed memory (hpdl_cuda_alloc, hpdl_cuda_alloc_managed); NULL does nothing. */
 HPDL_CUDA_API void hpdl_cuda_free(void *ptr) { if (ptr) cudaFree(ptr); }
+/* Frees hpdl_cuda_alloc_pinned's host memory; NULL does nothing. */
 HPDL_CUDA_API void hpdl_cuda_free_pinned(void *ptr) { if (ptr) cudaFreeHost(ptr); }
 
+/* Copies `bytes` from host src to device dst, queued on `stream` (asynchronous to the host only from
+   pinned memory). HPDL_ERR_INVALID for a NULL pointer with bytes > 0, HPDL_ERR_CUDA if not queued. */
 HPDL_CUDA_API hpdl_status hpdl_cuda_to_device(void *dst, const void *src, size_t bytes, cudaStream_t stream) {
     if ((!dst || !src) && bytes) return HPDL_ERR_INVALID;
     if (bytes) HPDL_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
     return HPDL_OK;
 }
 
+/* Copies `bytes` from device src to host dst, queued on `stream`: dst is ready once the stream is
+   synchronised. HPDL_ERR_INVALID for a NULL pointer with bytes > 0, HPDL_ERR_CUDA if not queued. */
 HPDL_CUDA_API hpdl_status hpdl_cuda_to_host(void *dst, const void *src, size_t bytes, cudaStream_t stream) {
     if ((!dst || !src) && bytes) return HPDL_ERR_INVALID;
     if (bytes) HPDL_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream));
@@ -528,11 +540,15 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_poison(void *ptr, size_t bytes) {
 /* Event timer                                                               */
 /* ------------------------------------------------------------------------ */
 
+/* Two events and the stream they are recorded on: hpdl_cuda_timer_start, then hpdl_cuda_timer_stop_ms
+   times the work queued on that stream between the two calls. */
 typedef struct hpdl_cuda_timer {
     cudaEvent_t start, stop;
     cudaStream_t stream;
 } hpdl_cuda_timer;
 
+/* Makes the timer's two events and keeps `stream` for them; free with hpdl_cuda_timer_destroy.
+   HPDL_ERR_INVALID for a NULL t, HPDL_ERR_CUDA when an event cannot be made. */
 HPDL_CUDA_API hpdl_status hpdl_cuda_timer_create(hpdl_cuda_timer *t, cudaStream_t stream) {
     if (!t) return HPDL_ERR_INVALID;
     t->stream = stream;
@@ -541,11 +557,13 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_timer_create(hpdl_cuda_timer *t, cudaStream_
     return HPDL_OK;
 }
 
+/* Destroys the two events that hpdl_cuda_timer_create made; t must not be NULL. */
 HPDL_CUDA_API void hpdl_cuda_timer_destroy(hpdl_cuda_timer *t) {
     cudaEventDestroy(t->start);
     cudaEventDestroy(t->stop);
 }
 
+/* Records the start event on the timer's stream; does not wait. */
 HPDL_CUDA_API void hpdl_cuda_timer_start(hpdl_cuda_timer *t) { cudaEventRecord(t->start, t->stream); }
 
 /* Waits for the stop event; returns the elapsed time in milliseconds. */
@@ -577,6 +595,8 @@ HPDL_CUDA_API float hpdl_cuda_timer_stop_ms(hpdl_cuda_timer *t) {
    (what a kernel sees inside a real program, not the previous run's data). */
 typedef struct hpdl_cuda_l2_flusher { void *buf; size_t bytes; } hpdl_cuda_l2_flusher;
 
+/* Allocates a device buffer of twice the current device's L2 size into f; free with
+   hpdl_cuda_l2_flusher_destroy. HPDL_ERR_INVALID for a NULL f, HPDL_ERR_CUDA or HPDL_ERR_NOMEM. */
 HPDL_CUDA_API hpdl_status hpdl_cuda_l2_flusher_create(hpdl_cuda_l2_flusher *f) {
     int device = 0, l2 = 0;
     if (!f) return HPDL_ERR_INVALID;
@@ -586,12 +606,17 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_l2_flusher_create(hpdl_cuda_l2_flusher *f) {
     return hpdl_cuda_alloc(&f->buf, f->bytes);
 }
 
+/* Queues a memset of the whole buffer on `stream`, evicting earlier data from L2; its error is not
+   checked. Does nothing when f->buf is NULL; f must not be NULL. */
 HPDL_CUDA_API void hpdl_cuda_l2_flush(hpdl_cuda_l2_flusher *f, cudaStream_t stream) {
     if (f->buf) cudaMemsetAsync(f->buf, (int)(f->bytes & 0x7f), f->bytes, stream);
 }
 
+/* Frees what hpdl_cuda_l2_flusher_create allocated and sets f->buf to NULL; f must not be NULL. */
 HPDL_CUDA_API void hpdl_cuda_l2_flusher_destroy(hpdl_cuda_l2_flusher *f) { hpdl_cuda_free(f->buf); f->buf = NULL; }
 
+/* A piece of work to time: queues it on `stream`, ctx being its own data (hpdl_cuda_time_median_ms,
+   hpdl_cuda_time_interleaved_ms). */
 typedef void (*hpdl_cuda_work_fn)(void *ctx, cudaStream_t stream);
 
 /* Holds a stream (a host function in it) until the host has queued what
@@ -708,6 +733,8 @@ typedef enum hpdl_vecadd_config {
 #define HPDL_VECADD_WAVES 128
 #endif
 
+/* The configuration's short name ("one-thread", ..., "grid-stride"), a static string; "unknown" for
+   any other value. */
 HPDL_CUDA_API const char *hpdl_vecadd_config_name(hpdl_vecadd_config c) {
     switch (c) {
     case HPDL_VECADD_ONE_THREAD: return "one-thread";
@@ -853,6 +880,8 @@ static inline hpdl_status hpdl_cuda_vec_add(hpdl_vecadd_config cfg, int64_t n, c
     return hpdl__cuda_vecadd<hpdl__vecadd_op<D> >(cfg, n, (const D *)a, (const D *)b, (D *)c, stream);
 }
 
+/* The typed launchers hpdl_cuda_vec_add_<t> for C-style callers, c = a + b as described above, each
+   a call of hpdl_cuda_vec_add. */
 #define HPDL_DEFINE_CUDA_VECADD(SUFFIX, T, DEV_T, ACC_T, LOAD, STORE)                                  \
     template <> struct hpdl__vecadd_op<DEV_T> {                                                        \
         typedef DEV_T value_type;                                                                      \
@@ -973,6 +1002,8 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_prefetch(const void *ptr, size_t bytes, int 
    (HPDL__GEMM_HOPPER_DEFAULT), else mma (warptile when the binary or the GPU has no sm_80
    tensor-core path). */
 
+/* The rungs hpdl_cuda_gemm_algo_<t> runs: AUTO (the choice described above), the ladder, the Hopper
+   wgmma rungs, splitk and cuBLAS; hpdl_gemm_algo_name gives their names. */
 typedef enum hpdl_gemm_algo {
     HPDL_GEMM_AUTO = 0,
     HPDL_GEMM_NAIVE,
@@ -991,6 +1022,8 @@ typedef enum hpdl_gemm_algo {
     HPDL_GEMM_CUBLAS
 } hpdl_gemm_algo;
 
+/* The rung's short name ("auto", "naive", ..., "cublas"), a static string; "unknown" for any other
+   value. */
 HPDL_CUDA_API const char *hpdl_gemm_algo_name(hpdl_gemm_algo a) {
     switch (a) {
     case HPDL_GEMM_AUTO: return "auto";
@@ -6228,6 +6261,7 @@ static inline hpdl_status hpdl_cuda_gemm_algo(hpdl_gemm_algo algo, hpdl_transpos
                                                            (const D *)B, ldb, beta, (D *)C, ldc, stream);
 }
 
+/* hpdl_cuda_gemm_algo with HPDL_GEMM_AUTO: the rung AUTO picks for the type and the shape. */
 template <typename T>
 static inline hpdl_status hpdl_cuda_gemm(hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,
                                          typename hpdl__acc<T>::type alpha, const T *A, int lda, const T *B, int ldb,
@@ -6311,6 +6345,7 @@ HPDL_DEFINE_CUDA_GEMM(bf16, hpdl_bf16, float)
    The rungs index with the CPU twin's helpers (hpdl_tensor4_offset,
    hpdl__tap_input, hpdl__tap_output). */
 
+/* The convolution rungs described above; hpdl_conv_algo_name gives their names. */
 typedef enum hpdl_conv_algo {
     HPDL_CONV_AUTO = 0,
     HPDL_CONV_DIRECT,
@@ -6322,6 +6357,8 @@ typedef enum hpdl_conv_algo {
     HPDL_CONV_WINOGRAD /* f32 forward 3x3 stride 1: Winograd F(4x4, 3x3) (workspace from the stream's pool) */
 } hpdl_conv_algo;
 
+/* The rung's short name ("auto", "direct", "implicit-gemm", ...), a static string; "?" for any
+   other value. */
 HPDL_CUDA_API const char *hpdl_conv_algo_name(hpdl_conv_algo a) {
     switch (a) {
     case HPDL_CONV_AUTO: return "auto";
@@ -9616,6 +9653,8 @@ static inline hpdl_status hpdl_cuda_conv2d_forward_algo(hpdl_conv_algo algo, con
     return hpdl__cuda_conv2d<T>(algo, HPDL__CONV_FORWARD, p, xd, yd, x, w, y, stream);
 }
 
+/* dx from dy and w by one rung, as hpdl_conv2d_backward_data_<t> computes it; HPDL_ERR_UNSUPPORTED
+   where that rung does not apply, HPDL_ERR_INVALID for an unknown algo or invalid arguments. */
 template <typename T>
 static inline hpdl_status hpdl_cuda_conv2d_backward_data_algo(hpdl_conv_algo algo, const hpdl_conv2d_params *p,
                                                               const hpdl_tensor4 *yd, const T *dy, const T *w,
@@ -9623,6 +9662,8 @@ static inline hpdl_status hpdl_cuda_conv2d_backward_data_algo(hpdl_conv_algo alg
     return hpdl__cuda_conv2d<T>(algo, HPDL__CONV_INPUT_GRAD, p, xd, yd, w, dy, dx, stream);
 }
 
+/* dw from x and dy by one rung, as hpdl_conv2d_backward_filter_<t> computes it; HPDL_ERR_UNSUPPORTED
+   where that rung does not apply, HPDL_ERR_INVALID for an unknown algo or invalid arguments. */
 template <typename T>
 static inline hpdl_status hpdl_cuda_conv2d_backward_filter_algo(hpdl_conv_algo algo, const hpdl_conv2d_params *p,
                                                                 const hpdl_tensor4 *xd, const T *x,
@@ -9631,12 +9672,14 @@ static inline hpdl_status hpdl_cuda_conv2d_backward_filter_algo(hpdl_conv_algo a
     return hpdl__cuda_conv2d<T>(algo, HPDL__CONV_FILTER_GRAD, p, xd, yd, x, dy, dw, stream);
 }
 
+/* hpdl_cuda_conv2d_forward_algo with HPDL_CONV_AUTO: the rung AUTO picks (see above). */
 template <typename T>
 static inline hpdl_status hpdl_cuda_conv2d_forward(const hpdl_conv2d_params *p, const hpdl_tensor4 *xd, const T *x,
                                                    const T *w, const hpdl_tensor4 *yd, T *y, cudaStream_t stream = 0) {
     return hpdl_cuda_conv2d_forward_algo(HPDL_CONV_AUTO, p, xd, x, w, yd, y, stream);
 }
 
+/* hpdl_cuda_conv2d_backward_data_algo with HPDL_CONV_AUTO: the rung AUTO picks (see above). */
 template <typename T>
 static inline hpdl_status hpdl_cuda_conv2d_backward_data(const hpdl_conv2d_params *p, const hpdl_tensor4 *yd,
                                                          const T *dy, const T *w, const hpdl_tensor4 *xd, T *dx,
@@ -9644,6 +9687,7 @@ static inline hpdl_status hpdl_cuda_conv2d_backward_data(const hpdl_conv2d_param
     return hpdl_cuda_conv2d_backward_data_algo(HPDL_CONV_AUTO, p, yd, dy, w, xd, dx, stream);
 }
 
+/* hpdl_cuda_conv2d_backward_filter_algo with HPDL_CONV_AUTO: the rung AUTO picks (see above). */
 template <typename T>
 static inline hpdl_status hpdl_cuda_conv2d_backward_filter(const hpdl_conv2d_params *p, const hpdl_tensor4 *xd,
                                                            const T *x, const hpdl_tensor4 *yd, const T *dy, T *dw,
@@ -10231,6 +10275,8 @@ static inline hpdl_status hpdl_cuda_conv2d_bias_add(const hpdl_tensor4 *yd, T *y
     return HPDL_OK;
 }
 
+/* dbias[c] = sum of dy over n, h and w, for every channel c of yd, on `stream`.
+   HPDL_ERR_INVALID for an invalid yd or a NULL pointer. */
 template <typename T>
 static inline hpdl_status hpdl_cuda_conv2d_bias_grad(const hpdl_tensor4 *yd, const T *dy, T *dbias,
                                                      cudaStream_t stream = 0) {
@@ -10251,12 +10297,16 @@ static inline hpdl_status hpdl_cuda_conv2d_bias_grad(const hpdl_tensor4 *yd, con
     return HPDL_OK;
 }
 
+/* y = max pooling of x over p's windows, as hpdl_maxpool2d_forward_<t>; HPDL_ERR_INVALID for
+   arguments the CPU twin refuses. */
 template <typename T>
 static inline hpdl_status hpdl_cuda_maxpool2d_forward(const hpdl_pool2d_params *p, const hpdl_tensor4 *xd, const T *x,
                                                       const hpdl_tensor4 *yd, T *y, cudaStream_t stream = 0) {
     return hpdl__cuda_pool_forward(1, p, xd, x, yd, y, stream);
 }
 
+/* dx from dy, each window's gradient going to its largest x (the first on ties), as
+   hpdl_maxpool2d_backward_<t>; x is required. */
 template <typename T>
 static inline hpdl_status hpdl_cuda_maxpool2d_backward(const hpdl_pool2d_params *p, const hpdl_tensor4 *xd,
                                                        const T *x, const hpdl_tensor4 *yd, const T *dy, T *dx,
@@ -10264,12 +10314,16 @@ static inline hpdl_status hpdl_cuda_maxpool2d_backward(const hpdl_pool2d_params 
     return hpdl__cuda_pool_backward(1, p, xd, x, yd, dy, dx, stream);
 }
 
+/* y = average pooling of x over p's windows, as hpdl_avgpool2d_forward_<t>; HPDL_ERR_INVALID for
+   arguments the CPU twin refuses. */
 template <typename T>
 static inline hpdl_status hpdl_cuda_avgpool2d_forward(const hpdl_pool2d_params *p, const hpdl_tensor4 *xd, const T *x,
                                                       const hpdl_tensor4 *yd, T *y, cudaStream_t stream = 0) {
     return hpdl__cuda_pool_forward(0, p, xd, x, yd, y, stream);
 }
 
+/* dx from dy, as hpdl_avgpool2d_backward_<t> (no x needed); HPDL_ERR_INVALID for arguments the CPU
+   twin refuses. */
 template <typename T>
 static inline hpdl_status hpdl_cuda_avgpool2d_backward(const hpdl_pool2d_params *p, const hpdl_tensor4 *yd,
                                                        const T *dy, const hpdl_tensor4 *xd, T *dx,
@@ -10277,6 +10331,8 @@ static inline hpdl_status hpdl_cuda_avgpool2d_backward(const hpdl_pool2d_params 
     return hpdl__cuda_pool_backward(0, p, xd, (const T *)NULL, yd, dy, dx, stream);
 }
 
+/* y[n*C + c] = mean of x's channel c of image n over h and w (y holds N x C values), on `stream`.
+   HPDL_ERR_INVALID for an invalid xd or a NULL pointer. */
 template <typename T>
 static inline hpdl_status hpdl_cuda_global_avgpool_forward(const hpdl_tensor4 *xd, const T *x, T *y,
                                                            cudaStream_t stream = 0) {
@@ -10289,6 +10345,8 @@ static inline hpdl_status hpdl_cuda_global_avgpool_forward(const hpdl_tensor4 *x
     return HPDL_OK;
 }
 
+/* dx[n, c, h, w] = dy[n*C + c] / (H*W), the backward of hpdl_cuda_global_avgpool_forward.
+   HPDL_ERR_INVALID for an invalid xd or a NULL pointer. */
 template <typename T>
 static inline hpdl_status hpdl_cuda_global_avgpool_backward(const hpdl_tensor4 *xd, const T *dy, T *dx,
                                                             cudaStream_t stream = 0) {
@@ -10301,6 +10359,9 @@ static inline hpdl_status hpdl_cuda_global_avgpool_backward(const hpdl_tensor4 *
     return HPDL_OK;
 }
 
+/* y from the batch's per-channel mean and variance, running_mean/var moved by momentum, as
+   hpdl_batchnorm_forward_training_<t>; save_mean and save_invstd may be NULL. HPDL_ERR_INVALID for
+   momentum outside [0, 1], eps not positive and finite, under 2 values a channel, or a NULL pointer. */
 template <typename T>
 static inline hpdl_status hpdl_cuda_batchnorm_forward_training(
     const hpdl_tensor4 *xd, const T *x, const typename hpdl__acc<T>::type *gamma,
@@ -10320,6 +10381,8 @@ static inline hpdl_status hpdl_cuda_batchnorm_forward_training(
     return HPDL_OK;
 }
 
+/* y = gamma (x - running_mean) / sqrt(running_var + eps) + beta per channel, as
+   hpdl_batchnorm_forward_inference_<t> (running_var + eps <= 0 gives NaN, see above). */
 template <typename T>
 static inline hpdl_status hpdl_cuda_batchnorm_forward_inference(
     const hpdl_tensor4 *xd, const T *x, const typename hpdl__acc<T>::type *gamma,
@@ -10337,6 +10400,8 @@ static inline hpdl_status hpdl_cuda_batchnorm_forward_inference(
     return HPDL_OK;
 }
 
+/* dx, dgamma and dbeta (written, not added to) from dy and the training pass's save_mean and
+   save_invstd, as hpdl_batchnorm_backward_<t>. HPDL_ERR_INVALID for an invalid xd or a NULL pointer. */
 template <typename T>
 static inline hpdl_status hpdl_cuda_batchnorm_backward(const hpdl_tensor4 *xd, const T *x, const T *dy,
                                                        const typename hpdl__acc<T>::type *gamma,
@@ -10575,6 +10640,8 @@ static inline hpdl_status hpdl_cuda_sgd_momentum(int64_t n, T *w, const T *grad,
     return HPDL_OK;
 }
 
+/* AdamW, as hpdl_adamw_<t>: updates m, v and w in place; lr and the bias corrections come from
+   d_step, and nothing is written while d_step->skip is set. */
 template <typename T>
 static inline hpdl_status hpdl_cuda_adamw(int64_t n, T *w, const T *grad, T *m, T *v, const hpdl_optim_step *d_step,
                                           double beta1, double beta2, double eps, double weight_decay,
@@ -10610,6 +10677,8 @@ static inline hpdl_status hpdl_cuda_flag_nonfinite(int64_t n, const T *x, int *d
     return HPDL_OK;
 }
 
+/* The typed launchers hpdl_cuda_sgd_momentum_<t> and hpdl_cuda_adamw_<t> (float, double) for
+   C-style callers, each a call of its front end above. */
 #define HPDL_DEFINE_CUDA_OPTIM(SUFFIX, T)                                                                   \
     HPDL_CUDA_API hpdl_status hpdl_cuda_sgd_momentum_##SUFFIX(int64_t n, T *w, const T *grad, T *velocity,  \
                                                               const hpdl_optim_step *d_step, double momentum, \
@@ -10623,6 +10692,8 @@ static inline hpdl_status hpdl_cuda_flag_nonfinite(int64_t n, const T *x, int *d
         return hpdl_cuda_adamw(n, w, grad, m, v, d_step, beta1, beta2, eps, weight_decay, stream);         \
     }
 
+/* The typed launchers hpdl_cuda_flag_nonfinite_<t> for C-style callers, each a call of
+   hpdl_cuda_flag_nonfinite. */
 #define HPDL_DEFINE_CUDA_FLAG_NONFINITE(SUFFIX, T)                                                          \
     HPDL_CUDA_API hpdl_status hpdl_cuda_flag_nonfinite_##SUFFIX(int64_t n, const T *x, int *d_flag,         \
                                                                 cudaStream_t stream) {                      \
@@ -11145,6 +11216,8 @@ typedef struct hpdl_cuda_dataset {
    takes under half of the free device memory. */
 typedef enum hpdl_data_placement { HPDL_DATA_AUTO = -1, HPDL_DATA_STREAMED = 0, HPDL_DATA_RESIDENT = 1 } hpdl_data_placement;
 
+/* Frees what hpdl_cuda_dataset_upload or _create made (buffers, staging, events, the copy stream)
+   and zeroes *d; NULL does nothing, and a zeroed struct is left as it is. */
 HPDL_CUDA_API void hpdl_cuda_dataset_destroy(hpdl_cuda_dataset *d) {
     int k;
     if (!d) return;
@@ -11320,6 +11393,8 @@ typedef struct hpdl_nvml_stats {
     int64_t samples;
 } hpdl_nvml_stats;
 
+/* A thread that reads NVML every period_ms, summing what it reads and writing it to an optional CSV
+   (hpdl_nvml_sampler_start, then hpdl_nvml_sampler_finish or _stop). */
 typedef struct hpdl_nvml_sampler {
     void *lib, *device;
     hpdl__nvml_init_fn shutdown;
@@ -12084,36 +12159,51 @@ static inline hpdl_status hpdl__cmlp_eval(M *g, int64_t n, const T *X, const int
 #define HPDL__CMLP_T typename hpdl__cmlp_types<M>::master
 #define HPDL__CMLP_DC typename hpdl__cmlp_types<M>::dev
 
+/* Makes a GPU model with the CPU model m's shape and weights, for batches of up to max_batch rows,
+   on a stream of its own; free with hpdl_cuda_mlp_destroy. On failure everything made is freed. */
 template <typename M>
 static inline hpdl_status hpdl_cuda_mlp_create(M *g, const typename hpdl__cmlp_types<M>::cpu *m, int max_batch) {
     return hpdl__cmlp_create<HPDL__CMLP_T, HPDL__CMLP_DC, typename hpdl__cmlp_types<M>::storage>(g, m, max_batch);
 }
+/* Frees what hpdl_cuda_mlp_create made (buffers, graphs, stream) and zeroes *g; NULL does nothing. */
 template <typename M> static inline void hpdl_cuda_mlp_destroy(M *g) {
     (void)sizeof(hpdl__cmlp_types<M>); /* models only */
     hpdl__cmlp_destroy(g);
 }
+/* Copies the CPU model m's weights into the GPU model (same widths and activation, else
+   HPDL_ERR_INVALID); waits for the model's stream. */
 template <typename M>
 static inline hpdl_status hpdl_cuda_mlp_upload(M *g, const typename hpdl__cmlp_types<M>::cpu *m) {
     return hpdl__cmlp_upload<HPDL__CMLP_T, HPDL__CMLP_DC>(g, m);
 }
+/* Copies the GPU model's master weights into the CPU model m of the same shape (else
+   HPDL_ERR_INVALID), after waiting for the model's stream. */
 template <typename M>
 static inline hpdl_status hpdl_cuda_mlp_download(const M *g, typename hpdl__cmlp_types<M>::cpu *m) {
     return hpdl__cmlp_download<HPDL__CMLP_T>(g, m);
 }
+/* One SGD step on a device batch X (batch x widths[0]) and labels; with loss, *loss = the batch's mean
+   loss (a host sync), and f32/f64 return HPDL_ERR_NUMERIC when a gradient was not finite. */
 template <typename M>
 static inline hpdl_status hpdl_cuda_mlp_train_step(M *g, int batch, const HPDL__CMLP_T *X, const int32_t *labels,
                                                    double lr, double l2, double *loss) {
     return hpdl__cmlp_train_step<HPDL__CMLP_T, HPDL__CMLP_DC>(g, batch, X, labels, lr, l2, loss);
 }
+/* One epoch over d in a fresh order drawn from seed, batch rows a step; with out, waits and fills it
+   (HPDL_ERR_NUMERIC for f32/f64 when steps were not applied: a gradient was not finite). */
 template <typename M>
 static inline hpdl_status hpdl_cuda_mlp_train_epoch(M *g, hpdl_cuda_dataset *d, int batch, double lr, double l2,
                                                     uint64_t seed, hpdl_cuda_mlp_stats *out) {
     return hpdl__cmlp_train_epoch<HPDL__CMLP_DC>(g, d, batch, lr, l2, seed, out);
 }
+/* Mean loss and accuracy over every row of d, without training; waits and fills *out.
+   HPDL_ERR_INVALID for a NULL out or a data set that does not fit the model. */
 template <typename M> static inline hpdl_status hpdl_cuda_mlp_evaluate(M *g, hpdl_cuda_dataset *d, hpdl_cuda_mlp_stats *out) {
     if (!g || !g->params || !out || !hpdl__mlp_data_fits(d, g->widths[0], g->widths[g->n_layers])) return HPDL_ERR_INVALID;
     return hpdl__cmlp_eval<HPDL__CMLP_T, HPDL__CMLP_DC>(g, d->n, (const HPDL__CMLP_T *)NULL, (const int32_t *)NULL, d, out);
 }
+/* *acc = fraction of the n rows of device arrays X and labels whose largest logit is at the label;
+   no training, waits for the model's stream. */
 template <typename M>
 static inline hpdl_status hpdl_cuda_mlp_accuracy(M *g, int64_t n, const HPDL__CMLP_T *X, const int32_t *labels,
                                                  double *acc) {
@@ -12238,6 +12328,8 @@ typedef struct hpdl_cuda_xfer_stats {
     long long staged; /* through pinned host memory: no peer access */
 } hpdl_cuda_xfer_stats;
 
+/* A device set (hpdl_cuda_devices_open): count logical devices, the CUDA device each runs on, and
+   which pairs have peer access. It holds nothing to free. */
 typedef struct hpdl_cuda_devices {
     int count;                                /* logical devices */
     int visible;                              /* GPUs the runtime shows */
@@ -12309,9 +12401,10 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_enable_peer(int a, int b, int *enabled) {
     return HPDL_OK;
 }
 
-/* Sets up n logical devices and enables peer access between their GPUs.
-   Without allow_virtual, asking for more GPUs than are visible is an error
-   (with a message naming both numbers), not a silent fold onto fewer. */
+/* Whether n logical devices can be opened: 1 <= n <= HPDL_CUDA_MAX_DEVICES
+   and a GPU visible. Without allow_virtual, asking for more GPUs than are
+   visible is an error (with a message naming both numbers), not a silent
+   fold onto fewer. */
 HPDL_CUDA_API hpdl_status hpdl__cuda_check_gpus(int n, int allow_virtual) {
     int visible = hpdl_cuda_device_count();
     const char *env = getenv("CUDA_VISIBLE_DEVICES");
@@ -12322,6 +12415,9 @@ HPDL_CUDA_API hpdl_status hpdl__cuda_check_gpus(int n, int allow_virtual) {
     return HPDL_ERR_INVALID;
 }
 
+/* Fills set with n logical devices (logical d on GPU d % visible) and enables peer access between
+   their GPUs. HPDL_ERR_INVALID for a NULL set, n outside [1, HPDL_CUDA_MAX_DEVICES], no GPU, or more
+   GPUs than are visible without allow_virtual; HPDL_ERR_CUDA when peer access cannot be set. */
 HPDL_CUDA_API hpdl_status hpdl_cuda_devices_open(hpdl_cuda_devices *set, int n, int allow_virtual) {
     int visible = hpdl_cuda_device_count(), a, b;
     hpdl_status s = hpdl__cuda_check_gpus(n, allow_virtual);
@@ -12725,6 +12821,8 @@ typedef struct hpdl_cuda_powsum {
     hpdl_cuda_xfer_stats xfer;            /* partial sums moved, over all runs */
 } hpdl_cuda_powsum;
 
+/* Frees each GPU's buffers and the streams, events and staging buffers that
+   hpdl_cuda_powsum_create_<t> made; NULL does nothing. */
 HPDL_CUDA_API void hpdl_cuda_powsum_destroy(hpdl_cuda_powsum *p) {
     int g;
     if (!p) return;
@@ -12883,6 +12981,8 @@ typedef struct hpdl_cuda_rowpow {
     hpdl_cuda_xfer_stats xfer;           /* broadcast, gathers, result: all runs */
 } hpdl_cuda_rowpow;
 
+/* Frees each GPU's buffer and the streams, events and staging buffers that
+   hpdl_cuda_rowpow_create_<t> made; NULL does nothing. */
 HPDL_CUDA_API void hpdl_cuda_rowpow_destroy(hpdl_cuda_rowpow *p) {
     int g;
     if (!p) return;
@@ -13199,6 +13299,8 @@ HPDL_CUDA_API int hpdl_cuda_deep_linear_slices(int micro) {
     return micro == HPDL_DL_NAIVE ? 1 : micro < 0 ? -micro : micro;
 }
 
+/* A deep linear model over a device set (hpdl_cuda_deep_linear_create, _create_1f1b): each device's
+   layers, activations and gradients, the hand-off events, and the last step's transfer counts. */
 typedef struct hpdl_cuda_deep_linear {
     hpdl__cuda_lanes lanes;                 /* one stream per GPU, shared by its stages */
     int depth, dim, batch;
@@ -13304,6 +13406,8 @@ HPDL_CUDA_API hpdl_status hpdl__dl_gpipe_events(hpdl_cuda_deep_linear *m, int mi
     return s;
 }
 
+/* Frees every device's weights, activations, gradients and hand-off events, the input, target and
+   loss, and its lanes (streams, events, pinned staging); NULL does nothing. */
 HPDL_CUDA_API void hpdl_cuda_deep_linear_destroy(hpdl_cuda_deep_linear *m) {
     int g;
     if (!m) return;
@@ -13895,6 +13999,8 @@ typedef enum hpdl_quant_algo {
     HPDL_QUANT_IM2COL
 } hpdl_quant_algo;
 
+/* The rung's short name ("auto", "mma", "dp4a", "wgmma", "im2col"), a static string; "unknown" for
+   any other value. */
 HPDL_CUDA_API const char *hpdl_quant_algo_name(hpdl_quant_algo a) {
     switch (a) {
     case HPDL_QUANT_AUTO: return "auto";
@@ -14321,6 +14427,8 @@ __global__ void hpdl__qargmax_hits(int rows, int cols, const int32_t *logits, co
     if (best == labels[r]) atomicAdd(hits, 1ull);
 }
 
+/* Y (cols x rows) = X^T for int8 matrices, on `stream`. HPDL_ERR_INVALID for negative sizes, an ld
+   below the row length, a NULL pointer with elements, or more than 65535 x 32 rows. */
 HPDL_CUDA_API hpdl_status hpdl_cuda_quant_transpose_i8(int rows, int cols, const int8_t *X, int ldx, int8_t *Y, int ldy,
                                                   cudaStream_t stream) {
     if (hpdl__check_matrix(X, rows, cols, ldx) != HPDL_OK || hpdl__check_matrix(Y, cols, rows, ldy) != HPDL_OK ||
@@ -14362,6 +14470,7 @@ typedef struct hpdl_cuda_quant_output {
     int relu;
 } hpdl_cuda_quant_output;
 
+/* Frees the device arrays that hpdl_cuda_quant_output_create made and zeroes *d; NULL does nothing. */
 HPDL_CUDA_API void hpdl_cuda_quant_output_destroy(hpdl_cuda_quant_output *d) {
     if (!d) return;
     hpdl_cuda_free(d->bias);
@@ -14625,6 +14734,7 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_quant_gemm_requant_i8(hpdl_quant_algo algo, 
     return hpdl__qgemm(algo, 1, M, N, K, A, lda, za, B, ldb, zb, o, HPDL__QOUT_REQUANT_I8, C, ldc, stream);
 }
 
+/* C (int8) = requantize((A - za)(B - zb) + bias) with B given transposed: Bt is N x K (ldb >= K). */
 HPDL_CUDA_API hpdl_status hpdl_cuda_quant_gemm_requant_nt_i8(hpdl_quant_algo algo, int M, int N, int K, const int8_t *A,
                                                         int lda, int32_t za, const int8_t *Bt, int ldb, int32_t zb,
                                                         const hpdl_cuda_quant_output *o, int8_t *C, int ldc,
@@ -15371,6 +15481,8 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_quant_conv2d_i8(const hpdl_conv2d_params *p,
 /* Quantized MLP inference (integer-only, as hpdl_quant_mlp HPDL_QUANT_INTEGER) */
 /* ------------------------------------------------------------------------ */
 
+/* An integer-only MLP on the device (hpdl_cuda_quant_mlp_create): transposed int8 weights, each
+   layer's requantization, and buffers for batches of up to max_batch rows. */
 typedef struct hpdl_cuda_quant_mlp {
     int n_layers, max_batch;
     int widths[HPDL_MLP_MAX_LAYERS + 1];
@@ -15385,6 +15497,7 @@ typedef struct hpdl_cuda_quant_mlp {
     double logit_scale;
 } hpdl_cuda_quant_mlp;
 
+/* Frees what hpdl_cuda_quant_mlp_create made and zeroes *g; NULL does nothing. */
 HPDL_CUDA_API void hpdl_cuda_quant_mlp_destroy(hpdl_cuda_quant_mlp *g) {
     int l;
     if (!g) return;
@@ -16532,6 +16645,8 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_mlp_fp8_download_scaling(const hpdl_cuda_mlp
 
 #define HPDL_CUDA_CNN_GRAPHS 2 /* graphs kept: the full batch and an epoch's last, shorter one */
 
+/* The GPU backend of an hpdl_cnn (hpdl_cuda_cnn_create): its kernel table, its stream, the step's
+   values in device memory and the cached graphs. */
 typedef struct hpdl_cuda_cnn {
     hpdl_cnn_backend be;      /* the table; be.ctx points at this struct */
     cudaStream_t stream;

@@ -471,8 +471,12 @@ static inline int MPI_Error_string(int code, char *text, int *len) {
 /* Element types and algorithms                                              */
 /* ------------------------------------------------------------------------ */
 
+/* Element type of a collective's buffer. HPDL_ALLREDUCE_MPI takes F32 and F64 only: F16 and BF16
+   (hpdl_f16, hpdl_bf16) get HPDL_ERR_UNSUPPORTED there. */
 typedef enum hpdl_mpi_dtype { HPDL_MPI_F32, HPDL_MPI_F64, HPDL_MPI_F16, HPDL_MPI_BF16 } hpdl_mpi_dtype;
 
+/* How hpdl_mpi_allreduce reduces. NCCL, IPC_ONESHOT and IPC_TWOSHOT take device buffers only: host
+   buffers get HPDL_ERR_UNSUPPORTED. */
 typedef enum hpdl_allreduce_algo {
     HPDL_ALLREDUCE_MPI,         /* MPI_Allreduce (CUDA-aware, or staged through pinned host memory) */
     HPDL_ALLREDUCE_RING,        /* hand-written ring over MPI point-to-point */
@@ -494,6 +498,7 @@ HPDL_MPI_API int hpdl__mpi_algo_device_only(hpdl_allreduce_algo a) {
     return a == HPDL_ALLREDUCE_NCCL || hpdl__mpi_algo_is_ipc(a);
 }
 
+/* Bytes per element of type t (4, 8, 2, 2); 0 for a value outside the enum. */
 HPDL_MPI_API size_t hpdl_mpi_dtype_size(hpdl_mpi_dtype t) {
     switch (t) {
     case HPDL_MPI_F32: return 4;
@@ -504,6 +509,7 @@ HPDL_MPI_API size_t hpdl_mpi_dtype_size(hpdl_mpi_dtype t) {
     return 0;
 }
 
+/* Name of t ("f32", "f64", "f16", "bf16"), a static string; "?" for a value outside the enum. */
 HPDL_MPI_API const char *hpdl_mpi_dtype_name(hpdl_mpi_dtype t) {
     switch (t) {
     case HPDL_MPI_F32: return "f32";
@@ -514,6 +520,8 @@ HPDL_MPI_API const char *hpdl_mpi_dtype_name(hpdl_mpi_dtype t) {
     return "?";
 }
 
+/* Name of a ("mpi", "ring", "nccl", "ipc_oneshot", "ipc_twoshot", "auto"), a static string; "?" for a
+   value outside the enum. */
 HPDL_MPI_API const char *hpdl_allreduce_algo_name(hpdl_allreduce_algo a) {
     switch (a) {
     case HPDL_ALLREDUCE_MPI: return "mpi";
@@ -631,12 +639,14 @@ HPDL_MPI_API hpdl_status hpdl_mpi_init(int *argc, char ***argv) {
     return HPDL_OK;
 }
 
+/* This process's rank in MPI_COMM_WORLD; MPI must be initialised (hpdl_mpi_init). Not collective. */
 HPDL_MPI_API int hpdl_mpi_rank(void) {
     int r = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &r);
     return r;
 }
 
+/* The number of ranks in MPI_COMM_WORLD; MPI must be initialised (hpdl_mpi_init). Not collective. */
 HPDL_MPI_API int hpdl_mpi_size(void) {
     int s = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &s);
@@ -2536,6 +2546,8 @@ HPDL_DEFINE_MPI_COLLECTIVES(bf16, hpdl_bf16, HPDL_MPI_BF16)
                             (correct, but without overlap). */
 enum { HPDL__BUCKET_IALLREDUCE, HPDL__BUCKET_NCCL, HPDL__BUCKET_BLOCKING };
 
+/* A bucketed allreduce over a fixed list of tensors (see above), written by hpdl_mpi_bucketer_create. It
+   keeps the caller's tensor pointers, not copies; hpdl_mpi_bucketer_destroy frees what create allocated. */
 typedef struct hpdl_mpi_bucketer {
     int ntensors, nbuckets, mode, average, on_device, next_launch;
     hpdl_mpi_dtype dtype;
@@ -2903,6 +2915,8 @@ HPDL_MPI_API hpdl_status hpdl_mpi_finalize(void) {
 #endif
 #define HPDL_MPI_DP_MAX_PIECES 64
 
+/* Settings of the data-parallel MLP drivers (hpdl_mpi_dp_<s>, hpdl_mpi_dp_cuda_<s>), read by their create;
+   start from hpdl_mpi_dp_config_default. */
 typedef struct hpdl_mpi_dp_config {
     int batch;                /* rows per rank per step (b) */
     hpdl_allreduce_algo algo; /* MPI, RING, NCCL */
@@ -2944,6 +2958,8 @@ typedef struct hpdl_mpi_dp_roofline {
     double p_mpi_algbw;
 } hpdl_mpi_dp_roofline;
 
+/* Fills *c with the defaults: batch 128, HPDL_ALLREDUCE_MPI without overlap, lr 0.05, no L2, seed 1,
+   MPI_COMM_WORLD; for GPU overlap 8 NCCL CTAs and a high-priority stream. A NULL c is ignored. */
 HPDL_MPI_API void hpdl_mpi_dp_config_default(hpdl_mpi_dp_config *c) {
     if (!c) return;
     memset(c, 0, sizeof *c);
@@ -2992,6 +3008,8 @@ HPDL_MPI_API hpdl_status hpdl_mpi_dp_lr(const hpdl_mpi_dp_config *c, int ranks, 
 
 /* ---- epoch plan: which rows each rank takes at each step ------------------ */
 
+/* Which rows of an epoch this rank takes at each step (see the steps above): made by
+   hpdl_mpi_dp_plan_create, drawn by hpdl_mpi_dp_plan_epoch, freed by hpdl_mpi_dp_plan_destroy. */
 typedef struct hpdl_mpi_dp_plan {
     int64_t n;      /* samples per epoch */
     int batch;      /* per rank */
@@ -3002,6 +3020,7 @@ typedef struct hpdl_mpi_dp_plan {
     int32_t *order; /* this rank's samples, step after step: step s starts at s * batch */
 } hpdl_mpi_dp_plan;
 
+/* Frees perm and order and zeroes *p; a NULL p is ignored. */
 HPDL_MPI_API void hpdl_mpi_dp_plan_destroy(hpdl_mpi_dp_plan *p) {
     if (!p) return;
     HPDL_FREE(p->perm);
@@ -3022,6 +3041,9 @@ HPDL_MPI_API void hpdl__dp_plan_part(const hpdl_mpi_dp_plan *p, int64_t s, int64
     *global_rows = rows;
 }
 
+/* Plan of an epoch of n samples, batch rows per rank per step, for rank `rank` of `size`: allocates perm
+   and order (drawn by hpdl_mpi_dp_plan_epoch); no communication. HPDL_ERR_INVALID for a NULL p or bad
+   sizes (n or batch * size above INT32_MAX), HPDL_ERR_NOMEM; *p is written only on success. */
 HPDL_MPI_API hpdl_status hpdl_mpi_dp_plan_create(hpdl_mpi_dp_plan *p, int64_t n, int batch, int rank, int size) {
     hpdl_mpi_dp_plan made;
     int64_t gb, rows, b, e;
@@ -3753,6 +3775,9 @@ static inline hpdl_status hpdl__dp_cuda_epoch(D *dp, M *g, hpdl_cuda_dataset *da
     return status;
 }
 
+/* hpdl_mpi_dp_cuda_<s>: data-parallel training of a hpdl_cuda_mlp_<s> on GPU ranks; the model stays the
+   caller's and is passed to each call. destroy frees what create made (plan, order copies, events,
+   bucketer), restores the hpdl_mpi stream of before create and zeroes *dp; a NULL dp is ignored. */
 #define HPDL_DEFINE_MPI_DP_CUDA(SUFFIX, T, DTYPE)                                                               \
     typedef struct hpdl_mpi_dp_cuda_##SUFFIX {                                                                  \
         HPDL__DP_CUDA_FIELDS;                                                                                   \
@@ -3819,6 +3844,9 @@ HPDL_MPI_API hpdl_status hpdl__dp_time_allreduce(float *d, int64_t count, hpdl_a
     return s;
 }
 
+/* Collective: this GPU rank's roofline inputs into *out, measured as described above. HPDL_ERR_INVALID
+   (out NULL or grad_count < 1) or HPDL_ERR_NOMEM on any rank makes every rank return the worst of them;
+   *out is written only on success. */
 HPDL_MPI_API hpdl_status hpdl_mpi_dp_roofline_cuda(int64_t grad_count, hpdl_allreduce_algo algo, MPI_Comm comm,
                                                hpdl_mpi_dp_roofline *out) {
     const size_t copy_bytes = (size_t)64 << 20;
@@ -3901,6 +3929,8 @@ HPDL_MPI_API hpdl_status hpdl_mpi_dp_roofline_cuda(int64_t grad_count, hpdl_allr
    computes the whole softmax; with H not divisible by P some ranks own one
    unit more, and with P > H some own none (they send zeros). */
 
+/* Settings of the tensor-parallel MLP drivers (hpdl_mpi_tp_<s>, hpdl_mpi_tp_cuda_f32), read by their
+   create; start from hpdl_mpi_tp_config_default. */
 typedef struct hpdl_mpi_tp_config {
     int batch;                /* rows per step, the same rows on every rank */
     hpdl_allreduce_algo algo; /* MPI or RING (host buffers) */
@@ -3932,6 +3962,8 @@ typedef struct hpdl_mpi_tp_shape {
     hpdl_activation act;
 } hpdl_mpi_tp_shape;
 
+/* Fills *c with the defaults: batch 128, HPDL_ALLREDUCE_MPI, lr 0.05, no L2, seed 1, MPI_COMM_WORLD. A
+   NULL c is ignored. */
 HPDL_MPI_API void hpdl_mpi_tp_config_default(hpdl_mpi_tp_config *c) {
     if (!c) return;
     memset(c, 0, sizeof *c);
@@ -4637,8 +4669,12 @@ HPDL_MPI_API hpdl_status hpdl_mpi_tp_cuda_gather_f32(hpdl_mpi_tp_cuda_f32 *tp, h
    tensor when it is ready, with a host wait each.
    Test: tests/mpi_cnn.c (CPU ranks); bench: bench/cnn_dp.cu (GPUs). */
 
+/* Batch-norm running statistics under hpdl_mpi_cnn. LOCAL: each rank updates its own, from rank 0's copied
+   by create; BROADCAST: rank 0's are copied to every rank before each step. */
 typedef enum hpdl_mpi_bn_mode { HPDL_MPI_BN_LOCAL = 0, HPDL_MPI_BN_BROADCAST } hpdl_mpi_bn_mode;
 
+/* Data-parallel state of one hpdl_cnn_run, written by hpdl_mpi_cnn_create. The run stays the caller's; its
+   grads_ready hook points at this struct until hpdl_mpi_cnn_destroy. */
 typedef struct hpdl_mpi_cnn {
     hpdl_cnn_run *run;
     MPI_Comm comm;
