@@ -3406,6 +3406,13 @@ HPDL_LAZY void hpdl__splitk_space_release(cudaStream_t stream) {
         }
 }
 
+/* Destroys a stream its owner made, giving back its splitk workspace first
+   (hpdl__splitk_space_release). */
+HPDL_LAZY void hpdl__stream_destroy(cudaStream_t stream) {
+    hpdl__splitk_space_release(stream);
+    cudaStreamDestroy(stream);
+}
+
 /* The splitk rung's tile for an M x N product (HPDL__SPLITK_*), and its rows and columns. */
 HPDL_LAZY int hpdl__splitk_shape_for(int M, int N) {
     return N <= 16 ? HPDL__SPLITK_NARROW : M <= 32 ? HPDL__SPLITK_SHORT : HPDL__SPLITK_SQUARE;
@@ -3464,9 +3471,10 @@ HPDL_LAZY int hpdl__narrow_depth(int M, int K, int nb, int sms) {
     return (int)depth;
 }
 
-/* Whether kernel was built for sm_80 or later (cp.async); else the other
-   narrow kernel runs. */
-HPDL_LAZY int hpdl__has_cp_async(const void *kernel) {
+/* Whether `kernel` has sm_80+ code in this binary (cp.async, mma.sync
+   m16n8k16; else its body is empty and another kernel runs); the error of a
+   "no" is cleared. */
+HPDL_LAZY int hpdl__has_sm80_code(const void *kernel) {
     cudaFuncAttributes fa;
     if (cudaFuncGetAttributes(&fa, kernel) == cudaSuccess && fa.ptxVersion >= 80) return 1;
     cudaGetLastError();
@@ -3481,7 +3489,7 @@ static inline hpdl_status hpdl__narrow_run(void (*kernel)(hpdl__gemm_args<T, flo
                                            hpdl__splitk_space *sp, cudaStream_t stream) {
     const dim3 grid(1, (unsigned)((g.M + HPDL__NARROW_ROWS - 1) / HPDL__NARROW_ROWS),
                     depth < g.K ? (unsigned)((g.K + depth - 1) / depth) : 1u);
-    if (grid.y > 65535u || !hpdl__has_cp_async((const void *)kernel)) return HPDL_ERR_UNSUPPORTED;
+    if (grid.y > 65535u || !hpdl__has_sm80_code((const void *)kernel)) return HPDL_ERR_UNSUPPORTED;
     HPDL_CUDA_TRY(cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     kernel<<<grid, 256, smem, stream>>>(g, depth, sp ? (float *)sp->ws : (float *)NULL,
                                         sp ? sp->counters : (unsigned *)NULL);
@@ -3512,7 +3520,7 @@ template <typename T> struct hpdl__narrow<T, 2> {
     static hpdl_status launch(const hpdl__gemm_args<T, float> &g, int, int depth, hpdl__splitk_space *sp,
                               cudaStream_t stream) {
         if (HPDL__NARROW_SHORT && g.K <= HPDL__NARROW_SHORT_K &&
-            hpdl__has_cp_async((const void *)hpdl__gemm_narrow_mn_short<T>)) {
+            hpdl__has_sm80_code((const void *)hpdl__gemm_narrow_mn_short<T>)) {
             hpdl__gemm_narrow_mn_short<T><<<(g.M + HPDL__NARROW_ROWS - 1) / HPDL__NARROW_ROWS, 128, 0, stream>>>(g);
             HPDL_CUDA_TRY_LAUNCH();
             return HPDL_OK;
@@ -3776,10 +3784,8 @@ static inline hpdl_status hpdl__gemm_launch_splitk_tile(const hpdl__gemm_args<T,
 }
 template <typename SH, typename T>
 static inline hpdl_status hpdl__gemm_launch_splitk_half(const hpdl__gemm_args<T, float> &g, int depth, cudaStream_t stream) {
-    cudaFuncAttributes fa;
-    if (cudaFuncGetAttributes(&fa, (const void *)hpdl__gemm_splitk<T, float, SH, true>) == cudaSuccess && fa.ptxVersion >= 80)
+    if (hpdl__has_sm80_code((const void *)hpdl__gemm_splitk<T, float, SH, true>))
         return hpdl__gemm_launch_splitk_shape<T, float, SH, true>(g, depth, stream);
-    cudaGetLastError();
     return hpdl__gemm_launch_splitk_shape<T, float, SH, false>(g, depth, stream);
 }
 template <typename SH>
@@ -4087,12 +4093,9 @@ static inline hpdl_status hpdl__gemm_launch_narrow_rows(const hpdl__gemm_args<T,
 }
 template <typename T>
 static inline hpdl_status hpdl__gemm_launch_narrow_rows_half(const hpdl__gemm_args<T, float> &g, cudaStream_t stream) {
-    cudaFuncAttributes fa;
-    if (g.N > 16 || !g.a.kcontig || !g.a.vec || g.M < HPDL__NRT_MIN_M || g.K > HPDL__NRT_MAX_K) return HPDL_ERR_UNSUPPORTED;
-    if (cudaFuncGetAttributes(&fa, (const void *)hpdl__gemm_narrow_rows_tc<T>) != cudaSuccess || fa.ptxVersion < 80) {
-        cudaGetLastError(); /* code for GPUs before mma.sync m16n8k16 */
+    if (g.N > 16 || !g.a.kcontig || !g.a.vec || g.M < HPDL__NRT_MIN_M || g.K > HPDL__NRT_MAX_K ||
+        !hpdl__has_sm80_code((const void *)hpdl__gemm_narrow_rows_tc<T>))
         return HPDL_ERR_UNSUPPORTED;
-    }
     hpdl__gemm_narrow_rows_tc<T><<<(unsigned)((g.M + HPDL__NRT_ROWS - 1) / HPDL__NRT_ROWS), 256, 0, stream>>>(g);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
@@ -4327,8 +4330,7 @@ static inline hpdl_status hpdl__gemm_launch_simt(hpdl_gemm_algo algo, const hpdl
    and may take `smem` bytes of dynamic shared memory; the error of a "no"
    is cleared. */
 template <typename KERNEL> static inline bool hpdl__tc_kernel_ready(KERNEL kernel, size_t smem) {
-    cudaFuncAttributes fa;
-    if (cudaFuncGetAttributes(&fa, (const void *)kernel) == cudaSuccess && fa.ptxVersion >= 80 &&
+    if (hpdl__has_sm80_code((const void *)kernel) &&
         cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) == cudaSuccess)
         return true;
     cudaGetLastError();
@@ -11595,10 +11597,7 @@ template <typename M> static inline void hpdl__cmlp_destroy(M *g) {
     hpdl_cuda_free(g->batch_labels);
     hpdl_cuda_free(g->state);
     hpdl_cuda_free(g->colsum);
-    if (g->stream) {
-        hpdl__splitk_space_release(g->stream);
-        cudaStreamDestroy(g->stream);
-    }
+    if (g->stream) hpdl__stream_destroy(g->stream);
     memset(g, 0, sizeof *g);
 }
 
@@ -12514,10 +12513,7 @@ HPDL_CUDA_API void hpdl__cuda_lanes_destroy(hpdl__cuda_lanes *l) {
     int g;
     for (g = 0; g < l->dev.count; g++) {
         cudaSetDevice(l->dev.physical[g]);
-        if (l->stream[g] && !hpdl__cuda_lane_borrows(l, g)) {
-            hpdl__splitk_space_release(l->stream[g]);
-            cudaStreamDestroy(l->stream[g]);
-        }
+        if (l->stream[g] && !hpdl__cuda_lane_borrows(l, g)) hpdl__stream_destroy(l->stream[g]);
         if (l->ready[g]) cudaEventDestroy(l->ready[g]);
         hpdl_cuda_free_pinned(l->stage[g]);
         l->stream[g] = NULL; l->ready[g] = NULL; l->stage[g] = NULL;
@@ -17145,10 +17141,7 @@ HPDL_CUDA_API void hpdl_cuda_cnn_destroy(hpdl_cuda_cnn *g) {
     cudaFree(g->d_order);
     cudaFree(g->d_scaler);
     cudaFree(g->bn_grads);
-    if (g->owns_stream) {
-        hpdl__splitk_space_release(g->stream);
-        cudaStreamDestroy(g->stream);
-    }
+    if (g->owns_stream) hpdl__stream_destroy(g->stream);
     memset(g, 0, sizeof *g);
 }
 
