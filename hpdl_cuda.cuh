@@ -2351,13 +2351,44 @@ static __device__ __forceinline__ void hpdl__padded_mma_add(T acc[MI][NJ][2], co
         }
 }
 
+/* A GEMM epilogue's second destination: mirror(i, v) receives the 16
+   bytes of outputs C[i], C[i + 1], ... (i = m ldc + n) from v. This one,
+   the kernels' default (POSTS 0), receives nothing and compiles to
+   nothing; the data-parallel driver's (hpdl__ipc_mirror, hpdl_mpi.h) posts
+   them into a peer GPU's memory. */
+struct hpdl__gemm_no_mirror {
+    enum { POSTS = 0 };
+    template <typename T> __device__ __forceinline__ void operator()(size_t, const T *) const {}
+};
+
+/* Row stride of a tile staged in shared memory for its mirror: 4 more
+   elements keep rows 16-byte aligned and spread them over the banks. */
+template <int BN> struct hpdl__mirror_row { enum { STRIDE = BN + 4 }; };
+
+/* The block's BM x BN tile (rows of hpdl__mirror_row's stride in shared
+   memory) to the mirror in 16-byte pieces, consecutive threads along a
+   row: a warp sends 512 contiguous bytes where the accumulators' own
+   layout would send 8 rows of 32. N and ldc are multiples of the piece. */
+template <typename T, int BM, int BN, int TH, typename MR, typename ARGS>
+static __device__ __forceinline__ void hpdl__gemm_mirror_tile(const ARGS &g, int tm, int tn, const T *tile,
+                                                              const MR &mirror) {
+    enum { PER = 16 / sizeof(T), PIECES = BM * BN / PER };
+    int c;
+    for (c = (int)threadIdx.x; c < PIECES; c += TH) {
+        const int r = c * PER / BN, col = c * PER % BN, m = tm + r, n = tn + col;
+        if (m < g.M && n < g.N) mirror((size_t)m * g.ldc + n, tile + r * hpdl__mirror_row<BN>::STRIDE + col);
+    }
+}
+
 /* mma for f64 (DMMA) and f32 (3xTF32): block tiles in a multi-stage
    cp.async pipeline, tensor-core mma.sync with operands read from padded
    shared rows (f32: each element split into its TF32 pair as it is read);
-   a warp owns WM x WN (fragments of 8x8). */
-template <typename T, bool AK, bool BKC, typename SH, bool FAST>
+   a warp owns WM x WN (fragments of 8x8). With a mirror (alpha 1, beta 0)
+   the tile is also staged in the shared memory the stages no longer need
+   and handed to it (hpdl__gemm_mirror_tile). */
+template <typename T, bool AK, bool BKC, typename SH, bool FAST, typename MIRROR>
 __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1)
-    hpdl__gemm_padded_mma(hpdl__gemm_args<T, T> g, hpdl__gemm_batch batch) {
+    hpdl__gemm_padded_mma(hpdl__gemm_args<T, T> g, hpdl__gemm_batch batch, MIRROR mirror) {
 #ifdef HPDL__GEMM_SM80
     typedef hpdl__padded_mma_type<T> ty;
     typedef typename ty::frag frag;
@@ -2438,8 +2469,22 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1)
             hpdl__gemm_out(g, m, n, acc[i][j][0]);
             hpdl__gemm_out(g, m, n + 1, acc[i][j][1]);
         }
+    if (MIRROR::POSTS) {
+        T *tile = (T *)hpdl__gemm_smem;
+        __syncthreads(); /* every warp is done with the stages */
+#pragma unroll
+        for (i = 0; i < MI; i++)
+#pragma unroll
+            for (j = 0; j < NJ; j++) {
+                T *at = tile + (wm + i * 8 + lane / 4) * hpdl__mirror_row<BN>::STRIDE + wn + j * 8 + lane % 4 * 2;
+                at[0] = acc[i][j][0];
+                at[1] = acc[i][j][1];
+            }
+        __syncthreads();
+        hpdl__gemm_mirror_tile<T, BM, BN, TH>(g, tm, tn, tile, mirror);
+    }
 #else
-    (void)g; (void)batch;
+    (void)g; (void)batch; (void)mirror;
 #endif
 }
 
@@ -4395,10 +4440,10 @@ static inline hpdl_status hpdl__gemm_launch_mma_shape(const hpdl__gemm_args<T, f
                                     map_a, map_b);
 }
 
-template <typename T, typename SH, bool FAST>
-static inline void (*hpdl__gemm_padded_mma_kernel(int ak, int bk))(hpdl__gemm_args<T, T>, hpdl__gemm_batch) {
-    return ak ? (bk ? hpdl__gemm_padded_mma<T, true, true, SH, FAST> : hpdl__gemm_padded_mma<T, true, false, SH, FAST>)
-              : (bk ? hpdl__gemm_padded_mma<T, false, true, SH, FAST> : hpdl__gemm_padded_mma<T, false, false, SH, FAST>);
+template <typename T, typename SH, bool FAST, typename MR>
+static inline void (*hpdl__gemm_padded_mma_kernel(int ak, int bk))(hpdl__gemm_args<T, T>, hpdl__gemm_batch, MR) {
+    return ak ? (bk ? hpdl__gemm_padded_mma<T, true, true, SH, FAST, MR> : hpdl__gemm_padded_mma<T, true, false, SH, FAST, MR>)
+              : (bk ? hpdl__gemm_padded_mma<T, false, true, SH, FAST, MR> : hpdl__gemm_padded_mma<T, false, false, SH, FAST, MR>);
 }
 
 /* Shared memory of the padded mma kernel: S stages of both operands' tiles. */
@@ -4412,23 +4457,30 @@ template <typename SH, typename T> static inline size_t hpdl__padded_mma_smem(in
 /* The padded mma kernel on `count` GEMMs of one shape, the operands of each
    `batch` elements after the one before (count 1: one GEMM): the launcher
    hpdl__gemm_in_slices takes. HPDL_ERR_UNSUPPORTED as hpdl__gemm_launch_tc. */
-template <typename SH, typename T>
-static inline hpdl_status hpdl__gemm_launch_padded_mma(const hpdl__gemm_args<T, T> &g, hpdl__gemm_batch batch, int count,
-                                                       cudaStream_t stream) {
+template <typename SH, typename T, typename MR>
+static inline hpdl_status hpdl__gemm_launch_padded_mma_to(const hpdl__gemm_args<T, T> &g, hpdl__gemm_batch batch,
+                                                          int count, MR mirror, cudaStream_t stream) {
     const size_t smem = hpdl__padded_mma_smem<SH, T>(g.a.kcontig, g.b.kcontig);
-    void (*kernel)(hpdl__gemm_args<T, T>, hpdl__gemm_batch) =
+    if (MR::POSTS && (size_t)SH::BM * hpdl__mirror_row<SH::BN>::STRIDE * sizeof(T) > smem) return HPDL_ERR_UNSUPPORTED;
+    void (*kernel)(hpdl__gemm_args<T, T>, hpdl__gemm_batch, MR) =
         hpdl__gemm_interior(g, SH::BM, SH::BN, SH::BK) && batch.last_k % SH::BK == 0
-            ? hpdl__gemm_padded_mma_kernel<T, SH, true>(g.a.kcontig, g.b.kcontig)
-            : hpdl__gemm_padded_mma_kernel<T, SH, false>(g.a.kcontig, g.b.kcontig);
+            ? hpdl__gemm_padded_mma_kernel<T, SH, true, MR>(g.a.kcontig, g.b.kcontig)
+            : hpdl__gemm_padded_mma_kernel<T, SH, false, MR>(g.a.kcontig, g.b.kcontig);
     dim3 grid;
     hpdl_status s;
     if (!hpdl__tc_kernel_ready(kernel, smem)) return HPDL_ERR_UNSUPPORTED;
     if ((s = hpdl__gemm_grid(g.N, SH::BN, g.M, SH::BM, &grid)) != HPDL_OK) return s;
     if (count < 1 || count > 65535 || (count > 1 && !hpdl__padded_mma_type<T>::SLICED)) return HPDL_ERR_UNSUPPORTED;
     grid.z = (unsigned)count;
-    kernel<<<grid, SH::THREADS, smem, stream>>>(g, batch);
+    kernel<<<grid, SH::THREADS, smem, stream>>>(g, batch, mirror);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
+}
+
+template <typename SH, typename T>
+static inline hpdl_status hpdl__gemm_launch_padded_mma(const hpdl__gemm_args<T, T> &g, hpdl__gemm_batch batch, int count,
+                                                       cudaStream_t stream) {
+    return hpdl__gemm_launch_padded_mma_to<SH>(g, batch, count, hpdl__gemm_no_mirror(), stream);
 }
 
 /* f16/bf16 take the 128x128x64 tile in 3 stages for whole tiles: 2 blocks
@@ -4490,6 +4542,45 @@ HPDL_LAZY hpdl_status hpdl__gemm_launch_mma(const hpdl__gemm_args<float, float> 
                                     hpdl__gemm_launch_padded_mma<hpdl__tf32x3_small_shape, float>, stream);
     return hpdl__gemm_in_slices(g, hpdl__tf32x3_slices(g.M, g.N, g.K, sms), (int)hpdl__tf32x3_shape::BK,
                                 hpdl__gemm_launch_padded_mma<hpdl__tf32x3_shape, float>, stream);
+}
+
+/* AUTO's f32 product as one kernel with its tiles also handed to `mirror`:
+   the 3xTF32 rung in 128 x 64 tiles, K whole; f64's: the DMMA rung.
+   HPDL_ERR_UNSUPPORTED where AUTO would run something else. */
+template <typename MR>
+static inline hpdl_status hpdl__gemm_mirrored_launch(const hpdl__gemm_args<float, float> &g, MR mirror, cudaStream_t stream) {
+    int sms = 0;
+    if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
+    if (!hpdl__gemm_auto_tf32x3(g.M, g.N, g.K, sms) || hpdl__tf32x3_small_tiles(g.M, g.N, g.K, sms) ||
+        hpdl__tf32x3_slices(g.M, g.N, g.K, sms) != 1)
+        return HPDL_ERR_UNSUPPORTED;
+    return hpdl__gemm_launch_padded_mma_to<hpdl__tf32x3_shape>(g, hpdl__gemm_batch(), 1, mirror, stream);
+}
+
+template <typename MR>
+static inline hpdl_status hpdl__gemm_mirrored_launch(const hpdl__gemm_args<double, double> &g, MR mirror,
+                                                     cudaStream_t stream) {
+    if (hpdl__gemm_auto_splitk(g.M, g.N, g.K, (int)sizeof(double))) return HPDL_ERR_UNSUPPORTED;
+    return hpdl__gemm_launch_padded_mma_to<hpdl__dmma_shape>(g, hpdl__gemm_batch(), 1, mirror, stream);
+}
+
+/* C = A B as AUTO computes it (f32, f64), each block's tile of C also
+   handed to the mirror in 16-byte pieces (hpdl__gemm_mirror_tile: C 16-byte
+   aligned, N and ldc multiples of the piece). Only where AUTO runs the
+   product as one padded mma kernel (hpdl__gemm_mirrored_launch); elsewhere
+   HPDL_ERR_UNSUPPORTED with nothing launched, and the caller sends C on
+   its own. The data-parallel driver pushes the first layer's weight
+   gradient to the peer GPUs this way. */
+template <typename T, typename MR>
+static inline hpdl_status hpdl__gemm_auto_mirrored(hpdl_transpose ta, hpdl_transpose tb, int M, int N, int K,
+                                                   const T *A, int lda, const T *B, int ldb, T *C, int ldc, MR mirror,
+                                                   cudaStream_t stream) {
+    hpdl_status s = hpdl__gemm_check(ta, tb, M, N, K, A, lda, B, ldb, C, ldc);
+    if (s != HPDL_OK) return s;
+    if (M == 0 || N % (16 / sizeof(T)) || ldc % (16 / sizeof(T)) || (uintptr_t)C % 16) return HPDL_ERR_UNSUPPORTED;
+    return hpdl__gemm_mirrored_launch(hpdl__gemm_make_args(ta, tb, M, N, K, (T)1, A, lda, B, ldb, (T)0, C, ldc,
+                                                           (int)(16 / sizeof(T))),
+                                      mirror, stream);
 }
 
 /* ======================================================================== */
@@ -11126,34 +11217,16 @@ __device__ inline void hpdl__mlp_scaler_update(hpdl__mlp_state *st) {
     st->found_inf = 0;
 }
 
-/* SGD with L2 over all parameters: P = [weights (n_w) | biases];
-       W -= lr (dW/S + l2 W),  b -= lr db/S
-   S is the loss scale (mixed precision; else 1). First every block looks
-   for a NaN or inf gradient; after a grid-wide barrier (a cooperative
-   launch: every block resident) a raised found_inf skips the step (the
-   parameters stay as they were). One kernel instead of a check kernel and
-   an update kernel, whose extra launch cost ~5 us a step (10-19 % of an
-   f32 epoch at batch 32; H200, bench/mlp, 2026-11-26). With mixed precision the f16
-   weight copy cW is refreshed from the updated master. The last block to
-   finish (every block has read S and found_inf by then) runs the scaler
-   update, or without mixed precision counts a skipped step as non-finite;
-   both clear the flag. Block 0 also advances the feed cursor. */
-template <typename T, typename C>
-__global__ void hpdl__mlp_sgd_kernel(int64_t n_w, int64_t n, T *P, C *cW, const C *G, hpdl__mlp_state *st,
-                                     int amp, int batch) {
-    typedef typename hpdl__acc<T>::type Acc;
-    int64_t i;
-    Acc lr = (Acc)st->lr, l2 = (Acc)st->l2, inv = amp ? (Acc)1 / (Acc)st->loss_scale : (Acc)1;
-    hpdl__mlp_check_finite(n, G, st);
-    cooperative_groups::this_grid().sync();
-    if (blockIdx.x == 0 && threadIdx.x == 0) st->cursor += batch;
-    if (!st->found_inf)
-        for (i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-            Acc g = (Acc)hpdl__ld(G[i]) * inv, p = (Acc)P[i];
-            p -= i < n_w ? lr * (g + l2 * p) : lr * g;
-            P[i] = (T)p;
-            if (cW && i < n_w) hpdl__st_to(cW + i, p);
-        }
+/* One parameter after an SGD step: weights also decay (L2), biases do not. */
+template <typename Acc>
+static __device__ __forceinline__ Acc hpdl__mlp_sgd_one(Acc p, Acc g, Acc lr, Acc l2, bool weight) {
+    return p - (weight ? lr * (g + l2 * p) : lr * g);
+}
+
+/* The end of an SGD launch: the last block to finish (every block has read
+   S and found_inf by then) runs the scaler update, or without mixed
+   precision counts a skipped step as non-finite; both clear the flag. */
+__device__ inline void hpdl__mlp_sgd_finish(hpdl__mlp_state *st, int amp) {
     __syncthreads();
     if (threadIdx.x == 0 && atomicAdd(&st->blocks_done, 1u) == gridDim.x - 1) {
         st->last_skipped = st->found_inf;
@@ -11165,6 +11238,34 @@ __global__ void hpdl__mlp_sgd_kernel(int64_t n_w, int64_t n, T *P, C *cW, const 
         }
         st->blocks_done = 0;
     }
+}
+
+/* SGD with L2 over all parameters: P = [weights (n_w) | biases];
+       W -= lr (dW/S + l2 W),  b -= lr db/S
+   S is the loss scale (mixed precision; else 1). First every block looks
+   for a NaN or inf gradient; after a grid-wide barrier (a cooperative
+   launch: every block resident) a raised found_inf skips the step (the
+   parameters stay as they were). One kernel instead of a check kernel and
+   an update kernel, whose extra launch cost ~5 us a step (10-19 % of an
+   f32 epoch at batch 32; H200, bench/mlp, 2026-11-26). With mixed precision the f16
+   weight copy cW is refreshed from the updated master; hpdl__mlp_sgd_finish
+   ends it. Block 0 also advances the feed cursor. */
+template <typename T, typename C>
+__global__ void hpdl__mlp_sgd_kernel(int64_t n_w, int64_t n, T *P, C *cW, const C *G, hpdl__mlp_state *st,
+                                     int amp, int batch) {
+    typedef typename hpdl__acc<T>::type Acc;
+    int64_t i;
+    Acc lr = (Acc)st->lr, l2 = (Acc)st->l2, inv = amp ? (Acc)1 / (Acc)st->loss_scale : (Acc)1;
+    hpdl__mlp_check_finite(n, G, st);
+    cooperative_groups::this_grid().sync();
+    if (blockIdx.x == 0 && threadIdx.x == 0) st->cursor += batch;
+    if (!st->found_inf)
+        for (i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+            Acc p = hpdl__mlp_sgd_one((Acc)P[i], (Acc)hpdl__ld(G[i]) * inv, lr, l2, i < n_w);
+            P[i] = (T)p;
+            if (cW && i < n_w) hpdl__st_to(cW + i, p);
+        }
+    hpdl__mlp_sgd_finish(st, amp);
 }
 
 /* ------------------------------------------------------------------------ */

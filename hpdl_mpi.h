@@ -1762,22 +1762,24 @@ static __device__ __forceinline__ uint32_t *hpdl__ipc_flag(char *region, int pha
 
 /* a.region[rank] without indexing the kernel's parameters at run time
    (which would copy them all to local memory first). */
-static __device__ __forceinline__ char *hpdl__ipc_region(const hpdl__ipc_args &a, int rank) {
+static __host__ __device__ __forceinline__ char *hpdl__ipc_region(const hpdl__ipc_args &a, int rank) {
     char *p = a.region[0];
     int r;
+#ifdef __CUDA_ARCH__
 #pragma unroll
+#endif
     for (r = 1; r < HPDL_MPI_IPC_MAX_RANKS; r++)
         if (r == rank) p = a.region[r];
     return p;
 }
 
-static __device__ __forceinline__ hpdl__ipc_pack *hpdl__ipc_staging(const hpdl__ipc_args &a, int rank) {
+static __host__ __device__ __forceinline__ hpdl__ipc_pack *hpdl__ipc_staging(const hpdl__ipc_args &a, int rank) {
     return (hpdl__ipc_pack *)(hpdl__ipc_region(a, rank) + a.staging);
 }
 
 /* One-shot: the slot of rank `from` in rank `to`'s inbox (p-1 slots: `to`
    keeps its own packs in registers). */
-static __device__ __forceinline__ hpdl__ipc_pack *hpdl__ipc_slot(const hpdl__ipc_args &a, int to, int from) {
+static __host__ __device__ __forceinline__ hpdl__ipc_pack *hpdl__ipc_slot(const hpdl__ipc_args &a, int to, int from) {
     return hpdl__ipc_staging(a, to) + (int64_t)(from < to ? from : from - 1) * a.slot_packs;
 }
 
@@ -1916,6 +1918,19 @@ static __device__ __forceinline__ void hpdl__ipc_take(hpdl__ipc_pack *slot, int6
         hpdl__ipc_post(slot + u + (int64_t)j * blockDim.x, empty);
     }
 }
+
+/* The data-parallel driver's GEMM mirror (hpdl__gemm_auto_mirrored): each
+   16-byte piece of the GEMM's output C[i..] is posted, as hpdl__ipc_push
+   posts a pack, into this rank's slot of the peer's inbox, where a
+   one-shot call on the same buffer finds it (`to`: the slot's place for
+   C[0]). */
+template <typename T> struct hpdl__ipc_mirror {
+    enum { POSTS = 1 };
+    T *to;
+    __device__ __forceinline__ void operator()(size_t i, const T *v) const {
+        hpdl__ipc_post((hpdl__ipc_pack *)(to + i), hpdl__ipc_mailable(*(const hpdl__ipc_pack *)v));
+    }
+};
 
 /* This step's packs summed over every rank in rank order (so every rank
    gets the same bits). One-shot (PUSHED): this rank's own packs come from
@@ -2157,14 +2172,10 @@ HPDL_MPI_API int hpdl__mpi_ipc_early(void) {
 }
 #endif
 
-/* One kernel over count elements of buf (at most a slot, one-shot, or a
-   staging buffer, two-shot). */
-HPDL_MPI_API hpdl_status hpdl__mpi_ipc_launch(hpdl_mpi_ipc *c, void *buf, int64_t count, hpdl_mpi_dtype t,
-                                              int twoshot, cudaStream_t stream) {
+/* The next call on the context (its number taken) over count elements at
+   buf: its kernel's arguments. */
+HPDL_MPI_API hpdl__ipc_args hpdl__mpi_ipc_next_call(hpdl_mpi_ipc *c, const void *buf, int64_t count, int twoshot) {
     hpdl__ipc_args a;
-    int64_t packs = (count * (int64_t)hpdl_mpi_dtype_size(t) + 15) / 16;
-    int64_t want = (packs + HPDL__IPC_THREADS - 1) / HPDL__IPC_THREADS;
-    unsigned blocks = (unsigned)(want < c->blocks ? (want > 0 ? want : 1) : c->blocks);
     memset(&a, 0, sizeof a);
     memcpy(a.region, c->region, sizeof a.region);
     a.seq = ++c->seq;
@@ -2174,6 +2185,23 @@ HPDL_MPI_API hpdl_status hpdl__mpi_ipc_launch(hpdl_mpi_ipc *c, void *buf, int64_
     a.size = c->size;
     a.slot_packs = (int64_t)(c->slot_bytes / 16);
     a.buf_aligned = ((uintptr_t)buf & 15) == 0;
+    return a;
+}
+
+/* Grid of an IPC kernel over count elements: a block per HPDL__IPC_THREADS
+   packs, at most the context's limit. */
+HPDL_MPI_API unsigned hpdl__mpi_ipc_blocks(const hpdl_mpi_ipc *c, int64_t count, size_t elem_bytes) {
+    int64_t packs = (count * (int64_t)elem_bytes + 15) / 16;
+    int64_t want = (packs + HPDL__IPC_THREADS - 1) / HPDL__IPC_THREADS;
+    return (unsigned)(want < c->blocks ? (want > 0 ? want : 1) : c->blocks);
+}
+
+/* One kernel over count elements of buf (at most a slot, one-shot, or a
+   staging buffer, two-shot). */
+HPDL_MPI_API hpdl_status hpdl__mpi_ipc_launch(hpdl_mpi_ipc *c, void *buf, int64_t count, hpdl_mpi_dtype t,
+                                              int twoshot, cudaStream_t stream) {
+    const hpdl__ipc_args a = hpdl__mpi_ipc_next_call(c, buf, count, twoshot);
+    unsigned blocks = hpdl__mpi_ipc_blocks(c, count, hpdl_mpi_dtype_size(t));
 #ifdef HPDL_MPI_NO_IPC
     (void)a; (void)buf; (void)t; (void)twoshot; (void)stream; (void)blocks;
     return HPDL_ERR_UNSUPPORTED; /* not reached: no context is made */
@@ -2897,6 +2925,12 @@ HPDL_MPI_API hpdl_status hpdl_mpi_finalize(void) {
           first, waited for before the update);
        4. every rank applies the same SGD step. The 1/P of the mean is folded
           into it: W -= (lr/P) * (sum + (l2*P) * W), which is lr*(mean + l2*W).
+   GPU ranks on the one-shot IPC allreduce (HPDL_ALLREDUCE_IPC_ONESHOT, or
+   AUTO where it picks it) without overlap do 3 and 4 in one kernel
+   (hpdl__dp_reduce_sgd_kernel), and on two ranks the first layer's dW GEMM
+   pushes its output to the peer as it writes it (hpdl__gemm_auto_mirrored;
+   notes/dp.md has what it gains). cfg.separate_update = 1 keeps the
+   allreduce and the SGD kernel apart.
    A short last step (P*b does not divide n) gives ranks unequal rows; each
    rank then weights its mean gradient by rows*P/global_rows, so the sum is
    still the mean over the global batch (a rank with no rows adds zeros).
@@ -2928,6 +2962,9 @@ typedef struct hpdl_mpi_dp_config {
     int nccl_max_ctas;        /* GPU overlap: CTA cap of the buckets' NCCL reductions (0: NCCL's choice;
                                  ignored before NCCL 2.17) */
     int comm_priority;        /* GPU overlap: 1 = buckets reduced on a highest-priority stream */
+    int separate_update;      /* GPU, IPC one-shot without overlap: 1 = the allreduce kernel, then the SGD
+                                 kernel; 0 (default): one kernel for both, and on two ranks the first
+                                 layer's dW pushed to the peer by its GEMM */
     double lr, l2;            /* reference learning rate, L2 weight decay */
     int lr_scale;             /* 1: linear scaling lr * P * b / batch_ref */
     int batch_ref;            /* batch the reference lr was tuned for (0: b) */
@@ -2943,7 +2980,8 @@ typedef struct hpdl_mpi_dp_stats {
     double lr_first, lr_last; /* learning rate of the first and last step */
     double epoch_s;           /* wall time of the epoch */
     double compute_s;         /* gather, forward, backward, update */
-    double comm_s;            /* time the steps waited for the reduction (all of it without overlap) */
+    double comm_s;            /* time the steps waited for the reduction (all of it without overlap; with
+                                 the update where one kernel does both) */
     double comm_span_s;       /* reduction time from first bucket start to last bucket end (GPU overlap),
                                  else comm_s */
     double grad_bytes;        /* bytes reduced per step */
@@ -3486,6 +3524,127 @@ template <typename T> __global__ void hpdl__dp_scale_kernel(int64_t n, T *x, T w
     for (i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) x[i] *= w;
 }
 
+/* This block's share of the gradient's packs below `posted` ([*begin,
+   *end)) and from `posted` on ([*tail_begin, *tail_end)): every block has
+   some of both, so the packs left to push go out from every block at once. */
+template <typename T>
+static __device__ __forceinline__ void hpdl__dp_reduce_parts(const hpdl__ipc_args &a, int64_t posted, int64_t *begin,
+                                                             int64_t *end, int64_t *tail_begin, int64_t *tail_end) {
+    const int64_t packs = (a.count + (int64_t)(16 / sizeof(T)) - 1) / (int64_t)(16 / sizeof(T));
+    *begin = hpdl__ipc_split(posted, blockIdx.x, gridDim.x);
+    *end = hpdl__ipc_split(posted, blockIdx.x + 1, gridDim.x);
+    *tail_begin = posted + hpdl__ipc_split(packs - posted, blockIdx.x, gridDim.x);
+    *tail_end = posted + hpdl__ipc_split(packs - posted, blockIdx.x + 1, gridDim.x);
+}
+
+/* Packs one block keeps in shared memory (hpdl__dp_reduce_parts' shares). */
+HPDL_MPI_API int64_t hpdl__dp_kept_packs(int64_t packs, int64_t posted, int blocks) {
+    return (posted + blocks - 1) / blocks + (packs - posted + blocks - 1) / blocks;
+}
+
+/* Pushes packs [begin, end) of buf into every peer's inbox as the one-shot
+   does (hpdl__ipc_push), for hpdl__dp_sum_kept to take there. */
+template <typename T>
+static __device__ __forceinline__ void hpdl__dp_post_part(const hpdl__ipc_args &a, const T *buf, int64_t begin,
+                                                          int64_t end) {
+    hpdl__ipc_pack own[HPDL__IPC_UNROLL];
+    int64_t u;
+    for (u = begin + threadIdx.x; u < end; u += (int64_t)HPDL__IPC_UNROLL * blockDim.x) hpdl__ipc_push(a, buf, u, end, own);
+}
+
+/* Whether an element of pack p is inf or NaN (a last pack's unused
+   elements are zeros). */
+template <typename T> static __device__ __forceinline__ int hpdl__dp_nonfinite(hpdl__ipc_pack p) {
+    int i, bad = 0;
+#pragma unroll
+    for (i = 0; i < (int)(16 / sizeof(T)); i++) bad |= !hpdl__finite(((const T *)&p)[i]);
+    return bad;
+}
+
+/* Packs [begin, end) of G summed with every peer's, in rank order as the
+   one-shot sums them, as each peer's pack lands in this rank's inbox; the
+   sums go to kept[u - begin] (shared memory), G is left as it was.
+   Returns whether a sum is not finite. */
+template <typename T>
+static __device__ __forceinline__ int hpdl__dp_sum_kept(const hpdl__ipc_args &a, const T *G, int64_t begin, int64_t end,
+                                                        hpdl__ipc_pack *kept) {
+    hpdl__ipc_pack own[HPDL__IPC_UNROLL], sum[HPDL__IPC_UNROLL];
+    int64_t u;
+    int j, bad = 0;
+    for (u = begin + threadIdx.x; u < end; u += (int64_t)HPDL__IPC_UNROLL * blockDim.x) {
+#pragma unroll
+        HPDL__IPC_STEP(j, u, end) own[j] = hpdl__ipc_load_buf(G, u + (int64_t)j * blockDim.x, a);
+        hpdl__ipc_sum<T, true>(a, u, end, own, sum);
+#pragma unroll
+        HPDL__IPC_STEP(j, u, end) {
+            kept[u + (int64_t)j * blockDim.x - begin] = sum[j];
+            bad |= hpdl__dp_nonfinite<T>(sum[j]);
+        }
+    }
+    return bad;
+}
+
+/* SGD on the parameters of packs [begin, end), their summed gradient in
+   kept[u - begin]; P is laid out as the gradient. A thread loads the
+   parameters of HPDL__IPC_UNROLL packs before it updates any: with one
+   block an SM, one load at a time would leave HBM waiting on latency. */
+template <typename T>
+static __device__ __forceinline__ void hpdl__dp_sgd_kept(const hpdl__ipc_args &a, const hpdl__ipc_pack *kept, T *P,
+                                                        int64_t n_w, int64_t begin, int64_t end,
+                                                        const hpdl__mlp_state *st) {
+    typedef typename hpdl__acc<T>::type Acc;
+    enum { N = 16 / sizeof(T) };
+    const Acc lr = (Acc)st->lr, l2 = (Acc)st->l2;
+    hpdl__ipc_pack p[HPDL__IPC_UNROLL];
+    int64_t u;
+    int i, j;
+    for (u = begin + threadIdx.x; u < end; u += (int64_t)HPDL__IPC_UNROLL * blockDim.x) {
+#pragma unroll
+        HPDL__IPC_STEP(j, u, end) p[j] = hpdl__ipc_load_buf(P, u + (int64_t)j * blockDim.x, a);
+#pragma unroll
+        HPDL__IPC_STEP(j, u, end) {
+            const int64_t at = u + (int64_t)j * blockDim.x;
+            const hpdl__ipc_pack g = kept[at - begin];
+#pragma unroll
+            for (i = 0; i < N; i++)
+                ((T *)&p[j])[i] =
+                    (T)hpdl__mlp_sgd_one((Acc)((const T *)&p[j])[i], (Acc)((const T *)&g)[i], lr, l2, at * N + i < n_w);
+            hpdl__ipc_store_buf(P, at, a, p[j]);
+        }
+    }
+}
+
+/* The data-parallel step's gradient reduction and SGD update in one
+   cooperative kernel (one-shot IPC, one rank per GPU of a node). The packs
+   of the gradient G below `posted` reached the peers from the GEMM that
+   made them (hpdl__ipc_mirror); each block pushes its share of the rest
+   first, then sums its shares (hpdl__dp_reduce_parts) into shared memory,
+   checking them; after a grid-wide barrier it updates their parameters
+   unless a sum anywhere was not finite (every rank has the same sums, so
+   all skip alike), and the end is hpdl__mlp_sgd_kernel's. Against the
+   allreduce kernel then the SGD kernel: one launch fewer, and the summed
+   gradient never goes to memory (G keeps this rank's own). */
+template <typename T>
+static __global__ void __launch_bounds__(HPDL__IPC_THREADS)
+    hpdl__dp_reduce_sgd_kernel(hpdl__ipc_args a, const T *G, int64_t posted, T *P, int64_t n_w, hpdl__mlp_state *st,
+                               int batch) {
+    extern __shared__ hpdl__ipc_pack hpdl__dp_kept[];
+    int64_t begin, end, tail_begin, tail_end;
+    int bad;
+    hpdl__dp_reduce_parts<T>(a, posted, &begin, &end, &tail_begin, &tail_end);
+    hpdl__dp_post_part(a, G, tail_begin, tail_end);
+    bad = hpdl__dp_sum_kept(a, G, begin, end, hpdl__dp_kept);
+    bad |= hpdl__dp_sum_kept(a, G, tail_begin, tail_end, hpdl__dp_kept + (end - begin));
+    if (__syncthreads_or(bad) && threadIdx.x == 0) st->found_inf = 1;
+    cooperative_groups::this_grid().sync();
+    if (blockIdx.x == 0 && threadIdx.x == 0) st->cursor += batch;
+    if (!st->found_inf) {
+        hpdl__dp_sgd_kept(a, hpdl__dp_kept, P, n_w, begin, end, st);
+        hpdl__dp_sgd_kept(a, hpdl__dp_kept + (end - begin), P, n_w, tail_begin, tail_end, st);
+    }
+    hpdl__mlp_sgd_finish(st, 0);
+}
+
 /* Fields of every hpdl_mpi_dp_cuda_<s> (g: the model, typed). */
 #define HPDL__DP_CUDA_FIELDS                                                                                   \
     hpdl_mpi_dp_config cfg;                                                                                    \
@@ -3500,6 +3659,10 @@ template <typename T> __global__ void hpdl__dp_scale_kernel(int64_t n, T *x, T w
     hpdl_mpi_bucketer bucketer;   /* per layer l: dW[l] pieces last to first, then db[l] */                    \
     cudaEvent_t *ev;              /* HPDL__DP_EVENTS per step */                                               \
     int64_t n_ev;                                                                                              \
+    hpdl_mpi_ipc *fused;          /* the one-shot's context where reduction and update are one kernel */        \
+    hpdl__ipc_args call;          /* fused: this step's one-shot call */                                       \
+    void *mirror_to;              /* fused, this step: the first layer's dW in the peer's inbox, or NULL */     \
+    int64_t posted;               /* fused, this step: packs of the gradient its GEMM pushed (from the start) */ \
     cudaStream_t prev_stream      /* the hpdl_mpi stream before create, restored by destroy */
 
 /* First row of piece p of k rows in `pieces` blocks, equal or each half the
@@ -3519,6 +3682,21 @@ template <typename D> static inline int hpdl__dp_tensor_base(const D *dp, int l)
 template <typename D, typename M> static inline void hpdl__dp_cuda_destroy(D *dp) {
     int64_t i;
     if (!dp) return;
+#ifdef HPDL_DP_STAMPS
+    if (dp->fused) {
+        static unsigned long long got[1 << 14][5];
+        unsigned n = 0;
+        cudaDeviceSynchronize();
+        cudaMemcpyFromSymbol(got, hpdl__dp_stamps, sizeof got);
+        cudaMemcpyFromSymbol(&n, hpdl__dp_stamp_step, sizeof n);
+        n++;
+        for (unsigned k = n > 400 ? n - 400 : 0; k < n; k += (n > 40 ? 37 : 1))
+            if (got[k][0] != ~0ull)
+                fprintf(stderr, "stamp rank %d step %u t0 %llu sums_first %.2f sums_last %.2f synced %.2f end %.2f us\n", dp->rank, k,
+                        got[k][0], 1e-3 * (got[k][1] - got[k][0]), 1e-3 * (got[k][2] - got[k][0]),
+                        1e-3 * (got[k][3] - got[k][0]), 1e-3 * (got[k][4] - got[k][0]));
+    }
+#endif
     hpdl_mpi_bucketer_destroy(&dp->bucketer);
     for (i = 0; dp->ev && i < dp->n_ev; i++)
         if (dp->ev[i]) cudaEventDestroy(dp->ev[i]);
@@ -3573,6 +3751,55 @@ template <typename D, typename M> static inline hpdl_status hpdl__dp_cuda_alloc(
     return HPDL_OK;
 }
 
+/* Whether hpdl__dp_reduce_sgd_kernel can run on the gradient and the
+   parameters (count elements each): both 16-byte aligned, one call of the
+   one-shot (a slot), every block's sums in its shared memory, every block
+   resident together, one an SM (its grid, at most the context's limit, is
+   at most the SM count). Raises the kernel's shared-memory limit to what
+   it needs. */
+template <typename C>
+static inline int hpdl__dp_kernel_fits(const hpdl_mpi_ipc *ipc, const C *grads, const C *params, int64_t count) {
+#ifdef HPDL_MPI_NO_IPC
+    (void)ipc; (void)grads; (void)params; (void)count;
+    return 0;
+#else
+    const unsigned blocks = hpdl__mpi_ipc_blocks(ipc, count, sizeof(C));
+    const int64_t packs = (count * (int64_t)sizeof(C) + 15) / 16;
+    /* hpdl__dp_kept_packs for any split: at most one more than an even share */
+    const size_t most = (size_t)((packs + blocks - 1) / blocks + 1) * sizeof(hpdl__ipc_pack);
+    int device = 0, optin = 0, per_sm = 0;
+    if ((uintptr_t)grads % 16 || (uintptr_t)params % 16 || (size_t)count * sizeof(C) > ipc->slot_bytes) return 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess ||
+        most > (size_t)optin ||
+        cudaFuncSetAttribute(hpdl__dp_reduce_sgd_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)most) !=
+            cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, hpdl__dp_reduce_sgd_kernel<C>, HPDL__IPC_THREADS, most) !=
+            cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return per_sm >= 1;
+#endif
+}
+
+/* Collective: makes dp->fused the IPC context where the reduction the
+   driver would run is the one-shot on it and hpdl__dp_reduce_sgd_kernel
+   can run (hpdl__dp_kernel_fits), on every rank; else leaves it NULL. */
+template <typename D, typename M> static inline hpdl_status hpdl__dp_cuda_fuse(D *dp, M *g) {
+    hpdl_allreduce_algo algo = dp->cfg.algo;
+    size_t bytes = (size_t)g->n_params * hpdl_mpi_dtype_size(dp->dtype);
+    hpdl_mpi_ipc *ipc = NULL;
+    int ok = 0, all = 0;
+    if (dp->size > 1 && (algo == HPDL_ALLREDUCE_IPC_ONESHOT || algo == HPDL_ALLREDUCE_AUTO) &&
+        hpdl__mpi_resolve(&algo, bytes, dp->dtype, 1, dp->cfg.comm) == HPDL_OK &&
+        algo == HPDL_ALLREDUCE_IPC_ONESHOT && hpdl__mpi_ipc_cached(dp->cfg.comm, 0, &ipc) == HPDL_OK)
+        ok = hpdl__dp_kernel_fits(ipc, g->grads, g->params, g->n_params);
+    HPDL__MPI_TRY(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, dp->cfg.comm));
+    dp->fused = all ? ipc : NULL;
+    return HPDL_OK;
+}
+
 /* Collective: see hpdl_mpi_dp_cuda_create_<s>. */
 template <typename D, typename M>
 static inline hpdl_status hpdl__dp_cuda_create(D *dp, M *g, int64_t n_train, const hpdl_mpi_dp_config *cfg,
@@ -3600,10 +3827,31 @@ static inline hpdl_status hpdl__dp_cuda_create(D *dp, M *g, int64_t n_train, con
     s = hpdl__dp_agree(hpdl__dp_cuda_alloc(&made, g, n_train), cfg->comm);
     if (s == HPDL_OK) s = hpdl_mpi_bcast(g->params, g->n_params, dtype, 0, cfg->comm);
     if (s == HPDL_OK && cfg->overlap) s = hpdl__dp_cuda_bucketer(&made, g);
+    if (s == HPDL_OK && !cfg->overlap && !cfg->separate_update) s = hpdl__dp_cuda_fuse(&made, g);
     if (s == HPDL_OK) HPDL_CUDA_TRY(cudaStreamSynchronize(g->stream));
     if (s != HPDL_OK) { hpdl__dp_cuda_destroy<D, M>(&made); return s; }
     *dp = made;
     return HPDL_OK;
+}
+
+/* The first layer's dW, each pair of outputs also posted into this rank's
+   slot of the peer's inbox (dp->mirror_to) by the GEMM: the fused step's
+   kernel then has those packs to sum, not to push. HPDL_ERR_UNSUPPORTED
+   (nothing launched) where AUTO would not run it as one padded mma kernel. */
+template <typename C, typename D, typename M> static inline hpdl_status hpdl__dp_cuda_mirrored_dw(D *dp, M *g, int batch) {
+    const int k = g->widths[0], n = g->widths[1];
+#ifdef HPDL_MPI_NO_IPC
+    (void)dp; (void)g; (void)batch; (void)k; (void)n;
+    return HPDL_ERR_UNSUPPORTED; /* not reached: no context is made */
+#else
+    hpdl__ipc_mirror<C> mirror;
+    hpdl_status s;
+    mirror.to = (C *)dp->mirror_to;
+    s = hpdl__gemm_auto_mirrored(HPDL_TRANS, HPDL_NO_TRANS, k, n, batch, (const C *)g->A[0], k, (const C *)g->D[0], n,
+                                 (C *)g->dW[0], n, mirror, g->stream);
+    if (s == HPDL_OK) dp->posted = (int64_t)k * n * (int64_t)sizeof(C) / 16;
+    return s;
+#endif
 }
 
 /* hpdl__cmlp_backward with hand-offs: layer l's db goes to the bucketer
@@ -3617,6 +3865,8 @@ static inline hpdl_status hpdl__dp_cuda_backward(D *dp, M *g, int batch, int mar
         int k = g->widths[l], pieces = l == 0 ? dp->pieces : 1, t = hpdl__dp_tensor_base(dp, l);
         if (mark) s = hpdl_mpi_bucketer_ready(&dp->bucketer, t + pieces);
         for (p = 0; p < pieces && s == HPDL_OK; p++) {
+            if (l == 0 && dp->mirror_to && (s = hpdl__dp_cuda_mirrored_dw<C>(dp, g, batch)) != HPDL_ERR_UNSUPPORTED)
+                continue;
             s = hpdl__cmlp_backward_dw<C>(g, batch, l, hpdl__dp_piece_row(k, pieces, dp->cfg.pieces_halving, p),
                                           hpdl__dp_piece_row(k, pieces, dp->cfg.pieces_halving, p + 1));
             if (s == HPDL_OK && mark) s = hpdl_mpi_bucketer_ready(&dp->bucketer, t + pieces - 1 - p);
@@ -3651,7 +3901,48 @@ static inline hpdl_status hpdl__dp_cuda_local_grad(D *dp, M *g, int rows, int gl
     return s;
 }
 
-/* One step, all of it queued on g->stream (the reduction too, with NCCL). */
+/* Fused: this step's one-shot call on dp->fused, and where the first
+   layer's GEMM posts its dW (two ranks, a step whose gradient is not
+   rescaled after backward, dW[0] first in the gradient in whole packs;
+   else mirror_to is NULL and the kernel pushes all of the gradient). */
+template <typename C, typename D, typename M>
+static inline hpdl_status hpdl__dp_cuda_fused_call(D *dp, M *g, int rows, int global_rows) {
+    hpdl_mpi_ipc *c = dp->fused;
+    const int64_t first = (int64_t)g->widths[0] * g->widths[1];
+    dp->call = hpdl__mpi_ipc_next_call(c, g->grads, g->n_params, 0);
+    dp->posted = 0;
+    dp->mirror_to = NULL;
+    if (c->size == 2 && rows > 0 && hpdl__dp_grad_weight(rows, global_rows, dp->size) == 1.0 && g->dW[0] == g->grads &&
+        first * (int64_t)sizeof(C) % 16 == 0)
+        dp->mirror_to = hpdl__ipc_slot(dp->call, 1 - c->rank, c->rank);
+    return hpdl__mpi_ipc_order(c, g->stream);
+}
+
+/* Fused: the reduction and the update, hpdl__dp_reduce_sgd_kernel on the
+   model's stream (cooperative: its grid-wide barrier needs every block
+   resident, one an SM, which hpdl__dp_cuda_fuse checked). */
+template <typename C, typename D, typename M> static inline hpdl_status hpdl__dp_cuda_reduce_update(D *dp, M *g, int rows) {
+#ifdef HPDL_MPI_NO_IPC
+    (void)dp; (void)g; (void)rows;
+    return HPDL_ERR_UNSUPPORTED; /* not reached: no context is made */
+#else
+    const C *grads = g->grads;
+    C *params = g->params;
+    int64_t n_w = g->n_weights;
+    hpdl__mlp_state *st = g->state;
+    void *args[] = {&dp->call, (void *)&grads, &dp->posted, &params, &n_w, &st, &rows};
+    const unsigned blocks = hpdl__mpi_ipc_blocks(dp->fused, g->n_params, sizeof(C));
+    const size_t kept = (size_t)hpdl__dp_kept_packs((g->n_params * (int64_t)sizeof(C) + 15) / 16, dp->posted, (int)blocks);
+    HPDL_CUDA_TRY(cudaLaunchCooperativeKernel((const void *)hpdl__dp_reduce_sgd_kernel<C>, blocks, HPDL__IPC_THREADS, args,
+                                              kept * sizeof(hpdl__ipc_pack), g->stream));
+    HPDL_CUDA_TRY(cudaEventRecord(dp->fused->last_done, g->stream));
+    return HPDL_OK;
+#endif
+}
+
+/* One step, all of it queued on g->stream (the reduction too, with NCCL
+   and IPC). Fused, events 2 and 3 both follow the one kernel that reduces
+   and updates: its time counts as communication. */
 template <typename C, typename D, typename M>
 static inline hpdl_status hpdl__dp_cuda_step(D *dp, M *g, int64_t step, int rows, int global_rows, double lr,
                                              int lr_changed) {
@@ -3661,6 +3952,7 @@ static inline hpdl_status hpdl__dp_cuda_step(D *dp, M *g, int64_t step, int rows
     dp->span_started = 0;
     HPDL_CUDA_TRY(cudaEventRecord(ev[0], g->stream));
     if (lr_changed) s = hpdl__mlp_begin(g->state, lr / P, dp->cfg.l2 * P, 0, 0, g->stream);
+    if (s == HPDL_OK && dp->fused) s = hpdl__dp_cuda_fused_call<C>(dp, g, rows, global_rows);
     HPDL_NVTX_PUSH("DP local gradient");
     if (s == HPDL_OK) s = hpdl__dp_cuda_local_grad<C>(dp, g, rows, global_rows, ev[4]);
     HPDL_NVTX_POP();
@@ -3670,13 +3962,15 @@ static inline hpdl_status hpdl__dp_cuda_step(D *dp, M *g, int64_t step, int rows
         if (!dp->span_started) HPDL_CUDA_TRY(cudaEventRecord(ev[4], g->stream));
         s = hpdl_mpi_bucketer_wait(&dp->bucketer);
         HPDL_CUDA_TRY(cudaEventRecord(ev[5], dp->bucketer.mode == HPDL__BUCKET_NCCL ? dp->bucketer.side : g->stream));
+    } else if (s == HPDL_OK && dp->fused) {
+        s = hpdl__dp_cuda_reduce_update<C>(dp, g, rows);
     } else if (s == HPDL_OK) {
         s = hpdl_mpi_allreduce(g->grads, g->n_params, dp->dtype, dp->cfg.algo, dp->cfg.comm);
     }
     HPDL_NVTX_POP();
     HPDL_CUDA_TRY(cudaEventRecord(ev[2], g->stream));
     HPDL_NVTX_PUSH("DP update");
-    if (s == HPDL_OK) s = hpdl__cmlp_update<C>(g, rows);
+    if (s == HPDL_OK && !dp->fused) s = hpdl__cmlp_update<C>(g, rows);
     HPDL_NVTX_POP();
     HPDL_CUDA_TRY(cudaEventRecord(ev[3], g->stream));
     return s;

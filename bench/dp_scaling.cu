@@ -43,7 +43,9 @@
    dp_roofline_points.csv (AI, attainable and measured FLOP/s per H, b, overlap).
 
    --focus: only H=2048 at b=512 and 3000, to compare the overlap settings in
-   one run (dp_scaling_focus.csv): no overlap, then overlap for every
+   one run (dp_scaling_focus.csv): no overlap, the same with the update
+   in a kernel of its own ("separate": with --algo ipc or auto the default
+   reduces and updates in one kernel), then overlap for every
    combination of --pieces, --halve, --ctas and --prio (first layer's dW row
    blocks, 1 = each block half the previous, NCCL CTA cap, 1 = highest-
    priority reduction stream; variant "p4h c8 q1" = 4 halving blocks, cap 8,
@@ -298,6 +300,7 @@ static void run_torch(int reps, torch_epochs out[2]) {
 typedef struct focus_row {
     char name[40];
     int overlap, pieces, halve, ctas, prio, stride;
+    int separate; /* the reduction's kernel, then the update's (else one kernel where IPC's one-shot runs) */
 } focus_row;
 
 static focus_row focus_make(int overlap, int pieces, int halve, int ctas, int prio, int stride) {
@@ -306,13 +309,18 @@ static focus_row focus_make(int overlap, int pieces, int halve, int ctas, int pr
     else snprintf(r.name, sizeof r.name, "%soverlap p%d%s c%d q%d", stride > 1 ? "v1 " : "", pieces, halve ? "h" : "",
                   ctas, prio);
     r.overlap = overlap; r.pieces = pieces; r.halve = halve; r.ctas = ctas; r.prio = prio; r.stride = stride;
+    r.separate = 0;
     return r;
 }
 
-/* Row 0 (no overlap, shuffle drawn ahead) is every row's second anchor. */
+/* Row 0 (no overlap, shuffle drawn ahead) is every row's second anchor;
+   row 1 is row 0 with the update in a kernel of its own. */
 static int focus_rows(focus_row *rows) {
     int n = 0, i, h, j, k;
     rows[n++] = focus_make(0, 1, 0, 0, 0, 1);
+    rows[n] = rows[0];
+    rows[n].separate = 1;
+    snprintf(rows[n++].name, sizeof rows[0].name, "no overlap, separate");
     for (i = 0; i < g_pieces.n; i++)
         for (h = 0; h < g_halve.n; h++)
             for (j = 0; j < g_ctas.n; j++)
@@ -327,7 +335,7 @@ static int focus_rows(focus_row *rows) {
 
 static void focus(const hpdl_dataset *train_set, hpdl_cuda_dataset *dtrain, MPI_Comm solo, int reps) {
     const int *batches = headline_batches;
-    focus_row rows[3 + MAX_LIST * 2 * MAX_LIST * 2];
+    focus_row rows[4 + MAX_LIST * 2 * MAX_LIST * 2];
     torch_epochs torch[2];
     int n = focus_rows(rows), k, i;
     FILE *csv = g_rank == 0 ? hpdl_csv_open_with_header(".", "dp_scaling_focus",
@@ -355,6 +363,7 @@ static void focus(const hpdl_dataset *train_set, hpdl_cuda_dataset *dtrain, MPI_
             c1.pieces_halving = cp.pieces_halving = rows[i].halve;
             c1.nccl_max_ctas = cp.nccl_max_ctas = rows[i].ctas;
             c1.comm_priority = cp.comm_priority = rows[i].prio;
+            c1.separate_update = cp.separate_update = rows[i].separate;
             r1 = train_stride(2048, &c1, train_set, dtrain, NULL, 1, reps, rows[i].stride);
             MPI_Barrier(MPI_COMM_WORLD);
             rp = train_stride(2048, &cp, train_set, dtrain, NULL, 1, reps, rows[i].stride);

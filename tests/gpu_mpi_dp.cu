@@ -1,11 +1,14 @@
 /* tests/gpu_mpi_dp.cu - data-parallel MLP training on GPUs
-   (hpdl_mpi_dp_cuda_f64), with the reduction after backward and with
-   buckets reduced during backward (the first layer's dW in two row blocks),
-   against the CPU driver (tested against serial training in tests/mpi_dp.c)
-   on the same ranks from the same start: weights after two epochs with a
-   short last step, for two and three layers and an input width that is not
-   a multiple of 64; a step with a NaN skipped on every rank alike; bad
-   arguments. One rank per GPU; skipped without a GPU.
+   (hpdl_mpi_dp_cuda_f64), with the reduction after backward (one kernel
+   reducing and updating where the one-shot IPC allreduce runs, or the
+   allreduce then the update) and with buckets reduced during backward (the
+   first layer's dW in two row blocks), against the CPU driver (tested
+   against serial training in tests/mpi_dp.c) on the same ranks from the
+   same start: weights after two epochs with a short last step, for two and
+   three layers and an input width that is not a multiple of 64; f32 at the
+   bench's widths, where the first layer's GEMM pushes its dW to the peer,
+   against the allreduce then the update; a step with a NaN skipped on every
+   rank alike; bad arguments. One rank per GPU; skipped without a GPU.
 
    Started on its own on a machine with several GPUs, it starts itself again
    under `mpirun -np <GPUs>`.
@@ -33,10 +36,15 @@ static void make_data(int in, double *X, float *Xf, int32_t *y) {
     for (i = 0; i < N; i++) y[i] = (int32_t)hpdl_rng_below(&rng, CLASSES);
 }
 
-/* buckets 0: one allreduce after backward; 1: NCCL (else, or with more
-   ranks than GPUs, MPI) buckets during backward, the first layer's dW in
-   two row blocks. */
-static hpdl_mpi_dp_config config(int buckets) {
+/* The reduction after backward: FUSED one kernel with the update where
+   the one-shot IPC allreduce runs (AUTO on one node), SEPARATE the
+   allreduce then the update; BUCKETS: NCCL (else, or with more ranks than
+   GPUs, MPI) buckets during backward, the first layer's dW in two row
+   blocks. */
+enum { FUSED, BUCKETS, SEPARATE, MODES };
+
+static hpdl_mpi_dp_config config(int mode) {
+    const int buckets = mode == BUCKETS;
     hpdl_mpi_dp_config c;
     hpdl_mpi_dp_config_default(&c);
     c.batch = BATCH;
@@ -45,6 +53,7 @@ static hpdl_mpi_dp_config config(int buckets) {
     c.l2 = 1e-4;
     c.seed = 5;
     c.overlap = buckets;
+    c.separate_update = mode == SEPARATE;
 #ifdef HPDL_USE_NCCL
     if (buckets && !g_gpus_shared) c.algo = HPDL_ALLREDUCE_NCCL;
 #endif
@@ -55,11 +64,11 @@ static hpdl_mpi_dp_config config(int buckets) {
 
 /* Two epochs of the GPU driver and of the CPU driver from *cpu's start
    (trained in place); the GPU's weights into *out. */
-static void train_both(int buckets, const int *widths, hpdl_mlp_f64 *cpu, hpdl_mlp_f64 *out) {
+static void train_both(int mode, const int *widths, hpdl_mlp_f64 *cpu, hpdl_mlp_f64 *out) {
     double *X = (double *)malloc(sizeof(double) * N * widths[0]);
     float *Xf = (float *)malloc(sizeof(float) * N * widths[0]);
     int32_t *y = (int32_t *)malloc(sizeof(int32_t) * N);
-    hpdl_mpi_dp_config c = config(buckets);
+    hpdl_mpi_dp_config c = config(mode);
     hpdl_mpi_dp_stats st;
     hpdl_mpi_dp_f64 cdp;
     hpdl_mpi_dp_cuda_f64 gdp;
@@ -89,20 +98,76 @@ static void train_both(int buckets, const int *widths, hpdl_mlp_f64 *cpu, hpdl_m
 MPI_TEST(test_matches_cpu_driver) {
     static const int shapes[3][4] = {{37, 19, CLASSES}, {IN, 24, CLASSES}, {IN, 24, 16, CLASSES}};
     static const int n_widths[3] = {3, 3, 4};
-    int k, buckets;
+    int k, mode;
     if (g_gpu < 0) HPDL_SKIP("no GPU for this rank");
-    for (buckets = 0; buckets < 2; buckets++)
+    for (mode = 0; mode < MODES; mode++)
         for (k = 0; k < 3; k++) {
             hpdl_mlp_f64 cpu, start, gpu;
             HPDL_CHECK(hpdl_mlp_create_f64(&cpu, n_widths[k], shapes[k], HPDL_ACT_RELU, 3));
             HPDL_CHECK(hpdl_mlp_create_f64(&start, n_widths[k], shapes[k], HPDL_ACT_RELU, 3));
             HPDL_CHECK(hpdl_mlp_create_zero_f64(&gpu, n_widths[k], shapes[k], HPDL_ACT_RELU));
-            train_both(buckets, shapes[k], &cpu, &gpu);
+            train_both(mode, shapes[k], &cpu, &gpu);
             HPDL_EXPECT(hpdl_test_mlp_diff_f64(&gpu, &cpu) < 1e-12);
             HPDL_EXPECT(hpdl_test_mlp_diff_f64(&gpu, &start) > 1e-3); /* it trained */
             HPDL_EXPECT(hpdl_test_mlp_same_on_every_rank_f64(&gpu));
             hpdl_mlp_destroy_f64(&cpu); hpdl_mlp_destroy_f64(&start); hpdl_mlp_destroy_f64(&gpu);
         }
+}
+
+/* Largest difference between the parameters of two f32 models of one shape. */
+static double mlp_diff_f32(const hpdl_mlp_f32 *a, const hpdl_mlp_f32 *b) {
+    double d = 0;
+    int l, i;
+    for (l = 0; l < a->n_layers; l++) {
+        for (i = 0; i < a->widths[l] * a->widths[l + 1]; i++) d = fmax(d, fabs((double)a->W[l][i] - b->W[l][i]));
+        for (i = 0; i < a->widths[l + 1]; i++) d = fmax(d, fabs((double)a->b[l][i] - b->b[l][i]));
+    }
+    return d;
+}
+
+/* f32, 784-2048-7 at 64 rows a rank (AUTO makes the first layer's dW in one
+   3xTF32 kernel, as for the bench's model; it needs K >= 64), every step
+   full: the fused step, whose GEMM
+   posts the first layer's dW into the peer's inbox, against the allreduce
+   kernel then the SGD kernel. The sums are the same (rank order) and so
+   is the update's arithmetic. */
+MPI_TEST(test_fused_matches_separate_f32) {
+    enum { ROWS = 384, WIDE = 784, ROWS_A_STEP = 64 };
+    const int widths[3] = {WIDE, 2048, CLASSES};
+    float *X = (float *)malloc(sizeof(float) * ROWS * WIDE);
+    int32_t *y = (int32_t *)malloc(sizeof(int32_t) * ROWS);
+    hpdl_mlp_f32 start, out[2];
+    hpdl_cuda_dataset data;
+    hpdl_rng rng;
+    int mode, e;
+    int64_t i;
+    if (g_gpu < 0) { free(X); free(y); HPDL_SKIP("no GPU for this rank"); }
+    hpdl_rng_seed(&rng, 12);
+    for (i = 0; i < (int64_t)ROWS * WIDE; i++) X[i] = (float)hpdl_rng_uniform(&rng);
+    for (i = 0; i < ROWS; i++) y[i] = (int32_t)hpdl_rng_below(&rng, CLASSES);
+    HPDL_CHECK(hpdl_cuda_dataset_upload(&data, ROWS, WIDE, X, ROWS, y, HPDL_DATA_RESIDENT, 0));
+    HPDL_CHECK(hpdl_mlp_create_f32(&start, 3, widths, HPDL_ACT_RELU, 3));
+    for (mode = 0; mode < 2; mode++) {
+        hpdl_mpi_dp_config c = config(mode == 0 ? FUSED : SEPARATE);
+        hpdl_mpi_dp_cuda_f32 dp;
+        hpdl_cuda_mlp_f32 g;
+        c.batch = ROWS_A_STEP;
+        HPDL_CHECK(hpdl_mlp_create_zero_f32(&out[mode], 3, widths, HPDL_ACT_RELU));
+        HPDL_CHECK(hpdl_cuda_mlp_create_f32(&g, &start, ROWS_A_STEP));
+        HPDL_CHECK(hpdl_mpi_dp_cuda_create_f32(&dp, &g, ROWS, &c));
+        for (e = 0; e < 2; e++) HPDL_CHECK(hpdl_mpi_dp_cuda_epoch_f32(&dp, &g, &data, e, NULL));
+        if (mode == 0 && hpdl_mpi_size() == 2 && !g_gpus_shared) /* the path under test was taken */
+            HPDL_EXPECT(dp.fused && dp.posted == (int64_t)WIDE * 2048 / 4);
+        if (mode == 1) HPDL_EXPECT(!dp.fused);
+        HPDL_CHECK(hpdl_cuda_mlp_download_f32(&g, &out[mode]));
+        hpdl_mpi_dp_cuda_destroy_f32(&dp);
+        hpdl_cuda_mlp_destroy_f32(&g);
+    }
+    HPDL_EXPECT(mlp_diff_f32(&out[0], &out[1]) < 1e-6);
+    HPDL_EXPECT(mlp_diff_f32(&out[0], &start) > 1e-4); /* it trained */
+    hpdl_mlp_destroy_f32(&out[0]); hpdl_mlp_destroy_f32(&out[1]); hpdl_mlp_destroy_f32(&start);
+    hpdl_cuda_dataset_destroy(&data);
+    free(X); free(y);
 }
 
 /* A NaN in one sample: the step that takes it is skipped on every rank (the
@@ -123,7 +188,7 @@ MPI_TEST(test_nan_step_skipped_everywhere) {
     HPDL_CHECK(hpdl_cuda_dataset_upload(&data, N, IN, Xf, N, y, HPDL_DATA_RESIDENT, 0));
     HPDL_CHECK(hpdl_mlp_create_f64(&start, 3, widths, HPDL_ACT_RELU, 3));
     for (buckets = 0; buckets < 2; buckets++) {
-        hpdl_mpi_dp_config c = config(buckets);
+        hpdl_mpi_dp_config c = config(buckets ? BUCKETS : FUSED);
         hpdl_mpi_dp_cuda_f64 dp;
         hpdl_cuda_mlp_f64 g;
         hpdl_mpi_dp_stats st;
@@ -181,6 +246,7 @@ MPI_TEST(test_bad_arguments) {
 int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
         HPDL_TEST(test_matches_cpu_driver),
+        HPDL_TEST(test_fused_matches_separate_f32),
         HPDL_TEST(test_nan_step_skipped_everywhere),
         HPDL_TEST(test_bad_arguments),
     };
