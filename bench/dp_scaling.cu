@@ -44,7 +44,7 @@
 
    --focus: only H=2048 at b=512 and 3000, to compare the overlap settings in
    one run (dp_scaling_focus.csv): no overlap, the same with the update
-   in a kernel of its own ("separate": with --algo ipc or auto the default
+   in a kernel of its own ("no overlap separate": with --algo ipc or auto the default
    reduces and updates in one kernel), then overlap for every
    combination of --pieces, --halve, --ctas and --prio (first layer's dW row
    blocks, 1 = each block half the previous, NCCL CTA cap, 1 = highest-
@@ -320,7 +320,7 @@ static int focus_rows(focus_row *rows) {
     rows[n++] = focus_make(0, 1, 0, 0, 0, 1);
     rows[n] = rows[0];
     rows[n].separate = 1;
-    snprintf(rows[n++].name, sizeof rows[0].name, "no overlap, separate");
+    snprintf(rows[n++].name, sizeof rows[0].name, "no overlap separate");
     for (i = 0; i < g_pieces.n; i++)
         for (h = 0; h < g_halve.n; h++)
             for (j = 0; j < g_ctas.n; j++)

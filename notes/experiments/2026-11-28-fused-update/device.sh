@@ -28,9 +28,10 @@ for t in ${SINGLE:-}; do
     CUDA_VISIBLE_DEVICES=0 timeout 200 $B/gpu/$t > $O/$t.log 2>&1; echo "rc=$?" >> $O/$t.log; tail -2 $O/$t.log
 done
 step "dp_scaling --focus --algo ipc"
+# FULL=1: every overlap setting and the PyTorch DDP anchor (the committed run); else the short list
+if [ "${FULL:-0}" = 1 ]; then LISTS=""; else LISTS="--pieces 1 --halve 0 --ctas 8 --prio 1 --no-torch"; fi
 HPDL_COMMIT=$(cat .commit 2>/dev/null) timeout ${FOCUS_S:-240} $MPIRUN -np 2 $B/bench/dp_scaling --focus --algo ipc --reps 10 \
-    --pieces 1 --halve 0 --ctas 8 --prio 1 ${TORCH:---no-torch} --data data/fashion-mnist --output $O/focus \
-    > $O/focus/focus.log 2>&1; echo "rc=$?" >> $O/focus/focus.log
-grep -vE "^\s*$" $O/focus/focus.log | tail -16
+    $LISTS --data data/fashion-mnist --output $O/focus > $O/focus/focus.log 2>&1; echo "rc=$?" >> $O/focus/focus.log
+grep -vE "^\s*$" $O/focus/focus.log | grep -E "no overlap|pytorch|rc=|check" | tail -16
 step done
 cd $O && tar czf $OUT/r.tgz .
