@@ -3682,21 +3682,6 @@ template <typename D> static inline int hpdl__dp_tensor_base(const D *dp, int l)
 template <typename D, typename M> static inline void hpdl__dp_cuda_destroy(D *dp) {
     int64_t i;
     if (!dp) return;
-#ifdef HPDL_DP_STAMPS
-    if (dp->fused) {
-        static unsigned long long got[1 << 14][5];
-        unsigned n = 0;
-        cudaDeviceSynchronize();
-        cudaMemcpyFromSymbol(got, hpdl__dp_stamps, sizeof got);
-        cudaMemcpyFromSymbol(&n, hpdl__dp_stamp_step, sizeof n);
-        n++;
-        for (unsigned k = n > 400 ? n - 400 : 0; k < n; k += (n > 40 ? 37 : 1))
-            if (got[k][0] != ~0ull)
-                fprintf(stderr, "stamp rank %d step %u t0 %llu sums_first %.2f sums_last %.2f synced %.2f end %.2f us\n", dp->rank, k,
-                        got[k][0], 1e-3 * (got[k][1] - got[k][0]), 1e-3 * (got[k][2] - got[k][0]),
-                        1e-3 * (got[k][3] - got[k][0]), 1e-3 * (got[k][4] - got[k][0]));
-    }
-#endif
     hpdl_mpi_bucketer_destroy(&dp->bucketer);
     for (i = 0; dp->ev && i < dp->n_ev; i++)
         if (dp->ev[i]) cudaEventDestroy(dp->ev[i]);
@@ -3834,9 +3819,9 @@ static inline hpdl_status hpdl__dp_cuda_create(D *dp, M *g, int64_t n_train, con
     return HPDL_OK;
 }
 
-/* The first layer's dW, each pair of outputs also posted into this rank's
-   slot of the peer's inbox (dp->mirror_to) by the GEMM: the fused step's
-   kernel then has those packs to sum, not to push. HPDL_ERR_UNSUPPORTED
+/* The first layer's dW, each tile also posted into this rank's slot of
+   the peer's inbox (dp->mirror_to) by the GEMM: the fused step's kernel
+   then has those packs to sum, not to push. HPDL_ERR_UNSUPPORTED
    (nothing launched) where AUTO would not run it as one padded mma kernel. */
 template <typename C, typename D, typename M> static inline hpdl_status hpdl__dp_cuda_mirrored_dw(D *dp, M *g, int batch) {
     const int k = g->widths[0], n = g->widths[1];
