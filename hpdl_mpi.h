@@ -3585,13 +3585,13 @@ static __device__ __forceinline__ int hpdl__dp_sum_kept(const hpdl__ipc_args &a,
 }
 
 /* SGD on the parameters of packs [begin, end), their summed gradient in
-   kept[u - begin]; P is laid out as the gradient. A thread loads the
+   kept[u - begin], which then holds the parameters as they were (for
+   hpdl__dp_restore); P is laid out as the gradient. A thread loads the
    parameters of HPDL__IPC_UNROLL packs before it updates any: with one
    block an SM, one load at a time would leave HBM waiting on latency. */
 template <typename T>
-static __device__ __forceinline__ void hpdl__dp_sgd_kept(const hpdl__ipc_args &a, const hpdl__ipc_pack *kept, T *P,
-                                                        int64_t n_w, int64_t begin, int64_t end,
-                                                        const hpdl__mlp_state *st) {
+static __device__ __forceinline__ void hpdl__dp_sgd_kept(const hpdl__ipc_args &a, hpdl__ipc_pack *kept, T *P, int64_t n_w,
+                                                        int64_t begin, int64_t end, const hpdl__mlp_state *st) {
     typedef typename hpdl__acc<T>::type Acc;
     enum { N = 16 / sizeof(T) };
     const Acc lr = (Acc)st->lr, l2 = (Acc)st->l2;
@@ -3605,13 +3605,24 @@ static __device__ __forceinline__ void hpdl__dp_sgd_kept(const hpdl__ipc_args &a
         HPDL__IPC_STEP(j, u, end) {
             const int64_t at = u + (int64_t)j * blockDim.x;
             const hpdl__ipc_pack g = kept[at - begin];
+            hpdl__ipc_pack next;
 #pragma unroll
             for (i = 0; i < N; i++)
-                ((T *)&p[j])[i] =
+                ((T *)&next)[i] =
                     (T)hpdl__mlp_sgd_one((Acc)((const T *)&p[j])[i], (Acc)((const T *)&g)[i], lr, l2, at * N + i < n_w);
-            hpdl__ipc_store_buf(P, at, a, p[j]);
+            hpdl__ipc_store_buf(P, at, a, next);
+            kept[at - begin] = p[j];
         }
     }
+}
+
+/* Puts back the parameters of packs [begin, end) that hpdl__dp_sgd_kept
+   kept (a step that is not applied). */
+template <typename T>
+static __device__ __forceinline__ void hpdl__dp_restore(const hpdl__ipc_args &a, const hpdl__ipc_pack *kept, T *P,
+                                                       int64_t begin, int64_t end) {
+    int64_t u;
+    for (u = begin + threadIdx.x; u < end; u += blockDim.x) hpdl__ipc_store_buf(P, u, a, kept[u - begin]);
 }
 
 /* The data-parallel step's gradient reduction and SGD update in one
@@ -3619,28 +3630,34 @@ static __device__ __forceinline__ void hpdl__dp_sgd_kept(const hpdl__ipc_args &a
    of the gradient G below `posted` reached the peers from the GEMM that
    made them (hpdl__ipc_mirror); each block pushes its share of the rest
    first, then sums its shares (hpdl__dp_reduce_parts) into shared memory,
-   checking them; after a grid-wide barrier it updates their parameters
-   unless a sum anywhere was not finite (every rank has the same sums, so
-   all skip alike), and the end is hpdl__mlp_sgd_kernel's. Against the
-   allreduce kernel then the SGD kernel: one launch fewer, and the summed
-   gradient never goes to memory (G keeps this rank's own). */
+   checking them, and updates their parameters at once, keeping the old
+   values where the sums were. After a grid-wide barrier, if a sum anywhere
+   was not finite, every block puts its old values back: the step is not
+   applied, on every rank alike (they all have the same sums). So no block
+   waits for the others before it updates; the end is hpdl__mlp_sgd_kernel's.
+   Against the allreduce kernel then the SGD kernel: one launch fewer, and
+   the summed gradient never goes to memory (G keeps this rank's own). */
 template <typename T>
 static __global__ void __launch_bounds__(HPDL__IPC_THREADS)
     hpdl__dp_reduce_sgd_kernel(hpdl__ipc_args a, const T *G, int64_t posted, T *P, int64_t n_w, hpdl__mlp_state *st,
                                int batch) {
     extern __shared__ hpdl__ipc_pack hpdl__dp_kept[];
+    hpdl__ipc_pack *tail = NULL;
     int64_t begin, end, tail_begin, tail_end;
     int bad;
     hpdl__dp_reduce_parts<T>(a, posted, &begin, &end, &tail_begin, &tail_end);
+    tail = hpdl__dp_kept + (end - begin);
     hpdl__dp_post_part(a, G, tail_begin, tail_end);
     bad = hpdl__dp_sum_kept(a, G, begin, end, hpdl__dp_kept);
-    bad |= hpdl__dp_sum_kept(a, G, tail_begin, tail_end, hpdl__dp_kept + (end - begin));
+    bad |= hpdl__dp_sum_kept(a, G, tail_begin, tail_end, tail);
     if (__syncthreads_or(bad) && threadIdx.x == 0) st->found_inf = 1;
+    hpdl__dp_sgd_kept(a, hpdl__dp_kept, P, n_w, begin, end, st);
+    hpdl__dp_sgd_kept(a, tail, P, n_w, tail_begin, tail_end, st);
     cooperative_groups::this_grid().sync();
     if (blockIdx.x == 0 && threadIdx.x == 0) st->cursor += batch;
-    if (!st->found_inf) {
-        hpdl__dp_sgd_kept(a, hpdl__dp_kept, P, n_w, begin, end, st);
-        hpdl__dp_sgd_kept(a, hpdl__dp_kept + (end - begin), P, n_w, tail_begin, tail_end, st);
+    if (st->found_inf) {
+        hpdl__dp_restore(a, hpdl__dp_kept, P, begin, end);
+        hpdl__dp_restore(a, tail, P, tail_begin, tail_end);
     }
     hpdl__mlp_sgd_finish(st, 0);
 }
