@@ -1750,6 +1750,11 @@ template <> struct hpdl__ipc_cvt<__nv_bfloat16> {
     static __device__ __forceinline__ __nv_bfloat16 store(float v) { return __float2bfloat16_rn(v); }
 };
 
+/* 16-byte packs holding count elements of elem_bytes (the last one may be partial). */
+static __host__ __device__ __forceinline__ int64_t hpdl__ipc_packs(int64_t count, size_t elem_bytes) {
+    return (count * (int64_t)elem_bytes + 15) / 16;
+}
+
 /* Where part k of n items split into p parts begins (hpdl_mpi_shard_range). */
 static __host__ __device__ __forceinline__ int64_t hpdl__ipc_split(int64_t n, int k, int p) {
     int64_t base = n / p, extra = n % p;
@@ -1974,7 +1979,7 @@ static __device__ __forceinline__ void hpdl__ipc_sum(const hpdl__ipc_args &a, in
 /* This block's packs [*begin, *end): its part, the same on every rank. */
 template <typename T>
 static __device__ __forceinline__ void hpdl__ipc_block_part(const hpdl__ipc_args &a, int64_t *begin, int64_t *end) {
-    int64_t packs = (a.count + (int64_t)(16 / sizeof(T)) - 1) / (int64_t)(16 / sizeof(T));
+    int64_t packs = hpdl__ipc_packs(a.count, sizeof(T));
     *begin = hpdl__ipc_split(packs, blockIdx.x, gridDim.x);
     *end = hpdl__ipc_split(packs, blockIdx.x + 1, gridDim.x);
 }
@@ -2191,7 +2196,7 @@ HPDL_MPI_API hpdl__ipc_args hpdl__mpi_ipc_next_call(hpdl_mpi_ipc *c, const void 
 /* Grid of an IPC kernel over count elements: a block per HPDL__IPC_THREADS
    packs, at most the context's limit. */
 HPDL_MPI_API unsigned hpdl__mpi_ipc_blocks(const hpdl_mpi_ipc *c, int64_t count, size_t elem_bytes) {
-    int64_t packs = (count * (int64_t)elem_bytes + 15) / 16;
+    int64_t packs = hpdl__ipc_packs(count, elem_bytes);
     int64_t want = (packs + HPDL__IPC_THREADS - 1) / HPDL__IPC_THREADS;
     return (unsigned)(want < c->blocks ? (want > 0 ? want : 1) : c->blocks);
 }
@@ -3530,7 +3535,7 @@ template <typename T> __global__ void hpdl__dp_scale_kernel(int64_t n, T *x, T w
 template <typename T>
 static __device__ __forceinline__ void hpdl__dp_reduce_parts(const hpdl__ipc_args &a, int64_t posted, int64_t *begin,
                                                              int64_t *end, int64_t *tail_begin, int64_t *tail_end) {
-    const int64_t packs = (a.count + (int64_t)(16 / sizeof(T)) - 1) / (int64_t)(16 / sizeof(T));
+    const int64_t packs = hpdl__ipc_packs(a.count, sizeof(T));
     *begin = hpdl__ipc_split(posted, blockIdx.x, gridDim.x);
     *end = hpdl__ipc_split(posted, blockIdx.x + 1, gridDim.x);
     *tail_begin = posted + hpdl__ipc_split(packs - posted, blockIdx.x, gridDim.x);
@@ -3766,7 +3771,7 @@ static inline int hpdl__dp_kernel_fits(const hpdl_mpi_ipc *ipc, const C *grads, 
     return 0;
 #else
     const unsigned blocks = hpdl__mpi_ipc_blocks(ipc, count, sizeof(C));
-    const int64_t packs = (count * (int64_t)sizeof(C) + 15) / 16;
+    const int64_t packs = hpdl__ipc_packs(count, sizeof(C));
     /* hpdl__dp_kept_packs for any split: at most one more than an even share */
     const size_t most = (size_t)((packs + blocks - 1) / blocks + 1) * sizeof(hpdl__ipc_pack);
     int device = 0, optin = 0, per_sm = 0;
@@ -3934,7 +3939,7 @@ template <typename C, typename D, typename M> static inline hpdl_status hpdl__dp
     hpdl__mlp_state *st = g->state;
     void *args[] = {&dp->call, (void *)&grads, &dp->posted, &params, &n_w, &st, &rows};
     const unsigned blocks = hpdl__mpi_ipc_blocks(dp->fused, g->n_params, sizeof(C));
-    const size_t kept = (size_t)hpdl__dp_kept_packs((g->n_params * (int64_t)sizeof(C) + 15) / 16, dp->posted, (int)blocks);
+    const size_t kept = (size_t)hpdl__dp_kept_packs(hpdl__ipc_packs(g->n_params, sizeof(C)), dp->posted, (int)blocks);
     HPDL_CUDA_TRY(cudaLaunchCooperativeKernel((const void *)hpdl__dp_reduce_sgd_kernel<C>, blocks, HPDL__IPC_THREADS, args,
                                               kept * sizeof(hpdl__ipc_pack), g->stream));
     HPDL_CUDA_TRY(cudaEventRecord(dp->fused->last_done, g->stream));

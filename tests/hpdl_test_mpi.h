@@ -18,23 +18,27 @@ static void hpdl_test_mpi_agree_verdict(void) {
     if (any && !local) hpdl_test__fail(__FILE__, __LINE__, "every rank to pass (another rank failed)");
 }
 
-/* max |a - b| / max |b| over every weight and bias of two models of one shape. */
-static inline double hpdl_test_mlp_diff_f64(const hpdl_mlp_f64 *a, const hpdl_mlp_f64 *b) {
-    double diff = 0.0, scale = 0.0;
-    int l, i;
-    for (l = 0; l < a->n_layers; l++) {
-        int nw = a->widths[l] * a->widths[l + 1], nb = a->widths[l + 1];
-        for (i = 0; i < nw; i++) {
-            diff = fmax(diff, fabs(a->W[l][i] - b->W[l][i]));
-            scale = fmax(scale, fabs(b->W[l][i]));
-        }
-        for (i = 0; i < nb; i++) {
-            diff = fmax(diff, fabs(a->b[l][i] - b->b[l][i]));
-            scale = fmax(scale, fabs(b->b[l][i]));
-        }
+/* max |a - b| / max |b| over every weight and bias of two models of one
+   shape: hpdl_test_mlp_diff_f64, hpdl_test_mlp_diff_f32. */
+#define HPDL_TEST_MLP_DIFF(SUFFIX)                                                                   \
+    static inline double hpdl_test_mlp_diff_##SUFFIX(const hpdl_mlp_##SUFFIX *a, const hpdl_mlp_##SUFFIX *b) { \
+        double diff = 0.0, scale = 0.0;                                                              \
+        int l, i;                                                                                    \
+        for (l = 0; l < a->n_layers; l++) {                                                          \
+            int nw = a->widths[l] * a->widths[l + 1], nb = a->widths[l + 1];                         \
+            for (i = 0; i < nw; i++) {                                                               \
+                diff = fmax(diff, fabs((double)a->W[l][i] - b->W[l][i]));                            \
+                scale = fmax(scale, fabs((double)b->W[l][i]));                                       \
+            }                                                                                        \
+            for (i = 0; i < nb; i++) {                                                               \
+                diff = fmax(diff, fabs((double)a->b[l][i] - b->b[l][i]));                            \
+                scale = fmax(scale, fabs((double)b->b[l][i]));                                       \
+            }                                                                                        \
+        }                                                                                            \
+        return scale > 0 ? diff / scale : diff;                                                      \
     }
-    return scale > 0 ? diff / scale : diff;
-}
+HPDL_TEST_MLP_DIFF(f64)
+HPDL_TEST_MLP_DIFF(f32)
 
 /* Whether this rank holds exactly rank 0's copy of m (collective). */
 static inline int hpdl_test_mlp_same_on_every_rank_f64(const hpdl_mlp_f64 *m) {
