@@ -3562,7 +3562,7 @@ HPDL_MPI_API int64_t hpdl__dp_kept_packs(int64_t packs, int64_t posted, int bloc
 }
 
 /* Pushes packs [begin, end) of buf into every peer's inbox as the one-shot
-   does (hpdl__ipc_push), for hpdl__dp_sum_kept to take there. */
+   does (hpdl__ipc_push), for hpdl__dp_sum_sgd to take there. */
 template <typename T>
 static __device__ __forceinline__ void hpdl__dp_post_part(const hpdl__ipc_args &a, const T *buf, int64_t begin,
                                                           int64_t end) {
@@ -3580,62 +3580,47 @@ template <typename T> static __device__ __forceinline__ int hpdl__dp_nonfinite(h
     return bad;
 }
 
-/* Packs [begin, end) of G summed with every peer's, in rank order as the
-   one-shot sums them, as each peer's pack lands in this rank's inbox; the
-   sums go to kept[u - begin] (shared memory), G is left as it was.
-   Returns whether a sum is not finite. */
+/* Packs [begin, end): the gradient G summed with every peer's, in rank
+   order as the one-shot sums them, as each peer's pack lands in this
+   rank's inbox, and SGD at once on their parameters P (laid out as the
+   gradient), whose old values go to kept[u - begin] (shared memory, for
+   hpdl__dp_restore); G is left as it was. A thread loads its
+   HPDL__IPC_UNROLL packs of G and of P before it takes the peers': with
+   one block an SM, fewer loads in flight would leave HBM waiting on
+   latency. Returns whether a sum is not finite. */
 template <typename T>
-static __device__ __forceinline__ int hpdl__dp_sum_kept(const hpdl__ipc_args &a, const T *G, int64_t begin, int64_t end,
-                                                        hpdl__ipc_pack *kept) {
-    hpdl__ipc_pack own[HPDL__IPC_UNROLL], sum[HPDL__IPC_UNROLL];
+static __device__ __forceinline__ int hpdl__dp_sum_sgd(const hpdl__ipc_args &a, const T *G, T *P, int64_t n_w,
+                                                       int64_t begin, int64_t end, hpdl__ipc_pack *kept,
+                                                       const hpdl__mlp_state *st) {
+    typedef typename hpdl__acc<T>::type Acc;
+    enum { N = 16 / sizeof(T) };
+    const Acc lr = (Acc)st->lr, l2 = (Acc)st->l2;
+    hpdl__ipc_pack own[HPDL__IPC_UNROLL], p[HPDL__IPC_UNROLL], sum[HPDL__IPC_UNROLL];
     int64_t u;
-    int j, bad = 0;
+    int i, j, bad = 0;
     for (u = begin + threadIdx.x; u < end; u += (int64_t)HPDL__IPC_UNROLL * blockDim.x) {
 #pragma unroll
         HPDL__IPC_STEP(j, u, end) own[j] = hpdl__ipc_load_buf(G, u + (int64_t)j * blockDim.x, a);
+#pragma unroll
+        HPDL__IPC_STEP(j, u, end) p[j] = hpdl__ipc_load_buf(P, u + (int64_t)j * blockDim.x, a);
         hpdl__ipc_sum<T, true>(a, u, end, own, sum);
 #pragma unroll
         HPDL__IPC_STEP(j, u, end) {
-            kept[u + (int64_t)j * blockDim.x - begin] = sum[j];
+            const int64_t at = u + (int64_t)j * blockDim.x;
+            hpdl__ipc_pack next;
             bad |= hpdl__dp_nonfinite<T>(sum[j]);
+#pragma unroll
+            for (i = 0; i < N; i++)
+                ((T *)&next)[i] = (T)hpdl__mlp_sgd_one((Acc)((const T *)&p[j])[i], (Acc)((const T *)&sum[j])[i], lr,
+                                                       l2, at * N + i < n_w);
+            hpdl__ipc_store_buf(P, at, a, next);
+            kept[at - begin] = p[j];
         }
     }
     return bad;
 }
 
-/* SGD on the parameters of packs [begin, end), their summed gradient in
-   kept[u - begin], which then holds the parameters as they were (for
-   hpdl__dp_restore); P is laid out as the gradient. A thread loads the
-   parameters of HPDL__IPC_UNROLL packs before it updates any: with one
-   block an SM, one load at a time would leave HBM waiting on latency. */
-template <typename T>
-static __device__ __forceinline__ void hpdl__dp_sgd_kept(const hpdl__ipc_args &a, hpdl__ipc_pack *kept, T *P, int64_t n_w,
-                                                        int64_t begin, int64_t end, const hpdl__mlp_state *st) {
-    typedef typename hpdl__acc<T>::type Acc;
-    enum { N = 16 / sizeof(T) };
-    const Acc lr = (Acc)st->lr, l2 = (Acc)st->l2;
-    hpdl__ipc_pack p[HPDL__IPC_UNROLL];
-    int64_t u;
-    int i, j;
-    for (u = begin + threadIdx.x; u < end; u += (int64_t)HPDL__IPC_UNROLL * blockDim.x) {
-#pragma unroll
-        HPDL__IPC_STEP(j, u, end) p[j] = hpdl__ipc_load_buf(P, u + (int64_t)j * blockDim.x, a);
-#pragma unroll
-        HPDL__IPC_STEP(j, u, end) {
-            const int64_t at = u + (int64_t)j * blockDim.x;
-            const hpdl__ipc_pack g = kept[at - begin];
-            hpdl__ipc_pack next;
-#pragma unroll
-            for (i = 0; i < N; i++)
-                ((T *)&next)[i] =
-                    (T)hpdl__mlp_sgd_one((Acc)((const T *)&p[j])[i], (Acc)((const T *)&g)[i], lr, l2, at * N + i < n_w);
-            hpdl__ipc_store_buf(P, at, a, next);
-            kept[at - begin] = p[j];
-        }
-    }
-}
-
-/* Puts back the parameters of packs [begin, end) that hpdl__dp_sgd_kept
+/* Puts back the parameters of packs [begin, end) that hpdl__dp_sum_sgd
    kept (a step that is not applied). */
 template <typename T>
 static __device__ __forceinline__ void hpdl__dp_restore(const hpdl__ipc_args &a, const hpdl__ipc_pack *kept, T *P,
@@ -3648,9 +3633,9 @@ static __device__ __forceinline__ void hpdl__dp_restore(const hpdl__ipc_args &a,
    cooperative kernel (one-shot IPC, one rank per GPU of a node). The packs
    of the gradient G below `posted` reached the peers from the GEMM that
    made them (hpdl__ipc_mirror); each block pushes its share of the rest
-   first, then sums its shares (hpdl__dp_reduce_parts) into shared memory,
-   checking them, and updates their parameters at once, keeping the old
-   values where the sums were. After a grid-wide barrier, if a sum anywhere
+   first, then sums its shares (hpdl__dp_reduce_parts), checking the sums,
+   and updates their parameters with them at once, keeping the old values
+   in shared memory. After a grid-wide barrier, if a sum anywhere
    was not finite, every block puts its old values back: the step is not
    applied, on every rank alike (they all have the same sums). So no block
    waits for the others before it updates; the end is hpdl__mlp_sgd_kernel's.
@@ -3667,11 +3652,9 @@ static __global__ void __launch_bounds__(HPDL__IPC_THREADS)
     hpdl__dp_reduce_parts<T>(a, posted, &begin, &end, &tail_begin, &tail_end);
     tail = hpdl__dp_kept + (end - begin);
     hpdl__dp_post_part(a, G, tail_begin, tail_end);
-    bad = hpdl__dp_sum_kept(a, G, begin, end, hpdl__dp_kept);
-    bad |= hpdl__dp_sum_kept(a, G, tail_begin, tail_end, tail);
+    bad = hpdl__dp_sum_sgd(a, G, P, n_w, begin, end, hpdl__dp_kept, st);
+    bad |= hpdl__dp_sum_sgd(a, G, P, n_w, tail_begin, tail_end, tail, st);
     if (__syncthreads_or(bad) && threadIdx.x == 0) st->found_inf = 1;
-    hpdl__dp_sgd_kept(a, hpdl__dp_kept, P, n_w, begin, end, st);
-    hpdl__dp_sgd_kept(a, tail, P, n_w, tail_begin, tail_end, st);
     cooperative_groups::this_grid().sync();
     if (blockIdx.x == 0 && threadIdx.x == 0) st->cursor += batch;
     if (st->found_inf) {
