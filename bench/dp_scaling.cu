@@ -52,7 +52,8 @@
    high priority), then the settings of
    the first version ("v1": 4 pieces, NCCL's CTAs, normal priority, each
    epoch's shuffle drawn on the critical path), then PyTorch DDP. Each row: 1 GPU and P GPUs,
-   E against its own 1-GPU run and against the 1-GPU run without overlap.
+   taking turns in rounds (train_pair; so do the tables' pairs), E against its own 1-GPU run
+   and against the 1-GPU run without overlap.
    Lists are comma-separated; the full tables use their first values.
 
    --tp: tensor parallelism (hpdl_mpi_tp_cuda_f32: the hidden layer split
@@ -134,25 +135,42 @@ static hpdl_mpi_dp_config bench_config(int batch, int overlap, MPI_Comm comm) {
     return c;
 }
 
-/* Trains `epochs` epochs on the ranks of comm (the others return at once);
-   the result is the median over the epochs after `warmup`. Epoch numbers go
-   0, stride, 2 stride, ...: stride 2 defeats the driver's drawing of the
-   next epoch's shuffle ahead of time (the v1 behaviour). */
-static run_result train_stride(int hidden, const hpdl_mpi_dp_config *cfg, const hpdl_dataset *train_set,
-                               hpdl_cuda_dataset *dtrain, hpdl_cuda_dataset *dtest, int warmup, int epochs, int stride) {
-    int widths[3] = {784, hidden, N_CLASSES}, e;
+/* Per-epoch figures of one setting, gathered over one or more runs. */
+typedef struct epoch_log {
+    int n;
     double t[64], c[64], m[64], sp[64], bw[64];
+} epoch_log;
+
+/* r's times: the medians of the logged epochs. */
+static void summarize(const epoch_log *log, run_result *r) {
+    hpdl_stats s;
+    memset(&s, 0, sizeof s); /* zeros where no epoch was timed */
+    hpdl_stats_compute(log->t, log->n, &s); r->epoch_s = s.median;
+    hpdl_stats_compute(log->c, log->n, &s); r->compute_s = s.median;
+    hpdl_stats_compute(log->m, log->n, &s); r->comm_s = s.median;
+    hpdl_stats_compute(log->sp, log->n, &s); r->span_s = s.median;
+    hpdl_stats_compute(log->bw, log->n, &s); r->busbw = s.median;
+}
+
+/* Trains `epochs` epochs on the ranks of comm (the others return at once),
+   appending the epochs after `warmup` to *log; the result holds the last
+   epoch's loss and size (and the test accuracy with dtest), not times.
+   Epoch numbers go 0, stride, 2 stride, ...: stride 2 defeats the
+   driver's drawing of the next epoch's shuffle ahead of time (the v1
+   behaviour). */
+static run_result train_logged(int hidden, const hpdl_mpi_dp_config *cfg, const hpdl_dataset *train_set,
+                               hpdl_cuda_dataset *dtrain, hpdl_cuda_dataset *dtest, int warmup, int epochs, int stride,
+                               epoch_log *log) {
+    int widths[3] = {784, hidden, N_CLASSES}, e;
     hpdl_mlp_f32 m0;
     hpdl_cuda_mlp_f32 g;
     hpdl_mpi_dp_cuda_f32 dp;
     hpdl_mpi_dp_stats st;
     hpdl_cuda_mlp_stats ev;
-    hpdl_stats s;
     run_result r;
     int rank = 0;
     memset(&r, 0, sizeof r);
     memset(&st, 0, sizeof st);
-    memset(&s, 0, sizeof s); /* zeros where no epoch was timed */
     if (cfg->comm == MPI_COMM_NULL) return r;
     MPI_Comm_rank(cfg->comm, &rank);
     HPDL_MPI_CHECK_STATUS(hpdl_mlp_create_f32(&m0, 3, widths, HPDL_ACT_RELU, 1));
@@ -160,15 +178,10 @@ static run_result train_stride(int hidden, const hpdl_mpi_dp_config *cfg, const 
     HPDL_MPI_CHECK_STATUS(hpdl_mpi_dp_cuda_create_f32(&dp, &g, train_set->n, cfg));
     for (e = 0; e < warmup + epochs; e++) {
         HPDL_MPI_CHECK_STATUS(hpdl_mpi_dp_cuda_epoch_f32(&dp, &g, dtrain, e * stride, &st));
-        if (e < warmup) continue;
-        t[e - warmup] = st.epoch_s; c[e - warmup] = st.compute_s; m[e - warmup] = st.comm_s;
-        sp[e - warmup] = st.comm_span_s; bw[e - warmup] = st.busbw;
+        if (e < warmup || log->n == 64) continue;
+        log->t[log->n] = st.epoch_s; log->c[log->n] = st.compute_s; log->m[log->n] = st.comm_s;
+        log->sp[log->n] = st.comm_span_s; log->bw[log->n++] = st.busbw;
     }
-    hpdl_stats_compute(t, epochs, &s); r.epoch_s = s.median;
-    hpdl_stats_compute(c, epochs, &s); r.compute_s = s.median;
-    hpdl_stats_compute(m, epochs, &s); r.comm_s = s.median;
-    hpdl_stats_compute(sp, epochs, &s); r.span_s = s.median;
-    hpdl_stats_compute(bw, epochs, &s); r.busbw = s.median;
     r.grad_bytes = st.grad_bytes;
     r.steps = st.steps;
     r.loss = st.loss;
@@ -181,9 +194,40 @@ static run_result train_stride(int hidden, const hpdl_mpi_dp_config *cfg, const 
     return r;
 }
 
+/* One run of `epochs` epochs after `warmup`: medians of its epochs. */
 static run_result train(int hidden, const hpdl_mpi_dp_config *cfg, const hpdl_dataset *train_set,
                         hpdl_cuda_dataset *dtrain, hpdl_cuda_dataset *dtest, int warmup, int epochs) {
-    return train_stride(hidden, cfg, train_set, dtrain, dtest, warmup, epochs, 1);
+    epoch_log log;
+    run_result r;
+    log.n = 0;
+    r = train_logged(hidden, cfg, train_set, dtrain, dtest, warmup, epochs, 1, &log);
+    summarize(&log, &r);
+    return r;
+}
+
+/* A setting's 1-GPU run (c1: rank 0 alone) and P-GPU run (cp), taking
+   turns in up to PAIR_ROUNDS rounds of about reps / PAIR_ROUNDS epochs
+   each (after a warm-up epoch), medians over all of each one's epochs.
+   E compares the two: a drift in the machine's state (the clocks, a
+   PyTorch run just before) reaches both alike, where one run after the
+   other gave it to the first alone. */
+#define PAIR_ROUNDS 5
+static void train_pair(int hidden, const hpdl_mpi_dp_config *c1, const hpdl_mpi_dp_config *cp,
+                       const hpdl_dataset *train_set, hpdl_cuda_dataset *dtrain, int reps, int stride, run_result *r1,
+                       run_result *rp) {
+    const int rounds = reps < PAIR_ROUNDS ? reps : PAIR_ROUNDS;
+    epoch_log l1, lp;
+    int i;
+    l1.n = lp.n = 0;
+    for (i = 0; i < rounds; i++) {
+        const int epochs = reps / rounds + (i < reps % rounds);
+        *r1 = train_logged(hidden, c1, train_set, dtrain, NULL, 1, epochs, stride, &l1);
+        MPI_Barrier(MPI_COMM_WORLD);
+        *rp = train_logged(hidden, cp, train_set, dtrain, NULL, 1, epochs, stride, &lp);
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    summarize(&l1, r1);
+    summarize(&lp, rp);
 }
 
 /* ---- validation ------------------------------------------------------------------ */
@@ -364,9 +408,7 @@ static void focus(const hpdl_dataset *train_set, hpdl_cuda_dataset *dtrain, MPI_
             c1.nccl_max_ctas = cp.nccl_max_ctas = rows[i].ctas;
             c1.comm_priority = cp.comm_priority = rows[i].prio;
             c1.separate_update = cp.separate_update = rows[i].separate;
-            r1 = train_stride(2048, &c1, train_set, dtrain, NULL, 1, reps, rows[i].stride);
-            MPI_Barrier(MPI_COMM_WORLD);
-            rp = train_stride(2048, &cp, train_set, dtrain, NULL, 1, reps, rows[i].stride);
+            train_pair(2048, &c1, &cp, train_set, dtrain, reps, rows[i].stride, &r1, &rp);
             if (i == 0) plain1 = r1;
             if (g_rank != 0) continue;
             e = rp.epoch_s > 0 ? r1.epoch_s / (g_size * rp.epoch_s) : 0;
@@ -651,9 +693,7 @@ static void tables(const hpdl_dataset *train_set, hpdl_cuda_dataset *dtrain, hpd
         for (k = 0; k < nb; k++)
             for (o = 0; o < 2; o++) {
                 hpdl_mpi_dp_config c1 = bench_config(batches[k], o, solo), cp = bench_config(batches[k], o, MPI_COMM_WORLD);
-                res[h][k][o][0] = train(hiddens[h], &c1, train_set, dtrain, NULL, 1, reps);
-                MPI_Barrier(MPI_COMM_WORLD);
-                res[h][k][o][1] = train(hiddens[h], &cp, train_set, dtrain, NULL, 1, reps);
+                train_pair(hiddens[h], &c1, &cp, train_set, dtrain, reps, 1, &res[h][k][o][0], &res[h][k][o][1]);
                 if (g_rank == 0)
                     printf("  H %4d b %5d overlap %d: 1 GPU %8.2f ms, %d GPUs %8.2f ms (compute %.2f, comm %.2f ms), "
                            "E = %.3f\n", hiddens[h], batches[k], o, 1e3 * res[h][k][o][0].epoch_s, g_size,
