@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Two H200s: the fused data-parallel step with flags and the driver's own one-shot context
-# (inbox never written back) against the code before it (dp_prev, one-shot's empty words),
+# Two H200s: two builds of bench/dp_scaling alternating (dp_prev: the code before a change,
+# dp_scaling: with it); written for the fused step with flags and the driver's own context
+# (inbox never written back) against the one-shot's empty words, and used for later changes;
 # three times each, alternating, in one lease; before them, the MPI GPU tests of the new code.
 # Binaries built on the host for sm_90a, carried gzipped (build/carry); data from the carried .gz.
 set -u -o pipefail
