@@ -3527,9 +3527,10 @@ HPDL_MPI_API hpdl_status hpdl_mpi_dp_roofline_cpu(int64_t grad_count, hpdl_allre
    bucket done. */
 enum { HPDL__DP_EVENTS = 6 };
 
-/* Whether step `step` of `steps` records its events: every
-   HPDL__DP_TIMED_EVERY-th and the last (the epoch waits on its event 5).
-   An event recorded between two kernels costs about 3 us of the stream:
+/* Whether step `step` of `steps` records its events, in the GPU data- and
+   tensor-parallel drivers: every HPDL__DP_TIMED_EVERY-th and the last (a
+   bucketed epoch waits on its event 5). An event recorded between two
+   kernels costs about 3 us of the stream:
    on two H200s, timing every step made the epoch of the 784-2048-10 MLP at
    512 rows a GPU 7 % longer, on one GPU and on two (16.1 -> 17.4 ms,
    8.8 -> 9.5 ms); every 8th step, 1 %. */
@@ -4253,7 +4254,8 @@ typedef struct hpdl_mpi_tp_stats {
     double loss, accuracy;   /* mean training loss, running accuracy of the steps' forward passes */
     double epoch_s;          /* wall time of the epoch */
     double compute_s;        /* gather, forward, loss, backward, update */
-    double comm_s;           /* inside the allreduce, waiting for the slowest rank included */
+    double comm_s;           /* inside the allreduce, waiting for the slowest rank included (the GPU
+                                driver times the steps hpdl__dp_timed picks and scales their sum) */
     int64_t allreduces;      /* collectives the steps made: one per step */
     double step_bytes;       /* bytes of the largest step's allreduce: batch x classes x sizeof(T) */
     double epoch_bytes;      /* bytes allreduced over the epoch (the short last step sends less) */
@@ -4846,7 +4848,8 @@ HPDL_MPI_API hpdl_status hpdl_mpi_tp_cuda_create_f32(hpdl_mpi_tp_cuda_f32 *tp, c
     return HPDL_OK;
 }
 
-/* One step of `rows` rows from the feed; the allreduce between events a, b. */
+/* One step of `rows` rows from the feed; the allreduce between events a, b
+   (NULL on a step that is not timed). */
 HPDL_MPI_API hpdl_status hpdl__tp_cuda_step(hpdl_mpi_tp_cuda_f32 *tp, int rows, cudaEvent_t a, cudaEvent_t b) {
     hpdl_cuda_mlp_f32 *g = &tp->g;
     hpdl_status s;
@@ -4855,11 +4858,11 @@ HPDL_MPI_API hpdl_status hpdl__tp_cuda_step(hpdl_mpi_tp_cuda_f32 *tp, int rows, 
     if (s == HPDL_OK) s = hpdl__cmlp_forward<float>(g, rows);
     HPDL_NVTX_POP();
     HPDL_NVTX_PUSH("TP logits allreduce");
-    if (s == HPDL_OK && cudaEventRecord(a, g->stream) != cudaSuccess) s = HPDL_ERR_CUDA;
+    if (s == HPDL_OK && a && cudaEventRecord(a, g->stream) != cudaSuccess) s = HPDL_ERR_CUDA;
     if (s == HPDL_OK && tp->host.size > 1)
         s = hpdl_mpi_allreduce(g->A[2], (int64_t)rows * tp->host.shape.classes, HPDL_MPI_F32, tp->algo,
                                tp->host.cfg.comm);
-    if (s == HPDL_OK && cudaEventRecord(b, g->stream) != cudaSuccess) s = HPDL_ERR_CUDA;
+    if (s == HPDL_OK && b && cudaEventRecord(b, g->stream) != cudaSuccess) s = HPDL_ERR_CUDA;
     HPDL_NVTX_POP();
     HPDL_NVTX_PUSH("TP loss, backward, update");
     if (s == HPDL_OK) s = hpdl__cmlp_loss<float>(g, rows, 1);
@@ -4891,7 +4894,7 @@ HPDL_MPI_API hpdl_status hpdl_mpi_tp_cuda_epoch_f32(hpdl_mpi_tp_cuda_f32 *tp, hp
     hpdl_mpi_tp_stats st;
     hpdl__mlp_state state;
     double times[3] = {0, 0, 0}, t0;
-    int64_t s, first = 0, e = epoch;
+    int64_t s, first = 0, e = epoch, timed = 0;
     int rows = 0, global_rows = 0;
     hpdl_status status = HPDL_OK;
     if (!tp || !tp->g.params) return HPDL_ERR_INVALID;
@@ -4906,8 +4909,9 @@ HPDL_MPI_API hpdl_status hpdl_mpi_tp_cuda_epoch_f32(hpdl_mpi_tp_cuda_f32 *tp, hp
     t0 = hpdl_time_now();
     memset(&st, 0, sizeof st);
     for (s = 0; status == HPDL_OK && s < h->plan.steps; s++) {
+        const cudaEvent_t *ev = hpdl__dp_timed(s, h->plan.steps) ? tp->ev + 2 * s : NULL;
         status = hpdl_mpi_dp_plan_step(&h->plan, s, &first, &rows, &global_rows);
-        if (status == HPDL_OK) status = hpdl__tp_cuda_step(tp, rows, tp->ev[2 * s], tp->ev[2 * s + 1]);
+        if (status == HPDL_OK) status = hpdl__tp_cuda_step(tp, rows, ev ? ev[0] : NULL, ev ? ev[1] : NULL);
         st.step_bytes = (double)rows * h->shape.classes * sizeof(float) > st.step_bytes
                             ? (double)rows * h->shape.classes * sizeof(float) : st.step_bytes;
         st.epoch_bytes += (double)rows * h->shape.classes * sizeof(float);
@@ -4915,7 +4919,12 @@ HPDL_MPI_API hpdl_status hpdl_mpi_tp_cuda_epoch_f32(hpdl_mpi_tp_cuda_f32 *tp, hp
     if (status == HPDL_OK) status = hpdl__mlp_read_state(tp->g.state, &state, tp->g.stream);
     times[0] = hpdl_time_now() - t0;
     if (status != HPDL_OK) return hpdl__mpi_finish("hpdl_mpi_tp_cuda_epoch", status, h->cfg.comm);
-    for (s = 0; s < h->plan.steps; s++) times[2] += hpdl__dp_elapsed(tp->ev[2 * s], tp->ev[2 * s + 1]);
+    for (s = 0; s < h->plan.steps; s++) {
+        if (!hpdl__dp_timed(s, h->plan.steps)) continue;
+        times[2] += hpdl__dp_elapsed(tp->ev[2 * s], tp->ev[2 * s + 1]);
+        timed++;
+    }
+    if (timed > 0) times[2] *= (double)h->plan.steps / (double)timed;
     times[1] = times[0] - times[2];
     st.steps = h->plan.steps;
     st.samples = h->plan.n;
