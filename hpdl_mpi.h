@@ -3539,6 +3539,14 @@ HPDL_MPI_API int hpdl__dp_timed(int64_t step, int64_t steps) {
     return step % HPDL__DP_TIMED_EVERY == 0 || step == steps - 1;
 }
 
+/* What the timed steps' sum of a time is scaled by for the epoch: steps
+   over the timed ones. */
+HPDL_MPI_API double hpdl__dp_timed_scale(int64_t steps) {
+    int64_t s, timed = 0;
+    for (s = 0; s < steps; s++) timed += hpdl__dp_timed(s, steps);
+    return timed > 0 ? (double)steps / (double)timed : 0.0;
+}
+
 template <typename T> __global__ void hpdl__dp_scale_kernel(int64_t n, T *x, T w) {
     int64_t i;
     for (i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) x[i] *= w;
@@ -3758,7 +3766,7 @@ template <typename D, typename M> static inline hpdl_status hpdl__dp_cuda_alloc(
 
 /* Whether hpdl__dp_reduce_sgd_kernel can run on the gradient and the
    parameters (count elements each): both 16-byte aligned, one call of the
-   one-shot (a slot), every block's sums in its shared memory, every block
+   one-shot (a slot), every block's old parameters in its shared memory, every block
    resident together, one an SM (its grid, at most the context's limit, is
    at most the SM count). Raises the kernel's shared-memory limit to what
    it needs. */
@@ -3833,7 +3841,8 @@ static inline hpdl_status hpdl__dp_cuda_create(D *dp, M *g, int64_t n_train, con
     if (s == HPDL_OK) s = hpdl_mpi_bcast(g->params, g->n_params, dtype, 0, cfg->comm);
     if (s == HPDL_OK && cfg->overlap) s = hpdl__dp_cuda_bucketer(&made, g);
     if (s == HPDL_OK && !cfg->overlap && !cfg->separate_update) s = hpdl__dp_cuda_fuse(&made, g);
-    if (s == HPDL_OK) HPDL_CUDA_TRY(cudaStreamSynchronize(g->stream));
+    if (s == HPDL_OK)
+        s = hpdl__dp_agree(cudaStreamSynchronize(g->stream) == cudaSuccess ? HPDL_OK : HPDL_ERR_CUDA, cfg->comm);
     if (s != HPDL_OK) { hpdl__dp_cuda_destroy<D, M>(&made); return s; }
     *dp = made;
     return HPDL_OK;
@@ -3993,19 +4002,17 @@ HPDL_MPI_API double hpdl__dp_elapsed(cudaEvent_t a, cudaEvent_t b) {
 /* times[1..3] += compute, exposed communication and reduction span of the
    epoch: the timed steps' sums, scaled to all steps. */
 template <typename D> static inline void hpdl__dp_cuda_times(const D *dp, double *times) {
-    int64_t s, timed = 0;
-    int i;
+    const double scale = hpdl__dp_timed_scale(dp->plan.steps);
+    int64_t s;
     for (s = 0; s < dp->plan.steps; s++) {
         const cudaEvent_t *ev = dp->ev + HPDL__DP_EVENTS * s;
         double comm;
         if (!hpdl__dp_timed(s, dp->plan.steps)) continue;
-        comm = hpdl__dp_elapsed(ev[1], ev[2]);
-        times[1] += hpdl__dp_elapsed(ev[0], ev[1]) + hpdl__dp_elapsed(ev[2], ev[3]);
+        comm = scale * hpdl__dp_elapsed(ev[1], ev[2]);
+        times[1] += scale * (hpdl__dp_elapsed(ev[0], ev[1]) + hpdl__dp_elapsed(ev[2], ev[3]));
         times[2] += comm;
-        times[3] += dp->bucketed ? hpdl__dp_elapsed(ev[4], ev[5]) : comm;
-        timed++;
+        times[3] += dp->bucketed ? scale * hpdl__dp_elapsed(ev[4], ev[5]) : comm;
     }
-    for (i = 1; i < 4 && timed > 0; i++) times[i] *= (double)dp->plan.steps / (double)timed;
 }
 
 /* Elements the bucketer reduces per step (no padding). */
@@ -4894,7 +4901,7 @@ HPDL_MPI_API hpdl_status hpdl_mpi_tp_cuda_epoch_f32(hpdl_mpi_tp_cuda_f32 *tp, hp
     hpdl_mpi_tp_stats st;
     hpdl__mlp_state state;
     double times[3] = {0, 0, 0}, t0;
-    int64_t s, first = 0, e = epoch, timed = 0;
+    int64_t s, first = 0, e = epoch;
     int rows = 0, global_rows = 0;
     hpdl_status status = HPDL_OK;
     if (!tp || !tp->g.params) return HPDL_ERR_INVALID;
@@ -4919,12 +4926,9 @@ HPDL_MPI_API hpdl_status hpdl_mpi_tp_cuda_epoch_f32(hpdl_mpi_tp_cuda_f32 *tp, hp
     if (status == HPDL_OK) status = hpdl__mlp_read_state(tp->g.state, &state, tp->g.stream);
     times[0] = hpdl_time_now() - t0;
     if (status != HPDL_OK) return hpdl__mpi_finish("hpdl_mpi_tp_cuda_epoch", status, h->cfg.comm);
-    for (s = 0; s < h->plan.steps; s++) {
-        if (!hpdl__dp_timed(s, h->plan.steps)) continue;
-        times[2] += hpdl__dp_elapsed(tp->ev[2 * s], tp->ev[2 * s + 1]);
-        timed++;
-    }
-    if (timed > 0) times[2] *= (double)h->plan.steps / (double)timed;
+    for (s = 0; s < h->plan.steps; s++)
+        if (hpdl__dp_timed(s, h->plan.steps)) times[2] += hpdl__dp_elapsed(tp->ev[2 * s], tp->ev[2 * s + 1]);
+    times[2] *= hpdl__dp_timed_scale(h->plan.steps);
     times[1] = times[0] - times[2];
     st.steps = h->plan.steps;
     st.samples = h->plan.n;
