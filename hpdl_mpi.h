@@ -2980,7 +2980,7 @@ typedef struct hpdl_mpi_dp_config {
 
 /* What an epoch reports; times are the slowest rank's. The GPU driver
    times every HPDL__DP_TIMED_EVERY-th step and the last one, and scales
-   their compute and reduction times to all steps (hpdl__dp_timed). */
+   their compute and reduction times to all steps (hpdl__dp_timed_slot). */
 typedef struct hpdl_mpi_dp_stats {
     int64_t steps, samples;
     double loss, accuracy;    /* mean training loss, running accuracy of the steps' forward passes */
@@ -3527,23 +3527,30 @@ HPDL_MPI_API hpdl_status hpdl_mpi_dp_roofline_cpu(int64_t grad_count, hpdl_allre
    bucket done. */
 enum { HPDL__DP_EVENTS = 6 };
 
-/* Whether step `step` of `steps` records its events, in the GPU data- and
-   tensor-parallel drivers: every HPDL__DP_TIMED_EVERY-th and the last (a
-   bucketed epoch waits on its event 5). An event recorded between two
-   kernels costs about 3 us of the stream:
-   on two H200s, timing every step made the epoch of the 784-2048-10 MLP at
-   512 rows a GPU 7 % longer, on one GPU and on two (16.1 -> 17.4 ms,
-   8.8 -> 9.5 ms); every 8th step, 1 %. */
+/* The steps of an epoch of `steps` that record their events, in the GPU
+   data- and tensor-parallel drivers: every HPDL__DP_TIMED_EVERY-th and the
+   last (a bucketed epoch waits on its event 5). An event recorded between
+   two kernels costs about 3 us of the stream: on two H200s, timing every
+   step made the epoch of the 784-2048-10 MLP at 512 rows a GPU 7 % longer,
+   on one GPU and on two (16.1 -> 17.4 ms, 8.8 -> 9.5 ms); every 8th step,
+   1 %. Only those steps have events. */
 #define HPDL__DP_TIMED_EVERY 8
-HPDL_MPI_API int hpdl__dp_timed(int64_t step, int64_t steps) {
-    return step % HPDL__DP_TIMED_EVERY == 0 || step == steps - 1;
+HPDL_MPI_API int64_t hpdl__dp_timed_steps(int64_t steps) {
+    if (steps < 1) return 0;
+    return (steps + HPDL__DP_TIMED_EVERY - 1) / HPDL__DP_TIMED_EVERY + ((steps - 1) % HPDL__DP_TIMED_EVERY != 0);
+}
+
+/* Where step `step`'s events are among the timed steps', or -1 for a step
+   that records none. */
+HPDL_MPI_API int64_t hpdl__dp_timed_slot(int64_t step, int64_t steps) {
+    if (step % HPDL__DP_TIMED_EVERY == 0) return step / HPDL__DP_TIMED_EVERY;
+    return step == steps - 1 ? hpdl__dp_timed_steps(steps) - 1 : -1;
 }
 
 /* What the timed steps' sum of a time is scaled by for the epoch: steps
    over the timed ones. */
 HPDL_MPI_API double hpdl__dp_timed_scale(int64_t steps) {
-    int64_t s, timed = 0;
-    for (s = 0; s < steps; s++) timed += hpdl__dp_timed(s, steps);
+    const int64_t timed = hpdl__dp_timed_steps(steps);
     return timed > 0 ? (double)steps / (double)timed : 0.0;
 }
 
@@ -3685,7 +3692,7 @@ static __global__ void __launch_bounds__(HPDL__IPC_THREADS)
     int pieces;                   /* row blocks of the first layer's dW (bucketed) */                          \
     int bucketed, span_started;                                                                                \
     hpdl_mpi_bucketer bucketer;   /* per layer l: dW[l] pieces last to first, then db[l] */                    \
-    cudaEvent_t *ev;              /* HPDL__DP_EVENTS per step */                                               \
+    cudaEvent_t *ev;              /* HPDL__DP_EVENTS per timed step (hpdl__dp_timed_slot) */                    \
     int64_t n_ev;                                                                                              \
     hpdl_mpi_ipc *fused;          /* the one-shot's context where reduction and update are one kernel */        \
     hpdl__ipc_args call;          /* fused: this step's one-shot call */                                       \
@@ -3755,7 +3762,7 @@ template <typename D, typename M> static inline hpdl_status hpdl__dp_cuda_alloc(
     if (s == HPDL_OK) s = hpdl_cuda_alloc((void **)&dp->d_order, (size_t)dp->plan.local * sizeof(int32_t));
     if (s == HPDL_OK) s = hpdl_cuda_alloc_pinned((void **)&dp->h_order, (size_t)dp->plan.local * sizeof(int32_t));
     if (s != HPDL_OK) return s;
-    dp->n_ev = HPDL__DP_EVENTS * dp->plan.steps;
+    dp->n_ev = HPDL__DP_EVENTS * hpdl__dp_timed_steps(dp->plan.steps);
     dp->ev = (cudaEvent_t *)hpdl_alloc((size_t)dp->n_ev, sizeof(cudaEvent_t));
     if (!dp->ev) return HPDL_ERR_NOMEM;
     memset(dp->ev, 0, (size_t)dp->n_ev * sizeof(cudaEvent_t));
@@ -3955,13 +3962,14 @@ template <typename C, typename D, typename M> static inline hpdl_status hpdl__dp
 }
 
 /* One step, all of it queued on g->stream (the reduction too, with NCCL
-   and IPC); a timed step (hpdl__dp_timed) records its events. Fused,
+   and IPC); a timed step (hpdl__dp_timed_slot) records its events. Fused,
    events 2 and 3 both follow the one kernel that reduces and updates: its
    time counts as communication. */
 template <typename C, typename D, typename M>
 static inline hpdl_status hpdl__dp_cuda_step(D *dp, M *g, int64_t step, int rows, int global_rows, double lr,
                                              int lr_changed) {
-    cudaEvent_t *ev = hpdl__dp_timed(step, dp->plan.steps) ? dp->ev + HPDL__DP_EVENTS * step : NULL;
+    const int64_t slot = hpdl__dp_timed_slot(step, dp->plan.steps);
+    cudaEvent_t *ev = slot >= 0 ? dp->ev + HPDL__DP_EVENTS * slot : NULL;
     int P = dp->size;
     hpdl_status s = HPDL_OK;
     dp->span_started = 0;
@@ -4003,11 +4011,10 @@ HPDL_MPI_API double hpdl__dp_elapsed(cudaEvent_t a, cudaEvent_t b) {
    epoch: the timed steps' sums, scaled to all steps. */
 template <typename D> static inline void hpdl__dp_cuda_times(const D *dp, double *times) {
     const double scale = hpdl__dp_timed_scale(dp->plan.steps);
-    int64_t s;
-    for (s = 0; s < dp->plan.steps; s++) {
-        const cudaEvent_t *ev = dp->ev + HPDL__DP_EVENTS * s;
+    int64_t k;
+    for (k = 0; k < hpdl__dp_timed_steps(dp->plan.steps); k++) {
+        const cudaEvent_t *ev = dp->ev + HPDL__DP_EVENTS * k;
         double comm;
-        if (!hpdl__dp_timed(s, dp->plan.steps)) continue;
         comm = scale * hpdl__dp_elapsed(ev[1], ev[2]);
         times[1] += scale * (hpdl__dp_elapsed(ev[0], ev[1]) + hpdl__dp_elapsed(ev[2], ev[3]));
         times[2] += comm;
@@ -4262,7 +4269,7 @@ typedef struct hpdl_mpi_tp_stats {
     double epoch_s;          /* wall time of the epoch */
     double compute_s;        /* gather, forward, loss, backward, update */
     double comm_s;           /* inside the allreduce, waiting for the slowest rank included (the GPU
-                                driver times the steps hpdl__dp_timed picks and scales their sum) */
+                                driver times the steps hpdl__dp_timed_slot picks and scales their sum) */
     int64_t allreduces;      /* collectives the steps made: one per step */
     double step_bytes;       /* bytes of the largest step's allreduce: batch x classes x sizeof(T) */
     double epoch_bytes;      /* bytes allreduced over the epoch (the short last step sends less) */
@@ -4824,7 +4831,7 @@ HPDL_MPI_API hpdl_status hpdl__tp_cuda_alloc(hpdl_mpi_tp_cuda_f32 *tp) {
     hpdl_mpi_set_stream(tp->g.stream); /* the allreduce orders after the forward */
     s = hpdl_cuda_alloc((void **)&tp->d_order, (size_t)tp->host.plan.n * sizeof(int32_t));
     if (s != HPDL_OK) return s;
-    tp->n_ev = 2 * tp->host.plan.steps;
+    tp->n_ev = 2 * hpdl__dp_timed_steps(tp->host.plan.steps);
     tp->ev = (cudaEvent_t *)hpdl_alloc((size_t)tp->n_ev, sizeof(cudaEvent_t));
     if (!tp->ev) return HPDL_ERR_NOMEM;
     memset(tp->ev, 0, (size_t)tp->n_ev * sizeof(cudaEvent_t));
@@ -4916,7 +4923,8 @@ HPDL_MPI_API hpdl_status hpdl_mpi_tp_cuda_epoch_f32(hpdl_mpi_tp_cuda_f32 *tp, hp
     t0 = hpdl_time_now();
     memset(&st, 0, sizeof st);
     for (s = 0; status == HPDL_OK && s < h->plan.steps; s++) {
-        const cudaEvent_t *ev = hpdl__dp_timed(s, h->plan.steps) ? tp->ev + 2 * s : NULL;
+        const int64_t slot = hpdl__dp_timed_slot(s, h->plan.steps);
+        const cudaEvent_t *ev = slot >= 0 ? tp->ev + 2 * slot : NULL;
         status = hpdl_mpi_dp_plan_step(&h->plan, s, &first, &rows, &global_rows);
         if (status == HPDL_OK) status = hpdl__tp_cuda_step(tp, rows, ev ? ev[0] : NULL, ev ? ev[1] : NULL);
         st.step_bytes = (double)rows * h->shape.classes * sizeof(float) > st.step_bytes
@@ -4926,8 +4934,8 @@ HPDL_MPI_API hpdl_status hpdl_mpi_tp_cuda_epoch_f32(hpdl_mpi_tp_cuda_f32 *tp, hp
     if (status == HPDL_OK) status = hpdl__mlp_read_state(tp->g.state, &state, tp->g.stream);
     times[0] = hpdl_time_now() - t0;
     if (status != HPDL_OK) return hpdl__mpi_finish("hpdl_mpi_tp_cuda_epoch", status, h->cfg.comm);
-    for (s = 0; s < h->plan.steps; s++)
-        if (hpdl__dp_timed(s, h->plan.steps)) times[2] += hpdl__dp_elapsed(tp->ev[2 * s], tp->ev[2 * s + 1]);
+    for (s = 0; s < hpdl__dp_timed_steps(h->plan.steps); s++)
+        times[2] += hpdl__dp_elapsed(tp->ev[2 * s], tp->ev[2 * s + 1]);
     times[2] *= hpdl__dp_timed_scale(h->plan.steps);
     times[1] = times[0] - times[2];
     st.steps = h->plan.steps;

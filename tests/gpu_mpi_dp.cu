@@ -8,7 +8,8 @@
    three layers and an input width that is not a multiple of 64; f32 at the
    bench's widths, where the first layer's GEMM pushes its dW to the peer,
    against the allreduce then the update; a step with a NaN skipped on every
-   rank alike; bad arguments. One rank per GPU; skipped without a GPU.
+   rank alike; the steps the drivers time; bad arguments. One rank per GPU;
+   skipped without a GPU.
 
    Started on its own on a machine with several GPUs, it starts itself again
    under `mpirun -np <GPUs>`.
@@ -201,6 +202,24 @@ MPI_TEST(test_nan_step_skipped_everywhere) {
     free(X); free(Xf); free(y);
 }
 
+/* The GPU drivers' timed steps (events only for them): every 8th and the
+   last, each in its own place, the places 0, 1, ... in step order. */
+MPI_TEST(test_timed_steps) {
+    int64_t steps, step;
+    HPDL_EXPECT(hpdl__dp_timed_steps(0) == 0);
+    for (steps = 1; steps <= 40; steps++) {
+        int64_t next = 0;
+        for (step = 0; step < steps; step++) {
+            const int64_t slot = hpdl__dp_timed_slot(step, steps);
+            const int timed = step % HPDL__DP_TIMED_EVERY == 0 || step == steps - 1;
+            HPDL_EXPECT(timed ? slot == next : slot == -1);
+            next += timed;
+        }
+        HPDL_EXPECT(hpdl__dp_timed_steps(steps) == next);
+        HPDL_EXPECT(hpdl__dp_timed_scale(steps) == (double)steps / (double)next);
+    }
+}
+
 MPI_TEST(test_bad_arguments) {
     const int widths[3] = {IN, 24, CLASSES};
     float *Xf = (float *)calloc((size_t)N * IN, sizeof(float));
@@ -237,6 +256,7 @@ int main(int argc, char **argv) {
         HPDL_TEST(test_matches_cpu_driver),
         HPDL_TEST(test_fused_matches_separate_f32),
         HPDL_TEST(test_nan_step_skipped_everywhere),
+        HPDL_TEST(test_timed_steps),
         HPDL_TEST(test_bad_arguments),
     };
     hpdl_mpi_relaunch_per_gpu(argc, argv, "gpu_mpi_dp");
