@@ -9098,22 +9098,24 @@ template <> struct hpdl__conv_winograd<float> {
 
 #ifdef HPDL_HAVE_CUDNN
 /* cuDNN's names for an element type: data, compute (sums) and math mode
-   (tensor cores for f16/bf16; f32 stays off TF32, as the f32 rungs do). */
+   (tensor cores for f16/bf16; f32 stays off TF32, as the f32 rungs do).
+   NCHW: whether an NHWC call may run in NCHW (hpdl__conv_cudnn): cuDNN's
+   f32 algorithms for NHWC are few and slow. */
 template <typename T> struct hpdl__cudnn_type;
 template <> struct hpdl__cudnn_type<float> {
-    enum { DATA = CUDNN_DATA_FLOAT, COMPUTE = CUDNN_DATA_FLOAT, MATH = CUDNN_FMA_MATH };
+    enum { DATA = CUDNN_DATA_FLOAT, COMPUTE = CUDNN_DATA_FLOAT, MATH = CUDNN_FMA_MATH, NCHW = 1 };
     typedef float scale;
 };
 template <> struct hpdl__cudnn_type<double> {
-    enum { DATA = CUDNN_DATA_DOUBLE, COMPUTE = CUDNN_DATA_DOUBLE, MATH = CUDNN_DEFAULT_MATH };
+    enum { DATA = CUDNN_DATA_DOUBLE, COMPUTE = CUDNN_DATA_DOUBLE, MATH = CUDNN_DEFAULT_MATH, NCHW = 0 };
     typedef double scale;
 };
 template <> struct hpdl__cudnn_type<__half> {
-    enum { DATA = CUDNN_DATA_HALF, COMPUTE = CUDNN_DATA_FLOAT, MATH = CUDNN_TENSOR_OP_MATH };
+    enum { DATA = CUDNN_DATA_HALF, COMPUTE = CUDNN_DATA_FLOAT, MATH = CUDNN_TENSOR_OP_MATH, NCHW = 0 };
     typedef float scale;
 };
 template <> struct hpdl__cudnn_type<__nv_bfloat16> {
-    enum { DATA = CUDNN_DATA_BFLOAT16, COMPUTE = CUDNN_DATA_FLOAT, MATH = CUDNN_TENSOR_OP_MATH };
+    enum { DATA = CUDNN_DATA_BFLOAT16, COMPUTE = CUDNN_DATA_FLOAT, MATH = CUDNN_TENSOR_OP_MATH, NCHW = 0 };
     typedef float scale;
 };
 
@@ -9188,10 +9190,11 @@ template <typename T> static inline hpdl_status hpdl__cudnn_descs_make(const hpd
 
 /* A remembered choice: the shape (geometry, pass, type, device) and the
    algorithm cudnnFind*AlgorithmEx ranked first, with its workspace and the
-   math mode it was timed with (it runs with that mode). */
+   math mode it was timed with (it runs with that mode); nchw: run in NCHW
+   (hpdl__conv_cudnn). */
 struct hpdl__cudnn_plan {
     hpdl__conv_geom g;
-    int pass, type, device, algo, math;
+    int pass, type, device, algo, math, nchw;
     size_t workspace;
 };
 
@@ -9275,35 +9278,187 @@ static inline cudnnStatus_t hpdl__cudnn_run(cudnnHandle_t h, const hpdl__cudnn_d
                                           ws_bytes, &zero, d.w, out);
 }
 
-/* The CUDNN rung: the remembered algorithm for this shape, found on the
-   first call (which then takes as long as cuDNN's trials). */
+/* out[b] = in[b] transposed, for `batch` matrices of rows x cols, through
+   32 x 32 tiles in shared memory (a block of 32 x 8 threads a tile). */
+template <typename T>
+__global__ void __launch_bounds__(256) hpdl__transpose_kernel(const T *in, T *out, int rows, int cols) {
+    __shared__ T tile[32][33]; /* 33: a column of the tile spans all banks */
+    const size_t matrix = (size_t)rows * cols * blockIdx.z;
+    int r = blockIdx.y * 32 + threadIdx.y, c = blockIdx.x * 32 + threadIdx.x, j;
+    for (j = 0; j < 32; j += 8)
+        if (r + j < rows && c < cols) tile[threadIdx.y + j][threadIdx.x] = in[matrix + (size_t)(r + j) * cols + c];
+    __syncthreads();
+    r = blockIdx.x * 32 + threadIdx.y;
+    c = blockIdx.y * 32 + threadIdx.x;
+    for (j = 0; j < 32; j += 8)
+        if (r + j < cols && c < rows) out[matrix + (size_t)(r + j) * rows + c] = tile[threadIdx.x][threadIdx.y + j];
+}
+
+/* A tensor's NHWC elements into NCHW order (to_nchw) or back. */
+template <typename T>
+static inline hpdl_status hpdl__cudnn_relayout(const hpdl_tensor4 &t, const T *in, T *out, int to_nchw,
+                                               cudaStream_t stream) {
+    const int pixels = t.h * t.w, rows = to_nchw ? pixels : t.c, cols = to_nchw ? t.c : pixels;
+    hpdl__transpose_kernel<T><<<dim3((cols + 31) / 32, (rows + 31) / 32, t.n), dim3(32, 8), 0, stream>>>(in, out, rows,
+                                                                                                           cols);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* The tensors behind a pass's operands a, b and out (hpdl__cudnn_run's order). */
+HPDL_LAZY void hpdl__cudnn_operands(const hpdl__conv_geom &g, hpdl__conv_pass pass, hpdl_tensor4 t[3]) {
+    t[0] = pass == HPDL__CONV_INPUT_GRAD ? g.w : g.x;
+    t[1] = pass == HPDL__CONV_FORWARD ? g.w : g.y;
+    t[2] = pass == HPDL__CONV_FORWARD ? g.y : pass == HPDL__CONV_INPUT_GRAD ? g.x : g.w;
+}
+
+/* Device memory for a pass's operands in NCHW, one buffer per device kept
+   for the program's life, grown (after the device has finished with the
+   old one) when a call needs more; NULL above HPDL__CUDNN_WORKSPACE_MAX or
+   where it cannot be had. A grown buffer is a first call's, outside any
+   CUDA graph capture, as cudnnFind is. */
+HPDL_LAZY void *hpdl__cudnn_scratch(size_t bytes) {
+    static void *buffers[64];
+    static size_t sizes[64];
+    int device = 0;
+    if (bytes > HPDL__CUDNN_WORKSPACE_MAX || cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64)
+        return NULL;
+    if (sizes[device] < bytes) {
+        if (buffers[device] && cudaDeviceSynchronize() == cudaSuccess) cudaFree(buffers[device]);
+        buffers[device] = NULL;
+        sizes[device] = 0;
+        if (cudaMalloc(&buffers[device], bytes) != cudaSuccess) { cudaGetLastError(); buffers[device] = NULL; return NULL; }
+        sizes[device] = bytes;
+    }
+    return buffers[device];
+}
+
+/* The pass in NCHW: a and b copied into scratch NCHW, cuDNN's algorithm
+   there, its output copied back into out (NHWC). */
+template <typename T>
+static inline cudnnStatus_t hpdl__cudnn_run_nchw(cudnnHandle_t h, const hpdl__cudnn_descs &d, const hpdl__conv_geom &g,
+                                                 hpdl__conv_pass pass, int algo, const void *a, const void *b, void *out,
+                                                 T *scratch, void *ws, size_t ws_bytes, cudaStream_t stream) {
+    hpdl_tensor4 t[3];
+    hpdl__cudnn_operands(g, pass, t);
+    T *at = scratch, *bt = at + hpdl_tensor4_count(&t[0]), *outt = bt + hpdl_tensor4_count(&t[1]);
+    if (hpdl__cudnn_relayout(t[0], (const T *)a, at, 1, stream) != HPDL_OK ||
+        hpdl__cudnn_relayout(t[1], (const T *)b, bt, 1, stream) != HPDL_OK)
+        return CUDNN_STATUS_EXECUTION_FAILED;
+    cudnnStatus_t st = hpdl__cudnn_run<T>(h, d, pass, algo, at, bt, outt, ws, ws_bytes);
+    if (st == CUDNN_STATUS_SUCCESS && hpdl__cudnn_relayout(t[2], (const T *)outt, (T *)out, 0, stream) != HPDL_OK)
+        st = CUDNN_STATUS_EXECUTION_FAILED;
+    return st;
+}
+
+/* Microseconds of one call of a found plan, the second of two (the first
+   warms up); -1 where it failed. */
+template <typename T>
+static inline double hpdl__cudnn_time(cudnnHandle_t h, const hpdl__cudnn_descs &d, const hpdl__conv_geom &g,
+                                      hpdl__conv_pass pass, const hpdl__cudnn_plan &plan, const void *a, const void *b,
+                                      void *out, T *scratch, void *ws, cudaStream_t stream) {
+    cudaEvent_t e[2] = {NULL, NULL};
+    float ms = -1e-3f;
+    cudnnStatus_t st = cudnnSetConvolutionMathType(d.conv, (cudnnMathType_t)plan.math);
+    if (plan.algo < 0 || st != CUDNN_STATUS_SUCCESS || cudaEventCreate(&e[0]) != cudaSuccess ||
+        cudaEventCreate(&e[1]) != cudaSuccess) {
+        st = CUDNN_STATUS_NOT_SUPPORTED;
+    }
+    for (int i = 0; i < 2 && st == CUDNN_STATUS_SUCCESS; i++) {
+        cudaEventRecord(e[0], stream);
+        st = plan.nchw ? hpdl__cudnn_run_nchw<T>(h, d, g, pass, plan.algo, a, b, out, scratch, ws, plan.workspace, stream)
+                       : hpdl__cudnn_run<T>(h, d, pass, plan.algo, a, b, out, ws, plan.workspace);
+        cudaEventRecord(e[1], stream);
+    }
+    if (st == CUDNN_STATUS_SUCCESS && cudaEventSynchronize(e[1]) == cudaSuccess) cudaEventElapsedTime(&ms, e[0], e[1]);
+    for (int i = 0; i < 2; i++)
+        if (e[i]) cudaEventDestroy(e[i]);
+    cudaGetLastError();
+    return st == CUDNN_STATUS_SUCCESS ? 1e3 * ms : -1.0;
+}
+
+/* A plan for the shape: cuDNN's fastest algorithm in the call's layout,
+   and for f32 in NHWC also in NCHW (hpdl__cudnn_run_nchw), each timed
+   once, the faster kept. On ResNet-18's 3x3 convolutions at batch 128
+   (one H200, cuDNN 9.14) the three passes took 1.07-1.24 ms a shape in
+   NHWC and 0.34-0.78 ms in NCHW, mostly Winograd, before the copies
+   (notes/experiments/2026-11-28-resnet-convs). */
+template <typename T>
+static inline hpdl__cudnn_plan hpdl__cudnn_plan_make(cudnnHandle_t h, const hpdl__cudnn_descs &d,
+                                                     const hpdl__cudnn_plan &key, const void *a, const void *b,
+                                                     void *out, void *ws, size_t ws_bytes, cudaStream_t stream) {
+    const hpdl__conv_geom &g = key.g;
+    const hpdl__conv_pass pass = (hpdl__conv_pass)key.pass;
+    const int wide = g.w.h > 3 || g.w.w > 3;
+    hpdl__cudnn_plan plan = key, alt;
+    hpdl__cudnn_descs dn;
+    hpdl__conv_geom gn = g;
+    hpdl_tensor4 t[3];
+    T *scratch;
+    plan.algo = hpdl__cudnn_find(h, d, pass, a, b, out, ws, ws_bytes, wide, &plan.workspace, &plan.math);
+    hpdl__cudnn_operands(g, pass, t);
+    if (!hpdl__cudnn_type<T>::NCHW || g.x.layout != HPDL_NHWC) return plan;
+    scratch = (T *)hpdl__cudnn_scratch(sizeof(T) * (hpdl_tensor4_count(&t[0]) + hpdl_tensor4_count(&t[1]) +
+                                                    hpdl_tensor4_count(&t[2])));
+    gn.x.layout = gn.w.layout = gn.y.layout = HPDL_NCHW;
+    if (!scratch || hpdl__cudnn_descs_make<T>(gn, &dn) != HPDL_OK) return plan;
+    alt = key;
+    alt.nchw = 1;
+    T *at = scratch, *bt = at + hpdl_tensor4_count(&t[0]), *outt = bt + hpdl_tensor4_count(&t[1]);
+    if (hpdl__cudnn_relayout(t[0], (const T *)a, at, 1, stream) == HPDL_OK &&
+        hpdl__cudnn_relayout(t[1], (const T *)b, bt, 1, stream) == HPDL_OK) {
+        alt.algo = hpdl__cudnn_find(h, dn, pass, at, bt, outt, ws, ws_bytes, wide, &alt.workspace, &alt.math);
+        double nhwc_us = hpdl__cudnn_time<T>(h, d, g, pass, plan, a, b, out, scratch, ws, stream);
+        double nchw_us = hpdl__cudnn_time<T>(h, dn, g, pass, alt, a, b, out, scratch, ws, stream);
+        if (nchw_us >= 0 && (nhwc_us < 0 || nchw_us < nhwc_us)) plan = alt;
+    }
+    hpdl__cudnn_descs_destroy(&dn);
+    return plan;
+}
+
+/* The CUDNN rung: the remembered plan for this shape, made on the first
+   call (which then takes as long as cuDNN's trials). */
 template <typename T>
 static inline hpdl_status hpdl__conv_cudnn(const hpdl__conv_geom &g, hpdl__conv_pass pass, const void *a, const void *b,
                                            void *out, cudaStream_t stream) {
     cudnnHandle_t h;
     hpdl__cudnn_descs d;
     hpdl__cudnn_plan key, *plan, *fresh = NULL;
+    hpdl__conv_geom gd = g;
+    hpdl_tensor4 t[3];
     void *ws;
     size_t ws_bytes;
     hpdl_status s = hpdl__cudnn_handle(&h, &ws, &ws_bytes);
     if (s != HPDL_OK) return s;
     if (cudnnSetStream(h, stream) != CUDNN_STATUS_SUCCESS) return HPDL_ERR_CUDA;
-    if ((s = hpdl__cudnn_descs_make<T>(g, &d)) != HPDL_OK) return s;
     memset(&key, 0, sizeof key);
     key.g = g;
     key.pass = (int)pass;
     key.type = hpdl__cudnn_type<T>::DATA;
     HPDL_CUDA_TRY(cudaGetDevice(&key.device));
     plan = hpdl__cudnn_plan_find(&key, &fresh);
+    if (plan && plan->nchw) gd.x.layout = gd.w.layout = gd.y.layout = HPDL_NCHW;
+    if ((s = hpdl__cudnn_descs_make<T>(gd, &d)) != HPDL_OK) return s;
     if (!plan) {
-        key.algo = hpdl__cudnn_find(h, d, pass, a, b, out, ws, ws_bytes, g.w.h > 3 || g.w.w > 3, &key.workspace,
-                                    &key.math);
-        *fresh = key;
+        *fresh = hpdl__cudnn_plan_make<T>(h, d, key, a, b, out, ws, ws_bytes, stream);
         plan = fresh;
+        if (plan->nchw) { /* the descriptors of its layout */
+            hpdl__cudnn_descs_destroy(&d);
+            gd.x.layout = gd.w.layout = gd.y.layout = HPDL_NCHW;
+            if ((s = hpdl__cudnn_descs_make<T>(gd, &d)) != HPDL_OK) return s;
+        }
     }
+    hpdl__cudnn_operands(g, pass, t);
     cudnnStatus_t st = plan->algo < 0 ? CUDNN_STATUS_NOT_SUPPORTED
                                       : cudnnSetConvolutionMathType(d.conv, (cudnnMathType_t)plan->math);
-    if (st == CUDNN_STATUS_SUCCESS) st = hpdl__cudnn_run<T>(h, d, pass, plan->algo, a, b, out, ws, plan->workspace);
+    if (st == CUDNN_STATUS_SUCCESS && plan->nchw) {
+        T *scratch = (T *)hpdl__cudnn_scratch(sizeof(T) * (hpdl_tensor4_count(&t[0]) + hpdl_tensor4_count(&t[1]) +
+                                                           hpdl_tensor4_count(&t[2])));
+        st = scratch ? hpdl__cudnn_run_nchw<T>(h, d, g, pass, plan->algo, a, b, out, scratch, ws, plan->workspace, stream)
+                     : CUDNN_STATUS_ALLOC_FAILED;
+    } else if (st == CUDNN_STATUS_SUCCESS) {
+        st = hpdl__cudnn_run<T>(h, d, pass, plan->algo, a, b, out, ws, plan->workspace);
+    }
     hpdl__cudnn_descs_destroy(&d);
     if (st == CUDNN_STATUS_NOT_SUPPORTED || st == CUDNN_STATUS_BAD_PARAM) return HPDL_ERR_UNSUPPORTED;
     return st == CUDNN_STATUS_SUCCESS ? HPDL_OK : HPDL_ERR_CUDA;

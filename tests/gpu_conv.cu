@@ -3,7 +3,8 @@
    shapes (C and K not multiples of 8, H != W, stride 2, padding 0/1/3, 1x1,
    5x5, 7x7, dilation 2, batch 1, groups, depthwise), outputs poisoned first; bad
    arguments leave the output untouched, and so does a rung that refuses a
-   shape (the Winograd rung outside f32 forward 3x3 stride 1). */
+   shape (the Winograd rung outside f32 forward 3x3 stride 1); the CUDNN
+   rung's copies between NHWC and NCHW. */
 #include "hpdl_cuda.cuh"
 #include "tests/hpdl_test.h"
 
@@ -464,8 +465,43 @@ static void test_conv_bad_args(void) {
     free(before); free(after);
 }
 
+#ifdef HPDL_HAVE_CUDNN
+/* The CUDNN rung's f32 NCHW route copies NHWC operands into NCHW and its
+   output back (hpdl__cudnn_relayout): each element where its layout puts
+   it, and back to the start, for a tensor whose sizes are not multiples of
+   the 32 x 32 tiles. */
+static void test_cudnn_relayout(void) {
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    const hpdl_tensor4 t = hpdl_tensor4_make(3, 37, 5, 9, HPDL_NHWC), tn = hpdl_tensor4_make(3, 37, 5, 9, HPDL_NCHW);
+    const size_t n = hpdl_tensor4_count(&t), bytes = n * sizeof(float);
+    float *h = (float *)malloc(bytes), *got = (float *)malloc(bytes), *d_in, *d_out;
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) h[i] = (float)i;
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&d_in, bytes));
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&d_out, bytes));
+    HPDL_CHECK(hpdl_cuda_to_device(d_in, h, bytes, 0));
+    HPDL_CHECK(hpdl__cudnn_relayout<float>(t, d_in, d_out, 1, 0));
+    HPDL_CHECK(hpdl_cuda_to_host(got, d_out, bytes, 0));
+    for (int b = 0; b < t.n; b++)
+        for (int c = 0; c < t.c; c++)
+            for (int y = 0; y < t.h; y++)
+                for (int x = 0; x < t.w; x++)
+                    bad += got[hpdl_tensor4_offset(&tn, b, c, y, x)] != h[hpdl_tensor4_offset(&t, b, c, y, x)];
+    HPDL_EXPECT(bad == 0);
+    HPDL_CHECK(hpdl__cudnn_relayout<float>(t, d_out, d_in, 0, 0));
+    HPDL_CHECK(hpdl_cuda_to_host(got, d_in, bytes, 0));
+    HPDL_EXPECT(memcmp(got, h, bytes) == 0);
+    hpdl_cuda_free(d_in); hpdl_cuda_free(d_out);
+    free(h); free(got);
+}
+#endif
+
 int main(int argc, char **argv) {
-    static const hpdl_test tests[] = {HPDL_TEST(test_conv_bad_args), HPDL_TEST(test_conv_f32), HPDL_TEST(test_conv_f64),
+    static const hpdl_test tests[] = {
+#ifdef HPDL_HAVE_CUDNN
+                                      HPDL_TEST(test_cudnn_relayout),
+#endif
+                                      HPDL_TEST(test_conv_bad_args), HPDL_TEST(test_conv_f32), HPDL_TEST(test_conv_f64),
                                       HPDL_TEST(test_conv_f16),     HPDL_TEST(test_conv_bf16), HPDL_TEST(test_layers_f32),
                                       HPDL_TEST(test_layers_f64),   HPDL_TEST(test_layers_f16), HPDL_TEST(test_layers_bf16)};
     hpdl_rng_seed(&rng, 20261126);
