@@ -9312,11 +9312,11 @@ HPDL_LAZY void hpdl__cudnn_operands(const hpdl__conv_geom &g, hpdl__conv_pass pa
     t[2] = pass == HPDL__CONV_FORWARD ? g.y : pass == HPDL__CONV_INPUT_GRAD ? g.x : g.w;
 }
 
-/* Device memory for a pass's operands in NCHW, one buffer per device kept
-   for the program's life, grown (after the device has finished with the
-   old one) when a call needs more; NULL above HPDL__CUDNN_WORKSPACE_MAX or
-   where it cannot be had. A grown buffer is a first call's, outside any
-   CUDA graph capture, as cudnnFind is. */
+/* Device memory for a pass's operands in NCHW, one buffer per device,
+   grown when a call needs more; NULL above HPDL__CUDNN_WORKSPACE_MAX or
+   where it cannot be had. An outgrown buffer stays allocated: a CUDA graph
+   captured before may still use it. A buffer grows on a shape's first
+   call, outside any capture, as cudnnFind runs. */
 HPDL_LAZY void *hpdl__cudnn_scratch(size_t bytes) {
     static void *buffers[64];
     static size_t sizes[64];
@@ -9324,95 +9324,120 @@ HPDL_LAZY void *hpdl__cudnn_scratch(size_t bytes) {
     if (bytes > HPDL__CUDNN_WORKSPACE_MAX || cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64)
         return NULL;
     if (sizes[device] < bytes) {
-        if (buffers[device] && cudaDeviceSynchronize() == cudaSuccess) cudaFree(buffers[device]);
-        buffers[device] = NULL;
-        sizes[device] = 0;
-        if (cudaMalloc(&buffers[device], bytes) != cudaSuccess) { cudaGetLastError(); buffers[device] = NULL; return NULL; }
+        void *grown = NULL;
+        if (cudaMalloc(&grown, bytes) != cudaSuccess) { cudaGetLastError(); return NULL; }
+        buffers[device] = grown;
         sizes[device] = bytes;
     }
     return buffers[device];
 }
 
-/* The pass in NCHW: a and b copied into scratch NCHW, cuDNN's algorithm
-   there, its output copied back into out (NHWC). */
+/* The descriptors of a call in its own layout, or in NCHW. */
+template <typename T>
+static inline hpdl_status hpdl__cudnn_descs_for(const hpdl__conv_geom &g, int nchw, hpdl__cudnn_descs *d) {
+    hpdl__conv_geom in = g;
+    if (nchw) in.x.layout = in.w.layout = in.y.layout = HPDL_NCHW;
+    return hpdl__cudnn_descs_make<T>(in, d);
+}
+
+/* A pass's operands a and b copied in NCHW order into the scratch
+   memory, where *at and *bt point, and *outt where its output goes. */
+template <typename T>
+static inline hpdl_status hpdl__cudnn_nchw_operands(const hpdl__conv_geom &g, hpdl__conv_pass pass, const void *a,
+                                                    const void *b, cudaStream_t stream, T **at, T **bt, T **outt) {
+    hpdl_tensor4 t[3];
+    hpdl__cudnn_operands(g, pass, t);
+    const size_t na = hpdl_tensor4_count(&t[0]), nb = hpdl_tensor4_count(&t[1]), nout = hpdl_tensor4_count(&t[2]);
+    if (!(*at = (T *)hpdl__cudnn_scratch(sizeof(T) * (na + nb + nout)))) return HPDL_ERR_NOMEM;
+    *bt = *at + na;
+    *outt = *bt + nb;
+    hpdl_status s = hpdl__cudnn_relayout(t[0], (const T *)a, *at, 1, stream);
+    return s == HPDL_OK ? hpdl__cudnn_relayout(t[1], (const T *)b, *bt, 1, stream) : s;
+}
+
+/* The pass in NCHW (d: NCHW descriptors): a and b copied into scratch
+   memory in that order, cuDNN's algorithm there, its output copied back
+   into out. */
 template <typename T>
 static inline cudnnStatus_t hpdl__cudnn_run_nchw(cudnnHandle_t h, const hpdl__cudnn_descs &d, const hpdl__conv_geom &g,
                                                  hpdl__conv_pass pass, int algo, const void *a, const void *b, void *out,
-                                                 T *scratch, void *ws, size_t ws_bytes, cudaStream_t stream) {
+                                                 void *ws, size_t ws_bytes, cudaStream_t stream) {
     hpdl_tensor4 t[3];
-    hpdl__cudnn_operands(g, pass, t);
-    T *at = scratch, *bt = at + hpdl_tensor4_count(&t[0]), *outt = bt + hpdl_tensor4_count(&t[1]);
-    if (hpdl__cudnn_relayout(t[0], (const T *)a, at, 1, stream) != HPDL_OK ||
-        hpdl__cudnn_relayout(t[1], (const T *)b, bt, 1, stream) != HPDL_OK)
+    T *at, *bt, *outt;
+    if (hpdl__cudnn_nchw_operands<T>(g, pass, a, b, stream, &at, &bt, &outt) != HPDL_OK)
         return CUDNN_STATUS_EXECUTION_FAILED;
     cudnnStatus_t st = hpdl__cudnn_run<T>(h, d, pass, algo, at, bt, outt, ws, ws_bytes);
+    hpdl__cudnn_operands(g, pass, t);
     if (st == CUDNN_STATUS_SUCCESS && hpdl__cudnn_relayout(t[2], (const T *)outt, (T *)out, 0, stream) != HPDL_OK)
         st = CUDNN_STATUS_EXECUTION_FAILED;
     return st;
 }
 
-/* Microseconds of one call of a found plan, the second of two (the first
-   warms up); -1 where it failed. */
+/* One call of a plan (d: descriptors of its layout). */
+template <typename T>
+static inline cudnnStatus_t hpdl__cudnn_run_plan(cudnnHandle_t h, const hpdl__cudnn_descs &d, const hpdl__conv_geom &g,
+                                                 const hpdl__cudnn_plan &plan, const void *a, const void *b, void *out,
+                                                 void *ws, cudaStream_t stream) {
+    const hpdl__conv_pass pass = (hpdl__conv_pass)plan.pass;
+    cudnnStatus_t st = plan.algo < 0 ? CUDNN_STATUS_NOT_SUPPORTED
+                                     : cudnnSetConvolutionMathType(d.conv, (cudnnMathType_t)plan.math);
+    if (st != CUDNN_STATUS_SUCCESS) return st;
+    return plan.nchw ? hpdl__cudnn_run_nchw<T>(h, d, g, pass, plan.algo, a, b, out, ws, plan.workspace, stream)
+                     : hpdl__cudnn_run<T>(h, d, pass, plan.algo, a, b, out, ws, plan.workspace);
+}
+
+/* Microseconds of one call of a plan, the second of two (the first warms
+   up); -1 where it failed. */
 template <typename T>
 static inline double hpdl__cudnn_time(cudnnHandle_t h, const hpdl__cudnn_descs &d, const hpdl__conv_geom &g,
-                                      hpdl__conv_pass pass, const hpdl__cudnn_plan &plan, const void *a, const void *b,
-                                      void *out, T *scratch, void *ws, cudaStream_t stream) {
+                                      const hpdl__cudnn_plan &plan, const void *a, const void *b, void *out, void *ws,
+                                      cudaStream_t stream) {
     cudaEvent_t e[2] = {NULL, NULL};
-    float ms = -1e-3f;
-    cudnnStatus_t st = cudnnSetConvolutionMathType(d.conv, (cudnnMathType_t)plan.math);
-    if (plan.algo < 0 || st != CUDNN_STATUS_SUCCESS || cudaEventCreate(&e[0]) != cudaSuccess ||
-        cudaEventCreate(&e[1]) != cudaSuccess) {
-        st = CUDNN_STATUS_NOT_SUPPORTED;
-    }
+    float ms = -1.0f;
+    cudnnStatus_t st = cudaEventCreate(&e[0]) == cudaSuccess && cudaEventCreate(&e[1]) == cudaSuccess
+                           ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_ALLOC_FAILED;
     for (int i = 0; i < 2 && st == CUDNN_STATUS_SUCCESS; i++) {
         cudaEventRecord(e[0], stream);
-        st = plan.nchw ? hpdl__cudnn_run_nchw<T>(h, d, g, pass, plan.algo, a, b, out, scratch, ws, plan.workspace, stream)
-                       : hpdl__cudnn_run<T>(h, d, pass, plan.algo, a, b, out, ws, plan.workspace);
+        st = hpdl__cudnn_run_plan<T>(h, d, g, plan, a, b, out, ws, stream);
         cudaEventRecord(e[1], stream);
     }
     if (st == CUDNN_STATUS_SUCCESS && cudaEventSynchronize(e[1]) == cudaSuccess) cudaEventElapsedTime(&ms, e[0], e[1]);
     for (int i = 0; i < 2; i++)
         if (e[i]) cudaEventDestroy(e[i]);
     cudaGetLastError();
-    return st == CUDNN_STATUS_SUCCESS ? 1e3 * ms : -1.0;
+    return st == CUDNN_STATUS_SUCCESS && ms >= 0 ? 1e3 * ms : -1.0;
 }
 
-/* A plan for the shape: cuDNN's fastest algorithm in the call's layout,
-   and for f32 in NHWC also in NCHW (hpdl__cudnn_run_nchw), each timed
-   once, the faster kept. On ResNet-18's 3x3 convolutions at batch 128
-   (one H200, cuDNN 9.14) the three passes took 1.07-1.24 ms a shape in
+/* A plan for the shape (key): cuDNN's fastest algorithm in the call's
+   layout, and for f32 in NHWC also in NCHW (hpdl__cudnn_run_nchw), each
+   timed once, the faster kept. On ResNet-18's 3x3 convolutions at batch
+   128 (one H200, cuDNN 9.14) the three passes took 1.07-1.24 ms a shape in
    NHWC and 0.34-0.78 ms in NCHW, mostly Winograd, before the copies
    (notes/experiments/2026-11-28-resnet-convs). */
 template <typename T>
-static inline hpdl__cudnn_plan hpdl__cudnn_plan_make(cudnnHandle_t h, const hpdl__cudnn_descs &d,
-                                                     const hpdl__cudnn_plan &key, const void *a, const void *b,
-                                                     void *out, void *ws, size_t ws_bytes, cudaStream_t stream) {
+static inline hpdl__cudnn_plan hpdl__cudnn_plan_make(cudnnHandle_t h, const hpdl__cudnn_plan &key, const void *a,
+                                                     const void *b, void *out, void *ws, size_t ws_bytes,
+                                                     cudaStream_t stream) {
     const hpdl__conv_geom &g = key.g;
     const hpdl__conv_pass pass = (hpdl__conv_pass)key.pass;
     const int wide = g.w.h > 3 || g.w.w > 3;
-    hpdl__cudnn_plan plan = key, alt;
-    hpdl__cudnn_descs dn;
-    hpdl__conv_geom gn = g;
-    hpdl_tensor4 t[3];
-    T *scratch;
+    hpdl__cudnn_plan plan = key, alt = key;
+    hpdl__cudnn_descs d, dn;
+    T *at, *bt, *outt;
+    plan.algo = -1;
+    if (hpdl__cudnn_descs_for<T>(g, 0, &d) != HPDL_OK) return plan;
     plan.algo = hpdl__cudnn_find(h, d, pass, a, b, out, ws, ws_bytes, wide, &plan.workspace, &plan.math);
-    hpdl__cudnn_operands(g, pass, t);
-    if (!hpdl__cudnn_type<T>::NCHW || g.x.layout != HPDL_NHWC) return plan;
-    scratch = (T *)hpdl__cudnn_scratch(sizeof(T) * (hpdl_tensor4_count(&t[0]) + hpdl_tensor4_count(&t[1]) +
-                                                    hpdl_tensor4_count(&t[2])));
-    gn.x.layout = gn.w.layout = gn.y.layout = HPDL_NCHW;
-    if (!scratch || hpdl__cudnn_descs_make<T>(gn, &dn) != HPDL_OK) return plan;
-    alt = key;
-    alt.nchw = 1;
-    T *at = scratch, *bt = at + hpdl_tensor4_count(&t[0]), *outt = bt + hpdl_tensor4_count(&t[1]);
-    if (hpdl__cudnn_relayout(t[0], (const T *)a, at, 1, stream) == HPDL_OK &&
-        hpdl__cudnn_relayout(t[1], (const T *)b, bt, 1, stream) == HPDL_OK) {
-        alt.algo = hpdl__cudnn_find(h, dn, pass, at, bt, outt, ws, ws_bytes, wide, &alt.workspace, &alt.math);
-        double nhwc_us = hpdl__cudnn_time<T>(h, d, g, pass, plan, a, b, out, scratch, ws, stream);
-        double nchw_us = hpdl__cudnn_time<T>(h, dn, g, pass, alt, a, b, out, scratch, ws, stream);
+    if (hpdl__cudnn_type<T>::NCHW && g.x.layout == HPDL_NHWC && hpdl__cudnn_descs_for<T>(g, 1, &dn) == HPDL_OK) {
+        alt.nchw = 1;
+        alt.algo = -1;
+        if (hpdl__cudnn_nchw_operands<T>(g, pass, a, b, stream, &at, &bt, &outt) == HPDL_OK)
+            alt.algo = hpdl__cudnn_find(h, dn, pass, at, bt, outt, ws, ws_bytes, wide, &alt.workspace, &alt.math);
+        const double nhwc_us = hpdl__cudnn_time<T>(h, d, g, plan, a, b, out, ws, stream);
+        const double nchw_us = hpdl__cudnn_time<T>(h, dn, g, alt, a, b, out, ws, stream);
         if (nchw_us >= 0 && (nhwc_us < 0 || nchw_us < nhwc_us)) plan = alt;
+        hpdl__cudnn_descs_destroy(&dn);
     }
-    hpdl__cudnn_descs_destroy(&dn);
+    hpdl__cudnn_descs_destroy(&d);
     return plan;
 }
 
@@ -9424,8 +9449,6 @@ static inline hpdl_status hpdl__conv_cudnn(const hpdl__conv_geom &g, hpdl__conv_
     cudnnHandle_t h;
     hpdl__cudnn_descs d;
     hpdl__cudnn_plan key, *plan, *fresh = NULL;
-    hpdl__conv_geom gd = g;
-    hpdl_tensor4 t[3];
     void *ws;
     size_t ws_bytes;
     hpdl_status s = hpdl__cudnn_handle(&h, &ws, &ws_bytes);
@@ -9437,28 +9460,12 @@ static inline hpdl_status hpdl__conv_cudnn(const hpdl__conv_geom &g, hpdl__conv_
     key.type = hpdl__cudnn_type<T>::DATA;
     HPDL_CUDA_TRY(cudaGetDevice(&key.device));
     plan = hpdl__cudnn_plan_find(&key, &fresh);
-    if (plan && plan->nchw) gd.x.layout = gd.w.layout = gd.y.layout = HPDL_NCHW;
-    if ((s = hpdl__cudnn_descs_make<T>(gd, &d)) != HPDL_OK) return s;
     if (!plan) {
-        *fresh = hpdl__cudnn_plan_make<T>(h, d, key, a, b, out, ws, ws_bytes, stream);
+        *fresh = hpdl__cudnn_plan_make<T>(h, key, a, b, out, ws, ws_bytes, stream);
         plan = fresh;
-        if (plan->nchw) { /* the descriptors of its layout */
-            hpdl__cudnn_descs_destroy(&d);
-            gd.x.layout = gd.w.layout = gd.y.layout = HPDL_NCHW;
-            if ((s = hpdl__cudnn_descs_make<T>(gd, &d)) != HPDL_OK) return s;
-        }
     }
-    hpdl__cudnn_operands(g, pass, t);
-    cudnnStatus_t st = plan->algo < 0 ? CUDNN_STATUS_NOT_SUPPORTED
-                                      : cudnnSetConvolutionMathType(d.conv, (cudnnMathType_t)plan->math);
-    if (st == CUDNN_STATUS_SUCCESS && plan->nchw) {
-        T *scratch = (T *)hpdl__cudnn_scratch(sizeof(T) * (hpdl_tensor4_count(&t[0]) + hpdl_tensor4_count(&t[1]) +
-                                                           hpdl_tensor4_count(&t[2])));
-        st = scratch ? hpdl__cudnn_run_nchw<T>(h, d, g, pass, plan->algo, a, b, out, scratch, ws, plan->workspace, stream)
-                     : CUDNN_STATUS_ALLOC_FAILED;
-    } else if (st == CUDNN_STATUS_SUCCESS) {
-        st = hpdl__cudnn_run<T>(h, d, pass, plan->algo, a, b, out, ws, plan->workspace);
-    }
+    if ((s = hpdl__cudnn_descs_for<T>(g, plan->nchw, &d)) != HPDL_OK) return s;
+    cudnnStatus_t st = hpdl__cudnn_run_plan<T>(h, d, g, *plan, a, b, out, ws, stream);
     hpdl__cudnn_descs_destroy(&d);
     if (st == CUDNN_STATUS_NOT_SUPPORTED || st == CUDNN_STATUS_BAD_PARAM) return HPDL_ERR_UNSUPPORTED;
     return st == CUDNN_STATUS_SUCCESS ? HPDL_OK : HPDL_ERR_CUDA;
