@@ -8859,9 +8859,10 @@ struct hpdl__conv_fm_rung {
 
 /* ---- rung: Winograd F(4x4, 3x3), f32 ------------------------------------------------ */
 
-/* Forward 3x3 convolutions at stride 1 (any padding, one group, dilation 1)
-   in f32, NCHW or NHWC, by Winograd's minimal filtering F(4x4, 3x3): each
-   4x4 block of outputs ("tile") of each image and output channel is
+/* 3x3 convolutions at stride 1 (any padding, one group, dilation 1) in f32,
+   NCHW or NHWC, all three passes, by Winograd's minimal filtering F(4x4,
+   3x3): each 4x4 block of outputs ("tile") of each image and output channel
+   is
        Y = A^T [ sum over c of (G g_kc G^T) . (B^T d_c B) ] A
    where d_c is the 6x6 block of input channel c under the tile (zeros
    outside the image) and "." multiplies element by element: 36 products
@@ -8878,13 +8879,31 @@ struct hpdl__conv_fm_rung {
    128: 463 MB) is taken from the stream's pool (cudaMallocAsync) and given
    back after the call.
 
+   Backward-data at stride 1 is the forward convolution of dy by the filters
+   turned half a turn with C and K swapped, at padding 2 - pad: the same
+   steps on dy (hpdl__wino_filter reads the filters that way).
+
+   Backward-filter is the forward map's transpose: Y is linear in g, so
+       dg = G^T [ sum over tiles of (A dY A^T) . (B^T d B) ] G
+   where dY is the 4x4 block of dy at the tile (zeros past the output):
+       V_i [C x tiles], Y_i [K x tiles] = (A dY A^T)_i         (hpdl__wino_dy)
+       Z_i [K x C] = Y_i V_i^T                                  (the warptile GEMM)
+       dw = G^T Z G of every filter                             (hpdl__wino_filter_grad)
+   The GEMMs' depth is the tiles (thousands) and their outputs are small,
+   so the tiles are cut into `slices` of `chunk` columns, each slice its own
+   GEMM of the batch (36 x slices), and the last kernel adds the slices' Z
+   in f64. V and Y are stored slice by slice for that: position i, slice s
+   is one [rows x chunk] matrix (one slice: the forward's layout).
+
    The points are 0, 1, -1, 2, -1/2 and infinity (Toom-Cook): with them the
    f32 error on random data is a sixth of that with the textbook 0, +-1,
    +-2 (2.5e-4 against 1.4e-3 of the output's scale at C = 512, simulated
    on the host, 2026-11-26), but still up to twice the direct sum's: the
    transformed values are larger than the outputs they cancel into, so the
    f32 sums over C round more of them. tests/gpu_conv.cu allows it four
-   times the f32 tolerance (notes/conv.md). */
+   times the f32 tolerance (notes/conv.md). Backward-filter's G^T shrinks
+   what it transforms: simulated, its error is 1e-6 to 1e-5 of the output's
+   scale over 252 to 16384 terms. */
 
 /* v = B^T d for one column (or row) d of a 6x6 block: elements ds apart in
    d, vs apart in v. The helpers below take their strides the same way. */
@@ -8921,12 +8940,56 @@ static __device__ __forceinline__ void hpdl__wino_output_1d(const T *m, int ms, 
     y[3 * ys] = m1 - m2 + (T)8 * m3 - (T)0.125 * m4 + m5;
 }
 
+/* m = A d for one column (or row) d of a 4x4 block of dy: 6 values. */
+template <typename T>
+static __device__ __forceinline__ void hpdl__wino_dy_1d(const T *d, int ds, T *m, int ms) {
+    const T d0 = d[0], d1 = d[ds], d2 = d[2 * ds], d3 = d[3 * ds];
+    m[0] = d0;
+    m[ms] = d0 + d1 + d2 + d3;
+    m[2 * ms] = d0 - d1 + d2 - d3;
+    m[3 * ms] = d0 + (T)2 * d1 + (T)4 * d2 + (T)8 * d3;
+    m[4 * ms] = d0 - (T)0.5 * d1 + (T)0.25 * d2 - (T)0.125 * d3;
+    m[5 * ms] = d3;
+}
+
+/* g = G^T z for one column (or row) z of a 6x6 block of Z: 3 values. */
+static __device__ __forceinline__ void hpdl__wino_filter_grad_1d(const double *z, int zs, double *g, int gs) {
+    const double z0 = z[0], z1 = z[zs], z2 = z[2 * zs], z3 = z[3 * zs], z4 = z[4 * zs], z5 = z[5 * zs];
+    g[0] = z0 + (z2 - z1) / 3 + (z3 - 16 * z4) / 15;
+    g[gs] = -(z1 + z2) / 3 + (2 * z3 + 8 * z4) / 15;
+    g[2 * gs] = (z2 - z1) / 3 + (4 * z3 - 4 * z4) / 15 + z5;
+}
+
 /* The tiles of the output and the workspace's three arrays. */
 struct hpdl__wino_plan {
     int tiles_h, tiles_w, tiles;  /* tiles: N tiles_h tiles_w */
     int cols;                     /* tiles rounded up to a multiple of 128: V's and M's row length */
+    int slices, chunk;            /* cols = slices x chunk (backward-filter; else one slice) */
     float *u, *v, *m;             /* U: 36 x C x K, V: 36 x C x cols, M: 36 x cols x K */
 };
+
+/* V and Y are stored by tile (each tile's channels contiguous) when they
+   come from an NHWC tensor, so that the threads of a transform, along the
+   channels, read the tensor and write V or Y in contiguous runs; by channel
+   (each channel's tiles contiguous) from NCHW, the threads along the tiles. */
+static __host__ __device__ __forceinline__ int hpdl__wino_by_tile(const hpdl_tensor4 &d) { return d.layout == HPDL_NHWC; }
+
+/* Where position i of row r (a channel) and tile t lies in V or Y (rows
+   rows each): slice by slice, each slice a [rows x chunk] matrix, or
+   [chunk x rows] by tile. */
+static __device__ __forceinline__ int64_t hpdl__wino_at(const hpdl__wino_plan &plan, int by_tile, int i, int rows,
+                                                       int r, int t) {
+    const int64_t slice = (int64_t)i * plan.slices + t / plan.chunk;
+    return by_tile ? (slice * plan.chunk + t % plan.chunk) * rows + r : (slice * rows + r) * plan.chunk + t % plan.chunk;
+}
+
+/* The (channel, tile) a thread of a transform takes: along the channels by
+   tile, else along the tiles. */
+static __device__ __forceinline__ void hpdl__wino_pick(const hpdl__wino_plan &plan, int by_tile, int64_t i, int rows,
+                                                       int *r, int *t) {
+    *r = (int)(by_tile ? i % rows : i / plan.cols);
+    *t = (int)(by_tile ? i / rows : i % plan.cols);
+}
 
 /* Steps between neighbouring channels, rows and columns of a tensor. */
 static __device__ __forceinline__ void hpdl__wino_steps(const hpdl_tensor4 &d, int64_t *chan, int64_t *row,
@@ -8936,14 +8999,18 @@ static __device__ __forceinline__ void hpdl__wino_steps(const hpdl_tensor4 &d, i
     *row = *col * d.w;
 }
 
-/* U_i[c][k] = (G g G^T)_i for each filter (k, c); threads along k. */
+/* U_i[c][k] = (G g G^T)_i for each filter (k, c); threads along k. With
+   `turned`, g is filter (c, k) of g.w turned half a turn (backward-data:
+   g.x and g.y are then dy and dx). */
 template <typename T>
-__global__ void hpdl__wino_filter(hpdl__conv_geom g, const T *w, T *u) {
+__global__ void hpdl__wino_filter(hpdl__conv_geom g, const T *w, T *u, int turned) {
     const int C = g.x.c, K = g.y.c;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (int64_t)C * K; i += (int64_t)gridDim.x * blockDim.x) {
         const int k = (int)(i % K), c = (int)(i / K);
         double f[9], t[18], r[36];
-        for (int j = 0; j < 9; j++) f[j] = w[hpdl_tensor4_offset(&g.w, k, c, j / 3, j % 3)];
+        for (int j = 0; j < 9; j++)
+            f[j] = turned ? w[hpdl_tensor4_offset(&g.w, c, k, 2 - j / 3, 2 - j % 3)]
+                          : w[hpdl_tensor4_offset(&g.w, k, c, j / 3, j % 3)];
 #pragma unroll
         for (int j = 0; j < 3; j++) hpdl__wino_filter_1d(f + j, 3, t + j, 3); /* columns: G g, 6 x 3 */
 #pragma unroll
@@ -8962,7 +9029,9 @@ __global__ void hpdl__wino_input(hpdl__conv_geom g, hpdl__wino_plan plan, const 
     hpdl__wino_steps(g.x, &chan, &row, &col);
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (int64_t)C * plan.cols;
          i += (int64_t)gridDim.x * blockDim.x) {
-        const int t = (int)(i % plan.cols), c = (int)(i / plan.cols);
+        const int by_tile = hpdl__wino_by_tile(g.x);
+        int c, t;
+        hpdl__wino_pick(plan, by_tile, i, C, &c, &t);
         const int tw = t % plan.tiles_w, th = t / plan.tiles_w % plan.tiles_h, n = t / plan.tiles_w / plan.tiles_h;
         const int h0 = th * 4 - g.p.pad_h, w0 = tw * 4 - g.p.pad_w;
         T d[36], e[36];
@@ -8979,7 +9048,60 @@ __global__ void hpdl__wino_input(hpdl__conv_geom g, hpdl__wino_plan plan, const 
 #pragma unroll
         for (int j = 0; j < 6; j++) hpdl__wino_input_1d(e + 6 * j, 1, d + 6 * j, 1); /* rows: (B^T d) B */
 #pragma unroll
-        for (int j = 0; j < 36; j++) v[(int64_t)j * C * plan.cols + i] = d[j];
+        for (int j = 0; j < 36; j++) v[hpdl__wino_at(plan, by_tile, j, C, c, t)] = d[j];
+    }
+}
+
+/* Y_i[k][t] = (A dY A^T)_i for each output channel k and tile t of dy (zeros
+   past the output and for the padding tiles t >= tiles); threads along t. */
+template <typename T>
+__global__ void hpdl__wino_dy(hpdl__conv_geom g, hpdl__wino_plan plan, const T *dy, T *yt) {
+    const int K = g.y.c, P = g.y.h, Q = g.y.w;
+    int64_t chan, row, col;
+    hpdl__wino_steps(g.y, &chan, &row, &col);
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (int64_t)K * plan.cols;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int by_tile = hpdl__wino_by_tile(g.y);
+        int k, t;
+        hpdl__wino_pick(plan, by_tile, i, K, &k, &t);
+        const int tw = t % plan.tiles_w, th = t / plan.tiles_w % plan.tiles_h, n = t / plan.tiles_w / plan.tiles_h;
+        T d[16], e[24], m[36];
+        const T *base = dy + hpdl_tensor4_offset(&g.y, t < plan.tiles ? n : 0, 0, 0, 0) + k * chan;
+#pragma unroll
+        for (int a = 0; a < 4; a++)
+#pragma unroll
+            for (int b = 0; b < 4; b++) {
+                const int h = th * 4 + a, w = tw * 4 + b;
+                d[4 * a + b] = t < plan.tiles && h < P && w < Q ? base[h * row + w * col] : (T)0;
+            }
+#pragma unroll
+        for (int j = 0; j < 4; j++) hpdl__wino_dy_1d(d + j, 4, e + j, 4); /* columns: A dY, 6 x 4 */
+#pragma unroll
+        for (int j = 0; j < 6; j++) hpdl__wino_dy_1d(e + 4 * j, 1, m + 6 * j, 1); /* rows: (A dY) A^T */
+#pragma unroll
+        for (int j = 0; j < 36; j++) yt[hpdl__wino_at(plan, by_tile, j, K, k, t)] = m[j];
+    }
+}
+
+/* dw = G^T Z G for each filter (k, c), Z_i the sum of the slices' products
+   Z[i][s] [K x C] in f64; threads along c (Z's contiguous axis). */
+template <typename T>
+__global__ void hpdl__wino_filter_grad(hpdl__conv_geom g, hpdl__wino_plan plan, const T *z, T *dw) {
+    const int C = g.x.c, K = g.y.c;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (int64_t)C * K; i += (int64_t)gridDim.x * blockDim.x) {
+        const int c = (int)(i % C), k = (int)(i / C);
+        double sum[36], t[18], f[9];
+#pragma unroll
+        for (int j = 0; j < 36; j++) {
+            sum[j] = 0;
+            for (int s = 0; s < plan.slices; s++) sum[j] += z[((int64_t)j * plan.slices + s) * C * K + i];
+        }
+#pragma unroll
+        for (int j = 0; j < 6; j++) hpdl__wino_filter_grad_1d(sum + j, 6, t + j, 6); /* columns: G^T Z, 3 x 6 */
+#pragma unroll
+        for (int j = 0; j < 3; j++) hpdl__wino_filter_grad_1d(t + 6 * j, 1, f + 3 * j, 1); /* rows: (G^T Z) G */
+#pragma unroll
+        for (int j = 0; j < 9; j++) dw[hpdl_tensor4_offset(&g.w, k, c, j / 3, j % 3)] = (T)f[j];
     }
 }
 
@@ -9030,47 +9152,60 @@ __global__ void __launch_bounds__(256) hpdl__wino_output(hpdl__conv_geom g, hpdl
     }
 }
 
-/* Where the rung applies: forward, 3x3, stride 1, dilation 1, one group,
-   and sizes whose GEMM indices fit in int. */
+/* Where the rung applies: 3x3, stride 1, dilation 1, one group, and sizes
+   whose GEMM indices fit in int (the tiles of x for backward-data, of y
+   otherwise). */
 HPDL_CUDA_API int hpdl__wino_applies(const hpdl__conv_geom &g, hpdl__conv_pass pass) {
     const hpdl_conv2d_params &p = g.p;
-    const int64_t tiles = (int64_t)g.y.n * ((g.y.h + 3) / 4) * ((g.y.w + 3) / 4);
-    return pass == HPDL__CONV_FORWARD && p.kernel_h == 3 && p.kernel_w == 3 && p.stride_h == 1 && p.stride_w == 1 &&
-           p.dilation_h == 1 && p.dilation_w == 1 && p.groups == 1 && tiles + 127 <= INT_MAX;
+    const hpdl_tensor4 &out = pass == HPDL__CONV_INPUT_GRAD ? g.x : g.y;
+    const int64_t tiles = (int64_t)out.n * ((out.h + 3) / 4) * ((out.w + 3) / 4);
+    return p.kernel_h == 3 && p.kernel_w == 3 && p.stride_h == 1 && p.stride_w == 1 && p.dilation_h == 1 &&
+           p.dilation_w == 1 && p.groups == 1 && tiles + 127 <= INT_MAX;
 }
 
-/* The 36 products M_i = V_i^T U_i as one strided batch of the warptile
-   GEMM: 128 x 64 tiles where K <= 64 (ResNet's conv2_x), else 128 x 128. */
-template <int lazy = 0>
-static inline hpdl_status hpdl__wino_products(const hpdl__wino_plan &plan, int C, int K, cudaStream_t stream) {
-    hpdl__gemm_args<float, float> a = hpdl__gemm_make_args(HPDL_TRANS, HPDL_NO_TRANS, plan.cols, K, C, 1.0f, plan.v,
-                                                           plan.cols, plan.u, K, 0.0f, plan.m, K, 4);
+/* The tiles of a P x Q output y in `slices` slices (fewer if the tiles run
+   out), each a multiple of 128 tiles. */
+HPDL_LAZY hpdl__wino_plan hpdl__wino_plan_for(const hpdl_tensor4 &y, int slices) {
+    hpdl__wino_plan plan = hpdl__wino_plan();
+    plan.tiles_h = (y.h + 3) / 4;
+    plan.tiles_w = (y.w + 3) / 4;
+    plan.tiles = y.n * plan.tiles_h * plan.tiles_w;
+    plan.chunk = ((plan.tiles + slices - 1) / slices + 127) / 128 * 128;
+    plan.slices = (plan.tiles + plan.chunk - 1) / plan.chunk;
+    plan.cols = plan.slices * plan.chunk;
+    return plan;
+}
+
+/* One strided batch of `count` warptile GEMMs: 128 x 64 tiles where N <= 64
+   (ResNet's conv2_x), else 128 x 128. */
+HPDL_LAZY hpdl_status hpdl__wino_gemms(const hpdl__gemm_args<float, float> &a, const hpdl__gemm_batch &batch, int count,
+                                       cudaStream_t stream) {
+    if (a.N <= 64) return hpdl__gemm_launch_warptile<float, float, 16, 4>(a, batch, count, stream);
+    return hpdl__gemm_launch_warptile<float, float, HPDL__WARPTILE_BK, 8>(a, batch, count, stream);
+}
+
+/* The forward steps (filters, input, products M_i = V_i^T U_i, output) on
+   the stream; `turned` reads the filters turned half a turn (backward-data). */
+HPDL_LAZY hpdl_status hpdl__wino_forward(const hpdl__conv_geom &g, const float *x, const float *w, float *y, int turned,
+                                         cudaStream_t stream) {
+    const int C = g.x.c, K = g.y.c, v_by_tile = hpdl__wino_by_tile(g.x);
+    hpdl__wino_plan plan = hpdl__wino_plan_for(g.y, 1);
     hpdl__gemm_batch batch = hpdl__gemm_batch();
-    batch.a = (int64_t)C * plan.cols;
-    batch.b = (int64_t)C * K;
-    batch.c = (int64_t)plan.cols * K;
-    if (K <= 64) return hpdl__gemm_launch_warptile<float, float, 16, 4>(a, batch, 36, stream);
-    return hpdl__gemm_launch_warptile<float, float, HPDL__WARPTILE_BK, 8>(a, batch, 36, stream);
-}
-
-/* The rung: the workspace, the three transforms and the products on the stream. */
-template <int lazy = 0>
-static inline hpdl_status hpdl__wino_run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const float *x, const float *w,
-                                         float *y, cudaStream_t stream) {
-    const int C = g.x.c, K = g.y.c;
-    hpdl__wino_plan plan;
     hpdl_status s;
-    if (!hpdl__wino_applies(g, pass)) return HPDL_ERR_UNSUPPORTED;
-    plan.tiles_h = (g.y.h + 3) / 4;
-    plan.tiles_w = (g.y.w + 3) / 4;
-    plan.tiles = g.y.n * plan.tiles_h * plan.tiles_w;
-    plan.cols = (plan.tiles + 127) / 128 * 128;
     HPDL_CUDA_TRY(cudaMallocAsync((void **)&plan.u, 36 * ((size_t)C * K + ((size_t)C + K) * plan.cols) * sizeof(float), stream));
     plan.v = plan.u + 36 * (size_t)C * K;
     plan.m = plan.v + 36 * (size_t)C * plan.cols;
-    hpdl__wino_filter<float><<<hpdl__grid_for((int64_t)C * K, 256), 256, 0, stream>>>(g, w, plan.u);
+    batch.a = (int64_t)C * plan.cols;
+    batch.b = (int64_t)C * K;
+    batch.c = (int64_t)plan.cols * K;
+    hpdl__wino_filter<float><<<hpdl__grid_for((int64_t)C * K, 256), 256, 0, stream>>>(g, w, plan.u, turned);
     hpdl__wino_input<float><<<hpdl__grid_for((int64_t)C * plan.cols, 256), 256, 0, stream>>>(g, plan, x, plan.v);
-    s = cudaGetLastError() == cudaSuccess ? hpdl__wino_products(plan, C, K, stream) : HPDL_ERR_CUDA;
+    s = cudaGetLastError() == cudaSuccess
+            ? hpdl__wino_gemms(hpdl__gemm_make_args(v_by_tile ? HPDL_NO_TRANS : HPDL_TRANS, HPDL_NO_TRANS, plan.cols, K,
+                                                    C, 1.0f, plan.v, v_by_tile ? C : plan.cols, plan.u, K, 0.0f, plan.m,
+                                                    K, 4),
+                               batch, 36, stream)
+            : HPDL_ERR_CUDA;
     if (s == HPDL_OK) {
         const dim3 grid((unsigned)((plan.tiles + HPDL__WINO_OUT_TILES - 1) / HPDL__WINO_OUT_TILES),
                         (unsigned)((K + HPDL__WINO_OUT_K - 1) / HPDL__WINO_OUT_K));
@@ -9081,6 +9216,72 @@ static inline hpdl_status hpdl__wino_run(const hpdl__conv_geom &g, hpdl__conv_pa
     return s;
 }
 
+/* Backward-data's geometry: dy as the input, dx as the output, padding 2 - pad. */
+HPDL_LAZY hpdl__conv_geom hpdl__wino_turned(const hpdl__conv_geom &g) {
+    hpdl__conv_geom t = g;
+    t.x = g.y;
+    t.y = g.x;
+    t.p.pad_h = 2 - g.p.pad_h;
+    t.p.pad_w = 2 - g.p.pad_w;
+    t.c_per_group = g.k_per_group;
+    t.k_per_group = g.c_per_group;
+    return t;
+}
+
+/* Backward-filter's slices: enough GEMMs in the batch for about four blocks
+   an SM (the warptile runs two an SM), each slice at least 512 tiles deep. */
+HPDL_LAZY int hpdl__wino_slices(int tiles, int C, int K, int sms) {
+    const int64_t per_gemm = (int64_t)((K + 127) / 128) * ((C + (C <= 64 ? 63 : 127)) / (C <= 64 ? 64 : 128));
+    int64_t slices = (4 * (int64_t)sms + 36 * per_gemm - 1) / (36 * per_gemm);
+    if (slices > tiles / 512) slices = tiles / 512;
+    return slices < 1 ? 1 : (int)slices;
+}
+
+/* Backward-filter: V of x, Y of dy, the slices' products Z = Y V^T, then
+   dw = G^T (their sum) G. Z takes U's place in the workspace. */
+HPDL_LAZY hpdl_status hpdl__wino_backward_filter(const hpdl__conv_geom &g, const float *x, const float *dy, float *dw,
+                                                 cudaStream_t stream) {
+    const int C = g.x.c, K = g.y.c, v_by_tile = hpdl__wino_by_tile(g.x), y_by_tile = hpdl__wino_by_tile(g.y);
+    int sms = 0;
+    if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
+    const int64_t tiles = (int64_t)g.y.n * ((g.y.h + 3) / 4) * ((g.y.w + 3) / 4);
+    hpdl__wino_plan plan = hpdl__wino_plan_for(g.y, hpdl__wino_slices((int)tiles, C, K, sms));
+    hpdl__gemm_batch batch = hpdl__gemm_batch();
+    hpdl_status s;
+    const size_t z_count = 36 * (size_t)plan.slices * C * K;
+    HPDL_CUDA_TRY(cudaMallocAsync((void **)&plan.u, (z_count + 36 * ((size_t)C + K) * plan.cols) * sizeof(float), stream));
+    plan.v = plan.u + z_count;
+    plan.m = plan.v + 36 * (size_t)C * plan.cols;
+    batch.a = (int64_t)K * plan.chunk;
+    batch.b = (int64_t)C * plan.chunk;
+    batch.c = (int64_t)K * C;
+    hpdl__wino_input<float><<<hpdl__grid_for((int64_t)C * plan.cols, 256), 256, 0, stream>>>(g, plan, x, plan.v);
+    hpdl__wino_dy<float><<<hpdl__grid_for((int64_t)K * plan.cols, 256), 256, 0, stream>>>(g, plan, dy, plan.m);
+    s = cudaGetLastError() == cudaSuccess
+            ? hpdl__wino_gemms(hpdl__gemm_make_args(y_by_tile ? HPDL_TRANS : HPDL_NO_TRANS,
+                                                    v_by_tile ? HPDL_NO_TRANS : HPDL_TRANS, K, C, plan.chunk, 1.0f, plan.m,
+                                                    y_by_tile ? K : plan.chunk, plan.v, v_by_tile ? C : plan.chunk, 0.0f,
+                                                    plan.u, C, 4),
+                               batch, 36 * plan.slices, stream)
+            : HPDL_ERR_CUDA;
+    if (s == HPDL_OK) {
+        hpdl__wino_filter_grad<float><<<hpdl__grid_for((int64_t)C * K, 256), 256, 0, stream>>>(g, plan, plan.u, dw);
+        if (cudaGetLastError() != cudaSuccess) s = HPDL_ERR_CUDA;
+    }
+    if (cudaFreeAsync(plan.u, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
+    return s;
+}
+
+/* The rung, by pass: (a, b) are (x, w), (w, dy) or (x, dy). */
+template <int lazy = 0>
+static inline hpdl_status hpdl__wino_run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const float *a, const float *b,
+                                         float *out, cudaStream_t stream) {
+    if (!hpdl__wino_applies(g, pass)) return HPDL_ERR_UNSUPPORTED;
+    if (pass == HPDL__CONV_FORWARD) return hpdl__wino_forward(g, a, b, out, 0, stream);
+    if (pass == HPDL__CONV_INPUT_GRAD) return hpdl__wino_forward(hpdl__wino_turned(g), b, a, out, 1, stream);
+    return hpdl__wino_backward_filter(g, a, b, out, stream);
+}
+
 /* hpdl__wino_run for f32; HPDL_ERR_UNSUPPORTED for the other types. */
 template <typename T> struct hpdl__conv_winograd {
     static hpdl_status run(const hpdl__conv_geom &, hpdl__conv_pass, const T *, const T *, T *, cudaStream_t) {
@@ -9088,9 +9289,9 @@ template <typename T> struct hpdl__conv_winograd {
     }
 };
 template <> struct hpdl__conv_winograd<float> {
-    HPDL_LAZY hpdl_status run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const float *x, const float *w, float *y,
+    HPDL_LAZY hpdl_status run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const float *a, const float *b, float *out,
                               cudaStream_t stream) {
-        return hpdl__wino_run(g, pass, x, w, y, stream);
+        return hpdl__wino_run(g, pass, a, b, out, stream);
     }
 };
 

@@ -19,11 +19,13 @@
    row) into --output DIR, else $HPDL_RESULTS, else the current folder.
 
    usage: conv [--quick | --tune] [--precision f32|f16|bf16] [--pass forward|backward-data|backward-filter] [--rung R]
+               [--layout nchw|nhwc]
        --quick  three layers (conv3_x 3x3, a 1x1, the stem), fewer runs
        --tune   the mma rung's tile shapes on the ResNet-50 layers (f16
                 forward and backward-data), each timed in turns with cuDNN
        --precision P  one type only (--type P: the same)   --pass P  one pass only
        --rung R       one rung only (cuDNN is always timed: the anchor)
+       --layout L     f32's layout (default nchw; nhwc, the GPU CNN's, is reported as type f32-nhwc)
        --output DIR   folder for the CSVs      --help, --version */
 #include "hpdl_cuda.cuh"
 
@@ -58,7 +60,7 @@ enum { N_RUNGS = sizeof k_rungs / sizeof k_rungs[0] };
 enum { FORWARD, BACKWARD_DATA, BACKWARD_FILTER, N_PASSES };
 static const char *const k_pass_names[] = {"forward", "backward-data", "backward-filter"};
 
-typedef struct bench_opts { int quick, tune; const char *only_type, *only_pass, *only_rung; } bench_opts;
+typedef struct bench_opts { int quick, tune; const char *only_type, *only_pass, *only_rung, *f32_layout; } bench_opts;
 
 /* Random values in [-1, 1] from a hash of the index (no zeros in practice). */
 static __device__ float bench_value(size_t i, unsigned seed) {
@@ -287,7 +289,8 @@ template <typename T>
 static void bench_type(bench_out *o, const bench_opts *opt, const char *type, hpdl_layout layout, hpdl_cuda_l2_flusher *fl) {
     double log_sum[N_PASSES] = {0}, log_anchor[N_PASSES] = {0};
     int count[N_PASSES] = {0};
-    if (opt->only_type && strcmp(opt->only_type, type) != 0) return;
+    const size_t named = opt->only_type ? strlen(opt->only_type) : 0; /* "f32" names f32-nhwc too */
+    if (opt->only_type && (strncmp(opt->only_type, type, named) != 0 || (type[named] && type[named] != '-'))) return;
     for (int i = 0; i < N_LAYERS; i++) {
         const layer *l = &k_layers[i];
         bench_data<T> d;
@@ -393,7 +396,7 @@ int main(int argc, char **argv) {
     hpdl_cuda_device_info info;
     hpdl_cuda_l2_flusher fl;
     const char *output = NULL;
-    hpdl_cli_option opts[7];
+    hpdl_cli_option opts[8];
     memset(&opt, 0, sizeof opt);
     memset(&o, 0, sizeof o);
     opts[0] = hpdl_cli_flag("quick", 0, &opt.quick, "three layers (conv3_x 3x3, a 1x1, the stem), fewer runs");
@@ -404,7 +407,9 @@ int main(int argc, char **argv) {
     opts[5] = hpdl_cli_string("output", 0, &output, "DIR", "folder for the CSVs ($HPDL_RESULTS, else .)");
     opts[6] = hpdl_cli_choice("rung", 0, &opt.only_rung, "direct|implicit-gemm|mma|wgmma|few-mma|winograd",
                                "one rung only (none: all)");
-    hpdl_cli_parse(argc, argv, "conv", "Every rung of the convolution ladder against cuDNN.", opts, 7);
+    opts[7] = hpdl_cli_choice("layout", 0, &opt.f32_layout, "nchw|nhwc", "f32's layout (default nchw)");
+    hpdl_cli_parse(argc, argv, "conv", "Every rung of the convolution ladder against cuDNN.", opts, 8);
+    const int f32_nhwc = opt.f32_layout && strcmp(opt.f32_layout, "nhwc") == 0;
     hpdl_csv_set_dir(output);
     if (!hpdl_cuda_available()) { printf("conv: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n"); return 1; }
     HPDL_CHECK(hpdl_cuda_csv_context(argc, argv, 0)); /* beside every CSV: GPU, driver, date, commit, command */
@@ -417,9 +422,10 @@ int main(int argc, char **argv) {
     if (opt.tune) { tune_all(&fl); hpdl_cuda_l2_flusher_destroy(&fl); return 0; }
     printf("conv on %s (%d SMs, sm_%d%d): random inputs in [-1, 1], stride/pad as in the networks, no bias\n", info.name,
            info.sm_count, info.cc_major, info.cc_minor);
-    printf("f32 NCHW (TF32 off), f16/bf16 NHWC (f32 sums); each rung checked against cuDNN (max|err|/max|ref|) before "
+    printf("f32 %s (TF32 off), f16/bf16 NHWC (f32 sums); each rung checked against cuDNN (max|err|/max|ref|) before "
            "timing; median time, L2 flushed; TFLOP/s of the direct convolution's flops; ratio = speed / cuDNN's fastest "
-           "algorithm (cudnnFind), the two timed in turns\n");
+           "algorithm (cudnnFind), the two timed in turns\n",
+           f32_nhwc ? "NHWC" : "NCHW");
     printf("%-24s %-5s %-15s %-14s %10s %9s %7s %9s  %s\n", "layer", "type", "pass", "rung", "ms", "TFLOP/s", "ratio",
            "err", "status");
     o.good = 1;
@@ -428,7 +434,8 @@ int main(int argc, char **argv) {
                                       "metric,value,unit,anchor,anchor_value,ratio,layer,type,pass,rung,ms,max_rel_err,status");
     bench_type<__half>(&o, &opt, "f16", HPDL_NHWC, &fl);
     bench_type<__nv_bfloat16>(&o, &opt, "bf16", HPDL_NHWC, &fl);
-    bench_type<float>(&o, &opt, "f32", HPDL_NCHW, &fl);
+    if (f32_nhwc) bench_type<float>(&o, &opt, "f32-nhwc", HPDL_NHWC, &fl);
+    else bench_type<float>(&o, &opt, "f32", HPDL_NCHW, &fl);
     if (o.head) fclose(o.head);
     if (o.all) fclose(o.all);
     hpdl_cuda_l2_flusher_destroy(&fl);

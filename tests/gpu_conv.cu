@@ -3,7 +3,7 @@
    shapes (C and K not multiples of 8, H != W, stride 2, padding 0/1/3, 1x1,
    5x5, 7x7, dilation 2, batch 1, groups, depthwise), outputs poisoned first; bad
    arguments leave the output untouched, and so does a rung that refuses a
-   shape (the Winograd rung outside f32 forward 3x3 stride 1); the CUDNN
+   shape (the Winograd rung outside f32 3x3 stride 1); the CUDNN
    rung's copies between NHWC and NCHW. */
 #include "hpdl_cuda.cuh"
 #include "tests/hpdl_test.h"
@@ -145,10 +145,9 @@ static int hopper(void) {
            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major == 9;
 }
 
-/* Where the Winograd rung runs: f32 forward, 3x3, stride 1, dilation 1, one group. */
-template <typename T> static int winograd_applies(const conv_case *cc, int pass) {
-    return sizeof(T) == 4 && pass == FORWARD && cc->kernel == 3 && cc->stride == 1 && cc->dilation == 1 &&
-           cc->groups == 1;
+/* Where the Winograd rung runs: f32, 3x3, stride 1, dilation 1, one group (every pass). */
+template <typename T> static int winograd_applies(const conv_case *cc) {
+    return sizeof(T) == 4 && cc->kernel == 3 && cc->stride == 1 && cc->dilation == 1 && cc->groups == 1;
 }
 
 /* Where a rung may answer HPDL_ERR_UNSUPPORTED: the mma rung outside f16/bf16
@@ -170,7 +169,7 @@ template <typename T> static int may_refuse(hpdl_conv_algo algo, const conv_case
     if (algo == HPDL_CONV_FEW_MMA)
         return !(half && layout == HPDL_NHWC && pass != BACKWARD_DATA && cc->groups == 1 && cc->c <= 8);
     if (algo == HPDL_CONV_CUDNN) return sizeof(T) == 8;
-    if (algo == HPDL_CONV_WINOGRAD) return !winograd_applies<T>(cc, pass);
+    if (algo == HPDL_CONV_WINOGRAD) return !winograd_applies<T>(cc);
     return 0;
 }
 
@@ -232,7 +231,7 @@ template <typename T> static int check_case(const conv_case *cc, hpdl_layout lay
             double scale = fabs(want[i]) > 1 ? fabs(want[i]) : 1, e = fabs(to_f64(got[i]) - want[i]) / scale;
             if (!(e <= worst)) worst = e; /* NaN (the poison) counts as the worst */
         }
-        int winograd = (algo == HPDL_CONV_WINOGRAD || algo == HPDL_CONV_AUTO) && winograd_applies<T>(cc, pass);
+        int winograd = (algo == HPDL_CONV_WINOGRAD || algo == HPDL_CONV_AUTO) && winograd_applies<T>(cc);
         if (!(worst <= tolerance_of<T>(algo, terms, winograd))) {
             fprintf(stderr, "    %s, %s, %s, %s: error %g\n", cc->name, layout == HPDL_NHWC ? "NHWC" : "NCHW",
                     hpdl_conv_algo_name(algo), k_pass_names[pass], worst);
