@@ -6427,14 +6427,19 @@ HPDL_DEFINE_CUDA_GEMM(bf16, hpdl_bf16, float)
                     cudnnFind*AlgorithmEx and remembered (tensor-op math for
                     f16/bf16; f32 without TF32); built with HPDL_HAVE_CUDNN
                     (-lcudnn), else HPDL_ERR_UNSUPPORTED
-     WINOGRAD       f32 forward 3x3 at stride 1 (one group, no dilation):
-                    Winograd's F(4x4, 3x3), its 36 products one batch of
-                    the warptile GEMM; workspace from the stream's pool
+     WINOGRAD       f32 3x3 at stride 1 (one group, no dilation), all three
+                    passes: Winograd's F(4x4, 3x3), its 36 products one batch
+                    of the warptile GEMM; workspace from the stream's pool
                     (the rung's section says how much)
+     IM2COL         f32 and f64 with x and y in NHWC, one group: the
+                    gathered operand written out (at most 256 MB of it at a
+                    time, from the stream's pool), the pass as
+                    hpdl_cuda_gemm's AUTO
    AUTO takes the few-channel CUDA-core kernels where the GEMM is narrow
    (hpdl__conv_few_channels: under 32 columns), then FEW_MMA, WINOGRAD,
-   WGMMA, MMA where they apply, else IMPLICIT_GEMM, or DIRECT for a GEMM too
-   large for its grid (HPDL_ERR_UNSUPPORTED from IMPLICIT_GEMM itself).
+   WGMMA, MMA, IM2COL where they apply, else
+   IMPLICIT_GEMM, or DIRECT for a GEMM too large for its grid
+   (HPDL_ERR_UNSUPPORTED from IMPLICIT_GEMM itself).
    The rungs index with the CPU twin's helpers (hpdl_tensor4_offset,
    hpdl__tap_input, hpdl__tap_output). */
 
@@ -6447,7 +6452,8 @@ typedef enum hpdl_conv_algo {
     HPDL_CONV_WGMMA, /* f16/bf16, NHWC, Hopper: TMA + wgmma (forward, stride-1 backward-data) */
     HPDL_CONV_FEW_MMA, /* f16/bf16, NHWC, at most 8 input channels (the stems): forward, backward-filter */
     HPDL_CONV_CUDNN, /* the vendor library (HPDL_HAVE_CUDNN; else HPDL_ERR_UNSUPPORTED) */
-    HPDL_CONV_WINOGRAD /* f32 forward 3x3 stride 1: Winograd F(4x4, 3x3) (workspace from the stream's pool) */
+    HPDL_CONV_WINOGRAD, /* f32 3x3 stride 1: Winograd F(4x4, 3x3) (workspace from the stream's pool) */
+    HPDL_CONV_IM2COL    /* f32/f64 NHWC, one group: explicit columns and hpdl_cuda_gemm (workspace from the stream's pool) */
 } hpdl_conv_algo;
 
 /* The rung's short name ("auto", "direct", "implicit-gemm", ...), a static string; "?" for any
@@ -6462,6 +6468,7 @@ HPDL_CUDA_API const char *hpdl_conv_algo_name(hpdl_conv_algo a) {
     case HPDL_CONV_FEW_MMA: return "few-mma";
     case HPDL_CONV_CUDNN: return "cudnn";
     case HPDL_CONV_WINOGRAD: return "winograd";
+    case HPDL_CONV_IM2COL: return "im2col";
     }
     return "?";
 }
@@ -9295,6 +9302,118 @@ template <> struct hpdl__conv_winograd<float> {
     }
 };
 
+/* ---- rung: im2col + the GEMM ladder ------------------------------------------------ */
+
+/* Convolutions with x and y in NHWC and one group as GEMMs of
+   hpdl_cuda_gemm's AUTO (f32: 3xTF32 tensor cores, splitk or warptile by
+   shape), the gathered operand made explicit ("im2col"): the columns
+   col [pixels x R S C] of some images, one row for each pixel (n, p, q) of
+   y, one column for each tap (r, s, c), zeros in the padding. NHWC's
+   filters are [K x R S C] and its y [pixels x K], so
+       forward          y          = col w^T
+       backward-data    dcol       = dy w, then dx (col2im: each element of
+                                     x sums the entries of dcol that read it)
+       backward-filter  dw        += dy^T col
+   A 1x1 convolution at stride 1 without padding reads x itself as col (and
+   backward-data writes dx as dcol). The columns are made for as many images
+   at a time as fit in HPDL__IM2COL_BYTES (at least one), from the stream's
+   pool; backward-filter adds each batch's product into dw (beta = 1 after
+   the first). Any kernel size, stride, padding and dilation. */
+#ifndef HPDL__IM2COL_BYTES /* tests/gpu_conv.cu sets it small, so that its cases come in several batches */
+#define HPDL__IM2COL_BYTES ((size_t)256 << 20)
+#endif
+
+/* col [images P Q x R S C] from x, images n0..n0+images-1. */
+template <typename T>
+__global__ void hpdl__im2col(hpdl__conv_geom g, int n0, int images, const T *x, T *col) {
+    const int C = g.x.c, R = g.p.kernel_h, S = g.p.kernel_w, P = g.y.h, Q = g.y.w;
+    const int64_t total = (int64_t)images * P * Q * R * S * C;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t rest = i / C;
+        const int c = (int)(i % C), s = (int)(rest % S), r = (int)(rest / S % R);
+        rest /= (int64_t)S * R;
+        const int q = (int)(rest % Q), p = (int)(rest / Q % P), n = n0 + (int)(rest / Q / P);
+        const int h = hpdl__tap_input(p, g.p.stride_h, g.p.pad_h, r, g.p.dilation_h);
+        const int w = hpdl__tap_input(q, g.p.stride_w, g.p.pad_w, s, g.p.dilation_w);
+        col[i] = h >= 0 && h < g.x.h && w >= 0 && w < g.x.w ? x[hpdl_tensor4_offset(&g.x, n, c, h, w)] : (T)0;
+    }
+}
+
+/* dx of images n0..n0+images-1 from dcol: each element the sum, in ACC, of
+   the entries of the taps that read it. */
+template <typename T, typename ACC>
+__global__ void hpdl__col2im(hpdl__conv_geom g, int n0, int images, const T *dcol, T *dx) {
+    const int C = g.x.c, H = g.x.h, W = g.x.w, R = g.p.kernel_h, S = g.p.kernel_w, P = g.y.h, Q = g.y.w;
+    const int64_t total = (int64_t)images * H * W * C;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+        const int c = (int)(i % C), w = (int)(i / C % W), h = (int)(i / C / W % H), image = (int)(i / C / W / H);
+        ACC sum = 0;
+        for (int r = 0; r < R; r++) {
+            int p, q;
+            if (!hpdl__tap_output(h, g.p.stride_h, g.p.pad_h, r, g.p.dilation_h, P, &p)) continue;
+            for (int s = 0; s < S; s++)
+                if (hpdl__tap_output(w, g.p.stride_w, g.p.pad_w, s, g.p.dilation_w, Q, &q))
+                    sum += (ACC)dcol[((((int64_t)image * P + p) * Q + q) * R + r) * S * C + (int64_t)s * C + c];
+        }
+        dx[hpdl_tensor4_offset(&g.x, n0 + image, c, h, w)] = (T)sum;
+    }
+}
+
+/* Where the rung applies: f32 or f64 (16-bit types would round dcol and
+   each batch's dw to the type; their tensor-core rungs serve them), x and y
+   in NHWC, one group, and each image's GEMM sizes within int. */
+HPDL_CUDA_API int hpdl__im2col_applies(const hpdl__conv_geom &g, size_t elem_bytes) {
+    const int64_t taps = (int64_t)g.p.kernel_h * g.p.kernel_w * g.x.c, pixels = (int64_t)g.y.h * g.y.w;
+    return elem_bytes >= 4 && g.x.layout == HPDL_NHWC && g.y.layout == HPDL_NHWC && g.p.groups == 1 && taps <= INT_MAX &&
+           pixels <= INT_MAX && (int64_t)g.x.h * g.x.w * g.x.c <= INT_MAX && pixels * taps <= INT_MAX;
+}
+
+/* x itself is col: 1x1, stride 1, no padding. */
+HPDL_CUDA_API int hpdl__im2col_is_x(const hpdl__conv_geom &g) {
+    return g.p.kernel_h == 1 && g.p.kernel_w == 1 && g.p.stride_h == 1 && g.p.stride_w == 1 && g.p.pad_h == 0 &&
+           g.p.pad_w == 0;
+}
+
+/* One pass by im2col and GEMMs, a batch of images at a time; (a, b) are (x, w), (w, dy) or (x, dy). */
+template <typename T>
+static inline hpdl_status hpdl__conv_im2col(const hpdl__conv_geom &g, hpdl__conv_pass pass, const T *a, const T *b,
+                                            T *out, cudaStream_t stream) {
+    typedef typename hpdl__acc<T>::type ACC;
+    if (!hpdl__im2col_applies(g, sizeof(T))) return HPDL_ERR_UNSUPPORTED;
+    const int K = g.y.c, taps = g.p.kernel_h * g.p.kernel_w * g.x.c, pixels = g.y.h * g.y.w, direct = hpdl__im2col_is_x(g);
+    const size_t image_bytes = (size_t)pixels * taps * sizeof(T), x_image = (size_t)g.x.h * g.x.w * g.x.c;
+    int batch = direct ? g.x.n : (int)(HPDL__IM2COL_BYTES / image_bytes);
+    if (batch < 1) batch = 1;
+    if (batch > g.x.n) batch = g.x.n;
+    if ((int64_t)batch * pixels > INT_MAX) batch = INT_MAX / pixels;
+    T *col = NULL;
+    hpdl_status s = HPDL_OK;
+    if (!direct) HPDL_CUDA_TRY(cudaMallocAsync((void **)&col, (size_t)batch * image_bytes, stream));
+    for (int n0 = 0; n0 < g.x.n && s == HPDL_OK; n0 += batch) {
+        const int images = g.x.n - n0 < batch ? g.x.n - n0 : batch, rows = images * pixels;
+        const size_t x_at = (size_t)n0 * x_image, y_at = (size_t)n0 * pixels * K;
+        const int grid = hpdl__grid_for((int64_t)rows * taps, 256);
+        if (pass == HPDL__CONV_FORWARD) {
+            if (!direct) hpdl__im2col<T><<<grid, 256, 0, stream>>>(g, n0, images, a, col);
+            s = hpdl__cuda_gemm<T, ACC>(HPDL_GEMM_AUTO, HPDL_NO_TRANS, HPDL_TRANS, rows, K, taps, (ACC)1,
+                                        direct ? a + x_at : col, taps, b, taps, (ACC)0, out + y_at, K, stream);
+        } else if (pass == HPDL__CONV_INPUT_GRAD) {
+            s = hpdl__cuda_gemm<T, ACC>(HPDL_GEMM_AUTO, HPDL_NO_TRANS, HPDL_NO_TRANS, rows, taps, K, (ACC)1, b + y_at, K,
+                                        a, taps, (ACC)0, direct ? out + x_at : col, taps, stream);
+            if (s == HPDL_OK && !direct)
+                hpdl__col2im<T, ACC><<<hpdl__grid_for((int64_t)images * x_image, 256), 256, 0, stream>>>(g, n0, images,
+                                                                                                       col, out);
+        } else {
+            if (!direct) hpdl__im2col<T><<<grid, 256, 0, stream>>>(g, n0, images, a, col);
+            s = hpdl__cuda_gemm<T, ACC>(HPDL_GEMM_AUTO, HPDL_TRANS, HPDL_NO_TRANS, K, taps, rows, (ACC)1, b + y_at, K,
+                                        direct ? a + x_at : col, taps, (ACC)(n0 > 0), out, taps, stream);
+        }
+        if (s == HPDL_OK && cudaGetLastError() != cudaSuccess) s = HPDL_ERR_CUDA;
+    }
+    if (col && cudaFreeAsync(col, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
+    return s;
+}
+
 /* ---- cuDNN backend ------------------------------------------------------------------ */
 
 #ifdef HPDL_HAVE_CUDNN
@@ -10060,7 +10179,7 @@ static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass
     typedef typename hpdl__dev<T>::type D;
     typedef typename hpdl__acc<T>::type ACC;
     hpdl__conv_geom g = hpdl__conv_geom();
-    if (algo < HPDL_CONV_AUTO || algo > HPDL_CONV_WINOGRAD) return HPDL_ERR_INVALID;
+    if (algo < HPDL_CONV_AUTO || algo > HPDL_CONV_IM2COL) return HPDL_ERR_INVALID;
     if (hpdl__conv_geom_make(p, xd, yd, a, b, out, &g) != HPDL_OK) return HPDL_ERR_INVALID;
     if (algo == HPDL_CONV_CUDNN) return hpdl__conv_cudnn<D>(g, pass, a, b, out, stream);
     if (algo == HPDL_CONV_AUTO && hpdl__conv_few_channels(g, pass, sizeof(D) == 2)) {
@@ -10085,6 +10204,10 @@ static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass
     if (algo == HPDL_CONV_AUTO || algo == HPDL_CONV_MMA) {
         hpdl_status s = hpdl__conv_launch_mma<D>(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
         if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_CONV_MMA) return s;
+    }
+    if (algo == HPDL_CONV_AUTO || algo == HPDL_CONV_IM2COL) {
+        hpdl_status s = hpdl__conv_im2col<D>(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
+        if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_CONV_IM2COL) return s;
     }
     if (algo == HPDL_CONV_AUTO && pass == HPDL__CONV_FILTER_GRAD && sizeof(D) == 2)
         return hpdl__conv_wgrad_in_f32<D>(g, (const D *)a, (const D *)b, (D *)out, stream);

@@ -54,7 +54,7 @@ static const layer k_layers[] = {
 enum { N_LAYERS = sizeof k_layers / sizeof k_layers[0] };
 
 static const hpdl_conv_algo k_rungs[] = {HPDL_CONV_DIRECT, HPDL_CONV_IMPLICIT_GEMM, HPDL_CONV_MMA, HPDL_CONV_WGMMA,
-                                         HPDL_CONV_FEW_MMA, HPDL_CONV_WINOGRAD};
+                                         HPDL_CONV_FEW_MMA, HPDL_CONV_WINOGRAD, HPDL_CONV_IM2COL};
 enum { N_RUNGS = sizeof k_rungs / sizeof k_rungs[0] };
 
 enum { FORWARD, BACKWARD_DATA, BACKWARD_FILTER, N_PASSES };
@@ -405,7 +405,7 @@ int main(int argc, char **argv) {
     opts[3] = hpdl_cli_choice("type", 0, &opt.only_type, "f32|f16|bf16", "the same as --precision");
     opts[4] = hpdl_cli_choice("pass", 0, &opt.only_pass, "forward|backward-data|backward-filter", "one pass only (none: all)");
     opts[5] = hpdl_cli_string("output", 0, &output, "DIR", "folder for the CSVs ($HPDL_RESULTS, else .)");
-    opts[6] = hpdl_cli_choice("rung", 0, &opt.only_rung, "direct|implicit-gemm|mma|wgmma|few-mma|winograd",
+    opts[6] = hpdl_cli_choice("rung", 0, &opt.only_rung, "direct|implicit-gemm|mma|wgmma|few-mma|winograd|im2col",
                                "one rung only (none: all)");
     opts[7] = hpdl_cli_choice("layout", 0, &opt.f32_layout, "nchw|nhwc", "f32's layout (default nchw)");
     hpdl_cli_parse(argc, argv, "conv", "Every rung of the convolution ladder against cuDNN.", opts, 8);

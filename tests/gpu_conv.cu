@@ -3,8 +3,9 @@
    shapes (C and K not multiples of 8, H != W, stride 2, padding 0/1/3, 1x1,
    5x5, 7x7, dilation 2, batch 1, groups, depthwise), outputs poisoned first; bad
    arguments leave the output untouched, and so does a rung that refuses a
-   shape (the Winograd rung outside f32 3x3 stride 1); the CUDNN
+   shape (the Winograd rung outside f32 3x3 stride 1, im2col outside f32/f64 NHWC); the CUDNN
    rung's copies between NHWC and NCHW. */
+#define HPDL__IM2COL_BYTES ((size_t)64 << 10) /* the im2col rung in batches of a few images, or one */
 #include "hpdl_cuda.cuh"
 #include "tests/hpdl_test.h"
 
@@ -104,7 +105,7 @@ static const conv_case k_cases[] = {
 };
 
 static const hpdl_conv_algo k_algos[] = {HPDL_CONV_AUTO, HPDL_CONV_DIRECT, HPDL_CONV_IMPLICIT_GEMM, HPDL_CONV_MMA,
-                                         HPDL_CONV_WGMMA, HPDL_CONV_FEW_MMA, HPDL_CONV_WINOGRAD,
+                                         HPDL_CONV_WGMMA, HPDL_CONV_FEW_MMA, HPDL_CONV_WINOGRAD, HPDL_CONV_IM2COL,
 #ifdef HPDL_HAVE_CUDNN
                                          HPDL_CONV_CUDNN
 #endif
@@ -156,7 +157,7 @@ template <typename T> static int winograd_applies(const conv_case *cc) {
    dilated, groups and channel counts not multiples of 8; cuDNN for f64 (it
    has no algorithm for some of these shapes); the few-channel rung outside
    f16/bf16 NHWC forward and backward-filter with one group and at most 8
-   input channels.
+   input channels; the im2col rung for f16/bf16, outside NHWC and for groups.
    Everywhere else it must run. */
 template <typename T> static int may_refuse(hpdl_conv_algo algo, const conv_case *cc, hpdl_layout layout, int pass) {
     int half = sizeof(T) == 2;
@@ -170,6 +171,7 @@ template <typename T> static int may_refuse(hpdl_conv_algo algo, const conv_case
         return !(half && layout == HPDL_NHWC && pass != BACKWARD_DATA && cc->groups == 1 && cc->c <= 8);
     if (algo == HPDL_CONV_CUDNN) return sizeof(T) == 8;
     if (algo == HPDL_CONV_WINOGRAD) return !winograd_applies<T>(cc);
+    if (algo == HPDL_CONV_IM2COL) return half || layout != HPDL_NHWC || cc->groups != 1;
     return 0;
 }
 
