@@ -8990,20 +8990,26 @@ static __device__ __forceinline__ int64_t hpdl__wino_at(const hpdl__wino_plan &p
     return by_tile ? (slice * plan.chunk + t % plan.chunk) * rows + r : (slice * rows + r) * plan.chunk + t % plan.chunk;
 }
 
-/* The (channel, tile) a thread of a transform takes: along the channels by
-   tile, else along the tiles. */
-static __device__ __forceinline__ void hpdl__wino_pick(const hpdl__wino_plan &plan, int by_tile, int64_t i, int rows,
-                                                       int *r, int *t) {
-    *r = (int)(by_tile ? i % rows : i / plan.cols);
-    *t = (int)(by_tile ? i / rows : i % plan.cols);
-}
-
 /* Steps between neighbouring channels, rows and columns of a tensor. */
 static __device__ __forceinline__ void hpdl__wino_steps(const hpdl_tensor4 &d, int64_t *chan, int64_t *row,
                                                        int64_t *col) {
     *chan = d.layout == HPDL_NHWC ? 1 : (int64_t)d.h * d.w;
     *col = d.layout == HPDL_NHWC ? d.c : 1;
     *row = *col * d.w;
+}
+
+/* What thread i of a transform of tensor d (channels `rows`, `chan` apart)
+   takes: its channel r and tile t (along the channels by tile, else along
+   the tiles), the tile's first row and column, and the offset of its
+   channel in its image (image 0 for the padding tiles t >= tiles). */
+static __device__ __forceinline__ int64_t hpdl__wino_block(const hpdl__wino_plan &plan, const hpdl_tensor4 &d,
+                                                           int64_t chan, int64_t i, int *r, int *t, int *h0, int *w0) {
+    const int by_tile = hpdl__wino_by_tile(d), rows = d.c;
+    *r = (int)(by_tile ? i % rows : i / plan.cols);
+    *t = (int)(by_tile ? i / rows : i % plan.cols);
+    *w0 = *t % plan.tiles_w * 4;
+    *h0 = *t / plan.tiles_w % plan.tiles_h * 4;
+    return hpdl_tensor4_offset(&d, *t < plan.tiles ? *t / plan.tiles_w / plan.tiles_h : 0, 0, 0, 0) + *r * chan;
 }
 
 /* U_i[c][k] = (G g G^T)_i for each filter (k, c); threads along k. With
@@ -9028,7 +9034,7 @@ __global__ void hpdl__wino_filter(hpdl__conv_geom g, const T *w, T *u, int turne
 }
 
 /* V_i[c][t] = (B^T d B)_i for each channel c and tile t (zeros for the
-   padding tiles t >= tiles); threads along t. */
+   padding tiles t >= tiles). */
 template <typename T>
 __global__ void hpdl__wino_input(hpdl__conv_geom g, hpdl__wino_plan plan, const T *x, T *v) {
     const int C = g.x.c, H = g.x.h, W = g.x.w;
@@ -9036,18 +9042,14 @@ __global__ void hpdl__wino_input(hpdl__conv_geom g, hpdl__wino_plan plan, const 
     hpdl__wino_steps(g.x, &chan, &row, &col);
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (int64_t)C * plan.cols;
          i += (int64_t)gridDim.x * blockDim.x) {
-        const int by_tile = hpdl__wino_by_tile(g.x);
-        int c, t;
-        hpdl__wino_pick(plan, by_tile, i, C, &c, &t);
-        const int tw = t % plan.tiles_w, th = t / plan.tiles_w % plan.tiles_h, n = t / plan.tiles_w / plan.tiles_h;
-        const int h0 = th * 4 - g.p.pad_h, w0 = tw * 4 - g.p.pad_w;
+        int c, t, h0, w0;
+        const T *base = x + hpdl__wino_block(plan, g.x, chan, i, &c, &t, &h0, &w0);
         T d[36], e[36];
-        const T *base = x + hpdl_tensor4_offset(&g.x, t < plan.tiles ? n : 0, 0, 0, 0) + c * chan;
 #pragma unroll
         for (int a = 0; a < 6; a++)
 #pragma unroll
             for (int b = 0; b < 6; b++) {
-                const int h = h0 + a, w = w0 + b;
+                const int h = h0 - g.p.pad_h + a, w = w0 - g.p.pad_w + b;
                 d[6 * a + b] = t < plan.tiles && h >= 0 && h < H && w >= 0 && w < W ? base[h * row + w * col] : (T)0;
             }
 #pragma unroll
@@ -9055,12 +9057,12 @@ __global__ void hpdl__wino_input(hpdl__conv_geom g, hpdl__wino_plan plan, const 
 #pragma unroll
         for (int j = 0; j < 6; j++) hpdl__wino_input_1d(e + 6 * j, 1, d + 6 * j, 1); /* rows: (B^T d) B */
 #pragma unroll
-        for (int j = 0; j < 36; j++) v[hpdl__wino_at(plan, by_tile, j, C, c, t)] = d[j];
+        for (int j = 0; j < 36; j++) v[hpdl__wino_at(plan, hpdl__wino_by_tile(g.x), j, C, c, t)] = d[j];
     }
 }
 
 /* Y_i[k][t] = (A dY A^T)_i for each output channel k and tile t of dy (zeros
-   past the output and for the padding tiles t >= tiles); threads along t. */
+   past the output and for the padding tiles t >= tiles). */
 template <typename T>
 __global__ void hpdl__wino_dy(hpdl__conv_geom g, hpdl__wino_plan plan, const T *dy, T *yt) {
     const int K = g.y.c, P = g.y.h, Q = g.y.w;
@@ -9068,17 +9070,14 @@ __global__ void hpdl__wino_dy(hpdl__conv_geom g, hpdl__wino_plan plan, const T *
     hpdl__wino_steps(g.y, &chan, &row, &col);
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (int64_t)K * plan.cols;
          i += (int64_t)gridDim.x * blockDim.x) {
-        const int by_tile = hpdl__wino_by_tile(g.y);
-        int k, t;
-        hpdl__wino_pick(plan, by_tile, i, K, &k, &t);
-        const int tw = t % plan.tiles_w, th = t / plan.tiles_w % plan.tiles_h, n = t / plan.tiles_w / plan.tiles_h;
+        int k, t, h0, w0;
+        const T *base = dy + hpdl__wino_block(plan, g.y, chan, i, &k, &t, &h0, &w0);
         T d[16], e[24], m[36];
-        const T *base = dy + hpdl_tensor4_offset(&g.y, t < plan.tiles ? n : 0, 0, 0, 0) + k * chan;
 #pragma unroll
         for (int a = 0; a < 4; a++)
 #pragma unroll
             for (int b = 0; b < 4; b++) {
-                const int h = th * 4 + a, w = tw * 4 + b;
+                const int h = h0 + a, w = w0 + b;
                 d[4 * a + b] = t < plan.tiles && h < P && w < Q ? base[h * row + w * col] : (T)0;
             }
 #pragma unroll
@@ -9086,7 +9085,7 @@ __global__ void hpdl__wino_dy(hpdl__conv_geom g, hpdl__wino_plan plan, const T *
 #pragma unroll
         for (int j = 0; j < 6; j++) hpdl__wino_dy_1d(e + 4 * j, 1, m + 6 * j, 1); /* rows: (A dY) A^T */
 #pragma unroll
-        for (int j = 0; j < 36; j++) yt[hpdl__wino_at(plan, by_tile, j, K, k, t)] = m[j];
+        for (int j = 0; j < 36; j++) yt[hpdl__wino_at(plan, hpdl__wino_by_tile(g.y), j, K, k, t)] = m[j];
     }
 }
 
