@@ -466,6 +466,53 @@ static void test_conv_bad_args(void) {
     free(before); free(after);
 }
 
+/* Host logic, no GPU needed: the Winograd rung's backward-filter slices
+   cover every tile once, in whole 128-tile chunks, none empty, at least
+   512 tiles deep when there are several, within the GEMM batch's 65535;
+   ResNet-18's first stage at batch 128 (8192 tiles, 64 channels) is cut.
+   One slice is the forward's layout (chunk = cols). */
+static void test_winograd_slices(void) {
+    static const int shapes[][5] = {/* n, p, q, c, k */
+                                    {128, 32, 32, 64, 64}, {128, 16, 16, 128, 128}, {128, 4, 4, 512, 512},
+                                    {1, 13, 10, 7, 9},     {1500, 18, 10, 1, 8},    {128, 56, 56, 64, 64},
+                                    {32, 224, 224, 64, 64}, {2, 9, 14, 33, 35}};
+    for (int i = 0; i < HPDL_COUNT(shapes); i++) {
+        const int *sh = shapes[i];
+        const hpdl_tensor4 y = hpdl_tensor4_make(sh[0], sh[4], sh[1], sh[2], HPDL_NHWC);
+        const int tiles = sh[0] * ((sh[1] + 3) / 4) * ((sh[2] + 3) / 4);
+        const int wanted = hpdl__wino_slices(tiles, sh[3], sh[4], 132);
+        const hpdl__wino_plan plan = hpdl__wino_plan_for(y, wanted), one = hpdl__wino_plan_for(y, 1);
+        HPDL_EXPECT(plan.tiles == tiles && plan.chunk % 128 == 0 && plan.slices >= 1 && plan.slices <= wanted);
+        HPDL_EXPECT((int64_t)(plan.slices - 1) * plan.chunk < tiles && (int64_t)plan.slices * plan.chunk >= tiles);
+        HPDL_EXPECT(plan.cols == plan.slices * plan.chunk && 36 * plan.slices <= 65535);
+        HPDL_EXPECT(plan.slices == 1 || plan.chunk >= 512);
+        HPDL_EXPECT(one.slices == 1 && one.chunk == one.cols && one.cols % 128 == 0 && one.cols - tiles < 128);
+    }
+    HPDL_EXPECT(hpdl__wino_slices(8192, 64, 64, 132) > 1);
+}
+
+/* Host logic: where the im2col rung applies (f32/f64, x and y in NHWC, one
+   group), and where it reads x as its columns (1x1, stride 1, no padding). */
+static void test_im2col_applies(void) {
+    float dummy[1];
+    const hpdl_tensor4 x = hpdl_tensor4_make(2, 8, 9, 7, HPDL_NHWC), xn = hpdl_tensor4_make(2, 8, 9, 7, HPDL_NCHW);
+    const hpdl_conv2d_params one = hpdl_conv2d_params_make(1, 1, 0, 1, 1), strided = hpdl_conv2d_params_make(1, 2, 0, 1, 1);
+    const hpdl_conv2d_params padded = hpdl_conv2d_params_make(3, 1, 1, 1, 1), grouped = hpdl_conv2d_params_make(3, 1, 1, 1, 2);
+    const hpdl_conv2d_params *ps[] = {&one, &strided, &padded, &grouped};
+    for (int i = 0; i < HPDL_COUNT(ps); i++)
+        for (int layout = 0; layout < 2; layout++) {
+            const hpdl_tensor4 *xd = layout ? &x : &xn;
+            hpdl_tensor4 yd;
+            hpdl__conv_geom g;
+            HPDL_CHECK(hpdl_conv2d_output_desc(ps[i], xd, 16, &yd));
+            HPDL_CHECK(hpdl__conv_geom_make(ps[i], xd, &yd, dummy, dummy, dummy, &g));
+            const int runs = layout && ps[i] != &grouped;
+            HPDL_EXPECT(hpdl__im2col_applies(g, 4) == runs && hpdl__im2col_applies(g, 8) == runs);
+            HPDL_EXPECT(!hpdl__im2col_applies(g, 2));
+            HPDL_EXPECT(hpdl__im2col_is_x(g) == (ps[i] == &one));
+        }
+}
+
 #ifdef HPDL_HAVE_CUDNN
 /* The CUDNN rung's f32 NCHW route copies NHWC operands into NCHW and its
    output back (hpdl__cudnn_relayout): each element where its layout puts
@@ -502,6 +549,7 @@ int main(int argc, char **argv) {
 #ifdef HPDL_HAVE_CUDNN
                                       HPDL_TEST(test_cudnn_relayout),
 #endif
+                                      HPDL_TEST(test_winograd_slices), HPDL_TEST(test_im2col_applies),
                                       HPDL_TEST(test_conv_bad_args), HPDL_TEST(test_conv_f32), HPDL_TEST(test_conv_f64),
                                       HPDL_TEST(test_conv_f16),     HPDL_TEST(test_conv_bf16), HPDL_TEST(test_layers_f32),
                                       HPDL_TEST(test_layers_f64),   HPDL_TEST(test_layers_f16), HPDL_TEST(test_layers_bf16)};
