@@ -9012,6 +9012,21 @@ static __device__ __forceinline__ int64_t hpdl__wino_block(const hpdl__wino_plan
     return hpdl_tensor4_offset(&d, *t < plan.tiles ? *t / plan.tiles_w / plan.tiles_h : 0, 0, 0, 0) + *r * chan;
 }
 
+/* d = the N x N block of a channel plane (`base`, rows `row` and columns
+   `col` apart) whose first element is at (h0, w0), zeros outside the H x W
+   plane and for a padding tile (!real). */
+template <int N, typename T>
+static __device__ __forceinline__ void hpdl__wino_load(const T *base, int64_t row, int64_t col, int h0, int w0, int H,
+                                                       int W, int real, T *d) {
+#pragma unroll
+    for (int a = 0; a < N; a++)
+#pragma unroll
+        for (int b = 0; b < N; b++) {
+            const int h = h0 + a, w = w0 + b;
+            d[N * a + b] = real && h >= 0 && h < H && w >= 0 && w < W ? base[h * row + w * col] : (T)0;
+        }
+}
+
 /* U_i[c][k] = (G g G^T)_i for each filter (k, c); threads along k. With
    `turned`, g is filter (c, k) of g.w turned half a turn (backward-data:
    g.x and g.y are then dy and dx). */
@@ -9045,13 +9060,7 @@ __global__ void hpdl__wino_input(hpdl__conv_geom g, hpdl__wino_plan plan, const 
         int c, t, h0, w0;
         const T *base = x + hpdl__wino_block(plan, g.x, chan, i, &c, &t, &h0, &w0);
         T d[36], e[36];
-#pragma unroll
-        for (int a = 0; a < 6; a++)
-#pragma unroll
-            for (int b = 0; b < 6; b++) {
-                const int h = h0 - g.p.pad_h + a, w = w0 - g.p.pad_w + b;
-                d[6 * a + b] = t < plan.tiles && h >= 0 && h < H && w >= 0 && w < W ? base[h * row + w * col] : (T)0;
-            }
+        hpdl__wino_load<6>(base, row, col, h0 - g.p.pad_h, w0 - g.p.pad_w, H, W, t < plan.tiles, d);
 #pragma unroll
         for (int j = 0; j < 6; j++) hpdl__wino_input_1d(d + j, 6, e + j, 6); /* columns: B^T d */
 #pragma unroll
@@ -9073,13 +9082,7 @@ __global__ void hpdl__wino_dy(hpdl__conv_geom g, hpdl__wino_plan plan, const T *
         int k, t, h0, w0;
         const T *base = dy + hpdl__wino_block(plan, g.y, chan, i, &k, &t, &h0, &w0);
         T d[16], e[24], m[36];
-#pragma unroll
-        for (int a = 0; a < 4; a++)
-#pragma unroll
-            for (int b = 0; b < 4; b++) {
-                const int h = h0 + a, w = w0 + b;
-                d[4 * a + b] = t < plan.tiles && h < P && w < Q ? base[h * row + w * col] : (T)0;
-            }
+        hpdl__wino_load<4>(base, row, col, h0, w0, P, Q, t < plan.tiles, d);
 #pragma unroll
         for (int j = 0; j < 4; j++) hpdl__wino_dy_1d(d + j, 4, e + j, 4); /* columns: A dY, 6 x 4 */
 #pragma unroll
@@ -9158,13 +9161,15 @@ __global__ void __launch_bounds__(256) hpdl__wino_output(hpdl__conv_geom g, hpdl
     }
 }
 
+/* The 4x4 tiles of an output y: N ceil(P/4) ceil(Q/4). */
+HPDL_CUDA_API int64_t hpdl__wino_tiles(const hpdl_tensor4 &y) { return (int64_t)y.n * ((y.h + 3) / 4) * ((y.w + 3) / 4); }
+
 /* Where the rung applies: 3x3, stride 1, dilation 1, one group, and sizes
    whose GEMM indices fit in int (the tiles of x for backward-data, of y
    otherwise). */
 HPDL_CUDA_API int hpdl__wino_applies(const hpdl__conv_geom &g, hpdl__conv_pass pass) {
     const hpdl_conv2d_params &p = g.p;
-    const hpdl_tensor4 &out = pass == HPDL__CONV_INPUT_GRAD ? g.x : g.y;
-    const int64_t tiles = (int64_t)out.n * ((out.h + 3) / 4) * ((out.w + 3) / 4);
+    const int64_t tiles = hpdl__wino_tiles(pass == HPDL__CONV_INPUT_GRAD ? g.x : g.y);
     return p.kernel_h == 3 && p.kernel_w == 3 && p.stride_h == 1 && p.stride_w == 1 && p.dilation_h == 1 &&
            p.dilation_w == 1 && p.groups == 1 && tiles + 127 <= INT_MAX;
 }
@@ -9175,7 +9180,7 @@ HPDL_LAZY hpdl__wino_plan hpdl__wino_plan_for(const hpdl_tensor4 &y, int slices)
     hpdl__wino_plan plan = hpdl__wino_plan();
     plan.tiles_h = (y.h + 3) / 4;
     plan.tiles_w = (y.w + 3) / 4;
-    plan.tiles = y.n * plan.tiles_h * plan.tiles_w;
+    plan.tiles = (int)hpdl__wino_tiles(y);
     plan.chunk = ((plan.tiles + slices - 1) / slices + 127) / 128 * 128;
     plan.slices = (plan.tiles + plan.chunk - 1) / plan.chunk;
     plan.cols = plan.slices * plan.chunk;
@@ -9235,9 +9240,12 @@ HPDL_LAZY hpdl__conv_geom hpdl__wino_turned(const hpdl__conv_geom &g) {
 }
 
 /* Backward-filter's slices: enough GEMMs in the batch for about four blocks
-   an SM (the warptile runs two an SM), each slice at least 512 tiles deep. */
+   an SM (the warptile runs two an SM), each slice at least 512 tiles deep.
+   A K x C product takes 128 x 64 tiles where C <= 64, else 128 x 128
+   (hpdl__wino_gemms). */
 HPDL_LAZY int hpdl__wino_slices(int tiles, int C, int K, int sms) {
-    const int64_t per_gemm = (int64_t)((K + 127) / 128) * ((C + (C <= 64 ? 63 : 127)) / (C <= 64 ? 64 : 128));
+    const int bn = C <= 64 ? 64 : 128;
+    const int64_t per_gemm = (int64_t)((K + 127) / 128) * ((C + bn - 1) / bn);
     int64_t slices = (4 * (int64_t)sms + 36 * per_gemm - 1) / (36 * per_gemm);
     if (slices > tiles / 512) slices = tiles / 512;
     return slices < 1 ? 1 : (int)slices;
@@ -9250,8 +9258,7 @@ HPDL_LAZY hpdl_status hpdl__wino_backward_filter(const hpdl__conv_geom &g, const
     const int C = g.x.c, K = g.y.c, v_by_tile = hpdl__wino_by_tile(g.x), y_by_tile = hpdl__wino_by_tile(g.y);
     int sms = 0;
     if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
-    const int64_t tiles = (int64_t)g.y.n * ((g.y.h + 3) / 4) * ((g.y.w + 3) / 4);
-    hpdl__wino_plan plan = hpdl__wino_plan_for(g.y, hpdl__wino_slices((int)tiles, C, K, sms));
+    hpdl__wino_plan plan = hpdl__wino_plan_for(g.y, hpdl__wino_slices((int)hpdl__wino_tiles(g.y), C, K, sms));
     hpdl__gemm_batch batch = hpdl__gemm_batch();
     hpdl_status s;
     const size_t z_count = 36 * (size_t)plan.slices * C * K;
@@ -9360,11 +9367,12 @@ __global__ void hpdl__col2im(hpdl__conv_geom g, int n0, int images, const T *dco
 
 /* Where the rung applies: f32 or f64 (16-bit types would round dcol and
    each batch's dw to the type; their tensor-core rungs serve them), x and y
-   in NHWC, one group, and each image's GEMM sizes within int. */
+   in NHWC, one group, and an image's pixels and taps (the GEMMs' rows and
+   columns) within int. */
 HPDL_CUDA_API int hpdl__im2col_applies(const hpdl__conv_geom &g, size_t elem_bytes) {
     const int64_t taps = (int64_t)g.p.kernel_h * g.p.kernel_w * g.x.c, pixels = (int64_t)g.y.h * g.y.w;
-    return elem_bytes >= 4 && g.x.layout == HPDL_NHWC && g.y.layout == HPDL_NHWC && g.p.groups == 1 && taps <= INT_MAX &&
-           pixels <= INT_MAX && (int64_t)g.x.h * g.x.w * g.x.c <= INT_MAX && pixels * taps <= INT_MAX;
+    return elem_bytes >= 4 && g.x.layout == HPDL_NHWC && g.y.layout == HPDL_NHWC && g.p.groups == 1 &&
+           taps <= INT_MAX && pixels <= INT_MAX;
 }
 
 /* x itself is col: 1x1, stride 1, no padding. */
