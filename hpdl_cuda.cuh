@@ -6453,7 +6453,7 @@ typedef enum hpdl_conv_algo {
     HPDL_CONV_FEW_MMA, /* f16/bf16, NHWC, at most 8 input channels (the stems): forward, backward-filter */
     HPDL_CONV_CUDNN, /* the vendor library (HPDL_HAVE_CUDNN; else HPDL_ERR_UNSUPPORTED) */
     HPDL_CONV_WINOGRAD, /* f32 3x3 stride 1: Winograd F(4x4, 3x3) (workspace from the stream's pool) */
-    HPDL_CONV_IM2COL    /* f32/f64 NHWC, one group: explicit columns and hpdl_cuda_gemm (workspace from the stream's pool) */
+    HPDL_CONV_IM2COL    /* f32/f64, one group: explicit columns and hpdl_cuda_gemm (NCHW through NHWC copies; stream's pool) */
 } hpdl_conv_algo;
 
 /* The rung's short name ("auto", "direct", "implicit-gemm", ...), a static string; "?" for any
@@ -9308,11 +9308,52 @@ template <> struct hpdl__conv_winograd<float> {
     }
 };
 
+/* ---- layouts: NHWC <-> NCHW copies (the im2col rung, cuDNN's f32 route) ------------ */
+
+/* out[b] = in[b] transposed, for `batch` matrices of rows x cols, through
+   32 x 32 tiles in shared memory (a block of 32 x 8 threads a tile). */
+template <typename T>
+__global__ void __launch_bounds__(256) hpdl__transpose_kernel(const T *in, T *out, int rows, int cols) {
+    __shared__ T tile[32][33]; /* 33: a column of the tile spans all banks */
+    const size_t matrix = (size_t)rows * cols * blockIdx.z;
+    int r = blockIdx.y * 32 + threadIdx.y, c = blockIdx.x * 32 + threadIdx.x, j;
+    for (j = 0; j < 32; j += 8)
+        if (r + j < rows && c < cols) tile[threadIdx.y + j][threadIdx.x] = in[matrix + (size_t)(r + j) * cols + c];
+    __syncthreads();
+    r = blockIdx.x * 32 + threadIdx.y;
+    c = blockIdx.y * 32 + threadIdx.x;
+    for (j = 0; j < 32; j += 8)
+        if (r + j < cols && c < rows) out[matrix + (size_t)(r + j) * rows + c] = tile[threadIdx.x][threadIdx.y + j];
+}
+
+/* A tensor's NHWC elements into NCHW order (to_nchw) or back. */
+template <typename T>
+static inline hpdl_status hpdl__relayout(const hpdl_tensor4 &t, const T *in, T *out, int to_nchw,
+                                               cudaStream_t stream) {
+    const int pixels = t.h * t.w, rows = to_nchw ? pixels : t.c, cols = to_nchw ? t.c : pixels;
+    hpdl__transpose_kernel<T><<<dim3((cols + 31) / 32, (rows + 31) / 32, t.n), dim3(32, 8), 0, stream>>>(in, out, rows,
+                                                                                                           cols);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* The tensors behind a pass's operands a, b and out: (x, w, y), (w, dy, dx)
+   or (x, dy, dw). */
+HPDL_LAZY void hpdl__conv_operands(const hpdl__conv_geom &g, hpdl__conv_pass pass, hpdl_tensor4 t[3]) {
+    t[0] = pass == HPDL__CONV_INPUT_GRAD ? g.w : g.x;
+    t[1] = pass == HPDL__CONV_FORWARD ? g.w : g.y;
+    t[2] = pass == HPDL__CONV_FORWARD ? g.y : pass == HPDL__CONV_INPUT_GRAD ? g.x : g.w;
+}
+
 /* ---- rung: im2col + the GEMM ladder ------------------------------------------------ */
 
-/* Convolutions with x and y in NHWC and one group as GEMMs of
-   hpdl_cuda_gemm's AUTO (f32: 3xTF32 tensor cores, splitk or warptile by
-   shape), the gathered operand made explicit ("im2col"): the columns
+/* Convolutions with one group as GEMMs of hpdl_cuda_gemm's AUTO (f32:
+   3xTF32 tensor cores, splitk or warptile by shape), the gathered operand
+   made explicit ("im2col"), in NHWC: an operand in NCHW is copied into
+   NHWC first, and an output in NCHW written in NHWC and copied back
+   (hpdl__relayout; two passes over each such tensor, which cost less than
+   the FMA-only alternatives for the 1x1 and strided layers that come here
+   in NCHW). The columns
    col [pixels x R S C] of some images, one row for each pixel (n, p, q) of
    y, one column for each tap (r, s, c), zeros in the padding. NHWC's
    filters are [K x R S C] and its y [pixels x K], so
@@ -9366,13 +9407,12 @@ __global__ void hpdl__col2im(hpdl__conv_geom g, int n0, int images, const T *dco
 }
 
 /* Where the rung applies: f32 or f64 (16-bit types would round dcol and
-   each batch's dw to the type; their tensor-core rungs serve them), x and y
-   in NHWC, one group, and an image's pixels and taps (the GEMMs' rows and
-   columns) within int. */
+   each batch's dw to the type; their tensor-core rungs serve them), one
+   group, and an image's pixels and taps (the GEMMs' rows and columns)
+   within int; any layouts. */
 HPDL_CUDA_API int hpdl__im2col_applies(const hpdl__conv_geom &g, size_t elem_bytes) {
     const int64_t taps = (int64_t)g.p.kernel_h * g.p.kernel_w * g.x.c, pixels = (int64_t)g.y.h * g.y.w;
-    return elem_bytes >= 4 && g.x.layout == HPDL_NHWC && g.y.layout == HPDL_NHWC && g.p.groups == 1 &&
-           taps <= INT_MAX && pixels <= INT_MAX;
+    return elem_bytes >= 4 && g.p.groups == 1 && taps <= INT_MAX && pixels <= INT_MAX;
 }
 
 /* x itself is col: 1x1, stride 1, no padding. */
@@ -9381,12 +9421,11 @@ HPDL_CUDA_API int hpdl__im2col_is_x(const hpdl__conv_geom &g) {
            g.p.pad_w == 0;
 }
 
-/* One pass by im2col and GEMMs, a batch of images at a time; (a, b) are (x, w), (w, dy) or (x, dy). */
+/* One pass by im2col and GEMMs in NHWC, a batch of images at a time; (a, b) are (x, w), (w, dy) or (x, dy). */
 template <typename T>
-static inline hpdl_status hpdl__conv_im2col(const hpdl__conv_geom &g, hpdl__conv_pass pass, const T *a, const T *b,
-                                            T *out, cudaStream_t stream) {
+static inline hpdl_status hpdl__conv_im2col_nhwc(const hpdl__conv_geom &g, hpdl__conv_pass pass, const T *a, const T *b,
+                                                 T *out, cudaStream_t stream) {
     typedef typename hpdl__acc<T>::type ACC;
-    if (!hpdl__im2col_applies(g, sizeof(T))) return HPDL_ERR_UNSUPPORTED;
     const int K = g.y.c, taps = g.p.kernel_h * g.p.kernel_w * g.x.c, pixels = g.y.h * g.y.w, direct = hpdl__im2col_is_x(g);
     const size_t image_bytes = (size_t)pixels * taps * sizeof(T), x_image = (size_t)g.x.h * g.x.w * g.x.c;
     int batch = direct ? g.x.n : (int)(HPDL__IM2COL_BYTES / image_bytes);
@@ -9418,6 +9457,34 @@ static inline hpdl_status hpdl__conv_im2col(const hpdl__conv_geom &g, hpdl__conv
         if (s == HPDL_OK && cudaGetLastError() != cudaSuccess) s = HPDL_ERR_CUDA;
     }
     if (col && cudaFreeAsync(col, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
+    return s;
+}
+
+/* One pass by im2col (see above), its NCHW operands through NHWC copies in
+   one stream-ordered buffer (a filter takes x's layout: K C R S in NCHW,
+   K R S C in NHWC; hpdl__relayout turns either into the other). */
+template <typename T>
+static inline hpdl_status hpdl__conv_im2col(const hpdl__conv_geom &g, hpdl__conv_pass pass, const T *a, const T *b,
+                                            T *out, cudaStream_t stream) {
+    const void *in[2] = {a, b};
+    hpdl_tensor4 t[3];
+    size_t at[4] = {0, 0, 0, 0}; /* where each copy starts in the buffer, then its size */
+    hpdl__conv_geom nhwc = g;
+    T *copies = NULL, *op[3] = {(T *)a, (T *)b, out};
+    hpdl_status s = HPDL_OK;
+    if (!hpdl__im2col_applies(g, sizeof(T))) return HPDL_ERR_UNSUPPORTED;
+    if (g.x.layout == HPDL_NHWC && g.y.layout == HPDL_NHWC) return hpdl__conv_im2col_nhwc(g, pass, a, b, out, stream);
+    nhwc.x.layout = nhwc.w.layout = nhwc.y.layout = HPDL_NHWC;
+    hpdl__conv_operands(g, pass, t);
+    for (int i = 0; i < 3; i++) at[i + 1] = at[i] + (t[i].layout == HPDL_NCHW ? hpdl_tensor4_count(&t[i]) : 0);
+    HPDL_CUDA_TRY(cudaMallocAsync((void **)&copies, at[3] * sizeof(T), stream));
+    for (int i = 0; i < 3; i++)
+        if (t[i].layout == HPDL_NCHW) op[i] = copies + at[i];
+    for (int i = 0; i < 2 && s == HPDL_OK; i++)
+        if (t[i].layout == HPDL_NCHW) s = hpdl__relayout(t[i], (const T *)in[i], op[i], 0, stream);
+    if (s == HPDL_OK) s = hpdl__conv_im2col_nhwc(nhwc, pass, (const T *)op[0], (const T *)op[1], op[2], stream);
+    if (s == HPDL_OK && t[2].layout == HPDL_NCHW) s = hpdl__relayout(t[2], (const T *)op[2], out, 1, stream);
+    if (cudaFreeAsync(copies, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
     return s;
 }
 
@@ -9605,40 +9672,6 @@ static inline cudnnStatus_t hpdl__cudnn_run(cudnnHandle_t h, const hpdl__cudnn_d
                                           ws_bytes, &zero, d.w, out);
 }
 
-/* out[b] = in[b] transposed, for `batch` matrices of rows x cols, through
-   32 x 32 tiles in shared memory (a block of 32 x 8 threads a tile). */
-template <typename T>
-__global__ void __launch_bounds__(256) hpdl__transpose_kernel(const T *in, T *out, int rows, int cols) {
-    __shared__ T tile[32][33]; /* 33: a column of the tile spans all banks */
-    const size_t matrix = (size_t)rows * cols * blockIdx.z;
-    int r = blockIdx.y * 32 + threadIdx.y, c = blockIdx.x * 32 + threadIdx.x, j;
-    for (j = 0; j < 32; j += 8)
-        if (r + j < rows && c < cols) tile[threadIdx.y + j][threadIdx.x] = in[matrix + (size_t)(r + j) * cols + c];
-    __syncthreads();
-    r = blockIdx.x * 32 + threadIdx.y;
-    c = blockIdx.y * 32 + threadIdx.x;
-    for (j = 0; j < 32; j += 8)
-        if (r + j < cols && c < rows) out[matrix + (size_t)(r + j) * rows + c] = tile[threadIdx.x][threadIdx.y + j];
-}
-
-/* A tensor's NHWC elements into NCHW order (to_nchw) or back. */
-template <typename T>
-static inline hpdl_status hpdl__cudnn_relayout(const hpdl_tensor4 &t, const T *in, T *out, int to_nchw,
-                                               cudaStream_t stream) {
-    const int pixels = t.h * t.w, rows = to_nchw ? pixels : t.c, cols = to_nchw ? t.c : pixels;
-    hpdl__transpose_kernel<T><<<dim3((cols + 31) / 32, (rows + 31) / 32, t.n), dim3(32, 8), 0, stream>>>(in, out, rows,
-                                                                                                           cols);
-    HPDL_CUDA_TRY_LAUNCH();
-    return HPDL_OK;
-}
-
-/* The tensors behind a pass's operands a, b and out (hpdl__cudnn_run's order). */
-HPDL_LAZY void hpdl__cudnn_operands(const hpdl__conv_geom &g, hpdl__conv_pass pass, hpdl_tensor4 t[3]) {
-    t[0] = pass == HPDL__CONV_INPUT_GRAD ? g.w : g.x;
-    t[1] = pass == HPDL__CONV_FORWARD ? g.w : g.y;
-    t[2] = pass == HPDL__CONV_FORWARD ? g.y : pass == HPDL__CONV_INPUT_GRAD ? g.x : g.w;
-}
-
 /* Device memory for a pass's operands in NCHW, one buffer per device,
    grown when a call needs more; NULL above HPDL__CUDNN_WORKSPACE_MAX or
    where it cannot be had. An outgrown buffer stays allocated: a CUDA graph
@@ -9673,13 +9706,13 @@ template <typename T>
 static inline hpdl_status hpdl__cudnn_nchw_operands(const hpdl__conv_geom &g, hpdl__conv_pass pass, const void *a,
                                                     const void *b, cudaStream_t stream, T **at, T **bt, T **outt) {
     hpdl_tensor4 t[3];
-    hpdl__cudnn_operands(g, pass, t);
+    hpdl__conv_operands(g, pass, t);
     const size_t na = hpdl_tensor4_count(&t[0]), nb = hpdl_tensor4_count(&t[1]), nout = hpdl_tensor4_count(&t[2]);
     if (!(*at = (T *)hpdl__cudnn_scratch(sizeof(T) * (na + nb + nout)))) return HPDL_ERR_NOMEM;
     *bt = *at + na;
     *outt = *bt + nb;
-    hpdl_status s = hpdl__cudnn_relayout(t[0], (const T *)a, *at, 1, stream);
-    return s == HPDL_OK ? hpdl__cudnn_relayout(t[1], (const T *)b, *bt, 1, stream) : s;
+    hpdl_status s = hpdl__relayout(t[0], (const T *)a, *at, 1, stream);
+    return s == HPDL_OK ? hpdl__relayout(t[1], (const T *)b, *bt, 1, stream) : s;
 }
 
 /* The pass in NCHW (d: NCHW descriptors): a and b copied into scratch
@@ -9694,8 +9727,8 @@ static inline cudnnStatus_t hpdl__cudnn_run_nchw(cudnnHandle_t h, const hpdl__cu
     if (hpdl__cudnn_nchw_operands<T>(g, pass, a, b, stream, &at, &bt, &outt) != HPDL_OK)
         return CUDNN_STATUS_EXECUTION_FAILED;
     cudnnStatus_t st = hpdl__cudnn_run<T>(h, d, pass, algo, at, bt, outt, ws, ws_bytes);
-    hpdl__cudnn_operands(g, pass, t);
-    if (st == CUDNN_STATUS_SUCCESS && hpdl__cudnn_relayout(t[2], (const T *)outt, (T *)out, 0, stream) != HPDL_OK)
+    hpdl__conv_operands(g, pass, t);
+    if (st == CUDNN_STATUS_SUCCESS && hpdl__relayout(t[2], (const T *)outt, (T *)out, 0, stream) != HPDL_OK)
         st = CUDNN_STATUS_EXECUTION_FAILED;
     return st;
 }

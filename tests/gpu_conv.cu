@@ -157,7 +157,7 @@ template <typename T> static int winograd_applies(const conv_case *cc) {
    dilated, groups and channel counts not multiples of 8; cuDNN for f64 (it
    has no algorithm for some of these shapes); the few-channel rung outside
    f16/bf16 NHWC forward and backward-filter with one group and at most 8
-   input channels; the im2col rung for f16/bf16, outside NHWC and for groups.
+   input channels; the im2col rung for f16/bf16 and for groups.
    Everywhere else it must run. */
 template <typename T> static int may_refuse(hpdl_conv_algo algo, const conv_case *cc, hpdl_layout layout, int pass) {
     int half = sizeof(T) == 2;
@@ -171,7 +171,7 @@ template <typename T> static int may_refuse(hpdl_conv_algo algo, const conv_case
         return !(half && layout == HPDL_NHWC && pass != BACKWARD_DATA && cc->groups == 1 && cc->c <= 8);
     if (algo == HPDL_CONV_CUDNN) return sizeof(T) == 8;
     if (algo == HPDL_CONV_WINOGRAD) return !winograd_applies<T>(cc);
-    if (algo == HPDL_CONV_IM2COL) return half || layout != HPDL_NHWC || cc->groups != 1;
+    if (algo == HPDL_CONV_IM2COL) return half || cc->groups != 1;
     return 0;
 }
 
@@ -187,12 +187,17 @@ static int still_poisoned(const void *d, size_t bytes) {
     return ok;
 }
 
-/* One case on the device: all three passes of one rung, type and layout.
-   Returns the number of mismatches reported. */
-template <typename T> static int check_case(const conv_case *cc, hpdl_layout layout, hpdl_conv_algo algo) {
+/* One case on the device: all three passes of one rung, type and layout
+   (x's and the filter's; y's is y_layout). Returns the number of
+   mismatches reported. */
+template <typename T>
+static int check_case(const conv_case *cc, hpdl_layout layout, hpdl_conv_algo algo, hpdl_layout y_layout) {
     hpdl_conv2d_params p = hpdl_conv2d_params_make(cc->kernel, cc->stride, cc->pad, cc->dilation, cc->groups);
     hpdl_tensor4 xd = hpdl_tensor4_make(cc->n, cc->c, cc->h, cc->w, layout), yd, wd;
     HPDL_CHECK(hpdl_conv2d_output_desc(&p, &xd, cc->k, &yd));
+    yd.layout = y_layout;
+    const char *where = layout != y_layout ? (layout == HPDL_NHWC ? "x NHWC, y NCHW" : "x NCHW, y NHWC")
+                        : layout == HPDL_NHWC ? "NHWC" : "NCHW";
     HPDL_CHECK(hpdl_conv2d_filter_desc(&p, &xd, cc->k, &wd));
     size_t n[3] = {hpdl_tensor4_count(&xd), hpdl_tensor4_count(&wd), hpdl_tensor4_count(&yd)}; /* x, w, y */
     size_t most = n[0] > n[1] ? (n[0] > n[2] ? n[0] : n[2]) : (n[1] > n[2] ? n[1] : n[2]);
@@ -218,13 +223,13 @@ template <typename T> static int check_case(const conv_case *cc, hpdl_layout lay
         if (s == HPDL_ERR_UNSUPPORTED && may_refuse<T>(algo, cc, layout, pass)) {
             if (!still_poisoned(d_out, n[io] * sizeof(T))) {
                 fprintf(stderr, "    %s, %s, %s, %s: refused but wrote\n", cc->name,
-                        layout == HPDL_NHWC ? "NHWC" : "NCHW", hpdl_conv_algo_name(algo), k_pass_names[pass]);
+                        where, hpdl_conv_algo_name(algo), k_pass_names[pass]);
                 bad++;
             }
             continue;
         }
         if (s != HPDL_OK)
-            fprintf(stderr, "    %s, %s, %s, %s: %s\n", cc->name, layout == HPDL_NHWC ? "NHWC" : "NCHW",
+            fprintf(stderr, "    %s, %s, %s, %s: %s\n", cc->name, where,
                     hpdl_conv_algo_name(algo), k_pass_names[pass], hpdl_status_string(s));
         HPDL_EXPECT(s == HPDL_OK);
         HPDL_CUDA_CHECK(cudaDeviceSynchronize());
@@ -235,7 +240,7 @@ template <typename T> static int check_case(const conv_case *cc, hpdl_layout lay
         }
         int winograd = (algo == HPDL_CONV_WINOGRAD || algo == HPDL_CONV_AUTO) && winograd_applies<T>(cc);
         if (!(worst <= tolerance_of<T>(algo, terms, winograd))) {
-            fprintf(stderr, "    %s, %s, %s, %s: error %g\n", cc->name, layout == HPDL_NHWC ? "NHWC" : "NCHW",
+            fprintf(stderr, "    %s, %s, %s, %s: error %g\n", cc->name, where,
                     hpdl_conv_algo_name(algo), k_pass_names[pass], worst);
             bad++;
         }
@@ -250,8 +255,26 @@ template <typename T> static void test_type(void) {
     for (int a = 0; a < HPDL_COUNT(k_algos); a++)
         for (int c = 0; c < HPDL_COUNT(k_cases); c++)
             for (int layout = HPDL_NCHW; layout <= HPDL_NHWC; layout++)
-                HPDL_EXPECT(check_case<T>(&k_cases[c], (hpdl_layout)layout, k_algos[a]) == 0);
+                HPDL_EXPECT(check_case<T>(&k_cases[c], (hpdl_layout)layout, k_algos[a], (hpdl_layout)layout) == 0);
 }
+
+/* x and y in different layouts: the im2col rung copies only its NCHW
+   operands into NHWC (and AUTO, which takes it for these f32 and f64 shapes). */
+template <typename T> static void test_mixed_layouts(void) {
+    const conv_case cases[] = {{"1x1 stride 2", 3, 9, 7, 6, 70, 1, 2, 0, 1, 1},
+                               {"C 16, 3x3 stride 2 pad 1", 2, 16, 9, 10, 24, 3, 2, 1, 1, 1},
+                               {"C 8, 1x1, five 4x3 images", 5, 8, 4, 3, 8, 1, 1, 0, 1, 1}};
+    const hpdl_conv_algo algos[] = {HPDL_CONV_IM2COL, HPDL_CONV_AUTO};
+    if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
+    for (int a = 0; a < HPDL_COUNT(algos); a++)
+        for (int c = 0; c < HPDL_COUNT(cases); c++) {
+            HPDL_EXPECT(check_case<T>(&cases[c], HPDL_NCHW, algos[a], HPDL_NHWC) == 0);
+            HPDL_EXPECT(check_case<T>(&cases[c], HPDL_NHWC, algos[a], HPDL_NCHW) == 0);
+        }
+}
+
+static void test_mixed_layouts_f32(void) { test_mixed_layouts<float>(); }
+static void test_mixed_layouts_f64(void) { test_mixed_layouts<double>(); }
 
 static void test_conv_f32(void) { test_type<float>(); }
 static void test_conv_f64(void) { test_type<double>(); }
@@ -491,8 +514,8 @@ static void test_winograd_slices(void) {
     HPDL_EXPECT(hpdl__wino_slices(8192, 64, 64, 132) > 1);
 }
 
-/* Host logic: where the im2col rung applies (f32/f64, x and y in NHWC, one
-   group), and where it reads x as its columns (1x1, stride 1, no padding). */
+/* Host logic: where the im2col rung applies (f32/f64, one group, NHWC or
+   NCHW), and where it reads x as its columns (1x1, stride 1, no padding). */
 static void test_im2col_applies(void) {
     float dummy[1];
     const hpdl_tensor4 x = hpdl_tensor4_make(2, 8, 9, 7, HPDL_NHWC), xn = hpdl_tensor4_make(2, 8, 9, 7, HPDL_NCHW);
@@ -506,19 +529,18 @@ static void test_im2col_applies(void) {
             hpdl__conv_geom g;
             HPDL_CHECK(hpdl_conv2d_output_desc(ps[i], xd, 16, &yd));
             HPDL_CHECK(hpdl__conv_geom_make(ps[i], xd, &yd, dummy, dummy, dummy, &g));
-            const int runs = layout && ps[i] != &grouped;
+            const int runs = ps[i] != &grouped;
             HPDL_EXPECT(hpdl__im2col_applies(g, 4) == runs && hpdl__im2col_applies(g, 8) == runs);
             HPDL_EXPECT(!hpdl__im2col_applies(g, 2));
             HPDL_EXPECT(hpdl__im2col_is_x(g) == (ps[i] == &one));
         }
 }
 
-#ifdef HPDL_HAVE_CUDNN
-/* The CUDNN rung's f32 NCHW route copies NHWC operands into NCHW and its
-   output back (hpdl__cudnn_relayout): each element where its layout puts
-   it, and back to the start, for a tensor whose sizes are not multiples of
-   the 32 x 32 tiles. */
-static void test_cudnn_relayout(void) {
+/* The im2col rung's NCHW operands and the CUDNN rung's f32 NCHW route are
+   copies between the layouts (hpdl__relayout): each element where its
+   layout puts it, and back to the start, for a tensor whose sizes are not
+   multiples of the 32 x 32 tiles. */
+static void test_relayout(void) {
     if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
     const hpdl_tensor4 t = hpdl_tensor4_make(3, 37, 5, 9, HPDL_NHWC), tn = hpdl_tensor4_make(3, 37, 5, 9, HPDL_NCHW);
     const size_t n = hpdl_tensor4_count(&t), bytes = n * sizeof(float);
@@ -528,7 +550,7 @@ static void test_cudnn_relayout(void) {
     HPDL_CHECK(hpdl_cuda_alloc((void **)&d_in, bytes));
     HPDL_CHECK(hpdl_cuda_alloc((void **)&d_out, bytes));
     HPDL_CHECK(hpdl_cuda_to_device(d_in, h, bytes, 0));
-    HPDL_CHECK(hpdl__cudnn_relayout<float>(t, d_in, d_out, 1, 0));
+    HPDL_CHECK(hpdl__relayout<float>(t, d_in, d_out, 1, 0));
     HPDL_CHECK(hpdl_cuda_to_host(got, d_out, bytes, 0));
     for (int b = 0; b < t.n; b++)
         for (int c = 0; c < t.c; c++)
@@ -536,22 +558,19 @@ static void test_cudnn_relayout(void) {
                 for (int x = 0; x < t.w; x++)
                     bad += got[hpdl_tensor4_offset(&tn, b, c, y, x)] != h[hpdl_tensor4_offset(&t, b, c, y, x)];
     HPDL_EXPECT(bad == 0);
-    HPDL_CHECK(hpdl__cudnn_relayout<float>(t, d_out, d_in, 0, 0));
+    HPDL_CHECK(hpdl__relayout<float>(t, d_out, d_in, 0, 0));
     HPDL_CHECK(hpdl_cuda_to_host(got, d_in, bytes, 0));
     HPDL_EXPECT(memcmp(got, h, bytes) == 0);
     hpdl_cuda_free(d_in); hpdl_cuda_free(d_out);
     free(h); free(got);
 }
-#endif
 
 int main(int argc, char **argv) {
     static const hpdl_test tests[] = {
-#ifdef HPDL_HAVE_CUDNN
-                                      HPDL_TEST(test_cudnn_relayout),
-#endif
-                                      HPDL_TEST(test_winograd_slices), HPDL_TEST(test_im2col_applies),
+                                      HPDL_TEST(test_relayout), HPDL_TEST(test_winograd_slices), HPDL_TEST(test_im2col_applies),
                                       HPDL_TEST(test_conv_bad_args), HPDL_TEST(test_conv_f32), HPDL_TEST(test_conv_f64),
-                                      HPDL_TEST(test_conv_f16),     HPDL_TEST(test_conv_bf16), HPDL_TEST(test_layers_f32),
+                                      HPDL_TEST(test_conv_f16),     HPDL_TEST(test_conv_bf16), HPDL_TEST(test_mixed_layouts_f32),
+                                      HPDL_TEST(test_mixed_layouts_f64), HPDL_TEST(test_layers_f32),
                                       HPDL_TEST(test_layers_f64),   HPDL_TEST(test_layers_f16), HPDL_TEST(test_layers_bf16)};
     hpdl_rng_seed(&rng, 20261126);
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
