@@ -6431,10 +6431,10 @@ HPDL_DEFINE_CUDA_GEMM(bf16, hpdl_bf16, float)
                     passes: Winograd's F(4x4, 3x3), its 36 products one batch
                     of the warptile GEMM; workspace from the stream's pool
                     (the rung's section says how much)
-     IM2COL         f32 and f64 with x and y in NHWC, one group: the
-                    gathered operand written out (at most 256 MB of it at a
-                    time, from the stream's pool), the pass as
-                    hpdl_cuda_gemm's AUTO
+     IM2COL         f32 and f64, one group: the gathered operand written
+                    out (at most 256 MB of it at a time, from the stream's
+                    pool), the pass as hpdl_cuda_gemm's AUTO, in NHWC (NCHW
+                    operands copied into NHWC, an NCHW output back)
    AUTO takes the few-channel CUDA-core kernels where the GEMM is narrow
    (hpdl__conv_few_channels: under 32 columns), then FEW_MMA, WINOGRAD,
    WGMMA, MMA, IM2COL where they apply, else
