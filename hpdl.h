@@ -115,6 +115,7 @@
          hpdl_status hpdl_arg_f64(flag, text, min, max, out)
          hpdl_status hpdl_arg_i64(flag, text, min, max, out)
          hpdl_status hpdl_arg_int(flag, text, min, max, out)
+         hpdl_status hpdl_arg_int_list(flag, text, min, max, out, capacity, count)
          hpdl_cli_option hpdl_cli_choice(name, short_name, value, choices, help)
          hpdl_cli_option hpdl_cli_f64(name, short_name, value, min, max, help)
          hpdl_cli_option hpdl_cli_flag(name, short_name, on, help)
@@ -2234,6 +2235,42 @@ HPDL_API hpdl_status hpdl_arg_f64(const char *flag, const char *text, double min
     if (*end || !(fabs(v) <= DBL_MAX) || !(v >= min && v <= max)) return hpdl__arg_refuse(flag, text, what);
     *out = v;
     return HPDL_OK;
+}
+
+/* The items of a comma-separated list of integers ("32,128,512"), each by
+   hpdl_arg_int's rules, at most `capacity` of them; written into out unless
+   it is NULL (a check only). */
+static inline hpdl_status hpdl__arg_int_items(const char *flag, const char *text, int min, int max, int *out,
+                                              int capacity, int *count) {
+    char what[128], item[24];
+    const char *p = text;
+    int n = 0, v;
+    snprintf(what, sizeof what, "a list of 1 to %d integers in [%d, %d], comma-separated", capacity, min, max);
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        if (n == capacity || len >= sizeof item) return hpdl__arg_refuse(flag, text, what);
+        memcpy(item, p, len);
+        item[len] = '\0';
+        if (hpdl_arg_int(flag, item, min, max, &v) != HPDL_OK) return HPDL_ERR_INVALID;
+        if (out) out[n] = v;
+        n++;
+        if (!p[len]) break;
+        p += len + 1; /* past the comma: an item must follow */
+    }
+    *count = n;
+    return HPDL_OK;
+}
+
+/* A comma-separated list of integers in [min, max] ("32,128,512"; no
+   spaces, no empty items) into out[0 .. *count - 1], 1 to `capacity` of
+   them. Otherwise HPDL_ERR_INVALID with out and *count untouched and a line
+   on stderr that names the flag, as hpdl_arg_int. */
+HPDL_API hpdl_status hpdl_arg_int_list(const char *flag, const char *text, int min, int max, int *out, int capacity,
+                                       int *count) {
+    int n = 0;
+    if (!out || !count || capacity < 1 || !text) return hpdl__arg_refuse(flag, text, "a list of integers");
+    if (hpdl__arg_int_items(flag, text, min, max, NULL, capacity, &n) != HPDL_OK) return HPDL_ERR_INVALID;
+    return hpdl__arg_int_items(flag, text, min, max, out, capacity, count);
 }
 
 /* ------------------------------------------------------------------------ */

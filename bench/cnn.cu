@@ -1,6 +1,7 @@
 /* bench/cnn - epoch time of CNN training: the course's small CNN and
    ResNet-18 on 50,000 synthetic 3x32x32 images resident on the GPU, batch
-   32 and 128, SGD with momentum, against PyTorch eager in the same run.
+   32 and 128 (--batch), SGD with momentum, against PyTorch eager in the
+   same run.
 
    Variants (hpdl_cnn on the GPU backend, f32, NHWC, one CUDA graph replay
    per step; device shuffle and gather, forward, loss, backward, finite
@@ -39,8 +40,8 @@
 
    build: make build/bench/cnn    run: HPDL_RESULTS=dir build/bench/cnn [small|resnet18]
    (a network's name times that network only; --net N is the same)
-   flags: --net small|resnet18, --seed S (synthetic images) [2026], --output DIR
-   (before HPDL_RESULTS), --help, --version */
+   flags: --net small|resnet18, --batch B,... [32,128] (up to 8 sizes), --seed S
+   (synthetic images) [2026], --output DIR (before HPDL_RESULTS), --help, --version */
 #include "hpdl_cuda.cuh"
 
 #include <vector>
@@ -50,7 +51,8 @@
 #define TORCH_SCRIPT "bench/pytorch/cnn.py"
 
 static const char *nets[] = {"small", "resnet18"};
-static const int batches[] = {32, 128};
+#define MAX_BATCHES 8
+static int batches[MAX_BATCHES], n_batches; /* --batch */
 enum { V_GRAPH, V_EAGER, V_CUDNN, V_F16, V_BF16, V_COUNT };
 static const char *variant_name[V_COUNT] = {"f32_graph", "f32_eager", "f32_cudnn", "f16_graph", "bf16_graph"};
 
@@ -62,8 +64,8 @@ typedef struct images {
 } images;
 
 typedef struct results {
-    double ms[2][2][V_COUNT];
-    double torch_ms[2][2][2]; /* [net][batch][amp]; 0: not measured */
+    double ms[2][MAX_BATCHES][V_COUNT];
+    double torch_ms[2][MAX_BATCHES][2]; /* [net][batch][amp]; 0: not measured */
 } results;
 
 static hpdl_status make_net(int net, hpdl_shape shape, hpdl_cnn *out) {
@@ -160,13 +162,16 @@ static hpdl_status epoch_variant(hpdl_cuda_cnn *g, hpdl_cnn_run *r, int v, int64
 }
 
 /* ms of one 50,000-image epoch of `net` at `batch` in variant v: a warm-up
-   epoch (or step run) captures the graphs, then one timed. */
+   epoch (or step run) captures the graphs, then one timed (ResNet-18:
+   RESNET_STEPS steps, at most the epoch, scaled to it). */
 static double time_variant(int net_index, int batch, int v, const images *X, const int32_t *dlabels) {
     hpdl_cnn net;
     hpdl_cnn_run r;
     hpdl_cuda_cnn g;
     hpdl_cnn_optimizer opt = hpdl_cnn_sgd(0.01, 0.9, 5e-4);
-    int64_t n = net_index == 0 ? N_IMAGES : (int64_t)RESNET_STEPS * batch;
+    const int64_t steps_images = (int64_t)RESNET_STEPS * batch;
+    const int whole = net_index == 0 || steps_images >= N_IMAGES; /* whole epochs, the warm-up one too */
+    const int64_t n = whole ? N_IMAGES : steps_images;
     std::vector<double> params, state;
     double t0, ms;
     HPDL_CHECK(make_net(net_index, hpdl_shape_make(3, 32, 32), &net));
@@ -177,7 +182,7 @@ static double time_variant(int net_index, int batch, int v, const images *X, con
     g.use_graphs = v != V_EAGER;
     HPDL_CHECK(hpdl_cnn_run_create(&r, &net, &g.be, batch, &opt));
     HPDL_CHECK(hpdl_cnn_set_params(&r, params.data(), state.data()));
-    HPDL_CHECK(epoch_variant(&g, &r, v, net_index == 0 ? n : 4 * batch, X, dlabels, 1));
+    HPDL_CHECK(epoch_variant(&g, &r, v, whole ? n : 4 * (int64_t)batch, X, dlabels, 1));
     HPDL_CHECK(hpdl_cuda_cnn_results(&g, NULL, NULL));
     t0 = hpdl_time_now();
     HPDL_CHECK(epoch_variant(&g, &r, v, n, X, dlabels, 2));
@@ -190,10 +195,11 @@ static double time_variant(int net_index, int batch, int v, const images *X, con
 
 /* ---- PyTorch anchor -------------------------------------------------------------- */
 
-static void run_torch(results *r, const char *only) {
+static void run_torch(results *r, const char *only, const char *batch_list) {
     char line[512];
     char cmd[256];
-    snprintf(cmd, sizeof cmd, "python3 " TORCH_SCRIPT " --net %s --batch 32,128 --amp 0,1 2>&1", only ? only : "small,resnet18");
+    snprintf(cmd, sizeof cmd, "python3 " TORCH_SCRIPT " --net %s --batch %s --amp 0,1 2>&1",
+             only ? only : "small,resnet18", batch_list);
     FILE *p = popen(cmd, "r");
     if (!p) { printf("pytorch: cannot run python3 (%s)\n", strerror(errno)); return; }
     while (fgets(line, sizeof line, p)) {
@@ -202,7 +208,7 @@ static void run_torch(results *r, const char *only) {
         double ms;
         if (sscanf(line, "pytorch_cnn net %31s batch %d amp %d epoch_ms %lf", name, &b, &amp, &ms) == 4) {
             for (int n = 0; n < 2; n++)
-                for (int k = 0; k < 2; k++)
+                for (int k = 0; k < n_batches; k++)
                     if (!strcmp(name, nets[n]) && b == batches[k] && (amp == 0 || amp == 1)) r->torch_ms[n][k][amp] = ms;
         } else {
             printf("  %s", line); /* the script's own words: versions, or why it skipped */
@@ -218,7 +224,7 @@ static void write_csv(const results *r) {
     char metric[128];
     if (!f) return;
     for (int n = 0; n < 2; n++)
-        for (int b = 0; b < 2; b++)
+        for (int b = 0; b < n_batches; b++)
             for (int v = 0; v < V_COUNT; v++)
                 for (int amp = 0; amp < 2; amp++) {
                     if (r->ms[n][b][v] == 0) continue; /* not timed in this run */
@@ -233,7 +239,7 @@ static void print_table(const results *r) {
     printf("\n%-9s %5s | %10s %10s %10s %10s %10s | %10s %10s | %8s %8s\n", "net", "batch", "f32 graph", "f32 eager",
            "f32 cudnn", "f16 graph", "bf16 graph", "torch f32", "torch amp", "x f32", "x amp");
     for (int n = 0; n < 2; n++)
-        for (int b = 0; b < 2; b++) {
+        for (int b = 0; b < n_batches; b++) {
             const double *ms = r->ms[n][b], t32 = r->torch_ms[n][b][0], t16 = r->torch_ms[n][b][1];
             if (ms[V_GRAPH] == 0) continue; /* not timed in this run */
             printf("%-9s %5d | %10.1f %10.1f %10.1f %10.1f %10.1f | %10.1f %10.1f | %7.2fx %7.2fx\n", nets[n],
@@ -246,17 +252,19 @@ static void print_table(const results *r) {
 
 int main(int argc, char **argv) {
     static results r;
-    const char *only = NULL, *output = NULL;
+    const char *only = NULL, *output = NULL, *batch_list = "32,128";
     int64_t seed = 2026;
     hpdl_cuda_device_info info;
     hpdl_rng rng;
     images dX;
     int32_t *dlabels;
-    hpdl_cli_option opts[3];
+    hpdl_cli_option opts[4];
     opts[0] = hpdl_cli_positional(hpdl_cli_choice("net", 0, &only, "small|resnet18", "one network only (none: both)"));
     opts[1] = hpdl_cli_i64("seed", 0, &seed, 0, INT64_MAX, "seed of the synthetic images");
     opts[2] = hpdl_cli_string("output", 0, &output, "DIR", "folder for cnn.csv ($HPDL_RESULTS, else .)");
-    hpdl_cli_parse(argc, argv, "cnn", "CNN training epochs on the GPU against PyTorch eager.", opts, 3);
+    opts[3] = hpdl_cli_string("batch", 0, &batch_list, "B,...", "batch sizes (default 32,128)");
+    hpdl_cli_parse(argc, argv, "cnn", "CNN training epochs on the GPU against PyTorch eager.", opts, 4);
+    if (hpdl_arg_int_list("--batch", batch_list, 1, 65536, batches, MAX_BATCHES, &n_batches) != HPDL_OK) return 2;
     hpdl_csv_set_dir(output);
     if (!hpdl_cuda_available()) { printf("cnn: skipped, " HPDL_CUDA_NO_GPU "; nothing measured\n"); return 1; }
     HPDL_CHECK(hpdl_cuda_csv_context(argc, argv, 0)); /* beside every CSV: GPU, driver, date, commit, command */
@@ -275,14 +283,14 @@ int main(int argc, char **argv) {
     HPDL_CUDA_CHECK(cudaMalloc(&dlabels, labels.size() * sizeof(int32_t)));
     HPDL_CUDA_CHECK(cudaMemcpy(dlabels, labels.data(), labels.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
     for (int n = 0; n < 2; n++)
-        for (int b = 0; b < 2; b++)
+        for (int b = 0; b < n_batches; b++)
             for (int v = 0; v < V_COUNT; v++) {
                 if (only && strcmp(only, nets[n])) continue;
                 r.ms[n][b][v] = time_variant(n, batches[b], v, &dX, dlabels);
                 printf("  %-9s batch %4d %-10s %10.1f ms/epoch\n", nets[n], batches[b], variant_name[v], r.ms[n][b][v]);
                 fflush(stdout);
             }
-    run_torch(&r, only);
+    run_torch(&r, only, batch_list);
     print_table(&r);
     write_csv(&r);
     cudaFree((void *)dX.f32);

@@ -435,29 +435,6 @@ static void write_csvs(const settings *st, row rows[2][MAX_BATCHES]) {
 
 /* ---- main ------------------------------------------------------------------------ */
 
-/* "32,128" into st->batches; exits 2 on anything else. */
-static void parse_batches(const char *text, settings *st) {
-    const char *p = text;
-    int ok = 1;
-    st->n_batches = 0;
-    while (ok) {
-        char word[16];
-        size_t n = strcspn(p, ",");
-        ok = st->n_batches < MAX_BATCHES && n > 0 && n < sizeof word;
-        if (!ok) break;
-        memcpy(word, p, n);
-        word[n] = 0;
-        if (hpdl_arg_int("--batch", word, 2, 4096, &st->batches[st->n_batches++]) != HPDL_OK) exit(2);
-        p += n;
-        if (!*p) break;
-        p++; /* past the comma: a word must follow */
-    }
-    if (!ok) {
-        fprintf(stderr, "cnn_dp: --batch takes up to %d batch sizes in 2..4096, comma-separated: '%s'\n",
-                MAX_BATCHES, text);
-        exit(2);
-    }
-}
 
 static void parse_args(int argc, char **argv, settings *st) {
     const char *batches = "32,128", *bn = "broadcast", *output = NULL;
@@ -482,7 +459,7 @@ static void parse_args(int argc, char **argv, settings *st) {
     o[8] = hpdl_cli_string("output", 0, &output, "DIR", "folder for the CSVs ($HPDL_RESULTS, else .)");
     hpdl_cli_parse(argc, argv, "cnn_dp", "Data-parallel CNN training on the GPUs, weak scaling against PyTorch DDP.",
                    o, 9);
-    parse_batches(batches, st);
+    if (hpdl_arg_int_list("--batch", batches, 2, 4096, st->batches, MAX_BATCHES, &st->n_batches) != HPDL_OK) exit(2);
     st->bn = strcmp(bn, "local") ? HPDL_MPI_BN_BROADCAST : HPDL_MPI_BN_LOCAL;
     st->conv = strcmp(conv, "cudnn") ? HPDL_CONV_AUTO : HPDL_CONV_CUDNN;
     hpdl_csv_set_dir(output);

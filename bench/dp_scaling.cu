@@ -99,23 +99,10 @@ typedef struct run_result {
     int64_t steps;
 } run_result;
 
-/* "4,2,1" -> {4, 2, 1}; exits on anything else. */
-static int_list parse_list(const char *text, int lo, int hi) {
+/* "4,2,1" -> {4, 2, 1}; exits on anything else (hpdl_arg_int_list says why). */
+static int_list parse_list(const char *flag, const char *text, int lo, int hi) {
     int_list l;
-    const char *p = text;
-    l.n = 0;
-    while (*p && l.n < MAX_LIST) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || v < lo || v > hi || (*end && *end != ',')) break;
-        l.v[l.n++] = (int)v;
-        p = *end ? end + 1 : end;
-    }
-    if (*p || l.n == 0) {
-        fprintf(stderr, "dp_scaling: bad list '%s' (up to %d integers in %d..%d, comma-separated)\n", text, MAX_LIST,
-                lo, hi);
-        exit(2);
-    }
+    if (hpdl_arg_int_list(flag, text, lo, hi, l.v, MAX_LIST, &l.n) != HPDL_OK) exit(2);
     return l;
 }
 
@@ -801,10 +788,10 @@ static void parse_args(int argc, char **argv, const char **data, int *quick, int
     hpdl_cli_parse(argc, argv, "dp_scaling", "Data-parallel MLP training, 1 GPU against all: the course's tables.", o, 12);
     g_algo = !strcmp(algo, "ipc") ? HPDL_ALLREDUCE_IPC_ONESHOT
              : !strcmp(algo, "auto") ? HPDL_ALLREDUCE_AUTO : HPDL_ALLREDUCE_NCCL;
-    g_pieces = parse_list(pieces, 1, HPDL_MPI_DP_MAX_PIECES);
-    g_halve = parse_list(halve, 0, 1);
-    g_ctas = parse_list(ctas, 0, 64);
-    g_prio = parse_list(prio, 0, 1);
+    g_pieces = parse_list("--pieces", pieces, 1, HPDL_MPI_DP_MAX_PIECES);
+    g_halve = parse_list("--halve", halve, 0, 1);
+    g_ctas = parse_list("--ctas", ctas, 0, 64);
+    g_prio = parse_list("--prio", prio, 0, 1);
     hpdl_csv_set_dir(output);
 }
 

@@ -44,21 +44,6 @@ typedef struct options {
     int per_gpu[MAX_LIST], n_per_gpu;
 } options;
 
-/* "8,16,24" into out: the count, or 0 (hpdl_arg_int says why) for an
-   item that is not an integer in [1, 2^20], or more than MAX_LIST items. */
-static int parse_list(const char *flag, const char *s, int *out) {
-    char item[32];
-    int n = 0;
-    for (;;) {
-        size_t len = strcspn(s, ",");
-        if (len >= sizeof item || n == MAX_LIST) return 0;
-        memcpy(item, s, len);
-        item[len] = '\0';
-        if (hpdl_arg_int(flag, item, 1, 1 << 20, &out[n++]) != HPDL_OK) return 0;
-        if (!s[len]) return n;
-        s += len + 1;
-    }
-}
 
 static void parse(int argc, char **argv, options *o) {
     const char *depth = "8", *micro = "1,2,4,8,16", *per_gpu = "1", *output = NULL;
@@ -78,10 +63,10 @@ static void parse(int argc, char **argv, options *o) {
     opts[7] = hpdl_cli_int("min-gpus", 0, &o->min_gpus, 2, HPDL_CUDA_MAX_DEVICES, "fewest devices to run (default 2)");
     opts[8] = hpdl_cli_string("stages-per-gpu", 0, &per_gpu, "V[,V...]", "interleaved stages: V chunks of layers a GPU");
     hpdl_cli_parse(argc, argv, "model_parallel", "The deep linear model over GPUs: naive, GPipe and 1F1B.", opts, 9);
-    o->n_depth = parse_list("--depth", depth, o->depth);
-    o->n_micro = parse_list("--micro", micro, o->micro);
-    o->n_per_gpu = parse_list("--stages-per-gpu", per_gpu, o->per_gpu);
-    if (!o->n_depth || !o->n_micro || !o->n_per_gpu) exit(2);
+    if (hpdl_arg_int_list("--depth", depth, 1, 1 << 20, o->depth, MAX_LIST, &o->n_depth) != HPDL_OK ||
+        hpdl_arg_int_list("--micro", micro, 1, 1 << 20, o->micro, MAX_LIST, &o->n_micro) != HPDL_OK ||
+        hpdl_arg_int_list("--stages-per-gpu", per_gpu, 1, 1 << 20, o->per_gpu, MAX_LIST, &o->n_per_gpu) != HPDL_OK)
+        exit(2);
     hpdl_csv_set_dir(output);
 }
 

@@ -318,6 +318,8 @@ static void walk_flags_and_files(void) {
     INVALID(hpdl_arg_int("--n", NULL, 0, 100, OUT(int)));
     INVALID(hpdl_arg_i64("--seed", "", 0, 100, OUT(int64_t)));
     INVALID(hpdl_arg_f64("--lr", "inf", 0, 100, OUT(double)));
+    INVALID(hpdl_arg_int_list("--batch", "32,", 1, 100, OUT(int), 4, OUT(int) + 4));
+    INVALID(hpdl_arg_int_list("--batch", "1,2,3", 1, 100, OUT(int), 2, OUT(int) + 4));
     INVALID(hpdl_csv_create(OUT(hpdl_csv_file), ".", "../x", "a"));
     INVALID(hpdl_csv_create(OUT(hpdl_csv_file), ".", NULL, "a"));
     INVALID(hpdl_csv_commit(NULL));

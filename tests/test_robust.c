@@ -233,6 +233,23 @@ static void flag_numbers_are_strict(void) {
     HPDL_EXPECT(hpdl_arg_i64("--seed", "9223372036854775807", 0, INT64_MAX, &big) == HPDL_OK && big == INT64_MAX);
 }
 
+/* Comma lists: every item an integer by hpdl_arg_int's rules, 1 to
+   capacity of them; a refused list writes nothing. */
+static void flag_lists_are_strict(void) {
+    static const char *bad[] = {"", ",", "32,", ",32", "32,,128", "32, 128", "32,abc", "32,0", "1,2,3,4,5", "32;128"};
+    int got[4] = {-7, -7, -7, -7}, n = -7, i;
+    for (i = 0; i < HPDL_COUNT(bad); i++) {
+        HPDL_EXPECT(hpdl_arg_int_list("--batch", bad[i], 1, 4096, got, 4, &n) == HPDL_ERR_INVALID);
+        HPDL_EXPECT(n == -7 && got[0] == -7 && got[3] == -7);
+    }
+    HPDL_EXPECT(hpdl_arg_int_list("--batch", "32", 1, 4096, got, 4, &n) == HPDL_OK && n == 1 && got[0] == 32);
+    HPDL_EXPECT(hpdl_arg_int_list("--batch", "32,128,512,4096", 1, 4096, got, 4, &n) == HPDL_OK && n == 4 &&
+                got[0] == 32 && got[1] == 128 && got[2] == 512 && got[3] == 4096);
+    HPDL_EXPECT(hpdl_arg_int_list("--shift", "-1,0,1", -1, 1, got, 4, &n) == HPDL_OK && n == 3 && got[0] == -1);
+    HPDL_EXPECT(hpdl_arg_int_list("--batch", NULL, 1, 4096, got, 4, &n) == HPDL_ERR_INVALID);
+    HPDL_EXPECT(hpdl_arg_int_list("--batch", "32", 1, 4096, got, 0, &n) == HPDL_ERR_INVALID);
+}
+
 static void write_idx(const char *path, uint32_t magic, const uint32_t *dims, int n_dims) {
     FILE *f = fopen(path, "wb");
     unsigned char be[4];
@@ -342,7 +359,7 @@ int main(int argc, char **argv) {
         HPDL_TEST(quant_layer_output_out_of_range),
         HPDL_TEST(pool_with_a_huge_stride),
         HPDL_TEST(widths_lists_are_strict),
-        HPDL_TEST(flag_numbers_are_strict),
+        HPDL_TEST(flag_numbers_are_strict), HPDL_TEST(flag_lists_are_strict),
         HPDL_TEST(idx_directory_is_an_io_error),
         HPDL_TEST(idx_size_is_capped),
         HPDL_TEST(csv_names_stay_in_their_folder),
