@@ -247,7 +247,8 @@ static void print_table(const results *r) {
                    t32 / ms[V_GRAPH], t16 / ms[V_F16]);
         }
     printf("(ms per 50,000-image epoch; x f32 = PyTorch eager f32 / hpdl f32 graph, x amp = PyTorch eager AMP / "
-           "hpdl f16 graph; ResNet-18's hpdl columns scaled from %d steps)\n", RESNET_STEPS);
+           "hpdl f16 graph; ResNet-18's hpdl columns scaled from %d steps where they are less than the epoch)\n",
+           RESNET_STEPS);
 }
 
 int main(int argc, char **argv) {
@@ -262,7 +263,7 @@ int main(int argc, char **argv) {
     opts[0] = hpdl_cli_positional(hpdl_cli_choice("net", 0, &only, "small|resnet18", "one network only (none: both)"));
     opts[1] = hpdl_cli_i64("seed", 0, &seed, 0, INT64_MAX, "seed of the synthetic images");
     opts[2] = hpdl_cli_string("output", 0, &output, "DIR", "folder for cnn.csv ($HPDL_RESULTS, else .)");
-    opts[3] = hpdl_cli_string("batch", 0, &batch_list, "B,...", "batch sizes (default 32,128)");
+    opts[3] = hpdl_cli_string("batch", 0, &batch_list, "B,...", "batch sizes, up to 8");
     hpdl_cli_parse(argc, argv, "cnn", "CNN training epochs on the GPU against PyTorch eager.", opts, 4);
     if (hpdl_arg_int_list("--batch", batch_list, 1, 65536, batches, MAX_BATCHES, &n_batches) != HPDL_OK) return 2;
     hpdl_csv_set_dir(output);
