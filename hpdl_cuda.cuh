@@ -9328,8 +9328,7 @@ __global__ void __launch_bounds__(256) hpdl__transpose_kernel(const T *in, T *ou
 
 /* A tensor's NHWC elements into NCHW order (to_nchw) or back. */
 template <typename T>
-static inline hpdl_status hpdl__relayout(const hpdl_tensor4 &t, const T *in, T *out, int to_nchw,
-                                               cudaStream_t stream) {
+static inline hpdl_status hpdl__relayout(const hpdl_tensor4 &t, const T *in, T *out, int to_nchw, cudaStream_t stream) {
     const int pixels = t.h * t.w, rows = to_nchw ? pixels : t.c, cols = to_nchw ? t.c : pixels;
     hpdl__transpose_kernel<T><<<dim3((cols + 31) / 32, (rows + 31) / 32, t.n), dim3(32, 8), 0, stream>>>(in, out, rows,
                                                                                                            cols);
@@ -9466,25 +9465,31 @@ static inline hpdl_status hpdl__conv_im2col_nhwc(const hpdl__conv_geom &g, hpdl_
 template <typename T>
 static inline hpdl_status hpdl__conv_im2col(const hpdl__conv_geom &g, hpdl__conv_pass pass, const T *a, const T *b,
                                             T *out, cudaStream_t stream) {
-    const void *in[2] = {a, b};
+    const T *in[2] = {a, b};
     hpdl_tensor4 t[3];
-    size_t at[4] = {0, 0, 0, 0}; /* where each copy starts in the buffer, then its size */
+    T *buffer = NULL, *copy[3] = {NULL, NULL, NULL}; /* the NHWC copy of an NCHW operand, else NULL */
+    size_t used = 0;
     hpdl__conv_geom nhwc = g;
-    T *copies = NULL, *op[3] = {(T *)a, (T *)b, out};
     hpdl_status s = HPDL_OK;
     if (!hpdl__im2col_applies(g, sizeof(T))) return HPDL_ERR_UNSUPPORTED;
     if (g.x.layout == HPDL_NHWC && g.y.layout == HPDL_NHWC) return hpdl__conv_im2col_nhwc(g, pass, a, b, out, stream);
     nhwc.x.layout = nhwc.w.layout = nhwc.y.layout = HPDL_NHWC;
     hpdl__conv_operands(g, pass, t);
-    for (int i = 0; i < 3; i++) at[i + 1] = at[i] + (t[i].layout == HPDL_NCHW ? hpdl_tensor4_count(&t[i]) : 0);
-    HPDL_CUDA_TRY(cudaMallocAsync((void **)&copies, at[3] * sizeof(T), stream));
+    for (int i = 0; i < 3; i++) used += t[i].layout == HPDL_NCHW ? hpdl_tensor4_count(&t[i]) : 0;
+    HPDL_CUDA_TRY(cudaMallocAsync((void **)&buffer, used * sizeof(T), stream));
+    used = 0;
     for (int i = 0; i < 3; i++)
-        if (t[i].layout == HPDL_NCHW) op[i] = copies + at[i];
+        if (t[i].layout == HPDL_NCHW) {
+            copy[i] = buffer + used;
+            used += hpdl_tensor4_count(&t[i]);
+        }
     for (int i = 0; i < 2 && s == HPDL_OK; i++)
-        if (t[i].layout == HPDL_NCHW) s = hpdl__relayout(t[i], (const T *)in[i], op[i], 0, stream);
-    if (s == HPDL_OK) s = hpdl__conv_im2col_nhwc(nhwc, pass, (const T *)op[0], (const T *)op[1], op[2], stream);
-    if (s == HPDL_OK && t[2].layout == HPDL_NCHW) s = hpdl__relayout(t[2], (const T *)op[2], out, 1, stream);
-    if (cudaFreeAsync(copies, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
+        if (copy[i]) s = hpdl__relayout(t[i], in[i], copy[i], 0, stream);
+    if (s == HPDL_OK)
+        s = hpdl__conv_im2col_nhwc(nhwc, pass, copy[0] ? copy[0] : a, copy[1] ? copy[1] : b, copy[2] ? copy[2] : out,
+                                   stream);
+    if (s == HPDL_OK && copy[2]) s = hpdl__relayout(t[2], (const T *)copy[2], out, 1, stream);
+    if (cudaFreeAsync(buffer, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
     return s;
 }
 
