@@ -12,6 +12,8 @@
                    where the time goes when the convolutions are the vendor's
        f16 graph   mixed precision: f16 activations and gradients, f32
                    master parameters, loss scaling (graphs, HPDL_CONV_AUTO)
+       f16 cudnn   the same with cuDNN's convolutions: against f16 graph, what
+                   hpdl's own f16 convolutions cost or save in the whole step
        bf16 graph  the same in bf16
    Anchor: bench/pytorch/cnn.py (the same networks, SGD, epoch; f32 without
    TF32, and AMP: autocast f16 + GradScaler, channels-last), skipped with a
@@ -53,8 +55,9 @@
 static const char *nets[] = {"small", "resnet18"};
 #define MAX_BATCHES 8
 static int batches[MAX_BATCHES], n_batches; /* --batch */
-enum { V_GRAPH, V_EAGER, V_CUDNN, V_F16, V_BF16, V_COUNT };
-static const char *variant_name[V_COUNT] = {"f32_graph", "f32_eager", "f32_cudnn", "f16_graph", "bf16_graph"};
+enum { V_GRAPH, V_EAGER, V_CUDNN, V_F16, V_F16_CUDNN, V_BF16, V_COUNT };
+static const char *variant_name[V_COUNT] = {"f32_graph", "f32_eager",  "f32_cudnn",
+                                            "f16_graph", "f16_cudnn", "bf16_graph"};
 
 /* The synthetic images on the device in each element type. */
 typedef struct images {
@@ -149,14 +152,15 @@ template <typename H> static std::vector<H> converted(const std::vector<float> &
 }
 
 static hpdl_status create_variant(hpdl_cuda_cnn *g, int v) {
-    if (v == V_F16) return hpdl_cuda_cnn_create_f16(g, HPDL_CONV_AUTO, 0);
-    if (v == V_BF16) return hpdl_cuda_cnn_create_bf16(g, HPDL_CONV_AUTO, 0);
-    return hpdl_cuda_cnn_create_f32(g, v == V_CUDNN ? HPDL_CONV_CUDNN : HPDL_CONV_AUTO, 0);
+    const hpdl_conv_algo conv = v == V_CUDNN || v == V_F16_CUDNN ? HPDL_CONV_CUDNN : HPDL_CONV_AUTO;
+    if (v == V_F16 || v == V_F16_CUDNN) return hpdl_cuda_cnn_create_f16(g, conv, 0);
+    if (v == V_BF16) return hpdl_cuda_cnn_create_bf16(g, conv, 0);
+    return hpdl_cuda_cnn_create_f32(g, conv, 0);
 }
 
 static hpdl_status epoch_variant(hpdl_cuda_cnn *g, hpdl_cnn_run *r, int v, int64_t n, const images *X,
                                  const int32_t *labels, uint64_t seed) {
-    if (v == V_F16) return hpdl_cuda_cnn_train_epoch_f16(g, r, n, X->f16, labels, seed);
+    if (v == V_F16 || v == V_F16_CUDNN) return hpdl_cuda_cnn_train_epoch_f16(g, r, n, X->f16, labels, seed);
     if (v == V_BF16) return hpdl_cuda_cnn_train_epoch_bf16(g, r, n, X->bf16, labels, seed);
     return hpdl_cuda_cnn_train_epoch_f32(g, r, n, X->f32, labels, seed);
 }
@@ -236,14 +240,15 @@ static void write_csv(const results *r) {
 }
 
 static void print_table(const results *r) {
-    printf("\n%-9s %5s | %10s %10s %10s %10s %10s | %10s %10s | %8s %8s\n", "net", "batch", "f32 graph", "f32 eager",
-           "f32 cudnn", "f16 graph", "bf16 graph", "torch f32", "torch amp", "x f32", "x amp");
+    printf("\n%-9s %5s | %10s %10s %10s %10s %10s %10s | %10s %10s | %8s %8s\n", "net", "batch", "f32 graph",
+           "f32 eager", "f32 cudnn", "f16 graph", "f16 cudnn", "bf16 graph", "torch f32", "torch amp", "x f32",
+           "x amp");
     for (int n = 0; n < 2; n++)
         for (int b = 0; b < n_batches; b++) {
             const double *ms = r->ms[n][b], t32 = r->torch_ms[n][b][0], t16 = r->torch_ms[n][b][1];
             if (ms[V_GRAPH] == 0) continue; /* not timed in this run */
-            printf("%-9s %5d | %10.1f %10.1f %10.1f %10.1f %10.1f | %10.1f %10.1f | %7.2fx %7.2fx\n", nets[n],
-                   batches[b], ms[V_GRAPH], ms[V_EAGER], ms[V_CUDNN], ms[V_F16], ms[V_BF16], t32, t16,
+            printf("%-9s %5d | %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f | %10.1f %10.1f | %7.2fx %7.2fx\n", nets[n],
+                   batches[b], ms[V_GRAPH], ms[V_EAGER], ms[V_CUDNN], ms[V_F16], ms[V_F16_CUDNN], ms[V_BF16], t32, t16,
                    t32 / ms[V_GRAPH], t16 / ms[V_F16]);
         }
     printf("(ms per 50,000-image epoch; x f32 = PyTorch eager f32 / hpdl f32 graph, x amp = PyTorch eager AMP / "
