@@ -7878,11 +7878,35 @@ static inline hpdl_status hpdl__cnn_grad_done(hpdl_cnn_run *r, int j, int batch,
     return s;
 }
 
-/* dy of a residual sum flows unchanged into both its operands. */
-static inline hpdl_status hpdl__cnn_route(hpdl_cnn_run *r, int j, int batch, const void *dy, int *written) {
-    size_t bytes = (size_t)batch * (size_t)hpdl__shape_count(r->net->out[j]) * r->be->elem_size;
-    hpdl_status s = r->be->copy(r->be->ctx, hpdl__cnn_grad_dest(r, j, written), dy, bytes);
-    return s == HPDL_OK ? hpdl__cnn_grad_done(r, j, batch, written) : s;
+/* dy (dact[i]) of a residual sum i flows unchanged into operand j:
+   added to j's gradient where a reader already wrote it, else copied in. */
+static inline hpdl_status hpdl__cnn_route(hpdl_cnn_run *r, int i, int j, int batch, int *written) {
+    int64_t n = (int64_t)batch * hpdl__shape_count(r->net->out[j]);
+    if (j == HPDL_CNN_IMAGE) return HPDL_OK;
+    if (written[j]) return r->be->add(r->be->ctx, n, r->dact[j], r->dact[i], r->dact[j]);
+    written[j] = 1;
+    return r->be->copy(r->be->ctx, r->dact[j], r->dact[i], (size_t)n * r->be->elem_size);
+}
+
+/* The backward of residual sum i: dy to both operands. The last one not
+   yet written takes dact[i]'s buffer itself (the two buffers swap: no
+   copy), since nothing reads layer i's gradient after this; every buffer
+   is written before it is read within a step, so which layer holds which
+   buffer from one step to the next does not matter (a CUDA graph keeps
+   the pointers of the step it captured, consistent within itself). */
+static inline hpdl_status hpdl__cnn_add_backward(hpdl_cnn_run *r, int i, int batch, int *written) {
+    const hpdl_cnn_layer *l = &r->net->layer[i];
+    const int taker = l->other != HPDL_CNN_IMAGE && !written[l->other] && l->other != l->input ? l->other : l->input;
+    const int copied = taker == l->input ? l->other : l->input;
+    hpdl_status s = hpdl__cnn_route(r, i, copied, batch, written);
+    void *buffer;
+    if (s != HPDL_OK || taker == HPDL_CNN_IMAGE) return s;
+    if (written[taker]) return hpdl__cnn_route(r, i, taker, batch, written);
+    buffer = r->dact[taker];
+    r->dact[taker] = r->dact[i];
+    r->dact[i] = buffer;
+    written[taker] = 1;
+    return HPDL_OK;
 }
 
 static inline hpdl_status hpdl__cnn_linear_backward(hpdl_cnn_run *r, int i, int batch, const void *x, void *dx,
@@ -7940,7 +7964,7 @@ static inline hpdl_status hpdl__cnn_backward_layer(hpdl_cnn_run *r, int i, int b
         return dx ? be->pool_backward(be->ctx, l->op == HPDL_CNN_MAXPOOL, &pp, &xd, x, &yd, dy, dx) : HPDL_OK;
     case HPDL_CNN_GLOBAL_AVGPOOL: return dx ? be->global_avgpool_backward(be->ctx, &xd, dy, dx) : HPDL_OK;
     case HPDL_CNN_LINEAR: return hpdl__cnn_linear_backward(r, i, batch, x, dx, &yd);
-    case HPDL_CNN_ADD: return HPDL_OK; /* hpdl__cnn_route does it */
+    case HPDL_CNN_ADD: return HPDL_OK; /* hpdl__cnn_add_backward does it */
     }
     return HPDL_ERR_INVALID;
 }
@@ -7957,8 +7981,7 @@ HPDL_API hpdl_status hpdl_cnn_backward(hpdl_cnn_run *r, int batch, const void *X
     for (i = last; s == HPDL_OK && i >= 0; i--) {
         const hpdl_cnn_layer *l = &r->net->layer[i];
         if (l->op == HPDL_CNN_ADD) {
-            s = hpdl__cnn_route(r, l->input, batch, r->dact[i], written);
-            if (s == HPDL_OK) s = hpdl__cnn_route(r, l->other, batch, r->dact[i], written);
+            s = hpdl__cnn_add_backward(r, i, batch, written);
             continue;
         }
         s = hpdl__cnn_backward_layer(r, i, batch, X, hpdl__cnn_grad_dest(r, l->input, written));

@@ -78,8 +78,7 @@ static hpdl_status timed_step(hpdl_cnn_run *r, int batch, const void *X, const i
         const hpdl_cnn_layer *l = &r->net->layer[i];
         t->mark(&bwd[kind_of(l->op)]);
         if (l->op == HPDL_CNN_ADD) {
-            s = hpdl__cnn_route(r, l->input, batch, r->dact[i], written);
-            if (s == HPDL_OK) s = hpdl__cnn_route(r, l->other, batch, r->dact[i], written);
+            s = hpdl__cnn_add_backward(r, i, batch, written);
         } else {
             s = hpdl__cnn_backward_layer(r, i, batch, X, hpdl__cnn_grad_dest(r, l->input, written));
             if (s == HPDL_OK) s = hpdl__cnn_grad_done(r, l->input, batch, written);
