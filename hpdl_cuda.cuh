@@ -10676,22 +10676,6 @@ enum { HPDL__BN_LANES = 32, HPDL__BN_COPIES = 16 };
 #define HPDL__BN_BLOCKS_PER_SM 2
 #endif
 
-/* Sums over pixels of N neighbouring channels a thread (N = 8 for f16/bf16
-   when C % 8 == 0: one 16-byte load per tensor and pixel; else 1): `lanes`
-   threads across a pixel's slab of lanes * N channels, 256 / lanes pixels
-   at a time down the block. A thread takes HPDL__BN_UNROLL pixels at once,
-   every load issued before the first is used (ResNet-18 f16 at batch 2048,
-   one H200: the step's batch norms 8.95 -> 8.18 ms against loads each behind
-   its own bounds check; 8 pixels, or 4 blocks an SM, were slower), and sums
-   them in float before adding
-   them to its double sums (one conversion per four values). The block
-   then adds its threads' sums in shared memory, all values in parallel,
-   and adds them with one atomic per value into one of HPDL__BN_COPIES
-   copies of the 2C sums (block y mod copies). Atomics on one address
-   follow each other at ~65 ns on an H200: with every block on the same
-   2C addresses they, not the loads, set the pace (1024 blocks: 72 us a
-   call, 264 blocks: 17.5 us; ResNet-18, 2026-11-26). hpdl__bn_sum adds
-   the copies up. */
 /* Pixel q's N channels from c0 of x (and dy) into *v (*g); zeros past the
    last pixel, which add nothing to either pass's sums. */
 template <typename T, int N>
@@ -10706,6 +10690,22 @@ static __device__ __forceinline__ void hpdl__bn_load_pixel(const T *x, const T *
     else if (dy) g->v[0] = dy[q * C + c0];
 }
 
+/* Sums over pixels of N neighbouring channels a thread (N = 8 for f16/bf16
+   when C % 8 == 0: one 16-byte load per tensor and pixel; else 1): `lanes`
+   threads across a pixel's slab of lanes * N channels, 256 / lanes pixels
+   at a time down the block. A thread takes HPDL__BN_UNROLL pixels at once,
+   every load issued before the first is used (ResNet-18 f16 at batch 2048,
+   one H200: the step's batch norms 8.95 -> 8.18 ms against loads each behind
+   its own bounds check; 8 pixels, or 4 blocks an SM, were slower), and sums
+   them in float before adding them to its double sums (one conversion per
+   four values). The block
+   then adds its threads' sums in shared memory, all values in parallel,
+   and adds them with one atomic per value into one of HPDL__BN_COPIES
+   copies of the 2C sums (block y mod copies). Atomics on one address
+   follow each other at ~65 ns on an H200: with every block on the same
+   2C addresses they, not the loads, set the pace (1024 blocks: 72 us a
+   call, 264 blocks: 17.5 us; ResNet-18, 2026-11-26). hpdl__bn_sum adds
+   the copies up. */
 template <typename T, typename ACC, int N>
 __global__ void __launch_bounds__(256) hpdl__bn_nhwc_sums(int64_t pixels, int C, int lanes, const T *x, const T *dy,
                                                           const ACC *mean, double *sums) {

@@ -5,7 +5,8 @@
    3x3 convolutions of conv2_x..conv5_x, four 1x1 ones) and VGG-16 at batch
    32 (five 3x3 layers). Types: f32 in NCHW (TF32 off, cuDNN's fastest
    algorithm may be Winograd or FFT), f16 and bf16 in NHWC (f32 sums, cuDNN
-   with tensor-op math), and on request f64 in NCHW. Passes: forward, backward-data, backward-filter.
+   with tensor-op math), and on request f64 in NCHW. Passes: forward,
+   backward-data, backward-filter.
    Each rung is first checked against cuDNN's output on the same random
    inputs (max|err| / max|ref|), then timed in turns with cuDNN's fastest
    algorithm for that layer (found once by cudnnFind*AlgorithmEx): median
