@@ -7554,6 +7554,20 @@ typedef struct hpdl_cnn_backend {
     hpdl_status (*conv_backward_filter_bias)(void *ctx, const hpdl_conv2d_params *p, const hpdl_tensor4 *xd,
                                              const void *x, const hpdl_tensor4 *yd, const void *dy, void *dw,
                                              void *dbias);
+    /* optional (NULL: the layers one by one): a training batch norm and the
+       ReLU that alone reads it, y = max(bn(x), 0), as one layer; its
+       backward takes dy of the ReLU's output, and beta to recompute where
+       y > 0. With a residual (not NULL), the forward of batch norm,
+       residual sum and ReLU: y = max(bn(x) + residual, 0) (its backward is
+       the three layers' own). HPDL_ERR_UNSUPPORTED from the forward: the
+       walk runs the layers one by one. */
+    hpdl_status (*bn_relu_forward_training)(void *ctx, const hpdl_tensor4 *xd, const void *x, const void *gamma,
+                                            const void *beta, double momentum, double eps, void *running_mean,
+                                            void *running_var, const void *residual, void *y, void *save_mean,
+                                            void *save_invstd);
+    hpdl_status (*bn_relu_backward)(void *ctx, const hpdl_tensor4 *xd, const void *x, const void *dy,
+                                    const void *gamma, const void *beta, const void *save_mean,
+                                    const void *save_invstd, void *dx, void *dgamma, void *dbeta);
 } hpdl_cnn_backend;
 
 /* The optimiser of a CNN run: that of hpdl_sgd_momentum_<t> or of hpdl_adamw_<t>. */
@@ -7615,6 +7629,11 @@ typedef struct hpdl_cnn_run {
     void *act[HPDL_CNN_MAX_LAYERS], *dact[HPDL_CNN_MAX_LAYERS];
     void *save_mean[HPDL_CNN_MAX_LAYERS], *save_invstd[HPDL_CNN_MAX_LAYERS];
     void *scratch; /* a gradient on its way to being added into one already written */
+    /* In the last forward pass, batch norm i also ran the layers after it
+       (bn_relu_forward_training): fused[i] = 1, its ReLU (forward and
+       backward); 2, a residual sum and its ReLU (forward). Those layers
+       then had nothing to do. */
+    unsigned char fused[HPDL_CNN_MAX_LAYERS];
     double *loss;  /* backend memory: the last training batch's mean loss */
     /* Called (when set) as soon as backward has issued layer `layer`'s
        parameter gradients, last layer first: a data-parallel driver starts
@@ -7806,6 +7825,51 @@ static inline hpdl_status hpdl__cnn_linear_forward(hpdl_cnn_run *r, int i, int b
     return s == HPDL_OK ? be->bias_add(be->ctx, yd, r->act[i], hpdl__cnn_at(r, r->work, r->net->bias_at[i])) : s;
 }
 
+/* Layer i + 1 is of kind op, reads layer i, and no other layer reads i. */
+static inline int hpdl__cnn_only_reader(const hpdl_cnn *net, int i, hpdl_cnn_op op) {
+    const hpdl_cnn_layer *next = i + 1 < net->n_layers ? &net->layer[i + 1] : NULL;
+    int k;
+    if (!next || next->op != op || (next->input != i && (op != HPDL_CNN_ADD || next->other != i))) return 0;
+    if (op == HPDL_CNN_ADD && next->input == next->other) return 0;
+    for (k = i + 2; k < net->n_layers; k++)
+        if (net->layer[k].input == i || (net->layer[k].op == HPDL_CNN_ADD && net->layer[k].other == i)) return 0;
+    return 1;
+}
+
+/* How many of the layers after batch norm i can run with it (r->fused). */
+static inline int hpdl__cnn_fusable(const hpdl_cnn *net, int i) {
+    if (hpdl__cnn_only_reader(net, i, HPDL_CNN_RELU)) return 1;
+    return hpdl__cnn_only_reader(net, i, HPDL_CNN_ADD) && hpdl__cnn_only_reader(net, i + 1, HPDL_CNN_RELU) ? 2 : 0;
+}
+
+/* Layer j's forward was done by a batch norm before it. */
+static inline int hpdl__cnn_absorbed(const hpdl_cnn_run *r, int j) {
+    return (j >= 1 && r->fused[j - 1] >= 1) || (j >= 2 && r->fused[j - 2] == 2);
+}
+
+/* Batch norm i in training; with the layers after it where the backend
+   can, straight into the last one's output (r->fused[i]). */
+static inline hpdl_status hpdl__cnn_bn_train(hpdl_cnn_run *r, int i, const hpdl_tensor4 *xd, const void *x,
+                                             const void *gamma, const void *beta, void *mean, const void *X) {
+    const hpdl_cnn_backend *be = r->be;
+    const int fusable = be->bn_relu_forward_training && be->bn_relu_backward ? hpdl__cnn_fusable(r->net, i) : 0;
+    void *var = hpdl__cnn_param_at(r, mean, xd->c);
+    hpdl_status s = HPDL_ERR_UNSUPPORTED;
+    r->fused[i] = 0;
+    if (fusable) {
+        const hpdl_cnn_layer *add = &r->net->layer[i + 1]; /* with fusable 2: the residual sum */
+        const void *res = fusable < 2 ? NULL : add->input == i ? r->act[add->other] : hpdl__cnn_input(r, i + 1, X);
+        s = be->bn_relu_forward_training(be->ctx, xd, x, gamma, beta, r->opt.bn_momentum, r->opt.bn_eps, mean, var,
+                                         res, r->act[i + fusable], r->save_mean[i], r->save_invstd[i]);
+    }
+    if (s != HPDL_ERR_UNSUPPORTED) {
+        r->fused[i] = (unsigned char)fusable;
+        return s;
+    }
+    return be->bn_forward_training(be->ctx, xd, x, gamma, beta, r->opt.bn_momentum, r->opt.bn_eps, mean, var,
+                                   r->act[i], r->save_mean[i], r->save_invstd[i]);
+}
+
 static inline hpdl_status hpdl__cnn_forward_layer(hpdl_cnn_run *r, int i, int batch, const void *X, int training) {
     const hpdl_cnn *net = r->net;
     const hpdl_cnn_layer *l = &net->layer[i];
@@ -7825,17 +7889,19 @@ static inline hpdl_status hpdl__cnn_forward_layer(hpdl_cnn_run *r, int i, int ba
         s = be->conv_forward(be->ctx, &cp, &xd, x, w, &yd, y);
         return s == HPDL_OK && l->bias ? be->bias_add(be->ctx, &yd, y, b) : s;
     case HPDL_CNN_BATCHNORM:
-        if (!training)
-            return be->bn_forward_inference(be->ctx, &xd, x, gamma, beta, mean, hpdl__cnn_param_at(r, mean, yd.c),
-                                            r->opt.bn_eps, y);
-        return be->bn_forward_training(be->ctx, &xd, x, gamma, beta, r->opt.bn_momentum, r->opt.bn_eps, mean,
-                                       hpdl__cnn_param_at(r, mean, yd.c), y, r->save_mean[i], r->save_invstd[i]);
-    case HPDL_CNN_RELU: return be->relu(be->ctx, (int64_t)hpdl_tensor4_count(&yd), x, y);
+        if (training) return hpdl__cnn_bn_train(r, i, &xd, x, gamma, beta, mean, X);
+        r->fused[i] = 0;
+        return be->bn_forward_inference(be->ctx, &xd, x, gamma, beta, mean, hpdl__cnn_param_at(r, mean, yd.c),
+                                        r->opt.bn_eps, y);
+    case HPDL_CNN_RELU:
+        return hpdl__cnn_absorbed(r, i) ? HPDL_OK : be->relu(be->ctx, (int64_t)hpdl_tensor4_count(&yd), x, y);
     case HPDL_CNN_MAXPOOL:
     case HPDL_CNN_AVGPOOL: return be->pool_forward(be->ctx, l->op == HPDL_CNN_MAXPOOL, &pp, &xd, x, &yd, y);
     case HPDL_CNN_GLOBAL_AVGPOOL: return be->global_avgpool_forward(be->ctx, &xd, x, y);
     case HPDL_CNN_LINEAR: return hpdl__cnn_linear_forward(r, i, batch, x, &yd);
-    case HPDL_CNN_ADD: return be->add(be->ctx, (int64_t)hpdl_tensor4_count(&yd), x, r->act[l->other], y);
+    case HPDL_CNN_ADD:
+        if (hpdl__cnn_absorbed(r, i)) return HPDL_OK;
+        return be->add(be->ctx, (int64_t)hpdl_tensor4_count(&yd), x, r->act[l->other], y);
     }
     return HPDL_ERR_INVALID;
 }
@@ -7942,6 +8008,21 @@ static inline hpdl_status hpdl__cnn_conv_backward(hpdl_cnn_run *r, int i, const 
     return s;
 }
 
+/* Batch norm i's backward; fused with its ReLU, from the ReLU's dy. */
+static inline hpdl_status hpdl__cnn_bn_backward(hpdl_cnn_run *r, int i, const hpdl_tensor4 *xd, const void *x,
+                                                void *dx) {
+    const hpdl_cnn_backend *be = r->be;
+    const hpdl_cnn *net = r->net;
+    const void *gamma = hpdl__cnn_param_at(r, r->params, net->weight_at[i]);
+    void *dgamma = hpdl__cnn_at(r, r->grads, net->weight_at[i]), *dbeta = hpdl__cnn_at(r, r->grads, net->bias_at[i]);
+    if (!dx) dx = r->scratch; /* the parameters' gradients are still wanted */
+    if (r->fused[i] == 1)
+        return be->bn_relu_backward(be->ctx, xd, x, r->dact[i + 1], gamma,
+                                    hpdl__cnn_param_at(r, r->params, net->bias_at[i]), r->save_mean[i],
+                                    r->save_invstd[i], dx, dgamma, dbeta);
+    return be->bn_backward(be->ctx, xd, x, r->dact[i], gamma, r->save_mean[i], r->save_invstd[i], dx, dgamma, dbeta);
+}
+
 /* Layer i's share of the backward pass: its parameters' gradients, and its
    input's gradient (into dx; NULL when its input is the image). */
 static inline hpdl_status hpdl__cnn_backward_layer(hpdl_cnn_run *r, int i, int batch, const void *X, void *dx) {
@@ -7954,11 +8035,10 @@ static inline hpdl_status hpdl__cnn_backward_layer(hpdl_cnn_run *r, int i, int b
     const void *x = hpdl__cnn_input(r, i, X), *dy = r->dact[i];
     switch (l->op) {
     case HPDL_CNN_CONV: return hpdl__cnn_conv_backward(r, i, &xd, x, dx, &yd);
-    case HPDL_CNN_BATCHNORM:
-        return be->bn_backward(be->ctx, &xd, x, dy, hpdl__cnn_param_at(r, r->params, net->weight_at[i]),
-                               r->save_mean[i], r->save_invstd[i], dx ? dx : r->scratch,
-                               hpdl__cnn_at(r, r->grads, net->weight_at[i]), hpdl__cnn_at(r, r->grads, net->bias_at[i]));
-    case HPDL_CNN_RELU: return dx ? be->relu_grad(be->ctx, (int64_t)hpdl_tensor4_count(&yd), r->act[i], dy, dx) : HPDL_OK;
+    case HPDL_CNN_BATCHNORM: return hpdl__cnn_bn_backward(r, i, &xd, x, dx);
+    case HPDL_CNN_RELU:
+        if (!dx || (i >= 1 && r->fused[i - 1] == 1)) return HPDL_OK; /* its batch norm's backward does it */
+        return be->relu_grad(be->ctx, (int64_t)hpdl_tensor4_count(&yd), r->act[i], dy, dx);
     case HPDL_CNN_MAXPOOL:
     case HPDL_CNN_AVGPOOL:
         return dx ? be->pool_backward(be->ctx, l->op == HPDL_CNN_MAXPOOL, &pp, &xd, x, &yd, dy, dx) : HPDL_OK;
@@ -8270,7 +8350,7 @@ static inline int hpdl__cnn_cpu_finite(size_t elem_size, int64_t n, const void *
             hpdl__cnn_gap_fwd_##SUFFIX, hpdl__cnn_gap_bwd_##SUFFIX, hpdl__cnn_relu_##SUFFIX,                      \
             hpdl__cnn_relu_grad_##SUFFIX, hpdl__cnn_add_##SUFFIX, hpdl__cnn_gemm_##SUFFIX,                        \
             hpdl__cnn_xent_##SUFFIX, hpdl__cnn_hits_##SUFFIX, hpdl__cnn_check_##SUFFIX, hpdl__cnn_sgd_##SUFFIX,   \
-            hpdl__cnn_adamw_##SUFFIX, NULL, NULL};                                                                \
+            hpdl__cnn_adamw_##SUFFIX, NULL, NULL, NULL, NULL};                                                    \
         return &be;                                                                                               \
     }
 

@@ -10660,12 +10660,17 @@ static inline hpdl_status hpdl__elementwise(int64_t n, int channels, const T *a,
    memory, so the one-block-per-channel kernels above read a 32-byte sector
    per value and keep only C blocks busy (ResNet-18's first layers: 64).
    Here neighbouring threads read neighbouring channels of one pixel
-   (coalesced; 16-bit types 8 channels a thread), the blocks split the
-   pixels, each thread sums its channels over its pixels in double (forward: x and x^2; backward: dy and dy (x - mean)), and the
+   (coalesced; 16 bytes a thread: 8 channels of f16/bf16, 4 of f32), the
+   blocks split the pixels, each thread sums its channels over its pixels
+   in double (forward: x and x^2; backward: dy and dy (x - mean)), and the
    blocks add their sums into 2C doubles with atomics; one thread per
    channel then turns the sums into the statistics and the per-channel
-   coefficients of an element-wise pass: y = a (x - mean) + beta, or
-   dx = a dy + b (x - mean) + k.
+   coefficients of an element-wise pass on the same grid: y = a (x - mean)
+   + beta, or dx = a dy + b (x - mean) + k. A ReLU after the batch norm can
+   run inside both passes (hpdl__cuda_bn_relu_*): its forward costs no pass
+   of its own, and its backward needs no ReLU output, since the mask y > 0
+   is recomputed from x exactly as the forward computed y. A residual sum
+   and ReLU after it can run inside the forward's element-wise pass.
    (f64 keeps the two-pass kernels above: it is the checking type, and
    E[x^2] - mean^2 would cost it digits.) */
 enum { HPDL__BN_LANES = 32, HPDL__BN_COPIES = 16 };
@@ -10675,6 +10680,24 @@ enum { HPDL__BN_LANES = 32, HPDL__BN_COPIES = 16 };
 #ifndef HPDL__BN_BLOCKS_PER_SM
 #define HPDL__BN_BLOCKS_PER_SM 2
 #endif
+
+/* The forward's scale a = gamma invstd, from invstd rounded to float as
+   save_invstd keeps it, so that a backward gets the same a bit for bit. */
+static __device__ __forceinline__ float hpdl__bn_scale(float gamma, float invstd) {
+    return (float)((double)gamma * (double)invstd);
+}
+
+/* The forward's output (before a ReLU) of value x, rounded to T as written. */
+template <typename T>
+static __device__ __forceinline__ T hpdl__bn_out(T x, float a, float mean, float beta) {
+    return T(fmaf(a, hpdl__gemm_acc(x) - mean, beta));
+}
+
+/* What a backward needs to recompute the forward's output for a ReLU's
+   mask: gamma, beta and save_invstd (gamma NULL: no ReLU). */
+template <typename ACC> struct hpdl__bn_relu_mask {
+    const ACC *gamma, *beta, *invstd;
+};
 
 /* Pixel q's N channels from c0 of x (and dy) into *v (*g); zeros past the
    last pixel, which add nothing to either pass's sums. */
@@ -10690,33 +10713,39 @@ static __device__ __forceinline__ void hpdl__bn_load_pixel(const T *x, const T *
     else if (dy) g->v[0] = dy[q * C + c0];
 }
 
-/* Sums over pixels of N neighbouring channels a thread (N = 8 for f16/bf16
-   when C % 8 == 0: one 16-byte load per tensor and pixel; else 1): `lanes`
-   threads across a pixel's slab of lanes * N channels, 256 / lanes pixels
-   at a time down the block. A thread takes HPDL__BN_UNROLL pixels at once,
-   every load issued before the first is used (ResNet-18 f16 at batch 2048,
-   one H200: the step's batch norms 8.95 -> 8.18 ms against loads each behind
-   its own bounds check; 8 pixels, or 4 blocks an SM, were slower), and sums
-   them in float before adding them to its double sums (one conversion per
-   four values). The block
-   then adds its threads' sums in shared memory, all values in parallel,
-   and adds them with one atomic per value into one of HPDL__BN_COPIES
-   copies of the 2C sums (block y mod copies). Atomics on one address
-   follow each other at ~65 ns on an H200: with every block on the same
-   2C addresses they, not the loads, set the pace (1024 blocks: 72 us a
-   call, 264 blocks: 17.5 us; ResNet-18, 2026-11-26). hpdl__bn_sum adds
-   the copies up. */
-template <typename T, typename ACC, int N>
+/* Sums over pixels of N neighbouring channels a thread (N values make 16
+   bytes when C % N == 0; else N = 1): `lanes` threads across a pixel's
+   slab of lanes * N channels, 256 / lanes pixels at a time down the block.
+   A thread takes HPDL__BN_UNROLL pixels at once, every load issued before
+   the first is used (ResNet-18 f16 at batch 2048, one H200: the step's
+   batch norms 8.95 -> 8.18 ms against loads each behind its own bounds
+   check; 8 pixels, or 4 blocks an SM, were slower), and sums them in float
+   before adding them to its double sums (one conversion per four values).
+   The block then adds its threads' sums in shared memory, all values in
+   parallel, and adds them with one atomic per value into one of
+   HPDL__BN_COPIES copies of the 2C sums (block y mod copies). Atomics on
+   one address follow each other at ~65 ns on an H200: with every block on
+   the same 2C addresses they, not the loads, set the pace (1024 blocks:
+   72 us a call, 264 blocks: 17.5 us; ResNet-18, 2026-11-26). hpdl__bn_sum
+   adds the copies up. RELU (backward): dy counts only where the forward's
+   output was positive. */
+template <typename T, typename ACC, int N, bool RELU>
 __global__ void __launch_bounds__(256) hpdl__bn_nhwc_sums(int64_t pixels, int C, int lanes, const T *x, const T *dy,
-                                                          const ACC *mean, double *sums) {
+                                                          const ACC *mean, hpdl__bn_relu_mask<ACC> relu, double *sums) {
     __shared__ double part[2 * N][256];
     const int lane = (int)threadIdx.x % lanes, row = (int)threadIdx.x / lanes, rows = 256 / lanes;
     const int c0 = ((int)blockIdx.x * lanes + lane) * N;
     const int64_t stride = (int64_t)gridDim.y * rows;
     double s0[N], s1[N];
-    float m[N];
+    float m[N], a[N], beta[N];
 #pragma unroll
-    for (int j = 0; j < N; j++) s0[j] = s1[j] = 0, m[j] = dy && c0 + j < C ? (float)mean[c0 + j] : 0.0f;
+    for (int j = 0; j < N; j++) {
+        const bool mine = c0 + j < C;
+        s0[j] = s1[j] = 0;
+        m[j] = dy && mine ? (float)mean[c0 + j] : 0.0f;
+        a[j] = RELU && mine ? hpdl__bn_scale(relu.gamma[c0 + j], relu.invstd[c0 + j]) : 0.0f;
+        beta[j] = RELU && mine ? (float)relu.beta[c0 + j] : 0.0f;
+    }
     if (c0 < C && row < rows)
         for (int64_t p = (int64_t)blockIdx.y * rows + row; p < pixels; p += HPDL__BN_UNROLL * stride) {
             float a0[N], a1[N];
@@ -10732,7 +10761,8 @@ __global__ void __launch_bounds__(256) hpdl__bn_nhwc_sums(int64_t pixels, int C,
                 for (int j = 0; j < N; j++) {
                     const float xv = hpdl__gemm_acc(v[u].v[j]);
                     if (dy) {
-                        const float gv = hpdl__gemm_acc(g[u].v[j]);
+                        float gv = hpdl__gemm_acc(g[u].v[j]);
+                        if (RELU && !(hpdl__gemm_acc(hpdl__bn_out(v[u].v[j], a[j], m[j], beta[j])) > 0.0f)) gv = 0.0f;
                         a0[j] += gv, a1[j] += gv * (xv - m[j]);
                     } else {
                         a0[j] += xv, a1[j] += xv * xv;
@@ -10769,21 +10799,22 @@ __global__ void hpdl__bn_nhwc_forward_stats(int C, double count, const double *s
     if (c >= C) return;
     const double mean = hpdl__bn_sum(sums, C, c) / count;
     const double var = fmax(hpdl__bn_sum(sums, C, C + c) / count - mean * mean, 0.0);
-    const double invstd = 1.0 / sqrt(var + eps);
-    coef[c] = (ACC)((double)gamma[c] * invstd);
+    const ACC invstd = (ACC)(1.0 / sqrt(var + eps));
+    coef[c] = hpdl__bn_scale(gamma[c], invstd);
     coef[C + c] = (ACC)mean;
     coef[2 * C + c] = beta[c];
     running_mean[c] = (ACC)((1.0 - momentum) * running_mean[c] + momentum * mean);
     running_var[c] = (ACC)((1.0 - momentum) * running_var[c] + momentum * var * count / (count - 1.0));
     if (save_mean) save_mean[c] = (ACC)mean;
-    if (save_invstd) save_invstd[c] = (ACC)invstd;
+    if (save_invstd) save_invstd[c] = invstd;
 }
 
 /* Backward: dgamma = sum dy xhat, dbeta = sum dy, and the coefficients of
    the element-wise pass (coef: 4C, a = gamma invstd, b = -a invstd
-   dgamma / m, mean, k = -a dbeta / m). */
+   dgamma / m, mean, k = -a dbeta / m; with a ReLU (beta given) 6C, the
+   forward's a and beta after them). */
 template <typename ACC>
-__global__ void hpdl__bn_nhwc_backward_stats(int C, double count, const double *sums, const ACC *gamma,
+__global__ void hpdl__bn_nhwc_backward_stats(int C, double count, const double *sums, const ACC *gamma, const ACC *beta,
                                              const ACC *save_mean, const ACC *save_invstd, ACC *dgamma, ACC *dbeta,
                                              ACC *coef) {
     const int c = (int)(blockIdx.x * blockDim.x + threadIdx.x);
@@ -10795,97 +10826,177 @@ __global__ void hpdl__bn_nhwc_backward_stats(int C, double count, const double *
     coef[C + c] = (ACC)b;
     coef[2 * C + c] = save_mean[c];
     coef[3 * C + c] = (ACC)(-a * sum_dy / count);
+    if (beta) coef[4 * C + c] = hpdl__bn_scale(gamma[c], save_invstd[c]), coef[5 * C + c] = beta[c];
     dgamma[c] = (ACC)sum_dy_xhat;
     dbeta[c] = (ACC)sum_dy;
 }
 
-/* y = a (x - mean) + beta, element-wise (coef: a, mean, beta). */
-template <typename T, typename ACC> struct hpdl__bn_nhwc_forward_apply {
-    const ACC *coef;
-    int C;
-    __device__ T operator()(int c, T x, T) const {
-        return T(coef[c] * ((ACC)hpdl__gemm_acc(x) - coef[C + c]) + coef[2 * C + c]);
+/* One value of the element-wise pass from the thread's coefficients k[i][j]
+   of channel j (the layout of coef above); forward: res, a residual added
+   (in T, as the separate layer adds) when `add`. */
+template <typename T, bool RELU, int N>
+static __device__ __forceinline__ T hpdl__bn_forward_value(T x, T res, bool add, const float (*k)[N], int j) {
+    T y = hpdl__bn_out(x, k[0][j], k[1][j], k[2][j]);
+    if (add) y = y + res;
+    return !RELU || hpdl__gemm_acc(y) > 0.0f ? y : T(0.0f);
+}
+
+template <typename T, bool RELU, int N>
+static __device__ __forceinline__ T hpdl__bn_backward_value(T x, T dy, const float (*k)[N], int j) {
+    float dz = hpdl__gemm_acc(dy);
+    if (RELU && !(hpdl__gemm_acc(hpdl__bn_out(x, k[4][j], k[2][j], k[5][j])) > 0.0f)) dz = 0.0f;
+    return T(k[0][j] * dz + k[1][j] * (hpdl__gemm_acc(x) - k[2][j]) + k[3][j]);
+}
+
+/* The element-wise pass on the sums kernel's grid: a thread's channels'
+   coefficients stay in registers, loaded once (through the generic
+   element-wise kernel every value loaded its own). Forward: out = y from
+   x, plus `other` (a residual) when not NULL, then with RELU max(., 0);
+   backward: out = dx from x and dy = `other` (with RELU dy where the
+   forward's y was positive). */
+template <typename T, int N, bool BACKWARD, bool RELU>
+__global__ void __launch_bounds__(256) hpdl__bn_nhwc_apply(int64_t pixels, int C, int lanes, const T *x,
+                                                           const T *other, const float *coef, T *out) {
+    enum { K = !BACKWARD ? 3 : RELU ? 6 : 4 };
+    const int lane = (int)threadIdx.x % lanes, row = (int)threadIdx.x / lanes, rows = 256 / lanes;
+    const int c0 = ((int)blockIdx.x * lanes + lane) * N;
+    const int64_t stride = (int64_t)gridDim.y * rows;
+    float k[K][N];
+    if (c0 >= C || row >= rows) return;
+#pragma unroll
+    for (int i = 0; i < K; i++)
+#pragma unroll
+        for (int j = 0; j < N; j++) k[i][j] = coef[(size_t)i * C + c0 + j];
+    for (int64_t p = (int64_t)blockIdx.y * rows + row; p < pixels; p += HPDL__BN_UNROLL * stride) {
+        hpdl__pack<T> v[HPDL__BN_UNROLL], g[HPDL__BN_UNROLL];
+#pragma unroll
+        for (int u = 0; u < HPDL__BN_UNROLL; u++)
+            hpdl__bn_load_pixel<T, N>(x, other, p + u * stride, pixels, C, c0, &v[u], &g[u]);
+#pragma unroll
+        for (int u = 0; u < HPDL__BN_UNROLL; u++) {
+            const int64_t q = p + u * stride;
+            hpdl__pack<T> r;
+#pragma unroll
+            for (int j = 0; j < N; j++)
+                r.v[j] = BACKWARD ? hpdl__bn_backward_value<T, RELU, N>(v[u].v[j], g[u].v[j], k, j)
+                                  : hpdl__bn_forward_value<T, RELU, N>(v[u].v[j], g[u].v[j], other != NULL, k, j);
+            if (q >= pixels) break;
+            if (N > 1) *(hpdl__pack<T> *)(out + q * C + c0) = r;
+            else out[q * C + c0] = r.v[0];
+        }
     }
+}
+
+/* The grid of the NHWC passes: `lanes` threads across a slab of channels
+   (N = 16 / sizeof(T) each where C % N == 0 and every tensor is 16-byte
+   aligned, else 1), slabs across the grid, pixel slices down,
+   HPDL__BN_BLOCKS_PER_SM blocks an SM in all (the element-wise pass
+   too: on 8 blocks an SM its forward took 3 % less time and its backward
+   2-7 % more; ResNet-18 f16, H200, 2026-11-29). */
+struct hpdl__bn_grid {
+    dim3 grid;
+    int lanes;
+    bool vec;
 };
 
-/* dx = a dy + b (x - mean) + k, element-wise (coef: a, b, mean, k; a = dy, b = x). */
-template <typename T, typename ACC> struct hpdl__bn_nhwc_backward_apply {
-    const ACC *coef;
-    int C;
-    __device__ T operator()(int c, T dy, T x) const {
-        return T(coef[c] * (ACC)hpdl__gemm_acc(dy) + coef[C + c] * ((ACC)hpdl__gemm_acc(x) - coef[2 * C + c]) +
-                 coef[3 * C + c]);
-    }
-};
-
-/* The sums over pixels (x alone, or dy and x) into sums: 8 channels a
-   thread where C % 8 == 0 and the tensors are 16-byte aligned; channel
-   slabs across the grid, pixel slices down, two blocks per SM in all. */
-template <typename T, typename ACC>
-static inline hpdl_status hpdl__bn_nhwc_sums_launch(int64_t pixels, int C, const T *x, const T *dy, const ACC *mean,
-                                                    double *sums, cudaStream_t stream) {
-    const bool vec = sizeof(T) == 2 && C % 8 == 0 && ((uintptr_t)x | (uintptr_t)dy) % 16 == 0;
-    const int per = vec ? 8 : 1, groups = (C + per - 1) / per;
-    const int lanes = groups < HPDL__BN_LANES ? groups : HPDL__BN_LANES, across = (groups + lanes - 1) / lanes;
+template <typename T>
+static inline hpdl_status hpdl__bn_nhwc_grid(int64_t pixels, int C, const T *x, const T *dy, const T *out,
+                                             hpdl__bn_grid *g) {
+    const int per_pack = 16 / sizeof(T);
     int sms = 0;
+    g->vec = C % per_pack == 0 && ((uintptr_t)x | (uintptr_t)dy | (uintptr_t)out) % 16 == 0;
+    const int per = g->vec ? per_pack : 1, groups = (C + per - 1) / per;
+    g->lanes = groups < HPDL__BN_LANES ? groups : HPDL__BN_LANES;
+    const int across = (groups + g->lanes - 1) / g->lanes;
     if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
-    int64_t down = HPDL__BN_BLOCKS_PER_SM * sms / across, most = (pixels + 256 / lanes - 1) / (256 / lanes);
+    int64_t down = HPDL__BN_BLOCKS_PER_SM * sms / across, most = (pixels + 256 / g->lanes - 1) / (256 / g->lanes);
     down = down < 1 ? 1 : down > most ? most : down;
-    const dim3 grid((unsigned)across, (unsigned)(down < 65535 ? down : 65535));
-    if (vec) hpdl__bn_nhwc_sums<T, ACC, 8><<<grid, 256, 0, stream>>>(pixels, C, lanes, x, dy, mean, sums);
-    else hpdl__bn_nhwc_sums<T, ACC, 1><<<grid, 256, 0, stream>>>(pixels, C, lanes, x, dy, mean, sums);
+    g->grid = dim3((unsigned)across, (unsigned)(down < 65535 ? down : 65535));
+    return HPDL_OK;
+}
+
+/* The sums over pixels (x alone, or dy and x) into sums. */
+template <typename T, typename ACC, bool RELU>
+static inline hpdl_status hpdl__bn_nhwc_sums_launch(int64_t pixels, int C, const T *x, const T *dy, const ACC *mean,
+                                                    hpdl__bn_relu_mask<ACC> relu, double *sums, cudaStream_t stream) {
+    enum { PACK = 16 / sizeof(T) };
+    hpdl__bn_grid g;
+    if (hpdl__bn_nhwc_grid(pixels, C, x, dy, (const T *)NULL, &g) != HPDL_OK) return HPDL_ERR_CUDA;
+    if (g.vec)
+        hpdl__bn_nhwc_sums<T, ACC, PACK, RELU><<<g.grid, 256, 0, stream>>>(pixels, C, g.lanes, x, dy, mean, relu, sums);
+    else hpdl__bn_nhwc_sums<T, ACC, 1, RELU><<<g.grid, 256, 0, stream>>>(pixels, C, g.lanes, x, dy, mean, relu, sums);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
 }
 
-/* Scratch of the NHWC passes: HPDL__BN_COPIES x 2C sums (zeroed) and 4C coefficients, stream-ordered. */
+/* The element-wise pass: out from x, `other` (dy, or a residual or NULL) and coef. */
+template <typename T, bool BACKWARD, bool RELU>
+static inline hpdl_status hpdl__bn_nhwc_apply_launch(int64_t pixels, int C, const T *x, const T *other,
+                                                     const float *coef, T *out, cudaStream_t stream) {
+    enum { PACK = 16 / sizeof(T) };
+    hpdl__bn_grid g;
+    if (hpdl__bn_nhwc_grid(pixels, C, x, other, out, &g) != HPDL_OK) return HPDL_ERR_CUDA;
+    if (g.vec)
+        hpdl__bn_nhwc_apply<T, PACK, BACKWARD, RELU><<<g.grid, 256, 0, stream>>>(pixels, C, g.lanes, x, other, coef,
+                                                                                 out);
+    else hpdl__bn_nhwc_apply<T, 1, BACKWARD, RELU><<<g.grid, 256, 0, stream>>>(pixels, C, g.lanes, x, other, coef, out);
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
+/* Scratch of the NHWC passes: HPDL__BN_COPIES x 2C sums (zeroed) and 6C coefficients, stream-ordered. */
 template <typename ACC>
 static inline hpdl_status hpdl__bn_nhwc_scratch(int C, double **sums, ACC **coef, cudaStream_t stream) {
     const size_t sum_bytes = HPDL__BN_COPIES * 2 * (size_t)C * sizeof(double);
-    const size_t bytes = sum_bytes + 4 * (size_t)C * sizeof(ACC);
+    const size_t bytes = sum_bytes + 6 * (size_t)C * sizeof(ACC);
     HPDL_CUDA_TRY(cudaMallocAsync((void **)sums, bytes, stream));
     *coef = (ACC *)((char *)*sums + sum_bytes);
     HPDL_CUDA_TRY(cudaMemsetAsync(*sums, 0, sum_bytes, stream));
     return HPDL_OK;
 }
 
-template <typename T, typename ACC>
+/* y = bn(x) (+ res where not NULL), then with RELU max(., 0). */
+template <typename T, typename ACC, bool RELU>
 static inline hpdl_status hpdl__bn_nhwc_forward(const hpdl_tensor4 *xd, const T *x, const ACC *gamma, const ACC *beta,
-                                                double momentum, double eps, ACC *running_mean, ACC *running_var, T *y,
-                                                ACC *save_mean, ACC *save_invstd, cudaStream_t stream) {
+                                                double momentum, double eps, ACC *running_mean, ACC *running_var,
+                                                const T *res, T *y, ACC *save_mean, ACC *save_invstd,
+                                                cudaStream_t stream) {
     const int64_t pixels = (int64_t)xd->n * xd->h * xd->w;
     const int C = xd->c;
+    const hpdl__bn_relu_mask<ACC> no_mask = {NULL, NULL, NULL};
     double *sums;
     ACC *coef;
     hpdl_status s = hpdl__bn_nhwc_scratch(C, &sums, &coef, stream);
     if (s != HPDL_OK) return s;
-    s = hpdl__bn_nhwc_sums_launch(pixels, C, x, (const T *)NULL, (const ACC *)NULL, sums, stream);
+    s = hpdl__bn_nhwc_sums_launch<T, ACC, false>(pixels, C, x, (const T *)NULL, (const ACC *)NULL, no_mask, sums,
+                                                 stream);
     if (s == HPDL_OK) {
-        const hpdl__bn_nhwc_forward_apply<T, ACC> apply = {coef, C};
         hpdl__bn_nhwc_forward_stats<ACC><<<(C + 255) / 256, 256, 0, stream>>>(
             C, (double)pixels, sums, gamma, beta, momentum, eps, running_mean, running_var, save_mean, save_invstd, coef);
-        s = hpdl__elementwise(pixels * C, C, x, (const T *)NULL, y, apply, stream);
+        s = hpdl__bn_nhwc_apply_launch<T, false, RELU>(pixels, C, x, res, coef, y, stream);
     }
     if (cudaFreeAsync(sums, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
     return s;
 }
 
-template <typename T, typename ACC>
+/* dx from dy of bn(x), or (beta given) of max(bn(x), 0). */
+template <typename T, typename ACC, bool RELU>
 static inline hpdl_status hpdl__bn_nhwc_backward(const hpdl_tensor4 *xd, const T *x, const T *dy, const ACC *gamma,
-                                                 const ACC *save_mean, const ACC *save_invstd, T *dx, ACC *dgamma,
-                                                 ACC *dbeta, cudaStream_t stream) {
+                                                 const ACC *beta, const ACC *save_mean, const ACC *save_invstd, T *dx,
+                                                 ACC *dgamma, ACC *dbeta, cudaStream_t stream) {
     const int64_t pixels = (int64_t)xd->n * xd->h * xd->w;
     const int C = xd->c;
+    const hpdl__bn_relu_mask<ACC> mask = {gamma, beta, save_invstd};
     double *sums;
     ACC *coef;
     hpdl_status s = hpdl__bn_nhwc_scratch(C, &sums, &coef, stream);
     if (s != HPDL_OK) return s;
-    s = hpdl__bn_nhwc_sums_launch(pixels, C, x, dy, save_mean, sums, stream);
+    s = hpdl__bn_nhwc_sums_launch<T, ACC, RELU>(pixels, C, x, dy, save_mean, mask, sums, stream);
     if (s == HPDL_OK) {
-        const hpdl__bn_nhwc_backward_apply<T, ACC> apply = {coef, C};
         hpdl__bn_nhwc_backward_stats<ACC><<<(C + 255) / 256, 256, 0, stream>>>(
-            C, (double)pixels, sums, gamma, save_mean, save_invstd, dgamma, dbeta, coef);
-        s = hpdl__elementwise(pixels * C, C, dy, x, dx, apply, stream);
+            C, (double)pixels, sums, gamma, RELU ? beta : (const ACC *)NULL, save_mean, save_invstd, dgamma, dbeta,
+            coef);
+        s = hpdl__bn_nhwc_apply_launch<T, true, RELU>(pixels, C, x, dy, coef, dx, stream);
     }
     if (cudaFreeAsync(sums, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
     return s;
@@ -11016,6 +11127,26 @@ static inline hpdl_status hpdl_cuda_global_avgpool_backward(const hpdl_tensor4 *
     return HPDL_OK;
 }
 
+/* The NHWC kernels above take this tensor (f64 keeps the per-channel ones). */
+template <typename T> static inline bool hpdl__bn_nhwc_ok(const hpdl_tensor4 *xd) {
+    return xd->layout == HPDL_NHWC && sizeof(typename hpdl__dev<T>::type) < sizeof(double);
+}
+
+/* The NHWC passes of element type D (parameters in float) ... */
+template <typename D, bool NHWC = sizeof(D) < sizeof(double)> struct hpdl__bn_nhwc {
+    template <bool RELU, typename... A> static hpdl_status forward(A... a) {
+        return hpdl__bn_nhwc_forward<D, float, RELU>(a...);
+    }
+    template <bool RELU, typename... A> static hpdl_status backward(A... a) {
+        return hpdl__bn_nhwc_backward<D, float, RELU>(a...);
+    }
+};
+/* ... and none for f64, so that nothing of them is compiled for it. */
+template <typename D> struct hpdl__bn_nhwc<D, false> {
+    template <bool RELU, typename... A> static hpdl_status forward(A...) { return HPDL_ERR_UNSUPPORTED; }
+    template <bool RELU, typename... A> static hpdl_status backward(A...) { return HPDL_ERR_UNSUPPORTED; }
+};
+
 /* y from the batch's per-channel mean and variance, running_mean/var moved by momentum, as
    hpdl_batchnorm_forward_training_<t>; save_mean and save_invstd may be NULL. HPDL_ERR_INVALID for
    momentum outside [0, 1], eps not positive and finite, under 2 values a channel, or a NULL pointer. */
@@ -11029,9 +11160,10 @@ static inline hpdl_status hpdl_cuda_batchnorm_forward_training(
     if (!hpdl__tensor4_valid(xd) || !x || !gamma || !beta || !running_mean || !running_var || !y ||
         !(momentum >= 0.0 && momentum <= 1.0) || !hpdl__bn_eps_ok(eps) || (double)xd->n * xd->h * xd->w < 2)
         return HPDL_ERR_INVALID;
-    if (xd->layout == HPDL_NHWC && sizeof(D) < sizeof(double))
-        return hpdl__bn_nhwc_forward<D>(xd, (const D *)x, gamma, beta, momentum, eps, running_mean, running_var, (D *)y,
-                                        save_mean, save_invstd, stream);
+    if (hpdl__bn_nhwc_ok<T>(xd))
+        return hpdl__bn_nhwc<D>::template forward<false>(xd, (const D *)x, gamma, beta, momentum, eps, running_mean,
+                                                         running_var, (const D *)NULL, (D *)y, save_mean, save_invstd,
+                                                         stream);
     hpdl__batchnorm_training_kernel<D, typename hpdl__acc<T>::type><<<xd->c, HPDL__CHANNEL_THREADS, 0, stream>>>(
         *xd, (const D *)x, gamma, beta, momentum, eps, running_mean, running_var, (D *)y, save_mean, save_invstd);
     HPDL_CUDA_TRY_LAUNCH();
@@ -11069,13 +11201,57 @@ static inline hpdl_status hpdl_cuda_batchnorm_backward(const hpdl_tensor4 *xd, c
     typedef typename hpdl__dev<T>::type D;
     if (!hpdl__tensor4_valid(xd) || !x || !dy || !gamma || !save_mean || !save_invstd || !dx || !dgamma || !dbeta)
         return HPDL_ERR_INVALID;
-    if (xd->layout == HPDL_NHWC && sizeof(D) < sizeof(double))
-        return hpdl__bn_nhwc_backward<D>(xd, (const D *)x, (const D *)dy, gamma, save_mean, save_invstd, (D *)dx, dgamma,
-                                         dbeta, stream);
+    if (hpdl__bn_nhwc_ok<T>(xd))
+        return hpdl__bn_nhwc<D>::template backward<false>(
+            xd, (const D *)x, (const D *)dy, gamma, (const typename hpdl__acc<T>::type *)NULL, save_mean, save_invstd,
+            (D *)dx, dgamma, dbeta, stream);
     hpdl__batchnorm_backward_kernel<D, typename hpdl__acc<T>::type><<<xd->c, HPDL__CHANNEL_THREADS, 0, stream>>>(
         *xd, (const D *)x, (const D *)dy, gamma, save_mean, save_invstd, (D *)dx, dgamma, dbeta);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
+}
+
+/* Training batch norm and the ReLU after it, y = max(bn(x), 0), in the
+   batch norm's own passes (the CNN walk's fused layers): as
+   hpdl_cuda_batchnorm_forward_training, but save_mean and save_invstd are
+   required (the backward recomputes bn(x) from them for the ReLU's mask),
+   and HPDL_ERR_UNSUPPORTED where the NHWC kernels do not run (NCHW, f64):
+   run the layers one by one instead. With a residual (not NULL): y =
+   max(bn(x) + residual, 0), whose backward is that of the three layers. */
+template <typename T>
+static inline hpdl_status hpdl__cuda_bn_relu_forward_training(
+    const hpdl_tensor4 *xd, const T *x, const typename hpdl__acc<T>::type *gamma,
+    const typename hpdl__acc<T>::type *beta, double momentum, double eps, typename hpdl__acc<T>::type *running_mean,
+    typename hpdl__acc<T>::type *running_var, const T *residual, T *y, typename hpdl__acc<T>::type *save_mean,
+    typename hpdl__acc<T>::type *save_invstd, cudaStream_t stream) {
+    typedef typename hpdl__dev<T>::type D;
+    if (!hpdl__tensor4_valid(xd) || !x || !gamma || !beta || !running_mean || !running_var || !y || !save_mean ||
+        !save_invstd || !(momentum >= 0.0 && momentum <= 1.0) || !hpdl__bn_eps_ok(eps) ||
+        (double)xd->n * xd->h * xd->w < 2)
+        return HPDL_ERR_INVALID;
+    if (!hpdl__bn_nhwc_ok<T>(xd)) return HPDL_ERR_UNSUPPORTED;
+    return hpdl__bn_nhwc<D>::template forward<true>(xd, (const D *)x, gamma, beta, momentum, eps, running_mean,
+                                                    running_var, (const D *)residual, (D *)y, save_mean, save_invstd,
+                                                    stream);
+}
+
+/* Its backward from dy, the gradient of the ReLU's output: dx, dgamma and
+   dbeta as hpdl_cuda_batchnorm_backward of dy where y > 0 (0 elsewhere). */
+template <typename T>
+static inline hpdl_status hpdl__cuda_bn_relu_backward(const hpdl_tensor4 *xd, const T *x, const T *dy,
+                                                      const typename hpdl__acc<T>::type *gamma,
+                                                      const typename hpdl__acc<T>::type *beta,
+                                                      const typename hpdl__acc<T>::type *save_mean,
+                                                      const typename hpdl__acc<T>::type *save_invstd, T *dx,
+                                                      typename hpdl__acc<T>::type *dgamma,
+                                                      typename hpdl__acc<T>::type *dbeta, cudaStream_t stream) {
+    typedef typename hpdl__dev<T>::type D;
+    if (!hpdl__tensor4_valid(xd) || !x || !dy || !gamma || !beta || !save_mean || !save_invstd || !dx || !dgamma ||
+        !dbeta)
+        return HPDL_ERR_INVALID;
+    if (!hpdl__bn_nhwc_ok<T>(xd)) return HPDL_ERR_UNSUPPORTED;
+    return hpdl__bn_nhwc<D>::template backward<true>(
+        xd, (const D *)x, (const D *)dy, gamma, beta, save_mean, save_invstd, (D *)dx, dgamma, dbeta, stream);
 }
 
 /* Typed launchers: the CPU twin's name with hpdl_cuda_ in front and a
@@ -17534,13 +17710,30 @@ hpdl_status hpdl__gcnn_bn_bwd(void *ctx, const hpdl_tensor4 *xd, const void *x, 
     return hpdl_cuda_batchnorm_backward<T>(xd, (const T *)x, (const T *)dy, (const T *)gamma, (const T *)sm,
                                            (const T *)si, (T *)dx, (T *)dgamma, (T *)dbeta, hpdl__gcnn(ctx)->stream);
 }
-/* Mixed precision: dgamma and dbeta in f32 (as the kernel computes them)
-   into g->bn_grads, then cast to the 16-bit gradients. The buffer grows in
-   the first, eager step; a capture finds it large enough. */
+template <typename T, typename P = typename hpdl__acc<T>::type>
+hpdl_status hpdl__gcnn_bn_relu_train(void *ctx, const hpdl_tensor4 *xd, const void *x, const void *gamma,
+                                     const void *beta, double momentum, double eps, void *rm, void *rv,
+                                     const void *residual, void *y, void *sm, void *si) {
+    return hpdl__cuda_bn_relu_forward_training<T>(xd, (const T *)x, (const P *)gamma, (const P *)beta, momentum, eps,
+                                                  (P *)rm, (P *)rv, (const T *)residual, (T *)y, (P *)sm, (P *)si,
+                                                  hpdl__gcnn(ctx)->stream);
+}
 template <typename T>
-hpdl_status hpdl__gcnn_amp_bn_bwd(void *ctx, const hpdl_tensor4 *xd, const void *x, const void *dy, const void *gamma,
-                                  const void *sm, const void *si, void *dx, void *dgamma, void *dbeta) {
-    hpdl_cuda_cnn *g = hpdl__gcnn(ctx);
+hpdl_status hpdl__gcnn_bn_relu_bwd(void *ctx, const hpdl_tensor4 *xd, const void *x, const void *dy, const void *gamma,
+                                   const void *beta, const void *sm, const void *si, void *dx, void *dgamma,
+                                   void *dbeta) {
+    return hpdl__cuda_bn_relu_backward<T>(xd, (const T *)x, (const T *)dy, (const T *)gamma, (const T *)beta,
+                                          (const T *)sm, (const T *)si, (T *)dx, (T *)dgamma, (T *)dbeta,
+                                          hpdl__gcnn(ctx)->stream);
+}
+/* Mixed precision: dgamma and dbeta in f32 (as the kernel computes them)
+   into g->bn_grads, then cast to the 16-bit gradients; with beta, the
+   backward of the batch norm and its ReLU. The buffer grows in the first,
+   eager step; a capture finds it large enough. */
+template <typename T>
+hpdl_status hpdl__gcnn_amp_bn_grads(hpdl_cuda_cnn *g, const hpdl_tensor4 *xd, const void *x, const void *dy,
+                                    const void *gamma, const void *beta, const void *sm, const void *si, void *dx,
+                                    void *dgamma, void *dbeta) {
     hpdl_status s;
     if (!hpdl__tensor4_valid(xd) || !dgamma || !dbeta) return HPDL_ERR_INVALID;
     if (2 * (int64_t)xd->c > g->bn_grads_len) {
@@ -17549,13 +17742,30 @@ hpdl_status hpdl__gcnn_amp_bn_bwd(void *ctx, const hpdl_tensor4 *xd, const void 
         g->bn_grads_len = g->bn_grads ? 2 * (int64_t)xd->c : 0;
         if (!g->bn_grads) return HPDL_ERR_NOMEM;
     }
-    s = hpdl_cuda_batchnorm_backward<T>(xd, (const T *)x, (const T *)dy, (const float *)gamma, (const float *)sm,
-                                        (const float *)si, (T *)dx, g->bn_grads, g->bn_grads + xd->c, g->stream);
+    if (beta)
+        s = hpdl__cuda_bn_relu_backward<T>(xd, (const T *)x, (const T *)dy, (const float *)gamma, (const float *)beta,
+                                           (const float *)sm, (const float *)si, (T *)dx, g->bn_grads,
+                                           g->bn_grads + xd->c, g->stream);
+    else
+        s = hpdl_cuda_batchnorm_backward<T>(xd, (const T *)x, (const T *)dy, (const float *)gamma, (const float *)sm,
+                                            (const float *)si, (T *)dx, g->bn_grads, g->bn_grads + xd->c, g->stream);
     if (s != HPDL_OK) return s;
     hpdl__cnn_bn_grads_kernel<T><<<(2 * xd->c + 255) / 256, 256, 0, g->stream>>>(xd->c, g->bn_grads, (T *)dgamma,
                                                                                 (T *)dbeta);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
+}
+template <typename T>
+hpdl_status hpdl__gcnn_amp_bn_bwd(void *ctx, const hpdl_tensor4 *xd, const void *x, const void *dy, const void *gamma,
+                                  const void *sm, const void *si, void *dx, void *dgamma, void *dbeta) {
+    return hpdl__gcnn_amp_bn_grads<T>(hpdl__gcnn(ctx), xd, x, dy, gamma, NULL, sm, si, dx, dgamma, dbeta);
+}
+template <typename T>
+hpdl_status hpdl__gcnn_amp_bn_relu_bwd(void *ctx, const hpdl_tensor4 *xd, const void *x, const void *dy,
+                                       const void *gamma, const void *beta, const void *sm, const void *si, void *dx,
+                                       void *dgamma, void *dbeta) {
+    if (!beta) return HPDL_ERR_INVALID;
+    return hpdl__gcnn_amp_bn_grads<T>(hpdl__gcnn(ctx), xd, x, dy, gamma, beta, sm, si, dx, dgamma, dbeta);
 }
 template <typename T>
 hpdl_status hpdl__gcnn_pool_fwd(void *ctx, int max, const hpdl_pool2d_params *p, const hpdl_tensor4 *xd,
@@ -17751,6 +17961,7 @@ template <typename T> void hpdl__gcnn_fill_layers(hpdl_cnn_backend *be) {
     be->conv_backward_filter_bias = hpdl__gcnn_conv_bwd_filter_bias<T>;
     be->bn_forward_training = hpdl__gcnn_bn_train<T>;
     be->bn_forward_inference = hpdl__gcnn_bn_infer<T>;
+    be->bn_relu_forward_training = hpdl__gcnn_bn_relu_train<T>;
     be->pool_forward = hpdl__gcnn_pool_fwd<T>;
     be->pool_backward = hpdl__gcnn_pool_bwd<T>;
     be->global_avgpool_forward = hpdl__gcnn_gap_fwd<T>;
@@ -17768,6 +17979,7 @@ template <typename T, bool MIXED = sizeof(T) == 2> struct hpdl__gcnn_table {
     static void fill(hpdl_cnn_backend *be) {
         hpdl__gcnn_fill_layers<T>(be);
         be->bn_backward = hpdl__gcnn_bn_bwd<T>;
+        be->bn_relu_backward = hpdl__gcnn_bn_relu_bwd<T>;
         be->softmax_xent = hpdl__gcnn_xent<T>;
         be->sgd = hpdl__gcnn_sgd<T>;
         be->adamw = hpdl__gcnn_adamw<T>;
@@ -17780,6 +17992,7 @@ template <typename T> struct hpdl__gcnn_table<T, true> {
         hpdl__gcnn_fill_layers<T>(be);
         be->param_size = sizeof(float);
         be->bn_backward = hpdl__gcnn_amp_bn_bwd<T>;
+        be->bn_relu_backward = hpdl__gcnn_amp_bn_relu_bwd<T>;
         be->softmax_xent = hpdl__gcnn_amp_xent<T>;
         be->sgd = hpdl__gcnn_amp_sgd<T>;
         be->adamw = hpdl__gcnn_amp_adamw<T>;

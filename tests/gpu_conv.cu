@@ -349,6 +349,7 @@ static const layer_case k_layer_cases[] = {
     {"3x3/1 pad 1, NHWC", 2, 2, 5, 8, 3, 1, 1, HPDL_NHWC},
     {"4x4/3 pad 2, NCHW", 3, 19, 8, 7, 4, 3, 2, HPDL_NCHW},
     {"more values per channel than threads, NHWC", 4, 3, 17, 13, 3, 2, 1, HPDL_NHWC},
+    {"16 channels, 16-byte packs, NHWC", 3, 16, 6, 5, 3, 1, 1, HPDL_NHWC},
 };
 
 /* Bias, pooling and global average pooling of one case. */
@@ -443,11 +444,77 @@ template <typename T> static void check_batchnorm(const layer_case *lc) {
     free(want); free(rm64); free(rv64); free(sm64); free(si64); free(dg64); free(db64);
 }
 
+/* d (freed) and e (kept) hold the same n values within tol, relative to max(1, |e|). */
+template <typename T> static void expect_same(T *d, const T *e, size_t n, double tol, const char *what,
+                                              const char *shape) {
+    double *want = (double *)malloc(n * sizeof(double));
+    T *h = (T *)malloc(n * sizeof(T));
+    HPDL_CUDA_CHECK(cudaDeviceSynchronize());
+    HPDL_CHECK(hpdl_cuda_to_host(h, e, n * sizeof(T), 0));
+    for (size_t i = 0; i < n; i++) want[i] = to_f64(h[i]);
+    expect_close(d, want, n, tol, what, shape);
+    free(want); free(h);
+}
+
+/* The CNN walk's fused batch norm and ReLU against the layers run one
+   after the other, alone and with a residual sum between them. The
+   backward of the two layers takes the fused forward's output and
+   statistics, so both sides see the same ReLU mask: the fused backward
+   must find it again from x. Unsupported (the walk then runs the layers)
+   where the NHWC kernels do not run. */
+template <typename T> static void check_bn_relu(const layer_case *lc) {
+    typedef typename hpdl__acc<T>::type ACC;
+    typedef typename hpdl__dev<T>::type D;
+    hpdl_tensor4 xd = hpdl_tensor4_make(lc->n, lc->c, lc->h, lc->w, lc->layout);
+    size_t nx = hpdl_tensor4_count(&xd), c = (size_t)lc->c;
+    operand<T> x = make_operand<T>(nx, -2, 3), dy = make_operand<T>(nx, -1, 1), res = make_operand<T>(nx, -1, 1);
+    operand<ACC> gamma = make_operand<ACC>(c, 0.5, 2), beta = make_operand<ACC>(c, -1, 1);
+    operand<ACC> rm = make_operand<ACC>(c, -1, 1), rv = make_operand<ACC>(c, 0.5, 2);
+    ACC *rm2 = upload(rm.h, c), *rv2 = upload(rv.h, c), *sm = poisoned<ACC>(c), *si = poisoned<ACC>(c);
+    ACC *sm2 = poisoned<ACC>(c), *si2 = poisoned<ACC>(c), *dg = poisoned<ACC>(c), *db = poisoned<ACC>(c);
+    ACC *dg2 = poisoned<ACC>(c), *db2 = poisoned<ACC>(c);
+    T *y = poisoned<T>(nx), *z = poisoned<T>(nx), *y2 = poisoned<T>(nx), *y3 = poisoned<T>(nx), *z3 = poisoned<T>(nx);
+    T *dz = poisoned<T>(nx), *dx = poisoned<T>(nx), *dx2 = poisoned<T>(nx);
+    const double tol = tolerance<T>();
+    const D *none = NULL;
+    hpdl_status s = hpdl__cuda_bn_relu_forward_training(&xd, x.d, gamma.d, beta.d, 0.1, 1e-5, rm.d, rv.d, (const T *)NULL,
+                                                        y, sm, si, 0);
+    HPDL_EXPECT(s == (lc->layout == HPDL_NHWC && sizeof(T) < 8 ? HPDL_OK : HPDL_ERR_UNSUPPORTED));
+    if (s == HPDL_OK) {
+        HPDL_CHECK(hpdl_cuda_batchnorm_forward_training(&xd, x.d, gamma.d, beta.d, 0.1, 1e-5, rm2, rv2, z, sm2, si2));
+        HPDL_CHECK(hpdl__elementwise((int64_t)nx, 1, (const D *)z, none, (D *)y2, hpdl__cnn_relu_op(), 0));
+        expect_same(y2, y, nx, tol, "batchnorm + relu y", lc->name);
+        expect_same(rm2, rm.d, c, tolerance<ACC>(), "batchnorm + relu running mean", lc->name);
+        expect_same(rv2, rv.d, c, tolerance<ACC>(), "batchnorm + relu running variance", lc->name);
+        /* with the residual: max(bn(x) + res, 0) */
+        HPDL_EXPECT(hpdl__cuda_bn_relu_forward_training(&xd, x.d, gamma.d, beta.d, 0.1, 1e-5, rm.d, rv.d, res.d, y3, sm2,
+                                                        si2, 0) == HPDL_OK);
+        HPDL_CHECK(hpdl__elementwise((int64_t)nx, 1, (const D *)z, (const D *)res.d, (D *)z3, hpdl__cnn_add_op(), 0));
+        HPDL_CHECK(hpdl__elementwise((int64_t)nx, 1, (const D *)z3, none, (D *)z3, hpdl__cnn_relu_op(), 0));
+        expect_same(z3, y3, nx, tol, "batchnorm + residual + relu y", lc->name);
+        /* backward from the first forward's output and statistics */
+        HPDL_EXPECT(hpdl__cuda_bn_relu_backward(&xd, x.d, dy.d, gamma.d, beta.d, sm, si, dx, dg, db, 0) == HPDL_OK);
+        HPDL_CHECK(hpdl__elementwise((int64_t)nx, 1, (const D *)y, (const D *)dy.d, (D *)dz, hpdl__cnn_relu_grad_op(), 0));
+        HPDL_CHECK(hpdl_cuda_batchnorm_backward(&xd, x.d, dz, gamma.d, sm, si, dx2, dg2, db2));
+        expect_same(dx2, dx, nx, tol, "batchnorm + relu dx", lc->name);
+        expect_same(dg2, dg, c, tol, "batchnorm + relu dgamma", lc->name);
+        expect_same(db2, db, c, tol, "batchnorm + relu dbeta", lc->name);
+    } else {
+        hpdl_cuda_free(rm2); hpdl_cuda_free(rv2); hpdl_cuda_free(y2); hpdl_cuda_free(z3);
+        hpdl_cuda_free(dx2); hpdl_cuda_free(dg2); hpdl_cuda_free(db2);
+    }
+    hpdl_cuda_free(sm); hpdl_cuda_free(si); hpdl_cuda_free(sm2); hpdl_cuda_free(si2); hpdl_cuda_free(dg);
+    hpdl_cuda_free(db); hpdl_cuda_free(y); hpdl_cuda_free(z); hpdl_cuda_free(y3); hpdl_cuda_free(dz); hpdl_cuda_free(dx);
+    free_operand(&x); free_operand(&dy); free_operand(&res); free_operand(&gamma); free_operand(&beta);
+    free_operand(&rm); free_operand(&rv);
+}
+
 template <typename T> static void test_layers(void) {
     if (!hpdl_cuda_available()) HPDL_SKIP("no GPU");
     for (int i = 0; i < HPDL_COUNT(k_layer_cases); i++) {
         check_bias_and_pooling<T>(&k_layer_cases[i]);
         check_batchnorm<T>(&k_layer_cases[i]);
+        check_bn_relu<T>(&k_layer_cases[i]);
     }
 }
 
