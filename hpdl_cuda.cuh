@@ -10694,13 +10694,14 @@ static __device__ __forceinline__ T hpdl__bn_out(T x, float a, float mean, float
 }
 
 /* What a backward needs to recompute the forward's output for a ReLU's
-   mask: gamma, beta and save_invstd (gamma NULL: no ReLU). */
+   mask: gamma, beta and save_invstd (unread without the ReLU). */
 template <typename ACC> struct hpdl__bn_relu_mask {
     const ACC *gamma, *beta, *invstd;
 };
 
-/* Pixel q's N channels from c0 of x (and dy) into *v (*g); zeros past the
-   last pixel, which add nothing to either pass's sums. */
+/* Pixel q's N channels from c0 of x into *v, and of a second tensor (dy,
+   or a residual; may be NULL) into *g; zeros past the last pixel, which
+   add nothing to either pass's sums. */
 template <typename T, int N>
 static __device__ __forceinline__ void hpdl__bn_load_pixel(const T *x, const T *dy, int64_t q, int64_t pixels, int C,
                                                            int c0, hpdl__pack<T> *v, hpdl__pack<T> *g) {
