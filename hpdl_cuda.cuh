@@ -10849,15 +10849,25 @@ static __device__ __forceinline__ T hpdl__bn_backward_value(T x, T dy, const flo
     return T(k[0][j] * dz + k[1][j] * (hpdl__gemm_acc(x) - k[2][j]) + k[3][j]);
 }
 
+/* Inference's source of the element-wise pass's coefficients: the running
+   statistics, from which the pass's threads compute their channels' scale
+   a = gamma / sqrt(var + eps) themselves (no buffer, no kernel before). */
+struct hpdl__bn_running {
+    const float *gamma, *beta, *mean, *var;
+    double eps;
+};
+
 /* The element-wise pass on the sums kernel's grid: a thread's channels'
-   coefficients stay in registers, loaded once (through the generic
-   element-wise kernel every value loaded its own). Forward: out = y from
+   coefficients stay in registers, loaded once from coef, or for inference
+   (coef NULL) made from run (through the generic element-wise kernel every
+   value loaded or made its own). Forward: out = y from
    x, plus `other` (a residual) when not NULL, then with RELU max(., 0);
    backward: out = dx from x and dy = `other` (with RELU dy where the
    forward's y was positive). */
 template <typename T, int N, bool BACKWARD, bool RELU>
 __global__ void __launch_bounds__(256) hpdl__bn_nhwc_apply(int64_t pixels, int C, int lanes, const T *x,
-                                                           const T *other, const float *coef, T *out) {
+                                                           const T *other, const float *coef, hpdl__bn_running run,
+                                                           T *out) {
     enum { K = !BACKWARD ? 3 : RELU ? 6 : 4 };
     const int lane = (int)threadIdx.x % lanes, row = (int)threadIdx.x / lanes, rows = 256 / lanes;
     const int c0 = ((int)blockIdx.x * lanes + lane) * N;
@@ -10865,9 +10875,16 @@ __global__ void __launch_bounds__(256) hpdl__bn_nhwc_apply(int64_t pixels, int C
     float k[K][N];
     if (c0 >= C || row >= rows) return;
 #pragma unroll
-    for (int i = 0; i < K; i++)
+    for (int j = 0; j < N; j++) {
+        if (!BACKWARD && !coef) { /* inference */
+            k[0][j] = (float)(run.gamma[c0 + j] / sqrt((double)run.var[c0 + j] + run.eps));
+            k[1][j] = run.mean[c0 + j];
+            k[2][j] = run.beta[c0 + j];
+            continue;
+        }
 #pragma unroll
-        for (int j = 0; j < N; j++) k[i][j] = coef[(size_t)i * C + c0 + j];
+        for (int i = 0; i < K; i++) k[i][j] = coef[(size_t)i * C + c0 + j];
+    }
     for (int64_t p = (int64_t)blockIdx.y * rows + row; p < pixels; p += HPDL__BN_UNROLL * stride) {
         hpdl__pack<T> v[HPDL__BN_UNROLL], g[HPDL__BN_UNROLL];
 #pragma unroll
@@ -10930,17 +10947,21 @@ static inline hpdl_status hpdl__bn_nhwc_sums_launch(int64_t pixels, int C, const
     return HPDL_OK;
 }
 
-/* The element-wise pass: out from x, `other` (dy, or a residual or NULL) and coef. */
+/* The element-wise pass: out from x, `other` (dy, or a residual or NULL)
+   and coef (inference: NULL, and the running statistics in run). */
 template <typename T, bool BACKWARD, bool RELU>
 static inline hpdl_status hpdl__bn_nhwc_apply_launch(int64_t pixels, int C, const T *x, const T *other,
-                                                     const float *coef, T *out, cudaStream_t stream) {
+                                                     const float *coef, hpdl__bn_running run, T *out,
+                                                     cudaStream_t stream) {
     enum { PACK = 16 / sizeof(T) };
     hpdl__bn_grid g;
     if (hpdl__bn_nhwc_grid(pixels, C, x, other, out, &g) != HPDL_OK) return HPDL_ERR_CUDA;
     if (g.vec)
         hpdl__bn_nhwc_apply<T, PACK, BACKWARD, RELU><<<g.grid, 256, 0, stream>>>(pixels, C, g.lanes, x, other, coef,
-                                                                                 out);
-    else hpdl__bn_nhwc_apply<T, 1, BACKWARD, RELU><<<g.grid, 256, 0, stream>>>(pixels, C, g.lanes, x, other, coef, out);
+                                                                                 run, out);
+    else
+        hpdl__bn_nhwc_apply<T, 1, BACKWARD, RELU><<<g.grid, 256, 0, stream>>>(pixels, C, g.lanes, x, other, coef, run,
+                                                                              out);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
 }
@@ -10974,10 +10995,22 @@ static inline hpdl_status hpdl__bn_nhwc_forward(const hpdl_tensor4 *xd, const T 
     if (s == HPDL_OK) {
         hpdl__bn_nhwc_forward_stats<ACC><<<(C + 255) / 256, 256, 0, stream>>>(
             C, (double)pixels, sums, gamma, beta, momentum, eps, running_mean, running_var, save_mean, save_invstd, coef);
-        s = hpdl__bn_nhwc_apply_launch<T, false, RELU>(pixels, C, x, res, coef, y, stream);
+        s = hpdl__bn_nhwc_apply_launch<T, false, RELU>(pixels, C, x, res, coef, hpdl__bn_running(), y, stream);
     }
     if (cudaFreeAsync(sums, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
     return s;
+}
+
+/* y = bn(x) from the running statistics: the element-wise pass alone (the
+   generic kernel found each value's channel with 64-bit divisions and
+   took a double square root for every value). */
+template <typename T>
+static inline hpdl_status hpdl__bn_nhwc_inference(const hpdl_tensor4 *xd, const T *x, const float *gamma,
+                                                  const float *beta, const float *running_mean,
+                                                  const float *running_var, double eps, T *y, cudaStream_t stream) {
+    const hpdl__bn_running run = {gamma, beta, running_mean, running_var, eps};
+    return hpdl__bn_nhwc_apply_launch<T, false, false>((int64_t)xd->n * xd->h * xd->w, xd->c, x, (const T *)NULL,
+                                                       (const float *)NULL, run, y, stream);
 }
 
 /* dx from dy of bn(x), or (beta given) of max(bn(x), 0). */
@@ -10997,7 +11030,7 @@ static inline hpdl_status hpdl__bn_nhwc_backward(const hpdl_tensor4 *xd, const T
         hpdl__bn_nhwc_backward_stats<ACC><<<(C + 255) / 256, 256, 0, stream>>>(
             C, (double)pixels, sums, gamma, RELU ? beta : (const ACC *)NULL, save_mean, save_invstd, dgamma, dbeta,
             coef);
-        s = hpdl__bn_nhwc_apply_launch<T, true, RELU>(pixels, C, x, dy, coef, dx, stream);
+        s = hpdl__bn_nhwc_apply_launch<T, true, RELU>(pixels, C, x, dy, coef, hpdl__bn_running(), dx, stream);
     }
     if (cudaFreeAsync(sums, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
     return s;
@@ -11141,11 +11174,13 @@ template <typename D, bool NHWC = sizeof(D) < sizeof(double)> struct hpdl__bn_nh
     template <bool RELU, typename... A> static hpdl_status backward(A... a) {
         return hpdl__bn_nhwc_backward<D, float, RELU>(a...);
     }
+    template <typename... A> static hpdl_status inference(A... a) { return hpdl__bn_nhwc_inference<D>(a...); }
 };
 /* ... and none for f64, so that nothing of them is compiled for it. */
 template <typename D> struct hpdl__bn_nhwc<D, false> {
     template <bool RELU, typename... A> static hpdl_status forward(A...) { return HPDL_ERR_UNSUPPORTED; }
     template <bool RELU, typename... A> static hpdl_status backward(A...) { return HPDL_ERR_UNSUPPORTED; }
+    template <typename... A> static hpdl_status inference(A...) { return HPDL_ERR_UNSUPPORTED; }
 };
 
 /* y from the batch's per-channel mean and variance, running_mean/var moved by momentum, as
@@ -11182,6 +11217,8 @@ static inline hpdl_status hpdl_cuda_batchnorm_forward_inference(
     if (!hpdl__tensor4_valid(xd) || !x || !gamma || !beta || !running_mean || !running_var || !y ||
         !hpdl__bn_eps_ok(eps))
         return HPDL_ERR_INVALID;
+    if (hpdl__bn_nhwc_ok<T>(xd))
+        return hpdl__bn_nhwc<D>::inference(xd, (const D *)x, gamma, beta, running_mean, running_var, eps, (D *)y, stream);
     size_t total = hpdl_tensor4_count(xd);
     hpdl__batchnorm_inference_kernel<D, typename hpdl__acc<T>::type>
         <<<hpdl__elementwise_blocks(total), 256, 0, stream>>>(*xd, (const D *)x, gamma, beta, running_mean,
