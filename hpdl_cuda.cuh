@@ -10905,29 +10905,33 @@ __global__ void __launch_bounds__(256) hpdl__bn_nhwc_apply(int64_t pixels, int C
     }
 }
 
-/* The grid of the NHWC passes: `lanes` threads across a slab of channels
-   (N = 16 / sizeof(T) each where C % N == 0 and every tensor is 16-byte
-   aligned, else 1), slabs across the grid, pixel slices down,
-   HPDL__BN_BLOCKS_PER_SM blocks an SM in all (the element-wise pass
-   too: on 8 blocks an SM its forward took 3 % less time and its backward
-   2-7 % more; ResNet-18 f16, H200, 2026-11-29). */
+/* The grid of one batch norm's NHWC passes, worked out once for both:
+   `lanes` threads across a slab of channels (N = 16 / sizeof(T) each where
+   C % N == 0 and every tensor is 16-byte aligned, else 1), slabs across
+   the grid, pixel slices down, HPDL__BN_BLOCKS_PER_SM blocks an SM in all
+   (the element-wise pass too: on 8 blocks an SM its forward took 3 % less
+   time and its backward 2-7 % more; ResNet-18 f16, H200, 2026-11-29). */
 struct hpdl__bn_grid {
     dim3 grid;
-    int lanes;
+    int64_t pixels;
+    int C, lanes;
     bool vec;
 };
 
+/* xd's grid for x, `other` (dy, a residual, or NULL) and out. */
 template <typename T>
-static inline hpdl_status hpdl__bn_nhwc_grid(int64_t pixels, int C, const T *x, const T *dy, const T *out,
+static inline hpdl_status hpdl__bn_nhwc_grid(const hpdl_tensor4 *xd, const T *x, const T *other, const T *out,
                                              hpdl__bn_grid *g) {
     const int per_pack = 16 / sizeof(T);
     int sms = 0;
-    g->vec = C % per_pack == 0 && ((uintptr_t)x | (uintptr_t)dy | (uintptr_t)out) % 16 == 0;
-    const int per = g->vec ? per_pack : 1, groups = (C + per - 1) / per;
+    g->pixels = (int64_t)xd->n * xd->h * xd->w;
+    g->C = xd->c;
+    g->vec = g->C % per_pack == 0 && ((uintptr_t)x | (uintptr_t)other | (uintptr_t)out) % 16 == 0;
+    const int per = g->vec ? per_pack : 1, groups = (g->C + per - 1) / per;
     g->lanes = groups < HPDL__BN_LANES ? groups : HPDL__BN_LANES;
-    const int across = (groups + g->lanes - 1) / g->lanes;
+    const int across = (groups + g->lanes - 1) / g->lanes, rows = 256 / g->lanes;
     if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
-    int64_t down = HPDL__BN_BLOCKS_PER_SM * sms / across, most = (pixels + 256 / g->lanes - 1) / (256 / g->lanes);
+    int64_t down = HPDL__BN_BLOCKS_PER_SM * sms / across, most = (g->pixels + rows - 1) / rows;
     down = down < 1 ? 1 : down > most ? most : down;
     g->grid = dim3((unsigned)across, (unsigned)(down < 65535 ? down : 65535));
     return HPDL_OK;
@@ -10935,14 +10939,15 @@ static inline hpdl_status hpdl__bn_nhwc_grid(int64_t pixels, int C, const T *x, 
 
 /* The sums over pixels (x alone, or dy and x) into sums. */
 template <typename T, typename ACC, bool RELU>
-static inline hpdl_status hpdl__bn_nhwc_sums_launch(int64_t pixels, int C, const T *x, const T *dy, const ACC *mean,
+static inline hpdl_status hpdl__bn_nhwc_sums_launch(const hpdl__bn_grid &g, const T *x, const T *dy, const ACC *mean,
                                                     hpdl__bn_relu_mask<ACC> relu, double *sums, cudaStream_t stream) {
     enum { PACK = 16 / sizeof(T) };
-    hpdl__bn_grid g;
-    if (hpdl__bn_nhwc_grid(pixels, C, x, dy, (const T *)NULL, &g) != HPDL_OK) return HPDL_ERR_CUDA;
     if (g.vec)
-        hpdl__bn_nhwc_sums<T, ACC, PACK, RELU><<<g.grid, 256, 0, stream>>>(pixels, C, g.lanes, x, dy, mean, relu, sums);
-    else hpdl__bn_nhwc_sums<T, ACC, 1, RELU><<<g.grid, 256, 0, stream>>>(pixels, C, g.lanes, x, dy, mean, relu, sums);
+        hpdl__bn_nhwc_sums<T, ACC, PACK, RELU><<<g.grid, 256, 0, stream>>>(g.pixels, g.C, g.lanes, x, dy, mean, relu,
+                                                                           sums);
+    else
+        hpdl__bn_nhwc_sums<T, ACC, 1, RELU><<<g.grid, 256, 0, stream>>>(g.pixels, g.C, g.lanes, x, dy, mean, relu,
+                                                                        sums);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
 }
@@ -10950,18 +10955,16 @@ static inline hpdl_status hpdl__bn_nhwc_sums_launch(int64_t pixels, int C, const
 /* The element-wise pass: out from x, `other` (dy, or a residual or NULL)
    and coef (inference: NULL, and the running statistics in run). */
 template <typename T, bool BACKWARD, bool RELU>
-static inline hpdl_status hpdl__bn_nhwc_apply_launch(int64_t pixels, int C, const T *x, const T *other,
+static inline hpdl_status hpdl__bn_nhwc_apply_launch(const hpdl__bn_grid &g, const T *x, const T *other,
                                                      const float *coef, hpdl__bn_running run, T *out,
                                                      cudaStream_t stream) {
     enum { PACK = 16 / sizeof(T) };
-    hpdl__bn_grid g;
-    if (hpdl__bn_nhwc_grid(pixels, C, x, other, out, &g) != HPDL_OK) return HPDL_ERR_CUDA;
     if (g.vec)
-        hpdl__bn_nhwc_apply<T, PACK, BACKWARD, RELU><<<g.grid, 256, 0, stream>>>(pixels, C, g.lanes, x, other, coef,
+        hpdl__bn_nhwc_apply<T, PACK, BACKWARD, RELU><<<g.grid, 256, 0, stream>>>(g.pixels, g.C, g.lanes, x, other, coef,
                                                                                  run, out);
     else
-        hpdl__bn_nhwc_apply<T, 1, BACKWARD, RELU><<<g.grid, 256, 0, stream>>>(pixels, C, g.lanes, x, other, coef, run,
-                                                                              out);
+        hpdl__bn_nhwc_apply<T, 1, BACKWARD, RELU><<<g.grid, 256, 0, stream>>>(g.pixels, g.C, g.lanes, x, other, coef,
+                                                                              run, out);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
 }
@@ -10983,19 +10986,20 @@ static inline hpdl_status hpdl__bn_nhwc_forward(const hpdl_tensor4 *xd, const T 
                                                 double momentum, double eps, ACC *running_mean, ACC *running_var,
                                                 const T *res, T *y, ACC *save_mean, ACC *save_invstd,
                                                 cudaStream_t stream) {
-    const int64_t pixels = (int64_t)xd->n * xd->h * xd->w;
     const int C = xd->c;
     const hpdl__bn_relu_mask<ACC> no_mask = {NULL, NULL, NULL};
+    hpdl__bn_grid g;
     double *sums;
     ACC *coef;
+    if (hpdl__bn_nhwc_grid(xd, x, res, y, &g) != HPDL_OK) return HPDL_ERR_CUDA;
     hpdl_status s = hpdl__bn_nhwc_scratch(C, &sums, &coef, stream);
     if (s != HPDL_OK) return s;
-    s = hpdl__bn_nhwc_sums_launch<T, ACC, false>(pixels, C, x, (const T *)NULL, (const ACC *)NULL, no_mask, sums,
-                                                 stream);
+    s = hpdl__bn_nhwc_sums_launch<T, ACC, false>(g, x, (const T *)NULL, (const ACC *)NULL, no_mask, sums, stream);
     if (s == HPDL_OK) {
         hpdl__bn_nhwc_forward_stats<ACC><<<(C + 255) / 256, 256, 0, stream>>>(
-            C, (double)pixels, sums, gamma, beta, momentum, eps, running_mean, running_var, save_mean, save_invstd, coef);
-        s = hpdl__bn_nhwc_apply_launch<T, false, RELU>(pixels, C, x, res, coef, hpdl__bn_running(), y, stream);
+            C, (double)g.pixels, sums, gamma, beta, momentum, eps, running_mean, running_var, save_mean, save_invstd,
+            coef);
+        s = hpdl__bn_nhwc_apply_launch<T, false, RELU>(g, x, res, coef, hpdl__bn_running(), y, stream);
     }
     if (cudaFreeAsync(sums, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
     return s;
@@ -11009,8 +11013,9 @@ static inline hpdl_status hpdl__bn_nhwc_inference(const hpdl_tensor4 *xd, const 
                                                   const float *beta, const float *running_mean,
                                                   const float *running_var, double eps, T *y, cudaStream_t stream) {
     const hpdl__bn_running run = {gamma, beta, running_mean, running_var, eps};
-    return hpdl__bn_nhwc_apply_launch<T, false, false>((int64_t)xd->n * xd->h * xd->w, xd->c, x, (const T *)NULL,
-                                                       (const float *)NULL, run, y, stream);
+    hpdl__bn_grid g;
+    if (hpdl__bn_nhwc_grid(xd, x, (const T *)NULL, y, &g) != HPDL_OK) return HPDL_ERR_CUDA;
+    return hpdl__bn_nhwc_apply_launch<T, false, false>(g, x, (const T *)NULL, (const float *)NULL, run, y, stream);
 }
 
 /* dx from dy of bn(x), or (beta given) of max(bn(x), 0). */
@@ -11018,19 +11023,20 @@ template <typename T, typename ACC, bool RELU>
 static inline hpdl_status hpdl__bn_nhwc_backward(const hpdl_tensor4 *xd, const T *x, const T *dy, const ACC *gamma,
                                                  const ACC *beta, const ACC *save_mean, const ACC *save_invstd, T *dx,
                                                  ACC *dgamma, ACC *dbeta, cudaStream_t stream) {
-    const int64_t pixels = (int64_t)xd->n * xd->h * xd->w;
     const int C = xd->c;
     const hpdl__bn_relu_mask<ACC> mask = {gamma, beta, save_invstd};
+    hpdl__bn_grid g;
     double *sums;
     ACC *coef;
+    if (hpdl__bn_nhwc_grid(xd, x, dy, dx, &g) != HPDL_OK) return HPDL_ERR_CUDA;
     hpdl_status s = hpdl__bn_nhwc_scratch(C, &sums, &coef, stream);
     if (s != HPDL_OK) return s;
-    s = hpdl__bn_nhwc_sums_launch<T, ACC, RELU>(pixels, C, x, dy, save_mean, mask, sums, stream);
+    s = hpdl__bn_nhwc_sums_launch<T, ACC, RELU>(g, x, dy, save_mean, mask, sums, stream);
     if (s == HPDL_OK) {
         hpdl__bn_nhwc_backward_stats<ACC><<<(C + 255) / 256, 256, 0, stream>>>(
-            C, (double)pixels, sums, gamma, RELU ? beta : (const ACC *)NULL, save_mean, save_invstd, dgamma, dbeta,
+            C, (double)g.pixels, sums, gamma, RELU ? beta : (const ACC *)NULL, save_mean, save_invstd, dgamma, dbeta,
             coef);
-        s = hpdl__bn_nhwc_apply_launch<T, true, RELU>(pixels, C, x, dy, coef, hpdl__bn_running(), dx, stream);
+        s = hpdl__bn_nhwc_apply_launch<T, true, RELU>(g, x, dy, coef, hpdl__bn_running(), dx, stream);
     }
     if (cudaFreeAsync(sums, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
     return s;
