@@ -87,6 +87,8 @@
          void hpdl_cuda_l2_flusher_destroy(f)
          hpdl_status hpdl_cuda_poison(ptr, bytes)
          hpdl_status hpdl_cuda_prefetch(ptr, bytes, device, stream)
+         hpdl_status hpdl_cuda_scratch_release()
+         size_t hpdl_cuda_scratch_reserved()
          hpdl_status hpdl_cuda_time_interleaved_ms(n, runs, ctxs, stream, warmup, reps, flush, median_ms)
          hpdl_status hpdl_cuda_time_median_ms(run, ctx, stream, warmup, reps, flush, median_ms)
          hpdl_status hpdl_cuda_timer_create(t, stream)
@@ -505,6 +507,67 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_alloc_pinned(void **ptr, size_t bytes) {
         return HPDL_ERR_NOMEM;
     }
     return HPDL_OK;
+}
+
+/* Scratch memory. Kernels that need a temporary (im2col columns, Winograd
+   tiles, batch-norm sums, ...) take it stream-ordered from hpdl's own pool
+   of the current device and give it back on the same stream. The device's
+   default pool hands its memory back to the driver whenever the program
+   synchronises, and reserving it again cost ~40 us a call (an H200,
+   2026-11-29); hpdl's pool keeps what it has reserved for the next call, as
+   PyTorch's caching allocator does. hpdl_cuda_scratch_release gives it back.
+   Under stream capture an allocation becomes a graph's allocation node, as
+   with cudaMallocAsync. The pools are made on first use (not thread-safe on
+   that first use), one per device. */
+HPDL_LAZY cudaError_t hpdl__scratch_pool(cudaMemPool_t *out) {
+    static cudaMemPool_t pools[64];
+    int device = 0;
+    cudaError_t e = cudaGetDevice(&device);
+    if (e != cudaSuccess) return e;
+    if (device < 0 || device >= 64) return cudaErrorInvalidDevice;
+    if (!pools[device]) {
+        cudaMemPoolProps props;
+        uint64_t keep_all = UINT64_MAX;
+        memset(&props, 0, sizeof props);
+        props.allocType = cudaMemAllocationTypePinned;
+        props.location.type = cudaMemLocationTypeDevice;
+        props.location.id = device;
+        if ((e = cudaMemPoolCreate(&pools[device], &props)) != cudaSuccess) return e;
+        if ((e = cudaMemPoolSetAttribute(pools[device], cudaMemPoolAttrReleaseThreshold, &keep_all)) != cudaSuccess)
+            return e;
+    }
+    *out = pools[device];
+    return cudaSuccess;
+}
+
+/* cudaMallocAsync from hpdl's scratch pool; free with cudaFreeAsync. */
+HPDL_LAZY cudaError_t hpdl__scratch_alloc(void **ptr, size_t bytes, cudaStream_t stream) {
+    cudaMemPool_t pool;
+    cudaError_t e = hpdl__scratch_pool(&pool);
+    return e != cudaSuccess ? e : cudaMallocFromPoolAsync(ptr, bytes, pool, stream);
+}
+
+/* Gives the current device's scratch memory that no call is using back to
+   the driver (cudaMemPoolTrimTo); synchronise first so that hpdl's frees
+   have run. HPDL_ERR_CUDA if CUDA refuses. */
+HPDL_CUDA_API hpdl_status hpdl_cuda_scratch_release(void) {
+    cudaMemPool_t pool;
+    HPDL_CUDA_TRY(hpdl__scratch_pool(&pool));
+    HPDL_CUDA_TRY(cudaMemPoolTrimTo(pool, 0));
+    return HPDL_OK;
+}
+
+/* Bytes the current device's scratch pool holds reserved, in use or kept;
+   0 if CUDA cannot say. */
+HPDL_CUDA_API size_t hpdl_cuda_scratch_reserved(void) {
+    cudaMemPool_t pool;
+    uint64_t bytes = 0;
+    if (hpdl__scratch_pool(&pool) != cudaSuccess ||
+        cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &bytes) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return (size_t)bytes;
 }
 
 /* Frees device or managed memory (hpdl_cuda_alloc, hpdl_cuda_alloc_managed); NULL does nothing. */
@@ -6429,12 +6492,13 @@ HPDL_DEFINE_CUDA_GEMM(bf16, hpdl_bf16, float)
                     (-lcudnn), else HPDL_ERR_UNSUPPORTED
      WINOGRAD       f32 3x3 at stride 1 (one group, no dilation), all three
                     passes: Winograd's F(4x4, 3x3), its 36 products one batch
-                    of the warptile GEMM; workspace from the stream's pool
+                    of the warptile GEMM; workspace from hpdl's scratch pool
                     (the rung's section says how much)
-     IM2COL         f32 and f64, one group: the gathered operand written
-                    out (at most 256 MB of it at a time, from the stream's
-                    pool), the pass as hpdl_cuda_gemm's AUTO, in NHWC (NCHW
-                    operands copied into NHWC, an NCHW output back)
+     IM2COL         one group: the gathered operand written out (at most
+                    256 MB of it at a time, from hpdl's scratch pool), the
+                    pass as hpdl_cuda_gemm's AUTO, in NHWC (NCHW operands
+                    copied into NHWC, an NCHW output back); f16/bf16 on f32
+                    copies of the operands (hpdl__conv_in_f32)
    AUTO takes the few-channel CUDA-core kernels where the GEMM is narrow
    (hpdl__conv_few_channels: under 32 columns), then FEW_MMA, WINOGRAD,
    WGMMA, MMA, IM2COL where they apply, else
@@ -6452,8 +6516,8 @@ typedef enum hpdl_conv_algo {
     HPDL_CONV_WGMMA, /* f16/bf16, NHWC, Hopper: TMA + wgmma (forward, stride-1 backward-data) */
     HPDL_CONV_FEW_MMA, /* f16/bf16, NHWC, at most 8 input channels (the stems): forward, backward-filter */
     HPDL_CONV_CUDNN, /* the vendor library (HPDL_HAVE_CUDNN; else HPDL_ERR_UNSUPPORTED) */
-    HPDL_CONV_WINOGRAD, /* f32 3x3 stride 1: Winograd F(4x4, 3x3) (workspace from the stream's pool) */
-    HPDL_CONV_IM2COL    /* f32/f64, one group: explicit columns and hpdl_cuda_gemm (NCHW through NHWC copies; stream's pool) */
+    HPDL_CONV_WINOGRAD, /* f32 3x3 stride 1: Winograd F(4x4, 3x3) (workspace from hpdl's scratch pool) */
+    HPDL_CONV_IM2COL    /* one group: explicit columns and hpdl_cuda_gemm (NCHW through NHWC copies, 16-bit through f32; scratch pool) */
 } hpdl_conv_algo;
 
 /* The rung's short name ("auto", "direct", "implicit-gemm", ...), a static string; "?" for any
@@ -8202,7 +8266,7 @@ static inline hpdl_status hpdl__conv_wg_wgrad(const hpdl__conv_geom &geo, const 
     if (tiles > INT_MAX || hpdl__conv_wg_map4(&map_dy, yt, dy, g.box_w, g.box_h, g.box_n, 1, 1) != HPDL_OK ||
         hpdl__conv_wg_map4(&map_x, xt, x, g.box_w, x_rows, g.box_n, p.stride_w, p.stride_h) != HPDL_OK)
         return HPDL_ERR_UNSUPPORTED;
-    HPDL_CUDA_TRY(cudaMallocAsync((void **)&g.dw, nw * sizeof(float), stream));
+    HPDL_CUDA_TRY(hpdl__scratch_alloc((void **)&g.dw, nw * sizeof(float), stream));
     if (cudaMemsetAsync(g.dw, 0, nw * sizeof(float), stream) != cudaSuccess) s = HPDL_ERR_CUDA;
     else s = shared_rows ? hpdl__conv_wgrad_launch_bn<T, true>(bn, tall, map_dy, map_x, g, stream)
                          : hpdl__conv_wgrad_launch_bn<T, false>(bn, tall, map_dy, map_x, g, stream);
@@ -8883,7 +8947,7 @@ struct hpdl__conv_fm_rung {
    of 128 (the GEMM's rows; the extra columns of V are zeros) so that the
    GEMM's whole-tile path applies when C % 8 == 0 and K % 64 == 0. The
    workspace of 36 (C K + (C + K) tiles) floats (ResNet-50's conv2_x at batch
-   128: 463 MB) is taken from the stream's pool (cudaMallocAsync) and given
+   128: 463 MB) is taken from hpdl's scratch pool (hpdl__scratch_alloc) and given
    back after the call.
 
    Backward-data at stride 1 is the forward convolution of dy by the filters
@@ -9203,7 +9267,7 @@ HPDL_LAZY hpdl_status hpdl__wino_forward(const hpdl__conv_geom &g, const float *
     hpdl__wino_plan plan = hpdl__wino_plan_for(g.y, 1);
     hpdl__gemm_batch batch = hpdl__gemm_batch();
     hpdl_status s;
-    HPDL_CUDA_TRY(cudaMallocAsync((void **)&plan.u, 36 * ((size_t)C * K + ((size_t)C + K) * plan.cols) * sizeof(float), stream));
+    HPDL_CUDA_TRY(hpdl__scratch_alloc((void **)&plan.u, 36 * ((size_t)C * K + ((size_t)C + K) * plan.cols) * sizeof(float), stream));
     plan.v = plan.u + 36 * (size_t)C * K;
     plan.m = plan.v + 36 * (size_t)C * plan.cols;
     batch.a = (int64_t)C * plan.cols;
@@ -9262,7 +9326,7 @@ HPDL_LAZY hpdl_status hpdl__wino_backward_filter(const hpdl__conv_geom &g, const
     hpdl__gemm_batch batch = hpdl__gemm_batch();
     hpdl_status s;
     const size_t z_count = 36 * (size_t)plan.slices * C * K;
-    HPDL_CUDA_TRY(cudaMallocAsync((void **)&plan.u, (z_count + 36 * ((size_t)C + K) * plan.cols) * sizeof(float), stream));
+    HPDL_CUDA_TRY(hpdl__scratch_alloc((void **)&plan.u, (z_count + 36 * ((size_t)C + K) * plan.cols) * sizeof(float), stream));
     plan.v = plan.u + z_count;
     plan.m = plan.v + 36 * (size_t)C * plan.cols;
     batch.a = (int64_t)K * plan.chunk;
@@ -9362,7 +9426,7 @@ HPDL_LAZY void hpdl__conv_operands(const hpdl__conv_geom &g, hpdl__conv_pass pas
        backward-filter  dw        += dy^T col
    A 1x1 convolution at stride 1 without padding reads x itself as col (and
    backward-data writes dx as dcol). The columns are made for as many images
-   at a time as fit in HPDL__IM2COL_BYTES (at least one), from the stream's
+   at a time as fit in HPDL__IM2COL_BYTES (at least one), from hpdl's scratch
    pool; backward-filter adds each batch's product into dw (beta = 1 after
    the first). Any kernel size, stride, padding and dilation. */
 #ifndef HPDL__IM2COL_BYTES /* tests/gpu_conv.cu sets it small, so that its cases come in several batches */
@@ -9433,7 +9497,7 @@ static inline hpdl_status hpdl__conv_im2col_nhwc(const hpdl__conv_geom &g, hpdl_
     if ((int64_t)batch * pixels > INT_MAX) batch = INT_MAX / pixels;
     T *col = NULL;
     hpdl_status s = HPDL_OK;
-    if (!direct) HPDL_CUDA_TRY(cudaMallocAsync((void **)&col, (size_t)batch * image_bytes, stream));
+    if (!direct) HPDL_CUDA_TRY(hpdl__scratch_alloc((void **)&col, (size_t)batch * image_bytes, stream));
     for (int n0 = 0; n0 < g.x.n && s == HPDL_OK; n0 += batch) {
         const int images = g.x.n - n0 < batch ? g.x.n - n0 : batch, rows = images * pixels;
         const size_t x_at = (size_t)n0 * x_image, y_at = (size_t)n0 * pixels * K;
@@ -9482,7 +9546,7 @@ static inline hpdl_status hpdl__conv_im2col(const hpdl__conv_geom &g, hpdl__conv
     nhwc.x.layout = nhwc.w.layout = nhwc.y.layout = HPDL_NHWC;
     hpdl__conv_operands(g, pass, t);
     for (int i = 0; i < 3; i++) used += t[i].layout == HPDL_NCHW ? hpdl__whole_packs<T>(hpdl_tensor4_count(&t[i])) : 0;
-    HPDL_CUDA_TRY(cudaMallocAsync((void **)&buffer, used * sizeof(T), stream));
+    HPDL_CUDA_TRY(hpdl__scratch_alloc((void **)&buffer, used * sizeof(T), stream));
     used = 0;
     for (int i = 0; i < 3; i++)
         if (t[i].layout == HPDL_NCHW) {
@@ -10160,7 +10224,7 @@ static inline hpdl_status hpdl__fc_launch_filter(hpdl__fc_args f, const T *x, co
     const int rows = (int)(chunks < 2 * sms ? chunks : 2 * sms), weights = K * (taps + 1);
     const int threads = groups > 1 ? (groups * tiles + 31) / 32 * 32 : HPDL__FC_THREADS;
     ACC *part;
-    HPDL_CUDA_TRY(cudaMallocAsync((void **)&part, (size_t)rows * weights * sizeof(ACC), stream));
+    HPDL_CUDA_TRY(hpdl__scratch_alloc((void **)&part, (size_t)rows * weights * sizeof(ACC), stream));
     hpdl__fc_filter_sums<T, ACC><<<rows, threads, acc_bytes + table, stream>>>(f, P, groups, acc_bytes, x, dy, part);
     hpdl__fc_filter_total<T, ACC><<<(weights + 31) / 32, 256, 0, stream>>>(f, rows, part, dw, db);
     cudaError_t e = cudaGetLastError();
@@ -10208,28 +10272,44 @@ static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass
                                             const hpdl_tensor4 *xd, const hpdl_tensor4 *yd, const T *a, const T *b,
                                             T *out, cudaStream_t stream);
 
-/* 16-bit backward-filter where the tensor-core rungs do not apply (channels
-   not a multiple of 8, 32 filters or more: the stems): the f32 kernels
-   (the split-K implicit GEMM: its partial sums arrive by f32 atomics) on
-   f32 copies of x and dy, dw rounded back. The copies cost
-   two element-wise passes; without them AUTO fell to the direct rung, one
-   thread per weight over every pixel (ResNet-18's stem: most of a step). */
+/* A pass of 16-bit tensors by an f32 rung (`algo`) on f32 copies of its
+   operands, the output rounded back once: two element-wise passes over the
+   operands, and sums as exact as f32's. AUTO takes it for 16-bit
+   backward-filter where the tensor-core rungs do not apply (channels not a
+   multiple of 8, 32 filters or more: the stems), where the f32 kernels
+   (the split-K implicit GEMM, its partial sums by f32 atomics) stand in
+   for the direct rung, one thread per weight over every pixel (ResNet-18's
+   stem: most of a step). The IM2COL rung runs 16-bit tensors this way. */
 template <typename D>
-static inline hpdl_status hpdl__conv_wgrad_in_f32(const hpdl__conv_geom &g, const D *x, const D *dy, D *dw,
-                                                  cudaStream_t stream) {
-    const size_t nx = hpdl_tensor4_count(&g.x), ny = hpdl_tensor4_count(&g.y), nw = hpdl_tensor4_count(&g.w);
-    float *x32, *dy32, *dw32;
+static inline hpdl_status hpdl__conv_in_f32(hpdl_conv_algo algo, const hpdl__conv_geom &g, hpdl__conv_pass pass,
+                                            const D *a, const D *b, D *out, cudaStream_t stream) {
+    hpdl_tensor4 t[3];
+    hpdl__conv_operands(g, pass, t);
+    const size_t na = hpdl__whole_packs<float>(hpdl_tensor4_count(&t[0]));
+    const size_t nb = hpdl__whole_packs<float>(hpdl_tensor4_count(&t[1])), nout = hpdl_tensor4_count(&t[2]);
+    float *a32, *b32, *out32;
     hpdl_status s;
-    HPDL_CUDA_TRY(cudaMallocAsync((void **)&x32, (nx + ny + nw) * sizeof(float), stream));
-    dy32 = x32 + nx;
-    dw32 = dy32 + ny;
-    if ((s = hpdl__conv_cast(nx, x, x32, stream)) == HPDL_OK && (s = hpdl__conv_cast(ny, dy, dy32, stream)) == HPDL_OK &&
-        (s = hpdl__cuda_conv2d<float>(HPDL_CONV_AUTO, HPDL__CONV_FILTER_GRAD, &g.p, &g.x, &g.y, x32, dy32, dw32,
-                                      stream)) == HPDL_OK)
-        s = hpdl__conv_cast(nw, (const float *)dw32, dw, stream);
-    if (cudaFreeAsync(x32, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
+    if (algo == HPDL_CONV_IM2COL && !hpdl__im2col_applies(g, sizeof(float))) return HPDL_ERR_UNSUPPORTED;
+    HPDL_CUDA_TRY(hpdl__scratch_alloc((void **)&a32, (na + nb + nout) * sizeof(float), stream));
+    b32 = a32 + na;
+    out32 = b32 + nb;
+    if ((s = hpdl__conv_cast(hpdl_tensor4_count(&t[0]), a, a32, stream)) == HPDL_OK &&
+        (s = hpdl__conv_cast(hpdl_tensor4_count(&t[1]), b, b32, stream)) == HPDL_OK &&
+        (s = hpdl__cuda_conv2d<float>(algo, pass, &g.p, &g.x, &g.y, a32, b32, out32, stream)) == HPDL_OK)
+        s = hpdl__conv_cast(nout, (const float *)out32, out, stream);
+    if (cudaFreeAsync(a32, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
     return s;
 }
+
+/* hpdl__conv_in_f32 by the f32 rung ALGO, for hpdl__conv_16bit (which
+   compiles it for the 16-bit types only). */
+template <int ALGO> struct hpdl__conv_in_f32_rung {
+    template <typename T>
+    static hpdl_status run(const hpdl__conv_geom &g, hpdl__conv_pass pass, const T *a, const T *b, T *out,
+                           cudaStream_t stream) {
+        return hpdl__conv_in_f32<T>((hpdl_conv_algo)ALGO, g, pass, a, b, out, stream);
+    }
+};
 
 template <typename T>
 static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass pass, const hpdl_conv2d_params *p,
@@ -10264,12 +10344,16 @@ static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass
         hpdl_status s = hpdl__conv_launch_mma<D>(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
         if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_CONV_MMA) return s;
     }
+    if (algo == HPDL_CONV_IM2COL && sizeof(D) == 2)
+        return hpdl__conv_16bit<hpdl__conv_in_f32_rung<HPDL_CONV_IM2COL>, D>::run(g, pass, (const D *)a,
+                                                                                  (const D *)b, (D *)out, stream);
     if (algo == HPDL_CONV_AUTO || algo == HPDL_CONV_IM2COL) {
         hpdl_status s = hpdl__conv_im2col<D>(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
         if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_CONV_IM2COL) return s;
     }
     if (algo == HPDL_CONV_AUTO && pass == HPDL__CONV_FILTER_GRAD && sizeof(D) == 2)
-        return hpdl__conv_wgrad_in_f32<D>(g, (const D *)a, (const D *)b, (D *)out, stream);
+        return hpdl__conv_16bit<hpdl__conv_in_f32_rung<HPDL_CONV_AUTO>, D>::run(g, pass, (const D *)a, (const D *)b,
+                                                                                (D *)out, stream);
     if (algo == HPDL_CONV_AUTO && hpdl__conv_few_channels(g, pass, 0)) /* the few-channel kernels refused */
         return hpdl__conv_launch_direct<D, ACC>(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
     if (algo != HPDL_CONV_DIRECT) {
@@ -10974,7 +11058,7 @@ template <typename ACC>
 static inline hpdl_status hpdl__bn_nhwc_scratch(int C, double **sums, ACC **coef, cudaStream_t stream) {
     const size_t sum_bytes = HPDL__BN_COPIES * 2 * (size_t)C * sizeof(double);
     const size_t bytes = sum_bytes + 6 * (size_t)C * sizeof(ACC);
-    HPDL_CUDA_TRY(cudaMallocAsync((void **)sums, bytes, stream));
+    HPDL_CUDA_TRY(hpdl__scratch_alloc((void **)sums, bytes, stream));
     *coef = (ACC *)((char *)*sums + sum_bytes);
     HPDL_CUDA_TRY(cudaMemsetAsync(*sums, 0, sum_bytes, stream));
     return HPDL_OK;
@@ -13665,7 +13749,7 @@ static inline hpdl_status hpdl__cuda_matpow_any(int naive, int n, int power, con
     if (!own_ws && !ws && power > 1) return HPDL_ERR_INVALID;
     hpdl__matpow_plan_init(&p, power, naive);
     if (own_ws && power > 1 &&
-        cudaMallocAsync((void **)&ws, hpdl_cuda_matpow_workspace_bytes(n, sizeof(T)), stream) != cudaSuccess) {
+        hpdl__scratch_alloc((void **)&ws, hpdl_cuda_matpow_workspace_bytes(n, sizeof(T)), stream) != cudaSuccess) {
         cudaGetLastError();
         return HPDL_ERR_NOMEM;
     }
@@ -15519,7 +15603,7 @@ template <typename TC> static inline hpdl_status hpdl__qgemm_launch_wgmma(const 
     if ((s = hpdl__wg_map(&map_a, a, q.M, q.K)) != HPDL_OK || (s = hpdl__wg_map(&map_b, b, q.N, q.K)) != HPDL_OK) return s;
     e.M = q.M; e.N = q.N; e.K = q.K; e.q = q; e.rsum = e.csum = NULL;
     if (q.za != 0 || q.zb != 0) {
-        HPDL_CUDA_TRY(cudaMallocAsync((void **)&sums, (size_t)(q.M + q.N) * sizeof(int32_t), stream));
+        HPDL_CUDA_TRY(hpdl__scratch_alloc((void **)&sums, (size_t)(q.M + q.N) * sizeof(int32_t), stream));
         if (q.zb != 0) hpdl__q_row_sums<<<(q.M + 7) / 8, 256, 0, stream>>>(q.A, q.M, q.K, q.lda, sums);
         if (q.za != 0) hpdl__q_row_sums<<<(q.N + 7) / 8, 256, 0, stream>>>(q.B, q.N, q.K, q.ldb, sums + q.M);
         e.rsum = q.zb != 0 ? sums : NULL;
@@ -15583,7 +15667,7 @@ HPDL_LAZY hpdl_status hpdl__qgemm(hpdl_quant_algo algo, int b_kxn, int M, int N,
     if (!hpdl__qgemm_valid(algo, b_kxn, M, N, K, A, lda, za, B, ldb, zb, o, kind, C, ldc)) return HPDL_ERR_INVALID;
     if (M == 0 || N == 0) return HPDL_OK;
     if (!b_kxn || K == 0) return hpdl__qgemm_run(algo, M, N, K, A, lda, za, B, ldb, zb, o, kind, C, ldc, stream);
-    if (cudaMallocAsync((void **)&bt, (size_t)N * ldt, stream) != cudaSuccess) {
+    if (hpdl__scratch_alloc((void **)&bt, (size_t)N * ldt, stream) != cudaSuccess) {
         cudaGetLastError();
         return HPDL_ERR_NOMEM;
     }
@@ -16098,7 +16182,7 @@ static inline hpdl_status hpdl__qconv_wg_border(hpdl__qconv_wg_args *g, const hp
     g->edges_w = a.ew;
     g->border = made;
     if (count == 0 || made) return HPDL_OK;
-    if (cudaMallocAsync((void **)temp, (size_t)count * sizeof(int32_t), stream) != cudaSuccess) {
+    if (hpdl__scratch_alloc((void **)temp, (size_t)count * sizeof(int32_t), stream) != cudaSuccess) {
         cudaGetLastError();
         return HPDL_ERR_NOMEM;
     }
@@ -16173,7 +16257,7 @@ static inline hpdl_status hpdl__qconv_launch_shape(const hpdl__qgemm_args &g, co
    byte by byte, and the copy engine cannot take their pixels. Here the
    rows are written out once, as the CPU's hpdl__quant_im2col lays them out
    (zx in the padding), padded with zeros to ld = K rounded up to 16
-   bytes (rows 16-byte aligned: cudaMallocAsync's are), and multiplied by
+   bytes (rows 16-byte aligned: the scratch pool's are), and multiplied by
    the filter as a 1x1 convolution of ld channels on the wgmma rung (its
    epilogue stores by the copy engine), else by the int8 GEMM. K = R S C is short, so the rows cost little memory: the
    ResNet stem's are 32 bytes a pixel. */
@@ -16233,7 +16317,7 @@ static inline hpdl_status hpdl__qconv_im2col_run(const hpdl__conv_geom &geo, con
     const dim3 grid((unsigned)((M + 255) / 256 < 4096 ? (M + 255) / 256 : 4096), (unsigned)(ld / 16));
     int8_t *rows = NULL;
     hpdl_status s;
-    if (cudaMallocAsync((void **)&rows, (size_t)M * ld, stream) != cudaSuccess) {
+    if (hpdl__scratch_alloc((void **)&rows, (size_t)M * ld, stream) != cudaSuccess) {
         cudaGetLastError();
         return HPDL_ERR_NOMEM;
     }
@@ -16334,7 +16418,7 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_quant_conv2d_algo_i8(hpdl_quant_algo algo, c
     K = taps * xd->c;
     N = yd->c;
     wt_bytes = (size_t)N * hpdl__qconv_ldw(K); /* a multiple of 16: the sums follow, aligned */
-    if (cudaMallocAsync((void **)&wt, wt_bytes + (size_t)N * (1 + taps) * sizeof(int32_t), stream) != cudaSuccess) {
+    if (hpdl__scratch_alloc((void **)&wt, wt_bytes + (size_t)N * (1 + taps) * sizeof(int32_t), stream) != cudaSuccess) {
         cudaGetLastError();
         return HPDL_ERR_NOMEM;
     }
