@@ -6499,7 +6499,9 @@ HPDL_DEFINE_CUDA_GEMM(bf16, hpdl_bf16, float)
                     pass as hpdl_cuda_gemm's AUTO, in NHWC (NCHW operands
                     copied into NHWC, an NCHW output back); f16/bf16 on f32
                     copies of the operands (hpdl__conv_in_f32)
-   AUTO takes the few-channel CUDA-core kernels where the GEMM is narrow
+   AUTO takes IM2COL on f32 copies for 16-bit backward-data into channels
+   not a multiple of 8 from 32 or more (the stems; hpdl__conv_dgrad_in_f32),
+   the few-channel CUDA-core kernels where the GEMM is narrow
    (hpdl__conv_few_channels: under 32 columns), then FEW_MMA, WINOGRAD,
    WGMMA, MMA, IM2COL where they apply, else
    IMPLICIT_GEMM, or DIRECT for a GEMM too large for its grid
@@ -10301,6 +10303,17 @@ static inline hpdl_status hpdl__conv_in_f32(hpdl_conv_algo algo, const hpdl__con
     return s;
 }
 
+/* AUTO's choice of the IM2COL rung on f32 copies for 16-bit backward-data
+   into few input channels (not a multiple of 8) from 32 or more output
+   channels: the ResNet stems, whose dx the tensor-core rungs compute with
+   most of each tile padding. One H200, 2026-11-29, f16 NHWC, batch 128
+   (notes/conv.md): ResNet-50's 7x7/2 stem 35.8 -> 3.5 ms (cuDNN 1.8), the
+   3x3 CIFAR stem 0.35 -> 0.085 ms (cuDNN 0.095); from 6 or 16 output
+   channels the few-channel and mma kernels stay faster. */
+HPDL_CUDA_API int hpdl__conv_dgrad_in_f32(const hpdl__conv_geom &g, hpdl__conv_pass pass, size_t elem_bytes) {
+    return elem_bytes == 2 && pass == HPDL__CONV_INPUT_GRAD && g.x.c % 8 != 0 && g.y.c >= 32;
+}
+
 /* hpdl__conv_in_f32 by the f32 rung ALGO, for hpdl__conv_16bit (which
    compiles it for the 16-bit types only). */
 template <int ALGO> struct hpdl__conv_in_f32_rung {
@@ -10321,6 +10334,11 @@ static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass
     if (algo < HPDL_CONV_AUTO || algo > HPDL_CONV_IM2COL) return HPDL_ERR_INVALID;
     if (hpdl__conv_geom_make(p, xd, yd, a, b, out, &g) != HPDL_OK) return HPDL_ERR_INVALID;
     if (algo == HPDL_CONV_CUDNN) return hpdl__conv_cudnn<D>(g, pass, a, b, out, stream);
+    if (algo == HPDL_CONV_AUTO && hpdl__conv_dgrad_in_f32(g, pass, sizeof(D))) {
+        hpdl_status s = hpdl__conv_16bit<hpdl__conv_in_f32_rung<HPDL_CONV_IM2COL>, D>::run(g, pass, (const D *)a,
+                                                                                           (const D *)b, (D *)out, stream);
+        if (s != HPDL_ERR_UNSUPPORTED) return s;
+    }
     if (algo == HPDL_CONV_AUTO && hpdl__conv_few_channels(g, pass, sizeof(D) == 2)) {
         hpdl_status s = hpdl__conv_launch_few_channels<D, ACC>(g, pass, (const D *)a, (const D *)b, (D *)out,
                                                                (D *)NULL, stream);
