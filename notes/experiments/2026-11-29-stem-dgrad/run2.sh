@@ -1,7 +1,8 @@
 #!/bin/bash
 # One H200, after AUTO takes the f32 IM2COL route for the stems' 16-bit dx:
 # stem_dgrad again, gpu_conv's 16-bit cases, bench/conv f16 and bf16 in full,
-
+# paleo_gpu's layer table (its binary from 5e24e3f: the f32 paths it runs did
+# not change). Everything under $OUT/r, packed in one tar.
 set -u
 cd build/carry4 && for f in *.gz; do gunzip -f "$f"; done; chmod +x *; cd ../..
 B=build/carry4 R=$OUT/r
