@@ -6133,10 +6133,17 @@ __global__ void hpdl__wg_add_slices_kernel(hpdl__gemm_args<T, float> g, const fl
    one-tile-a-block Hopper rung, and more where A is MN-major, its blocks
    all run at once and its stages hold all of K (one H200, f16, A^T B with
    784 rows: 0.68 -> 0.88 of cuBLAS at K = 512, and 0.58 -> 0.54 at K =
-   3000, where the split spreads K over more SMs). */
+   3000, where the split spreads K over more SMs). Not past
+   HPDL__WG_THIN_MAX_K: each block walks all of K, so its time grows with K
+   whatever the output (one H200, f16, 2026-11-29, seven outputs of 32 x 512
+   to 256 x 1024: 0.035-0.039 ms at K = 8192 against 0.016-0.020 split,
+   1.32-1.40 ms at K = 401408 against 0.09-0.39; at K = 768 the thin kernel
+   wins by 10-20 % with A K-major, at 2048 the two are within 15 %;
+   notes/gemm.md). */
 #ifndef HPDL__WG_THIN_MAX_ROWS /* experiments build without it (0) */
 #define HPDL__WG_THIN_MAX_ROWS 512
 #endif
+#define HPDL__WG_THIN_MAX_K 2048
 
 /* Rows of C a thin block takes: the fewest (8 to 128; A MN-major: 64 or
    128) whose blocks all run at once on `sms` SMs, else 128. */
@@ -6153,6 +6160,7 @@ HPDL_LAZY int hpdl__wg_thin_rows(int M, int N, int amn, int sms) {
 HPDL_LAZY int hpdl__wg_thin_takes(int M, int N, int K, int amn, int sms) {
     const int rows = hpdl__wg_thin_rows(M, N, amn, sms);
     const int stages = rows == 64 ? (int)hpdl__wg_thin_shape<64>::STAGES : (int)hpdl__wg_thin_shape<128>::STAGES;
+    if (K > HPDL__WG_THIN_MAX_K) return 0;
     return M <= HPDL__WG_THIN_MAX_ROWS ||
            (amn && (int64_t)((N + 63) / 64) * ((M + rows - 1) / rows) <= sms && (K + 63) / 64 <= stages);
 }
@@ -8233,7 +8241,7 @@ static inline hpdl_status hpdl__conv_wg_wgrad(const hpdl__conv_geom &geo, const 
     hpdl_tensor4 xt = geo.x, yt = geo.y;
     const size_t nw = hpdl_tensor4_count(&geo.w);
     const bool shared_rows = yt.c <= 64;
-    hpdl__conv_wgrad_wg_args g;
+    hpdl__conv_wgrad_wg_args g = hpdl__conv_wgrad_wg_args(); /* zeros: gcc cannot see that the boxes are set */
     CUtensorMap map_dy, map_x;
     hpdl_status s;
     long long tiles;
@@ -8360,6 +8368,19 @@ static inline hpdl_status hpdl__conv_wg_setup(const hpdl__conv_geom &geo, bool d
 
 /* The rung for f16/bf16 where it applies (hpdl__conv_wg_applies; backward-
    data with both stride and dilation excepted), else HPDL_ERR_UNSUPPORTED. (a, b, out) as hpdl__cuda_conv2d takes them. */
+/* Whether the wgmma rung runs a backward-filter as one GEMM on the Hopper
+   GEMM rungs: a 1x1 convolution at stride 1 without padding (in NHWC, x and
+   dy are the GEMM's [pixels x C] and [pixels x K]) whose dw has 2^18
+   weights or more. One H200, f16, ResNet-50 at batch 128, ms (GEMM /
+   the rung's own kernel / cuBLAS on the GEMM): 1024 -> 256 0.032 / 0.048
+   / 0.032, 512 -> 2048 0.034 / 0.046 / 0.031; from 64 -> 256 and 256 -> 64
+   (16K weights, 401,408 pixels) the rung's own kernel is as fast or twice
+   as fast (notes/conv.md). */
+HPDL_CUDA_API int hpdl__conv_wgrad_is_gemm(const hpdl__conv_geom &g, long long pixels) {
+    return hpdl__conv_is_pointwise(g.p) && g.p.groups == 1 && (long long)g.y.c * g.x.c >= (1 << 18) &&
+           pixels <= INT_MAX;
+}
+
 template <typename T>
 static inline hpdl_status hpdl__conv_wg_run(const hpdl__conv_geom &geo, hpdl__conv_pass pass, const T *a, const T *b,
                                             T *out, cudaStream_t stream) {
@@ -8372,6 +8393,9 @@ static inline hpdl_status hpdl__conv_wg_run(const hpdl__conv_geom &geo, hpdl__co
     if ((data && (p.stride_h != 1 || p.stride_w != 1) && (p.dilation_h != 1 || p.dilation_w != 1)) ||
         !hpdl__conv_wg_applies(geo, a, b, pixels))
         return HPDL_ERR_UNSUPPORTED;
+    if (pass == HPDL__CONV_FILTER_GRAD && hpdl__conv_wgrad_is_gemm(geo, pixels)) /* dw [K x C] = dy^T x */
+        return hpdl__cuda_gemm<T, float>(HPDL_GEMM_AUTO, HPDL_TRANS, HPDL_NO_TRANS, geo.y.c, geo.x.c, (int)pixels, 1.0f,
+                                         b, geo.y.c, a, geo.x.c, 0.0f, out, geo.x.c, stream);
     if (pass == HPDL__CONV_FILTER_GRAD) return hpdl__conv_wg_wgrad(geo, a, b, out, stream);
     if (hpdl__conv_is_pointwise(p)) hpdl__conv_flatten(&src, &dst, pixels);
     if (hpdl__conv_wg_setup(geo, data, src, dst, data ? b : a, data ? a : b, (size_t)p.kernel_h * p.kernel_w * geo.x.c,

@@ -72,6 +72,8 @@ static const conv_case k_cases[] = {
     {"C 24, 5x5 stride 2 pad 2", 2, 24, 11, 13, 40, 5, 2, 2, 1, 1},
     /* its strided backward-data by phases, three of the four without taps (zeros) */
     {"C 16, K 32, 1x1 stride 2, 9x8", 2, 16, 9, 8, 32, 1, 2, 0, 1, 1},
+    /* its 1x1 backward-filter with 2^18 weights as one GEMM (hpdl__conv_wgrad_is_gemm) */
+    {"1x1 GEMM view: C 512, K 512, 5x4", 2, 512, 5, 4, 512, 1, 1, 0, 1, 1},
     /* its backward-filter: 6 tiles of 28 k steps in tall boxes 16 wide */
     {"C 64, K 256, two 28x28 images", 2, 64, 28, 28, 256, 3, 1, 1, 1, 1},
     /* its tall x boxes (one box a filter column, 3x3 stride 1, tiles lined up on the SMs): 8 wide, K
