@@ -8371,11 +8371,11 @@ static inline hpdl_status hpdl__conv_wg_setup(const hpdl__conv_geom &geo, bool d
 /* Whether the wgmma rung runs a backward-filter as one GEMM on the Hopper
    GEMM rungs: a 1x1 convolution at stride 1 without padding (in NHWC, x and
    dy are the GEMM's [pixels x C] and [pixels x K]) whose dw has 2^18
-   weights or more. One H200, f16, ResNet-50 at batch 128, ms (GEMM /
-   the rung's own kernel / cuBLAS on the GEMM): 1024 -> 256 0.032 / 0.048
-   / 0.032, 512 -> 2048 0.034 / 0.046 / 0.031; from 64 -> 256 and 256 -> 64
-   (16K weights, 401,408 pixels) the rung's own kernel is as fast or twice
-   as fast (notes/conv.md). */
+   weights or more. One H200, f16, ResNet-50 at batch 128, 2026-11-29, ms
+   (the GEMM / the rung's own kernel / cuBLAS on the same GEMM): 1024 -> 256
+   0.037 / 0.048 / 0.037, 512 -> 2048 0.036 / 0.046 / 0.033; on 256 -> 64
+   and 64 -> 256 (16K weights, 401,408 pixels) the rung's own kernel is as
+   fast (0.092) or twice as fast (0.085 against 0.183; notes/conv.md). */
 HPDL_CUDA_API int hpdl__conv_wgrad_is_gemm(const hpdl__conv_geom &g, long long pixels) {
     return hpdl__conv_is_pointwise(g.p) && g.p.groups == 1 && (long long)g.y.c * g.x.c >= (1 << 18) &&
            pixels <= INT_MAX;
