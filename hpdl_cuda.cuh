@@ -8366,8 +8366,6 @@ static inline hpdl_status hpdl__conv_wg_setup(const hpdl__conv_geom &geo, bool d
                               map_w);
 }
 
-/* The rung for f16/bf16 where it applies (hpdl__conv_wg_applies; backward-
-   data with both stride and dilation excepted), else HPDL_ERR_UNSUPPORTED. (a, b, out) as hpdl__cuda_conv2d takes them. */
 /* Whether the wgmma rung runs a backward-filter as one GEMM on the Hopper
    GEMM rungs: a 1x1 convolution at stride 1 without padding (in NHWC, x and
    dy are the GEMM's [pixels x C] and [pixels x K]) whose dw has 2^18
@@ -8381,6 +8379,8 @@ HPDL_CUDA_API int hpdl__conv_wgrad_is_gemm(const hpdl__conv_geom &g, long long p
            pixels <= INT_MAX;
 }
 
+/* The rung for f16/bf16 where it applies (hpdl__conv_wg_applies; backward-
+   data with both stride and dilation excepted), else HPDL_ERR_UNSUPPORTED. (a, b, out) as hpdl__cuda_conv2d takes them. */
 template <typename T>
 static inline hpdl_status hpdl__conv_wg_run(const hpdl__conv_geom &geo, hpdl__conv_pass pass, const T *a, const T *b,
                                             T *out, cudaStream_t stream) {
@@ -10311,31 +10311,31 @@ static inline hpdl_status hpdl__conv_in_f32(hpdl_conv_algo algo, const hpdl__con
                                             const D *a, const D *b, D *out, cudaStream_t stream) {
     hpdl_tensor4 t[3];
     hpdl__conv_operands(g, pass, t);
-    const size_t na = hpdl__whole_packs<float>(hpdl_tensor4_count(&t[0]));
-    const size_t nb = hpdl__whole_packs<float>(hpdl_tensor4_count(&t[1])), nout = hpdl_tensor4_count(&t[2]);
+    const size_t count_a = hpdl_tensor4_count(&t[0]), count_b = hpdl_tensor4_count(&t[1]);
+    const size_t na = hpdl__whole_packs<float>(count_a), nb = hpdl__whole_packs<float>(count_b);
+    const size_t nout = hpdl_tensor4_count(&t[2]);
     float *a32, *b32, *out32;
     hpdl_status s;
     if (algo == HPDL_CONV_IM2COL && !hpdl__im2col_applies(g, sizeof(float))) return HPDL_ERR_UNSUPPORTED;
     HPDL_CUDA_TRY(hpdl__scratch_alloc((void **)&a32, (na + nb + nout) * sizeof(float), stream));
     b32 = a32 + na;
     out32 = b32 + nb;
-    if ((s = hpdl__conv_cast(hpdl_tensor4_count(&t[0]), a, a32, stream)) == HPDL_OK &&
-        (s = hpdl__conv_cast(hpdl_tensor4_count(&t[1]), b, b32, stream)) == HPDL_OK &&
+    if ((s = hpdl__conv_cast(count_a, a, a32, stream)) == HPDL_OK && (s = hpdl__conv_cast(count_b, b, b32, stream)) == HPDL_OK &&
         (s = hpdl__cuda_conv2d<float>(algo, pass, &g.p, &g.x, &g.y, a32, b32, out32, stream)) == HPDL_OK)
         s = hpdl__conv_cast(nout, (const float *)out32, out, stream);
     if (cudaFreeAsync(a32, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
     return s;
 }
 
-/* AUTO's choice of the IM2COL rung on f32 copies for 16-bit backward-data
-   into few input channels (not a multiple of 8) from 32 or more output
+/* AUTO's choice of the IM2COL rung on f32 copies (for 16-bit tensors) for
+   backward-data into few input channels (not a multiple of 8) from 32 or more output
    channels: the ResNet stems, whose dx the tensor-core rungs compute with
    most of each tile padding. One H200, 2026-11-29, f16 NHWC, batch 128
    (notes/conv.md): ResNet-50's 7x7/2 stem 35.8 -> 3.5 ms (cuDNN 1.8), the
    3x3 CIFAR stem 0.35 -> 0.085 ms (cuDNN 0.095); from 6 or 16 output
    channels the few-channel and mma kernels stay faster. */
-HPDL_CUDA_API int hpdl__conv_dgrad_in_f32(const hpdl__conv_geom &g, hpdl__conv_pass pass, size_t elem_bytes) {
-    return elem_bytes == 2 && pass == HPDL__CONV_INPUT_GRAD && g.x.c % 8 != 0 && g.y.c >= 32;
+HPDL_CUDA_API int hpdl__conv_dgrad_in_f32(const hpdl__conv_geom &g, hpdl__conv_pass pass) {
+    return pass == HPDL__CONV_INPUT_GRAD && g.x.c % 8 != 0 && g.y.c >= 32;
 }
 
 /* hpdl__conv_in_f32 by the f32 rung ALGO, for hpdl__conv_16bit (which
@@ -10358,10 +10358,10 @@ static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass
     if (algo < HPDL_CONV_AUTO || algo > HPDL_CONV_IM2COL) return HPDL_ERR_INVALID;
     if (hpdl__conv_geom_make(p, xd, yd, a, b, out, &g) != HPDL_OK) return HPDL_ERR_INVALID;
     if (algo == HPDL_CONV_CUDNN) return hpdl__conv_cudnn<D>(g, pass, a, b, out, stream);
-    if (algo == HPDL_CONV_AUTO && hpdl__conv_dgrad_in_f32(g, pass, sizeof(D))) {
+    if (sizeof(D) == 2 && (algo == HPDL_CONV_IM2COL || (algo == HPDL_CONV_AUTO && hpdl__conv_dgrad_in_f32(g, pass)))) {
         hpdl_status s = hpdl__conv_16bit<hpdl__conv_in_f32_rung<HPDL_CONV_IM2COL>, D>::run(g, pass, (const D *)a,
                                                                                            (const D *)b, (D *)out, stream);
-        if (s != HPDL_ERR_UNSUPPORTED) return s;
+        if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_CONV_IM2COL) return s;
     }
     if (algo == HPDL_CONV_AUTO && hpdl__conv_few_channels(g, pass, sizeof(D) == 2)) {
         hpdl_status s = hpdl__conv_launch_few_channels<D, ACC>(g, pass, (const D *)a, (const D *)b, (D *)out,
@@ -10386,9 +10386,6 @@ static inline hpdl_status hpdl__cuda_conv2d(hpdl_conv_algo algo, hpdl__conv_pass
         hpdl_status s = hpdl__conv_launch_mma<D>(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
         if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_CONV_MMA) return s;
     }
-    if (algo == HPDL_CONV_IM2COL && sizeof(D) == 2)
-        return hpdl__conv_16bit<hpdl__conv_in_f32_rung<HPDL_CONV_IM2COL>, D>::run(g, pass, (const D *)a,
-                                                                                  (const D *)b, (D *)out, stream);
     if (algo == HPDL_CONV_AUTO || algo == HPDL_CONV_IM2COL) {
         hpdl_status s = hpdl__conv_im2col<D>(g, pass, (const D *)a, (const D *)b, (D *)out, stream);
         if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_CONV_IM2COL) return s;
