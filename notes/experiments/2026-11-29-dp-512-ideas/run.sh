@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Two H200s: gpu_mpi_dp (build C), then the focus rows from builds A (2775960), B (dW0 before
+# Two H200s: gpu_mpi_dp (build C), then the focus rows from builds A (the tree as it is), B (dW0 before
 # dW1) and C (B + inboxes emptied by a copy engine) in turns, then the best of B and C again
 # with PyTorch DDP in the same run.
 set -u -o pipefail
@@ -10,8 +10,12 @@ exec > >(tee "$O/device.log") 2>&1
 MPIRUN="mpirun --allow-run-as-root --bind-to none -x NCCL_NVLS_ENABLE -x HPDL_COMMIT"
 start=$SECONDS; step() { echo "== $1 ($((SECONDS - start)) s)"; }
 nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm --format=csv,noheader
-for f in dpA dpB dpC gpu_mpi_dp; do gunzip -c build/carry2/$f.gz > $B/$f; chmod +x $B/$f; done
-MNIST_DIR=.gz scripts/data.sh data/fashion-mnist >/dev/null || echo "no Fashion-MNIST"
+# Binaries built on the host (make B=build/h90 GPU_CC=90 build/h90/bench/dp_scaling on each tree,
+# gpu_mpi_dp from C), gzipped; the data travels as xz and is unpacked to raw IDX files.
+C=build/carry3
+for f in dpA dpB dpC gpu_mpi_dp; do gunzip -c $C/bin/$f.gz > $B/$f; chmod +x $B/$f; done
+mkdir -p .raw; for f in $C/data/*.xz; do xz -dc $f > .raw/$(basename $f .xz); done
+MNIST_DIR=.raw scripts/data.sh data/fashion-mnist >/dev/null || echo "no Fashion-MNIST"
 step "gpu_mpi_dp"; timeout 120 $MPIRUN -np 2 $B/gpu_mpi_dp > $O/gpu_mpi_dp.log 2>&1; echo "rc=$?" >> $O/gpu_mpi_dp.log; tail -n 3 $O/gpu_mpi_dp.log
 short="--focus --algo ipc --reps 10 --pieces 1 --halve 0 --ctas 0 --prio 0 --no-torch"
 for round in ${ROUNDS:-1 2}; do for v in ${VARIANTS:-A B C}; do
