@@ -14979,11 +14979,15 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_deep_linear_profile(hpdl_cuda_deep_linear *m
              pipeline into XOR-swizzled shared tiles, fragments by ldmatrix,
              mma.sync.m16n8k32.s32.s8.s8.s32 (sm_80+)
        dp4a  128x128x32 block tiles, 8x8 outputs per thread, __dp4a (any GPU;
-             the fallback where the binary or GPU has no sm_80 path)
+             the fallback where the binary or GPU has no sm_80 path); for
+             products of at most 2^24 multiply-adds one output a thread
+             (hpdl__qgemm_small); the convolution: direct, one output pixel
+             a thread, for at most 16 output channels (hpdl__qconv_direct)
        wgmma the GEMM part's wgmma_persistent kernel (TMA, warp-specialised,
              128x256x128 tiles) with wgmma.m64n256k32.s32.s8.s8 (sm_90a, rows
              16-byte aligned); zero-point row sums from a small kernel first
-       auto  wgmma, else mma, else dp4a, whichever can run first
+       auto  dp4a for a product of at most 2^24 multiply-adds, else wgmma,
+             else mma, else dp4a, whichever can run first
 
    ZERO POINTS. The kernels multiply the raw int8 values and correct
        sum_k (a - za)(b - zb) = sum_k ab - zb sum_k a - za sum_k b + K za zb
@@ -15394,6 +15398,41 @@ template <typename TC> __global__ void __launch_bounds__(256) hpdl__qgemm_dp4a(h
             hpdl__qgemm_out<TC>(g, tm + ty + 16 * i, tn + tx + 16 * j, acc[i][j], rs[ty + 16 * i], cs[tx + 16 * j]);
 }
 
+/* Products of at most HPDL__QSMALL_MACS multiply-adds (a CNN's linear layers
+   at an inference batch: 256 x 84 x 120 in the lab's small CNN) fill a
+   handful of the tiled kernels' blocks, which then walk K alone (that layer
+   took 74 us on the mma kernel under ncu, 2026-11-29). Here one thread computes one
+   output, a warp 32 columns of one row: the sum over K by dp4a on 4-byte
+   words, read whole where both operands' rows are 4-byte aligned (vec4),
+   the rest byte by byte; the row and column sums beside it. */
+enum { HPDL__QSMALL_MACS = 1 << 24, HPDL__QSMALL_MAX_N = 4096 };
+
+static inline int hpdl__qgemm_is_small(const hpdl__qgemm_args &g) {
+    return (int64_t)g.M * g.N * g.K <= HPDL__QSMALL_MACS && g.N <= HPDL__QSMALL_MAX_N;
+}
+
+template <typename TC> __global__ void __launch_bounds__(256) hpdl__qgemm_small(hpdl__qgemm_args g, int vec4) {
+    const int m = (int)(blockIdx.x * 8 + threadIdx.x / 32), n = (int)(blockIdx.y * 32 + threadIdx.x % 32);
+    if (m >= g.M || n >= g.N) return;
+    const int8_t *a = g.A + (size_t)m * g.lda, *b = g.B + (size_t)n * g.ldb;
+    int32_t dot = 0, rsum = 0, csum = 0;
+    int k = 0;
+    if (vec4)
+#pragma unroll 4
+        for (; k + 4 <= g.K; k += 4) {
+            const int32_t wa = *(const int32_t *)(a + k), wb = *(const int32_t *)(b + k);
+            dot = __dp4a(wa, wb, dot);
+            rsum = __dp4a(wa, 0x01010101, rsum);
+            csum = __dp4a(wb, 0x01010101, csum);
+        }
+    for (; k < g.K; k++) {
+        dot += (int32_t)a[k] * b[k];
+        rsum += a[k];
+        csum += b[k];
+    }
+    hpdl__qgemm_out<TC>(g, m, n, dot, rsum, csum);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Layout transformation and quantization kernels                            */
 /* ------------------------------------------------------------------------ */
@@ -15653,12 +15692,13 @@ template <typename TC> static inline hpdl_status hpdl__qgemm_launch_wgmma(const 
     return s;
 }
 
-/* Runs the kernel of `algo` (AUTO: wgmma on Hopper, else mma where this
-   binary and GPU can, else dp4a). */
+/* Runs the kernel of `algo` (AUTO: dp4a for a small product, else wgmma on
+   Hopper, else mma where this binary and GPU can, else dp4a). */
 template <typename TC>
 static inline hpdl_status hpdl__qgemm_launch(hpdl_quant_algo algo, const hpdl__qgemm_args &g, cudaStream_t stream) {
     dim3 grid;
     hpdl_status s;
+    if (algo == HPDL_QUANT_AUTO && hpdl__qgemm_is_small(g)) algo = HPDL_QUANT_DP4A;
     if (algo == HPDL_QUANT_WGMMA || algo == HPDL_QUANT_AUTO) {
         s = hpdl__qgemm_launch_wgmma<TC>(g, stream);
         if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_QUANT_WGMMA) return s;
@@ -15669,8 +15709,13 @@ static inline hpdl_status hpdl__qgemm_launch(hpdl_quant_algo algo, const hpdl__q
         s = hpdl__gemm_launch_tc<hpdl__qmma_shape>(hpdl__qgemm_mma<TC>, g, smem, stream);
         if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_QUANT_MMA) return s;
     }
-    if ((s = hpdl__gemm_grid(g.N, HPDL__QDP4A_BN, g.M, HPDL__QDP4A_BM, &grid)) != HPDL_OK) return s;
-    hpdl__qgemm_dp4a<TC><<<grid, 256, 0, stream>>>(g);
+    if (hpdl__qgemm_is_small(g)) {
+        const int vec4 = ((uintptr_t)g.A | (uintptr_t)g.B | (uintptr_t)g.lda | (uintptr_t)g.ldb) % 4 == 0;
+        hpdl__qgemm_small<TC><<<dim3((unsigned)(g.M + 7) / 8, (unsigned)(g.N + 31) / 32), 256, 0, stream>>>(g, vec4);
+    } else {
+        if ((s = hpdl__gemm_grid(g.N, HPDL__QDP4A_BN, g.M, HPDL__QDP4A_BM, &grid)) != HPDL_OK) return s;
+        hpdl__qgemm_dp4a<TC><<<grid, 256, 0, stream>>>(g);
+    }
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
 }
@@ -16373,12 +16418,113 @@ static inline hpdl_status hpdl__qconv_im2col_run(const hpdl__conv_geom &geo, con
     return s;
 }
 
+/* ---- the dp4a rung: direct, for few output channels ----
+   A layer of at most HPDL__QDIRECT_MAX_N output channels (the lab's small
+   CNN: 3 -> 6 and 6 -> 16 channels, 5x5) fills a sliver of the GEMM rungs'
+   64- and 128-wide tiles: its first layer took 52 us for the im2col rows and
+   84 us for their product under ncu (2026-11-29). Here one thread computes
+   every channel of one output pixel: it reads its im2col row 4 bytes at a
+   time (zx in the padding, as hpdl__q_im2col; 0 past K) and multiplies
+   each word by every channel's filter word (dp4a), the filter staged in
+   shared memory as words [k word][channel]. The epilogue is the GEMM's on
+   those rows (za = zx, column sums wsum): acc = dot - zx wsum[n], then the
+   bias and the requantisation. */
+enum { HPDL__QDIRECT_MAX_N = 16, HPDL__QDIRECT_MAX_K = 1024 };
+
+/* Whether the direct kernel takes this geometry (one group, at most 16
+   output channels, at most 1024 taps x channels). */
+static inline int hpdl__qconv_direct_takes(const hpdl__conv_geom &geo) {
+    const int K = geo.p.kernel_h * geo.p.kernel_w * geo.x.c;
+    return geo.c_per_group == geo.x.c && geo.y.c <= HPDL__QDIRECT_MAX_N && K <= HPDL__QDIRECT_MAX_K;
+}
+
+/* An output pixel's im2col row read in order, a byte at a time: the
+   filter tap (r, s), the channel c, and the input pixel under the tap
+   (NULL in the padding, which reads as zx). Steps, not divisions: the row
+   of the lab's first layer is 75 bytes. */
+struct hpdl__qconv_walk {
+    const int8_t *image, *px;
+    int oh, ow, r, s, c;
+};
+
+static __device__ __forceinline__ const int8_t *hpdl__qconv_walk_pixel(const hpdl__q_im2col_args &a,
+                                                                      const hpdl__qconv_walk &w) {
+    const int ih = w.oh * a.stride_h - a.pad_h + w.r * a.dilation_h, iw = w.ow * a.stride_w - a.pad_w + w.s * a.dilation_w;
+    return ih >= 0 && ih < a.src_h && iw >= 0 && iw < a.src_w ? w.image + ((size_t)ih * a.src_w + iw) * a.src_c : NULL;
+}
+
+/* The next byte of the row. */
+static __device__ __forceinline__ int8_t hpdl__qconv_walk_next(const hpdl__q_im2col_args &a, hpdl__qconv_walk &w,
+                                                               int8_t zx) {
+    const int8_t b = w.px ? w.px[w.c] : zx;
+    if (++w.c == a.src_c) {
+        w.c = 0;
+        if (++w.s == a.kernel_w) w.s = 0, w.r++;
+        w.px = hpdl__qconv_walk_pixel(a, w);
+    }
+    return b;
+}
+
+template <typename TC>
+__global__ void __launch_bounds__(256) hpdl__qconv_direct(hpdl__q_im2col_args a, int M, const int8_t *x, int8_t zx,
+                                                          const int8_t *wt, int ldw, const int32_t *wsum,
+                                                          hpdl__qgemm_args g) {
+    __shared__ int32_t filter[HPDL__QDIRECT_MAX_K / 4 * HPDL__QDIRECT_MAX_N];
+    const int words = (a.K + 3) / 4, N = g.N;
+    for (int i = (int)threadIdx.x; i < words * N; i += (int)blockDim.x) {
+        const int kw = i / N, n = i - kw * N;
+        int32_t v = 0;
+        for (int j = 0; j < 4 && kw * 4 + j < a.K; j++) v |= (int32_t)(uint8_t)wt[(size_t)n * ldw + kw * 4 + j] << (8 * j);
+        filter[i] = v;
+    }
+    __syncthreads();
+    for (int m = (int)(blockIdx.x * blockDim.x + threadIdx.x); m < M; m += (int)(gridDim.x * blockDim.x)) {
+        const int rest = m / a.out_w, img = rest / a.out_h;
+        hpdl__qconv_walk w = {x + (size_t)img * a.src_h * a.src_w * a.src_c, NULL, rest % a.out_h, m % a.out_w, 0, 0, 0};
+        int32_t acc[HPDL__QDIRECT_MAX_N];
+#pragma unroll
+        for (int n = 0; n < HPDL__QDIRECT_MAX_N; n++) acc[n] = 0;
+        w.px = hpdl__qconv_walk_pixel(a, w);
+        for (int kw = 0; kw < words; kw++) {
+            int32_t word = 0;
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                if (kw * 4 + j < a.K) word |= (int32_t)(uint8_t)hpdl__qconv_walk_next(a, w, zx) << (8 * j);
+#pragma unroll
+            for (int n = 0; n < HPDL__QDIRECT_MAX_N; n++)
+                if (n < N) acc[n] = __dp4a(word, filter[kw * N + n], acc[n]);
+        }
+#pragma unroll
+        for (int n = 0; n < HPDL__QDIRECT_MAX_N; n++)
+            if (n < N) hpdl__qgemm_out<TC>(g, m, n, acc[n], 0, wsum[n]);
+    }
+}
+
+/* The direct kernel on a geometry hpdl__qconv_direct_takes; a grid-stride
+   loop over the output pixels. */
+template <typename TC>
+static inline hpdl_status hpdl__qconv_direct_run(const hpdl__conv_geom &geo, const int8_t *x, int32_t zx, const int8_t *wt,
+                                                 int ldw, const int32_t *wsum, const hpdl_cuda_quant_output *o,
+                                                 hpdl__qgemm_out_kind kind, TC *y, cudaStream_t stream) {
+    const hpdl_conv2d_params &p = geo.p;
+    const int M = geo.x.n * geo.y.h * geo.y.w, K = p.kernel_h * p.kernel_w * geo.x.c, blocks = (M + 255) / 256;
+    const hpdl__q_im2col_args a = {geo.x.h, geo.x.w, geo.x.c, geo.y.h, geo.y.w, p.kernel_w, p.stride_h, p.stride_w,
+                                   p.pad_h, p.pad_w, p.dilation_h, p.dilation_w, K, K};
+    if (!hpdl__qconv_direct_takes(geo)) return HPDL_ERR_UNSUPPORTED;
+    hpdl__qconv_direct<TC><<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, stream>>>(
+        a, M, x, (int8_t)zx, wt, ldw, wsum, hpdl__qgemm_make_args(M, geo.y.c, K, NULL, 0, zx, wt, ldw, 0, o, kind, y, geo.y.c));
+    HPDL_CUDA_TRY_LAUNCH();
+    return HPDL_OK;
+}
+
 /* The convolution of a checked geometry: x (zero point zx), the filter wt
    (KRSC, rows ldw bytes apart) with row sums wsum and per-tap sums wtap
    (NULL: no wgmma rung), requantised by o into y (int8, or int32 for
    logits). algo: HPDL_QUANT_WGMMA (HPDL_ERR_UNSUPPORTED where it does not
-   apply), HPDL_QUANT_MMA, HPDL_QUANT_IM2COL, or AUTO (wgmma; im2col for
-   input channels not a multiple of 16; else mma). The mma rung: 256 x
+   apply), HPDL_QUANT_MMA, HPDL_QUANT_IM2COL, HPDL_QUANT_DP4A (direct; where
+   hpdl__qconv_direct_takes, else HPDL_ERR_UNSUPPORTED), or AUTO (for input
+   channels not a multiple of 16 dp4a where it applies, else im2col; wgmma;
+   else mma). The mma rung: 256 x
    64 tiles for at most 64 output channels, else 128 x 128;
    HPDL_ERR_UNSUPPORTED without an sm_80 path. */
 template <typename TC>
@@ -16391,13 +16537,15 @@ static inline hpdl_status hpdl__qconv_run(hpdl_quant_algo algo, const hpdl__conv
     hpdl__qgemm_args g;
     hpdl_status s;
     if (hpdl_tensor4_count(&geo.y) == 0) return HPDL_OK;
+    if (algo == HPDL_QUANT_DP4A || (algo == HPDL_QUANT_AUTO && geo.x.c % 16 != 0 && hpdl__qconv_direct_takes(geo)))
+        return hpdl__qconv_direct_run<TC>(geo, x, zx, wt, ldw, wsum, o, kind, y, stream);
     if (algo == HPDL_QUANT_WGMMA || algo == HPDL_QUANT_AUTO) {
         s = hpdl__qconv_wg_run(geo, x, zx, wt, ldw, wsum, wtap, border, o, y, stream);
         if (s != HPDL_ERR_UNSUPPORTED || algo == HPDL_QUANT_WGMMA) return s;
     }
     if (algo == HPDL_QUANT_IM2COL || (algo == HPDL_QUANT_AUTO && geo.x.c % 16 != 0))
         return hpdl__qconv_im2col_run<TC>(geo, x, zx, wt, ldw, wsum, o, kind, y, stream);
-    if (algo != HPDL_QUANT_AUTO && algo != HPDL_QUANT_MMA) return HPDL_ERR_UNSUPPORTED; /* no dp4a convolution */
+    if (algo != HPDL_QUANT_AUTO && algo != HPDL_QUANT_MMA) return HPDL_ERR_UNSUPPORTED;
     if ((s = hpdl__conv_mma_make_args<int8_t>(geo, HPDL__CONV_FORWARD, x, wt, NULL, &a)) != HPDL_OK) return s;
     a.src_vec = a.inner % 16 == 0 && hpdl__gemm_aligned(x, a.src_c, 16, 1);
     g = hpdl__qgemm_make_args(a.M, a.N, a.K, x, a.K, zx, wt, ldw, 0, o, kind, y, geo.y.c);
@@ -16434,9 +16582,11 @@ HPDL_LAZY hpdl_status hpdl__qconv_filter(int taps, int C, int N, const int8_t *w
    channels a multiple of 16, x 16-byte aligned: HPDL_ERR_UNSUPPORTED
    elsewhere), HPDL_QUANT_MMA (sm_80+), HPDL_QUANT_IM2COL (im2col rows in
    a stream-ordered temporary, then the wgmma 1x1 kernel or the int8 GEMM:
-   any GPU), or HPDL_QUANT_AUTO (wgmma where it applies; im2col where the
-   input channels are not a multiple of 16; else mma); there is no dp4a
-   convolution (HPDL_ERR_UNSUPPORTED).
+   any GPU), HPDL_QUANT_DP4A (direct, one output pixel a thread: any GPU,
+   for at most 16 output channels and R S C <= 1024, HPDL_ERR_UNSUPPORTED
+   elsewhere), or HPDL_QUANT_AUTO (where the input channels are not a
+   multiple of 16: dp4a where it applies, else im2col; else wgmma where it
+   applies, else mma).
    x and y NHWC int8, w taps x outputs ((r, s, c) x K, as the CPU takes it;
    transposed into a stream-ordered temporary with its sums), o for yd->c
    channels. */
@@ -16472,9 +16622,10 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_quant_conv2d_algo_i8(hpdl_quant_algo algo, c
 }
 
 /* y = hpdl_quant_conv2d_i8(p, xd, x, zx, w, o, yd) on the device, bit for
-   bit: hpdl_cuda_quant_conv2d_algo_i8 with HPDL_QUANT_AUTO (the wgmma rung
-   where it applies; im2col where the input channels are not a multiple of
-   16; else mma, HPDL_ERR_UNSUPPORTED without an sm_80 path). */
+   bit: hpdl_cuda_quant_conv2d_algo_i8 with HPDL_QUANT_AUTO (where the
+   input channels are not a multiple of 16, dp4a for at most 16 output
+   channels, else im2col; else the wgmma rung where it applies, else mma,
+   HPDL_ERR_UNSUPPORTED without an sm_80 path). */
 HPDL_CUDA_API hpdl_status hpdl_cuda_quant_conv2d_i8(const hpdl_conv2d_params *p, const hpdl_tensor4 *xd, const int8_t *x,
                                                     int32_t zx, const int8_t *w, const hpdl_cuda_quant_output *o,
                                                     const hpdl_tensor4 *yd, int8_t *y, cudaStream_t stream) {

@@ -369,13 +369,17 @@ static void test_fixed_twin(void) {
 }
 
 /* The convolution's rungs, and whether one may answer HPDL_ERR_UNSUPPORTED
-   for input channels C and x offset by x_offset bytes: mma on a GPU older
-   than sm_80; wgmma off Hopper, or where channels are not a multiple of 16
-   or x is not 16-byte aligned (on an H100/H200 it must run everywhere else). */
-static const hpdl_quant_algo CONV_ALGOS[] = {HPDL_QUANT_MMA, HPDL_QUANT_WGMMA, HPDL_QUANT_IM2COL};
-static int conv_may_decline(hpdl_quant_algo a, int C, int x_offset) {
+   for C input channels, K output channels, R x R filters and x offset by
+   x_offset bytes: mma on a GPU older than sm_80; wgmma off Hopper, or where
+   channels are not a multiple of 16 or x is not 16-byte aligned (on an
+   H100/H200 it must run everywhere else). dp4a (direct) runs on any GPU
+   where it applies and must decline elsewhere (conv_direct_applies). */
+static const hpdl_quant_algo CONV_ALGOS[] = {HPDL_QUANT_MMA, HPDL_QUANT_WGMMA, HPDL_QUANT_IM2COL, HPDL_QUANT_DP4A};
+static int conv_direct_applies(int C, int K, int R) { return K <= 16 && R * R * C <= 1024; }
+static int conv_may_decline(hpdl_quant_algo a, int C, int K, int R, int x_offset) {
     cudaDeviceProp p;
     if (a == HPDL_QUANT_IM2COL) return 0; /* the GEMM under it runs on any GPU */
+    if (a == HPDL_QUANT_DP4A) return !conv_direct_applies(C, K, R);
     if (a == HPDL_QUANT_MMA) return cudaGetDeviceProperties(&p, 0) != cudaSuccess || p.major < 8;
     return may_decline(a, 0) || C % 16 != 0 || x_offset % 16 != 0;
 }
@@ -407,7 +411,11 @@ static int conv_case(hpdl_rng *r, int N, int C, int H, int W, int K, int R, int 
     for (int a = 0; a < HPDL_COUNT(CONV_ALGOS); a++) {
         HPDL_CHECK(hpdl_cuda_poison(dy, ny));
         st = hpdl_cuda_quant_conv2d_algo_i8(CONV_ALGOS[a], &p, &xd, dx + x_offset, zx, dw, &d, &yd, dy, 0);
-        if (st == HPDL_ERR_UNSUPPORTED && conv_may_decline(CONV_ALGOS[a], C, x_offset)) continue;
+        if (CONV_ALGOS[a] == HPDL_QUANT_DP4A && !conv_direct_applies(C, K, R)) {
+            bad += st != HPDL_ERR_UNSUPPORTED;
+            continue;
+        }
+        if (st == HPDL_ERR_UNSUPPORTED && conv_may_decline(CONV_ALGOS[a], C, K, R, x_offset)) continue;
         int wrong = st == HPDL_OK ? count_mismatches(download(dy, ny), want) : -1;
         if (wrong)
             fprintf(stderr, "    conv %s N%d C%d %dx%d K%d R%d stride %d pad %d dilation %d zx %d relu %d: %s, %d wrong\n",
@@ -452,6 +460,10 @@ static void test_conv_i8_exact(void) {
         {9, 16, 32, 32, 200, 3, 1, 1, 1, -100, 1, 0},
         {9, 32, 32, 32, 100, 3, 1, 1, 1, 45, 0, 0},
         {9, 96, 32, 32, 136, 3, 1, 1, 1, -77, 1, 0}, /* ... with k steps of 128 channels */
+        /* the lab's small CNN, which AUTO gives the direct (dp4a) rung */
+        {3, 3, 32, 32, 6, 5, 1, 0, 1, -128, 1, 0},  /* its first layer: 75-byte rows */
+        {2, 6, 14, 14, 16, 5, 1, 0, 1, -9, 0, 3},   /* its second, x 3 bytes off */
+        {2, 5, 9, 8, 3, 3, 2, 1, 2, 40, 1, 0},      /* stride 2, dilation 2, padding */
     };
     hpdl_rng r;
     int i, bad = 0;
@@ -504,7 +516,7 @@ static void test_conv_requant_cases(void) {
         for (a = 0; a < HPDL_COUNT(CONV_ALGOS); a++) {
             HPDL_CHECK(hpdl_cuda_poison(dy, n));
             hpdl_status st = hpdl_cuda_quant_conv2d_algo_i8(CONV_ALGOS[a], &p, &xd, dx, zx, dw, &d, &yd, dy, 0);
-            if (st == HPDL_ERR_UNSUPPORTED && conv_may_decline(CONV_ALGOS[a], C, 0)) continue;
+            if (st == HPDL_ERR_UNSUPPORTED && conv_may_decline(CONV_ALGOS[a], C, 1, 1, 0)) continue;
             HPDL_EXPECT(st == HPDL_OK);
             bad += count_mismatches(download(dy, n), want);
         }
@@ -541,8 +553,6 @@ static void test_conv_bad_args(void) {
     HPDL_EXPECT(hpdl_cuda_quant_conv2d_i8(&p, &nchw, dx, 0, dw, &d, &yd, dy, 0) == HPDL_ERR_INVALID);
     HPDL_EXPECT(hpdl_cuda_quant_conv2d_i8(&p, &xd, dx, 0, dw, &d, &wrong, dy, 0) == HPDL_ERR_INVALID);
     HPDL_EXPECT(hpdl_cuda_quant_conv2d_algo_i8((hpdl_quant_algo)7, &p, &xd, dx, 0, dw, &d, &yd, dy, 0) == HPDL_ERR_INVALID);
-    HPDL_EXPECT(hpdl_cuda_quant_conv2d_algo_i8(HPDL_QUANT_DP4A, &p, &xd, dx, 0, dw, &d, &yd, dy, 0) ==
-                HPDL_ERR_UNSUPPORTED); /* no dp4a convolution */
     p.groups = 2;
     HPDL_EXPECT(hpdl_cuda_quant_conv2d_i8(&p, &xd, dx, 0, dw, &d, &yd, dy, 0) == HPDL_ERR_INVALID);
     HPDL_EXPECT(count_mismatches(download(dy, 2 * 8 * 25), before) == 0);
