@@ -16422,13 +16422,13 @@ static inline hpdl_status hpdl__qconv_im2col_run(const hpdl__conv_geom &geo, con
    A layer of at most HPDL__QDIRECT_MAX_N output channels (the lab's small
    CNN: 3 -> 6 and 6 -> 16 channels, 5x5) fills a sliver of the GEMM rungs'
    64- and 128-wide tiles: its first layer took 52 us for the im2col rows and
-   84 us for their product under ncu (2026-11-29). Here a thread computes
-   the channels of one output pixel: it reads its im2col row tap by tap,
-   4 bytes at a time (zx in the padding, as hpdl__q_im2col; 0 past K), and
-   multiplies each word by every channel's filter word (dp4a), the filter
-   staged in shared memory as words [k word][channel]. The epilogue is the
-   GEMM's on those rows (za = zx, column sums wsum): acc = dot - zx wsum[n],
-   then the bias and the requantisation. */
+   84 us for their product under ncu (2026-11-29). Here one thread computes
+   every channel of one output pixel: it reads its im2col row 4 bytes at a
+   time (zx in the padding, as hpdl__q_im2col; 0 past K) and multiplies
+   each word by every channel's filter word (dp4a), the filter staged in
+   shared memory as words [k word][channel]. The epilogue is the GEMM's on
+   those rows (za = zx, column sums wsum): acc = dot - zx wsum[n], then the
+   bias and the requantisation. */
 enum { HPDL__QDIRECT_MAX_N = 16, HPDL__QDIRECT_MAX_K = 1024 };
 
 /* Whether the direct kernel takes this geometry (one group, at most 16
@@ -16438,33 +16438,39 @@ static inline int hpdl__qconv_direct_takes(const hpdl__conv_geom &geo) {
     return geo.c_per_group == geo.x.c && geo.y.c <= HPDL__QDIRECT_MAX_N && K <= HPDL__QDIRECT_MAX_K;
 }
 
-/* The input pixel under filter tap (r, s) of output pixel (oh, ow), or
-   NULL in the padding. */
-static __device__ __forceinline__ const int8_t *hpdl__qconv_tap_pixel(const hpdl__q_im2col_args &a, const int8_t *image,
-                                                                     int oh, int ow, int r, int s) {
-    const int ih = oh * a.stride_h - a.pad_h + r * a.dilation_h, iw = ow * a.stride_w - a.pad_w + s * a.dilation_w;
-    return ih >= 0 && ih < a.src_h && iw >= 0 && iw < a.src_w ? image + ((size_t)ih * a.src_w + iw) * a.src_c : NULL;
+/* An output pixel's im2col row read in order, a byte at a time: the
+   filter tap (r, s), the channel c, and the input pixel under the tap
+   (NULL in the padding, which reads as zx). Steps, not divisions: the row
+   of the lab's first layer is 75 bytes. */
+struct hpdl__qconv_walk {
+    const int8_t *image, *px;
+    int oh, ow, r, s, c;
+};
+
+static __device__ __forceinline__ const int8_t *hpdl__qconv_walk_pixel(const hpdl__q_im2col_args &a,
+                                                                      const hpdl__qconv_walk &w) {
+    const int ih = w.oh * a.stride_h - a.pad_h + w.r * a.dilation_h, iw = w.ow * a.stride_w - a.pad_w + w.s * a.dilation_w;
+    return ih >= 0 && ih < a.src_h && iw >= 0 && iw < a.src_w ? w.image + ((size_t)ih * a.src_w + iw) * a.src_c : NULL;
 }
 
-/* acc[i] += word . filter word kw of channel n0 + i, for the thread's
-   channels (i < count). */
-static __device__ __forceinline__ void hpdl__qconv_direct_dot(int32_t *acc, int32_t word, const int32_t *filter, int kw,
-                                                              int N, int n0, int count) {
-#pragma unroll
-    for (int i = 0; i < HPDL__QDIRECT_MAX_N; i++)
-        if (i < count) acc[i] = __dp4a(word, filter[kw * N + n0 + i], acc[i]);
+/* The next byte of the row. */
+static __device__ __forceinline__ int8_t hpdl__qconv_walk_next(const hpdl__q_im2col_args &a, hpdl__qconv_walk &w,
+                                                               int8_t zx) {
+    const int8_t b = w.px ? w.px[w.c] : zx;
+    if (++w.c == a.src_c) {
+        w.c = 0;
+        if (++w.s == a.kernel_w) w.s = 0, w.r++;
+        w.px = hpdl__qconv_walk_pixel(a, w);
+    }
+    return b;
 }
 
-/* Thread t computes channels n0 .. n0 + per - 1 (those below N) of output
-   pixel t / groups, n0 = (t % groups) per: where the pixels alone are too
-   few to fill the GPU, each pixel's channels are shared out over several
-   threads (hpdl__qconv_direct_run picks groups). */
 template <typename TC>
-__global__ void __launch_bounds__(256) hpdl__qconv_direct(hpdl__q_im2col_args a, int M, int groups, const int8_t *x,
-                                                          int8_t zx, const int8_t *wt, int ldw, const int32_t *wsum,
+__global__ void __launch_bounds__(256) hpdl__qconv_direct(hpdl__q_im2col_args a, int M, const int8_t *x, int8_t zx,
+                                                          const int8_t *wt, int ldw, const int32_t *wsum,
                                                           hpdl__qgemm_args g) {
     __shared__ int32_t filter[HPDL__QDIRECT_MAX_K / 4 * HPDL__QDIRECT_MAX_N];
-    const int words = (a.K + 3) / 4, N = g.N, per = (N + groups - 1) / groups, kernel_h = a.K / (a.kernel_w * a.src_c);
+    const int words = (a.K + 3) / 4, N = g.N;
     for (int i = (int)threadIdx.x; i < words * N; i += (int)blockDim.x) {
         const int kw = i / N, n = i - kw * N;
         int32_t v = 0;
@@ -16472,55 +16478,41 @@ __global__ void __launch_bounds__(256) hpdl__qconv_direct(hpdl__q_im2col_args a,
         filter[i] = v;
     }
     __syncthreads();
-    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < (int64_t)M * groups;
-         t += (int64_t)gridDim.x * blockDim.x) {
-        const int m = (int)(t / groups), n0 = (int)(t % groups) * per, count = min(per, N - n0);
-        const int ow = m % a.out_w, rest = m / a.out_w, oh = rest % a.out_h;
-        const int8_t *image = x + (size_t)(rest / a.out_h) * a.src_h * a.src_w * a.src_c;
-        int32_t acc[HPDL__QDIRECT_MAX_N], word = 0;
-        int bytes = 0, kw = 0;
+    for (int m = (int)(blockIdx.x * blockDim.x + threadIdx.x); m < M; m += (int)(gridDim.x * blockDim.x)) {
+        const int rest = m / a.out_w, img = rest / a.out_h;
+        hpdl__qconv_walk w = {x + (size_t)img * a.src_h * a.src_w * a.src_c, NULL, rest % a.out_h, m % a.out_w, 0, 0, 0};
+        int32_t acc[HPDL__QDIRECT_MAX_N];
 #pragma unroll
-        for (int i = 0; i < HPDL__QDIRECT_MAX_N; i++) acc[i] = 0;
-        for (int r = 0; r < kernel_h; r++)
-            for (int s = 0; s < a.kernel_w; s++) {
-                const int8_t *px = hpdl__qconv_tap_pixel(a, image, oh, ow, r, s);
-                for (int c = 0; c < a.src_c; c++) {
-                    word |= (int32_t)(uint8_t)(px ? px[c] : zx) << (8 * bytes);
-                    if (++bytes == 4) {
-                        hpdl__qconv_direct_dot(acc, word, filter, kw++, N, n0, count);
-                        word = 0;
-                        bytes = 0;
-                    }
-                }
-            }
-        if (bytes) hpdl__qconv_direct_dot(acc, word, filter, kw, N, n0, count); /* 0 past K */
+        for (int n = 0; n < HPDL__QDIRECT_MAX_N; n++) acc[n] = 0;
+        w.px = hpdl__qconv_walk_pixel(a, w);
+        for (int kw = 0; kw < words; kw++) {
+            int32_t word = 0;
 #pragma unroll
-        for (int i = 0; i < HPDL__QDIRECT_MAX_N; i++)
-            if (i < count) hpdl__qgemm_out<TC>(g, m, n0 + i, acc[i], 0, wsum[n0 + i]);
+            for (int j = 0; j < 4; j++)
+                if (kw * 4 + j < a.K) word |= (int32_t)(uint8_t)hpdl__qconv_walk_next(a, w, zx) << (8 * j);
+#pragma unroll
+            for (int n = 0; n < HPDL__QDIRECT_MAX_N; n++)
+                if (n < N) acc[n] = __dp4a(word, filter[kw * N + n], acc[n]);
+        }
+#pragma unroll
+        for (int n = 0; n < HPDL__QDIRECT_MAX_N; n++)
+            if (n < N) hpdl__qgemm_out<TC>(g, m, n, acc[n], 0, wsum[n]);
     }
 }
 
-/* The direct kernel on a geometry hpdl__qconv_direct_takes, a grid-stride
-   loop over (pixel, channel group). Groups: 1, or the fewest that give a
-   thread to each of the GPU's thread slots (2048 an SM) while a thread keeps
-   at least 4 channels: the lab's second layer (25,600 pixels, 16 channels)
-   takes 4, its first (200,704 pixels, 6 channels) 1. */
+/* The direct kernel on a geometry hpdl__qconv_direct_takes; a grid-stride
+   loop over the output pixels. */
 template <typename TC>
 static inline hpdl_status hpdl__qconv_direct_run(const hpdl__conv_geom &geo, const int8_t *x, int32_t zx, const int8_t *wt,
                                                  int ldw, const int32_t *wsum, const hpdl_cuda_quant_output *o,
                                                  hpdl__qgemm_out_kind kind, TC *y, cudaStream_t stream) {
     const hpdl_conv2d_params &p = geo.p;
-    const int M = geo.x.n * geo.y.h * geo.y.w, K = p.kernel_h * p.kernel_w * geo.x.c, N = geo.y.c;
+    const int M = geo.x.n * geo.y.h * geo.y.w, K = p.kernel_h * p.kernel_w * geo.x.c, blocks = (M + 255) / 256;
     const hpdl__q_im2col_args a = {geo.x.h, geo.x.w, geo.x.c, geo.y.h, geo.y.w, p.kernel_w, p.stride_h, p.stride_w,
                                    p.pad_h, p.pad_w, p.dilation_h, p.dilation_w, K, K};
-    int sms = 0, groups = 1;
-    int64_t blocks;
     if (!hpdl__qconv_direct_takes(geo)) return HPDL_ERR_UNSUPPORTED;
-    if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
-    while ((int64_t)M * groups < (int64_t)sms * 2048 && N / (groups * 2) >= 4) groups *= 2;
-    blocks = ((int64_t)M * groups + 255) / 256;
     hpdl__qconv_direct<TC><<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, stream>>>(
-        a, M, groups, x, (int8_t)zx, wt, ldw, wsum, hpdl__qgemm_make_args(M, N, K, NULL, 0, zx, wt, ldw, 0, o, kind, y, N));
+        a, M, x, (int8_t)zx, wt, ldw, wsum, hpdl__qgemm_make_args(M, geo.y.c, K, NULL, 0, zx, wt, ldw, 0, o, kind, y, geo.y.c));
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
 }
