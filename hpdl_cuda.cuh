@@ -15448,17 +15448,35 @@ __global__ void hpdl__qtranspose(int rows, int cols, const int8_t *X, int ldx, i
         if (c0 + i < cols && r0 + tx < rows) Y[(size_t)(c0 + i) * ldy + r0 + tx] = t[tx][i];
 }
 
-/* hpdl.h's quantize, element for element: clamp(round(x / scale) + zero
-   point) in double (IEEE division and round-half-away, as on the CPU).
-   NaN is not checked here: it becomes the zero point. */
-__global__ void hpdl__qquantize(int rows, int cols, const float *X, int ldx, hpdl_quant_params p, int8_t *Q, int ldq) {
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, n = (int64_t)rows * cols;
-    for (; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t r = i / cols, c = i % cols;
-        float x = X[r * ldx + c];
-        double q = x != x ? (double)p.zero_point : round((double)x / p.scale) + p.zero_point;
-        Q[r * ldq + c] = (int8_t)(q < HPDL_QUANT_QMIN ? HPDL_QUANT_QMIN : q > HPDL_QUANT_QMAX ? HPDL_QUANT_QMAX : q);
-    }
+/* hpdl.h's quantize of one value: clamp(round(x / scale) + zero point) in
+   double (IEEE division and round-half-away, as on the CPU). NaN is not
+   checked here: it becomes the zero point. */
+static __device__ __forceinline__ int8_t hpdl__qquantize_one(float x, hpdl_quant_params p) {
+    double q = x != x ? (double)p.zero_point : round((double)x / p.scale) + p.zero_point;
+    return (int8_t)(q < HPDL_QUANT_QMIN ? HPDL_QUANT_QMIN : q > HPDL_QUANT_QMAX ? HPDL_QUANT_QMAX : q);
+}
+
+/* Q = quantize(X), rows on the grid's y, columns on its x (both grid-stride
+   loops). With vec4 (whole float4s of X, 4-byte words of Q) a thread takes
+   four columns: the division in double is the cost, and four independent
+   ones a thread ran 10000 x 784 in 30 us against 56 at one a thread (H200,
+   2026-11-29). */
+__global__ void hpdl__qquantize(int rows, int cols, const float *X, int ldx, hpdl_quant_params p, int8_t *Q, int ldq,
+                                int vec4) {
+    const int step = vec4 ? 4 : 1;
+    for (int r = (int)blockIdx.y; r < rows; r += (int)gridDim.y)
+        for (int64_t c = step * (int64_t)(blockIdx.x * blockDim.x + threadIdx.x); c < cols;
+             c += step * (int64_t)(gridDim.x * blockDim.x)) {
+            const float *x = X + (size_t)r * ldx + c;
+            int8_t *q = Q + (size_t)r * ldq + c;
+            if (vec4) {
+                const float4 v = *(const float4 *)x;
+                *(char4 *)q = make_char4(hpdl__qquantize_one(v.x, p), hpdl__qquantize_one(v.y, p),
+                                         hpdl__qquantize_one(v.z, p), hpdl__qquantize_one(v.w, p));
+            } else {
+                *q = hpdl__qquantize_one(*x, p);
+            }
+        }
 }
 
 /* Rows whose largest logit (first on ties) is at their label, added to *hits. */
@@ -15488,12 +15506,15 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_quant_transpose_i8(int rows, int cols, const
    row by row (NaN: see hpdl__qquantize). */
 HPDL_CUDA_API hpdl_status hpdl_cuda_quant_quantize_f32(int rows, int cols, const float *X, int ldx, hpdl_quant_params p,
                                                   int8_t *Q, int ldq, cudaStream_t stream) {
-    int64_t n = (int64_t)rows * cols;
+    const int vec4 = cols % 4 == 0 && ldx % 4 == 0 && (uintptr_t)X % 16 == 0 && ldq % 4 == 0 && (uintptr_t)Q % 4 == 0;
+    int blocks_x;
     if (hpdl__check_matrix(X, rows, cols, ldx) != HPDL_OK || hpdl__check_matrix(Q, rows, cols, ldq) != HPDL_OK ||
         !hpdl__quant_params_valid(p))
         return HPDL_ERR_INVALID;
-    if (n == 0) return HPDL_OK;
-    hpdl__qquantize<<<(unsigned)(n < 65536 * 256 ? (n + 255) / 256 : 65536), 256, 0, stream>>>(rows, cols, X, ldx, p, Q, ldq);
+    if (rows == 0 || cols == 0) return HPDL_OK;
+    blocks_x = ((vec4 ? cols / 4 : cols) + 255) / 256;
+    hpdl__qquantize<<<dim3((unsigned)(blocks_x < 65535 ? blocks_x : 65535), (unsigned)(rows < 65535 ? rows : 65535)), 256,
+                      0, stream>>>(rows, cols, X, ldx, p, Q, ldq, vec4);
     HPDL_CUDA_TRY_LAUNCH();
     return HPDL_OK;
 }

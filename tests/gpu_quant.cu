@@ -239,10 +239,22 @@ static void test_transpose_and_quantize(void) {
     HPDL_EXPECT(hpdl_cuda_quant_quantize_f32(rows, cols, dF, ldx, p, dQ, ldx, 0) == HPDL_OK);
     HPDL_EXPECT(count_mismatches(download(dY, want.size()), want) == 0);
     HPDL_EXPECT(count_mismatches(download(dQ, q_want.size()), q_want) == 0);
+    /* four columns a thread: columns and row lengths multiples of 4, rows 16-byte aligned */
+    const int cols4 = 48, ld4 = 52;
+    std::vector<float> F4((size_t)rows * ld4);
+    std::vector<int8_t> q4_want(F4.size(), -1);
+    for (i = 0; i < (int)F4.size(); i++) F4[i] = F[(size_t)i % F.size()];
+    for (i = 0; i < rows; i++) HPDL_CHECK(hpdl_quant_quantize_f32(&F4[(size_t)i * ld4], cols4, p, &q4_want[(size_t)i * ld4]));
+    float *dF4 = upload(F4);
+    int8_t *dQ4 = poisoned<int8_t>(q4_want.size());
+    HPDL_EXPECT(hpdl_cuda_quant_quantize_f32(rows, cols4, dF4, ld4, p, dQ4, ld4, 0) == HPDL_OK);
+    HPDL_EXPECT(count_mismatches(download(dQ4, q4_want.size()), q4_want) == 0);
     hpdl_cuda_free(dX);
     hpdl_cuda_free(dY);
     hpdl_cuda_free(dQ);
     hpdl_cuda_free(dF);
+    hpdl_cuda_free(dF4);
+    hpdl_cuda_free(dQ4);
 }
 
 /* ---- bad arguments: HPDL_ERR_INVALID, output untouched ------------------------------ */
