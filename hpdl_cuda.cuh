@@ -15401,10 +15401,10 @@ template <typename TC> __global__ void __launch_bounds__(256) hpdl__qgemm_dp4a(h
 /* Products of at most HPDL__QSMALL_MACS multiply-adds (a CNN's linear layers
    at an inference batch: 256 x 84 x 120 in the lab's small CNN) fill a
    handful of the tiled kernels' blocks, which then walk K alone (that layer
-   took 74 us on the mma kernel under ncu, 2026-11-29). Here one thread computes one
-   output, a warp 32 columns of one row: the sum over K by dp4a on 4-byte
-   words, read whole where both operands' rows are 4-byte aligned (vec4),
-   the rest byte by byte; the row and column sums beside it. */
+   took 74 us on the mma kernel under ncu, 2026-11-29). Here one thread
+   computes one output, a warp 32 columns of one row: the sum over K by dp4a
+   on 4-byte words, read whole where both operands' rows are 4-byte aligned
+   (vec4), the rest byte by byte; the row and column sums beside it. */
 enum { HPDL__QSMALL_MACS = 1 << 24, HPDL__QSMALL_MAX_N = 4096 };
 
 static inline int hpdl__qgemm_is_small(const hpdl__qgemm_args &g) {
@@ -15503,7 +15503,7 @@ HPDL_CUDA_API hpdl_status hpdl_cuda_quant_transpose_i8(int rows, int cols, const
 }
 
 /* Q (rows x cols, int8) = quantize(X) with p, like hpdl_quant_quantize_f32
-   row by row (NaN: see hpdl__qquantize). */
+   row by row (NaN: see hpdl__qquantize_one). */
 HPDL_CUDA_API hpdl_status hpdl_cuda_quant_quantize_f32(int rows, int cols, const float *X, int ldx, hpdl_quant_params p,
                                                   int8_t *Q, int ldq, cudaStream_t stream) {
     const int vec4 = cols % 4 == 0 && ldx % 4 == 0 && (uintptr_t)X % 16 == 0 && ldq % 4 == 0 && (uintptr_t)Q % 4 == 0;
