@@ -10328,8 +10328,8 @@ static inline hpdl_status hpdl__conv_in_f32(hpdl_conv_algo algo, const hpdl__con
 }
 
 /* AUTO's choice of the IM2COL rung on f32 copies (for 16-bit tensors) for
-   backward-data into few input channels (not a multiple of 8) from 32 or more output
-   channels: the ResNet stems, whose dx the tensor-core rungs compute with
+   backward-data into few input channels (not a multiple of 8) from 32 or
+   more output channels: the ResNet stems, whose dx the tensor-core rungs compute with
    most of each tile padding. One H200, 2026-11-29, f16 NHWC, batch 128
    (notes/conv.md): ResNet-50's 7x7/2 stem 35.8 -> 3.5 ms (cuDNN 1.8), the
    3x3 CIFAR stem 0.35 -> 0.085 ms (cuDNN 0.095); from 6 or 16 output
@@ -16372,6 +16372,14 @@ struct hpdl__q_im2col_args {
     int K, ld; /* taps x channels; bytes between rows */
 };
 
+/* The im2col geometry of a convolution: rows of K = R S C bytes, ld apart. */
+static inline hpdl__q_im2col_args hpdl__q_im2col_args_of(const hpdl__conv_geom &geo, int K, int ld) {
+    const hpdl_conv2d_params &p = geo.p;
+    const hpdl__q_im2col_args a = {geo.x.h, geo.x.w, geo.x.c, geo.y.h, geo.y.w, p.kernel_w, p.stride_h, p.stride_w,
+                                   p.pad_h, p.pad_w, p.dilation_h, p.dilation_w, K, ld};
+    return a;
+}
+
 /* Bytes 16j..16j+15 (j = blockIdx.y) of the rows of pixels m (a
    grid-stride loop over M), built in registers and stored at once: zx in
    the padding, zeros past K. (Byte stores, a tap's C codes at a time,
@@ -16415,10 +16423,8 @@ template <typename TC>
 static inline hpdl_status hpdl__qconv_im2col_run(const hpdl__conv_geom &geo, const int8_t *x, int32_t zx, const int8_t *wt,
                                                  int ldw, const int32_t *wsum, const hpdl_cuda_quant_output *o,
                                                  hpdl__qgemm_out_kind kind, TC *y, cudaStream_t stream) {
-    const hpdl_conv2d_params &p = geo.p;
-    const int M = geo.x.n * geo.y.h * geo.y.w, K = p.kernel_h * p.kernel_w * geo.x.c, ld = (K + 15) / 16 * 16;
-    const hpdl__q_im2col_args a = {geo.x.h, geo.x.w, geo.x.c, geo.y.h, geo.y.w, p.kernel_w, p.stride_h, p.stride_w,
-                                   p.pad_h, p.pad_w, p.dilation_h, p.dilation_w, K, ld};
+    const int M = geo.x.n * geo.y.h * geo.y.w, K = geo.p.kernel_h * geo.p.kernel_w * geo.x.c, ld = (K + 15) / 16 * 16;
+    const hpdl__q_im2col_args a = hpdl__q_im2col_args_of(geo, K, ld);
     const dim3 grid((unsigned)((M + 255) / 256 < 4096 ? (M + 255) / 256 : 4096), (unsigned)(ld / 16));
     int8_t *rows = NULL;
     hpdl_status s;
@@ -16527,10 +16533,8 @@ template <typename TC>
 static inline hpdl_status hpdl__qconv_direct_run(const hpdl__conv_geom &geo, const int8_t *x, int32_t zx, const int8_t *wt,
                                                  int ldw, const int32_t *wsum, const hpdl_cuda_quant_output *o,
                                                  hpdl__qgemm_out_kind kind, TC *y, cudaStream_t stream) {
-    const hpdl_conv2d_params &p = geo.p;
-    const int M = geo.x.n * geo.y.h * geo.y.w, K = p.kernel_h * p.kernel_w * geo.x.c, blocks = (M + 255) / 256;
-    const hpdl__q_im2col_args a = {geo.x.h, geo.x.w, geo.x.c, geo.y.h, geo.y.w, p.kernel_w, p.stride_h, p.stride_w,
-                                   p.pad_h, p.pad_w, p.dilation_h, p.dilation_w, K, K};
+    const int M = geo.x.n * geo.y.h * geo.y.w, K = geo.p.kernel_h * geo.p.kernel_w * geo.x.c, blocks = (M + 255) / 256;
+    const hpdl__q_im2col_args a = hpdl__q_im2col_args_of(geo, K, K);
     if (!hpdl__qconv_direct_takes(geo)) return HPDL_ERR_UNSUPPORTED;
     hpdl__qconv_direct<TC><<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, stream>>>(
         a, M, x, (int8_t)zx, wt, ldw, wsum, hpdl__qgemm_make_args(M, geo.y.c, K, NULL, 0, zx, wt, ldw, 0, o, kind, y, geo.y.c));
@@ -16544,10 +16548,9 @@ static inline hpdl_status hpdl__qconv_direct_run(const hpdl__conv_geom &geo, con
    logits). algo: HPDL_QUANT_WGMMA (HPDL_ERR_UNSUPPORTED where it does not
    apply), HPDL_QUANT_MMA, HPDL_QUANT_IM2COL, HPDL_QUANT_DP4A (direct; where
    hpdl__qconv_direct_takes, else HPDL_ERR_UNSUPPORTED), or AUTO (for input
-   channels not a multiple of 16 dp4a where it applies, else im2col; wgmma;
-   else mma). The mma rung: 256 x
-   64 tiles for at most 64 output channels, else 128 x 128;
-   HPDL_ERR_UNSUPPORTED without an sm_80 path. */
+   channels not a multiple of 16: dp4a where it applies, else im2col; else
+   wgmma, else mma). The mma rung: 256 x 64 tiles for at most 64 output
+   channels, else 128 x 128; HPDL_ERR_UNSUPPORTED without an sm_80 path. */
 template <typename TC>
 static inline hpdl_status hpdl__qconv_run(hpdl_quant_algo algo, const hpdl__conv_geom &geo, const int8_t *x, int32_t zx,
                                           const int8_t *wt, int ldw, const int32_t *wsum, const int32_t *wtap,
