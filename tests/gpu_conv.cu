@@ -52,6 +52,12 @@ typedef struct conv_case {
     int n, c, h, w, k, kernel, stride, pad, dilation, groups;
 } conv_case;
 
+/* A case whose filter, stride and padding differ along the width. */
+typedef struct wide_case {
+    conv_case square; /* the height's */
+    int kernel_w, stride_w, pad_w;
+} wide_case;
+
 static const conv_case k_cases[] = {
     {"3x3 pad 1", 2, 3, 7, 5, 5, 3, 1, 1, 1, 1},
     {"3x3 stride 2 pad 0, batch 1", 1, 5, 9, 11, 7, 3, 2, 0, 1, 1},
@@ -83,6 +89,12 @@ static const conv_case k_cases[] = {
     /* the ordinary boxes where 25 tiles do not line up on the SMs: 300 k steps over all SMs, blocks'
        runs of them crossing tiles */
     {"C 256, K 40, 5x5 pad 2, twelve 8x8 images", 12, 256, 8, 8, 40, 5, 1, 2, 1, 1},
+    /* its backward-filter in flat k steps (runs of 64 output pixels across rows and images, x by
+       im2col copies) where images do not tile into 64-pixel boxes: 7x7 outputs, 245 pixels in 4 steps
+       (5 boxes); stride 2; dilation 2 over 5x5 outputs (k_wide_cases: along the width only) */
+    {"flat k steps: C 64, K 72, five 7x7 images", 5, 64, 7, 7, 72, 3, 1, 1, 1, 1},
+    {"flat k steps: C 32, K 16, stride 2, five 13x13", 5, 32, 13, 13, 16, 3, 2, 1, 1, 1},
+    {"flat k steps: C 16, K 24, dilation 2, five 5x5", 5, 16, 5, 5, 24, 3, 1, 2, 2, 1},
     /* the few-channel kernels (also f16/bf16 where channels are not multiples of 8): the small CNN's
        layers at odd sizes; backward-filter blocks of several staged chunks (24 28x28 images: more
        chunks than two a SM), of two 4 x 4 tiles a thread (C 16, K 12: 303 tiles) */
@@ -104,6 +116,12 @@ static const conv_case k_cases[] = {
     {"3x3 pad 0, batch 1, C 7, K 9, 13x10", 1, 7, 13, 10, 9, 3, 1, 0, 1, 1},
     {"3x3 pad 1, C 33, K 35, 9x14", 2, 33, 9, 14, 35, 3, 1, 1, 1, 1},
     {"3x3 pad 1, C 256, K 64, 6x7", 1, 256, 6, 7, 64, 3, 1, 1, 1, 1},
+};
+
+/* Every rung on a 3x5 filter, stride 1x2, padding 1x2 (42-pixel images: flat k steps on the
+   wgmma rung's backward-filter, whose copies take the width's corners and offsets first). */
+static const wide_case k_wide_cases[] = {
+    {{"3x5 filter, stride 1x2, pad 1x2, C 16, K 24", 5, 16, 7, 11, 24, 3, 1, 1, 1, 1}, 5, 2, 2},
 };
 
 static const hpdl_conv_algo k_algos[] = {HPDL_CONV_AUTO, HPDL_CONV_DIRECT, HPDL_CONV_IMPLICIT_GEMM, HPDL_CONV_MMA,
@@ -149,8 +167,9 @@ static int hopper(void) {
 }
 
 /* Where the Winograd rung runs: f32, 3x3, stride 1, dilation 1, one group (every pass). */
-template <typename T> static int winograd_applies(const conv_case *cc) {
-    return sizeof(T) == 4 && cc->kernel == 3 && cc->stride == 1 && cc->dilation == 1 && cc->groups == 1;
+template <typename T> static int winograd_applies(const hpdl_conv2d_params *p) {
+    return sizeof(T) == 4 && p->kernel_h == 3 && p->kernel_w == 3 && p->stride_h == 1 && p->stride_w == 1 &&
+           p->dilation_h == 1 && p->dilation_w == 1 && p->groups == 1;
 }
 
 /* Where a rung may answer HPDL_ERR_UNSUPPORTED: the mma rung outside f16/bf16
@@ -161,18 +180,20 @@ template <typename T> static int winograd_applies(const conv_case *cc) {
    f16/bf16 NHWC forward and backward-filter with one group and at most 8
    input channels; the im2col rung for f16/bf16 and for groups.
    Everywhere else it must run. */
-template <typename T> static int may_refuse(hpdl_conv_algo algo, const conv_case *cc, hpdl_layout layout, int pass) {
+template <typename T>
+static int may_refuse(hpdl_conv_algo algo, const conv_case *cc, const hpdl_conv2d_params *p, hpdl_layout layout,
+                      int pass) {
     int half = sizeof(T) == 2;
     if (algo == HPDL_CONV_MMA)
         return !(half && layout == HPDL_NHWC) || (pass == BACKWARD_FILTER && cc->c / cc->groups % 8 != 0);
     if (algo == HPDL_CONV_WGMMA)
         return !(half && layout == HPDL_NHWC && hopper()) ||
-               (pass == BACKWARD_DATA && cc->stride != 1 && cc->dilation != 1) || cc->groups != 1 || cc->c % 8 != 0 ||
-               cc->k % 8 != 0;
+               (pass == BACKWARD_DATA && (p->stride_h != 1 || p->stride_w != 1) && cc->dilation != 1) ||
+               cc->groups != 1 || cc->c % 8 != 0 || cc->k % 8 != 0;
     if (algo == HPDL_CONV_FEW_MMA)
         return !(half && layout == HPDL_NHWC && pass != BACKWARD_DATA && cc->groups == 1 && cc->c <= 8);
     if (algo == HPDL_CONV_CUDNN) return sizeof(T) == 8;
-    if (algo == HPDL_CONV_WINOGRAD) return !winograd_applies<T>(cc);
+    if (algo == HPDL_CONV_WINOGRAD) return !winograd_applies<T>(p);
     if (algo == HPDL_CONV_IM2COL) return cc->groups != 1; /* 16-bit through f32 copies */
     return 0;
 }
@@ -190,11 +211,14 @@ static int still_poisoned(const void *d, size_t bytes) {
 }
 
 /* One case on the device: all three passes of one rung, type and layout
-   (x's and the filter's; y's is y_layout). Returns the number of
-   mismatches reported. */
+   (x's and the filter's; y's is y_layout), the width's filter, stride and
+   padding from `wide` where given. Returns the number of mismatches
+   reported. */
 template <typename T>
-static int check_case(const conv_case *cc, hpdl_layout layout, hpdl_conv_algo algo, hpdl_layout y_layout) {
+static int check_case(const conv_case *cc, hpdl_layout layout, hpdl_conv_algo algo, hpdl_layout y_layout,
+                      const wide_case *wide = NULL) {
     hpdl_conv2d_params p = hpdl_conv2d_params_make(cc->kernel, cc->stride, cc->pad, cc->dilation, cc->groups);
+    if (wide) p.kernel_w = wide->kernel_w, p.stride_w = wide->stride_w, p.pad_w = wide->pad_w;
     hpdl_tensor4 xd = hpdl_tensor4_make(cc->n, cc->c, cc->h, cc->w, layout), yd, wd;
     HPDL_CHECK(hpdl_conv2d_output_desc(&p, &xd, cc->k, &yd));
     yd.layout = y_layout;
@@ -216,13 +240,13 @@ static int check_case(const conv_case *cc, hpdl_layout layout, hpdl_conv_algo al
     HPDL_CHECK(hpdl_cuda_alloc((void **)&d_out, most * sizeof(T)));
     for (int pass = FORWARD; pass <= BACKWARD_FILTER; pass++) {
         int ia = pass == BACKWARD_DATA ? 1 : 0, ib = pass == FORWARD ? 1 : 2, io = pass == FORWARD ? 2 : pass == BACKWARD_DATA ? 0 : 1;
-        double worst = 0, terms = pass == FORWARD         ? (double)cc->c / cc->groups * cc->kernel * cc->kernel
-                                  : pass == BACKWARD_DATA ? (double)cc->k / cc->groups * cc->kernel * cc->kernel
+        double worst = 0, terms = pass == FORWARD         ? (double)cc->c / cc->groups * p.kernel_h * p.kernel_w
+                                  : pass == BACKWARD_DATA ? (double)cc->k / cc->groups * p.kernel_h * p.kernel_w
                                                           : (double)yd.n * yd.h * yd.w; /* products per output */
         HPDL_CHECK(cpu_pass(pass, &p, &xd, &yd, h64[ia], h64[ib], want));
         HPDL_CHECK(hpdl_cuda_poison(d_out, most * sizeof(T)));
         hpdl_status s = gpu_pass<T>(pass, algo, &p, &xd, &yd, d[ia], d[ib], d_out);
-        if (s == HPDL_ERR_UNSUPPORTED && may_refuse<T>(algo, cc, layout, pass)) {
+        if (s == HPDL_ERR_UNSUPPORTED && may_refuse<T>(algo, cc, &p, layout, pass)) {
             if (!still_poisoned(d_out, n[io] * sizeof(T))) {
                 fprintf(stderr, "    %s, %s, %s, %s: refused but wrote\n", cc->name,
                         where, hpdl_conv_algo_name(algo), k_pass_names[pass]);
@@ -240,7 +264,7 @@ static int check_case(const conv_case *cc, hpdl_layout layout, hpdl_conv_algo al
             double scale = fabs(want[i]) > 1 ? fabs(want[i]) : 1, e = fabs(to_f64(got[i]) - want[i]) / scale;
             if (!(e <= worst)) worst = e; /* NaN (the poison) counts as the worst */
         }
-        int winograd = (algo == HPDL_CONV_WINOGRAD || algo == HPDL_CONV_AUTO) && winograd_applies<T>(cc);
+        int winograd = (algo == HPDL_CONV_WINOGRAD || algo == HPDL_CONV_AUTO) && winograd_applies<T>(&p);
         if (!(worst <= tolerance_of<T>(algo, terms, winograd))) {
             fprintf(stderr, "    %s, %s, %s, %s: error %g\n", cc->name, where,
                     hpdl_conv_algo_name(algo), k_pass_names[pass], worst);
@@ -258,6 +282,11 @@ template <typename T> static void test_type(void) {
         for (int c = 0; c < HPDL_COUNT(k_cases); c++)
             for (int layout = HPDL_NCHW; layout <= HPDL_NHWC; layout++)
                 HPDL_EXPECT(check_case<T>(&k_cases[c], (hpdl_layout)layout, k_algos[a], (hpdl_layout)layout) == 0);
+    for (int a = 0; a < HPDL_COUNT(k_algos); a++)
+        for (int c = 0; c < HPDL_COUNT(k_wide_cases); c++)
+            for (int layout = HPDL_NCHW; layout <= HPDL_NHWC; layout++)
+                HPDL_EXPECT(check_case<T>(&k_wide_cases[c].square, (hpdl_layout)layout, k_algos[a],
+                                          (hpdl_layout)layout, &k_wide_cases[c]) == 0);
 }
 
 /* x and y in different layouts: the im2col rung copies only its NCHW
