@@ -1872,17 +1872,6 @@ HPDL_CUDA_API PFN_cuTensorMapEncodeTiled_v12000 hpdl__tma_encoder(void) {
     return fn;
 }
 
-/* cuTensorMapEncodeIm2col the same way: maps whose boxes are runs of
-   consecutive output pixels, each read at one filter tap's offset. */
-HPDL_CUDA_API PFN_cuTensorMapEncodeIm2col_v12000 hpdl__tma_im2col_encoder(void) {
-    static PFN_cuTensorMapEncodeIm2col_v12000 fn;
-    cudaDriverEntryPointQueryResult q;
-    if (!fn && (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeIm2col", (void **)&fn, 12000, cudaEnableDefault, &q) !=
-                    cudaSuccess || q != cudaDriverEntryPointSuccess))
-        fn = NULL;
-    return fn;
-}
-
 /* Tensor map of one operand for 64-row pieces: K-major boxes are
    64 rows x 128 bytes of K (or `rows` rows: the thin rung's), MN-major
    boxes 64 elements x BK rows. */
@@ -7505,18 +7494,6 @@ static __device__ __forceinline__ void hpdl__tma_load_4d(const CUtensorMap *map,
                  : "memory");
 }
 
-/* A run of pixels of an im2col map (hpdl__tma_im2col_encoder): the first
-   one's window corner at (w, h) of image n, each pixel read (off_w, off_h)
-   further on; zeros outside the tensor. */
-static __device__ __forceinline__ void hpdl__tma_load_im2col(const CUtensorMap *map, void *dst, uint64_t *bar, int c,
-                                                             int w, int h, int n, unsigned short off_w,
-                                                             unsigned short off_h) {
-    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" ::"r"(hpdl__smem_u32(dst)),
-                 "l"(map), "r"(c), "r"(w), "r"(h), "r"(n), "r"(hpdl__smem_u32(bar)), "h"(off_w), "h"(off_h)
-                 : "memory");
-}
-
 /* The rung's arguments: where a tile's pixels are, how a tap shifts them,
    and the output (hpdl__wg_store's G). */
 template <typename T> struct hpdl__conv_wg_args {
@@ -7975,7 +7952,6 @@ struct hpdl__conv_wgrad_wg_args {
     int chunks;                              /* 64-channel pieces per tap */
     int kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
     int box_w, box_h, box_n, tiles_w, tiles_h; /* k steps: boxes of output pixels */
-    int flat, out_w, out_h;                  /* flat: k steps are runs of 64 pixels in (n, h, w) order */
     int tiles_m, steps;                      /* row tiles; k steps per tile */
     long long work;                          /* tiles x steps */
 };
@@ -8000,13 +7976,6 @@ template <bool SHARED_ROWS_, int BN_, bool TALL_ = false> struct hpdl__conv_wgra
 /* The (image, row, column) of the first output pixel of k step `step`. */
 static __device__ __forceinline__ void hpdl__conv_wgrad_box(const hpdl__conv_wgrad_wg_args &g, int step, int *n0,
                                                             int *h0, int *w0) {
-    if (g.flat) {
-        const int pixel = step * 64, image = g.out_w * g.out_h; /* the host kept pixels + 64 <= INT_MAX */
-        *n0 = pixel / image;
-        *h0 = pixel % image / g.out_w;
-        *w0 = pixel % g.out_w;
-        return;
-    }
     int rest = step / g.tiles_w;
     *w0 = step % g.tiles_w * g.box_w;
     *h0 = rest % g.tiles_h * g.box_h;
@@ -8067,19 +8036,6 @@ static __device__ __forceinline__ void hpdl__conv_wgrad_copy(const hpdl__conv_wg
                                                              unsigned char *st, uint64_t *full, int n0, int h0, int w0) {
     const int xw = w0 * g.stride_w, xh = h0 * g.stride_h;
     hpdl__mbar_expect_bytes(full, t.bytes);
-    if (g.flat) { /* dy as one row of pixels; x's window corners, each piece at its tap's offset */
-        const int pixel = (n0 * g.out_h + h0) * g.out_w + w0;
-#pragma unroll
-        for (int p = 0; p < SH::A_PIECES; p++)
-            hpdl__tma_load_4d(map_dy, st + p * HPDL__WG_PIECE_BYTES, full, t.m0 + 64 * p, pixel, 0, 0);
-#pragma unroll
-        for (int p = 0; p < SH::X_PIECES; p++)
-            if (p < t.pieces)
-                hpdl__tma_load_im2col(map_x, st + SH::A_BYTES + p * HPDL__WG_PIECE_BYTES, full, t.ch[p], xw - g.pad_w,
-                                      xh - g.pad_h, n0, (unsigned short)(t.off_w[p] + g.pad_w),
-                                      (unsigned short)(t.off_h[p] + g.pad_h));
-        return;
-    }
 #pragma unroll
     for (int p = 0; p < SH::A_PIECES; p++)
         hpdl__tma_load_4d(map_dy, st + p * HPDL__WG_PIECE_BYTES, full, t.m0 + 64 * p, w0, h0, n0);
@@ -8090,15 +8046,9 @@ static __device__ __forceinline__ void hpdl__conv_wgrad_copy(const hpdl__conv_wg
                               xh + t.off_h[p], n0);
 }
 
-/* The next k step's box: along the row, then down, then to the next images
-   (flat: 64 pixels on, across rows and images). */
+/* The next k step's box: along the row, then down, then to the next images. */
 static __device__ __forceinline__ void hpdl__conv_wgrad_advance(const hpdl__conv_wgrad_wg_args &g, int *n0, int *h0,
                                                                 int *w0) {
-    if (g.flat) {
-        for (*w0 += 64; *w0 >= g.out_w; *w0 -= g.out_w)
-            if (++*h0 == g.out_h) *h0 = 0, ++*n0;
-        return;
-    }
     *w0 += g.box_w;
     if (*w0 < g.tiles_w * g.box_w) return;
     *w0 = 0;
@@ -8265,13 +8215,17 @@ static inline void hpdl__conv_wgrad_steps(hpdl__conv_wgrad_wg_args *g, const hpd
 /* Whether the tall boxes (hpdl__conv_wgrad_shape's TALL) apply: a 3x3
    filter at stride and dilation 1, boxes of 64 pixels of one image a
    multiple of 8 wide taking no more k steps than the ordinary boxes
-   (`steps`), and tiles that line up on the SMs. Then sets the box. */
+   (`steps`), and tiles that line up on the SMs or x and dy (`bytes`) that
+   stay in half of L2 while the blocks' runs cross tiles. Then sets the
+   box. */
 static inline bool hpdl__conv_wgrad_tall(const hpdl_conv2d_params &p, const hpdl_tensor4 &y, int tiles_m, int chunks,
-                                         long long steps, int *box_w, int *box_h) {
+                                         long long steps, long long bytes, int *box_w, int *box_h) {
     long long best = -1, tiles = (long long)tiles_m * p.kernel_w * chunks;
-    int sms = 0, best_w = 8;
+    int sms = 0, l2 = 0, device = 0, best_w = 8;
     if (p.kernel_h != 3 || p.stride_h != 1 || p.stride_w != 1 || p.dilation_h != 1 || p.dilation_w != 1 ||
-        hpdl__sm_count(&sms) != HPDL_OK || !hpdl__conv_wgrad_lined_up(tiles, sms))
+        hpdl__sm_count(&sms) != HPDL_OK || cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device) != cudaSuccess ||
+        !(hpdl__conv_wgrad_lined_up(tiles, sms) || 2 * bytes <= l2))
         return false;
     for (int w = 8; w <= 32; w *= 2) {
         const long long count = (long long)((y.w + w - 1) / w) * ((y.h + 64 / w - 1) / (64 / w)) * y.n;
@@ -8279,39 +8233,6 @@ static inline bool hpdl__conv_wgrad_tall(const hpdl_conv2d_params &p, const hpdl
     }
     if (best > steps) return false; /* the ordinary boxes stay */
     *box_w = best_w, *box_h = 64 / best_w;
-    return true;
-}
-
-/* Whether flat k steps apply (hpdl__conv_wgrad_wg_args's flat): fewer of
-   them than of boxes, as where images do not tile into 64-pixel boxes
-   (ResNet-50's conv5_x: 7x7 images, 49 useful rows of a box's 64), and
-   both maps encode: dy as one row of pixels, x as an im2col map whose
-   box is the window corners of 64 consecutive output pixels (read at a
-   tap's offset, zeros outside x). Then sets the maps and g's k steps. */
-template <typename T>
-static inline bool hpdl__conv_wgrad_flat(const hpdl_conv2d_params &p, const hpdl_tensor4 &xt, const T *x,
-                                         const hpdl_tensor4 &yt, const T *dy, hpdl__conv_wgrad_wg_args *g,
-                                         CUtensorMap *map_dy, CUtensorMap *map_x) {
-    PFN_cuTensorMapEncodeIm2col_v12000 encode = hpdl__tma_im2col_encoder();
-    const size_t e = sizeof(T);
-    const long long pixels = (long long)yt.n * yt.h * yt.w, steps = (pixels + 63) / 64;
-    hpdl_tensor4 row = yt;
-    cuuint64_t dims[4] = {(cuuint64_t)xt.c, (cuuint64_t)xt.w, (cuuint64_t)xt.h, (cuuint64_t)xt.n};
-    cuuint64_t strides[3] = {xt.c * e, (cuuint64_t)xt.w * xt.c * e, (cuuint64_t)xt.h * xt.w * xt.c * e};
-    cuuint32_t traversal[4] = {1, (cuuint32_t)p.stride_w, (cuuint32_t)p.stride_h, 1};
-    /* the corners' range, innermost (w) first: the first tap's window corners over the whole output */
-    int lower[2] = {-p.pad_w, -p.pad_h};
-    int upper[2] = {p.pad_w - (p.kernel_w - 1) * p.dilation_w, p.pad_h - (p.kernel_h - 1) * p.dilation_h};
-    if (steps >= g->steps || pixels + 64 > INT_MAX || !encode) return false;
-    row.w = (int)pixels, row.h = row.n = 1;
-    if (hpdl__conv_wg_map4(map_dy, row, dy, 64, 1, 1, 1, 1) != HPDL_OK ||
-        encode(map_x, hpdl__wg_type<T>::tma(), 4, (void *)x, dims, strides, lower, upper, (cuuint32_t)(128 / e), 64,
-               traversal, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
-        return false;
-    g->flat = 1, g->out_w = yt.w, g->out_h = yt.h;
-    g->box_w = 64, g->box_h = g->box_n = 1;
-    g->steps = (int)steps;
     return true;
 }
 
@@ -8329,9 +8250,8 @@ static inline hpdl_status hpdl__conv_wg_wgrad(const hpdl__conv_geom &geo, const 
     hpdl_status s;
     long long tiles;
     int pieces, bn, x_rows;
-    bool tall, flat = false;
-    const bool pointwise = hpdl__conv_is_pointwise(p);
-    if (pointwise) hpdl__conv_flatten(&xt, &yt, (long long)yt.n * yt.h * yt.w);
+    bool tall;
+    if (hpdl__conv_is_pointwise(p)) hpdl__conv_flatten(&xt, &yt, (long long)yt.n * yt.h * yt.w);
     hpdl__conv_wg_box(yt.w, yt.h, yt.n, p.stride_w, p.stride_h, hpdl__conv_wgrad_shape<true, 256>::PIX, &g.box_w,
                       &g.box_h, &g.box_n);
     g.out_channels = yt.c; g.in_channels = xt.c;
@@ -8348,19 +8268,19 @@ static inline hpdl_status hpdl__conv_wg_wgrad(const hpdl__conv_geom &geo, const 
     bn = pieces == 1 ? 64 : pieces % 4 != 0 && pieces % 3 == 0 ? 192 : 256;
     tiles = (long long)g.tiles_m * ((pieces * 64 + bn - 1) / bn);
     hpdl__conv_wgrad_steps(&g, yt);
-    tall = hpdl__conv_wgrad_tall(p, yt, g.tiles_m, g.chunks, g.steps, &g.box_w, &g.box_h);
+    tall = hpdl__conv_wgrad_tall(p, yt, g.tiles_m, g.chunks, g.steps,
+                                 (long long)(hpdl_tensor4_count(&xt) + hpdl_tensor4_count(&yt)) * (long long)sizeof(T),
+                                 &g.box_w, &g.box_h);
     if (tall) { /* column tiles (channel chunk, filter column), one image a box */
         g.box_n = 1;
         hpdl__conv_wgrad_steps(&g, yt);
         bn = 192;
         tiles = (long long)g.tiles_m * p.kernel_w * g.chunks;
-    } else if (!pointwise) /* pointwise layers are one row of pixels already */
-        flat = hpdl__conv_wgrad_flat(p, xt, x, yt, dy, &g, &map_dy, &map_x);
+    }
     g.work = tiles * g.steps;
     x_rows = tall ? g.box_h + 2 : g.box_h;
-    if (tiles > INT_MAX ||
-        (!flat && (hpdl__conv_wg_map4(&map_dy, yt, dy, g.box_w, g.box_h, g.box_n, 1, 1) != HPDL_OK ||
-                   hpdl__conv_wg_map4(&map_x, xt, x, g.box_w, x_rows, g.box_n, p.stride_w, p.stride_h) != HPDL_OK)))
+    if (tiles > INT_MAX || hpdl__conv_wg_map4(&map_dy, yt, dy, g.box_w, g.box_h, g.box_n, 1, 1) != HPDL_OK ||
+        hpdl__conv_wg_map4(&map_x, xt, x, g.box_w, x_rows, g.box_n, p.stride_w, p.stride_h) != HPDL_OK)
         return HPDL_ERR_UNSUPPORTED;
     HPDL_CUDA_TRY(hpdl__scratch_alloc((void **)&g.dw, nw * sizeof(float), stream));
     if (cudaMemsetAsync(g.dw, 0, nw * sizeof(float), stream) != cudaSuccess) s = HPDL_ERR_CUDA;

@@ -89,12 +89,10 @@ static const conv_case k_cases[] = {
     /* the ordinary boxes where 25 tiles do not line up on the SMs: 300 k steps over all SMs, blocks'
        runs of them crossing tiles */
     {"C 256, K 40, 5x5 pad 2, twelve 8x8 images", 12, 256, 8, 8, 40, 5, 1, 2, 1, 1},
-    /* its backward-filter in flat k steps (runs of 64 output pixels across rows and images, x by
-       im2col copies) where images do not tile into 64-pixel boxes: 7x7 outputs, 245 pixels in 4 steps
-       (5 boxes); stride 2; dilation 2 over 5x5 outputs (k_wide_cases: along the width only) */
-    {"flat k steps: C 64, K 72, five 7x7 images", 5, 64, 7, 7, 72, 3, 1, 1, 1, 1},
-    {"flat k steps: C 32, K 16, stride 2, five 13x13", 5, 32, 13, 13, 16, 3, 2, 1, 1, 1},
-    {"flat k steps: C 16, K 24, dilation 2, five 5x5", 5, 16, 5, 5, 24, 3, 1, 2, 2, 1},
+    /* tall boxes over 7x7 images (8 wide, one column of zeros), 3 tiles lined up; 15 tiles that do
+       not line up (C 264: five chunks, the last of 8 channels), taken as x and dy fit in L2 */
+    {"tall boxes: C 64, K 72, five 7x7 images", 5, 64, 7, 7, 72, 3, 1, 1, 1, 1},
+    {"tall boxes, runs across tiles: C 264, K 24, two 7x7", 2, 264, 7, 7, 24, 3, 1, 1, 1, 1},
     /* the few-channel kernels (also f16/bf16 where channels are not multiples of 8): the small CNN's
        layers at odd sizes; backward-filter blocks of several staged chunks (24 28x28 images: more
        chunks than two a SM), of two 4 x 4 tiles a thread (C 16, K 12: 303 tiles) */
@@ -118,8 +116,8 @@ static const conv_case k_cases[] = {
     {"3x3 pad 1, C 256, K 64, 6x7", 1, 256, 6, 7, 64, 3, 1, 1, 1, 1},
 };
 
-/* Every rung on a 3x5 filter, stride 1x2, padding 1x2 (42-pixel images: flat k steps on the
-   wgmma rung's backward-filter, whose copies take the width's corners and offsets first). */
+/* Every rung on a 3x5 filter, stride 1x2, padding 1x2: a rung that mixed up the height's and the
+   width's would be caught. */
 static const wide_case k_wide_cases[] = {
     {{"3x5 filter, stride 1x2, pad 1x2, C 16, K 24", 5, 16, 7, 11, 24, 3, 1, 1, 1, 1}, 5, 2, 2},
 };
