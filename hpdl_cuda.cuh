@@ -7494,6 +7494,16 @@ static __device__ __forceinline__ void hpdl__tma_load_4d(const CUtensorMap *map,
                  : "memory");
 }
 
+/* The same box into this block's shared memory and, at the same offset, each
+   block of the cluster in `mask`; completion is counted on each one's `bar`. */
+static __device__ __forceinline__ void hpdl__tma_load_4d_multicast(const CUtensorMap *map, void *dst, uint64_t *bar,
+                                                                   int x, int y, int z, int w, unsigned short mask) {
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3, %4, %5}], [%6], %7;" ::"r"(hpdl__smem_u32(dst)),
+                 "l"(map), "r"(x), "r"(y), "r"(z), "r"(w), "r"(hpdl__smem_u32(bar)), "h"(mask)
+                 : "memory");
+}
+
 /* The rung's arguments: where a tile's pixels are, how a tap shifts them,
    and the output (hpdl__wg_store's G). */
 template <typename T> struct hpdl__conv_wg_args {
@@ -7706,13 +7716,15 @@ static __device__ __forceinline__ uint64_t hpdl__conv_wg_desc(const unsigned cha
 }
 
 /* The stages' barriers, made by thread 0 before any copy: full[s] waits for
-   the copier's bytes, empty[s] for both consumers to be done with stage s.
-   Every thread of the block calls it. */
-static __device__ __forceinline__ void hpdl__conv_wg_barriers(uint64_t *full, uint64_t *empty, int stages) {
+   the copier's bytes, empty[s] for both consumers to be done with stage s
+   (in each of the `blocks` blocks of a cluster that copy into it). Every
+   thread of the block calls it. */
+static __device__ __forceinline__ void hpdl__conv_wg_barriers(uint64_t *full, uint64_t *empty, int stages,
+                                                              int blocks = 1) {
     if (threadIdx.x == 0) {
         for (int k = 0; k < stages; k++) {
             hpdl__mbar_init(&full[k], 1);
-            hpdl__mbar_init(&empty[k], 2);
+            hpdl__mbar_init(&empty[k], 2 * blocks);
         }
         hpdl__mbar_init_fence();
     }
@@ -7966,8 +7978,12 @@ struct hpdl__conv_wgrad_wg_args {
    number of 8-row swizzle atoms, so tap r's operand is that box r rows
    on, wgmma's piece stride being one image row); x's bytes a stage fall
    from 3 boxes to 1.25. */
-template <bool SHARED_ROWS_, int BN_, bool TALL_ = false> struct hpdl__conv_wgrad_shape {
-    enum { SHARED_ROWS = SHARED_ROWS_, BN = BN_, TALL = TALL_, X_PIECES = TALL_ ? 2 : BN_ / 64, PIX = 64,
+/* PAIRS: blocks in clusters of two take the two row tiles of one column
+   tile (the same pixels of x) at the same k steps, each copying half of
+   x's pieces into both blocks' shared memory: a block reads 32 KB of a
+   48 KB stage from L2. */
+template <bool SHARED_ROWS_, int BN_, bool TALL_ = false, bool PAIRS_ = false> struct hpdl__conv_wgrad_shape {
+    enum { SHARED_ROWS = SHARED_ROWS_, BN = BN_, TALL = TALL_, CS = PAIRS_ ? 2 : 1, X_PIECES = TALL_ ? 2 : BN_ / 64, PIX = 64,
            A_PIECES = SHARED_ROWS_ ? 1 : 2, PIECES = A_PIECES + X_PIECES, A_BYTES = A_PIECES * HPDL__WG_PIECE_BYTES,
            STAGE = PIECES * HPDL__WG_PIECE_BYTES, S = 196608 / STAGE };
     static size_t smem() { return (size_t)S * STAGE + 2 * S * 8 + 1024 /* alignment */; }
@@ -8041,9 +8057,12 @@ static __device__ __forceinline__ void hpdl__conv_wgrad_copy(const hpdl__conv_wg
         hpdl__tma_load_4d(map_dy, st + p * HPDL__WG_PIECE_BYTES, full, t.m0 + 64 * p, w0, h0, n0);
 #pragma unroll
     for (int p = 0; p < (SH::TALL ? 1 : SH::X_PIECES); p++)
-        if (p < t.pieces)
+        if (p < t.pieces && SH::CS == 1)
             hpdl__tma_load_4d(map_x, st + SH::A_BYTES + p * HPDL__WG_PIECE_BYTES, full, t.ch[p], xw + t.off_w[p],
                               xh + t.off_h[p], n0);
+        else if (p < t.pieces && p % 2 == (int)hpdl__cluster_rank()) /* pairs: this block's half, into both */
+            hpdl__tma_load_4d_multicast(map_x, st + SH::A_BYTES + p * HPDL__WG_PIECE_BYTES, full, t.ch[p],
+                                        xw + t.off_w[p], xh + t.off_h[p], n0, 3);
 }
 
 /* The next k step's box: along the row, then down, then to the next images. */
@@ -8093,6 +8112,15 @@ template <int BN, typename T> static __device__ __forceinline__ void hpdl__wgmma
     else hpdl__wgmma_bn<BN, 1, T, 1>(d, a, b);
 }
 
+/* The block's tile of a unit of work: the tile itself, or with PAIRS
+   (units: pairs of row tiles) this block's row tile of the pair. */
+template <typename SH>
+static __device__ __forceinline__ int hpdl__conv_wgrad_block_tile(const hpdl__conv_wgrad_wg_args &g, int unit) {
+    if (SH::CS == 1) return unit;
+    const int pairs_m = g.tiles_m / 2;
+    return unit / pairs_m * g.tiles_m + unit % pairs_m * 2 + (int)hpdl__cluster_rank();
+}
+
 template <typename T, typename SH>
 __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma_wgrad(const __grid_constant__ CUtensorMap map_dy,
                                                                  const __grid_constant__ CUtensorMap map_x,
@@ -8102,8 +8130,8 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma_wgrad(const __grid_co
     unsigned char *smem = hpdl__wg_smem_base();
     uint64_t *full = (uint64_t *)(smem + S * STAGE), *empty = full + S;
     const int wg = (int)threadIdx.x / 128, box = g.box_w * g.box_h * g.box_n, tail = (SH::PIX - box) * 8;
-    const long long begin = (long long)blockIdx.x * g.work / gridDim.x,
-                    end = (long long)(blockIdx.x + 1) * g.work / gridDim.x;
+    const long long unit = blockIdx.x / SH::CS, units = gridDim.x / SH::CS; /* a pair's blocks: the same run */
+    const long long begin = unit * g.work / units, end = (unit + 1) * g.work / units;
     long long i;
     int it = 0; /* stages used so far */
     /* Rows past the box are never copied: zero them once in every piece
@@ -8111,13 +8139,15 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma_wgrad(const __grid_co
     for (i = threadIdx.x; i < (long long)S * SH::PIECES * tail; i += blockDim.x)
         ((uint4 *)(smem + i / tail * HPDL__WG_PIECE_BYTES + box * 128))[i % tail] = make_uint4(0, 0, 0, 0);
     hpdl__fence_async_smem();
-    hpdl__conv_wg_barriers(full, empty, S);
+    hpdl__conv_wg_barriers(full, empty, S, SH::CS);
+    if (SH::CS > 1) hpdl__cluster_sync(); /* the peer's barriers exist before any copy or arrival reaches them */
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (threadIdx.x == 0)
             for (i = begin; i < end;) { /* a tile at a time: its plan, then its k steps */
-                const int tile = (int)(i / g.steps);
-                const long long tile_end = (tile + 1) * (long long)g.steps < end ? (tile + 1) * (long long)g.steps : end;
+                const int work_tile = (int)(i / g.steps), tile = hpdl__conv_wgrad_block_tile<SH>(g, work_tile);
+                const long long tile_end =
+                    (work_tile + 1) * (long long)g.steps < end ? (work_tile + 1) * (long long)g.steps : end;
                 const hpdl__conv_wgrad_plan t =
                     SH::TALL ? hpdl__conv_wgrad_plan_tall<SH>(g, tile) : hpdl__conv_wgrad_plan_tile<SH>(g, tile);
                 int n0, h0, w0;
@@ -8134,8 +8164,9 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma_wgrad(const __grid_co
         const int row0 = SHARED_ROWS ? 0 : (wg - 1) * 64;
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
         for (i = begin; i < end;) {
-            const int tile = (int)(i / g.steps);
-            const long long tile_end = (tile + 1) * (long long)g.steps < end ? (tile + 1) * (long long)g.steps : end;
+            const int work_tile = (int)(i / g.steps), tile = hpdl__conv_wgrad_block_tile<SH>(g, work_tile);
+            const long long tile_end =
+                (work_tile + 1) * (long long)g.steps < end ? (work_tile + 1) * (long long)g.steps : end;
             const long long first = i;
 #pragma unroll
             for (int k = 0; k < SH::BN / 2; k++) d[k] = 0.0f;
@@ -8155,14 +8186,15 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma_wgrad(const __grid_co
                 hpdl__wg_commit();
                 hpdl__wg_fence_accs<SH::BN / 2>(d);
                 hpdl__wg_wait<1>(); /* the previous stage's wgmmas are done: it can go */
-                if (i > first) hpdl__wg_release<1>(&empty[(it - 1) % S]);
+                if (i > first) hpdl__wg_release<SH::CS>(&empty[(it - 1) % S]);
             }
             hpdl__wg_wait<0>();
-            hpdl__wg_release<1>(&empty[(it - 1) % S]);
+            hpdl__wg_release<SH::CS>(&empty[(it - 1) % S]);
             hpdl__wg_fence_accs<SH::BN / 2>(d);
             hpdl__conv_wgrad_flush<SH>(g, d, tile, row0);
         }
     }
+    if (SH::CS > 1) hpdl__cluster_sync(); /* no block leaves while its peer may still arrive on its barriers */
 #else
     (void)map_dy; (void)map_x; (void)g; /* no sm_90a code in this pass: never launched */
 #endif
@@ -8178,28 +8210,75 @@ static inline bool hpdl__conv_wgrad_lined_up(long long tiles, int sms) {
     return tiles > 0 && tiles <= sms && tiles * (sms / tiles) * 20 >= 19LL * sms;
 }
 
+/* Pairs of blocks in clusters of two (hpdl__conv_wgrad_shape's PAIRS)
+   resident at once: one block an SM, and a cluster's blocks share a GPC.
+   Asked once per GPU (the first 16); 0 where clusters cannot run. */
+template <typename T> static inline int hpdl__conv_wgrad_pair_slots(void) {
+    typedef hpdl__conv_wgrad_shape<false, 256, false, true> SH;
+    enum { GPUS = 16 };
+    static int known[GPUS]; /* slots + 1; 0: not asked */
+    void (*kernel)(const CUtensorMap, const CUtensorMap, hpdl__conv_wgrad_wg_args) = hpdl__conv_wgmma_wgrad<T, SH>;
+    cudaLaunchConfig_t cfg = cudaLaunchConfig_t();
+    cudaLaunchAttribute attr[1];
+    int device = 0, clusters = 0;
+    if (cudaGetDevice(&device) != cudaSuccess) return 0;
+    if (device < GPUS && known[device]) return known[device] - 1;
+    cfg.gridDim = dim3(2u);
+    cfg.blockDim = dim3(384u);
+    cfg.dynamicSmemBytes = SH::smem();
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 2;
+    attr[0].val.clusterDim.y = attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)cfg.dynamicSmemBytes) !=
+            cudaSuccess ||
+        cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
+        cudaGetLastError();
+        clusters = 0;
+    }
+    if (device < GPUS) known[device] = clusters + 1;
+    return clusters;
+}
+
+/* One launch over g.work (tiles, or pairs of tiles, x their k steps): as
+   many blocks (pairs) as can be resident, or a whole number of them a
+   tile (pair) where those line up. */
 template <typename T, typename SH>
 static inline hpdl_status hpdl__conv_wgrad_launch(const CUtensorMap &map_dy, const CUtensorMap &map_x,
                                                   const hpdl__conv_wgrad_wg_args &g, cudaStream_t stream) {
     void (*kernel)(const CUtensorMap, const CUtensorMap, hpdl__conv_wgrad_wg_args) = hpdl__conv_wgmma_wgrad<T, SH>;
-    const size_t smem = SH::smem();
-    const long long tiles = g.work / g.steps;
-    int sms = 0;
-    if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
-    long long grid = g.work < sms ? g.work : sms;
-    if (hpdl__conv_wgrad_lined_up(tiles, sms)) grid = tiles * (sms / tiles);
-    HPDL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    kernel<<<(unsigned)grid, 384, smem, stream>>>(map_dy, map_x, g);
-    HPDL_CUDA_TRY_LAUNCH();
+    const long long units = g.work / g.steps;
+    cudaLaunchConfig_t cfg = cudaLaunchConfig_t();
+    cudaLaunchAttribute attr[1];
+    int slots = 0;
+    if (SH::CS > 1) slots = hpdl__conv_wgrad_pair_slots<T>();
+    else if (hpdl__sm_count(&slots) != HPDL_OK) return HPDL_ERR_CUDA;
+    if (slots <= 0) return HPDL_ERR_UNSUPPORTED;
+    long long grid = g.work < slots ? g.work : slots;
+    if (hpdl__conv_wgrad_lined_up(units, slots)) grid = units * (slots / units);
+    HPDL_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SH::smem()));
+    cfg.gridDim = dim3((unsigned)(grid * SH::CS));
+    cfg.blockDim = dim3(384u);
+    cfg.dynamicSmemBytes = SH::smem();
+    cfg.stream = stream;
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = SH::CS;
+    attr[0].val.clusterDim.y = attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = SH::CS > 1;
+    HPDL_CUDA_TRY(cudaLaunchKernelEx(&cfg, kernel, map_dy, map_x, g));
     return HPDL_OK;
 }
 
 template <typename T, bool SHARED_ROWS>
-static inline hpdl_status hpdl__conv_wgrad_launch_bn(int bn, bool tall, const CUtensorMap &map_dy,
+static inline hpdl_status hpdl__conv_wgrad_launch_bn(int bn, bool tall, bool pairs, const CUtensorMap &map_dy,
                                                      const CUtensorMap &map_x, const hpdl__conv_wgrad_wg_args &g,
                                                      cudaStream_t stream) {
     if (tall)
         return hpdl__conv_wgrad_launch<T, hpdl__conv_wgrad_shape<SHARED_ROWS, 192, true> >(map_dy, map_x, g, stream);
+    if (pairs)
+        return hpdl__conv_wgrad_launch<T, hpdl__conv_wgrad_shape<false, 256, false, true> >(map_dy, map_x, g, stream);
     if (bn == 64) return hpdl__conv_wgrad_launch<T, hpdl__conv_wgrad_shape<SHARED_ROWS, 64> >(map_dy, map_x, g, stream);
     if (bn == 192) return hpdl__conv_wgrad_launch<T, hpdl__conv_wgrad_shape<SHARED_ROWS, 192> >(map_dy, map_x, g, stream);
     return hpdl__conv_wgrad_launch<T, hpdl__conv_wgrad_shape<SHARED_ROWS, 256> >(map_dy, map_x, g, stream);
@@ -8215,17 +8294,13 @@ static inline void hpdl__conv_wgrad_steps(hpdl__conv_wgrad_wg_args *g, const hpd
 /* Whether the tall boxes (hpdl__conv_wgrad_shape's TALL) apply: a 3x3
    filter at stride and dilation 1, boxes of 64 pixels of one image a
    multiple of 8 wide taking no more k steps than the ordinary boxes
-   (`steps`), and tiles that line up on the SMs or x and dy (`bytes`) that
-   stay in half of L2 while the blocks' runs cross tiles. Then sets the
-   box. */
+   (`steps`), and tiles that line up on the SMs. Then sets the box. */
 static inline bool hpdl__conv_wgrad_tall(const hpdl_conv2d_params &p, const hpdl_tensor4 &y, int tiles_m, int chunks,
-                                         long long steps, long long bytes, int *box_w, int *box_h) {
+                                         long long steps, int *box_w, int *box_h) {
     long long best = -1, tiles = (long long)tiles_m * p.kernel_w * chunks;
-    int sms = 0, l2 = 0, device = 0, best_w = 8;
+    int sms = 0, best_w = 8;
     if (p.kernel_h != 3 || p.stride_h != 1 || p.stride_w != 1 || p.dilation_h != 1 || p.dilation_w != 1 ||
-        hpdl__sm_count(&sms) != HPDL_OK || cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device) != cudaSuccess ||
-        !(hpdl__conv_wgrad_lined_up(tiles, sms) || 2 * bytes <= l2))
+        hpdl__sm_count(&sms) != HPDL_OK || !hpdl__conv_wgrad_lined_up(tiles, sms))
         return false;
     for (int w = 8; w <= 32; w *= 2) {
         const long long count = (long long)((y.w + w - 1) / w) * ((y.h + 64 / w - 1) / (64 / w)) * y.n;
@@ -8250,7 +8325,7 @@ static inline hpdl_status hpdl__conv_wg_wgrad(const hpdl__conv_geom &geo, const 
     hpdl_status s;
     long long tiles;
     int pieces, bn, x_rows;
-    bool tall;
+    bool tall, pairs;
     if (hpdl__conv_is_pointwise(p)) hpdl__conv_flatten(&xt, &yt, (long long)yt.n * yt.h * yt.w);
     hpdl__conv_wg_box(yt.w, yt.h, yt.n, p.stride_w, p.stride_h, hpdl__conv_wgrad_shape<true, 256>::PIX, &g.box_w,
                       &g.box_h, &g.box_n);
@@ -8268,24 +8343,24 @@ static inline hpdl_status hpdl__conv_wg_wgrad(const hpdl__conv_geom &geo, const 
     bn = pieces == 1 ? 64 : pieces % 4 != 0 && pieces % 3 == 0 ? 192 : 256;
     tiles = (long long)g.tiles_m * ((pieces * 64 + bn - 1) / bn);
     hpdl__conv_wgrad_steps(&g, yt);
-    tall = hpdl__conv_wgrad_tall(p, yt, g.tiles_m, g.chunks, g.steps,
-                                 (long long)(hpdl_tensor4_count(&xt) + hpdl_tensor4_count(&yt)) * (long long)sizeof(T),
-                                 &g.box_w, &g.box_h);
+    tall = hpdl__conv_wgrad_tall(p, yt, g.tiles_m, g.chunks, g.steps, &g.box_w, &g.box_h);
     if (tall) { /* column tiles (channel chunk, filter column), one image a box */
         g.box_n = 1;
         hpdl__conv_wgrad_steps(&g, yt);
         bn = 192;
         tiles = (long long)g.tiles_m * p.kernel_w * g.chunks;
     }
-    g.work = tiles * g.steps;
+    /* pairs of row tiles in clusters (hpdl__conv_wgrad_shape's PAIRS) where the row tiles pair up */
+    pairs = !tall && !shared_rows && bn == 256 && g.tiles_m % 2 == 0 && hpdl__conv_wgrad_pair_slots<T>() > 0;
+    g.work = (pairs ? tiles / 2 : tiles) * g.steps;
     x_rows = tall ? g.box_h + 2 : g.box_h;
     if (tiles > INT_MAX || hpdl__conv_wg_map4(&map_dy, yt, dy, g.box_w, g.box_h, g.box_n, 1, 1) != HPDL_OK ||
         hpdl__conv_wg_map4(&map_x, xt, x, g.box_w, x_rows, g.box_n, p.stride_w, p.stride_h) != HPDL_OK)
         return HPDL_ERR_UNSUPPORTED;
     HPDL_CUDA_TRY(hpdl__scratch_alloc((void **)&g.dw, nw * sizeof(float), stream));
     if (cudaMemsetAsync(g.dw, 0, nw * sizeof(float), stream) != cudaSuccess) s = HPDL_ERR_CUDA;
-    else s = shared_rows ? hpdl__conv_wgrad_launch_bn<T, true>(bn, tall, map_dy, map_x, g, stream)
-                         : hpdl__conv_wgrad_launch_bn<T, false>(bn, tall, map_dy, map_x, g, stream);
+    else s = shared_rows ? hpdl__conv_wgrad_launch_bn<T, true>(bn, tall, false, map_dy, map_x, g, stream)
+                         : hpdl__conv_wgrad_launch_bn<T, false>(bn, tall, pairs, map_dy, map_x, g, stream);
     if (s == HPDL_OK) s = hpdl__conv_cast(nw, (const float *)g.dw, dw, stream);
     if (cudaFreeAsync(g.dw, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
     return s;

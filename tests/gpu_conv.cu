@@ -89,10 +89,12 @@ static const conv_case k_cases[] = {
     /* the ordinary boxes where 25 tiles do not line up on the SMs: 300 k steps over all SMs, blocks'
        runs of them crossing tiles */
     {"C 256, K 40, 5x5 pad 2, twelve 8x8 images", 12, 256, 8, 8, 40, 5, 1, 2, 1, 1},
-    /* tall boxes over 7x7 images (8 wide, one column of zeros), 3 tiles lined up; 15 tiles that do
-       not line up (C 264: five chunks, the last of 8 channels), taken as x and dy fit in L2 */
+    /* tall boxes over 7x7 images (8 wide, one column of zeros) */
     {"tall boxes: C 64, K 72, five 7x7 images", 5, 64, 7, 7, 72, 3, 1, 1, 1, 1},
-    {"tall boxes, runs across tiles: C 264, K 24, two 7x7", 2, 264, 7, 7, 24, 3, 1, 1, 1, 1},
+    /* pairs of row tiles in clusters of two, x's pieces copied to both: 9 pairs lined up (the second
+       row tile 72 of 128 rows); 18 pairs whose runs cross tiles */
+    {"pairs of row tiles: C 256, K 200, three 5x6 images", 3, 256, 5, 6, 200, 3, 1, 1, 1, 1},
+    {"pairs, runs across tiles: C 512, K 136, two 5x5", 2, 512, 5, 5, 136, 3, 1, 1, 1, 1},
     /* the few-channel kernels (also f16/bf16 where channels are not multiples of 8): the small CNN's
        layers at odd sizes; backward-filter blocks of several staged chunks (24 28x28 images: more
        chunks than two a SM), of two 4 x 4 tiles a thread (C 16, K 12: 303 tiles) */
