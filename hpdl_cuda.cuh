@@ -7978,12 +7978,16 @@ struct hpdl__conv_wgrad_wg_args {
    number of 8-row swizzle atoms, so tap r's operand is that box r rows
    on, wgmma's piece stride being one image row); x's bytes a stage fall
    from 3 boxes to 1.25. */
-/* PAIRS: blocks in clusters of two take the two row tiles of one column
-   tile (the same pixels of x) at the same k steps, each copying half of
-   x's pieces into both blocks' shared memory: a block reads 32 KB of a
-   48 KB stage from L2. */
-template <bool SHARED_ROWS_, int BN_, bool TALL_ = false, bool PAIRS_ = false> struct hpdl__conv_wgrad_shape {
-    enum { SHARED_ROWS = SHARED_ROWS_, BN = BN_, TALL = TALL_, CS = PAIRS_ ? 2 : 1, X_PIECES = TALL_ ? 2 : BN_ / 64, PIX = 64,
+/* PAIRS: blocks in clusters of two take two tiles that read the same
+   operand at the same k steps, each copying half of that operand's pieces
+   into both blocks' shared memory. HPDL__WGRAD_ROW_PAIRS: the two row
+   tiles of a column tile share x (a block reads 32 KB of a 48 KB stage
+   from L2); HPDL__WGRAD_COLUMN_PAIRS: two column tiles of a row tile
+   share dy (32 KB of 40 with 192-wide tiles). */
+enum { HPDL__WGRAD_ROW_PAIRS = 1, HPDL__WGRAD_COLUMN_PAIRS = 2 };
+template <bool SHARED_ROWS_, int BN_, bool TALL_ = false, int PAIRS_ = 0> struct hpdl__conv_wgrad_shape {
+    enum { SHARED_ROWS = SHARED_ROWS_, BN = BN_, TALL = TALL_, PAIRS = PAIRS_, CS = PAIRS_ ? 2 : 1,
+           X_PIECES = TALL_ ? 2 : BN_ / 64, PIX = 64,
            A_PIECES = SHARED_ROWS_ ? 1 : 2, PIECES = A_PIECES + X_PIECES, A_BYTES = A_PIECES * HPDL__WG_PIECE_BYTES,
            STAGE = PIECES * HPDL__WG_PIECE_BYTES, S = 196608 / STAGE };
     static size_t smem() { return (size_t)S * STAGE + 2 * S * 8 + 1024 /* alignment */; }
@@ -8052,15 +8056,19 @@ static __device__ __forceinline__ void hpdl__conv_wgrad_copy(const hpdl__conv_wg
                                                              unsigned char *st, uint64_t *full, int n0, int h0, int w0) {
     const int xw = w0 * g.stride_w, xh = h0 * g.stride_h;
     hpdl__mbar_expect_bytes(full, t.bytes);
+    const bool share_dy = SH::PAIRS == HPDL__WGRAD_COLUMN_PAIRS, share_x = SH::PAIRS == HPDL__WGRAD_ROW_PAIRS;
 #pragma unroll
     for (int p = 0; p < SH::A_PIECES; p++)
-        hpdl__tma_load_4d(map_dy, st + p * HPDL__WG_PIECE_BYTES, full, t.m0 + 64 * p, w0, h0, n0);
+        if (!share_dy)
+            hpdl__tma_load_4d(map_dy, st + p * HPDL__WG_PIECE_BYTES, full, t.m0 + 64 * p, w0, h0, n0);
+        else if (p % 2 == (int)hpdl__cluster_rank()) /* this block's half, into both */
+            hpdl__tma_load_4d_multicast(map_dy, st + p * HPDL__WG_PIECE_BYTES, full, t.m0 + 64 * p, w0, h0, n0, 3);
 #pragma unroll
     for (int p = 0; p < (SH::TALL ? 1 : SH::X_PIECES); p++)
-        if (p < t.pieces && SH::CS == 1)
+        if (p < t.pieces && !share_x)
             hpdl__tma_load_4d(map_x, st + SH::A_BYTES + p * HPDL__WG_PIECE_BYTES, full, t.ch[p], xw + t.off_w[p],
                               xh + t.off_h[p], n0);
-        else if (p < t.pieces && p % 2 == (int)hpdl__cluster_rank()) /* pairs: this block's half, into both */
+        else if (p < t.pieces && p % 2 == (int)hpdl__cluster_rank())
             hpdl__tma_load_4d_multicast(map_x, st + SH::A_BYTES + p * HPDL__WG_PIECE_BYTES, full, t.ch[p],
                                         xw + t.off_w[p], xh + t.off_h[p], n0, 3);
 }
@@ -8112,13 +8120,18 @@ template <int BN, typename T> static __device__ __forceinline__ void hpdl__wgmma
     else hpdl__wgmma_bn<BN, 1, T, 1>(d, a, b);
 }
 
-/* The block's tile of a unit of work: the tile itself, or with PAIRS
-   (units: pairs of row tiles) this block's row tile of the pair. */
+/* The block's tile of a unit of work (tile = column tile x tiles_m + row
+   tile): the tile itself, or with PAIRS (units: pairs of tiles) this
+   block's tile of the pair. */
 template <typename SH>
 static __device__ __forceinline__ int hpdl__conv_wgrad_block_tile(const hpdl__conv_wgrad_wg_args &g, int unit) {
-    if (SH::CS == 1) return unit;
-    const int pairs_m = g.tiles_m / 2;
-    return unit / pairs_m * g.tiles_m + unit % pairs_m * 2 + (int)hpdl__cluster_rank();
+    const int rank = (int)hpdl__cluster_rank();
+    if (SH::PAIRS == HPDL__WGRAD_ROW_PAIRS) {
+        const int pairs_m = g.tiles_m / 2;
+        return unit / pairs_m * g.tiles_m + unit % pairs_m * 2 + rank;
+    }
+    if (SH::PAIRS == HPDL__WGRAD_COLUMN_PAIRS) return (unit / g.tiles_m * 2 + rank) * g.tiles_m + unit % g.tiles_m;
+    return unit;
 }
 
 template <typename T, typename SH>
@@ -8214,7 +8227,7 @@ static inline bool hpdl__conv_wgrad_lined_up(long long tiles, int sms) {
    resident at once: one block an SM, and a cluster's blocks share a GPC.
    Asked once per GPU (the first 16); 0 where clusters cannot run. */
 template <typename T> static inline int hpdl__conv_wgrad_pair_slots(void) {
-    typedef hpdl__conv_wgrad_shape<false, 256, false, true> SH;
+    typedef hpdl__conv_wgrad_shape<false, 256, false, HPDL__WGRAD_ROW_PAIRS> SH;
     enum { GPUS = 16 };
     static int known[GPUS]; /* slots + 1; 0: not asked */
     void (*kernel)(const CUtensorMap, const CUtensorMap, hpdl__conv_wgrad_wg_args) = hpdl__conv_wgmma_wgrad<T, SH>;
@@ -8272,13 +8285,17 @@ static inline hpdl_status hpdl__conv_wgrad_launch(const CUtensorMap &map_dy, con
 }
 
 template <typename T, bool SHARED_ROWS>
-static inline hpdl_status hpdl__conv_wgrad_launch_bn(int bn, bool tall, bool pairs, const CUtensorMap &map_dy,
+static inline hpdl_status hpdl__conv_wgrad_launch_bn(int bn, bool tall, int pairs, const CUtensorMap &map_dy,
                                                      const CUtensorMap &map_x, const hpdl__conv_wgrad_wg_args &g,
                                                      cudaStream_t stream) {
     if (tall)
         return hpdl__conv_wgrad_launch<T, hpdl__conv_wgrad_shape<SHARED_ROWS, 192, true> >(map_dy, map_x, g, stream);
-    if (pairs)
-        return hpdl__conv_wgrad_launch<T, hpdl__conv_wgrad_shape<false, 256, false, true> >(map_dy, map_x, g, stream);
+    if (pairs == HPDL__WGRAD_ROW_PAIRS)
+        return hpdl__conv_wgrad_launch<T, hpdl__conv_wgrad_shape<false, 256, false, HPDL__WGRAD_ROW_PAIRS> >(
+            map_dy, map_x, g, stream);
+    if (pairs == HPDL__WGRAD_COLUMN_PAIRS)
+        return hpdl__conv_wgrad_launch<T, hpdl__conv_wgrad_shape<false, 192, false, HPDL__WGRAD_COLUMN_PAIRS> >(
+            map_dy, map_x, g, stream);
     if (bn == 64) return hpdl__conv_wgrad_launch<T, hpdl__conv_wgrad_shape<SHARED_ROWS, 64> >(map_dy, map_x, g, stream);
     if (bn == 192) return hpdl__conv_wgrad_launch<T, hpdl__conv_wgrad_shape<SHARED_ROWS, 192> >(map_dy, map_x, g, stream);
     return hpdl__conv_wgrad_launch<T, hpdl__conv_wgrad_shape<SHARED_ROWS, 256> >(map_dy, map_x, g, stream);
@@ -8325,7 +8342,8 @@ static inline hpdl_status hpdl__conv_wg_wgrad(const hpdl__conv_geom &geo, const 
     hpdl_status s;
     long long tiles;
     int pieces, bn, x_rows;
-    bool tall, pairs;
+    int pairs = 0;
+    bool tall;
     if (hpdl__conv_is_pointwise(p)) hpdl__conv_flatten(&xt, &yt, (long long)yt.n * yt.h * yt.w);
     hpdl__conv_wg_box(yt.w, yt.h, yt.n, p.stride_w, p.stride_h, hpdl__conv_wgrad_shape<true, 256>::PIX, &g.box_w,
                       &g.box_h, &g.box_n);
@@ -8350,8 +8368,12 @@ static inline hpdl_status hpdl__conv_wg_wgrad(const hpdl__conv_geom &geo, const 
         bn = 192;
         tiles = (long long)g.tiles_m * p.kernel_w * g.chunks;
     }
-    /* pairs of row tiles in clusters (hpdl__conv_wgrad_shape's PAIRS) where the row tiles pair up */
-    pairs = !tall && !shared_rows && bn == 256 && g.tiles_m % 2 == 0 && hpdl__conv_wgrad_pair_slots<T>() > 0;
+    /* pairs of tiles in clusters (hpdl__conv_wgrad_shape's PAIRS): of row tiles where they pair up,
+       else of 192-wide column tiles where those do */
+    if (!tall && !shared_rows && hpdl__conv_wgrad_pair_slots<T>() > 0) {
+        if (bn == 256 && g.tiles_m % 2 == 0) pairs = HPDL__WGRAD_ROW_PAIRS;
+        else if (bn == 192 && tiles / g.tiles_m % 2 == 0) pairs = HPDL__WGRAD_COLUMN_PAIRS;
+    }
     g.work = (pairs ? tiles / 2 : tiles) * g.steps;
     x_rows = tall ? g.box_h + 2 : g.box_h;
     if (tiles > INT_MAX || hpdl__conv_wg_map4(&map_dy, yt, dy, g.box_w, g.box_h, g.box_n, 1, 1) != HPDL_OK ||
@@ -8359,7 +8381,7 @@ static inline hpdl_status hpdl__conv_wg_wgrad(const hpdl__conv_geom &geo, const 
         return HPDL_ERR_UNSUPPORTED;
     HPDL_CUDA_TRY(hpdl__scratch_alloc((void **)&g.dw, nw * sizeof(float), stream));
     if (cudaMemsetAsync(g.dw, 0, nw * sizeof(float), stream) != cudaSuccess) s = HPDL_ERR_CUDA;
-    else s = shared_rows ? hpdl__conv_wgrad_launch_bn<T, true>(bn, tall, false, map_dy, map_x, g, stream)
+    else s = shared_rows ? hpdl__conv_wgrad_launch_bn<T, true>(bn, tall, 0, map_dy, map_x, g, stream)
                          : hpdl__conv_wgrad_launch_bn<T, false>(bn, tall, pairs, map_dy, map_x, g, stream);
     if (s == HPDL_OK) s = hpdl__conv_cast(nw, (const float *)g.dw, dw, stream);
     if (cudaFreeAsync(g.dw, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;

@@ -92,9 +92,12 @@ static const conv_case k_cases[] = {
     /* tall boxes over 7x7 images (8 wide, one column of zeros) */
     {"tall boxes: C 64, K 72, five 7x7 images", 5, 64, 7, 7, 72, 3, 1, 1, 1, 1},
     /* pairs of row tiles in clusters of two, x's pieces copied to both: 9 pairs lined up (the second
-       row tile 72 of 128 rows); 18 pairs whose runs cross tiles */
+       row tile 72 of 128 rows); 18 pairs whose runs cross tiles. Pairs of 192-wide column tiles, dy's
+       pieces copied to both: 3 pairs of one row tile; 9 pairs over 3 row tiles (the last 44 rows) */
     {"pairs of row tiles: C 256, K 200, three 5x6 images", 3, 256, 5, 6, 200, 3, 1, 1, 1, 1},
     {"pairs, runs across tiles: C 512, K 136, two 5x5", 2, 512, 5, 5, 136, 3, 1, 1, 1, 1},
+    {"pairs of column tiles: C 128, K 96, three 6x5 images", 3, 128, 6, 5, 96, 3, 1, 1, 1, 1},
+    {"pairs of column tiles: C 128, K 300, two 5x5 images", 2, 128, 5, 5, 300, 3, 1, 1, 1, 1},
     /* the few-channel kernels (also f16/bf16 where channels are not multiples of 8): the small CNN's
        layers at odd sizes; backward-filter blocks of several staged chunks (24 28x28 images: more
        chunks than two a SM), of two 4 x 4 tiles a thread (C 16, K 12: 303 tiles) */

@@ -3,10 +3,10 @@
 # gpu_conv (the tests whose names contain one of TEST, else all), bench/conv's backward-filter on
 # the wgmma rung with c877eaf's binary (conv_before) and the change's, f16 then bf16, and ncu on
 # wgrad_probe.cu (../2026-11-29-wgrad-flat/) built against the change's header.
-# Binaries built on the host for sm_90a, carried gzipped in build/carry10.
-# Usage: bash run.sh COMMIT [TEST...]
+# Binaries built on the host for sm_90a, carried gzipped in $CARRY (build/carry10; the probe only
+# where it is there). Usage: bash run.sh COMMIT [TEST...]
 set -u
-C=build/carry10
+C=${CARRY:-build/carry10}
 gunzip -f $C/*.gz
 mkdir -p $OUT/r
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv > $OUT/r/gpu.txt
@@ -17,7 +17,9 @@ for prec in f16 bf16; do
       > $OUT/r/$b-$prec.log 2>&1
   done
 done
-$C/probe > $OUT/r/probe.txt 2>&1
-ncu --profile-from-start off --clock-control none --csv --section SpeedOfLight --section LaunchStats \
-    $C/probe > $OUT/r/ncu_probe.csv 2>&1
+if [ -x $C/probe ]; then
+  $C/probe > $OUT/r/probe.txt 2>&1
+  ncu --profile-from-start off --clock-control none --csv --section SpeedOfLight --section LaunchStats \
+      $C/probe > $OUT/r/ncu_probe.csv 2>&1
+fi
 tar czf $OUT/r.tgz -C $OUT r && rm -rf $OUT/r
