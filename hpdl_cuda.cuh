@@ -7968,6 +7968,14 @@ struct hpdl__conv_wgrad_wg_args {
     long long work;                          /* tiles x steps */
 };
 
+/* PAIRS (below): blocks in clusters of two take two tiles that read the same
+   operand at the same k steps, each copying half of that operand's pieces
+   into both blocks' shared memory. HPDL__WGRAD_ROW_PAIRS: the two row
+   tiles of a column tile share x (a block reads 32 KB of a 48 KB stage
+   from L2); HPDL__WGRAD_COLUMN_PAIRS: two column tiles of a row tile
+   share dy (32 KB of 40 with 192-wide tiles). */
+enum { HPDL__WGRAD_ROW_PAIRS = 1, HPDL__WGRAD_COLUMN_PAIRS = 2 };
+
 /* Stages of A (1 or 2 pieces) and B (BN / 64 pieces), each piece 64
    pixels x 64 channels (HPDL__WG_PIECE_BYTES). 32-pixel k steps, with
    twice the stages in flight, measured slower: 0.40 of cuDNN's time
@@ -7978,13 +7986,6 @@ struct hpdl__conv_wgrad_wg_args {
    number of 8-row swizzle atoms, so tap r's operand is that box r rows
    on, wgmma's piece stride being one image row); x's bytes a stage fall
    from 3 boxes to 1.25. */
-/* PAIRS: blocks in clusters of two take two tiles that read the same
-   operand at the same k steps, each copying half of that operand's pieces
-   into both blocks' shared memory. HPDL__WGRAD_ROW_PAIRS: the two row
-   tiles of a column tile share x (a block reads 32 KB of a 48 KB stage
-   from L2); HPDL__WGRAD_COLUMN_PAIRS: two column tiles of a row tile
-   share dy (32 KB of 40 with 192-wide tiles). */
-enum { HPDL__WGRAD_ROW_PAIRS = 1, HPDL__WGRAD_COLUMN_PAIRS = 2 };
 template <bool SHARED_ROWS_, int BN_, bool TALL_ = false, int PAIRS_ = 0> struct hpdl__conv_wgrad_shape {
     enum { SHARED_ROWS = SHARED_ROWS_, BN = BN_, TALL = TALL_, PAIRS = PAIRS_, CS = PAIRS_ ? 2 : 1,
            X_PIECES = TALL_ ? 2 : BN_ / 64, PIX = 64,
