@@ -8370,10 +8370,11 @@ static inline hpdl_status hpdl__conv_wg_wgrad(const hpdl__conv_geom &geo, const 
         tiles = (long long)g.tiles_m * p.kernel_w * g.chunks;
     }
     /* pairs of tiles in clusters (hpdl__conv_wgrad_shape's PAIRS): of row tiles where they pair up,
-       else of 192-wide column tiles where those do */
-    if (!tall && !shared_rows && hpdl__conv_wgrad_pair_slots<T>() > 0) {
+       else of 192-wide column tiles where those do; the GPU asked only then */
+    if (!tall && !shared_rows) {
         if (bn == 256 && g.tiles_m % 2 == 0) pairs = HPDL__WGRAD_ROW_PAIRS;
         else if (bn == 192 && tiles / g.tiles_m % 2 == 0) pairs = HPDL__WGRAD_COLUMN_PAIRS;
+        if (pairs && hpdl__conv_wgrad_pair_slots<T>() <= 0) pairs = 0;
     }
     g.work = (pairs ? tiles / 2 : tiles) * g.steps;
     x_rows = tall ? g.box_h + 2 : g.box_h;
