@@ -4671,7 +4671,9 @@ static inline hpdl_status hpdl__gemm_auto_mirrored(hpdl_transpose ta, hpdl_trans
                        own a 128x256 tile; "empty" mbarriers hand stages back.
                        128x192 tiles where those fill whole waves of SMs and
                        128x256 ones leave the last wave short
-                       (hpdl__wg_ws_narrow; AUTO's pick there).
+                       (hpdl__wg_ws_narrow; AUTO's pick there). Few tiles
+                       split K, the slices of a tile one cluster adding
+                       their sums through shared memory (hpdl__wg_ws_slices).
      wgmma_persistent  one block per SM walks over the tiles in grouped order,
                        so the producer fetches the next tile while the
                        consumers store the last one; a last, partial wave of
@@ -4679,9 +4681,9 @@ static inline hpdl_status hpdl__gemm_auto_mirrored(hpdl_transpose ta, hpdl_trans
                        pays (hpdl__wg_sk). AUTO's pick.
      wgmma_cluster     blocks in pairs (a thread-block cluster) on vertically
                        adjacent tiles: each loads half of the shared B tile
-                       and the copy engine multicasts it into both blocks
-                       (without the stream-K tail: a pair would have to split
-                       its k-steps alike).
+                       and the copy engine multicasts it into both blocks;
+                       its stream-K tail gives both blocks of a pair the same
+                       k-steps, each block its own partial sums.
 
    Shared layout. Every operand tile is stored in pieces of 64 rows (its M or
    N index) x 128 bytes of K, the layout the TMA's 128-byte swizzle writes and
@@ -4923,6 +4925,8 @@ static __host__ __device__ constexpr int hpdl__wg_ws_stages(int bn) {
 
 /* The 128 threads of warpgroup wg wait for each other (named barrier wg). */
 static __device__ __forceinline__ void hpdl__wg_bar(int wg) { asm volatile("bar.sync %0, 128;" ::"r"(wg) : "memory"); }
+/* The consumers' barrier of a warp-specialized kernel (named barrier 3, warpgroups 1 and 2). */
+static __device__ __forceinline__ void hpdl__wg_bar_consumers() { asm volatile("bar.sync 3, 256;" ::: "memory"); }
 
 /* The float GEMM's epilogue needs nothing per column beyond alpha/beta
    (hpdl__wg_cols: what a thread loads once for its four columns). */
@@ -5242,6 +5246,11 @@ static __device__ __forceinline__ int hpdl__wg_work_at(int n, int first, int str
                                                        int KT, const hpdl__wg_sk &sk, hpdl__wg_work *x) {
     if (!hpdl__wg_item_at(n, first, stride, units, KT, sk, &x->w)) return 0;
     hpdl__wg_tile<GROUP>(x->w.u, units_m, units_n, &x->um, &x->un);
+    if (gridDim.y > 1) { /* K in slices (one tile a block): slice y of ceil(KT / slices) k-steps, none empty */
+        const int chunk = (KT + (int)gridDim.y - 1) / (int)gridDim.y;
+        x->w.k0 = (int)blockIdx.y * chunk;
+        x->w.k1 = min(KT, x->w.k0 + chunk);
+    }
     return 1;
 }
 
@@ -5271,18 +5280,21 @@ static __device__ __forceinline__ void hpdl__wg_sk_put(const hpdl__wg_sk &sk, in
 }
 
 /* Consumer wg adds the partial sums of tile u's k-steps before k0: those of
-   the blocks below b whose runs reach into the tile. */
-template <typename ACC>
-static __device__ __forceinline__ void hpdl__wg_sk_take(const hpdl__wg_sk &sk, int b, int blocks, int units, int KT,
-                                                        int u, int wg, ACC d[128]) {
+   the blocks (clusters of CS blocks) below b whose runs reach into the
+   tile. In a cluster each block has a slot of its own: block `rank` of
+   cluster p left its piece of its own tile in slot p * CS + rank. */
+template <int CS, typename ACC>
+static __device__ __forceinline__ void hpdl__wg_sk_take(const hpdl__wg_sk &sk, int b, int rank, int blocks, int units,
+                                                        int KT, int u, int wg, ACC d[128]) {
     const long long tile_start = (long long)(u - (units - sk.tail)) * KT;
     int p, j;
     for (p = b - 1; p >= 0 && hpdl__wg_sk_start(sk, KT, p + 1, blocks) > tile_start; p--) {
-        const uint4 *slot = hpdl__wg_sk_slot(sk, p);
+        const int at = p * CS + rank;
+        const uint4 *slot = hpdl__wg_sk_slot(sk, at);
         if (hpdl__wg_sk_start(sk, KT, p, blocks) == hpdl__wg_sk_start(sk, KT, p + 1, blocks)) continue; /* no run */
         if (threadIdx.x % 128 == 0) {
             unsigned v;
-            do asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(sk.flag + 2 * p + wg - 1) : "memory");
+            do asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(sk.flag + 2 * at + wg - 1) : "memory");
             while (v != sk.seq);
         }
         hpdl__wg_bar(wg);
@@ -5309,6 +5321,10 @@ typedef struct hpdl__wg_held {
     unsigned v[48];
     int m0, n0, chunks; /* chunks still to store (0: nothing held) */
 } hpdl__wg_held;
+
+/* Whether G is a GEMM's own arguments (hpdl__gemm_args), not another epilogue's. */
+template <typename G> struct hpdl__wg_is_gemm { enum { value = 0 }; };
+template <typename T> struct hpdl__wg_is_gemm<hpdl__gemm_args<T, float> > { enum { value = 1 }; };
 
 /* The kernels whose tiles may be held: the f16 and bf16 GEMMs, and the FP8
    GEMM with f16/bf16 C (section FP8). */
@@ -5390,43 +5406,53 @@ static __device__ __forceinline__ void hpdl__wg_put_slice(float *sums, const flo
 }
 
 /* The slices of one tile as one cluster (blocks y = 0 .. S-1 of the grid):
-   each block leaves its 64 x 256 sums in its own shared memory, over the
-   stages it no longer reads (rows 264 floats apart: a half-warp's stores
-   then fall on all 32 banks), and block s adds rows 64 s / S to
-   64 (s + 1) / S of every block's sums, in slice order, into C. The same
-   sums as hpdl__wg_add_slices_kernel's, with no second kernel and no
-   workspace; 4 rows' loads in flight at a time. */
+   each block leaves its sums in its own shared memory, over the stages it
+   no longer reads (rows 264 floats apart: a half-warp's stores then fall
+   on all 32 banks), and block s adds rows BM s / S to BM (s + 1) / S of
+   every block's sums, in slice order, into C. The same sums as
+   hpdl__wg_add_slices_kernel's, with no second kernel and no workspace.
+   This part runs once the cluster's sums are all in place: THREADS threads
+   (t = 0 .. THREADS - 1), two columns each, 4 rows' loads in flight. */
 enum { HPDL__WG_SLICE_PITCH = 264, HPDL__WG_MAX_SLICE_CLUSTER = 8 };
-template <bool POST, typename T>
-static __device__ __forceinline__ void hpdl__wg_add_slices_in_cluster(const hpdl__gemm_args<T, float> &g, const float d[128],
-                                                                      float *sums, int m0, int n0) {
-    enum { ROWS = 4 };
+template <bool POST, int BM, int THREADS, typename T>
+static __device__ __forceinline__ void hpdl__wg_add_slice_rows(const hpdl__gemm_args<T, float> &g, float *sums, int m0,
+                                                               int n0, int t) {
+    enum { ROWS = 4, LANES = THREADS / 128 }; /* 128 threads span a row */
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-    const int slices = (int)gridDim.y, s = (int)cluster.block_rank(), col = 2 * (int)threadIdx.x;
-    const int r1 = 64 * (s + 1) / slices;
+    const int slices = (int)gridDim.y, s = (int)cluster.block_rank(), col = 2 * (t % 128);
+    const int r1 = BM * (s + 1) / slices;
     int r, i, j;
-    __syncthreads(); /* every warp's wgmmas have read the stages */
-    hpdl__wg_put_rows(sums, HPDL__WG_SLICE_PITCH, d);
-    cluster.sync();
-    for (r = 64 * s / slices; r < r1; r += ROWS) {
+    for (r = BM * s / slices + t / 128; r < r1; r += ROWS * LANES) {
         float2 in[ROWS][HPDL__WG_MAX_SLICE_CLUSTER];
 #pragma unroll
         for (i = 0; i < ROWS; i++)
 #pragma unroll
             for (j = 0; j < HPDL__WG_MAX_SLICE_CLUSTER; j++)
-                if (j < slices && r + i < r1)
-                    in[i][j] = *(const float2 *)cluster.map_shared_rank(sums + (r + i) * HPDL__WG_SLICE_PITCH + col, (unsigned)j);
+                if (j < slices && r + i * LANES < r1)
+                    in[i][j] = *(const float2 *)cluster.map_shared_rank(sums + (r + i * LANES) * HPDL__WG_SLICE_PITCH + col,
+                                                                        (unsigned)j);
 #pragma unroll
         for (i = 0; i < ROWS; i++) {
             float2 sum = make_float2(0.0f, 0.0f);
-            if (r + i >= r1) break;
+            if (r + i * LANES >= r1) break;
 #pragma unroll
             for (j = 0; j < HPDL__WG_MAX_SLICE_CLUSTER; j++)
                 if (j < slices) sum.x += in[i][j].x, sum.y += in[i][j].y;
-            hpdl__gemm_out<POST>(g, m0 + r + i, n0 + col, sum.x);
-            hpdl__gemm_out<POST>(g, m0 + r + i, n0 + col + 1, sum.y);
+            hpdl__gemm_out<POST>(g, m0 + r + i * LANES, n0 + col, sum.x);
+            hpdl__gemm_out<POST>(g, m0 + r + i * LANES, n0 + col + 1, sum.y);
         }
     }
+}
+
+/* The one-tile rung's slices (one warpgroup, 64 x 256 sums) add up. */
+template <bool POST, typename T>
+static __device__ __forceinline__ void hpdl__wg_add_slices_in_cluster(const hpdl__gemm_args<T, float> &g, const float d[128],
+                                                                      float *sums, int m0, int n0) {
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    __syncthreads(); /* every warp's wgmmas have read the stages */
+    hpdl__wg_put_rows(sums, HPDL__WG_SLICE_PITCH, d);
+    cluster.sync();
+    hpdl__wg_add_slice_rows<POST, 64, 128>(g, sums, m0, n0, (int)threadIdx.x);
     cluster.sync(); /* the other blocks may still read this one's sums */
 }
 
@@ -5684,9 +5710,15 @@ template <int CM> static __device__ __forceinline__ unsigned short hpdl__wg_col_
 }
 
 /* A consumer warpgroup is done reading stage s: thread i of it tells block
-   i of the cluster (each may write into this block's stage s). */
+   i of the cluster (each may write into this block's stage s). A block
+   sharing no stages (CS = 1) tells only itself, even in a cluster (the
+   slices of K of one tile). */
 template <int CS> static __device__ __forceinline__ void hpdl__wg_release(uint64_t *empty) {
-    if ((int)threadIdx.x % 128 < CS) hpdl__mbar_arrive_in(empty, threadIdx.x % 128);
+    if (CS == 1) {
+        if (threadIdx.x % 128 == 0) hpdl__mbar_arrive(empty);
+    } else if ((int)threadIdx.x % 128 < CS) {
+        hpdl__mbar_arrive_in(empty, threadIdx.x % 128);
+    }
 }
 
 /* The grouped order's height in 128-row tiles: 2048 rows of A at a time.
@@ -5713,6 +5745,10 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
     enum { BM = 128, BK = 128 / sizeof(T), S = hpdl__wg_ws_stages(BN), A_BYTES = BM * 128, STAGE = (BM + BN) * 128 };
     enum { CS = CM * CN, HOLD = hpdl__wg_holds<G>::value && BN == 256, WIDE = BN == 256 /* stream-K pieces */ };
     static_assert(WIDE || !PERSISTENT, "narrower tiles run one tile a block: their stream-K pieces are not written");
+    /* K in slices along the grid's y, the slices of a tile one cluster: built for one 256-wide tile a
+       block of a GEMM's own arguments, outside M x N clusters; run where the grid has slices */
+    constexpr bool SLICEABLE = !PERSISTENT && CS == 1 && WIDE && hpdl__wg_is_gemm<G>::value;
+    const bool SLICED = SLICEABLE && gridDim.y > 1;
     unsigned char *smem = hpdl__wg_smem_base();
     typename hpdl__wg_type<T>::acc *epi = (typename hpdl__wg_type<T>::acc *)(smem + S * STAGE); /* one buffer per consumer */
     uint64_t *full = (uint64_t *)(smem + S * STAGE + 2 * HPDL__WG_EPI_BYTES), *empty = full + S;
@@ -5745,12 +5781,14 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
                                               CM > 1 ? rm : 0, BN / 64, CM, CM > 1 ? hpdl__wg_col_mask<CM>(rn) : 0);
                 }
             }
+        if constexpr (SLICEABLE)
+            if (SLICED) hpdl__cluster_sync(); /* the consumers' sums are in place (their first cluster barrier) */
     } else {
         typename hpdl__wg_type<T>::acc d[BN / 2];
         unsigned char *buf = (unsigned char *)(epi + (wg - 1) * HPDL__WG_EPI_BYTES / 4);
         hpdl__wg_held held; /* the previous tile's chunks 0-2, still to store (HOLD) */
         int row0 = (wg - 1) * 64;
-        int more;
+        int more, slice_m0 = 0, slice_n0 = 0; /* the tile of this block's slice of K (SLICED) */
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
         more = hpdl__wg_work_at<GROUP>(0, first, stride, units, units_m, units_n, KT, sk, &cur);
         held.chunks = 0;
@@ -5787,11 +5825,18 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
                 if (w.k1 > w.k0) hpdl__wg_release<CS>(&empty[(it - 1) % S]);
             }
             hpdl__wg_fence_accs<BN / 2>(d);
+            if constexpr (SLICEABLE)
+                if (SLICED) { /* the sums wait in shared memory, over the stages, for the cluster to add them */
+                    hpdl__wg_bar_consumers(); /* both warpgroups' wgmmas are done with the stages */
+                    hpdl__wg_put_rows((float *)smem + row0 * HPDL__WG_SLICE_PITCH, HPDL__WG_SLICE_PITCH, d);
+                    slice_m0 = um * BM, slice_n0 = un * BN;
+                    continue;
+                }
             if (WIDE && w.k1 < KT) { /* a stream-K piece without the tile's last k-step */
-                hpdl__wg_sk_put(sk, first, wg, d);
+                hpdl__wg_sk_put(sk, first * CS + rank, wg, d);
                 continue;
             }
-            if (WIDE && w.k0 > 0) hpdl__wg_sk_take(sk, first, stride, units, KT, w.u, wg, d);
+            if (WIDE && w.k0 > 0) hpdl__wg_sk_take<CS>(sk, first, rank, stride, units, KT, w.u, wg, d);
             if (HOLD && more)
                 hpdl__wg_hold(g, &map_c, tma_c, d, (um * CM + rm) * BM + row0, (un * CN + rn) * BN, buf, &held);
             if (!HOLD || held.chunks == 0)
@@ -5799,8 +5844,13 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
                                            (typename hpdl__wg_type<T>::acc *)buf);
         }
         hpdl__wg_epilogue_done();
+        if constexpr (SLICEABLE)
+            if (SLICED) { /* block s adds rows 128 s / S to 128 (s + 1) / S of the slices' sums */
+                hpdl__cluster_sync(); /* every block's sums are in its shared memory */
+                hpdl__wg_add_slice_rows<false, BM, 256>(g, (float *)smem, slice_m0, slice_n0, (int)threadIdx.x - 128);
+            }
     }
-    if (CS > 1) hpdl__cluster_sync(); /* other blocks may still write into this block's shared memory */
+    if (CS > 1 || SLICED) hpdl__cluster_sync(); /* other blocks may still write into (or read) this block's shared memory */
 #else
     (void)map_a; (void)map_b; (void)map_c; (void)g; (void)tma_c; (void)sk;
 #endif
@@ -5916,22 +5966,23 @@ static inline hpdl__wg_sk_space *hpdl__wg_sk_space_for(int device, cudaStream_t 
     return sp;
 }
 
-/* Plans the stream-K tail of a persistent launch of `blocks` blocks over
-   `units` tiles of KT k-steps: the units % blocks tiles of the last wave,
+/* Plans the stream-K tail of a persistent launch of `blocks` blocks (or
+   clusters of cs blocks, each block with a partial sum of its own) over
+   `units` tiles (or patches of tiles) of KT k-steps: the units % blocks tiles of the last wave,
    where that saves each block 16 k-steps or more (writing and adding a
    partial sum cost ~9 k-steps' time: H100, f16 4096^3, where the tail
    would save 8 and the kernel ran 3 % slower; at 8192^3 it saves 62) and
    each block gets 8 or more; none where it cannot run (the stream is being
    captured into a graph, whose replays would all reuse one seq; no memory
    for the partial sums). */
-static inline hpdl__wg_sk hpdl__wg_sk_plan(int units, int blocks, int KT, cudaStream_t stream) {
+static inline hpdl__wg_sk hpdl__wg_sk_plan(int units, int blocks, int cs, int KT, cudaStream_t stream) {
     hpdl__wg_sk sk = {NULL, NULL, 0, 0};
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     hpdl__wg_sk_space *sp;
     int device = 0, tail = blocks > 0 ? units % blocks : 0;
     if (tail == 0 || (long long)KT * (blocks - tail) < 16LL * blocks || (long long)tail * KT < 8LL * blocks) return sk;
     if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone ||
-        cudaGetDevice(&device) != cudaSuccess || !(sp = hpdl__wg_sk_space_for(device, stream, blocks))) {
+        cudaGetDevice(&device) != cudaSuccess || !(sp = hpdl__wg_sk_space_for(device, stream, blocks * cs))) {
         cudaGetLastError();
         return sk;
     }
@@ -5951,10 +6002,13 @@ static inline hpdl__wg_sk hpdl__wg_sk_plan(int units, int blocks, int KT, cudaSt
    it pays; otherwise one block a tile). A tile then takes about KT / p
    k-steps plus p - 1 partial sums of ~9 k-steps' time each: p is the
    largest with 9 p^2 <= KT (47: 2). */
+#ifndef HPDL__WG_SK_PIECE_STEPS /* experiments build other costs */
+#define HPDL__WG_SK_PIECE_STEPS 9
+#endif
 static inline int hpdl__wg_sk_blocks(int units, int resident, int KT) {
     int p = 1;
     if (resident <= 0 || units >= resident) return resident > 0 ? resident : units;
-    while (9 * (p + 1) * (p + 1) <= KT) p++;
+    while (HPDL__WG_SK_PIECE_STEPS * (p + 1) * (p + 1) <= KT) p++;
     return (long long)units * p > resident ? resident : units * p;
 }
 
@@ -5999,7 +6053,7 @@ HPDL_LAZY int hpdl__wg_slice_clusters(const hpdl__wg_launch &l, int slices) {
 /* Launches a Hopper kernel on the M x N tiles of g (BN = 256): one block
    (or cluster) per tile, or, persistent, as many as can be resident, with
    a stream-K tail over the k_steps k-steps of each tile where k_steps > 0
-   (one block per tile unit only); with `spread`, fewer tiles than blocks
+   (a cluster's blocks take the same pieces of their tiles); with `spread`, fewer tiles than blocks
    are shared out over more blocks (hpdl__wg_sk_blocks). map_c: C for the
    TMA epilogue, or NULL. */
 template <typename G>
@@ -6036,10 +6090,10 @@ static inline hpdl_status hpdl__wg_run(const hpdl__wg_launch &l, const CUtensorM
             return HPDL_ERR_CUDA;
         }
         if (resident > 0 && resident < units) cfg.gridDim = dim3((unsigned)(resident * cs));
-        if (k_steps > 0 && cs == 1) {
-            int blocks = spread ? hpdl__wg_sk_blocks(units, resident, k_steps) : (int)cfg.gridDim.x;
-            sk = hpdl__wg_sk_plan(units, blocks, k_steps, stream);
-            if (sk.tail > 0) cfg.gridDim = dim3((unsigned)blocks);
+        if (k_steps > 0) { /* blocks: clusters where cs > 1 */
+            int blocks = spread ? hpdl__wg_sk_blocks(units, resident, k_steps) : (int)cfg.gridDim.x / cs;
+            sk = hpdl__wg_sk_plan(units, blocks, cs, k_steps, stream);
+            if (sk.tail > 0) cfg.gridDim = dim3((unsigned)(blocks * cs));
         }
     }
     args[0] = (void *)&map_a; args[1] = (void *)&map_b; args[2] = (void *)(map_c ? map_c : &no_map);
@@ -6291,12 +6345,17 @@ static inline hpdl_status hpdl__gemm_wgmma_split(hpdl__wg_launch l, const hpdl__
 /* Whether the warp-specialized rung takes 128 x 192 tiles for an M x N
    product on `sms` SMs: where they fill one to four waves, the last at
    least 97 % full, and its 128 x 256 tiles leave the last wave under 90 %
-   full. (One H200, f16 3000 x 2048 x 784: 264 tiles of 192 in two waves,
-   24.9 us; 192 tiles of 256 on the persistent rung 27.0, cuBLAS 22.1.) */
+   full, and their waves take less time, a wave costing about its width plus
+   64 (a k-step brings 128 rows of A whatever the width). (One H200, f16
+   3000 x 2048 x 784: 264 tiles of 192 in two waves, 24.9 us; 192 tiles of
+   256 on the persistent rung 27.0, cuBLAS 22.1. 25088 x 256 x 1024, N one
+   256-wide tile, two waves: in three waves of 192 + 64 wide tiles 42.4 us,
+   on the persistent rung 28.5.) */
 HPDL_LAZY int hpdl__wg_ws_narrow(int M, int N, int sms) {
     const int64_t rows = (M + 127) / 128, t192 = rows * ((N + 191) / 192), t256 = rows * ((N + 255) / 256);
-    const int64_t w192 = (t192 + sms - 1) / sms;
-    return w192 >= 1 && w192 <= 4 && hpdl__wave_fill(t192, sms) >= 0.97 && hpdl__wave_fill(t256, sms) < 0.9;
+    const int64_t w192 = (t192 + sms - 1) / sms, w256 = (t256 + sms - 1) / sms;
+    return w192 >= 1 && w192 <= 4 && hpdl__wave_fill(t192, sms) >= 0.97 && hpdl__wave_fill(t256, sms) < 0.9 &&
+           w192 * (192 + 64) < w256 * (256 + 64);
 }
 
 /* The warp-specialized rung with 128 x 192 tiles: f16/bf16 with A K-major
@@ -6316,9 +6375,46 @@ template <typename T, bool BMN> struct hpdl__wg_narrow<T, BMN, 0> {
     }
 };
 
-/* Runs one Hopper rung for the operands' layouts; the one-tile-a-block rung
-   splits K where its tiles leave SMs idle, the warp-specialized one takes
-   narrower tiles where they fill whole waves (hpdl__wg_ws_narrow). */
+/* Slices of K for the warp-specialized rung's 128 x 256 tiles (k_steps
+   each) where they fill under half of the SMs: as many as make about a
+   block an SM, at most 8 and at least 8 k-steps each, none empty; 1: none.
+   The slices of a tile run as one cluster and add their sums through
+   shared memory. */
+HPDL_LAZY int hpdl__wg_ws_slices(int M, int N, int k_steps, int sms) {
+    const int64_t tiles = (int64_t)((M + 127) / 128) * ((N + 255) / 256);
+    int64_t slices = sms / tiles, chunk;
+    if (2 * tiles > sms) return 1;
+    if (slices > HPDL__WG_MAX_SLICE_CLUSTER) slices = HPDL__WG_MAX_SLICE_CLUSTER;
+    if (slices > k_steps / 8) slices = k_steps / 8;
+    if (slices <= 1) return 1;
+    chunk = (k_steps + slices - 1) / slices;
+    return (int)((k_steps + chunk - 1) / chunk);
+}
+
+/* The warp-specialized rung one tile a block, K in slices where that
+   rung's tiles are few (hpdl__wg_ws_slices) and all the clusters of slices
+   are resident at once (fewer slices otherwise); not with a bias or ReLU,
+   which the slices' sums do not apply. */
+template <typename T>
+static inline hpdl_status hpdl__gemm_ws_split(hpdl__wg_launch l, const hpdl__gemm_args<T, float> &g, cudaStream_t stream) {
+    const int bk = 128 / (int)sizeof(T), k_steps = (g.K + bk - 1) / bk; /* 128 bytes of K a k-step */
+    const int tiles = ((g.M + 127) / 128) * ((g.N + 255) / 256);
+    int sms = 0, want;
+    if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
+    l.slices = 1;
+    for (want = g.bias || g.relu ? 1 : hpdl__wg_ws_slices(g.M, g.N, k_steps, sms); want > 1; want--) {
+        const int chunk = (k_steps + want - 1) / want, slices = (k_steps + chunk - 1) / chunk; /* none empty */
+        if (hpdl__wg_slice_clusters(l, slices) >= tiles) {
+            l.slices = slices;
+            break;
+        }
+    }
+    return hpdl__gemm_run_wgmma(l, g, stream);
+}
+
+/* Runs one Hopper rung for the operands' layouts; the one-tile-a-block
+   rungs split K where their tiles leave SMs idle, the warp-specialized one
+   takes narrower tiles where they fill whole waves (hpdl__wg_ws_narrow). */
 template <typename T>
 static inline hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpdl__gemm_args<T, float> &g,
                                                   cudaStream_t stream) {
@@ -6329,6 +6425,7 @@ static inline hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpd
         const hpdl__wg_launch narrow = g.b.kcontig ? hpdl__wg_narrow<T, false>::launch() : hpdl__wg_narrow<T, true>::launch();
         if (narrow.kernel) return hpdl__gemm_run_wgmma(narrow, g, stream);
     }
+    if (algo == HPDL_GEMM_WGMMA_WS) return hpdl__gemm_ws_split(l, g, stream);
     return algo == HPDL_GEMM_WGMMA ? hpdl__gemm_wgmma_split(l, g, stream) : hpdl__gemm_run_wgmma(l, g, stream);
 }
 
@@ -6338,10 +6435,11 @@ HPDL_LAZY hpdl_status hpdl__gemm_launch_wgmma(hpdl_gemm_algo algo, const hpdl__g
     return HPDL_ERR_UNSUPPORTED; /* wgmma has no f64 */
 }
 
-/* The Hopper rung AUTO picks for f16 and bf16: the persistent one, whose
-   stream-K tail the cluster rung lacks (H100, 2026-11-24, each timed in
-   turns with cuBLAS: 2048^3 0.99 against 0.94 for clusters, 4096^3
-   0.99 both, 8192^3 1.04 against 1.01-1.02). */
+/* The Hopper rung AUTO picks for f16 and bf16: the persistent one (H100,
+   2026-11-24, each timed in turns with cuBLAS: 2048^3 0.99 against 0.94
+   for clusters, then without a stream-K tail, 4096^3 0.99 both, 8192^3
+   1.04 against 1.01-1.02; one H200, 2026-11-29, clusters with the tail:
+   8192^3 1664 us against 1658, 4096^3 186 against 184). */
 enum { HPDL__GEMM_HOPPER_DEFAULT = HPDL_GEMM_WGMMA_PERSISTENT };
 
 /* AUTO's Hopper rung for an M x N x K product of 16-bit elements on `sms`
@@ -7624,9 +7722,7 @@ static __device__ __forceinline__ void hpdl__conv_wg_store(const G &g, const hpd
     }
 }
 
-/* The consumers' barrier (named barrier 3, both warpgroups). */
-static __device__ __forceinline__ void hpdl__conv_wg_bar_consumers() { asm volatile("bar.sync 3, 256;" ::: "memory"); }
-/* The same barrier, telling whether `flag` was set in any of the 256 threads. */
+/* The consumers' barrier (hpdl__wg_bar_consumers), telling whether `flag` was set in any of the 256 threads. */
 static __device__ __forceinline__ bool hpdl__conv_wg_bar_consumers_any(bool flag) {
     unsigned any;
     asm volatile("{\n.reg .pred p;\nsetp.ne.u32 p, %1, 0;\nbar.red.or.pred p, 3, 256, p;\nselp.u32 %0, 1, 0, p;\n}"
@@ -7672,7 +7768,7 @@ static __device__ __forceinline__ void hpdl__conv_wg_store_box(const hpdl__conv_
         hpdl__wg_stmatrix_chunk(box + row0 * 128, p);
         hpdl__fence_async_smem();
         if (issuer) hpdl__tma_wait_read<0>(); /* the chunk before has read the other buffer */
-        hpdl__conv_wg_bar_consumers();
+        hpdl__wg_bar_consumers();
         if (issuer) hpdl__tma_store_4d(map_y, box, n0 + 64 * c, w0, h0, image0);
     }
 }
@@ -16301,7 +16397,7 @@ static __device__ __forceinline__ void hpdl__qconv_wg_put_boxes(const hpdl__qcon
         }
         hpdl__fence_async_smem();
         if (issuer) hpdl__tma_wait_read<0>(); /* the chunk before has read the other buffer */
-        hpdl__conv_wg_bar_consumers();
+        hpdl__wg_bar_consumers();
         if (issuer) hpdl__tma_store_4d(map_y, box, n0 + 64 * c, w0, h0, image0);
     }
 }

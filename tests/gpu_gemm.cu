@@ -551,15 +551,18 @@ static void test_gemm_stream_k_schedule(void) {
 /* The stream-K tail on the GPU, on a 132-SM Hopper GPU (H100/H200 SXM):
    172 tiles, so 40 in the last wave, of 27 k-steps (K = 1720: the last one
    partial), 8 or 9 k-steps per block: tiles in two or three pieces, blocks
-   with one piece or two; every Hopper rung, only the persistent one splits.
-   On other SM counts it is another persistent case. */
+   with one piece or two; every Hopper rung, the persistent one and the
+   cluster one (pairs of tiles, 86 of them on about 66 resident clusters)
+   split. On other SM counts it is another persistent case. */
 static void test_gemm_hopper_stream_k(void) {
     if (!hopper_gpu()) HPDL_SKIP("the Hopper rungs need an sm_90 GPU");
     check_hopper_epilogues<hpdl_bf16>("bf16", 12, HPDL_NO_TRANS, 512, 11008, 1720, 1.25);
 }
 
 /* Fewer tiles than SMs and a long K (as an MLP's weight gradient at batch
-   3000): 14 tiles of 47 k-steps, each in two pieces on 28 blocks. */
+   3000): 14 tiles of 47 k-steps, each in two pieces on 28 blocks (the
+   cluster rung: 8 pairs of tiles, the last pair half outside M, in two
+   pieces on 16 clusters). */
 static void test_gemm_hopper_stream_k_few_tiles(void) {
     if (!hopper_gpu()) HPDL_SKIP("the Hopper rungs need an sm_90 GPU");
     check_hopper_epilogues<hpdl_f16>("f16", 13, HPDL_NO_TRANS, 784, 512, 3000, 1.0);
@@ -1021,7 +1024,8 @@ static void test_gemm_auto_splitk(void) {
     HPDL_EXPECT(hpdl__gemm_auto_hopper(3000, 2048, 784, 0, 132) == HPDL_GEMM_WGMMA_PERSISTENT);
     HPDL_EXPECT(hpdl__wg_ws_narrow(1536, 2112, 132) && !hpdl__wg_ws_narrow(2048, 2048, 132) && /* 176 tiles */
                 !hpdl__wg_ws_narrow(6144, 4224, 132) && /* 8 waves */
-                !hpdl__wg_ws_narrow(1536, 1536, 132));  /* 96 tiles of 192; 72 of 256 */
+                !hpdl__wg_ws_narrow(1536, 1536, 132) && /* 96 tiles of 192; 72 of 256 */
+                !hpdl__wg_ws_narrow(25088, 256, 132));  /* 3 waves of 192 + 64 against 2 of 256 */
     HPDL_EXPECT(hpdl__splitk_shape_for(3000, 10) == HPDL__SPLITK_NARROW && hpdl__splitk_shape_for(32, 512) == HPDL__SPLITK_SHORT &&
                 hpdl__splitk_shape_for(784, 512) == HPDL__SPLITK_SQUARE);
     for (i = 0; i < HPDL_COUNT(sizes); i++)
@@ -1072,6 +1076,26 @@ static void test_gemm_wgmma_split_slices(void) {
                                     (int64_t)n * ((M + 63) / 64) * ((N + 255) / 256) * 64 * 256 * 4 &&
                                 (int64_t)n * ((M + 63) / 64) * ((N + 255) / 256) * 64 * 256 * 4 <=
                                     (int64_t)HPDL__SPLITK_WS_BYTES);
+            }
+}
+
+/* The warp-specialized rung's slices of K (hpdl__wg_ws_slices): where its
+   128 x 256 tiles fill under half of the SMs, about a block an SM, at most
+   8 slices of at least 8 k-steps, none empty. */
+static void test_gemm_ws_slices(void) {
+    int M, N, steps;
+    HPDL_EXPECT(hpdl__wg_ws_slices(2048, 512, 98, 132) == 4);   /* 32 tiles: 128 blocks of 25 or 23 k-steps */
+    HPDL_EXPECT(hpdl__wg_ws_slices(256, 1024, 392, 132) == 8);  /* 8 tiles: at most 8 slices */
+    HPDL_EXPECT(hpdl__wg_ws_slices(784, 512, 47, 132) == 5);    /* 14 tiles, 9 wanted: 8-step slices, 5 of them */
+    HPDL_EXPECT(hpdl__wg_ws_slices(784, 2048, 47, 132) == 2);   /* 56 tiles */
+    HPDL_EXPECT(hpdl__wg_ws_slices(784, 2048, 8, 132) == 1);    /* 8 k-steps: one slice */
+    HPDL_EXPECT(hpdl__wg_ws_slices(1024, 4096, 512, 132) == 1); /* 128 tiles: more than half */
+    for (M = 1; M <= 4096; M *= 4)
+        for (N = 1; N <= 4096; N *= 4)
+            for (steps = 1; steps <= 1000; steps = steps * 3 + 1) {
+                const int n = hpdl__wg_ws_slices(M, N, steps, 132), chunk = (steps + n - 1) / n;
+                HPDL_EXPECT(n >= 1 && n <= HPDL__WG_MAX_SLICE_CLUSTER);
+                if (n > 1) HPDL_EXPECT((n - 1) * chunk < steps && chunk >= 8 && (int64_t)n * ((M + 127) / 128) * ((N + 255) / 256) <= 132);
             }
 }
 
@@ -1282,7 +1306,7 @@ int main(int argc, char **argv) {
                                       HPDL_TEST(test_gemm_hopper_split_k), HPDL_TEST(test_gemm_hopper_split_in_graph),
                                       HPDL_TEST(test_gemm_hopper_thin), HPDL_TEST(test_gemm_bias_act),
                                       HPDL_TEST(test_gemm_auto_splitk),  HPDL_TEST(test_gemm_warptile_slices),
-                                      HPDL_TEST(test_gemm_wgmma_split_slices), HPDL_TEST(test_gemm_wgmma_thin_rule), HPDL_TEST(test_gemm_mlp_f32),
+                                      HPDL_TEST(test_gemm_wgmma_split_slices), HPDL_TEST(test_gemm_ws_slices), HPDL_TEST(test_gemm_wgmma_thin_rule), HPDL_TEST(test_gemm_mlp_f32),
                                       HPDL_TEST(test_gemm_mlp_f64),      HPDL_TEST(test_gemm_mlp_f16),
                                       HPDL_TEST(test_gemm_mlp_bf16),     HPDL_TEST(test_gemm_narrow_mn),
                                       HPDL_TEST(test_gemm_shortk),       HPDL_TEST(test_gemm_splitk_apart),
