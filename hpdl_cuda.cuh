@@ -6020,34 +6020,42 @@ HPDL_LAZY size_t hpdl__wg_smem_bytes(const hpdl__wg_launch &l) {
            1024 /* alignment */ + 2 * stages * 8;
 }
 
-/* Where the one-tile rung's slices of K are one cluster (l.slices > 1, no
-   workspace for their sums): how many such clusters of `slices` blocks can
-   be resident at once. A cluster takes SMs of one GPC, so fewer fit than
-   SMs / slices; asked once per GPU (the first 16) and cluster size (one
-   block an SM). */
-HPDL_LAZY int hpdl__wg_slice_clusters(const hpdl__wg_launch &l, int slices) {
+/* How many clusters of `size` blocks (2 to 8) of a kernel that runs one
+   block an SM (`threads` threads, `smem` bytes of dynamic shared memory)
+   can be resident at once. A cluster takes SMs of one GPC, so fewer fit
+   than SMs / size. With one block an SM the answer depends on the GPU and
+   the size alone: asked once per GPU (the first 16) and size. 0 where the
+   GPU does not say. */
+HPDL_LAZY int hpdl__resident_clusters(const void *kernel, int threads, size_t smem, int size) {
     enum { GPUS = 16 };
     static int known[GPUS][HPDL__WG_MAX_SLICE_CLUSTER + 1]; /* clusters + 1; 0: not asked */
     cudaLaunchConfig_t cfg = cudaLaunchConfig_t();
     cudaLaunchAttribute attr[1];
     int device = 0, clusters = 0;
-    if (slices < 2 || slices > HPDL__WG_MAX_SLICE_CLUSTER || cudaGetDevice(&device) != cudaSuccess) return 0;
-    if (device < GPUS && known[device][slices]) return known[device][slices] - 1;
-    cfg.gridDim = dim3(1u, (unsigned)slices);
-    cfg.blockDim = dim3((unsigned)l.threads);
-    cfg.dynamicSmemBytes = hpdl__wg_smem_bytes(l);
+    if (size < 2 || size > HPDL__WG_MAX_SLICE_CLUSTER || cudaGetDevice(&device) != cudaSuccess) return 0;
+    if (device < GPUS && known[device][size]) return known[device][size] - 1;
+    cfg.gridDim = dim3((unsigned)size);
+    cfg.blockDim = dim3((unsigned)threads);
+    cfg.dynamicSmemBytes = smem;
     attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = attr[0].val.clusterDim.z = 1;
-    attr[0].val.clusterDim.y = (unsigned)slices;
+    attr[0].val.clusterDim.x = (unsigned)size;
+    attr[0].val.clusterDim.y = attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    if (cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)cfg.dynamicSmemBytes) != cudaSuccess ||
-        cudaOccupancyMaxActiveClusters(&clusters, l.kernel, &cfg) != cudaSuccess) {
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess ||
+        cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
         cudaGetLastError();
         clusters = 0;
     }
-    if (device < GPUS) known[device][slices] = clusters + 1;
+    if (device < GPUS) known[device][size] = clusters + 1;
     return clusters;
+}
+
+/* Where a Hopper rung's slices of K are one cluster (l.slices > 1, no
+   workspace for their sums): how many such clusters of `slices` blocks can
+   be resident at once. */
+HPDL_LAZY int hpdl__wg_slice_clusters(const hpdl__wg_launch &l, int slices) {
+    return hpdl__resident_clusters(l.kernel, l.threads, hpdl__wg_smem_bytes(l), slices);
 }
 
 /* Launches a Hopper kernel on the M x N tiles of g (BN = 256): one block
@@ -8321,34 +8329,11 @@ static inline bool hpdl__conv_wgrad_lined_up(long long tiles, int sms) {
 }
 
 /* Pairs of blocks in clusters of two (hpdl__conv_wgrad_shape's PAIRS)
-   resident at once: one block an SM, and a cluster's blocks share a GPC.
-   Asked once per GPU (the first 16); 0 where clusters cannot run. */
+   resident at once (hpdl__resident_clusters: one block an SM); 0 where
+   clusters cannot run. */
 template <typename T> static inline int hpdl__conv_wgrad_pair_slots(void) {
     typedef hpdl__conv_wgrad_shape<false, 256, false, HPDL__WGRAD_ROW_PAIRS> SH;
-    enum { GPUS = 16 };
-    static int known[GPUS]; /* slots + 1; 0: not asked */
-    void (*kernel)(const CUtensorMap, const CUtensorMap, hpdl__conv_wgrad_wg_args) = hpdl__conv_wgmma_wgrad<T, SH>;
-    cudaLaunchConfig_t cfg = cudaLaunchConfig_t();
-    cudaLaunchAttribute attr[1];
-    int device = 0, clusters = 0;
-    if (cudaGetDevice(&device) != cudaSuccess) return 0;
-    if (device < GPUS && known[device]) return known[device] - 1;
-    cfg.gridDim = dim3(2u);
-    cfg.blockDim = dim3(384u);
-    cfg.dynamicSmemBytes = SH::smem();
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 2;
-    attr[0].val.clusterDim.y = attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)cfg.dynamicSmemBytes) !=
-            cudaSuccess ||
-        cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
-        cudaGetLastError();
-        clusters = 0;
-    }
-    if (device < GPUS) known[device] = clusters + 1;
-    return clusters;
+    return hpdl__resident_clusters((const void *)hpdl__conv_wgmma_wgrad<T, SH>, 384, SH::smem(), 2);
 }
 
 /* One launch over g.work (tiles, or pairs of tiles, x their k steps): as

@@ -5,7 +5,8 @@
    full waves. Each rung is checked against cuBLAS (max |diff| / max |ref|),
    then timed: events around 20 calls in a row, the median of 7 such rounds.
        nvcc -O3 -std=c++17 -arch=sm_90a -I<tree> sk_probe.cu -lcublas -lcublasLt -ldl
-   Prints: name, M, N, K, rung, us a call, TFLOP/s, rel_err. */
+   Prints: name, M, N, K, rung, us a call, TFLOP/s, rel_err. With the
+   argument `refs`, only cuBLAS's call on each product, once (for ncu). */
 #include "hpdl_cuda.cuh"
 
 #include <algorithm>
@@ -46,7 +47,8 @@ static double rel_err(const std::vector<__half> &x, const std::vector<__half> &r
     return diff / (top > 0 ? top : 1);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    const int refs_only = argc > 1 && strcmp(argv[1], "refs") == 0; /* for ncu: cuBLAS once a product */
     if (!hpdl_cuda_available()) { puts("no GPU"); return 0; }
     const hpdl_transpose t = HPDL_TRANS, n = HPDL_NO_TRANS;
     const shape shapes[] = {{"r50_conv5_1x1_512to2048_wgrad", t, n, 2048, 512, 6272},
@@ -80,6 +82,7 @@ int main(void) {
         std::vector<__half> ref(outs), got(outs);
         HPDL_CHECK(hpdl_cuda_gemm_algo(HPDL_GEMM_CUBLAS, s.ta, s.tb, s.M, s.N, s.K, 1.0f, a, lda, b, ldb, 0.0f, c, s.N));
         HPDL_CUDA_CHECK(cudaMemcpy(ref.data(), c, outs * 2, cudaMemcpyDeviceToHost));
+        if (refs_only) continue;
         for (hpdl_gemm_algo algo : algos) {
             HPDL_CUDA_CHECK(cudaMemset(c, 0xff, outs * 2)); /* NaN: a tile left unwritten shows */
             const hpdl_status st = hpdl_cuda_gemm_algo(algo, s.ta, s.tb, s.M, s.N, s.K, 1.0f, a, lda, b, ldb, 0.0f, c, s.N);
