@@ -10,9 +10,9 @@ gunzip -f $C/*.gz
 mkdir -p $OUT/r
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv > $OUT/r/gpu.txt
 V=$(cd $C && ls probe_* | sed 's/probe_//')
-for v in $V; do timeout 120 $C/probe_$v > $OUT/r/probe1_$v.csv 2>&1; done
-for v in $(echo $V | tr ' ' '\n' | tac); do timeout 120 $C/probe_$v > $OUT/r/probe2_$v.csv 2>&1; done
+for v in $V; do timeout 60 $C/probe_$v > $OUT/r/probe1_$v.csv 2>&1; done
+for v in $(echo $V | tr ' ' '\n' | tac); do timeout 60 $C/probe_$v > $OUT/r/probe2_$v.csv 2>&1; done
 if [ -x $C/gpu_gemm ]; then
-  if [ $# -gt 0 ]; then for t in "$@"; do timeout 300 $C/gpu_gemm $t; done; else timeout 300 $C/gpu_gemm; fi > $OUT/r/gpu_gemm.log 2>&1
+  if [ $# -gt 0 ]; then for t in "$@"; do timeout 150 $C/gpu_gemm $t; done; else timeout 150 $C/gpu_gemm; fi > $OUT/r/gpu_gemm.log 2>&1
 fi
 tar czf $OUT/r.tgz -C $OUT r && rm -rf $OUT/r
