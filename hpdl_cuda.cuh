@@ -5235,18 +5235,20 @@ static __host__ __device__ __forceinline__ int hpdl__wg_item_at(int i, int b, in
 }
 
 /* Item n of block `first`'s work (hpdl__wg_item_at) and the row and column
-   of its unit in the grouped order (hpdl__wg_tile); 0 when it has none. */
+   of its unit in the grouped order (hpdl__wg_tile), cut to block y's slice
+   of K where the kernel is built for slices (SLICEABLE) and the grid has
+   them; 0 when it has none. */
 typedef struct hpdl__wg_work {
     hpdl__wg_item w;
     int um, un;
 } hpdl__wg_work;
 
-template <int GROUP>
+template <int GROUP, bool SLICEABLE>
 static __device__ __forceinline__ int hpdl__wg_work_at(int n, int first, int stride, int units, int units_m, int units_n,
                                                        int KT, const hpdl__wg_sk &sk, hpdl__wg_work *x) {
     if (!hpdl__wg_item_at(n, first, stride, units, KT, sk, &x->w)) return 0;
     hpdl__wg_tile<GROUP>(x->w.u, units_m, units_n, &x->um, &x->un);
-    if (gridDim.y > 1) { /* K in slices (one tile a block): slice y of ceil(KT / slices) k-steps, none empty */
+    if (SLICEABLE && gridDim.y > 1) { /* K in slices (one tile a block): slice y of ceil(KT / slices) k-steps, none empty */
         const int chunk = (KT + (int)gridDim.y - 1) / (int)gridDim.y;
         x->w.k0 = (int)blockIdx.y * chunk;
         x->w.k1 = min(KT, x->w.k0 + chunk);
@@ -5769,7 +5771,8 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (threadIdx.x == 0)
-            for (n = 0; hpdl__wg_work_at<GROUP>(n, first, stride, units, units_m, units_n, KT, sk, &cur); n++) {
+            for (n = 0; hpdl__wg_work_at<GROUP, SLICEABLE>(n, first, stride, units, units_m, units_n, KT, sk, &cur);
+                 n++) {
                 const int um = cur.um, un = cur.un;
                 for (kt = cur.w.k0; kt < cur.w.k1; kt++, it++) {
                     unsigned char *st = smem + it % S * STAGE;
@@ -5790,7 +5793,7 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
         int row0 = (wg - 1) * 64;
         int more, slice_m0 = 0, slice_n0 = 0; /* the tile of this block's slice of K (SLICED) */
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-        more = hpdl__wg_work_at<GROUP>(0, first, stride, units, units_m, units_n, KT, sk, &cur);
+        more = hpdl__wg_work_at<GROUP, SLICEABLE>(0, first, stride, units, units_m, units_n, KT, sk, &cur);
         held.chunks = 0;
         for (n = 0; more; n++, cur = next) {
             const hpdl__wg_item w = cur.w;
@@ -5801,7 +5804,7 @@ __global__ void __launch_bounds__(384, 1) hpdl__gemm_wgmma_ws(const __grid_const
                 hpdl__wg_mma_stage<T, AMN, BMN, BN>(d, st, st + A_BYTES, row0);
                 if (kt == w.k0) /* the next item's divisions, while the tensor cores work (H100: ~430 cycles
                                    between two tiles when worked out after the epilogue) */
-                    more = hpdl__wg_work_at<GROUP>(n + 1, first, stride, units, units_m, units_n, KT, sk, &next);
+                    more = hpdl__wg_work_at<GROUP, SLICEABLE>(n + 1, first, stride, units, units_m, units_n, KT, sk, &next);
                 if (HOLD && held.chunks > 0) hpdl__wg_put_held(&map_c, &held, buf); /* while the wgmmas run */
                 if (WAIT1) { /* the previous stage's group is done: its stage can go */
                     hpdl__wg_wait<1>();
