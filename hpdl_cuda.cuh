@@ -6391,15 +6391,17 @@ template <typename T, bool BMN> struct hpdl__wg_narrow<T, BMN, 0> {
    block an SM, at most 8 and at least 8 k-steps each, none empty; 1: none.
    The slices of a tile run as one cluster and add their sums through
    shared memory. */
+HPDL_LAZY int hpdl__wg_even_slices(int k_steps, int want) { /* slices of ceil(k_steps / want), none empty */
+    const int chunk = (k_steps + want - 1) / want;
+    return (k_steps + chunk - 1) / chunk;
+}
 HPDL_LAZY int hpdl__wg_ws_slices(int M, int N, int k_steps, int sms) {
     const int64_t tiles = (int64_t)((M + 127) / 128) * ((N + 255) / 256);
-    int64_t slices = sms / tiles, chunk;
+    int64_t slices = sms / tiles;
     if (2 * tiles > sms) return 1;
     if (slices > HPDL__WG_MAX_SLICE_CLUSTER) slices = HPDL__WG_MAX_SLICE_CLUSTER;
     if (slices > k_steps / 8) slices = k_steps / 8;
-    if (slices <= 1) return 1;
-    chunk = (k_steps + slices - 1) / slices;
-    return (int)((k_steps + chunk - 1) / chunk);
+    return slices <= 1 ? 1 : hpdl__wg_even_slices(k_steps, (int)slices);
 }
 
 /* The warp-specialized rung one tile a block, K in slices where that
@@ -6413,13 +6415,11 @@ static inline hpdl_status hpdl__gemm_ws_split(hpdl__wg_launch l, const hpdl__gem
     int sms = 0, want;
     if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
     l.slices = 1;
-    for (want = g.bias || g.relu ? 1 : hpdl__wg_ws_slices(g.M, g.N, k_steps, sms); want > 1; want--) {
-        const int chunk = (k_steps + want - 1) / want, slices = (k_steps + chunk - 1) / chunk; /* none empty */
-        if (hpdl__wg_slice_clusters(l, slices) >= tiles) {
-            l.slices = slices;
+    for (want = g.bias || g.relu ? 1 : hpdl__wg_ws_slices(g.M, g.N, k_steps, sms); want > 1; want--)
+        if (hpdl__wg_slice_clusters(l, hpdl__wg_even_slices(k_steps, want)) >= tiles) {
+            l.slices = hpdl__wg_even_slices(k_steps, want);
             break;
         }
-    }
     return hpdl__gemm_run_wgmma(l, g, stream);
 }
 
