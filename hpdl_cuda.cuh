@@ -12364,6 +12364,58 @@ __global__ void hpdl__mlp_sgd_kernel(int64_t n_w, int64_t n, T *P, C *cW, const 
     hpdl__mlp_sgd_finish(st, amp);
 }
 
+/* Loads of each array a thread has in flight in hpdl__mlp_sgd_kept_kernel. */
+#define HPDL__MLP_SGD_UNROLL 4
+
+/* The same step in one pass over the gradient, where every block's share of
+   the parameters fits in its shared memory (hpdl__mlp_launch_sgd): a block
+   checks and updates its contiguous share at once, keeping the old values;
+   after the grid-wide barrier, if a gradient anywhere was not finite, every
+   block puts its old values back (cW too, converted again as the update
+   converts it). The two-pass kernel reads the gradient twice. */
+template <typename T, typename C>
+__global__ void hpdl__mlp_sgd_kept_kernel(int64_t n_w, int64_t n, T *P, C *cW, const C *G, hpdl__mlp_state *st,
+                                          int amp, int batch) {
+    typedef typename hpdl__acc<T>::type Acc;
+    enum { U = HPDL__MLP_SGD_UNROLL };
+    extern __shared__ unsigned char hpdl__mlp_sgd_smem[];
+    T *kept = (T *)(void *)hpdl__mlp_sgd_smem;
+    const int64_t begin = n * blockIdx.x / gridDim.x, end = n * (blockIdx.x + 1) / gridDim.x;
+    const Acc lr = (Acc)st->lr, l2 = (Acc)st->l2, inv = amp ? (Acc)1 / (Acc)st->loss_scale : (Acc)1;
+    int64_t i;
+    int j, bad = 0;
+    for (i = begin + threadIdx.x; i < end; i += U * (int64_t)blockDim.x) {
+        Acc g[U];
+        T p[U];
+#pragma unroll
+        for (j = 0; j < U; j++)
+            if (i + j * (int64_t)blockDim.x < end) {
+                g[j] = (Acc)hpdl__ld(G[i + j * (int64_t)blockDim.x]);
+                p[j] = P[i + j * (int64_t)blockDim.x];
+            }
+#pragma unroll
+        for (j = 0; j < U; j++) {
+            const int64_t at = i + j * (int64_t)blockDim.x;
+            if (at < end) {
+                const Acc q = hpdl__mlp_sgd_one((Acc)p[j], g[j] * inv, lr, l2, at < n_w);
+                bad |= !hpdl__finite(g[j]);
+                kept[at - begin] = p[j];
+                P[at] = (T)q;
+                if (cW && at < n_w) hpdl__st_to(cW + at, q);
+            }
+        }
+    }
+    if (__syncthreads_or(bad) && threadIdx.x == 0) st->found_inf = 1;
+    cooperative_groups::this_grid().sync();
+    if (blockIdx.x == 0 && threadIdx.x == 0) st->cursor += batch;
+    if (st->found_inf)
+        for (i = begin + threadIdx.x; i < end; i += blockDim.x) {
+            P[i] = kept[i - begin];
+            if (cW && i < n_w) hpdl__st_to(cW + i, (Acc)kept[i - begin]);
+        }
+    hpdl__mlp_sgd_finish(st, amp);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Host helpers                                                             */
 /* ------------------------------------------------------------------------ */
@@ -13104,22 +13156,32 @@ template <typename C, typename M> static inline hpdl_status hpdl__cmlp_backward(
     return s;
 }
 
-/* Launches hpdl__mlp_sgd_kernel cooperatively: its grid-wide barrier needs
-   every block resident at once, so the grid is at most what fits, and at
-   most 4 blocks an SM: on an H200 (bench/mlp, 2026-11-26) f32 epochs at
+/* Launches the SGD step cooperatively, in one pass
+   (hpdl__mlp_sgd_kept_kernel) where a block's share of the old parameters
+   fits in 48 kB of shared memory, else in two (hpdl__mlp_sgd_kernel). The
+   grid-wide barrier needs every block resident at once, so the grid is at
+   most what fits, and at most 4 blocks an SM: on an H200 (bench/mlp, 2026-11-26) f32 epochs at
    batch 32 took 84.9 / 85.2 / 86.9 ms at 4 / 2 / 1 blocks an SM and 88.6 at
    the 8 that fit (H = 512), 108 / 112 / 123 / 112 ms (H = 2048). */
 template <typename T, typename C>
 static inline hpdl_status hpdl__mlp_launch_sgd(int64_t n_w, int64_t n, T *P, C *cW, const C *G, hpdl__mlp_state *st,
                                                int amp, int batch, cudaStream_t stream) {
-    void (*kernel)(int64_t, int64_t, T *, C *, const C *, hpdl__mlp_state *, int, int) = hpdl__mlp_sgd_kernel<T, C>;
+    typedef void (*sgd_kernel)(int64_t, int64_t, T *, C *, const C *, hpdl__mlp_state *, int, int);
+    sgd_kernel kernel = hpdl__mlp_sgd_kept_kernel<T, C>;
     void *args[] = {&n_w, &n, &P, &cW, (void *)&G, &st, &amp, &batch};
     int threads = 256, blocks = hpdl__grid_for(n, threads), per_sm = 0, sms = 0;
+    size_t kept;
     if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
-    HPDL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
-    if (per_sm > 4) per_sm = 4; /* a barrier over fewer blocks is quicker (below) */
-    if (blocks > per_sm * sms) blocks = per_sm * sms;
-    HPDL_CUDA_TRY(cudaLaunchCooperativeKernel((const void *)kernel, blocks, threads, args, 0, stream));
+    if (blocks > 4 * sms) blocks = 4 * sms; /* a barrier over fewer blocks is quicker (below) */
+    kept = (size_t)((n + blocks - 1) / blocks) * sizeof(T);
+    HPDL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, kept));
+    if (kept > 48 * 1024 || per_sm * sms < blocks) { /* the old values do not fit: two passes */
+        kernel = hpdl__mlp_sgd_kernel<T, C>;
+        kept = 0;
+        HPDL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
+        if (blocks > per_sm * sms) blocks = per_sm * sms;
+    }
+    HPDL_CUDA_TRY(cudaLaunchCooperativeKernel((const void *)kernel, blocks, threads, args, kept, stream));
     return HPDL_OK;
 }
 

@@ -5,6 +5,7 @@
    Every test skips without a GPU. */
 #include "hpdl_cuda.cuh"
 #include "tests/hpdl_test.h"
+#include "tests/hpdl_test_cuda.h"
 
 #define NO_GPU_SKIP() do { if (!hpdl_cuda_available()) HPDL_SKIP("no CUDA GPU"); } while (0)
 
@@ -622,6 +623,80 @@ static void test_bad_arguments(void) {
     cudaFree(dy);
 }
 
+/* The SGD step's kernels on their own: n = 5000 parameters take the one-pass
+   kernel, 24 million the two-pass one (their blocks' old values would not
+   fit in shared memory). A step with finite gradients updates every
+   parameter (the last 100 are biases: no decay), the f16 weight copy with
+   them (mixed precision: G scaled by S = 1024); a step with one NaN or inf
+   gradient leaves parameters and copy exactly as they were. */
+template <typename C> static void sgd_steps(int64_t n, int amp) {
+    const int64_t n_w = n - 100, bad_at[2] = {n / 2, n - 1};
+    const double lr = 0.125, l2 = 0.01, scale = amp ? 1024.0 : 1.0;
+    std::vector<float> P(n), updated;
+    std::vector<C> G(n), W, W_updated;
+    hpdl__mlp_state init, st;
+    hpdl__mlp_state *d_st = NULL;
+    float *dP = NULL;
+    C *dG = NULL, *dW = NULL;
+    hpdl_rng rng;
+    int64_t i, wrong = 0;
+    int k;
+    hpdl_rng_seed(&rng, (uint64_t)n + (uint64_t)amp);
+    for (i = 0; i < n; i++) {
+        P[i] = (float)hpdl_rng_uniform(&rng) - 0.5f;
+        G[i] = (C)(float)(scale * (hpdl_rng_uniform(&rng) - 0.5));
+    }
+    memset(&init, 0, sizeof init);
+    init.lr = lr;
+    init.l2 = l2;
+    init.loss_scale = (float)scale;
+    dP = upload(P);
+    dG = upload(G);
+    if (amp) {
+        for (i = 0; i < n_w; i++) W.push_back((C)P[i]);
+        dW = upload(W);
+    }
+    HPDL_CHECK(hpdl_cuda_alloc((void **)&d_st, sizeof init));
+    HPDL_CUDA_CHECK(cudaMemcpy(d_st, &init, sizeof init, cudaMemcpyHostToDevice));
+    HPDL_EXPECT((hpdl__mlp_launch_sgd<float, C>(n_w, n, dP, dW, dG, d_st, amp, 7, 0)) == HPDL_OK);
+    updated = download(dP, n);
+    for (i = 0; i < n; i++) {
+        const double p = P[i], g = (double)(float)G[i] / scale;
+        const double want = p - lr * (g + (i < n_w ? l2 * p : 0.0));
+        wrong += fabs(updated[i] - want) > 1e-6 * (1.0 + fabs(want));
+    }
+    HPDL_EXPECT(wrong == 0);
+    if (amp) { /* the copy is the updated master, converted */
+        W_updated = download(dW, n_w);
+        for (i = 0; i < n_w; i++) W[i] = (C)updated[i];
+        HPDL_EXPECT(memcmp(W.data(), W_updated.data(), (size_t)n_w * sizeof(C)) == 0);
+    }
+    for (k = 0; k < 2; k++) { /* a NaN in a weight's gradient, then an inf in a bias's */
+        const C poison = (C)(k == 0 ? NAN : INFINITY);
+        HPDL_CUDA_CHECK(cudaMemcpy(dG + bad_at[k], &poison, sizeof poison, cudaMemcpyHostToDevice));
+        HPDL_EXPECT((hpdl__mlp_launch_sgd<float, C>(n_w, n, dP, dW, dG, d_st, amp, 7, 0)) == HPDL_OK);
+        HPDL_EXPECT(memcmp(download(dP, n).data(), updated.data(), (size_t)n * sizeof(float)) == 0);
+        if (amp) HPDL_EXPECT(memcmp(download(dW, n_w).data(), W_updated.data(), (size_t)n_w * sizeof(C)) == 0);
+        HPDL_CUDA_CHECK(cudaMemcpy(dG + bad_at[k], &G[bad_at[k]], sizeof(C), cudaMemcpyHostToDevice));
+    }
+    HPDL_CUDA_CHECK(cudaMemcpy(&st, d_st, sizeof st, cudaMemcpyDeviceToHost));
+    HPDL_EXPECT(st.cursor == 21 && st.found_inf == 0 && st.blocks_done == 0);
+    if (amp) HPDL_EXPECT(st.skipped_steps == 2 && st.loss_scale == 256.0f);
+    else HPDL_EXPECT(st.nonfinite_steps == 2);
+    hpdl_cuda_free(d_st);
+    hpdl_cuda_free(dP);
+    hpdl_cuda_free(dG);
+    hpdl_cuda_free(dW);
+}
+
+static void test_sgd_one_and_two_passes(void) {
+    NO_GPU_SKIP();
+    sgd_steps<float>(5000, 0);
+    sgd_steps<__half>(5000, 1);
+    sgd_steps<float>(24000000, 0);
+    sgd_steps<__half>(24000000, 1);
+}
+
 /* A NaN input used to train on (status OK, weights NaN): now the step is
    not applied, the status says HPDL_ERR_NUMERIC, and the weights stay as
    they were; the epoch counts the steps it did not apply. Then clean data
@@ -749,7 +824,7 @@ int main(int argc, char **argv) {
         HPDL_TEST(test_epochs_resident_f32), HPDL_TEST(test_epochs_streamed_f32),
         HPDL_TEST(test_amp),                 HPDL_TEST(test_amp_own_kernels), HPDL_TEST(test_models_give_back_splitk_space),
         HPDL_TEST(test_bad_arguments),
-        HPDL_TEST(test_nonfinite_step_not_applied),
+        HPDL_TEST(test_nonfinite_step_not_applied), HPDL_TEST(test_sgd_one_and_two_passes),
         HPDL_TEST(test_nvml_sampler),        HPDL_TEST(test_nvml_sampler_csv),
     };
     return hpdl_test_main(argc, argv, tests, HPDL_COUNT(tests));
