@@ -14,10 +14,11 @@ start=$SECONDS; step() { echo "== $1 ($((SECONDS - start)) s)"; }
 nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm --format=csv,noheader
 for f in $C/bin/*.gz; do gunzip -c $f > $B/$(basename $f .gz); chmod +x $B/$(basename $f .gz); done
 MNIST_DIR=$C/data scripts/data.sh data/fashion-mnist >/dev/null || echo "no Fashion-MNIST"
-step "gpu_gemm (GPU 1) beside gpu_mlp (GPU 0)"
+step "gpu_gemm (GPU 1) beside gpu_mlp and gpu_fp8 (GPU 0)"
 CUDA_VISIBLE_DEVICES=1 timeout 300 $B/gpu_gemm > $OUT/r/gpu_gemm.log 2>&1 & gemm=$!
 CUDA_VISIBLE_DEVICES=0 timeout 200 $B/gpu_mlp > $OUT/r/gpu_mlp.log 2>&1; echo "rc=$?" >> $OUT/r/gpu_mlp.log
-wait $gemm; echo "rc=$?" >> $OUT/r/gpu_gemm.log; tail -n 2 $OUT/r/gpu_mlp.log $OUT/r/gpu_gemm.log
+CUDA_VISIBLE_DEVICES=0 timeout 200 $B/gpu_fp8 > $OUT/r/gpu_fp8.log 2>&1; echo "rc=$?" >> $OUT/r/gpu_fp8.log
+wait $gemm; echo "rc=$?" >> $OUT/r/gpu_gemm.log; tail -n 2 $OUT/r/gpu_mlp.log $OUT/r/gpu_fp8.log $OUT/r/gpu_gemm.log
 step "gpu_mpi_dp"
 timeout 120 $MPIRUN -np 2 $B/gpu_mpi_dp > $OUT/r/gpu_mpi_dp.log 2>&1; echo "rc=$?" >> $OUT/r/gpu_mpi_dp.log; tail -n 2 $OUT/r/gpu_mpi_dp.log
 for v in A B; do
