@@ -3,7 +3,7 @@
 # two-pass kernel (A, the commit before): tests, then bench/mlp A and B on
 # GPU 0, then the data-parallel focus rows A and B in turns, then B with
 # PyTorch DDP in the same run. Binaries built on the host for sm_90a and
-# carried gzipped with the Fashion-MNIST files (build/c1).
+# carried gzipped, with the Fashion-MNIST files as xz (build/c1).
 set -u -o pipefail
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 export HPDL_COMMIT=${COMMIT}
@@ -13,7 +13,8 @@ MPIRUN="mpirun --allow-run-as-root --bind-to none -x NCCL_NVLS_ENABLE -x HPDL_CO
 start=$SECONDS; step() { echo "== $1 ($((SECONDS - start)) s)"; }
 nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm --format=csv,noheader
 for f in $C/bin/*.gz; do gunzip -c $f > $B/$(basename $f .gz); chmod +x $B/$(basename $f .gz); done
-MNIST_DIR=$C/data scripts/data.sh data/fashion-mnist >/dev/null || echo "no Fashion-MNIST"
+mkdir -p .raw; for f in $C/data/*.xz; do xz -dc $f > .raw/$(basename $f .xz); done
+MNIST_DIR=.raw scripts/data.sh data/fashion-mnist >/dev/null || echo "no Fashion-MNIST"
 step "gpu_gemm (GPU 1) beside gpu_mlp and gpu_fp8 (GPU 0)"
 CUDA_VISIBLE_DEVICES=1 timeout 300 $B/gpu_gemm > $OUT/r/gpu_gemm.log 2>&1 & gemm=$!
 CUDA_VISIBLE_DEVICES=0 timeout 200 $B/gpu_mlp > $OUT/r/gpu_mlp.log 2>&1; echo "rc=$?" >> $OUT/r/gpu_mlp.log
