@@ -13171,9 +13171,10 @@ template <typename C, typename M> static inline hpdl_status hpdl__cmlp_backward(
    (hpdl__mlp_sgd_kept_kernel) where a block's share of the old parameters
    fits in 48 kB of shared memory, else in two (hpdl__mlp_sgd_kernel). The
    grid-wide barrier needs every block resident at once, so the grid is at
-   most what fits, and at most 4 blocks an SM: on an H200 (bench/mlp, 2026-11-26) f32 epochs at
-   batch 32 took 84.9 / 85.2 / 86.9 ms at 4 / 2 / 1 blocks an SM and 88.6 at
-   the 8 that fit (H = 512), 108 / 112 / 123 / 112 ms (H = 2048). */
+   most what fits, and at most 4 blocks an SM: on an H200 (bench/mlp,
+   2026-11-26) f32 epochs at batch 32 took 84.9 / 85.2 / 86.9 ms at 4 / 2 /
+   1 blocks an SM and 88.6 at the 8 that fit (H = 512), 108 / 112 / 123 /
+   112 ms (H = 2048). */
 template <typename T, typename C>
 static inline hpdl_status hpdl__mlp_launch_sgd(int64_t n_w, int64_t n, T *P, C *cW, const C *G, hpdl__mlp_state *st,
                                                int amp, int batch, cudaStream_t stream) {
@@ -13185,8 +13186,8 @@ static inline hpdl_status hpdl__mlp_launch_sgd(int64_t n_w, int64_t n, T *P, C *
     if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
     if (blocks > 4 * sms) blocks = 4 * sms; /* a barrier over fewer blocks is quicker (below) */
     kept = (size_t)hpdl__mlp_sgd_share(n, blocks) * sizeof(T);
-    HPDL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, kept));
-    if (kept > 48 * 1024 || per_sm * sms < blocks) { /* the old values do not fit: two passes */
+    if (kept <= 48 * 1024) HPDL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, kept));
+    if (per_sm * sms < blocks) { /* the old values do not fit: two passes */
         kernel = hpdl__mlp_sgd_kernel<T, C>;
         kept = 0;
         HPDL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
