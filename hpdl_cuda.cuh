@@ -8062,16 +8062,11 @@ template <typename S, typename D> static inline hpdl_status hpdl__conv_cast(size
    128) into a small output (64 x 576 there), so the work is split
    stream-K: the tiles' k steps laid end to end, each block takes an equal
    run and, at the end of each tile of its run, adds its sums into an f32
-   copy of dw with atomics and its k steps into the tile's count; the piece
-   that completes the count rounds the tile's sums into dw
-   (hpdl__conv_wgrad_finish_piece), so no pass over the copy follows the
-   kernel. With K <= 64 both
+   copy of dw with atomics; dw is that copy rounded. With K <= 64 both
    consumers take the same 64 rows and two of each stage's four k16 steps,
    and add their sums alike. */
 struct hpdl__conv_wgrad_wg_args {
     float *dw;                               /* f32 sums, K x R x S x C, zeroed */
-    unsigned *arrived;                       /* per tile: k steps added into dw so far, zeroed */
-    void *out;                               /* dw in the convolution's type: each tile once complete */
     int out_channels, in_channels, taps;     /* K, C, R * S */
     int chunks;                              /* 64-channel pieces per tap */
     int kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
@@ -8226,50 +8221,6 @@ static __device__ __forceinline__ void hpdl__conv_wgrad_flush(const hpdl__conv_w
 #endif
 }
 
-/* After this piece's flush by both consumer warpgroups: its k steps go
-   into the tile's count, and the piece that completes it rounds the tile's
-   sums (every piece's, read from L2) into g.out: 256 consumer threads,
-   each with 16 pairs of columns in flight (one load at a time would wait
-   out L2's latency 64 times a thread). The fences order the sums before
-   the count on the way in and after it on the way out. */
-template <typename T, typename SH>
-static __device__ __forceinline__ void hpdl__conv_wgrad_finish_piece(const hpdl__conv_wgrad_wg_args &g, int tile,
-                                                                     int steps) {
-#ifdef HPDL__SM90A
-    enum { ROWS = SH::SHARED_ROWS ? 64 : 128, HALF = SH::BN / 2, PAIRS = ROWS * HALF, U = 16 };
-    const int t = (int)threadIdx.x - 128, m0 = tile % g.tiles_m * ROWS, padded = g.chunks * 64;
-    const int n_base = tile / g.tiles_m * SH::BN, cols = g.taps * g.in_channels;
-    const int s = tile / g.tiles_m % g.kernel_w, chunk = tile / g.tiles_m / g.kernel_w; /* TALL's column tile */
-    bool last = false;
-    __threadfence();
-    hpdl__wg_bar_consumers();
-    if (t == 0) last = atomicAdd(g.arrived + tile, (unsigned)steps) + (unsigned)steps == (unsigned)g.steps;
-    if (!hpdl__conv_wg_bar_consumers_any(last)) return;
-    __threadfence();
-    for (int e0 = t; e0 < PAIRS; e0 += 256 * U) {
-        float2 v[U];
-        long long at[U]; /* -1: outside dw */
-#pragma unroll
-        for (int k = 0; k < U; k++) {
-            const int e = e0 + k * 256, m = m0 + e / HALF, col = e % HALF * 2;
-            const int tap = SH::TALL ? col / 64 * g.kernel_w + s : (n_base + col) / padded;
-            const int ch = SH::TALL ? chunk * 64 + col % 64 : (n_base + col) % padded; /* even: C a multiple of 8 */
-            at[k] = e < PAIRS && m < g.out_channels && tap < g.taps && ch < g.in_channels
-                        ? (long long)m * cols + tap * g.in_channels + ch : -1;
-            if (at[k] >= 0) v[k] = __ldcg((const float2 *)(g.dw + at[k]));
-        }
-#pragma unroll
-        for (int k = 0; k < U; k++)
-            if (at[k] >= 0) {
-                hpdl__gemm_put((T *)g.out + at[k], v[k].x);
-                hpdl__gemm_put((T *)g.out + at[k] + 1, v[k].y);
-            }
-    }
-#else
-    (void)g; (void)tile; (void)steps;
-#endif
-}
-
 /* d (64 x BN) += A B, both operands MN-major; 192 wide as well (f16 and
    bf16 only, so not in hpdl__wgmma_bn, which int8 instantiates too). */
 template <int BN, typename T> static __device__ __forceinline__ void hpdl__wgmma_mn(float *d, uint64_t a, uint64_t b) {
@@ -8362,7 +8313,6 @@ __global__ void __launch_bounds__(384, 1) hpdl__conv_wgmma_wgrad(const __grid_co
             hpdl__wg_release<SH::CS>(&empty[(it - 1) % S]);
             hpdl__wg_fence_accs<SH::BN / 2>(d);
             hpdl__conv_wgrad_flush<SH>(g, d, tile, row0);
-            hpdl__conv_wgrad_finish_piece<T, SH>(g, tile, (int)(tile_end - first));
         }
     }
     if (SH::CS > 1) hpdl__cluster_sync(); /* no block leaves while its peer may still arrive on its barriers */
@@ -8515,13 +8465,11 @@ static inline hpdl_status hpdl__conv_wg_wgrad(const hpdl__conv_geom &geo, const 
     if (tiles > INT_MAX || hpdl__conv_wg_map4(&map_dy, yt, dy, g.box_w, g.box_h, g.box_n, 1, 1) != HPDL_OK ||
         hpdl__conv_wg_map4(&map_x, xt, x, g.box_w, x_rows, g.box_n, p.stride_w, p.stride_h) != HPDL_OK)
         return HPDL_ERR_UNSUPPORTED;
-    /* the f32 sums and the tiles' counts, zeroed by one memset */
-    HPDL_CUDA_TRY(hpdl__scratch_alloc((void **)&g.dw, (nw + (size_t)tiles) * sizeof(float), stream));
-    g.arrived = (unsigned *)(g.dw + nw);
-    g.out = dw;
-    if (cudaMemsetAsync(g.dw, 0, (nw + (size_t)tiles) * sizeof(float), stream) != cudaSuccess) s = HPDL_ERR_CUDA;
+    HPDL_CUDA_TRY(hpdl__scratch_alloc((void **)&g.dw, nw * sizeof(float), stream));
+    if (cudaMemsetAsync(g.dw, 0, nw * sizeof(float), stream) != cudaSuccess) s = HPDL_ERR_CUDA;
     else s = shared_rows ? hpdl__conv_wgrad_launch_bn<T, true>(bn, tall, 0, map_dy, map_x, g, stream)
                          : hpdl__conv_wgrad_launch_bn<T, false>(bn, tall, pairs, map_dy, map_x, g, stream);
+    if (s == HPDL_OK) s = hpdl__conv_cast(nw, (const float *)g.dw, dw, stream);
     if (cudaFreeAsync(g.dw, stream) != cudaSuccess && s == HPDL_OK) s = HPDL_ERR_CUDA;
     return s;
 }
