@@ -3585,6 +3585,20 @@ template <typename T> __global__ void hpdl__dp_scale_kernel(int64_t n, T *x, T w
     for (i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) x[i] *= w;
 }
 
+/* Packs of n each block takes: an even share rounded up to 8 packs, so
+   that every block's warps start on whole 128-byte lines (a warp starting
+   mid-sector touches one sector more); the last blocks may get fewer. */
+static __host__ __device__ __forceinline__ int64_t hpdl__dp_share(int64_t n, int blocks) {
+    return ((n + blocks - 1) / blocks + 7) / 8 * 8;
+}
+
+/* Packs [*begin, *end) of the n from `first` on: block b's share. */
+static __device__ __forceinline__ void hpdl__dp_block_share(int64_t first, int64_t n, int64_t *begin, int64_t *end) {
+    const int64_t share = hpdl__dp_share(n, (int)gridDim.x), from = share * blockIdx.x;
+    *begin = first + (from < n ? from : n);
+    *end = first + (from + share < n ? from + share : n);
+}
+
 /* This block's share of the gradient's packs below `posted` ([*begin,
    *end)) and from `posted` on ([*tail_begin, *tail_end)): every block has
    some of both, so the packs left to push go out from every block at once. */
@@ -3592,15 +3606,13 @@ template <typename T>
 static __device__ __forceinline__ void hpdl__dp_reduce_parts(const hpdl__ipc_args &a, int64_t posted, int64_t *begin,
                                                              int64_t *end, int64_t *tail_begin, int64_t *tail_end) {
     const int64_t packs = hpdl__ipc_packs(a.count, sizeof(T));
-    *begin = hpdl__ipc_split(posted, blockIdx.x, gridDim.x);
-    *end = hpdl__ipc_split(posted, blockIdx.x + 1, gridDim.x);
-    *tail_begin = posted + hpdl__ipc_split(packs - posted, blockIdx.x, gridDim.x);
-    *tail_end = posted + hpdl__ipc_split(packs - posted, blockIdx.x + 1, gridDim.x);
+    hpdl__dp_block_share(0, posted, begin, end);
+    hpdl__dp_block_share(posted, packs - posted, tail_begin, tail_end);
 }
 
 /* Packs one block keeps in shared memory (hpdl__dp_reduce_parts' shares). */
 HPDL_MPI_API int64_t hpdl__dp_kept_packs(int64_t packs, int64_t posted, int blocks) {
-    return (posted + blocks - 1) / blocks + (packs - posted + blocks - 1) / blocks;
+    return hpdl__dp_share(posted, blocks) + hpdl__dp_share(packs - posted, blocks);
 }
 
 /* Pushes packs [begin, end) of buf into every peer's inbox as the one-shot
@@ -3813,8 +3825,8 @@ static inline int hpdl__dp_kernel_fits(const hpdl_mpi_ipc *ipc, const C *grads, 
 #else
     const unsigned blocks = hpdl__mpi_ipc_blocks(ipc, count, sizeof(C));
     const int64_t packs = hpdl__ipc_packs(count, sizeof(C));
-    /* hpdl__dp_kept_packs for any split: at most one more than an even share */
-    const size_t most = (size_t)((packs + blocks - 1) / blocks + 1) * sizeof(hpdl__ipc_pack);
+    /* hpdl__dp_kept_packs for any split: at most 15 more than an even share */
+    const size_t most = (size_t)((packs + blocks - 1) / blocks + 15) * sizeof(hpdl__ipc_pack);
     int device = 0, optin = 0, per_sm = 0;
     if ((uintptr_t)grads % 16 || (uintptr_t)params % 16 || (size_t)count * sizeof(C) > ipc->slot_bytes) return 0;
     if (cudaGetDevice(&device) != cudaSuccess ||
