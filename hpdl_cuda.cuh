@@ -2415,15 +2415,12 @@ static __device__ __forceinline__ void hpdl__padded_mma_add(T acc[MI][NJ][2], co
 }
 
 /* A GEMM epilogue's second destination: mirror(i, v) receives the 16
-   bytes of outputs C[i], C[i + 1], ... (i = m ldc + n) from v, and before
-   the product, mirror.start(i) is told of every piece the block will send
-   (a place to do memory work while the tensor cores are busy). This one,
+   bytes of outputs C[i], C[i + 1], ... (i = m ldc + n) from v. This one,
    the kernels' default (POSTS 0), receives nothing and compiles to
    nothing; the data-parallel driver's (hpdl__ipc_mirror, hpdl_mpi.h) posts
    them into a peer GPU's memory. */
 struct hpdl__gemm_no_mirror {
     enum { POSTS = 0 };
-    __device__ __forceinline__ void start(size_t) const {}
     template <typename T> __device__ __forceinline__ void operator()(size_t, const T *) const {}
 };
 
@@ -2443,18 +2440,6 @@ static __device__ __forceinline__ void hpdl__gemm_mirror_tile(const ARGS &g, int
     for (c = (int)threadIdx.x; c < PIECES; c += TH) {
         const int r = c * PER / BN, col = c * PER % BN, m = tm + r, n = tn + col;
         if (m < g.M && n < g.N) mirror((size_t)m * g.ldc + n, tile + r * hpdl__mirror_row<BN>::STRIDE + col);
-    }
-}
-
-/* mirror.start(i) for every piece hpdl__gemm_mirror_tile will send, in the
-   same order. */
-template <typename T, int BM, int BN, int TH, typename MR, typename ARGS>
-static __device__ __forceinline__ void hpdl__gemm_mirror_start(const ARGS &g, int tm, int tn, const MR &mirror) {
-    enum { PER = 16 / sizeof(T), PIECES = BM * BN / PER };
-    int c;
-    for (c = (int)threadIdx.x; c < PIECES; c += TH) {
-        const int m = tm + c * PER / BN, n = tn + c * PER % BN;
-        if (m < g.M && n < g.N) mirror.start((size_t)m * g.ldc + n);
     }
 }
 
@@ -2493,7 +2478,6 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1)
         }
         hpdl__cp_async_commit();
     }
-    if (MIRROR::POSTS) hpdl__gemm_mirror_start<T, BM, BN, TH>(g, tm, tn, mirror); /* while the first stages load */
     for (kt = 0; kt < KT; kt++) {
         const T *ta = sa + kt % S * A_STAGE, *tb = sb + kt % S * B_STAGE;
         int next = kt + S - 1;

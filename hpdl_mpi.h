@@ -1529,8 +1529,6 @@ typedef struct hpdl_mpi_ipc {
     char *region[HPDL_MPI_IPC_MAX_RANKS]; /* every rank's region as mapped here */
     cudaStream_t last_stream;             /* where the last call ran (compared, never used) */
     cudaEvent_t last_done;                /* recorded after each call: a call on another stream waits for it */
-    void *left_full;         /* part of this rank's inbox the last call left holding a peer's packs, or NULL */
-    size_t left_full_bytes;  /* (hpdl__mpi_ipc_empty_left) */
 } hpdl_mpi_ipc;
 
 /* Why a context cannot be made; agreed across ranks (largest reason wins). */
@@ -1910,23 +1908,19 @@ static __device__ __forceinline__ hpdl__ipc_pack hpdl__ipc_peek(const hpdl__ipc_
     return make_uint4((uint32_t)lo, (uint32_t)(lo >> 32), (uint32_t)hi, (uint32_t)(hi >> 32));
 }
 
-static __device__ __forceinline__ hpdl__ipc_pack hpdl__ipc_empty_pack() {
-    return make_uint4(HPDL__IPC_EMPTY, HPDL__IPC_EMPTY, HPDL__IPC_EMPTY, HPDL__IPC_EMPTY);
-}
-
 /* The step's packs of one peer's slot in this rank's inbox: all loads go
    out together, then each is read again until its pack has landed; the
-   slot is left empty for a later call, or full where someone else empties
-   it (leave_full: hpdl_mpi_ipc.left_full). */
-static __device__ __forceinline__ void hpdl__ipc_take(hpdl__ipc_pack *slot, int64_t u, int64_t end, hpdl__ipc_pack *in,
-                                                      int leave_full) {
+   slot is left empty for a later call. */
+static __device__ __forceinline__ void hpdl__ipc_take(hpdl__ipc_pack *slot, int64_t u, int64_t end,
+                                                      hpdl__ipc_pack *in) {
+    const hpdl__ipc_pack empty = make_uint4(HPDL__IPC_EMPTY, HPDL__IPC_EMPTY, HPDL__IPC_EMPTY, HPDL__IPC_EMPTY);
     int j;
 #pragma unroll
     HPDL__IPC_STEP(j, u, end) in[j] = hpdl__ipc_peek(slot + u + (int64_t)j * blockDim.x);
 #pragma unroll
     HPDL__IPC_STEP(j, u, end) {
         while (!hpdl__ipc_arrived(in[j])) in[j] = hpdl__ipc_peek(slot + u + (int64_t)j * blockDim.x);
-        if (!leave_full) hpdl__ipc_post(slot + u + (int64_t)j * blockDim.x, hpdl__ipc_empty_pack());
+        hpdl__ipc_post(slot + u + (int64_t)j * blockDim.x, empty);
     }
 }
 
@@ -1934,15 +1928,10 @@ static __device__ __forceinline__ void hpdl__ipc_take(hpdl__ipc_pack *slot, int6
    16-byte piece of the GEMM's output C[i..] is posted, as hpdl__ipc_push
    posts a pack, into this rank's slot of the peer's inbox, where a
    one-shot call on the same buffer finds it (`to`: the slot's place for
-   C[0]). Unless `clear` is NULL, the same pieces of the peer's slot in this
-   rank's inbox of the call before, which that call left full
-   (hpdl_mpi_ipc.left_full), are emptied while the GEMM computes. */
+   C[0]). */
 template <typename T> struct hpdl__ipc_mirror {
     enum { POSTS = 1 };
-    T *to, *clear;
-    __device__ __forceinline__ void start(size_t i) const {
-        if (clear) hpdl__ipc_post((hpdl__ipc_pack *)(clear + i), hpdl__ipc_empty_pack());
-    }
+    T *to;
     __device__ __forceinline__ void operator()(size_t i, const T *v) const {
         hpdl__ipc_post((hpdl__ipc_pack *)(to + i), hpdl__ipc_mailable(*(const hpdl__ipc_pack *)v));
     }
@@ -1950,12 +1939,11 @@ template <typename T> struct hpdl__ipc_mirror {
 
 /* This step's packs summed over every rank in rank order (so every rank
    gets the same bits). One-shot (PUSHED): this rank's own packs come from
-   own[], each peer's from its slot in this rank's inbox (left full or
-   emptied: hpdl__ipc_take); two-shot: every rank's from that rank's
-   staging buffer. */
+   own[], each peer's from its slot in this rank's inbox; two-shot: every
+   rank's from that rank's staging buffer. */
 template <typename T, bool PUSHED>
 static __device__ __forceinline__ void hpdl__ipc_sum(const hpdl__ipc_args &a, int64_t u, int64_t end,
-                                                     const hpdl__ipc_pack *own, hpdl__ipc_pack *out, int leave_full) {
+                                                     const hpdl__ipc_pack *own, hpdl__ipc_pack *out) {
     typedef typename hpdl__acc<T>::type A;
     enum { N = 16 / sizeof(T) };
     A acc[HPDL__IPC_UNROLL][N];
@@ -1970,7 +1958,7 @@ static __device__ __forceinline__ void hpdl__ipc_sum(const hpdl__ipc_args &a, in
 #pragma unroll
             for (j = 0; j < HPDL__IPC_UNROLL; j++) in[j] = own[j];
         } else if (PUSHED) {
-            hpdl__ipc_take(hpdl__ipc_slot(a, a.rank, r), u, end, in, leave_full);
+            hpdl__ipc_take(hpdl__ipc_slot(a, a.rank, r), u, end, in);
         } else {
             const hpdl__ipc_pack *src = hpdl__ipc_staging(a, r);
 #pragma unroll
@@ -2021,7 +2009,7 @@ static __device__ __forceinline__ void hpdl__ipc_add_step(const hpdl__ipc_args &
                                                           const hpdl__ipc_pack *own) {
     hpdl__ipc_pack s[HPDL__IPC_UNROLL];
     int j;
-    hpdl__ipc_sum<T, true>(a, u, end, own, s, 0);
+    hpdl__ipc_sum<T, true>(a, u, end, own, s);
 #pragma unroll
     HPDL__IPC_STEP(j, u, end) hpdl__ipc_store_buf(buf, u + (int64_t)j * blockDim.x, a, s[j]);
 }
@@ -2074,7 +2062,7 @@ static __device__ __forceinline__ void hpdl__ipc_reduce(const hpdl__ipc_args &a,
     int64_t u;
     int j;
     for (u = from + threadIdx.x; u < to; u += HPDL__IPC_UNROLL * blockDim.x) {
-        hpdl__ipc_sum<T, false>(a, u, to, NULL, s, 0);
+        hpdl__ipc_sum<T, false>(a, u, to, NULL, s);
 #pragma unroll
         HPDL__IPC_STEP(j, u, to) {
             mine[u + (int64_t)j * blockDim.x] = s[j];
@@ -2157,18 +2145,6 @@ HPDL_MPI_API hpdl_status hpdl__mpi_ipc_order(hpdl_mpi_ipc *c, cudaStream_t strea
     return HPDL_OK;
 }
 
-/* Empties the part of the inbox the last call left full (the data-parallel
-   step leaves its first layer's packs for its next GEMM to empty,
-   hpdl__ipc_mirror), on `stream` before this call's kernels: as an emptied
-   inbox, before anything of this call reaches a peer, so before any peer's
-   next call can write there. */
-HPDL_MPI_API hpdl_status hpdl__mpi_ipc_empty_left(hpdl_mpi_ipc *c, cudaStream_t stream) {
-    if (!c->left_full) return HPDL_OK;
-    HPDL_CUDA_TRY(cudaMemsetAsync(c->left_full, 0xFF, c->left_full_bytes, stream));
-    c->left_full = NULL;
-    return HPDL_OK;
-}
-
 #ifndef HPDL_MPI_NO_IPC
 /* Launches the kernel, with programmatic dependent launch when the context
    says its code waits for it (hpdl__ipc_follow). */
@@ -2235,8 +2211,6 @@ HPDL_MPI_API hpdl_status hpdl__mpi_ipc_launch(hpdl_mpi_ipc *c, void *buf, int64_
     (void)a; (void)buf; (void)t; (void)twoshot; (void)stream; (void)blocks;
     return HPDL_ERR_UNSUPPORTED; /* not reached: no context is made */
 #else
-    hpdl_status s = hpdl__mpi_ipc_empty_left(c, stream);
-    if (s != HPDL_OK) return s;
     if (c->early < 0) c->early = hpdl__mpi_ipc_early();
     switch (t) {
     case HPDL_MPI_F32: return hpdl__mpi_ipc_start(c, a, (float *)buf, twoshot, blocks, stream);
@@ -3638,15 +3612,14 @@ template <typename T> static __device__ __forceinline__ int hpdl__dp_nonfinite(h
    order as the one-shot sums them, as each peer's pack lands in this
    rank's inbox, and SGD at once on their parameters P (laid out as the
    gradient), whose old values go to kept[u - begin] (shared memory, for
-   hpdl__dp_restore); G is left as it was, and the inbox full where
-   leave_full (hpdl__ipc_take). A thread loads its
+   hpdl__dp_restore); G is left as it was. A thread loads its
    HPDL__IPC_UNROLL packs of G and of P before it takes the peers': with
    one block an SM, fewer loads in flight would leave HBM waiting on
    latency. Returns whether a sum is not finite. */
 template <typename T>
 static __device__ __forceinline__ int hpdl__dp_sum_sgd(const hpdl__ipc_args &a, const T *G, T *P, int64_t n_w,
                                                        int64_t begin, int64_t end, hpdl__ipc_pack *kept,
-                                                       const hpdl__mlp_state *st, int leave_full) {
+                                                       const hpdl__mlp_state *st) {
     typedef typename hpdl__acc<T>::type Acc;
     enum { N = 16 / sizeof(T) };
     const Acc lr = (Acc)st->lr, l2 = (Acc)st->l2;
@@ -3658,7 +3631,7 @@ static __device__ __forceinline__ int hpdl__dp_sum_sgd(const hpdl__ipc_args &a, 
         HPDL__IPC_STEP(j, u, end) own[j] = hpdl__ipc_load_buf(G, u + (int64_t)j * blockDim.x, a);
 #pragma unroll
         HPDL__IPC_STEP(j, u, end) p[j] = hpdl__ipc_load_buf(P, u + (int64_t)j * blockDim.x, a);
-        hpdl__ipc_sum<T, true>(a, u, end, own, sum, leave_full);
+        hpdl__ipc_sum<T, true>(a, u, end, own, sum);
 #pragma unroll
         HPDL__IPC_STEP(j, u, end) {
             const int64_t at = u + (int64_t)j * blockDim.x;
@@ -3687,9 +3660,8 @@ static __device__ __forceinline__ void hpdl__dp_restore(const hpdl__ipc_args &a,
 /* The data-parallel step's gradient reduction and SGD update in one
    cooperative kernel (one-shot IPC, one rank per GPU of a node). The packs
    of the gradient G below `posted` reached the peers from the GEMM that
-   made them (hpdl__ipc_mirror), and are left in the inbox for the next
-   such GEMM to empty (hpdl_mpi_ipc.left_full); each block pushes its share
-   of the rest first, then sums its shares (hpdl__dp_reduce_parts), checking the sums,
+   made them (hpdl__ipc_mirror); each block pushes its share of the rest
+   first, then sums its shares (hpdl__dp_reduce_parts), checking the sums,
    and updates their parameters with them at once, keeping the old values
    in shared memory. After a grid-wide barrier, if a sum anywhere
    was not finite, every block puts its old values back: the step is not
@@ -3708,8 +3680,8 @@ static __global__ void __launch_bounds__(HPDL__IPC_THREADS)
     hpdl__dp_reduce_parts<T>(a, posted, &begin, &end, &tail_begin, &tail_end);
     tail = hpdl__dp_kept + (end - begin);
     hpdl__dp_post_part(a, G, tail_begin, tail_end);
-    bad = hpdl__dp_sum_sgd(a, G, P, n_w, begin, end, hpdl__dp_kept, st, 1);
-    bad |= hpdl__dp_sum_sgd(a, G, P, n_w, tail_begin, tail_end, tail, st, 0);
+    bad = hpdl__dp_sum_sgd(a, G, P, n_w, begin, end, hpdl__dp_kept, st);
+    bad |= hpdl__dp_sum_sgd(a, G, P, n_w, tail_begin, tail_end, tail, st);
     if (__syncthreads_or(bad) && threadIdx.x == 0) st->found_inf = 1;
     cooperative_groups::this_grid().sync();
     if (blockIdx.x == 0 && threadIdx.x == 0) st->cursor += batch;
@@ -3897,27 +3869,20 @@ static inline hpdl_status hpdl__dp_cuda_create(D *dp, M *g, int64_t n_train, con
 
 /* The first layer's dW, each tile also posted into this rank's slot of
    the peer's inbox (dp->mirror_to) by the GEMM: the fused step's kernel
-   then has those packs to sum, not to push. The same GEMM empties what the
-   last step's kernel left in this rank's inbox (hpdl__ipc_mirror).
-   HPDL_ERR_UNSUPPORTED (nothing launched) where AUTO would not run it as
-   one padded mma kernel. */
+   then has those packs to sum, not to push. HPDL_ERR_UNSUPPORTED
+   (nothing launched) where AUTO would not run it as one padded mma kernel. */
 template <typename C, typename D, typename M> static inline hpdl_status hpdl__dp_cuda_mirrored_dw(D *dp, M *g, int batch) {
     const int k = g->widths[0], n = g->widths[1];
 #ifdef HPDL_MPI_NO_IPC
     (void)dp; (void)g; (void)batch; (void)k; (void)n;
     return HPDL_ERR_UNSUPPORTED; /* not reached: no context is made */
 #else
-    hpdl_mpi_ipc *c = dp->fused;
-    const size_t bytes = (size_t)k * n * sizeof(C);
     hpdl__ipc_mirror<C> mirror;
     hpdl_status s;
     mirror.to = (C *)dp->mirror_to;
-    mirror.clear = c->left_full && c->left_full_bytes == bytes ? (C *)c->left_full : NULL;
     s = hpdl__gemm_auto_mirrored(HPDL_TRANS, HPDL_NO_TRANS, k, n, batch, (const C *)g->A[0], k, (const C *)g->D[0], n,
                                  (C *)g->dW[0], n, mirror, g->stream);
-    if (s != HPDL_OK) return s;
-    dp->posted = (int64_t)(bytes / 16);
-    if (mirror.clear) c->left_full = NULL;
+    if (s == HPDL_OK) dp->posted = (int64_t)k * n * (int64_t)sizeof(C) / 16;
     return s;
 #endif
 }
@@ -3971,11 +3936,8 @@ static inline hpdl_status hpdl__dp_cuda_local_grad(D *dp, M *g, int rows, int gl
 
 /* Fused: this step's one-shot call on dp->fused, and where the first
    layer's GEMM posts its dW (two ranks, a step whose gradient is not
-   rescaled after backward, dW[0] first in the gradient in whole packs and
-   not all of it: the kernel's pushes of the rest tell the peer that this
-   step's GEMM is done, so that GEMM's emptying of the inbox (hpdl__ipc_mirror)
-   comes before the peer's next posts; else mirror_to is NULL and the
-   kernel pushes all of the gradient). */
+   rescaled after backward, dW[0] first in the gradient in whole packs;
+   else mirror_to is NULL and the kernel pushes all of the gradient). */
 template <typename C, typename D, typename M>
 static inline hpdl_status hpdl__dp_cuda_fused_call(D *dp, M *g, int rows, int global_rows) {
     hpdl_mpi_ipc *c = dp->fused;
@@ -3984,7 +3946,7 @@ static inline hpdl_status hpdl__dp_cuda_fused_call(D *dp, M *g, int rows, int gl
     dp->posted = 0;
     dp->mirror_to = NULL;
     if (c->size == 2 && rows > 0 && hpdl__dp_grad_weight(rows, global_rows, dp->size) == 1.0 && g->dW[0] == g->grads &&
-        first * (int64_t)sizeof(C) % 16 == 0 && first < g->n_params)
+        first * (int64_t)sizeof(C) % 16 == 0)
         dp->mirror_to = hpdl__ipc_slot(dp->call, 1 - c->rank, c->rank);
     return hpdl__mpi_ipc_order(c, g->stream);
 }
@@ -4002,18 +3964,11 @@ template <typename C, typename D, typename M> static inline hpdl_status hpdl__dp
     int64_t n_w = g->n_weights;
     hpdl__mlp_state *st = g->state;
     void *args[] = {&dp->call, (void *)&grads, &dp->posted, &params, &n_w, &st, &rows};
-    hpdl_mpi_ipc *c = dp->fused;
-    const unsigned blocks = hpdl__mpi_ipc_blocks(c, g->n_params, sizeof(C));
+    const unsigned blocks = hpdl__mpi_ipc_blocks(dp->fused, g->n_params, sizeof(C));
     const size_t kept = (size_t)hpdl__dp_kept_packs(hpdl__ipc_packs(g->n_params, sizeof(C)), dp->posted, (int)blocks);
-    hpdl_status s = hpdl__mpi_ipc_empty_left(c, g->stream); /* where no GEMM of this step did */
-    if (s != HPDL_OK) return s;
     HPDL_CUDA_TRY(cudaLaunchCooperativeKernel((const void *)hpdl__dp_reduce_sgd_kernel<C>, blocks, HPDL__IPC_THREADS, args,
                                               kept * sizeof(hpdl__ipc_pack), g->stream));
-    HPDL_CUDA_TRY(cudaEventRecord(c->last_done, g->stream));
-    if (dp->posted > 0) { /* the kernel leaves the posted packs in the inbox */
-        c->left_full = hpdl__ipc_slot(dp->call, c->rank, 1 - c->rank);
-        c->left_full_bytes = (size_t)dp->posted * 16;
-    }
+    HPDL_CUDA_TRY(cudaEventRecord(dp->fused->last_done, g->stream));
     return HPDL_OK;
 #endif
 }

@@ -7,8 +7,7 @@
    same start: weights after two epochs with a short last step, for two and
    three layers and an input width that is not a multiple of 64; f32 at the
    bench's widths, where the first layer's GEMM pushes its dW to the peer,
-   against the allreduce then the update (and a one-shot allreduce after
-   it, exact); a step with a NaN skipped on every
+   against the allreduce then the update; a step with a NaN skipped on every
    rank alike; the steps the drivers time; bad arguments. One rank per GPU;
    skipped without a GPU.
 
@@ -116,24 +115,6 @@ MPI_TEST(test_matches_cpu_driver) {
         }
 }
 
-/* Whether a one-shot IPC allreduce of n integer-valued floats on the
-   driver's communicator sums exactly: after the fused step, which leaves
-   its first layer's packs in the inbox, the call must empty them first. */
-static int oneshot_exact_after_training(int64_t n) {
-    float *h = (float *)malloc(sizeof(float) * n), *d;
-    const int P = hpdl_mpi_size(), r = hpdl_mpi_rank();
-    int64_t i, wrong = 0;
-    for (i = 0; i < n; i++) h[i] = (float)((r + 1) * (i % 13));
-    HPDL_CUDA_CHECK(cudaMalloc((void **)&d, sizeof(float) * n));
-    HPDL_CUDA_CHECK(cudaMemcpy(d, h, sizeof(float) * n, cudaMemcpyHostToDevice));
-    HPDL_CHECK(hpdl_mpi_allreduce(d, n, HPDL_MPI_F32, HPDL_ALLREDUCE_IPC_ONESHOT, MPI_COMM_WORLD));
-    HPDL_CUDA_CHECK(cudaMemcpy(h, d, sizeof(float) * n, cudaMemcpyDeviceToHost));
-    for (i = 0; i < n; i++) wrong += h[i] != (float)(P * (P + 1) / 2 * (i % 13));
-    HPDL_CUDA_CHECK(cudaFree(d));
-    free(h);
-    return wrong == 0;
-}
-
 /* f32, 784-2048-7 at 64 rows a rank (AUTO makes the first layer's dW in one
    3xTF32 kernel, as for the bench's model; it needs K >= 64), every step
    full: the fused step, whose GEMM
@@ -165,10 +146,8 @@ MPI_TEST(test_fused_matches_separate_f32) {
         HPDL_CHECK(hpdl_cuda_mlp_create_f32(&g, &start, ROWS_A_STEP));
         HPDL_CHECK(hpdl_mpi_dp_cuda_create_f32(&dp, &g, ROWS, &c));
         for (e = 0; e < 2; e++) HPDL_CHECK(hpdl_mpi_dp_cuda_epoch_f32(&dp, &g, &data, e, NULL));
-        if (mode == 0 && hpdl_mpi_size() == 2 && !g_gpus_shared) { /* the path under test was taken */
-            HPDL_EXPECT(dp.fused && dp.posted == (int64_t)WIDE * 2048 / 4 && dp.fused->left_full);
-            HPDL_EXPECT(oneshot_exact_after_training(g.n_params));
-        }
+        if (mode == 0 && hpdl_mpi_size() == 2 && !g_gpus_shared) /* the path under test was taken */
+            HPDL_EXPECT(dp.fused && dp.posted == (int64_t)WIDE * 2048 / 4);
         if (mode == 1) HPDL_EXPECT(!dp.fused);
         HPDL_CHECK(hpdl_cuda_mlp_download_f32(&g, &out[mode]));
         hpdl_mpi_dp_cuda_destroy_f32(&dp);
