@@ -2429,9 +2429,10 @@ struct hpdl__gemm_no_mirror {
 template <int BN> struct hpdl__mirror_row { enum { STRIDE = BN + 4 }; };
 
 /* The block's BM x BN tile (rows of hpdl__mirror_row's stride in shared
-   memory) to the mirror in 16-byte pieces, consecutive threads along a
-   row: a warp sends 512 contiguous bytes where the accumulators' own
-   layout would send 8 rows of 32. N and ldc are multiples of the piece. */
+   memory) into C and to the mirror in 16-byte pieces, consecutive threads
+   along a row: a warp stores and sends 512 contiguous bytes where the
+   accumulators' own layout would store 8 rows of 32 in 4-byte pieces.
+   C 16-byte aligned, N and ldc multiples of the piece, alpha 1, beta 0. */
 template <typename T, int BM, int BN, int TH, typename MR, typename ARGS>
 static __device__ __forceinline__ void hpdl__gemm_mirror_tile(const ARGS &g, int tm, int tn, const T *tile,
                                                               const MR &mirror) {
@@ -2439,7 +2440,12 @@ static __device__ __forceinline__ void hpdl__gemm_mirror_tile(const ARGS &g, int
     int c;
     for (c = (int)threadIdx.x; c < PIECES; c += TH) {
         const int r = c * PER / BN, col = c * PER % BN, m = tm + r, n = tn + col;
-        if (m < g.M && n < g.N) mirror((size_t)m * g.ldc + n, tile + r * hpdl__mirror_row<BN>::STRIDE + col);
+        if (m < g.M && n < g.N) {
+            const size_t i = (size_t)m * g.ldc + n;
+            const T *v = tile + r * hpdl__mirror_row<BN>::STRIDE + col;
+            *(uint4 *)(g.C + i) = *(const uint4 *)v;
+            mirror(i, v);
+        }
     }
 }
 
@@ -2447,8 +2453,8 @@ static __device__ __forceinline__ void hpdl__gemm_mirror_tile(const ARGS &g, int
    cp.async pipeline, tensor-core mma.sync with operands read from padded
    shared rows (f32: each element split into its TF32 pair as it is read);
    a warp owns WM x WN (fragments of 8x8). With a mirror (alpha 1, beta 0)
-   the tile is also staged in the shared memory the stages no longer need
-   and handed to it (hpdl__gemm_mirror_tile). */
+   the tile is staged in the shared memory the stages no longer need, then
+   stored and handed to the mirror from there (hpdl__gemm_mirror_tile). */
 template <typename T, bool AK, bool BKC, typename SH, bool FAST, typename MIRROR>
 __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1)
     hpdl__gemm_padded_mma(hpdl__gemm_args<T, T> g, hpdl__gemm_batch batch, MIRROR mirror) {
@@ -2524,15 +2530,16 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1)
         if (ty::TILE_SUMS) hpdl__padded_mma_add<MI, NJ>(acc, tile);
     }
     hpdl__cp_async_wait<0>();
+    if (!MIRROR::POSTS) {
 #pragma unroll
-    for (i = 0; i < MI; i++)
+        for (i = 0; i < MI; i++)
 #pragma unroll
-        for (j = 0; j < NJ; j++) {
-            int m = tm + wm + i * 8 + lane / 4, n = tn + wn + j * 8 + lane % 4 * 2;
-            hpdl__gemm_out(g, m, n, acc[i][j][0]);
-            hpdl__gemm_out(g, m, n + 1, acc[i][j][1]);
-        }
-    if (MIRROR::POSTS) {
+            for (j = 0; j < NJ; j++) {
+                int m = tm + wm + i * 8 + lane / 4, n = tn + wn + j * 8 + lane % 4 * 2;
+                hpdl__gemm_out(g, m, n, acc[i][j][0]);
+                hpdl__gemm_out(g, m, n + 1, acc[i][j][1]);
+            }
+    } else {
         T *tile = (T *)hpdl__gemm_smem;
         __syncthreads(); /* every warp is done with the stages */
 #pragma unroll
