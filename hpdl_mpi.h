@@ -3783,11 +3783,21 @@ template <typename D, typename M> static inline hpdl_status hpdl__dp_cuda_alloc(
     return HPDL_OK;
 }
 
+/* Grid of hpdl__dp_reduce_sgd_kernel over count elements: as an IPC
+   kernel's, but up to one block on every SM, not the context's limit (it
+   reads no flags, so its grid need not fit them; cooperative, so its blocks
+   are all resident). */
+template <typename C> static inline unsigned hpdl__dp_fused_blocks(int64_t count) {
+    const int64_t packs = hpdl__ipc_packs(count, sizeof(C)), want = (packs + HPDL__IPC_THREADS - 1) / HPDL__IPC_THREADS;
+    int sms = 1;
+    if (hpdl__sm_count(&sms) != HPDL_OK) sms = 1;
+    return (unsigned)(want < sms ? (want > 0 ? want : 1) : sms);
+}
+
 /* Whether hpdl__dp_reduce_sgd_kernel can run on the gradient and the
    parameters (count elements each): both 16-byte aligned, one call of the
    one-shot (a slot), every block's old parameters in its shared memory, every block
-   resident together, one an SM (its grid, at most the context's limit, is
-   at most the SM count). Raises the kernel's shared-memory limit to what
+   resident together, one an SM (hpdl__dp_fused_blocks). Raises the kernel's shared-memory limit to what
    it needs. */
 template <typename C>
 static inline int hpdl__dp_kernel_fits(const hpdl_mpi_ipc *ipc, const C *grads, const C *params, int64_t count) {
@@ -3795,7 +3805,7 @@ static inline int hpdl__dp_kernel_fits(const hpdl_mpi_ipc *ipc, const C *grads, 
     (void)ipc; (void)grads; (void)params; (void)count;
     return 0;
 #else
-    const unsigned blocks = hpdl__mpi_ipc_blocks(ipc, count, sizeof(C));
+    const unsigned blocks = hpdl__dp_fused_blocks<C>(count);
     const int64_t packs = hpdl__ipc_packs(count, sizeof(C));
     /* hpdl__dp_kept_packs for any split: at most 15 more than an even share */
     const size_t most = (size_t)((packs + blocks - 1) / blocks + 15) * sizeof(hpdl__ipc_pack);
@@ -3964,7 +3974,7 @@ template <typename C, typename D, typename M> static inline hpdl_status hpdl__dp
     int64_t n_w = g->n_weights;
     hpdl__mlp_state *st = g->state;
     void *args[] = {&dp->call, (void *)&grads, &dp->posted, &params, &n_w, &st, &rows};
-    const unsigned blocks = hpdl__mpi_ipc_blocks(dp->fused, g->n_params, sizeof(C));
+    const unsigned blocks = hpdl__dp_fused_blocks<C>(g->n_params);
     const size_t kept = (size_t)hpdl__dp_kept_packs(hpdl__ipc_packs(g->n_params, sizeof(C)), dp->posted, (int)blocks);
     HPDL_CUDA_TRY(cudaLaunchCooperativeKernel((const void *)hpdl__dp_reduce_sgd_kernel<C>, blocks, HPDL__IPC_THREADS, args,
                                               kept * sizeof(hpdl__ipc_pack), g->stream));
