@@ -28,7 +28,7 @@ timeout 120 $MPIRUN -np 2 $B/gpu_mpi_dp > $W/r/gpu_mpi_dp.log 2>&1; echo "rc=$?"
 tail -n 2 $W/r/gpu_mpi_dp.log; pack r
 short="--focus --algo ipc --reps 10 --pieces 1 --halve 0 --ctas 0 --prio 0 --no-torch"
 for round in 1 2 3 4; do for v in C E1 E2; do
-  d=$W/ab/$v$round; mkdir -p $d; step "dp$v round $round"
+  d=$W/ab/$v$round; mkdir -p $d; step "dp$v round $round"; export HPDL_COMMIT=${COMMITS[$v]}
   timeout 60 $MPIRUN -np 2 $B/dp$v $short --data data/fashion-mnist --output $d > $d/dp_scaling.log 2>&1
   echo "rc=$?" >> $d/dp_scaling.log; grep "^no overlap,2048" $d/dp_scaling_focus.csv | cut -d, -f3,11,12,17
 done; done; pack ab
