@@ -4,8 +4,7 @@
 #       pieces, beside its posts, not from the accumulators in 4-byte ones;
 #   E2  E1 and the fused kernel on every SM (132 blocks, not the IPC
 #       context's 128).
-# The GEMM alone before and after E1 (probe, GPU 0), gpu_mpi_dp on two
-# ranks (E2), the short focus rows C, E1, E2 in turns, four rounds, then the
+# gpu_mpi_dp on two ranks (E2), the short focus rows C, E1, E2 in turns, four rounds, then the
 # committed run (every setting, PyTorch DDP first) of the variant with the
 # shortest mean 2-GPU epoch at 512. Binaries built on the host for sm_90a,
 # carried as xz with the Fashion-MNIST files (xz) in build/c9.
@@ -21,8 +20,6 @@ pack() { tar czf $OUT/$1.tgz -C $W $1; }
 for f in $C/*.xz; do xz -dc $f > $B/$(basename $f .xz); chmod +x $B/$(basename $f .xz); done
 mkdir -p .raw; for f in $C/data/*.xz; do xz -dc $f > .raw/$(basename $f .xz); done
 MNIST_DIR=.raw scripts/data.sh data/fashion-mnist >/dev/null || echo "no Fashion-MNIST"
-step "GEMM probe, before and after"
-for v in old new; do CUDA_VISIBLE_DEVICES=0 timeout 60 $B/probe_$v > $W/r/probe_$v.csv; cat $W/r/probe_$v.csv; done
 step "gpu_mpi_dp (E2)"
 timeout 120 $MPIRUN -np 2 $B/gpu_mpi_dp > $W/r/gpu_mpi_dp.log 2>&1; echo "rc=$?" >> $W/r/gpu_mpi_dp.log
 tail -n 2 $W/r/gpu_mpi_dp.log; pack r
