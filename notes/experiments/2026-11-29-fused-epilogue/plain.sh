@@ -41,6 +41,7 @@ for round in 1 2 3 4; do for v in H F; do
   timeout 60 $MPIRUN -np 2 $B/dp$v $short --data data/fashion-mnist --output $d > $d/dp_scaling.log 2>&1
   echo "rc=$?" >> $d/dp_scaling.log; grep "^no overlap,2048" $d/dp_scaling_focus.csv | cut -d, -f3,11,12,17
 done; done; pack ab
+[ "${FINAL:-1}" = 1 ] || { step done; pack r; exit 0; } # FINAL=0: no committed run
 export HPDL_COMMIT=${COMMITS[F]}
 step "focus F ($HPDL_COMMIT), every setting, PyTorch DDP first"; mkdir -p $W/focus
 timeout 300 $MPIRUN -np 2 $B/dpF --focus --algo ipc --reps 10 --data data/fashion-mnist --output $W/focus \
