@@ -2449,23 +2449,12 @@ static __device__ __forceinline__ void hpdl__gemm_mirror_tile(const ARGS &g, int
     }
 }
 
-/* Whether the padded mma kernel's C tile goes out through shared memory in
-   16-byte pieces (hpdl__gemm_mirror_tile): always with a mirror (alpha 1,
-   beta 0, C aligned for it), else where beta is 0 and C, ldc and N allow
-   the pieces. On an H200 the f32 784 x 2048 x 512 product took 46.3 us with
-   C stored from the accumulators in 4-byte pieces, 46.0 us this way. */
-template <typename T, typename MIRROR> static __device__ __forceinline__ bool hpdl__gemm_tile_staged(
-    const hpdl__gemm_args<T, T> &g) {
-    enum { PER = 16 / sizeof(T) };
-    return MIRROR::POSTS || (g.beta == (T)0 && (uintptr_t)g.C % 16 == 0 && g.ldc % PER == 0 && g.N % PER == 0);
-}
-
 /* mma for f64 (DMMA) and f32 (3xTF32): block tiles in a multi-stage
    cp.async pipeline, tensor-core mma.sync with operands read from padded
    shared rows (f32: each element split into its TF32 pair as it is read);
-   a warp owns WM x WN (fragments of 8x8). Where hpdl__gemm_tile_staged, the
-   tile (times alpha) is staged in the shared memory the stages no longer
-   need, then stored, and handed to the mirror, from there. */
+   a warp owns WM x WN (fragments of 8x8). With a mirror (alpha 1, beta 0)
+   the tile is staged in the shared memory the stages no longer need, then
+   stored and handed to the mirror from there (hpdl__gemm_mirror_tile). */
 template <typename T, bool AK, bool BKC, typename SH, bool FAST, typename MIRROR>
 __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1)
     hpdl__gemm_padded_mma(hpdl__gemm_args<T, T> g, hpdl__gemm_batch batch, MIRROR mirror) {
@@ -2475,7 +2464,6 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1)
     enum { BM = SH::BM, BN = SH::BN, BK = SH::BK, S = SH::S, MI = SH::WM / 8, NJ = SH::WN / 8, TH = SH::THREADS };
     enum { PA = AK ? ty::PAD_K : ty::PAD_MN, PB = BKC ? ty::PAD_K : ty::PAD_MN };
     enum { A_STAGE = AK ? BM * (BK + PA) : BK * (BM + PA), B_STAGE = BKC ? BN * (BK + PB) : BK * (BN + PB) };
-    static_assert(BM * hpdl__mirror_row<BN>::STRIDE <= S * (A_STAGE + B_STAGE), "the staged tile fits the stages");
     extern __shared__ uint4 hpdl__gemm_smem[];
     T *sa = (T *)hpdl__gemm_smem, *sb = sa + S * A_STAGE;
     int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32;
@@ -2542,20 +2530,7 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1)
         if (ty::TILE_SUMS) hpdl__padded_mma_add<MI, NJ>(acc, tile);
     }
     hpdl__cp_async_wait<0>();
-    if (hpdl__gemm_tile_staged<T, MIRROR>(g)) {
-        T *tile = (T *)hpdl__gemm_smem;
-        __syncthreads(); /* every warp is done with the stages */
-#pragma unroll
-        for (i = 0; i < MI; i++)
-#pragma unroll
-            for (j = 0; j < NJ; j++) {
-                T *at = tile + (wm + i * 8 + lane / 4) * hpdl__mirror_row<BN>::STRIDE + wn + j * 8 + lane % 4 * 2;
-                at[0] = g.alpha * acc[i][j][0];
-                at[1] = g.alpha * acc[i][j][1];
-            }
-        __syncthreads();
-        hpdl__gemm_mirror_tile<T, BM, BN, TH>(g, tm, tn, tile, mirror);
-    } else {
+    if (!MIRROR::POSTS) {
 #pragma unroll
         for (i = 0; i < MI; i++)
 #pragma unroll
@@ -2564,6 +2539,19 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1)
                 hpdl__gemm_out(g, m, n, acc[i][j][0]);
                 hpdl__gemm_out(g, m, n + 1, acc[i][j][1]);
             }
+    } else {
+        T *tile = (T *)hpdl__gemm_smem;
+        __syncthreads(); /* every warp is done with the stages */
+#pragma unroll
+        for (i = 0; i < MI; i++)
+#pragma unroll
+            for (j = 0; j < NJ; j++) {
+                T *at = tile + (wm + i * 8 + lane / 4) * hpdl__mirror_row<BN>::STRIDE + wn + j * 8 + lane % 4 * 2;
+                at[0] = acc[i][j][0];
+                at[1] = acc[i][j][1];
+            }
+        __syncthreads();
+        hpdl__gemm_mirror_tile<T, BM, BN, TH>(g, tm, tn, tile, mirror);
     }
 #else
     (void)g; (void)batch; (void)mirror;
@@ -4543,6 +4531,7 @@ template <typename SH, typename T, typename MR>
 static inline hpdl_status hpdl__gemm_launch_padded_mma_to(const hpdl__gemm_args<T, T> &g, hpdl__gemm_batch batch,
                                                           int count, MR mirror, cudaStream_t stream) {
     const size_t smem = hpdl__padded_mma_smem<SH, T>(g.a.kcontig, g.b.kcontig);
+    if (MR::POSTS && (size_t)SH::BM * hpdl__mirror_row<SH::BN>::STRIDE * sizeof(T) > smem) return HPDL_ERR_UNSUPPORTED;
     void (*kernel)(hpdl__gemm_args<T, T>, hpdl__gemm_batch, MR) =
         hpdl__gemm_interior(g, SH::BM, SH::BN, SH::BK) && batch.last_k % SH::BK == 0
             ? hpdl__gemm_padded_mma_kernel<T, SH, true, MR>(g.a.kcontig, g.b.kcontig)
