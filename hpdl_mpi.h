@@ -141,6 +141,8 @@
                               to this size (1 MiB), two-shot above
        HPDL_MPI_IPC_BLOCKS    IPC kernels' grid limit (128; at most 128 and the
                               SM count); the environment variable overrides it
+                              (the data-parallel step's fused kernel takes
+                              every SM)
        HPDL_MPI_IPC_EARLY=0   (environment) IPC kernels without programmatic
                               dependent launch (on by default for sm_90 code)
        HPDL_MPI_IPC_MAX_RANKS most GPUs an IPC context joins (8)
@@ -3796,9 +3798,9 @@ template <typename C> static inline unsigned hpdl__dp_fused_blocks(int64_t count
 
 /* Whether hpdl__dp_reduce_sgd_kernel can run on the gradient and the
    parameters (count elements each): both 16-byte aligned, one call of the
-   one-shot (a slot), every block's old parameters in its shared memory, every block
-   resident together, one an SM (hpdl__dp_fused_blocks). Raises the kernel's shared-memory limit to what
-   it needs. */
+   one-shot (a slot), every block's old parameters in its shared memory,
+   every block resident together, one an SM (hpdl__dp_fused_blocks). Raises
+   the kernel's shared-memory limit to what it needs. */
 template <typename C>
 static inline int hpdl__dp_kernel_fits(const hpdl_mpi_ipc *ipc, const C *grads, const C *params, int64_t count) {
 #ifdef HPDL_MPI_NO_IPC
