@@ -12374,17 +12374,29 @@ __global__ void hpdl__mlp_sgd_kernel(int64_t n_w, int64_t n, T *P, C *cW, const 
 /* Loads of each array a thread has in flight in hpdl__mlp_sgd_kept_kernel. */
 #define HPDL__MLP_SGD_UNROLL 4
 
-/* Parameters a block of hpdl__mlp_sgd_kept_kernel takes: an even share of
-   n over the grid, rounded up to 32 so that every warp's loads and stores
-   start on a 32-element boundary (an f16 weight copy starting mid-sector
-   costs a third sector per warp). */
-static __host__ __device__ __forceinline__ int64_t hpdl__mlp_sgd_share(int64_t n, int64_t blocks) {
-    return ((n + blocks - 1) / blocks + 31) / 32 * 32;
+/* Items a block takes when n are split over `blocks` in even shares rounded
+   up to `unit` items, so that every block starts on a multiple of unit (a
+   warp starting mid-sector touches one sector more); the last blocks may
+   get fewer, or none. */
+static __host__ __device__ __forceinline__ int64_t hpdl__unit_share(int64_t n, int64_t blocks, int64_t unit) {
+    return ((n + blocks - 1) / blocks + unit - 1) / unit * unit;
 }
+
+/* Block b's items [*begin, *end) of that split. */
+static __host__ __device__ __forceinline__ void hpdl__unit_part(int64_t n, int64_t blocks, int64_t unit, int64_t b,
+                                                               int64_t *begin, int64_t *end) {
+    const int64_t share = hpdl__unit_share(n, blocks, unit), from = share * b;
+    *begin = from < n ? from : n;
+    *end = from + share < n ? from + share : n;
+}
+
+/* hpdl__mlp_sgd_kept_kernel's blocks start on 32-element boundaries (an f16
+   weight copy starting mid-sector costs a third sector per warp). */
+#define HPDL__MLP_SGD_UNIT 32
 
 /* The same step in one pass over the gradient, where every block's share of
    the parameters fits in its shared memory (hpdl__mlp_launch_sgd): a block
-   checks and updates its contiguous share (hpdl__mlp_sgd_share) at once,
+   checks and updates its contiguous share (hpdl__unit_part) at once,
    keeping the old values; after the grid-wide barrier, if a gradient
    anywhere was not finite, every block puts its old values back (cW too,
    converted again as the update converts it). The two-pass kernel reads the
@@ -12396,12 +12408,10 @@ __global__ void hpdl__mlp_sgd_kept_kernel(int64_t n_w, int64_t n, T *P, C *cW, c
     enum { U = HPDL__MLP_SGD_UNROLL };
     extern __shared__ unsigned char hpdl__mlp_sgd_smem[];
     T *kept = (T *)(void *)hpdl__mlp_sgd_smem;
-    const int64_t share = hpdl__mlp_sgd_share(n, gridDim.x);
-    const int64_t begin = share * blockIdx.x < n ? share * blockIdx.x : n;
-    const int64_t end = n - begin > share ? begin + share : n;
     const Acc lr = (Acc)st->lr, l2 = (Acc)st->l2, inv = amp ? (Acc)1 / (Acc)st->loss_scale : (Acc)1;
-    int64_t i;
+    int64_t i, begin, end;
     int j, bad = 0;
+    hpdl__unit_part(n, gridDim.x, HPDL__MLP_SGD_UNIT, blockIdx.x, &begin, &end);
     for (i = begin + threadIdx.x; i < end; i += U * (int64_t)blockDim.x) {
         Acc g[U];
         T p[U];
@@ -13192,7 +13202,7 @@ static inline hpdl_status hpdl__mlp_launch_sgd(int64_t n_w, int64_t n, T *P, C *
     size_t kept;
     if (hpdl__sm_count(&sms) != HPDL_OK) return HPDL_ERR_CUDA;
     if (blocks > 4 * sms) blocks = 4 * sms; /* a barrier over fewer blocks is quicker (below) */
-    kept = (size_t)hpdl__mlp_sgd_share(n, blocks) * sizeof(T);
+    kept = (size_t)hpdl__unit_share(n, blocks, HPDL__MLP_SGD_UNIT) * sizeof(T);
     if (kept <= 48 * 1024) HPDL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, kept));
     if (per_sm * sms < blocks) { /* the old values do not fit: two passes */
         kernel = hpdl__mlp_sgd_kernel<T, C>;

@@ -2196,11 +2196,11 @@ HPDL_MPI_API hpdl__ipc_args hpdl__mpi_ipc_next_call(hpdl_mpi_ipc *c, const void 
 }
 
 /* Grid of an IPC kernel over count elements: a block per HPDL__IPC_THREADS
-   packs, at most the context's limit. */
-HPDL_MPI_API unsigned hpdl__mpi_ipc_blocks(const hpdl_mpi_ipc *c, int64_t count, size_t elem_bytes) {
+   packs, at least 1, at most `most`. */
+HPDL_MPI_API unsigned hpdl__ipc_grid(int64_t count, size_t elem_bytes, int most) {
     int64_t packs = hpdl__ipc_packs(count, elem_bytes);
     int64_t want = (packs + HPDL__IPC_THREADS - 1) / HPDL__IPC_THREADS;
-    return (unsigned)(want < c->blocks ? (want > 0 ? want : 1) : c->blocks);
+    return (unsigned)(want < most ? (want > 0 ? want : 1) : most);
 }
 
 /* One kernel over count elements of buf (at most a slot, one-shot, or a
@@ -2208,7 +2208,7 @@ HPDL_MPI_API unsigned hpdl__mpi_ipc_blocks(const hpdl_mpi_ipc *c, int64_t count,
 HPDL_MPI_API hpdl_status hpdl__mpi_ipc_launch(hpdl_mpi_ipc *c, void *buf, int64_t count, hpdl_mpi_dtype t,
                                               int twoshot, cudaStream_t stream) {
     const hpdl__ipc_args a = hpdl__mpi_ipc_next_call(c, buf, count, twoshot);
-    unsigned blocks = hpdl__mpi_ipc_blocks(c, count, hpdl_mpi_dtype_size(t));
+    unsigned blocks = hpdl__ipc_grid(count, hpdl_mpi_dtype_size(t), c->blocks); /* the context's limit */
 #ifdef HPDL_MPI_NO_IPC
     (void)a; (void)buf; (void)t; (void)twoshot; (void)stream; (void)blocks;
     return HPDL_ERR_UNSUPPORTED; /* not reached: no context is made */
@@ -3561,19 +3561,9 @@ template <typename T> __global__ void hpdl__dp_scale_kernel(int64_t n, T *x, T w
     for (i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) x[i] *= w;
 }
 
-/* Packs of n each block takes: an even share rounded up to 8 packs, so
-   that every block's warps start on whole 128-byte lines (a warp starting
-   mid-sector touches one sector more); the last blocks may get fewer. */
-static __host__ __device__ __forceinline__ int64_t hpdl__dp_share(int64_t n, int blocks) {
-    return ((n + blocks - 1) / blocks + 7) / 8 * 8;
-}
-
-/* Packs [*begin, *end) of the n from `first` on: block b's share. */
-static __device__ __forceinline__ void hpdl__dp_block_share(int64_t first, int64_t n, int64_t *begin, int64_t *end) {
-    const int64_t share = hpdl__dp_share(n, (int)gridDim.x), from = share * blockIdx.x;
-    *begin = first + (from < n ? from : n);
-    *end = first + (from + share < n ? from + share : n);
-}
+/* hpdl__dp_reduce_sgd_kernel's block shares start on whole 128-byte lines
+   (hpdl__unit_part): 8 packs. */
+#define HPDL__DP_UNIT 8
 
 /* This block's share of the gradient's packs below `posted` ([*begin,
    *end)) and from `posted` on ([*tail_begin, *tail_end)): every block has
@@ -3582,13 +3572,15 @@ template <typename T>
 static __device__ __forceinline__ void hpdl__dp_reduce_parts(const hpdl__ipc_args &a, int64_t posted, int64_t *begin,
                                                              int64_t *end, int64_t *tail_begin, int64_t *tail_end) {
     const int64_t packs = hpdl__ipc_packs(a.count, sizeof(T));
-    hpdl__dp_block_share(0, posted, begin, end);
-    hpdl__dp_block_share(posted, packs - posted, tail_begin, tail_end);
+    hpdl__unit_part(posted, gridDim.x, HPDL__DP_UNIT, blockIdx.x, begin, end);
+    hpdl__unit_part(packs - posted, gridDim.x, HPDL__DP_UNIT, blockIdx.x, tail_begin, tail_end);
+    *tail_begin += posted;
+    *tail_end += posted;
 }
 
 /* Packs one block keeps in shared memory (hpdl__dp_reduce_parts' shares). */
 HPDL_MPI_API int64_t hpdl__dp_kept_packs(int64_t packs, int64_t posted, int blocks) {
-    return hpdl__dp_share(posted, blocks) + hpdl__dp_share(packs - posted, blocks);
+    return hpdl__unit_share(posted, blocks, HPDL__DP_UNIT) + hpdl__unit_share(packs - posted, blocks, HPDL__DP_UNIT);
 }
 
 /* Pushes packs [begin, end) of buf into every peer's inbox as the one-shot
@@ -3790,10 +3782,9 @@ template <typename D, typename M> static inline hpdl_status hpdl__dp_cuda_alloc(
    reads no flags, so its grid need not fit them; cooperative, so its blocks
    are all resident). */
 template <typename C> static inline unsigned hpdl__dp_fused_blocks(int64_t count) {
-    const int64_t packs = hpdl__ipc_packs(count, sizeof(C)), want = (packs + HPDL__IPC_THREADS - 1) / HPDL__IPC_THREADS;
     int sms = 1;
     if (hpdl__sm_count(&sms) != HPDL_OK) sms = 1;
-    return (unsigned)(want < sms ? (want > 0 ? want : 1) : sms);
+    return hpdl__ipc_grid(count, sizeof(C), sms);
 }
 
 /* Whether hpdl__dp_reduce_sgd_kernel can run on the gradient and the
