@@ -2415,12 +2415,22 @@ static __device__ __forceinline__ void hpdl__padded_mma_add(T acc[MI][NJ][2], co
 }
 
 /* A GEMM epilogue's second destination: mirror(i, v) receives the 16
-   bytes of outputs C[i], C[i + 1], ... (i = m ldc + n) from v. This one,
-   the kernels' default (POSTS 0), receives nothing and compiles to
+   bytes of outputs C[i], C[i + 1], ... (i = m ldc + n) from v. STAGED:
+   whether the kernel stores C from a tile staged in shared memory
+   (hpdl__gemm_mirror_tile), as every mirror that receives needs. This one,
+   the kernels' default (STAGED 0), receives nothing and compiles to
    nothing; the data-parallel driver's (hpdl__ipc_mirror, hpdl_mpi.h) posts
    them into a peer GPU's memory. */
 struct hpdl__gemm_no_mirror {
-    enum { POSTS = 0 };
+    enum { STAGED = 0 };
+    template <typename T> __device__ __forceinline__ void operator()(size_t, const T *) const {}
+};
+
+/* Receives nothing either, but C leaves through the staged tile as with a
+   mirror that posts: the data-parallel driver's first-layer dW with no
+   peer to post to runs the same kernel, less the posts. */
+struct hpdl__gemm_staged_stores {
+    enum { STAGED = 1 };
     template <typename T> __device__ __forceinline__ void operator()(size_t, const T *) const {}
 };
 
@@ -2530,7 +2540,7 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1)
         if (ty::TILE_SUMS) hpdl__padded_mma_add<MI, NJ>(acc, tile);
     }
     hpdl__cp_async_wait<0>();
-    if (!MIRROR::POSTS) {
+    if (!MIRROR::STAGED) {
 #pragma unroll
         for (i = 0; i < MI; i++)
 #pragma unroll
@@ -4531,7 +4541,7 @@ template <typename SH, typename T, typename MR>
 static inline hpdl_status hpdl__gemm_launch_padded_mma_to(const hpdl__gemm_args<T, T> &g, hpdl__gemm_batch batch,
                                                           int count, MR mirror, cudaStream_t stream) {
     const size_t smem = hpdl__padded_mma_smem<SH, T>(g.a.kcontig, g.b.kcontig);
-    if (MR::POSTS && (size_t)SH::BM * hpdl__mirror_row<SH::BN>::STRIDE * sizeof(T) > smem) return HPDL_ERR_UNSUPPORTED;
+    if (MR::STAGED && (size_t)SH::BM * hpdl__mirror_row<SH::BN>::STRIDE * sizeof(T) > smem) return HPDL_ERR_UNSUPPORTED;
     void (*kernel)(hpdl__gemm_args<T, T>, hpdl__gemm_batch, MR) =
         hpdl__gemm_interior(g, SH::BM, SH::BN, SH::BK) && batch.last_k % SH::BK == 0
             ? hpdl__gemm_padded_mma_kernel<T, SH, true, MR>(g.a.kcontig, g.b.kcontig)

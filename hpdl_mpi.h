@@ -1932,7 +1932,7 @@ static __device__ __forceinline__ void hpdl__ipc_take(hpdl__ipc_pack *slot, int6
    one-shot call on the same buffer finds it (`to`: the slot's place for
    C[0]). */
 template <typename T> struct hpdl__ipc_mirror {
-    enum { POSTS = 1 };
+    enum { STAGED = 1 };
     T *to;
     __device__ __forceinline__ void operator()(size_t i, const T *v) const {
         hpdl__ipc_post((hpdl__ipc_pack *)(to + i), hpdl__ipc_mailable(*(const hpdl__ipc_pack *)v));
@@ -3870,18 +3870,26 @@ static inline hpdl_status hpdl__dp_cuda_create(D *dp, M *g, int64_t n_train, con
     return HPDL_OK;
 }
 
-/* The first layer's dW, each tile also posted into this rank's slot of
-   the peer's inbox (dp->mirror_to) by the GEMM: the fused step's kernel
-   then has those packs to sum, not to push. HPDL_ERR_UNSUPPORTED
-   (nothing launched) where AUTO would not run it as one padded mma kernel. */
-template <typename C, typename D, typename M> static inline hpdl_status hpdl__dp_cuda_mirrored_dw(D *dp, M *g, int batch) {
+/* The first layer's dW as one padded mma kernel that stores C from its
+   staged tile (hpdl__gemm_auto_mirrored), each tile also posted into this
+   rank's slot of the peer's inbox (dp->mirror_to) where there is one: the
+   fused step's kernel then has those packs to sum, not to push. With no
+   peer to post to (one rank, a separate update) the same kernel runs
+   without the posts, so E compares a 2-GPU step with a 1-GPU step of the
+   same GEMM. HPDL_ERR_UNSUPPORTED (nothing launched) where AUTO would not
+   run it as one padded mma kernel. */
+template <typename C, typename D, typename M> static inline hpdl_status hpdl__dp_cuda_first_dw(D *dp, M *g, int batch) {
     const int k = g->widths[0], n = g->widths[1];
+    hpdl_status s;
+    if (g->algo != HPDL_GEMM_AUTO) return HPDL_ERR_UNSUPPORTED;
+    if (!dp->mirror_to)
+        return hpdl__gemm_auto_mirrored(HPDL_TRANS, HPDL_NO_TRANS, k, n, batch, (const C *)g->A[0], k,
+                                        (const C *)g->D[0], n, (C *)g->dW[0], n, hpdl__gemm_staged_stores(), g->stream);
 #ifdef HPDL_MPI_NO_IPC
-    (void)dp; (void)g; (void)batch; (void)k; (void)n;
+    (void)s;
     return HPDL_ERR_UNSUPPORTED; /* not reached: no context is made */
 #else
     hpdl__ipc_mirror<C> mirror;
-    hpdl_status s;
     mirror.to = (C *)dp->mirror_to;
     s = hpdl__gemm_auto_mirrored(HPDL_TRANS, HPDL_NO_TRANS, k, n, batch, (const C *)g->A[0], k, (const C *)g->D[0], n,
                                  (C *)g->dW[0], n, mirror, g->stream);
@@ -3901,10 +3909,10 @@ static inline hpdl_status hpdl__dp_cuda_backward(D *dp, M *g, int batch, int mar
         int k = g->widths[l], pieces = l == 0 ? dp->pieces : 1, t = hpdl__dp_tensor_base(dp, l);
         if (mark) s = hpdl_mpi_bucketer_ready(&dp->bucketer, t + pieces);
         for (p = 0; p < pieces && s == HPDL_OK; p++) {
-            if (l == 0 && dp->mirror_to && (s = hpdl__dp_cuda_mirrored_dw<C>(dp, g, batch)) != HPDL_ERR_UNSUPPORTED)
-                continue;
-            s = hpdl__cmlp_backward_dw<C>(g, batch, l, hpdl__dp_piece_row(k, pieces, dp->cfg.pieces_halving, p),
-                                          hpdl__dp_piece_row(k, pieces, dp->cfg.pieces_halving, p + 1));
+            s = l == 0 && pieces == 1 ? hpdl__dp_cuda_first_dw<C>(dp, g, batch) : HPDL_ERR_UNSUPPORTED;
+            if (s == HPDL_ERR_UNSUPPORTED)
+                s = hpdl__cmlp_backward_dw<C>(g, batch, l, hpdl__dp_piece_row(k, pieces, dp->cfg.pieces_halving, p),
+                                              hpdl__dp_piece_row(k, pieces, dp->cfg.pieces_halving, p + 1));
             if (s == HPDL_OK && mark) s = hpdl_mpi_bucketer_ready(&dp->bucketer, t + pieces - 1 - p);
             if (s == HPDL_OK && mark && !dp->span_started && dp->bucketer.next_launch > 0) {
                 dp->span_started = 1; /* the first bucket starts from this point of the stream */
