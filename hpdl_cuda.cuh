@@ -2415,7 +2415,8 @@ static __device__ __forceinline__ void hpdl__padded_mma_add(T acc[MI][NJ][2], co
 }
 
 /* A GEMM epilogue's second destination: mirror(i, v) receives the 16
-   bytes of outputs C[i], C[i + 1], ... (i = m ldc + n) from v. STAGED:
+   bytes of outputs C[i], C[i + 1], ... (i = m ldc + n) from v, and
+   mirror.start() runs in every thread before the main loop. STAGED:
    whether the kernel stores C from a tile staged in shared memory
    (hpdl__gemm_mirror_tile), as every mirror that receives needs. This one,
    the kernels' default (STAGED 0), receives nothing and compiles to
@@ -2423,6 +2424,7 @@ static __device__ __forceinline__ void hpdl__padded_mma_add(T acc[MI][NJ][2], co
    them into a peer GPU's memory. */
 struct hpdl__gemm_no_mirror {
     enum { STAGED = 0 };
+    __device__ __forceinline__ void start() const {}
     template <typename T> __device__ __forceinline__ void operator()(size_t, const T *) const {}
 };
 
@@ -2431,6 +2433,7 @@ struct hpdl__gemm_no_mirror {
    peer to post to runs the same kernel, less the posts. */
 struct hpdl__gemm_staged_stores {
     enum { STAGED = 1 };
+    __device__ __forceinline__ void start() const {}
     template <typename T> __device__ __forceinline__ void operator()(size_t, const T *) const {}
 };
 
@@ -2494,6 +2497,7 @@ __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1)
         }
         hpdl__cp_async_commit();
     }
+    mirror.start(); /* while the first stages load */
     for (kt = 0; kt < KT; kt++) {
         const T *ta = sa + kt % S * A_STAGE, *tb = sb + kt % S * B_STAGE;
         int next = kt + S - 1;

@@ -1930,10 +1930,25 @@ static __device__ __forceinline__ void hpdl__ipc_take(hpdl__ipc_pack *slot, int6
    16-byte piece of the GEMM's output C[i..] is posted, as hpdl__ipc_push
    posts a pack, into this rank's slot of the peer's inbox, where a
    one-shot call on the same buffer finds it (`to`: the slot's place for
-   C[0]). */
+   C[0], the first pack of the gradient `from`). Before its main loop each
+   block also posts its share of the gradient's packs [rest, end), the
+   ones no tile makes (the other layers', made by earlier kernels): they
+   cross NVLink while the tiles are computed, and the step's last kernel
+   has nothing left to send. */
 template <typename T> struct hpdl__ipc_mirror {
     enum { STAGED = 1 };
     T *to;
+    const T *from;
+    hpdl__ipc_args a;
+    int64_t rest, end;
+    __device__ __forceinline__ void start() const {
+        const int64_t blocks = (int64_t)gridDim.x * gridDim.y, block = (int64_t)blockIdx.y * gridDim.x + blockIdx.x;
+        const int64_t share = (end - rest + blocks - 1) / blocks, first = rest + block * share;
+        const int64_t last = first + share < end ? first + share : end;
+        int64_t u;
+        for (u = first + threadIdx.x; u < last; u += blockDim.x)
+            hpdl__ipc_post((hpdl__ipc_pack *)to + u, hpdl__ipc_mailable(hpdl__ipc_load_buf(from, u, a)));
+    }
     __device__ __forceinline__ void operator()(size_t i, const T *v) const {
         hpdl__ipc_post((hpdl__ipc_pack *)(to + i), hpdl__ipc_mailable(*(const hpdl__ipc_pack *)v));
     }
@@ -3653,8 +3668,8 @@ static __device__ __forceinline__ void hpdl__dp_restore(const hpdl__ipc_args &a,
 
 /* The data-parallel step's gradient reduction and SGD update in one
    cooperative kernel (one-shot IPC, one rank per GPU of a node). The packs
-   of the gradient G below `posted` reached the peers from the GEMM that
-   made them (hpdl__ipc_mirror); each block pushes its share of the rest
+   of the gradient G below `posted` reached the peers from the first
+   layer's GEMM (hpdl__ipc_mirror); each block pushes its share of the rest
    first, then sums its shares (hpdl__dp_reduce_parts), checking the sums,
    and updates their parameters with them at once, keeping the old values
    in shared memory. After a grid-wide barrier, if a sum anywhere
@@ -3872,8 +3887,9 @@ static inline hpdl_status hpdl__dp_cuda_create(D *dp, M *g, int64_t n_train, con
 
 /* The first layer's dW as one padded mma kernel that stores C from its
    staged tile (hpdl__gemm_auto_mirrored), each tile also posted into this
-   rank's slot of the peer's inbox (dp->mirror_to) where there is one: the
-   fused step's kernel then has those packs to sum, not to push. With no
+   rank's slot of the peer's inbox (dp->mirror_to) where there is one, and
+   the rest of the gradient with them (hpdl__ipc_mirror): the fused step's
+   kernel then has every pack to sum and none to push. With no
    peer to post to (one rank, a separate update) the same kernel runs
    without the posts, so E compares a 2-GPU step with a 1-GPU step of the
    same GEMM. HPDL_ERR_UNSUPPORTED (nothing launched) where AUTO would not
@@ -3891,9 +3907,13 @@ template <typename C, typename D, typename M> static inline hpdl_status hpdl__dp
 #else
     hpdl__ipc_mirror<C> mirror;
     mirror.to = (C *)dp->mirror_to;
+    mirror.from = (const C *)g->grads;
+    mirror.a = dp->call;
+    mirror.rest = (int64_t)k * n * (int64_t)sizeof(C) / 16;
+    mirror.end = hpdl__ipc_packs(g->n_params, sizeof(C));
     s = hpdl__gemm_auto_mirrored(HPDL_TRANS, HPDL_NO_TRANS, k, n, batch, (const C *)g->A[0], k, (const C *)g->D[0], n,
                                  (C *)g->dW[0], n, mirror, g->stream);
-    if (s == HPDL_OK) dp->posted = (int64_t)k * n * (int64_t)sizeof(C) / 16;
+    if (s == HPDL_OK) dp->posted = mirror.end;
     return s;
 #endif
 }
@@ -3946,7 +3966,7 @@ static inline hpdl_status hpdl__dp_cuda_local_grad(D *dp, M *g, int rows, int gl
 }
 
 /* Fused: this step's one-shot call on dp->fused, and where the first
-   layer's GEMM posts its dW (two ranks, a step whose gradient is not
+   layer's GEMM posts the gradient (two ranks, a step whose gradient is not
    rescaled after backward, dW[0] first in the gradient in whole packs;
    else mirror_to is NULL and the kernel pushes all of the gradient). */
 template <typename C, typename D, typename M>
