@@ -231,8 +231,9 @@ FUZZ_RUNS = --phase "fuzz targets ($(FUZZ_TEST_SECONDS) s each)" "$(FUZZ_CMD)"
 MPI_RUNS  = $(if $(HAVE_MPI),--phase "MPI tests (1..4 ranks)" \
             $(foreach t,$(MPI_TESTS),$(foreach n,1 2 3 4,"$(MPI_RUN) -np $(n) $(B)/mpi/$(t)")))
 GPU_RUNS  = $(if $(HAVE_NVCC),--phase "GPU tests$(if $(HAVE_GPU),, (skipped: no GPU))" $(addprefix $(B)/gpu/,$(GPU_TESTS)))
-DOC_RUNS  = --phase "README programs, charts, header maps, course docs, version, install" tests/readme.sh \
-            "scripts/plots.sh --check" "scripts/api_map.py check" "scripts/api_doc.py --check" "scripts/course.py --check" tests/version.sh tests/install.sh
+DOC_RUNS  = --phase "README programs, charts, header maps, course docs, version, install, profiler" tests/readme.sh \
+            "scripts/plots.sh --check" "scripts/api_map.py check" "scripts/api_doc.py --check" "scripts/course.py --check" tests/version.sh tests/install.sh \
+            tests/kernel_trace.sh
 timed     = t=$$SECONDS; $(1) && echo "-- build: $$((SECONDS - t)) s"
 # deps is a prerequisite, not a line of the recipe: make expands a recipe's
 # variables before it runs the first line, so MPI that deps installs on a

@@ -4230,6 +4230,7 @@ HPDL_MPI_API hpdl_status hpdl_mpi_dp_roofline_cuda(int64_t grad_count, hpdl_allr
              hpdl_cuda_alloc(&dev, copy_bytes) || hpdl_cuda_alloc_pinned(&host, copy_bytes))
         s = HPDL_ERR_NOMEM;
     s = hpdl__dp_agree(s, comm);
+    HPDL_NVTX_PUSH("roofline rates"); /* a profile can tell these kernels from training's */
     if (s == HPDL_OK && (cudaMemset(gc.a, 0x3c, sizeof(float) * gc.n * gc.n) != cudaSuccess ||
                          cudaMemset(grad, 0, sizeof(float) * (size_t)grad_count) != cudaSuccess))
         s = HPDL_ERR_CUDA;
@@ -4249,6 +4250,7 @@ HPDL_MPI_API hpdl_status hpdl_mpi_dp_roofline_cuda(int64_t grad_count, hpdl_allr
         out->p_mpi = hpdl_mpi_busbw(4.0 * grad_count, comm_s, p);
         out->p_mpi_algbw = p > 1 ? hpdl_mpi_algbw(4.0 * grad_count, comm_s) : 0.0;
     }
+    HPDL_NVTX_POP();
     hpdl_cuda_free(gc.a); hpdl_cuda_free(gc.c); hpdl_cuda_free(grad); hpdl_cuda_free(dev);
     hpdl_cuda_free_pinned(host);
     return s;
