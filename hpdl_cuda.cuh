@@ -12473,6 +12473,27 @@ static inline hpdl_status hpdl__mlp_gemm(hpdl_gemm_algo algo, hpdl_transpose ta,
    at least 128 bytes (vector loads in the GEMM kernels). */
 HPDL_CUDA_API int64_t hpdl__mlp_align(int64_t n) { return (n + 63) / 64 * 64; }
 
+/* Records the work issue() queues on `stream` into an instantiated graph
+   (*exec), without running it; issue returns an hpdl_status. Returns 0
+   where that fails (a call a capture cannot take, issue's own error), with
+   *exec untouched: the caller then runs its steps eagerly, slower but
+   correct. */
+template <typename F> static inline int hpdl__record_graph(cudaStream_t stream, F issue, cudaGraphExec_t *exec) {
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t made = NULL;
+    int ok;
+    if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    ok = issue() == HPDL_OK;
+    ok = cudaStreamEndCapture(stream, &graph) == cudaSuccess && ok && cudaGraphInstantiate(&made, graph, 0) == cudaSuccess;
+    if (!ok) cudaGetLastError();
+    if (graph) cudaGraphDestroy(graph);
+    if (ok) *exec = made;
+    return ok;
+}
+
 /* One cached graph: the training step for one batch size and GEMM algorithm. */
 typedef struct hpdl__mlp_graph {
     int batch;
@@ -13284,28 +13305,17 @@ template <typename C, typename M> static inline hpdl_status hpdl__cmlp_step(M *g
    when all slots are taken). A capture that fails turns graphs off for this
    model: steps then run eagerly, which is slower but correct. */
 template <typename C, typename M> static inline void hpdl__cmlp_capture(M *g, int batch) {
-    cudaGraph_t graph = NULL;
-    cudaGraphExec_t exec = NULL;
     hpdl__mlp_graph *slot = &g->graphs[g->next_graph];
-    hpdl_status s;
-    if (cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
-        cudaGetLastError();
+    cudaGraphExec_t exec;
+    if (!hpdl__record_graph(g->stream, [&] { return hpdl__cmlp_step<C>(g, batch); }, &exec)) {
         g->use_graphs = 0;
         return;
     }
-    s = hpdl__cmlp_step<C>(g, batch);
-    if (cudaStreamEndCapture(g->stream, &graph) != cudaSuccess || s != HPDL_OK ||
-        cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
-        cudaGetLastError();
-        g->use_graphs = 0;
-    } else {
-        if (slot->exec) cudaGraphExecDestroy(slot->exec);
-        slot->exec = exec;
-        slot->batch = batch;
-        slot->algo = g->algo;
-        g->next_graph = (g->next_graph + 1) % HPDL_CUDA_MLP_GRAPHS;
-    }
-    if (graph) cudaGraphDestroy(graph);
+    if (slot->exec) cudaGraphExecDestroy(slot->exec);
+    slot->exec = exec;
+    slot->batch = batch;
+    slot->algo = g->algo;
+    g->next_graph = (g->next_graph + 1) % HPDL_CUDA_MLP_GRAPHS;
 }
 
 /* Runs one step: replays this batch size's graph; the first time, runs the
@@ -18782,29 +18792,19 @@ HPDL_CUDA_API hpdl_status hpdl__gcnn_step(hpdl_cuda_cnn *g, hpdl_cnn_run *r, int
 /* Records the step for this batch size into a graph; a capture that fails
    turns graphs off (steps then run eagerly: slower, still correct). */
 HPDL_CUDA_API void hpdl__gcnn_capture(hpdl_cuda_cnn *g, hpdl_cnn_run *r, int batch) {
-    cudaGraph_t graph = NULL;
-    cudaGraphExec_t exec = NULL;
-    int64_t steps = r->steps; /* capturing issues a step's host bookkeeping without running it */
-    hpdl_status s;
-    if (cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
-        cudaGetLastError();
+    const int64_t steps = r->steps; /* capturing issues a step's host bookkeeping without running it */
+    const int k = g->next_graph;
+    cudaGraphExec_t exec;
+    const int ok = hpdl__record_graph(g->stream, [&] { return hpdl__gcnn_step(g, r, batch); }, &exec);
+    r->steps = steps;
+    if (!ok) {
         g->use_graphs = 0;
         return;
     }
-    s = hpdl__gcnn_step(g, r, batch);
-    r->steps = steps;
-    if (cudaStreamEndCapture(g->stream, &graph) != cudaSuccess || s != HPDL_OK ||
-        cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
-        cudaGetLastError();
-        g->use_graphs = 0;
-    } else {
-        int k = g->next_graph;
-        if (g->graphs[k].exec) cudaGraphExecDestroy(g->graphs[k].exec);
-        g->graphs[k].exec = exec;
-        g->graphs[k].batch = batch;
-        g->next_graph = (k + 1) % HPDL_CUDA_CNN_GRAPHS;
-    }
-    if (graph) cudaGraphDestroy(graph);
+    if (g->graphs[k].exec) cudaGraphExecDestroy(g->graphs[k].exec);
+    g->graphs[k].exec = exec;
+    g->graphs[k].batch = batch;
+    g->next_graph = (k + 1) % HPDL_CUDA_CNN_GRAPHS;
 }
 
 /* Replays this batch size's graph; the first time, runs the step eagerly

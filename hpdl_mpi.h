@@ -3701,6 +3701,21 @@ static __global__ void __launch_bounds__(HPDL__IPC_THREADS)
     hpdl__mlp_sgd_finish(st, 0);
 }
 
+/* A full step's local gradient (gather to the last dW GEMM) captured as a
+   graph, for one model, GEMM algorithm, batch of `rows` and peer slot its
+   first-layer GEMM posts into (mirror_to: one a call parity, or NULL), with
+   what that GEMM posted. Four: two parities, and each epoch's short last
+   step. */
+typedef struct hpdl__dp_graph {
+    const void *model;
+    hpdl_gemm_algo algo;
+    int rows;
+    void *mirror_to;
+    int64_t posted;
+    cudaGraphExec_t exec;
+} hpdl__dp_graph;
+#define HPDL__DP_GRAPHS 4
+
 /* Fields of every hpdl_mpi_dp_cuda_<s> (g: the model, typed). */
 #define HPDL__DP_CUDA_FIELDS                                                                                   \
     hpdl_mpi_dp_config cfg;                                                                                    \
@@ -3719,6 +3734,8 @@ static __global__ void __launch_bounds__(HPDL__IPC_THREADS)
     hpdl__ipc_args call;          /* fused: this step's one-shot call */                                       \
     void *mirror_to;              /* fused, this step: the first layer's dW in the peer's inbox, or NULL */     \
     int64_t posted;               /* fused, this step: packs of the gradient its GEMM pushed (from the start) */ \
+    hpdl__dp_graph graphs[HPDL__DP_GRAPHS]; /* captured local gradients (hpdl__dp_cuda_graph_pass) */           \
+    int next_graph, use_graphs;   /* the slot to fill next; 0 once a capture failed: eager steps */           \
     cudaStream_t prev_stream      /* the hpdl_mpi stream before create, restored by destroy */
 
 /* First row of piece p of k rows in `pieces` blocks, equal or each half the
@@ -3739,6 +3756,8 @@ template <typename D, typename M> static inline void hpdl__dp_cuda_destroy(D *dp
     int64_t i;
     if (!dp) return;
     hpdl_mpi_bucketer_destroy(&dp->bucketer);
+    for (i = 0; i < HPDL__DP_GRAPHS; i++)
+        if (dp->graphs[i].exec) cudaGraphExecDestroy(dp->graphs[i].exec);
     for (i = 0; dp->ev && i < dp->n_ev; i++)
         if (dp->ev[i]) cudaEventDestroy(dp->ev[i]);
     HPDL_FREE(dp->ev);
@@ -3870,6 +3889,7 @@ static inline hpdl_status hpdl__dp_cuda_create(D *dp, M *g, int64_t n_train, con
     made.pieces = cfg->overlap && cfg->first_layer_pieces > 1 ? cfg->first_layer_pieces : 1;
     made.bucketed = cfg->overlap;
     made.planned = -1;
+    made.use_graphs = 1;
     MPI_Comm_rank(cfg->comm, &made.rank);
     MPI_Comm_size(cfg->comm, &made.size);
     made.prev_stream = hpdl__mpi_settings_get()->stream;
@@ -3944,7 +3964,57 @@ static inline hpdl_status hpdl__dp_cuda_backward(D *dp, M *g, int batch, int mar
     return s;
 }
 
-/* This rank's gradient for a step in g->grads (see the CPU twin). */
+/* Gather, forward, loss and backward of `rows` rows. */
+template <typename C, typename D, typename M>
+static inline hpdl_status hpdl__dp_cuda_pass(D *dp, M *g, int rows, int mark, cudaEvent_t first_bucket) {
+    hpdl_status s = hpdl__cmlp_gather<C>(g, rows);
+    if (s == HPDL_OK) s = hpdl__cmlp_forward<C>(g, rows);
+    if (s == HPDL_OK) s = hpdl__cmlp_loss<C>(g, rows, 1);
+    return s == HPDL_OK ? hpdl__dp_cuda_backward<C>(dp, g, rows, mark, first_bucket) : s;
+}
+
+/* hpdl__dp_cuda_pass replayed from a graph (hpdl__dp_graph), as the
+   single-GPU trainer replays its steps: launched one by one, the step's
+   kernels leave about 1 us idle between each two (an H200 at 512 rows a
+   GPU: 10 kernels, 11.5 of 136 us a step). The first pass of a kind runs
+   eagerly (it also warms up what the GEMMs set up lazily), then is captured
+   for the next. Its gather reads the device's cursor, so every replay takes
+   the next rows. */
+template <typename C, typename D, typename M> static inline hpdl_status hpdl__dp_cuda_graph_pass(D *dp, M *g, int rows) {
+    hpdl__dp_graph *slot = &dp->graphs[dp->next_graph];
+    cudaGraphExec_t exec;
+    int64_t posted;
+    hpdl_status s;
+    int k;
+    for (k = 0; k < HPDL__DP_GRAPHS; k++) {
+        const hpdl__dp_graph *x = &dp->graphs[k];
+        if (x->exec && x->model == (const void *)g && x->algo == g->algo && x->rows == rows &&
+            x->mirror_to == dp->mirror_to) {
+            HPDL_CUDA_TRY(cudaGraphLaunch(x->exec, g->stream));
+            dp->posted = x->posted;
+            return HPDL_OK;
+        }
+    }
+    if ((s = hpdl__dp_cuda_pass<C>(dp, g, rows, 0, NULL)) != HPDL_OK) return s;
+    posted = dp->posted;
+    if (!hpdl__record_graph(g->stream, [&] { return hpdl__dp_cuda_pass<C>(dp, g, rows, 0, NULL); }, &exec) ||
+        dp->posted != posted) {
+        dp->use_graphs = 0;
+        return HPDL_OK;
+    }
+    if (slot->exec) cudaGraphExecDestroy(slot->exec);
+    slot->model = g;
+    slot->algo = g->algo;
+    slot->rows = rows;
+    slot->mirror_to = dp->mirror_to;
+    slot->posted = posted;
+    slot->exec = exec;
+    dp->next_graph = (dp->next_graph + 1) % HPDL__DP_GRAPHS;
+    return HPDL_OK;
+}
+
+/* This rank's gradient for a step in g->grads (see the CPU twin): from a
+   graph where the step is a plain one (no buckets, nothing rescaled). */
 template <typename C, typename D, typename M>
 static inline hpdl_status hpdl__dp_cuda_local_grad(D *dp, M *g, int rows, int global_rows, cudaEvent_t first_bucket) {
     double weight = hpdl__dp_grad_weight(rows, global_rows, dp->size);
@@ -3953,10 +4023,8 @@ static inline hpdl_status hpdl__dp_cuda_local_grad(D *dp, M *g, int rows, int gl
         HPDL_CUDA_TRY(cudaMemsetAsync(g->grads, 0, (size_t)g->n_params * sizeof(C), g->stream));
         return HPDL_OK;
     }
-    s = hpdl__cmlp_gather<C>(g, rows);
-    if (s == HPDL_OK) s = hpdl__cmlp_forward<C>(g, rows);
-    if (s == HPDL_OK) s = hpdl__cmlp_loss<C>(g, rows, 1);
-    if (s == HPDL_OK) s = hpdl__dp_cuda_backward<C>(dp, g, rows, dp->bucketed && weight == 1.0, first_bucket);
+    if (!dp->bucketed && weight == 1.0 && dp->use_graphs) return hpdl__dp_cuda_graph_pass<C>(dp, g, rows);
+    s = hpdl__dp_cuda_pass<C>(dp, g, rows, dp->bucketed && weight == 1.0, first_bucket);
     if (s == HPDL_OK && weight != 1.0) {
         hpdl__dp_scale_kernel<C><<<hpdl__grid_for(g->n_params, 256), 256, 0, g->stream>>>(g->n_params, (C *)g->grads,
                                                                                           (C)weight);
