@@ -3702,12 +3702,14 @@ static __global__ void __launch_bounds__(HPDL__IPC_THREADS)
 }
 
 /* A full step's local gradient (gather to the last dW GEMM) captured as a
-   graph, for one model, GEMM algorithm, batch of `rows` and peer slot its
-   first-layer GEMM posts into (mirror_to: one a call parity, or NULL), with
-   what that GEMM posted. Four: two parities, and each epoch's short last
-   step. */
+   graph, for one model (and its parameter buffer), GEMM algorithm, batch of
+   `rows` and peer slot its first-layer GEMM posts into (mirror_to: one a
+   call parity, or NULL), with what that GEMM posted. Four: two parities,
+   and each epoch's short last step. The posting GEMM's captured call differs
+   from a later call of its parity only in the sequence number, which the
+   GEMM does not read. */
 typedef struct hpdl__dp_graph {
-    const void *model;
+    const void *model, *params;
     hpdl_gemm_algo algo;
     int rows;
     void *mirror_to;
@@ -3988,8 +3990,8 @@ template <typename C, typename D, typename M> static inline hpdl_status hpdl__dp
     int k;
     for (k = 0; k < HPDL__DP_GRAPHS; k++) {
         const hpdl__dp_graph *x = &dp->graphs[k];
-        if (x->exec && x->model == (const void *)g && x->algo == g->algo && x->rows == rows &&
-            x->mirror_to == dp->mirror_to) {
+        if (x->exec && x->model == (const void *)g && x->params == (const void *)g->params && x->algo == g->algo &&
+            x->rows == rows && x->mirror_to == dp->mirror_to) {
             HPDL_CUDA_TRY(cudaGraphLaunch(x->exec, g->stream));
             dp->posted = x->posted;
             return HPDL_OK;
@@ -4004,6 +4006,7 @@ template <typename C, typename D, typename M> static inline hpdl_status hpdl__dp
     }
     if (slot->exec) cudaGraphExecDestroy(slot->exec);
     slot->model = g;
+    slot->params = g->params;
     slot->algo = g->algo;
     slot->rows = rows;
     slot->mirror_to = dp->mirror_to;
