@@ -2465,9 +2465,10 @@ static __device__ __forceinline__ void hpdl__gemm_mirror_tile(const ARGS &g, int
 /* mma for f64 (DMMA) and f32 (3xTF32): block tiles in a multi-stage
    cp.async pipeline, tensor-core mma.sync with operands read from padded
    shared rows (f32: each element split into its TF32 pair as it is read);
-   a warp owns WM x WN (fragments of 8x8). With a mirror (alpha 1, beta 0)
-   the tile is staged in the shared memory the stages no longer need, then
-   stored and handed to the mirror from there (hpdl__gemm_mirror_tile). */
+   a warp owns WM x WN (fragments of 8x8). Where MIRROR::STAGED (alpha 1,
+   beta 0) the tile is staged in the shared memory the stages no longer
+   need, then stored and handed to the mirror from there
+   (hpdl__gemm_mirror_tile). */
 template <typename T, bool AK, bool BKC, typename SH, bool FAST, typename MIRROR>
 __global__ void __launch_bounds__(SH::THREADS, SH::THREADS <= 128 ? 2 : 1)
     hpdl__gemm_padded_mma(hpdl__gemm_args<T, T> g, hpdl__gemm_batch batch, MIRROR mirror) {
